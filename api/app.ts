@@ -1,0 +1,37 @@
+import Koa, { type Middleware } from 'koa';
+import compose from 'koa-compose';
+import './types';
+import type { ServiceContext } from '../shared/context';
+import { requestContext } from './middleware/requestContext';
+import { securityHeaders } from './middleware/securityHeaders';
+import { errorHandler } from './middleware/errors';
+import { maintenance } from './middleware/maintenance';
+import { adminAuth } from './middleware/adminAuth';
+import { healthRouter } from './routes/health';
+import { adminRouter } from './routes/admin';
+import { boardMiddleware } from './board';
+import { v1Router } from './v1';
+
+/** Assembles the web process: the HTTP frame shared by every route, then each route group. */
+export function buildApp(services: ServiceContext): Koa {
+  const trusted = services.config.trustedProxies;
+  const app = new Koa({ proxy: trusted > 0, maxIpsCount: trusted || undefined });
+  app.context.services = services;
+  app.silent = true; // errors are logged by errorHandler, with redaction
+
+  const admin = compose([
+    adminAuth,
+    adminRouter.routes() as Middleware,
+    adminRouter.allowedMethods() as Middleware,
+    boardMiddleware(services.queues),
+  ]);
+
+  app.use(requestContext);
+  app.use(securityHeaders);
+  app.use(errorHandler);
+  app.use(maintenance);
+  app.use(healthRouter.routes() as Middleware);
+  app.use((ctx, next) => (ctx.path === '/admin' || ctx.path.startsWith('/admin/') ? admin(ctx, next) : next()));
+  app.use(v1Router.routes() as Middleware);
+  return app;
+}

@@ -1,0 +1,46 @@
+import getRawBody from 'raw-body';
+import type { Context } from 'koa';
+import { ApiError, badRequest } from '../shared/errors';
+
+/** Global body cap of spec 5.6 step 1 / section 8. */
+export const GLOBAL_BODY_LIMIT = 500 * 1024 * 1024;
+export const DEFAULT_BODY_LIMIT = 100 * 1024;
+
+export const payloadTooLarge = () => new ApiError(413, 'payload-too-large', 'The request body is too large');
+
+/** Reads the exact request bytes once (signatures cover them), with a limit; 413 above it. */
+export async function readRawBody(ctx: Context, limit = DEFAULT_BODY_LIMIT): Promise<Buffer> {
+  if (ctx.state.rawBody) return ctx.state.rawBody;
+  const declared = ctx.request.length;
+  if (declared !== undefined && declared > limit) throw payloadTooLarge();
+  try {
+    ctx.state.rawBody = await getRawBody(ctx.req, { limit, length: declared });
+  } catch (err) {
+    const e = err as { type?: string; status?: number };
+    if (e.type === 'entity.too.large') throw payloadTooLarge();
+    throw badRequest('invalid-body', 'The request body could not be read');
+  }
+  return ctx.state.rawBody;
+}
+
+export function parseJson(raw: Buffer): unknown {
+  try {
+    return JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw badRequest('invalid-json', 'The request body is not valid JSON');
+  }
+}
+
+export function requireJsonContentType(ctx: Context): void {
+  if (!ctx.request.is('application/json')) {
+    throw new ApiError(415, 'unsupported-media-type', 'Content-Type must be application/json');
+  }
+}
+
+/** Reads and parses a JSON body (admin routes; the merchant pipeline has its own ordered steps). */
+export async function readJson(ctx: Context, limit = DEFAULT_BODY_LIMIT): Promise<unknown> {
+  const raw = await readRawBody(ctx, limit);
+  if (raw.length === 0) return {};
+  requireJsonContentType(ctx);
+  return parseJson(raw);
+}

@@ -1,0 +1,29 @@
+import type { Middleware } from 'koa';
+
+export const SERVER_NAME = 'Service';
+const THREEDS_RETURN = /^\/checkout\/[^/]+\/3ds-return\/?$/;
+
+const COMMON: Record<string, string> = {
+  'Strict-Transport-Security': 'max-age=63072000; includeSubDomains; preload',
+  'X-Content-Type-Options': 'nosniff',
+  'Referrer-Policy': 'no-referrer',
+  'Permissions-Policy': 'geolocation=(), microphone=(), camera=()',
+  Server: SERVER_NAME,
+};
+
+/** Security headers of spec 5.7 on every response, errors included; never a cookie. */
+export const securityHeaders: Middleware = async (ctx, next) => {
+  ctx.set(COMMON);
+  if (THREEDS_RETURN.test(ctx.path)) {
+    ctx.set('X-Frame-Options', 'SAMEORIGIN');
+    ctx.set('Content-Security-Policy', "frame-ancestors 'self'");
+  } else {
+    ctx.set('X-Frame-Options', 'DENY');
+  }
+  try {
+    await next();
+  } finally {
+    ctx.remove('Set-Cookie');
+    ctx.remove('X-Powered-By');
+  }
+};

@@ -1,0 +1,65 @@
+import Router from '@koa/router';
+import { readJson } from '../../body';
+import { validator } from '../../../shared/validation';
+import { isId } from '../../../shared/domain/ids';
+import { notFound } from '../../../shared/errors';
+import {
+  createMerchant,
+  getMerchant,
+  issueCredential,
+  revokeCredential,
+  updateMerchant,
+  type MerchantInput,
+} from '../../../shared/merchants/service';
+import { getMaintenance, setMaintenance } from '../../../shared/settings';
+import { rememberMaintenance } from '../../middleware/maintenance';
+import {
+  createMerchantSchema,
+  issueCredentialSchema,
+  maintenanceSchema,
+  revokeCredentialSchema,
+  updateMerchantSchema,
+} from './schemas';
+
+const validateCreateMerchant = validator<MerchantInput & { name: string }>(createMerchantSchema);
+const validateUpdateMerchant = validator<MerchantInput>(updateMerchantSchema);
+const validateIssue = validator<{ environment: 'test' | 'live'; scope: 'read' | 'payments' | 'full'; ip_allowlist?: string[] }>(issueCredentialSchema);
+const validateRevoke = validator<{ immediate?: boolean }>(revokeCredentialSchema);
+const validateMaintenance = validator<{ enabled: boolean; retry_after?: number }>(maintenanceSchema);
+
+/** Operator API (decisions.md); mounted behind adminAuth. Webhook routes join in their own module. */
+export const adminRouter = new Router({ prefix: '/admin' })
+  .post('/merchants', async (ctx) => {
+    const input = validateCreateMerchant(await readJson(ctx));
+    ctx.status = 201;
+    ctx.body = await createMerchant(ctx.services.db, input);
+  })
+  .get('/merchants/:id', async (ctx) => {
+    if (!isId('merchant', ctx.params.id)) throw notFound('Merchant');
+    ctx.body = await getMerchant(ctx.services.db, ctx.params.id);
+  })
+  .patch('/merchants/:id', async (ctx) => {
+    if (!isId('merchant', ctx.params.id)) throw notFound('Merchant');
+    const input = validateUpdateMerchant(await readJson(ctx));
+    ctx.body = await updateMerchant(ctx.services.db, ctx.params.id, input);
+  })
+  .post('/merchants/:id/credentials', async (ctx) => {
+    if (!isId('merchant', ctx.params.id)) throw notFound('Merchant');
+    const input = validateIssue(await readJson(ctx));
+    ctx.status = 201;
+    ctx.body = await issueCredential(ctx.services.db, ctx.params.id, input, ctx.services.config.secretsKeys);
+  })
+  .post('/credentials/:id/revoke', async (ctx) => {
+    if (!isId('credential', ctx.params.id)) throw notFound('Credential');
+    const input = validateRevoke(await readJson(ctx));
+    ctx.body = await revokeCredential(ctx.services.db, ctx.params.id, input.immediate === true, ctx.services.config.secretsKeys);
+  })
+  .get('/maintenance', async (ctx) => {
+    ctx.body = await getMaintenance(ctx.services.db);
+  })
+  .put('/maintenance', async (ctx) => {
+    const input = validateMaintenance(await readJson(ctx));
+    const flag = await setMaintenance(ctx.services.db, { enabled: input.enabled, retry_after: input.retry_after ?? 300 });
+    rememberMaintenance(flag);
+    ctx.body = flag;
+  });

@@ -1,0 +1,7 @@
+import Router from '@koa/router';
+
+/**
+ * The merchant API under /v1. Every request first passes the pipeline of spec 5.6
+ * (api/pipeline), then reaches one of the resource routers mounted here.
+ */
+export const v1Router = new Router({ prefix: '/v1' });

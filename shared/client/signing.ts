@@ -1,0 +1,80 @@
+import { createHmac, randomUUID } from 'node:crypto';
+
+/**
+ * The request signature of spec 5.3, for merchants and for this service's own tests:
+ * lowercase hex HMAC-SHA256, keyed by the merchant secret, over
+ * `<timestamp>.<METHOD>.<path>.<raw body>`.
+ */
+export function signRequest(secret: string, timestamp: string, method: string, path: string, body: string | Buffer): string {
+  return createHmac('sha256', secret)
+    .update(`${timestamp}.${method.toUpperCase()}.${path}.`)
+    .update(body)
+    .digest('hex');
+}
+
+export interface ClientOptions {
+  baseUrl: string;
+  apiKey: string;
+  secret: string;
+}
+
+export interface RequestOptions {
+  /** An object is serialised once; a string or Buffer is sent byte for byte. */
+  body?: unknown;
+  /** Idempotency-Key: `true` (default on POST /v1/payments and /v1/payouts) makes a new UUID v4. */
+  idempotencyKey?: string | boolean;
+  headers?: Record<string, string>;
+  /** Override the X-Timestamp (seconds); defaults to now. */
+  timestamp?: number | string;
+}
+
+export interface ClientResponse<T = any> {
+  status: number;
+  headers: Headers;
+  text: string;
+  body: T;
+}
+
+const SIGNED = new Set(['POST', 'PATCH', 'DELETE']);
+const IDEMPOTENT_PATHS = new Set(['/v1/payments', '/v1/payouts']);
+
+/** A merchant's HTTP client: bearer key, timestamp, signature and idempotency key built for each request. */
+export class ServiceClient {
+  constructor(readonly opts: ClientOptions) {}
+
+  async request<T = any>(method: string, pathWithQuery: string, o: RequestOptions = {}): Promise<ClientResponse<T>> {
+    method = method.toUpperCase();
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.apiKey}` };
+    let raw: string | Buffer | undefined;
+    if (o.body !== undefined) {
+      raw = typeof o.body === 'string' || Buffer.isBuffer(o.body) ? o.body : JSON.stringify(o.body);
+      headers['Content-Type'] = 'application/json';
+    }
+    const path = pathWithQuery.split('?')[0];
+    if (SIGNED.has(method)) {
+      const ts = String(o.timestamp ?? Math.floor(Date.now() / 1000));
+      headers['X-Timestamp'] = ts;
+      headers['X-Signature'] = signRequest(this.opts.secret, ts, method, path, raw ?? '');
+    }
+    const idem = o.idempotencyKey ?? (method === 'POST' && IDEMPOTENT_PATHS.has(path));
+    if (idem) headers['Idempotency-Key'] = typeof idem === 'string' ? idem : randomUUID();
+    Object.assign(headers, o.headers);
+    const res = await fetch(this.opts.baseUrl + pathWithQuery, { method, headers, body: raw });
+    const text = await res.text();
+    let body: any = text;
+    try {
+      body = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON: left as text */
+    }
+    return { status: res.status, headers: res.headers, text, body };
+  }
+
+  get<T = any>(path: string, o?: RequestOptions) {
+    return this.request<T>('GET', path, o);
+  }
+
+  post<T = any>(path: string, body?: unknown, o: RequestOptions = {}) {
+    return this.request<T>('POST', path, { ...o, body });
+  }
+}

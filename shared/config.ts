@@ -1,0 +1,161 @@
+/**
+ * One typed configuration, read from the environment once at start-up.
+ * A bad value stops the process with a message naming the variable; every variable has a
+ * development default (listed in .env.example), and the development secrets are refused in
+ * production.
+ */
+
+export const DEV_SECRETS_KEY = 'dev:ZGV2ZWxvcG1lbnQtb25seS1rZXktZG8tbm90LXVzZSE=';
+export const DEV_ADMIN_API_TOKEN = 'dev-admin-token-change-me';
+/** The spec's webhook delays (6.5), in seconds; attempt n+1 follows failed attempt n by delay n. */
+export const SPEC_WEBHOOK_DELAYS_S = [1, 5, 30, 300, 1800, 7200, 21600, 86400];
+
+export interface SecretsKey {
+  id: string;
+  key: Buffer;
+}
+
+export interface Config {
+  nodeEnv: 'development' | 'test' | 'production';
+  port: number;
+  baseUrl: string;
+  databaseUrl: string;
+  redisUrl: string;
+  /** BullMQ key prefix; a Redis Cluster hash tag by default so every queue key lands in one slot. */
+  queuePrefix: string;
+  /** First key encrypts; every listed key decrypts (rotation). */
+  secretsKeys: SecretsKey[];
+  adminApiToken: string;
+  logLevel: string;
+  /** Number of reverse proxies in front of the web process whose X-Forwarded-For is trusted (0: use the socket). */
+  trustedProxies: number;
+  workerConcurrency: number;
+  shutdownTimeoutMs: number;
+  outboxRelayIntervalMs: number;
+  /** Webhook retry delays in milliseconds (decisions.md: attempt n+1 after delay n). */
+  webhookRetryDelaysMs: number[];
+  sandboxProviderUrl: string;
+  sandboxProviderPort: number;
+  sandboxCallbackDelayMs: number;
+  /** Shared secret the sandbox provider signs its callbacks with. */
+  sandboxCallbackSecret: string;
+  /** How long a mobile-money payment may stay processing before the reconciler asks the provider. */
+  providerWindowMs: { live: number; test: number };
+  reconcileIntervalMs: number;
+}
+
+export class ConfigError extends Error {}
+
+type Env = Record<string, string | undefined>;
+
+function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!/^-?\d+$/.test(raw)) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
+  const n = Number(raw);
+  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
+  return n;
+}
+
+function url(env: Env, name: string, fallback: string, protocols: string[]): string {
+  const raw = env[name] || fallback;
+  let parsed: URL;
+  try {
+    parsed = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} is not a valid URL`);
+  }
+  if (!protocols.includes(parsed.protocol)) {
+    throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
+  }
+  return raw.replace(/\/$/, '');
+}
+
+export function parseSecretsKeys(raw: string): SecretsKey[] {
+  const keys = raw.split(',').map((part) => {
+    const m = /^([A-Za-z0-9_-]{1,32}):([A-Za-z0-9+/=]+)$/.exec(part.trim());
+    if (!m) throw new ConfigError('SECRETS_KEY must be "<key id>:<base64 32-byte key>[,<older id>:<key>...]"');
+    const key = Buffer.from(m[2], 'base64');
+    if (key.length !== 32) throw new ConfigError(`SECRETS_KEY "${m[1]}" must decode to 32 bytes, got ${key.length}`);
+    return { id: m[1], key };
+  });
+  if (new Set(keys.map((k) => k.id)).size !== keys.length) throw new ConfigError('SECRETS_KEY ids must be unique');
+  return keys;
+}
+
+function delays(env: Env, production: boolean): number[] {
+  const raw = env.WEBHOOK_RETRY_DELAYS_MS;
+  const spec = SPEC_WEBHOOK_DELAYS_S.map((s) => s * 1000);
+  if (!raw) return spec;
+  const list = raw.split(',').map((s) => s.trim());
+  if (list.length !== spec.length || list.some((s) => !/^\d+$/.test(s))) {
+    throw new ConfigError(`WEBHOOK_RETRY_DELAYS_MS must be ${spec.length} comma-separated integers (milliseconds)`);
+  }
+  const parsed = list.map(Number);
+  if (production && parsed.some((d, i) => d < spec[i])) {
+    throw new ConfigError('WEBHOOK_RETRY_DELAYS_MS may not shorten the retry schedule in production');
+  }
+  return parsed;
+}
+
+export function loadConfig(env: Env = process.env): Config {
+  const nodeEnv = (env.NODE_ENV || 'development') as Config['nodeEnv'];
+  if (!['development', 'test', 'production'].includes(nodeEnv)) {
+    throw new ConfigError(`NODE_ENV must be development, test or production, got "${nodeEnv}"`);
+  }
+  const production = nodeEnv === 'production';
+  const port = int(env, 'PORT', 3000, 0, 65535);
+  const secretsKeyRaw = env.SECRETS_KEY || DEV_SECRETS_KEY;
+  const adminApiToken = env.ADMIN_API_TOKEN || DEV_ADMIN_API_TOKEN;
+  if (production && secretsKeyRaw.split(',').some((k) => k.trim() === DEV_SECRETS_KEY)) {
+    throw new ConfigError('SECRETS_KEY must be set to a real key in production (the development key is refused)');
+  }
+  if (production && adminApiToken === DEV_ADMIN_API_TOKEN) {
+    throw new ConfigError('ADMIN_API_TOKEN must be set in production (the development token is refused)');
+  }
+  if (adminApiToken.length < 16) throw new ConfigError('ADMIN_API_TOKEN must be at least 16 characters');
+  const sandboxProviderPort = int(env, 'SANDBOX_PROVIDER_PORT', 4010, 0, 65535);
+  return {
+    nodeEnv,
+    port,
+    baseUrl: url(env, 'BASE_URL', `http://127.0.0.1:${port}`, ['http:', 'https:']),
+    databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
+    redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
+    queuePrefix: env.QUEUE_PREFIX || '{svc}',
+    secretsKeys: parseSecretsKeys(secretsKeyRaw),
+    adminApiToken,
+    logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'warn' : 'info'),
+    trustedProxies: int(env, 'TRUSTED_PROXIES', 0, 0, 10),
+    workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10, 1, 1000),
+    shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
+    outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 10),
+    webhookRetryDelaysMs: delays(env, production),
+    sandboxProviderUrl: url(env, 'SANDBOX_PROVIDER_URL', `http://127.0.0.1:${sandboxProviderPort}`, ['http:', 'https:']),
+    sandboxProviderPort,
+    sandboxCallbackDelayMs: int(env, 'SANDBOX_CALLBACK_DELAY_MS', 3000, 0),
+    sandboxCallbackSecret: env.SANDBOX_CALLBACK_SECRET || 'sandbox-callback-secret',
+    providerWindowMs: {
+      live: int(env, 'PROVIDER_WINDOW_MS', 120_000, 1000),
+      test: int(env, 'SANDBOX_PROVIDER_WINDOW_MS', 30_000, 100),
+    },
+    reconcileIntervalMs: int(env, 'RECONCILE_INTERVAL_MS', 5000, 50),
+  };
+}
+
+let cached: Config | undefined;
+
+/** The process's configuration; exits with a clear message on a bad value. */
+export function getConfig(): Config {
+  if (!cached) {
+    try {
+      cached = loadConfig();
+    } catch (err) {
+      if (err instanceof ConfigError) {
+        process.stderr.write(`Configuration error: ${err.message}\n`);
+        process.exit(78);
+      }
+      throw err;
+    }
+  }
+  return cached;
+}

@@ -1,0 +1,45 @@
+import type { Redis } from 'ioredis';
+import { getConfig, type Config } from './config';
+import { createDb, type Db } from './db/knex';
+import { createLogger, type Logger } from './logger';
+import { webRedis, workerRedis } from './queues/connection';
+import { QueueRegistry } from './queues/registry';
+
+/** What every process needs: configuration, the Postgres pool, Redis, the queues and a logger. */
+export interface ServiceContext {
+  config: Config;
+  db: Db;
+  redis: Redis;
+  queues: QueueRegistry;
+  log: Logger;
+  close(): Promise<void>;
+}
+
+export interface ContextOptions {
+  config?: Config;
+  /** 'web' gets a fail-fast Redis client; workers get a blocking one. */
+  role: 'web' | 'worker';
+  name: string;
+  poolMax?: number;
+}
+
+export function createContext(opts: ContextOptions): ServiceContext {
+  const config = opts.config ?? getConfig();
+  const db = createDb(config.databaseUrl, opts.poolMax);
+  const redis = opts.role === 'web' ? webRedis(config.redisUrl) : workerRedis(config.redisUrl);
+  const log = createLogger(config.logLevel, opts.name);
+  redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));
+  const queues = new QueueRegistry(redis, config.queuePrefix);
+  return {
+    config,
+    db,
+    redis,
+    queues,
+    log,
+    async close() {
+      await queues.close().catch(() => undefined);
+      redis.disconnect();
+      await db.destroy();
+    },
+  };
+}

@@ -1,0 +1,56 @@
+import { Model } from 'objection';
+
+/**
+ * Objection models: single-table access only. Multi-table writes live in one service function
+ * per flow, inside one transaction; callers pass the knex or transaction to `Model.query(db)`,
+ * so no model is bound to a global connection.
+ */
+
+export type Environment = 'test' | 'live';
+export type Currency = 'USD' | 'CDF';
+export type Scope = 'read' | 'payments' | 'full';
+export interface FeeRule {
+  percent_bps: number;
+  fixed: number;
+}
+
+export class Merchant extends Model {
+  static override tableName = 'merchants';
+  static override jsonAttributes = ['fees'];
+  id!: string;
+  name!: string;
+  status!: 'active' | 'suspended';
+  fee_bearer!: 'merchant' | 'customer';
+  fees!: Record<Currency, FeeRule>;
+  per_tx_limit_usd!: number | null;
+  per_tx_limit_cdf!: number | null;
+  created_at!: Date;
+  updated_at!: Date;
+}
+
+export class Credential extends Model {
+  static override tableName = 'credentials';
+  id!: string;
+  merchant_id!: string;
+  environment!: Environment;
+  scope!: Scope;
+  api_key_hash!: string;
+  api_key_last4!: string;
+  secret_ciphertext!: string;
+  secret_key_id!: string;
+  ip_allowlist!: string[] | null;
+  replaces_id!: string | null;
+  created_at!: Date;
+  revoked_at!: Date | null;
+  expires_at!: Date | null;
+}
+
+export class WebhookSecret extends Model {
+  static override tableName = 'webhook_secrets';
+  id!: string;
+  merchant_id!: string;
+  environment!: Environment;
+  secret_ciphertext!: string;
+  secret_key_id!: string;
+  created_at!: Date;
+}

@@ -1,0 +1,184 @@
+import { isIP } from 'node:net';
+import type { SecretsKey } from '../config';
+import { decryptSecret, encryptSecret, hashApiKey, randomToken } from '../crypto/secrets';
+import type { Db, Executor } from '../db/knex';
+import { Credential, Merchant, WebhookSecret, type Currency, type Environment, type FeeRule, type Scope } from '../db/models';
+import { newId } from '../domain/ids';
+import { conflict, notFound, validationFailed } from '../errors';
+
+/** Operator-side management of merchants and their credentials (decisions.md, admin API). */
+
+export const CURRENCIES: Currency[] = ['USD', 'CDF'];
+export const REVOCATION_GRACE_MS = 7 * 24 * 3600 * 1000;
+const NO_FEE: FeeRule = { percent_bps: 0, fixed: 0 };
+
+export interface MerchantInput {
+  name?: string;
+  fee_bearer?: 'merchant' | 'customer';
+  fees?: Partial<Record<Currency, FeeRule>>;
+  per_tx_limit_usd?: number | null;
+  per_tx_limit_cdf?: number | null;
+  status?: 'active' | 'suspended';
+}
+
+const unix = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
+
+export function merchantView(m: Merchant) {
+  return {
+    id: m.id,
+    object: 'merchant',
+    name: m.name,
+    status: m.status,
+    fee_bearer: m.fee_bearer,
+    fees: m.fees,
+    per_tx_limit_usd: m.per_tx_limit_usd,
+    per_tx_limit_cdf: m.per_tx_limit_cdf,
+    created: unix(m.created_at),
+    updated: unix(m.updated_at),
+  };
+}
+
+export function credentialView(c: Credential) {
+  return {
+    id: c.id,
+    object: 'credential',
+    merchant_id: c.merchant_id,
+    environment: c.environment,
+    scope: c.scope,
+    ip_allowlist: c.ip_allowlist,
+    api_key_last4: c.api_key_last4,
+    created: unix(c.created_at),
+    revoked_at: unix(c.revoked_at),
+    expires_at: unix(c.expires_at),
+  };
+}
+
+export async function createMerchant(db: Executor, input: MerchantInput & { name: string }) {
+  const fees = Object.fromEntries(CURRENCIES.map((c) => [c, input.fees?.[c] ?? NO_FEE]));
+  const m = await Merchant.query(db).insertAndFetch({
+    id: newId('merchant'),
+    name: input.name,
+    status: input.status ?? 'active',
+    fee_bearer: input.fee_bearer ?? 'merchant',
+    fees: fees as Record<Currency, FeeRule>,
+    per_tx_limit_usd: input.per_tx_limit_usd ?? null,
+    per_tx_limit_cdf: input.per_tx_limit_cdf ?? null,
+  });
+  return merchantView(m);
+}
+
+export async function updateMerchant(db: Db, id: string, input: MerchantInput) {
+  return db.transaction(async (trx) => {
+    const m = await Merchant.query(trx).findById(id).forUpdate();
+    if (!m) throw notFound('Merchant');
+    const patch: Partial<Merchant> = { updated_at: new Date() };
+    if (input.name !== undefined) patch.name = input.name;
+    if (input.status !== undefined) patch.status = input.status;
+    if (input.fee_bearer !== undefined) patch.fee_bearer = input.fee_bearer;
+    if (input.fees !== undefined) patch.fees = { ...m.fees, ...input.fees } as Record<Currency, FeeRule>;
+    if (input.per_tx_limit_usd !== undefined) patch.per_tx_limit_usd = input.per_tx_limit_usd;
+    if (input.per_tx_limit_cdf !== undefined) patch.per_tx_limit_cdf = input.per_tx_limit_cdf;
+    return merchantView(await m.$query(trx).patchAndFetch(patch));
+  });
+}
+
+export async function getMerchant(db: Executor, id: string) {
+  const m = await Merchant.query(db).findById(id);
+  if (!m) throw notFound('Merchant');
+  return merchantView(m);
+}
+
+export function validateAllowlist(list: string[] | undefined | null): string[] | null {
+  if (!list || list.length === 0) return null;
+  list.forEach((ip, i) => {
+    if (isIP(ip) === 0) throw validationFailed(`ip_allowlist.${i}`, `ip_allowlist.${i} must be an IPv4 or IPv6 address`);
+  });
+  return [...new Set(list)];
+}
+
+/** The merchant's webhook secret for one environment, created on first use; decrypted. */
+export async function webhookSecretFor(trx: Executor, merchantId: string, env: Environment, keys: SecretsKey[]): Promise<string> {
+  const existing = await WebhookSecret.query(trx).findOne({ merchant_id: merchantId, environment: env });
+  if (existing) return decryptSecret({ keyId: existing.secret_key_id, ciphertext: existing.secret_ciphertext }, keys);
+  const plain = `whsec_${randomToken(32)}`;
+  const enc = encryptSecret(plain, keys);
+  const inserted = await trx('webhook_secrets')
+    .insert({ id: newId('webhookSecret'), merchant_id: merchantId, environment: env, secret_ciphertext: enc.ciphertext, secret_key_id: enc.keyId })
+    .onConflict(['merchant_id', 'environment'])
+    .ignore()
+    .returning('id');
+  // lost a race with another issuer: use the one that won
+  return inserted.length ? plain : webhookSecretFor(trx, merchantId, env, keys);
+}
+
+interface NewCredential {
+  merchant_id: string;
+  environment: Environment;
+  scope: Scope;
+  ip_allowlist: string[] | null;
+  replaces_id?: string;
+}
+
+async function insertCredential(trx: Executor, input: NewCredential, keys: SecretsKey[]) {
+  const apiKey = `svc_${input.environment}_${randomToken(32)}`;
+  const secret = `sk_${randomToken(32)}`;
+  const enc = encryptSecret(secret, keys);
+  const c = await Credential.query(trx).insertAndFetch({
+    id: newId('credential'),
+    merchant_id: input.merchant_id,
+    environment: input.environment,
+    scope: input.scope,
+    api_key_hash: hashApiKey(apiKey),
+    api_key_last4: apiKey.slice(-4),
+    secret_ciphertext: enc.ciphertext,
+    secret_key_id: enc.keyId,
+    ip_allowlist: input.ip_allowlist,
+    replaces_id: input.replaces_id ?? null,
+  });
+  const webhookSecret = await webhookSecretFor(trx, input.merchant_id, input.environment, keys);
+  return { ...credentialView(c), api_key: apiKey, secret, webhook_secret: webhookSecret };
+}
+
+/** Issues a credential; the key, secret and webhook secret are returned once and never again. */
+export async function issueCredential(
+  db: Db,
+  merchantId: string,
+  input: { environment: Environment; scope: Scope; ip_allowlist?: string[] | null },
+  keys: SecretsKey[],
+) {
+  const ipAllowlist = validateAllowlist(input.ip_allowlist);
+  return db.transaction(async (trx) => {
+    const m = await Merchant.query(trx).findById(merchantId);
+    if (!m) throw notFound('Merchant');
+    // A suspended merchant still gets its credential; the merchant pipeline refuses its requests.
+    return insertCredential(trx, { merchant_id: merchantId, environment: input.environment, scope: input.scope, ip_allowlist: ipAllowlist }, keys);
+  });
+}
+
+/**
+ * Revokes a credential and issues its replacement (same scope and allowlist). The old key keeps
+ * working for 7 days, or stops at once with `immediate`. Revoking a key still in its grace
+ * period with `immediate` ends the grace; any other repeat is a 409.
+ */
+export async function revokeCredential(db: Db, id: string, immediate: boolean, keys: SecretsKey[]) {
+  return db.transaction(async (trx) => {
+    const c = await Credential.query(trx).findById(id).forUpdate();
+    if (!c) throw notFound('Credential');
+    const now = new Date();
+    if (c.revoked_at) {
+      if (!immediate || (c.expires_at && c.expires_at <= now)) {
+        throw conflict('credential-revoked', 'This credential is already revoked');
+      }
+      const revoked = await c.$query(trx).patchAndFetch({ expires_at: now });
+      return { revoked: credentialView(revoked), replacement: null };
+    }
+    const expires = immediate ? now : new Date(now.getTime() + REVOCATION_GRACE_MS);
+    const revoked = await c.$query(trx).patchAndFetch({ revoked_at: now, expires_at: expires });
+    const replacement = await insertCredential(
+      trx,
+      { merchant_id: c.merchant_id, environment: c.environment, scope: c.scope, ip_allowlist: c.ip_allowlist, replaces_id: c.id },
+      keys,
+    );
+    return { revoked: credentialView(revoked), replacement };
+  });
+}

@@ -1,0 +1,81 @@
+import { randomUUID } from 'node:crypto';
+import type { Executor, Db } from '../db/knex';
+import type { QueueRegistry } from './registry';
+import type { JobData, QueueName } from './names';
+import type { Logger } from '../logger';
+
+/**
+ * Outbox (architecture rule 1): a job that follows from a database change is written as a row
+ * in the same transaction. After commit the writer enqueues it at once (jobId = outbox id); the
+ * outbox-relay pool enqueues whatever was missed. A job never exists for a row that did not
+ * commit, and no committed change loses its job.
+ */
+
+export interface OutboxMessage {
+  id: string;
+  queue: QueueName;
+  job_name: string;
+  payload: JobData;
+  delay_ms: number;
+}
+
+export async function writeOutbox(
+  trx: Executor,
+  queue: QueueName,
+  jobName: string,
+  payload: JobData,
+  delayMs = 0,
+): Promise<OutboxMessage> {
+  const row: OutboxMessage = { id: randomUUID(), queue, job_name: jobName, payload, delay_ms: delayMs };
+  await trx('outbox').insert({ ...row, payload: JSON.stringify(payload) });
+  return row;
+}
+
+/** jobId of an outbox message: its uuid (no ':' and not all digits, as BullMQ requires). */
+export const outboxJobId = (id: string) => `ob-${id}`;
+
+async function enqueue(queues: QueueRegistry, msg: OutboxMessage): Promise<void> {
+  await queues.add(msg.queue, msg.job_name, msg.payload, { jobId: outboxJobId(msg.id), delay: msg.delay_ms || undefined });
+}
+
+/**
+ * Enqueues messages just committed and marks them; a failure (Redis down) is logged and left to
+ * the relay, so the caller's answer never depends on Redis being up.
+ */
+export async function publishOutbox(db: Db, queues: QueueRegistry, msgs: OutboxMessage[], log?: Logger): Promise<void> {
+  if (msgs.length === 0) return;
+  try {
+    await Promise.all(msgs.map((m) => enqueue(queues, m)));
+    await db('outbox').whereIn('id', msgs.map((m) => m.id)).update({ enqueued_at: db.fn.now() });
+  } catch (err) {
+    log?.warn({ err, outbox: msgs.map((m) => m.id) }, 'outbox publish deferred to the relay');
+  }
+}
+
+/**
+ * Relays messages that were committed but not enqueued (older than `graceMs`, so the writer has
+ * had its chance). Safe with many relay copies: rows are claimed with SKIP LOCKED.
+ */
+export async function relayOutbox(db: Db, queues: QueueRegistry, graceMs = 1000, batch = 500): Promise<number> {
+  return db.transaction(async (trx) => {
+    const rows: (Omit<OutboxMessage, 'payload'> & { payload: JobData })[] = await trx('outbox')
+      .whereNull('enqueued_at')
+      .where('created_at', '<', trx.raw(`now() - make_interval(secs => ?)`, [graceMs / 1000]))
+      .orderBy('created_at')
+      .limit(batch)
+      .forUpdate()
+      .skipLocked();
+    if (rows.length === 0) return 0;
+    for (const row of rows) await enqueue(queues, row);
+    await trx('outbox').whereIn('id', rows.map((r) => r.id)).update({ enqueued_at: trx.fn.now() });
+    return rows.length;
+  });
+}
+
+/** Removes relayed rows older than `keepHours`. */
+export async function pruneOutbox(db: Db, keepHours = 24): Promise<number> {
+  return db('outbox')
+    .whereNotNull('enqueued_at')
+    .where('enqueued_at', '<', db.raw(`now() - make_interval(hours => ?)`, [keepHours]))
+    .del();
+}

@@ -1,0 +1,42 @@
+import { Queue, type JobsOptions } from 'bullmq';
+import type { Redis } from 'ioredis';
+import { ALL_QUEUES, type JobData, type QueueName } from './names';
+
+/** Default job options: bounded history so Redis never grows without end. */
+export const DEFAULT_JOB_OPTIONS: JobsOptions = {
+  removeOnComplete: { age: 3600, count: 10_000 },
+  removeOnFail: { age: 7 * 24 * 3600 },
+  attempts: 8,
+  backoff: { type: 'exponential', delay: 1000 },
+};
+
+/** One BullMQ Queue per name, sharing one connection. */
+export class QueueRegistry {
+  private readonly queues = new Map<QueueName, Queue>();
+
+  constructor(
+    private readonly connection: Redis,
+    readonly prefix: string,
+  ) {}
+
+  get(name: QueueName): Queue {
+    let q = this.queues.get(name);
+    if (!q) {
+      q = new Queue(name, { connection: this.connection, prefix: this.prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+      this.queues.set(name, q);
+    }
+    return q;
+  }
+
+  all(): Queue[] {
+    return ALL_QUEUES.map((n) => this.get(n));
+  }
+
+  async add(name: QueueName, jobName: string, data: JobData, opts: JobsOptions = {}): Promise<void> {
+    await this.get(name).add(jobName, data, opts);
+  }
+
+  async close(): Promise<void> {
+    await Promise.all([...this.queues.values()].map((q) => q.close()));
+  }
+}

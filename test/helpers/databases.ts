@@ -1,0 +1,95 @@
+import { createHash, randomBytes } from 'node:crypto';
+import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
+import { createDb } from '../../shared/db/knex';
+import { migrateLatest } from '../../shared/db/migrate';
+
+/**
+ * Test databases: one template, migrated once per set of migrations (its name carries their
+ * hash), and one database per test file cloned from it, so files never see each other's rows.
+ */
+
+export const SERVER_URL = process.env.TEST_DATABASE_SERVER_URL || 'postgres://postgres@127.0.0.1:5432';
+
+const MIGRATIONS = path.join(__dirname, '..', '..', 'shared', 'db', 'migrations');
+
+function templateName(): string {
+  const h = createHash('sha256');
+  for (const f of readdirSync(MIGRATIONS).sort()) h.update(f).update(readFileSync(path.join(MIGRATIONS, f)));
+  return `svc_tpl_${h.digest('hex').slice(0, 12)}`;
+}
+
+const admin = () => createDb(`${SERVER_URL}/postgres`, 1);
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Creates the template if missing (under an advisory lock: several runs may start together). */
+export async function prepareTemplate(): Promise<string> {
+  const name = templateName();
+  const db = admin();
+  try {
+    await db.raw('select pg_advisory_lock(734001)');
+    try {
+      // leftovers of crashed runs: per-file databases of dead processes, outdated templates
+      const { rows } = await db.raw(`select datname from pg_database where datname like 'svc\\_t\\_%' or (datname like 'svc\\_tpl\\_%' and datname <> ?)`, [name]);
+      for (const { datname } of rows as { datname: string }[]) {
+        const pid = Number(/^svc_t_(\d+)_/.exec(datname)?.[1]);
+        if (datname.startsWith('svc_tpl_') || !pidAlive(pid)) await db.raw('drop database if exists ?? with (force)', [datname]);
+      }
+      const exists = await db.raw('select 1 from pg_database where datname = ?', [name]);
+      if (exists.rows.length === 0) {
+        await db.raw('create database ??', [`${name}_tmp`]).catch(() => undefined);
+        const tpl = createDb(`${SERVER_URL}/${name}_tmp`, 1);
+        try {
+          await migrateLatest(tpl);
+        } finally {
+          await tpl.destroy();
+        }
+        await db.raw('alter database ?? rename to ??', [`${name}_tmp`, name]);
+      }
+    } finally {
+      await db.raw('select pg_advisory_unlock(734001)');
+    }
+  } finally {
+    await db.destroy();
+  }
+  return name;
+}
+
+export async function createTestDatabase(): Promise<{ name: string; url: string; drop(): Promise<void> }> {
+  const template = await prepareTemplate();
+  const name = `svc_t_${process.pid}_${randomBytes(4).toString('hex')}`;
+  const db = admin();
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await db.raw('create database ?? template ??', [name, template]);
+        break;
+      } catch (err) {
+        if (attempt > 20 || !/being accessed by other users/.test((err as Error).message)) throw err;
+        await new Promise((r) => setTimeout(r, 100 + Math.random() * 200));
+      }
+    }
+  } finally {
+    await db.destroy();
+  }
+  return {
+    name,
+    url: `${SERVER_URL}/${name}`,
+    async drop() {
+      const d = admin();
+      try {
+        await d.raw('drop database if exists ?? with (force)', [name]);
+      } finally {
+        await d.destroy();
+      }
+    },
+  };
+}

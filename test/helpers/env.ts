@@ -1,0 +1,110 @@
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import { randomBytes } from 'node:crypto';
+import { loadConfig, type Config } from '../../shared/config';
+import { createContext, type ServiceContext } from '../../shared/context';
+import { buildApp } from '../../api/app';
+import { ServiceClient } from '../../shared/client/signing';
+import { createTestDatabase } from './databases';
+import { startProcess, type RunningProcess } from './processes';
+
+export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+export interface MerchantFixture {
+  merchant: any;
+  credential: any;
+  client: ServiceClient;
+}
+
+export interface TestEnv {
+  config: Config;
+  services: ServiceContext;
+  baseUrl: string;
+  /** Environment variables a spawned process needs to share this file's database and queues. */
+  processEnv: Record<string, string>;
+  admin(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: any }>;
+  merchant(opts?: { scope?: 'read' | 'payments' | 'full'; environment?: 'test' | 'live'; merchant?: Record<string, unknown>; ip_allowlist?: string[] }): Promise<MerchantFixture>;
+  /** Starts a real process (e.g. 'workers/outbox-relay/index.ts') on this file's database and queues. */
+  spawn(entry: string, env?: Record<string, string>): Promise<RunningProcess>;
+  close(): Promise<void>;
+}
+
+/**
+ * One isolated service per test file: its own database (cloned from the migrated template), its
+ * own queue prefix, the web app on a random port, and any worker processes the file starts.
+ */
+export async function startTestEnv(overrides: Record<string, string> = {}): Promise<TestEnv> {
+  const database = await createTestDatabase();
+  const tag = randomBytes(4).toString('hex');
+  const baseEnv: Record<string, string> = {
+    NODE_ENV: 'test',
+    DATABASE_URL: database.url,
+    REDIS_URL: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
+    QUEUE_PREFIX: `{t${tag}}`,
+    ADMIN_API_TOKEN: ADMIN_TOKEN,
+    LOG_LEVEL: process.env.TEST_LOG_LEVEL || 'info',
+    OUTBOX_RELAY_INTERVAL_MS: '200',
+    ...overrides,
+  };
+  const config = loadConfig({ ...baseEnv, LOG_LEVEL: process.env.TEST_LOG_LEVEL || 'silent' });
+  const services = createContext({ role: 'web', name: 'web-test', config });
+  const app = buildApp(services);
+  const server: Server = await new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+  const port = (server.address() as AddressInfo).port;
+  const baseUrl = `http://127.0.0.1:${port}`;
+  config.baseUrl = baseUrl;
+  const processEnv = { ...baseEnv, BASE_URL: baseUrl };
+  const processes: RunningProcess[] = [];
+
+  const admin: TestEnv['admin'] = async (method, path, body, headers = {}) => {
+    const res = await fetch(baseUrl + path, {
+      method,
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers },
+      body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
+    });
+    const text = await res.text();
+    let parsed: any = text;
+    try {
+      parsed = text ? JSON.parse(text) : undefined;
+    } catch {
+      /* not JSON */
+    }
+    return { status: res.status, headers: res.headers, body: parsed };
+  };
+
+  return {
+    config,
+    services,
+    baseUrl,
+    processEnv,
+    admin,
+    async merchant(opts = {}) {
+      const m = await admin('POST', '/admin/merchants', { name: `Merchant ${randomBytes(3).toString('hex')}`, ...opts.merchant });
+      if (m.status !== 201) throw new Error(`merchant creation failed: ${JSON.stringify(m.body)}`);
+      const c = await admin('POST', `/admin/merchants/${m.body.id}/credentials`, {
+        environment: opts.environment ?? 'test',
+        scope: opts.scope ?? 'full',
+        ...(opts.ip_allowlist ? { ip_allowlist: opts.ip_allowlist } : {}),
+      });
+      if (c.status !== 201) throw new Error(`credential issue failed: ${JSON.stringify(c.body)}`);
+      return { merchant: m.body, credential: c.body, client: new ServiceClient({ baseUrl, apiKey: c.body.api_key, secret: c.body.secret }) };
+    },
+    async spawn(entry, env = {}) {
+      const p = startProcess(entry, { ...processEnv, ...env });
+      processes.push(p);
+      await p.waitForLine((l) => typeof l === 'object' && /started|listening/.test(l.msg ?? ''));
+      return p;
+    },
+    async close() {
+      await Promise.all(processes.map((p) => p.kill()));
+      await new Promise((r) => server.close(r));
+      server.closeAllConnections();
+      const keys = await services.redis.keys(`${config.queuePrefix}:*`).catch(() => [] as string[]);
+      for (let i = 0; i < keys.length; i += 500) await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
+      await services.close();
+      await database.drop();
+    },
+  };
+}
