@@ -12,7 +12,7 @@ describe('operator API and HTTP frame', () => {
     it('refuses a missing token with 401 auth-required and the error body', async () => {
       const res = await fetch(env.baseUrl + '/admin/merchants', { method: 'POST', body: '{}' });
       expect(res.status).to.equal(401);
-      const body = await res.json();
+      const body = (await res.json()) as any;
       expect(body.error.code).to.equal('auth-required');
       expect(body.error.request_id).to.equal(res.headers.get('x-request-id'));
     });
@@ -195,7 +195,7 @@ describe('operator API and HTTP frame', () => {
     it('echoes a valid X-Request-Id and replaces an invalid one', async () => {
       const mine = await fetch(env.baseUrl + '/nowhere', { headers: { 'X-Request-Id': 'abc-123' } });
       expect(mine.headers.get('x-request-id')).to.equal('abc-123');
-      expect((await mine.json()).error.request_id).to.equal('abc-123');
+      expect(((await mine.json()) as any).error.request_id).to.equal('abc-123');
       const bad = await fetch(env.baseUrl + '/health/live', { headers: { 'X-Request-Id': 'x'.repeat(300) } });
       expect(bad.headers.get('x-request-id')).to.match(/^req_[0-9a-f-]{36}$/);
     });
@@ -233,7 +233,7 @@ describe('operator API and HTTP frame', () => {
       const res = await fetch(env.baseUrl + '/v1/payments');
       expect(res.status).to.equal(503);
       expect(res.headers.get('retry-after')).to.equal('120');
-      expect((await res.json()).error.code).to.equal('maintenance');
+      expect(((await res.json()) as any).error.code).to.equal("maintenance");
       expect((await fetch(env.baseUrl + '/health/live')).status).to.equal(200);
       expect((await env.admin('GET', '/admin/maintenance')).status).to.equal(200);
       await env.admin('PUT', '/admin/maintenance', { enabled: false });

@@ -1,0 +1,94 @@
+/**
+ * Ledger rules (pure). Glossary:
+ * - account: one balance of one owner (a merchant, or the platform) in one environment and
+ *   currency; `available` is what a merchant may refund or pay out, never negative.
+ * - posting: one ledger transaction of entries (signed amounts in minor units) summing to zero.
+ * The platform's `provider_clearing` account mirrors money held at (or sent through) the
+ * mobile-money providers and may be negative; `fees` collects the service's fees.
+ */
+
+export type Currency = 'USD' | 'CDF';
+export type Environment = 'test' | 'live';
+export type AccountKind = 'available' | 'fees' | 'provider_clearing';
+export const PLATFORM = 'platform';
+
+export interface AccountRef {
+  owner: string;
+  kind: AccountKind;
+}
+
+export interface Posting {
+  kind: string;
+  referenceId: string;
+  environment: Environment;
+  currency: Currency;
+  merchantId: string | null;
+  entries: { account: AccountRef; amount: number }[];
+}
+
+export const merchantAvailable = (merchantId: string): AccountRef => ({ owner: merchantId, kind: 'available' });
+export const platformFees: AccountRef = { owner: PLATFORM, kind: 'fees' };
+export const providerClearing: AccountRef = { owner: PLATFORM, kind: 'provider_clearing' };
+export const allowsNegative = (a: AccountRef) => a.kind === 'provider_clearing';
+
+export class UnbalancedPosting extends Error {}
+
+/** Throws unless every amount is a non-zero safe integer and the entries sum to zero. */
+export function assertBalanced(p: Posting): void {
+  if (p.entries.length < 2) throw new UnbalancedPosting(`${p.kind}: a posting needs at least two entries`);
+  let sum = 0;
+  for (const e of p.entries) {
+    if (!Number.isSafeInteger(e.amount) || e.amount === 0) throw new UnbalancedPosting(`${p.kind}: bad amount ${e.amount}`);
+    sum += e.amount;
+  }
+  if (sum !== 0) throw new UnbalancedPosting(`${p.kind}: entries sum to ${sum}, not 0`);
+}
+
+/** Drops zero entries (a fee of 0) and merges entries on the same account. */
+export function normalise(p: Posting): Posting {
+  const byAccount = new Map<string, { account: AccountRef; amount: number }>();
+  for (const e of p.entries) {
+    const key = `${e.account.owner}/${e.account.kind}`;
+    const prev = byAccount.get(key);
+    byAccount.set(key, { account: e.account, amount: (prev?.amount ?? 0) + e.amount });
+  }
+  return { ...p, entries: [...byAccount.values()].filter((e) => e.amount !== 0) };
+}
+
+/** A succeeded payment: the provider holds amount_charged; the merchant gets net, the platform the fee. */
+export function paymentCredit(a: { paymentId: string; merchantId: string; environment: Environment; currency: Currency; amountCharged: number; amountNet: number; fee: number }): Posting {
+  return normalise({
+    kind: 'payment_credit',
+    referenceId: a.paymentId,
+    environment: a.environment,
+    currency: a.currency,
+    merchantId: a.merchantId,
+    entries: [
+      { account: providerClearing, amount: -a.amountCharged },
+      { account: merchantAvailable(a.merchantId), amount: a.amountNet },
+      { account: platformFees, amount: a.fee },
+    ],
+  });
+}
+
+/** Money leaving a merchant's available balance to a client (refund or payout), with an optional fee. */
+export function outgoing(kind: 'refund_debit' | 'payout_debit', a: { referenceId: string; merchantId: string; environment: Environment; currency: Currency; amount: number; fee?: number }): Posting {
+  const fee = a.fee ?? 0;
+  return normalise({
+    kind,
+    referenceId: a.referenceId,
+    environment: a.environment,
+    currency: a.currency,
+    merchantId: a.merchantId,
+    entries: [
+      { account: merchantAvailable(a.merchantId), amount: -(a.amount + fee) },
+      { account: providerClearing, amount: a.amount },
+      { account: platformFees, amount: fee },
+    ],
+  });
+}
+
+/** The exact reverse of a posting (a failed refund or payout gives the money back). */
+export function reversal(p: Posting, kind: string): Posting {
+  return { ...p, kind, entries: p.entries.map((e) => ({ account: e.account, amount: -e.amount })) };
+}

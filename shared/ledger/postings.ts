@@ -1,0 +1,98 @@
+import { randomUUID } from 'node:crypto';
+import type { Executor, Trx } from '../db/knex';
+import { unprocessable } from '../errors';
+import { allowsNegative, assertBalanced, reversal, type AccountRef, type Currency, type Environment, type Posting } from '../domain/ledger';
+
+/**
+ * Writes ledger postings. Accounts are created on first use and locked in id order (no
+ * deadlocks between concurrent postings); a non-negative account that would go below zero
+ * refuses the posting with 422 `insufficient-balance` before anything is written.
+ */
+
+interface AccountRow {
+  id: number;
+  owner: string;
+  kind: string;
+  balance: number;
+  allow_negative: boolean;
+}
+
+async function lockAccounts(trx: Trx, env: Environment, currency: Currency, refs: AccountRef[]): Promise<Map<string, AccountRow>> {
+  const rows = refs.map((a) => ({ owner: a.owner, kind: a.kind, environment: env, currency, allow_negative: allowsNegative(a) }));
+  await trx('ledger_accounts').insert(rows).onConflict(['owner', 'environment', 'currency', 'kind']).ignore();
+  const found: AccountRow[] = await trx('ledger_accounts')
+    .where({ environment: env, currency })
+    .where((q) => {
+      for (const a of refs) q.orWhere({ owner: a.owner, kind: a.kind });
+    })
+    .orderBy('id')
+    .forUpdate()
+    .select('id', 'owner', 'kind', 'balance', 'allow_negative');
+  return new Map(found.map((r) => [`${r.owner}/${r.kind}`, r]));
+}
+
+/**
+ * Posts once per (kind, referenceId): a second call for the same object is a no-op that
+ * returns false, so a job that runs twice moves money once.
+ */
+export async function post(trx: Trx, p: Posting): Promise<boolean> {
+  assertBalanced(p);
+  const txId = randomUUID();
+  const inserted = await trx('ledger_transactions')
+    .insert({ id: txId, kind: p.kind, reference_id: p.referenceId, environment: p.environment, currency: p.currency, merchant_id: p.merchantId })
+    .onConflict(['kind', 'reference_id'])
+    .ignore()
+    .returning('id');
+  if (inserted.length === 0) return false;
+
+  const accounts = await lockAccounts(trx, p.environment, p.currency, p.entries.map((e) => e.account));
+  for (const e of p.entries) {
+    const acc = accounts.get(`${e.account.owner}/${e.account.kind}`)!;
+    if (!acc.allow_negative && acc.balance + e.amount < 0) {
+      throw unprocessable('insufficient-balance', 'The available balance is too low for this operation');
+    }
+  }
+  for (const e of p.entries) {
+    const acc = accounts.get(`${e.account.owner}/${e.account.kind}`)!;
+    await trx('ledger_accounts').where({ id: acc.id }).increment('balance', e.amount);
+    acc.balance += e.amount;
+  }
+  await trx('ledger_entries').insert(p.entries.map((e) => ({ transaction_id: txId, account_id: accounts.get(`${e.account.owner}/${e.account.kind}`)!.id, amount: e.amount })));
+  return true;
+}
+
+/** Loads a posting already written (to reverse it exactly). */
+export async function findPosting(db: Executor, kind: string, referenceId: string): Promise<Posting | undefined> {
+  const tx = await db('ledger_transactions').where({ kind, reference_id: referenceId }).first();
+  if (!tx) return undefined;
+  const entries = await db('ledger_entries as e')
+    .join('ledger_accounts as a', 'a.id', 'e.account_id')
+    .where('e.transaction_id', tx.id)
+    .orderBy('e.id')
+    .select('a.owner', 'a.kind', 'e.amount');
+  return {
+    kind,
+    referenceId,
+    environment: tx.environment,
+    currency: tx.currency,
+    merchantId: tx.merchant_id,
+    entries: entries.map((e: { owner: string; kind: AccountRef['kind']; amount: number }) => ({ account: { owner: e.owner, kind: e.kind }, amount: e.amount })),
+  };
+}
+
+/** Gives back exactly what `originalKind` moved for `referenceId` (once). */
+export async function reverse(trx: Trx, originalKind: string, referenceId: string, kind: string): Promise<boolean> {
+  const original = await findPosting(trx, originalKind, referenceId);
+  if (!original) throw new Error(`no ${originalKind} posting for ${referenceId} to reverse`);
+  return post(trx, reversal(original, kind));
+}
+
+/** A merchant's available balance per currency in one environment (0 where no account yet). */
+export async function availableBalances(db: Executor, merchantId: string, env: Environment): Promise<Record<Currency, number>> {
+  const rows: { currency: Currency; balance: number }[] = await db('ledger_accounts')
+    .where({ owner: merchantId, environment: env, kind: 'available' })
+    .select('currency', 'balance');
+  const out: Record<Currency, number> = { USD: 0, CDF: 0 };
+  for (const r of rows) out[r.currency] = r.balance;
+  return out;
+}
