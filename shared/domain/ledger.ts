@@ -1,15 +1,22 @@
 /**
  * Ledger rules (pure). Glossary:
  * - account: one balance of one owner (a merchant, or the platform) in one environment and
- *   currency; `available` is what a merchant may refund or pay out, never negative.
+ *   currency. A merchant has `available` (what it may refund or pay out) and `in_transit`
+ *   (refunds and payouts taken from available, not yet confirmed by the provider: the balance
+ *   object's `pending`); neither may go negative.
  * - posting: one ledger transaction of entries (signed amounts in minor units) summing to zero.
  * The platform's `provider_clearing` account mirrors money held at (or sent through) the
  * mobile-money providers and may be negative; `fees` collects the service's fees.
+ *
+ * Money leaving to a client moves in two steps, so that a failure gives back exactly what was
+ * taken: debit (available -> in_transit) at creation, then either settle (in_transit -> provider,
+ * fee to the platform) when the provider confirms, or return (in_transit -> available) when it
+ * refuses.
  */
 
 export type Currency = 'USD' | 'CDF';
 export type Environment = 'test' | 'live';
-export type AccountKind = 'available' | 'fees' | 'provider_clearing';
+export type AccountKind = 'available' | 'in_transit' | 'fees' | 'provider_clearing';
 export const PLATFORM = 'platform';
 
 export interface AccountRef {
@@ -27,6 +34,7 @@ export interface Posting {
 }
 
 export const merchantAvailable = (merchantId: string): AccountRef => ({ owner: merchantId, kind: 'available' });
+export const merchantInTransit = (merchantId: string): AccountRef => ({ owner: merchantId, kind: 'in_transit' });
 export const platformFees: AccountRef = { owner: PLATFORM, kind: 'fees' };
 export const providerClearing: AccountRef = { owner: PLATFORM, kind: 'provider_clearing' };
 export const allowsNegative = (a: AccountRef) => a.kind === 'provider_clearing';
@@ -71,24 +79,54 @@ export function paymentCredit(a: { paymentId: string; merchantId: string; enviro
   });
 }
 
-/** Money leaving a merchant's available balance to a client (refund or payout), with an optional fee. */
-export function outgoing(kind: 'refund_debit' | 'payout_debit', a: { referenceId: string; merchantId: string; environment: Environment; currency: Currency; amount: number; fee?: number }): Posting {
-  const fee = a.fee ?? 0;
+/** What leaves a merchant's balance for a client: a refund, or a payout with its fee. */
+export type OutgoingKind = 'refund' | 'payout';
+export interface Outgoing {
+  referenceId: string;
+  merchantId: string;
+  environment: Environment;
+  currency: Currency;
+  amount: number;
+  fee?: number;
+}
+
+/** Posting kinds of the three steps of an outgoing movement (one posting per step and object). */
+export const outgoingKinds = (kind: OutgoingKind) => ({ debit: `${kind}_debit`, settle: `${kind}_settle`, return: `${kind}_return` });
+
+/** At creation: amount + fee leave available and wait in transit. */
+export function outgoingDebit(kind: OutgoingKind, a: Outgoing): Posting {
+  const total = a.amount + (a.fee ?? 0);
   return normalise({
-    kind,
+    kind: outgoingKinds(kind).debit,
     referenceId: a.referenceId,
     environment: a.environment,
     currency: a.currency,
     merchantId: a.merchantId,
     entries: [
-      { account: merchantAvailable(a.merchantId), amount: -(a.amount + fee) },
+      { account: merchantAvailable(a.merchantId), amount: -total },
+      { account: merchantInTransit(a.merchantId), amount: total },
+    ],
+  });
+}
+
+/** The provider confirmed: the amount goes out through the provider, the fee to the platform. */
+export function outgoingSettle(kind: OutgoingKind, a: Outgoing): Posting {
+  const fee = a.fee ?? 0;
+  return normalise({
+    kind: outgoingKinds(kind).settle,
+    referenceId: a.referenceId,
+    environment: a.environment,
+    currency: a.currency,
+    merchantId: a.merchantId,
+    entries: [
+      { account: merchantInTransit(a.merchantId), amount: -(a.amount + fee) },
       { account: providerClearing, amount: a.amount },
       { account: platformFees, amount: fee },
     ],
   });
 }
 
-/** The exact reverse of a posting (a failed refund or payout gives the money back). */
+/** The exact reverse of a posting: a failed refund or payout gives back what its debit took. */
 export function reversal(p: Posting, kind: string): Posting {
   return { ...p, kind, entries: p.entries.map((e) => ({ account: e.account, amount: -e.amount })) };
 }

@@ -1,0 +1,77 @@
+import { expect } from 'chai';
+import { ApiError } from '../../shared/errors';
+import {
+  nextRefundStatus,
+  paymentStatusForRefunded,
+  refundAmount,
+  REFUND_STATUSES,
+  REFUND_TRIGGERS,
+  type RefundStatus,
+  type RefundTrigger,
+} from '../../shared/domain/refund';
+
+function codeOf(fn: () => unknown): string | undefined {
+  try {
+    fn();
+  } catch (err) {
+    expect(err).to.be.instanceOf(ApiError);
+    expect((err as ApiError).status).to.equal(422);
+    return (err as ApiError).code;
+  }
+  return undefined;
+}
+
+describe('refund rules', () => {
+  describe('state machine: every (status, trigger) pair', () => {
+    const expected: Record<RefundStatus, Record<RefundTrigger, RefundStatus | null>> = {
+      pending: { provider_succeeded: 'succeeded', provider_failed: 'failed' },
+      succeeded: { provider_succeeded: null, provider_failed: null },
+      failed: { provider_succeeded: null, provider_failed: null },
+    };
+    for (const from of REFUND_STATUSES) {
+      for (const trigger of REFUND_TRIGGERS) {
+        const to = expected[from][trigger];
+        it(`${from} + ${trigger} -> ${to ?? 'refused'}`, () => {
+          expect(nextRefundStatus(from, trigger)).to.equal(to);
+        });
+      }
+    }
+  });
+
+  describe('refundAmount', () => {
+    const paid = { status: 'succeeded', method: 'mobile_money', amount_charged: 1000, amount_refunded: 0 };
+
+    it('defaults to the whole rest not yet refunded', () => {
+      expect(refundAmount(paid)).to.equal(1000);
+      expect(refundAmount({ ...paid, amount_refunded: 300 })).to.equal(700);
+    });
+
+    it('accepts a partial amount, and exactly the rest', () => {
+      expect(refundAmount(paid, 1)).to.equal(1);
+      expect(refundAmount({ ...paid, amount_refunded: 300 }, 700)).to.equal(700);
+    });
+
+    it('refuses more than the rest with refund-exceeds-refundable', () => {
+      expect(codeOf(() => refundAmount(paid, 1001))).to.equal('refund-exceeds-refundable');
+      expect(codeOf(() => refundAmount({ ...paid, amount_refunded: 300 }, 701))).to.equal('refund-exceeds-refundable');
+    });
+
+    for (const status of ['pending', 'processing', 'failed', 'cancelled', 'refunded']) {
+      it(`refuses a ${status} payment with payment-not-refundable`, () => {
+        expect(codeOf(() => refundAmount({ ...paid, status }))).to.equal('payment-not-refundable');
+      });
+    }
+
+    for (const status of ['succeeded', 'pending', 'failed']) {
+      it(`refuses a ${status} card payment with card-refund-not-supported`, () => {
+        expect(codeOf(() => refundAmount({ ...paid, method: 'card', status }, 10))).to.equal('card-refund-not-supported');
+      });
+    }
+  });
+
+  it('a payment becomes refunded exactly when its refunded amount reaches amount_charged', () => {
+    expect(paymentStatusForRefunded(1000, 0)).to.equal('succeeded');
+    expect(paymentStatusForRefunded(1000, 999)).to.equal('succeeded');
+    expect(paymentStatusForRefunded(1000, 1000)).to.equal('refunded');
+  });
+});
