@@ -11,9 +11,19 @@ import { healthRouter } from './routes/health';
 import { adminRouter } from './routes/admin';
 import { boardMiddleware } from './board';
 import { v1Router } from './v1';
+import { merchantPipeline } from './pipeline';
+import { V1_PATH } from './pipeline/request';
+
+export interface AppOptions {
+  /**
+   * Extra /v1 routes mounted after the merchant pipeline and before v1Router (tests and the
+   * bench use it to reach trivial routes through the real pipeline); production passes none.
+   */
+  extraV1Routes?: Middleware;
+}
 
 /** Assembles the web process: the HTTP frame shared by every route, then each route group. */
-export function buildApp(services: ServiceContext): Koa {
+export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
   const trusted = services.config.trustedProxies;
   const app = new Koa({ proxy: trusted > 0, maxIpsCount: trusted || undefined });
   app.context.services = services;
@@ -32,6 +42,10 @@ export function buildApp(services: ServiceContext): Koa {
   app.use(maintenance);
   app.use(healthRouter.routes() as Middleware);
   app.use((ctx, next) => (ctx.path === '/admin' || ctx.path.startsWith('/admin/') ? admin(ctx, next) : next()));
+  // every /v1 request, known route or not, passes the pipeline first (case-insensitive: so does the router)
+  const pipeline = merchantPipeline(services);
+  app.use((ctx, next) => (V1_PATH.test(ctx.path) ? pipeline(ctx, next) : next()));
+  if (opts.extraV1Routes) app.use(opts.extraV1Routes);
   app.use(v1Router.routes() as Middleware);
   return app;
 }

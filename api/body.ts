@@ -5,8 +5,20 @@ import { ApiError, badRequest } from '../shared/errors';
 /** Global body cap of spec 5.6 step 1 / section 8. */
 export const GLOBAL_BODY_LIMIT = 500 * 1024 * 1024;
 export const DEFAULT_BODY_LIMIT = 100 * 1024;
+/** Spec 8: POST /v1/payments bodies are capped at 100 KB. */
+export const PAYMENT_BODY_LIMIT = 100 * 1024;
+/**
+ * Every other merchant request body (refund, payout, ...): 1 MB. None of them needs more than a
+ * few KB; the cap only bounds what one request may make a web process buffer.
+ */
+export const V1_BODY_LIMIT = 1024 * 1024;
 
-export const payloadTooLarge = () => new ApiError(413, 'payload-too-large', 'The request body is too large');
+/**
+ * 413 closes the connection: otherwise Node would drain (read and discard) the rest of a body
+ * it refused, up to 500 MB, to keep the connection alive.
+ */
+export const payloadTooLarge = () =>
+  new ApiError(413, 'payload-too-large', 'The request body is too large', undefined, { Connection: 'close' });
 
 /** Reads the exact request bytes once (signatures cover them), with a limit; 413 above it. */
 export async function readRawBody(ctx: Context, limit = DEFAULT_BODY_LIMIT): Promise<Buffer> {
@@ -23,9 +35,12 @@ export async function readRawBody(ctx: Context, limit = DEFAULT_BODY_LIMIT): Pro
   return ctx.state.rawBody;
 }
 
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+/** JSON of UTF-8 bytes; invalid UTF-8 (which a lenient decode would silently replace) is invalid JSON too. */
 export function parseJson(raw: Buffer): unknown {
   try {
-    return JSON.parse(raw.toString('utf8'));
+    return JSON.parse(UTF8.decode(raw));
   } catch {
     throw badRequest('invalid-json', 'The request body is not valid JSON');
   }

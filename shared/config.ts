@@ -9,6 +9,8 @@ export const DEV_SECRETS_KEY = 'dev:ZGV2ZWxvcG1lbnQtb25seS1rZXktZG8tbm90LXVzZSE=
 export const DEV_ADMIN_API_TOKEN = 'dev-admin-token-change-me';
 /** The spec's webhook delays (6.5), in seconds; attempt n+1 follows failed attempt n by delay n. */
 export const SPEC_WEBHOOK_DELAYS_S = [1, 5, 30, 300, 1800, 7200, 21600, 86400];
+/** Spec 8: requests per minute per API key. */
+export const SPEC_RATE_LIMIT_PER_MINUTE = 100;
 
 export interface SecretsKey {
   id: string;
@@ -42,9 +44,72 @@ export interface Config {
   /** How long a mobile-money payment may stay processing before the reconciler asks the provider. */
   providerWindowMs: { live: number; test: number };
   reconcileIntervalMs: number;
+  payments: PaymentsConfig;
+  /** Requests per minute bucket per API key (spec 8: 100). Only the bench raises it; production refuses any other value. */
+  rateLimitPerMinute: number;
+  /** How long a web process keeps a looked-up credential (and its merchant status) in memory; default 5000. */
+  credentialCacheMs: number;
 }
 
 export class ConfigError extends Error {}
+
+/** The four mobile-money operators of decisions.md. */
+export const PROVIDER_OPERATORS = ['vodacom', 'airtel', 'orange', 'africell'] as const;
+
+/** Where one operator's live provider is reached, and how its callbacks are verified. */
+export interface ProviderEndpoint {
+  url: string;
+  apiKey: string;
+  callbackSecret: string;
+}
+
+/** Payment flow settings (mobile-money providers, the sandbox, the reconciler). */
+export interface PaymentsConfig {
+  /**
+   * Live provider of each operator: PROVIDER_<OPERATOR>_URL / _API_KEY / _CALLBACK_SECRET. Outside
+   * production an unset operator defaults to the sandbox; in production it is absent.
+   */
+  liveProviders: Partial<Record<(typeof PROVIDER_OPERATORS)[number], ProviderEndpoint>>;
+  /** API key the sandbox provider expects from us (SANDBOX_PROVIDER_API_KEY). */
+  sandboxProviderApiKey: string;
+  /** Timeout of one call to a provider; default 10000. */
+  providerTimeoutMs: number;
+  /** Simulated sandbox latency before it answers a push; default 0. */
+  sandboxPushLatencyMs: number;
+  /** BullMQ lock of a provider-push / callback-reconciler job: a killed worker's job is retried after it; default 30000. */
+  paymentJobLockMs: number;
+}
+
+function providerEndpoints(env: Env, production: boolean, sandboxUrl: string, sandboxApiKey: string, sandboxSecret: string): PaymentsConfig['liveProviders'] {
+  const out: PaymentsConfig['liveProviders'] = {};
+  for (const op of PROVIDER_OPERATORS) {
+    const prefix = `PROVIDER_${op.toUpperCase()}`;
+    const given = ['URL', 'API_KEY', 'CALLBACK_SECRET'].filter((suffix) => env[`${prefix}_${suffix}`]);
+    if (given.length > 0 && given.length < 3) {
+      throw new ConfigError(`${prefix}_URL, ${prefix}_API_KEY and ${prefix}_CALLBACK_SECRET must be set together`);
+    }
+    // production never falls back to the sandbox: an operator left unconfigured takes no live payment
+    if (production && given.length === 0) continue;
+    // elsewhere the live providers default to the sandbox, so live keys work end to end locally
+    out[op] = {
+      url: url(env, `${prefix}_URL`, `${sandboxUrl}/${op}`, production ? ['https:'] : ['http:', 'https:']),
+      apiKey: env[`${prefix}_API_KEY`] || sandboxApiKey,
+      callbackSecret: env[`${prefix}_CALLBACK_SECRET`] || sandboxSecret,
+    };
+  }
+  return out;
+}
+
+export function loadPaymentsConfig(env: Env, production: boolean, sandboxUrl: string, sandboxSecret: string): PaymentsConfig {
+  const sandboxProviderApiKey = env.SANDBOX_PROVIDER_API_KEY || 'sandbox-provider-key';
+  return {
+    liveProviders: providerEndpoints(env, production, sandboxUrl, sandboxProviderApiKey, sandboxSecret),
+    sandboxProviderApiKey,
+    providerTimeoutMs: int(env, 'PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000),
+    sandboxPushLatencyMs: int(env, 'SANDBOX_PUSH_LATENCY_MS', 0, 0, 120_000),
+    paymentJobLockMs: int(env, 'PAYMENT_JOB_LOCK_MS', 30_000, 500),
+  };
+}
 
 type Env = Record<string, string | undefined>;
 
@@ -115,6 +180,12 @@ export function loadConfig(env: Env = process.env): Config {
   }
   if (adminApiToken.length < 16) throw new ConfigError('ADMIN_API_TOKEN must be at least 16 characters');
   const sandboxProviderPort = int(env, 'SANDBOX_PROVIDER_PORT', 4010, 0, 65535);
+  const sandboxProviderUrl = url(env, 'SANDBOX_PROVIDER_URL', `http://127.0.0.1:${sandboxProviderPort}`, ['http:', 'https:']);
+  const sandboxCallbackSecret = env.SANDBOX_CALLBACK_SECRET || 'sandbox-callback-secret';
+  const rateLimitPerMinute = int(env, 'RATE_LIMIT_PER_MINUTE', SPEC_RATE_LIMIT_PER_MINUTE, 1);
+  if (production && rateLimitPerMinute !== SPEC_RATE_LIMIT_PER_MINUTE) {
+    throw new ConfigError(`RATE_LIMIT_PER_MINUTE is fixed at ${SPEC_RATE_LIMIT_PER_MINUTE} by the spec in production`);
+  }
   return {
     nodeEnv,
     port,
@@ -130,15 +201,18 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 10),
     webhookRetryDelaysMs: delays(env, production),
-    sandboxProviderUrl: url(env, 'SANDBOX_PROVIDER_URL', `http://127.0.0.1:${sandboxProviderPort}`, ['http:', 'https:']),
+    sandboxProviderUrl,
     sandboxProviderPort,
     sandboxCallbackDelayMs: int(env, 'SANDBOX_CALLBACK_DELAY_MS', 3000, 0),
-    sandboxCallbackSecret: env.SANDBOX_CALLBACK_SECRET || 'sandbox-callback-secret',
+    sandboxCallbackSecret,
     providerWindowMs: {
       live: int(env, 'PROVIDER_WINDOW_MS', 120_000, 1000),
       test: int(env, 'SANDBOX_PROVIDER_WINDOW_MS', 30_000, 100),
     },
     reconcileIntervalMs: int(env, 'RECONCILE_INTERVAL_MS', 5000, 50),
+    payments: loadPaymentsConfig(env, production, sandboxProviderUrl, sandboxCallbackSecret),
+    rateLimitPerMinute,
+    credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),
   };
 }
 

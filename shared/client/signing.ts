@@ -26,6 +26,8 @@ export interface RequestOptions {
   headers?: Record<string, string>;
   /** Override the X-Timestamp (seconds); defaults to now. */
   timestamp?: number | string;
+  /** Headers to leave out (case-insensitive), e.g. a test sending no X-Signature. */
+  omitHeaders?: string[];
 }
 
 export interface ClientResponse<T = any> {
@@ -35,7 +37,8 @@ export interface ClientResponse<T = any> {
   body: T;
 }
 
-const SIGNED = new Set(['POST', 'PATCH', 'DELETE']);
+/** The spec signs POST, PATCH and DELETE; the service also requires it on PUT. */
+const SIGNED = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 const IDEMPOTENT_PATHS = new Set(['/v1/payments', '/v1/payouts']);
 
 /** A merchant's HTTP client: bearer key, timestamp, signature and idempotency key built for each request. */
@@ -59,6 +62,9 @@ export class ServiceClient {
     const idem = o.idempotencyKey ?? (method === 'POST' && IDEMPOTENT_PATHS.has(path));
     if (idem) headers['Idempotency-Key'] = typeof idem === 'string' ? idem : randomUUID();
     Object.assign(headers, o.headers);
+    for (const name of o.omitHeaders ?? []) {
+      for (const k of Object.keys(headers)) if (k.toLowerCase() === name.toLowerCase()) delete headers[k];
+    }
     const res = await fetch(this.opts.baseUrl + pathWithQuery, { method, headers, body: raw });
     const text = await res.text();
     let body: any = text;
@@ -76,5 +82,13 @@ export class ServiceClient {
 
   post<T = any>(path: string, body?: unknown, o: RequestOptions = {}) {
     return this.request<T>('POST', path, { ...o, body });
+  }
+
+  patch<T = any>(path: string, body?: unknown, o: RequestOptions = {}) {
+    return this.request<T>('PATCH', path, { ...o, body });
+  }
+
+  delete<T = any>(path: string, o: RequestOptions = {}) {
+    return this.request<T>('DELETE', path, o);
   }
 }

@@ -3,7 +3,7 @@ import type { Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
 import { loadConfig, type Config } from '../../shared/config';
 import { createContext, type ServiceContext } from '../../shared/context';
-import { buildApp } from '../../api/app';
+import { buildApp, type AppOptions } from '../../api/app';
 import { ServiceClient } from '../../shared/client/signing';
 import { createTestDatabase } from './databases';
 import { startProcess, type RunningProcess } from './processes';
@@ -33,7 +33,7 @@ export interface TestEnv {
  * One isolated service per test file: its own database (cloned from the migrated template), its
  * own queue prefix, the web app on a random port, and any worker processes the file starts.
  */
-export async function startTestEnv(overrides: Record<string, string> = {}): Promise<TestEnv> {
+export async function startTestEnv(overrides: Record<string, string> = {}, appOptions: AppOptions = {}): Promise<TestEnv> {
   const database = await createTestDatabase();
   const tag = randomBytes(4).toString('hex');
   const baseEnv: Record<string, string> = {
@@ -48,7 +48,7 @@ export async function startTestEnv(overrides: Record<string, string> = {}): Prom
   };
   const config = loadConfig({ ...baseEnv, LOG_LEVEL: process.env.TEST_LOG_LEVEL || 'silent' });
   const services = createContext({ role: 'web', name: 'web-test', config });
-  const app = buildApp(services);
+  const app = buildApp(services, appOptions);
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));
   });

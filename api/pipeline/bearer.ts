@@ -1,0 +1,52 @@
+import type { Middleware } from 'koa';
+import { hashApiKey, hmacHex } from '../../shared/crypto/secrets';
+import { credentialUsable } from '../../shared/merchants/auth';
+import type { CredentialCache } from './credentials';
+import { unauthorized } from './unauthorized';
+
+const BEARER = /^Bearer +(\S+) *$/i;
+const API_KEY = /^svc_(test|live)_[A-Za-z0-9_-]{1,256}$/;
+const DECOY_SECRET = 'sk_decoy-secret-for-refused-keys';
+
+/**
+ * A refused key costs about what an accepted one does before its signature is checked (a hash,
+ * a lookup, an HMAC), so the time taken says little more than the code already does.
+ */
+function decoyWork(method: string, path: string): void {
+  hmacHex(DECOY_SECRET, `0.${method}.${path}.`);
+}
+
+/**
+ * Steps 2 and 3 (spec 5.6.2-3): `Authorization: Bearer <key>`; absent or not a bearer header
+ * → 401 auth-required. The key is looked up by its SHA-256; unknown, past its end (a revoked key
+ * works until its grace ends), or sent with the other environment's prefix → 401
+ * api-key-invalid. Fills ctx.state.auth.
+ */
+export function bearer(credentials: CredentialCache): Middleware {
+  return async (ctx, next) => {
+    const header = BEARER.exec(ctx.get('Authorization'));
+    if (!header) {
+      hashApiKey('');
+      decoyWork(ctx.method, ctx.path);
+      throw unauthorized('auth-required');
+    }
+    const token = header[1];
+    const hash = hashApiKey(token);
+    const shape = API_KEY.exec(token);
+    const found = shape ? await credentials.get(hash) : null;
+    if (!found || found.environment !== shape![1] || !credentialUsable(found, Date.now())) {
+      decoyWork(ctx.method, ctx.path);
+      throw unauthorized('api-key-invalid');
+    }
+    ctx.state.auth = {
+      credentialId: found.credentialId,
+      merchantId: found.merchantId,
+      environment: found.environment,
+      scope: found.scope,
+      ipAllowlist: found.ipAllowlist,
+      merchantStatus: found.merchantStatus,
+      secret: found.secret,
+    };
+    return next();
+  };
+}

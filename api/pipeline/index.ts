@@ -1,0 +1,49 @@
+import type { Middleware } from 'koa';
+import compose from 'koa-compose';
+import type { ServiceContext } from '../../shared/context';
+import { bearer } from './bearer';
+import { contentLength } from './contentLength';
+import { CredentialCache } from './credentials';
+import { ipAllowlist } from './ipAllowlist';
+import { json } from './json';
+import { merchantStatus } from './merchantStatus';
+import { rateLimit } from './rateLimit';
+import { rawBody } from './rawBody';
+import { scope } from './scope';
+import { signature } from './signature';
+import { timestamp } from './timestamp';
+import { uniform401 } from './unauthorized';
+
+/**
+ * The merchant request pipeline: every /v1 request passes these steps, in this order, before any
+ * route runs (spec 5.6). A step that refuses throws an ApiError; errorHandler renders it.
+ *
+ *   1. contentLength   413 above 500 MB, before any body byte is read
+ *   2-3. bearer        401 auth-required / api-key-invalid; fills ctx.state.auth
+ *   4. ipAllowlist     403 ip-not-allowed
+ *   5. merchantStatus  403 merchant-suspended
+ *   6. rateLimit       429 rate-limit-exceeded (Redis, shared by every web process)
+ *   7. timestamp       401 timestamp-expired (signed methods)
+ *      rawBody         exact bytes, 413 above the route's limit (signed methods)
+ *   8. signature       401 signature-invalid (signed methods)
+ *      scope           403 insufficient-scope (spec 5.5)
+ *      json            415 unsupported-media-type / 400 invalid-json; fills ctx.state.body
+ *   9. idempotency     POST /v1/payments and /v1/payouts
+ *  10. the route
+ */
+export function merchantPipeline(services: ServiceContext): Middleware {
+  const credentials = new CredentialCache(services.db, services.config.secretsKeys, services.config.credentialCacheMs);
+  return compose([
+    uniform401,
+    contentLength,
+    bearer(credentials),
+    ipAllowlist,
+    merchantStatus,
+    rateLimit(services),
+    timestamp,
+    rawBody,
+    signature,
+    scope,
+    json,
+  ]);
+}

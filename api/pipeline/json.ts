@@ -1,0 +1,28 @@
+import type { Middleware } from 'koa';
+import { ApiError } from '../../shared/errors';
+import { parseJson, requireJsonContentType } from '../body';
+import { JSON_METHODS } from './request';
+
+const unsupported = (message: string) => new ApiError(415, 'unsupported-media-type', message);
+
+/**
+ * Content type and JSON, only after the signature has been checked: POST/PATCH/PUT bodies must
+ * be `application/json` in UTF-8 and not content-encoded (415 unsupported-media-type), and valid
+ * JSON (400 invalid-json); the value goes to ctx.state.body. An empty body needs no Content-Type
+ * and reads as `{}` (e.g. a full refund sends nothing), as in the admin API.
+ */
+export const json: Middleware = async (ctx, next) => {
+  if (!JSON_METHODS.has(ctx.method)) return next();
+  const raw = ctx.state.rawBody ?? Buffer.alloc(0);
+  if (raw.length === 0) {
+    ctx.state.body = {};
+    return next();
+  }
+  requireJsonContentType(ctx);
+  const charset = ctx.request.charset.toLowerCase();
+  if (charset && charset !== 'utf-8' && charset !== 'utf8') throw unsupported('The body must be JSON in UTF-8');
+  const encoding = ctx.get('Content-Encoding').toLowerCase();
+  if (encoding && encoding !== 'identity') throw unsupported('Content-Encoding is not supported');
+  ctx.state.body = parseJson(raw);
+  return next();
+};

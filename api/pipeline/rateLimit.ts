@@ -1,0 +1,66 @@
+import type { Middleware } from 'koa';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import type { ServiceContext } from '../../shared/context';
+import { ApiError } from '../../shared/errors';
+
+/** A Redis call slower than this answers 503: a stalled Redis must not hang every request. */
+const REDIS_TIMEOUT_MS = 2000;
+
+const unavailable = () =>
+  new ApiError(503, 'service-unavailable', 'The service is temporarily unavailable', undefined, { 'Retry-After': '5' });
+
+function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout;
+  return Promise.race([
+    p,
+    new Promise<T>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('rate limiter timed out')), ms);
+    }),
+  ]).finally(() => clearTimeout(timer));
+}
+
+/**
+ * Step 6 (spec 5.6.6): RATE_LIMIT_PER_MINUTE (100) requests per API key per one-minute bucket,
+ * counted in Redis by rate-limiter-flexible so that every web process shares the count (the
+ * bucket opens with the key's first request and lasts 60 s). Every response from here on carries
+ * X-RateLimit-Limit, -Remaining and -Reset (Unix seconds when the bucket ends); over the limit:
+ * 429 rate-limit-exceeded with Retry-After (seconds to the end of the bucket).
+ * Redis down or stalled: 503, never a silent pass (the web's Redis client fails fast).
+ */
+export function rateLimit(services: ServiceContext): Middleware {
+  const limit = services.config.rateLimitPerMinute;
+  const limiter = new RateLimiterRedis({
+    storeClient: services.redis,
+    // under the queue prefix: a Redis Cluster hash tag, and one namespace per test file
+    keyPrefix: `${services.config.queuePrefix}:ratelimit`,
+    points: limit,
+    duration: 60,
+    rejectIfRedisNotReady: true,
+  });
+  return async (ctx, next) => {
+    let res: RateLimiterRes;
+    let exceeded = false;
+    try {
+      res = await withTimeout(limiter.consume(ctx.state.auth!.credentialId), REDIS_TIMEOUT_MS);
+    } catch (err) {
+      if (!(err instanceof RateLimiterRes)) {
+        ctx.state.log.error({ err: { message: (err as Error)?.message } }, 'rate limiter unavailable');
+        throw unavailable();
+      }
+      res = err;
+      exceeded = true;
+    }
+    const msLeft = Math.max(0, res.msBeforeNext);
+    ctx.set({
+      'X-RateLimit-Limit': String(limit),
+      'X-RateLimit-Remaining': String(res.remainingPoints),
+      'X-RateLimit-Reset': String(Math.ceil((Date.now() + msLeft) / 1000)),
+    });
+    if (exceeded) {
+      throw new ApiError(429, 'rate-limit-exceeded', 'Too many requests for this API key', undefined, {
+        'Retry-After': String(Math.max(1, Math.ceil(msLeft / 1000))),
+      });
+    }
+    return next();
+  };
+}

@@ -1,0 +1,33 @@
+/**
+ * Facts about a merchant request that several pipeline steps share. Pure functions, no I/O.
+ */
+
+/**
+ * Methods that must carry X-Timestamp and X-Signature. The spec names POST, PATCH and DELETE;
+ * PUT is signed too, so that no method able to change anything is ever unsigned (no /v1 route
+ * uses PUT today; the signing client signs it the same way).
+ */
+export const SIGNED_METHODS: ReadonlySet<string> = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+
+/** Methods whose JSON body is parsed (spec 5.2: Content-Type on POST/PATCH/PUT). */
+export const JSON_METHODS: ReadonlySet<string> = new Set(['POST', 'PATCH', 'PUT']);
+
+/** Paths the pipeline guards. Case-insensitive: the router matches `/V1/...` as `/v1/...`. */
+export const V1_PATH = /^\/v1(\/|$)/i;
+
+/**
+ * The route a path reaches, as the router sees it: @koa/router matches case-insensitively and
+ * ignores a trailing slash, so `/V1/Payments/` is `/v1/payments`. Scope and idempotency decide
+ * on this form, never on the text as sent (the signature covers the text as sent).
+ */
+export function canonicalPath(path: string): string {
+  const lower = path.toLowerCase();
+  return lower.length > 1 ? lower.replace(/\/+$/, '') || '/' : lower;
+}
+
+/** Routes whose POST needs an Idempotency-Key (spec 5.4). */
+export const IDEMPOTENT_ROUTES: ReadonlySet<string> = new Set(['POST /v1/payments', 'POST /v1/payouts']);
+
+export function isIdempotentRoute(method: string, path: string): boolean {
+  return IDEMPOTENT_ROUTES.has(`${method} ${canonicalPath(path)}`);
+}
