@@ -49,6 +49,42 @@ export interface Config {
   rateLimitPerMinute: number;
   /** How long a web process keeps a looked-up credential (and its merchant status) in memory; default 5000. */
   credentialCacheMs: number;
+  webhooks: WebhooksConfig;
+}
+
+/** Webhook delivery settings beside webhookRetryDelaysMs (spec 6.5, decisions.md). */
+export interface WebhooksConfig {
+  /** One attempt's deadline (decisions.md: 10 s); production refuses any other value. */
+  timeoutMs: number;
+  /** How long an open circuit breaker holds an endpoint's deliveries (spec: 1 hour); production refuses any other value. */
+  breakerPauseMs: number;
+  /** Attempts in flight at once to one endpoint, across every sender process; default 8. */
+  endpointConcurrency: number;
+  /** How often a sender looks for pending deliveries whose job was lost; default 30000. */
+  sweepIntervalMs: number;
+  /** How long past due (and unclaimed) a pending delivery must be before the sweep re-enqueues it; default 300000. */
+  sweepGraceMs: number;
+}
+
+export const SPEC_WEBHOOK_TIMEOUT_MS = 10_000;
+export const SPEC_WEBHOOK_BREAKER_PAUSE_MS = 3_600_000;
+
+export function loadWebhooksConfig(env: Env, production: boolean): WebhooksConfig {
+  const timeoutMs = int(env, 'WEBHOOK_TIMEOUT_MS', SPEC_WEBHOOK_TIMEOUT_MS, 100, 120_000);
+  const breakerPauseMs = int(env, 'WEBHOOK_BREAKER_PAUSE_MS', SPEC_WEBHOOK_BREAKER_PAUSE_MS, 100);
+  if (production && timeoutMs !== SPEC_WEBHOOK_TIMEOUT_MS) {
+    throw new ConfigError(`WEBHOOK_TIMEOUT_MS is fixed at ${SPEC_WEBHOOK_TIMEOUT_MS} by decisions.md in production`);
+  }
+  if (production && breakerPauseMs !== SPEC_WEBHOOK_BREAKER_PAUSE_MS) {
+    throw new ConfigError(`WEBHOOK_BREAKER_PAUSE_MS is fixed at ${SPEC_WEBHOOK_BREAKER_PAUSE_MS} by the spec in production`);
+  }
+  return {
+    timeoutMs,
+    breakerPauseMs,
+    endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 1000),
+    sweepIntervalMs: int(env, 'WEBHOOK_SWEEP_INTERVAL_MS', 30_000, 50),
+    sweepGraceMs: int(env, 'WEBHOOK_SWEEP_GRACE_MS', 300_000, 0),
+  };
 }
 
 export class ConfigError extends Error {}
@@ -213,6 +249,7 @@ export function loadConfig(env: Env = process.env): Config {
     payments: loadPaymentsConfig(env, production, sandboxProviderUrl, sandboxCallbackSecret),
     rateLimitPerMinute,
     credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),
+    webhooks: loadWebhooksConfig(env, production),
   };
 }
 
