@@ -1,7 +1,11 @@
 import Router from '@koa/router';
+import { balanceRouter } from './balance';
+import { payoutsRouter } from './payouts';
+import { refundsRouter } from './refunds';
 
 /**
  * The merchant API under /v1. Every request first passes the pipeline of spec 5.6
  * (api/pipeline), then reaches one of the resource routers mounted here.
  */
 export const v1Router = new Router({ prefix: '/v1' });
+v1Router.use(balanceRouter.routes(), refundsRouter.routes(), payoutsRouter.routes());

@@ -87,14 +87,12 @@ export async function reverse(trx: Trx, originalKind: string, referenceId: strin
   return post(trx, reversal(original, kind));
 }
 
-/** A merchant's balances of one account kind per currency in one environment (0 where no account yet). */
-export async function merchantBalances(db: Executor, merchantId: string, env: Environment, kind: 'available' | 'in_transit'): Promise<Record<Currency, number>> {
+/** A merchant's available balance per currency in one environment (0 where no account yet). */
+export async function availableBalances(db: Executor, merchantId: string, env: Environment): Promise<Record<Currency, number>> {
   const rows: { currency: Currency; balance: number }[] = await db('ledger_accounts')
-    .where({ owner: merchantId, environment: env, kind })
+    .where({ owner: merchantId, environment: env, kind: 'available' })
     .select('currency', 'balance');
   const out: Record<Currency, number> = { USD: 0, CDF: 0 };
   for (const r of rows) out[r.currency] = r.balance;
   return out;
 }
-
-export const availableBalances = (db: Executor, merchantId: string, env: Environment) => merchantBalances(db, merchantId, env, 'available');

@@ -1,0 +1,26 @@
+import Router from '@koa/router';
+import { createRefund, type RefundInput } from '../../shared/refunds/create';
+import { listRefunds } from '../../shared/refunds/list';
+import { MONEY, validator } from '../../shared/validation';
+
+const validateRefund = validator<RefundInput>({
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    amount: MONEY,
+    reason: { type: 'string', maxLength: 500 },
+  },
+});
+
+/** Refunds of a payment (spec 2.3, decisions.md paths); the pipeline has checked scope `full` for the POST. */
+export const refundsRouter = new Router()
+  .post('/payments/:id/refund', async (ctx) => {
+    const input = validateRefund(ctx.state.body);
+    const { merchantId, environment } = ctx.state.auth!;
+    ctx.status = 201;
+    ctx.body = await createRefund(ctx.services, { merchantId, environment }, ctx.params.id, input, ctx.state.requestId);
+  })
+  .get('/payments/:id/refunds', async (ctx) => {
+    const { merchantId, environment } = ctx.state.auth!;
+    ctx.body = await listRefunds(ctx.services.db, { merchantId, environment }, ctx.params.id);
+  });

@@ -1,0 +1,25 @@
+import type { Executor } from '../db/knex';
+import type { Currency, Environment } from '../domain/ledger';
+
+const CURRENCIES: Currency[] = ['USD', 'CDF'];
+
+/**
+ * The balance object of decisions.md, read from the ledger accounts in one statement (one
+ * snapshot): `available` is what the merchant may refund or pay out; `pending` is what refunds
+ * and payouts (with their fees) have taken from available and the provider has not yet confirmed
+ * or refused (the `in_transit` account): it leaves for good on success and returns to available
+ * on failure. Every currency is listed, at 0 where nothing moved yet.
+ */
+export async function balanceOf(db: Executor, merchantId: string, environment: Environment) {
+  const rows: { kind: 'available' | 'in_transit'; currency: Currency; balance: number }[] = await db('ledger_accounts')
+    .where({ owner: merchantId, environment })
+    .whereIn('kind', ['available', 'in_transit'])
+    .select('kind', 'currency', 'balance');
+  const amount = (kind: string, currency: Currency) => rows.find((r) => r.kind === kind && r.currency === currency)?.balance ?? 0;
+  return {
+    object: 'balance' as const,
+    environment,
+    available: CURRENCIES.map((currency) => ({ currency, amount: amount('available', currency) })),
+    pending: CURRENCIES.map((currency) => ({ currency, amount: amount('in_transit', currency) })),
+  };
+}

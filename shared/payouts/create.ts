@@ -1,0 +1,80 @@
+import { transact, type TransactDeps } from '../db/transact';
+import { feeFor, type FeeRule } from '../domain/fees';
+import { newId, nowUnix } from '../domain/ids';
+import { outgoingDebit, type Currency, type Environment } from '../domain/ledger';
+import { operatorAccepts, type Operator } from '../domain/msisdn';
+import { badRequest, conflict, validationFailed } from '../errors';
+import { post } from '../ledger/postings';
+import { providerIdFor } from '../providers/registry';
+import { QUEUES } from '../queues/names';
+import { payoutView, type PayoutObject, type PayoutRow } from './view';
+
+export interface PayoutInput {
+  amount: number;
+  currency: Currency;
+  method?: 'mobile_money';
+  operator: Operator;
+  phone: string;
+  reference: string;
+  description?: string;
+  metadata?: Record<string, unknown>;
+}
+
+export interface Owner {
+  merchantId: string;
+  environment: Environment;
+}
+
+const isReferenceConflict = (err: unknown) => {
+  const e = err as { code?: string; constraint?: string };
+  return e.code === '23505' && e.constraint === 'payouts_reference_unique';
+};
+
+/**
+ * POST /v1/payouts: in one transaction, writes the payout `pending` with its history, takes
+ * amount + fee (the merchant's fee rule for the currency) from available (422
+ * insufficient-balance), and queues it for the payout pool. A reference already used by this
+ * merchant in this environment is 409 reference-conflict, checked first.
+ */
+export async function createPayout(deps: TransactDeps, owner: Owner, input: PayoutInput, requestId?: string): Promise<PayoutObject> {
+  if (!operatorAccepts(owner.environment, input.operator, input.phone)) {
+    throw badRequest('operator-mismatch', `The number does not belong to ${input.operator}`, 'phone');
+  }
+  try {
+    return await transact(deps, async (trx, outbox) => {
+      const merchant: { fees: Record<Currency, FeeRule> } = await trx('merchants').where({ id: owner.merchantId }).first('fees');
+      const fee = feeFor(input.amount, merchant.fees[input.currency]);
+      if (!Number.isSafeInteger(input.amount + fee)) throw validationFailed('amount', 'amount with its fee is too large');
+      const payout: PayoutRow = {
+        id: newId('payout'),
+        merchant_id: owner.merchantId,
+        environment: owner.environment,
+        status: 'pending',
+        amount: input.amount,
+        fee,
+        currency: input.currency,
+        method: input.method ?? 'mobile_money',
+        operator: input.operator,
+        phone: input.phone,
+        reference: input.reference,
+        description: input.description ?? null,
+        metadata: input.metadata ?? {},
+        provider: providerIdFor(owner.environment, input.operator),
+        provider_ref: null,
+        failure_code: null,
+        failure_message: null,
+        version: 1,
+        created: nowUnix(),
+        completed: null,
+      };
+      await trx('payouts').insert({ ...payout, metadata: JSON.stringify(payout.metadata) });
+      await trx('payout_status_changes').insert({ payout_id: payout.id, from_status: null, to_status: 'pending', reason: 'created' });
+      await post(trx, outgoingDebit('payout', { referenceId: payout.id, merchantId: owner.merchantId, environment: owner.environment, currency: payout.currency, amount: payout.amount, fee }));
+      await outbox.add(QUEUES.payout, 'send-payout', { payoutId: payout.id, requestId });
+      return payoutView(payout);
+    });
+  } catch (err) {
+    if (isReferenceConflict(err)) throw conflict('reference-conflict', 'This reference is already used by another payout');
+    throw err;
+  }
+}
