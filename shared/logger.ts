@@ -1,4 +1,4 @@
-import pino, { type Logger } from 'pino';
+import pino, { type DestinationStream, type Logger } from 'pino';
 
 /**
  * Structured JSON logs. Secrets, API keys, signatures, Authorization and request bodies are
@@ -39,8 +39,8 @@ function maskValue(value: unknown, depth = 0): unknown {
   return out;
 }
 
-export function createLogger(level = process.env.LOG_LEVEL || 'info', name?: string): Logger {
-  return pino({
+export function createLogger(level = process.env.LOG_LEVEL || 'info', name?: string, destination?: DestinationStream): Logger {
+  const options: pino.LoggerOptions = {
     level,
     name,
     base: { pid: process.pid },
@@ -52,7 +52,8 @@ export function createLogger(level = process.env.LOG_LEVEL || 'info', name?: str
       },
     },
     serializers: { err: pino.stdSerializers.err },
-  });
+  };
+  return destination ? pino(options, destination) : pino(options);
 }
 
 export type { Logger };

@@ -38,6 +38,8 @@ async function enqueue(queues: QueueRegistry, msg: OutboxMessage): Promise<void>
   await queues.add(msg.queue, msg.job_name, msg.payload, { jobId: outboxJobId(msg.id), delay: msg.delay_ms || undefined });
 }
 
+const PUBLISH_TIMEOUT_MS = 2000;
+
 /**
  * Enqueues messages just committed and marks them; a failure (Redis down) is logged and left to
  * the relay, so the caller's answer never depends on Redis being up.
@@ -45,7 +47,12 @@ async function enqueue(queues: QueueRegistry, msg: OutboxMessage): Promise<void>
 export async function publishOutbox(db: Db, queues: QueueRegistry, msgs: OutboxMessage[], log?: Logger): Promise<void> {
   if (msgs.length === 0) return;
   try {
-    await Promise.all(msgs.map((m) => enqueue(queues, m)));
+    if (!queues.isReady()) throw new Error('redis is not connected');
+    let timer: NodeJS.Timeout | undefined;
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error('enqueue timed out')), PUBLISH_TIMEOUT_MS);
+    });
+    await Promise.race([Promise.all(msgs.map((m) => enqueue(queues, m))), timeout]).finally(() => clearTimeout(timer));
     await db('outbox').whereIn('id', msgs.map((m) => m.id)).update({ enqueued_at: db.fn.now() });
   } catch (err) {
     log?.warn({ err, outbox: msgs.map((m) => m.id) }, 'outbox publish deferred to the relay');

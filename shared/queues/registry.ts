@@ -23,17 +23,40 @@ export class QueueRegistry {
     let q = this.queues.get(name);
     if (!q) {
       q = new Queue(name, { connection: this.connection, prefix: this.prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+      // connection errors reach callers through the failed command; the shared client logs them once
+      q.on('error', () => undefined);
       this.queues.set(name, q);
     }
     return q;
+  }
+
+  /** False while the connection is down: callers that must not wait (the web) skip Redis then. */
+  isReady(): boolean {
+    return this.connection.status === 'ready';
   }
 
   all(): Queue[] {
     return ALL_QUEUES.map((n) => this.get(n));
   }
 
+  /**
+   * The queue once its connection is initialised. BullMQ keeps a failed initialisation (Redis
+   * down at that moment) for the life of the Queue object, so such a queue is dropped and
+   * rebuilt on the next call.
+   */
+  async ready(name: QueueName): Promise<Queue> {
+    const q = this.get(name);
+    try {
+      await q.waitUntilReady();
+      return q;
+    } catch (err) {
+      if (this.queues.get(name) === q) this.queues.delete(name);
+      throw err;
+    }
+  }
+
   async add(name: QueueName, jobName: string, data: JobData, opts: JobsOptions = {}): Promise<void> {
-    await this.get(name).add(jobName, data, opts);
+    await (await this.ready(name)).add(jobName, data, opts);
   }
 
   async close(): Promise<void> {

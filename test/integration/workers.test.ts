@@ -1,0 +1,111 @@
+import { expect } from 'chai';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { startTestEnv, type TestEnv } from '../helpers/env';
+import { eventually } from '../helpers/processes';
+import { freePort } from '../helpers/ports';
+import { transact } from '../../shared/db/transact';
+import { QUEUES } from '../../shared/queues/names';
+import { outboxJobId } from '../../shared/queues/outbox';
+
+function startRedis(port: number): Promise<ChildProcess> {
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  return new Promise((resolve, reject) => {
+    child.stdout!.on('data', (d: Buffer) => {
+      if (d.toString().includes('Ready to accept connections')) resolve(child);
+    });
+    child.once('exit', (code) => reject(new Error(`redis-server exited ${code}`)));
+  });
+}
+
+async function stopRedis(child: ChildProcess): Promise<void> {
+  if (child.exitCode !== null) return;
+  const exited = new Promise((r) => child.once('exit', r));
+  child.kill('SIGKILL');
+  await exited;
+}
+
+describe('outbox relay', () => {
+  let env: TestEnv;
+  let redis: ChildProcess;
+  let port: number;
+
+  before(async () => {
+    port = await freePort();
+    redis = await startRedis(port);
+    env = await startTestEnv({ REDIS_URL: `redis://127.0.0.1:${port}` });
+  });
+  after(async () => {
+    if (redis.exitCode !== null) redis = await startRedis(port);
+    await env.close();
+    await stopRedis(redis);
+  });
+
+  it('enqueues a row committed while Redis was down once Redis is back, exactly once', async () => {
+    await stopRedis(redis);
+    const msg = await transact(env.services, (_trx, outbox) => outbox.add(QUEUES.settlement, 'relay-test', { marker: 'relay' }));
+    const row = await env.services.db('outbox').where({ id: msg.id }).first();
+    expect(row, 'the committed row stays in the outbox').to.exist;
+    expect(row.enqueued_at, 'not enqueued while Redis is down').to.equal(null);
+
+    await env.spawn('workers/outbox-relay/index.ts');
+    redis = await startRedis(port);
+
+    const job = await eventually(async () => (await env.services.queues.ready(QUEUES.settlement)).getJob(outboxJobId(msg.id)), 15_000);
+    const queue = await env.services.queues.ready(QUEUES.settlement);
+    expect(job.name).to.equal('relay-test');
+    expect(job.data).to.deep.equal({ marker: 'relay' });
+    await eventually(async () => (await env.services.db('outbox').where({ id: msg.id }).first()).enqueued_at);
+    // another relay pass finds nothing left to send
+    await new Promise((r) => setTimeout(r, 600));
+    expect(await queue.getJobCountByTypes('waiting', 'delayed', 'active', 'completed')).to.equal(1);
+  });
+
+  it('enqueues at once after commit when Redis is up, without the relay', async () => {
+    const msg = await transact(env.services, (_trx, outbox) => outbox.add(QUEUES.settlement, 'direct', { marker: 'direct' }));
+    const job = await env.services.queues.get(QUEUES.settlement).getJob(outboxJobId(msg.id));
+    expect(job?.data).to.deep.equal({ marker: 'direct' });
+    expect((await env.services.db('outbox').where({ id: msg.id }).first()).enqueued_at).not.to.equal(null);
+  });
+
+  it('writes no job when the transaction rolls back', async () => {
+    const before = await env.services.db('outbox').count<{ count: string }[]>('* as count');
+    await transact(env.services, async (_trx, outbox) => {
+      await outbox.add(QUEUES.settlement, 'rolled-back', { marker: 'never' });
+      throw new Error('abort');
+    }).catch(() => undefined);
+    const afterRows = await env.services.db('outbox').count<{ count: string }[]>('* as count');
+    expect(afterRows[0].count).to.equal(before[0].count);
+    const jobs = await env.services.queues.get(QUEUES.settlement).getJobs(['waiting', 'delayed']);
+    expect(jobs.map((j) => j.name)).not.to.include('rolled-back');
+  });
+});
+
+describe('worker bootstrap', () => {
+  let env: TestEnv;
+  before(async () => {
+    env = await startTestEnv();
+  });
+  after(async () => env.close());
+
+  it('finishes the job in hand on SIGTERM, then exits 0', async () => {
+    const worker = await env.spawn('test/fixtures/slow-pool.ts');
+    const job = await env.services.queues.get(QUEUES.settlement).add('slow', { ms: 1500, marker: 'graceful' });
+    await worker.waitForLine((l) => l.msg === 'job started' && l.marker === 'graceful');
+    const code = await worker.stop('SIGTERM');
+    expect(code).to.equal(0);
+    const row = await env.services.db('settings').where({ key: 'graceful' }).first();
+    expect(row?.value).to.deep.equal({ done: true });
+    const fresh = await env.services.queues.get(QUEUES.settlement).getJob(job.id!);
+    expect(await fresh!.getState()).to.equal('completed');
+  });
+
+  it('logs a line for a failed job, without its payload', async () => {
+    const worker = await env.spawn('test/fixtures/slow-pool.ts');
+    await env.services.queues.get(QUEUES.settlement).add('broken', { nonsense: 'x' }, { attempts: 1 });
+    const line = await worker.waitForLine((l) => l.msg === 'job failed');
+    expect(line).to.include({ queue: 'settlement', jobName: 'broken' });
+    expect(line.err.message).to.equal('bad payload');
+    expect(JSON.stringify(line)).not.to.include('nonsense');
+    await worker.stop();
+  });
+});

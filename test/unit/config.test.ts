@@ -1,0 +1,52 @@
+import { expect } from 'chai';
+import { ConfigError, DEV_ADMIN_API_TOKEN, DEV_SECRETS_KEY, loadConfig, SPEC_WEBHOOK_DELAYS_S } from '../../shared/config';
+
+const REAL_KEY = `k2:${Buffer.alloc(32, 7).toString('base64')}`;
+
+describe('config', () => {
+  it('has working development defaults', () => {
+    const c = loadConfig({});
+    expect(c.nodeEnv).to.equal('development');
+    expect(c.port).to.equal(3000);
+    expect(c.databaseUrl).to.equal('postgres://postgres@127.0.0.1:5432/svc_payments');
+    expect(c.redisUrl).to.equal('redis://127.0.0.1:6379');
+    expect(c.adminApiToken).to.equal(DEV_ADMIN_API_TOKEN);
+    expect(c.secretsKeys).to.have.length(1);
+    expect(c.webhookRetryDelaysMs).to.deep.equal(SPEC_WEBHOOK_DELAYS_S.map((s) => s * 1000));
+  });
+
+  it('refuses the development secrets key and admin token in production', () => {
+    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_API_TOKEN: 'a-real-production-token' })).to.throw(ConfigError, /SECRETS_KEY/);
+    expect(() => loadConfig({ NODE_ENV: 'production', SECRETS_KEY: REAL_KEY })).to.throw(ConfigError, /ADMIN_API_TOKEN/);
+    expect(() => loadConfig({ NODE_ENV: 'production', SECRETS_KEY: `${REAL_KEY},${DEV_SECRETS_KEY}`, ADMIN_API_TOKEN: 'a-real-production-token' })).to.throw(ConfigError, /SECRETS_KEY/);
+    expect(loadConfig({ NODE_ENV: 'production', SECRETS_KEY: REAL_KEY, ADMIN_API_TOKEN: 'a-real-production-token' }).nodeEnv).to.equal('production');
+  });
+
+  const bad: [string, Record<string, string>, RegExp][] = [
+    ['a non-numeric port', { PORT: 'eighty' }, /PORT must be an integer/],
+    ['a port out of range', { PORT: '70000' }, /PORT must be between/],
+    ['an unknown NODE_ENV', { NODE_ENV: 'staging' }, /NODE_ENV/],
+    ['a database URL of another kind', { DATABASE_URL: 'mysql://x@y/z' }, /DATABASE_URL must use/],
+    ['a malformed Redis URL', { REDIS_URL: 'not a url' }, /REDIS_URL is not a valid URL/],
+    ['a short secrets key', { SECRETS_KEY: `k:${Buffer.alloc(16).toString('base64')}` }, /32 bytes/],
+    ['a secrets key without id', { SECRETS_KEY: Buffer.alloc(32).toString('base64') }, /SECRETS_KEY must be/],
+    ['a short admin token', { ADMIN_API_TOKEN: 'short' }, /at least 16/],
+    ['a webhook schedule of the wrong length', { WEBHOOK_RETRY_DELAYS_MS: '1,2,3' }, /8 comma-separated/],
+  ];
+  for (const [what, env, message] of bad) {
+    it(`stops on ${what}`, () => {
+      expect(() => loadConfig(env)).to.throw(ConfigError, message);
+    });
+  }
+
+  it('accepts a shortened webhook schedule for tests but refuses it in production', () => {
+    const short = '10,20,30,40,50,60,70,80';
+    expect(loadConfig({ NODE_ENV: 'test', WEBHOOK_RETRY_DELAYS_MS: short }).webhookRetryDelaysMs).to.deep.equal([10, 20, 30, 40, 50, 60, 70, 80]);
+    expect(() => loadConfig({ NODE_ENV: 'production', SECRETS_KEY: REAL_KEY, ADMIN_API_TOKEN: 'a-real-production-token', WEBHOOK_RETRY_DELAYS_MS: short })).to.throw(ConfigError, /may not shorten/);
+  });
+
+  it('reads rotated keys: the first encrypts, all decrypt', () => {
+    const c = loadConfig({ SECRETS_KEY: `${REAL_KEY},${DEV_SECRETS_KEY}` });
+    expect(c.secretsKeys.map((k) => k.id)).to.deep.equal(['k2', 'dev']);
+  });
+});
