@@ -102,7 +102,9 @@ async function main() {
   process.on('SIGTERM', () => stopAll('SIGTERM'));
 }
 
-main().catch((err) => {
-  process.stderr.write(`start failed: ${err.message}\n`);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch((err) => {
+    process.stderr.write(`start failed: ${err.message}\n`);
+    process.exit(1);
+  });
+}
