@@ -3,6 +3,7 @@ import compose from 'koa-compose';
 import type { ServiceContext } from '../../shared/context';
 import { bearer } from './bearer';
 import { contentLength } from './contentLength';
+import { idempotency } from './idempotency';
 import { CredentialCache } from './credentials';
 import { ipAllowlist } from './ipAllowlist';
 import { json } from './json';
@@ -45,5 +46,6 @@ export function merchantPipeline(services: ServiceContext): Middleware {
     signature,
     scope,
     json,
+    idempotency,
   ]);
 }

@@ -1,0 +1,74 @@
+import http, { type IncomingHttpHeaders } from 'node:http';
+import net from 'node:net';
+
+export interface RawResponse {
+  status: number;
+  headers: IncomingHttpHeaders;
+  text: string;
+  body: any;
+}
+
+/**
+ * One HTTP request with full control over the headers (fetch refuses to set Content-Length or
+ * to send a length without its body). `body` undefined sends none; a declared Content-Length
+ * header without a body sends the head only.
+ */
+export function send(baseUrl: string, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer | string): Promise<RawResponse> {
+  const url = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const req = http.request({ host: url.hostname, port: url.port, method, path, headers, agent: false }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const text = Buffer.concat(chunks).toString('utf8');
+        let parsed: any = text;
+        try {
+          parsed = text ? JSON.parse(text) : undefined;
+        } catch {
+          /* not JSON */
+        }
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: parsed });
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+/**
+ * Writes raw bytes on a fresh TCP connection and returns the status of the first response
+ * (0 when the server closed without answering). For requests no HTTP client would send.
+ */
+export function sendRaw(baseUrl: string, bytes: Buffer | string, timeoutMs = 5000): Promise<{ status: number; head: string }> {
+  const url = new URL(baseUrl);
+  return new Promise((resolve, reject) => {
+    const socket = net.connect(Number(url.port), url.hostname);
+    const chunks: Buffer[] = [];
+    let settled = false;
+    const finish = () => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      socket.destroy();
+      const text = Buffer.concat(chunks).toString('latin1');
+      const m = /^HTTP\/1\.[01] (\d{3})/.exec(text);
+      resolve({ status: m ? Number(m[1]) : 0, head: text.split('\r\n\r\n')[0] });
+    };
+    const timer = setTimeout(() => {
+      if (settled) return;
+      settled = true;
+      socket.destroy();
+      reject(new Error('no answer from the server in time'));
+    }, timeoutMs);
+    socket.on('data', (c: Buffer) => {
+      chunks.push(c);
+      // one response head is enough
+      if (Buffer.concat(chunks).includes('\r\n\r\n')) finish();
+    });
+    socket.on('end', finish);
+    socket.on('close', finish);
+    socket.on('error', finish);
+    socket.write(bytes, () => socket.end());
+  });
+}
