@@ -10,6 +10,7 @@ import { adminAuth } from './middleware/adminAuth';
 import { healthRouter } from './routes/health';
 import { adminRouter } from './routes/admin';
 import { boardMiddleware } from './board';
+import { callbacksRouter } from './callbacks';
 import { v1Router } from './v1';
 import { merchantPipeline } from './pipeline';
 import { V1_PATH } from './pipeline/request';
@@ -39,6 +40,8 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
   app.use(requestContext);
   app.use(securityHeaders);
   app.use(errorHandler);
+  // provider callbacks are stored even during maintenance: a provider may not send them twice
+  app.use(callbacksRouter.routes() as Middleware);
   app.use(maintenance);
   app.use(healthRouter.routes() as Middleware);
   app.use((ctx, next) => (ctx.path === '/admin' || ctx.path.startsWith('/admin/') ? admin(ctx, next) : next()));

@@ -1,0 +1,33 @@
+import Router from '@koa/router';
+import { ApiError, badRequest, notFound, validationFailed } from '../shared/errors';
+import { CallbackFormatError } from '../shared/providers/errors';
+import { storeCallback } from '../shared/providers/inbox';
+import { providers } from '../shared/providers/registry';
+import { readRawBody } from './body';
+
+/** No provider notification comes near this; the cap bounds what an anonymous caller makes us buffer. */
+export const CALLBACK_BODY_LIMIT = 64 * 1024;
+
+/**
+ * POST /callbacks/{provider}: provider callbacks, outside the merchant pipeline (no merchant
+ * key, no rate limit). A callback is verified with its provider's secret (401 otherwise, nothing
+ * stored), stored raw in the inbox with the job that applies it, and answered 200 at once.
+ */
+export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:provider', async (ctx) => {
+  const provider = providers(ctx.services.config).byProviderId(ctx.params.provider);
+  if (!provider) throw notFound('Provider');
+  const raw = await readRawBody(ctx, CALLBACK_BODY_LIMIT);
+  if (!provider.verifyCallback(raw, ctx.headers)) {
+    throw new ApiError(401, 'signature-invalid', 'The callback signature is missing, invalid or expired');
+  }
+  let parsed;
+  try {
+    parsed = provider.parseCallback(raw);
+  } catch (err) {
+    if (!(err instanceof CallbackFormatError)) throw err;
+    throw err.notJson ? badRequest('invalid-json', 'The callback body is not valid JSON') : validationFailed('body', err.message);
+  }
+  const id = await storeCallback({ db: ctx.services.db, queues: ctx.services.queues, log: ctx.state.log }, provider, raw, parsed, ctx.state.requestId);
+  ctx.state.log.info({ callbackId: id, provider: provider.id, kind: parsed.kind, objectId: parsed.objectId }, 'callback stored');
+  ctx.body = { received: true };
+});

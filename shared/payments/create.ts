@@ -1,0 +1,116 @@
+import type { Config } from '../config';
+import { transact, type TransactDeps } from '../db/transact';
+import { FeeError, splitFees, type FeeRule } from '../domain/fees';
+import { newId } from '../domain/ids';
+import type { Currency, Environment } from '../domain/ledger';
+import { operatorAccepts } from '../domain/msisdn';
+import type { PaymentStatus } from '../domain/payment';
+import { ApiError, badRequest, unprocessable, validationFailed } from '../errors';
+import { providerIdFor } from '../providers/registry';
+import { QUEUES } from '../queues/names';
+import { PAYMENTS, type PaymentRow } from './rows';
+import type { CreatePaymentInput } from './schemas';
+import { paymentView, type PaymentView } from './views';
+
+/** A card payment not paid within 30 minutes is cancelled (decisions.md). */
+export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
+
+export interface MerchantTerms {
+  fee_bearer: 'merchant' | 'customer';
+  fees: Record<Currency, FeeRule>;
+  per_tx_limit_usd: number | null;
+  per_tx_limit_cdf: number | null;
+}
+
+export interface Caller {
+  merchantId: string;
+  environment: Environment;
+  requestId?: string;
+}
+
+/**
+ * The payment row a request asks for, or the 400/422 of decisions.md. Pure: the caller has
+ * loaded the merchant's terms.
+ */
+export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, caller: Caller, config: Config, now = Date.now()): PaymentRow {
+  const mobile = input.method === 'mobile_money';
+  if (mobile && !operatorAccepts(caller.environment, input.operator!, input.phone!)) {
+    throw badRequest('operator-mismatch', `phone does not belong to ${input.operator}`, 'phone');
+  }
+  const feeBearer = input.fee_bearer ?? terms.fee_bearer;
+  let split;
+  try {
+    split = splitFees(input.amount, terms.fees[input.currency], feeBearer);
+  } catch (err) {
+    if (err instanceof FeeError) throw validationFailed('amount', `amount: ${err.message}`);
+    throw err;
+  }
+  const limit = input.currency === 'USD' ? terms.per_tx_limit_usd : terms.per_tx_limit_cdf;
+  if (limit !== null && split.amountCharged > limit) {
+    throw unprocessable('amount-over-limit', `amount_charged ${split.amountCharged} is above this merchant's per-transaction limit of ${limit} ${input.currency}`, 'amount');
+  }
+  const windowMs = mobile ? config.providerWindowMs[caller.environment] : CARD_CHECKOUT_WINDOW_MS;
+  return {
+    id: newId('payment'),
+    merchant_id: caller.merchantId,
+    environment: caller.environment,
+    // mobile money goes straight to the provider; a card waits for the client on the checkout page
+    status: mobile ? 'processing' : 'pending',
+    method: input.method,
+    currency: input.currency,
+    amount: input.amount,
+    amount_charged: split.amountCharged,
+    amount_net: split.amountNet,
+    fee: split.fee,
+    fee_bearer: feeBearer,
+    amount_refunded: 0,
+    reference: input.reference,
+    description: input.description ?? null,
+    metadata: input.metadata ?? {},
+    operator: input.operator ?? null,
+    phone: input.phone ?? null,
+    customer_email: input.customer_email ?? null,
+    customer_name: input.customer_name ?? null,
+    return_url: input.return_url ?? null,
+    provider: mobile ? providerIdFor(caller.environment, input.operator!) : null,
+    provider_ref: null,
+    failure_code: null,
+    failure_message: null,
+    version: 1,
+    created: Math.floor(now / 1000),
+    completed: null,
+    pushed_at: null,
+    window_ends_at: new Date(now + windowMs),
+    checked_at: null,
+  };
+}
+
+const isReferenceConflict = (err: unknown) => {
+  const e = err as { code?: string; constraint?: string };
+  return e.code === '23505' && e.constraint === 'payments_reference_unique';
+};
+
+/**
+ * POST /v1/payments: one short transaction writes the payment, its first status change and (for
+ * mobile money) the outbox row of the push; the push job is enqueued after commit.
+ */
+export async function createPayment(deps: TransactDeps & { config: Config }, caller: Caller, input: CreatePaymentInput): Promise<PaymentView> {
+  const terms: MerchantTerms | undefined = await deps.db('merchants')
+    .where({ id: caller.merchantId })
+    .first('fee_bearer', 'fees', 'per_tx_limit_usd', 'per_tx_limit_cdf');
+  if (!terms) throw new ApiError(401, 'api-key-invalid', 'The API key is not valid');
+  const row = buildPayment(input, terms, caller, deps.config);
+  try {
+    await transact(deps, async (trx, outbox) => {
+      await trx(PAYMENTS).insert({ ...row, metadata: JSON.stringify(row.metadata) });
+      await trx('payment_status_changes').insert({ payment_id: row.id, from_status: null, to_status: row.status as PaymentStatus, reason: 'created' });
+      if (row.method === 'mobile_money') await outbox.add(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId });
+    });
+  } catch (err) {
+    if (isReferenceConflict(err)) {
+      throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payment of this merchant', 'reference');
+    }
+    throw err;
+  }
+  return paymentView(row, deps.config.baseUrl);
+}

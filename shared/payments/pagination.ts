@@ -1,0 +1,62 @@
+import type { Knex } from 'knex';
+import { UUID_V4_RE } from '../domain/ids';
+import { validationFailed } from '../errors';
+
+/**
+ * Cursor pagination of decisions.md, newest first: `next_cursor` is `<created>.<id>` of the
+ * last item of the page, the Unix timestamp first; ties on `created` are broken by id, so no
+ * item is skipped or repeated when many share one second. A bare Unix timestamp is accepted
+ * too and starts strictly before that second. Written for any table with `created` (Unix
+ * seconds) and `id` columns, so every list of the API can page the same way.
+ */
+
+export const DEFAULT_LIMIT = 20;
+export const MAX_LIMIT = 100;
+
+export interface Cursor {
+  created: number;
+  id: string | null;
+}
+
+export function parseLimit(raw: string | undefined): number {
+  if (raw === undefined) return DEFAULT_LIMIT;
+  const n = /^[0-9]{1,3}$/.test(raw) ? Number(raw) : NaN;
+  if (!(n >= 1 && n <= MAX_LIMIT)) throw validationFailed('limit', `limit must be an integer from 1 to ${MAX_LIMIT}`);
+  return n;
+}
+
+export function parseCursor(raw: string | undefined, idPrefix: string): Cursor | null {
+  if (raw === undefined) return null;
+  const m = /^([0-9]{1,12})(?:\.(.+))?$/.exec(raw);
+  const id = m?.[2];
+  if (!m || (id !== undefined && !(id.startsWith(idPrefix) && UUID_V4_RE.test(id.slice(idPrefix.length))))) {
+    throw validationFailed('cursor', 'cursor must be the next_cursor of a previous page');
+  }
+  return { created: Number(m[1]), id: id ?? null };
+}
+
+export const encodeCursor = (item: { created: number; id: string }) => `${item.created}.${item.id}`;
+
+/** Restricts a query to the items after the cursor and orders it newest first, one more than a page. */
+export function pageQuery<Q extends Knex.QueryBuilder>(q: Q, cursor: Cursor | null, limit: number): Q {
+  if (cursor?.id) q.whereRaw('(created, id) < (?, ?)', [cursor.created, cursor.id]);
+  else if (cursor) q.where('created', '<', cursor.created);
+  return q
+    .orderBy([
+      { column: 'created', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .limit(limit + 1) as Q;
+}
+
+/** Cuts the extra row off and says whether there is more. */
+export function toPage<T extends { created: number; id: string }, V>(rows: T[], limit: number, view: (row: T) => V) {
+  const hasMore = rows.length > limit;
+  const items = hasMore ? rows.slice(0, limit) : rows;
+  return {
+    object: 'list' as const,
+    data: items.map(view),
+    has_more: hasMore,
+    next_cursor: hasMore ? encodeCursor(items[items.length - 1]) : null,
+  };
+}

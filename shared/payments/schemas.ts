@@ -1,0 +1,87 @@
+import { MONEY } from '../validation';
+import { MSISDN_PATTERN, OPERATORS, type Operator } from '../domain/msisdn';
+import { PAYMENT_STATUSES, type PaymentStatus } from '../domain/payment';
+import type { Currency } from '../domain/ledger';
+import type { FeeBearer } from '../domain/fees';
+
+/**
+ * Request schemas of the payment routes (spec 2.2, decisions.md); also the source of the API
+ * description. Cross-field rules that need the merchant or the environment (operator prefix,
+ * fees, limits) are checked by shared/payments/create.ts.
+ */
+
+export type MetadataValue = string | number | boolean;
+
+export interface CreatePaymentInput {
+  amount: number;
+  currency: Currency;
+  method: 'mobile_money' | 'card';
+  operator?: Operator;
+  phone?: string;
+  reference: string;
+  description?: string;
+  metadata?: Record<string, MetadataValue>;
+  customer_email?: string;
+  customer_name?: string;
+  return_url?: string;
+  fee_bearer?: FeeBearer;
+}
+
+export const METADATA_MAX_KEYS = 20;
+export const METADATA_MAX_VALUE_LENGTH = 500;
+
+export const createPaymentSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['amount', 'currency', 'method', 'reference'],
+  properties: {
+    amount: MONEY,
+    currency: { type: 'string', enum: ['USD', 'CDF'] },
+    method: { type: 'string', enum: ['mobile_money', 'card'] },
+    operator: { type: 'string', enum: OPERATORS },
+    phone: { type: 'string', pattern: MSISDN_PATTERN },
+    reference: { type: 'string', minLength: 1, maxLength: 255 },
+    description: { type: 'string', maxLength: 1000 },
+    // string-able values only; a number or boolean is always far below 500 characters once stringified
+    metadata: {
+      type: 'object',
+      maxProperties: METADATA_MAX_KEYS,
+      additionalProperties: {
+        anyOf: [{ type: 'string', maxLength: METADATA_MAX_VALUE_LENGTH }, { type: 'number' }, { type: 'boolean' }],
+      },
+    },
+    customer_email: { type: 'string', format: 'email', maxLength: 254 },
+    customer_name: { type: 'string', minLength: 1, maxLength: 200 },
+    return_url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2048 },
+    fee_bearer: { type: 'string', enum: ['merchant', 'customer'] },
+  },
+  allOf: [
+    {
+      if: { type: 'object', required: ['method'], properties: { method: { const: 'mobile_money' } } },
+      then: { type: 'object', required: ['operator', 'phone'] },
+    },
+    {
+      if: { type: 'object', required: ['method'], properties: { method: { const: 'card' } } },
+      then: { type: 'object', required: ['customer_email', 'customer_name', 'return_url'] },
+    },
+  ],
+} as const;
+
+export interface ListPaymentsQuery {
+  reference?: string;
+  status?: PaymentStatus;
+  limit?: string;
+  cursor?: string;
+}
+
+/** Query strings arrive as text: limit and cursor are checked for shape here, for range in query.ts. */
+export const listPaymentsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    reference: { type: 'string', minLength: 1, maxLength: 255 },
+    status: { type: 'string', enum: PAYMENT_STATUSES },
+    limit: { type: 'string', pattern: '^[0-9]{1,3}$' },
+    cursor: { type: 'string', maxLength: 200 },
+  },
+} as const;

@@ -1,0 +1,57 @@
+import type { PaymentRow } from './rows';
+
+/** The payment object of the API (spec 2.2 plus failure_code, failure_message, amount_refunded of decisions.md). */
+export function paymentView(p: PaymentRow, baseUrl: string) {
+  return {
+    id: p.id,
+    object: 'payment' as const,
+    status: p.status,
+    method: p.method,
+    environment: p.environment,
+    currency: p.currency,
+    amount_charged: p.amount_charged,
+    amount_net: p.amount_net,
+    fee: p.fee,
+    fee_bearer: p.fee_bearer,
+    amount_refunded: p.amount_refunded,
+    reference: p.reference,
+    provider: p.provider,
+    provider_ref: p.provider_ref,
+    failure_code: p.failure_code,
+    failure_message: p.failure_message,
+    created: p.created,
+    completed: p.completed,
+    metadata: p.metadata,
+    ...(p.method === 'card' ? { checkout_url: `${baseUrl}/checkout/${p.id}` } : {}),
+  };
+}
+
+export type PaymentView = ReturnType<typeof paymentView>;
+
+/**
+ * The payment object inside an event (spec 6.2): `customer` instead of the phone fields, and
+ * `completed_at` where the API says `completed`.
+ */
+export function paymentEventObject(p: PaymentRow) {
+  return {
+    id: p.id,
+    object: 'payment' as const,
+    status: p.status,
+    method: p.method,
+    environment: p.environment,
+    currency: p.currency,
+    amount_charged: p.amount_charged,
+    amount_net: p.amount_net,
+    fee: p.fee,
+    fee_bearer: p.fee_bearer,
+    amount_refunded: p.amount_refunded,
+    reference: p.reference,
+    provider: p.provider,
+    provider_ref: p.provider_ref,
+    failure_code: p.failure_code,
+    failure_message: p.failure_message,
+    customer: { msisdn: p.phone, operator: p.operator, email: p.customer_email, name: p.customer_name },
+    metadata: p.metadata,
+    completed_at: p.completed,
+  };
+}

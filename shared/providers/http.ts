@@ -1,0 +1,155 @@
+import type { Environment } from '../domain/ledger';
+import type { Operator } from '../domain/msisdn';
+import { permanent, retryable, ProviderError } from './errors';
+import { parseCallbackBody } from './protocol';
+import { CALLBACK_SIGNATURE_HEADER, verifyCallbackSignature } from './signature';
+import type { PayoutRequest, Provider, ProviderAccepted, ProviderObjectKind, ProviderStatus, PushRequest, RefundRequest } from './types';
+
+export interface HttpProviderOptions {
+  id: string;
+  environment: Environment;
+  operator: Operator;
+  /** base URL of this operator's API, e.g. https://provider.example/vodacom */
+  url: string;
+  apiKey: string;
+  callbackSecret: string;
+  callbackUrl: string;
+  timeoutMs: number;
+}
+
+interface ErrorBody {
+  error?: { code?: unknown; message?: unknown };
+}
+
+/** Statuses worth trying again: the provider is busy or broken, or does not accept our credentials yet. */
+const RETRYABLE_STATUS = new Set([401, 403, 408, 409, 425, 429]);
+
+/**
+ * The one adapter of the provider protocol (./protocol.ts), used for every operator in both
+ * environments; only its configuration differs. Every error it throws is a ProviderError that
+ * says whether another attempt may succeed.
+ */
+export class HttpProvider implements Provider {
+  readonly id: string;
+  readonly environment: Environment;
+  readonly operator: Operator;
+  readonly callbackUrl: string;
+
+  constructor(private readonly opts: HttpProviderOptions) {
+    this.id = opts.id;
+    this.environment = opts.environment;
+    this.operator = opts.operator;
+    this.callbackUrl = opts.callbackUrl;
+  }
+
+  push(req: PushRequest): Promise<ProviderAccepted> {
+    return this.create('/v1/collections', req.paymentId, {
+      amount: req.amount,
+      currency: req.currency,
+      msisdn: req.msisdn,
+      description: req.description ?? null,
+    });
+  }
+
+  refund(req: RefundRequest): Promise<ProviderAccepted> {
+    return this.create('/v1/refunds', req.refundId, {
+      payment_external_id: req.paymentId,
+      payment_provider_ref: req.paymentProviderRef,
+      amount: req.amount,
+      currency: req.currency,
+      msisdn: req.msisdn,
+    });
+  }
+
+  payout(req: PayoutRequest): Promise<ProviderAccepted> {
+    return this.create('/v1/payouts', req.payoutId, {
+      amount: req.amount,
+      currency: req.currency,
+      msisdn: req.msisdn,
+      description: req.description ?? null,
+    });
+  }
+
+  async status(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus> {
+    const res = await this.call('GET', `/v1/transactions/${encodeURIComponent(objectId)}`);
+    if (res.status === 404) return { state: 'not_found' };
+    const body = await this.json(res);
+    if (!res.ok) throw this.failure(res.status, body);
+    const b = body as { kind?: unknown; status?: unknown; provider_ref?: unknown; failure_code?: unknown; failure_message?: unknown };
+    if (b.kind !== undefined && b.kind !== kind) throw permanent('provider-protocol', `provider reports ${objectId} as a ${String(b.kind)}`);
+    const providerRef = typeof b.provider_ref === 'string' ? b.provider_ref : null;
+    switch (b.status) {
+      case 'pending':
+        return { state: 'pending', providerRef };
+      case 'succeeded':
+        return { state: 'succeeded', providerRef };
+      case 'failed':
+      case 'cancelled':
+        return {
+          state: b.status,
+          providerRef,
+          failureCode: typeof b.failure_code === 'string' ? b.failure_code : 'provider-failed',
+          failureMessage: typeof b.failure_message === 'string' ? b.failure_message : 'The provider reported a failure',
+        };
+      default:
+        throw retryable('provider-protocol', `provider answered an unknown status for ${objectId}`);
+    }
+  }
+
+  verifyCallback(raw: Buffer, headers: Record<string, string | string[] | undefined>, nowUnix = Math.floor(Date.now() / 1000)): boolean {
+    const header = headers[CALLBACK_SIGNATURE_HEADER];
+    return verifyCallbackSignature(this.opts.callbackSecret, raw, Array.isArray(header) ? undefined : header, nowUnix);
+  }
+
+  parseCallback(raw: Buffer) {
+    return parseCallbackBody(raw);
+  }
+
+  private async create(path: string, externalId: string, fields: Record<string, unknown>): Promise<ProviderAccepted> {
+    const res = await this.call('POST', path, { external_id: externalId, ...fields, callback_url: this.callbackUrl }, externalId);
+    const body = await this.json(res);
+    if (!res.ok) throw this.failure(res.status, body);
+    const ref = (body as { provider_ref?: unknown }).provider_ref;
+    if (typeof ref !== 'string' || ref.length === 0 || ref.length > 200) {
+      // the provider may well have taken it: the same idempotency key will fetch the answer again
+      throw retryable('provider-protocol', 'provider accepted without a provider_ref');
+    }
+    return { providerRef: ref };
+  }
+
+  private async call(method: 'GET' | 'POST', path: string, body?: unknown, idempotencyKey?: string): Promise<Response> {
+    const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.apiKey}`, Accept: 'application/json' };
+    if (body !== undefined) headers['Content-Type'] = 'application/json';
+    if (idempotencyKey) headers['Idempotency-Key'] = idempotencyKey;
+    try {
+      return await fetch(this.opts.url + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.opts.timeoutMs),
+        redirect: 'error',
+      });
+    } catch (err) {
+      const name = (err as Error).name;
+      if (name === 'TimeoutError' || name === 'AbortError') throw retryable('provider-timeout', `${this.id} did not answer within ${this.opts.timeoutMs} ms`);
+      throw retryable('provider-unreachable', `${this.id} could not be reached: ${(err as Error).message}`);
+    }
+  }
+
+  private async json(res: Response): Promise<unknown> {
+    try {
+      return await res.json();
+    } catch (err) {
+      if ((err as Error).name === 'TimeoutError') throw retryable('provider-timeout', `${this.id} did not finish its answer in time`);
+      return {};
+    }
+  }
+
+  private failure(status: number, body: unknown): ProviderError {
+    const e = (body as ErrorBody)?.error;
+    const code = typeof e?.code === 'string' && /^[a-z0-9_-]{1,64}$/.test(e.code) ? e.code : `provider-http-${status}`;
+    const message = typeof e?.message === 'string' ? e.message.slice(0, 300) : `${this.id} answered HTTP ${status}`;
+    if (status >= 500 || RETRYABLE_STATUS.has(status)) return retryable(code, message);
+    return permanent(code, message);
+  }
+}

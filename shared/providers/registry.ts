@@ -1,0 +1,65 @@
+import type { Config } from '../config';
+import type { Environment } from '../domain/ledger';
+import { OPERATORS, type Operator } from '../domain/msisdn';
+import { HttpProvider } from './http';
+import type { Provider } from './types';
+
+/**
+ * Which provider handles an operator in an environment. Test keys go to the sandbox provider,
+ * live keys to the operator's configured provider, through the same adapter. Sandbox and live
+ * providers have distinct ids, so a callback verified with the sandbox secret can only ever
+ * settle a test object.
+ */
+
+export const providerIdFor = (environment: Environment, operator: Operator) => (environment === 'test' ? `${operator}-sandbox` : operator);
+
+export class ProviderRegistry {
+  private readonly byId = new Map<string, Provider>();
+
+  constructor(config: Config) {
+    const common = { timeoutMs: config.payments.providerTimeoutMs };
+    for (const operator of OPERATORS) {
+      const sandboxId = providerIdFor('test', operator);
+      this.byId.set(
+        sandboxId,
+        new HttpProvider({
+          ...common,
+          id: sandboxId,
+          environment: 'test',
+          operator,
+          url: `${config.sandboxProviderUrl}/${operator}`,
+          apiKey: config.payments.sandboxProviderApiKey,
+          callbackSecret: config.sandboxCallbackSecret,
+          callbackUrl: `${config.baseUrl}/callbacks/${sandboxId}`,
+        }),
+      );
+      const live = config.payments.liveProviders[operator];
+      if (live) {
+        const liveId = providerIdFor('live', operator);
+        this.byId.set(
+          liveId,
+          new HttpProvider({ ...common, id: liveId, environment: 'live', operator, ...live, callbackUrl: `${config.baseUrl}/callbacks/${liveId}` }),
+        );
+      }
+    }
+  }
+
+  /** The provider with this id, if configured (the {provider} of /callbacks/{provider}). */
+  byProviderId(id: string): Provider | undefined {
+    return this.byId.get(id);
+  }
+
+  /** The provider for an operator in an environment; undefined when live is not configured for it. */
+  for(environment: Environment, operator: Operator): Provider | undefined {
+    return this.byId.get(providerIdFor(environment, operator));
+  }
+}
+
+const registries = new WeakMap<Config, ProviderRegistry>();
+
+/** One registry per configuration, built on first use (after the web process knows its base URL). */
+export function providers(config: Config): ProviderRegistry {
+  let r = registries.get(config);
+  if (!r) registries.set(config, (r = new ProviderRegistry(config)));
+  return r;
+}

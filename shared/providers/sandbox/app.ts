@@ -1,0 +1,225 @@
+import { randomUUID } from 'node:crypto';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Logger } from '../../logger';
+import { safeEqual } from '../../crypto/secrets';
+import { isMsisdn, OPERATORS, type Operator } from '../../domain/msisdn';
+import { signCallback } from '../signature';
+import type { CallbackWire } from '../protocol';
+import type { ProviderObjectKind } from '../types';
+import { sandboxOutcome, type SandboxOutcome } from './behaviour';
+
+/**
+ * The sandbox provider: a real HTTP server speaking the provider protocol (../protocol.ts) for
+ * the four operators (/{operator}/v1/...). It takes a request, answers at once, and after the
+ * callback delay reports the outcome of the sandbox table to the request's callback_url with a
+ * signed body, retrying while our service does not answer 2xx. The same external id twice
+ * returns the first answer and sends no second prompt or callback (idempotency key = our id).
+ * Its state lives in memory: it is a simulator, restarted empty.
+ */
+
+export interface SandboxOptions {
+  apiKey: string;
+  callbackSecret: string;
+  callbackDelayMs: number;
+  /** simulated latency before answering a create request */
+  pushLatencyMs: number;
+  log: Logger;
+  /** delays between callback delivery attempts; default 1 s, 2 s, 4 s, 8 s, 16 s */
+  callbackRetryMs?: number[];
+}
+
+interface SandboxTransaction {
+  kind: ProviderObjectKind;
+  operator: Operator;
+  externalId: string;
+  providerRef: string;
+  msisdn: string;
+  amount: number;
+  currency: string;
+  callbackUrl: string;
+  outcome: SandboxOutcome;
+  /** when the outcome is known (status endpoint) and the callback sent */
+  settlesAt: number;
+  eventId: string;
+  /** create requests received with this external id (1 prompt however many) */
+  requests: number;
+  callbacksDelivered: number;
+  callbackAttempts: number;
+}
+
+const PATHS: Record<string, ProviderObjectKind> = { collections: 'payment', refunds: 'refund', payouts: 'payout' };
+const ID_PREFIX: Record<ProviderObjectKind, string> = { payment: 'pay_', refund: 're_', payout: 'po_' };
+const KEEP_MS = 24 * 3600 * 1000;
+const MAX_BODY = 16 * 1024;
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = JSON.stringify(body);
+  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    size += (chunk as Buffer).length;
+    if (size > MAX_BODY) throw new HttpError(413, 'payload-too-large', 'body too large');
+    chunks.push(chunk as Buffer);
+  }
+  try {
+    const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+    if (body && typeof body === 'object' && !Array.isArray(body)) return body;
+  } catch {
+    /* falls through */
+  }
+  throw new HttpError(400, 'invalid-request', 'body must be a JSON object');
+}
+
+function statusView(tx: SandboxTransaction, now: number) {
+  const settled = tx.outcome.status !== 'never' && now >= tx.settlesAt;
+  const outcome = settled ? tx.outcome : undefined;
+  return {
+    kind: tx.kind,
+    external_id: tx.externalId,
+    provider_ref: tx.providerRef,
+    status: outcome ? outcome.status : 'pending',
+    failure_code: outcome?.status === 'failed' ? outcome.failureCode : null,
+    failure_message: outcome?.status === 'failed' ? outcome.failureMessage : null,
+    // sandbox-only counters, so tests can see how many prompts and callbacks happened
+    sandbox: { requests: tx.requests, callback_attempts: tx.callbackAttempts, callbacks_delivered: tx.callbacksDelivered },
+  };
+}
+
+export function createSandboxServer(opts: SandboxOptions): http.Server {
+  const transactions = new Map<string, SandboxTransaction>();
+  const retryMs = opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000];
+  const timers = new Set<NodeJS.Timeout>();
+
+  const later = (ms: number, fn: () => void) => {
+    const t = setTimeout(() => {
+      timers.delete(t);
+      fn();
+    }, ms);
+    timers.add(t);
+  };
+
+  async function deliver(tx: SandboxTransaction, attempt: number): Promise<void> {
+    if (tx.outcome.status === 'never') return;
+    const body: CallbackWire = {
+      event_id: tx.eventId,
+      kind: tx.kind,
+      external_id: tx.externalId,
+      provider_ref: tx.providerRef,
+      status: tx.outcome.status,
+      failure_code: tx.outcome.status === 'failed' ? tx.outcome.failureCode : null,
+      failure_message: tx.outcome.status === 'failed' ? tx.outcome.failureMessage : null,
+      occurred_at: Math.floor(tx.settlesAt / 1000),
+    };
+    const raw = JSON.stringify(body);
+    tx.callbackAttempts++;
+    let status = 0;
+    try {
+      const res = await fetch(tx.callbackUrl, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(opts.callbackSecret, raw, Math.floor(Date.now() / 1000)) },
+        body: raw,
+        signal: AbortSignal.timeout(10_000),
+        redirect: 'error',
+      });
+      status = res.status;
+      await res.arrayBuffer().catch(() => undefined);
+    } catch {
+      /* network failure: retried below */
+    }
+    if (status >= 200 && status < 300) {
+      tx.callbacksDelivered++;
+      return;
+    }
+    opts.log.warn({ externalId: tx.externalId, status, attempt }, 'sandbox callback not accepted');
+    // a 4xx other than 408/429 will not change by asking again
+    const final = status >= 400 && status < 500 && status !== 408 && status !== 429;
+    if (!final && attempt < retryMs.length) later(retryMs[attempt], () => void deliver(tx, attempt + 1));
+  }
+
+  async function create(operator: Operator, kind: ProviderObjectKind, req: IncomingMessage): Promise<[number, unknown]> {
+    const body = await readJson(req);
+    const externalId = body.external_id;
+    if (typeof externalId !== 'string' || !externalId.startsWith(ID_PREFIX[kind]) || externalId.length > 100) {
+      throw new HttpError(400, 'invalid-request', `external_id must be our ${kind} id`);
+    }
+    const key = req.headers['idempotency-key'];
+    if (key !== externalId) throw new HttpError(400, 'invalid-request', 'Idempotency-Key must equal external_id');
+    const existing = transactions.get(externalId);
+    if (existing) {
+      existing.requests++;
+      return [200, { provider_ref: existing.providerRef, status: 'pending' }];
+    }
+    const { amount, currency, msisdn, callback_url: callbackUrl } = body;
+    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) throw new HttpError(400, 'invalid-amount', 'amount must be a positive integer');
+    if (currency !== 'USD' && currency !== 'CDF') throw new HttpError(400, 'invalid-currency', 'currency must be USD or CDF');
+    if (typeof msisdn !== 'string' || !isMsisdn(msisdn)) throw new HttpError(400, 'invalid-msisdn', 'msisdn must be 243 followed by 9 digits');
+    if (typeof callbackUrl !== 'string' || !/^https?:\/\//.test(callbackUrl)) throw new HttpError(400, 'invalid-request', 'callback_url must be an http(s) URL');
+    const tx: SandboxTransaction = {
+      kind,
+      operator,
+      externalId,
+      providerRef: `SBX-${operator.slice(0, 3).toUpperCase()}-${randomUUID()}`,
+      msisdn,
+      amount,
+      currency,
+      callbackUrl,
+      outcome: sandboxOutcome(kind, msisdn),
+      settlesAt: Date.now() + opts.callbackDelayMs,
+      eventId: `sbxevt_${randomUUID()}`,
+      requests: 1,
+      callbacksDelivered: 0,
+      callbackAttempts: 0,
+    };
+    transactions.set(externalId, tx);
+    later(opts.callbackDelayMs, () => void deliver(tx, 0));
+    later(KEEP_MS, () => transactions.delete(externalId));
+    return [201, { provider_ref: tx.providerRef, status: 'pending' }];
+  }
+
+  async function route(req: IncomingMessage): Promise<[number, unknown]> {
+    const url = new URL(req.url ?? '/', 'http://sandbox');
+    const parts = url.pathname.split('/').filter(Boolean);
+    const operator = parts[0] as Operator;
+    if (!OPERATORS.includes(operator) || parts[1] !== 'v1') throw new HttpError(404, 'not-found', 'no such route');
+    const auth = req.headers.authorization ?? '';
+    if (!safeEqual(auth, `Bearer ${opts.apiKey}`)) throw new HttpError(401, 'unauthorized', 'bad API key');
+    if (req.method === 'POST' && parts.length === 3 && PATHS[parts[2]]) {
+      const answer = await create(operator, PATHS[parts[2]], req);
+      if (opts.pushLatencyMs > 0) await new Promise((r) => setTimeout(r, opts.pushLatencyMs));
+      return answer;
+    }
+    if (req.method === 'GET' && parts.length === 4 && parts[2] === 'transactions') {
+      const tx = transactions.get(decodeURIComponent(parts[3]));
+      if (!tx || tx.operator !== operator) throw new HttpError(404, 'not-found', 'no such transaction');
+      return [200, statusView(tx, Date.now())];
+    }
+    throw new HttpError(404, 'not-found', 'no such route');
+  }
+
+  const server = http.createServer((req, res) => {
+    route(req)
+      .then(([status, body]) => send(res, status, body))
+      .catch((err) => {
+        if (err instanceof HttpError) return send(res, err.status, { error: { code: err.code, message: err.message } });
+        opts.log.error({ err: { message: (err as Error).message } }, 'sandbox error');
+        send(res, 500, { error: { code: 'internal', message: 'sandbox error' } });
+      });
+  });
+  server.on('close', () => timers.forEach(clearTimeout));
+  return server;
+}

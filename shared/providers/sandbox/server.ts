@@ -1,0 +1,35 @@
+import type { AddressInfo } from 'node:net';
+import { getConfig } from '../../config';
+import { createLogger } from '../../logger';
+import { createSandboxServer } from './app';
+
+/**
+ * Entry point of the sandbox provider (Procfile `sandbox-provider`): plays the four operators
+ * for test keys on SANDBOX_PROVIDER_PORT (0 picks a free port, logged on the 'listening' line).
+ */
+function main(): void {
+  process.env.PROCESS_NAME ||= 'sandbox-provider';
+  const config = getConfig();
+  const log = createLogger(config.logLevel, 'sandbox-provider');
+  const server = createSandboxServer({
+    apiKey: config.payments.sandboxProviderApiKey,
+    callbackSecret: config.sandboxCallbackSecret,
+    callbackDelayMs: config.sandboxCallbackDelayMs,
+    pushLatencyMs: config.payments.sandboxPushLatencyMs,
+    log,
+  });
+  server.keepAliveTimeout = 65_000;
+  server.listen(config.sandboxProviderPort, '127.0.0.1', () => {
+    const { port } = server.address() as AddressInfo;
+    log.info({ port, url: `http://127.0.0.1:${port}` }, 'sandbox provider listening');
+  });
+  const stop = () => {
+    server.close(() => process.exit(0));
+    server.closeIdleConnections();
+    setTimeout(() => process.exit(0), 2000).unref();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+
+main();

@@ -1,0 +1,80 @@
+import type { Environment, Currency } from '../domain/ledger';
+import type { Operator } from '../domain/msisdn';
+
+/**
+ * The one interface every mobile-money provider is driven through (architecture: providers).
+ * Each call carries our own object id (pay_, re_, po_) as the provider's idempotency key, so a
+ * call repeated after a crash or a timeout never charges or pays a client twice.
+ */
+
+/** What a provider moves money for; callbacks and status answers name it, with our id. */
+export type ProviderObjectKind = 'payment' | 'refund' | 'payout';
+export const PROVIDER_OBJECT_KINDS: ProviderObjectKind[] = ['payment', 'refund', 'payout'];
+
+export interface PushRequest {
+  paymentId: string;
+  amount: number;
+  currency: Currency;
+  msisdn: string;
+  description?: string | null;
+}
+
+export interface RefundRequest {
+  refundId: string;
+  /** the payment refunded, and the provider's reference of it when known */
+  paymentId: string;
+  paymentProviderRef: string | null;
+  amount: number;
+  currency: Currency;
+  msisdn: string;
+}
+
+export interface PayoutRequest {
+  payoutId: string;
+  amount: number;
+  currency: Currency;
+  msisdn: string;
+  description?: string | null;
+}
+
+/** The provider took the request; the outcome comes later, by callback. */
+export interface ProviderAccepted {
+  providerRef: string;
+}
+
+/** What the provider knows of one of our objects (asked by the reconciliation sweep). */
+export type ProviderStatus =
+  | { state: 'pending'; providerRef: string | null }
+  | { state: 'not_found' }
+  | { state: 'succeeded'; providerRef: string | null }
+  | { state: 'failed' | 'cancelled'; providerRef: string | null; failureCode: string; failureMessage: string };
+
+/** A verified callback, parsed. */
+export interface ProviderCallback {
+  /** the provider's id of this notification (the same notification sent twice keeps it) */
+  eventId: string;
+  kind: ProviderObjectKind;
+  /** our id: pay_, re_ or po_ */
+  objectId: string;
+  status: 'succeeded' | 'failed' | 'cancelled';
+  providerRef: string | null;
+  failureCode: string | null;
+  failureMessage: string | null;
+}
+
+export interface Provider {
+  /** Our name of this provider: the `provider` field of a payment and the {provider} of /callbacks/{provider}. */
+  readonly id: string;
+  readonly environment: Environment;
+  readonly operator: Operator;
+  /** Callback URL the provider is told to report to. */
+  readonly callbackUrl: string;
+  push(req: PushRequest): Promise<ProviderAccepted>;
+  refund(req: RefundRequest): Promise<ProviderAccepted>;
+  payout(req: PayoutRequest): Promise<ProviderAccepted>;
+  status(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus>;
+  /** True when the callback's signature is this provider's and fresh (anti-replay window). */
+  verifyCallback(raw: Buffer, headers: Record<string, string | string[] | undefined>, nowUnix?: number): boolean;
+  /** Parses a verified callback; throws CallbackFormatError when it is malformed. */
+  parseCallback(raw: Buffer): ProviderCallback;
+}

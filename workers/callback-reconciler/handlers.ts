@@ -1,0 +1,10 @@
+import type { CallbackHandlers } from '../../shared/providers/inbox';
+import { applyPaymentCallback } from '../../shared/payments/callbacks';
+
+/**
+ * One handler per object kind a provider reports on. Refund and payout handlers join here, each
+ * from its own module, with the same signature as applyPaymentCallback.
+ */
+export const callbackHandlers: CallbackHandlers = {
+  payment: applyPaymentCallback,
+};

@@ -1,0 +1,44 @@
+import { getConfig } from '../../shared/config';
+import { sweepExpiredPayments } from '../../shared/payments/sweep';
+import { processCallback } from '../../shared/providers/inbox';
+import { providers } from '../../shared/providers/registry';
+import { QUEUES } from '../../shared/queues/names';
+import { runPool } from '../bootstrap';
+import { callbackHandlers } from './handlers';
+import { guardCallbackJob } from './job';
+
+/**
+ * callback-reconciler: applies each stored provider callback through its object's state machine
+ * (shared/providers/inbox.ts), and sweeps the payments past their provider window
+ * (shared/payments/sweep.ts). Any number of copies may run.
+ */
+const lockMs = getConfig().payments.paymentJobLockMs;
+
+void runPool({
+  name: 'callback-reconciler',
+  processor: {
+    queue: QUEUES.callbackReconciler,
+    guard: guardCallbackJob,
+    async process(ctx, data) {
+      const log = ctx.log.child({ requestId: data.requestId, callbackId: data.callbackId });
+      const registry = providers(ctx.config);
+      const { outcome, callback } = await processCallback({ db: ctx.db, queues: ctx.queues, log }, data.callbackId, callbackHandlers, (id) => registry.byProviderId(id));
+      const facts = { outcome, kind: callback?.kind, objectId: callback?.objectId, status: callback?.status, provider: callback?.provider };
+      // anything but a clean application is worth an operator's eye
+      if (outcome === 'applied' || outcome === 'already-processed') log.info(facts, 'callback processed');
+      else log.warn(facts, 'callback recorded without effect');
+      return outcome;
+    },
+    workerOptions: { lockDuration: lockMs, stalledInterval: lockMs },
+  },
+  loops: [
+    {
+      name: 'expired-payments-sweep',
+      intervalMs: (ctx) => ctx.config.reconcileIntervalMs,
+      run: async (ctx) => {
+        const counts = await sweepExpiredPayments(ctx);
+        if (Object.keys(counts).length) ctx.log.info({ counts }, 'expired payments swept');
+      },
+    },
+  ],
+});
