@@ -17,8 +17,9 @@ export const refundsRouter = new Router()
   .post('/payments/:id/refund', async (ctx) => {
     const input = validateRefund(ctx.state.body);
     const { merchantId, environment } = ctx.state.auth!;
+    const { db, queues } = ctx.services;
+    ctx.body = await createRefund({ db, queues, log: ctx.state.log }, { merchantId, environment }, ctx.params.id, input, ctx.state.requestId);
     ctx.status = 201;
-    ctx.body = await createRefund(ctx.services, { merchantId, environment }, ctx.params.id, input, ctx.state.requestId);
   })
   .get('/payments/:id/refunds', async (ctx) => {
     const { merchantId, environment } = ctx.state.auth!;

@@ -1,29 +1,15 @@
 import { transact, type TransactDeps } from '../db/transact';
 import { feeFor, type FeeRule } from '../domain/fees';
 import { newId, nowUnix } from '../domain/ids';
-import { outgoingDebit, type Currency, type Environment } from '../domain/ledger';
-import { operatorAccepts, type Operator } from '../domain/msisdn';
+import { outgoingDebit, type Currency } from '../domain/ledger';
+import type { Viewer } from '../payments/query';
+import { operatorAccepts } from '../domain/msisdn';
 import { badRequest, conflict, validationFailed } from '../errors';
 import { post } from '../ledger/postings';
 import { providerIdFor } from '../providers/registry';
 import { QUEUES } from '../queues/names';
+import type { PayoutInput } from './schemas';
 import { payoutView, type PayoutObject, type PayoutRow } from './view';
-
-export interface PayoutInput {
-  amount: number;
-  currency: Currency;
-  method?: 'mobile_money';
-  operator: Operator;
-  phone: string;
-  reference: string;
-  description?: string;
-  metadata?: Record<string, unknown>;
-}
-
-export interface Owner {
-  merchantId: string;
-  environment: Environment;
-}
 
 const isReferenceConflict = (err: unknown) => {
   const e = err as { code?: string; constraint?: string };
@@ -36,19 +22,19 @@ const isReferenceConflict = (err: unknown) => {
  * insufficient-balance), and queues it for the payout pool. A reference already used by this
  * merchant in this environment is 409 reference-conflict, checked first.
  */
-export async function createPayout(deps: TransactDeps, owner: Owner, input: PayoutInput, requestId?: string): Promise<PayoutObject> {
-  if (!operatorAccepts(owner.environment, input.operator, input.phone)) {
+export async function createPayout(deps: TransactDeps, viewer: Viewer, input: PayoutInput, requestId?: string): Promise<PayoutObject> {
+  if (!operatorAccepts(viewer.environment, input.operator, input.phone)) {
     throw badRequest('operator-mismatch', `The number does not belong to ${input.operator}`, 'phone');
   }
   try {
     return await transact(deps, async (trx, outbox) => {
-      const merchant: { fees: Record<Currency, FeeRule> } = await trx('merchants').where({ id: owner.merchantId }).first('fees');
+      const merchant: { fees: Record<Currency, FeeRule> } = await trx('merchants').where({ id: viewer.merchantId }).first('fees');
       const fee = feeFor(input.amount, merchant.fees[input.currency]);
       if (!Number.isSafeInteger(input.amount + fee)) throw validationFailed('amount', 'amount with its fee is too large');
       const payout: PayoutRow = {
         id: newId('payout'),
-        merchant_id: owner.merchantId,
-        environment: owner.environment,
+        merchant_id: viewer.merchantId,
+        environment: viewer.environment,
         status: 'pending',
         amount: input.amount,
         fee,
@@ -59,7 +45,7 @@ export async function createPayout(deps: TransactDeps, owner: Owner, input: Payo
         reference: input.reference,
         description: input.description ?? null,
         metadata: input.metadata ?? {},
-        provider: providerIdFor(owner.environment, input.operator),
+        provider: providerIdFor(viewer.environment, input.operator),
         provider_ref: null,
         failure_code: null,
         failure_message: null,
@@ -69,7 +55,7 @@ export async function createPayout(deps: TransactDeps, owner: Owner, input: Payo
       };
       await trx('payouts').insert({ ...payout, metadata: JSON.stringify(payout.metadata) });
       await trx('payout_status_changes').insert({ payout_id: payout.id, from_status: null, to_status: 'pending', reason: 'created' });
-      await post(trx, outgoingDebit('payout', { referenceId: payout.id, merchantId: owner.merchantId, environment: owner.environment, currency: payout.currency, amount: payout.amount, fee }));
+      await post(trx, outgoingDebit('payout', { referenceId: payout.id, merchantId: viewer.merchantId, environment: viewer.environment, currency: payout.currency, amount: payout.amount, fee }));
       await outbox.add(QUEUES.payout, 'send-payout', { payoutId: payout.id, requestId });
       return payoutView(payout);
     });

@@ -1,13 +1,28 @@
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
 import { notFound } from '../errors';
-import type { Owner } from './create';
+import { pageQuery, parseCursor, parseLimit, toPage } from '../payments/pagination';
+import type { Viewer } from '../payments/query';
+import { PAYOUTS } from './rows';
+import type { ListPayoutsQuery } from './schemas';
 import { payoutView, type PayoutRow } from './view';
 
-/** GET /v1/payouts/{id}: 404 for an unknown id or another merchant's or environment's payout. */
-export async function getPayout(db: Executor, owner: Owner, id: string) {
+/** Read side of payouts: a merchant only ever sees its own payouts of its key's environment. */
+
+export async function getPayout(db: Executor, viewer: Viewer, id: string) {
   if (!isId('payout', id)) throw notFound('Payout');
-  const row: PayoutRow | undefined = await db('payouts').where({ id, merchant_id: owner.merchantId, environment: owner.environment }).first();
+  const row = await db<PayoutRow>(PAYOUTS).where({ id, merchant_id: viewer.merchantId, environment: viewer.environment }).first();
   if (!row) throw notFound('Payout');
   return payoutView(row);
+}
+
+/** GET /v1/payouts: newest first, cursor pagination like payments, filters reference and status. */
+export async function listPayouts(db: Executor, viewer: Viewer, query: ListPayoutsQuery) {
+  const limit = parseLimit(query.limit);
+  const cursor = parseCursor(query.cursor, 'po_');
+  const q = db<PayoutRow>(PAYOUTS).where({ merchant_id: viewer.merchantId, environment: viewer.environment });
+  if (query.reference !== undefined) q.where({ reference: query.reference });
+  if (query.status !== undefined) q.where({ status: query.status });
+  const rows: PayoutRow[] = await pageQuery(q, cursor, limit);
+  return toPage(rows, limit, payoutView);
 }

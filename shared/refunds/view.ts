@@ -20,6 +20,8 @@ export interface RefundRow {
   version: number;
   created: number;
   completed: number | null;
+  /** when the provider accepted the refund request (null until then) */
+  sent_at?: Date | null;
 }
 
 /** The refund object of spec 2.3 (also the `data.object` of refund events), plus the failure fields. */

@@ -1,0 +1,60 @@
+import type { Currency } from '../domain/ledger';
+import { MSISDN_PATTERN, OPERATORS, type Operator } from '../domain/msisdn';
+import { PAYOUT_STATUSES, type PayoutStatus } from '../domain/payout';
+import { createPaymentSchema, type MetadataValue } from '../payments/schemas';
+import { MONEY } from '../validation';
+
+/**
+ * Request schemas of the payout routes (decisions.md); reference and metadata follow the same
+ * rules as a payment's. Cross-field rules that need the environment or the merchant (operator
+ * prefix, fee) are checked by create.ts.
+ */
+
+export interface PayoutInput {
+  amount: number;
+  currency: Currency;
+  /** mobile_money, the only payout method; may be left out */
+  method?: 'mobile_money';
+  operator: Operator;
+  phone: string;
+  reference: string;
+  description?: string;
+  metadata?: Record<string, MetadataValue>;
+}
+
+const paymentFields = createPaymentSchema.properties;
+
+export const createPayoutSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['amount', 'currency', 'operator', 'phone', 'reference'],
+  properties: {
+    amount: MONEY,
+    currency: { type: 'string', enum: ['USD', 'CDF'] },
+    method: { type: 'string', enum: ['mobile_money'] },
+    operator: { type: 'string', enum: OPERATORS },
+    phone: { type: 'string', pattern: MSISDN_PATTERN },
+    reference: paymentFields.reference,
+    description: paymentFields.description,
+    metadata: paymentFields.metadata,
+  },
+} as const;
+
+export interface ListPayoutsQuery {
+  reference?: string;
+  status?: PayoutStatus;
+  limit?: string;
+  cursor?: string;
+}
+
+/** Query strings arrive as text: limit and cursor are checked for range by the pagination helpers. */
+export const listPayoutsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    reference: paymentFields.reference,
+    status: { type: 'string', enum: PAYOUT_STATUSES },
+    limit: { type: 'string', pattern: '^[0-9]{1,3}$' },
+    cursor: { type: 'string', maxLength: 200 },
+  },
+} as const;
