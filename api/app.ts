@@ -9,6 +9,7 @@ import { maintenance } from './middleware/maintenance';
 import { adminAuth } from './middleware/adminAuth';
 import { healthRouter } from './routes/health';
 import { adminRouter } from './routes/admin';
+import { webhooksAdminRouter } from './routes/admin/webhooks';
 import { boardMiddleware } from './board';
 import { callbacksRouter } from './callbacks';
 import { v1Router } from './v1';
@@ -34,6 +35,8 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
     adminAuth,
     adminRouter.routes() as Middleware,
     adminRouter.allowedMethods() as Middleware,
+    webhooksAdminRouter.routes() as Middleware,
+    webhooksAdminRouter.allowedMethods() as Middleware,
     boardMiddleware(services.queues),
   ]);
 

@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import { balanceRouter } from './balance';
+import { eventsRouter } from './events';
 import { paymentsRouter } from './payments';
 import { payoutsRouter } from './payouts';
 import { refundsRouter } from './refunds';
@@ -9,4 +10,4 @@ import { refundsRouter } from './refunds';
  * (api/pipeline), then reaches one of the resource routers mounted here.
  */
 export const v1Router = new Router({ prefix: '/v1' });
-v1Router.use(balanceRouter.routes(), paymentsRouter.routes(), refundsRouter.routes(), payoutsRouter.routes());
+v1Router.use(balanceRouter.routes(), paymentsRouter.routes(), refundsRouter.routes(), payoutsRouter.routes(), eventsRouter.routes());

@@ -1,10 +1,32 @@
 import type { Trx } from '../db/knex';
 import type { OutboxWriter } from '../db/transact';
+import { newId } from '../domain/ids';
 import type { EventRow } from '../events/record';
+import { QUEUES } from '../queues/names';
+import { subscribes } from './patterns';
+
+/** Job name of the webhook-sender queue; its payload is {deliveryId, webhookId}. */
+export const DELIVER_JOB = 'deliver';
 
 /**
- * Webhook fan-out: one delivery row per matching endpoint of the event's merchant and
- * environment, with its outbox job, in the transaction that wrote the event.
- * (Filled in by the webhooks work; until then events are only stored.)
+ * Webhook fan-out: one delivery row per matching enabled endpoint of the event's merchant and
+ * environment, with its outbox job, in the transaction that wrote the event; nothing is sent
+ * from here. A `webhook.test` event goes only to the endpoint it names.
  */
-export async function fanOutEvent(_trx: Trx, _event: EventRow, _outbox: OutboxWriter): Promise<void> {}
+export async function fanOutEvent(trx: Trx, event: EventRow, outbox: OutboxWriter): Promise<void> {
+  const scope = trx('webhooks').where({ merchant_id: event.merchant_id, environment: event.environment, status: 'enabled' });
+  let targets: string[];
+  if (event.type === 'webhook.test') {
+    const rows: { id: string }[] = await scope.where({ id: String(event.body.data.object.webhook_id) }).select('id');
+    targets = rows.map((r) => r.id);
+  } else {
+    const rows: { id: string; events: string[] }[] = await scope.select('id', 'events');
+    targets = rows.filter((r) => subscribes(r.events, event.type)).map((r) => r.id);
+  }
+  if (targets.length === 0) return;
+  const deliveries = targets.map((webhookId) => ({ id: newId('delivery'), event_id: event.id, webhook_id: webhookId, created: event.created }));
+  await trx('webhook_deliveries').insert(deliveries);
+  for (const d of deliveries) {
+    await outbox.add(QUEUES.webhookSender, DELIVER_JOB, { deliveryId: d.id, webhookId: d.webhook_id });
+  }
+}

@@ -1,0 +1,93 @@
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP, type LookupFunction } from 'node:net';
+import type { Environment } from '../db/models';
+import { addressProblem } from './addresses';
+
+/**
+ * Where a webhook may be sent (decisions.md): test endpoints may use http and loopback; live
+ * endpoints must be https and must not reach loopback, private, link-local or metadata addresses,
+ * judged after DNS resolution, at registration and again on every connection.
+ */
+
+export class DestinationRefused extends Error {
+  override name = 'DestinationRefused';
+}
+
+/** Resolves a host name to every address it has (injectable so unit tests do no I/O). */
+export type Resolver = (host: string) => Promise<string[]>;
+
+export const systemResolver: Resolver = (host) =>
+  new Promise((resolve, reject) =>
+    dnsLookup(host, { all: true, verbatim: true }, (err, addrs) => (err ? reject(err) : resolve(addrs.map((a) => a.address)))),
+  );
+
+/** The URL's host without IPv6 brackets. */
+export const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, '');
+
+/** Why the URL text can never be an endpoint of this environment (no I/O), or null. */
+export function urlProblem(raw: string, env: Environment): string | null {
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    return 'must be an absolute URL';
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') return 'must use https (or http for test endpoints)';
+  if (env === 'live' && url.protocol !== 'https:') return 'must use https for live endpoints';
+  if (url.username || url.password) return 'must not carry credentials';
+  if (url.hash) return 'must not carry a fragment';
+  const host = hostOf(url);
+  if (env === 'live' && isIP(host)) {
+    const why = addressProblem(host);
+    if (why) return `must not point to a ${why} address`;
+  }
+  return null;
+}
+
+/** Why every address of the host must be refused for a live endpoint, or null. */
+function addressesProblem(addresses: string[]): string | null {
+  if (addresses.length === 0) return 'does not resolve';
+  for (const a of addresses) {
+    const why = addressProblem(a);
+    if (why) return `resolves to a ${why} address`;
+  }
+  return null;
+}
+
+/** Registration check: the text, then (live) every address the host resolves to. */
+export async function destinationProblem(raw: string, env: Environment, resolve: Resolver = systemResolver): Promise<string | null> {
+  const textual = urlProblem(raw, env);
+  if (textual || env === 'test') return textual;
+  const host = hostOf(new URL(raw));
+  if (isIP(host)) return null;
+  let addresses: string[];
+  try {
+    addresses = await resolve(host);
+  } catch {
+    return 'does not resolve';
+  }
+  return addressesProblem(addresses);
+}
+
+/**
+ * A `lookup` for live connections: the addresses are checked in the very lookup the socket
+ * connects with, so a DNS answer that changes between check and connect (rebinding) cannot
+ * slip a private address in.
+ */
+export function checkedLookup(resolve: Resolver = systemResolver): LookupFunction {
+  return (hostname, options, callback) => {
+    resolve(hostname).then(
+      (addresses) => {
+        const why = addressesProblem(addresses);
+        if (why) return callback(new DestinationRefused(`destination ${why}`), '', 0);
+        const family = (a: string) => isIP(a);
+        if (options.all) {
+          const all: LookupAddress[] = addresses.map((address) => ({ address, family: family(address) }));
+          return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, all);
+        }
+        callback(null, addresses[0], family(addresses[0]));
+      },
+      (err: NodeJS.ErrnoException) => callback(err, '', 0),
+    );
+  };
+}

@@ -1,0 +1,147 @@
+import type { Db, Executor } from '../db/knex';
+import type { Environment } from '../db/models';
+import { transact, type TransactDeps } from '../db/transact';
+import { newId } from '../domain/ids';
+import { conflict, notFound, validationFailed } from '../errors';
+import { recordEvent } from '../events/record';
+import { destinationProblem, type Resolver } from './destination';
+import { patternProblem } from './patterns';
+import { breakerState } from './rules';
+
+/** Operator-side management of webhook endpoints (decisions.md, admin API). */
+
+export interface WebhookRow {
+  id: string;
+  merchant_id: string;
+  environment: Environment;
+  url: string;
+  events: string[];
+  status: 'enabled' | 'disabled';
+  version: number;
+  consecutive_failures: number;
+  breaker_opened_at: Date | null;
+  breaker_open_until: Date | null;
+  breaker_probe_until: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface WebhookInput {
+  merchant_id: string;
+  url: string;
+  events: string[];
+  environment: Environment;
+}
+
+export interface WebhookPatch {
+  url?: string;
+  events?: string[];
+  status?: 'enabled' | 'disabled';
+}
+
+const unix = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
+
+export function webhookView(w: WebhookRow, nowMs = Date.now()) {
+  return {
+    id: w.id,
+    object: 'webhook',
+    merchant_id: w.merchant_id,
+    url: w.url,
+    events: w.events,
+    environment: w.environment,
+    status: w.status,
+    breaker: {
+      state: breakerState(w.breaker_open_until, nowMs),
+      consecutive_failures: w.consecutive_failures,
+      opened_at: unix(w.breaker_opened_at),
+      open_until: unix(w.breaker_open_until),
+    },
+    created: unix(w.created_at),
+    updated: unix(w.updated_at),
+  };
+}
+
+function checkPatterns(events: string[]): void {
+  events.forEach((p, i) => {
+    const why = patternProblem(p);
+    if (why) throw validationFailed(`events.${i}`, `events.${i} ${why}`);
+  });
+}
+
+async function checkUrl(url: string, env: Environment, resolve?: Resolver): Promise<void> {
+  const why = await destinationProblem(url, env, resolve);
+  if (why) throw validationFailed('url', `url ${why}`);
+}
+
+export async function createWebhook(db: Db, input: WebhookInput, resolve?: Resolver) {
+  checkPatterns(input.events);
+  const merchant = await db('merchants').where({ id: input.merchant_id }).first('id');
+  if (!merchant) throw notFound('Merchant');
+  await checkUrl(input.url, input.environment, resolve);
+  const [row] = await db<WebhookRow>('webhooks')
+    .insert({ id: newId('webhook'), merchant_id: input.merchant_id, environment: input.environment, url: input.url, events: input.events })
+    .returning('*');
+  return webhookView(row);
+}
+
+export async function getWebhook(db: Executor, id: string) {
+  const row = await db<WebhookRow>('webhooks').where({ id }).first();
+  if (!row) throw notFound('Webhook');
+  return webhookView(row);
+}
+
+/** Every endpoint of a merchant, newest first (a merchant has a handful). */
+export async function listWebhooks(db: Executor, merchantId: string) {
+  const rows = await db<WebhookRow>('webhooks').where({ merchant_id: merchantId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]);
+  return { object: 'list', data: rows.map((r) => webhookView(r)) };
+}
+
+/**
+ * Changes url, events or status. A new URL is checked like a new endpoint. A new URL, or
+ * enabling again, closes the circuit breaker: the operator has acted on the endpoint.
+ */
+export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, resolve?: Resolver) {
+  if (patch.events) checkPatterns(patch.events);
+  const current = await db<WebhookRow>('webhooks').where({ id }).first();
+  if (!current) throw notFound('Webhook');
+  if (patch.url !== undefined) await checkUrl(patch.url, current.environment, resolve);
+  return db.transaction(async (trx) => {
+    const w = await trx<WebhookRow>('webhooks').where({ id }).forUpdate().first();
+    if (!w) throw notFound('Webhook');
+    const resetBreaker = (patch.url !== undefined && patch.url !== w.url) || (patch.status === 'enabled' && w.status === 'disabled');
+    const [row] = await trx<WebhookRow>('webhooks')
+      .where({ id })
+      .update({
+        ...(patch.url !== undefined ? { url: patch.url } : {}),
+        ...(patch.events !== undefined ? { events: patch.events } : {}),
+        ...(patch.status !== undefined ? { status: patch.status } : {}),
+        ...(resetBreaker ? { consecutive_failures: 0, breaker_open_until: null, breaker_probe_until: null } : {}),
+        version: w.version + 1,
+        updated_at: trx.fn.now() as unknown as Date,
+      })
+      .returning('*');
+    return webhookView(row);
+  });
+}
+
+/**
+ * Sends a `webhook.test` event to this endpoint only (decisions.md body); it is a real event of
+ * the merchant, listed by GET /v1/events. A disabled endpoint receives nothing: 409.
+ */
+export async function sendTestEvent(deps: TransactDeps, webhookId: string) {
+  return transact(deps, async (trx, outbox) => {
+    const w = await trx<WebhookRow>('webhooks').where({ id: webhookId }).first();
+    if (!w) throw notFound('Webhook');
+    if (w.status !== 'enabled') throw conflict('webhook-disabled', 'This webhook is disabled');
+    const event = await recordEvent(trx, outbox, {
+      merchantId: w.merchant_id,
+      environment: w.environment,
+      type: 'webhook.test',
+      objectId: w.id,
+      objectVersion: w.version,
+      object: { object: 'webhook_test', webhook_id: w.id, message: 'Test event sent by the operator' },
+    });
+    const delivery = await trx('webhook_deliveries').where({ event_id: event.id, webhook_id: w.id }).first('id');
+    return { object: 'webhook_test', webhook_id: w.id, event_id: event.id, delivery_id: delivery.id as string };
+  });
+}

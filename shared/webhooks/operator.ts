@@ -1,0 +1,123 @@
+import type { Executor } from '../db/knex';
+import { transact, type TransactDeps } from '../db/transact';
+import { conflict, notFound } from '../errors';
+import { QUEUES } from '../queues/names';
+import { pageQuery, toPage, type Cursor } from '../payments/pagination';
+import { DELIVER_JOB } from './fanout';
+
+/** What the operator sees of deliveries and attempts, and the replay of a dead delivery. */
+
+interface DeliveryRow {
+  id: string;
+  event_id: string;
+  webhook_id: string;
+  status: 'pending' | 'succeeded' | 'dead';
+  round: number;
+  attempts: number;
+  next_attempt_at: Date;
+  last_status_code: number | null;
+  last_error: string | null;
+  created: number;
+  completed_at: Date | null;
+  event_type: string;
+}
+
+interface AttemptRow {
+  delivery_id: string;
+  round: number;
+  attempt: number;
+  started_at: Date;
+  finished_at: Date | null;
+  status_code: number | null;
+  latency_ms: number | null;
+  error: string | null;
+  response_excerpt: string | null;
+}
+
+const unix = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
+
+function attemptView(a: AttemptRow) {
+  return {
+    round: a.round,
+    attempt: a.attempt,
+    at: unix(a.started_at),
+    status_code: a.status_code,
+    latency_ms: a.latency_ms,
+    error: a.finished_at === null ? null : a.error,
+    in_flight: a.finished_at === null,
+    response_excerpt: a.response_excerpt,
+  };
+}
+
+function deliveryView(d: DeliveryRow, attempts: AttemptRow[]) {
+  return {
+    id: d.id,
+    object: 'webhook_delivery',
+    webhook_id: d.webhook_id,
+    event_id: d.event_id,
+    event_type: d.event_type,
+    status: d.status,
+    // attempts made in the current round (a replay starts again from 1); every round's attempts are listed below
+    attempt_count: d.attempts,
+    replays: d.round - 1,
+    next_attempt_at: d.status === 'pending' ? unix(d.next_attempt_at) : null,
+    last_status_code: d.last_status_code,
+    last_error: d.last_error,
+    created: d.created,
+    completed: unix(d.completed_at),
+    attempts: attempts.map(attemptView),
+  };
+}
+
+/** An endpoint's deliveries, newest first, each with its event type and all its attempts. */
+export async function listDeliveries(
+  db: Executor,
+  webhookId: string,
+  page: { cursor: Cursor | null; limit: number },
+  status?: DeliveryRow['status'],
+) {
+  const exists = await db('webhooks').where({ id: webhookId }).first('id');
+  if (!exists) throw notFound('Webhook');
+  const q = db('webhook_deliveries').where({ webhook_id: webhookId });
+  if (status) q.where({ status });
+  const rows: Omit<DeliveryRow, 'event_type'>[] = await pageQuery(q, page.cursor, page.limit);
+  const ids = rows.map((r) => r.id);
+  const [events, attempts] = await Promise.all([
+    db('events').whereIn('id', rows.map((r) => r.event_id)).select('id', 'type') as Promise<{ id: string; type: string }[]>,
+    db('webhook_attempts').whereIn('delivery_id', ids).orderBy(['round', 'attempt']) as Promise<AttemptRow[]>,
+  ]);
+  const typeOf = new Map(events.map((e) => [e.id, e.type]));
+  const byDelivery = new Map<string, AttemptRow[]>();
+  for (const a of attempts) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), a]);
+  return toPage(rows, page.limit, (r) => deliveryView({ ...r, event_type: typeOf.get(r.event_id) ?? '' }, byDelivery.get(r.id) ?? []));
+}
+
+/**
+ * Sends a dead delivery again from attempt 1, same delivery id (a new round); only dead ones,
+ * and only to an enabled endpoint.
+ */
+export async function replayDelivery(deps: TransactDeps, deliveryId: string, requestId?: string) {
+  return transact(deps, async (trx, outbox) => {
+    const d = await trx('webhook_deliveries as d')
+      .join('webhooks as w', 'w.id', 'd.webhook_id')
+      .where('d.id', deliveryId)
+      .forUpdate('d')
+      .first('d.id', 'd.status', 'd.round', 'd.webhook_id', 'w.status as webhook_status');
+    if (!d) throw notFound('Delivery');
+    if (d.status !== 'dead') throw conflict('delivery-not-dead', `Only a dead delivery can be replayed; this one is ${d.status}`);
+    if (d.webhook_status !== 'enabled') throw conflict('webhook-disabled', 'This webhook is disabled');
+    await trx('webhook_deliveries').where({ id: deliveryId }).update({
+      status: 'pending',
+      round: d.round + 1,
+      attempts: 0,
+      next_attempt_at: trx.fn.now(),
+      lease_until: null,
+      last_status_code: null,
+      last_error: null,
+      completed_at: null,
+      updated_at: trx.fn.now(),
+    });
+    await outbox.add(QUEUES.webhookSender, DELIVER_JOB, { deliveryId, webhookId: d.webhook_id, requestId });
+    return { object: 'webhook_delivery_replay', delivery_id: deliveryId, round: d.round + 1, status: 'pending' };
+  });
+}

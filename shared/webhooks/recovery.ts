@@ -1,0 +1,64 @@
+import type { Executor } from '../db/knex';
+import type { Environment } from '../db/models';
+import { UUID_V4_RE } from '../domain/ids';
+import { notFound, validationFailed } from '../errors';
+import type { EventBody } from '../events/record';
+import { pageQuery, toPage, type Cursor } from '../payments/pagination';
+import { eventEnvelope } from './envelope';
+import { EVENT_TYPES } from './patterns';
+
+/**
+ * Merchant recovery (GET /v1/events): every event of the caller's merchant and environment,
+ * newest first, in the same envelope as the webhook body, so anything missed can be caught up.
+ */
+
+export interface Caller {
+  merchantId: string;
+  environment: Environment;
+}
+
+/** `evt_<uuid>_<unix seconds>_<8 hex>` (decisions.md). */
+export function isEventId(id: string): boolean {
+  const m = /^evt_([0-9a-f-]{36})_\d{1,12}_[0-9a-f]{8}$/.exec(id);
+  return m !== null && UUID_V4_RE.test(m[1]);
+}
+
+/** The cursor of payments' lists (`<created>.<id>`), with an event id after the dot. */
+export function parseEventCursor(raw: string | undefined): Cursor | null {
+  if (raw === undefined) return null;
+  const m = /^(\d{1,12})(?:\.(.+))?$/.exec(raw);
+  if (!m || (m[2] !== undefined && !isEventId(m[2]))) throw validationFailed('cursor', 'cursor must be the next_cursor of a previous page');
+  return { created: Number(m[1]), id: m[2] ?? null };
+}
+
+export function parseEventType(raw: string | undefined): string | undefined {
+  if (raw !== undefined && !(EVENT_TYPES as readonly string[]).includes(raw)) {
+    throw validationFailed('type', `type must be one of: ${EVENT_TYPES.join(', ')}`);
+  }
+  return raw;
+}
+
+interface EventRecord {
+  id: string;
+  type: string;
+  created: number;
+  object_version: number;
+  body: EventBody;
+}
+
+const COLUMNS = ['id', 'type', 'created', 'object_version', 'body'];
+
+export async function listEvents(db: Executor, caller: Caller, query: { type?: string; cursor: Cursor | null; limit: number }) {
+  const q = db('events').where({ merchant_id: caller.merchantId, environment: caller.environment }).select(COLUMNS);
+  if (query.type) q.where({ type: query.type });
+  const rows: EventRecord[] = await pageQuery(q, query.cursor, query.limit);
+  return toPage(rows, query.limit, eventEnvelope);
+}
+
+/** One event; 404 when it belongs to another merchant or environment. */
+export async function getEvent(db: Executor, caller: Caller, id: string) {
+  if (!isEventId(id)) throw notFound('Event');
+  const row: EventRecord | undefined = await db('events').where({ id, merchant_id: caller.merchantId, environment: caller.environment }).first(COLUMNS);
+  if (!row) throw notFound('Event');
+  return eventEnvelope(row);
+}

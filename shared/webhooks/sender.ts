@@ -1,0 +1,134 @@
+import type { ServiceContext } from '../context';
+import type { Environment } from '../db/models';
+import { webhookSecretFor } from '../merchants/service';
+import { signatureHeader } from '../client/webhooks';
+import { claimAttempt, diagnose, finishAttempt, markDead, releaseProbe, takeProbe, type ClaimedAttempt } from './deliveries';
+import { eventEnvelope } from './envelope';
+import { makeAgents, postWebhook, type Agents, type AttemptResult } from './http';
+import { afterAttempt, isSuccess, MAX_ATTEMPTS } from './rules';
+import { EndpointSemaphore } from './semaphore';
+import type { Resolver } from './destination';
+
+/**
+ * One run of a delivery job: take an endpoint slot, claim the next attempt in Postgres, POST,
+ * record the outcome. Whatever stops a claim (not due, breaker open, endpoint full) turns into a
+ * wait that spends no attempt; the worker moves the job to delayed for that long.
+ */
+
+export type DeliveryOutcome = { kind: 'done'; reason: string } | { kind: 'wait'; delayMs: number; reason: string };
+
+export const USER_AGENT = 'Service-Webhook/1.0';
+/** How long past its deadline an attempt's lease lasts before its sender is presumed dead. */
+const LEASE_MARGIN_MS = 5000;
+const SECRET_CACHE_MS = 60_000;
+/** While another delivery probes a half-open endpoint, the others look again this often. */
+const PROBE_RECHECK_MS = 1000;
+
+const done = (reason: string): DeliveryOutcome => ({ kind: 'done', reason });
+const wait = (delayMs: number, reason: string): DeliveryOutcome => ({ kind: 'wait', delayMs: Math.max(1, Math.round(delayMs)), reason });
+
+export class WebhookSender {
+  private readonly semaphore: EndpointSemaphore;
+  private readonly agents: Agents;
+  private readonly secrets = new Map<string, { value: string; until: number }>();
+  private readonly leaseMs: number;
+
+  constructor(
+    private readonly ctx: ServiceContext,
+    resolve?: Resolver,
+  ) {
+    const { webhooks } = ctx.config;
+    this.leaseMs = webhooks.timeoutMs + LEASE_MARGIN_MS;
+    this.semaphore = new EndpointSemaphore(ctx.redis, ctx.config.queuePrefix, webhooks.endpointConcurrency, this.leaseMs);
+    this.agents = makeAgents(resolve);
+  }
+
+  async deliver(deliveryId: string, webhookId: string): Promise<DeliveryOutcome> {
+    const slot = await this.semaphore.acquire(webhookId, deliveryId);
+    if (!slot.ok) return wait(slot.waitMs, 'endpoint-saturated');
+    let latencyMs = -1;
+    try {
+      const claim = await this.claim(deliveryId, webhookId);
+      if ('kind' in claim) return claim;
+      const result = await this.send(claim);
+      latencyMs = result.latencyMs;
+      return await this.record(claim, result);
+    } finally {
+      await this.semaphore.release(webhookId, slot.token, latencyMs).catch((err: Error) =>
+        this.ctx.log.warn({ webhookId, err: { message: err.message } }, 'webhook slot release failed; it expires with its lease'),
+      );
+    }
+  }
+
+  /** Claims the next attempt, or says what to do instead. */
+  private async claim(deliveryId: string, webhookId: string): Promise<ClaimedAttempt | DeliveryOutcome> {
+    const { db } = this.ctx;
+    const claimed = await claimAttempt(db, deliveryId, this.leaseMs, false);
+    if (claimed) return claimed;
+    const d = await diagnose(db, deliveryId);
+    if (!d || d.status !== 'pending') return done('finished');
+    // another sender is on it; if that one dies, its job is retried after the lease
+    if (d.leased) return done('in-flight-elsewhere');
+    if (d.attempts >= MAX_ATTEMPTS) {
+      await markDead(db, deliveryId, 'interrupted');
+      return done('dead');
+    }
+    if (d.not_due) return wait(d.next_attempt_in_ms, 'not-due');
+    if (d.webhook_status !== 'enabled') {
+      await markDead(db, deliveryId, 'endpoint-disabled');
+      return done('endpoint-disabled');
+    }
+    // jitter spreads the endpoint's waiting deliveries once the pause ends
+    if (d.breaker_open) return wait(Number(d.breaker_open_for_ms) + Math.random() * PROBE_RECHECK_MS, 'breaker-open');
+    if (d.breaker_tripped) {
+      if (d.probing || !(await takeProbe(db, webhookId, this.leaseMs))) return wait(PROBE_RECHECK_MS * (0.5 + Math.random()), 'breaker-probing');
+      const probe = await claimAttempt(db, deliveryId, this.leaseMs, true);
+      if (probe) return probe;
+      await releaseProbe(db, webhookId);
+    }
+    return wait(100, 'claim-raced');
+  }
+
+  private async secretFor(merchantId: string, env: Environment): Promise<string> {
+    const key = `${merchantId}:${env}`;
+    const cached = this.secrets.get(key);
+    if (cached && cached.until > Date.now()) return cached.value;
+    const value = await webhookSecretFor(this.ctx.db, merchantId, env, this.ctx.config.secretsKeys);
+    this.secrets.set(key, { value, until: Date.now() + SECRET_CACHE_MS });
+    return value;
+  }
+
+  private async send(claim: ClaimedAttempt): Promise<AttemptResult> {
+    const body = JSON.stringify(
+      eventEnvelope({ id: claim.event_id, type: claim.event_type, created: claim.event_created, object_version: claim.object_version, body: claim.event_body }),
+    );
+    const timestamp = Math.floor(Date.now() / 1000);
+    const secret = await this.secretFor(claim.merchant_id, claim.environment);
+    return postWebhook(this.agents, {
+      url: claim.url,
+      environment: claim.environment,
+      timeoutMs: this.ctx.config.webhooks.timeoutMs,
+      body,
+      headers: {
+        'Content-Type': 'application/json',
+        'User-Agent': USER_AGENT,
+        'X-Service-Event': claim.event_type,
+        'X-Service-Delivery-Id': claim.id,
+        'X-Service-Delivery-Attempt': String(claim.attempts),
+        'X-Service-Timestamp': String(timestamp),
+        'X-Service-Signature': signatureHeader(secret, timestamp, body),
+      },
+    });
+  }
+
+  private async record(claim: ClaimedAttempt, result: AttemptResult): Promise<DeliveryOutcome> {
+    const { config, db, log } = this.ctx;
+    const verdict = afterAttempt(claim.attempts, isSuccess(result.statusCode), config.webhookRetryDelaysMs);
+    const state = await finishAttempt(db, claim, result, verdict, config.webhooks.breakerPauseMs);
+    const fields = { deliveryId: claim.id, webhookId: claim.webhook_id, attempt: claim.attempts, statusCode: result.statusCode, error: result.error, latencyMs: result.latencyMs };
+    if (verdict.status === 'succeeded') log.debug(fields, 'webhook delivered');
+    else log.info({ ...fields, next: verdict.status }, 'webhook attempt failed');
+    if (!state) return done('lease-lost');
+    return verdict.status === 'pending' ? wait(verdict.retryInMs, 'retry-scheduled') : done(verdict.status);
+  }
+}

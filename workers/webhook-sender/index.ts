@@ -1,0 +1,29 @@
+import { runPool } from '../bootstrap';
+import { pruneFinished } from '../../shared/webhooks/deliveries';
+import { requeueOverdue } from '../../shared/webhooks/sweep';
+import { webhookSenderProcessor } from './processor';
+
+/**
+ * webhook-sender: delivers events to merchant endpoints (spec 6). Any number of copies may run:
+ * attempts are claimed in Postgres, and the per-endpoint bound is shared through Redis.
+ */
+void runPool({
+  name: 'webhook-sender',
+  processor: webhookSenderProcessor,
+  loops: [
+    { name: 'requeue-overdue', intervalMs: (ctx) => ctx.config.webhooks.sweepIntervalMs, run: (ctx) => requeueOverdue(ctx) },
+    {
+      name: 'prune-deliveries',
+      intervalMs: () => 3600_000,
+      run: async (ctx) => {
+        let pruned = 0;
+        let n: number;
+        do {
+          n = await pruneFinished(ctx.db);
+          pruned += n;
+        } while (n > 0);
+        if (pruned) ctx.log.info({ pruned }, 'pruned finished webhook deliveries older than 30 days');
+      },
+    },
+  ],
+});

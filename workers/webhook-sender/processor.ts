@@ -1,0 +1,38 @@
+import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
+import type { PoolProcessor } from '../bootstrap';
+import type { ServiceContext } from '../../shared/context';
+import { isId } from '../../shared/domain/ids';
+import { QUEUES } from '../../shared/queues/names';
+import { WebhookSender } from '../../shared/webhooks/sender';
+
+/** webhook-sender: one job per delivery; it sleeps (delayed) between attempts and while it waits. */
+
+export interface DeliverJob {
+  deliveryId: string;
+  webhookId: string;
+  requestId?: string;
+}
+
+export function guardDeliverJob(data: unknown): DeliverJob {
+  const d = data as Partial<DeliverJob> | null;
+  if (!d || typeof d.deliveryId !== 'string' || !isId('delivery', d.deliveryId) || typeof d.webhookId !== 'string' || !isId('webhook', d.webhookId)) {
+    throw new UnrecoverableError('webhook-sender job needs a deliveryId (whd_) and a webhookId (wh_)');
+  }
+  return { deliveryId: d.deliveryId, webhookId: d.webhookId, requestId: typeof d.requestId === 'string' ? d.requestId : undefined };
+}
+
+const senders = new WeakMap<ServiceContext, WebhookSender>();
+
+export const webhookSenderProcessor: PoolProcessor<DeliverJob> = {
+  queue: QUEUES.webhookSender,
+  guard: guardDeliverJob,
+  async process(ctx, data, job: Job) {
+    let sender = senders.get(ctx);
+    if (!sender) senders.set(ctx, (sender = new WebhookSender(ctx)));
+    const outcome = await sender.deliver(data.deliveryId, data.webhookId);
+    if (outcome.kind === 'done') return outcome.reason;
+    // the same job sleeps until its next chance: no new job, and no attempt spent
+    await job.moveToDelayed(Date.now() + outcome.delayMs, job.token);
+    throw new DelayedError(outcome.reason);
+  },
+};
