@@ -30,6 +30,12 @@ export interface CreatePaymentInput {
 export const METADATA_MAX_KEYS = 20;
 export const METADATA_MAX_VALUE_LENGTH = 500;
 
+const OPERATOR = { type: 'string', enum: OPERATORS } as const;
+const PHONE = { type: 'string', pattern: MSISDN_PATTERN } as const;
+const CUSTOMER_EMAIL = { type: 'string', format: 'email', maxLength: 254 } as const;
+const CUSTOMER_NAME = { type: 'string', minLength: 1, maxLength: 200 } as const;
+const RETURN_URL = { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2048 } as const;
+
 export const createPaymentSchema = {
   type: 'object',
   additionalProperties: false,
@@ -38,8 +44,8 @@ export const createPaymentSchema = {
     amount: MONEY,
     currency: { type: 'string', enum: ['USD', 'CDF'] },
     method: { type: 'string', enum: ['mobile_money', 'card'] },
-    operator: { type: 'string', enum: OPERATORS },
-    phone: { type: 'string', pattern: MSISDN_PATTERN },
+    operator: OPERATOR,
+    phone: PHONE,
     reference: { type: 'string', minLength: 1, maxLength: 255 },
     description: { type: 'string', maxLength: 1000 },
     // string-able values only; a number or boolean is always far below 500 characters once stringified
@@ -50,19 +56,23 @@ export const createPaymentSchema = {
         anyOf: [{ type: 'string', maxLength: METADATA_MAX_VALUE_LENGTH }, { type: 'number' }, { type: 'boolean' }],
       },
     },
-    customer_email: { type: 'string', format: 'email', maxLength: 254 },
-    customer_name: { type: 'string', minLength: 1, maxLength: 200 },
-    return_url: { type: 'string', format: 'uri', pattern: '^https?://', maxLength: 2048 },
+    customer_email: CUSTOMER_EMAIL,
+    customer_name: CUSTOMER_NAME,
+    return_url: RETURN_URL,
     fee_bearer: { type: 'string', enum: ['merchant', 'customer'] },
   },
   allOf: [
     {
       if: { type: 'object', required: ['method'], properties: { method: { const: 'mobile_money' } } },
-      then: { type: 'object', required: ['operator', 'phone'] },
+      then: { type: 'object', required: ['operator', 'phone'], properties: { operator: OPERATOR, phone: PHONE } },
     },
     {
       if: { type: 'object', required: ['method'], properties: { method: { const: 'card' } } },
-      then: { type: 'object', required: ['customer_email', 'customer_name', 'return_url'] },
+      then: {
+        type: 'object',
+        required: ['customer_email', 'customer_name', 'return_url'],
+        properties: { customer_email: CUSTOMER_EMAIL, customer_name: CUSTOMER_NAME, return_url: RETURN_URL },
+      },
     },
   ],
 } as const;
