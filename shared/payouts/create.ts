@@ -4,7 +4,7 @@ import { newId, nowUnix } from '../domain/ids';
 import { outgoingDebit, type Currency } from '../domain/ledger';
 import type { Viewer } from '../payments/query';
 import { operatorAccepts } from '../domain/msisdn';
-import { badRequest, conflict, validationFailed } from '../errors';
+import { ApiError, badRequest, validationFailed } from '../errors';
 import { post } from '../ledger/postings';
 import { providerIdFor } from '../providers/registry';
 import { QUEUES } from '../queues/names';
@@ -60,7 +60,7 @@ export async function createPayout(deps: TransactDeps, viewer: Viewer, input: Pa
       return payoutView(payout);
     });
   } catch (err) {
-    if (isReferenceConflict(err)) throw conflict('reference-conflict', 'This reference is already used by another payout');
+    if (isReferenceConflict(err)) throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payout of this merchant', 'reference');
     throw err;
   }
 }

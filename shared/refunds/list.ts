@@ -4,11 +4,11 @@ import { notFound } from '../errors';
 import type { Viewer } from '../payments/query';
 import { refundView, type RefundRow } from './view';
 
-/** GET /v1/payments/{id}/refunds: the payment's refunds, oldest first; 404 for anyone else's payment. */
+/** GET /v1/payments/{id}/refunds: the payment's refunds in the order they were made; 404 for anyone else's payment. */
 export async function listRefunds(db: Executor, viewer: Viewer, paymentId: string) {
   if (!isId('payment', paymentId)) throw notFound('Payment');
   const payment = await db('payments').where({ id: paymentId, merchant_id: viewer.merchantId, environment: viewer.environment }).first('id');
   if (!payment) throw notFound('Payment');
-  const rows: RefundRow[] = await db('refunds').where({ payment_id: paymentId }).orderBy([{ column: 'created' }, { column: 'id' }]);
+  const rows: RefundRow[] = await db('refunds').where({ payment_id: paymentId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
   return { object: 'list' as const, data: rows.map(refundView) };
 }
