@@ -44,7 +44,8 @@ export async function pushPayment(ctx: ServiceContext, paymentId: string, log: L
     .update({
       pushed_at: ctx.db.fn.now(),
       provider_ref: ctx.db.raw('coalesce(provider_ref, ?)', [providerRef]),
-      version: ctx.db.raw('version + 1'),
+      // provider_ref is part of the object: its first appearance is a change (a callback may have set it first)
+      version: ctx.db.raw('version + (provider_ref is null)::int'),
       updated_at: ctx.db.fn.now(),
     });
   log.info({ paymentId, provider: provider.id }, updated ? 'push sent' : 'push already recorded');
