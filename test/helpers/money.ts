@@ -22,7 +22,8 @@ export const POOLS = [
   'workers/payout/index.ts',
 ];
 
-export async function startMoneyEnv(overrides: Record<string, string> = {}): Promise<TestEnv> {
+/** The service with the sandbox provider and `pools` (all of them by default) running. */
+export async function startMoneyEnv(overrides: Record<string, string> = {}, pools = POOLS): Promise<TestEnv> {
   const sandboxPort = await freePort();
   const env = await startTestEnv({
     SANDBOX_PROVIDER_PORT: String(sandboxPort),
@@ -33,7 +34,7 @@ export async function startMoneyEnv(overrides: Record<string, string> = {}): Pro
     ...overrides,
   });
   await env.spawn('shared/providers/sandbox/server.ts');
-  for (const pool of POOLS) await env.spawn(pool);
+  for (const pool of pools) await env.spawn(pool);
   return env;
 }
 
