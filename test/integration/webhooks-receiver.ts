@@ -55,7 +55,7 @@ export async function startReceiver(): Promise<Receiver> {
       open.set(path, (open.get(path) ?? 0) + 1);
       maxOpen.set(path, Math.max(maxOpen.get(path) ?? 0, open.get(path)!));
       res.on('close', () => open.set(path, open.get(path)! - 1));
-      const b = (scripts.get(path) ?? (() => ({ status: 200 })))(rec, n);
+      const b: Behaviour = (scripts.get(path) ?? (() => ({ status: 200 })))(rec, n);
       if ('hang' in b) return;
       if ('close' in b) return void req.socket.destroy();
       const answer = () => {
