@@ -3,6 +3,7 @@ import compose from 'koa-compose';
 import './types';
 import type { ServiceContext } from '../shared/context';
 import { requestContext } from './middleware/requestContext';
+import { acceptTarget, refuseBadTarget } from './middleware/requestTarget';
 import { securityHeaders } from './middleware/securityHeaders';
 import { errorHandler } from './middleware/errors';
 import { maintenance } from './middleware/maintenance';
@@ -40,9 +41,11 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
     boardMiddleware(services.queues),
   ]);
 
+  app.use(acceptTarget); // first: a target Node cannot parse would break every later step
   app.use(requestContext);
   app.use(securityHeaders);
   app.use(errorHandler);
+  app.use(refuseBadTarget);
   // provider callbacks are stored even during maintenance: a provider may not send them twice
   app.use(callbacksRouter.routes() as Middleware);
   app.use(maintenance);

@@ -15,6 +15,9 @@ export interface RawResponse {
  */
 export function send(baseUrl: string, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer | string): Promise<RawResponse> {
   const url = new URL(baseUrl);
+  const framed = Object.keys(headers).some((h) => /^(content-length|transfer-encoding)$/i.test(h));
+  // Node frames a GET/DELETE/OPTIONS body with nothing by default: the server would read it as a next request
+  if (body !== undefined && !framed) headers = { ...headers, 'Content-Length': String(Buffer.byteLength(body)) };
   return new Promise((resolve, reject) => {
     const req = http.request({ host: url.hostname, port: url.port, method, path, headers, agent: false }, (res) => {
       const chunks: Buffer[] = [];
@@ -38,9 +41,11 @@ export function send(baseUrl: string, method: string, path: string, headers: Rec
 
 /**
  * Writes raw bytes on a fresh TCP connection and returns the status of the first response
- * (0 when the server closed without answering). For requests no HTTP client would send.
+ * (0 when the server closed without answering). For requests no HTTP client would send. The
+ * connection is half-closed only after `graceMs` without an answer (an incomplete request):
+ * Node aborts a request still running when its client half-closes.
  */
-export function sendRaw(baseUrl: string, bytes: Buffer | string, timeoutMs = 5000): Promise<{ status: number; head: string }> {
+export function sendRaw(baseUrl: string, bytes: Buffer | string, timeoutMs = 5000, graceMs = 1000): Promise<{ status: number; head: string }> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(url.port), url.hostname);
@@ -50,6 +55,7 @@ export function sendRaw(baseUrl: string, bytes: Buffer | string, timeoutMs = 500
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      clearTimeout(halfClose);
       socket.destroy();
       const text = Buffer.concat(chunks).toString('latin1');
       const m = /^HTTP\/1\.[01] (\d{3})/.exec(text);
@@ -69,6 +75,9 @@ export function sendRaw(baseUrl: string, bytes: Buffer | string, timeoutMs = 500
     socket.on('end', finish);
     socket.on('close', finish);
     socket.on('error', finish);
-    socket.write(bytes, () => socket.end());
+    let halfClose: NodeJS.Timeout | undefined;
+    socket.write(bytes, () => {
+      halfClose = setTimeout(() => socket.end(), graceMs);
+    });
   });
 }

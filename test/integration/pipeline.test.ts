@@ -312,6 +312,17 @@ describe('merchant request pipeline (spec 5.6)', () => {
     });
   });
 
+  describe('request target', () => {
+    it('answers a target Node cannot parse with 400 and the error body, not a bare 500', async () => {
+      const { credential } = await env.merchant();
+      for (const target of ['http://a]b/v1/echo', 'http://a]b/health/live']) {
+        const res = await sendRaw(env.baseUrl, `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${credential.api_key}\r\n\r\n`);
+        expect(res.status, target).to.equal(400);
+        expect(res.head, target).to.match(/\r\nX-Request-Id: req_/i);
+      }
+    });
+  });
+
   describe('2-3. bearer token and key lookup', () => {
     it('fills ctx.state.auth with the caller of a valid key', async () => {
       const f = await env.merchant({ scope: 'payments', environment: 'live' });

@@ -1,0 +1,28 @@
+import type { IncomingMessage } from 'node:http';
+import type { Middleware } from 'koa';
+import { badRequest } from '../../shared/errors';
+
+const refused = new WeakSet<IncomingMessage>();
+
+/**
+ * A request target that Node's URL parser refuses (an absolute-form target with an invalid host,
+ * e.g. `GET http://a]b/v1/payments HTTP/1.1`) makes every read of ctx.path throw, before
+ * errorHandler can render anything: Koa would answer a bare 500. `acceptTarget`, first of all,
+ * swaps such a target for `/` so the HTTP frame works; `refuseBadTarget`, right after
+ * errorHandler, answers it 400 `bad-request` through the one error renderer. Found by the
+ * pipeline fuzz test.
+ */
+export const acceptTarget: Middleware = (ctx, next) => {
+  try {
+    void ctx.path;
+  } catch {
+    refused.add(ctx.req);
+    ctx.req.url = '/';
+  }
+  return next();
+};
+
+export const refuseBadTarget: Middleware = (ctx, next) => {
+  if (refused.has(ctx.req)) throw badRequest('bad-request', 'The request target is not a valid URL');
+  return next();
+};
