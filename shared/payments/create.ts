@@ -1,26 +1,19 @@
 import type { Config } from '../config';
 import { transact, type TransactDeps } from '../db/transact';
-import { FeeError, splitFees, type FeeRule } from '../domain/fees';
+import { FeeError, splitFees } from '../domain/fees';
 import { newId } from '../domain/ids';
-import type { Currency, Environment } from '../domain/ledger';
+import type { Environment } from '../domain/ledger';
 import { operatorAccepts } from '../domain/msisdn';
-import type { PaymentStatus } from '../domain/payment';
 import { ApiError, badRequest, unprocessable, validationFailed } from '../errors';
 import { providerIdFor } from '../providers/registry';
 import { QUEUES } from '../queues/names';
 import { PAYMENTS, type PaymentRow } from './rows';
 import type { CreatePaymentInput } from './schemas';
+import { termsCacheFor, type MerchantTerms } from './terms';
 import { paymentView, type PaymentView } from './views';
 
 /** A card payment not paid within 30 minutes is cancelled (decisions.md). */
 export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
-
-export interface MerchantTerms {
-  fee_bearer: 'merchant' | 'customer';
-  fees: Record<Currency, FeeRule>;
-  per_tx_limit_usd: number | null;
-  per_tx_limit_cdf: number | null;
-}
 
 export interface Caller {
   merchantId: string;
@@ -95,15 +88,15 @@ const isReferenceConflict = (err: unknown) => {
  * mobile money) the outbox row of the push; the push job is enqueued after commit.
  */
 export async function createPayment(deps: TransactDeps & { config: Config }, caller: Caller, input: CreatePaymentInput): Promise<PaymentView> {
-  const terms: MerchantTerms | undefined = await deps.db('merchants')
-    .where({ id: caller.merchantId })
-    .first('fee_bearer', 'fees', 'per_tx_limit_usd', 'per_tx_limit_cdf');
+  const terms = await termsCacheFor(deps.db, deps.config.credentialCacheMs).get(deps.db, caller.merchantId);
   if (!terms) throw new ApiError(401, 'api-key-invalid', 'The API key is not valid');
   const row = buildPayment(input, terms, caller, deps.config);
   try {
     await transact(deps, async (trx, outbox) => {
-      await trx(PAYMENTS).insert({ ...row, metadata: JSON.stringify(row.metadata) });
-      await trx('payment_status_changes').insert({ payment_id: row.id, from_status: null, to_status: row.status as PaymentStatus, reason: 'created' });
+      // the payment and its first history row in one statement: the POST path stays one short transaction
+      const payment = trx(PAYMENTS).insert({ ...row, metadata: JSON.stringify(row.metadata) }).toSQL();
+      const change = trx('payment_status_changes').insert({ payment_id: row.id, from_status: null, to_status: row.status, reason: 'created' }).toSQL();
+      await trx.raw(`with p as (${payment.sql}) ${change.sql}`, [...payment.bindings, ...change.bindings]);
       if (row.method === 'mobile_money') await outbox.add(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId });
     });
   } catch (err) {
