@@ -13,6 +13,7 @@ import { adminRouter } from './routes/admin';
 import { webhooksAdminRouter } from './routes/admin/webhooks';
 import { boardMiddleware } from './board';
 import { callbacksRouter } from './callbacks';
+import { createMetrics } from './metrics';
 import { v1Router } from './v1';
 import { merchantPipeline } from './pipeline';
 import { V1_PATH } from './pipeline/request';
@@ -41,8 +42,11 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
     boardMiddleware(services.queues),
   ]);
 
+  const metrics = createMetrics(services);
+
   app.use(acceptTarget); // first: a target Node cannot parse would break every later step
   app.use(requestContext);
+  app.use(metrics.record);
   app.use(securityHeaders);
   app.use(errorHandler);
   app.use(refuseBadTarget);
@@ -51,6 +55,7 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
   app.use(maintenance);
   app.use(healthRouter.routes() as Middleware);
   app.use((ctx, next) => (ctx.path === '/admin' || ctx.path.startsWith('/admin/') ? admin(ctx, next) : next()));
+  app.use((ctx, next) => (ctx.path === '/metrics' && ctx.method === 'GET' ? adminAuth(ctx, () => metrics.serve(ctx, next)) : next()));
   // every /v1 request, known route or not, passes the pipeline first (case-insensitive: so does the router)
   const pipeline = merchantPipeline(services);
   app.use((ctx, next) => (V1_PATH.test(ctx.path) ? pipeline(ctx, next) : next()));

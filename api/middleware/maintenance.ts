@@ -10,9 +10,9 @@ export function rememberMaintenance(flag: MaintenanceFlag): void {
   cached = { flag, at: Date.now() };
 }
 
-const EXEMPT = /^\/(admin|health)(\/|$)/;
+const EXEMPT = /^\/(admin|health|metrics)(\/|$)/;
 
-/** 503 `maintenance` with Retry-After while the flag is on; admin routes and health stay up. */
+/** 503 `maintenance` with Retry-After while the flag is on; admin routes, health and metrics stay up. */
 export const maintenance: Middleware = async (ctx, next) => {
   if (EXEMPT.test(ctx.path)) return next();
   if (!cached || Date.now() - cached.at > CACHE_MS) {

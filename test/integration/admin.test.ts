@@ -224,6 +224,17 @@ describe('operator API and HTTP frame', () => {
     });
   });
 
+  it('serves Prometheus metrics behind the admin token', async () => {
+    expect((await fetch(env.baseUrl + '/metrics')).status).to.equal(401);
+    await fetch(env.baseUrl + '/health/live');
+    const res = await env.admin('GET', '/metrics');
+    expect(res.status).to.equal(200);
+    expect(res.headers.get('content-type')).to.match(/^text\/plain/);
+    expect(res.body).to.match(/http_requests_total\{method="GET",route="\/health\/live",status="200"\} \d+/);
+    expect(res.body).to.match(/queue_jobs\{queue="provider-push",state="waiting"\} 0/);
+    expect(res.body).to.include('process_cpu_seconds_total');
+  });
+
   describe('maintenance mode', () => {
     afterEach(async () => env.admin('PUT', '/admin/maintenance', { enabled: false }));
 
