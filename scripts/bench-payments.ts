@@ -1,0 +1,269 @@
+/**
+ * npm run bench:payments: POST /v1/payments through the whole service, against a bare Koa app
+ * in the same run, on the same machine.
+ *
+ *   bare        Koa, one route: reads the body with raw-body, parses it, answers 201
+ *   saturation  signed POST /v1/payments (unique reference and Idempotency-Key per request) as
+ *               fast as the service takes them: the web process, Postgres and Redis only (the
+ *               push jobs wait in Redis; they are discarded before the next phase)
+ *   steady      the same at a fixed rate (BENCH_RATE, default 500/s), with the sandbox provider,
+ *               provider-push and callback-reconciler running: every payment is pushed and
+ *               called back about 3 s later, so the web also takes the callbacks
+ *   callbacks   for the payments of the steady run: median time from a sandbox callback's
+ *               arrival (inbox row) to the payment's `succeeded` row
+ *
+ * The web app and the bare app run in a child process, autocannon in this one, the workers and
+ * the sandbox in their own processes. Every response must be 201 or the figures are void.
+ * Options (environment): BENCH_DURATION seconds per run (default 10), BENCH_CONNECTIONS
+ * (default 32), BENCH_RATE (default 500). Uses a throwaway database cloned from the migrated
+ * template on TEST_DATABASE_SERVER_URL's server, and REDIS_URL.
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import path from 'node:path';
+import autocannon from 'autocannon';
+import Koa from 'koa';
+import getRawBody from 'raw-body';
+import { buildApp } from '../api/app';
+import { signRequest } from '../shared/client/signing';
+import { loadConfig } from '../shared/config';
+import { createContext } from '../shared/context';
+import { createMerchant, issueCredential } from '../shared/merchants/service';
+import { QUEUES } from '../shared/queues/names';
+import { createTestDatabase } from '../test/helpers/databases';
+
+const ROOT = path.resolve(__dirname, '..');
+
+interface Ready {
+  bare: number;
+  web: number;
+  apiKey: string;
+  secret: string;
+}
+
+type Message = { cmd: 'start-workers' } | { cmd: 'callback-latency'; since: number } | { cmd: 'count'; since: number } | { cmd: 'stop' };
+
+const listen = (app: Koa): Promise<Server> =>
+  new Promise((resolve) => {
+    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+  });
+const portOf = (s: Server) => (s.address() as AddressInfo).port;
+
+function waitForLine(child: ChildProcess, re: RegExp): Promise<string> {
+  return new Promise((resolve, reject) => {
+    let buf = '';
+    const onData = (d: Buffer) => {
+      buf += d.toString();
+      const m = buf.split('\n').find((l) => re.test(l));
+      if (m) {
+        child.stdout!.off('data', onData);
+        resolve(m);
+      }
+    };
+    child.stdout!.on('data', onData);
+    child.once('exit', (code) => reject(new Error(`process exited with ${code}: ${buf.slice(-500)}`)));
+  });
+}
+
+/** Child: the web app, the bare app, and on demand the sandbox and the workers. */
+async function serve(): Promise<void> {
+  const database = await createTestDatabase();
+  const baseEnv = {
+    ...process.env,
+    NODE_ENV: 'development',
+    DATABASE_URL: database.url,
+    QUEUE_PREFIX: `{bench${randomBytes(3).toString('hex')}}`,
+    RATE_LIMIT_PER_MINUTE: String(1_000_000_000),
+    LOG_LEVEL: 'warn',
+  } as Record<string, string>;
+  const config = loadConfig({ ...baseEnv, LOG_LEVEL: 'silent' });
+  const services = createContext({ role: 'web', name: 'bench', config, poolMax: 20 });
+
+  const bare = new Koa();
+  bare.use(async (ctx) => {
+    const raw = await getRawBody(ctx.req, { limit: 100 * 1024 });
+    ctx.status = 201;
+    ctx.body = { ok: true, got: Object.keys(JSON.parse(raw.toString('utf8'))).length };
+  });
+  const app = buildApp(services);
+  const merchant = await createMerchant(services.db, { name: 'Bench merchant', fees: { USD: { percent_bps: 250, fixed: 10 } } });
+  const cred = await issueCredential(services.db, merchant.id, { environment: 'test', scope: 'payments' }, config.secretsKeys);
+  const [bareServer, webServer] = await Promise.all([listen(bare), listen(app)]);
+  config.baseUrl = `http://127.0.0.1:${portOf(webServer)}`;
+  const children: ChildProcess[] = [];
+
+  const start = async (entry: string, env: Record<string, string>, ready: RegExp) => {
+    const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env: { ...baseEnv, BASE_URL: config.baseUrl, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    children.push(child);
+    return waitForLine(child, ready);
+  };
+
+  const handle = async (m: Message) => {
+    if (m.cmd === 'start-workers') {
+      // the saturation run's push jobs are not part of the steady run
+      await services.queues.get(QUEUES.providerPush).obliterate({ force: true });
+      await services.db('payments').where({ status: 'processing' }).update({ status: 'cancelled' });
+      const line = await start('shared/providers/sandbox/server.ts', { SANDBOX_PROVIDER_PORT: '0', LOG_LEVEL: 'info' }, /sandbox provider listening/);
+      const sandboxUrl = JSON.parse(line).url;
+      await Promise.all([
+        start('workers/provider-push/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl, LOG_LEVEL: 'info' }, /worker pool started/),
+        start('workers/callback-reconciler/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl, LOG_LEVEL: 'info' }, /worker pool started/),
+      ]);
+      return { ok: true };
+    }
+    if (m.cmd === 'count') {
+      const [{ c }] = await services.db('payments').where('created', '>=', m.since).count<{ c: number }[]>('* as c');
+      return { count: Number(c) };
+    }
+    if (m.cmd === 'callback-latency') {
+      const rows = await services.db.raw(
+        `select p.status, extract(epoch from (s.at - c.received_at)) * 1000 as ms
+           from payments p
+           left join provider_callbacks c on c.object_id = p.id and c.outcome = 'applied'
+           left join payment_status_changes s on s.payment_id = p.id and s.to_status = 'succeeded'
+          where p.created >= ?`,
+        [m.since],
+      );
+      return { rows: rows.rows.map((r: { status: string; ms: string | null }) => ({ status: r.status, ms: r.ms === null ? null : Number(r.ms) })) };
+    }
+    return { ok: true };
+  };
+
+  const stop = async () => {
+    for (const c of children) c.kill('SIGTERM');
+    await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
+    await Promise.all([bareServer, webServer].map((s) => new Promise((r) => s.close(r))));
+    bareServer.closeAllConnections();
+    webServer.closeAllConnections();
+    const keys = await services.redis.keys(`${config.queuePrefix}:*`).catch(() => [] as string[]);
+    for (let i = 0; i < keys.length; i += 500) await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
+    await services.close();
+    await database.drop();
+    process.exit(0);
+  };
+  process.on('message', (m: Message) => {
+    if (m.cmd === 'stop') return void stop();
+    handle(m).then(
+      (r) => process.send!(r),
+      (err) => process.send!({ error: (err as Error).message }),
+    );
+  });
+  process.on('disconnect', () => void stop());
+  const ready: Ready = { bare: portOf(bareServer), web: portOf(webServer), apiKey: cred.api_key, secret: cred.secret };
+  process.send!(ready);
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+
+/** Parent: the load. */
+async function bench(): Promise<void> {
+  const duration = Number(process.env.BENCH_DURATION || 10);
+  const connections = Number(process.env.BENCH_CONNECTIONS || 32);
+  const rate = Number(process.env.BENCH_RATE || 500);
+  const child: ChildProcess = fork(__filename, ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ready = await new Promise<Ready>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as Ready));
+    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+  });
+  const ask = <T>(m: Message) =>
+    new Promise<T>((resolve, reject) => {
+      child.once('message', (r: any) => (r.error ? reject(new Error(r.error)) : resolve(r)));
+      child.send(m);
+    });
+
+  // a new payment per request: unique reference and Idempotency-Key, signed as a merchant would
+  const payment = (req: any) => {
+    const ts = String(Math.floor(Date.now() / 1000));
+    const body = JSON.stringify({ amount: 10_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `bench-${randomUUID()}` });
+    return {
+      ...req,
+      method: 'POST',
+      path: '/v1/payments',
+      body,
+      headers: {
+        authorization: `Bearer ${ready.apiKey}`,
+        'content-type': 'application/json',
+        'idempotency-key': randomUUID(),
+        'x-timestamp': ts,
+        'x-signature': signRequest(ready.secret, ts, 'POST', '/v1/payments', body),
+      },
+    };
+  };
+  const bareBody = JSON.stringify({ amount: 10_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: 'bench' });
+
+  async function run(name: string, port: number, opts: Partial<autocannon.Options>, seconds = duration) {
+    const latencies: number[] = [];
+    const r = await new Promise<autocannon.Result>((resolve, reject) => {
+      const instance = autocannon({ url: `http://127.0.0.1:${port}`, connections, pipelining: 1, duration: seconds, ...opts } as autocannon.Options, (err, result) =>
+        err ? reject(err) : resolve(result),
+      );
+      instance.on('response', (_client, _status, _bytes, ms) => latencies.push(ms));
+    });
+    latencies.sort((a, b) => a - b);
+    return {
+      name,
+      ok: r['2xx'],
+      rps: r['2xx'] / seconds,
+      p50: percentile(latencies, 50),
+      p95: percentile(latencies, 95),
+      p99: percentile(latencies, 99),
+      errors: r.non2xx + r.errors + r.timeouts,
+    };
+  }
+
+  try {
+    const paymentsReq = { requests: [{ setupRequest: payment }] } as Partial<autocannon.Options>;
+    await run('warm-up', ready.web, paymentsReq, 3);
+    const bareRun = await run('bare POST', ready.bare, { method: 'POST', body: bareBody, headers: { 'content-type': 'application/json' } });
+    const since1 = Math.floor(Date.now() / 1000);
+    const sat = await run('payments (saturation)', ready.web, paymentsReq);
+    const created1 = (await ask<{ count: number }>({ cmd: 'count', since: since1 })).count;
+
+    await ask({ cmd: 'start-workers' });
+    const since2 = Math.floor(Date.now() / 1000) + 1;
+    await new Promise((r) => setTimeout(r, 1000));
+    const steady = await run(`payments (steady ${rate}/s)`, ready.web, { ...paymentsReq, connections: Math.max(connections, 50), overallRate: rate });
+
+    // wait for the steady run's payments to reach their outcome (sandbox: about 3 s)
+    let latency: { status: string; ms: number | null }[] = [];
+    for (let i = 0; i < 60; i++) {
+      latency = (await ask<{ rows: typeof latency }>({ cmd: 'callback-latency', since: since2 })).rows;
+      if (latency.length && latency.every((r) => r.status !== 'processing')) break;
+      await new Promise((r) => setTimeout(r, 1000));
+    }
+    const ms = latency.filter((r) => r.ms !== null).map((r) => r.ms!).sort((a, b) => a - b);
+
+    console.log(`\npayments bench: ${duration} s per run, ${connections} connections (steady: ${Math.max(connections, 50)}), node ${process.version}\n`);
+    console.log('run                           created/s   p50 ms   p95 ms   p99 ms  errors');
+    const ms1 = (n: number) => n.toFixed(1).padStart(7);
+    const line = (r: Awaited<ReturnType<typeof run>>) =>
+      console.log(`${r.name.padEnd(28)}  ${r.rps.toFixed(0).padStart(9)}  ${ms1(r.p50)}  ${ms1(r.p95)}  ${ms1(r.p99)}  ${String(r.errors).padStart(6)}`);
+    [bareRun, sat, steady].forEach(line);
+    console.log(`\nsaturation: ${sat.ok} answered 201, ${created1} payments in the database`);
+    console.log(`ratio payments/bare at saturation: ${((sat.rps / bareRun.rps) * 100).toFixed(1)} %`);
+    console.log(`target >= 1500 created/s at saturation: ${sat.rps >= 1500 && sat.errors === 0 ? 'met' : 'MISSED'}`);
+    console.log(`target p99 < 50 ms at a steady ${rate}/s: ${steady.p99 < 50 && steady.errors === 0 ? 'met' : 'MISSED'}`);
+    const statuses = latency.reduce<Record<string, number>>((acc, r) => ((acc[r.status] = (acc[r.status] ?? 0) + 1), acc), {});
+    console.log(`\nsteady run's payments: ${JSON.stringify(statuses)}`);
+    if (ms.length) {
+      console.log(`sandbox callback arrival → succeeded row: median ${percentile(ms, 50).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms (${ms.length} payments)`);
+    }
+  } finally {
+    child.send({ cmd: 'stop' });
+    await new Promise((r) => child.once('exit', r));
+  }
+}
+
+if (process.argv.includes('--serve')) {
+  serve().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+} else {
+  bench().catch((err) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}
