@@ -13,8 +13,8 @@
  * valid for the run). The merchant's rate limit is raised (RATE_LIMIT_PER_MINUTE, refused in
  * production). Every response must be 2xx or the figures are void.
  *
- * Options (environment): BENCH_DURATION seconds per run (default 10), BENCH_CONNECTIONS
- * (default 32). Uses DATABASE server of TEST_DATABASE_SERVER_URL (a throwaway database cloned
+ * Options (environment): BENCH_DURATION seconds per run (default 5), BENCH_ROUNDS interleaved
+ * rounds of the four runs (default 3; medians are reported), BENCH_CONNECTIONS (default 32). Uses DATABASE server of TEST_DATABASE_SERVER_URL (a throwaway database cloned
  * from the migrated template) and REDIS_URL.
  */
 import { fork, type ChildProcess } from 'node:child_process';
@@ -104,34 +104,38 @@ async function serve(): Promise<void> {
 
 /** Parent: the load. */
 async function bench(): Promise<void> {
-  const duration = Number(process.env.BENCH_DURATION || 10);
+  const duration = Number(process.env.BENCH_DURATION || 5);
   const connections = Number(process.env.BENCH_CONNECTIONS || 32);
+  const rounds = Number(process.env.BENCH_ROUNDS || 3);
   const child: ChildProcess = fork(__filename, ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const ready = await new Promise<Ready>((resolve, reject) => {
     child.once('message', (m) => resolve(m as Ready));
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
   });
 
-  const ts = String(Math.floor(Date.now() / 1000)); // valid for 5 minutes: longer than the runs
-  const posts = Array.from({ length: 1000 }, (_, i) => {
-    const body = JSON.stringify({ amount: 1000 + i, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `bench-${i}` });
-    return {
-      method: 'POST' as const,
-      path: '/v1/bench',
-      body,
-      headers: {
-        authorization: `Bearer ${ready.apiKey}`,
-        'content-type': 'application/json',
-        'x-timestamp': ts,
-        'x-signature': signRequest(ready.secret, ts, 'POST', '/v1/bench', body),
-      },
-    };
-  });
-  const barePosts = posts.map((p) => ({ method: p.method, path: p.path, body: p.body, headers: { 'content-type': 'application/json' } }));
+  /** A fresh signed set per run: its timestamp stays valid (5 minutes) for the run. */
+  const signedPosts = () => {
+    const ts = String(Math.floor(Date.now() / 1000));
+    return Array.from({ length: 1000 }, (_, i) => {
+      const body = JSON.stringify({ amount: 1000 + i, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `bench-${i}` });
+      return {
+        method: 'POST' as const,
+        path: '/v1/bench',
+        body,
+        headers: {
+          authorization: `Bearer ${ready.apiKey}`,
+          'content-type': 'application/json',
+          'x-timestamp': ts,
+          'x-signature': signRequest(ready.secret, ts, 'POST', '/v1/bench', body),
+        },
+      };
+    });
+  };
+  const barePosts = signedPosts().map((p) => ({ method: p.method, path: p.path, body: p.body, headers: { 'content-type': 'application/json' } }));
 
   async function run(name: string, port: number, opts: Partial<autocannon.Options>) {
     const base = { url: `http://127.0.0.1:${port}`, connections, pipelining: 1, ...opts } as autocannon.Options;
-    await autocannon({ ...base, duration: 2 }); // warm-up: JIT, pools, credential cache
+    await autocannon({ ...base, duration: 1 }); // warm-up: JIT, pools, credential cache
     const r = await autocannon({ ...base, duration });
     const bad = r.non2xx + r.errors + r.timeouts;
     if (bad > 0) throw new Error(`${name}: ${bad} responses were not 2xx (non2xx ${r.non2xx}, errors ${r.errors}, timeouts ${r.timeouts}); figures void`);
@@ -140,22 +144,33 @@ async function bench(): Promise<void> {
 
   try {
     const auth = { authorization: `Bearer ${ready.apiKey}` };
-    const results = [
-      await run('bare     GET ', ready.bare, { url: `http://127.0.0.1:${ready.bare}/v1/bench`, method: 'GET' }),
-      await run('pipeline GET ', ready.pipeline, { url: `http://127.0.0.1:${ready.pipeline}/v1/bench`, method: 'GET', headers: auth }),
-      await run('bare     POST', ready.bare, { requests: barePosts }),
-      await run('pipeline POST', ready.pipeline, { requests: posts }),
+    const cases = [
+      { name: 'bare     GET ', port: ready.bare, opts: () => ({ url: `http://127.0.0.1:${ready.bare}/v1/bench`, method: 'GET' as const }) },
+      { name: 'pipeline GET ', port: ready.pipeline, opts: () => ({ url: `http://127.0.0.1:${ready.pipeline}/v1/bench`, method: 'GET' as const, headers: auth }) },
+      { name: 'bare     POST', port: ready.bare, opts: () => ({ requests: barePosts }) },
+      { name: 'pipeline POST', port: ready.pipeline, opts: () => ({ requests: signedPosts() }) },
     ];
-    const [bareGet, pipeGet, barePost, pipePost] = results;
-    console.log(`\nmerchant pipeline bench: ${duration} s per run, ${connections} connections, node ${process.version}\n`);
-    console.log('run            req/s      p50 ms  p99 ms  requests');
-    for (const r of results) {
-      console.log(`${r.name}  ${r.rps.toFixed(0).padStart(8)}  ${String(r.p50).padStart(7)}  ${String(r.p99).padStart(6)}  ${String(r.total).padStart(8)}`);
+    // interleaved rounds: on a shared machine the load drifts, and a ratio of two runs far apart would measure the drift
+    const perRound: Awaited<ReturnType<typeof run>>[][] = [];
+    for (let round = 0; round < rounds; round++) {
+      const results = [];
+      for (const c of cases) results.push(await run(c.name, c.port, c.opts()));
+      perRound.push(results);
     }
-    const postRatio = pipePost.rps / barePost.rps;
-    const getRatio = pipeGet.rps / bareGet.rps;
-    console.log(`\nratio GET  pipeline/bare: ${(getRatio * 100).toFixed(1)} %`);
-    console.log(`ratio POST pipeline/bare: ${(postRatio * 100).toFixed(1)} %  (target >= 25 %: ${postRatio >= 0.25 ? 'met' : 'MISSED'})`);
+    const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
+    console.log(`\nmerchant pipeline bench: ${rounds} interleaved rounds of ${duration} s per run, ${connections} connections, node ${process.version}\n`);
+    console.log('run            req/s (median)  per round                 p50 ms  p99 ms');
+    cases.forEach((c, i) => {
+      const rps = perRound.map((r) => r[i].rps);
+      const last = perRound[perRound.length - 1][i];
+      console.log(`${c.name}  ${median(rps).toFixed(0).padStart(14)}  ${rps.map((x) => x.toFixed(0)).join(' / ').padEnd(24)}  ${String(last.p50).padStart(6)}  ${String(last.p99).padStart(6)}`);
+    });
+    const getRatios = perRound.map((r) => r[1].rps / r[0].rps);
+    const postRatios = perRound.map((r) => r[3].rps / r[2].rps);
+    const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
+    console.log(`\nratio GET  pipeline/bare: ${pct(median(getRatios))} median (rounds: ${getRatios.map(pct).join(', ')})`);
+    const post = median(postRatios);
+    console.log(`ratio POST pipeline/bare: ${pct(post)} median (rounds: ${postRatios.map(pct).join(', ')})  target >= 25 %: ${post >= 0.25 ? 'met' : 'MISSED'}`);
   } finally {
     child.send('stop');
     await new Promise((r) => child.once('exit', r));
