@@ -10,6 +10,9 @@ function main(): void {
   const server: Server = app.listen(services.config.port, () => {
     services.log.info({ port: services.config.port }, 'web listening');
   });
+  // slow clients cannot hold a connection open: headers within 15 s, the whole request within 30 s
+  server.headersTimeout = 15_000;
+  server.requestTimeout = 30_000;
   server.keepAliveTimeout = 65_000;
   let stopping = false;
   const stop = (signal: string) => {
