@@ -10,9 +10,10 @@ export function rememberMaintenance(flag: MaintenanceFlag): void {
   cached = { flag, at: Date.now() };
 }
 
-const EXEMPT = /^\/(admin|health|metrics)(\/|$)/;
+// provider callbacks stay up: they carry money outcomes, and a provider may not retry a refusal
+const EXEMPT = /^\/(admin|health|metrics|callbacks)(\/|$)/;
 
-/** 503 `maintenance` with Retry-After while the flag is on; admin routes, health and metrics stay up. */
+/** 503 `maintenance` with Retry-After while the flag is on; admin routes, health, metrics and provider callbacks stay up. */
 export const maintenance: Middleware = async (ctx, next) => {
   if (EXEMPT.test(ctx.path)) return next();
   if (!cached || Date.now() - cached.at > CACHE_MS) {

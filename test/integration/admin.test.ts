@@ -247,6 +247,8 @@ describe('operator API and HTTP frame', () => {
       expect(((await res.json()) as any).error.code).to.equal("maintenance");
       expect((await fetch(env.baseUrl + '/health/live')).status).to.equal(200);
       expect((await env.admin('GET', '/admin/maintenance')).status).to.equal(200);
+      const callback = await fetch(env.baseUrl + '/callbacks/vodacom', { method: 'POST', body: '{}' });
+      expect(callback.status, 'provider callbacks are not refused for maintenance').not.to.equal(503);
       await env.admin('PUT', '/admin/maintenance', { enabled: false });
       expect((await fetch(env.baseUrl + '/v1/payments')).status).not.to.equal(503);
     });
