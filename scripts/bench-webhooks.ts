@@ -1,0 +1,184 @@
+/**
+ * npm run bench:webhooks: events to a fast local receiver through the real webhook-sender pool,
+ * at its default concurrency.
+ *
+ *   burst   BENCH_EVENTS events (default 5000) written as fast as the producers can
+ *           (transaction + outbox, as the flows write them); prints deliveries per second, from
+ *           the first event to the last receipt, and the p50/p99 time from event row to receipt
+ *   steady  BENCH_RATE events per second (default 200) for BENCH_DURATION seconds (default 5),
+ *           one per transaction: the p50/p99 time from event row to receipt when not saturated
+ *
+ * "Event row" time is taken just before the transaction that writes it starts, so the figures
+ * include the insert, commit and enqueue. The receiver runs in its own process (answers 200 at
+ * once, verifies nothing) and timestamps each request on arrival; a delivery counts once.
+ * BENCH_ENDPOINTS (default 1) spreads the events over that many endpoints of one merchant, each
+ * subscribed to its own event type, so that the per-endpoint bound can be seen. Uses a throwaway
+ * database cloned from the migrated template on TEST_DATABASE_SERVER_URL's server, and REDIS_URL.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { loadConfig } from '../shared/config';
+import { createContext, type ServiceContext } from '../shared/context';
+import { transact } from '../shared/db/transact';
+import { newId } from '../shared/domain/ids';
+import { recordEvent, type EventType } from '../shared/events/record';
+import { createMerchant, issueCredential } from '../shared/merchants/service';
+import { createWebhook } from '../shared/webhooks/endpoints';
+import { createTestDatabase } from '../test/helpers/databases';
+import { startProcess } from '../test/helpers/processes';
+
+const EVENTS = Number(process.env.BENCH_EVENTS || 5000);
+const RATE = Number(process.env.BENCH_RATE || 200);
+const DURATION_S = Number(process.env.BENCH_DURATION || 5);
+const ENDPOINTS = Math.min(7, Number(process.env.BENCH_ENDPOINTS || 1));
+const PRODUCERS = 8;
+const BATCH = 10;
+const TYPES: EventType[] = ['payment.succeeded', 'payment.failed', 'payment.cancelled', 'refund.succeeded', 'refund.failed', 'payout.succeeded', 'payout.failed'];
+
+type Receipt = [eventId: string, atMs: number];
+
+/** Child: the merchant's receiver. Reports what it got when asked. */
+function receive(): void {
+  let receipts: Receipt[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = Date.now();
+      receipts.push([JSON.parse(Buffer.concat(chunks).toString()).id, at]);
+      res.writeHead(200, { 'Content-Length': '2' }).end('ok');
+    });
+  });
+  server.keepAliveTimeout = 60_000;
+  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
+  process.on('message', (m: { cmd: 'take' | 'stop' }) => {
+    if (m.cmd === 'take') {
+      process.send!({ receipts });
+      receipts = [];
+    } else process.exit(0);
+  });
+}
+
+function ask<T>(child: ChildProcess, msg: object): Promise<T> {
+  return new Promise((resolve) => {
+    child.once('message', (m) => resolve(m as T));
+    child.send(msg);
+  });
+}
+
+const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+async function writeEvents(ctx: ServiceContext, merchantId: string, count: number, started: Map<string, number>): Promise<void> {
+  await transact(ctx, async (trx, outbox) => {
+    const t0 = Date.now();
+    for (let i = 0; i < count; i++) {
+      const objectId = newId('payment');
+      const type = TYPES[started.size % ENDPOINTS];
+      const e = await recordEvent(trx, outbox, { merchantId, environment: 'test', type, objectId, objectVersion: 1, object: { id: objectId, object: 'payment', amount_charged: 1000 } });
+      started.set(e.id, t0);
+    }
+  });
+}
+
+/** Collects receipts until every started event arrived; returns latencies (ms) and the last arrival. */
+async function collect(receiver: ChildProcess, started: Map<string, number>, timeoutMs: number) {
+  const seen = new Map<string, number>();
+  let duplicates = 0;
+  const deadline = Date.now() + timeoutMs;
+  while (seen.size < started.size && Date.now() < deadline) {
+    await sleep(100);
+    const { receipts } = await ask<{ receipts: Receipt[] }>(receiver, { cmd: 'take' });
+    for (const [id, at] of receipts) {
+      if (!started.has(id)) continue;
+      if (seen.has(id)) duplicates++;
+      else seen.set(id, at);
+    }
+  }
+  const latencies = [...seen].map(([id, at]) => at - started.get(id)!).sort((a, b) => a - b);
+  return { latencies, received: seen.size, duplicates, lastAt: Math.max(...seen.values()) };
+}
+
+async function main(): Promise<void> {
+  const database = await createTestDatabase();
+  const env: Record<string, string> = {
+    NODE_ENV: 'development',
+    DATABASE_URL: database.url,
+    REDIS_URL: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
+    QUEUE_PREFIX: `{bench${randomBytes(3).toString('hex')}}`,
+    LOG_LEVEL: 'warn',
+  };
+  const ctx = createContext({ role: 'worker', name: 'bench', config: loadConfig(env), poolMax: PRODUCERS + 2 });
+  const receiver = fork(__filename, ['--receive'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const sender = startProcess('workers/webhook-sender/index.ts', { ...env, LOG_LEVEL: 'info' });
+  try {
+    const { port } = await new Promise<{ port: number }>((r) => receiver.once('message', (m) => r(m as { port: number })));
+    await sender.waitForLine((l) => l?.msg === 'worker pool started');
+    const concurrency = sender.lines.find((l) => l?.msg === 'worker pool started')?.concurrency;
+
+    const merchant = await createMerchant(ctx.db, { name: 'Bench' });
+    await issueCredential(ctx.db, merchant.id, { environment: 'test', scope: 'full' }, ctx.config.secretsKeys);
+    for (let i = 0; i < ENDPOINTS; i++) {
+      await createWebhook(ctx.db, { merchant_id: merchant.id, url: `http://127.0.0.1:${port}/hook/${i}`, events: [TYPES[i]], environment: 'test' });
+    }
+    const run = async (label: string, produce: (started: Map<string, number>) => Promise<void>) => {
+      const started = new Map<string, number>();
+      const producing = Date.now();
+      await produce(started);
+      const producedIn = (Date.now() - producing) / 1000;
+      const firstAt = Math.min(...started.values());
+      const r = await collect(receiver, started, 120_000);
+      const seconds = (r.lastAt - firstAt) / 1000;
+      const rate = Math.round(r.received / seconds);
+      const lost = started.size - r.received;
+      process.stdout.write(
+        `${label.padEnd(7)} ${String(r.received).padStart(5)} deliveries in ${seconds.toFixed(2)} s = ${rate}/s; ` +
+          `event row to receipt p50 ${pct(r.latencies, 50)} ms, p99 ${pct(r.latencies, 99)} ms` +
+          ` (events written in ${producedIn.toFixed(2)} s)${lost ? `; ${lost} NOT RECEIVED` : ''}${r.duplicates ? `; ${r.duplicates} duplicates` : ''}\n`,
+      );
+    };
+
+    process.stdout.write(`webhook-sender concurrency ${concurrency}, per-endpoint bound ${ctx.config.webhooks.endpointConcurrency}, ${ENDPOINTS} endpoint(s)\n`);
+    await run('warm-up', (s) => writeEvents(ctx, merchant.id, 200, s));
+    await run('burst', async (started) => {
+      let left = EVENTS;
+      await Promise.all(
+        Array.from({ length: PRODUCERS }, async () => {
+          while (left > 0) {
+            const n = Math.min(BATCH, left);
+            left -= n;
+            await writeEvents(ctx, merchant.id, n, started);
+          }
+        }),
+      );
+    });
+    await run('steady', async (started) => {
+      const total = RATE * DURATION_S;
+      const begin = Date.now();
+      const writes: Promise<void>[] = [];
+      for (let i = 0; i < total; i++) {
+        const due = begin + (i * 1000) / RATE;
+        if (due > Date.now()) await sleep(due - Date.now());
+        writes.push(writeEvents(ctx, merchant.id, 1, started));
+      }
+      await Promise.all(writes);
+    });
+    process.stdout.write(`(steady: ${RATE} events/s for ${DURATION_S} s, one per transaction)\n`);
+  } finally {
+    receiver.send({ cmd: 'stop' });
+    await sender.stop();
+    const keys = await ctx.redis.keys(`${ctx.config.queuePrefix}:*`);
+    for (let i = 0; i < keys.length; i += 500) await ctx.redis.del(...keys.slice(i, i + 500));
+    await ctx.close();
+    await database.drop();
+  }
+}
+
+if (process.argv.includes('--receive')) receive();
+else
+  main().catch((err) => {
+    process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
+    process.exit(1);
+  });
