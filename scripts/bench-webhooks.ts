@@ -98,7 +98,7 @@ async function collect(receiver: ChildProcess, started: Map<string, number>, tim
     }
   }
   const latencies = [...seen].map(([id, at]) => at - started.get(id)!).sort((a, b) => a - b);
-  return { latencies, received: seen.size, duplicates, lastAt: Math.max(...seen.values()) };
+  return { latencies, received: seen.size, duplicates, firstAt: Math.min(...seen.values()), lastAt: Math.max(...seen.values()) };
 }
 
 async function main(): Promise<void> {
@@ -131,12 +131,13 @@ async function main(): Promise<void> {
       const firstAt = Math.min(...started.values());
       const r = await collect(receiver, started, 120_000);
       const seconds = (r.lastAt - firstAt) / 1000;
-      const rate = Math.round(r.received / seconds);
+      const drain = r.received / Math.max(0.001, (r.lastAt - r.firstAt) / 1000);
       const lost = started.size - r.received;
       process.stdout.write(
-        `${label.padEnd(7)} ${String(r.received).padStart(5)} deliveries in ${seconds.toFixed(2)} s = ${rate}/s; ` +
+        `${label.padEnd(7)} ${String(r.received).padStart(5)} deliveries in ${seconds.toFixed(2)} s = ${Math.round(r.received / seconds)}/s ` +
+          `(events written in ${producedIn.toFixed(2)} s; receipts arrived at ${Math.round(drain)}/s); ` +
           `event row to receipt p50 ${pct(r.latencies, 50)} ms, p99 ${pct(r.latencies, 99)} ms` +
-          ` (events written in ${producedIn.toFixed(2)} s)${lost ? `; ${lost} NOT RECEIVED` : ''}${r.duplicates ? `; ${r.duplicates} duplicates` : ''}\n`,
+          `${lost ? `; ${lost} NOT RECEIVED` : ''}${r.duplicates ? `; ${r.duplicates} duplicates` : ''}\n`,
       );
     };
 

@@ -46,17 +46,20 @@ export class WebhookSender {
   async deliver(deliveryId: string, webhookId: string): Promise<DeliveryOutcome> {
     const slot = await this.semaphore.acquire(webhookId, deliveryId);
     if (!slot.ok) return wait(slot.waitMs, 'endpoint-saturated');
-    let latencyMs = -1;
+    let released: Promise<void> | undefined;
+    const release = (latencyMs: number) =>
+      (released ??= this.semaphore.release(webhookId, slot.token, latencyMs).catch((err: Error) =>
+        this.ctx.log.warn({ webhookId, err: { message: err.message } }, 'webhook slot release failed; it expires with its lease'),
+      ));
     try {
       const claim = await this.claim(deliveryId, webhookId);
       if ('kind' in claim) return claim;
       const result = await this.send(claim);
-      latencyMs = result.latencyMs;
-      return await this.record(claim, result);
+      // the endpoint is free once it has answered: give the slot back while the outcome is written
+      const [outcome] = await Promise.all([this.record(claim, result), release(result.latencyMs)]);
+      return outcome;
     } finally {
-      await this.semaphore.release(webhookId, slot.token, latencyMs).catch((err: Error) =>
-        this.ctx.log.warn({ webhookId, err: { message: err.message } }, 'webhook slot release failed; it expires with its lease'),
-      );
+      await release(-1);
     }
   }
 
