@@ -109,7 +109,7 @@ export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, res
     const w = await trx<WebhookRow>('webhooks').where({ id }).forUpdate().first();
     if (!w) throw notFound('Webhook');
     const resetBreaker = (patch.url !== undefined && patch.url !== w.url) || (patch.status === 'enabled' && w.status === 'disabled');
-    const [row] = await trx<WebhookRow>('webhooks')
+    const [row]: WebhookRow[] = await trx('webhooks')
       .where({ id })
       .update({
         ...(patch.url !== undefined ? { url: patch.url } : {}),
@@ -117,7 +117,7 @@ export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, res
         ...(patch.status !== undefined ? { status: patch.status } : {}),
         ...(resetBreaker ? { consecutive_failures: 0, breaker_open_until: null, breaker_probe_until: null } : {}),
         version: w.version + 1,
-        updated_at: trx.fn.now() as unknown as Date,
+        updated_at: trx.fn.now(),
       })
       .returning('*');
     return webhookView(row);
