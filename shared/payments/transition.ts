@@ -45,8 +45,21 @@ export async function applyToLockedPayment(
   }
   if (details.providerRef && !p.provider_ref) patch.provider_ref = details.providerRef;
   const [updated] = (await trx(PAYMENTS).where({ id: p.id }).update(patch).returning('*')) as PaymentRow[];
-  await trx('payment_status_changes').insert({ payment_id: p.id, from_status: p.status, to_status: d.to, reason: details.reason });
+  // clock_timestamp(), not now(): the moment of the change, not the start of its transaction
+  await trx('payment_status_changes').insert({ payment_id: p.id, from_status: p.status, to_status: d.to, reason: details.reason, at: trx.raw('clock_timestamp()') });
 
+  if (d.event) {
+    await recordEvent(trx, outbox, {
+      merchantId: p.merchant_id,
+      environment: p.environment,
+      type: d.event,
+      objectId: p.id,
+      objectVersion: updated.version,
+      object: paymentEventObject(updated),
+    });
+  }
+  // last: the posting locks the ledger accounts every payment of the currency shares, so they
+  // are held only from here to the commit
   if (d.credit) {
     await post(
       trx,
@@ -60,16 +73,6 @@ export async function applyToLockedPayment(
         fee: p.fee,
       }),
     );
-  }
-  if (d.event) {
-    await recordEvent(trx, outbox, {
-      merchantId: p.merchant_id,
-      environment: p.environment,
-      type: d.event,
-      objectId: p.id,
-      objectVersion: updated.version,
-      object: paymentEventObject(updated),
-    });
   }
   return { outcome: 'applied', payment: updated };
 }
