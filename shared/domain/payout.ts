@@ -29,5 +29,3 @@ const TRANSITIONS: Record<PayoutStatus, Partial<Record<PayoutTrigger, PayoutStat
 export function nextPayoutStatus(from: PayoutStatus, trigger: PayoutTrigger): PayoutStatus | null {
   return TRANSITIONS[from][trigger] ?? null;
 }
-
-export const isFinalPayoutStatus = (s: PayoutStatus) => s === 'succeeded' || s === 'failed';

@@ -29,8 +29,6 @@ export function nextRefundStatus(from: RefundStatus, trigger: RefundTrigger): Re
   return TRANSITIONS[from][trigger] ?? null;
 }
 
-export const isFinalRefundStatus = (s: RefundStatus) => s !== 'pending';
-
 /** The part of a payment that decides whether, and how much, it can be refunded. */
 export interface RefundablePayment {
   status: string;

@@ -25,6 +25,8 @@ export async function up(knex: Knex): Promise<void> {
     t.bigInteger('completed');
     // the provider accepted the refund request (set once, under the row lock)
     t.timestamp('sent_at', { useTz: true });
+    // last time the reconciliation sweep asked the provider; spaces out the questions about one refund
+    t.timestamp('checked_at', { useTz: true });
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
   });
@@ -67,6 +69,7 @@ export async function up(knex: Knex): Promise<void> {
     t.bigInteger('created').notNullable();
     t.bigInteger('completed');
     t.timestamp('sent_at', { useTz: true });
+    t.timestamp('checked_at', { useTz: true });
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.unique(['merchant_id', 'environment', 'reference'], { indexName: 'payouts_reference_unique' });
