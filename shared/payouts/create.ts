@@ -55,8 +55,9 @@ export async function createPayout(deps: TransactDeps, viewer: Viewer, input: Pa
       };
       await trx('payouts').insert({ ...payout, metadata: JSON.stringify(payout.metadata) });
       await trx('payout_status_changes').insert({ payout_id: payout.id, from_status: null, to_status: 'pending', reason: 'created' });
-      await post(trx, outgoingDebit('payout', { referenceId: payout.id, merchantId: viewer.merchantId, environment: viewer.environment, currency: payout.currency, amount: payout.amount, fee }));
       await outbox.add(QUEUES.payout, 'send-payout', { payoutId: payout.id, requestId });
+      // last, so the merchant's accounts stay locked only until the commit; 422 insufficient-balance undoes the rest
+      await post(trx, outgoingDebit('payout', { referenceId: payout.id, merchantId: viewer.merchantId, environment: viewer.environment, currency: payout.currency, amount: payout.amount, fee }));
       return payoutView(payout);
     });
   } catch (err) {

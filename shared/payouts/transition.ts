@@ -44,13 +44,9 @@ export async function applyToLockedPayout(trx: Trx, outbox: OutboxWriter, p: Pay
     patch.failure_message = details.failureMessage ?? 'The provider refused the payout';
   }
 
-  const movement = { referenceId: p.id, merchantId: p.merchant_id, environment: p.environment, currency: p.currency, amount: p.amount, fee: p.fee };
-  if (to === 'succeeded') await post(trx, outgoingSettle('payout', movement));
-  // amount and fee go back to available
-  if (to === 'failed') await reverse(trx, outgoingKinds('payout').debit, p.id, outgoingKinds('payout').return);
-
   const [updated] = (await trx(PAYOUTS).where({ id: p.id }).update(patch).returning('*')) as PayoutRow[];
-  await trx('payout_status_changes').insert({ payout_id: p.id, from_status: p.status, to_status: to, reason: details.reason });
+  // clock_timestamp(): the moment of the change, not the start of its transaction
+  await trx('payout_status_changes').insert({ payout_id: p.id, from_status: p.status, to_status: to, reason: details.reason, at: trx.raw('clock_timestamp()') });
   if (to === 'succeeded' || to === 'failed') {
     await recordEvent(trx, outbox, {
       merchantId: p.merchant_id,
@@ -61,5 +57,13 @@ export async function applyToLockedPayout(trx: Trx, outbox: OutboxWriter, p: Pay
       object: payoutView(updated),
     });
   }
+  // last: the postings lock ledger accounts shared by every movement of the currency (the
+  // platform's for a settlement), so they are held only from here to the commit
+  const kinds = outgoingKinds('payout');
+  if (to === 'succeeded') {
+    await post(trx, outgoingSettle('payout', { referenceId: p.id, merchantId: p.merchant_id, environment: p.environment, currency: p.currency, amount: p.amount, fee: p.fee }));
+  }
+  // amount and fee go back to available
+  if (to === 'failed') await reverse(trx, kinds.debit, p.id, kinds.return);
   return 'applied';
 }

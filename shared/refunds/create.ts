@@ -44,11 +44,12 @@ export async function createRefund(deps: TransactDeps, viewer: Viewer, paymentId
       created: nowUnix(),
       completed: null,
     };
-    await post(trx, outgoingDebit('refund', { referenceId: refund.id, merchantId: viewer.merchantId, environment: viewer.environment, currency: refund.currency, amount }));
     await trx(REFUNDS).insert(refund);
     await trx('refund_status_changes').insert({ refund_id: refund.id, from_status: null, to_status: 'pending', reason: 'created' });
     await setAmountRefunded(trx, payment, payment.amount_refunded + amount, `refund ${refund.id} created`);
     await outbox.add(QUEUES.refund, 'send-refund', { refundId: refund.id, requestId });
+    // last, so the merchant's accounts stay locked only until the commit; 422 insufficient-balance undoes the rest
+    await post(trx, outgoingDebit('refund', { referenceId: refund.id, merchantId: viewer.merchantId, environment: viewer.environment, currency: refund.currency, amount }));
     return refundView(refund);
   });
 }

@@ -26,7 +26,7 @@ export async function setAmountRefunded(trx: Trx, payment: PaymentRow, amountRef
     const d = decide(payment.status, target === 'refunded' ? 'refund_in_full' : 'refund_reopened');
     if (d.kind !== 'move') throw new Error(`payment ${payment.id}: cannot go from ${payment.status} to ${target} (${d.kind})`);
     status = d.to;
-    await trx('payment_status_changes').insert({ payment_id: payment.id, from_status: payment.status, to_status: status, reason });
+    await trx('payment_status_changes').insert({ payment_id: payment.id, from_status: payment.status, to_status: status, reason, at: trx.raw('clock_timestamp()') });
   }
   await trx(PAYMENTS)
     .where({ id: payment.id })

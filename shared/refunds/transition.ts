@@ -15,7 +15,8 @@ import { refundView, type RefundRow } from './view';
  * lock (lockRefund) and the transaction; here the state machine decides, and the change, its
  * history row, the ledger posting, the payment's refunded amount and the event are written
  * together. Locks are taken refund, then payment, then ledger accounts (creation takes payment
- * then accounts), so the flows never wait on each other in a circle.
+ * then accounts), so the flows never wait on each other in a circle; the money goes back to
+ * available when the provider refuses.
  */
 
 export interface RefundOutcomeDetails {
@@ -34,16 +35,6 @@ export async function applyToLockedRefund(trx: Trx, outbox: OutboxWriter, r: Ref
   const to = nextRefundStatus(r.status, trigger);
   if (!to) return r.status === REACHED[trigger] ? 'duplicate' : 'ignored-late';
 
-  const movement = { referenceId: r.id, merchantId: r.merchant_id, environment: r.environment, currency: r.currency, amount: r.amount };
-  if (to === 'succeeded') {
-    await post(trx, outgoingSettle('refund', movement));
-  } else {
-    // the money goes back, and the payment's refunded amount with it (back to `succeeded` if it was `refunded`)
-    const payment = (await lockPayment(trx, r.payment_id))!;
-    await setAmountRefunded(trx, payment, payment.amount_refunded - r.amount, `refund ${r.id} failed`);
-    await reverse(trx, outgoingKinds('refund').debit, r.id, outgoingKinds('refund').return);
-  }
-
   const patch: Partial<RefundRow> & { updated_at: Date } = { status: to, version: r.version + 1, completed: nowUnix(), updated_at: new Date() };
   if (to === 'failed') {
     patch.failure_code = details.failureCode ?? 'provider-failed';
@@ -51,7 +42,13 @@ export async function applyToLockedRefund(trx: Trx, outbox: OutboxWriter, r: Ref
   }
   if (details.providerRef && !r.provider_ref) patch.provider_ref = details.providerRef;
   const [updated] = (await trx(REFUNDS).where({ id: r.id }).update(patch).returning('*')) as RefundRow[];
-  await trx('refund_status_changes').insert({ refund_id: r.id, from_status: r.status, to_status: to, reason: details.reason });
+  // clock_timestamp(): the moment of the change, not the start of its transaction
+  await trx('refund_status_changes').insert({ refund_id: r.id, from_status: r.status, to_status: to, reason: details.reason, at: trx.raw('clock_timestamp()') });
+  if (to === 'failed') {
+    // the payment's refunded amount goes down (back to `succeeded` if it was `refunded`)
+    const payment = (await lockPayment(trx, r.payment_id))!;
+    await setAmountRefunded(trx, payment, payment.amount_refunded - r.amount, `refund ${r.id} failed`);
+  }
   await recordEvent(trx, outbox, {
     merchantId: r.merchant_id,
     environment: r.environment,
@@ -60,5 +57,13 @@ export async function applyToLockedRefund(trx: Trx, outbox: OutboxWriter, r: Ref
     objectVersion: updated.version,
     object: refundView(updated),
   });
+  // last: the postings lock ledger accounts shared by every movement of the currency (the
+  // platform's for a settlement), so they are held only from here to the commit
+  const kinds = outgoingKinds('refund');
+  if (to === 'succeeded') {
+    await post(trx, outgoingSettle('refund', { referenceId: r.id, merchantId: r.merchant_id, environment: r.environment, currency: r.currency, amount: r.amount }));
+  } else {
+    await reverse(trx, kinds.debit, r.id, kinds.return);
+  }
   return 'applied';
 }
