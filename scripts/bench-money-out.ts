@@ -1,0 +1,193 @@
+/**
+ * npm run bench:money-out: POST /v1/payouts and POST /v1/payments/{id}/refund through the whole
+ * service (pipeline, one transaction with the ledger debit, outbox), at saturation, where money
+ * leaving one balance must be serialised and money leaving many balances need not be.
+ *
+ *   payouts, one merchant     every request debits the same merchant's accounts
+ *   payouts, many merchants   each request debits one of BENCH_MERCHANTS merchants' accounts
+ *   refunds, one payment      every request refunds 1 unit of the same payment (its row lock)
+ *   refunds, many payments    each request refunds 1 unit of one of BENCH_MERCHANTS payments
+ *
+ * Balances and payments are seeded large enough that nothing is refused: every answer must be
+ * 201 or the figures are void. The send jobs wait in Redis (no pool runs). Afterwards the ledger
+ * is checked (every balance equals its entries) and the balances are compared with the number
+ * of 201 answers. Options: BENCH_DURATION seconds per run (default 10), BENCH_CONNECTIONS
+ * (default 32), BENCH_MERCHANTS (default 32). Uses a throwaway database cloned from the migrated
+ * template on TEST_DATABASE_SERVER_URL's server, and REDIS_URL.
+ */
+import { fork, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { AddressInfo } from 'node:net';
+import autocannon from 'autocannon';
+import { buildApp } from '../api/app';
+import { signRequest } from '../shared/client/signing';
+import { loadConfig } from '../shared/config';
+import { createContext } from '../shared/context';
+import { newId, nowUnix } from '../shared/domain/ids';
+import { paymentCredit } from '../shared/domain/ledger';
+import { checkLedger } from '../shared/ledger/check';
+import { post } from '../shared/ledger/postings';
+import { createMerchant, issueCredential } from '../shared/merchants/service';
+import { createTestDatabase } from '../test/helpers/databases';
+
+const SEED = 1_000_000_000; // minor units per merchant and per payment: never short during a run
+
+interface Shop {
+  merchantId: string;
+  apiKey: string;
+  secret: string;
+  paymentId: string;
+}
+type Message = { cmd: 'check' } | { cmd: 'stop' };
+
+/** A succeeded mobile-money payment of SEED, written as the payment flow leaves it, with its credit. */
+async function seedPayment(db: ReturnType<typeof createContext>['db'], merchantId: string): Promise<string> {
+  const id = newId('payment');
+  await db.transaction(async (trx) => {
+    await trx('payments').insert({
+      id,
+      merchant_id: merchantId,
+      environment: 'test',
+      status: 'succeeded',
+      method: 'mobile_money',
+      currency: 'USD',
+      amount: SEED,
+      amount_charged: SEED,
+      amount_net: SEED,
+      fee: 0,
+      fee_bearer: 'merchant',
+      reference: `seed-${id}`,
+      metadata: '{}',
+      operator: 'vodacom',
+      phone: '243990000001',
+      provider: 'vodacom-sandbox',
+      created: nowUnix(),
+      completed: nowUnix(),
+      window_ends_at: new Date(),
+    });
+    await post(trx, paymentCredit({ paymentId: id, merchantId, environment: 'test', currency: 'USD', amountCharged: SEED, amountNet: SEED, fee: 0 }));
+  });
+  return id;
+}
+
+/** Child: the web app on its own database and queues. */
+async function serve(): Promise<void> {
+  const database = await createTestDatabase();
+  const env = {
+    ...process.env,
+    NODE_ENV: 'development',
+    DATABASE_URL: database.url,
+    QUEUE_PREFIX: `{bench${randomBytes(3).toString('hex')}}`,
+    RATE_LIMIT_PER_MINUTE: String(1_000_000_000),
+    LOG_LEVEL: 'silent',
+  } as Record<string, string>;
+  const config = loadConfig(env);
+  const services = createContext({ role: 'web', name: 'bench', config, poolMax: 20 });
+  const shops: Shop[] = [];
+  for (let i = 0; i < Number(process.env.BENCH_MERCHANTS || 32); i++) {
+    const m = await createMerchant(services.db, { name: `Bench ${i}`, fees: { USD: { percent_bps: 100, fixed: 10 } } });
+    const c = await issueCredential(services.db, m.id, { environment: 'test', scope: 'full' }, config.secretsKeys);
+    shops.push({ merchantId: m.id, apiKey: c.api_key, secret: c.secret, paymentId: await seedPayment(services.db, m.id) });
+  }
+  const server = buildApp(services).listen(0, '127.0.0.1');
+  await new Promise((r) => server.once('listening', r));
+
+  process.on('message', async (m: Message) => {
+    if (m.cmd === 'check') {
+      const problems = await checkLedger(services.db);
+      const totals = await services.db('ledger_transactions').groupBy('kind').select('kind', services.db.raw('count(*)::int as n'));
+      return process.send!({ problems, totals });
+    }
+    server.close();
+    server.closeAllConnections();
+    const keys = await services.redis.keys(`${config.queuePrefix}:*`).catch(() => [] as string[]);
+    for (let i = 0; i < keys.length; i += 500) await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
+    await services.close();
+    await database.drop();
+    process.exit(0);
+  });
+  process.send!({ port: (server.address() as AddressInfo).port, shops });
+}
+
+const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+
+/** Parent: the load. */
+async function bench(): Promise<void> {
+  const duration = Number(process.env.BENCH_DURATION || 10);
+  const connections = Number(process.env.BENCH_CONNECTIONS || 32);
+  const child: ChildProcess = fork(__filename, ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const { port, shops } = await new Promise<{ port: number; shops: Shop[] }>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as { port: number; shops: Shop[] }));
+    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
+  });
+  const ask = <T>(m: Message) => new Promise<T>((resolve) => (child.once('message', (r) => resolve(r as T)), child.send(m)));
+
+  const signed = (shop: Shop, path: string, body: string, idempotent: boolean) => {
+    const ts = String(Math.floor(Date.now() / 1000));
+    return {
+      method: 'POST',
+      path,
+      body,
+      headers: {
+        authorization: `Bearer ${shop.apiKey}`,
+        'content-type': 'application/json',
+        ...(idempotent ? { 'idempotency-key': randomUUID() } : {}),
+        'x-timestamp': ts,
+        'x-signature': signRequest(shop.secret, ts, 'POST', path, body),
+      },
+    };
+  };
+  const pick = (many: boolean) => shops[many ? Math.floor(Math.random() * shops.length) : 0];
+  const payout = (many: boolean) => () =>
+    signed(pick(many), '/v1/payouts', JSON.stringify({ amount: 1_000, currency: 'USD', operator: 'vodacom', phone: '243990000001', reference: randomUUID() }), true);
+  const refund = (many: boolean) => () => {
+    const shop = pick(many);
+    return signed(shop, `/v1/payments/${shop.paymentId}/refund`, JSON.stringify({ amount: 1 }), false);
+  };
+
+  async function run(name: string, setupRequest: () => object, seconds = duration) {
+    const latencies: number[] = [];
+    const r = await new Promise<autocannon.Result>((resolve, reject) => {
+      const instance = autocannon(
+        { url: `http://127.0.0.1:${port}`, connections, pipelining: 1, duration: seconds, requests: [{ setupRequest: (req: object) => ({ ...req, ...setupRequest() }) }] } as autocannon.Options,
+        (err, result) => (err ? reject(err) : resolve(result)),
+      );
+      instance.on('response', (_c, _s, _b, ms) => latencies.push(ms));
+    });
+    latencies.sort((a, b) => a - b);
+    return { name, ok: r['2xx'], rps: r['2xx'] / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), errors: r.non2xx + r.errors + r.timeouts };
+  }
+
+  try {
+    await run('warm-up', payout(true), 2);
+    const runs = [
+      await run('payouts, one merchant', payout(false)),
+      await run(`payouts, ${shops.length} merchants`, payout(true)),
+      await run('refunds, one payment', refund(false)),
+      await run(`refunds, ${shops.length} payments`, refund(true)),
+    ];
+    const { problems, totals } = await ask<{ problems: string[]; totals: { kind: string; n: number }[] }>({ cmd: 'check' });
+    console.log(`\nmoney-out bench: ${duration} s per run, ${connections} connections, node ${process.version}\n`);
+    console.log('run                          created/s   p50 ms   p99 ms  errors');
+    for (const r of runs) {
+      console.log(`${r.name.padEnd(27)}  ${r.rps.toFixed(0).padStart(9)}  ${r.p50.toFixed(1).padStart(7)}  ${r.p99.toFixed(1).padStart(7)}  ${String(r.errors).padStart(6)}`);
+    }
+    const debits = Object.fromEntries(totals.map((t) => [t.kind, t.n]));
+    console.log(`\nledger postings: ${JSON.stringify(debits)}; ledger check: ${problems.length ? `${problems.length} PROBLEM(S)` : 'ok'}`);
+  } finally {
+    child.send({ cmd: 'stop' });
+    await new Promise((r) => child.once('exit', r));
+  }
+}
+
+if (process.argv.includes('--serve')) {
+  serve().catch((err) => {
+    console.error(err);
+    process.exit(1);
+  });
+} else {
+  bench().catch((err) => {
+    console.error(err instanceof Error ? err.message : err);
+    process.exit(1);
+  });
+}
