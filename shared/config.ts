@@ -114,6 +114,8 @@ export interface PaymentsConfig {
   sandboxPushLatencyMs: number;
   /** BullMQ lock of a provider-push / callback-reconciler job: a killed worker's job is retried after it; default 30000. */
   paymentJobLockMs: number;
+  /** A stored callback still not applied this long after arrival is applied by the reconciler's sweep; default 300000. */
+  staleCallbackMs: number;
 }
 
 function providerEndpoints(env: Env, production: boolean, sandboxUrl: string, sandboxApiKey: string, sandboxSecret: string): PaymentsConfig['liveProviders'] {
@@ -144,6 +146,7 @@ export function loadPaymentsConfig(env: Env, production: boolean, sandboxUrl: st
     providerTimeoutMs: int(env, 'PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000),
     sandboxPushLatencyMs: int(env, 'SANDBOX_PUSH_LATENCY_MS', 0, 0, 120_000),
     paymentJobLockMs: int(env, 'PAYMENT_JOB_LOCK_MS', 30_000, 500),
+    staleCallbackMs: int(env, 'STALE_CALLBACK_MS', 300_000, 100),
   };
 }
 

@@ -84,3 +84,18 @@ export async function processCallback(
     return { outcome, callback };
   });
 }
+
+/**
+ * Callbacks stored but still not applied after `olderThanMs` (their job was lost with Redis, or
+ * failed every attempt): applied here, oldest first. Safe beside the queue: processCallback
+ * locks the inbox row and applies it once.
+ */
+export async function staleCallbacks(db: TransactDeps['db'], olderThanMs: number, batch = 100): Promise<string[]> {
+  const rows: { id: string }[] = await db(CALLBACKS)
+    .whereNull('processed_at')
+    .where('received_at', '<', db.raw(`now() - make_interval(secs => ?)`, [olderThanMs / 1000]))
+    .orderBy('received_at')
+    .limit(batch)
+    .select('id');
+  return rows.map((r) => r.id);
+}

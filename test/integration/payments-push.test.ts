@@ -4,7 +4,8 @@ import type { AddressInfo } from 'node:net';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { eventually } from '../helpers/processes';
 import { checkLedger } from '../../shared/ledger/check';
-import { createPayment, paymentCredits, processedCallbacks, sandboxTransaction, startSandbox, waitForStatus } from './payments.helpers';
+import { QUEUES } from '../../shared/queues/names';
+import { callbackBody, createPayment, paymentCredits, processedCallbacks, sandboxTransaction, sendCallback, startSandbox, waitForStatus } from './payments.helpers';
 
 const row = (env: TestEnv, id: string) => env.services.db('payments').where({ id }).first();
 const history = async (env: TestEnv, id: string) =>
@@ -152,6 +153,31 @@ describe('provider-push', function () {
       expect(await paymentCredits(env, ok.id)).to.have.length(1);
       expect((await env.services.db('events').where({ object_id: ok.id })).map((e) => e.type)).to.deep.equal(['payment.succeeded']);
       expect((await env.services.db('events').where({ object_id: ko.id })).map((e) => e.type)).to.deep.equal(['payment.failed']);
+    });
+  });
+
+  describe('a stored callback whose job was lost', () => {
+    let env: TestEnv;
+    before(async () => {
+      env = await startTestEnv();
+    });
+    after(async () => {
+      expect(await checkLedger(env.services.db)).to.deep.equal([]);
+      await env.close();
+    });
+
+    it('is applied by the reconciler’s sweep once it is stale', async () => {
+      const shop = await env.merchant({ scope: 'payments' });
+      const p = await createPayment(shop.client, '243990000004');
+      expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'succeeded', provider_ref: 'R-lost' }))).status).to.equal(200);
+      // Redis loses the job (flushed, or every attempt failed): only the inbox row remains
+      await env.services.queues.get(QUEUES.callbackReconciler).obliterate({ force: true });
+      await env.spawn('workers/callback-reconciler/index.ts', { STALE_CALLBACK_MS: '300', RECONCILE_INTERVAL_MS: '200' });
+      const done = await waitForStatus(shop.client, p.id, 'succeeded');
+      expect(done.provider_ref).to.equal('R-lost');
+      const [row] = await processedCallbacks(env, p.id, 1);
+      expect(row.outcome).to.equal('applied');
+      expect(await paymentCredits(env, p.id)).to.have.length(1);
     });
   });
 });

@@ -1,6 +1,6 @@
 import { getConfig } from '../../shared/config';
 import { sweepExpiredPayments } from '../../shared/payments/sweep';
-import { processCallback } from '../../shared/providers/inbox';
+import { processCallback, staleCallbacks } from '../../shared/providers/inbox';
 import { providers } from '../../shared/providers/registry';
 import { QUEUES } from '../../shared/queues/names';
 import { runPool } from '../bootstrap';
@@ -10,7 +10,7 @@ import { guardCallbackJob } from './job';
 /**
  * callback-reconciler: applies each stored provider callback through its object's state machine
  * (shared/providers/inbox.ts), and sweeps the payments past their provider window
- * (shared/payments/sweep.ts). Any number of copies may run.
+ * (shared/payments/sweep.ts) and the callbacks the queue lost. Any number of copies may run.
  */
 const lockMs = getConfig().payments.paymentJobLockMs;
 
@@ -32,6 +32,19 @@ void runPool({
     workerOptions: { lockDuration: lockMs, stalledInterval: lockMs },
   },
   loops: [
+    {
+      name: 'stale-callbacks',
+      intervalMs: (ctx) => ctx.config.reconcileIntervalMs,
+      run: async (ctx) => {
+        const registry = providers(ctx.config);
+        const deps = { db: ctx.db, queues: ctx.queues, log: ctx.log };
+        // well past the queue's first retries (STALE_CALLBACK_MS), so this only picks up what the queue lost or gave up on
+        for (const id of await staleCallbacks(ctx.db, ctx.config.payments.staleCallbackMs)) {
+          const { outcome } = await processCallback(deps, id, callbackHandlers, (p) => registry.byProviderId(p));
+          ctx.log.warn({ callbackId: id, outcome }, 'stale callback applied by the sweep');
+        }
+      },
+    },
     {
       name: 'expired-payments-sweep',
       intervalMs: (ctx) => ctx.config.reconcileIntervalMs,
