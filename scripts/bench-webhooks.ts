@@ -110,7 +110,8 @@ async function main(): Promise<void> {
     QUEUE_PREFIX: `{bench${randomBytes(3).toString('hex')}}`,
     LOG_LEVEL: 'warn',
   };
-  const ctx = createContext({ role: 'worker', name: 'bench', config: loadConfig(env), poolMax: PRODUCERS + 2 });
+  // the sender inherits this environment too, so the figures printed are the ones it runs with
+  const ctx = createContext({ role: 'worker', name: 'bench', config: loadConfig({ ...process.env, ...env }), poolMax: PRODUCERS + 2 });
   const receiver = fork(__filename, ['--receive'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const sender = startProcess('workers/webhook-sender/index.ts', { ...env, LOG_LEVEL: 'info' });
   try {

@@ -30,13 +30,14 @@ export interface ClaimedAttempt {
 
 const secs = (ms: number) => ms / 1000;
 
-export async function claimAttempt(db: Executor, deliveryId: string, leaseMs: number, asProbe: boolean): Promise<ClaimedAttempt | null> {
+/** Claims the next attempt of each listed delivery that may be attempted now; returns those claimed. */
+export async function claimAttempts(db: Executor, deliveryIds: string[], leaseMs: number, asProbe: boolean): Promise<ClaimedAttempt[]> {
   const { rows } = await db.raw(
     `with d as (
        update webhook_deliveries d
           set attempts = d.attempts + 1, lease_until = now() + make_interval(secs => ?), updated_at = now()
          from webhooks w
-        where d.id = ? and w.id = d.webhook_id and d.status = 'pending' and d.attempts < ?
+        where d.id = any(?::text[]) and w.id = d.webhook_id and d.status = 'pending' and d.attempts < ?
           and d.next_attempt_at <= now() and (d.lease_until is null or d.lease_until <= now())
           and w.status = 'enabled'
           and (w.breaker_open_until is null or (?::boolean and w.breaker_probe_until > now()))
@@ -47,13 +48,13 @@ export async function claimAttempt(db: Executor, deliveryId: string, leaseMs: nu
      ), a as (
        insert into webhook_attempts (delivery_id, round, attempt, started_at)
        select id, round, attempts, now() from d
-       returning id
+       returning id, delivery_id
      )
      select d.*, a.id as attempt_id, e.type as event_type, e.created as event_created, e.object_version, e.body as event_body
-       from d cross join a join events e on e.id = d.event_id`,
-    [secs(leaseMs), deliveryId, MAX_ATTEMPTS, asProbe],
+       from d join a on a.delivery_id = d.id join events e on e.id = d.event_id`,
+    [secs(leaseMs), deliveryIds, MAX_ATTEMPTS, asProbe],
   );
-  return rows[0] ?? null;
+  return rows;
 }
 
 /** Why a delivery could not be claimed, as seen by Postgres (its clock decides what is due). */
@@ -116,64 +117,88 @@ export async function markDead(db: Executor, deliveryId: string, reason: string)
   );
 }
 
-const FAILURE_BREAKER = `
-  update webhooks set
-    consecutive_failures = consecutive_failures + 1,
-    breaker_open_until = case
-      when breaker_open_until > now() then breaker_open_until
-      when breaker_open_until is not null or consecutive_failures + 1 >= ? then now() + make_interval(secs => ?)
-      else null end,
-    breaker_opened_at = case
-      when breaker_open_until > now() then breaker_opened_at
-      when breaker_open_until is not null or consecutive_failures + 1 >= ? then now()
-      else breaker_opened_at end,
-    breaker_probe_until = case when breaker_open_until > now() then breaker_probe_until else null end
-  where id = ?`;
-
-const SUCCESS_BREAKER = `
-  update webhooks set consecutive_failures = 0, breaker_open_until = null, breaker_probe_until = null
-   where id = ? and (consecutive_failures <> 0 or breaker_open_until is not null or breaker_probe_until is not null)`;
+export interface AttemptOutcome {
+  claim: ClaimedAttempt;
+  result: AttemptResult;
+  verdict: AttemptVerdict;
+}
 
 /**
- * Records an attempt's outcome, moves the delivery on (next attempt, succeeded or dead) and the
- * endpoint's breaker (a failure counts; the 20th in a row, or a failed probe, opens it for the
- * pause; a success closes it), in one statement. Returns the delivery's new state, or null when
- * this attempt's lease had been lost to a newer attempt.
+ * Records attempts' outcomes, moves each delivery on (next attempt, succeeded or dead) and each
+ * endpoint's breaker, in one statement. The breaker sees an endpoint's outcomes in the order
+ * given: a success closes it and resets the count; each failure after the last success counts;
+ * reaching 20 in a row, or a failed probe, opens it for the pause; a failure while it is open
+ * (an attempt already in flight when it opened) leaves the pause as it is. Endpoints are locked in
+ * id order, so batches from several senders never deadlock. Returns each delivery's new status,
+ * or null where that attempt's lease had been lost to a newer attempt.
  */
-export async function finishAttempt(
-  db: Executor,
-  claim: ClaimedAttempt,
-  result: AttemptResult,
-  verdict: AttemptVerdict,
-  breakerPauseMs: number,
-): Promise<{ status: AttemptVerdict['status'] } | null> {
-  const succeeded = verdict.status === 'succeeded';
-  const retryInMs = verdict.status === 'pending' ? verdict.retryInMs : 0;
-  const breaker = succeeded
-    ? { sql: SUCCESS_BREAKER, bindings: [claim.webhook_id] }
-    : { sql: FAILURE_BREAKER, bindings: [BREAKER_THRESHOLD, secs(breakerPauseMs), BREAKER_THRESHOLD, claim.webhook_id] };
+export async function finishAttempts(db: Executor, outcomes: AttemptOutcome[], breakerPauseMs: number): Promise<(AttemptVerdict['status'] | null)[]> {
+  const items = outcomes.map(({ claim, result, verdict }, seq) => ({
+    seq,
+    attempt_id: claim.attempt_id,
+    delivery_id: claim.id,
+    webhook_id: claim.webhook_id,
+    round: claim.round,
+    attempts: claim.attempts,
+    status_code: result.statusCode,
+    latency_ms: result.latencyMs,
+    error: result.error,
+    excerpt: result.excerpt,
+    status: verdict.status,
+    retry_secs: verdict.status === 'pending' ? secs(verdict.retryInMs) : 0,
+    ok: verdict.status === 'succeeded',
+  }));
   const { rows } = await db.raw(
-    `with att as (
-       update webhook_attempts set finished_at = now(), status_code = ?, latency_ms = ?, error = ?, response_excerpt = ?
-        where id = ?
-     ), w as (${breaker.sql}
+    `with p as materialized (
+       select ?::int as threshold, make_interval(secs => ?) as pause
+     ), v as materialized (
+       select * from jsonb_to_recordset(?::jsonb) as v(
+         seq int, attempt_id bigint, delivery_id text, webhook_id text, round int, attempts int, status_code int,
+         latency_ms int, error text, excerpt text, status text, retry_secs float8, ok boolean)
+     ), att as (
+       update webhook_attempts a
+          set finished_at = now(), status_code = v.status_code, latency_ms = v.latency_ms, error = v.error, response_excerpt = v.excerpt
+         from v where a.id = v.attempt_id
      ), d as (
-       update webhook_deliveries
-          set status = ?, next_attempt_at = now() + make_interval(secs => ?), lease_until = null,
-              last_status_code = ?, last_error = ?, updated_at = now(),
-              completed_at = case when ? = 'pending' then null else now() end
-        where id = ? and round = ? and attempts = ? and status = 'pending'
-       returning status
+       update webhook_deliveries d
+          set status = v.status, next_attempt_at = now() + make_interval(secs => v.retry_secs), lease_until = null,
+              last_status_code = v.status_code, last_error = v.error, updated_at = now(),
+              completed_at = case when v.status = 'pending' then null else now() end
+         from v
+        where d.id = v.delivery_id and d.round = v.round and d.attempts = v.attempts and d.status = 'pending'
+       returning d.id, d.status
+     ), h as materialized (
+       select webhook_id, bool_or(ok) as any_ok, count(*) filter (where not ok and seq > coalesce(last_ok, -1)) as failures
+         from (select v.*, max(seq) filter (where ok) over (partition by webhook_id) as last_ok from v) x
+        group by webhook_id
+     ), locked as materialized (
+       -- only endpoints whose breaker changes: one that just keeps succeeding is not written (nor locked)
+       select w.id from webhooks w join h on h.webhook_id = w.id
+        where not h.any_ok or h.failures > 0 or w.consecutive_failures <> 0 or w.breaker_open_until is not null or w.breaker_probe_until is not null
+        order by w.id
+          for update of w
+     ), w as (
+       update webhooks w set
+         consecutive_failures = case when h.any_ok then h.failures else w.consecutive_failures + h.failures end,
+         breaker_open_until = case
+           when h.any_ok then case when h.failures >= p.threshold then now() + p.pause else null end
+           when w.breaker_open_until > now() then w.breaker_open_until
+           when w.breaker_open_until is not null or w.consecutive_failures + h.failures >= p.threshold then now() + p.pause
+           else null end,
+         breaker_opened_at = case
+           when h.any_ok then case when h.failures >= p.threshold then now() else w.breaker_opened_at end
+           when w.breaker_open_until > now() then w.breaker_opened_at
+           when w.breaker_open_until is not null or w.consecutive_failures + h.failures >= p.threshold then now()
+           else w.breaker_opened_at end,
+         breaker_probe_until = case when not h.any_ok and w.breaker_open_until > now() then w.breaker_probe_until else null end
+       from h join locked l on l.id = h.webhook_id cross join p
+       where w.id = h.webhook_id
      )
-     select status from d`,
-    [
-      result.statusCode, result.latencyMs, result.error, result.excerpt, claim.attempt_id,
-      ...breaker.bindings,
-      verdict.status, secs(retryInMs), result.statusCode, result.error, verdict.status,
-      claim.id, claim.round, claim.attempts,
-    ],
+     select id, status from d`,
+    [BREAKER_THRESHOLD, secs(breakerPauseMs), JSON.stringify(items)],
   );
-  return rows[0] ?? null;
+  const status = new Map<string, AttemptVerdict['status']>(rows.map((r: { id: string; status: AttemptVerdict['status'] }) => [r.id, r.status]));
+  return outcomes.map((o) => status.get(o.claim.id) ?? null);
 }
 
 /** Pending deliveries past due by more than `graceMs` and not in flight: their job may be lost. */

@@ -2,10 +2,11 @@ import type { ServiceContext } from '../context';
 import type { Environment } from '../db/models';
 import { webhookSecretFor } from '../merchants/service';
 import { signatureHeader } from '../client/webhooks';
-import { claimAttempt, diagnose, finishAttempt, markDead, releaseProbe, takeProbe, type ClaimedAttempt } from './deliveries';
+import { claimAttempts, diagnose, finishAttempts, markDead, releaseProbe, takeProbe, type AttemptOutcome, type ClaimedAttempt } from './deliveries';
+import { Coalescer } from './coalescer';
 import { eventEnvelope } from './envelope';
 import { makeAgents, postWebhook, type Agents, type AttemptResult } from './http';
-import { afterAttempt, isSuccess, MAX_ATTEMPTS } from './rules';
+import { afterAttempt, isSuccess, MAX_ATTEMPTS, type AttemptVerdict } from './rules';
 import { EndpointSemaphore } from './semaphore';
 import type { Resolver } from './destination';
 
@@ -32,6 +33,9 @@ export class WebhookSender {
   private readonly agents: Agents;
   private readonly secrets = new Map<string, { value: string; until: number }>();
   private readonly leaseMs: number;
+  /** Claims and outcomes of concurrent jobs share statements (one commit for many deliveries). */
+  private readonly claims: Coalescer<string, ClaimedAttempt | null>;
+  private readonly outcomes: Coalescer<AttemptOutcome, AttemptVerdict['status'] | null>;
 
   constructor(
     private readonly ctx: ServiceContext,
@@ -41,6 +45,17 @@ export class WebhookSender {
     this.leaseMs = webhooks.timeoutMs + LEASE_MARGIN_MS;
     this.semaphore = new EndpointSemaphore(ctx.redis, ctx.config.queuePrefix, webhooks.endpointConcurrency, this.leaseMs);
     this.agents = makeAgents(resolve);
+    this.claims = new Coalescer(async (ids) => {
+      const claimed = await claimAttempts(ctx.db, [...new Set(ids)], this.leaseMs, false);
+      const byId = new Map(claimed.map((c) => [c.id, c]));
+      // a delivery asked for twice in one batch (two jobs for it) is claimed once, by the first
+      return ids.map((id) => {
+        const c = byId.get(id) ?? null;
+        byId.delete(id);
+        return c;
+      });
+    });
+    this.outcomes = new Coalescer((items) => finishAttempts(ctx.db, items, webhooks.breakerPauseMs));
   }
 
   async deliver(deliveryId: string, webhookId: string): Promise<DeliveryOutcome> {
@@ -66,7 +81,7 @@ export class WebhookSender {
   /** Claims the next attempt, or says what to do instead. */
   private async claim(deliveryId: string, webhookId: string): Promise<ClaimedAttempt | DeliveryOutcome> {
     const { db } = this.ctx;
-    const claimed = await claimAttempt(db, deliveryId, this.leaseMs, false);
+    const claimed = await this.claims.call(deliveryId);
     if (claimed) return claimed;
     const d = await diagnose(db, deliveryId);
     if (!d || d.status !== 'pending') return done('finished');
@@ -85,7 +100,7 @@ export class WebhookSender {
     if (d.breaker_open) return wait(Number(d.breaker_open_for_ms) + Math.random() * PROBE_RECHECK_MS, 'breaker-open');
     if (d.breaker_tripped) {
       if (d.probing || !(await takeProbe(db, webhookId, this.leaseMs))) return wait(PROBE_RECHECK_MS * (0.5 + Math.random()), 'breaker-probing');
-      const probe = await claimAttempt(db, deliveryId, this.leaseMs, true);
+      const [probe] = await claimAttempts(db, [deliveryId], this.leaseMs, true);
       if (probe) return probe;
       await releaseProbe(db, webhookId);
     }
@@ -125,9 +140,9 @@ export class WebhookSender {
   }
 
   private async record(claim: ClaimedAttempt, result: AttemptResult): Promise<DeliveryOutcome> {
-    const { config, db, log } = this.ctx;
+    const { config, log } = this.ctx;
     const verdict = afterAttempt(claim.attempts, isSuccess(result.statusCode), config.webhookRetryDelaysMs);
-    const state = await finishAttempt(db, claim, result, verdict, config.webhooks.breakerPauseMs);
+    const state = await this.outcomes.call({ claim, result, verdict });
     const fields = { deliveryId: claim.id, webhookId: claim.webhook_id, attempt: claim.attempts, statusCode: result.statusCode, error: result.error, latencyMs: result.latencyMs };
     if (verdict.status === 'succeeded') log.debug(fields, 'webhook delivered');
     else log.info({ ...fields, next: verdict.status }, 'webhook attempt failed');

@@ -7,6 +7,11 @@ import { webhookSenderProcessor } from './processor';
  * webhook-sender: delivers events to merchant endpoints (spec 6). Any number of copies may run:
  * attempts are claimed in Postgres, and the per-endpoint bound is shared through Redis.
  */
+
+// The sender mostly waits on merchants' endpoints, so it keeps more attempts in flight than the
+// CPU-bound pools (WORKER_CONCURRENCY, 10): 50 unless WEBHOOK_SENDER_CONCURRENCY says otherwise.
+process.env.WEBHOOK_SENDER_CONCURRENCY ||= '50';
+
 void runPool({
   name: 'webhook-sender',
   processor: webhookSenderProcessor,

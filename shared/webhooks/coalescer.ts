@@ -1,0 +1,38 @@
+/**
+ * Coalesces concurrent calls into batches (group commit): a call runs at once when fewer than
+ * `maxInFlight` batches are running, otherwise it waits and joins the next batch. An idle
+ * sender pays no extra latency; a busy one turns many statements into one.
+ */
+export class Coalescer<I, O> {
+  private waiting: { input: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = [];
+  private inFlight = 0;
+
+  constructor(
+    private readonly run: (inputs: I[]) => Promise<O[]>,
+    private readonly maxInFlight = 2,
+    private readonly maxBatch = 100,
+  ) {}
+
+  call(input: I): Promise<O> {
+    return new Promise<O>((resolve, reject) => {
+      this.waiting.push({ input, resolve, reject });
+      this.pump();
+    });
+  }
+
+  private pump(): void {
+    while (this.inFlight < this.maxInFlight && this.waiting.length > 0) {
+      const batch = this.waiting.splice(0, this.maxBatch);
+      this.inFlight++;
+      this.run(batch.map((b) => b.input))
+        .then(
+          (outputs) => batch.forEach((b, i) => b.resolve(outputs[i])),
+          (err) => batch.forEach((b) => b.reject(err)),
+        )
+        .finally(() => {
+          this.inFlight--;
+          this.pump();
+        });
+    }
+  }
+}
