@@ -89,6 +89,36 @@ describe('webhook circuit breaker and per-endpoint bound (real sender)', functio
     }
   });
 
+  it('opens again for another pause when the probe fails', async () => {
+    const { merchant } = await env.merchant();
+    const hook = await endpoint(merchant.id, '/flaky', ['payment.*']);
+    let up = false;
+    rx.on('/flaky', () => ({ status: up ? 200 : 502 }));
+    for (let i = 0; i < 21; i++) await emitEvent(env.services, merchant.id);
+    const first = await eventually(async () => {
+      const w = await db()('webhooks').where({ id: hook.id }).first();
+      return w.breaker_open_until && w;
+    });
+    const received = () => rx.at('/flaky').length;
+    // the probe after the first pause fails: the breaker opens again, from that failure
+    const second = await eventually(async () => {
+      const w = await db()('webhooks').where({ id: hook.id }).first();
+      return w.breaker_open_until && w.breaker_open_until.getTime() > first.breaker_open_until.getTime() && w;
+    }, 20_000);
+    const probes = await db()('webhook_attempts as a')
+      .join('webhook_deliveries as d', 'd.id', 'a.delivery_id')
+      .where('d.webhook_id', hook.id)
+      .where('a.started_at', '>=', first.breaker_open_until)
+      .select('a.status_code');
+    expect(probes.map((p) => p.status_code)).to.deep.equal([502]);
+    expect(second.breaker_opened_at.getTime()).to.be.at.least(first.breaker_open_until.getTime());
+    const before = received();
+    up = true;
+    await eventually(async () => (await db()('webhook_deliveries').where({ webhook_id: hook.id, status: 'pending' })).length === 0, 30_000);
+    expect((await env.admin('GET', `/admin/webhooks/${hook.id}`)).body.breaker.state).to.equal('closed');
+    expect(received()).to.be.above(before);
+  });
+
   it('keeps at most the bound in flight to a hanging endpoint, while other endpoints are served', async () => {
     const { merchant } = await env.merchant();
     const stuck = await endpoint(merchant.id, '/stuck', ['payment.*']);
