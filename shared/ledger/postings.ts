@@ -1,12 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { Executor, Trx } from '../db/knex';
 import { unprocessable } from '../errors';
-import { allowsNegative, assertBalanced, reversal, type AccountRef, type Currency, type Environment, type Posting } from '../domain/ledger';
+import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, type Currency, type Environment, type Posting } from '../domain/ledger';
 
 /**
  * Writes ledger postings. Accounts are created on first use and locked in id order (no
  * deadlocks between concurrent postings); a non-negative account that would go below zero
- * refuses the posting with 422 `insufficient-balance` before anything is written.
+ * refuses the posting with 422 `insufficient-balance` before anything is written. A posting is
+ * five statements whatever its number of entries (one balance update for all its accounts).
  */
 
 interface AccountRow {
@@ -17,8 +18,15 @@ interface AccountRow {
   allow_negative: boolean;
 }
 
+const keyOf = (a: { owner: string; kind: string }) => `${a.owner}/${a.kind}`;
+
 async function lockAccounts(trx: Trx, env: Environment, currency: Currency, refs: AccountRef[]): Promise<Map<string, AccountRow>> {
-  const rows = refs.map((a) => ({ owner: a.owner, kind: a.kind, environment: env, currency, allow_negative: allowsNegative(a) }));
+  // created on first use, in one fixed order so that two first postings cannot wait on each
+  // other; then every account is locked in id order in one statement (locking some first and
+  // creating others after would break that order)
+  const rows = refs
+    .map((a) => ({ owner: a.owner, kind: a.kind, environment: env, currency, allow_negative: allowsNegative(a) }))
+    .sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1));
   await trx('ledger_accounts').insert(rows).onConflict(['owner', 'environment', 'currency', 'kind']).ignore();
   const found: AccountRow[] = await trx('ledger_accounts')
     .where({ environment: env, currency })
@@ -28,14 +36,16 @@ async function lockAccounts(trx: Trx, env: Environment, currency: Currency, refs
     .orderBy('id')
     .forUpdate()
     .select('id', 'owner', 'kind', 'balance', 'allow_negative');
-  return new Map(found.map((r) => [`${r.owner}/${r.kind}`, r]));
+  return new Map(found.map((r) => [keyOf(r), r]));
 }
 
 /**
  * Posts once per (kind, referenceId): a second call for the same object is a no-op that
  * returns false, so a job that runs twice moves money once.
  */
-export async function post(trx: Trx, p: Posting): Promise<boolean> {
+export async function post(trx: Trx, posting: Posting): Promise<boolean> {
+  // one entry per account (the balance update below moves each account once)
+  const p = normalise(posting);
   assertBalanced(p);
   const txId = randomUUID();
   const inserted = await trx('ledger_transactions')
@@ -46,18 +56,15 @@ export async function post(trx: Trx, p: Posting): Promise<boolean> {
   if (inserted.length === 0) return false;
 
   const accounts = await lockAccounts(trx, p.environment, p.currency, p.entries.map((e) => e.account));
-  for (const e of p.entries) {
-    const acc = accounts.get(`${e.account.owner}/${e.account.kind}`)!;
-    if (!acc.allow_negative && acc.balance + e.amount < 0) {
+  const moves = p.entries.map((e) => ({ account: accounts.get(keyOf(e.account))!, amount: e.amount }));
+  for (const m of moves) {
+    if (!m.account.allow_negative && m.account.balance + m.amount < 0) {
       throw unprocessable('insufficient-balance', 'The available balance is too low for this operation');
     }
   }
-  for (const e of p.entries) {
-    const acc = accounts.get(`${e.account.owner}/${e.account.kind}`)!;
-    await trx('ledger_accounts').where({ id: acc.id }).increment('balance', e.amount);
-    acc.balance += e.amount;
-  }
-  await trx('ledger_entries').insert(p.entries.map((e) => ({ transaction_id: txId, account_id: accounts.get(`${e.account.owner}/${e.account.kind}`)!.id, amount: e.amount })));
+  const values = moves.map(() => '(?::bigint, ?::bigint)').join(', ');
+  await trx.raw(`update ledger_accounts as a set balance = a.balance + v.amount from (values ${values}) as v(id, amount) where a.id = v.id`, moves.flatMap((m) => [m.account.id, m.amount]));
+  await trx('ledger_entries').insert(moves.map((m) => ({ transaction_id: txId, account_id: m.account.id, amount: m.amount })));
   return true;
 }
 
