@@ -16,10 +16,12 @@
  * The web app and the bare app run in a child process, autocannon in this one, the workers and
  * the sandbox in their own processes. Every response must be 201 or the figures are void.
  * Options (environment): BENCH_DURATION seconds per run (default 10), BENCH_CONNECTIONS
- * (default 32), BENCH_RATE (default 500), BENCH_FLOW_RATE (default 100). Uses a throwaway
+ * (default 32), BENCH_RATE (default 500), BENCH_FLOW_RATE (default 100), BENCH_WEB_PROCESSES
+ * (copies of the web process sharing the port, default 1). Uses a throwaway
  * database cloned from the migrated template on TEST_DATABASE_SERVER_URL's server, and REDIS_URL.
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
+import cluster from 'node:cluster';
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
@@ -70,6 +72,7 @@ function waitForLine(child: ChildProcess, re: RegExp): Promise<string> {
 
 /** Child: the web app, the bare app, and on demand the sandbox and the workers. */
 async function serve(): Promise<void> {
+  const webProcesses = Number(process.env.BENCH_WEB_PROCESSES || 1);
   const database = await createTestDatabase();
   const baseEnv = {
     ...process.env,
@@ -80,7 +83,7 @@ async function serve(): Promise<void> {
     LOG_LEVEL: 'warn',
   } as Record<string, string>;
   const config = loadConfig({ ...baseEnv, LOG_LEVEL: 'silent' });
-  const services = createContext({ role: 'web', name: 'bench', config, poolMax: 20 });
+  const services = createContext({ role: 'web', name: 'bench', config, poolMax: 4 });
 
   const bare = new Koa();
   bare.use(async (ctx) => {
@@ -88,11 +91,14 @@ async function serve(): Promise<void> {
     ctx.status = 201;
     ctx.body = { ok: true, got: Object.keys(JSON.parse(raw.toString('utf8'))).length };
   });
-  const app = buildApp(services);
   const merchant = await createMerchant(services.db, { name: 'Bench merchant', fees: { USD: { percent_bps: 250, fixed: 10 } } });
   const cred = await issueCredential(services.db, merchant.id, { environment: 'test', scope: 'payments' }, config.secretsKeys);
-  const [bareServer, webServer] = await Promise.all([listen(bare), listen(app)]);
-  config.baseUrl = `http://127.0.0.1:${portOf(webServer)}`;
+  const bareServer = await listen(bare);
+  // the web processes: copies of the web app sharing one port, as an operator scales `web: N`
+  cluster.setupPrimary({ exec: __filename, args: ['--web'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const webs = Array.from({ length: webProcesses }, () => cluster.fork({ ...baseEnv, LOG_LEVEL: 'silent' }));
+  const webPort = (await Promise.all(webs.map((w) => new Promise<number>((r) => w.once('listening', (a) => r(a.port))))))[0];
+  config.baseUrl = `http://127.0.0.1:${webPort}`;
   const children: ChildProcess[] = [];
 
   const start = async (entry: string, env: Record<string, string>, ready: RegExp) => {
@@ -135,9 +141,9 @@ async function serve(): Promise<void> {
   const stop = async () => {
     for (const c of children) c.kill('SIGTERM');
     await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
-    await Promise.all([bareServer, webServer].map((s) => new Promise((r) => s.close(r))));
+    await Promise.all(webs.map((w) => new Promise((r) => (w.once('exit', r), w.kill('SIGTERM')))));
+    await new Promise((r) => bareServer.close(r));
     bareServer.closeAllConnections();
-    webServer.closeAllConnections();
     const keys = await services.redis.keys(`${config.queuePrefix}:*`).catch(() => [] as string[]);
     for (let i = 0; i < keys.length; i += 500) await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
     await services.close();
@@ -152,8 +158,21 @@ async function serve(): Promise<void> {
     );
   });
   process.on('disconnect', () => void stop());
-  const ready: Ready = { bare: portOf(bareServer), web: portOf(webServer), apiKey: cred.api_key, secret: cred.secret };
+  const ready: Ready = { bare: portOf(bareServer), web: webPort, apiKey: cred.api_key, secret: cred.secret };
   process.send!(ready);
+}
+
+/** A web process of the bench: the real app on the bench's database and queues. */
+function web(): void {
+  const config = loadConfig(process.env);
+  const services = createContext({ role: 'web', name: 'web', config, poolMax: 20 });
+  const server = buildApp(services).listen(0, '127.0.0.1');
+  server.on('listening', () => (config.baseUrl = `http://127.0.0.1:${portOf(server)}`));
+  process.on('SIGTERM', () => {
+    server.close();
+    server.closeAllConnections();
+    void services.close().finally(() => process.exit(0));
+  });
 }
 
 const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
@@ -239,7 +258,7 @@ async function bench(): Promise<void> {
     }
     const ms = latency.filter((r) => r.ms !== null).map((r) => r.ms!).sort((a, b) => a - b);
 
-    console.log(`\npayments bench: ${duration} s per run, ${connections} connections (fixed-rate runs: ${steadyConnections}), node ${process.version}\n`);
+    console.log(`\npayments bench: ${duration} s per run, ${connections} connections (fixed-rate runs: ${steadyConnections}), ${process.env.BENCH_WEB_PROCESSES || 1} web process(es), node ${process.version}\n`);
     console.log('run                           created/s   p50 ms   p95 ms   p99 ms  errors');
     const ms1 = (n: number) => n.toFixed(1).padStart(7);
     const line = (r: Awaited<ReturnType<typeof run>>) =>
@@ -260,7 +279,9 @@ async function bench(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--serve')) {
+if (process.argv.includes('--web')) {
+  web();
+} else if (process.argv.includes('--serve')) {
   serve().catch((err) => {
     console.error(err);
     process.exit(1);

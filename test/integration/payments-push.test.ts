@@ -82,6 +82,10 @@ describe('provider-push', function () {
             hung.add(body.external_id);
             return; // never answers: the adapter's timeout fires
           }
+          if (body.msisdn === '243833333333' && !hung.has(body.external_id)) {
+            hung.add(body.external_id);
+            return reply(503, { error: { code: 'busy', message: 'Try again later' } });
+          }
           reply(201, { provider_ref: `MOCK-${body.external_id.slice(4, 12)}`, status: 'pending' });
         });
       });
@@ -120,6 +124,16 @@ describe('provider-push', function () {
         expect(c.auth).to.equal('Bearer sandbox-provider-key');
         expect(c.body).to.deep.include({ amount: 10_000, currency: 'USD', msisdn: '243822222222', callback_url: `${env.baseUrl}/callbacks/vodacom-sandbox` });
       }
+    });
+
+    it('a provider error (5xx) is retried too, and the payment stays open until the push is taken', async () => {
+      const p = await createPayment(shop.client, '243833333333');
+      const pushed = await eventually(async () => {
+        const r = await row(env, p.id);
+        return r.pushed_at ? r : undefined;
+      });
+      expect(pushed).to.include({ status: 'processing', failure_code: null });
+      expect(seen.filter((s) => s.body.external_id === p.id)).to.have.length(2);
     });
   });
 
