@@ -34,6 +34,8 @@ describe('payouts', () => {
   it('pays out to a phone: amount + fee leave available at creation, the provider confirms, payout.succeeded', async () => {
     // fee 1% + 5 on USD: 1 000 → 15
     const { client, merchant } = await aMerchant(env, { fees: { USD: { percent_bps: 100, fixed: 5 } } });
+    const hook = await env.admin('POST', '/admin/webhooks', { merchant_id: merchant.id, url: 'http://127.0.0.1:9/hook', events: ['payout.succeeded'], environment: 'test' });
+    expect(hook.status).to.equal(201);
     await aSucceededPayment(client, { amount: 20_000 }); // net 20 000 - 205
     const before = await balanceOf(client);
     expect(before.available.USD).to.equal(19_795);
@@ -83,6 +85,8 @@ describe('payouts', () => {
     const events = await db()('events').where({ object_id: p.id }).select('type', 'object_version', 'body');
     expect(events.map((e) => [e.type, e.object_version])).to.deep.equal([['payout.succeeded', 3]]);
     expect(events[0].body.data.object).to.deep.equal(done);
+    const deliveries = await db()('webhook_deliveries').where({ event_id: events[0].body.id }).pluck('webhook_id');
+    expect(deliveries).to.deep.equal([hook.body.id]);
     // the fee is the platform's once the payout is through
     const kinds = await db()('ledger_transactions').where({ reference_id: p.id }).pluck('kind');
     expect(kinds.sort()).to.deep.equal(['payout_debit', 'payout_settle']);

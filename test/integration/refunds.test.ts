@@ -105,7 +105,9 @@ describe('refunds', () => {
   });
 
   it('a refund the provider refuses fails with refund.failed, gives the money back and reopens the payment', async () => {
-    const { client } = await aMerchant(env);
+    const { client, merchant } = await aMerchant(env);
+    const hook = await env.admin('POST', '/admin/webhooks', { merchant_id: merchant.id, url: 'http://127.0.0.1:9/hook', events: ['refund.*'], environment: 'test' });
+    expect(hook.status).to.equal(201);
     // the sandbox lets 243990000005 pay, and fails any refund to it
     const p = await aSucceededPayment(client, { phone: '243990000005', operator: 'airtel', currency: 'CDF', amount: 25_000 });
     const res = await client.post(`/v1/payments/${p.id}/refund`, { reason: 'cancelled order' });
@@ -127,6 +129,9 @@ describe('refunds', () => {
     const events = await eventsOf(r.id);
     expect(events.map((e) => e.type)).to.deep.equal(['refund.failed']);
     expect(events[0].body.data.object).to.deep.equal(r);
+    // written with the event: the delivery to the merchant's endpoint subscribed to refund.*
+    const deliveries = await db()('webhook_deliveries').where({ event_id: events[0].body.id }).pluck('webhook_id');
+    expect(deliveries).to.deep.equal([hook.body.id]);
     const payHistory = await db()('payment_status_changes').where({ payment_id: p.id }).orderBy('id').select('from_status', 'to_status');
     expect(payHistory.slice(-2)).to.deep.equal([
       { from_status: 'succeeded', to_status: 'refunded' },
