@@ -8,6 +8,7 @@ import { ApiError, badRequest, validationFailed } from '../errors';
 import { post } from '../ledger/postings';
 import { providerIdFor } from '../providers/registry';
 import { QUEUES } from '../queues/names';
+import { PAYOUTS } from './rows';
 import type { PayoutInput } from './schemas';
 import { payoutView, type PayoutObject, type PayoutRow } from './view';
 
@@ -53,7 +54,7 @@ export async function createPayout(deps: TransactDeps, viewer: Viewer, input: Pa
         created: nowUnix(),
         completed: null,
       };
-      await trx('payouts').insert({ ...payout, metadata: JSON.stringify(payout.metadata) });
+      await trx(PAYOUTS).insert({ ...payout, metadata: JSON.stringify(payout.metadata) });
       await trx('payout_status_changes').insert({ payout_id: payout.id, from_status: null, to_status: 'pending', reason: 'created' });
       await outbox.add(QUEUES.payout, 'send-payout', { payoutId: payout.id, requestId });
       // last, so the merchant's accounts stay locked only until the commit; 422 insufficient-balance undoes the rest
