@@ -6,6 +6,7 @@ import { createContext, type ServiceContext } from '../../shared/context';
 import { buildApp, type AppOptions } from '../../api/app';
 import { ServiceClient } from '../../shared/client/signing';
 import { createTestDatabase } from './databases';
+import { checkLedger } from '../../shared/ledger/check';
 import { startProcess, type RunningProcess } from './processes';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
@@ -101,10 +102,13 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
       await Promise.all(processes.map((p) => p.kill()));
       await new Promise((r) => server.close(r));
       server.closeAllConnections();
+      // every integration file ends with a sound ledger (what `npm run ledger:check` checks)
+      const ledgerProblems = await checkLedger(services.db);
       const keys = await services.redis.keys(`${config.queuePrefix}:*`).catch(() => [] as string[]);
       for (let i = 0; i < keys.length; i += 500) await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
       await services.close();
       await database.drop();
+      if (ledgerProblems.length) throw new Error(`ledger check failed after this file:\n${ledgerProblems.join('\n')}`);
     },
   };
 }
