@@ -4,6 +4,7 @@ import { createDb, type Db } from './db/knex';
 import { createLogger, type Logger } from './logger';
 import { webRedis, workerRedis } from './queues/connection';
 import { QueueRegistry } from './queues/registry';
+import { flushOutboxMarks } from './queues/outbox';
 
 /** What every process needs: configuration, the Postgres pool, Redis, the queues and a logger. */
 export interface ServiceContext {
@@ -37,6 +38,7 @@ export function createContext(opts: ContextOptions): ServiceContext {
     queues,
     log,
     async close() {
+      await flushOutboxMarks(db).catch(() => undefined);
       await queues.close().catch(() => undefined);
       redis.disconnect();
       await db.destroy();

@@ -53,10 +53,49 @@ export async function publishOutbox(db: Db, queues: QueueRegistry, msgs: OutboxM
       timer = setTimeout(() => reject(new Error('enqueue timed out')), PUBLISH_TIMEOUT_MS);
     });
     await Promise.race([Promise.all(msgs.map((m) => enqueue(queues, m))), timeout]).finally(() => clearTimeout(timer));
-    await db('outbox').whereIn('id', msgs.map((m) => m.id)).update({ enqueued_at: db.fn.now() });
+    markEnqueued(db, msgs.map((m) => m.id), log);
   } catch (err) {
     log?.warn({ err, outbox: msgs.map((m) => m.id) }, 'outbox publish deferred to the relay');
   }
+}
+
+const MARK_BATCH_MS = 5;
+const MARK_BATCH_MAX = 500;
+const pendingMarks = new Map<Db, { ids: string[]; timer: NodeJS.Timeout; log?: Logger }>();
+
+/**
+ * Marks published rows as enqueued, in batches (one UPDATE every few milliseconds, not one per
+ * request) and with an asynchronous commit: a lost mark (crash) only lets the relay enqueue
+ * the row again under the same job id, and every job is safe to run twice.
+ */
+function markEnqueued(db: Db, ids: string[], log?: Logger): void {
+  let batch = pendingMarks.get(db);
+  if (!batch) {
+    batch = { ids: [], timer: setTimeout(() => void flushMarks(db), MARK_BATCH_MS), log };
+    pendingMarks.set(db, batch);
+  }
+  batch.ids.push(...ids);
+  if (batch.ids.length >= MARK_BATCH_MAX) void flushMarks(db);
+}
+
+async function flushMarks(db: Db): Promise<void> {
+  const batch = pendingMarks.get(db);
+  if (!batch) return;
+  pendingMarks.delete(db);
+  clearTimeout(batch.timer);
+  try {
+    await db.transaction(async (trx) => {
+      await trx.raw('set local synchronous_commit = off');
+      await trx.raw('update outbox set enqueued_at = now() where id = any(?::uuid[])', [batch.ids]);
+    });
+  } catch (err) {
+    batch.log?.warn({ err: { message: (err as Error).message }, count: batch.ids.length }, 'outbox marks lost; the relay will enqueue those rows again');
+  }
+}
+
+/** Writes the pending marks of `db` now (on shutdown, before its pool closes). */
+export async function flushOutboxMarks(db: Db): Promise<void> {
+  await flushMarks(db);
 }
 
 /**
