@@ -58,7 +58,7 @@ export interface WebhooksConfig {
   timeoutMs: number;
   /** How long an open circuit breaker holds an endpoint's deliveries (spec: 1 hour); production refuses any other value. */
   breakerPauseMs: number;
-  /** Attempts in flight at once to one endpoint, across every sender process; default 8. */
+  /** Attempts in flight at once to one endpoint, across every sender process; default 16. */
   endpointConcurrency: number;
   /** How often a sender looks for pending deliveries whose job was lost; default 30000. */
   sweepIntervalMs: number;
@@ -81,7 +81,7 @@ export function loadWebhooksConfig(env: Env, production: boolean): WebhooksConfi
   return {
     timeoutMs,
     breakerPauseMs,
-    endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 8, 1, 1000),
+    endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1, 1000),
     sweepIntervalMs: int(env, 'WEBHOOK_SWEEP_INTERVAL_MS', 30_000, 50),
     sweepGraceMs: int(env, 'WEBHOOK_SWEEP_GRACE_MS', 300_000, 0),
   };

@@ -61,9 +61,11 @@ export class WebhookSender {
   async deliver(deliveryId: string, webhookId: string): Promise<DeliveryOutcome> {
     const slot = await this.semaphore.acquire(webhookId, deliveryId);
     if (!slot.ok) return wait(slot.waitMs, 'endpoint-saturated');
+    const heldSince = performance.now();
     let released: Promise<void> | undefined;
-    const release = (latencyMs: number) =>
-      (released ??= this.semaphore.release(webhookId, slot.token, latencyMs).catch((err: Error) =>
+    // how long an attempt holds the slot is what a waiting delivery's wait is estimated from
+    const release = (attempted: boolean) =>
+      (released ??= this.semaphore.release(webhookId, slot.token, attempted ? performance.now() - heldSince : -1).catch((err: Error) =>
         this.ctx.log.warn({ webhookId, err: { message: err.message } }, 'webhook slot release failed; it expires with its lease'),
       ));
     try {
@@ -71,10 +73,10 @@ export class WebhookSender {
       if ('kind' in claim) return claim;
       const result = await this.send(claim);
       // the endpoint is free once it has answered: give the slot back while the outcome is written
-      const [outcome] = await Promise.all([this.record(claim, result), release(result.latencyMs)]);
+      const [outcome] = await Promise.all([this.record(claim, result), release(true)]);
       return outcome;
     } finally {
-      await release(-1);
+      await release(false);
     }
   }
 
