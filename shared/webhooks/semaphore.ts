@@ -5,12 +5,12 @@ import type { Redis } from 'ioredis';
  * Per-endpoint concurrency bound, shared by every sender process: at most `limit` attempts in
  * flight to one endpoint, so a slow endpoint holds at most that many sender slots. A job that
  * finds its endpoint full is delayed (no attempt spent), for longer the further back it waits,
- * scaled by how long its attempts recently held a slot: a fast endpoint's jobs retry within milliseconds,
+ * scaled by the endpoint's recent attempt time: a fast endpoint's jobs retry within milliseconds,
  * a slow one's back off up to MAX_WAIT_MS instead of spinning through the queue.
  *
  * Redis keys (ids only): holders, a sorted set of tokens scored by start time (a holder older
  * than the lease is a dead process and is dropped); waiters, deliveries scored by when they
- * first waited (their rank orders the waits); and the endpoint's moving average slot hold time.
+ * first waited (their rank orders the waits); and the endpoint's moving average attempt time.
  */
 
 const MAX_WAIT_MS = 30_000;
@@ -37,20 +37,20 @@ return {0, redis.call('ZRANK', KEYS[2], ARGV[4]), math.floor(avg)}
 
 const RELEASE = `
 redis.call('ZREM', KEYS[1], ARGV[1])
-local held = tonumber(ARGV[2])
-if held >= 0 then
+local latency = tonumber(ARGV[2])
+if latency >= 0 then
   local avg = tonumber(redis.call('GET', KEYS[2]) or ARGV[2])
-  redis.call('SET', KEYS[2], tostring(avg * 0.8 + held * 0.2), 'PX', 3600000)
+  redis.call('SET', KEYS[2], tostring(avg * 0.8 + latency * 0.2), 'PX', 3600000)
 end
 return 1
 `;
 
 type Scripted = Redis & {
   webhookSlotAcquire(k1: string, k2: string, k3: string, lease: number, limit: number, token: string, member: string, stale: number): Promise<[number, number, number]>;
-  webhookSlotRelease(k1: string, k2: string, token: string, heldMs: number): Promise<number>;
+  webhookSlotRelease(k1: string, k2: string, token: string, latency: number): Promise<number>;
 };
 
-export type SlotGrant = { ok: true; token: string } | { ok: false; waitMs: number };
+export type SlotGrant = { ok: true; token: string } | { ok: false; waitMs: number; avgMs: number };
 
 /** How long a job waits when `rank` jobs are ahead of it for `limit` slots of ~`avgMs` each. */
 export function saturatedWaitMs(rank: number, limit: number, avgMs: number, random = Math.random()): number {
@@ -82,12 +82,12 @@ export class EndpointSemaphore {
     const k = this.keys(webhookId);
     const token = randomUUID();
     const [ok, rank, avg] = await this.redis.webhookSlotAcquire(k.holders, k.waiters, k.avg, this.leaseMs, this.limit, token, deliveryId, WAITER_TTL_MS);
-    return ok === 1 ? { ok: true, token } : { ok: false, waitMs: saturatedWaitMs(rank, this.limit, avg) };
+    return ok === 1 ? { ok: true, token } : { ok: false, waitMs: saturatedWaitMs(rank, this.limit, avg), avgMs: avg };
   }
 
-  /** Frees the slot; `heldMs` (-1 when no attempt was made) feeds the endpoint's average hold time. */
-  async release(webhookId: string, token: string, heldMs: number): Promise<void> {
+  /** Frees the slot; `latencyMs` (-1 when no attempt was made) feeds the endpoint's average. */
+  async release(webhookId: string, token: string, latencyMs: number): Promise<void> {
     const k = this.keys(webhookId);
-    await this.redis.webhookSlotRelease(k.holders, k.avg, token, Math.round(heldMs));
+    await this.redis.webhookSlotRelease(k.holders, k.avg, token, latencyMs);
   }
 }
