@@ -2,18 +2,20 @@
  * npm run bench:webhooks: events to a fast local receiver through the real webhook-sender pool,
  * at its default concurrency.
  *
- *   burst   BENCH_EVENTS events (default 5000) written as fast as the producers can
- *           (transaction + outbox, as the flows write them); prints deliveries per second, from
- *           the first event to the last receipt, and the p50/p99 time from event row to receipt
+ *   drain   BENCH_EVENTS events (default 5000) are written first, then the sender starts: its
+ *           deliveries per second from start to last receipt, with nothing else running
+ *   burst   as many events written as fast as the producers can (transaction + outbox, as the
+ *           flows write them) while the sender delivers: deliveries per second end to end, and
+ *           the p50/p99 time from event row to receipt
  *   steady  BENCH_RATE events per second (default 200) for BENCH_DURATION seconds (default 5),
  *           one per transaction: the p50/p99 time from event row to receipt when not saturated
  *
  * "Event row" time is taken just before the transaction that writes it starts, so the figures
  * include the insert, commit and enqueue. The receiver runs in its own process (answers 200 at
  * once, verifies nothing) and timestamps each request on arrival; a delivery counts once.
- * BENCH_ENDPOINTS (default 1) spreads the events over that many endpoints of one merchant, each
- * subscribed to its own event type, so that the per-endpoint bound can be seen. Uses a throwaway
- * database cloned from the migrated template on TEST_DATABASE_SERVER_URL's server, and REDIS_URL.
+ * BENCH_ENDPOINTS (default 1, at most 7) spreads the events over that many endpoints of one
+ * merchant, each subscribed to its own event type. Uses a throwaway database cloned from the
+ * migrated template on TEST_DATABASE_SERVER_URL's server, and REDIS_URL.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -27,7 +29,7 @@ import { recordEvent, type EventType } from '../shared/events/record';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { createWebhook } from '../shared/webhooks/endpoints';
 import { createTestDatabase } from '../test/helpers/databases';
-import { startProcess } from '../test/helpers/processes';
+import { startProcess, type RunningProcess } from '../test/helpers/processes';
 
 const EVENTS = Number(process.env.BENCH_EVENTS || 5000);
 const RATE = Number(process.env.BENCH_RATE || 200);
@@ -98,8 +100,31 @@ async function collect(receiver: ChildProcess, started: Map<string, number>, tim
     }
   }
   const latencies = [...seen].map(([id, at]) => at - started.get(id)!).sort((a, b) => a - b);
-  return { latencies, received: seen.size, duplicates, firstAt: Math.min(...seen.values()), lastAt: Math.max(...seen.values()) };
+  return { latencies, expected: started.size, received: seen.size, duplicates, lastAt: Math.max(...seen.values()) };
 }
+
+async function burst(ctx: ServiceContext, merchantId: string, count: number, started: Map<string, number>): Promise<void> {
+  let left = count;
+  await Promise.all(
+    Array.from({ length: PRODUCERS }, async () => {
+      while (left > 0) {
+        const n = Math.min(BATCH, left);
+        left -= n;
+        await writeEvents(ctx, merchantId, n, started);
+      }
+    }),
+  );
+}
+
+function report(label: string, r: Awaited<ReturnType<typeof collect>>, extra: string) {
+  const lost = r.expected - r.received;
+  process.stdout.write(
+    `${label.padEnd(7)} ${String(r.received).padStart(5)} deliveries; ${extra}` +
+      `${lost ? `; ${lost} NOT RECEIVED` : ''}${r.duplicates ? `; ${r.duplicates} duplicates` : ''}\n`,
+  );
+}
+
+const latency = (r: { latencies: number[] }) => `event row to receipt p50 ${pct(r.latencies, 50)} ms, p99 ${pct(r.latencies, 99)} ms`;
 
 async function main(): Promise<void> {
   const database = await createTestDatabase();
@@ -113,64 +138,50 @@ async function main(): Promise<void> {
   // the sender inherits this environment too, so the figures printed are the ones it runs with
   const ctx = createContext({ role: 'worker', name: 'bench', config: loadConfig({ ...process.env, ...env }), poolMax: PRODUCERS + 2 });
   const receiver = fork(__filename, ['--receive'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const sender = startProcess('workers/webhook-sender/index.ts', { ...env, LOG_LEVEL: 'info' });
+  let sender: RunningProcess | undefined;
   try {
     const { port } = await new Promise<{ port: number }>((r) => receiver.once('message', (m) => r(m as { port: number })));
-    await sender.waitForLine((l) => l?.msg === 'worker pool started');
-    const concurrency = sender.lines.find((l) => l?.msg === 'worker pool started')?.concurrency;
-
     const merchant = await createMerchant(ctx.db, { name: 'Bench' });
     await issueCredential(ctx.db, merchant.id, { environment: 'test', scope: 'full' }, ctx.config.secretsKeys);
     for (let i = 0; i < ENDPOINTS; i++) {
       await createWebhook(ctx.db, { merchant_id: merchant.id, url: `http://127.0.0.1:${port}/hook/${i}`, events: [TYPES[i]], environment: 'test' });
     }
-    const run = async (label: string, produce: (started: Map<string, number>) => Promise<void>) => {
-      const started = new Map<string, number>();
-      const producing = Date.now();
-      await produce(started);
-      const producedIn = (Date.now() - producing) / 1000;
-      const firstAt = Math.min(...started.values());
-      const r = await collect(receiver, started, 120_000);
-      const seconds = (r.lastAt - firstAt) / 1000;
-      const drain = r.received / Math.max(0.001, (r.lastAt - r.firstAt) / 1000);
-      const lost = started.size - r.received;
-      process.stdout.write(
-        `${label.padEnd(7)} ${String(r.received).padStart(5)} deliveries in ${seconds.toFixed(2)} s = ${Math.round(r.received / seconds)}/s ` +
-          `(events written in ${producedIn.toFixed(2)} s; receipts arrived at ${Math.round(drain)}/s); ` +
-          `event row to receipt p50 ${pct(r.latencies, 50)} ms, p99 ${pct(r.latencies, 99)} ms` +
-          `${lost ? `; ${lost} NOT RECEIVED` : ''}${r.duplicates ? `; ${r.duplicates} duplicates` : ''}\n`,
-      );
-    };
 
-    process.stdout.write(`webhook-sender concurrency ${concurrency}, per-endpoint bound ${ctx.config.webhooks.endpointConcurrency}, ${ENDPOINTS} endpoint(s)\n`);
-    await run('warm-up', (s) => writeEvents(ctx, merchant.id, 200, s));
-    await run('burst', async (started) => {
-      let left = EVENTS;
-      await Promise.all(
-        Array.from({ length: PRODUCERS }, async () => {
-          while (left > 0) {
-            const n = Math.min(BATCH, left);
-            left -= n;
-            await writeEvents(ctx, merchant.id, n, started);
-          }
-        }),
-      );
-    });
-    await run('steady', async (started) => {
-      const total = RATE * DURATION_S;
-      const begin = Date.now();
-      const writes: Promise<void>[] = [];
-      for (let i = 0; i < total; i++) {
-        const due = begin + (i * 1000) / RATE;
-        if (due > Date.now()) await sleep(due - Date.now());
-        writes.push(writeEvents(ctx, merchant.id, 1, started));
-      }
-      await Promise.all(writes);
-    });
-    process.stdout.write(`(steady: ${RATE} events/s for ${DURATION_S} s, one per transaction)\n`);
+    // drain: the backlog is written first, then the sender starts; its delivery rate alone
+    const backlog = new Map<string, number>();
+    await burst(ctx, merchant.id, EVENTS, backlog);
+    sender = startProcess('workers/webhook-sender/index.ts', { ...env, LOG_LEVEL: 'info' });
+    const line = await sender.waitForLine((l) => l?.msg === 'worker pool started');
+    const startedAt = Date.now();
+    process.stdout.write(`webhook-sender concurrency ${line.concurrency}, per-endpoint bound ${ctx.config.webhooks.endpointConcurrency}, ${ENDPOINTS} endpoint(s)\n`);
+    const d = await collect(receiver, backlog, 300_000);
+    report('drain', d, `${Math.round(d.received / ((d.lastAt - startedAt) / 1000))}/s from sender start to last receipt (backlog written before it started)`);
+
+    // burst: events written as fast as the producers can while the sender delivers them
+    const b = new Map<string, number>();
+    const producing = Date.now();
+    await burst(ctx, merchant.id, EVENTS, b);
+    const producedIn = (Date.now() - producing) / 1000;
+    const r = await collect(receiver, b, 300_000);
+    const seconds = (r.lastAt - producing) / 1000;
+    report('burst', r, `${Math.round(r.received / seconds)}/s from first event to last receipt (events written in ${producedIn.toFixed(2)} s); ${latency(r)}`);
+
+    // steady: a rate below saturation, one event per transaction
+    const st = new Map<string, number>();
+    const total = RATE * DURATION_S;
+    const begin = Date.now();
+    const writes: Promise<void>[] = [];
+    for (let i = 0; i < total; i++) {
+      const due = begin + (i * 1000) / RATE;
+      if (due > Date.now()) await sleep(due - Date.now());
+      writes.push(writeEvents(ctx, merchant.id, 1, st));
+    }
+    await Promise.all(writes);
+    const s = await collect(receiver, st, 120_000);
+    report('steady', s, `${RATE} events/s for ${DURATION_S} s; ${latency(s)}`);
   } finally {
     receiver.send({ cmd: 'stop' });
-    await sender.stop();
+    await sender?.stop();
     const keys = await ctx.redis.keys(`${ctx.config.queuePrefix}:*`);
     for (let i = 0; i < keys.length; i += 500) await ctx.redis.del(...keys.slice(i, i + 500));
     await ctx.close();
