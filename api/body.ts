@@ -1,6 +1,6 @@
 import getRawBody from 'raw-body';
 import type { Context } from 'koa';
-import { ApiError, badRequest } from '../shared/errors';
+import { ApiError, badRequest, validationFailed } from '../shared/errors';
 
 /** Global body cap of spec 5.6 step 1 / section 8. */
 export const GLOBAL_BODY_LIMIT = 500 * 1024 * 1024;
@@ -39,11 +39,31 @@ const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** JSON of UTF-8 bytes; invalid UTF-8 (which a lenient decode would silently replace) is invalid JSON too. */
 export function parseJson(raw: Buffer): unknown {
+  let value: unknown;
   try {
-    return JSON.parse(UTF8.decode(raw));
+    value = JSON.parse(UTF8.decode(raw));
   } catch {
     throw badRequest('invalid-json', 'The request body is not valid JSON');
   }
+  const nul = pathOfNul(value);
+  if (nul !== null) throw validationFailed(nul || 'body', `${nul || 'body'} must not contain the NUL character`);
+  return value;
+}
+
+/**
+ * Where a string or key holds U+0000, or null. Postgres text and jsonb cannot store it: refused
+ * at the edge, it can never fail a later write (a payment that could not be credited).
+ */
+export function pathOfNul(value: unknown, path = ''): string | null {
+  if (typeof value === 'string') return value.includes('\0') ? path : null;
+  if (value === null || typeof value !== 'object') return null;
+  for (const [k, v] of Object.entries(value)) {
+    const child = path ? `${path}.${k}` : k;
+    if (k.includes('\0')) return child;
+    const found = pathOfNul(v, child);
+    if (found !== null) return found;
+  }
+  return null;
 }
 
 export function requireJsonContentType(ctx: Context): void {

@@ -32,7 +32,12 @@ export function maskText(text: string): string {
 function maskValue(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return maskText(value);
   if (depth > 6 || value === null || typeof value !== 'object') return value;
-  if (value instanceof Error) return value;
+  if (value instanceof Error) {
+    // message, stack and driver details (pg's `detail` holds column values) are masked like any text
+    const plain: Record<string, unknown> = { type: value.name, message: value.message, stack: value.stack };
+    for (const [k, v] of Object.entries(value)) plain[k] = v;
+    return maskValue(plain, depth + 1);
+  }
   if (Array.isArray(value)) return value.map((v) => maskValue(v, depth + 1));
   const out: Record<string, unknown> = {};
   for (const [k, v] of Object.entries(value)) out[k] = maskValue(v, depth + 1);
@@ -46,12 +51,13 @@ export function createLogger(level = process.env.LOG_LEVEL || 'info', name?: str
     base: { pid: process.pid },
     redact: { paths: REDACT_PATHS, censor: '[redacted]' },
     formatters: { log: (obj) => maskValue(obj) as Record<string, unknown> },
+    // errors are already plain and masked by the formatter above (pino's default would relabel them)
+    serializers: { err: (err: unknown) => err },
     hooks: {
       logMethod(args, method) {
         method.apply(this, args.map((a) => (typeof a === 'string' ? maskText(a) : a)) as Parameters<typeof method>);
       },
     },
-    serializers: { err: pino.stdSerializers.err },
   };
   return destination ? pino(options, destination) : pino(options);
 }

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
-import { badRequest } from '../../shared/errors';
+import { badRequest, validationFailed } from '../../shared/errors';
+import { pathOfNul } from '../body';
 
 const refused = new WeakSet<IncomingMessage>();
 
@@ -24,5 +25,8 @@ export const acceptTarget: Middleware = (ctx, next) => {
 
 export const refuseBadTarget: Middleware = (ctx, next) => {
   if (refused.has(ctx.req)) throw badRequest('bad-request', 'The request target is not a valid URL');
+  // a NUL in a query value would reach Postgres, which refuses it: answer 400 here instead
+  const param = pathOfNul(ctx.query);
+  if (param !== null) throw validationFailed(param, `${param} must not contain the NUL character`);
   return next();
 };

@@ -48,4 +48,15 @@ describe('logger', () => {
     expect(line.msg).to.equal('request for 243*****5678');
     expect(line.note).to.equal('paid by 243*****0000');
   });
+
+  it('masks errors too: message, stack and driver details', () => {
+    const err = Object.assign(new Error('client 243990000001 a.b@mail.cd key svc_test_abcdefghijkl'), { detail: 'Key (phone)=(243812345678) already exists', code: '23505' });
+    const out = capture((log) => log.error({ err }, 'failed'));
+    expect(out).not.to.match(/243990000001|243812345678|a\.b@mail\.cd|svc_test_abcdefghijkl/);
+    const line = JSON.parse(out.trim());
+    expect(line.err.message).to.equal('client 243*****0001 a***@mail.cd key svc_test_[redacted]');
+    expect(line.err.detail).to.equal('Key (phone)=(243*****5678) already exists');
+    expect(line.err.code).to.equal('23505');
+    expect(line.err.type).to.equal('Error');
+  });
 });

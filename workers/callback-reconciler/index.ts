@@ -40,8 +40,13 @@ void runPool({
         const deps = { db: ctx.db, queues: ctx.queues, log: ctx.log };
         // well past the queue's first retries (STALE_CALLBACK_MS), so this only picks up what the queue lost or gave up on
         for (const id of await staleCallbacks(ctx.db, ctx.config.payments.staleCallbackMs)) {
-          const { outcome } = await processCallback(deps, id, callbackHandlers, (p) => registry.byProviderId(p));
-          ctx.log.warn({ callbackId: id, outcome }, 'stale callback applied by the sweep');
+          // one callback that cannot be applied must not hold back the others behind it
+          try {
+            const { outcome } = await processCallback(deps, id, callbackHandlers, (p) => registry.byProviderId(p));
+            ctx.log.warn({ callbackId: id, outcome }, 'stale callback applied by the sweep');
+          } catch (err) {
+            ctx.log.error({ callbackId: id, err: { message: (err as Error).message } }, 'stale callback could not be applied');
+          }
         }
       },
     },
