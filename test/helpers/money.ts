@@ -4,6 +4,7 @@ import { startTestEnv, type MerchantFixture, type TestEnv } from './env';
 import { freePort } from './ports';
 import { eventually } from './processes';
 import type { ServiceClient } from '../../shared/client/signing';
+import { buildPayment } from '../../shared/payments/create';
 
 /**
  * Named scenarios for the money flows (refunds, payouts, balance): a service with the sandbox
@@ -78,4 +79,31 @@ export async function balanceOf(client: ServiceClient) {
   expect(res.status).to.equal(200);
   const byCurrency = (list: { currency: string; amount: number }[]) => Object.fromEntries(list.map((l) => [l.currency, l.amount]));
   return { available: byCurrency(res.body.available), pending: byCurrency(res.body.pending) };
+}
+
+/**
+ * A succeeded card payment of `merchantId` (test environment), written straight to the table as
+ * the hosted checkout would leave it: the API refuses card payments until that checkout exists.
+ */
+export async function aSucceededCardPayment(env: TestEnv, merchantId: string): Promise<string> {
+  const row = buildPayment(
+    { amount: 2_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `card-${randomUUID()}` },
+    { fee_bearer: 'merchant', fees: { USD: { percent_bps: 0, fixed: 0 }, CDF: { percent_bps: 0, fixed: 0 } }, per_tx_limit_usd: null, per_tx_limit_cdf: null },
+    { merchantId, environment: 'test' },
+    env.config,
+  );
+  await env.services.db('payments').insert({
+    ...row,
+    method: 'card',
+    operator: null,
+    phone: null,
+    provider: null,
+    customer_email: 'client@example.com',
+    customer_name: 'Client',
+    return_url: 'https://shop.example/return',
+    status: 'succeeded',
+    completed: row.created,
+    metadata: JSON.stringify(row.metadata),
+  });
+  return row.id;
 }

@@ -207,7 +207,7 @@ describe('payments API', () => {
       }
     });
 
-    it('creates a card payment pending, with its checkout_url and no push', async () => {
+    it('refuses a card payment (hosted checkout not built yet) with 400 on method, and creates nothing', async () => {
       const res = await shop.client.post('/v1/payments', {
         amount: 2_500,
         currency: 'USD',
@@ -217,9 +217,9 @@ describe('payments API', () => {
         customer_name: 'Client',
         return_url: 'https://shop.example/return',
       });
-      expect(res.status).to.equal(201);
-      expect(res.body).to.include({ status: 'pending', method: 'card', provider: null, checkout_url: `${env.baseUrl}/checkout/${res.body.id}` });
-      expect(await env.services.db('outbox').whereRaw(`payload->>'paymentId' = ?`, [res.body.id]).count<{ c: number }[]>('* as c')).to.deep.equal([{ c: 0 }]);
+      expect(res.status).to.equal(400);
+      expect(res.body.error).to.include({ code: 'validation-failed', param: 'method' });
+      expect(await env.services.db('payments').where({ method: 'card' })).to.have.length(0);
     });
 
     it('needs a key whose scope allows it (403 insufficient-scope for read)', async () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { TestEnv } from '../helpers/env';
-import { aMerchant, aPayment, aSucceededPayment, balanceOf, startMoneyEnv, waitFor } from '../helpers/money';
+import { aMerchant, aPayment, aSucceededCardPayment, aSucceededPayment, balanceOf, startMoneyEnv, waitFor } from '../helpers/money';
 import { checkLedger } from '../../shared/ledger/check';
 
 const RE_ID = /^re_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -241,17 +241,8 @@ describe('refunds', () => {
       const failing = await aPayment(shop.client, { phone: '243990000002' });
       await waitFor(shop.client, `/v1/payments/${failing.id}`, (b) => b.status === 'failed');
       await refused(`/v1/payments/${failing.id}/refund`, { amount: 1 }, 422, 'payment-not-refundable');
-      const card = await shop.client.post('/v1/payments', {
-        amount: 2_000,
-        currency: 'USD',
-        method: 'card',
-        reference: `card-${Date.now()}`,
-        customer_email: 'client@example.com',
-        customer_name: 'Client',
-        return_url: 'https://shop.example/return',
-      });
-      expect(card.status).to.equal(201);
-      await refused(`/v1/payments/${card.body.id}/refund`, {}, 422, 'card-refund-not-supported');
+      const card = await aSucceededCardPayment(env, shop.merchant.id);
+      await refused(`/v1/payments/${card}/refund`, {}, 422, 'card-refund-not-supported');
     });
 
     it('a key without the full scope: 403 insufficient-scope; a read key may list refunds', async () => {
