@@ -87,9 +87,8 @@ export const idempotency: Middleware = async (ctx, next) => {
     }
     sendError(ctx, err); // rendered here, by the one renderer, so the stored bytes are the sent bytes
   }
-  const noRoute = ctx.status === 404 && ctx.body == null;
   const bytes = bodyBytes(ctx.body);
-  if (noRoute || releasesKey(ctx.status) || bytes === null) {
+  if (releasesKey(ctx.status) || bytes === null) {
     if (bytes === null) ctx.state.log.warn('streamed response on an idempotent route: key not stored');
     await release();
     return;
