@@ -2,6 +2,7 @@ import type { Middleware } from 'koa';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { ServiceContext } from '../../shared/context';
 import { ApiError } from '../../shared/errors';
+import { withTimeout } from '../../shared/timeout';
 
 /** A Redis call slower than this answers 503: a stalled Redis must not hang every request. */
 const REDIS_TIMEOUT_MS = 2000;
@@ -9,15 +10,6 @@ const REDIS_TIMEOUT_MS = 2000;
 const unavailable = () =>
   new ApiError(503, 'service-unavailable', 'The service is temporarily unavailable', undefined, { 'Retry-After': '5' });
 
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: NodeJS.Timeout;
-  return Promise.race([
-    p,
-    new Promise<T>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('rate limiter timed out')), ms);
-    }),
-  ]).finally(() => clearTimeout(timer));
-}
 
 /**
  * Step 6 (spec 5.6.6): RATE_LIMIT_PER_MINUTE (100) requests per API key per one-minute bucket,

@@ -1,7 +1,6 @@
 import Router from '@koa/router';
+import { withTimeout } from '../../shared/timeout';
 
-const withTimeout = <T>(p: Promise<T>, ms: number) =>
-  Promise.race([p, new Promise<never>((_, reject) => setTimeout(() => reject(new Error('timeout')), ms).unref())]);
 
 /** /health/live: the process answers. /health/ready: Postgres and Redis answer too. */
 export const healthRouter = new Router({ prefix: '/health' })

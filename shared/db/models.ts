@@ -6,13 +6,11 @@ import { Model } from 'objection';
  * so no model is bound to a global connection.
  */
 
-export type Environment = 'test' | 'live';
-export type Currency = 'USD' | 'CDF';
+import type { Currency, Environment } from '../domain/ledger';
+import type { FeeRule } from '../domain/fees';
+
+export type { Currency, Environment, FeeRule };
 export type Scope = 'read' | 'payments' | 'full';
-export interface FeeRule {
-  percent_bps: number;
-  fixed: number;
-}
 
 export class Merchant extends Model {
   static override tableName = 'merchants';

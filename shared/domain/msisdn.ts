@@ -17,11 +17,7 @@ export const OPERATOR_PREFIXES: Record<Operator, string[]> = {
   africell: ['90', '91'],
 };
 
-/** The sandbox table's numbers, 243990000001 to 243990000005. */
-export const SANDBOX_NUMBERS = ['243990000001', '243990000002', '243990000003', '243990000004', '243990000005'] as const;
-
 export const isMsisdn = (s: string) => MSISDN_RE.test(s);
-export const isSandboxNumber = (s: string) => (SANDBOX_NUMBERS as readonly string[]).includes(s);
 
 /** True when `msisdn` may be pushed through `operator` in `environment`. */
 export function operatorAccepts(environment: 'test' | 'live', operator: Operator, msisdn: string): boolean {

@@ -3,7 +3,7 @@ import type { SecretsKey } from '../config';
 import { decryptSecret, encryptSecret, hashApiKey, randomToken } from '../crypto/secrets';
 import type { Db, Executor } from '../db/knex';
 import { Credential, Merchant, WebhookSecret, type Currency, type Environment, type FeeRule, type Scope } from '../db/models';
-import { newId } from '../domain/ids';
+import { newId, unixOf } from '../domain/ids';
 import { conflict, notFound, validationFailed } from '../errors';
 
 /** Operator-side management of merchants and their credentials (decisions.md, admin API). */
@@ -21,7 +21,6 @@ export interface MerchantInput {
   status?: 'active' | 'suspended';
 }
 
-const unix = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
 
 export function merchantView(m: Merchant) {
   return {
@@ -33,8 +32,8 @@ export function merchantView(m: Merchant) {
     fees: m.fees,
     per_tx_limit_usd: m.per_tx_limit_usd,
     per_tx_limit_cdf: m.per_tx_limit_cdf,
-    created: unix(m.created_at),
-    updated: unix(m.updated_at),
+    created: unixOf(m.created_at),
+    updated: unixOf(m.updated_at),
   };
 }
 
@@ -47,9 +46,9 @@ export function credentialView(c: Credential) {
     scope: c.scope,
     ip_allowlist: c.ip_allowlist,
     api_key_last4: c.api_key_last4,
-    created: unix(c.created_at),
-    revoked_at: unix(c.revoked_at),
-    expires_at: unix(c.expires_at),
+    created: unixOf(c.created_at),
+    revoked_at: unixOf(c.revoked_at),
+    expires_at: unixOf(c.expires_at),
   };
 }
 

@@ -1,9 +1,10 @@
+import type { Caller } from '../domain/caller';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config';
+import { isUniqueViolation } from '../db/errors';
 import type { TransactDeps } from '../db/transact';
 import { FeeError, splitFees } from '../domain/fees';
 import { newId } from '../domain/ids';
-import type { Environment } from '../domain/ledger';
 import { operatorAccepts } from '../domain/msisdn';
 import { ApiError, badRequest, unprocessable, validationFailed } from '../errors';
 import { providerIdFor } from '../providers/registry';
@@ -24,11 +25,6 @@ const cardCheckoutAvailable = false;
 /** A card payment not paid within 30 minutes is cancelled (decisions.md). */
 export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
 
-export interface Caller {
-  merchantId: string;
-  environment: Environment;
-  requestId?: string;
-}
 
 /**
  * The payment row a request asks for, or the 400/422 of decisions.md. Pure: the caller has
@@ -91,10 +87,6 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
   };
 }
 
-const isReferenceConflict = (err: unknown) => {
-  const e = err as { code?: string; constraint?: string };
-  return e.code === '23505' && e.constraint === 'payments_reference_unique';
-};
 
 /**
  * POST /v1/payments. The payment, its first status change and (mobile money) the outbox row of
@@ -120,7 +112,7 @@ export async function createPayment(deps: TransactDeps & { config: Config }, cal
       [...payment.bindings, ...change.bindings, ...(job?.bindings ?? [])],
     );
   } catch (err) {
-    if (isReferenceConflict(err)) {
+    if (isUniqueViolation(err, 'payments_reference_unique')) {
       throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payment of this merchant', 'reference');
     }
     throw err;

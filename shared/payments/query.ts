@@ -1,6 +1,6 @@
+import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
-import type { Environment } from '../domain/ledger';
 import { notFound } from '../errors';
 import { pageQuery, parseCursor, parseLimit, toPage } from './pagination';
 import { PAYMENTS, type PaymentRow } from './rows';
@@ -9,19 +9,15 @@ import { paymentView } from './views';
 
 /** Read side of payments: a merchant only ever sees its own payments of its key's environment. */
 
-export interface Viewer {
-  merchantId: string;
-  environment: Environment;
-}
 
-export async function getPayment(db: Executor, viewer: Viewer, id: string, baseUrl: string) {
+export async function getPayment(db: Executor, viewer: Caller, id: string, baseUrl: string) {
   if (!isId('payment', id)) throw notFound('Payment');
   const row = await db<PaymentRow>(PAYMENTS).where({ id, merchant_id: viewer.merchantId, environment: viewer.environment }).first();
   if (!row) throw notFound('Payment');
   return paymentView(row, baseUrl);
 }
 
-export async function listPayments(db: Executor, viewer: Viewer, query: ListPaymentsQuery, baseUrl: string) {
+export async function listPayments(db: Executor, viewer: Caller, query: ListPaymentsQuery, baseUrl: string) {
   const limit = parseLimit(query.limit);
   const cursor = parseCursor(query.cursor, 'pay_');
   const q = db<PaymentRow>(PAYMENTS).where({ merchant_id: viewer.merchantId, environment: viewer.environment });

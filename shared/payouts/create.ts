@@ -1,8 +1,9 @@
+import { isUniqueViolation } from '../db/errors';
 import { transact, type TransactDeps } from '../db/transact';
 import { feeFor, type FeeRule } from '../domain/fees';
 import { newId, nowUnix } from '../domain/ids';
 import { outgoingDebit, type Currency } from '../domain/ledger';
-import type { Viewer } from '../payments/query';
+import type { Caller } from '../domain/caller';
 import { operatorAccepts } from '../domain/msisdn';
 import { ApiError, badRequest, validationFailed } from '../errors';
 import { post } from '../ledger/postings';
@@ -12,10 +13,6 @@ import { PAYOUTS } from './rows';
 import type { PayoutInput } from './schemas';
 import { payoutView, type PayoutObject, type PayoutRow } from './view';
 
-const isReferenceConflict = (err: unknown) => {
-  const e = err as { code?: string; constraint?: string };
-  return e.code === '23505' && e.constraint === 'payouts_reference_unique';
-};
 
 /**
  * POST /v1/payouts: in one transaction, writes the payout `pending` with its history, takes
@@ -23,7 +20,7 @@ const isReferenceConflict = (err: unknown) => {
  * insufficient-balance), and queues it for the payout pool. A reference already used by this
  * merchant in this environment is 409 reference-conflict, checked first.
  */
-export async function createPayout(deps: TransactDeps, viewer: Viewer, input: PayoutInput, requestId?: string): Promise<PayoutObject> {
+export async function createPayout(deps: TransactDeps, viewer: Caller, input: PayoutInput, requestId?: string): Promise<PayoutObject> {
   if (!operatorAccepts(viewer.environment, input.operator, input.phone)) {
     throw badRequest('operator-mismatch', `The number does not belong to ${input.operator}`, 'phone');
   }
@@ -62,7 +59,7 @@ export async function createPayout(deps: TransactDeps, viewer: Viewer, input: Pa
       return payoutView(payout);
     });
   } catch (err) {
-    if (isReferenceConflict(err)) throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payout of this merchant', 'reference');
+    if (isUniqueViolation(err, 'payouts_reference_unique')) throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payout of this merchant', 'reference');
     throw err;
   }
 }

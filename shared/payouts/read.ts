@@ -2,14 +2,14 @@ import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
 import { notFound } from '../errors';
 import { pageQuery, parseCursor, parseLimit, toPage } from '../payments/pagination';
-import type { Viewer } from '../payments/query';
+import type { Caller } from '../domain/caller';
 import { PAYOUTS } from './rows';
 import type { ListPayoutsQuery } from './schemas';
 import { payoutView, type PayoutRow } from './view';
 
 /** Read side of payouts: a merchant only ever sees its own payouts of its key's environment. */
 
-export async function getPayout(db: Executor, viewer: Viewer, id: string) {
+export async function getPayout(db: Executor, viewer: Caller, id: string) {
   if (!isId('payout', id)) throw notFound('Payout');
   const row = await db<PayoutRow>(PAYOUTS).where({ id, merchant_id: viewer.merchantId, environment: viewer.environment }).first();
   if (!row) throw notFound('Payout');
@@ -17,7 +17,7 @@ export async function getPayout(db: Executor, viewer: Viewer, id: string) {
 }
 
 /** GET /v1/payouts: newest first, cursor pagination like payments, filters reference and status. */
-export async function listPayouts(db: Executor, viewer: Viewer, query: ListPayoutsQuery) {
+export async function listPayouts(db: Executor, viewer: Caller, query: ListPayoutsQuery) {
   const limit = parseLimit(query.limit);
   const cursor = parseCursor(query.cursor, 'po_');
   const q = db<PayoutRow>(PAYOUTS).where({ merchant_id: viewer.merchantId, environment: viewer.environment });

@@ -3,6 +3,7 @@ import type { Executor, Db } from '../db/knex';
 import type { QueueRegistry } from './registry';
 import type { JobData, QueueName } from './names';
 import type { Logger } from '../logger';
+import { withTimeout } from '../timeout';
 
 /**
  * Outbox (architecture rule 1): a job that follows from a database change is written as a row
@@ -48,11 +49,7 @@ export async function publishOutbox(db: Db, queues: QueueRegistry, msgs: OutboxM
   if (msgs.length === 0) return;
   try {
     if (!queues.isReady()) throw new Error('redis is not connected');
-    let timer: NodeJS.Timeout | undefined;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error('enqueue timed out')), PUBLISH_TIMEOUT_MS);
-    });
-    await Promise.race([Promise.all(msgs.map((m) => enqueue(queues, m))), timeout]).finally(() => clearTimeout(timer));
+    await withTimeout(Promise.all(msgs.map((m) => enqueue(queues, m))), PUBLISH_TIMEOUT_MS);
     markEnqueued(db, msgs.map((m) => m.id), log);
   } catch (err) {
     log?.warn({ err, outbox: msgs.map((m) => m.id) }, 'outbox publish deferred to the relay');

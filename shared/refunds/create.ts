@@ -4,7 +4,7 @@ import { outgoingDebit } from '../domain/ledger';
 import { refundAmount } from '../domain/refund';
 import { notFound } from '../errors';
 import { post } from '../ledger/postings';
-import type { Viewer } from '../payments/query';
+import type { Caller } from '../domain/caller';
 import { QUEUES } from '../queues/names';
 import { lockPaymentOf, setAmountRefunded } from './payment';
 import { REFUNDS } from './rows';
@@ -20,7 +20,7 @@ export interface RefundInput {
  * refund (decisions.md 422s), takes it from available (422 insufficient-balance), writes it
  * `pending` with its history, updates the payment, and queues the call to the provider.
  */
-export async function createRefund(deps: TransactDeps, viewer: Viewer, paymentId: string, input: RefundInput, requestId?: string): Promise<RefundObject> {
+export async function createRefund(deps: TransactDeps, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string): Promise<RefundObject> {
   if (!isId('payment', paymentId)) throw notFound('Payment');
   return transact(deps, async (trx, outbox) => {
     const payment = await lockPaymentOf(trx, viewer, paymentId);

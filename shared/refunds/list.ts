@@ -1,11 +1,11 @@
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
 import { notFound } from '../errors';
-import type { Viewer } from '../payments/query';
+import type { Caller } from '../domain/caller';
 import { refundView, type RefundRow } from './view';
 
 /** GET /v1/payments/{id}/refunds: the payment's refunds in the order they were made; 404 for anyone else's payment. */
-export async function listRefunds(db: Executor, viewer: Viewer, paymentId: string) {
+export async function listRefunds(db: Executor, viewer: Caller, paymentId: string) {
   if (!isId('payment', paymentId)) throw notFound('Payment');
   const payment = await db('payments').where({ id: paymentId, merchant_id: viewer.merchantId, environment: viewer.environment }).first('id');
   if (!payment) throw notFound('Payment');

@@ -3,12 +3,12 @@ import { decide } from '../domain/payment';
 import { paymentStatusForRefunded } from '../domain/refund';
 import { notFound } from '../errors';
 import { lockPayment, PAYMENTS, type PaymentRow } from '../payments/rows';
-import type { Viewer } from '../payments/query';
+import type { Caller } from '../domain/caller';
 
 /** What refunds do to the payment they refund, always under the payment's row lock. */
 
 /** Locks a payment of this merchant and environment; anyone else's is 404, as if it did not exist. */
-export async function lockPaymentOf(trx: Trx, viewer: Viewer, paymentId: string): Promise<PaymentRow> {
+export async function lockPaymentOf(trx: Trx, viewer: Caller, paymentId: string): Promise<PaymentRow> {
   const payment = await lockPayment(trx, paymentId);
   if (!payment || payment.merchant_id !== viewer.merchantId || payment.environment !== viewer.environment) throw notFound('Payment');
   return payment;
