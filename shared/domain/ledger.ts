@@ -6,7 +6,8 @@
  *   object's `pending`); neither may go negative.
  * - posting: one ledger transaction of entries (signed amounts in minor units) summing to zero.
  * The platform's `provider_clearing` account mirrors money held at (or sent through) the
- * mobile-money providers and may be negative; `fees` collects the service's fees.
+ * mobile-money providers and may be negative; `fees` collects the service's fees. Platform
+ * balances are the sum of their entries (never cached: see allowsNegative).
  *
  * Money leaving to a client moves in two steps, so that a failure gives back exactly what was
  * taken: debit (available -> in_transit) at creation, then either settle (in_transit -> provider,
@@ -37,7 +38,12 @@ export const merchantAvailable = (merchantId: string): AccountRef => ({ owner: m
 export const merchantInTransit = (merchantId: string): AccountRef => ({ owner: merchantId, kind: 'in_transit' });
 export const platformFees: AccountRef = { owner: PLATFORM, kind: 'fees' };
 export const providerClearing: AccountRef = { owner: PLATFORM, kind: 'provider_clearing' };
-export const allowsNegative = (a: AccountRef) => a.kind === 'provider_clearing';
+/**
+ * The platform's accounts are not guarded: no lock, no cached balance, no floor. Every posting
+ * of every merchant touches them, and nothing is decided on their balance (the sum of their
+ * entries). Merchant accounts are guarded: locked, cached, never negative.
+ */
+export const allowsNegative = (a: AccountRef) => a.owner === PLATFORM;
 
 export class UnbalancedPosting extends Error {}
 

@@ -6,8 +6,8 @@ import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, t
 /**
  * Writes ledger postings. Accounts are created on first use and locked in id order (no
  * deadlocks between concurrent postings); a non-negative account that would go below zero
- * refuses the posting with 422 `insufficient-balance` before anything is written. A posting is
- * five statements whatever its number of entries (one balance update for all its accounts).
+ * refuses the posting with 422 `insufficient-balance` before anything is written. Merchant
+ * accounts keep a cached balance (updated with their entries); the platform's do not (below).
  */
 
 interface AccountRow {
@@ -21,21 +21,29 @@ interface AccountRow {
 const keyOf = (a: { owner: string; kind: string }) => `${a.owner}/${a.kind}`;
 
 async function lockAccounts(trx: Trx, env: Environment, currency: Currency, refs: AccountRef[]): Promise<Map<string, AccountRow>> {
-  // created on first use, in one fixed order so that two first postings cannot wait on each
-  // other; then every account is locked in id order in one statement (locking some first and
-  // creating others after would break that order)
+  // created on first use, in one fixed order so that two first postings cannot wait on each other
   const rows = refs
     .map((a) => ({ owner: a.owner, kind: a.kind, environment: env, currency, allow_negative: allowsNegative(a) }))
     .sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1));
   await trx('ledger_accounts').insert(rows).onConflict(['owner', 'environment', 'currency', 'kind']).ignore();
-  const found: AccountRow[] = await trx('ledger_accounts')
-    .where({ environment: env, currency })
-    .where((q) => {
-      for (const a of refs) q.orWhere({ owner: a.owner, kind: a.kind });
-    })
-    .orderBy('id')
-    .forUpdate()
-    .select('id', 'owner', 'kind', 'balance', 'allow_negative');
+  const select = (list: AccountRef[]) =>
+    trx('ledger_accounts')
+      .where({ environment: env, currency })
+      .where((q) => {
+        for (const a of list) q.orWhere({ owner: a.owner, kind: a.kind });
+      })
+      .orderBy('id')
+      .select('id', 'owner', 'kind', 'balance', 'allow_negative');
+  // Only accounts that must not go negative are locked (in id order, one statement) and carry
+  // a cached balance. The platform's accounts (fees, provider clearing) may take any value and
+  // nothing is decided on them, so they are neither locked nor cached: every posting of every
+  // merchant writes to them, and a lock there would serialise all money movements.
+  const guarded = refs.filter((a) => !allowsNegative(a));
+  const open = refs.filter(allowsNegative);
+  const found: AccountRow[] = [
+    ...(guarded.length ? await select(guarded).forUpdate() : []),
+    ...(open.length ? await select(open) : []),
+  ];
   return new Map(found.map((r) => [keyOf(r), r]));
 }
 
@@ -62,8 +70,11 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
       throw unprocessable('insufficient-balance', 'The available balance is too low for this operation');
     }
   }
-  const values = moves.map(() => '(?::bigint, ?::bigint)').join(', ');
-  await trx.raw(`update ledger_accounts as a set balance = a.balance + v.amount from (values ${values}) as v(id, amount) where a.id = v.id`, moves.flatMap((m) => [m.account.id, m.amount]));
+  const cached = moves.filter((m) => !m.account.allow_negative);
+  if (cached.length) {
+    const values = cached.map(() => '(?::bigint, ?::bigint)').join(', ');
+    await trx.raw(`update ledger_accounts as a set balance = a.balance + v.amount from (values ${values}) as v(id, amount) where a.id = v.id`, cached.flatMap((m) => [m.account.id, m.amount]));
+  }
   await trx('ledger_entries').insert(moves.map((m) => ({ transaction_id: txId, account_id: m.account.id, amount: m.amount })));
   return true;
 }
