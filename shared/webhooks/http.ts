@@ -2,7 +2,7 @@ import http from 'node:http';
 import https from 'node:https';
 import { maskText } from '../logger';
 import type { Environment } from '../db/models';
-import { DestinationRefused, checkedLookup, hostOf, urlProblem, type Resolver } from './destination';
+import { DestinationRefused, checkedLookup, hostOf, urlProblem } from './destination';
 
 /**
  * One webhook attempt over HTTP: POST, no redirect followed, a hard deadline for the whole
@@ -31,10 +31,10 @@ const EXCERPT_BYTES = 1024;
 /** An answer longer than this is cut off (the connection is dropped): only the status matters. */
 const MAX_ANSWER_BYTES = 64 * 1024;
 
-export function makeAgents(resolve?: Resolver) {
+export function makeAgents() {
   const options = { keepAlive: true, keepAliveMsecs: 10_000, maxFreeSockets: 64, scheduling: 'lifo' as const };
   return {
-    live: new https.Agent({ ...options, lookup: checkedLookup(resolve) }),
+    live: new https.Agent({ ...options, lookup: checkedLookup() }),
     test: { http: new http.Agent(options), https: new https.Agent(options) },
   };
 }

@@ -8,7 +8,6 @@ import { eventEnvelope } from './envelope';
 import { makeAgents, postWebhook, type Agents, type AttemptResult } from './http';
 import { afterAttempt, isSuccess, MAX_ATTEMPTS, type AttemptVerdict } from './rules';
 import { EndpointSemaphore, type SlotGrant } from './semaphore';
-import type { Resolver } from './destination';
 
 /**
  * One run of a delivery job: take an endpoint slot, claim the next attempt in Postgres, POST,
@@ -47,14 +46,11 @@ export class WebhookSender {
   private readonly claims: Coalescer<string, ClaimedAttempt | null>;
   private readonly outcomes: Coalescer<AttemptOutcome, AttemptVerdict['status'] | null>;
 
-  constructor(
-    private readonly ctx: ServiceContext,
-    resolve?: Resolver,
-  ) {
+  constructor(private readonly ctx: ServiceContext) {
     const { webhooks } = ctx.config;
     this.leaseMs = webhooks.timeoutMs + LEASE_MARGIN_MS;
     this.semaphore = new EndpointSemaphore(ctx.redis, ctx.config.queuePrefix, webhooks.endpointConcurrency, this.leaseMs);
-    this.agents = makeAgents(resolve);
+    this.agents = makeAgents();
     this.claims = new Coalescer(async (ids) => {
       const claimed = await claimAttempts(ctx.db, [...new Set(ids)], this.leaseMs, false);
       const byId = new Map(claimed.map((c) => [c.id, c]));
