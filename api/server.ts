@@ -5,7 +5,7 @@ import { buildApp } from './app';
 /** Entry point of the web process (Procfile `web`). */
 function main(): void {
   process.env.PROCESS_NAME ||= 'web';
-  const services = createContext({ role: 'web', name: 'web', poolMax: 20 });
+  const services = createContext({ role: 'web', name: 'web', poolMax: 16 });
   const app = buildApp(services);
   const server: Server = app.listen(services.config.port, () => {
     services.log.info({ port: services.config.port }, 'web listening');

@@ -1,4 +1,5 @@
 import { Worker, type Job, type WorkerOptions } from 'bullmq';
+import { getConfig } from '../shared/config';
 import { createContext, type ServiceContext } from '../shared/context';
 import type { QueueName } from '../shared/queues/names';
 import { workerRedis } from '../shared/queues/connection';
@@ -25,9 +26,13 @@ export interface PoolLoop {
 
 export interface PoolDefinition {
   name: string;
+  /** Jobs in flight per process unless <POOL>_CONCURRENCY says otherwise; default WORKER_CONCURRENCY. */
+  defaultConcurrency?: number;
   processor?: PoolProcessor<any>;
   loops?: PoolLoop[];
 }
+
+const MAX_POOL = 16;
 
 export function concurrencyFor(pool: string, fallback: number, env = process.env): number {
   const raw = env[`${pool.toUpperCase().replace(/-/g, '_')}_CONCURRENCY`];
@@ -39,8 +44,13 @@ export function concurrencyFor(pool: string, fallback: number, env = process.env
 
 export async function runPool(def: PoolDefinition): Promise<void> {
   process.env.PROCESS_NAME ||= def.name;
-  const ctx = createContext({ role: 'worker', name: def.name });
-  const { log, config } = ctx;
+  const config = getConfig();
+  const concurrency = concurrencyFor(def.name, def.defaultConcurrency ?? config.workerConcurrency);
+  // a job holds at most one connection at a time; the cap keeps every pool of `npm start`
+  // within Postgres's default 100 connections (scale copies with a pooler in front of Postgres)
+  const poolMax = def.processor ? Math.min(concurrency, MAX_POOL) + 2 : 3;
+  const ctx = createContext({ role: 'worker', name: def.name, config, poolMax });
+  const { log } = ctx;
   let worker: Worker | undefined;
   const timers: NodeJS.Timeout[] = [];
   const running = new Set<Promise<unknown>>();
@@ -48,7 +58,6 @@ export async function runPool(def: PoolDefinition): Promise<void> {
 
   if (def.processor) {
     const p = def.processor;
-    const concurrency = concurrencyFor(def.name, config.workerConcurrency);
     worker = new Worker(
       p.queue,
       async (job) => {

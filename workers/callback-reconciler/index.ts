@@ -16,6 +16,8 @@ const lockMs = getConfig().payments.paymentJobLockMs;
 
 void runPool({
   name: 'callback-reconciler',
+  // each job is a chain of short statements: more in flight hides their round trips
+  defaultConcurrency: 16,
   processor: {
     queue: QUEUES.callbackReconciler,
     guard: guardCallbackJob,

@@ -13,6 +13,8 @@ const lockMs = getConfig().payments.paymentJobLockMs;
 
 void runPool({
   name: 'provider-push',
+  // mostly waiting on the provider's answer
+  defaultConcurrency: 16,
   processor: {
     queue: QUEUES.providerPush,
     guard: guardPushJob,

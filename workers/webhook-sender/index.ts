@@ -8,12 +8,10 @@ import { webhookSenderProcessor } from './processor';
  * attempts are claimed in Postgres, and the per-endpoint bound is shared through Redis.
  */
 
-// The sender mostly waits on merchants' endpoints, so it keeps more attempts in flight than the
-// CPU-bound pools (WORKER_CONCURRENCY, 10): 50 unless WEBHOOK_SENDER_CONCURRENCY says otherwise.
-process.env.WEBHOOK_SENDER_CONCURRENCY ||= '50';
-
 void runPool({
   name: 'webhook-sender',
+  // mostly waiting on merchants' endpoints: more attempts in flight than the other pools
+  defaultConcurrency: 50,
   processor: webhookSenderProcessor,
   loops: [
     { name: 'requeue-overdue', intervalMs: (ctx) => ctx.config.webhooks.sweepIntervalMs, run: (ctx) => requeueOverdue(ctx) },
