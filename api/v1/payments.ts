@@ -1,6 +1,5 @@
 import Router from '@koa/router';
-import type { Context } from 'koa';
-import { ApiError } from '../../shared/errors';
+import { callerOf } from './caller';
 import { validator } from '../../shared/validation';
 import { createPayment } from '../../shared/payments/create';
 import { getPayment, listPayments } from '../../shared/payments/query';
@@ -9,25 +8,18 @@ import { createPaymentSchema, listPaymentsSchema, type CreatePaymentInput, type 
 const validateCreate = validator<CreatePaymentInput>(createPaymentSchema);
 const validateList = validator<ListPaymentsQuery>(listPaymentsSchema);
 
-/** The caller the merchant pipeline authenticated; the pipeline always runs first. */
-function caller(ctx: Context) {
-  const auth = ctx.state.auth;
-  if (!auth) throw new ApiError(401, 'auth-required', 'Authentication is required');
-  return { merchantId: auth.merchantId, environment: auth.environment, requestId: ctx.state.requestId };
-}
-
 /** Payments (spec 2.2, 2.4; decisions.md paths). Scopes, signatures and idempotency are the pipeline's. */
 export const paymentsRouter = new Router()
   .post('/payments', async (ctx) => {
     const input = validateCreate(ctx.state.body);
     const { db, queues, config } = ctx.services;
-    ctx.body = await createPayment({ db, queues, config, log: ctx.state.log }, caller(ctx), input);
+    ctx.body = await createPayment({ db, queues, config, log: ctx.state.log }, callerOf(ctx), input);
     ctx.status = 201;
   })
   .get('/payments/:id', async (ctx) => {
-    ctx.body = await getPayment(ctx.services.db, caller(ctx), ctx.params.id, ctx.services.config.baseUrl);
+    ctx.body = await getPayment(ctx.services.db, callerOf(ctx), ctx.params.id, ctx.services.config.baseUrl);
   })
   .get('/payments', async (ctx) => {
     const query = validateList({ ...ctx.query });
-    ctx.body = await listPayments(ctx.services.db, caller(ctx), query, ctx.services.config.baseUrl);
+    ctx.body = await listPayments(ctx.services.db, callerOf(ctx), query, ctx.services.config.baseUrl);
   });

@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { callerOf } from './caller';
 import { createPayout } from '../../shared/payouts/create';
 import { getPayout, listPayouts } from '../../shared/payouts/read';
 import { createPayoutSchema, listPayoutsSchema, type ListPayoutsQuery, type PayoutInput } from '../../shared/payouts/schemas';
@@ -11,17 +12,14 @@ const validateList = validator<ListPayoutsQuery>(listPayoutsSchema);
 export const payoutsRouter = new Router()
   .post('/payouts', async (ctx) => {
     const input = validateCreate(ctx.state.body);
-    const { merchantId, environment } = ctx.state.auth!;
     const { db, queues } = ctx.services;
-    ctx.body = await createPayout({ db, queues, log: ctx.state.log }, { merchantId, environment }, input, ctx.state.requestId);
+    ctx.body = await createPayout({ db, queues, log: ctx.state.log }, callerOf(ctx), input, ctx.state.requestId);
     ctx.status = 201;
   })
   .get('/payouts/:id', async (ctx) => {
-    const { merchantId, environment } = ctx.state.auth!;
-    ctx.body = await getPayout(ctx.services.db, { merchantId, environment }, ctx.params.id);
+    ctx.body = await getPayout(ctx.services.db, callerOf(ctx), ctx.params.id);
   })
   .get('/payouts', async (ctx) => {
     const query = validateList({ ...ctx.query });
-    const { merchantId, environment } = ctx.state.auth!;
-    ctx.body = await listPayouts(ctx.services.db, { merchantId, environment }, query);
+    ctx.body = await listPayouts(ctx.services.db, callerOf(ctx), query);
   });

@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { callerOf } from './caller';
 import { createRefund, type RefundInput } from '../../shared/refunds/create';
 import { listRefunds } from '../../shared/refunds/list';
 import { MONEY, validator } from '../../shared/validation';
@@ -16,12 +17,10 @@ const validateRefund = validator<RefundInput>({
 export const refundsRouter = new Router()
   .post('/payments/:id/refund', async (ctx) => {
     const input = validateRefund(ctx.state.body);
-    const { merchantId, environment } = ctx.state.auth!;
     const { db, queues } = ctx.services;
-    ctx.body = await createRefund({ db, queues, log: ctx.state.log }, { merchantId, environment }, ctx.params.id, input, ctx.state.requestId);
+    ctx.body = await createRefund({ db, queues, log: ctx.state.log }, callerOf(ctx), ctx.params.id, input, ctx.state.requestId);
     ctx.status = 201;
   })
   .get('/payments/:id/refunds', async (ctx) => {
-    const { merchantId, environment } = ctx.state.auth!;
-    ctx.body = await listRefunds(ctx.services.db, { merchantId, environment }, ctx.params.id);
+    ctx.body = await listRefunds(ctx.services.db, callerOf(ctx), ctx.params.id);
   });

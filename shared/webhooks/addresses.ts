@@ -94,4 +94,3 @@ export function addressProblem(ip: string): string | null {
   return null;
 }
 
-export const isPublicAddress = (ip: string) => addressProblem(ip) === null;

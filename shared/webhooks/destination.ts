@@ -4,9 +4,10 @@ import type { Environment } from '../db/models';
 import { addressProblem } from './addresses';
 
 /**
- * Where a webhook may be sent (decisions.md): test endpoints may use http and loopback; live
- * endpoints must be https and must not reach loopback, private, link-local or metadata addresses,
- * judged after DNS resolution, at registration and again on every connection.
+ * Where a webhook may be sent (decisions.md): live endpoints must be https and must not reach
+ * loopback, private, link-local or metadata addresses; test endpoints may use http and loopback,
+ * but no other internal address (a test key must not turn the sender into a probe of the
+ * service's own network). Judged after DNS resolution, at registration and on every connection.
  */
 
 export class DestinationRefused extends Error {
@@ -20,6 +21,12 @@ export const systemResolver: Resolver = (host) =>
   new Promise((resolve, reject) =>
     dnsLookup(host, { all: true, verbatim: true }, (err, addrs) => (err ? reject(err) : resolve(addrs.map((a) => a.address)))),
   );
+
+/** Why `ip` may not be reached by an endpoint of `env`, or null. */
+export function refusal(ip: string, env: Environment): string | null {
+  const why = addressProblem(ip);
+  return env === 'test' && why === 'loopback' ? null : why;
+}
 
 /** The URL's host without IPv6 brackets. */
 export const hostOf = (url: URL) => url.hostname.replace(/^\[|\]$/g, '');
@@ -37,27 +44,27 @@ export function urlProblem(raw: string, env: Environment): string | null {
   if (url.username || url.password) return 'must not carry credentials';
   if (url.hash) return 'must not carry a fragment';
   const host = hostOf(url);
-  if (env === 'live' && isIP(host)) {
-    const why = addressProblem(host);
+  if (isIP(host)) {
+    const why = refusal(host, env);
     if (why) return `must not point to a ${why} address`;
   }
   return null;
 }
 
-/** Why every address of the host must be refused for a live endpoint, or null. */
-function addressesProblem(addresses: string[]): string | null {
+/** Why the host must be refused for an endpoint of `env` (any of its addresses refused), or null. */
+function addressesProblem(addresses: string[], env: Environment): string | null {
   if (addresses.length === 0) return 'does not resolve';
   for (const a of addresses) {
-    const why = addressProblem(a);
+    const why = refusal(a, env);
     if (why) return `resolves to a ${why} address`;
   }
   return null;
 }
 
-/** Registration check: the text, then (live) every address the host resolves to. */
+/** Registration check: the text, then every address the host resolves to. */
 export async function destinationProblem(raw: string, env: Environment, resolve: Resolver = systemResolver): Promise<string | null> {
   const textual = urlProblem(raw, env);
-  if (textual || env === 'test') return textual;
+  if (textual) return textual;
   const host = hostOf(new URL(raw));
   if (isIP(host)) return null;
   let addresses: string[];
@@ -66,19 +73,19 @@ export async function destinationProblem(raw: string, env: Environment, resolve:
   } catch {
     return 'does not resolve';
   }
-  return addressesProblem(addresses);
+  return addressesProblem(addresses, env);
 }
 
 /**
- * A `lookup` for live connections: the addresses are checked in the very lookup the socket
+ * A `lookup` for the sender's connections: the addresses are checked in the very lookup the socket
  * connects with, so a DNS answer that changes between check and connect (rebinding) cannot
  * slip a private address in.
  */
-export function checkedLookup(resolve: Resolver = systemResolver): LookupFunction {
+export function checkedLookup(env: Environment, resolve: Resolver = systemResolver): LookupFunction {
   return (hostname, options, callback) => {
     resolve(hostname).then(
       (addresses) => {
-        const why = addressesProblem(addresses);
+        const why = addressesProblem(addresses, env);
         if (why) return callback(new DestinationRefused(`destination ${why}`), '', 0);
         const family = (a: string) => isIP(a);
         if (options.all) {

@@ -1,7 +1,7 @@
 import type { Db, Executor } from '../db/knex';
 import type { Environment } from '../db/models';
 import { transact, type TransactDeps } from '../db/transact';
-import { newId } from '../domain/ids';
+import { newId, unixOf } from '../domain/ids';
 import { conflict, notFound, validationFailed } from '../errors';
 import { recordEvent } from '../events/record';
 import { destinationProblem, type Resolver } from './destination';
@@ -39,7 +39,6 @@ export interface WebhookPatch {
   status?: 'enabled' | 'disabled';
 }
 
-const unix = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
 
 export function webhookView(w: WebhookRow, nowMs = Date.now()) {
   return {
@@ -53,11 +52,11 @@ export function webhookView(w: WebhookRow, nowMs = Date.now()) {
     breaker: {
       state: breakerState(w.breaker_open_until, nowMs),
       consecutive_failures: w.consecutive_failures,
-      opened_at: unix(w.breaker_opened_at),
-      open_until: unix(w.breaker_open_until),
+      opened_at: unixOf(w.breaker_opened_at),
+      open_until: unixOf(w.breaker_open_until),
     },
-    created: unix(w.created_at),
-    updated: unix(w.updated_at),
+    created: unixOf(w.created_at),
+    updated: unixOf(w.updated_at),
   };
 }
 

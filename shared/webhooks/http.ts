@@ -34,8 +34,8 @@ const MAX_ANSWER_BYTES = 64 * 1024;
 export function makeAgents() {
   const options = { keepAlive: true, keepAliveMsecs: 10_000, maxFreeSockets: 64, scheduling: 'lifo' as const };
   return {
-    live: new https.Agent({ ...options, lookup: checkedLookup() }),
-    test: { http: new http.Agent(options), https: new https.Agent(options) },
+    live: new https.Agent({ ...options, lookup: checkedLookup('live') }),
+    test: { http: new http.Agent({ ...options, lookup: checkedLookup('test') }), https: new https.Agent({ ...options, lookup: checkedLookup('test') }) },
   };
 }
 

@@ -1,3 +1,4 @@
+import { unixOf } from '../domain/ids';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { conflict, notFound } from '../errors';
@@ -34,13 +35,12 @@ interface AttemptRow {
   response_excerpt: string | null;
 }
 
-const unix = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);
 
 function attemptView(a: AttemptRow) {
   return {
     round: a.round,
     attempt: a.attempt,
-    at: unix(a.started_at),
+    at: unixOf(a.started_at),
     status_code: a.status_code,
     latency_ms: a.latency_ms,
     error: a.finished_at === null ? null : a.error,
@@ -60,11 +60,11 @@ function deliveryView(d: DeliveryRow, attempts: AttemptRow[]) {
     // attempts made in the current round (a replay starts again from 1); every round's attempts are listed below
     attempt_count: d.attempts,
     replays: d.round - 1,
-    next_attempt_at: d.status === 'pending' ? unix(d.next_attempt_at) : null,
+    next_attempt_at: d.status === 'pending' ? unixOf(d.next_attempt_at) : null,
     last_status_code: d.last_status_code,
     last_error: d.last_error,
     created: d.created,
-    completed: unix(d.completed_at),
+    completed: unixOf(d.completed_at),
     attempts: attempts.map(attemptView),
   };
 }

@@ -1,5 +1,5 @@
+import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
-import type { Environment } from '../db/models';
 import { UUID_V4_RE } from '../domain/ids';
 import { notFound, validationFailed } from '../errors';
 import type { EventBody } from '../events/record';
@@ -12,10 +12,6 @@ import { EVENT_TYPES } from './patterns';
  * newest first, in the same envelope as the webhook body, so anything missed can be caught up.
  */
 
-export interface Caller {
-  merchantId: string;
-  environment: Environment;
-}
 
 /** `evt_<uuid>_<unix seconds>_<8 hex>` (decisions.md). */
 export function isEventId(id: string): boolean {

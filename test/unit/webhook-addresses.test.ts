@@ -42,12 +42,23 @@ describe('live endpoint destinations', () => {
     expect(await destinationProblem('https://meta.example/h', 'live', dns)).to.match(/metadata/);
     expect(await destinationProblem('https://empty.example/h', 'live', dns)).to.match(/does not resolve/);
     expect(await destinationProblem('https://missing.example/h', 'live', dns)).to.match(/does not resolve/);
-    expect(await destinationProblem('http://missing.example/h', 'test', dns), 'test endpoints are not resolved').to.equal(null);
+  });
+
+  it('lets test endpoints reach loopback and public addresses, but no other internal address', async () => {
+    const dns = fakeDns({ 'local.test': ['127.0.0.1'], 'lan.test': ['192.168.1.20'], 'meta.test': ['169.254.169.254'], 'pub.test': ['93.184.216.34'] });
+    expect(await destinationProblem('http://127.0.0.1:8080/h', 'test', dns)).to.equal(null);
+    expect(await destinationProblem('http://local.test/h', 'test', dns)).to.equal(null);
+    expect(await destinationProblem('http://pub.test/h', 'test', dns)).to.equal(null);
+    expect(await destinationProblem('http://10.0.0.1/h', 'test', dns)).to.match(/private/);
+    expect(await destinationProblem('http://169.254.169.254/latest/meta-data', 'test', dns)).to.match(/metadata/);
+    expect(await destinationProblem('http://lan.test/h', 'test', dns)).to.match(/private/);
+    expect(await destinationProblem('http://meta.test/h', 'test', dns)).to.match(/metadata/);
+    expect(await destinationProblem('http://missing.test/h', 'test', dns)).to.match(/does not resolve/);
   });
 
   it('checks the addresses in the lookup the connection itself uses (no DNS rebinding window)', async () => {
     let answers = ['93.184.216.34'];
-    const lookupFn = checkedLookup(async () => answers);
+    const lookupFn = checkedLookup('live', async () => answers);
     const call = (all: boolean) =>
       new Promise<{ err: Error | null; address: unknown }>((resolve) =>
         lookupFn('rebind.example', { all }, (err: Error | null, address: unknown) => resolve({ err, address })),

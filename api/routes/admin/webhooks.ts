@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { lastValue } from '../../query';
 import { readJson } from '../../body';
 import { validator } from '../../../shared/validation';
 import { isId } from '../../../shared/domain/ids';
@@ -34,8 +35,6 @@ const validatePatch = validator<WebhookPatch>({
 const DELIVERY_STATUSES = ['pending', 'succeeded', 'dead'] as const;
 
 /** A query parameter given twice arrives as an array: only one value is meaningful. */
-const queryText = (v: string | string[] | undefined) => (Array.isArray(v) ? v[v.length - 1] : v);
-
 function webhookId(id: string): string {
   if (!isId('webhook', id)) throw notFound('Webhook');
   return id;
@@ -49,7 +48,7 @@ export const webhooksAdminRouter = new Router({ prefix: '/admin' })
     ctx.body = await createWebhook(ctx.services.db, input);
   })
   .get('/webhooks', async (ctx) => {
-    const merchantId = queryText(ctx.query.merchant_id);
+    const merchantId = lastValue(ctx.query.merchant_id);
     if (typeof merchantId !== 'string' || !isId('merchant', merchantId)) {
       throw validationFailed('merchant_id', 'merchant_id (mer_...) is required');
     }
@@ -69,11 +68,11 @@ export const webhooksAdminRouter = new Router({ prefix: '/admin' })
   })
   .get('/webhooks/:id/deliveries', async (ctx) => {
     const id = webhookId(ctx.params.id);
-    const status = queryText(ctx.query.status);
+    const status = lastValue(ctx.query.status);
     if (status !== undefined && !DELIVERY_STATUSES.includes(status as (typeof DELIVERY_STATUSES)[number])) {
       throw validationFailed('status', `status must be one of: ${DELIVERY_STATUSES.join(', ')}`);
     }
-    const page = { limit: parseLimit(queryText(ctx.query.limit)), cursor: parseCursor(queryText(ctx.query.cursor), 'whd_') };
+    const page = { limit: parseLimit(lastValue(ctx.query.limit)), cursor: parseCursor(lastValue(ctx.query.cursor), 'whd_') };
     ctx.body = await listDeliveries(ctx.services.db, id, page, status as (typeof DELIVERY_STATUSES)[number] | undefined);
   })
   .post('/deliveries/:id/replay', async (ctx) => {

@@ -1,0 +1,12 @@
+import type { Context } from 'koa';
+import type { Caller } from '../../shared/domain/caller';
+
+/**
+ * The merchant and environment a /v1 route acts for, from the key the pipeline authenticated
+ * (it always runs before any /v1 route), with the request id for the jobs it enqueues.
+ */
+export function callerOf(ctx: Context): Caller {
+  const auth = ctx.state.auth;
+  if (!auth) throw new Error('a /v1 route ran without the merchant pipeline');
+  return { merchantId: auth.merchantId, environment: auth.environment, requestId: ctx.state.requestId };
+}
