@@ -13,7 +13,7 @@
  * "Event row" time is taken just before the transaction that writes it starts, so the figures
  * include the insert, commit and enqueue. The receiver runs in its own process (answers 200 at
  * once, verifies nothing) and timestamps each request on arrival; a delivery counts once.
- * BENCH_ENDPOINTS (default 1, at most 7) spreads the events over that many endpoints of one
+ * BENCH_SENDERS (default 1) runs that many sender processes. BENCH_ENDPOINTS (default 1, at most 7) spreads the events over that many endpoints of one
  * merchant, each subscribed to its own event type. Uses a throwaway database cloned from the
  * migrated template on TEST_DATABASE_SERVER_URL's server, and REDIS_URL.
  */
@@ -35,6 +35,8 @@ const EVENTS = Number(process.env.BENCH_EVENTS || 5000);
 const RATE = Number(process.env.BENCH_RATE || 200);
 const DURATION_S = Number(process.env.BENCH_DURATION || 5);
 const ENDPOINTS = Math.min(7, Number(process.env.BENCH_ENDPOINTS || 1));
+/** Copies of the webhook-sender process, as an operator scales `webhook-sender: N`. */
+const SENDERS = Math.max(1, Number(process.env.BENCH_SENDERS || 1));
 const PRODUCERS = 8;
 const BATCH = 10;
 const TYPES: EventType[] = ['payment.succeeded', 'payment.failed', 'payment.cancelled', 'refund.succeeded', 'refund.failed', 'payout.succeeded', 'payout.failed'];
@@ -138,7 +140,7 @@ async function main(): Promise<void> {
   // the sender inherits this environment too, so the figures printed are the ones it runs with
   const ctx = createContext({ role: 'worker', name: 'bench', config: loadConfig({ ...process.env, ...env }), poolMax: PRODUCERS + 2 });
   const receiver = fork(__filename, ['--receive'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  let sender: RunningProcess | undefined;
+  const senders: RunningProcess[] = [];
   try {
     const { port } = await new Promise<{ port: number }>((r) => receiver.once('message', (m) => r(m as { port: number })));
     const merchant = await createMerchant(ctx.db, { name: 'Bench' });
@@ -150,10 +152,10 @@ async function main(): Promise<void> {
     // drain: the backlog is written first, then the sender starts; its delivery rate alone
     const backlog = new Map<string, number>();
     await burst(ctx, merchant.id, EVENTS, backlog);
-    sender = startProcess('workers/webhook-sender/index.ts', { ...env, LOG_LEVEL: 'info' });
-    const line = await sender.waitForLine((l) => l?.msg === 'worker pool started');
+    for (let i = 0; i < SENDERS; i++) senders.push(startProcess('workers/webhook-sender/index.ts', { ...env, LOG_LEVEL: 'info' }));
+    const lines = await Promise.all(senders.map((p) => p.waitForLine((l) => l?.msg === 'worker pool started')));
     const startedAt = Date.now();
-    process.stdout.write(`webhook-sender concurrency ${line.concurrency}, per-endpoint bound ${ctx.config.webhooks.endpointConcurrency}, ${ENDPOINTS} endpoint(s)\n`);
+    process.stdout.write(`${SENDERS} webhook-sender process(es) at concurrency ${lines[0].concurrency}, per-endpoint bound ${ctx.config.webhooks.endpointConcurrency}, ${ENDPOINTS} endpoint(s)\n`);
     const d = await collect(receiver, backlog, 300_000);
     report('drain', d, `${Math.round(d.received / ((d.lastAt - startedAt) / 1000))}/s from sender start to last receipt (backlog written before it started)`);
 
@@ -181,7 +183,7 @@ async function main(): Promise<void> {
     report('steady', s, `${RATE} events/s for ${DURATION_S} s; ${latency(s)}`);
   } finally {
     receiver.send({ cmd: 'stop' });
-    await sender?.stop();
+    await Promise.all(senders.map((p) => p.stop()));
     const keys = await ctx.redis.keys(`${ctx.config.queuePrefix}:*`);
     for (let i = 0; i < keys.length; i += 500) await ctx.redis.del(...keys.slice(i, i + 500));
     await ctx.close();
