@@ -52,16 +52,33 @@ export function parseJson(raw: Buffer): unknown {
 
 /**
  * Where a string or key holds U+0000, or null. Postgres text and jsonb cannot store it: refused
- * at the edge, it can never fail a later write (a payment that could not be credited).
+ * at the edge, it can never fail a later write (a payment that could not be credited). Walked
+ * with an explicit stack: a deeply nested body must not overflow the call stack.
  */
-export function pathOfNul(value: unknown, path = ''): string | null {
-  if (typeof value === 'string') return value.includes('\0') ? path : null;
-  if (value === null || typeof value !== 'object') return null;
-  for (const [k, v] of Object.entries(value)) {
-    const child = path ? `${path}.${k}` : k;
-    if (k.includes('\0')) return child;
-    const found = pathOfNul(v, child);
-    if (found !== null) return found;
+export function pathOfNul(root: unknown): string | null {
+  interface Node {
+    value: unknown;
+    key: string;
+    parent: Node | null;
+  }
+  const pathOf = (n: Node | null): string => {
+    const keys: string[] = [];
+    for (let at = n; at && at.parent; at = at.parent) keys.push(at.key);
+    return keys.reverse().join('.');
+  };
+  const stack: Node[] = [{ value: root, key: '', parent: null }];
+  while (stack.length) {
+    const node = stack.pop()!;
+    const { value } = node;
+    if (typeof value === 'string') {
+      if (value.includes('\0')) return pathOf(node);
+    } else if (value !== null && typeof value === 'object') {
+      for (const [k, v] of Object.entries(value)) {
+        const child: Node = { value: v, key: k, parent: node };
+        if (k.includes('\0')) return pathOf(child);
+        stack.push(child);
+      }
+    }
   }
   return null;
 }
