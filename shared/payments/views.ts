@@ -1,7 +1,7 @@
 import type { PaymentRow } from './rows';
 
-/** The payment object of the API (spec 2.2 plus failure_code, failure_message, amount_refunded of decisions.md). */
-export function paymentView(p: PaymentRow, baseUrl: string) {
+/** The fields the API object and the event object share, in their documented order. */
+function common(p: PaymentRow) {
   return {
     id: p.id,
     object: 'payment' as const,
@@ -19,6 +19,13 @@ export function paymentView(p: PaymentRow, baseUrl: string) {
     provider_ref: p.provider_ref,
     failure_code: p.failure_code,
     failure_message: p.failure_message,
+  };
+}
+
+/** The payment object of the API (spec 2.2 plus failure_code, failure_message, amount_refunded of decisions.md). */
+export function paymentView(p: PaymentRow, baseUrl: string) {
+  return {
+    ...common(p),
     created: p.created,
     completed: p.completed,
     metadata: p.metadata,
@@ -34,22 +41,7 @@ export type PaymentView = ReturnType<typeof paymentView>;
  */
 export function paymentEventObject(p: PaymentRow) {
   return {
-    id: p.id,
-    object: 'payment' as const,
-    status: p.status,
-    method: p.method,
-    environment: p.environment,
-    currency: p.currency,
-    amount_charged: p.amount_charged,
-    amount_net: p.amount_net,
-    fee: p.fee,
-    fee_bearer: p.fee_bearer,
-    amount_refunded: p.amount_refunded,
-    reference: p.reference,
-    provider: p.provider,
-    provider_ref: p.provider_ref,
-    failure_code: p.failure_code,
-    failure_message: p.failure_message,
+    ...common(p),
     customer: { msisdn: p.phone, operator: p.operator, email: p.customer_email, name: p.customer_name },
     metadata: p.metadata,
     completed_at: p.completed,
