@@ -16,12 +16,13 @@
  * template on TEST_DATABASE_SERVER_URL's server, and REDIS_URL.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import { buildApp } from '../api/app';
 import { signRequest } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
+import { benchEnv, runBench } from './bench-common';
 import { createContext } from '../shared/context';
 import { newId, nowUnix } from '../shared/domain/ids';
 import { paymentCredit } from '../shared/domain/ledger';
@@ -73,14 +74,7 @@ async function seedPayment(db: ReturnType<typeof createContext>['db'], merchantI
 /** Child: the web app on its own database and queues. */
 async function serve(): Promise<void> {
   const database = await createTestDatabase();
-  const env = {
-    ...process.env,
-    NODE_ENV: 'development',
-    DATABASE_URL: database.url,
-    QUEUE_PREFIX: `{bench${randomBytes(3).toString('hex')}}`,
-    RATE_LIMIT_PER_MINUTE: String(1_000_000_000),
-    LOG_LEVEL: 'silent',
-  } as Record<string, string>;
+  const env = benchEnv(database.url);
   const config = loadConfig(env);
   const services = createContext({ role: 'web', name: 'bench', config, poolMax: 20 });
   const shops: Shop[] = [];
@@ -180,14 +174,4 @@ async function bench(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--serve')) {
-  serve().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-} else {
-  bench().catch((err) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exit(1);
-  });
-}
+runBench({ '--serve': serve }, bench);

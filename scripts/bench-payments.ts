@@ -22,7 +22,7 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import cluster from 'node:cluster';
-import { randomBytes, randomUUID } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import path from 'node:path';
@@ -32,6 +32,7 @@ import getRawBody from 'raw-body';
 import { buildApp } from '../api/app';
 import { signRequest } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
+import { benchEnv, runBench } from './bench-common';
 import { createContext } from '../shared/context';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { QUEUES } from '../shared/queues/names';
@@ -74,14 +75,7 @@ function waitForLine(child: ChildProcess, re: RegExp): Promise<string> {
 async function serve(): Promise<void> {
   const webProcesses = Number(process.env.BENCH_WEB_PROCESSES || 1);
   const database = await createTestDatabase();
-  const baseEnv = {
-    ...process.env,
-    NODE_ENV: 'development',
-    DATABASE_URL: database.url,
-    QUEUE_PREFIX: `{bench${randomBytes(3).toString('hex')}}`,
-    RATE_LIMIT_PER_MINUTE: String(1_000_000_000),
-    LOG_LEVEL: 'warn',
-  } as Record<string, string>;
+  const baseEnv = benchEnv(database.url, 'warn');
   const config = loadConfig({ ...baseEnv, LOG_LEVEL: 'silent' });
   const services = createContext({ role: 'web', name: 'bench', config, poolMax: 4 });
 
@@ -279,16 +273,4 @@ async function bench(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--web')) {
-  web();
-} else if (process.argv.includes('--serve')) {
-  serve().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-} else {
-  bench().catch((err) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exit(1);
-  });
-}
+runBench({ '--web': web, '--serve': serve }, bench);

@@ -18,7 +18,6 @@
  * from the migrated template) and REDIS_URL.
  */
 import { fork, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import autocannon from 'autocannon';
@@ -28,6 +27,7 @@ import getRawBody from 'raw-body';
 import { buildApp } from '../api/app';
 import { signRequest } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
+import { benchEnv, runBench } from './bench-common';
 import { createContext } from '../shared/context';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { createTestDatabase } from '../test/helpers/databases';
@@ -48,14 +48,7 @@ const portOf = (s: Server) => (s.address() as AddressInfo).port;
 /** Child: both servers. */
 async function serve(): Promise<void> {
   const database = await createTestDatabase();
-  const config = loadConfig({
-    ...process.env,
-    NODE_ENV: 'development',
-    DATABASE_URL: database.url,
-    QUEUE_PREFIX: `{bench${randomBytes(3).toString('hex')}}`,
-    RATE_LIMIT_PER_MINUTE: String(1_000_000_000),
-    LOG_LEVEL: 'silent',
-  });
+  const config = loadConfig(benchEnv(database.url));
   const services = createContext({ role: 'web', name: 'bench', config });
 
   const bare = new Koa();
@@ -177,14 +170,4 @@ async function bench(): Promise<void> {
   }
 }
 
-if (process.argv.includes('--serve')) {
-  serve().catch((err) => {
-    console.error(err);
-    process.exit(1);
-  });
-} else {
-  bench().catch((err) => {
-    console.error(err instanceof Error ? err.message : err);
-    process.exit(1);
-  });
-}
+runBench({ '--serve': serve }, bench);
