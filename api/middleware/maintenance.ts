@@ -10,8 +10,8 @@ export function rememberMaintenance(flag: MaintenanceFlag): void {
   cached = { flag, at: Date.now() };
 }
 
-// provider callbacks stay up: they carry money outcomes, and a provider may not retry a refusal
-const EXEMPT = /^\/(admin|health|metrics|callbacks)(\/|$)/;
+// (provider callbacks are mounted before this step: they stay up too)
+const EXEMPT = /^\/(admin|health|metrics)(\/|$)/;
 
 /** 503 `maintenance` with Retry-After while the flag is on; admin routes, health, metrics and provider callbacks stay up. */
 export const maintenance: Middleware = async (ctx, next) => {
