@@ -5,6 +5,8 @@
  * production.
  */
 
+import { parseDailyTime } from './domain/settlement';
+
 export const DEV_SECRETS_KEY = 'dev:ZGV2ZWxvcG1lbnQtb25seS1rZXktZG8tbm90LXVzZSE=';
 export const DEV_ADMIN_API_TOKEN = 'dev-admin-token-change-me';
 /** The spec's webhook delays (6.5), in seconds; attempt n+1 follows failed attempt n by delay n. */
@@ -50,6 +52,22 @@ export interface Config {
   /** How long a web process keeps a looked-up credential (and its merchant status) in memory; default 5000. */
   credentialCacheMs: number;
   webhooks: WebhooksConfig;
+  settlement: SettlementConfig;
+}
+
+/** The daily settlement (decisions.md "Balance and settlement"). */
+export interface SettlementConfig {
+  /** Daily cut-off, minutes after midnight UTC, from SETTLEMENT_TIME_UTC "HH:MM"; default "00:00". */
+  cutoffMinutesUtc: number;
+  /** How often the settlement pool checks whether the cut-off has passed; default 60000. */
+  checkIntervalMs: number;
+}
+
+export function loadSettlementConfig(env: Env): SettlementConfig {
+  const time = env.SETTLEMENT_TIME_UTC || '00:00';
+  const cutoffMinutesUtc = parseDailyTime(time);
+  if (cutoffMinutesUtc === null) throw new ConfigError(`SETTLEMENT_TIME_UTC must be HH:MM (UTC, 00:00 to 23:59), got "${time}"`);
+  return { cutoffMinutesUtc, checkIntervalMs: int(env, 'SETTLEMENT_CHECK_INTERVAL_MS', 60_000, 50, 3_600_000) };
 }
 
 /** Webhook delivery settings beside webhookRetryDelaysMs (spec 6.5, decisions.md). */
@@ -253,6 +271,7 @@ export function loadConfig(env: Env = process.env): Config {
     rateLimitPerMinute,
     credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),
     webhooks: loadWebhooksConfig(env, production),
+    settlement: loadSettlementConfig(env),
   };
 }
 

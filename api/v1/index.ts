@@ -4,10 +4,11 @@ import { eventsRouter } from './events';
 import { paymentsRouter } from './payments';
 import { payoutsRouter } from './payouts';
 import { refundsRouter } from './refunds';
+import { settlementsRouter } from './settlements';
 
 /**
  * The merchant API under /v1. Every request first passes the pipeline of spec 5.6
  * (api/pipeline), then reaches one of the resource routers mounted here.
  */
 export const v1Router = new Router({ prefix: '/v1' });
-v1Router.use(balanceRouter.routes(), paymentsRouter.routes(), refundsRouter.routes(), payoutsRouter.routes(), eventsRouter.routes());
+v1Router.use(balanceRouter.routes(), paymentsRouter.routes(), refundsRouter.routes(), payoutsRouter.routes(), eventsRouter.routes(), settlementsRouter.routes());

@@ -1,0 +1,16 @@
+import Router from '@koa/router';
+import { callerOf } from './caller';
+import { getSettlement, listSettlements, listSettlementsSchema, type ListSettlementsQuery } from '../../shared/settlements/read';
+import { validator } from '../../shared/validation';
+
+const validateList = validator<ListSettlementsQuery>(listSettlementsSchema);
+
+/** Daily settlement batches (decisions.md "Balance and settlement"); scope `read` is the pipeline's. */
+export const settlementsRouter = new Router()
+  .get('/settlements/:id', async (ctx) => {
+    ctx.body = await getSettlement(ctx.services.db, callerOf(ctx), ctx.params.id);
+  })
+  .get('/settlements', async (ctx) => {
+    const query = validateList({ ...ctx.query });
+    ctx.body = await listSettlements(ctx.services.db, callerOf(ctx), query);
+  });

@@ -1,0 +1,95 @@
+import type { AccountKind } from './ledger';
+
+/**
+ * Settlement (pure). Glossary:
+ * - settlement: the daily batch of one merchant, environment and currency. It covers the
+ *   merchant's ledger transactions that moved its `available` balance and that no earlier batch
+ *   covered, created before the batch's period_end (the daily cut-off).
+ * - covered kinds: payment_credit, refund_debit / refund_return, payout_debit / payout_return.
+ *   The `*_settle` postings move in_transit to the provider and leave `available` untouched, so
+ *   they belong to no batch.
+ *
+ * Figures, all in minor units, from the entries of the covered transactions:
+ * - gross: amount_charged of the payments credited (their available entry plus their fee entry);
+ * - fees: the service's fees on those payments;
+ * - refunds: what refunds took from available, less what failed refunds gave back;
+ * - payouts: the same for payouts, their fees included (the debit takes amount + fee together);
+ * - net: the sum of every covered entry on available, so net = gross - fees - refunds - payouts;
+ * - count: the number of covered transactions.
+ * A return posted in a later period than its debit lowers that later period's refunds or payouts.
+ */
+
+export const COVERED_KINDS = ['payment_credit', 'refund_debit', 'refund_return', 'payout_debit', 'payout_return'] as const;
+export type CoveredKind = (typeof COVERED_KINDS)[number];
+
+export interface CoveredEntry {
+  owner: string;
+  account: AccountKind;
+  amount: number;
+}
+
+/** The covered transactions of one kind: how many, and their entries summed per account. */
+export interface CoveredKindTotal {
+  kind: string;
+  transactions: number;
+  entries: CoveredEntry[];
+}
+
+export interface SettlementFigures {
+  gross: number;
+  fees: number;
+  refunds: number;
+  payouts: number;
+  net: number;
+  count: number;
+}
+
+function sum(entries: CoveredEntry[], match: (e: CoveredEntry) => boolean): number {
+  return entries.filter(match).reduce((total, e) => total + e.amount, 0);
+}
+
+/** The batch figures of a merchant's covered transactions (throws on a kind no batch covers). */
+export function settlementFigures(merchantId: string, totals: CoveredKindTotal[]): SettlementFigures {
+  const f: SettlementFigures = { gross: 0, fees: 0, refunds: 0, payouts: 0, net: 0, count: 0 };
+  for (const t of totals) {
+    const available = sum(t.entries, (e) => e.owner === merchantId && e.account === 'available');
+    switch (t.kind as CoveredKind) {
+      case 'payment_credit': {
+        const fee = sum(t.entries, (e) => e.account === 'fees');
+        f.gross += available + fee;
+        f.fees += fee;
+        break;
+      }
+      case 'refund_debit':
+      case 'refund_return':
+        f.refunds -= available;
+        break;
+      case 'payout_debit':
+      case 'payout_return':
+        f.payouts -= available;
+        break;
+      default:
+        throw new Error(`ledger transaction kind ${t.kind} has no place in a settlement`);
+    }
+    f.net += available;
+    f.count += t.transactions;
+  }
+  for (const [name, value] of Object.entries(f)) {
+    if (!Number.isSafeInteger(value)) throw new Error(`settlement ${name} is not a safe integer: ${value}`);
+  }
+  return f;
+}
+
+/** "HH:MM" (UTC) → minutes after midnight; null when malformed. */
+export function parseDailyTime(raw: string): number | null {
+  const m = /^([01][0-9]|2[0-3]):([0-5][0-9])$/.exec(raw);
+  return m ? Number(m[1]) * 60 + Number(m[2]) : null;
+}
+
+const DAY_S = 86_400;
+
+/** The latest daily cut-off at or before `nowUnix` (Unix seconds): the period_end a batch made now gets. */
+export function lastCutoff(nowUnix: number, minutesUtc: number): number {
+  const today = Math.floor(nowUnix / DAY_S) * DAY_S + minutesUtc * 60;
+  return today <= nowUnix ? today : today - DAY_S;
+}

@@ -1,0 +1,39 @@
+import type { Executor } from '../db/knex';
+import { isId } from '../domain/ids';
+import { notFound } from '../errors';
+import { pageQuery, parseCursor, parseLimit, toPage } from '../payments/pagination';
+import type { Caller } from '../domain/caller';
+import { SETTLEMENTS, settlementView, type SettlementRow } from './view';
+
+/** Read side of settlements: a merchant only ever sees its own batches of its key's environment. */
+
+export interface ListSettlementsQuery {
+  limit?: string;
+  cursor?: string;
+}
+
+/** Query strings arrive as text: limit and cursor are checked for range by the pagination helpers. */
+export const listSettlementsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    limit: { type: 'string', pattern: '^[0-9]{1,3}$' },
+    cursor: { type: 'string', maxLength: 200 },
+  },
+} as const;
+
+export async function getSettlement(db: Executor, viewer: Caller, id: string) {
+  if (!isId('settlement', id)) throw notFound('Settlement');
+  const row = await db<SettlementRow>(SETTLEMENTS).where({ id, merchant_id: viewer.merchantId, environment: viewer.environment }).first();
+  if (!row) throw notFound('Settlement');
+  return settlementView(row);
+}
+
+/** GET /v1/settlements: newest first, cursor pagination like payments. */
+export async function listSettlements(db: Executor, viewer: Caller, query: ListSettlementsQuery) {
+  const limit = parseLimit(query.limit);
+  const cursor = parseCursor(query.cursor, 'stl_');
+  const q = db<SettlementRow>(SETTLEMENTS).where({ merchant_id: viewer.merchantId, environment: viewer.environment });
+  const rows: SettlementRow[] = await pageQuery(q, cursor, limit);
+  return toPage(rows, limit, settlementView);
+}

@@ -1,0 +1,109 @@
+import type { Executor } from '../db/knex';
+import { transact, type TransactDeps } from '../db/transact';
+import { recordEvent } from '../events/record';
+import { newId, nowUnix } from '../domain/ids';
+import type { Currency, Environment } from '../domain/ledger';
+import { COVERED_KINDS, lastCutoff, settlementFigures, type CoveredEntry } from '../domain/settlement';
+import { SETTLEMENTS, settlementView, type SettlementRow, type SettlementView } from './view';
+
+/**
+ * The daily settlement: one batch per merchant, environment and currency whose covered ledger
+ * transactions (shared/domain/settlement.ts) are not yet in a batch, each with its
+ * `settlement.completed` event, in one transaction per batch. Safe with any number of
+ * settlement workers at once: a per-group advisory lock serialises them, the later one finds the
+ * period already settled, and the unique (merchant, environment, currency, period_end) backs it.
+ */
+
+interface Group {
+  merchant_id: string;
+  environment: Environment;
+  currency: Currency;
+}
+
+export interface SettleOptions {
+  /** Unix seconds; the batches end at the latest daily cut-off at or before it. */
+  now: number;
+  /** The daily cut-off, minutes after midnight UTC; default 0 (SETTLEMENT_TIME_UTC "00:00"). */
+  cutoffMinutesUtc?: number;
+}
+
+/** Settles every group with unsettled transactions before the cut-off; returns the batches made. */
+export async function settle(deps: TransactDeps, { now, cutoffMinutesUtc = 0 }: SettleOptions): Promise<SettlementView[]> {
+  const periodEnd = lastCutoff(now, cutoffMinutesUtc);
+  const groups: Group[] = await unsettled(deps.db, periodEnd).distinct('merchant_id', 'environment', 'currency');
+  const made: SettlementView[] = [];
+  for (const group of groups) {
+    const batch = await settleGroup(deps, group, periodEnd);
+    if (batch) made.push(batch);
+  }
+  if (made.length) deps.log?.info({ periodEnd, batches: made.length }, 'settlement batches created');
+  return made;
+}
+
+/** Merchant ledger transactions a batch ending at periodEnd may cover and none has. */
+function unsettled(db: Executor, periodEnd: number) {
+  return db('ledger_transactions')
+    .whereNull('settlement_id')
+    .whereNotNull('merchant_id')
+    .whereIn('kind', COVERED_KINDS)
+    .where('created_at', '<', new Date(periodEnd * 1000));
+}
+
+class NothingToSettle extends Error {}
+
+async function settleGroup(deps: TransactDeps, group: Group, periodEnd: number): Promise<SettlementView | null> {
+  try {
+    return await transact(deps, async (trx, outbox) => {
+      await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`settlement/${group.merchant_id}/${group.environment}/${group.currency}`]);
+      const last = (await trx(SETTLEMENTS).where(group).max('period_end as end').first()) as { end: number | null } | undefined;
+      if (last?.end != null && last.end >= periodEnd) return null;
+
+      // the batch row first (zero figures), so the covered transactions can point at it; one
+      // UPDATE claims them, so the figures below count exactly the transactions it marked
+      const id = newId('settlement');
+      const created = nowUnix();
+      await trx(SETTLEMENTS).insert({ id, ...group, period_start: 0, period_end: periodEnd, gross: 0, fees: 0, refunds: 0, payouts: 0, net: 0, count: 0, created, version: 1 });
+      const claimed: { kind: string; created_at: Date }[] = await unsettled(trx, periodEnd)
+        .where(group)
+        .update({ settlement_id: id })
+        .returning(['kind', 'created_at']);
+      if (claimed.length === 0) throw new NothingToSettle();
+
+      const sums: (CoveredEntry & { kind: string })[] = await trx('ledger_transactions as t')
+        .join('ledger_entries as e', 'e.transaction_id', 't.id')
+        .join('ledger_accounts as a', 'a.id', 'e.account_id')
+        .where('t.settlement_id', id)
+        .groupBy('t.kind', 'a.owner', 'a.kind')
+        .select('t.kind', 'a.owner', 'a.kind as account', trx.raw('sum(e.amount)::bigint as amount'));
+      const kinds = [...new Set(claimed.map((c) => c.kind))];
+      const figures = settlementFigures(
+        group.merchant_id,
+        kinds.map((kind) => ({
+          kind,
+          transactions: claimed.filter((c) => c.kind === kind).length,
+          entries: sums.filter((s) => s.kind === kind),
+        })),
+      );
+      // the first batch starts at its oldest transaction; later ones where the previous ended
+      const oldest = Math.floor(Math.min(...claimed.map((c) => c.created_at.getTime())) / 1000);
+      const [row]: SettlementRow[] = await trx(SETTLEMENTS)
+        .where({ id })
+        .update({ ...figures, period_start: last?.end ?? oldest })
+        .returning('*');
+      const view = settlementView(row);
+      await recordEvent(trx, outbox, {
+        merchantId: group.merchant_id,
+        environment: group.environment,
+        type: 'settlement.completed',
+        objectId: id,
+        objectVersion: row.version,
+        object: view,
+      });
+      return view;
+    });
+  } catch (err) {
+    // another worker with a later cut-off took them first: nothing left for this batch
+    if (err instanceof NothingToSettle) return null;
+    throw err;
+  }
+}

@@ -1,0 +1,42 @@
+import type { Currency, Environment } from '../domain/ledger';
+
+/** A row of `settlements` (bigint columns arrive as numbers, see shared/db/knex.ts). */
+export interface SettlementRow {
+  id: string;
+  merchant_id: string;
+  environment: Environment;
+  currency: Currency;
+  period_start: number;
+  period_end: number;
+  gross: number;
+  fees: number;
+  refunds: number;
+  payouts: number;
+  net: number;
+  count: number;
+  created: number;
+  version: number;
+}
+
+export const SETTLEMENTS = 'settlements';
+
+/** The settlement object of decisions.md (also the `data.object` of settlement.completed). */
+export function settlementView(s: SettlementRow) {
+  return {
+    id: s.id,
+    object: 'settlement' as const,
+    currency: s.currency,
+    environment: s.environment,
+    period_start: s.period_start,
+    period_end: s.period_end,
+    gross: s.gross,
+    fees: s.fees,
+    refunds: s.refunds,
+    payouts: s.payouts,
+    net: s.net,
+    count: s.count,
+    created: s.created,
+  };
+}
+
+export type SettlementView = ReturnType<typeof settlementView>;
