@@ -85,7 +85,8 @@ async function settleGroup(deps: TransactDeps, group: Group, periodEnd: number):
         })),
       );
       // the first batch starts at its oldest transaction; later ones where the previous ended
-      const oldest = Math.floor(Math.min(...claimed.map((c) => c.created_at.getTime())) / 1000);
+      // (a reduce, not Math.min(...): a busy merchant's day would exceed the argument limit)
+      const oldest = Math.floor(claimed.reduce((min, c) => Math.min(min, c.created_at.getTime()), Infinity) / 1000);
       const [row]: SettlementRow[] = await trx(SETTLEMENTS)
         .where({ id })
         .update({ ...figures, period_start: last?.end ?? oldest })
