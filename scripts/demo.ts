@@ -34,7 +34,7 @@ async function main() {
     fees: { USD: { percent_bps: 250, fixed: 10 } },
   });
   const cred = await admin(baseUrl, config.adminApiToken, `/admin/merchants/${merchant.id}/credentials`, { environment: 'test', scope: 'full' });
-  console.log(`merchant ${merchant.id}, sandbox key …${cred.api_key_last4}`);
+  console.log(`merchant ${merchant.id}, test credential ${cred.id}`);
 
   const client = new ServiceClient({ baseUrl, apiKey: cred.api_key, secret: cred.secret });
   const started = Date.now();

@@ -58,8 +58,7 @@ export async function applyToLockedPayment(
       object: paymentEventObject(updated),
     });
   }
-  // last: the posting locks the ledger accounts every payment of the currency shares, so they
-  // are held only from here to the commit
+  // last: the posting locks the merchant's ledger account, held only from here to the commit
   if (d.credit) {
     await post(
       trx,

@@ -57,8 +57,7 @@ export async function applyToLockedPayout(trx: Trx, outbox: OutboxWriter, p: Pay
       object: payoutView(updated),
     });
   }
-  // last: the postings lock ledger accounts shared by every movement of the currency (the
-  // platform's for a settlement), so they are held only from here to the commit
+  // last: the postings lock the merchant's ledger accounts, held only from here to the commit
   const kinds = outgoingKinds('payout');
   if (to === 'succeeded') {
     await post(trx, outgoingSettle('payout', { referenceId: p.id, merchantId: p.merchant_id, environment: p.environment, currency: p.currency, amount: p.amount, fee: p.fee }));

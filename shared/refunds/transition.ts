@@ -57,8 +57,7 @@ export async function applyToLockedRefund(trx: Trx, outbox: OutboxWriter, r: Ref
     objectVersion: updated.version,
     object: refundView(updated),
   });
-  // last: the postings lock ledger accounts shared by every movement of the currency (the
-  // platform's for a settlement), so they are held only from here to the commit
+  // last: the postings lock the merchant's ledger accounts, held only from here to the commit
   const kinds = outgoingKinds('refund');
   if (to === 'succeeded') {
     await post(trx, outgoingSettle('refund', { referenceId: r.id, merchantId: r.merchant_id, environment: r.environment, currency: r.currency, amount: r.amount }));
