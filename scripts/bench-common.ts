@@ -1,4 +1,5 @@
 import { randomBytes } from 'node:crypto';
+import http from 'node:http';
 
 /**
  * What every bench script shares: the environment of a throwaway service (its own database and
@@ -32,4 +33,97 @@ export function runBench(roles: Record<string, () => unknown>, bench: () => Prom
     console.error(err instanceof Error ? err.message : err);
     process.exit(1);
   });
+}
+
+/** One request of a load run; `body` is sent as is. */
+export interface LoadRequest {
+  method: string;
+  path: string;
+  headers: Record<string, string>;
+  body?: string;
+}
+
+export interface LoadResult {
+  seconds: number;
+  /** 2xx answers. */
+  ok: number;
+  /** non-2xx answers and transport errors. */
+  errors: number;
+  /** latencies of every answer, ms, ascending */
+  latencies: number[];
+}
+
+export const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
+
+/**
+ * Requests made ahead of a run, so that building and signing them does not take CPU from the
+ * service while it is measured; `make` is called again if the run outlasts them.
+ */
+export function prepared(count: number, make: () => LoadRequest): () => LoadRequest {
+  const pool = Array.from({ length: count }, make);
+  let i = 0;
+  return () => (i < pool.length ? pool[i++] : make());
+}
+
+function sender(port: number, connections: number) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  const result = (seconds: number): LoadResult => ({ seconds, ok: 0, errors: 0, latencies: [] });
+  const send = (r: LoadRequest, into: LoadResult): Promise<void> =>
+    new Promise((resolve) => {
+      const started = performance.now();
+      const headers = r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) };
+      const req = http.request({ host: '127.0.0.1', port, method: r.method, path: r.path, headers, agent }, (res) => {
+        res.resume();
+        res.on('end', () => {
+          into.latencies.push(performance.now() - started);
+          if (res.statusCode! >= 200 && res.statusCode! < 300) into.ok++;
+          else into.errors++;
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        into.errors++;
+        resolve();
+      });
+      req.end(r.body);
+    });
+  return { agent, result, send };
+}
+
+/** Closed loop: `connections` clients, each sending its next request when the last is answered. */
+export async function closedLoop(port: number, opts: { connections: number; seconds: number; next: () => LoadRequest }): Promise<LoadResult> {
+  const { agent, result, send } = sender(port, opts.connections);
+  const out = result(opts.seconds);
+  const end = performance.now() + opts.seconds * 1000;
+  await Promise.all(
+    Array.from({ length: opts.connections }, async () => {
+      while (performance.now() < end) await send(opts.next(), out);
+    }),
+  );
+  agent.destroy();
+  out.latencies.sort((a, b) => a - b);
+  return out;
+}
+
+/**
+ * Open loop at a steady rate: requests leave evenly spaced (every 1/rate s), whether or not the
+ * earlier ones are answered, as independent clients would send them. (autocannon's overallRate
+ * fires its connections together, in bursts, which measures the bursts.)
+ */
+export async function openLoop(port: number, opts: { rate: number; seconds: number; next: () => LoadRequest; maxInFlight?: number }): Promise<LoadResult> {
+  const { agent, result, send } = sender(port, opts.maxInFlight ?? 1000);
+  const out = result(opts.seconds);
+  const total = Math.round(opts.rate * opts.seconds);
+  const start = performance.now();
+  const inFlight: Promise<void>[] = [];
+  let sent = 0;
+  while (sent < total) {
+    const due = Math.min(total, Math.floor(((performance.now() - start) * opts.rate) / 1000) + 1);
+    for (; sent < due; sent++) inFlight.push(send(opts.next(), out));
+    await new Promise((r) => setTimeout(r, Math.max(0, start + (sent * 1000) / opts.rate - performance.now())));
+  }
+  await Promise.all(inFlight);
+  agent.destroy();
+  out.latencies.sort((a, b) => a - b);
+  return out;
 }

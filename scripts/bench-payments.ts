@@ -13,10 +13,12 @@
  *               the callbacks. Prints the median time from a sandbox callback's arrival (inbox
  *               row) to the payment's `succeeded` row.
  *
- * The web app and the bare app run in a child process, autocannon in this one, the workers and
- * the sandbox in their own processes. Every response must be 201 or the figures are void.
- * Options (environment): BENCH_DURATION seconds per run (default 10), BENCH_CONNECTIONS
- * (default 32), BENCH_RATE (default 500), BENCH_FLOW_RATE (default 100), BENCH_WEB_PROCESSES
+ * The web app and the bare app run in a child process, the load generator (bench-common.ts:
+ * closed loop at saturation, evenly spaced open loop at a fixed rate, requests signed before
+ * each run) in this one, the workers and the sandbox in their own processes. Every response
+ * must be 2xx or the figures are void.
+ * Options (environment): BENCH_DURATION seconds per run (default 10), BENCH_CONNECTIONS at
+ * saturation (default 32), BENCH_RATE (default 500), BENCH_FLOW_RATE (default 100), BENCH_WEB_PROCESSES
  * (copies of the web process sharing the port, default 1). Uses a throwaway
  * database cloned from the migrated template on TEST_DATABASE_SERVER_URL's server, and REDIS_URL.
  */
@@ -26,13 +28,12 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import path from 'node:path';
-import autocannon from 'autocannon';
 import Koa from 'koa';
 import getRawBody from 'raw-body';
 import { buildApp } from '../api/app';
 import { signRequest } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
-import { benchEnv, runBench } from './bench-common';
+import { benchEnv, closedLoop, openLoop, percentile, prepared, runBench, type LoadRequest, type LoadResult } from './bench-common';
 import { createContext } from '../shared/context';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { QUEUES } from '../shared/queues/names';
@@ -169,8 +170,6 @@ function web(): void {
   });
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-
 /** Parent: the load. */
 async function bench(): Promise<void> {
   const duration = Number(process.env.BENCH_DURATION || 10);
@@ -189,11 +188,10 @@ async function bench(): Promise<void> {
     });
 
   // a new payment per request: unique reference and Idempotency-Key, signed as a merchant would
-  const payment = (req: any) => {
+  const payment = (): LoadRequest => {
     const ts = String(Math.floor(Date.now() / 1000));
     const body = JSON.stringify({ amount: 10_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `bench-${randomUUID()}` });
     return {
-      ...req,
       method: 'POST',
       path: '/v1/payments',
       body,
@@ -206,42 +204,38 @@ async function bench(): Promise<void> {
       },
     };
   };
-  const bareBody = JSON.stringify({ amount: 10_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: 'bench' });
+  const bareRequest: LoadRequest = {
+    method: 'POST',
+    path: '/v1/payments',
+    headers: { 'content-type': 'application/json' },
+    body: JSON.stringify({ amount: 10_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: 'bench' }),
+  };
 
-  async function run(name: string, port: number, opts: Partial<autocannon.Options>, seconds = duration) {
-    const latencies: number[] = [];
-    const r = await new Promise<autocannon.Result>((resolve, reject) => {
-      const instance = autocannon({ url: `http://127.0.0.1:${port}`, connections, pipelining: 1, duration: seconds, ...opts } as autocannon.Options, (err, result) =>
-        err ? reject(err) : resolve(result),
-      );
-      instance.on('response', (_client, _status, _bytes, ms) => latencies.push(ms));
-    });
-    latencies.sort((a, b) => a - b);
-    return {
-      name,
-      ok: r['2xx'],
-      rps: r['2xx'] / seconds,
-      p50: percentile(latencies, 50),
-      p95: percentile(latencies, 95),
-      p99: percentile(latencies, 99),
-      errors: r.non2xx + r.errors + r.timeouts,
-    };
-  }
+  const summary = (name: string, r: LoadResult) => ({
+    name,
+    ok: r.ok,
+    rps: r.ok / r.seconds,
+    p50: percentile(r.latencies, 50),
+    p95: percentile(r.latencies, 95),
+    p99: percentile(r.latencies, 99),
+    errors: r.errors,
+  });
+  // signed ahead: at most this many payments a second are expected from one run
+  const enough = (perSecond: number, seconds: number) => prepared(Math.ceil(perSecond * seconds), payment);
 
   try {
-    const paymentsReq = { requests: [{ setupRequest: payment }] } as Partial<autocannon.Options>;
-    const steadyConnections = Math.max(connections, 50);
-    await run('warm-up', ready.web, paymentsReq, 3);
-    const bareRun = await run('bare POST', ready.bare, { method: 'POST', body: bareBody, headers: { 'content-type': 'application/json' } });
+    await closedLoop(ready.web, { connections, seconds: 3, next: enough(1000, 3) }); // warm-up
+    const bareRun = summary('bare POST', await closedLoop(ready.bare, { connections, seconds: duration, next: () => bareRequest }));
+    const satPayments = enough(3000, duration);
     const since1 = Math.floor(Date.now() / 1000);
-    const sat = await run('payments (saturation)', ready.web, paymentsReq);
+    const sat = summary('payments (saturation)', await closedLoop(ready.web, { connections, seconds: duration, next: satPayments }));
     const created1 = (await ask<{ count: number }>({ cmd: 'count', since: since1 })).count;
-    const steady = await run(`payments (steady ${rate}/s)`, ready.web, { ...paymentsReq, connections: steadyConnections, overallRate: rate });
+    const steady = summary(`payments (steady ${rate}/s)`, await openLoop(ready.web, { rate, seconds: duration, next: enough(rate, duration) }));
 
     await ask({ cmd: 'start-workers' });
     const since2 = Math.floor(Date.now() / 1000) + 1;
     await new Promise((r) => setTimeout(r, 1000));
-    const flow = await run(`flow (${flowRate}/s + workers)`, ready.web, { ...paymentsReq, connections: steadyConnections, overallRate: flowRate });
+    const flow = summary(`flow (${flowRate}/s + workers)`, await openLoop(ready.web, { rate: flowRate, seconds: duration, next: enough(flowRate, duration) }));
 
     // wait for the flow run's payments to reach their outcome (sandbox: about 3 s)
     let latency: { status: string; ms: number | null }[] = [];
@@ -252,10 +246,10 @@ async function bench(): Promise<void> {
     }
     const ms = latency.filter((r) => r.ms !== null).map((r) => r.ms!).sort((a, b) => a - b);
 
-    console.log(`\npayments bench: ${duration} s per run, ${connections} connections (fixed-rate runs: ${steadyConnections}), ${process.env.BENCH_WEB_PROCESSES || 1} web process(es), node ${process.version}\n`);
+    console.log(`\npayments bench: ${duration} s per run, ${connections} connections at saturation, fixed-rate runs evenly spaced, ${process.env.BENCH_WEB_PROCESSES || 1} web process(es), node ${process.version}\n`);
     console.log('run                           created/s   p50 ms   p95 ms   p99 ms  errors');
     const ms1 = (n: number) => n.toFixed(1).padStart(7);
-    const line = (r: Awaited<ReturnType<typeof run>>) =>
+    const line = (r: ReturnType<typeof summary>) =>
       console.log(`${r.name.padEnd(28)}  ${r.rps.toFixed(0).padStart(9)}  ${ms1(r.p50)}  ${ms1(r.p95)}  ${ms1(r.p99)}  ${String(r.errors).padStart(6)}`);
     [bareRun, sat, steady, flow].forEach(line);
     console.log(`\nsaturation: ${sat.ok} answered 201, ${created1} payments in the database`);
