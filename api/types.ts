@@ -1,5 +1,16 @@
 import type { Logger } from '../shared/logger';
 import type { ServiceContext } from '../shared/context';
+import type { IdempotencyKeyId, IdempotentRequest, StoredResponse } from '../shared/idempotency';
+
+/**
+ * The Idempotency-Key of a request to an atomic route (api/pipeline/request.ts): the route
+ * writes it with its work, in one statement, and leaves the answer it stored in `stored`.
+ */
+export interface AtomicIdempotency {
+  id: IdempotencyKeyId;
+  request: IdempotentRequest;
+  stored?: StoredResponse;
+}
 
 /** What middleware leaves on ctx.state / ctx for later steps. */
 export interface MerchantAuth {
@@ -21,6 +32,7 @@ declare module 'koa' {
     /** Exact bytes of the request body, read once by the body step. */
     rawBody?: Buffer;
     body?: unknown;
+    idempotency?: AtomicIdempotency;
   }
   interface DefaultContext {
     services: ServiceContext;

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Db } from './db/knex';
 
 /** Idempotency keys live 24 hours (spec 8); expired ones are purged by the outbox-relay pool. */
@@ -44,40 +45,100 @@ export type Claim =
 const pk = (id: IdempotencyKeyId) => ({ merchant_id: id.merchantId, environment: id.environment, key: id.key });
 
 /**
- * Claims a key for a request in one statement: a new key is inserted `in_progress`; an expired
- * key (not yet purged) is free again; an `in_progress` key whose lock has passed is taken over,
- * but only by the same request (same hash). Otherwise the key's row tells: other request →
- * conflict; completed → its stored response; still running → in progress.
+ * The one statement that takes a key: a new key is inserted; an expired key (not yet purged) is
+ * free again; an `in_progress` key whose lock has passed is taken over, but only by the same
+ * request (same hash). It returns one row when the key was taken, none when another request
+ * holds it. `response` null takes the key `in_progress` until `lock`; a response takes it
+ * `completed` with that answer, for a route whose work is written in the same statement.
+ */
+function takeKey(id: IdempotencyKeyId, req: IdempotentRequest, state: { lock: Date } | { response: StoredResponse }): { sql: string; bindings: Knex.Value[] } {
+  const response = 'response' in state ? state.response : null;
+  return {
+    sql: `insert into idempotency_keys as k
+         (merchant_id, environment, key, method, path, request_hash, status,
+          response_status, response_headers, response_body, locked_until, expires_at)
+       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now() + ? * interval '1 millisecond')
+       on conflict (merchant_id, environment, key) do update set
+         method = excluded.method, path = excluded.path, request_hash = excluded.request_hash,
+         status = excluded.status, response_status = excluded.response_status,
+         response_headers = excluded.response_headers, response_body = excluded.response_body,
+         created_at = now(), locked_until = excluded.locked_until, expires_at = excluded.expires_at
+       where k.expires_at <= now()
+          or (k.status = 'in_progress' and k.locked_until <= now() and k.request_hash = excluded.request_hash)
+       returning 1`,
+    bindings: [
+      id.merchantId,
+      id.environment,
+      id.key,
+      req.method,
+      req.path,
+      req.hash,
+      response ? 'completed' : 'in_progress',
+      response?.status ?? null,
+      response ? JSON.stringify(response.headers) : null,
+      response?.body ?? null,
+      'lock' in state ? state.lock : null,
+      IDEMPOTENCY_WINDOW_MS,
+    ],
+  };
+}
+
+/** What a key already held by another request means for this one. */
+export async function readIdempotencyKey(db: Db, id: IdempotencyKeyId, req: IdempotentRequest): Promise<Exclude<Claim, { kind: 'claimed' }> | null> {
+  const row = await db('idempotency_keys')
+    .where(pk(id))
+    .first('request_hash', 'status', 'response_status', 'response_headers', 'response_body');
+  if (!row) return null; // released in the meantime
+  if (row.request_hash !== req.hash) return { kind: 'conflict' };
+  if (row.status === 'completed') {
+    return { kind: 'replay', response: { status: row.response_status, headers: row.response_headers ?? {}, body: row.response_body ?? Buffer.alloc(0) } };
+  }
+  return { kind: 'in-progress' };
+}
+
+/**
+ * Claims a key for a request before its route runs (the claim-first routes): the key is held
+ * `in_progress` until the route's answer is stored by completeIdempotencyKey.
  */
 export async function claimIdempotencyKey(db: Db, id: IdempotencyKeyId, req: IdempotentRequest): Promise<Claim> {
   for (let attempt = 0; attempt < 3; attempt++) {
     // ms precision, set by us: the exact value identifies our claim when we complete or release it
     const lock = new Date(Date.now() + IDEMPOTENCY_LOCK_MS);
-    const { rows } = await db.raw(
-      `insert into idempotency_keys as k
-         (merchant_id, environment, key, method, path, request_hash, status, locked_until, expires_at)
-       values (?, ?, ?, ?, ?, ?, 'in_progress', ?, now() + ? * interval '1 millisecond')
-       on conflict (merchant_id, environment, key) do update set
-         method = excluded.method, path = excluded.path, request_hash = excluded.request_hash,
-         status = 'in_progress', response_status = null, response_headers = null, response_body = null,
-         created_at = now(), locked_until = excluded.locked_until, expires_at = excluded.expires_at
-       where k.expires_at <= now()
-          or (k.status = 'in_progress' and k.locked_until <= now() and k.request_hash = excluded.request_hash)
-       returning 1`,
-      [id.merchantId, id.environment, id.key, req.method, req.path, req.hash, lock, IDEMPOTENCY_WINDOW_MS],
-    );
+    const take = takeKey(id, req, { lock });
+    const { rows } = await db.raw(take.sql, take.bindings);
     if (rows.length) return { kind: 'claimed', lock };
-    const row = await db('idempotency_keys')
-      .where(pk(id))
-      .first('request_hash', 'status', 'response_status', 'response_headers', 'response_body');
-    if (!row) continue; // released between our two statements: claim again
-    if (row.request_hash !== req.hash) return { kind: 'conflict' };
-    if (row.status === 'completed') {
-      return { kind: 'replay', response: { status: row.response_status, headers: row.response_headers ?? {}, body: row.response_body ?? Buffer.alloc(0) } };
-    }
-    return { kind: 'in-progress' };
+    const held = await readIdempotencyKey(db, id, req);
+    if (held) return held;
   }
   return { kind: 'in-progress' };
+}
+
+/**
+ * A key written with a route's work (the atomic routes): the route puts this statement first in
+ * its own (`with key as (...)`) and writes its work only if it returned a row. A request with
+ * the same key that arrives meanwhile waits for that transaction, then finds the key taken.
+ */
+export function keyWrittenWith(id: IdempotencyKeyId, req: IdempotentRequest, response: StoredResponse): { sql: string; bindings: Knex.Value[] } {
+  return takeKey(id, req, { response });
+}
+
+/** Thrown by an atomic route whose statement found its key held by another request: nothing was written. */
+export class IdempotencyKeyHeld extends Error {
+  constructor() {
+    super('idempotency key held by another request');
+  }
+}
+
+/** A JSON answer as sent and stored: exact bytes and the Content-Type Koa gives a JSON body. */
+export function jsonAnswer(status: number, body: unknown): StoredResponse {
+  return { status, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body: Buffer.from(JSON.stringify(body), 'utf8') };
+}
+
+/** Stores an answer under a free key in one statement (an atomic route's answer without work, such as a 422); false if the key is held. */
+export async function storeIdempotentResponse(db: Db, id: IdempotencyKeyId, req: IdempotentRequest, response: StoredResponse): Promise<boolean> {
+  const take = takeKey(id, req, { response });
+  const { rows } = await db.raw(take.sql, take.bindings);
+  return rows.length === 1;
 }
 
 /** Stores the response of the request that holds the key; false if it no longer held it. */

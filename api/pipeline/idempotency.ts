@@ -1,16 +1,23 @@
 import { createHash } from 'node:crypto';
 import { Stream } from 'node:stream';
-import type { Context, Middleware } from 'koa';
+import type { Context, Middleware, Next } from 'koa';
+import type { AtomicIdempotency } from '../types';
 import { UUID_V4_RE } from '../../shared/domain/ids';
 import { ApiError, badRequest, conflict } from '../../shared/errors';
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
+  IdempotencyKeyHeld,
+  readIdempotencyKey,
   releaseIdempotencyKey,
+  storeIdempotentResponse,
+  type Claim,
   type IdempotencyKeyId,
+  type IdempotentRequest,
+  type StoredResponse,
 } from '../../shared/idempotency';
 import { sendError } from '../middleware/errors';
-import { canonicalPath, isIdempotentRoute } from './request';
+import { canonicalPath, idempotencyModeOf } from './request';
 
 /** Response headers kept with the response and replayed (with the status and exact body bytes). */
 const REPLAYED_HEADERS = ['Content-Type', 'Location'];
@@ -39,60 +46,22 @@ function bodyBytes(body: unknown): Buffer | null {
   return Buffer.from(JSON.stringify(body), 'utf8');
 }
 
-function replay(ctx: Context, r: { status: number; headers: Record<string, string>; body: Buffer }): void {
-  ctx.body = r.body;
-  ctx.status = r.status;
-  ctx.remove('Content-Type');
-  ctx.set(r.headers);
+function replay(ctx: Context, r: StoredResponse): void {
+  send(ctx, r);
   ctx.set('Idempotent-Replayed', 'true');
 }
 
-/**
- * Step 9 (spec 5.4, 5.6.9): on POST /v1/payments and POST /v1/payouts, an Idempotency-Key (UUID
- * v4) is required (400 idempotency-key-required / -invalid) and held in Postgres per merchant,
- * environment and key for 24 hours. Same key, same request: the stored response byte for byte
- * with `Idempotent-Replayed: true`; same key, other request: 409 idempotency-conflict; same key
- * while the first is running: 409 idempotency-in-progress, Retry-After: 1. Wraps whatever route
- * runs after it.
- */
-export const idempotency: Middleware = async (ctx, next) => {
-  if (!isIdempotentRoute(ctx.method, ctx.path)) return next();
-  const presented = ctx.get('Idempotency-Key');
-  if (!presented) throw badRequest('idempotency-key-required', 'The Idempotency-Key header is required');
-  if (!UUID_V4_RE.test(presented)) throw badRequest('idempotency-key-invalid', 'The Idempotency-Key must be a UUID v4');
+/** The answer to a request whose key another request holds: its stored answer, or a 409. */
+function answerHeld(ctx: Context, held: Exclude<Claim, { kind: 'claimed' }> | null): void {
+  if (held?.kind === 'replay') return replay(ctx, held.response);
+  if (held?.kind === 'conflict') throw conflict('idempotency-conflict', 'This Idempotency-Key was already used with a different request');
+  throw conflict('idempotency-in-progress', 'A request with this Idempotency-Key is still being processed', { 'Retry-After': '1' });
+}
 
-  const { db } = ctx.services;
-  const auth = ctx.state.auth!;
-  const id: IdempotencyKeyId = { merchantId: auth.merchantId, environment: auth.environment, key: presented.toLowerCase() };
-  const hash = requestHash(ctx.method, ctx.path, ctx.state.rawBody ?? Buffer.alloc(0));
-  const claim = await claimIdempotencyKey(db, id, { method: ctx.method, path: canonicalPath(ctx.path), hash });
-  if (claim.kind === 'conflict') {
-    throw conflict('idempotency-conflict', 'This Idempotency-Key was already used with a different request');
-  }
-  if (claim.kind === 'in-progress') {
-    throw conflict('idempotency-in-progress', 'A request with this Idempotency-Key is still being processed', { 'Retry-After': '1' });
-  }
-  if (claim.kind === 'replay') return replay(ctx, claim.response);
-
-  const release = () =>
-    releaseIdempotencyKey(db, id, claim.lock).catch((err) =>
-      ctx.state.log.error({ err: { message: (err as Error).message } }, 'idempotency key release failed'),
-    );
-  try {
-    await next();
-  } catch (err) {
-    if (!(err instanceof ApiError) || releasesKey(err.status)) {
-      await release();
-      throw err;
-    }
-    sendError(ctx, err); // rendered here, by the one renderer, so the stored bytes are the sent bytes
-  }
+/** The answer the route left on ctx, as it will be sent and stored; null for a stream (not stored). */
+function answerOf(ctx: Context): StoredResponse | null {
   const bytes = bodyBytes(ctx.body);
-  if (releasesKey(ctx.status) || bytes === null) {
-    if (bytes === null) ctx.state.log.warn('streamed response on an idempotent route: key not stored');
-    await release();
-    return;
-  }
+  if (bytes === null) return null;
   const headers: Record<string, string> = {};
   for (const h of REPLAYED_HEADERS) {
     const v = ctx.response.get(h);
@@ -105,8 +74,79 @@ export const idempotency: Middleware = async (ctx, next) => {
     ctx.status = status;
     if (headers['Content-Type']) ctx.set('Content-Type', headers['Content-Type']);
   }
+  return { status: ctx.status, headers, body: bytes };
+}
+
+function send(ctx: Context, r: StoredResponse): void {
+  ctx.body = r.body;
+  ctx.status = r.status;
+  ctx.remove('Content-Type');
+  ctx.set(r.headers);
+}
+
+/**
+ * Runs the route; an ApiError that is stored (not released) is rendered here, by the one
+ * renderer, so that the stored bytes are the sent bytes. False when the key is to be freed.
+ */
+async function runRoute(ctx: Context, next: Next): Promise<boolean> {
   try {
-    const stored = await completeIdempotencyKey(db, id, claim.lock, { status: ctx.status, headers, body: bytes });
+    await next();
+  } catch (err) {
+    if (!(err instanceof ApiError) || releasesKey(err.status)) throw err;
+    sendError(ctx, err);
+  }
+  return !releasesKey(ctx.status);
+}
+
+/**
+ * Step 9 (spec 5.4, 5.6.9): on POST /v1/payments and POST /v1/payouts, an Idempotency-Key (UUID
+ * v4) is required (400 idempotency-key-required / -invalid) and held in Postgres per merchant,
+ * environment and key for 24 hours. Same key, same request: the stored response byte for byte
+ * with `Idempotent-Replayed: true`; same key, other request: 409 idempotency-conflict. How the
+ * key is held while the route runs depends on the route (request.ts): claimed first, or written
+ * by the route with its work.
+ */
+export const idempotency: Middleware = async (ctx, next) => {
+  const mode = idempotencyModeOf(ctx.method, ctx.path);
+  if (!mode) return next();
+  const presented = ctx.get('Idempotency-Key');
+  if (!presented) throw badRequest('idempotency-key-required', 'The Idempotency-Key header is required');
+  if (!UUID_V4_RE.test(presented)) throw badRequest('idempotency-key-invalid', 'The Idempotency-Key must be a UUID v4');
+
+  const auth = ctx.state.auth!;
+  const id: IdempotencyKeyId = { merchantId: auth.merchantId, environment: auth.environment, key: presented.toLowerCase() };
+  const request: IdempotentRequest = { method: ctx.method, path: canonicalPath(ctx.path), hash: requestHash(ctx.method, ctx.path, ctx.state.rawBody ?? Buffer.alloc(0)) };
+  return mode === 'atomic' ? atomic(ctx, next, id, request) : claimFirst(ctx, next, id, request);
+};
+
+/**
+ * Claimed `in_progress` before the route; a second request meanwhile gets 409
+ * idempotency-in-progress with Retry-After: 1. The answer is stored after the route.
+ */
+async function claimFirst(ctx: Context, next: Next, id: IdempotencyKeyId, request: IdempotentRequest): Promise<void> {
+  const { db } = ctx.services;
+  const claim = await claimIdempotencyKey(db, id, request);
+  if (claim.kind !== 'claimed') return answerHeld(ctx, claim);
+
+  const release = () =>
+    releaseIdempotencyKey(db, id, claim.lock).catch((err) =>
+      ctx.state.log.error({ err: { message: (err as Error).message } }, 'idempotency key release failed'),
+    );
+  let stores: boolean;
+  try {
+    stores = await runRoute(ctx, next);
+  } catch (err) {
+    await release();
+    throw err;
+  }
+  const answer = stores ? answerOf(ctx) : null;
+  if (!answer) {
+    if (stores) ctx.state.log.warn('streamed response on an idempotent route: key not stored');
+    await release();
+    return;
+  }
+  try {
+    const stored = await completeIdempotencyKey(db, id, claim.lock, answer);
     if (!stored) ctx.state.log.warn('idempotency key was taken over before this request completed');
   } catch (err) {
     // The route's work is done and committed: the merchant gets its answer. The key stays
@@ -114,4 +154,27 @@ export const idempotency: Middleware = async (ctx, next) => {
     // constraint (reference per merchant) is what stops a second payment.
     ctx.state.log.error({ err: { message: (err as Error).message } }, 'idempotency key could not be completed');
   }
-};
+}
+
+/**
+ * The route writes the key with its work (keyWrittenWith) and leaves the answer it stored in
+ * ctx.state.idempotency.stored; if its statement found the key held, it throws
+ * IdempotencyKeyHeld and this request gets that key's answer. An answer without work (a 422, a
+ * 409 reference-conflict) is stored here, after the route, in one statement.
+ */
+async function atomic(ctx: Context, next: Next, id: IdempotencyKeyId, request: IdempotentRequest): Promise<void> {
+  const { db } = ctx.services;
+  const key: AtomicIdempotency = { id, request };
+  ctx.state.idempotency = key;
+  let stores: boolean;
+  try {
+    stores = await runRoute(ctx, next);
+  } catch (err) {
+    if (err instanceof IdempotencyKeyHeld) return answerHeld(ctx, await readIdempotencyKey(db, id, request));
+    throw err;
+  }
+  if (key.stored) return send(ctx, key.stored);
+  const answer = stores ? answerOf(ctx) : null;
+  if (!answer) return;
+  if (!(await storeIdempotentResponse(db, id, request, answer))) answerHeld(ctx, await readIdempotencyKey(db, id, request));
+}

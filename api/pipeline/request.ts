@@ -25,9 +25,21 @@ export function canonicalPath(path: string): string {
   return lower.length > 1 ? lower.replace(/\/+$/, '') || '/' : lower;
 }
 
-/** Routes whose POST needs an Idempotency-Key (spec 5.4). */
-export const IDEMPOTENT_ROUTES: ReadonlySet<string> = new Set(['POST /v1/payments', 'POST /v1/payouts']);
+/**
+ * Routes whose POST needs an Idempotency-Key (spec 5.4), and how the key is held:
+ *   claim-first  the key is claimed `in_progress` before the route runs and completed after it
+ *                (a second request meanwhile: 409 idempotency-in-progress)
+ *   atomic       the route writes the key, completed with its answer, in the same statement as
+ *                its work (ctx.state.idempotency); a second request meanwhile waits for that
+ *                statement and gets the replay. One round trip and one commit fewer per request.
+ */
+export type IdempotencyMode = 'claim-first' | 'atomic';
 
-export function isIdempotentRoute(method: string, path: string): boolean {
-  return IDEMPOTENT_ROUTES.has(`${method} ${canonicalPath(path)}`);
+export const IDEMPOTENT_ROUTES: ReadonlyMap<string, IdempotencyMode> = new Map([
+  ['POST /v1/payments', 'atomic'],
+  ['POST /v1/payouts', 'claim-first'],
+]);
+
+export function idempotencyModeOf(method: string, path: string): IdempotencyMode | undefined {
+  return IDEMPOTENT_ROUTES.get(`${method} ${canonicalPath(path)}`);
 }

@@ -8,13 +8,14 @@ import { createPaymentSchema, listPaymentsSchema, type CreatePaymentInput, type 
 const validateCreate = validator<CreatePaymentInput>(createPaymentSchema);
 const validateList = validator<ListPaymentsQuery>(listPaymentsSchema);
 
-/** Payments (spec 2.2, 2.4; decisions.md paths). Scopes, signatures and idempotency are the pipeline's. */
+/** Payments (spec 2.2, 2.4; decisions.md paths). Scopes and signatures are the pipeline's; the idempotency key is written with the payment. */
 export const paymentsRouter = new Router()
   .post('/payments', async (ctx) => {
     const input = validateCreate(ctx.state.body);
     const { db, queues, config } = ctx.services;
-    ctx.body = await createPayment({ db, queues, config, log: ctx.state.log }, callerOf(ctx), input);
-    ctx.status = 201;
+    // an atomic idempotent route (pipeline/request.ts): the key is written with the payment
+    const key = ctx.state.idempotency!;
+    key.stored = await createPayment({ db, queues, config, log: ctx.state.log }, callerOf(ctx), input, key);
   })
   .get('/payments/:id', async (ctx) => {
     ctx.body = await getPayment(ctx.services.db, callerOf(ctx), ctx.params.id, ctx.services.config.baseUrl);

@@ -1,3 +1,4 @@
+import type { Knex } from 'knex';
 import type { Caller } from '../domain/caller';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config';
@@ -13,7 +14,8 @@ import { publishOutbox, type OutboxMessage } from '../queues/outbox';
 import { PAYMENTS, type PaymentRow } from './rows';
 import type { CreatePaymentInput } from './schemas';
 import { termsCacheFor, type MerchantTerms } from './terms';
-import { paymentView, type PaymentView } from './views';
+import { paymentView } from './views';
+import { IdempotencyKeyHeld, jsonAnswer, keyWrittenWith, type IdempotencyKeyId, type IdempotentRequest, type StoredResponse } from '../idempotency';
 
 /**
  * The hosted card checkout (/checkout/{id}, tokenisation iframes, 3-D Secure return) is not built
@@ -89,34 +91,49 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
 
 
 /**
- * POST /v1/payments. The payment, its first status change and (mobile money) the outbox row of
- * its push are written by one statement: one atomic transaction in one round trip, the leanest
- * form of the outbox rule (shared/db/transact.ts does the same in several statements). The push
- * job is enqueued after commit; if that fails, the outbox-relay enqueues it.
+ * POST /v1/payments. The idempotency key with this answer, the payment, its first status change
+ * and (mobile money) the outbox row of its push are written by one statement: one atomic
+ * transaction in one round trip, the leanest form of the outbox rule (shared/db/transact.ts does
+ * the same in several statements). If the key is held by another request, nothing is written
+ * (IdempotencyKeyHeld). The push job is enqueued after commit; if that fails, the outbox-relay
+ * enqueues it. Returns the answer as sent and stored.
  */
-export async function createPayment(deps: TransactDeps & { config: Config }, caller: Caller, input: CreatePaymentInput): Promise<PaymentView> {
+export async function createPayment(
+  deps: TransactDeps & { config: Config },
+  caller: Caller,
+  input: CreatePaymentInput,
+  key: { id: IdempotencyKeyId; request: IdempotentRequest },
+): Promise<StoredResponse> {
   const { db } = deps;
   const terms = await termsCacheFor(db, deps.config.credentialCacheMs).get(db, caller.merchantId);
   if (!terms) throw new ApiError(401, 'api-key-invalid', 'The API key is not valid');
   const row = buildPayment(input, terms, caller, deps.config);
+  const answer = jsonAnswer(201, paymentView(row, deps.config.baseUrl));
   const push: OutboxMessage | null =
     row.method === 'mobile_money'
       ? { id: randomUUID(), queue: QUEUES.providerPush, job_name: 'push', payload: { paymentId: row.id, requestId: caller.requestId }, delay_ms: 0 }
       : null;
-  const payment = db(PAYMENTS).insert({ ...row, metadata: JSON.stringify(row.metadata) }).toSQL();
-  const change = db('payment_status_changes').insert({ payment_id: row.id, from_status: null, to_status: row.status, reason: 'created' }).toSQL();
-  const job = push ? db('outbox').insert({ ...push, payload: JSON.stringify(push.payload) }).toSQL() : null;
+  const k = keyWrittenWith(key.id, key.request, answer);
+  const values = { ...row, metadata: JSON.stringify(row.metadata) };
+  const columns = Object.keys(values);
+  const sql = [
+    `with k as (${k.sql}),`,
+    `p as (insert into ${PAYMENTS} (${columns.join(', ')}) select ${columns.map(() => '?').join(', ')} where exists (select 1 from k) returning id),`,
+    `c as (insert into payment_status_changes (payment_id, from_status, to_status, reason) select id, null, ?, 'created' from p)`,
+    push ? `, o as (insert into outbox (id, queue, job_name, payload, delay_ms) select ?, ?, ?, ?, ? from p)` : '',
+    'select count(*)::int as created from p',
+  ].join('\n');
+  const bindings: Knex.Value[] = [...k.bindings, ...Object.values(values), row.status, ...(push ? [push.id, push.queue, push.job_name, JSON.stringify(push.payload), push.delay_ms] : [])];
+  let created: number;
   try {
-    await db.raw(
-      job ? `with p as (${payment.sql}), c as (${change.sql}) ${job.sql}` : `with p as (${payment.sql}) ${change.sql}`,
-      [...payment.bindings, ...change.bindings, ...(job?.bindings ?? [])],
-    );
+    ({ rows: [{ created }] } = await db.raw(sql, bindings));
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
       throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payment of this merchant', 'reference');
     }
     throw err;
   }
+  if (!created) throw new IdempotencyKeyHeld();
   if (push) await publishOutbox(db, deps.queues, [push], deps.log);
-  return paymentView(row, deps.config.baseUrl);
+  return answer;
 }

@@ -111,15 +111,127 @@ describe('payments API', () => {
       expect(liveRes.body).to.include({ environment: 'live', provider: 'vodacom' });
     });
 
-    it('replays the cached answer for a repeated Idempotency-Key, creating one payment', async () => {
-      const key = randomUUID();
-      const body = JSON.stringify(mm());
-      const a = await shop.client.post('/v1/payments', body, { idempotencyKey: key });
-      const b = await shop.client.post('/v1/payments', body, { idempotencyKey: key });
-      expect(a.status).to.equal(201);
-      expect(b.status).to.equal(201);
-      expect(b.body).to.deep.equal(a.body);
-      expect(await env.services.db('payments').where({ reference: JSON.parse(body).reference }).count<{ c: number }[]>('* as c')).to.deep.equal([{ c: 1 }]);
+    describe('Idempotency-Key (atomic: written in the payment\'s own statement)', () => {
+      const paymentsOf = async (reference: string) => env.services.db('payments').where({ merchant_id: shop.merchant.id, reference });
+      const keyRow = (key: string) => env.services.db('idempotency_keys').where({ merchant_id: shop.merchant.id, key }).first();
+      const outboxOf = (paymentId: string) => env.services.db('outbox').whereRaw(`payload->>'paymentId' = ?`, [paymentId]);
+
+      it('replays the stored answer byte for byte, creating one payment and one push', async () => {
+        const key = randomUUID();
+        const body = JSON.stringify(mm());
+        const a = await shop.client.post('/v1/payments', body, { idempotencyKey: key });
+        expect(a.status).to.equal(201);
+        expect(a.headers.get('idempotent-replayed')).to.equal(null);
+        for (const k of [key, key.toUpperCase()]) {
+          const b = await shop.client.post('/v1/payments', body, { idempotencyKey: k });
+          expect(b.status).to.equal(201);
+          expect(b.text).to.equal(a.text);
+          expect(b.headers.get('content-type')).to.equal(a.headers.get('content-type'));
+          expect(b.headers.get('idempotent-replayed')).to.equal('true');
+        }
+        expect(await paymentsOf(JSON.parse(body).reference)).to.have.length(1);
+        expect(await outboxOf(a.body.id)).to.have.length(1);
+        const row = await keyRow(key);
+        expect(row).to.include({ status: 'completed', response_status: 201, method: 'POST', path: '/v1/payments', locked_until: null });
+        expect(Buffer.from(row.response_body).toString()).to.equal(a.text);
+      });
+
+      it('runs one of many simultaneous requests with one key; the others wait for it and get its answer', async () => {
+        const key = randomUUID();
+        const body = JSON.stringify(mm());
+        const results = await Promise.all(Array.from({ length: 12 }, () => shop.client.post('/v1/payments', body, { idempotencyKey: key })));
+        for (const r of results) expect(r.status, r.text).to.equal(201);
+        expect(new Set(results.map((r) => r.text)).size, 'one answer').to.equal(1);
+        expect(results.filter((r) => r.headers.get('idempotent-replayed') === 'true')).to.have.length(11);
+        const [p] = await paymentsOf(JSON.parse(body).reference);
+        expect(p.id).to.equal(results[0].body.id);
+        expect(await outboxOf(p.id)).to.have.length(1);
+        expect(await env.services.db('payment_status_changes').where({ payment_id: p.id })).to.have.length(1);
+      });
+
+      it('answers 409 idempotency-conflict to the same key with other bodies, even at the same moment, and writes nothing for them', async () => {
+        const key = randomUUID();
+        const bodies = Array.from({ length: 6 }, () => mm());
+        const results = await Promise.all(bodies.map((b) => shop.client.post('/v1/payments', b, { idempotencyKey: key })));
+        const won = results.filter((r) => r.status === 201);
+        expect(won).to.have.length(1);
+        for (const r of results.filter((x) => x.status !== 201)) {
+          expect(r.status).to.equal(409);
+          expect(r.body.error.code).to.equal('idempotency-conflict');
+        }
+        const references = bodies.map((b) => b.reference as string);
+        const written = await env.services.db('payments').whereIn('reference', references);
+        expect(written.map((p) => p.id)).to.deep.equal([won[0].body.id]);
+        const again = await shop.client.post('/v1/payments', mm(), { idempotencyKey: key });
+        expect(again.body.error.code).to.equal('idempotency-conflict');
+      });
+
+      it('stores and replays a 409 reference-conflict and a 422, with nothing written', async () => {
+        const used = mm();
+        expect((await shop.client.post('/v1/payments', used)).status).to.equal(201);
+        const limited = await env.merchant({ scope: 'payments', merchant: { per_tx_limit_usd: 1_000 } });
+        for (const [client, body, status, code] of [
+          [shop.client, mm({ reference: used.reference, amount: 777 }), 409, 'reference-conflict'],
+          [limited.client, mm({ amount: 5_000 }), 422, 'amount-over-limit'],
+        ] as const) {
+          const key = randomUUID();
+          const before = await count('payments');
+          const first = await client.post('/v1/payments', body, { idempotencyKey: key });
+          expect(first.status).to.equal(status);
+          expect(first.body.error.code).to.equal(code);
+          const again = await client.post('/v1/payments', body, { idempotencyKey: key });
+          expect(again.text, 'the stored bytes, request_id included').to.equal(first.text);
+          expect(again.headers.get('idempotent-replayed')).to.equal('true');
+          expect(await count('payments')).to.equal(before);
+        }
+      });
+
+      it('leaves the key free after a 400, and takes an expired key as new', async () => {
+        const key = randomUUID();
+        const bad = await shop.client.post('/v1/payments', mm({ amount: -1 }), { idempotencyKey: key });
+        expect(bad.status).to.equal(400);
+        expect(await keyRow(key)).to.equal(undefined);
+        const first = await shop.client.post('/v1/payments', mm(), { idempotencyKey: key });
+        expect(first.status).to.equal(201);
+        expect(first.headers.get('idempotent-replayed')).to.equal(null);
+
+        await env.services.db('idempotency_keys').where({ key }).update({ expires_at: new Date(Date.now() - 1000) });
+        const later = await shop.client.post('/v1/payments', mm(), { idempotencyKey: key });
+        expect(later.status).to.equal(201);
+        expect(later.headers.get('idempotent-replayed')).to.equal(null);
+        expect(later.body.id).not.to.equal(first.body.id);
+        expect(Buffer.from((await keyRow(key)).response_body).toString()).to.equal(later.text);
+      });
+
+      it('answers 409 idempotency-in-progress to a key held in_progress for this very request, until its lock passes', async () => {
+        // such a row is left by a claim-first holder that died (say, a web process of an earlier release)
+        const key = randomUUID();
+        const body = JSON.stringify(mm());
+        const { requestHash } = await import('../../api/pipeline/idempotency');
+        await env.services.db('idempotency_keys').insert({
+          merchant_id: shop.merchant.id,
+          environment: 'test',
+          key,
+          method: 'POST',
+          path: '/v1/payments',
+          request_hash: requestHash('POST', '/v1/payments', Buffer.from(body)),
+          status: 'in_progress',
+          locked_until: new Date(Date.now() + 60_000),
+          expires_at: new Date(Date.now() + 3600_000),
+        });
+        const held = await shop.client.post('/v1/payments', body, { idempotencyKey: key });
+        expect(held.status).to.equal(409);
+        expect(held.body.error.code).to.equal('idempotency-in-progress');
+        expect(held.headers.get('retry-after')).to.equal('1');
+        expect(await paymentsOf(JSON.parse(body).reference)).to.have.length(0);
+        // its lock has passed (the holder died): the same request takes the key over
+        await env.services.db('idempotency_keys').where({ key }).update({ locked_until: new Date(Date.now() - 1000) });
+        const other = await shop.client.post('/v1/payments', mm(), { idempotencyKey: key });
+        expect(other.body.error.code, 'only the same request may take over').to.equal('idempotency-conflict');
+        const taken = await shop.client.post('/v1/payments', body, { idempotencyKey: key });
+        expect(taken.status).to.equal(201);
+        expect(await paymentsOf(JSON.parse(body).reference)).to.have.length(1);
+      });
     });
 
     describe('field rules: 400 validation-failed naming the field, nothing written', () => {

@@ -709,16 +709,17 @@ describe('merchant request pipeline (spec 5.6)', () => {
     });
   });
 
+  // the claim-first form on POST /v1/payouts; the atomic POST /v1/payments is tested with its real route in payments.test.ts
   describe('9. idempotency', () => {
     it('replays the stored response byte for byte with its status, Location and Idempotent-Replayed, without running again', async () => {
       const f = await env.merchant();
       const key = randomUUID();
-      const first = await f.client.post('/v1/payments', { mode: 'ok', amount: 100 }, { idempotencyKey: key });
+      const first = await f.client.post('/v1/payouts', { mode: 'ok', amount: 100 }, { idempotencyKey: key });
       expect(first.status).to.equal(201);
       expect(first.headers.get('idempotent-replayed')).to.equal(null);
       expect(callsOf(f)).to.have.length(1);
       for (const k of [key, key.toUpperCase()]) {
-        const again = await f.client.post('/v1/payments', { mode: 'ok', amount: 100 }, { idempotencyKey: k });
+        const again = await f.client.post('/v1/payouts', { mode: 'ok', amount: 100 }, { idempotencyKey: k });
         expect(again.status).to.equal(201);
         expect(again.text).to.equal(first.text);
         expect(again.headers.get('content-type')).to.equal(first.headers.get('content-type'));
@@ -728,7 +729,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
       }
       expect(callsOf(f)).to.have.length(1);
       const row = await env.services.db('idempotency_keys').where({ merchant_id: f.merchant.id }).first();
-      expect(row).to.include({ status: 'completed', response_status: 201, method: 'POST', path: '/v1/payments', environment: 'test' });
+      expect(row).to.include({ status: 'completed', response_status: 201, method: 'POST', path: '/v1/payouts', environment: 'test' });
       expect(Buffer.from(row.response_body).toString()).to.equal(first.text);
       expect(new Date(row.expires_at).getTime() - Date.now()).to.be.within(23.9 * 3600e3, 24 * 3600e3);
     });
@@ -736,13 +737,14 @@ describe('merchant request pipeline (spec 5.6)', () => {
     it('answers 409 idempotency-conflict to the same key with another body, method-path or route', async () => {
       const f = await env.merchant();
       const key = randomUUID();
-      expect((await f.client.post('/v1/payments', { mode: 'ok', amount: 100 }, { idempotencyKey: key })).status).to.equal(201);
-      for (const [path, body] of [['/v1/payments', { mode: 'ok', amount: 101 }], ['/v1/payments', '{"mode":"ok", "amount":100}'], ['/v1/payouts', { mode: 'ok', amount: 100 }]] as const) {
+      expect((await f.client.post('/v1/payouts', { mode: 'ok', amount: 100 }, { idempotencyKey: key })).status).to.equal(201);
+      for (const [path, body] of [['/v1/payouts', { mode: 'ok', amount: 101 }], ['/v1/payouts', '{"mode":"ok", "amount":100}'], ['/v1/payments', { mode: 'ok', amount: 100 }]] as const) {
         const res = await f.client.post(path, body, { idempotencyKey: key });
         expect(res.status, `${path} ${JSON.stringify(body)}`).to.equal(409);
         expect(res.body.error.code).to.equal('idempotency-conflict');
       }
-      expect(callsOf(f)).to.have.length(1);
+      // the atomic POST /v1/payments runs its route, whose work is written with the key or not at all (payments.test.ts)
+      expect(callsOf(f).filter((c) => c.path === '/v1/payouts')).to.have.length(1);
     });
 
     it('answers 409 idempotency-in-progress with Retry-After: 1 while the first request runs, then replays it', async () => {
@@ -750,20 +752,20 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const key = randomUUID();
       const g = gate(randomUUID());
       const body = { mode: 'ok', gate: [...gates.keys()].pop() };
-      const first = f.client.post('/v1/payments', body, { idempotencyKey: key });
+      const first = f.client.post('/v1/payouts', body, { idempotencyKey: key });
       await g.entered;
-      const concurrent = await Promise.all(Array.from({ length: 8 }, () => f.client.post('/v1/payments', body, { idempotencyKey: key })));
+      const concurrent = await Promise.all(Array.from({ length: 8 }, () => f.client.post('/v1/payouts', body, { idempotencyKey: key })));
       for (const res of concurrent) {
         expect(res.status).to.equal(409);
         expect(res.body.error.code).to.equal('idempotency-in-progress');
         expect(res.headers.get('retry-after')).to.equal('1');
       }
-      const other = await f.client.post('/v1/payments', { mode: 'ok', other: true }, { idempotencyKey: key });
+      const other = await f.client.post('/v1/payouts', { mode: 'ok', other: true }, { idempotencyKey: key });
       expect(other.body.error.code, 'another body while in progress is still a conflict').to.equal('idempotency-conflict');
       g.open();
       const done = await first;
       expect(done.status).to.equal(201);
-      const replay = await f.client.post('/v1/payments', body, { idempotencyKey: key });
+      const replay = await f.client.post('/v1/payouts', body, { idempotencyKey: key });
       expect(replay.text).to.equal(done.text);
       expect(callsOf(f)).to.have.length(1);
     });
@@ -771,7 +773,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
     it('runs exactly one of many simultaneous first requests with one key', async () => {
       const f = await env.merchant();
       const key = randomUUID();
-      const results = await Promise.all(Array.from({ length: 12 }, () => f.client.post('/v1/payments', { mode: 'ok' }, { idempotencyKey: key })));
+      const results = await Promise.all(Array.from({ length: 12 }, () => f.client.post('/v1/payouts', { mode: 'ok' }, { idempotencyKey: key })));
       expect(callsOf(f)).to.have.length(1);
       const created = results.filter((r) => r.status === 201);
       expect(created.length).to.be.at.least(1);
@@ -796,10 +798,10 @@ describe('merchant request pipeline (spec 5.6)', () => {
       for (const [mode, status, code] of [['reference-conflict', 409, 'reference-conflict'], ['unprocessable', 422, 'amount-over-limit']] as const) {
         const f = await env.merchant();
         const key = randomUUID();
-        const first = await f.client.post('/v1/payments', { mode }, { idempotencyKey: key });
+        const first = await f.client.post('/v1/payouts', { mode }, { idempotencyKey: key });
         expect(first.status).to.equal(status);
         expect(first.body.error.code).to.equal(code);
-        const again = await f.client.post('/v1/payments', { mode }, { idempotencyKey: key });
+        const again = await f.client.post('/v1/payouts', { mode }, { idempotencyKey: key });
         expect(again.status).to.equal(status);
         expect(again.text).to.equal(first.text);
         expect(again.headers.get('idempotent-replayed')).to.equal('true');
@@ -845,9 +847,9 @@ describe('merchant request pipeline (spec 5.6)', () => {
     it('frees an expired key, lets the same request take over a crashed one, and purges expired rows', async () => {
       const f = await env.merchant();
       const expiredKey = randomUUID();
-      const first = await f.client.post('/v1/payments', { mode: 'ok' }, { idempotencyKey: expiredKey });
+      const first = await f.client.post('/v1/payouts', { mode: 'ok' }, { idempotencyKey: expiredKey });
       await env.services.db('idempotency_keys').where({ key: expiredKey }).update({ expires_at: new Date(Date.now() - 1000) });
-      const reused = await f.client.post('/v1/payments', { mode: 'ok', day: 2 }, { idempotencyKey: expiredKey });
+      const reused = await f.client.post('/v1/payouts', { mode: 'ok', day: 2 }, { idempotencyKey: expiredKey });
       expect(reused.status).to.equal(201);
       expect(reused.text).not.to.equal(first.text);
 
@@ -855,13 +857,13 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const crashedKey = randomUUID();
       const g = gate(randomUUID());
       const gated = { mode: 'ok', gate: [...gates.keys()].pop() };
-      const stuck = f.client.post('/v1/payments', gated, { idempotencyKey: crashedKey });
+      const stuck = f.client.post('/v1/payouts', gated, { idempotencyKey: crashedKey });
       await g.entered;
-      expect((await f.client.post('/v1/payments', gated, { idempotencyKey: crashedKey })).status).to.equal(409);
+      expect((await f.client.post('/v1/payouts', gated, { idempotencyKey: crashedKey })).status).to.equal(409);
       await env.services.db('idempotency_keys').where({ key: crashedKey }).update({ locked_until: new Date(Date.now() - 1000) });
-      const other = await f.client.post('/v1/payments', { mode: 'ok', other: 1 }, { idempotencyKey: crashedKey });
+      const other = await f.client.post('/v1/payouts', { mode: 'ok', other: 1 }, { idempotencyKey: crashedKey });
       expect(other.body.error.code, 'only the same request may take over').to.equal('idempotency-conflict');
-      const takeover = f.client.post('/v1/payments', gated, { idempotencyKey: crashedKey });
+      const takeover = f.client.post('/v1/payouts', gated, { idempotencyKey: crashedKey });
       // the takeover runs the route too (same body, same gate): open it for both
       g.open();
       const [a, b] = await Promise.all([stuck, takeover]);

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { requestHash, releasesKey } from '../../api/pipeline/idempotency';
 import { ipAllowed, normaliseIp } from '../../api/pipeline/ipAllowlist';
 import { bodyLimitFor } from '../../api/pipeline/rawBody';
-import { canonicalPath, isIdempotentRoute, V1_PATH } from '../../api/pipeline/request';
+import { canonicalPath, idempotencyModeOf, V1_PATH } from '../../api/pipeline/request';
 import { scopeAllows } from '../../api/pipeline/scope';
 import { signatureValid } from '../../api/pipeline/signature';
 import { timestampFresh } from '../../api/pipeline/timestamp';
@@ -104,11 +104,12 @@ describe('pipeline pure rules', () => {
     });
 
     it('needs an idempotency key on POST /v1/payments and /v1/payouts only', () => {
-      expect(isIdempotentRoute('POST', '/v1/payments')).to.equal(true);
-      expect(isIdempotentRoute('POST', '/V1/Payouts/')).to.equal(true);
-      expect(isIdempotentRoute('GET', '/v1/payments')).to.equal(false);
-      expect(isIdempotentRoute('POST', '/v1/payments/pay_1/refund')).to.equal(false);
-      expect(isIdempotentRoute('PATCH', '/v1/payouts')).to.equal(false);
+      expect(idempotencyModeOf('POST', '/v1/payments')).to.equal('atomic');
+      expect(idempotencyModeOf('POST', '/V1/Payments/')).to.equal('atomic');
+      expect(idempotencyModeOf('POST', '/V1/Payouts/')).to.equal('claim-first');
+      expect(idempotencyModeOf('GET', '/v1/payments')).to.equal(undefined);
+      expect(idempotencyModeOf('POST', '/v1/payments/pay_1/refund')).to.equal(undefined);
+      expect(idempotencyModeOf('PATCH', '/v1/payouts')).to.equal(undefined);
     });
 
     it('caps POST /v1/payments at 100 KB and other bodies at 1 MB', () => {
