@@ -3,6 +3,7 @@ import type { Caller } from '../domain/caller';
 import { randomUUID } from 'node:crypto';
 import type { Config } from '../config';
 import { isUniqueViolation } from '../db/errors';
+import { queryPrepared } from '../db/prepared';
 import type { TransactDeps } from '../db/transact';
 import { FeeError, splitFees } from '../domain/fees';
 import { newId } from '../domain/ids';
@@ -92,9 +93,9 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
 
 /**
  * POST /v1/payments. The idempotency key with this answer, the payment, its first status change
- * and (mobile money) the outbox row of its push are written by one statement: one atomic
- * transaction in one round trip, the leanest form of the outbox rule (shared/db/transact.ts does
- * the same in several statements). If the key is held by another request, nothing is written
+ * and (mobile money) the outbox row of its push are written by one statement, prepared once per
+ * connection: one atomic transaction in one round trip, the leanest form of the outbox rule
+ * (shared/db/transact.ts does the same in several statements). If the key is held by another request, nothing is written
  * (IdempotencyKeyHeld). The push job is enqueued after commit; if that fails, the outbox-relay
  * enqueues it. Returns the answer as sent and stored.
  */
@@ -126,7 +127,7 @@ export async function createPayment(
   const bindings: Knex.Value[] = [...k.bindings, ...Object.values(values), row.status, ...(push ? [push.id, push.queue, push.job_name, JSON.stringify(push.payload), push.delay_ms] : [])];
   let created: number;
   try {
-    ({ rows: [{ created }] } = await db.raw(sql, bindings));
+    [{ created }] = await queryPrepared<{ created: number }>(db, push ? 'create-payment-with-push' : 'create-payment', sql, bindings);
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
       throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payment of this merchant', 'reference');
