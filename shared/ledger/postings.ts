@@ -3,53 +3,44 @@ import type { Executor, Trx } from '../db/knex';
 import { unprocessable } from '../errors';
 import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, type Currency, type Environment, type Posting } from '../domain/ledger';
 
-/**
- * Writes ledger postings. Accounts are created on first use and locked in id order (no
- * deadlocks between concurrent postings); a non-negative account that would go below zero
- * refuses the posting with 422 `insufficient-balance` before anything is written. Merchant
- * accounts keep a cached balance (updated with their entries); the platform's do not (below).
- */
-
-interface AccountRow {
-  id: number;
-  owner: string;
-  kind: string;
-  balance: number;
-  allow_negative: boolean;
-}
+/** Writes ledger postings: balanced double-entry transactions, once per object. */
 
 const keyOf = (a: { owner: string; kind: string }) => `${a.owner}/${a.kind}`;
 
-async function lockAccounts(trx: Trx, env: Environment, currency: Currency, refs: AccountRef[]): Promise<Map<string, AccountRow>> {
-  // created on first use, in one fixed order so that two first postings cannot wait on each other
+/** The ids of the posting's accounts, created on first use. Takes no lock. */
+async function accountIds(trx: Trx, env: Environment, currency: Currency, refs: AccountRef[]): Promise<Map<string, number>> {
+  const find = async () => {
+    const rows: { id: number; owner: string; kind: string }[] = await trx('ledger_accounts')
+      .where({ environment: env, currency })
+      .where((q) => {
+        for (const a of refs) q.orWhere({ owner: a.owner, kind: a.kind });
+      })
+      .select('id', 'owner', 'kind');
+    return new Map(rows.map((r) => [keyOf(r), r.id]));
+  };
+  const found = await find();
+  if (found.size === refs.length) return found;
+  // in one fixed order, so that two first postings cannot wait on each other
   const rows = refs
     .map((a) => ({ owner: a.owner, kind: a.kind, environment: env, currency, allow_negative: allowsNegative(a) }))
     .sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1));
   await trx('ledger_accounts').insert(rows).onConflict(['owner', 'environment', 'currency', 'kind']).ignore();
-  const select = (list: AccountRef[]) =>
-    trx('ledger_accounts')
-      .where({ environment: env, currency })
-      .where((q) => {
-        for (const a of list) q.orWhere({ owner: a.owner, kind: a.kind });
-      })
-      .orderBy('id')
-      .select('id', 'owner', 'kind', 'balance', 'allow_negative');
-  // Only accounts that must not go negative are locked (in id order, one statement) and carry
-  // a cached balance. The platform's accounts (fees, provider clearing) may take any value and
-  // nothing is decided on them, so they are neither locked nor cached: every posting of every
-  // merchant writes to them, and a lock there would serialise all money movements.
-  const guarded = refs.filter((a) => !allowsNegative(a));
-  const open = refs.filter(allowsNegative);
-  const found: AccountRow[] = [
-    ...(guarded.length ? await select(guarded).forUpdate() : []),
-    ...(open.length ? await select(open) : []),
-  ];
-  return new Map(found.map((r) => [keyOf(r), r]));
+  return find();
 }
+
+const pairs = (n: number) => Array.from({ length: n }, () => '(?::bigint, ?::bigint)').join(', ');
 
 /**
  * Posts once per (kind, referenceId): a second call for the same object is a no-op that
  * returns false, so a job that runs twice moves money once.
+ *
+ * The merchant's accounts must never go below zero and carry a cached balance; they are locked
+ * (in id order) and moved by the very statement that writes the entries, so that a busy
+ * merchant's account is held only from that statement to the commit (callers post last). A
+ * move that would take one below zero refuses the posting with 422 `insufficient-balance`, and
+ * the caller's transaction rolls back. The platform's accounts (fees, provider clearing) may
+ * take any value and nothing is decided on them: neither locked nor cached, so that postings of
+ * different merchants never wait on each other.
  */
 export async function post(trx: Trx, posting: Posting): Promise<boolean> {
   // one entry per account (the balance update below moves each account once)
@@ -63,19 +54,26 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
     .returning('id');
   if (inserted.length === 0) return false;
 
-  const accounts = await lockAccounts(trx, p.environment, p.currency, p.entries.map((e) => e.account));
-  const moves = p.entries.map((e) => ({ account: accounts.get(keyOf(e.account))!, amount: e.amount }));
-  for (const m of moves) {
-    if (!m.account.allow_negative && m.account.balance + m.amount < 0) {
-      throw unprocessable('insufficient-balance', 'The available balance is too low for this operation');
-    }
+  const ids = await accountIds(trx, p.environment, p.currency, p.entries.map((e) => e.account));
+  const moves = p.entries.map((e) => ({ id: ids.get(keyOf(e.account))!, amount: e.amount }));
+  const guarded = moves.filter((_, i) => !allowsNegative(p.entries[i].account));
+  const entries = `insert into ledger_entries (transaction_id, account_id, amount) select ?::uuid, id, amount from (values ${pairs(moves.length)}) as v(id, amount)`;
+  const entryBindings = [txId, ...moves.flatMap((m) => [m.id, m.amount])];
+  if (guarded.length === 0) {
+    await trx.raw(entries, entryBindings);
+    return true;
   }
-  const cached = moves.filter((m) => !m.account.allow_negative);
-  if (cached.length) {
-    const values = cached.map(() => '(?::bigint, ?::bigint)').join(', ');
-    await trx.raw(`update ledger_accounts as a set balance = a.balance + v.amount from (values ${values}) as v(id, amount) where a.id = v.id`, cached.flatMap((m) => [m.account.id, m.amount]));
-  }
-  await trx('ledger_entries').insert(moves.map((m) => ({ transaction_id: txId, account_id: m.account.id, amount: m.amount })));
+  const { rows } = await trx.raw(
+    `with locked as materialized (select id from ledger_accounts where id = any(?::bigint[]) order by id for update),
+          moved as (update ledger_accounts as a set balance = a.balance + v.amount
+                      from (values ${pairs(guarded.length)}) as v(id, amount)
+                     where a.id = v.id and a.id in (select id from locked) and a.balance + v.amount >= 0
+                     returning a.id),
+          written as (${entries})
+     select count(*)::int as moved from moved`,
+    [guarded.map((m) => m.id), ...guarded.flatMap((m) => [m.id, m.amount]), ...entryBindings],
+  );
+  if (rows[0].moved < guarded.length) throw unprocessable('insufficient-balance', 'The available balance is too low for this operation');
   return true;
 }
 
