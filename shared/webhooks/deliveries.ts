@@ -44,31 +44,52 @@ async function prepared<T>(db: Db, name: string, text: string, values: unknown[]
   }
 }
 
-/** Claims the next attempt of each listed delivery that may be attempted now; returns those claimed. */
+/**
+ * Claims the next attempt of each listed delivery that may be attempted now; returns those claimed.
+ * Every row is reached through its primary key (a lateral lookup per id), never through a scan of
+ * the pending deliveries, so the plan does not hang on statistics (a backlog written since the
+ * last ANALYZE looks tiny to the planner, which then scanned all of it for every batch). Postgres
+ * keeps one generic plan for it, instead of planning it again on every call, only if no parameter
+ * makes a call's own plan look cheaper: the ids come as JSON (whose length the planner never
+ * guesses) and the probe's claim is its own statement. Ids are locked in sorted order, so
+ * concurrent claims cannot deadlock.
+ */
 export async function claimAttempts(db: Db, deliveryIds: string[], leaseMs: number, asProbe: boolean): Promise<ClaimedAttempt[]> {
+  // a probe may claim while the breaker is still tripped, as long as it holds the endpoint's probe
+  const breaker = asProbe ? 'w.breaker_open_until is null or w.breaker_probe_until > now()' : 'w.breaker_open_until is null';
   return prepared<ClaimedAttempt>(
     db,
-    'webhook_claim_attempts',
-    `with d as (
+    asProbe ? 'webhook_claim_probe' : 'webhook_claim_attempts',
+    `with t as materialized (
+       select x.* from jsonb_array_elements_text($2::jsonb) as ids(id)
+       cross join lateral (
+         select d.id, d.event_id, d.webhook_id, d.round, d.attempts + 1 as attempts, d.lease_until, w.url, w.environment, w.merchant_id,
+                e.type as event_type, e.created as event_created, e.object_version, e.body as event_body
+           from webhook_deliveries d
+           join webhooks w on w.id = d.webhook_id
+           join events e on e.id = d.event_id
+          where d.id = ids.id and d.status = 'pending' and d.attempts < $3
+            and d.next_attempt_at <= now() and (d.lease_until is null or d.lease_until <= now())
+            and w.status = 'enabled' and (${breaker})
+            for update of d
+       ) x
+     ), d as (
        update webhook_deliveries d
           set attempts = d.attempts + 1, lease_until = now() + make_interval(secs => $1), updated_at = now()
-         from webhooks w
-        where d.id = any($2::text[]) and w.id = d.webhook_id and d.status = 'pending' and d.attempts < $3
-          and d.next_attempt_at <= now() and (d.lease_until is null or d.lease_until <= now())
-          and w.status = 'enabled'
-          and (w.breaker_open_until is null or ($4::boolean and w.breaker_probe_until > now()))
-       returning d.id, d.event_id, d.webhook_id, d.round, d.attempts, w.url, w.environment, w.merchant_id
+        where d.id = any(array(select id from t))
      ), interrupted as (
+       -- an attempt left open under an expired lease: its sender died
        update webhook_attempts a set finished_at = now(), error = 'interrupted'
-         from d where a.delivery_id = d.id and a.finished_at is null
+        where a.delivery_id = any(array(select id from t where lease_until is not null)) and a.finished_at is null
      ), a as (
        insert into webhook_attempts (delivery_id, round, attempt, started_at)
-       select id, round, attempts, now() from d
+       select id, round, attempts, now() from t
        returning id, delivery_id
      )
-     select d.*, a.id as attempt_id, e.type as event_type, e.created as event_created, e.object_version, e.body as event_body
-       from d join a on a.delivery_id = d.id join events e on e.id = d.event_id`,
-    [secs(leaseMs), deliveryIds, MAX_ATTEMPTS, asProbe],
+     select t.id, t.event_id, t.webhook_id, t.round, t.attempts, t.url, t.environment, t.merchant_id, a.id as attempt_id,
+            t.event_type, t.event_created, t.object_version, t.event_body
+       from t join a on a.delivery_id = t.id`,
+    [secs(leaseMs), JSON.stringify([...new Set(deliveryIds)].sort()), MAX_ATTEMPTS],
   );
 }
 
@@ -143,9 +164,10 @@ export interface AttemptOutcome {
  * endpoint's breaker, in one statement. The breaker sees an endpoint's outcomes in the order
  * given: a success closes it and resets the count; each failure after the last success counts;
  * reaching 20 in a row, or a failed probe, opens it for the pause; a failure while it is open
- * (an attempt already in flight when it opened) leaves the pause as it is. Endpoints are locked in
- * id order, so batches from several senders never deadlock. Returns each delivery's new status,
- * or null where that attempt's lease had been lost to a newer attempt.
+ * (an attempt already in flight when it opened) leaves the pause as it is. Rows are found through
+ * their primary keys (see claimAttempts); deliveries, then endpoints, are locked in id order, so
+ * batches from several senders never deadlock. Returns each delivery's new status, or null where
+ * that attempt's lease had been lost to a newer attempt.
  */
 export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breakerPauseMs: number): Promise<(AttemptVerdict['status'] | null)[]> {
   const items = outcomes.map(({ claim, result, verdict }, seq) => ({
@@ -163,6 +185,8 @@ export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breaker
     retry_secs: verdict.status === 'pending' ? secs(verdict.retryInMs) : 0,
     ok: verdict.status === 'succeeded',
   }));
+  // deliveries are locked in id order, as claims lock them; `seq` keeps the order of the outcomes
+  items.sort((x, y) => (x.delivery_id < y.delivery_id ? -1 : x.delivery_id > y.delivery_id ? 1 : 0));
   const rows = await prepared<{ id: string; status: AttemptVerdict['status'] }>(
     db,
     'webhook_finish_attempts',
@@ -172,17 +196,24 @@ export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breaker
        select * from jsonb_to_recordset($3::jsonb) as v(
          seq int, attempt_id bigint, delivery_id text, webhook_id text, round int, attempts int, status_code int,
          latency_ms int, error text, excerpt text, status text, retry_secs float8, ok boolean)
+     ), latest as materialized (
+       -- each delivery through its primary key, locked, when this attempt is still its latest
+       select x.id from v cross join lateral (
+         select d.id from webhook_deliveries d
+          where d.id = v.delivery_id and d.round = v.round and d.attempts = v.attempts and d.status = 'pending'
+            for update
+       ) x
      ), att as (
        update webhook_attempts a
           set finished_at = now(), status_code = v.status_code, latency_ms = v.latency_ms, error = v.error, response_excerpt = v.excerpt
-         from v where a.id = v.attempt_id
+         from v where a.id = any(array(select attempt_id from v)) and a.id = v.attempt_id
      ), d as (
        update webhook_deliveries d
           set status = v.status, next_attempt_at = now() + make_interval(secs => v.retry_secs), lease_until = null,
               last_status_code = v.status_code, last_error = v.error, updated_at = now(),
               completed_at = case when v.status = 'pending' then null else now() end
          from v
-        where d.id = v.delivery_id and d.round = v.round and d.attempts = v.attempts and d.status = 'pending'
+        where d.id = any(array(select id from latest)) and d.id = v.delivery_id
        returning d.id, d.status
      ), h as materialized (
        select webhook_id, bool_or(ok) as any_ok, count(*) filter (where not ok and seq > coalesce(last_ok, -1)) as failures
