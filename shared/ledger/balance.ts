@@ -3,6 +3,26 @@ import type { Currency, Environment } from '../domain/ledger';
 
 const CURRENCIES: Currency[] = ['USD', 'CDF'];
 
+/** A merchant's accounts with their balances: the cached balance plus the pending credits (postings.ts). */
+async function merchantAccounts(db: Executor, merchantId: string, environment: Environment) {
+  const rows: { kind: 'available' | 'in_transit'; currency: Currency; balance: number }[] = await db('ledger_accounts as a')
+    .where({ owner: merchantId, environment })
+    .whereIn('kind', ['available', 'in_transit'])
+    .select(
+      'kind',
+      'currency',
+      db.raw('(a.balance + coalesce((select sum(e.amount) from ledger_entries e where e.account_id = a.id and e.pending), 0))::bigint as balance'),
+    );
+  return rows;
+}
+
+/** A merchant's available balance per currency in one environment (0 where no account yet). */
+export async function availableBalances(db: Executor, merchantId: string, environment: Environment): Promise<Record<Currency, number>> {
+  const out: Record<Currency, number> = { USD: 0, CDF: 0 };
+  for (const r of await merchantAccounts(db, merchantId, environment)) if (r.kind === 'available') out[r.currency] = r.balance;
+  return out;
+}
+
 /**
  * The balance object of decisions.md, read from the ledger accounts in one statement (one
  * snapshot): `available` is what the merchant may refund or pay out; `pending` is what refunds
@@ -11,10 +31,7 @@ const CURRENCIES: Currency[] = ['USD', 'CDF'];
  * on failure. Every currency is listed, at 0 where nothing moved yet.
  */
 export async function balanceOf(db: Executor, merchantId: string, environment: Environment) {
-  const rows: { kind: 'available' | 'in_transit'; currency: Currency; balance: number }[] = await db('ledger_accounts')
-    .where({ owner: merchantId, environment })
-    .whereIn('kind', ['available', 'in_transit'])
-    .select('kind', 'currency', 'balance');
+  const rows = await merchantAccounts(db, merchantId, environment);
   const amount = (kind: string, currency: Currency) => rows.find((r) => r.kind === kind && r.currency === currency)?.balance ?? 0;
   return {
     object: 'balance' as const,

@@ -8,11 +8,12 @@ export async function checkLedger(db: Executor): Promise<string[]> {
   const problems: string[] = [];
   const mismatched = await db('ledger_accounts as a')
     .leftJoin('ledger_entries as e', 'e.account_id', 'a.id')
-    // platform accounts keep no cached balance (their balance is the sum of their entries)
+    // platform accounts keep no cached balance (their balance is the sum of their entries);
+    // pending credits are not in the cached balance yet (postings.ts)
     .where('a.allow_negative', false)
     .groupBy('a.id')
-    .havingRaw('a.balance <> coalesce(sum(e.amount), 0)')
-    .select('a.id', 'a.owner', 'a.kind', 'a.currency', 'a.environment', 'a.balance', db.raw('coalesce(sum(e.amount), 0)::bigint as computed'));
+    .havingRaw('a.balance <> coalesce(sum(e.amount) filter (where not e.pending), 0)')
+    .select('a.id', 'a.owner', 'a.kind', 'a.currency', 'a.environment', 'a.balance', db.raw('coalesce(sum(e.amount) filter (where not e.pending), 0)::bigint as computed'));
   for (const r of mismatched) {
     problems.push(`account ${r.id} (${r.owner} ${r.environment} ${r.currency} ${r.kind}): cached ${r.balance}, entries ${r.computed}`);
   }
@@ -31,6 +32,8 @@ export async function checkLedger(db: Executor): Promise<string[]> {
   for (const r of mixed) problems.push(`transaction ${r.id} mixes currencies or environments`);
   const negative = await db('ledger_accounts').where('allow_negative', false).where('balance', '<', 0).select('id', 'owner', 'balance');
   for (const r of negative) problems.push(`account ${r.id} (${r.owner}) is negative: ${r.balance}`);
+  const pendingDebits = await db('ledger_entries as e').join('ledger_accounts as a', 'a.id', 'e.account_id').where('e.pending', true).andWhere((q) => q.where('e.amount', '<=', 0).orWhere('a.allow_negative', true)).select('e.id');
+  for (const r of pendingDebits) problems.push(`entry ${r.id} is pending but not a credit to a guarded account`);
   const lonely = await db('ledger_transactions as t')
     .leftJoin('ledger_entries as e', 'e.transaction_id', 't.id')
     .groupBy('t.id')

@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import type { Knex } from 'knex';
 import type { Executor, Trx } from '../db/knex';
 import { unprocessable } from '../errors';
 import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, type Currency, type Environment, type Posting } from '../domain/ledger';
@@ -28,19 +29,47 @@ async function accountIds(trx: Trx, env: Environment, currency: Currency, refs: 
   return find();
 }
 
-const pairs = (n: number) => Array.from({ length: n }, () => '(?::bigint, ?::bigint)').join(', ');
+const tuples = (n: number, types: string) => Array.from({ length: n }, () => `(${types})`).join(', ');
+
+/**
+ * One statement that locks guarded accounts in id order (FOR NO KEY UPDATE, the lock an UPDATE
+ * of the balance takes: the key share that new entries take on their account stays free, so
+ * credits go on meanwhile), folds their pending credits into the cached balance, and moves each
+ * by its amount unless that would take it below zero; `also` (the entries) is written by the
+ * same statement. Returns how many accounts moved.
+ */
+async function foldAndMove(db: Executor, moves: { id: number; amount: number }[], also?: { sql: string; bindings: Knex.Value[] }): Promise<number> {
+  const { rows } = await db.raw(
+    `with locked as materialized (select id from ledger_accounts where id = any(?::bigint[]) order by id for no key update),
+          folded as (update ledger_entries set pending = false
+                      where pending and account_id in (select id from locked)
+                      returning account_id, amount),
+          moves as (select v.id, v.amount + coalesce((select sum(f.amount) from folded f where f.account_id = v.id), 0)::bigint as amount
+                      from (values ${tuples(moves.length, '?::bigint, ?::bigint')}) as v(id, amount)),
+          moved as (update ledger_accounts as a set balance = a.balance + m.amount
+                      from moves m
+                     where a.id = m.id and a.id in (select id from locked) and a.balance + m.amount >= 0
+                     returning a.id)
+          ${also ? `, written as (${also.sql})` : ''}
+     select count(*)::int as moved from moved`,
+    [moves.map((m) => m.id), ...moves.flatMap((m) => [m.id, m.amount]), ...(also?.bindings ?? [])],
+  );
+  return rows[0].moved;
+}
 
 /**
  * Posts once per (kind, referenceId): a second call for the same object is a no-op that
  * returns false, so a job that runs twice moves money once.
  *
- * The merchant's accounts must never go below zero and carry a cached balance; they are locked
- * (in id order) and moved by the very statement that writes the entries, so that a busy
- * merchant's account is held only from that statement to the commit (callers post last). A
- * move that would take one below zero refuses the posting with 422 `insufficient-balance`, and
- * the caller's transaction rolls back. The platform's accounts (fees, provider clearing) may
- * take any value and nothing is decided on them: neither locked nor cached, so that postings of
- * different merchants never wait on each other.
+ * A merchant's accounts are guarded: never below zero, with a cached balance. A posting that
+ * only adds to them (a payment's credit) writes its entries as pending and takes no lock, so a
+ * busy merchant's payments never wait on each other; the balance is the cached one plus the
+ * pending credits (balance.ts). A posting that takes from one (a refund, a payout) locks its
+ * guarded accounts in id order, folds their pending credits in, and moves them in the statement
+ * that writes its entries, so they are held only from there to the commit (callers post last);
+ * a move below zero refuses the posting with 422 `insufficient-balance` and the caller's
+ * transaction rolls back. The platform's accounts (fees, provider clearing) may take any value
+ * and nothing is decided on them: neither locked nor cached.
  */
 export async function post(trx: Trx, posting: Posting): Promise<boolean> {
   // one entry per account (the balance update below moves each account once)
@@ -55,26 +84,32 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
   if (inserted.length === 0) return false;
 
   const ids = await accountIds(trx, p.environment, p.currency, p.entries.map((e) => e.account));
-  const moves = p.entries.map((e) => ({ id: ids.get(keyOf(e.account))!, amount: e.amount }));
-  const guarded = moves.filter((_, i) => !allowsNegative(p.entries[i].account));
-  const entries = `insert into ledger_entries (transaction_id, account_id, amount) select ?::uuid, id, amount from (values ${pairs(moves.length)}) as v(id, amount)`;
-  const entryBindings = [txId, ...moves.flatMap((m) => [m.id, m.amount])];
-  if (guarded.length === 0) {
-    await trx.raw(entries, entryBindings);
+  const moves = p.entries.map((e) => ({ id: ids.get(keyOf(e.account))!, amount: e.amount, guarded: !allowsNegative(e.account) }));
+  const guarded = moves.filter((m) => m.guarded);
+  const creditsOnly = guarded.every((m) => m.amount > 0);
+  const entries = {
+    sql: `insert into ledger_entries (transaction_id, account_id, amount, pending)
+          select ?::uuid, id, amount, pending from (values ${tuples(moves.length, '?::bigint, ?::bigint, ?::boolean')}) as v(id, amount, pending)`,
+    bindings: [txId, ...moves.flatMap((m) => [m.id, m.amount, creditsOnly && m.guarded])],
+  };
+  if (creditsOnly) {
+    await trx.raw(entries.sql, entries.bindings);
     return true;
   }
-  const { rows } = await trx.raw(
-    `with locked as materialized (select id from ledger_accounts where id = any(?::bigint[]) order by id for update),
-          moved as (update ledger_accounts as a set balance = a.balance + v.amount
-                      from (values ${pairs(guarded.length)}) as v(id, amount)
-                     where a.id = v.id and a.id in (select id from locked) and a.balance + v.amount >= 0
-                     returning a.id),
-          written as (${entries})
-     select count(*)::int as moved from moved`,
-    [guarded.map((m) => m.id), ...guarded.flatMap((m) => [m.id, m.amount]), ...entryBindings],
-  );
-  if (rows[0].moved < guarded.length) throw unprocessable('insufficient-balance', 'The available balance is too low for this operation');
+  if ((await foldAndMove(trx, guarded, entries)) < guarded.length) {
+    throw unprocessable('insufficient-balance', 'The available balance is too low for this operation');
+  }
   return true;
+}
+
+/**
+ * Folds pending credits into their accounts' cached balances (the ledger sweep), one account
+ * per statement, so that reading a balance never sums many entries. Returns the accounts folded.
+ */
+export async function foldPendingCredits(db: Executor, batch = 100): Promise<number> {
+  const rows: { account_id: number }[] = await db('ledger_entries').where({ pending: true }).distinct('account_id').limit(batch);
+  for (const r of rows) await foldAndMove(db, [{ id: r.account_id, amount: 0 }]);
+  return rows.length;
 }
 
 /** Loads a posting already written (to reverse it exactly). */
@@ -101,14 +136,4 @@ export async function reverse(trx: Trx, originalKind: string, referenceId: strin
   const original = await findPosting(trx, originalKind, referenceId);
   if (!original) throw new Error(`no ${originalKind} posting for ${referenceId} to reverse`);
   return post(trx, reversal(original, kind));
-}
-
-/** A merchant's available balance per currency in one environment (0 where no account yet). */
-export async function availableBalances(db: Executor, merchantId: string, env: Environment): Promise<Record<Currency, number>> {
-  const rows: { currency: Currency; balance: number }[] = await db('ledger_accounts')
-    .where({ owner: merchantId, environment: env, kind: 'available' })
-    .select('currency', 'balance');
-  const out: Record<Currency, number> = { USD: 0, CDF: 0 };
-  for (const r of rows) out[r.currency] = r.balance;
-  return out;
 }

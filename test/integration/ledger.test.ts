@@ -6,7 +6,8 @@ import { ROOT } from '../helpers/processes';
 import { ApiError } from '../../shared/errors';
 import { newId } from '../../shared/domain/ids';
 import { outgoingDebit, outgoingKinds, outgoingSettle, paymentCredit, type Currency } from '../../shared/domain/ledger';
-import { availableBalances, post, reverse } from '../../shared/ledger/postings';
+import { availableBalances } from '../../shared/ledger/balance';
+import { foldPendingCredits, post, reverse } from '../../shared/ledger/postings';
 import { checkLedger } from '../../shared/ledger/check';
 
 /** `npm run ledger:check` on this file's database: exit code and output. */
@@ -80,6 +81,55 @@ describe('ledger', () => {
     expect(await checkLedger(db())).to.deep.equal([]);
   });
 
+  it('writes credits as pending without locking the account; a debit folds them in under the lock; the sweep folds the rest', async () => {
+    const m = merchant();
+    const account = () => db()('ledger_accounts').where({ owner: m, kind: 'available', currency: 'USD' }).first();
+    const pendingOf = async (id: number) => (await db()('ledger_entries').where({ account_id: id, pending: true })).map((e) => e.amount);
+    await credit(m, 1_000);
+    // a debit holding the account's row lock (the lock of an UPDATE of its balance) does not stop credits
+    const a = await account();
+    const blocker = await db().transaction();
+    try {
+      await blocker('ledger_accounts').where({ id: a.id }).forNoKeyUpdate();
+      await Promise.all([credit(m, 200), credit(m, 300)]);
+    } finally {
+      await blocker.rollback();
+    }
+    expect((await account()).balance, 'cached balance untouched by credits').to.equal(0);
+    expect((await pendingOf(a.id)).sort()).to.deep.equal([1_000, 200, 300]);
+    expect((await availableBalances(db(), m, 'test')).USD).to.equal(1_500);
+    expect(await checkLedger(db())).to.deep.equal([]);
+
+    await debit(m, 1_400, 50); // needs the pending credits: folded in by the debit's own statement
+    expect(await pendingOf(a.id)).to.deep.equal([]);
+    expect((await account()).balance).to.equal(50);
+    const refused = await debit(m, 51).catch((err) => err);
+    expect(refused).to.be.instanceOf(ApiError).and.include({ code: 'insufficient-balance' });
+
+    await credit(m, 25);
+    expect(await foldPendingCredits(db())).to.be.at.least(1);
+    expect(await pendingOf(a.id)).to.deep.equal([]);
+    expect((await account()).balance).to.equal(75);
+    expect(await availableBalances(db(), m, 'test')).to.deep.equal({ USD: 75, CDF: 0 });
+    expect(await checkLedger(db())).to.deep.equal([]);
+  });
+
+  it('keeps every sum exact with credits, debits and sweeps of one merchant all at once', async () => {
+    const m = merchant();
+    await credit(m, 100);
+    const work: Promise<unknown>[] = [];
+    for (let i = 0; i < 40; i++) {
+      work.push(credit(m, 100));
+      if (i % 2) work.push(debit(m, 150).catch(() => 'refused'));
+      if (i % 10 === 0) work.push(foldPendingCredits(db()));
+    }
+    const results = await Promise.all(work);
+    const debited = results.filter((r) => typeof r === 'string' && r.startsWith('po_')).length;
+    expect((await availableBalances(db(), m, 'test')).USD).to.equal(4_100 - 150 * debited);
+    expect(debited).to.be.at.least(1);
+    expect(await checkLedger(db())).to.deep.equal([]);
+  });
+
   it('posts once per (kind, reference): a job run twice moves money once', async () => {
     const m = merchant();
     await credit(m, 1_000);
@@ -124,6 +174,7 @@ describe('ledger', () => {
     it('reports a balance that no longer matches its entries, and an unbalanced transaction, and exits non-zero', async () => {
       const m = merchant();
       await credit(m, 800);
+      await foldPendingCredits(db());
       const account = await db()('ledger_accounts').where({ owner: m, kind: 'available' }).first();
       await db()('ledger_accounts').where({ id: account.id }).update({ balance: 801 });
       const txId = randomUUID();

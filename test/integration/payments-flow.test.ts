@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { eventually } from '../helpers/processes';
 import { checkLedger } from '../../shared/ledger/check';
-import { availableBalances } from '../../shared/ledger/postings';
+import { availableBalances } from '../../shared/ledger/balance';
 import {
   callbackBody,
   createPayment,

@@ -1,12 +1,17 @@
 import { runPool } from '../bootstrap';
 import { nowUnix } from '../../shared/domain/ids';
+import { foldPendingCredits } from '../../shared/ledger/postings';
 import { settle } from '../../shared/settlements/settle';
+
+/** How often pending credits are folded into the cached balances (postings.ts). */
+const FOLD_INTERVAL_MS = 5_000;
 
 /**
  * settlement: every SETTLEMENT_CHECK_INTERVAL_MS, settles what the last daily cut-off
  * (SETTLEMENT_TIME_UTC) left unsettled. Between cut-offs a check finds every group already
  * settled and writes nothing. Any number of copies may run: settle() makes one batch per
- * merchant, environment, currency and period whatever runs beside it.
+ * merchant, environment, currency and period whatever runs beside it. Also folds the ledger's
+ * pending credits into the cached balances, one account at a time, under its lock.
  */
 void runPool({
   name: 'settlement',
@@ -15,6 +20,14 @@ void runPool({
       name: 'daily-settlement',
       intervalMs: (ctx) => ctx.config.settlement.checkIntervalMs,
       run: (ctx) => settle(ctx, { now: nowUnix(), cutoffMinutesUtc: ctx.config.settlement.cutoffMinutesUtc }),
+    },
+    {
+      name: 'fold-pending-credits',
+      intervalMs: () => FOLD_INTERVAL_MS,
+      run: async (ctx) => {
+        // a bounded share per tick: a merchant credited without pause must not keep the loop busy
+        for (let i = 0; i < 10 && (await foldPendingCredits(ctx.db)) > 0; i++);
+      },
     },
   ],
 });
