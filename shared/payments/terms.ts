@@ -1,6 +1,7 @@
 import type { Executor } from '../db/knex';
 import type { Currency } from '../domain/ledger';
 import type { FeeRule } from '../domain/fees';
+import { TtlCache } from '../ttlCache';
 
 /** What a merchant's configuration says about its payments: fee bearer, fees, per-transaction limits. */
 export interface MerchantTerms {
@@ -10,43 +11,21 @@ export interface MerchantTerms {
   per_tx_limit_cdf: number | null;
 }
 
-interface Entry {
-  at: number;
-  value: Promise<MerchantTerms | undefined>;
-}
-
 /**
  * Merchant terms kept in this process for `ttlMs` (CREDENTIAL_CACHE_MS, default 5 s, the same
  * bound the credential cache puts on suspension): a fee or limit change reaches every web
- * process within that time, and POST /v1/payments saves a query. Concurrent misses share one
- * query; a failed query is not remembered.
+ * process within that time, and POST /v1/payments saves a query.
  */
 export class MerchantTermsCache {
-  private readonly entries = new Map<string, Entry>();
+  private readonly cache: TtlCache<MerchantTerms | undefined>;
 
-  constructor(
-    private readonly ttlMs: number,
-    private readonly maxEntries = 10_000,
-  ) {}
+  constructor(ttlMs: number) {
+    this.cache = new TtlCache(ttlMs);
+  }
 
   get(db: Executor, merchantId: string): Promise<MerchantTerms | undefined> {
-    const now = Date.now();
-    const hit = this.entries.get(merchantId);
-    if (hit && now - hit.at < this.ttlMs) return hit.value;
     // a knex builder runs its query again at every await: keep the promise of one run
-    const value: Promise<MerchantTerms | undefined> = Promise.resolve(
-      db('merchants').where({ id: merchantId }).first('fee_bearer', 'fees', 'per_tx_limit_usd', 'per_tx_limit_cdf'),
-    );
-    if (this.ttlMs > 0) {
-      const entry = { at: now, value };
-      this.entries.delete(merchantId);
-      this.entries.set(merchantId, entry);
-      if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
-      value.catch(() => {
-        if (this.entries.get(merchantId) === entry) this.entries.delete(merchantId);
-      });
-    }
-    return value;
+    return this.cache.get(merchantId, () => Promise.resolve(db('merchants').where({ id: merchantId }).first('fee_bearer', 'fees', 'per_tx_limit_usd', 'per_tx_limit_cdf')));
   }
 }
 

@@ -1,0 +1,36 @@
+interface Entry<V> {
+  at: number;
+  value: Promise<V>;
+}
+
+/**
+ * Values kept in this process for `ttlMs` (0: nothing kept), by key, for the request path's
+ * lookups (credentials, merchant terms): a change in Postgres reaches every process within that
+ * time. Concurrent misses on one key share one load; a failed load is not remembered; beyond
+ * `maxEntries` the least recently loaded key goes.
+ */
+export class TtlCache<V> {
+  private readonly entries = new Map<string, Entry<V>>();
+
+  constructor(
+    private readonly ttlMs: number,
+    private readonly maxEntries = 10_000,
+  ) {}
+
+  get(key: string, load: () => Promise<V>): Promise<V> {
+    const now = Date.now();
+    const hit = this.entries.get(key);
+    if (hit && now - hit.at < this.ttlMs) return hit.value;
+    const value = load();
+    if (this.ttlMs > 0) {
+      const entry = { at: now, value };
+      this.entries.delete(key); // re-insert at the end: Map order is the eviction order
+      this.entries.set(key, entry);
+      if (this.entries.size > this.maxEntries) this.entries.delete(this.entries.keys().next().value!);
+      value.catch(() => {
+        if (this.entries.get(key) === entry) this.entries.delete(key);
+      });
+    }
+    return value;
+  }
+}
