@@ -8,14 +8,26 @@ import type { Redis } from 'ioredis';
  * scaled by the endpoint's recent attempt time: a fast endpoint's jobs retry within milliseconds,
  * a slow one's back off up to MAX_WAIT_MS instead of spinning through the queue.
  *
- * Redis keys (ids only): holders, a sorted set of tokens scored by start time (a holder older
- * than the lease is a dead process and is dropped); waiters, deliveries scored by when they
+ * Redis keys (ids only): holders, a sorted set of tokens scored by when they were taken (a holder
+ * older than the lease is a dead process and is dropped); waiters, deliveries scored by when they
  * first waited (their rank orders the waits); and the endpoint's moving average attempt time.
+ *
+ * Within a process: a job that finds a fast endpoint (recent attempts under FAST_ENDPOINT_MS) full
+ * waits here, up to LOCAL_WAIT_MS, for a slot this process frees, rather than going round the
+ * queue; a slow or hanging endpoint's jobs are delayed at once, so they never hold sender slots
+ * while they wait. A slot freed while such a job waits is handed straight to it, without a trip
+ * to Redis, as long as the slot was taken less than HANDOFF_MS ago; an older one goes back to
+ * Redis (where other processes can take it) and the waiter asks Redis again. A busy endpoint thus
+ * costs Redis two commands per slot and HANDOFF_MS, not two per delivery. The lease covers an
+ * attempt plus HANDOFF_MS, so a slot handed on is never dropped as a dead holder's.
  */
 
 const MAX_WAIT_MS = 30_000;
 const MIN_WAIT_MS = 5;
 const WAITER_TTL_MS = 2 * MAX_WAIT_MS;
+const FAST_ENDPOINT_MS = 50;
+const LOCAL_WAIT_MS = 200;
+export const HANDOFF_MS = 1000;
 
 const ACQUIRE = `
 local t = redis.call('TIME')
@@ -35,22 +47,46 @@ local avg = tonumber(redis.call('GET', KEYS[3]) or '0')
 return {0, redis.call('ZRANK', KEYS[2], ARGV[4]), math.floor(avg)}
 `;
 
+/** Frees a slot; folds the mean time of the `n` attempts made with it into the average; drops served waiters. */
 const RELEASE = `
 redis.call('ZREM', KEYS[1], ARGV[1])
-local latency = tonumber(ARGV[2])
-if latency >= 0 then
+local n = tonumber(ARGV[3])
+if n > 0 then
+  local latency = tonumber(ARGV[2])
   local avg = tonumber(redis.call('GET', KEYS[2]) or ARGV[2])
-  redis.call('SET', KEYS[2], tostring(avg * 0.8 + latency * 0.2), 'PX', 3600000)
+  local keep = 0.8 ^ n
+  redis.call('SET', KEYS[2], tostring(avg * keep + latency * (1 - keep)), 'PX', 3600000)
 end
+for i = 4, #ARGV do redis.call('ZREM', KEYS[3], ARGV[i]) end
 return 1
 `;
 
 type Scripted = Redis & {
   webhookSlotAcquire(k1: string, k2: string, k3: string, lease: number, limit: number, token: string, member: string, stale: number): Promise<[number, number, number]>;
-  webhookSlotRelease(k1: string, k2: string, token: string, latency: number): Promise<number>;
+  webhookSlotRelease(k1: string, k2: string, k3: string, token: string, latency: number, n: number, ...served: string[]): Promise<number>;
 };
 
-export type SlotGrant = { ok: true; token: string } | { ok: false; waitMs: number; avgMs: number };
+/** A slot of one endpoint held by this process, across the deliveries it is handed to. */
+export interface Slot {
+  readonly webhookId: string;
+  readonly token: string;
+  /** Local clock, read before the slot was asked for (never later than Redis's score of it). */
+  readonly takenAt: number;
+  /** Attempts made with the slot and their total time, for the endpoint's average. */
+  attempts: number;
+  latencyMs: number;
+  /** Deliveries handed the slot after they had queued in Redis's waiters (removed on release). */
+  served: string[];
+}
+
+export type SlotGrant = { ok: true; slot: Slot } | { ok: false; waitMs: number; avgMs: number };
+
+/** A job of this process waiting for a slot of an endpoint: handed one, or told one went back to Redis. */
+interface Waiter {
+  wake(slot: Slot | 'returned'): void;
+  /** Its delivery, when it has queued in Redis's waiters. */
+  member?: string;
+}
 
 /** How long a job waits when `rank` jobs are ahead of it for `limit` slots of ~`avgMs` each. */
 export function saturatedWaitMs(rank: number, limit: number, avgMs: number, random = Math.random()): number {
@@ -61,16 +97,22 @@ export function saturatedWaitMs(rank: number, limit: number, avgMs: number, rand
 
 export class EndpointSemaphore {
   private readonly redis: Scripted;
+  private readonly leaseMs: number;
+  private readonly waiters = new Map<string, Waiter[]>();
+  /** Slots of each endpoint this process holds in Redis (one handed on is still held). */
+  private readonly held = new Map<string, number>();
 
   constructor(
     redis: Redis,
     private readonly prefix: string,
     private readonly limit: number,
-    private readonly leaseMs: number,
+    /** How long one attempt may hold a slot before its process is presumed dead. */
+    attemptLeaseMs: number,
   ) {
     redis.defineCommand('webhookSlotAcquire', { numberOfKeys: 3, lua: ACQUIRE });
-    redis.defineCommand('webhookSlotRelease', { numberOfKeys: 2, lua: RELEASE });
+    redis.defineCommand('webhookSlotRelease', { numberOfKeys: 3, lua: RELEASE });
     this.redis = redis as Scripted;
+    this.leaseMs = attemptLeaseMs + HANDOFF_MS;
   }
 
   private keys(webhookId: string) {
@@ -78,16 +120,89 @@ export class EndpointSemaphore {
     return { holders: `${base}:holders`, waiters: `${base}:waiters`, avg: `${base}:avg-ms` };
   }
 
+  /** A slot of the endpoint, or how long to wait before asking again. */
   async acquire(webhookId: string, deliveryId: string): Promise<SlotGrant> {
-    const k = this.keys(webhookId);
-    const token = randomUUID();
-    const [ok, rank, avg] = await this.redis.webhookSlotAcquire(k.holders, k.waiters, k.avg, this.leaseMs, this.limit, token, deliveryId, WAITER_TTL_MS);
-    return ok === 1 ? { ok: true, token } : { ok: false, waitMs: saturatedWaitMs(rank, this.limit, avg), avgMs: avg };
+    const deadline = Date.now() + LOCAL_WAIT_MS;
+    // jobs of this process already wait for a slot it holds of this fast endpoint: queue behind them
+    const queued = this.waiters.has(webhookId) && (this.held.get(webhookId) ?? 0) > 0;
+    let grant = queued ? null : await this.take(webhookId, deliveryId);
+    for (;;) {
+      if (grant && (grant.ok || grant.avgMs >= FAST_ENDPOINT_MS)) return grant;
+      const woken = await this.freedHere(webhookId, grant ? deliveryId : undefined, deadline - Date.now());
+      if (woken !== 'returned' && woken !== 'timeout') return { ok: true, slot: woken };
+      grant = await this.take(webhookId, deliveryId);
+      if (woken === 'timeout') return grant;
+    }
   }
 
-  /** Frees the slot; `latencyMs` (-1 when no attempt was made) feeds the endpoint's average. */
-  async release(webhookId: string, token: string, latencyMs: number): Promise<void> {
+  /**
+   * Gives the slot back after an attempt that took `latencyMs` (-1 when none was made): to a job
+   * of this process waiting for the endpoint while the slot is young, otherwise to Redis.
+   */
+  async release(slot: Slot, latencyMs: number): Promise<void> {
+    if (latencyMs >= 0) {
+      slot.attempts++;
+      slot.latencyMs += latencyMs;
+    }
+    const next = this.nextWaiter(slot.webhookId);
+    if (next && Date.now() - slot.takenAt < HANDOFF_MS) {
+      if (next.member) slot.served.push(next.member);
+      next.wake(slot);
+      return;
+    }
+    this.count(slot.webhookId, -1);
+    try {
+      const k = this.keys(slot.webhookId);
+      const mean = slot.attempts ? Math.round(slot.latencyMs / slot.attempts) : -1;
+      await this.redis.webhookSlotRelease(k.holders, k.avg, k.waiters, slot.token, mean, slot.attempts, ...slot.served);
+    } finally {
+      next?.wake('returned');
+    }
+  }
+
+  private async take(webhookId: string, deliveryId: string): Promise<SlotGrant> {
     const k = this.keys(webhookId);
-    await this.redis.webhookSlotRelease(k.holders, k.avg, token, latencyMs);
+    const token = randomUUID();
+    const takenAt = Date.now();
+    const [ok, rank, avg] = await this.redis.webhookSlotAcquire(k.holders, k.waiters, k.avg, this.leaseMs, this.limit, token, deliveryId, WAITER_TTL_MS);
+    if (ok !== 1) return { ok: false, waitMs: saturatedWaitMs(rank, this.limit, avg), avgMs: avg };
+    this.count(webhookId, 1);
+    return { ok: true, slot: { webhookId, token, takenAt, attempts: 0, latencyMs: 0, served: [] } };
+  }
+
+  private count(webhookId: string, delta: number): void {
+    const n = (this.held.get(webhookId) ?? 0) + delta;
+    if (n > 0) this.held.set(webhookId, n);
+    else this.held.delete(webhookId);
+  }
+
+  /** Resolves with a slot handed over here, 'returned' when one went back to Redis, 'timeout' after `ms`. */
+  private freedHere(webhookId: string, member: string | undefined, ms: number): Promise<Slot | 'returned' | 'timeout'> {
+    return new Promise((resolve) => {
+      const waiter: Waiter = {
+        member,
+        wake: (slot) => {
+          clearTimeout(timer);
+          resolve(slot);
+        },
+      };
+      const timer = setTimeout(() => {
+        const queue = this.waiters.get(webhookId) ?? [];
+        const i = queue.indexOf(waiter);
+        if (i >= 0) queue.splice(i, 1);
+        if (queue.length === 0) this.waiters.delete(webhookId);
+        resolve('timeout');
+      }, Math.max(0, ms));
+      const queue = this.waiters.get(webhookId);
+      if (queue) queue.push(waiter);
+      else this.waiters.set(webhookId, [waiter]);
+    });
+  }
+
+  private nextWaiter(webhookId: string): Waiter | undefined {
+    const queue = this.waiters.get(webhookId);
+    const next = queue?.shift();
+    if (queue?.length === 0) this.waiters.delete(webhookId);
+    return next;
   }
 }

@@ -7,7 +7,7 @@ import { Coalescer } from './coalescer';
 import { eventEnvelope } from './envelope';
 import { makeAgents, postWebhook, type Agents, type AttemptResult } from './http';
 import { afterAttempt, isSuccess, MAX_ATTEMPTS, type AttemptVerdict } from './rules';
-import { EndpointSemaphore, type SlotGrant } from './semaphore';
+import { EndpointSemaphore } from './semaphore';
 
 /**
  * One run of a delivery job: take an endpoint slot, claim the next attempt in Postgres, POST,
@@ -23,14 +23,6 @@ const LEASE_MARGIN_MS = 5000;
 const SECRET_CACHE_MS = 60_000;
 /** While another delivery probes a half-open endpoint, the others look again this often. */
 const PROBE_RECHECK_MS = 1000;
-/**
- * A job that finds a fast endpoint (recent attempts under FAST_ENDPOINT_MS) full waits here, up
- * to LOCAL_WAIT_MS, for a slot this process frees, rather than going round the queue: with one
- * busy endpoint that saves a delayed-job cycle per delivery. A slow or hanging endpoint's jobs are
- * delayed at once, so they never hold sender slots while they wait.
- */
-const FAST_ENDPOINT_MS = 50;
-const LOCAL_WAIT_MS = 200;
 
 const done = (reason: string): DeliveryOutcome => ({ kind: 'done', reason });
 const wait = (delayMs: number, reason: string): DeliveryOutcome => ({ kind: 'wait', delayMs: Math.max(1, Math.round(delayMs)), reason });
@@ -39,8 +31,6 @@ export class WebhookSender {
   private readonly semaphore: EndpointSemaphore;
   private readonly agents: Agents;
   private readonly secrets = new Map<string, { value: string; until: number }>();
-  /** Jobs of this process waiting for a slot of a fast endpoint, woken one per slot freed here. */
-  private readonly slotWaiters = new Map<string, (() => void)[]>();
   private readonly leaseMs: number;
   /** Claims and outcomes of concurrent jobs share statements (one commit for many deliveries). */
   private readonly claims: Coalescer<string, ClaimedAttempt | null>;
@@ -52,7 +42,7 @@ export class WebhookSender {
     this.semaphore = new EndpointSemaphore(ctx.redis, ctx.config.queuePrefix, webhooks.endpointConcurrency, this.leaseMs);
     this.agents = makeAgents();
     this.claims = new Coalescer(async (ids) => {
-      const claimed = await claimAttempts(ctx.db, [...new Set(ids)], this.leaseMs, false);
+      const claimed = await claimAttempts(ctx.db, ids, this.leaseMs, false);
       const byId = new Map(claimed.map((c) => [c.id, c]));
       // a delivery asked for twice in one batch (two jobs for it) is claimed once, by the first
       return ids.map((id) => {
@@ -65,13 +55,12 @@ export class WebhookSender {
   }
 
   async deliver(deliveryId: string, webhookId: string): Promise<DeliveryOutcome> {
-    const slot = await this.acquireSlot(webhookId, deliveryId);
-    if (!slot.ok) return wait(slot.waitMs, 'endpoint-saturated');
+    const grant = await this.semaphore.acquire(webhookId, deliveryId);
+    if (!grant.ok) return wait(grant.waitMs, 'endpoint-saturated');
     let released: Promise<void> | undefined;
     const release = (latencyMs: number) =>
       (released ??= this.semaphore
-        .release(webhookId, slot.token, latencyMs)
-        .then(() => this.wakeSlotWaiter(webhookId))
+        .release(grant.slot, latencyMs)
         .catch((err: Error) => this.ctx.log.warn({ webhookId, err: { message: err.message } }, 'webhook slot release failed; it expires with its lease')));
     try {
       const claim = await this.claim(deliveryId, webhookId);
@@ -83,41 +72,6 @@ export class WebhookSender {
     } finally {
       await release(-1);
     }
-  }
-
-  private async acquireSlot(webhookId: string, deliveryId: string): Promise<SlotGrant> {
-    const deadline = Date.now() + LOCAL_WAIT_MS;
-    let grant = await this.semaphore.acquire(webhookId, deliveryId);
-    while (!grant.ok && grant.avgMs < FAST_ENDPOINT_MS && Date.now() < deadline) {
-      if (!(await this.slotFreedHere(webhookId, deadline - Date.now()))) break;
-      grant = await this.semaphore.acquire(webhookId, deliveryId);
-    }
-    return grant;
-  }
-
-  /** Resolves true when this process frees a slot of the endpoint, false after `ms`. */
-  private slotFreedHere(webhookId: string, ms: number): Promise<boolean> {
-    return new Promise((resolve) => {
-      const wake = () => {
-        clearTimeout(timer);
-        resolve(true);
-      };
-      const timer = setTimeout(() => {
-        const waiters = this.slotWaiters.get(webhookId) ?? [];
-        const i = waiters.indexOf(wake);
-        if (i >= 0) waiters.splice(i, 1);
-        if (waiters.length === 0) this.slotWaiters.delete(webhookId);
-        resolve(false);
-      }, ms);
-      this.slotWaiters.set(webhookId, [...(this.slotWaiters.get(webhookId) ?? []), wake]);
-    });
-  }
-
-  private wakeSlotWaiter(webhookId: string): void {
-    const waiters = this.slotWaiters.get(webhookId);
-    const wake = waiters?.shift();
-    if (waiters?.length === 0) this.slotWaiters.delete(webhookId);
-    wake?.();
   }
 
   /** Claims the next attempt, or says what to do instead. */
