@@ -22,8 +22,8 @@ describe('per-endpoint slots shared by sender processes (real Redis)', () => {
   }
   const newEndpoint = () => `wh_slots${++endpoints}`;
   const key = (webhookId: string, part: 'holders' | 'waiters' | 'avg-ms') => `${prefix}:webhook-slots:${webhookId}:${part}`;
-  const holders = (webhookId: string) => redis.zrange(key(webhookId, 'holders'), 0, -1);
-  const waiting = (webhookId: string) => redis.zrange(key(webhookId, 'waiters'), 0, -1);
+  const holders = (webhookId: string) => redis.zrange(key(webhookId, 'holders'), '0', '-1');
+  const waiting = (webhookId: string) => redis.zrange(key(webhookId, 'waiters'), '0', '-1');
   function slotOf(grant: SlotGrant) {
     if (!grant.ok) throw new Error(`no slot: wait ${grant.waitMs} ms`);
     return grant.slot;
