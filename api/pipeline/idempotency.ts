@@ -160,7 +160,8 @@ async function claimFirst(ctx: Context, next: Next, id: IdempotencyKeyId, reques
  * The route writes the key with its work (keyWrittenWith) and leaves the answer it stored in
  * ctx.state.idempotency.stored; if its statement found the key held, it throws
  * IdempotencyKeyHeld and this request gets that key's answer. An answer without work (a 422, a
- * 409 reference-conflict) is stored here, after the route, in one statement.
+ * 409 reference-conflict) is stored here, after the route, in one statement. A request the route
+ * refuses (400) or fails (5xx) is answered by its key when the key is already taken.
  */
 async function atomic(ctx: Context, next: Next, id: IdempotencyKeyId, request: IdempotentRequest): Promise<void> {
   const { db } = ctx.services;
@@ -171,10 +172,17 @@ async function atomic(ctx: Context, next: Next, id: IdempotencyKeyId, request: I
     stores = await runRoute(ctx, next);
   } catch (err) {
     if (err instanceof IdempotencyKeyHeld) return answerHeld(ctx, await readIdempotencyKey(db, id, request));
+    // the key is looked at only now: a key already used wins over this request's 400 or 5xx
+    // (same request: its stored answer; another: idempotency-conflict), as in spec order
+    const held = await readIdempotencyKey(db, id, request).catch(() => null);
+    if (held) return answerHeld(ctx, held);
     throw err;
   }
   if (key.stored) return send(ctx, key.stored);
   const answer = stores ? answerOf(ctx) : null;
-  if (!answer) return;
+  if (!answer) {
+    if (stores) ctx.state.log.warn('streamed response on an idempotent route: key not stored');
+    return;
+  }
   if (!(await storeIdempotentResponse(db, id, request, answer))) answerHeld(ctx, await readIdempotencyKey(db, id, request));
 }

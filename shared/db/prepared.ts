@@ -14,7 +14,8 @@ const texts = new Map<string, string>();
 /**
  * Runs one statement as a named prepared statement on a connection of the pool: Postgres parses
  * and plans it once per connection instead of on every call. For the hottest statements (the
- * creation of a payment); `sql` takes `?` placeholders like knex.raw.
+ * creation of a payment). Every `?` in `sql` is a placeholder (knex.raw's `??` identifiers and
+ * `\?` escapes are not supported), and the query bypasses knex's query events.
  */
 export async function queryPrepared<R>(db: Db, name: string, sql: string, values: Knex.Value[]): Promise<R[]> {
   let text = texts.get(`${name}\n${sql}`);

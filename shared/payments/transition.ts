@@ -58,7 +58,7 @@ export async function applyToLockedPayment(
       object: paymentEventObject(updated),
     });
   }
-  // last: the posting locks the merchant's ledger account, held only from here to the commit
+  // last: a posting that takes money locks the merchant's accounts from here to the commit (a credit takes no lock)
   if (d.credit) {
     await post(
       trx,

@@ -61,9 +61,10 @@ const MARK_BATCH_MAX = 500;
 const pendingMarks = new Map<Db, { ids: string[]; timer: NodeJS.Timeout; log?: Logger }>();
 
 /**
- * Marks published rows as enqueued, in batches: one UPDATE every MARK_BATCH_MS (well inside the
- * relay's grace), not one per request. A lost mark (crash) only lets the relay enqueue the row
- * again under the same job id, and every job is safe to run twice.
+ * Marks published rows as enqueued, in batches: one UPDATE every MARK_BATCH_MS (inside the
+ * relay's grace at its default of 1 s), not one per request. A mark that comes late or is lost
+ * (crash) only lets the relay enqueue the row again under the same job id, and every job is safe
+ * to run twice.
  */
 function markEnqueued(db: Db, ids: string[], log?: Logger): void {
   let batch = pendingMarks.get(db);

@@ -14,6 +14,9 @@ const mm = (over: Record<string, unknown> = {}) => ({
   ...over,
 });
 
+const CACHE_MS = 200;
+const CACHE_WAIT_MS = CACHE_MS + 50;
+
 describe('payments API', () => {
   let env: TestEnv;
   let shop: MerchantFixture;
@@ -21,7 +24,8 @@ describe('payments API', () => {
 
   before(async () => {
     // rate limiting is the pipeline's concern; this file sends far more than 100 requests a minute per key
-    env = await startTestEnv({ RATE_LIMIT_PER_MINUTE: '100000' });
+    // and merchant terms are cached for CACHE_MS, so that a change reaches the web within a test
+    env = await startTestEnv({ RATE_LIMIT_PER_MINUTE: '100000', CREDENTIAL_CACHE_MS: String(CACHE_MS) });
     shop = await env.merchant({ scope: 'payments', merchant: { fees: { USD: { percent_bps: 250, fixed: 10 }, CDF: { percent_bps: 100, fixed: 0 } } } });
   });
   after(async () => env.close());
@@ -184,6 +188,29 @@ describe('payments API', () => {
           expect(again.headers.get('idempotent-replayed')).to.equal('true');
           expect(await count('payments')).to.equal(before);
         }
+      });
+
+      it('answers by a used key before the route can refuse: a replay, or 409 idempotency-conflict, never a fresh 400', async () => {
+        const key = randomUUID();
+        const body = JSON.stringify(mm());
+        const first = await shop.client.post('/v1/payments', body, { idempotencyKey: key });
+        expect(first.status).to.equal(201);
+        const invalid = await shop.client.post('/v1/payments', mm({ amount: -1 }), { idempotencyKey: key });
+        expect(invalid.status).to.equal(409);
+        expect(invalid.body.error.code).to.equal('idempotency-conflict');
+
+        // the same request, after the merchant's terms changed so that it would now be refused
+        const pricey = await env.merchant({ scope: 'payments', merchant: { fees: { USD: { percent_bps: 0, fixed: 50 } } } });
+        const small = JSON.stringify(mm({ amount: 100 }));
+        const created = await pricey.client.post('/v1/payments', small, { idempotencyKey: key });
+        expect(created.status).to.equal(201);
+        await env.admin('PATCH', `/admin/merchants/${pricey.merchant.id}`, { fees: { USD: { percent_bps: 0, fixed: 500 }, CDF: { percent_bps: 0, fixed: 0 } } });
+        await new Promise((r) => setTimeout(r, CACHE_WAIT_MS));
+        expect((await pricey.client.post('/v1/payments', mm({ amount: 100 }))).status, 'a new payment of 100 is refused now').to.equal(400);
+        const again = await pricey.client.post('/v1/payments', small, { idempotencyKey: key });
+        expect(again.status).to.equal(201);
+        expect(again.text).to.equal(created.text);
+        expect(again.headers.get('idempotent-replayed')).to.equal('true');
       });
 
       it('leaves the key free after a 400, and takes an expired key as new', async () => {
