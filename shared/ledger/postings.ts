@@ -31,16 +31,20 @@ async function accountIds(trx: Trx, env: Environment, currency: Currency, refs: 
 
 const tuples = (n: number, types: string) => Array.from({ length: n }, () => `(${types})`).join(', ');
 
+type Sql = { sql: string; bindings: Knex.Value[] };
+
 /**
  * One statement that locks guarded accounts in id order (FOR NO KEY UPDATE, the lock an UPDATE
  * of the balance takes: the key share that new entries take on their account stays free, so
  * credits go on meanwhile), folds their pending credits into the cached balance, and moves each
- * by its amount unless that would take it below zero; `also` (the entries) is written by the
- * same statement. Returns how many accounts moved.
+ * by its amount unless that would take it below zero. With a posting, its transaction row (`t`,
+ * empty when already posted: then nothing moves) and its entries are written by the same
+ * statement. Returns whether the posting was new and how many accounts moved.
  */
-async function foldAndMove(db: Executor, moves: { id: number; amount: number }[], also?: { sql: string; bindings: Knex.Value[] }): Promise<number> {
+async function foldAndMove(db: Executor, moves: { id: number; amount: number }[], posting?: { transaction: Sql; entries: Sql }): Promise<{ posted: boolean; moved: number }> {
   const { rows } = await db.raw(
-    `with locked as materialized (select id from ledger_accounts where id = any(?::bigint[]) order by id for no key update),
+    `with ${posting ? `t as (${posting.transaction.sql}),` : ''}
+          locked as materialized (select id from ledger_accounts where id = any(?::bigint[]) order by id for no key update),
           folded as (update ledger_entries set pending = false
                       where pending and account_id in (select id from locked)
                       returning account_id, amount),
@@ -49,12 +53,18 @@ async function foldAndMove(db: Executor, moves: { id: number; amount: number }[]
           moved as (update ledger_accounts as a set balance = a.balance + m.amount
                       from moves m
                      where a.id = m.id and a.id in (select id from locked) and a.balance + m.amount >= 0
+                       ${posting ? 'and exists (select 1 from t)' : ''}
                      returning a.id)
-          ${also ? `, written as (${also.sql})` : ''}
-     select count(*)::int as moved from moved`,
-    [moves.map((m) => m.id), ...moves.flatMap((m) => [m.id, m.amount]), ...(also?.bindings ?? [])],
+          ${posting ? `, written as (${posting.entries.sql})` : ''}
+     select ${posting ? '(select count(*) from t)::int' : '1'} as posted, (select count(*) from moved)::int as moved`,
+    [
+      ...(posting?.transaction.bindings ?? []),
+      moves.map((m) => m.id),
+      ...moves.flatMap((m) => [m.id, m.amount]),
+      ...(posting?.entries.bindings ?? []),
+    ],
   );
-  return rows[0].moved;
+  return { posted: rows[0].posted === 1, moved: rows[0].moved };
 }
 
 /**
@@ -69,36 +79,39 @@ async function foldAndMove(db: Executor, moves: { id: number; amount: number }[]
  * that writes its entries, so they are held only from there to the commit (callers post last);
  * a move below zero refuses the posting with 422 `insufficient-balance` and the caller's
  * transaction rolls back. The platform's accounts (fees, provider clearing) may take any value
- * and nothing is decided on them: neither locked nor cached.
+ * and nothing is decided on them: neither locked nor cached. The transaction row and the
+ * entries are one statement (after the accounts' ids are read).
  */
 export async function post(trx: Trx, posting: Posting): Promise<boolean> {
   // one entry per account (the balance update below moves each account once)
   const p = normalise(posting);
   assertBalanced(p);
-  const txId = randomUUID();
-  const inserted = await trx('ledger_transactions')
-    .insert({ id: txId, kind: p.kind, reference_id: p.referenceId, environment: p.environment, currency: p.currency, merchant_id: p.merchantId })
-    .onConflict(['kind', 'reference_id'])
-    .ignore()
-    .returning('id');
-  if (inserted.length === 0) return false;
-
   const ids = await accountIds(trx, p.environment, p.currency, p.entries.map((e) => e.account));
   const moves = p.entries.map((e) => ({ id: ids.get(keyOf(e.account))!, amount: e.amount, guarded: !allowsNegative(e.account) }));
   const guarded = moves.filter((m) => m.guarded);
   const creditsOnly = guarded.every((m) => m.amount > 0);
+  // `t`: the transaction row, returned only when this posting is new (unique per kind and reference)
+  const transaction = trx('ledger_transactions')
+    .insert({ id: randomUUID(), kind: p.kind, reference_id: p.referenceId, environment: p.environment, currency: p.currency, merchant_id: p.merchantId })
+    .onConflict(['kind', 'reference_id'])
+    .ignore()
+    .returning('id')
+    .toSQL();
   const entries = {
     sql: `insert into ledger_entries (transaction_id, account_id, amount, pending)
-          select ?::uuid, id, amount, pending from (values ${tuples(moves.length, '?::bigint, ?::bigint, ?::boolean')}) as v(id, amount, pending)`,
-    bindings: [txId, ...moves.flatMap((m) => [m.id, m.amount, creditsOnly && m.guarded])],
+          select t.id, v.id, v.amount, v.pending from t, (values ${tuples(moves.length, '?::bigint, ?::bigint, ?::boolean')}) as v(id, amount, pending)`,
+    bindings: moves.flatMap((m) => [m.id, m.amount, creditsOnly && m.guarded]),
   };
   if (creditsOnly) {
-    await trx.raw(entries.sql, entries.bindings);
-    return true;
+    const { rows } = await trx.raw(`with t as (${transaction.sql}), written as (${entries.sql}) select count(*)::int as posted from t`, [
+      ...transaction.bindings,
+      ...entries.bindings,
+    ]);
+    return rows[0].posted === 1;
   }
-  if ((await foldAndMove(trx, guarded, entries)) < guarded.length) {
-    throw unprocessable('insufficient-balance', 'The available balance is too low for this operation');
-  }
+  const { posted, moved } = await foldAndMove(trx, guarded, { transaction: { sql: transaction.sql, bindings: [...transaction.bindings] }, entries });
+  if (!posted) return false;
+  if (moved < guarded.length) throw unprocessable('insufficient-balance', 'The available balance is too low for this operation');
   return true;
 }
 

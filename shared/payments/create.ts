@@ -1,6 +1,5 @@
 import type { Knex } from 'knex';
 import type { Caller } from '../domain/caller';
-import { randomUUID } from 'node:crypto';
 import type { Config } from '../config';
 import { isUniqueViolation } from '../db/errors';
 import { queryPrepared } from '../db/prepared';
@@ -11,7 +10,7 @@ import { operatorAccepts } from '../domain/msisdn';
 import { ApiError, badRequest, unprocessable, validationFailed } from '../errors';
 import { providerIdFor } from '../providers/registry';
 import { QUEUES } from '../queues/names';
-import { publishOutbox, type OutboxMessage } from '../queues/outbox';
+import { outboxMessage, publishOutbox, type OutboxMessage } from '../queues/outbox';
 import { PAYMENTS, type PaymentRow } from './rows';
 import type { CreatePaymentInput } from './schemas';
 import { termsCacheFor, type MerchantTerms } from './terms';
@@ -111,9 +110,7 @@ export async function createPayment(
   const row = buildPayment(input, terms, caller, deps.config);
   const answer = jsonAnswer(201, paymentView(row, deps.config.baseUrl));
   const push: OutboxMessage | null =
-    row.method === 'mobile_money'
-      ? { id: randomUUID(), queue: QUEUES.providerPush, job_name: 'push', payload: { paymentId: row.id, requestId: caller.requestId }, delay_ms: 0 }
-      : null;
+    row.method === 'mobile_money' ? outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId }) : null;
   const k = keyWrittenWith(key.id, key.request, answer);
   const values = { ...row, metadata: JSON.stringify(row.metadata) };
   const columns = Object.keys(values);

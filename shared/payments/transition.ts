@@ -44,9 +44,16 @@ export async function applyToLockedPayment(
     patch.failure_message = details.failureMessage ?? 'The provider reported a failure';
   }
   if (details.providerRef && !p.provider_ref) patch.provider_ref = details.providerRef;
-  const [updated] = (await trx(PAYMENTS).where({ id: p.id }).update(patch).returning('*')) as PaymentRow[];
-  // clock_timestamp(), not now(): the moment of the change, not the start of its transaction
-  await trx('payment_status_changes').insert({ payment_id: p.id, from_status: p.status, to_status: d.to, reason: details.reason, at: trx.raw('clock_timestamp()') });
+  // the change and its history row in one statement; clock_timestamp(), not now(): the moment
+  // of the change, not the start of its transaction
+  const update = trx(PAYMENTS).where({ id: p.id }).update(patch).returning('*').toSQL();
+  const { rows } = await trx.raw(
+    `with u as (${update.sql}),
+          h as (insert into payment_status_changes (payment_id, from_status, to_status, reason, at) select id, ?, ?, ?, clock_timestamp() from u)
+     select * from u`,
+    [...update.bindings, p.status, d.to, details.reason],
+  );
+  const updated = rows[0] as PaymentRow;
 
   if (d.event) {
     await recordEvent(trx, outbox, {

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { Trx } from '../db/knex';
 import { transact, type OutboxWriter, type TransactDeps } from '../db/transact';
 import { QUEUES } from '../queues/names';
+import { outboxInsert, outboxMessage, publishOutbox } from '../queues/outbox';
 import { parseCallbackBody } from './protocol';
 import type { Provider, ProviderCallback, ProviderObjectKind } from './types';
 
@@ -35,10 +36,16 @@ export interface StoredCallback extends ProviderCallback {
 export type CallbackHandler = (trx: Trx, outbox: OutboxWriter, callback: StoredCallback, provider: Provider) => Promise<CallbackOutcome>;
 export type CallbackHandlers = Partial<Record<ProviderObjectKind, CallbackHandler>>;
 
+/**
+ * Stores a verified callback with the job that applies it: one statement (one round trip, one
+ * commit) writes the inbox row and its outbox row; the job is enqueued after commit.
+ */
 export async function storeCallback(deps: TransactDeps, provider: Provider, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
+  const { db } = deps;
   const id = randomUUID();
-  await transact(deps, async (trx, outbox) => {
-    await trx(CALLBACKS).insert({
+  const job = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackId: id, requestId });
+  const row = db(CALLBACKS)
+    .insert({
       id,
       provider: provider.id,
       raw_body: raw.toString('utf8'),
@@ -48,9 +55,11 @@ export async function storeCallback(deps: TransactDeps, provider: Provider, raw:
       object_id: parsed.objectId,
       reported_status: parsed.status,
       provider_ref: parsed.providerRef,
-    });
-    await outbox.add(QUEUES.callbackReconciler, 'apply-callback', { callbackId: id, requestId });
-  });
+    })
+    .toSQL();
+  const outbox = outboxInsert(db, job).toSQL();
+  await db.raw(`with c as (${row.sql}) ${outbox.sql}`, [...row.bindings, ...outbox.bindings]);
+  await publishOutbox(db, deps.queues, [job], deps.log);
   return id;
 }
 

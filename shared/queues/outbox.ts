@@ -20,6 +20,16 @@ export interface OutboxMessage {
   delay_ms: number;
 }
 
+/** A new outbox message (not yet written). */
+export function outboxMessage(queue: QueueName, jobName: string, payload: JobData, delayMs = 0): OutboxMessage {
+  return { id: randomUUID(), queue, job_name: jobName, payload, delay_ms: delayMs };
+}
+
+/** The INSERT of a message's outbox row, to run alone or inside the statement of its change. */
+export function outboxInsert(db: Executor, msg: OutboxMessage) {
+  return db('outbox').insert({ ...msg, payload: JSON.stringify(msg.payload) });
+}
+
 export async function writeOutbox(
   trx: Executor,
   queue: QueueName,
@@ -27,9 +37,9 @@ export async function writeOutbox(
   payload: JobData,
   delayMs = 0,
 ): Promise<OutboxMessage> {
-  const row: OutboxMessage = { id: randomUUID(), queue, job_name: jobName, payload, delay_ms: delayMs };
-  await trx('outbox').insert({ ...row, payload: JSON.stringify(payload) });
-  return row;
+  const msg = outboxMessage(queue, jobName, payload, delayMs);
+  await outboxInsert(trx, msg);
+  return msg;
 }
 
 /** jobId of an outbox message: its uuid (no ':' and not all digits, as BullMQ requires). */
