@@ -8,8 +8,8 @@ interface PoolClient {
   releaseConnection(connection: pg.Client): Promise<void>;
 }
 
-/** Statement text by name: one name is one text for the life of the process. */
-const texts = new Map<string, string>();
+/** Each name's statement, as given and as sent: one name is one statement for the life of the process. */
+const statements = new Map<string, { sql: string; text: string }>();
 
 /**
  * Runs one statement as a named prepared statement on a connection of the pool: Postgres parses
@@ -18,13 +18,15 @@ const texts = new Map<string, string>();
  * `\?` escapes are not supported), and the query bypasses knex's query events.
  */
 export async function queryPrepared<R>(db: Db, name: string, sql: string, values: Knex.Value[]): Promise<R[]> {
-  let text = texts.get(`${name}\n${sql}`);
-  if (text === undefined) {
-    if ([...texts.keys()].some((k) => k.startsWith(`${name}\n`))) throw new Error(`prepared statement ${name} has another text`);
+  let statement = statements.get(name);
+  if (!statement) {
     let n = 0;
-    text = sql.replace(/\?/g, () => `$${++n}`);
-    texts.set(`${name}\n${sql}`, text);
+    statement = { sql, text: sql.replace(/\?/g, () => `$${++n}`) };
+    statements.set(name, statement);
+  } else if (statement.sql !== sql) {
+    throw new Error(`prepared statement ${name} has another text`);
   }
+  const { text } = statement;
   const client = db.client as PoolClient;
   const connection = await client.acquireConnection();
   try {

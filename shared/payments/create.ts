@@ -90,6 +90,26 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
 }
 
 
+/** The creation statement of each variant (with or without a push), built once: a payment row's columns never change. */
+const statements = new Map<boolean, { name: string; sql: string; columns: (keyof PaymentRow)[] }>();
+
+function createStatement(row: PaymentRow, withPush: boolean, keySql: string) {
+  let statement = statements.get(withPush);
+  if (!statement) {
+    const columns = Object.keys(row) as (keyof PaymentRow)[];
+    const sql = [
+      `with k as (${keySql}),`,
+      `p as (insert into ${PAYMENTS} (${columns.join(', ')}) select ${columns.map(() => '?').join(', ')} where exists (select 1 from k) returning id),`,
+      `c as (insert into payment_status_changes (payment_id, from_status, to_status, reason) select id, null, ?, 'created' from p)`,
+      withPush ? `, o as (insert into outbox (id, queue, job_name, payload, delay_ms) select ?, ?, ?, ?, ? from p)` : '',
+      'select count(*)::int as created from p',
+    ].join('\n');
+    statement = { name: withPush ? 'create-payment-with-push' : 'create-payment', sql, columns };
+    statements.set(withPush, statement);
+  }
+  return statement;
+}
+
 /**
  * POST /v1/payments. The idempotency key with this answer, the payment, its first status change
  * and (mobile money) the outbox row of its push are written by one statement, prepared once per
@@ -112,19 +132,16 @@ export async function createPayment(
   const push: OutboxMessage | null =
     row.method === 'mobile_money' ? outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId }) : null;
   const k = keyWrittenWith(key.id, key.request, answer);
-  const values = { ...row, metadata: JSON.stringify(row.metadata) };
-  const columns = Object.keys(values);
-  const sql = [
-    `with k as (${k.sql}),`,
-    `p as (insert into ${PAYMENTS} (${columns.join(', ')}) select ${columns.map(() => '?').join(', ')} where exists (select 1 from k) returning id),`,
-    `c as (insert into payment_status_changes (payment_id, from_status, to_status, reason) select id, null, ?, 'created' from p)`,
-    push ? `, o as (insert into outbox (id, queue, job_name, payload, delay_ms) select ?, ?, ?, ?, ? from p)` : '',
-    'select count(*)::int as created from p',
-  ].join('\n');
-  const bindings: Knex.Value[] = [...k.bindings, ...Object.values(values), row.status, ...(push ? [push.id, push.queue, push.job_name, JSON.stringify(push.payload), push.delay_ms] : [])];
+  const statement = createStatement(row, push !== null, k.sql);
+  const bindings: Knex.Value[] = [
+    ...k.bindings,
+    ...statement.columns.map((c) => (c === 'metadata' ? JSON.stringify(row.metadata) : (row[c] as Knex.Value))),
+    row.status,
+    ...(push ? [push.id, push.queue, push.job_name, JSON.stringify(push.payload), push.delay_ms] : []),
+  ];
   let created: number;
   try {
-    [{ created }] = await queryPrepared<{ created: number }>(db, push ? 'create-payment-with-push' : 'create-payment', sql, bindings);
+    [{ created }] = await queryPrepared<{ created: number }>(db, statement.name, statement.sql, bindings);
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
       throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payment of this merchant', 'reference');
