@@ -1,4 +1,5 @@
 import type { Trx } from '../db/knex';
+import { updateWithHistory } from '../db/history';
 import type { OutboxWriter } from '../db/transact';
 import { nowUnix } from '../domain/ids';
 import { paymentCredit } from '../domain/ledger';
@@ -44,16 +45,13 @@ export async function applyToLockedPayment(
     patch.failure_message = details.failureMessage ?? 'The provider reported a failure';
   }
   if (details.providerRef && !p.provider_ref) patch.provider_ref = details.providerRef;
-  // the change and its history row in one statement; clock_timestamp(), not now(): the moment
-  // of the change, not the start of its transaction
-  const update = trx(PAYMENTS).where({ id: p.id }).update(patch).returning('*').toSQL();
-  const { rows } = await trx.raw(
-    `with u as (${update.sql}),
-          h as (insert into payment_status_changes (payment_id, from_status, to_status, reason, at) select id, ?, ?, ?, clock_timestamp() from u)
-     select * from u`,
-    [...update.bindings, p.status, d.to, details.reason],
-  );
-  const updated = rows[0] as PaymentRow;
+  const updated = await updateWithHistory<PaymentRow>(trx, PAYMENTS, p.id, patch, {
+    table: 'payment_status_changes',
+    column: 'payment_id',
+    from: p.status,
+    to: d.to,
+    reason: details.reason,
+  });
 
   if (d.event) {
     await recordEvent(trx, outbox, {

@@ -1,4 +1,5 @@
 import type { Trx } from '../db/knex';
+import { updateWithHistory } from '../db/history';
 import type { OutboxWriter } from '../db/transact';
 import { nowUnix } from '../domain/ids';
 import { outgoingKinds, outgoingSettle } from '../domain/ledger';
@@ -44,9 +45,7 @@ export async function applyToLockedPayout(trx: Trx, outbox: OutboxWriter, p: Pay
     patch.failure_message = details.failureMessage ?? 'The provider refused the payout';
   }
 
-  const [updated] = (await trx(PAYOUTS).where({ id: p.id }).update(patch).returning('*')) as PayoutRow[];
-  // clock_timestamp(): the moment of the change, not the start of its transaction
-  await trx('payout_status_changes').insert({ payout_id: p.id, from_status: p.status, to_status: to, reason: details.reason, at: trx.raw('clock_timestamp()') });
+  const updated = await updateWithHistory<PayoutRow>(trx, PAYOUTS, p.id, patch, { table: 'payout_status_changes', column: 'payout_id', from: p.status, to, reason: details.reason });
   if (to === 'succeeded' || to === 'failed') {
     await recordEvent(trx, outbox, {
       merchantId: p.merchant_id,

@@ -1,4 +1,5 @@
 import type { Trx } from '../db/knex';
+import { updateWithHistory } from '../db/history';
 import type { OutboxWriter } from '../db/transact';
 import { nowUnix } from '../domain/ids';
 import { outgoingKinds, outgoingSettle } from '../domain/ledger';
@@ -41,9 +42,7 @@ export async function applyToLockedRefund(trx: Trx, outbox: OutboxWriter, r: Ref
     patch.failure_message = details.failureMessage ?? 'The provider refused the refund';
   }
   if (details.providerRef && !r.provider_ref) patch.provider_ref = details.providerRef;
-  const [updated] = (await trx(REFUNDS).where({ id: r.id }).update(patch).returning('*')) as RefundRow[];
-  // clock_timestamp(): the moment of the change, not the start of its transaction
-  await trx('refund_status_changes').insert({ refund_id: r.id, from_status: r.status, to_status: to, reason: details.reason, at: trx.raw('clock_timestamp()') });
+  const updated = await updateWithHistory<RefundRow>(trx, REFUNDS, r.id, patch, { table: 'refund_status_changes', column: 'refund_id', from: r.status, to, reason: details.reason });
   if (to === 'failed') {
     // the payment's refunded amount goes down (back to `succeeded` if it was `refunded`)
     const payment = (await lockPayment(trx, r.payment_id))!;
