@@ -37,11 +37,12 @@ export async function prepareTemplate(): Promise<string> {
   try {
     await db.raw('select pg_advisory_lock(734001)');
     try {
-      // leftovers of crashed runs: per-file databases of dead processes, outdated templates
-      const { rows } = await db.raw(`select datname from pg_database where datname like 'svc\\_t\\_%' or (datname like 'svc\\_tpl\\_%' and datname <> ?)`, [name]);
+      // leftovers of crashed runs: per-file databases of dead processes. Templates of other
+      // migration sets are kept: another checkout on this machine may be cloning them right now.
+      const { rows } = await db.raw(`select datname from pg_database where datname like 'svc\\_t\\_%'`);
       for (const { datname } of rows as { datname: string }[]) {
         const pid = Number(/^svc_t_(\d+)_/.exec(datname)?.[1]);
-        if (datname.startsWith('svc_tpl_') || !pidAlive(pid)) await db.raw('drop database if exists ?? with (force)', [datname]);
+        if (!pidAlive(pid)) await db.raw('drop database if exists ?? with (force)', [datname]);
       }
       const exists = await db.raw('select 1 from pg_database where datname = ?', [name]);
       if (exists.rows.length === 0) {
