@@ -2,7 +2,6 @@ import Router from '@koa/router';
 import { ApiError, badRequest, notFound, validationFailed } from '../shared/errors';
 import { CallbackFormatError } from '../shared/providers/errors';
 import { storeCallback } from '../shared/providers/inbox';
-import { providers } from '../shared/providers/registry';
 import { readRawBody } from './body';
 
 /** No provider notification comes near this; the cap bounds what an anonymous caller makes us buffer. */
@@ -14,7 +13,7 @@ export const CALLBACK_BODY_LIMIT = 64 * 1024;
  * stored), stored raw in the inbox with the job that applies it, and answered 200 at once.
  */
 export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:provider', async (ctx) => {
-  const provider = providers(ctx.services.config).byProviderId(ctx.params.provider);
+  const provider = ctx.services.providers.byProviderId(ctx.params.provider);
   if (!provider) throw notFound('Provider');
   const raw = await readRawBody(ctx, CALLBACK_BODY_LIMIT);
   if (!provider.verifyCallback(raw, ctx.headers)) {

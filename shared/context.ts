@@ -5,6 +5,8 @@ import { createLogger, type Logger } from './logger';
 import { webRedis, workerRedis } from './queues/connection';
 import { QueueRegistry } from './queues/registry';
 import { flushOutboxMarks } from './queues/outbox';
+import { ProviderRegistry } from './providers/registry';
+import { systemClock, type Clock } from './clock';
 
 /** What every process needs: configuration, the Postgres pool, Redis, the queues and a logger. */
 export interface ServiceContext {
@@ -13,6 +15,9 @@ export interface ServiceContext {
   redis: Redis;
   queues: QueueRegistry;
   log: Logger;
+  /** the providers of this configuration, built on first use (the web process learns its base URL at start) */
+  readonly providers: ProviderRegistry;
+  clock: Clock;
   close(): Promise<void>;
 }
 
@@ -22,6 +27,7 @@ export interface ContextOptions {
   role: 'web' | 'worker';
   name: string;
   poolMax?: number;
+  clock?: Clock;
 }
 
 export function createContext(opts: ContextOptions): ServiceContext {
@@ -31,12 +37,17 @@ export function createContext(opts: ContextOptions): ServiceContext {
   const log = createLogger(config.logLevel, opts.name);
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));
   const queues = new QueueRegistry(redis, config.queuePrefix);
+  let registry: ProviderRegistry | undefined;
   return {
     config,
     db,
     redis,
     queues,
     log,
+    get providers() {
+      return (registry ??= new ProviderRegistry(config));
+    },
+    clock: opts.clock ?? systemClock,
     async close() {
       await flushOutboxMarks(db).catch(() => undefined);
       await queues.close().catch(() => undefined);

@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { lastValue } from '../query';
 import { callerOf } from './caller';
-import { parseLimit } from '../../shared/payments/pagination';
+import { parseLimit } from '../../shared/db/pagination';
 import { getEvent, listEvents, parseEventCursor, parseEventType } from '../../shared/webhooks/recovery';
 
 /** Events of the key's merchant and environment (decisions.md), for merchants catching up. */

@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import { callerOf } from './caller';
 import { validator } from '../../shared/validation';
 import { createPayment } from '../../shared/payments/create';
-import { getPayment, listPayments } from '../../shared/payments/query';
+import { getPayment, listPayments } from '../../shared/payments/read';
 import { createPaymentSchema, listPaymentsSchema, type CreatePaymentInput, type ListPaymentsQuery } from '../../shared/payments/schemas';
 
 const validateCreate = validator<CreatePaymentInput>(createPaymentSchema);

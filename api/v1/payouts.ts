@@ -12,8 +12,9 @@ const validateList = validator<ListPayoutsQuery>(listPayoutsSchema);
 export const payoutsRouter = new Router()
   .post('/payouts', async (ctx) => {
     const input = validateCreate(ctx.state.body);
-    const { db, queues } = ctx.services;
-    ctx.body = await createPayout({ db, queues, log: ctx.state.log }, callerOf(ctx), input, ctx.state.requestId);
+    const { db, queues, config } = ctx.services;
+    const providerWindowMs = config.providerWindowMs[callerOf(ctx).environment];
+    ctx.body = await createPayout({ db, queues, log: ctx.state.log, providerWindowMs }, callerOf(ctx), input, ctx.state.requestId);
     ctx.status = 201;
   })
   .get('/payouts/:id', async (ctx) => {

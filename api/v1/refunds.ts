@@ -1,7 +1,7 @@
 import Router from '@koa/router';
 import { callerOf } from './caller';
 import { createRefund, type RefundInput } from '../../shared/refunds/create';
-import { listRefunds } from '../../shared/refunds/list';
+import { listRefunds } from '../../shared/refunds/read';
 import { MONEY, validator } from '../../shared/validation';
 
 const validateRefund = validator<RefundInput>({
@@ -17,8 +17,9 @@ const validateRefund = validator<RefundInput>({
 export const refundsRouter = new Router()
   .post('/payments/:id/refund', async (ctx) => {
     const input = validateRefund(ctx.state.body);
-    const { db, queues } = ctx.services;
-    ctx.body = await createRefund({ db, queues, log: ctx.state.log }, callerOf(ctx), ctx.params.id, input, ctx.state.requestId);
+    const { db, queues, config } = ctx.services;
+    const providerWindowMs = config.providerWindowMs[callerOf(ctx).environment];
+    ctx.body = await createRefund({ db, queues, log: ctx.state.log, providerWindowMs }, callerOf(ctx), ctx.params.id, input, ctx.state.requestId);
     ctx.status = 201;
   })
   .get('/payments/:id/refunds', async (ctx) => {

@@ -15,8 +15,8 @@
  * refuses.
  */
 
-export type Currency = 'USD' | 'CDF';
-export type Environment = 'test' | 'live';
+import type { Currency, Environment } from '../vocabulary';
+export type { Currency, Environment };
 export type AccountKind = 'available' | 'in_transit' | 'fees' | 'provider_clearing';
 export const PLATFORM = 'platform';
 

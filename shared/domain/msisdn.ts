@@ -4,8 +4,8 @@
  * numbers (whose prefix 99 is airtel's) go with any operator.
  */
 
-export type Operator = 'vodacom' | 'airtel' | 'orange' | 'africell';
-export const OPERATORS: Operator[] = ['vodacom', 'airtel', 'orange', 'africell'];
+import { OPERATORS, type Operator } from '../vocabulary';
+export { OPERATORS, type Operator };
 
 export const MSISDN_PATTERN = '^243[0-9]{9}$';
 const MSISDN_RE = new RegExp(MSISDN_PATTERN);

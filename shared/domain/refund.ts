@@ -4,30 +4,10 @@ import { unprocessable } from '../errors';
  * Refund rules (pure). Glossary:
  * - refund: money sent back to the client who paid a mobile-money payment, taken from the
  *   merchant's available balance when it is created (`pending`), confirmed (`succeeded`) or
- *   refused (`failed`, the money goes back to available) by the provider's callback.
+ *   refused (`failed`, the money goes back to available) by the provider (its state machine is
+ *   shared/operations/machines.ts).
  * - refunded amount: the sum of a payment's `pending` and `succeeded` refunds (decisions.md).
  */
-
-export type RefundStatus = 'pending' | 'succeeded' | 'failed';
-export const REFUND_STATUSES: RefundStatus[] = ['pending', 'succeeded', 'failed'];
-
-/** What can happen to a refund after its creation: the provider confirms or refuses it. */
-export type RefundTrigger = 'provider_succeeded' | 'provider_failed';
-export const REFUND_TRIGGERS: RefundTrigger[] = ['provider_succeeded', 'provider_failed'];
-
-const TRANSITIONS: Record<RefundStatus, Partial<Record<RefundTrigger, RefundStatus>>> = {
-  pending: { provider_succeeded: 'succeeded', provider_failed: 'failed' },
-  succeeded: {},
-  failed: {},
-};
-
-/**
- * The status a trigger leads to, or null when the move is not allowed (a late or repeated
- * callback on a refund already final is recorded and ignored by the caller).
- */
-export function nextRefundStatus(from: RefundStatus, trigger: RefundTrigger): RefundStatus | null {
-  return TRANSITIONS[from][trigger] ?? null;
-}
 
 /** The part of a payment that decides whether, and how much, it can be refunded. */
 export interface RefundablePayment {
@@ -54,7 +34,7 @@ export function refundAmount(payment: RefundablePayment, requested?: number): nu
   return amount;
 }
 
-/** The payment's status once its refunded amount has changed (`refunded` exactly when fully refunded). */
-export function paymentStatusForRefunded(amountCharged: number, amountRefunded: number): 'succeeded' | 'refunded' {
-  return amountRefunded >= amountCharged ? 'refunded' : 'succeeded';
+/** The payment's trigger once a refund is made: `refund_in_full` exactly when refunds cover amount_charged. */
+export function refundTrigger(amountCharged: number, amountRefunded: number): 'refund_partial' | 'refund_in_full' {
+  return amountRefunded >= amountCharged ? 'refund_in_full' : 'refund_partial';
 }

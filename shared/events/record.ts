@@ -2,17 +2,9 @@ import type { Trx } from '../db/knex';
 import type { OutboxWriter } from '../db/transact';
 import { newEventId, nowUnix } from '../domain/ids';
 import { fanOutEvent } from '../webhooks/fanout';
+import type { EventType } from '../vocabulary';
 
-export type EventType =
-  | 'payment.succeeded'
-  | 'payment.failed'
-  | 'payment.cancelled'
-  | 'refund.succeeded'
-  | 'refund.failed'
-  | 'payout.succeeded'
-  | 'payout.failed'
-  | 'settlement.completed'
-  | 'webhook.test';
+export type { EventType };
 
 export interface EventBody {
   id: string;

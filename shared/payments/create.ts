@@ -14,7 +14,7 @@ import { outboxMessage, publishOutbox, type OutboxMessage } from '../queues/outb
 import { PAYMENTS, type PaymentRow } from './rows';
 import type { CreatePaymentInput } from './schemas';
 import { termsCacheFor, type MerchantTerms } from './terms';
-import { paymentView } from './views';
+import { paymentView } from './view';
 import { IdempotencyKeyHeld, jsonAnswer, keyWrittenWith, type IdempotencyKeyId, type IdempotentRequest, type StoredResponse } from '../idempotency';
 
 /**
@@ -83,7 +83,7 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
     version: 1,
     created: Math.floor(now / 1000),
     completed: null,
-    pushed_at: null,
+    sent_at: null,
     window_ends_at: new Date(now + windowMs),
     checked_at: null,
   };

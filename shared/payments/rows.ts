@@ -1,11 +1,9 @@
-import type { Executor, Trx } from '../db/knex';
-import type { Currency, Environment } from '../domain/ledger';
-import type { PaymentStatus } from '../domain/payment';
 import type { FeeBearer } from '../domain/fees';
-import type { Operator } from '../domain/msisdn';
+import type { PaymentStatus } from '../operations/machines';
+import type { Currency, Environment, Operator } from '../vocabulary';
 import type { MetadataValue } from './schemas';
 
-/** A row of `payments` (single-table access for the payment flows). */
+/** A row of `payments` (bigint columns arrive as numbers, see shared/db/knex.ts). */
 export interface PaymentRow {
   id: string;
   merchant_id: string;
@@ -34,18 +32,9 @@ export interface PaymentRow {
   version: number;
   created: number;
   completed: number | null;
-  pushed_at: Date | null;
+  sent_at: Date | null;
   window_ends_at: Date;
   checked_at: Date | null;
 }
 
 export const PAYMENTS = 'payments';
-
-export async function findPayment(db: Executor, id: string): Promise<PaymentRow | undefined> {
-  return db<PaymentRow>(PAYMENTS).where({ id }).first();
-}
-
-/** Reads a payment under SELECT ... FOR UPDATE: every status change happens behind this lock. */
-export async function lockPayment(trx: Trx, id: string): Promise<PaymentRow | undefined> {
-  return trx<PaymentRow>(PAYMENTS).where({ id }).forUpdate().first();
-}

@@ -1,6 +1,6 @@
 import { MONEY } from '../validation';
 import { MSISDN_PATTERN, OPERATORS, type Operator } from '../domain/msisdn';
-import { PAYMENT_STATUSES, type PaymentStatus } from '../domain/payment';
+import { paymentMachine, type PaymentStatus } from '../operations/machines';
 import type { Currency } from '../domain/ledger';
 import type { FeeBearer } from '../domain/fees';
 
@@ -90,7 +90,7 @@ export const listPaymentsSchema = {
   additionalProperties: false,
   properties: {
     reference: { type: 'string', minLength: 1, maxLength: 255 },
-    status: { type: 'string', enum: PAYMENT_STATUSES },
+    status: { type: 'string', enum: paymentMachine.statuses },
     limit: { type: 'string', pattern: '^[0-9]{1,3}$' },
     cursor: { type: 'string', maxLength: 200 },
   },

@@ -9,9 +9,9 @@ import { ApiError, badRequest, validationFailed } from '../errors';
 import { post } from '../ledger/postings';
 import { providerIdFor } from '../providers/registry';
 import { QUEUES } from '../queues/names';
-import { PAYOUTS } from './rows';
 import type { PayoutInput } from './schemas';
-import { payoutView, type PayoutObject, type PayoutRow } from './view';
+import { PAYOUTS, type PayoutRow } from './rows';
+import { payoutView, type PayoutObject } from './view';
 
 
 /**
@@ -20,7 +20,7 @@ import { payoutView, type PayoutObject, type PayoutRow } from './view';
  * insufficient-balance), and queues it for the payout pool. A reference already used by this
  * merchant in this environment is 409 reference-conflict, checked first.
  */
-export async function createPayout(deps: TransactDeps, viewer: Caller, input: PayoutInput, requestId?: string): Promise<PayoutObject> {
+export async function createPayout(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, input: PayoutInput, requestId?: string): Promise<PayoutObject> {
   if (!operatorAccepts(viewer.environment, input.operator, input.phone)) {
     throw badRequest('operator-mismatch', `The number does not belong to ${input.operator}`, 'phone');
   }
@@ -50,6 +50,9 @@ export async function createPayout(deps: TransactDeps, viewer: Caller, input: Pa
         version: 1,
         created: nowUnix(),
         completed: null,
+        sent_at: null,
+        window_ends_at: new Date(Date.now() + deps.providerWindowMs),
+        checked_at: null,
       };
       await trx(PAYOUTS).insert({ ...payout, metadata: JSON.stringify(payout.metadata) });
       await trx('payout_status_changes').insert({ payout_id: payout.id, from_status: null, to_status: 'pending', reason: 'created' });

@@ -1,11 +1,12 @@
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
 import { notFound } from '../errors';
-import { pageQuery, parseCursor, parseLimit, toPage } from '../payments/pagination';
+import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import type { Caller } from '../domain/caller';
 import { PAYOUTS } from './rows';
 import type { ListPayoutsQuery } from './schemas';
-import { payoutView, type PayoutRow } from './view';
+import type { PayoutRow } from './rows';
+import { payoutView } from './view';
 
 /** Read side of payouts: a merchant only ever sees its own payouts of its key's environment. */
 

@@ -1,6 +1,6 @@
 import type { Currency } from '../domain/ledger';
 import { MSISDN_PATTERN, OPERATORS, type Operator } from '../domain/msisdn';
-import { PAYOUT_STATUSES, type PayoutStatus } from '../domain/payout';
+import { payoutMachine, type PayoutStatus } from '../operations/machines';
 import { createPaymentSchema, type MetadataValue } from '../payments/schemas';
 import { MONEY } from '../validation';
 
@@ -53,7 +53,7 @@ export const listPayoutsSchema = {
   additionalProperties: false,
   properties: {
     reference: paymentFields.reference,
-    status: { type: 'string', enum: PAYOUT_STATUSES },
+    status: { type: 'string', enum: payoutMachine.statuses },
     limit: { type: 'string', pattern: '^[0-9]{1,3}$' },
     cursor: { type: 'string', maxLength: 200 },
   },

@@ -1,29 +1,5 @@
-import type { Currency, Environment } from '../domain/ledger';
-import type { PayoutStatus } from '../domain/payout';
+import type { PayoutRow } from './rows';
 
-/** A row of `payouts` (bigint columns arrive as numbers, see shared/db/knex.ts). */
-export interface PayoutRow {
-  id: string;
-  merchant_id: string;
-  environment: Environment;
-  status: PayoutStatus;
-  amount: number;
-  fee: number;
-  currency: Currency;
-  method: 'mobile_money';
-  operator: string;
-  phone: string;
-  reference: string;
-  description: string | null;
-  metadata: Record<string, unknown>;
-  provider: string | null;
-  provider_ref: string | null;
-  failure_code: string | null;
-  failure_message: string | null;
-  version: number;
-  created: number;
-  completed: number | null;
-}
 
 /** The payout object of decisions.md (also the `data.object` of payout events). */
 export function payoutView(p: PayoutRow) {

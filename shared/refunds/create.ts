@@ -1,14 +1,15 @@
 import { transact, type TransactDeps } from '../db/transact';
+import type { Caller } from '../domain/caller';
 import { isId, newId, nowUnix } from '../domain/ids';
 import { outgoingDebit } from '../domain/ledger';
-import { refundAmount } from '../domain/refund';
+import { refundAmount, refundTrigger } from '../domain/refund';
 import { notFound } from '../errors';
 import { post } from '../ledger/postings';
-import type { Caller } from '../domain/caller';
+import { applyTrigger, lockRow } from '../operations/transition';
+import { paymentKind } from '../payments/kind';
 import { QUEUES } from '../queues/names';
-import { lockPaymentOf, setAmountRefunded } from './payment';
-import { REFUNDS } from './rows';
-import { refundView, type RefundObject, type RefundRow } from './view';
+import { REFUNDS, type RefundRow } from './rows';
+import { refundView, type RefundObject } from './view';
 
 export interface RefundInput {
   amount?: number;
@@ -17,13 +18,16 @@ export interface RefundInput {
 
 /**
  * POST /v1/payments/{id}/refund: in one transaction under the payment's row lock, checks the
- * refund (decisions.md 422s), takes it from available (422 insufficient-balance), writes it
- * `pending` with its history, updates the payment, and queues the call to the provider.
+ * refund (decisions.md 422s), writes it `pending` with its history, moves the payment through its
+ * own transition (its refunded amount, `refunded` once refunds cover amount_charged), queues the
+ * call to the provider, and takes the amount from available (422 insufficient-balance undoes it
+ * all).
  */
-export async function createRefund(deps: TransactDeps, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string): Promise<RefundObject> {
+export async function createRefund(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string): Promise<RefundObject> {
   if (!isId('payment', paymentId)) throw notFound('Payment');
   return transact(deps, async (trx, outbox) => {
-    const payment = await lockPaymentOf(trx, viewer, paymentId);
+    const payment = await lockRow(trx, paymentKind, paymentId);
+    if (!payment || payment.merchant_id !== viewer.merchantId || payment.environment !== viewer.environment) throw notFound('Payment');
     const amount = refundAmount(payment, input.amount);
     const refund: RefundRow = {
       id: newId('refund'),
@@ -43,10 +47,14 @@ export async function createRefund(deps: TransactDeps, viewer: Caller, paymentId
       version: 1,
       created: nowUnix(),
       completed: null,
+      sent_at: null,
+      window_ends_at: new Date(Date.now() + deps.providerWindowMs),
+      checked_at: null,
     };
     await trx(REFUNDS).insert(refund);
     await trx('refund_status_changes').insert({ refund_id: refund.id, from_status: null, to_status: 'pending', reason: 'created' });
-    await setAmountRefunded(trx, payment, payment.amount_refunded + amount, `refund ${refund.id} created`);
+    const refunded = payment.amount_refunded + amount;
+    await applyTrigger(trx, outbox, paymentKind, payment, refundTrigger(payment.amount_charged, refunded), { reason: `refund ${refund.id} created` }, { amount_refunded: refunded });
     await outbox.add(QUEUES.refund, 'send-refund', { refundId: refund.id, requestId });
     // last, so the merchant's accounts stay locked only until the commit; 422 insufficient-balance undoes the rest
     await post(trx, outgoingDebit('refund', { referenceId: refund.id, merchantId: viewer.merchantId, environment: viewer.environment, currency: refund.currency, amount }));

@@ -1,7 +1,7 @@
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
 import { notFound } from '../errors';
-import { pageQuery, parseCursor, parseLimit, toPage } from '../payments/pagination';
+import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import type { Caller } from '../domain/caller';
 import { SETTLEMENTS, settlementView, type SettlementRow } from './view';
 

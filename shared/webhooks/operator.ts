@@ -3,7 +3,7 @@ import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { conflict, notFound } from '../errors';
 import { QUEUES } from '../queues/names';
-import { pageQuery, toPage, type Cursor } from '../payments/pagination';
+import { pageQuery, toPage, type Cursor } from '../db/pagination';
 import { DELIVER_JOB } from './fanout';
 
 /** What the operator sees of deliveries and attempts, and the replay of a dead delivery. */

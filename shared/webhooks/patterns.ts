@@ -1,4 +1,4 @@
-import type { EventType } from '../events/record';
+import { EVENT_TYPES, type EventType } from '../vocabulary';
 
 /**
  * Event subscriptions: an endpoint lists glob patterns (`payment.*`, `refund.succeeded`, `*`),
@@ -6,22 +6,7 @@ import type { EventType } from '../events/record';
  * sends it to one endpoint by name.
  */
 
-export const EVENT_TYPES = [
-  'payment.succeeded',
-  'payment.failed',
-  'payment.cancelled',
-  'refund.succeeded',
-  'refund.failed',
-  'payout.succeeded',
-  'payout.failed',
-  'settlement.completed',
-  'webhook.test',
-] as const satisfies readonly EventType[];
-
-// compile-time check that the list above names every EventType
-type Unlisted = Exclude<EventType, (typeof EVENT_TYPES)[number]>;
-const everyTypeListed: Unlisted extends never ? true : never = true;
-void everyTypeListed;
+export { EVENT_TYPES };
 
 export const SUBSCRIBABLE_EVENT_TYPES: readonly EventType[] = EVENT_TYPES.filter((t) => t !== 'webhook.test');
 

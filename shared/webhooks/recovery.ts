@@ -3,7 +3,7 @@ import type { Executor } from '../db/knex';
 import { UUID_V4_RE } from '../domain/ids';
 import { notFound, validationFailed } from '../errors';
 import type { EventBody } from '../events/record';
-import { pageQuery, toPage, type Cursor } from '../payments/pagination';
+import { pageQuery, toPage, type Cursor } from '../db/pagination';
 import { eventEnvelope } from './envelope';
 import { EVENT_TYPES } from './patterns';
 

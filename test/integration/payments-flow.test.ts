@@ -162,7 +162,7 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
       await processedCallbacks(env, p.id, 1);
       const before = await eventually(async () => {
         const row = await env.services.db('payments').where({ id: p.id }).first();
-        return row.pushed_at ? row : undefined;
+        return row.sent_at ? row : undefined;
       });
       const success = callbackBody({ external_id: p.id, status: 'succeeded', provider_ref: p.provider_ref });
       expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', success)).status).to.equal(200);
@@ -180,7 +180,7 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
     it('out of order: the first outcome wins, a later contrary one is ignored', async () => {
       // 243990000004: the sandbox never answers, so only our callbacks reach this payment
       const p = await createPayment(shop.client, '243990000004');
-      await eventually(async () => (await env.services.db('payments').where({ id: p.id }).first()).pushed_at);
+      await eventually(async () => (await env.services.db('payments').where({ id: p.id }).first()).sent_at);
       expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'failed', failure_code: 'client-refused', failure_message: 'Wrong PIN' }))).status).to.equal(200);
       await processedCallbacks(env, p.id, 1);
       expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'succeeded' }))).status).to.equal(200);

@@ -37,12 +37,12 @@ describe('provider-push', function () {
       // the provider has the push; the worker is still waiting for its answer
       await eventually(() => sandboxTransaction(sandboxUrl, 'vodacom', p.id));
       await first.kill();
-      expect((await row(env, p.id)).pushed_at, 'the killed worker recorded nothing').to.equal(null);
+      expect((await row(env, p.id)).sent_at, 'the killed worker recorded nothing').to.equal(null);
 
       await env.spawn('workers/provider-push/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl });
       const pushed = await eventually(async () => {
         const r = await row(env, p.id);
-        return r.pushed_at ? r : undefined;
+        return r.sent_at ? r : undefined;
       });
       const tx = await sandboxTransaction(sandboxUrl, 'vodacom', p.id);
       expect(tx.sandbox.requests, 'the push was sent again after the crash').to.equal(2);
@@ -105,7 +105,7 @@ describe('provider-push', function () {
       const p = await createPayment(shop.client, '243811111111');
       const failed = await waitForStatus(shop.client, p.id, 'failed');
       expect(failed).to.include({ failure_code: 'msisdn-not-registered', failure_message: 'This number has no mobile-money account', provider_ref: null });
-      expect(await history(env, p.id)).to.deep.equal(['processing (created)', 'failed (push-refused)']);
+      expect(await history(env, p.id)).to.deep.equal(['processing (created)', 'failed (provider-refused)']);
       expect((await env.services.db('events').where({ object_id: p.id })).map((e) => e.type)).to.deep.equal(['payment.failed']);
       expect(seen.filter((s) => s.key === p.id)).to.have.length(1);
     });
@@ -114,7 +114,7 @@ describe('provider-push', function () {
       const p = await createPayment(shop.client, '243822222222');
       const pushed = await eventually(async () => {
         const r = await row(env, p.id);
-        return r.pushed_at ? r : undefined;
+        return r.sent_at ? r : undefined;
       });
       expect(pushed).to.include({ status: 'processing', provider_ref: `MOCK-${p.id.slice(4, 12)}` });
       const calls = seen.filter((s) => s.body.external_id === p.id);
@@ -130,7 +130,7 @@ describe('provider-push', function () {
       const p = await createPayment(shop.client, '243833333333');
       const pushed = await eventually(async () => {
         const r = await row(env, p.id);
-        return r.pushed_at ? r : undefined;
+        return r.sent_at ? r : undefined;
       });
       expect(pushed).to.include({ status: 'processing', failure_code: null });
       expect(seen.filter((s) => s.body.external_id === p.id)).to.have.length(2);

@@ -21,11 +21,22 @@ describe('reconciliation of refunds and payouts whose callback is lost', () => {
     env = await startMoneyEnv({}, ['workers/provider-push/index.ts', 'workers/callback-reconciler/index.ts']);
     lostCallbacks = {
       BASE_URL: `http://127.0.0.1:${await freePort()}`,
-      SANDBOX_PROVIDER_WINDOW_MS: '300',
       RECONCILE_INTERVAL_MS: '200',
     };
     await env.spawn('workers/refund/index.ts', lostCallbacks);
   });
+  /** Refunds and payouts created by `fn` get a provider window of 300 ms (set by the web process at creation). */
+  async function withShortWindow<T>(fn: () => Promise<T>): Promise<T> {
+    const windows = env.config.providerWindowMs;
+    const before = windows.test;
+    windows.test = 300;
+    try {
+      return await fn();
+    } finally {
+      windows.test = before;
+    }
+  }
+
   after(async () => {
     expect(await checkLedger(db()), 'ledger:check after the reconciliation file').to.deep.equal([]);
     await env.close();
@@ -35,8 +46,8 @@ describe('reconciliation of refunds and payouts whose callback is lost', () => {
     const { client } = await aMerchant(env);
     const ok = await aSucceededPayment(client, { amount: 4_000 });
     const refused = await aSucceededPayment(client, { amount: 6_000, phone: '243990000005' });
-    const a = (await client.post(`/v1/payments/${ok.id}/refund`, {})).body;
-    const b = (await client.post(`/v1/payments/${refused.id}/refund`, {})).body;
+    const a = (await withShortWindow(() => client.post(`/v1/payments/${ok.id}/refund`, {}))).body;
+    const b = (await withShortWindow(() => client.post(`/v1/payments/${refused.id}/refund`, {}))).body;
 
     const doneA = await waitFor(client, `/v1/payments/${ok.id}/refunds`, (l) => l.data[0].status !== 'pending');
     const doneB = await waitFor(client, `/v1/payments/${refused.id}/refunds`, (l) => l.data[0].status !== 'pending');
@@ -60,8 +71,8 @@ describe('reconciliation of refunds and payouts whose callback is lost', () => {
       ({ client } = await aMerchant(env));
       await aSucceededPayment(client, { amount: 10_000 });
     });
-    const payout = (over: Record<string, unknown>) =>
-      client.post('/v1/payouts', { amount: 1_000, currency: 'USD', operator: 'africell', phone: '243990000001', reference: randomUUID(), ...over });
+    const payout = (over: Record<string, unknown>): Promise<any> =>
+      withShortWindow(() => client.post('/v1/payouts', { amount: 1_000, currency: 'USD', operator: 'africell', phone: '243990000001', reference: randomUUID(), ...over }));
 
     it('a payout whose send job was lost is sent again, then settled from the provider status', async () => {
       // created while no payout pool runs; its queued job is then lost

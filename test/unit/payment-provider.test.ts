@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { CallbackFormatError } from '../../shared/providers/errors';
 import { parseCallbackBody } from '../../shared/providers/protocol';
 import { signCallback, verifyCallbackSignature } from '../../shared/providers/signature';
-import { parseCursor, parseLimit } from '../../shared/payments/pagination';
+import { parseCursor, parseLimit } from '../../shared/db/pagination';
 import { ApiError } from '../../shared/errors';
 
 const body = Buffer.from(JSON.stringify({ event_id: 'e1', kind: 'payment', external_id: 'pay_x', provider_ref: 'R1', status: 'succeeded', failure_code: null, failure_message: null, occurred_at: 1 }));

@@ -4,7 +4,7 @@ import { readJson } from '../../body';
 import { validator } from '../../../shared/validation';
 import { isId } from '../../../shared/domain/ids';
 import { notFound, validationFailed } from '../../../shared/errors';
-import { parseCursor, parseLimit } from '../../../shared/payments/pagination';
+import { parseCursor, parseLimit } from '../../../shared/db/pagination';
 import { createWebhook, getWebhook, listWebhooks, sendTestEvent, updateWebhook, type WebhookInput, type WebhookPatch } from '../../../shared/webhooks/endpoints';
 import { listDeliveries, replayDelivery } from '../../../shared/webhooks/operator';
 

@@ -2,7 +2,8 @@ import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
 import { notFound } from '../errors';
 import type { Caller } from '../domain/caller';
-import { refundView, type RefundRow } from './view';
+import type { RefundRow } from './rows';
+import { refundView } from './view';
 
 /** GET /v1/payments/{id}/refunds: the payment's refunds in the order they were made; 404 for anyone else's payment. */
 export async function listRefunds(db: Executor, viewer: Caller, paymentId: string) {

@@ -2,10 +2,10 @@ import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
 import { notFound } from '../errors';
-import { pageQuery, parseCursor, parseLimit, toPage } from './pagination';
+import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import { PAYMENTS, type PaymentRow } from './rows';
 import type { ListPaymentsQuery } from './schemas';
-import { paymentView } from './views';
+import { paymentView } from './view';
 
 /** Read side of payments: a merchant only ever sees its own payments of its key's environment. */
 

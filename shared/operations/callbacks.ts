@@ -1,0 +1,70 @@
+import type { ServiceContext } from '../context';
+import type { Trx } from '../db/knex';
+import { transact, type OutboxWriter } from '../db/transact';
+import type { Logger } from '../logger';
+import { CALLBACKS } from '../providers/inbox';
+import { parseCallbackBody } from '../providers/protocol';
+import type { Provider, ProviderCallback, ProviderObjectKind } from '../providers/types';
+import type { OperationKind, OperationRow } from './kind';
+import { KINDS } from './kinds';
+import { applyTrigger, lockRow, type TriggerOutcome } from './transition';
+
+/** What applying a callback did; every stored callback ends with one (kept on its inbox row). */
+export type CallbackOutcome =
+  | TriggerOutcome
+  /** no operation of ours has this id */
+  | 'unknown-object'
+  /** the operation is not handled by the provider that called (another provider or environment) */
+  | 'provider-mismatch';
+
+/**
+ * Applies a verified provider callback to its operation, under the row lock, in the caller's
+ * transaction (the inbox's). Only the provider that handles the operation may settle it: a
+ * callback verified with another provider's secret (the sandbox's, for a live payment) changes
+ * nothing.
+ */
+export async function applyCallback<R extends OperationRow>(trx: Trx, outbox: OutboxWriter, kind: OperationKind<R, any>, cb: ProviderCallback, provider: Provider): Promise<CallbackOutcome> {
+  const row = await lockRow(trx, kind, cb.objectId);
+  if (!row) return 'unknown-object';
+  if (row.provider !== provider.id || row.environment !== provider.environment) return 'provider-mismatch';
+  const { outcome } = await applyTrigger(trx, outbox, kind, row, kind.reported(cb.status), {
+    reason: 'provider-callback',
+    providerRef: cb.providerRef,
+    failureCode: cb.failureCode,
+    failureMessage: cb.failureMessage,
+  });
+  return outcome;
+}
+
+export interface StoredCallback extends ProviderCallback {
+  /** inbox row id */
+  id: string;
+  provider: string;
+}
+
+export interface ProcessedCallback {
+  outcome: CallbackOutcome | 'already-processed';
+  callback?: StoredCallback;
+}
+
+/**
+ * Applies a stored callback (the inbox, architecture rule 2) once: the inbox row is locked, and
+ * marked processed with its outcome in the same transaction as the change it causes, so a job
+ * run twice applies it once.
+ */
+export async function applyStoredCallback(ctx: ServiceContext, callbackId: string, log: Logger = ctx.log): Promise<ProcessedCallback> {
+  return transact({ db: ctx.db, queues: ctx.queues, log }, async (trx, outbox) => {
+    const row = await trx(CALLBACKS).where({ id: callbackId }).forUpdate().first();
+    if (!row) throw new Error(`callback ${callbackId} is not in the inbox`);
+    if (row.processed_at) return { outcome: 'already-processed' as const };
+    const provider = ctx.providers.byProviderId(row.provider);
+    const kind = KINDS[row.object_kind as ProviderObjectKind];
+    // a missing kind or provider is a deployment fault: throwing keeps the callback for a retry
+    if (!provider) throw new Error(`callback ${callbackId}: provider ${row.provider} is not configured`);
+    if (!kind) throw new Error(`callback ${callbackId}: no operation kind ${row.object_kind}`);
+    const callback: StoredCallback = { ...parseCallbackBody(Buffer.from(row.raw_body, 'utf8')), id: row.id, provider: row.provider };
+    const outcome = await applyCallback(trx, outbox, kind, callback, provider);
+    await trx(CALLBACKS).where({ id: callbackId }).update({ processed_at: trx.fn.now(), outcome });
+    return { outcome, callback };
+  });
+}

@@ -1,0 +1,81 @@
+import type { Executor, Trx } from '../db/knex';
+import type { OutboxWriter } from '../db/transact';
+import type { Provider, ProviderAccepted, ProviderObjectKind } from '../providers/types';
+import type { QueueName } from '../queues/names';
+import type { Currency, Environment } from '../vocabulary';
+import type { LedgerEffect, Machine, Trigger } from './machine';
+
+/**
+ * A kind of provider operation: a table entry of the kernel (README.md in this folder). The
+ * kernel sends, applies, transitions and sweeps every kind the same way; the kind says only
+ * what differs: its table, its statuses, its provider call, its postings, its event object, and
+ * what ends it at the window's end.
+ */
+
+/** The columns every operation's row has. */
+export interface OperationRow {
+  id: string;
+  merchant_id: string;
+  environment: Environment;
+  status: string;
+  currency: Currency;
+  provider: string | null;
+  provider_ref: string | null;
+  failure_code: string | null;
+  failure_message: string | null;
+  version: number;
+  completed: number | null;
+  /** when the provider accepted the request (null until then) */
+  sent_at: Date | null;
+  /** when the provider should have given its outcome; the sweep asks after that */
+  window_ends_at: Date;
+  /** last time the sweep asked the provider */
+  checked_at: Date | null;
+}
+
+/** Why a trigger happened, and what the provider said with it. */
+export interface TriggerDetails {
+  /** for the status history: created, provider-accepted, provider-callback, provider-refused, reconciliation, ... */
+  reason: string;
+  providerRef?: string | null;
+  failureCode?: string | null;
+  failureMessage?: string | null;
+}
+
+/** What the sweep knows when an operation's window is over. */
+export type WindowAnswer =
+  | { kind: 'status'; state: 'pending' | 'not_found' | 'succeeded' | 'failed' | 'cancelled'; providerRef: string | null; failureCode?: string; failureMessage?: string }
+  | { kind: 'unreachable'; error: Error }
+  | { kind: 'no-provider' };
+
+/** What the sweep does about it: a trigger, or ask again at a later sweep. */
+export type WindowVerdict = { trigger: Trigger; details: TriggerDetails } | 'ask-again';
+
+export interface OperationKind<R extends OperationRow = OperationRow, S extends string = string> {
+  /** the provider's word for it (callbacks and status queries name it) */
+  name: ProviderObjectKind;
+  table: string;
+  /** its status history: table and the column naming the row */
+  history: { table: string; column: string };
+  machine: Machine<S>;
+  /** the queue and job that send it to the provider, and the job's id field */
+  send: { queue: QueueName; job: string; idField: string };
+  /** the provider_ref is part of the object: its first appearance is a change (version + 1) */
+  providerRefVisible: boolean;
+  /** the request to the provider, with our id as its idempotency key */
+  request(provider: Provider, row: R, db: Executor): Promise<ProviderAccepted>;
+  /** whether the kernel may send it now (e.g. mobile money only, card payments are charged otherwise) */
+  sendable(row: R): boolean;
+  /** the trigger of a provider's reported status */
+  reported(status: 'succeeded' | 'failed' | 'cancelled'): Trigger;
+  /** an unsent operation at its window's end: sent again (money out), or asked about */
+  unsentAtWindowEnd: 'resend' | 'ask';
+  /** what ends it when its window is over (a payment may be cancelled; money out is asked again, never guessed) */
+  atWindowEnd(row: R, answer: WindowAnswer, now: number): WindowVerdict;
+  /** the object its events carry */
+  eventObject(row: R): Record<string, unknown>;
+  /** writes the posting of a ledger effect */
+  post(trx: Trx, row: R, effect: LedgerEffect): Promise<void>;
+  /** what a move changes beyond its own row (a refund's payment), in the same transaction, before the event */
+  afterMove?(trx: Trx, outbox: OutboxWriter, row: R, to: S): Promise<void>;
+}

@@ -1,0 +1,79 @@
+import type { Machine } from './machine';
+
+/**
+ * The state machine of each kind of operation, as data (pure; tested exhaustively in
+ * test/unit/operations-machine.test.ts). Statuses are the ones the API shows.
+ */
+
+export type PaymentStatus = 'pending' | 'processing' | 'succeeded' | 'failed' | 'cancelled' | 'refunded';
+export type RefundStatus = 'pending' | 'succeeded' | 'failed';
+export type PayoutStatus = 'pending' | 'processing' | 'succeeded' | 'failed';
+
+/**
+ * A collection. Mobile money is created `processing` (the push follows at once); a card payment
+ * is created `pending` and is `processing` while the client is in 3-D Secure. A succeeded payment
+ * becomes `refunded` when refunds cover amount_charged, and `succeeded` again if one of them fails.
+ */
+export const paymentMachine: Machine<PaymentStatus> = {
+  statuses: ['pending', 'processing', 'succeeded', 'failed', 'cancelled', 'refunded'],
+  open: ['pending', 'processing'],
+  moves: {
+    pending: { start_3ds: 'processing', succeed: 'succeeded', fail: 'failed', cancel: 'cancelled' },
+    processing: { sent: 'processing', succeed: 'succeeded', fail: 'failed', cancel: 'cancelled' },
+    succeeded: { refund_partial: 'succeeded', refund_in_full: 'refunded', refund_reopened: 'succeeded' },
+    refunded: { refund_reopened: 'succeeded' },
+    failed: {},
+    cancelled: {},
+  },
+  already: {
+    start_3ds: ['processing'],
+    succeed: ['succeeded', 'refunded'],
+    fail: ['failed'],
+    cancel: ['cancelled'],
+    refund_in_full: ['refunded'],
+  },
+  outcomes: ['sent', 'start_3ds', 'succeed', 'fail', 'cancel'],
+  reached: {
+    succeeded: { event: 'payment.succeeded', effect: 'credit' },
+    failed: { event: 'payment.failed', effect: null },
+    cancelled: { event: 'payment.cancelled', effect: null },
+  },
+};
+
+/** A refund: `pending` from its creation (the money already left available) until the provider's outcome. */
+export const refundMachine: Machine<RefundStatus> = {
+  statuses: ['pending', 'succeeded', 'failed'],
+  open: ['pending'],
+  moves: {
+    pending: { sent: 'pending', succeed: 'succeeded', fail: 'failed' },
+    succeeded: {},
+    failed: {},
+  },
+  already: { succeed: ['succeeded'], fail: ['failed'] },
+  outcomes: ['sent', 'succeed', 'fail'],
+  reached: {
+    succeeded: { event: 'refund.succeeded', effect: 'deliver' },
+    failed: { event: 'refund.failed', effect: 'return' },
+  },
+};
+
+/**
+ * A payout: `pending` until the provider accepts it, then `processing`. An outcome may overtake
+ * the acceptance (a fast callback), so it is taken from `pending` too.
+ */
+export const payoutMachine: Machine<PayoutStatus> = {
+  statuses: ['pending', 'processing', 'succeeded', 'failed'],
+  open: ['pending', 'processing'],
+  moves: {
+    pending: { sent: 'processing', succeed: 'succeeded', fail: 'failed' },
+    processing: { succeed: 'succeeded', fail: 'failed' },
+    succeeded: {},
+    failed: {},
+  },
+  already: { sent: ['processing'], succeed: ['succeeded'], fail: ['failed'] },
+  outcomes: ['sent', 'succeed', 'fail'],
+  reached: {
+    succeeded: { event: 'payout.succeeded', effect: 'deliver' },
+    failed: { event: 'payout.failed', effect: 'return' },
+  },
+};

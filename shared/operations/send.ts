@@ -1,0 +1,63 @@
+import type { ServiceContext } from '../context';
+import { transact } from '../db/transact';
+import type { Logger } from '../logger';
+import { ProviderError } from '../providers/errors';
+import type { OperationKind, OperationRow, TriggerDetails } from './kind';
+import { isOpen } from './machine';
+import { applyTrigger, findRow, lockRow, type TriggerOutcome } from './transition';
+
+export type SendResult = 'sent' | 'already-sent' | 'not-open' | 'refused' | 'unknown';
+
+/**
+ * Sends an operation to its provider, once. Our id is the provider's idempotency key: a job run
+ * again after a crash between the provider's answer and our write (or after a timeout) asks
+ * again with the same key and gets the same answer, so the client is prompted, credited or paid
+ * once. A retryable provider error is thrown for BullMQ to retry with backoff; a permanent
+ * refusal fails the operation with the provider's code (and gives money out back).
+ */
+export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any>, id: string, log: Logger): Promise<SendResult> {
+  const row = await findRow(ctx.db, kind, id);
+  if (!row) {
+    log.warn({ kind: kind.name, id }, 'send job for an unknown operation');
+    return 'unknown';
+  }
+  if (!isOpen(kind.machine, row.status) || !kind.sendable(row)) return 'not-open';
+  if (row.sent_at) return 'already-sent';
+
+  const provider = row.provider ? ctx.providers.byProviderId(row.provider) : undefined;
+  if (!provider) {
+    await refuse(ctx, kind, id, { reason: 'provider-refused', failureCode: 'operator-unavailable', failureMessage: `No provider ${row.provider ?? ''} is configured` }, log);
+    return 'refused';
+  }
+  let providerRef: string;
+  try {
+    ({ providerRef } = await kind.request(provider, row, ctx.db));
+  } catch (err) {
+    if (err instanceof ProviderError && !err.retryable) {
+      await refuse(ctx, kind, id, { reason: 'provider-refused', failureCode: err.code, failureMessage: err.message }, log);
+      return 'refused';
+    }
+    throw err;
+  }
+  const outcome = await apply(ctx, kind, id, { reason: 'provider-accepted', providerRef }, log);
+  log.info({ kind: kind.name, id, provider: provider.id, outcome }, outcome === 'applied' ? 'sent to the provider' : 'already recorded as sent');
+  return outcome === 'applied' ? 'sent' : 'already-sent';
+}
+
+/** Records the provider's acceptance under the row lock; a second run finds sent_at and changes nothing. */
+async function apply<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any>, id: string, details: TriggerDetails, log: Logger): Promise<TriggerOutcome> {
+  return transact({ db: ctx.db, queues: ctx.queues, log }, async (trx, outbox) => {
+    const locked = await lockRow(trx, kind, id);
+    if (!locked || locked.sent_at) return 'duplicate';
+    return (await applyTrigger(trx, outbox, kind, locked, 'sent', details)).outcome;
+  });
+}
+
+async function refuse<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any>, id: string, details: TriggerDetails, log: Logger): Promise<void> {
+  const outcome = await transact({ db: ctx.db, queues: ctx.queues, log }, async (trx, outbox) => {
+    const locked = await lockRow(trx, kind, id);
+    if (!locked) return 'duplicate';
+    return (await applyTrigger(trx, outbox, kind, locked, 'fail', details)).outcome;
+  });
+  log.warn({ kind: kind.name, id, failureCode: details.failureCode, outcome }, 'refused by the provider');
+}

@@ -1,0 +1,95 @@
+import type { ServiceContext } from '../context';
+import { transact } from '../db/transact';
+import type { Logger } from '../logger';
+import type { OperationKind, OperationRow, WindowAnswer } from './kind';
+import { isOpen } from './machine';
+import { applyTrigger, findRow, lockRow } from './transition';
+
+/**
+ * The sweep: no operation stays open without being asked about. Once an open operation's window
+ * is over (`window_ends_at`), the sweep asks its provider and lets the kind decide
+ * (`atWindowEnd`): apply the provider's outcome, end it (a payment may be cancelled), or ask
+ * again at a later sweep (money out is never decided by guess). Money out the provider never
+ * accepted is sent again (our id is its idempotency key, so nobody is paid twice). Rows are
+ * claimed with SKIP LOCKED, so any number of pool copies share the work; `checked_at` spaces
+ * out the questions about one operation.
+ */
+
+const BATCH = 100;
+const PARALLEL = 10;
+
+async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any>): Promise<string[]> {
+  const now = new Date(ctx.clock.now());
+  const recheckBefore = new Date(now.getTime() - ctx.config.reconcileIntervalMs);
+  return ctx.db.transaction(async (trx) => {
+    const rows: { id: string }[] = await trx(kind.table)
+      .whereIn('status', kind.machine.open as string[])
+      .where('window_ends_at', '<', now)
+      .where((q) => q.whereNull('checked_at').orWhere('checked_at', '<', recheckBefore))
+      .orderBy('window_ends_at')
+      .limit(BATCH)
+      .forUpdate()
+      .skipLocked()
+      .select('id');
+    if (rows.length) await trx(kind.table).whereIn('id', rows.map((r) => r.id)).update({ checked_at: now });
+    return rows.map((r) => r.id);
+  });
+}
+
+async function ask(ctx: ServiceContext, kind: OperationKind<any, any>, row: OperationRow): Promise<WindowAnswer> {
+  const provider = row.provider ? ctx.providers.byProviderId(row.provider) : undefined;
+  if (!provider) return { kind: 'no-provider' };
+  try {
+    return { kind: 'status', ...(await provider.status(kind.name, row.id)) } as WindowAnswer;
+  } catch (err) {
+    return { kind: 'unreachable', error: err as Error };
+  }
+}
+
+/** One operation past its window: what the sweep did with it. */
+async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any>, id: string, log: Logger): Promise<string> {
+  const row = await findRow(ctx.db, kind, id);
+  if (!row || !isOpen(kind.machine, row.status)) return 'closed';
+  const deps = { db: ctx.db, queues: ctx.queues, log };
+  if (!row.sent_at && kind.sendable(row) && kind.unsentAtWindowEnd === 'resend') {
+    await transact(deps, (_trx, outbox) => outbox.add(kind.send.queue, kind.send.job, { [kind.send.idField]: id }));
+    return 'resent';
+  }
+  const answer = await ask(ctx, kind, row);
+  const verdict = kind.atWindowEnd(row, answer, ctx.clock.now());
+  if (answer.kind === 'unreachable' && verdict === 'ask-again') {
+    log.warn({ kind: kind.name, id, provider: row.provider, err: { message: answer.error.message } }, 'provider status unavailable; will ask again');
+  }
+  if (answer.kind === 'status' && answer.state === 'not_found' && row.sent_at && verdict === 'ask-again') {
+    // the provider accepted it, so "not found" is the provider's fault: an operator should look
+    log.error({ kind: kind.name, id, provider: row.provider }, 'the provider does not know an operation it accepted');
+  }
+  if (verdict === 'ask-again') return 'deferred';
+  return transact(deps, async (trx, outbox) => {
+    const locked = await lockRow(trx, kind, id);
+    if (!locked) return 'closed';
+    const { outcome, row: after } = await applyTrigger(trx, outbox, kind, locked, verdict.trigger, verdict.details);
+    if (outcome === 'applied') log.info({ kind: kind.name, id, status: after.status, reason: verdict.details.reason }, 'operation past its window settled');
+    return outcome === 'applied' ? after.status : outcome;
+  });
+}
+
+/** One sweep over every open operation of a kind past its window; returns counts by outcome. */
+export async function sweepOpen(ctx: ServiceContext, kind: OperationKind<any, any>, log: Logger = ctx.log): Promise<Record<string, number>> {
+  const counts: Record<string, number> = {};
+  for (;;) {
+    const ids = await claimDue(ctx, kind);
+    for (let i = 0; i < ids.length; i += PARALLEL) {
+      const results = await Promise.all(
+        ids.slice(i, i + PARALLEL).map((id) =>
+          sweepOne(ctx, kind, id, log).catch((err) => {
+            log.error({ kind: kind.name, id, err: { message: (err as Error).message } }, 'open operation not swept');
+            return 'error';
+          }),
+        ),
+      );
+      for (const r of results) counts[r] = (counts[r] ?? 0) + 1;
+    }
+    if (ids.length < BATCH) return counts;
+  }
+}

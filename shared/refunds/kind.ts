@@ -1,0 +1,36 @@
+import type { OperationKind } from '../operations/kind';
+import { refundMachine, type RefundStatus } from '../operations/machines';
+import { moneyOutPolicy } from '../operations/moneyOut';
+import { applyTrigger, findRow, lockRow } from '../operations/transition';
+import { paymentKind } from '../payments/kind';
+import { QUEUES } from '../queues/names';
+import { REFUNDS, type RefundRow } from './rows';
+import { refundView } from './view';
+
+/**
+ * A refund as a kind of the operations kernel: sent to the payment's provider by the refund pool,
+ * to the phone that paid. When it fails, its payment's refunded amount goes down through the
+ * payment's own transition (back to `succeeded` if it was `refunded`). Locks are taken refund,
+ * then payment, then ledger accounts (creation takes payment, then accounts), so the flows never
+ * wait on each other in a circle.
+ */
+export const refundKind: OperationKind<RefundRow, RefundStatus> = {
+  name: 'refund',
+  table: REFUNDS,
+  history: { table: 'refund_status_changes', column: 'refund_id' },
+  machine: refundMachine,
+  send: { queue: QUEUES.refund, job: 'send-refund', idField: 'refundId' },
+  providerRefVisible: false,
+  sendable: () => true,
+  async request(provider, r, db) {
+    const payment = (await findRow(db, paymentKind, r.payment_id))!;
+    return provider.refund({ refundId: r.id, paymentId: payment.id, paymentProviderRef: payment.provider_ref, amount: r.amount, currency: r.currency, msisdn: r.phone });
+  },
+  ...moneyOutPolicy<RefundRow>('refund'),
+  eventObject: refundView,
+  async afterMove(trx, outbox, r, to) {
+    if (to !== 'failed') return;
+    const payment = (await lockRow(trx, paymentKind, r.payment_id))!;
+    await applyTrigger(trx, outbox, paymentKind, payment, 'refund_reopened', { reason: `refund ${r.id} failed` }, { amount_refunded: payment.amount_refunded - r.amount });
+  },
+};

@@ -1,0 +1,118 @@
+import { expect } from 'chai';
+import { decide, TRIGGERS, type Decision, type Machine, type Trigger } from '../../shared/operations/machine';
+import { paymentMachine, payoutMachine, refundMachine } from '../../shared/operations/machines';
+import type { EventType } from '../../shared/vocabulary';
+
+/**
+ * Every (status, trigger) pair of every kind of provider operation, allowed or not: the one table
+ * that says what each trigger does (shared/operations/machines.ts).
+ */
+
+type D = Decision<string>;
+const move = (to: string, event: EventType | null = null, effect: 'credit' | 'deliver' | 'return' | null = null, completes = false): D => ({ kind: 'move', to, event, effect, completes });
+const STAY: D = { kind: 'stay' };
+const DUP: D = { kind: 'duplicate' };
+const LATE: D = { kind: 'late' };
+const ILLEGAL: D = { kind: 'illegal' };
+
+const PAYMENT: Record<string, Record<Trigger, D>> = {
+  pending: {
+    // a card payment is charged by the checkout, not sent by a pool
+    sent: ILLEGAL,
+    start_3ds: move('processing'),
+    succeed: move('succeeded', 'payment.succeeded', 'credit', true),
+    fail: move('failed', 'payment.failed', null, true),
+    cancel: move('cancelled', 'payment.cancelled', null, true),
+    refund_partial: ILLEGAL,
+    refund_in_full: ILLEGAL,
+    refund_reopened: ILLEGAL,
+  },
+  processing: {
+    // the push was accepted: the payment waits for the client
+    sent: STAY,
+    start_3ds: DUP,
+    succeed: move('succeeded', 'payment.succeeded', 'credit', true),
+    fail: move('failed', 'payment.failed', null, true),
+    cancel: move('cancelled', 'payment.cancelled', null, true),
+    refund_partial: ILLEGAL,
+    refund_in_full: ILLEGAL,
+    refund_reopened: ILLEGAL,
+  },
+  succeeded: {
+    sent: LATE,
+    start_3ds: LATE,
+    succeed: DUP,
+    fail: LATE,
+    cancel: LATE,
+    // only its refunded amount changes
+    refund_partial: STAY,
+    // a full refund sends no payment event and moves no money here (the refund does)
+    refund_in_full: move('refunded'),
+    refund_reopened: STAY,
+  },
+  failed: { sent: LATE, start_3ds: LATE, succeed: LATE, fail: DUP, cancel: LATE, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
+  cancelled: { sent: LATE, start_3ds: LATE, succeed: LATE, fail: LATE, cancel: DUP, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
+  refunded: {
+    sent: LATE,
+    start_3ds: LATE,
+    // the success that led here, reported again
+    succeed: DUP,
+    fail: LATE,
+    cancel: LATE,
+    refund_partial: ILLEGAL,
+    refund_in_full: DUP,
+    // back to succeeded without a second credit or a second payment.succeeded
+    refund_reopened: move('succeeded'),
+  },
+};
+
+const MONEY_OUT_ONLY: Partial<Record<Trigger, D>> = { start_3ds: ILLEGAL, cancel: ILLEGAL, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL };
+
+const REFUND: Record<string, Record<Trigger, D>> = {
+  pending: { ...MONEY_OUT_ONLY, sent: STAY, succeed: move('succeeded', 'refund.succeeded', 'deliver', true), fail: move('failed', 'refund.failed', 'return', true) } as Record<Trigger, D>,
+  succeeded: { ...MONEY_OUT_ONLY, sent: LATE, succeed: DUP, fail: LATE } as Record<Trigger, D>,
+  failed: { ...MONEY_OUT_ONLY, sent: LATE, succeed: LATE, fail: DUP } as Record<Trigger, D>,
+};
+
+const PAYOUT: Record<string, Record<Trigger, D>> = {
+  // an outcome may overtake the acceptance (a fast callback)
+  pending: { ...MONEY_OUT_ONLY, sent: move('processing'), succeed: move('succeeded', 'payout.succeeded', 'deliver', true), fail: move('failed', 'payout.failed', 'return', true) } as Record<Trigger, D>,
+  processing: { ...MONEY_OUT_ONLY, sent: DUP, succeed: move('succeeded', 'payout.succeeded', 'deliver', true), fail: move('failed', 'payout.failed', 'return', true) } as Record<Trigger, D>,
+  succeeded: { ...MONEY_OUT_ONLY, sent: LATE, succeed: DUP, fail: LATE } as Record<Trigger, D>,
+  failed: { ...MONEY_OUT_ONLY, sent: LATE, succeed: LATE, fail: DUP } as Record<Trigger, D>,
+};
+
+/** The only (status, trigger) pairs that post to the ledger. */
+const MONEY_MOVES: Record<string, string[]> = {
+  payment: ['pending+succeed', 'processing+succeed'],
+  refund: ['pending+succeed', 'pending+fail'],
+  payout: ['pending+succeed', 'pending+fail', 'processing+succeed', 'processing+fail'],
+};
+
+const KINDS: [string, Machine<any>, Record<string, Record<Trigger, D>>][] = [
+  ['payment', paymentMachine, PAYMENT],
+  ['refund', refundMachine, REFUND],
+  ['payout', payoutMachine, PAYOUT],
+];
+
+describe('operations state machine', () => {
+  for (const [name, machine, table] of KINDS) {
+    describe(name, () => {
+      it('the table names every status of the kind', () => {
+        expect(Object.keys(table).sort()).to.deep.equal([...machine.statuses].sort());
+      });
+      for (const status of machine.statuses) {
+        for (const trigger of TRIGGERS) {
+          const expected = table[status][trigger];
+          it(`${status} + ${trigger} → ${expected.kind === 'move' ? expected.to : expected.kind}`, () => {
+            expect(decide(machine, status, trigger)).to.deep.equal(expected);
+          });
+        }
+      }
+      it('moves money only on a first move into an outcome', () => {
+        const effects = machine.statuses.flatMap((s: string) => TRIGGERS.map((t) => [s, t, decide(machine, s, t)] as const)).filter(([, , d]) => d.kind === 'move' && d.effect);
+        expect(effects.map(([s, t]) => `${s}+${t}`)).to.deep.equal(MONEY_MOVES[name]);
+      });
+    });
+  }
+});

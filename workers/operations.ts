@@ -1,0 +1,49 @@
+import { UnrecoverableError } from 'bullmq';
+import { isId } from '../shared/domain/ids';
+import type { OperationKind } from '../shared/operations/kind';
+import { sendOnce } from '../shared/operations/send';
+import { sweepOpen } from '../shared/operations/sweep';
+import type { PoolLoop, PoolProcessor } from './bootstrap';
+
+/**
+ * The two pieces of work every provider operation needs from a pool: a job that sends it to its
+ * provider once (provider-push for payments, refund, payout), and the sweep of what stays open
+ * past its window. Both run the operations kernel (shared/operations) for the pool's kind.
+ */
+
+/** Payload of a send job: the operation's id only, under the kind's field (paymentId, refundId, payoutId). */
+export interface SendJob {
+  id: string;
+  requestId?: string;
+}
+
+export function sendJobGuard(kind: OperationKind) {
+  const field = kind.send.idField;
+  return (data: unknown): SendJob => {
+    const d = data as Record<string, unknown> | null;
+    const id = d?.[field];
+    if (typeof id !== 'string' || !isId(kind.name, id)) throw new UnrecoverableError(`${kind.send.queue} job without a valid ${field}`);
+    return { id, requestId: typeof d!.requestId === 'string' ? d!.requestId : undefined };
+  };
+}
+
+export function sendProcessor(kind: OperationKind, lockMs: number): PoolProcessor<SendJob> {
+  return {
+    queue: kind.send.queue,
+    guard: sendJobGuard(kind),
+    process: (ctx, data) => sendOnce(ctx, kind, data.id, ctx.log.child({ requestId: data.requestId, [kind.send.idField]: data.id })),
+    // a killed worker's job is picked up again once its lock expires
+    workerOptions: { lockDuration: lockMs, stalledInterval: lockMs },
+  };
+}
+
+export function sweepLoop(kind: OperationKind): PoolLoop {
+  return {
+    name: `open-${kind.name}s-sweep`,
+    intervalMs: (ctx) => ctx.config.reconcileIntervalMs,
+    run: async (ctx) => {
+      const counts = await sweepOpen(ctx, kind);
+      if (Object.keys(counts).length) ctx.log.info({ kind: kind.name, counts }, 'open operations past their window swept');
+    },
+  };
+}
