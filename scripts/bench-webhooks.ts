@@ -25,7 +25,8 @@ import { loadConfig } from '../shared/config';
 import { createContext, type ServiceContext } from '../shared/context';
 import { transact } from '../shared/db/transact';
 import { newId } from '../shared/domain/ids';
-import { recordEvent, type EventType } from '../shared/events/record';
+import type { EventType } from '../shared/vocabulary';
+import { emitEvent } from '../shared/webhooks/fanout';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { createWebhook } from '../shared/webhooks/endpoints';
 import { createTestDatabase } from '../test/helpers/databases';
@@ -81,7 +82,7 @@ async function writeEvents(ctx: ServiceContext, merchantId: string, count: numbe
     for (let i = 0; i < count; i++) {
       const objectId = newId('payment');
       const type = TYPES[started.size % ENDPOINTS];
-      const e = await recordEvent(trx, outbox, { merchantId, environment: 'test', type, objectId, objectVersion: 1, object: { id: objectId, object: 'payment', amount_charged: 1000 } });
+      const e = await emitEvent(trx, outbox, { merchantId, environment: 'test', type, objectId, objectVersion: 1, object: { id: objectId, object: 'payment', amount_charged: 1000 } });
       started.set(e.id, t0);
     }
   });

@@ -28,7 +28,8 @@ export interface PoolDefinition {
   name: string;
   /** Jobs in flight per process unless <POOL>_CONCURRENCY says otherwise; default WORKER_CONCURRENCY. */
   defaultConcurrency?: number;
-  processor?: PoolProcessor<any>;
+  /** the pool's processor, or a function building it once the service context exists */
+  processor?: PoolProcessor<any> | ((ctx: ServiceContext) => PoolProcessor<any>);
   loops?: PoolLoop[];
 }
 
@@ -57,7 +58,7 @@ export async function runPool(def: PoolDefinition): Promise<void> {
   let stopping = false;
 
   if (def.processor) {
-    const p = def.processor;
+    const p = typeof def.processor === 'function' ? def.processor(ctx) : def.processor;
     worker = new Worker(
       p.queue,
       async (job) => {

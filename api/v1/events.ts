@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import { lastValue } from '../query';
 import { callerOf } from './caller';
 import { parseLimit } from '../../shared/db/pagination';
-import { getEvent, listEvents, parseEventCursor, parseEventType } from '../../shared/webhooks/recovery';
+import { getEvent, listEvents, parseEventCursor, parseEventType } from '../../shared/events/read';
 
 /** Events of the key's merchant and environment (decisions.md), for merchants catching up. */
 export const eventsRouter = new Router()

@@ -1,8 +1,6 @@
 import type { Trx } from '../db/knex';
-import type { OutboxWriter } from '../db/transact';
 import { newEventId, nowUnix } from '../domain/ids';
-import { fanOutEvent } from '../webhooks/fanout';
-import type { EventType } from '../vocabulary';
+import type { Environment, EventType } from '../vocabulary';
 
 export type { EventType };
 
@@ -11,6 +9,15 @@ export interface EventBody {
   type: EventType;
   created: number;
   data: { object: Record<string, unknown>; object_version: number };
+}
+
+export interface EventInput {
+  merchantId: string;
+  environment: Environment;
+  type: EventType;
+  objectId: string;
+  objectVersion: number;
+  object: Record<string, unknown>;
 }
 
 export interface EventRow {
@@ -25,13 +32,12 @@ export interface EventRow {
 }
 
 /**
- * Writes an event (envelope of spec 6.2 plus `data.object_version`) in the caller's transaction,
- * with its webhook deliveries. Called by every flow in the same transaction as the change.
+ * Writes an event (envelope of spec 6.2 plus `data.object_version`) in the caller's transaction.
+ * Flows emit events with their webhook deliveries through emitEvent (shared/webhooks/fanout.ts).
  */
 export async function recordEvent(
   trx: Trx,
-  outbox: OutboxWriter,
-  input: { merchantId: string; environment: 'test' | 'live'; type: EventType; objectId: string; objectVersion: number; object: Record<string, unknown> },
+  input: EventInput,
 ): Promise<EventRow> {
   const created = nowUnix();
   const id = newEventId(input.objectId, created);
@@ -47,6 +53,5 @@ export async function recordEvent(
     body,
   };
   await trx('events').insert({ ...row, body: JSON.stringify(body) });
-  await fanOutEvent(trx, row, outbox);
   return row;
 }

@@ -79,3 +79,17 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
   /** what a move changes beyond its own row (a refund's payment), in the same transaction, before the event */
   afterMove?(trx: Trx, outbox: OutboxWriter, row: R, to: S): Promise<void>;
 }
+
+/** The kernel's columns of a new operation: not sent yet, no outcome, version 1, its provider window from `now`. */
+export function newOperationFields(windowMs: number, now = Date.now()) {
+  return {
+    provider_ref: null,
+    failure_code: null,
+    failure_message: null,
+    version: 1,
+    completed: null,
+    sent_at: null,
+    window_ends_at: new Date(now + windowMs),
+    checked_at: null,
+  };
+}

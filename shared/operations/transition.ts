@@ -2,7 +2,7 @@ import type { Executor, Trx } from '../db/knex';
 import { updateWithHistory } from '../db/history';
 import type { OutboxWriter } from '../db/transact';
 import { nowUnix } from '../domain/ids';
-import { recordEvent } from '../events/record';
+import { emitEvent } from '../webhooks/fanout';
 import { decide, type Trigger } from './machine';
 import type { OperationKind, OperationRow, TriggerDetails } from './kind';
 
@@ -68,7 +68,7 @@ export async function applyTrigger<R extends OperationRow>(
   const updated = await updateWithHistory<R>(trx, kind.table, row.id, change, { table: kind.history.table, column: kind.history.column, from: row.status, to: d.to, reason: details.reason });
   if (kind.afterMove) await kind.afterMove(trx, outbox, updated, d.to);
   if (d.event) {
-    await recordEvent(trx, outbox, {
+    await emitEvent(trx, outbox, {
       merchantId: row.merchant_id,
       environment: row.environment,
       type: d.event,

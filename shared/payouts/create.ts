@@ -8,6 +8,7 @@ import { operatorAccepts } from '../domain/msisdn';
 import { ApiError, badRequest, validationFailed } from '../errors';
 import { post } from '../ledger/postings';
 import { providerIdFor } from '../providers/registry';
+import { newOperationFields } from '../operations/kind';
 import { QUEUES } from '../queues/names';
 import type { PayoutInput } from './schemas';
 import { PAYOUTS, type PayoutRow } from './rows';
@@ -44,15 +45,8 @@ export async function createPayout(deps: TransactDeps & { providerWindowMs: numb
         description: input.description ?? null,
         metadata: input.metadata ?? {},
         provider: providerIdFor(viewer.environment, input.operator),
-        provider_ref: null,
-        failure_code: null,
-        failure_message: null,
-        version: 1,
         created: nowUnix(),
-        completed: null,
-        sent_at: null,
-        window_ends_at: new Date(Date.now() + deps.providerWindowMs),
-        checked_at: null,
+        ...newOperationFields(deps.providerWindowMs),
       };
       await trx(PAYOUTS).insert({ ...payout, metadata: JSON.stringify(payout.metadata) });
       await trx('payout_status_changes').insert({ payout_id: payout.id, from_status: null, to_status: 'pending', reason: 'created' });

@@ -8,7 +8,7 @@ import type { Provider } from './types';
  * Which provider handles an operator in an environment. Test keys go to the sandbox provider,
  * live keys to the operator's configured provider, through the same adapter. Sandbox and live
  * providers have distinct ids, so a callback verified with the sandbox secret can only ever
- * settle a test object.
+ * settle a test object. Each process builds one, in its service context (shared/context.ts).
  */
 
 export const providerIdFor = (environment: Environment, operator: Operator) => (environment === 'test' ? `${operator}-sandbox` : operator);
@@ -53,13 +53,4 @@ export class ProviderRegistry {
   for(environment: Environment, operator: Operator): Provider | undefined {
     return this.byId.get(providerIdFor(environment, operator));
   }
-}
-
-const registries = new WeakMap<Config, ProviderRegistry>();
-
-/** One registry per configuration, built on first use (after the web process knows its base URL). */
-export function providers(config: Config): ProviderRegistry {
-  let r = registries.get(config);
-  if (!r) registries.set(config, (r = new ProviderRegistry(config)));
-  return r;
 }

@@ -5,6 +5,7 @@ import { outgoingDebit } from '../domain/ledger';
 import { refundAmount, refundTrigger } from '../domain/refund';
 import { notFound } from '../errors';
 import { post } from '../ledger/postings';
+import { newOperationFields } from '../operations/kind';
 import { applyTrigger, lockRow } from '../operations/transition';
 import { paymentKind } from '../payments/kind';
 import { QUEUES } from '../queues/names';
@@ -41,15 +42,8 @@ export async function createRefund(deps: TransactDeps & { providerWindowMs: numb
       operator: payment.operator!,
       phone: payment.phone!,
       provider: payment.provider,
-      provider_ref: null,
-      failure_code: null,
-      failure_message: null,
-      version: 1,
       created: nowUnix(),
-      completed: null,
-      sent_at: null,
-      window_ends_at: new Date(Date.now() + deps.providerWindowMs),
-      checked_at: null,
+      ...newOperationFields(deps.providerWindowMs),
     };
     await trx(REFUNDS).insert(refund);
     await trx('refund_status_changes').insert({ refund_id: refund.id, from_status: null, to_status: 'pending', reason: 'created' });

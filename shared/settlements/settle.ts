@@ -1,6 +1,6 @@
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
-import { recordEvent } from '../events/record';
+import { emitEvent } from '../webhooks/fanout';
 import { newId, nowUnix } from '../domain/ids';
 import type { Currency, Environment } from '../domain/ledger';
 import { COVERED_KINDS, lastCutoff, settlementFigures, type CoveredEntry } from '../domain/settlement';
@@ -92,7 +92,7 @@ async function settleGroup(deps: TransactDeps, group: Group, periodEnd: number):
         .update({ ...figures, period_start: last?.end ?? oldest })
         .returning('*');
       const view = settlementView(row);
-      await recordEvent(trx, outbox, {
+      await emitEvent(trx, outbox, {
         merchantId: group.merchant_id,
         environment: group.environment,
         type: 'settlement.completed',

@@ -3,7 +3,7 @@ import type { Environment } from '../db/models';
 import { transact, type TransactDeps } from '../db/transact';
 import { newId, unixOf } from '../domain/ids';
 import { conflict, notFound, validationFailed } from '../errors';
-import { recordEvent } from '../events/record';
+import { emitEvent } from './fanout';
 import { destinationProblem, type Resolver } from './destination';
 import { patternProblem } from './patterns';
 import { breakerState } from './rules';
@@ -132,7 +132,7 @@ export async function sendTestEvent(deps: TransactDeps, webhookId: string) {
     const w = await trx<WebhookRow>('webhooks').where({ id: webhookId }).first();
     if (!w) throw notFound('Webhook');
     if (w.status !== 'enabled') throw conflict('webhook-disabled', 'This webhook is disabled');
-    const event = await recordEvent(trx, outbox, {
+    const event = await emitEvent(trx, outbox, {
       merchantId: w.merchant_id,
       environment: w.environment,
       type: 'webhook.test',

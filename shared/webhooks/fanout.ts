@@ -1,7 +1,7 @@
 import type { Trx } from '../db/knex';
 import type { OutboxWriter } from '../db/transact';
 import { newId } from '../domain/ids';
-import type { EventRow } from '../events/record';
+import { recordEvent, type EventInput, type EventRow } from '../events/record';
 import { QUEUES } from '../queues/names';
 import { subscribes } from './patterns';
 
@@ -29,4 +29,11 @@ export async function fanOutEvent(trx: Trx, event: EventRow, outbox: OutboxWrite
   for (const d of deliveries) {
     await outbox.add(QUEUES.webhookSender, DELIVER_JOB, { deliveryId: d.id, webhookId: d.webhook_id });
   }
+}
+
+/** Writes an event and its webhook deliveries (with their jobs) in the caller's transaction: how every flow emits an event. */
+export async function emitEvent(trx: Trx, outbox: OutboxWriter, input: EventInput): Promise<EventRow> {
+  const row = await recordEvent(trx, input);
+  await fanOutEvent(trx, row, outbox);
+  return row;
 }

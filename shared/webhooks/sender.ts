@@ -4,7 +4,7 @@ import { webhookSecretFor } from '../merchants/service';
 import { signatureHeader } from '../client/webhooks';
 import { claimAttempts, diagnose, finishAttempts, markDead, releaseProbe, takeProbe, type AttemptOutcome, type ClaimedAttempt } from './deliveries';
 import { Coalescer } from './coalescer';
-import { eventEnvelope } from './envelope';
+import { eventEnvelope } from '../events/envelope';
 import { makeAgents, postWebhook, type Agents, type AttemptResult } from './http';
 import { afterAttempt, isSuccess, MAX_ATTEMPTS, type AttemptVerdict } from './rules';
 import { EndpointSemaphore } from './semaphore';

@@ -4,7 +4,8 @@ import { eventually } from '../helpers/processes';
 import type { ServiceContext } from '../../shared/context';
 import { transact } from '../../shared/db/transact';
 import { newId } from '../../shared/domain/ids';
-import { recordEvent, type EventType } from '../../shared/events/record';
+import type { EventType } from '../../shared/vocabulary';
+import { emitEvent as emitEventIn } from '../../shared/webhooks/fanout';
 
 /**
  * A merchant's webhook receiver on loopback (a real HTTP server), whose behaviour each test
@@ -94,7 +95,7 @@ export async function emitEvent(
 ) {
   const objectId = newId('payment');
   return transact({ db: services.db, queues: services.queues }, (trx, outbox) =>
-    recordEvent(trx, outbox, {
+    emitEventIn(trx, outbox, {
       merchantId,
       environment: opts.environment ?? 'test',
       type: opts.type ?? 'payment.succeeded',

@@ -21,18 +21,18 @@ export function guardDeliverJob(data: unknown): DeliverJob {
   return { deliveryId: d.deliveryId, webhookId: d.webhookId, requestId: typeof d.requestId === 'string' ? d.requestId : undefined };
 }
 
-const senders = new WeakMap<ServiceContext, WebhookSender>();
-
-export const webhookSenderProcessor: PoolProcessor<DeliverJob> = {
-  queue: QUEUES.webhookSender,
-  guard: guardDeliverJob,
-  async process(ctx, data, job: Job) {
-    let sender = senders.get(ctx);
-    if (!sender) senders.set(ctx, (sender = new WebhookSender(ctx)));
-    const outcome = await sender.deliver(data.deliveryId, data.webhookId);
-    if (outcome.kind === 'done') return outcome.reason;
-    // the same job sleeps until its next chance: no new job, and no attempt spent
-    await job.moveToDelayed(Date.now() + outcome.delayMs, job.token);
-    throw new DelayedError(outcome.reason);
-  },
-};
+/** The processor of a pool, with its sender built once at start-up. */
+export function webhookSenderProcessor(ctx: ServiceContext): PoolProcessor<DeliverJob> {
+  const sender = new WebhookSender(ctx);
+  return {
+    queue: QUEUES.webhookSender,
+    guard: guardDeliverJob,
+    async process(_ctx, data, job: Job) {
+      const outcome = await sender.deliver(data.deliveryId, data.webhookId);
+      if (outcome.kind === 'done') return outcome.reason;
+      // the same job sleeps until its next chance: no new job, and no attempt spent
+      await job.moveToDelayed(Date.now() + outcome.delayMs, job.token);
+      throw new DelayedError(outcome.reason);
+    },
+  };
+}

@@ -2,10 +2,10 @@ import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { UUID_V4_RE } from '../domain/ids';
 import { notFound, validationFailed } from '../errors';
-import type { EventBody } from '../events/record';
+import type { EventBody } from './record';
 import { pageQuery, toPage, type Cursor } from '../db/pagination';
 import { eventEnvelope } from './envelope';
-import { EVENT_TYPES } from './patterns';
+import { EVENT_TYPES } from '../vocabulary';
 
 /**
  * Merchant recovery (GET /v1/events): every event of the caller's merchant and environment,
