@@ -1,11 +1,13 @@
-/** The one list of BullMQ queues; each worker pool consumes exactly one of them. */
+/**
+ * The one list of BullMQ queues; each is consumed by one worker pool. The outbox-relay and
+ * settlement pools run timers only (their work is found in Postgres), so they have no queue.
+ */
 export const QUEUES = {
   providerPush: 'provider-push',
   callbackReconciler: 'callback-reconciler',
   refund: 'refund',
   payout: 'payout',
   webhookSender: 'webhook-sender',
-  settlement: 'settlement',
 } as const;
 
 export type QueueName = (typeof QUEUES)[keyof typeof QUEUES];

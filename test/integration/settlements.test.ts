@@ -187,15 +187,20 @@ describe('daily settlement', () => {
     await at(c.merchant.id).credit(8_000, 80);
     // a day old: before the last cut-off at the default 00:00 UTC
     await db()('ledger_transactions').where({ merchant_id: c.merchant.id }).update({ created_at: new Date((now() - DAY - 60) * 1000) });
-    await Promise.all([1, 2].map(() => env.spawn('workers/settlement/index.ts', { SETTLEMENT_CHECK_INTERVAL_MS: '100' })));
+    const pools = await Promise.all([1, 2].map(() => env.spawn('workers/settlement/index.ts', { SETTLEMENT_CHECK_INTERVAL_MS: '100' })));
     const list = await eventually(async () => {
       const res = await c.client.get('/v1/settlements');
       return res.body.data?.length ? res.body : undefined;
     });
     expect(list.data).to.have.length(1);
     expect(list.data[0]).to.include({ currency: 'USD', gross: 8_000, fees: 80, net: 7_920, count: 1, period_end: lastCutoff(now(), 0) });
-    // both copies keep checking: still one batch
+    // both copies keep checking: still one batch, one event, and neither copy ran into the
+    // other (the unique index alone would keep one batch, but the loser would fail its run)
     await new Promise((r) => setTimeout(r, 500));
     expect(await db()('settlements').where({ merchant_id: c.merchant.id }).count('* as n').first()).to.deep.equal({ n: 1 });
+    expect(await db()('events').where({ merchant_id: c.merchant.id, type: 'settlement.completed' }).count('* as n').first()).to.deep.equal({ n: 1 });
+    const covered = await db()('ledger_transactions').where({ merchant_id: c.merchant.id }).pluck('settlement_id');
+    expect(covered).to.deep.equal([list.data[0].id]);
+    for (const pool of pools) expect(pool.lines.filter((l) => typeof l === 'object' && l.level >= 50), 'errors logged by a settlement pool').to.deep.equal([]);
   });
 });

@@ -19,7 +19,7 @@ describe('.env.example', () => {
     const read = new Set<string>();
     for (const m of source.matchAll(/(?:int|url)\(env, '([A-Z0-9_]+)'|env\.([A-Z][A-Z0-9_]+)/g)) read.add(m[1] ?? m[2]);
     for (const op of PROVIDER_OPERATORS) for (const s of ['URL', 'API_KEY', 'CALLBACK_SECRET']) read.add(`PROVIDER_${op.toUpperCase()}_${s}`);
-    for (const q of ALL_QUEUES) if (q !== 'settlement') read.add(`${q.toUpperCase().replace(/-/g, '_')}_CONCURRENCY`);
+    for (const q of ALL_QUEUES) read.add(`${q.toUpperCase().replace(/-/g, '_')}_CONCURRENCY`);
     expect(read.size).to.be.greaterThan(20);
     const missing = [...read].filter((name) => !listed.has(name));
     expect(missing, 'variables read by shared/config.ts but absent from .env.example').to.deep.equal([]);
