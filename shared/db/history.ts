@@ -1,6 +1,6 @@
 import type { Trx } from './knex';
 
-/** A status change as its history table records it (payment_, refund_, payout_status_changes). */
+/** A status change as its history table records it (each operation kind names its own: shared/operations/kind.ts). */
 export interface StatusChange {
   /** the history table, and its column naming the object */
   table: string;

@@ -10,7 +10,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('currency').notNullable();
     t.text('kind').notNullable();
     t.boolean('allow_negative').notNullable().defaultTo(false);
-    // cache of sum(entries.amount), updated in the same transaction as each entry
+    // cache of the sum of the account's folded entries (credits wait unfolded until a debit or the sweep folds them: migration 700)
     t.bigInteger('balance').notNullable().defaultTo(0);
     t.unique(['owner', 'environment', 'currency', 'kind']);
   });
