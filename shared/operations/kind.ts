@@ -29,8 +29,9 @@ export interface OperationRow {
   sent_at: Date | null;
   /** when the provider should have given its outcome; the sweep asks after that */
   window_ends_at: Date;
-  /** last time the sweep asked the provider */
+  /** last time the sweep asked the provider, and how many times it has */
   checked_at: Date | null;
+  checks: number;
 }
 
 /** Why a trigger happened, and what the provider said with it. */
@@ -44,7 +45,7 @@ export interface TriggerDetails {
 
 /** What the sweep knows when an operation's window is over. */
 export type WindowAnswer =
-  | { kind: 'status'; state: 'pending' | 'not_found' | 'succeeded' | 'failed' | 'cancelled'; providerRef: string | null; failureCode?: string; failureMessage?: string }
+  | { kind: 'status'; state: 'pending' | 'not_found' | 'expired' | 'succeeded' | 'failed' | 'cancelled'; providerRef: string | null; failureCode?: string; failureMessage?: string }
   | { kind: 'unreachable'; error: Error }
   | { kind: 'no-provider' };
 
@@ -64,14 +65,14 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
   providerRefVisible: boolean;
   /** the request to the provider, with our id as its idempotency key */
   request(provider: Provider, row: R, db: Executor): Promise<ProviderAccepted>;
-  /** whether the kernel may send it now (e.g. mobile money only, card payments are charged otherwise) */
-  sendable(row: R): boolean;
+  /** whether the kernel may send it at `now` (e.g. mobile money only, card payments are charged otherwise) */
+  sendable(row: R, now: number): boolean;
   /** the trigger of a provider's reported status */
   reported(status: 'succeeded' | 'failed' | 'cancelled'): Trigger;
   /** an unsent operation at its window's end: sent again (money out), or asked about */
   unsentAtWindowEnd: 'resend' | 'ask';
   /** what ends it when its window is over (a payment may be cancelled; money out is asked again, never guessed) */
-  atWindowEnd(row: R, answer: WindowAnswer, now: number): WindowVerdict;
+  atWindowEnd(row: R, answer: WindowAnswer): WindowVerdict;
   /** the object its events carry */
   eventObject(row: R): Record<string, unknown>;
   /** writes the posting of a ledger effect */
@@ -91,5 +92,6 @@ export function newOperationFields(windowMs: number, now = Date.now()) {
     sent_at: null,
     window_ends_at: new Date(now + windowMs),
     checked_at: null,
+    checks: 0,
   };
 }

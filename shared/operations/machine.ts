@@ -52,6 +52,8 @@ export type Decision<S extends string> =
       effect: LedgerEffect | null;
       /** the operation reaches its outcome: `completed` is set */
       completes: boolean;
+      /** a move out of a final status that the provider's word forces: the history says why */
+      correction?: string;
     }
   /** the trigger is taken without a change of status (the provider accepted a payment's push) */
   | { kind: 'stay' }
@@ -74,6 +76,11 @@ export interface Machine<S extends string> {
   outcomes: readonly Trigger[];
   /** the event and ledger effect of reaching each outcome */
   reached: Partial<Record<S, { event: EventType; effect: LedgerEffect | null }>>;
+  /**
+   * Moves out of a final status, when the provider contradicts itself in a way that moved money
+   * (a success after a cancellation): they reach the outcome as if from an open status.
+   */
+  corrections?: Partial<Record<S, Partial<Record<Trigger, { to: S; reason: string }>>>>;
 }
 
 export const isOpen = <S extends string>(m: Machine<S>, s: S) => m.open.includes(s);
@@ -86,6 +93,11 @@ export function decide<S extends string>(m: Machine<S>, status: S, trigger: Trig
     const reachesOutcome = isOpen(m, status) && !isOpen(m, to);
     const reached = reachesOutcome ? m.reached[to] : undefined;
     return { kind: 'move', to, event: reached?.event ?? null, effect: reached?.effect ?? null, completes: reachesOutcome };
+  }
+  const correction = m.corrections?.[status]?.[trigger];
+  if (correction) {
+    const reached = m.reached[correction.to];
+    return { kind: 'move', to: correction.to, event: reached?.event ?? null, effect: reached?.effect ?? null, completes: true, correction: correction.reason };
   }
   if (m.already[trigger]?.includes(status)) return { kind: 'duplicate' };
   if (m.outcomes.includes(trigger) && !isOpen(m, status)) return { kind: 'late' };

@@ -38,6 +38,8 @@ export const paymentMachine: Machine<PaymentStatus> = {
     failed: { event: 'payment.failed', effect: null },
     cancelled: { event: 'payment.cancelled', effect: null },
   },
+  // the money is real: a success reported after the payment was cancelled is taken (decisions.md "Late success")
+  corrections: { cancelled: { succeed: { to: 'succeeded', reason: 'late-success' } } },
 };
 
 /** A refund: `pending` from its creation (the money already left available) until the provider's outcome. */

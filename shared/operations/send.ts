@@ -21,7 +21,7 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
     log.warn({ kind: kind.name, id }, 'send job for an unknown operation');
     return 'unknown';
   }
-  if (!isOpen(kind.machine, row.status) || !kind.sendable(row)) return 'not-open';
+  if (!isOpen(kind.machine, row.status) || !kind.sendable(row, ctx.clock.now())) return 'not-open';
   if (row.sent_at) return 'already-sent';
 
   const provider = row.provider ? ctx.providers.byProviderId(row.provider) : undefined;

@@ -17,21 +17,30 @@ import { applyTrigger, findRow, lockRow } from './transition';
 
 const BATCH = 100;
 const PARALLEL = 10;
+/** The longest wait between two questions about one operation (decisions.md "Faults"). */
+export const MAX_RECHECK_MS = 5 * 60 * 1000;
 
+/**
+ * Claims open operations past their window that are due a question: never asked, or asked
+ * RECONCILE_INTERVAL_MS × 2^(questions so far) ago, at most MAX_RECHECK_MS.
+ */
 async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any>): Promise<string[]> {
   const now = new Date(ctx.clock.now());
-  const recheckBefore = new Date(now.getTime() - ctx.config.reconcileIntervalMs);
   return ctx.db.transaction(async (trx) => {
     const rows: { id: string }[] = await trx(kind.table)
       .whereIn('status', kind.machine.open as string[])
       .where('window_ends_at', '<', now)
-      .where((q) => q.whereNull('checked_at').orWhere('checked_at', '<', recheckBefore))
+      .where((q) =>
+        q
+          .whereNull('checked_at')
+          .orWhereRaw(`checked_at < ?::timestamptz - least(?, ? * power(2, least(checks - 1, 20))) * interval '1 millisecond'`, [now, MAX_RECHECK_MS, ctx.config.reconcileIntervalMs]),
+      )
       .orderBy('window_ends_at')
       .limit(BATCH)
       .forUpdate()
       .skipLocked()
       .select('id');
-    if (rows.length) await trx(kind.table).whereIn('id', rows.map((r) => r.id)).update({ checked_at: now });
+    if (rows.length) await trx(kind.table).whereIn('id', rows.map((r) => r.id)).update({ checked_at: now, checks: trx.raw('checks + 1') });
     return rows.map((r) => r.id);
   });
 }
@@ -51,12 +60,12 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
   const row = await findRow(ctx.db, kind, id);
   if (!row || !isOpen(kind.machine, row.status)) return 'closed';
   const deps = { db: ctx.db, queues: ctx.queues, log };
-  if (!row.sent_at && kind.sendable(row) && kind.unsentAtWindowEnd === 'resend') {
+  if (!row.sent_at && kind.unsentAtWindowEnd === 'resend') {
     await transact(deps, (_trx, outbox) => outbox.add(kind.send.queue, kind.send.job, { [kind.send.idField]: id }));
     return 'resent';
   }
   const answer = await ask(ctx, kind, row);
-  const verdict = kind.atWindowEnd(row, answer, ctx.clock.now());
+  const verdict = kind.atWindowEnd(row, answer);
   if (answer.kind === 'unreachable' && verdict === 'ask-again') {
     log.warn({ kind: kind.name, id, provider: row.provider, err: { message: answer.error.message } }, 'provider status unavailable; will ask again');
   }

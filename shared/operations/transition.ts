@@ -65,7 +65,8 @@ export async function applyTrigger<R extends OperationRow>(
     change.failure_code = details.failureCode ?? 'provider-failed';
     change.failure_message = details.failureMessage ?? `The provider reported a failure`;
   }
-  const updated = await updateWithHistory<R>(trx, kind.table, row.id, change, { table: kind.history.table, column: kind.history.column, from: row.status, to: d.to, reason: details.reason });
+  const reason = d.correction ?? details.reason;
+  const updated = await updateWithHistory<R>(trx, kind.table, row.id, change, { table: kind.history.table, column: kind.history.column, from: row.status, to: d.to, reason });
   if (kind.afterMove) await kind.afterMove(trx, outbox, updated, d.to);
   if (d.event) {
     await emitEvent(trx, outbox, {

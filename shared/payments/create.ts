@@ -86,6 +86,7 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
     sent_at: null,
     window_ends_at: new Date(now + windowMs),
     checked_at: null,
+    checks: 0,
   };
 }
 

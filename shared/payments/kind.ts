@@ -6,19 +6,15 @@ import { QUEUES } from '../queues/names';
 import { PAYMENTS, type PaymentRow } from './rows';
 import { paymentEventObject } from './view';
 
-/**
- * How long a payment may go on asking a provider that cannot be reached, past its window, before
- * it is cancelled.
- */
-export const UNREACHABLE_GRACE_MS = 60 * 60 * 1000;
-
 const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } as const;
 
 /**
  * A collection as a kind of the operations kernel. Mobile money is sent (the push prompt) by the
- * provider-push pool; at the end of its window the provider's outcome is applied, and a payment
- * the provider has no outcome for is cancelled. A card payment still open at the end of its
- * checkout window is cancelled.
+ * provider-push pool, never after its window has ended. At the end of its window the provider's
+ * outcome is applied; it is cancelled only when the provider reports it over (failed,
+ * cancelled, expired) or unknown to it; while the provider still reports it pending, or cannot
+ * be reached, it is asked again. A card payment still open at the end of its checkout window is
+ * cancelled.
  */
 export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = {
   name: 'payment',
@@ -27,23 +23,28 @@ export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = {
   machine: paymentMachine,
   send: { queue: QUEUES.providerPush, job: 'push', idField: 'paymentId' },
   providerRefVisible: true,
-  sendable: (p) => p.method === 'mobile_money',
+  // a push after the window would prompt a client for a payment about to be cancelled
+  sendable: (p, now) => p.method === 'mobile_money' && p.window_ends_at.getTime() > now,
   request: (provider, p) => provider.push({ paymentId: p.id, amount: p.amount_charged, currency: p.currency, msisdn: p.phone!, description: p.description }),
   reported: (status) => REPORTED[status],
   unsentAtWindowEnd: 'ask',
-  atWindowEnd(p, answer, now) {
+  atWindowEnd(p, answer) {
     if (p.method === 'card') return { trigger: 'cancel', details: { reason: 'checkout-window-expired' } };
     switch (answer.kind) {
       case 'no-provider':
+        // no provider can take the client's money: nothing can still move
         return { trigger: 'cancel', details: { reason: 'provider-window-expired' } };
       case 'unreachable':
-        return now - p.window_ends_at.getTime() > UNREACHABLE_GRACE_MS ? { trigger: 'cancel', details: { reason: 'provider-unreachable' } } : 'ask-again';
+        // the provider may still take the money: never cancelled on a guess (decisions.md "Faults")
+        return 'ask-again';
       case 'status': {
-        const { state, providerRef, failureCode, failureMessage } = answer;
-        if (state === 'succeeded' || state === 'failed' || state === 'cancelled') {
-          return { trigger: REPORTED[state], details: { reason: 'reconciliation', providerRef, failureCode, failureMessage } };
-        }
-        // the provider has no outcome (never answered, or never got the push): the window is over
+        const { state, providerRef } = answer;
+        if (state === 'succeeded') return { trigger: 'succeed', details: { reason: 'reconciliation', providerRef } };
+        if (state === 'failed') return { trigger: 'fail', details: { reason: 'reconciliation', providerRef, failureCode: answer.failureCode, failureMessage: answer.failureMessage } };
+        if (state === 'cancelled') return { trigger: 'cancel', details: { reason: 'reconciliation', providerRef } };
+        // still pending with the provider: the client may yet approve, so ask again
+        if (state === 'pending') return 'ask-again';
+        // expired, or never received by the provider: the window is over and no money moved
         return { trigger: 'cancel', details: { reason: 'provider-window-expired' } };
       }
     }

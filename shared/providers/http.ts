@@ -81,6 +81,8 @@ export class HttpProvider implements Provider {
     switch (b.status) {
       case 'pending':
         return { state: 'pending', providerRef };
+      case 'expired':
+        return { state: 'expired', providerRef };
       case 'succeeded':
         return { state: 'succeeded', providerRef };
       case 'failed':

@@ -11,7 +11,7 @@ import { PROVIDER_OBJECT_KINDS, type ProviderCallback } from './types';
  *        headers: Authorization: Bearer <api key>, Idempotency-Key: <external_id>
  *        → 2xx {provider_ref, status: "pending"}; 4xx {error: {code, message}}
  *   GET  {base}/v1/transactions/{external_id}
- *        → 200 {kind, external_id, provider_ref, status: pending|succeeded|failed|cancelled, failure_code, failure_message}; 404
+ *        → 200 {kind, external_id, provider_ref, status: pending|succeeded|failed|cancelled|expired, failure_code, failure_message}; 404
  *
  * Callback, POST {callback_url} with `X-Provider-Signature` (./signature.ts), body:
  *   {event_id, kind: payment|refund|payout, external_id, provider_ref, status: succeeded|failed|cancelled,

@@ -46,6 +46,8 @@ export interface ProviderAccepted {
 export type ProviderStatus =
   | { state: 'pending'; providerRef: string | null }
   | { state: 'not_found' }
+  /** the provider gave up waiting (the client never answered): no money moved */
+  | { state: 'expired'; providerRef: string | null }
   | { state: 'succeeded'; providerRef: string | null }
   | { state: 'failed' | 'cancelled'; providerRef: string | null; failureCode: string; failureMessage: string };
 

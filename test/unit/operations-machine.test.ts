@@ -51,7 +51,8 @@ const PAYMENT: Record<string, Record<Trigger, D>> = {
     refund_reopened: STAY,
   },
   failed: { sent: LATE, start_3ds: LATE, succeed: LATE, fail: DUP, cancel: LATE, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
-  cancelled: { sent: LATE, start_3ds: LATE, succeed: LATE, fail: LATE, cancel: DUP, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
+  // the provider's late success is money that moved: taken, credited, announced (decisions.md)
+  cancelled: { sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: LATE, cancel: DUP, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
   refunded: {
     sent: LATE,
     start_3ds: LATE,
@@ -84,7 +85,7 @@ const PAYOUT: Record<string, Record<Trigger, D>> = {
 
 /** The only (status, trigger) pairs that post to the ledger. */
 const MONEY_MOVES: Record<string, string[]> = {
-  payment: ['pending+succeed', 'processing+succeed'],
+  payment: ['pending+succeed', 'processing+succeed', 'cancelled+succeed'],
   refund: ['pending+succeed', 'pending+fail'],
   payout: ['pending+succeed', 'pending+fail', 'processing+succeed', 'processing+fail'],
 };

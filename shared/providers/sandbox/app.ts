@@ -26,6 +26,8 @@ export interface SandboxOptions {
   log: Logger;
   /** delays between callback delivery attempts; default 1 s, 2 s, 4 s, 8 s, 16 s */
   callbackRetryMs?: number[];
+  /** the sandbox's own window: a payment it never answers reports `expired` once it is over (decisions.md) */
+  windowMs: number;
 }
 
 interface SandboxTransaction {
@@ -40,6 +42,8 @@ interface SandboxTransaction {
   outcome: SandboxOutcome;
   /** when the outcome is known (status endpoint) and the callback sent */
   settlesAt: number;
+  /** a payment never answered is `expired` from then on */
+  expiresAt: number;
   eventId: string;
   /** create requests received with this external id (1 prompt however many) */
   requests: number;
@@ -88,11 +92,13 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
 function statusView(tx: SandboxTransaction, now: number) {
   const settled = tx.outcome.status !== 'never' && now >= tx.settlesAt;
   const outcome = settled ? tx.outcome : undefined;
+  // the client was never prompted to an end: a payment's push lapses with the sandbox's window
+  const expired = tx.outcome.status === 'never' && tx.kind === 'payment' && now >= tx.expiresAt;
   return {
     kind: tx.kind,
     external_id: tx.externalId,
     provider_ref: tx.providerRef,
-    status: outcome ? outcome.status : 'pending',
+    status: outcome ? outcome.status : expired ? 'expired' : 'pending',
     failure_code: outcome?.status === 'failed' ? outcome.failureCode : null,
     failure_message: outcome?.status === 'failed' ? outcome.failureMessage : null,
     // sandbox-only counters, so tests can see how many prompts and callbacks happened
@@ -180,6 +186,7 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
       callbackUrl,
       outcome: sandboxOutcome(kind, msisdn),
       settlesAt: Date.now() + opts.callbackDelayMs,
+      expiresAt: Date.now() + opts.windowMs,
       eventId: `sbxevt_${randomUUID()}`,
       requests: 1,
       callbacksDelivered: 0,

@@ -16,6 +16,7 @@ function main(): void {
     callbackSecret: config.sandboxCallbackSecret,
     callbackDelayMs: config.sandboxCallbackDelayMs,
     pushLatencyMs: config.payments.sandboxPushLatencyMs,
+    windowMs: config.providerWindowMs.test,
     log,
   });
   server.keepAliveTimeout = 65_000;

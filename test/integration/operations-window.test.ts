@@ -1,0 +1,171 @@
+import { expect } from 'chai';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
+import { ManualClock } from '../../shared/clock';
+import { createContext, type ServiceContext } from '../../shared/context';
+import { applyStoredCallback } from '../../shared/operations/callbacks';
+import { sendOnce } from '../../shared/operations/send';
+import { sweepOpen, MAX_RECHECK_MS } from '../../shared/operations/sweep';
+import { paymentKind } from '../../shared/payments/kind';
+import { callbackBody, createPayment, paymentCredits, sendCallback } from './payments.helpers';
+
+/**
+ * The end of a payment's provider window (decisions.md "Faults and limits"): the service never
+ * cancels a payment that the provider may still take from the client, and a success the provider
+ * reports after a cancellation is taken. The provider is a loopback server whose answer the test
+ * sets; time is a clock the test moves (no sleeping through windows).
+ */
+describe('the end of a provider window', () => {
+  let env: TestEnv;
+  let shop: MerchantFixture;
+  let ctx: ServiceContext;
+  let clock: ManualClock;
+  let provider: http.Server;
+  /** what the provider answers about each payment: a status, or an HTTP error */
+  const answers = new Map<string, { status: string } | { error: number }>();
+  const pushes: string[] = [];
+
+  before(async () => {
+    provider = http.createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c) => (raw += c));
+      req.on('end', () => {
+        const reply = (status: number, b: unknown) => res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(b));
+        if (req.method === 'POST') {
+          const body = JSON.parse(raw);
+          pushes.push(body.external_id);
+          return reply(201, { provider_ref: `REF-${body.external_id.slice(4, 12)}`, status: 'pending' });
+        }
+        const id = decodeURIComponent(req.url!.split('/').pop()!);
+        const a = answers.get(id);
+        if (!a) return reply(404, { error: { code: 'not-found', message: 'unknown' } });
+        if ('error' in a) return reply(a.error, { error: { code: 'down', message: 'provider down' } });
+        reply(200, { kind: 'payment', external_id: id, provider_ref: `REF-${id.slice(4, 12)}`, status: a.status, failure_code: null, failure_message: null });
+      });
+    });
+    await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
+    env = await startTestEnv({ SANDBOX_PROVIDER_URL: url, PROVIDER_TIMEOUT_MS: '500', RECONCILE_INTERVAL_MS: '1000' });
+    clock = new ManualClock();
+    ctx = createContext({ role: 'worker', name: 'window-test', config: env.config, clock });
+    shop = await env.merchant({ scope: 'payments' });
+  });
+  after(async () => {
+    await ctx.close();
+    await env.close();
+    provider.closeAllConnections();
+    await new Promise((r) => provider.close(r));
+  });
+
+  const row = (id: string) => env.services.db('payments').where({ id }).first();
+  const history = async (id: string) =>
+    (await env.services.db('payment_status_changes').where({ payment_id: id }).orderBy('id')).map((h) => `${h.from_status ?? '∅'}→${h.to_status} (${h.reason})`);
+  const events = (id: string) => env.services.db('events').where({ object_id: id }).orderBy('created').pluck('type');
+  /** Moves the clock past the payment's window (and past any backoff), then sweeps. */
+  async function sweepAfter(ms: number) {
+    clock.advance(ms);
+    return sweepOpen(ctx, paymentKind);
+  }
+  async function aPaymentPastItsWindow() {
+    const p = await createPayment(shop.client, '243990000001');
+    const { window_ends_at } = await row(p.id);
+    if (clock.now() < window_ends_at.getTime() + 1) clock.advance(window_ends_at.getTime() + 1 - clock.now());
+    return p;
+  }
+
+  it('a payment the provider still reports pending stays processing and is asked again, with backoff, until its outcome', async () => {
+    const p = await aPaymentPastItsWindow();
+    answers.set(p.id, { status: 'pending' });
+    expect(await sweepAfter(0)).to.deep.equal({ deferred: 1 });
+    expect((await row(p.id)).status).to.equal('processing');
+    // asked again only after the backoff: RECONCILE_INTERVAL_MS, then twice that, ...
+    expect(await sweepAfter(500)).to.deep.equal({});
+    expect(await sweepAfter(600)).to.deep.equal({ deferred: 1 });
+    expect(await sweepAfter(1500)).to.deep.equal({});
+    expect(await sweepAfter(600)).to.deep.equal({ deferred: 1 });
+    expect((await row(p.id)).checks).to.equal(3);
+    // the client approves late: the next question finds the success
+    answers.set(p.id, { status: 'succeeded' });
+    expect(await sweepAfter(MAX_RECHECK_MS + 1)).to.deep.equal({ succeeded: 1 });
+    expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→succeeded (reconciliation)']);
+    expect(await events(p.id)).to.deep.equal(['payment.succeeded']);
+    expect(await paymentCredits(env, p.id)).to.have.length(1);
+  });
+
+  it('a provider that cannot be reached never gets its payment cancelled, however long it lasts', async () => {
+    const p = await aPaymentPastItsWindow();
+    answers.set(p.id, { error: 503 });
+    expect(await sweepAfter(0)).to.deep.equal({ deferred: 1 });
+    // two hours on, questions every 5 minutes at most: still processing
+    for (let i = 0; i < 24; i++) await sweepAfter(MAX_RECHECK_MS + 1);
+    const r = await row(p.id);
+    expect(r).to.include({ status: 'processing', completed: null });
+    expect(r.checks).to.equal(25);
+    expect(await events(p.id)).to.deep.equal([]);
+    // back, with its word: the payment was cancelled on its side
+    answers.set(p.id, { status: 'cancelled' });
+    expect(await sweepAfter(MAX_RECHECK_MS + 1)).to.deep.equal({ cancelled: 1 });
+    expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→cancelled (reconciliation)']);
+  });
+
+  it('a payment the provider reports expired, or does not know, is cancelled with payment.cancelled', async () => {
+    const expired = await aPaymentPastItsWindow();
+    const unknown = await aPaymentPastItsWindow();
+    answers.set(expired.id, { status: 'expired' });
+    expect(await sweepAfter(MAX_RECHECK_MS + 1)).to.deep.equal({ cancelled: 2 });
+    for (const p of [expired, unknown]) {
+      expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→cancelled (provider-window-expired)']);
+      expect(await events(p.id)).to.deep.equal(['payment.cancelled']);
+      expect((await row(p.id)).failure_code).to.equal(null);
+    }
+  });
+
+  it('a success reported after the cancellation is taken: succeeded (late-success), credited once, payment.succeeded', async () => {
+    const p = await aPaymentPastItsWindow();
+    answers.set(p.id, { status: 'expired' });
+    await sweepAfter(MAX_RECHECK_MS + 1);
+    expect((await row(p.id)).status).to.equal('cancelled');
+
+    const raw = callbackBody({ external_id: p.id, status: 'succeeded', provider_ref: 'REF-LATE' });
+    expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', raw)).status).to.equal(200);
+    const [cb] = await env.services.db('provider_callbacks').where({ object_id: p.id });
+    expect((await applyStoredCallback(ctx, cb.id)).outcome).to.equal('applied');
+    // the same callback again changes nothing
+    const again = await sendCallback(env.baseUrl, 'vodacom-sandbox', raw);
+    expect(again.status).to.equal(200);
+    const second = (await env.services.db('provider_callbacks').where({ object_id: p.id }).orderBy('received_at'))[1];
+    expect((await applyStoredCallback(ctx, second.id)).outcome).to.equal('duplicate');
+
+    const r = await row(p.id);
+    expect(r).to.include({ status: 'succeeded', failure_code: null });
+    expect(r.completed).to.be.a('number');
+    expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→cancelled (provider-window-expired)', 'cancelled→succeeded (late-success)']);
+    expect(await events(p.id)).to.deep.equal(['payment.cancelled', 'payment.succeeded']);
+    expect(await paymentCredits(env, p.id)).to.have.length(1);
+    // a late failure after that success changes nothing
+    const late = callbackBody({ external_id: p.id, status: 'failed', failure_code: 'client-refused' });
+    await sendCallback(env.baseUrl, 'vodacom-sandbox', late);
+    const third = (await env.services.db('provider_callbacks').where({ object_id: p.id }).orderBy('received_at'))[2];
+    expect((await applyStoredCallback(ctx, third.id)).outcome).to.equal('ignored-late');
+    expect((await row(p.id)).status).to.equal('succeeded');
+  });
+
+  it('a payment whose window has ended is never pushed to the client', async () => {
+    const p = await aPaymentPastItsWindow();
+    expect(await sendOnce(ctx, paymentKind, p.id, ctx.log)).to.equal('not-open');
+    expect(pushes).not.to.include(p.id);
+    expect((await row(p.id)).sent_at).to.equal(null);
+    // while its window is open, the same job sends it once
+    const fresh = await createPayment(shop.client, '243990000001');
+    const now = new ManualClock(Date.now());
+    const open = createContext({ role: 'worker', name: 'window-test-open', config: env.config, clock: now });
+    try {
+      expect(await sendOnce(open, paymentKind, fresh.id, open.log)).to.equal('sent');
+      expect(await sendOnce(open, paymentKind, fresh.id, open.log)).to.equal('already-sent');
+    } finally {
+      await open.close();
+    }
+    expect(pushes.filter((id) => id === fresh.id)).to.have.length(1);
+  });
+});
