@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ServiceContext } from '../shared/context';
+import { countPastBound } from '../shared/operations/attention';
 
 /**
  * GET /metrics (admin token): Prometheus text. Request counts and latency by route pattern
@@ -30,6 +31,18 @@ export function createMetrics(services: ServiceContext): { record: Middleware; s
         const counts = await q.getJobCounts('waiting', 'active', 'delayed', 'failed').catch(() => undefined);
         for (const [state, n] of Object.entries(counts ?? {})) this.set({ queue: q.name, state }, n);
       }
+    },
+  });
+
+  new Gauge({
+    name: 'operations_open_past_bound',
+    help: 'Payments, refunds and payouts still open an hour after their provider window (GET /admin/attention)',
+    labelNames: ['kind'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      const counts = await countPastBound(services.db, services.clock.now()).catch(() => undefined);
+      for (const [kind, n] of Object.entries(counts ?? {})) this.set({ kind }, n);
     },
   });
 

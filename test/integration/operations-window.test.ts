@@ -109,6 +109,29 @@ describe('the end of a provider window', () => {
     expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→cancelled (reconciliation)']);
   });
 
+  it('what stays open an hour past its window is listed by GET /admin/attention and counted in /metrics', async () => {
+    const p = await createPayment(shop.client, '243990000001');
+    const fresh = await createPayment(shop.client, '243990000001');
+    // its window ended two hours ago (the row's own deadline: no clock to move in the web process)
+    await env.services.db('payments').where({ id: p.id }).update({ window_ends_at: new Date(Date.now() - 2 * 3600_000) });
+    const res = await env.admin('GET', '/admin/attention');
+    expect(res.status).to.equal(200);
+    const ids = res.body.data.map((i: any) => i.id);
+    expect(ids).to.include(p.id);
+    expect(ids).not.to.include(fresh.id);
+    expect(res.body.data.find((i: any) => i.id === p.id)).to.include({ object: 'payment', status: 'processing', environment: 'test' });
+    const metrics = await env.admin('GET', '/metrics');
+    expect(metrics.body).to.match(/operations_open_past_bound\{kind="payment"\} [1-9]/);
+    expect(metrics.body).to.match(/operations_open_past_bound\{kind="refund"\} 0/);
+    // settled, it leaves the list
+    answers.set(p.id, { status: 'failed' });
+    await sweepAfter(MAX_RECHECK_MS + 1);
+    const after = await env.admin('GET', '/admin/attention');
+    expect(after.body.data.map((i: any) => i.id)).not.to.include(p.id);
+    answers.set(fresh.id, { status: 'expired' });
+    await sweepAfter(MAX_RECHECK_MS + 1);
+  });
+
   it('a payment the provider reports expired, or does not know, is cancelled with payment.cancelled', async () => {
     const expired = await aPaymentPastItsWindow();
     const unknown = await aPaymentPastItsWindow();

@@ -11,6 +11,7 @@ import {
   updateMerchant,
   type MerchantInput,
 } from '../../../shared/merchants/service';
+import { openPastBound } from '../../../shared/operations/attention';
 import { getMaintenance, setMaintenance } from '../../../shared/settings';
 import { rememberMaintenance } from '../../middleware/maintenance';
 import {
@@ -53,6 +54,9 @@ export const adminRouter = new Router({ prefix: '/admin' })
     if (!isId('credential', ctx.params.id)) throw notFound('Credential');
     const input = validateRevoke(await readJson(ctx));
     ctx.body = await revokeCredential(ctx.services.db, ctx.params.id, input.immediate === true, ctx.services.config.secretsKeys);
+  })
+  .get('/attention', async (ctx) => {
+    ctx.body = { object: 'list', data: await openPastBound(ctx.services.db, ctx.services.clock.now()) };
   })
   .get('/maintenance', async (ctx) => {
     ctx.body = await getMaintenance(ctx.services.db);
