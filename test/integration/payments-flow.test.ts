@@ -139,7 +139,7 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
       const p = final.silent;
       expect(p).to.include({ status: 'cancelled', failure_code: null, failure_message: null });
       expect(p.completed).to.be.a('number');
-      expect(await sandboxTransaction(sandboxUrl, 'vodacom', p.id)).to.include({ status: 'pending' });
+      expect(await sandboxTransaction(sandboxUrl, 'vodacom', p.id)).to.include({ status: 'expired' }); // the provider's own word: the client was never prompted to an end
       expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→cancelled (provider-window-expired)']);
       expect((await events(p.id)).map((e) => e.type)).to.deep.equal(['payment.cancelled']);
       expect(await paymentCredits(env, p.id)).to.have.length(0);
