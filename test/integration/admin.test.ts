@@ -235,6 +235,47 @@ describe('operator API and HTTP frame', () => {
     expect(res.body).to.include('process_cpu_seconds_total');
   });
 
+  it('labels metrics by route template or `unmatched`: random paths add no series', async () => {
+    const series = async () => {
+      const res = await env.admin('GET', '/metrics');
+      return res.body.split('\n').filter((l: string) => l.startsWith('http_requests_total{'));
+    };
+    // warm up the label sets the loop below can reach (one per route template, method and status)
+    const paths = (r: string) => [`/v1/${r}`, `/v1/payments/${r}`, `/admin/${r}`, `/${r}`, `/callbacks/${r}`, `/health/${r}`, `/v1/payments/pay_${r}/refunds`];
+    const hit = async (r: string) => {
+      for (const p of paths(r)) await fetch(env.baseUrl + p);
+      await fetch(env.baseUrl + `/v1/payments/${r}`, { method: 'DELETE' });
+    };
+    await hit('warm-up');
+    const before = await series();
+    const random = Array.from({ length: 40 }, () => Math.random().toString(36).slice(2));
+    for (const r of random) await hit(r);
+    const after = await series();
+    expect(after.length, after.filter((l: string) => !before.some((b: string) => b.split('} ')[0] === l.split('} ')[0])).join('\n')).to.equal(before.length);
+    const text = after.join('\n');
+    for (const r of random) expect(text).not.to.include(r);
+    expect(after.join('\n')).to.match(/route="\/v1\/payments\/:id",status="401"/);
+    expect(after.join('\n')).to.match(/route="unmatched",status="404"/);
+  });
+
+  it('answers a wrong method on the operator API with 405 method-not-allowed, the error body and Allow', async () => {
+    for (const [method, path, allow] of [
+      ['DELETE', '/admin/merchants', 'POST'],
+      ['PUT', '/admin/merchants/mer_00000000-0000-4000-8000-000000000000', 'GET'],
+      ['POST', '/admin/maintenance', 'GET'],
+      ['DELETE', '/admin/webhooks', 'POST'],
+    ] as const) {
+      const res = await fetch(env.baseUrl + path, { method, headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
+      expect(res.status, `${method} ${path}`).to.equal(405);
+      expect(res.headers.get('content-type')).to.match(/^application\/json/);
+      expect(res.headers.get('allow')).to.include(allow);
+      const body = (await res.json()) as any;
+      expect(body).to.deep.equal({ error: { code: 'method-not-allowed', message: body.error.message, request_id: res.headers.get('x-request-id') } });
+    }
+    // without the token it is still the uniform 401
+    expect((await fetch(env.baseUrl + '/admin/merchants', { method: 'DELETE' })).status).to.equal(401);
+  });
+
   describe('maintenance mode', () => {
     afterEach(async () => env.admin('PUT', '/admin/maintenance', { enabled: false }));
 
