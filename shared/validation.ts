@@ -19,6 +19,17 @@ function paramOf(err: ErrorObject): string {
 }
 
 function messageOf(err: ErrorObject, param: string): string {
+  // a key broke the object's propertyNames rule (ajv reports the key, not a path to it)
+  if (err.propertyName !== undefined) {
+    const chars = [...err.propertyName].length;
+    if (err.keyword === 'maxLength' || err.keyword === 'minLength') {
+      const { limit } = err.params as { limit: number };
+      return err.keyword === 'maxLength'
+        ? `${param} keys must be at most ${limit} characters (got a key of ${chars})`
+        : `${param} keys must be at least ${limit} character${limit === 1 ? '' : 's'} long`;
+    }
+    return `${param} has an invalid key: ${err.message ?? 'is invalid'}`;
+  }
   if (err.keyword === 'required') return `${param} is required`;
   if (err.keyword === 'additionalProperties') return `${param} is not a known field`;
   if (err.keyword === 'enum') return `${param} must be one of: ${(err.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;

@@ -291,6 +291,8 @@ describe('payments API', () => {
         ['a metadata value that is an object', { metadata: { nested: { a: 1 } } }, 'metadata.nested'],
         ['a metadata value that is null', { metadata: { gone: null } }, 'metadata.gone'],
         ['metadata as an array', { metadata: ['a'] }, 'metadata'],
+        ['a metadata key of 41 characters', { metadata: { ['k'.repeat(41)]: 'v' } }, 'metadata'],
+        ['an empty metadata key', { metadata: { '': 'v' } }, 'metadata'],
         ['an invalid customer e-mail', { customer_email: 'not-an-email' }, 'customer_email'],
         ['a return_url that is not http(s)', { return_url: 'ftp://shop.example/back' }, 'return_url'],
         ['a return_url that is not a URL', { return_url: 'back to shop' }, 'return_url'],
@@ -318,8 +320,8 @@ describe('payments API', () => {
         expect(res.body.error).to.include({ code: 'validation-failed', param: 'body' });
       });
 
-      it('accepts the limits themselves: 20 metadata keys, 500-character values, 255-character reference', async () => {
-        const metadata = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, 'x'.repeat(500)]));
+      it('accepts the limits themselves: 20 metadata keys of up to 40 characters, 500-character values, 255-character reference', async () => {
+        const metadata = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`.padEnd(i === 0 ? 1 : 40, 'k'), 'x'.repeat(500)]));
         const res = await shop.client.post('/v1/payments', mm({ metadata, reference: 'r'.repeat(255) }));
         expect(res.status).to.equal(201);
         expect(Object.keys(res.body.metadata)).to.have.length(20);
