@@ -1,6 +1,7 @@
 import Ajv, { type ErrorObject, type JSONSchemaType, type Schema } from 'ajv';
 import addFormats from 'ajv-formats';
 import { validationFailed } from './errors';
+import { MAX_AMOUNT } from './money';
 
 /**
  * Request validation: one ajv instance; schemas sit next to their routes and are also the
@@ -53,5 +54,5 @@ export function validator<T>(schema: Schema | JSONSchemaType<T>): Validator<T> {
   };
 }
 
-/** Positive safe integer in minor units. */
-export const MONEY = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const;
+/** A positive amount in minor units, at most 10^12 (decisions.md, Faults and limits: 400 validation-failed beyond). */
+export const MONEY = { type: 'integer', minimum: 1, maximum: MAX_AMOUNT } as const;

@@ -2,6 +2,7 @@ import type { Trx } from '../db/knex';
 import type { OutboxWriter } from '../db/transact';
 import { newEventId, nowUnix } from '../domain/ids';
 import { fanOutEvent } from '../webhooks/fanout';
+import { exactJson } from '../money';
 
 export type EventType =
   | 'payment.succeeded'
@@ -54,7 +55,8 @@ export async function recordEvent(
     created,
     body,
   };
-  await trx('events').insert({ ...row, body: JSON.stringify(body) });
+  // exactJson: a settlement's figures beyond 2^53 - 1 (bigints) are stored with every digit
+  await trx('events').insert({ ...row, body: exactJson(body) });
   await fanOutEvent(trx, row, outbox);
   return row;
 }
