@@ -1,4 +1,5 @@
 import Koa, { type Middleware } from 'koa';
+import type Router from '@koa/router';
 import compose from 'koa-compose';
 import './types';
 import type { ServiceContext } from '../shared/context';
@@ -13,7 +14,8 @@ import { adminRouter } from './routes/admin';
 import { webhooksAdminRouter } from './routes/admin/webhooks';
 import { boardMiddleware } from './board';
 import { callbacksRouter } from './callbacks';
-import { createMetrics } from './metrics';
+import { createMetrics, type Metrics } from './metrics';
+import { ApiError } from '../shared/errors';
 import { v1Router } from './v1';
 import { merchantPipeline } from './pipeline';
 import { V1_PATH } from './pipeline/request';
@@ -24,42 +26,90 @@ export interface AppOptions {
    * bench use it to reach trivial routes through the real pipeline); production passes none.
    */
   extraV1Routes?: Middleware;
+  /**
+   * What this app serves: `all` (default; one port serves everything), `public` (merchant API,
+   * provider callbacks, health: /admin and /metrics answer 404) or `admin` (operator API, Bull
+   * Board, /metrics, health). ADMIN_PORT set: the web serves `public` on PORT, `admin` on it.
+   */
+  surface?: 'all' | 'public' | 'admin';
+  /** Metrics shared between the apps of one process, so /metrics counts every listener's requests. */
+  metrics?: Metrics;
 }
+
+/**
+ * The operator routers answer a wrong method with the error body of decisions.md: 405
+ * `method-not-allowed`, with `Allow` naming the methods the path takes (the router alone would
+ * answer an empty text/plain 405 or 501).
+ */
+function allowedMethods(router: Router): Middleware {
+  const allowed = router.allowedMethods() as Middleware;
+  return async (ctx, next) => {
+    await allowed(ctx, next);
+    if ((ctx.status === 405 || ctx.status === 501) && !ctx.body) {
+      const allow = ctx.response.get('Allow');
+      throw new ApiError(405, 'method-not-allowed', `${ctx.method} is not allowed on this path${allow ? ` (allowed: ${allow})` : ''}`, undefined, { Allow: allow });
+    }
+  };
+}
+
+/** Routers whose templates label the metrics (api/metrics.ts). */
+const LABEL_ROUTERS: Router[] = [v1Router, adminRouter, webhooksAdminRouter, healthRouter, callbacksRouter];
 
 /** Assembles the web process: the HTTP frame shared by every route, then each route group. */
 export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
+  const surface = opts.surface ?? 'all';
   const trusted = services.config.trustedProxies;
   const app = new Koa({ proxy: trusted > 0, maxIpsCount: trusted || undefined });
   app.context.services = services;
   app.silent = true; // errors are logged by errorHandler, with redaction
 
-  const admin = compose([
-    adminAuth,
-    adminRouter.routes() as Middleware,
-    adminRouter.allowedMethods() as Middleware,
-    webhooksAdminRouter.routes() as Middleware,
-    webhooksAdminRouter.allowedMethods() as Middleware,
-    boardMiddleware(services.queues),
-  ]);
-
-  const metrics = createMetrics(services);
+  const metrics = opts.metrics ?? createMetrics(services);
 
   app.use(acceptTarget); // first: a target Node cannot parse would break every later step
   app.use(requestContext);
-  app.use(metrics.record);
+  app.use(metrics.record(LABEL_ROUTERS));
   app.use(securityHeaders);
   app.use(errorHandler);
   app.use(refuseBadTarget);
-  // provider callbacks are stored even during maintenance: a provider may not send them twice
-  app.use(callbacksRouter.routes() as Middleware);
-  app.use(maintenance);
+  const operator = surface !== 'public';
+  const merchant = surface !== 'admin';
+  if (merchant) {
+    // provider callbacks are stored even during maintenance: a provider may not send them twice
+    app.use(callbacksRouter.routes() as Middleware);
+    app.use(maintenance);
+  }
   app.use(healthRouter.routes() as Middleware);
-  app.use((ctx, next) => (ctx.path === '/admin' || ctx.path.startsWith('/admin/') ? admin(ctx, next) : next()));
-  app.use((ctx, next) => (ctx.path === '/metrics' && ctx.method === 'GET' ? adminAuth(ctx, () => metrics.serve(ctx, next)) : next()));
-  // every /v1 request, known route or not, passes the pipeline first (case-insensitive: so does the router)
-  const pipeline = merchantPipeline(services);
-  app.use((ctx, next) => (V1_PATH.test(ctx.path) ? pipeline(ctx, next) : next()));
-  if (opts.extraV1Routes) app.use(opts.extraV1Routes);
-  app.use(v1Router.routes() as Middleware);
+  if (operator) {
+    const admin = compose([
+      adminAuth,
+      adminRouter.routes() as Middleware,
+      allowedMethods(adminRouter),
+      webhooksAdminRouter.routes() as Middleware,
+      allowedMethods(webhooksAdminRouter),
+      boardMiddleware(services.queues),
+    ]);
+    app.use((ctx, next) => (ctx.path === '/admin' || ctx.path.startsWith('/admin/') ? admin(ctx, next) : next()));
+    app.use((ctx, next) => (ctx.path === '/metrics' && ctx.method === 'GET' ? adminAuth(ctx, () => metrics.serve(ctx, next)) : next()));
+  }
+  if (merchant) {
+    // every /v1 request, known route or not, passes the pipeline first (case-insensitive: so does the router)
+    const pipeline = merchantPipeline(services);
+    app.use((ctx, next) => (V1_PATH.test(ctx.path) ? pipeline(ctx, next) : next()));
+    if (opts.extraV1Routes) app.use(opts.extraV1Routes);
+    app.use(v1Router.routes() as Middleware);
+  }
   return app;
+}
+
+/**
+ * The apps of one web process: with ADMIN_PORT set, `public` for PORT and `admin` for
+ * ADMIN_PORT, sharing one metrics registry; unset, one app serving everything on PORT.
+ */
+export function buildApps(services: ServiceContext, opts: Omit<AppOptions, 'surface' | 'metrics'> = {}): { public: Koa; admin: Koa | null } {
+  if (services.config.adminPort === null) return { public: buildApp(services, opts), admin: null };
+  const metrics = createMetrics(services);
+  return {
+    public: buildApp(services, { ...opts, surface: 'public', metrics }),
+    admin: buildApp(services, { surface: 'admin', metrics }),
+  };
 }

@@ -1,6 +1,7 @@
 import getRawBody from 'raw-body';
 import type { Context } from 'koa';
 import { ApiError, badRequest, validationFailed } from '../shared/errors';
+import { badText, strictUtf8, TEXT_PROBLEM_MESSAGE } from '../shared/text';
 
 /** Global body cap of spec 5.6 step 1 / section 8. */
 export const GLOBAL_BODY_LIMIT = 500 * 1024 * 1024;
@@ -35,52 +36,30 @@ export async function readRawBody(ctx: Context, limit = DEFAULT_BODY_LIMIT): Pro
   return ctx.state.rawBody;
 }
 
-const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
-
-/** JSON of UTF-8 bytes; invalid UTF-8 (which a lenient decode would silently replace) is invalid JSON too. */
+/**
+ * JSON of UTF-8 bytes. Invalid UTF-8 (which a lenient decode would silently replace) is invalid
+ * JSON too; a string or key holding NUL or a lone surrogate is 400 validation-failed naming it
+ * (shared/text.ts: Postgres could not keep it as sent).
+ */
 export function parseJson(raw: Buffer): unknown {
   let value: unknown;
   try {
-    value = JSON.parse(UTF8.decode(raw));
+    value = JSON.parse(strictUtf8.decode(raw));
   } catch {
     throw badRequest('invalid-json', 'The request body is not valid JSON');
   }
-  const nul = pathOfNul(value);
-  if (nul !== null) throw validationFailed(nul || 'body', `${nul || 'body'} must not contain the NUL character`);
+  const bad = badText(value);
+  if (bad) {
+    const param = bad.path || 'body';
+    throw validationFailed(param, `${param} ${TEXT_PROBLEM_MESSAGE[bad.problem]}`);
+  }
   return value;
 }
 
-/**
- * Where a string or key holds U+0000, or null. Postgres text and jsonb cannot store it: refused
- * at the edge, it can never fail a later write (a payment that could not be credited). Walked
- * with an explicit stack: a deeply nested body must not overflow the call stack.
- */
+/** Where a string or key holds U+0000, or null (query strings: see requestTarget). */
 export function pathOfNul(root: unknown): string | null {
-  interface Node {
-    value: unknown;
-    key: string;
-    parent: Node | null;
-  }
-  const pathOf = (n: Node | null): string => {
-    const keys: string[] = [];
-    for (let at = n; at && at.parent; at = at.parent) keys.push(at.key);
-    return keys.reverse().join('.');
-  };
-  const stack: Node[] = [{ value: root, key: '', parent: null }];
-  while (stack.length) {
-    const node = stack.pop()!;
-    const { value } = node;
-    if (typeof value === 'string') {
-      if (value.includes('\0')) return pathOf(node);
-    } else if (value !== null && typeof value === 'object') {
-      for (const [k, v] of Object.entries(value)) {
-        const child: Node = { value: v, key: k, parent: node };
-        if (k.includes('\0')) return pathOf(child);
-        stack.push(child);
-      }
-    }
-  }
-  return null;
+  const bad = badText(root);
+  return bad && bad.problem === 'nul' ? bad.path : null;
 }
 
 export function requireJsonContentType(ctx: Context): void {

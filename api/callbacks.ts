@@ -24,7 +24,7 @@ export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:prov
     parsed = provider.parseCallback(raw);
   } catch (err) {
     if (!(err instanceof CallbackFormatError)) throw err;
-    throw err.notJson ? badRequest('invalid-json', 'The callback body is not valid JSON') : validationFailed('body', err.message);
+    throw err.notJson ? badRequest('invalid-json', 'The callback body is not valid JSON in UTF-8, or holds a NUL character or a lone surrogate') : validationFailed('body', err.message);
   }
   const id = await storeCallback({ db: ctx.services.db, queues: ctx.services.queues, log: ctx.state.log }, provider, raw, parsed, ctx.state.requestId);
   ctx.state.log.info({ callbackId: id, provider: provider.id, kind: parsed.kind, objectId: parsed.objectId }, 'callback stored');

@@ -1,14 +1,46 @@
-import type { Middleware } from 'koa';
+import type Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ServiceContext } from '../shared/context';
 import { countPastBound } from '../shared/operations/attention';
+import { BOARD_PATH } from './board';
+
+/** Methods kept as label values; anything else (Node accepts a few dozen) is counted as OTHER. */
+const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
+export const UNMATCHED = 'unmatched';
+
+/**
+ * The route label of a request: the template of the route it reached (`/v1/payments/:id`), or of
+ * the route its path would reach when a step refused it before any router ran (a 401 or 429 of
+ * the pipeline), or `unmatched`. Never the raw path: every distinct label value is a new series
+ * kept for the life of the process, so a client sending random paths must not create any.
+ */
+export function routeLabel(ctx: Context, routers: Router[]): string {
+  const matched = (ctx as unknown as { _matchedRoute?: unknown })._matchedRoute;
+  if (typeof matched === 'string') return matched;
+  const path = ctx.path;
+  if (path === '/metrics') return '/metrics';
+  if (path === BOARD_PATH || path.startsWith(`${BOARD_PATH}/`)) return `${BOARD_PATH}/*`;
+  for (const router of routers) {
+    const layers = router.match(path, ctx.method).path.filter((l) => l.methods.length > 0);
+    if (layers.length) return String(layers[layers.length - 1].path);
+  }
+  return UNMATCHED;
+}
 
 /**
  * GET /metrics (admin token): Prometheus text. Request counts and latency by route pattern
  * (never by raw path: ids would explode the label set), queue depths read at scrape time, and
  * the process's default metrics.
  */
-export function createMetrics(services: ServiceContext): { record: Middleware; serve: Middleware } {
+export interface Metrics {
+  /** Counts and times every request; the routers give the templates requests are labelled by. */
+  record(routers: Router[]): Middleware;
+  serve: Middleware;
+  registry: Registry;
+}
+
+export function createMetrics(services: ServiceContext): Metrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
   const labelNames = ['method', 'route', 'status'] as const;
@@ -46,13 +78,13 @@ export function createMetrics(services: ServiceContext): { record: Middleware; s
     },
   });
 
-  const record: Middleware = async (ctx, next) => {
+  const record = (routers: Router[]): Middleware => async (ctx, next) => {
     const end = duration.startTimer();
     try {
       await next();
     } finally {
-      const route = (ctx as unknown as { _matchedRoute?: string })._matchedRoute ?? (ctx.status === 404 ? 'unmatched' : ctx.path.split('/').slice(0, 3).join('/'));
-      const labels = { method: ctx.method, route: String(route), status: String(ctx.status) };
+      const method = METHODS.has(ctx.method) ? ctx.method : 'OTHER';
+      const labels = { method, route: routeLabel(ctx, routers), status: String(ctx.status) };
       requests.inc(labels);
       end(labels);
     }
@@ -61,5 +93,5 @@ export function createMetrics(services: ServiceContext): { record: Middleware; s
     ctx.type = registry.contentType;
     ctx.body = await registry.metrics();
   };
-  return { record, serve };
+  return { record, serve, registry };
 }

@@ -9,6 +9,10 @@ import { parseDailyTime } from './domain/settlement';
 
 export const DEV_SECRETS_KEY = 'dev:ZGV2ZWxvcG1lbnQtb25seS1rZXktZG8tbm90LXVzZSE=';
 export const DEV_ADMIN_API_TOKEN = 'dev-admin-token-change-me';
+/** The sandbox provider's development callback secret: public, so production refuses it for any provider. */
+export const DEV_SANDBOX_CALLBACK_SECRET = 'sandbox-callback-secret';
+/** Every callback secret that ships with the code; production refuses each of them. */
+export const DEV_CALLBACK_SECRETS: readonly string[] = [DEV_SANDBOX_CALLBACK_SECRET];
 /** The spec's webhook delays (6.5), in seconds; attempt n+1 follows failed attempt n by delay n. */
 export const SPEC_WEBHOOK_DELAYS_S = [1, 5, 30, 300, 1800, 7200, 21600, 86400];
 /** Spec 8: requests per minute per API key. */
@@ -21,7 +25,15 @@ export interface SecretsKey {
 
 export interface Config {
   nodeEnv: 'development' | 'test' | 'production';
+  /** The public port: merchant API, provider callbacks, health (PORT, default 3000). */
   port: number;
+  /**
+   * ADMIN_PORT: when set, the operator API (/admin/*), Bull Board and /metrics are served on this
+   * port only (and answer 404 on PORT); unset (default), they share PORT.
+   */
+  adminPort: number | null;
+  /** WEB_CONCURRENCY: web processes sharing the port(s) through node:cluster; default 1 (no cluster). */
+  webConcurrency: number;
   baseUrl: string;
   databaseUrl: string;
   redisUrl: string;
@@ -227,6 +239,10 @@ export function loadConfig(env: Env = process.env): Config {
   }
   const production = nodeEnv === 'production';
   const port = int(env, 'PORT', 3000, 0, 65535);
+  const adminPort = env.ADMIN_PORT ? int(env, 'ADMIN_PORT', 0, 0, 65535) : null;
+  if (adminPort !== null && adminPort !== 0 && adminPort === port) {
+    throw new ConfigError(`ADMIN_PORT must differ from PORT (${port}): the operator API is served on its own port`);
+  }
   const secretsKeyRaw = env.SECRETS_KEY || DEV_SECRETS_KEY;
   const adminApiToken = env.ADMIN_API_TOKEN || DEV_ADMIN_API_TOKEN;
   if (production && secretsKeyRaw.split(',').some((k) => k.trim() === DEV_SECRETS_KEY)) {
@@ -238,14 +254,18 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminApiToken.length < 16) throw new ConfigError('ADMIN_API_TOKEN must be at least 16 characters');
   const sandboxProviderPort = int(env, 'SANDBOX_PROVIDER_PORT', 4010, 0, 65535);
   const sandboxProviderUrl = url(env, 'SANDBOX_PROVIDER_URL', `http://127.0.0.1:${sandboxProviderPort}`, ['http:', 'https:']);
-  const sandboxCallbackSecret = env.SANDBOX_CALLBACK_SECRET || 'sandbox-callback-secret';
+  const sandboxCallbackSecret = env.SANDBOX_CALLBACK_SECRET || DEV_SANDBOX_CALLBACK_SECRET;
   const rateLimitPerMinute = int(env, 'RATE_LIMIT_PER_MINUTE', SPEC_RATE_LIMIT_PER_MINUTE, 1);
   if (production && rateLimitPerMinute !== SPEC_RATE_LIMIT_PER_MINUTE) {
     throw new ConfigError(`RATE_LIMIT_PER_MINUTE is fixed at ${SPEC_RATE_LIMIT_PER_MINUTE} by the spec in production`);
   }
+  const payments = loadPaymentsConfig(env, production, sandboxProviderUrl, sandboxCallbackSecret);
+  if (production) refuseDevelopmentCallbackSecrets(sandboxCallbackSecret, payments);
   return {
     nodeEnv,
     port,
+    adminPort,
+    webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
     baseUrl: url(env, 'BASE_URL', `http://127.0.0.1:${port}`, ['http:', 'https:']),
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
@@ -267,12 +287,28 @@ export function loadConfig(env: Env = process.env): Config {
       test: int(env, 'SANDBOX_PROVIDER_WINDOW_MS', 30_000, 100),
     },
     reconcileIntervalMs: int(env, 'RECONCILE_INTERVAL_MS', 5000, 50),
-    payments: loadPaymentsConfig(env, production, sandboxProviderUrl, sandboxCallbackSecret),
+    payments,
     rateLimitPerMinute,
     credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),
     webhooks: loadWebhooksConfig(env, production),
     settlement: loadSettlementConfig(env),
   };
+}
+
+/**
+ * Production refuses to start while any provider callback secret is one that ships with the code:
+ * anyone could sign a callback with it (decisions.md, Faults: bad callbacks). The sandbox provider
+ * runs in production too (test keys), so its secret counts as well.
+ */
+function refuseDevelopmentCallbackSecrets(sandboxSecret: string, payments: PaymentsConfig): void {
+  if (DEV_CALLBACK_SECRETS.includes(sandboxSecret)) {
+    throw new ConfigError('SANDBOX_CALLBACK_SECRET must be set in production (the development callback secret is refused)');
+  }
+  for (const [op, p] of Object.entries(payments.liveProviders)) {
+    if (p && DEV_CALLBACK_SECRETS.includes(p.callbackSecret)) {
+      throw new ConfigError(`PROVIDER_${op.toUpperCase()}_CALLBACK_SECRET must not be a development callback secret in production`);
+    }
+  }
 }
 
 let cached: Config | undefined;

@@ -15,18 +15,33 @@ const REDACT_PATHS = [
   'body', '*.body', 'rawBody', '*.rawBody', 'card', '*.card',
 ];
 
-const MSISDN = /\b(243)(\d{5})(\d{4})\b/g;
+/*
+ * What is masked inside free text, and nothing else: ids, amounts, counts, ports, timestamps and
+ * every other number stay readable, or error messages would be useless.
+ * - MSISDNs: 243 + 9 digits, also written +243… or 00243… (the last four digits stay);
+ * - e-mail addresses (the first character and the domain stay);
+ * - card-like numbers: 13 to 19 digits in one run, or in the usual groups (4-4-4-4[-3],
+ *   4-6-5) separated by single spaces or dashes (the last four digits stay);
+ * - API keys and secrets: svc_test_, svc_live_, sk_, whsec_ (base64 included) keep their prefix.
+ */
+const MSISDN = /(?<![\d+])(\+|00)?(243)\d{5}(\d{4})(?!\d)/g;
 const EMAIL = /\b([A-Za-z0-9._%+-])[A-Za-z0-9._%+-]*@([A-Za-z0-9.-]+\.[A-Za-z]{2,})\b/g;
-const CARD = /\b(?:\d[ -]?){9,15}(\d{4})\b/g;
-const API_KEY = /\b(svc_(?:test|live)_|sk_|whsec_)[A-Za-z0-9_-]{8,}/g;
+const CARD = /(?<!\d)(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{1,3})?|\d{4}([ -])\d{6}\2\d{5})(?!\d)/g;
+const API_KEY = /\b(svc_(?:test|live)_|sk_|whsec_)[A-Za-z0-9_+/=-]{8,}/g;
 
-/** Masks personal data and credentials inside free text. */
+function maskCard(match: string): string {
+  const digits = match.replace(/\D/g, '');
+  if (digits.length < 13 || digits.length > 19) return match;
+  return `************${digits.slice(-4)}`;
+}
+
+/** Masks personal data and credentials inside free text (and nothing else). */
 export function maskText(text: string): string {
   return text
     .replace(API_KEY, '$1[redacted]')
-    .replace(MSISDN, '$1*****$3')
+    .replace(MSISDN, (_m, plus: string | undefined, cc: string, last: string) => `${plus ?? ''}${cc}*****${last}`)
     .replace(EMAIL, '$1***@$2')
-    .replace(CARD, '************$1');
+    .replace(CARD, maskCard);
 }
 
 function maskValue(value: unknown, depth = 0): unknown {

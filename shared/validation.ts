@@ -1,6 +1,7 @@
 import Ajv, { type ErrorObject, type JSONSchemaType, type Schema } from 'ajv';
 import addFormats from 'ajv-formats';
 import { validationFailed } from './errors';
+import { MAX_AMOUNT } from './money';
 
 /**
  * Request validation: one ajv instance; schemas sit next to their routes and are also the
@@ -19,6 +20,17 @@ function paramOf(err: ErrorObject): string {
 }
 
 function messageOf(err: ErrorObject, param: string): string {
+  // a key broke the object's propertyNames rule (ajv reports the key, not a path to it)
+  if (err.propertyName !== undefined) {
+    const chars = [...err.propertyName].length;
+    if (err.keyword === 'maxLength' || err.keyword === 'minLength') {
+      const { limit } = err.params as { limit: number };
+      return err.keyword === 'maxLength'
+        ? `${param} keys must be at most ${limit} characters (got a key of ${chars})`
+        : `${param} keys must be at least ${limit} character${limit === 1 ? '' : 's'} long`;
+    }
+    return `${param} has an invalid key: ${err.message ?? 'is invalid'}`;
+  }
   if (err.keyword === 'required') return `${param} is required`;
   if (err.keyword === 'additionalProperties') return `${param} is not a known field`;
   if (err.keyword === 'enum') return `${param} must be one of: ${(err.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
@@ -42,5 +54,5 @@ export function validator<T>(schema: Schema | JSONSchemaType<T>): Validator<T> {
   };
 }
 
-/** Positive safe integer in minor units. */
-export const MONEY = { type: 'integer', minimum: 1, maximum: Number.MAX_SAFE_INTEGER } as const;
+/** A positive amount in minor units, at most 10^12 (decisions.md, Faults and limits: 400 validation-failed beyond). */
+export const MONEY = { type: 'integer', minimum: 1, maximum: MAX_AMOUNT } as const;

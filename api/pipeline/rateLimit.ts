@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { ServiceContext } from '../../shared/context';
 import { ApiError } from '../../shared/errors';
 import { withTimeout } from '../../shared/timeout';
@@ -10,6 +10,11 @@ const REDIS_TIMEOUT_MS = 2000;
 const unavailable = () =>
   new ApiError(503, 'service-unavailable', 'The service is temporarily unavailable', undefined, { 'Retry-After': '5' });
 
+/** Requests that change nothing: they keep working while Redis is unreachable (decisions.md, Faults). */
+const READS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
+/** At most one "Redis unreachable" log line per process and interval, not one per request. */
+const OUTAGE_LOG_INTERVAL_MS = 10_000;
+
 
 /**
  * Step 6 (spec 5.6.6): RATE_LIMIT_PER_MINUTE (100) requests per API key per one-minute bucket,
@@ -17,7 +22,10 @@ const unavailable = () =>
  * bucket opens with the key's first request and lasts 60 s). Every response from here on carries
  * X-RateLimit-Limit, -Remaining and -Reset (Unix seconds when the bucket ends); over the limit:
  * 429 rate-limit-exceeded with Retry-After (seconds to the end of the bucket).
- * Redis down or stalled: 503, never a silent pass (the web's Redis client fails fast).
+ * Redis down or stalled (the web's Redis client fails fast): writes get 503 service-unavailable
+ * with Retry-After: 5, never a silent pass; GET and HEAD keep working, counted meanwhile by an
+ * in-process limiter with the same limit (so each web process allows up to the limit per key
+ * and minute until Redis is back).
  */
 export function rateLimit(services: ServiceContext): Middleware {
   const limit = services.config.rateLimitPerMinute;
@@ -29,18 +37,33 @@ export function rateLimit(services: ServiceContext): Middleware {
     duration: 60,
     rejectIfRedisNotReady: true,
   });
+  const fallback = new RateLimiterMemory({ points: limit, duration: 60 });
+  let lastOutageLog = 0;
   return async (ctx, next) => {
     let res: RateLimiterRes;
     let exceeded = false;
     try {
       res = await withTimeout(limiter.consume(ctx.state.auth!.credentialId), REDIS_TIMEOUT_MS);
     } catch (err) {
-      if (!(err instanceof RateLimiterRes)) {
+      if (err instanceof RateLimiterRes) {
+        res = err;
+        exceeded = true;
+      } else if (READS.has(ctx.method)) {
+        if (Date.now() - lastOutageLog > OUTAGE_LOG_INTERVAL_MS) {
+          lastOutageLog = Date.now();
+          ctx.state.log.warn({ err: { message: (err as Error)?.message } }, 'rate limiter: Redis unreachable, reads counted in process');
+        }
+        try {
+          res = await fallback.consume(ctx.state.auth!.credentialId);
+        } catch (over) {
+          if (!(over instanceof RateLimiterRes)) throw over;
+          res = over;
+          exceeded = true;
+        }
+      } else {
         ctx.state.log.error({ err: { message: (err as Error)?.message } }, 'rate limiter unavailable');
         throw unavailable();
       }
-      res = err;
-      exceeded = true;
     }
     const msLeft = Math.max(0, res.msBeforeNext);
     ctx.set({

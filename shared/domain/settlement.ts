@@ -1,4 +1,5 @@
 import type { AccountKind } from './ledger';
+import { narrow, type Exact } from '../money';
 
 /**
  * Settlement (pure). Glossary:
@@ -17,6 +18,7 @@ import type { AccountKind } from './ledger';
  * - net: the sum of every covered entry on available, so net = gross - fees - refunds - payouts;
  * - count: the number of covered transactions.
  * A return posted in a later period than its debit lowers that later period's refunds or payouts.
+ * Figures are summed exactly (BigInt), whatever their size: a number while safe, a bigint beyond.
  */
 
 export const COVERED_KINDS = ['payment_credit', 'refund_debit', 'refund_return', 'payout_debit', 'payout_return'] as const;
@@ -25,7 +27,8 @@ export type CoveredKind = (typeof COVERED_KINDS)[number];
 export interface CoveredEntry {
   owner: string;
   account: AccountKind;
-  amount: number;
+  /** an exact sum of entries (integer text from Postgres, or a number) */
+  amount: Exact | string;
 }
 
 /** The covered transactions of one kind: how many, and their entries summed per account. */
@@ -36,48 +39,45 @@ export interface CoveredKindTotal {
 }
 
 export interface SettlementFigures {
-  gross: number;
-  fees: number;
-  refunds: number;
-  payouts: number;
-  net: number;
+  gross: Exact;
+  fees: Exact;
+  refunds: Exact;
+  payouts: Exact;
+  net: Exact;
   count: number;
 }
 
-function sum(entries: CoveredEntry[], match: (e: CoveredEntry) => boolean): number {
-  return entries.filter(match).reduce((total, e) => total + e.amount, 0);
+function sum(entries: CoveredEntry[], match: (e: CoveredEntry) => boolean): bigint {
+  return entries.filter(match).reduce((total, e) => total + BigInt(e.amount), 0n);
 }
 
 /** The batch figures of a merchant's covered transactions (throws on a kind no batch covers). */
 export function settlementFigures(merchantId: string, totals: CoveredKindTotal[]): SettlementFigures {
-  const f: SettlementFigures = { gross: 0, fees: 0, refunds: 0, payouts: 0, net: 0, count: 0 };
+  let [gross, fees, refunds, payouts, net, count] = [0n, 0n, 0n, 0n, 0n, 0];
   for (const t of totals) {
     const available = sum(t.entries, (e) => e.owner === merchantId && e.account === 'available');
     switch (t.kind as CoveredKind) {
       case 'payment_credit': {
         const fee = sum(t.entries, (e) => e.account === 'fees');
-        f.gross += available + fee;
-        f.fees += fee;
+        gross += available + fee;
+        fees += fee;
         break;
       }
       case 'refund_debit':
       case 'refund_return':
-        f.refunds -= available;
+        refunds -= available;
         break;
       case 'payout_debit':
       case 'payout_return':
-        f.payouts -= available;
+        payouts -= available;
         break;
       default:
         throw new Error(`ledger transaction kind ${t.kind} has no place in a settlement`);
     }
-    f.net += available;
-    f.count += t.transactions;
+    net += available;
+    count += t.transactions;
   }
-  for (const [name, value] of Object.entries(f)) {
-    if (!Number.isSafeInteger(value)) throw new Error(`settlement ${name} is not a safe integer: ${value}`);
-  }
-  return f;
+  return { gross: narrow(gross), fees: narrow(fees), refunds: narrow(refunds), payouts: narrow(payouts), net: narrow(net), count };
 }
 
 /** "HH:MM" (UTC) → minutes after midnight; null when malformed. */

@@ -1,6 +1,7 @@
 import type { Trx } from '../db/knex';
 import { newEventId, nowUnix } from '../domain/ids';
 import type { Environment, EventType } from '../vocabulary';
+import { exactJson } from '../money';
 
 export type { EventType };
 
@@ -52,6 +53,7 @@ export async function recordEvent(
     created,
     body,
   };
-  await trx('events').insert({ ...row, body: JSON.stringify(body) });
+  // exactJson: a settlement's figures beyond 2^53 - 1 (bigints) are stored with every digit
+  await trx('events').insert({ ...row, body: exactJson(body) });
   return row;
 }

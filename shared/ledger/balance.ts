@@ -1,24 +1,29 @@
 import type { Executor } from '../db/knex';
 import type { Currency, Environment } from '../domain/ledger';
+import { exact, type Exact } from '../money';
 
 const CURRENCIES: Currency[] = ['USD', 'CDF'];
 
-/** A merchant's accounts with their balances: the cached balance plus the pending credits (postings.ts). */
+/**
+ * A merchant's accounts with their balances: the cached balance plus the pending credits
+ * (postings.ts). Summed in Postgres as numeric and read as text, so a balance of any size is
+ * exact (shared/money.ts): a number while safe, a bigint beyond.
+ */
 async function merchantAccounts(db: Executor, merchantId: string, environment: Environment) {
-  const rows: { kind: 'available' | 'in_transit'; currency: Currency; balance: number }[] = await db('ledger_accounts as a')
+  const rows: { kind: 'available' | 'in_transit'; currency: Currency; balance: string }[] = await db('ledger_accounts as a')
     .where({ owner: merchantId, environment })
     .whereIn('kind', ['available', 'in_transit'])
     .select(
       'kind',
       'currency',
-      db.raw('(a.balance + coalesce((select sum(e.amount) from ledger_entries e where e.account_id = a.id and e.pending), 0))::bigint as balance'),
+      db.raw('(a.balance::numeric + coalesce((select sum(e.amount) from ledger_entries e where e.account_id = a.id and e.pending), 0))::text as balance'),
     );
-  return rows;
+  return rows.map((r) => ({ kind: r.kind, currency: r.currency, balance: exact(r.balance) }));
 }
 
 /** A merchant's available balance per currency in one environment (0 where no account yet). */
-export async function availableBalances(db: Executor, merchantId: string, environment: Environment): Promise<Record<Currency, number>> {
-  const out: Record<Currency, number> = { USD: 0, CDF: 0 };
+export async function availableBalances(db: Executor, merchantId: string, environment: Environment): Promise<Record<Currency, Exact>> {
+  const out: Record<Currency, Exact> = { USD: 0, CDF: 0 };
   for (const r of await merchantAccounts(db, merchantId, environment)) if (r.kind === 'available') out[r.currency] = r.balance;
   return out;
 }
@@ -28,11 +33,12 @@ export async function availableBalances(db: Executor, merchantId: string, enviro
  * snapshot): `available` is what the merchant may refund or pay out; `pending` is what refunds
  * and payouts (with their fees) have taken from available and the provider has not yet confirmed
  * or refused (the `in_transit` account): it leaves for good on success and returns to available
- * on failure. Every currency is listed, at 0 where nothing moved yet.
+ * on failure. Every currency is listed, at 0 where nothing moved yet. Amounts are exact whatever
+ * their size; answer it with exactJson (a bigint beyond 2^53 - 1).
  */
 export async function balanceOf(db: Executor, merchantId: string, environment: Environment) {
   const rows = await merchantAccounts(db, merchantId, environment);
-  const amount = (kind: string, currency: Currency) => rows.find((r) => r.kind === kind && r.currency === currency)?.balance ?? 0;
+  const amount = (kind: string, currency: Currency): Exact => rows.find((r) => r.kind === kind && r.currency === currency)?.balance ?? 0;
   return {
     object: 'balance' as const,
     environment,

@@ -11,6 +11,12 @@ import { conflict, notFound, validationFailed } from '../errors';
 export const CURRENCIES: Currency[] = ['USD', 'CDF'];
 export const REVOCATION_GRACE_MS = 7 * 24 * 3600 * 1000;
 const NO_FEE: FeeRule = { percent_bps: 0, fixed: 0 };
+/**
+ * Per-transaction limits of a merchant created without them (decisions.md, Faults and limits),
+ * in minor units: USD 1,000,000 (10,000.00 USD) and CDF 2,500,000,000. An explicit null still
+ * means no limit of the merchant's own (every amount stays at most 10^12).
+ */
+export const DEFAULT_PER_TX_LIMITS = { usd: 1_000_000, cdf: 2_500_000_000 } as const;
 
 export interface MerchantInput {
   name?: string;
@@ -60,8 +66,8 @@ export async function createMerchant(db: Executor, input: MerchantInput & { name
     status: input.status ?? 'active',
     fee_bearer: input.fee_bearer ?? 'merchant',
     fees: fees as Record<Currency, FeeRule>,
-    per_tx_limit_usd: input.per_tx_limit_usd ?? null,
-    per_tx_limit_cdf: input.per_tx_limit_cdf ?? null,
+    per_tx_limit_usd: input.per_tx_limit_usd === undefined ? DEFAULT_PER_TX_LIMITS.usd : input.per_tx_limit_usd,
+    per_tx_limit_cdf: input.per_tx_limit_cdf === undefined ? DEFAULT_PER_TX_LIMITS.cdf : input.per_tx_limit_cdf,
   });
   return merchantView(m);
 }

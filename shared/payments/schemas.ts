@@ -29,6 +29,8 @@ export interface CreatePaymentInput {
 
 export const METADATA_MAX_KEYS = 20;
 export const METADATA_MAX_VALUE_LENGTH = 500;
+/** decisions.md (Faults and limits): metadata keys are 1 to 40 characters. */
+export const METADATA_MAX_KEY_LENGTH = 40;
 
 const OPERATOR = { type: 'string', enum: OPERATORS } as const;
 const PHONE = { type: 'string', pattern: MSISDN_PATTERN } as const;
@@ -52,6 +54,7 @@ export const createPaymentSchema = {
     metadata: {
       type: 'object',
       maxProperties: METADATA_MAX_KEYS,
+      propertyNames: { minLength: 1, maxLength: METADATA_MAX_KEY_LENGTH },
       additionalProperties: {
         anyOf: [{ type: 'string', maxLength: METADATA_MAX_VALUE_LENGTH }, { type: 'number' }, { type: 'boolean' }],
       },

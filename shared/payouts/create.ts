@@ -6,6 +6,7 @@ import { outgoingDebit, type Currency } from '../domain/ledger';
 import type { Caller } from '../domain/caller';
 import { operatorAccepts } from '../domain/msisdn';
 import { ApiError, badRequest, validationFailed } from '../errors';
+import { MAX_AMOUNT } from '../money';
 import { post } from '../ledger/postings';
 import { providerIdFor } from '../providers/registry';
 import { newOperationFields } from '../operations/kind';
@@ -29,7 +30,8 @@ export async function createPayout(deps: TransactDeps & { providerWindowMs: numb
     return await transact(deps, async (trx, outbox) => {
       const merchant: { fees: Record<Currency, FeeRule> } = await trx('merchants').where({ id: viewer.merchantId }).first('fees');
       const fee = feeFor(input.amount, merchant.fees[input.currency]);
-      if (!Number.isSafeInteger(input.amount + fee)) throw validationFailed('amount', 'amount with its fee is too large');
+      // decisions.md: every amount and fee is at most 10^12 minor units
+      if (fee > MAX_AMOUNT) throw validationFailed('amount', `amount: its fee is above ${MAX_AMOUNT} minor units`);
       const payout: PayoutRow = {
         id: newId('payout'),
         merchant_id: viewer.merchantId,

@@ -1,3 +1,4 @@
+import { badText, strictUtf8, TEXT_PROBLEM_MESSAGE } from '../text';
 import { ajv } from '../validation';
 import { CallbackFormatError } from './errors';
 import { PROVIDER_OBJECT_KINDS, type ProviderCallback } from './types';
@@ -50,13 +51,20 @@ const callbackSchema = {
 
 const validateCallback = ajv.compile(callbackSchema);
 
+/**
+ * A callback body is UTF-8 JSON without NUL or lone surrogates (decisions.md, Faults: bad
+ * callbacks); anything else is `notJson` (400 invalid-json, nothing stored): the inbox keeps the
+ * raw text, which Postgres could not store as sent.
+ */
 export function parseCallbackBody(raw: Buffer): ProviderCallback {
   let body: unknown;
   try {
-    body = JSON.parse(raw.toString('utf8'));
+    body = JSON.parse(strictUtf8.decode(raw));
   } catch {
-    throw new CallbackFormatError('callback body is not JSON', true);
+    throw new CallbackFormatError('callback body is not JSON in UTF-8', true);
   }
+  const bad = badText(body);
+  if (bad) throw new CallbackFormatError(`callback ${bad.path || 'body'} ${TEXT_PROBLEM_MESSAGE[bad.problem]}`, true);
   if (!validateCallback(body)) {
     const err = validateCallback.errors![0];
     throw new CallbackFormatError(`callback ${err.instancePath || 'body'} ${err.message ?? 'is invalid'}`);

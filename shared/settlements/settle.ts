@@ -32,11 +32,19 @@ export async function settle(deps: TransactDeps, { now, cutoffMinutesUtc = 0 }: 
   const periodEnd = lastCutoff(now, cutoffMinutesUtc);
   const groups: Group[] = await unsettled(deps.db, periodEnd).distinct('merchant_id', 'environment', 'currency');
   const made: SettlementView[] = [];
+  let failed = 0;
   for (const group of groups) {
-    const batch = await settleGroup(deps, group, periodEnd);
-    if (batch) made.push(batch);
+    // one group's failure (its data, a constraint, a lost connection) is logged and left for the
+    // next run: it never stops the batches of the other merchants
+    try {
+      const batch = await settleGroup(deps, group, periodEnd);
+      if (batch) made.push(batch);
+    } catch (err) {
+      failed += 1;
+      deps.log?.error({ err, ...group, periodEnd }, 'settlement of one group failed; the others go on');
+    }
   }
-  if (made.length) deps.log?.info({ periodEnd, batches: made.length }, 'settlement batches created');
+  if (made.length || failed) deps.log?.info({ periodEnd, batches: made.length, failed }, 'settlement batches created');
   return made;
 }
 
@@ -50,6 +58,11 @@ function unsettled(db: Executor, periodEnd: number) {
 }
 
 class NothingToSettle extends Error {}
+
+/** Figures as bindings: a bigint goes to Postgres as its exact text. */
+function bigintsAsText(o: object): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(o).map(([k, v]) => [k, typeof v === 'bigint' ? v.toString() : v]));
+}
 
 async function settleGroup(deps: TransactDeps, group: Group, periodEnd: number): Promise<SettlementView | null> {
   try {
@@ -69,12 +82,13 @@ async function settleGroup(deps: TransactDeps, group: Group, periodEnd: number):
         .returning(['kind', 'created_at']);
       if (claimed.length === 0) throw new NothingToSettle();
 
-      const sums: (CoveredEntry & { kind: string })[] = await trx('ledger_transactions as t')
+      const sums: (CoveredEntry & { kind: string; amount: string })[] = await trx('ledger_transactions as t')
         .join('ledger_entries as e', 'e.transaction_id', 't.id')
         .join('ledger_accounts as a', 'a.id', 'e.account_id')
         .where('t.settlement_id', id)
         .groupBy('t.kind', 'a.owner', 'a.kind')
-        .select('t.kind', 'a.owner', 'a.kind as account', trx.raw('sum(e.amount)::bigint as amount'));
+        // summed as numeric and read as text: exact at any size (shared/money.ts)
+        .select('t.kind', 'a.owner', 'a.kind as account', trx.raw('sum(e.amount)::text as amount'));
       const kinds = [...new Set(claimed.map((c) => c.kind))];
       const figures = settlementFigures(
         group.merchant_id,
@@ -89,7 +103,7 @@ async function settleGroup(deps: TransactDeps, group: Group, periodEnd: number):
       const oldest = Math.floor(claimed.reduce((min, c) => Math.min(min, c.created_at.getTime()), Infinity) / 1000);
       const [row]: SettlementRow[] = await trx(SETTLEMENTS)
         .where({ id })
-        .update({ ...figures, period_start: last?.end ?? oldest })
+        .update({ ...bigintsAsText(figures), period_start: last?.end ?? oldest })
         .returning('*');
       const view = settlementView(row);
       await emitEvent(trx, outbox, {

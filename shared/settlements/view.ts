@@ -1,6 +1,7 @@
 import type { Currency, Environment } from '../domain/ledger';
+import type { Exact } from '../money';
 
-/** A row of `settlements` (bigint columns arrive as numbers, see shared/db/knex.ts). */
+/** A row of `settlements` (bigint columns arrive as numbers, or bigints beyond 2^53 - 1: shared/db/knex.ts). */
 export interface SettlementRow {
   id: string;
   merchant_id: string;
@@ -8,11 +9,11 @@ export interface SettlementRow {
   currency: Currency;
   period_start: number;
   period_end: number;
-  gross: number;
-  fees: number;
-  refunds: number;
-  payouts: number;
-  net: number;
+  gross: Exact;
+  fees: Exact;
+  refunds: Exact;
+  payouts: Exact;
+  net: Exact;
   count: number;
   created: number;
   version: number;

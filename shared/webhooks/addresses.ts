@@ -3,7 +3,8 @@ import { isIP } from 'node:net';
 /**
  * Which IP addresses a live endpoint may reach (decisions.md: never loopback, private, link-local
  * or cloud metadata). Pure: the caller resolves names. IPv6 forms that embed an IPv4 address
- * (mapped, compatible, NAT64, 6to4, Teredo) are judged by the address they carry.
+ * (mapped ::ffff:a.b.c.d, translated ::ffff:0:a.b.c.d, compatible ::a.b.c.d, NAT64 64:ff9b::/96 and
+ * 64:ff9b:1::/48, 6to4, Teredo) are judged by the address they carry, in any spelling.
  */
 
 type Range = [bytes: number[], prefixBits: number, why: string];
@@ -70,8 +71,9 @@ function v4Problem(bytes: number[]): string | null {
 function embeddedV4(b: number[]): number[] | null {
   const zero = (from: number, to: number) => b.slice(from, to).every((x) => x === 0);
   if (zero(0, 10) && b[10] === 0xff && b[11] === 0xff) return b.slice(12); // ::ffff:a.b.c.d (mapped)
+  if (zero(0, 8) && b[8] === 0xff && b[9] === 0xff && b[10] === 0 && b[11] === 0) return b.slice(12); // ::ffff:0:a.b.c.d (translated, RFC 2765)
   if (zero(0, 12)) return b.slice(12); // ::a.b.c.d (compatible), also :: and ::1 (judged below)
-  if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b) return b.slice(12); // 64:ff9b::/96 NAT64
+  if (b[0] === 0x00 && b[1] === 0x64 && b[2] === 0xff && b[3] === 0x9b) return b.slice(12); // 64:ff9b::/96 NAT64, 64:ff9b:1::/48 local NAT64
   if (b[0] === 0x20 && b[1] === 0x02) return b.slice(2, 6); // 2002::/16 6to4
   if (b[0] === 0x20 && b[1] === 0x01 && b[2] === 0 && b[3] === 0) return b.slice(12).map((x) => x ^ 0xff); // Teredo client
   return null;

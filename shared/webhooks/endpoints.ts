@@ -67,20 +67,61 @@ function checkPatterns(events: string[]): void {
   });
 }
 
-async function checkUrl(url: string, env: Environment, resolve?: Resolver): Promise<void> {
+/** Checks a URL for the environment and returns it normalised (the form stored and compared). */
+async function checkUrl(url: string, env: Environment, resolve?: Resolver): Promise<string> {
   const why = await destinationProblem(url, env, resolve);
   if (why) throw validationFailed('url', `url ${why}`);
+  return normaliseUrl(url);
+}
+
+/**
+ * The one spelling of an endpoint URL, stored and compared: the WHATWG serialisation, which
+ * lowercases the scheme and host, drops the scheme's default port, makes an empty path `/` and
+ * writes IP addresses in their canonical form. Path and query keep their case (servers may
+ * tell them apart). `HTTPS://Hooks.Example.com:443` and `https://hooks.example.com/` are one
+ * endpoint.
+ */
+export function normaliseUrl(raw: string): string {
+  return new URL(raw).href;
+}
+
+/**
+ * 409 `webhook-exists` when another endpoint of the merchant in this environment has the same
+ * normalised URL (rows stored before normalisation are compared normalised too). The caller
+ * holds the merchant's endpoint lock, so two registrations of one URL cannot both pass.
+ */
+async function refuseDuplicate(trx: Executor, merchantId: string, env: Environment, url: string, exceptId?: string): Promise<void> {
+  const rows: { id: string; url: string }[] = await trx('webhooks').where({ merchant_id: merchantId, environment: env }).select('id', 'url');
+  const same = rows.find((r) => r.id !== exceptId && sameUrl(r.url, url));
+  if (same) throw conflict('webhook-exists', `An endpoint with this URL is already registered for this merchant and environment (${same.id})`);
+}
+
+function sameUrl(stored: string, url: string): boolean {
+  try {
+    return normaliseUrl(stored) === url;
+  } catch {
+    return stored === url;
+  }
+}
+
+/** Serialises endpoint registrations of one merchant and environment until the transaction ends. */
+async function lockEndpoints(trx: Executor, merchantId: string, env: Environment): Promise<void> {
+  await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`webhooks/${merchantId}/${env}`]);
 }
 
 export async function createWebhook(db: Db, input: WebhookInput, resolve?: Resolver) {
   checkPatterns(input.events);
   const merchant = await db('merchants').where({ id: input.merchant_id }).first('id');
   if (!merchant) throw notFound('Merchant');
-  await checkUrl(input.url, input.environment, resolve);
-  const [row] = await db<WebhookRow>('webhooks')
-    .insert({ id: newId('webhook'), merchant_id: input.merchant_id, environment: input.environment, url: input.url, events: input.events })
-    .returning('*');
-  return webhookView(row);
+  const url = await checkUrl(input.url, input.environment, resolve);
+  return db.transaction(async (trx) => {
+    await lockEndpoints(trx, input.merchant_id, input.environment);
+    await refuseDuplicate(trx, input.merchant_id, input.environment, url);
+    const [row] = await trx<WebhookRow>('webhooks')
+      .insert({ id: newId('webhook'), merchant_id: input.merchant_id, environment: input.environment, url, events: input.events })
+      .returning('*');
+    return webhookView(row);
+  });
 }
 
 export async function getWebhook(db: Executor, id: string) {
@@ -103,10 +144,12 @@ export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, res
   if (patch.events) checkPatterns(patch.events);
   const current = await db<WebhookRow>('webhooks').where({ id }).first();
   if (!current) throw notFound('Webhook');
-  if (patch.url !== undefined) await checkUrl(patch.url, current.environment, resolve);
+  if (patch.url !== undefined) patch = { ...patch, url: await checkUrl(patch.url, current.environment, resolve) };
   return db.transaction(async (trx) => {
+    if (patch.url !== undefined) await lockEndpoints(trx, current.merchant_id, current.environment);
     const w = await trx<WebhookRow>('webhooks').where({ id }).forUpdate().first();
     if (!w) throw notFound('Webhook');
+    if (patch.url !== undefined) await refuseDuplicate(trx, w.merchant_id, w.environment, patch.url, w.id);
     const resetBreaker = (patch.url !== undefined && patch.url !== w.url) || (patch.status === 'enabled' && w.status === 'disabled');
     const [row]: WebhookRow[] = await trx('webhooks')
       .where({ id })

@@ -13,11 +13,25 @@ export interface RunningProcess {
   kill(): Promise<void>;
 }
 
+/**
+ * What a spawned process may take from the caller's shell: only what Node itself needs to run
+ * (style guide rule 17). Every setting of the service comes from the test's own configuration,
+ * so `SANDBOX_CALLBACK_SECRET=x npm test` (or any other variable in the shell) changes nothing.
+ */
+export const INHERITED_ENV = ['PATH', 'HOME', 'TMPDIR', 'NODE_OPTIONS', 'SYSTEMROOT'] as const;
+
+/** The environment of a spawned process: the allow-listed basics, then exactly `config`. */
+export function childEnv(config: Record<string, string>): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const name of INHERITED_ENV) if (process.env[name] !== undefined) env[name] = process.env[name]!;
+  return { ...env, ...config };
+}
+
 /** Starts a real process of this service (a worker pool, the web, the sandbox provider). */
 export function startProcess(entry: string, env: Record<string, string>): RunningProcess {
   const child = spawn(process.execPath, ['--import', 'tsx', entry], {
     cwd: ROOT,
-    env: { ...process.env, ...env },
+    env: childEnv(env),
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const lines: any[] = [];

@@ -43,8 +43,19 @@ describe('operator API and HTTP frame', () => {
       });
       expect(res.status).to.equal(201);
       expect(res.body.id).to.match(/^mer_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-      expect(res.body).to.include({ name: 'Kin Shop', status: 'active', fee_bearer: 'customer', per_tx_limit_usd: 500000, per_tx_limit_cdf: null });
+      // the limit left out gets its default (decisions.md, Faults and limits)
+      expect(res.body).to.include({ name: 'Kin Shop', status: 'active', fee_bearer: 'customer', per_tx_limit_usd: 500000, per_tx_limit_cdf: 2_500_000_000 });
       expect(res.body.fees).to.deep.equal({ USD: { percent_bps: 250, fixed: 10 }, CDF: { percent_bps: 0, fixed: 0 } });
+    });
+
+    it('gives a merchant created without limits USD 1,000,000 and CDF 2,500,000,000 minor units; null is no limit of its own', async () => {
+      const plain = await env.admin('POST', '/admin/merchants', { name: 'Defaults' });
+      expect(plain.body).to.include({ per_tx_limit_usd: 1_000_000, per_tx_limit_cdf: 2_500_000_000 });
+      const open = await env.admin('POST', '/admin/merchants', { name: 'Open', per_tx_limit_usd: null, per_tx_limit_cdf: null });
+      expect(open.body).to.include({ per_tx_limit_usd: null, per_tx_limit_cdf: null });
+      const max = await env.admin('POST', '/admin/merchants', { name: 'Max', per_tx_limit_usd: 1e12, fees: { USD: { percent_bps: 10000, fixed: 1e12 } } });
+      expect(max.status).to.equal(201);
+      expect(max.body.per_tx_limit_usd).to.equal(1e12);
     });
 
     it('updates fees, limits and status', async () => {
@@ -66,14 +77,33 @@ describe('operator API and HTTP frame', () => {
       ['unknown currency', { name: 'x', fees: { EUR: { percent_bps: 0, fixed: 0 } } }, 'fees.EUR'],
       ['zero limit', { name: 'x', per_tx_limit_usd: 0 }, 'per_tx_limit_usd'],
       ['string limit', { name: 'x', per_tx_limit_usd: '100' }, 'per_tx_limit_usd'],
+      ['a limit above 10^12', { name: 'x', per_tx_limit_usd: 1e12 + 1 }, 'per_tx_limit_usd'],
+      ['a CDF limit beyond the safe integers', { name: 'x', per_tx_limit_cdf: 2 ** 53 + 2 }, 'per_tx_limit_cdf'],
+      ['a fixed fee above 10^12', { name: 'x', fees: { USD: { percent_bps: 0, fixed: 1e12 + 1 } } }, 'fees.USD.fixed'],
     ];
     for (const [what, body, param] of bad) {
       it(`refuses ${what} with 400 validation-failed on ${param}`, async () => {
+        const before = Number((await env.services.db('merchants').count('* as n'))[0].n);
         const res = await env.admin('POST', '/admin/merchants', body);
         expect(res.status).to.equal(400);
         expect(res.body.error).to.include({ code: 'validation-failed', param });
+        expect(Number((await env.services.db('merchants').count('* as n'))[0].n)).to.equal(before);
       });
     }
+
+    it('refuses fees and limits above 10^12 on PATCH too, changing nothing', async () => {
+      const { body: m } = await env.admin('POST', '/admin/merchants', { name: 'Patched' });
+      for (const [body, param] of [
+        [{ per_tx_limit_usd: 1e12 + 1 }, 'per_tx_limit_usd'],
+        [{ per_tx_limit_cdf: Number.MAX_SAFE_INTEGER }, 'per_tx_limit_cdf'],
+        [{ fees: { CDF: { percent_bps: 0, fixed: 1e12 + 1 } } }, 'fees.CDF.fixed'],
+      ] as const) {
+        const res = await env.admin('PATCH', `/admin/merchants/${m.id}`, body);
+        expect(res.status).to.equal(400);
+        expect(res.body.error).to.include({ code: 'validation-failed', param });
+      }
+      expect((await env.admin('GET', `/admin/merchants/${m.id}`)).body).to.deep.equal(m);
+    });
 
     it('refuses malformed JSON with 400 invalid-json and a non-JSON type with 415', async () => {
       const res = await env.admin('POST', '/admin/merchants', '{"name": ');
@@ -233,6 +263,47 @@ describe('operator API and HTTP frame', () => {
     expect(res.body).to.match(/http_requests_total\{method="GET",route="\/health\/live",status="200"\} \d+/);
     expect(res.body).to.match(/queue_jobs\{queue="provider-push",state="waiting"\} 0/);
     expect(res.body).to.include('process_cpu_seconds_total');
+  });
+
+  it('labels metrics by route template or `unmatched`: random paths add no series', async () => {
+    const series = async () => {
+      const res = await env.admin('GET', '/metrics');
+      return res.body.split('\n').filter((l: string) => l.startsWith('http_requests_total{'));
+    };
+    // warm up the label sets the loop below can reach (one per route template, method and status)
+    const paths = (r: string) => [`/v1/${r}`, `/v1/payments/${r}`, `/admin/${r}`, `/${r}`, `/callbacks/${r}`, `/health/${r}`, `/v1/payments/pay_${r}/refunds`];
+    const hit = async (r: string) => {
+      for (const p of paths(r)) await fetch(env.baseUrl + p);
+      await fetch(env.baseUrl + `/v1/payments/${r}`, { method: 'DELETE' });
+    };
+    await hit('warm-up');
+    const before = await series();
+    const random = Array.from({ length: 40 }, () => Math.random().toString(36).slice(2));
+    for (const r of random) await hit(r);
+    const after = await series();
+    expect(after.length, after.filter((l: string) => !before.some((b: string) => b.split('} ')[0] === l.split('} ')[0])).join('\n')).to.equal(before.length);
+    const text = after.join('\n');
+    for (const r of random) expect(text).not.to.include(r);
+    expect(after.join('\n')).to.match(/route="\/v1\/payments\/:id",status="401"/);
+    expect(after.join('\n')).to.match(/route="unmatched",status="404"/);
+  });
+
+  it('answers a wrong method on the operator API with 405 method-not-allowed, the error body and Allow', async () => {
+    for (const [method, path, allow] of [
+      ['DELETE', '/admin/merchants', 'POST'],
+      ['PUT', '/admin/merchants/mer_00000000-0000-4000-8000-000000000000', 'GET'],
+      ['POST', '/admin/maintenance', 'GET'],
+      ['DELETE', '/admin/webhooks', 'POST'],
+    ] as const) {
+      const res = await fetch(env.baseUrl + path, { method, headers: { Authorization: `Bearer ${ADMIN_TOKEN}` } });
+      expect(res.status, `${method} ${path}`).to.equal(405);
+      expect(res.headers.get('content-type')).to.match(/^application\/json/);
+      expect(res.headers.get('allow')).to.include(allow);
+      const body = (await res.json()) as any;
+      expect(body).to.deep.equal({ error: { code: 'method-not-allowed', message: body.error.message, request_id: res.headers.get('x-request-id') } });
+    }
+    // without the token it is still the uniform 401
+    expect((await fetch(env.baseUrl + '/admin/merchants', { method: 'DELETE' })).status).to.equal(401);
   });
 
   describe('maintenance mode', () => {

@@ -92,6 +92,32 @@ describe('provider callback endpoint', () => {
       }
     });
 
+    it('not UTF-8 JSON, or holding NUL or a lone surrogate, even when signed (400 invalid-json)', async () => {
+      const text = (id: string, ref: string) =>
+        `{"event_id":"e-${id}","kind":"payment","external_id":"pay_${id}","provider_ref":"${ref}","status":"succeeded","failure_code":null,"failure_message":null}`;
+      const bodies: [string, string | Buffer][] = [
+        ['an escaped NUL in a field', text(randomUUID(), 'R\\u0000')],
+        ['an escaped NUL in an extra field', text(randomUUID(), 'R').replace('}', ',"extra":"x\\u0000"}')],
+        ['an escaped NUL in a key', text(randomUUID(), 'R').replace('}', ',"ex\\u0000tra":1}')],
+        ['a raw NUL byte inside a string', Buffer.from(text(randomUUID(), 'R\u0000'), 'utf8')],
+        ['a raw NUL byte between tokens', Buffer.concat([Buffer.from(text(randomUUID(), 'R')), Buffer.from([0])])],
+        ['invalid UTF-8 inside a string', Buffer.concat([Buffer.from(text(randomUUID(), 'R').slice(0, -1) + ',"extra":"'), Buffer.from([0xff, 0xc0, 0xaf]), Buffer.from('"}')])],
+        ['a truncated UTF-8 sequence', Buffer.concat([Buffer.from(text(randomUUID(), 'R').slice(0, -1) + ',"extra":"'), Buffer.from([0xe2, 0x82]), Buffer.from('"}')])],
+        ['a lone surrogate escape', text(randomUUID(), 'R\\ud800')],
+        ['a UTF-8 byte order mark', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text(randomUUID(), 'R'))])],
+      ];
+      for (const [what, body] of bodies) {
+        const res = await sendCallback(env.baseUrl, 'vodacom-sandbox', body);
+        expect(res.status, what).to.equal(400);
+        expect(res.body.error.code, what).to.equal('invalid-json');
+      }
+      // a genuine non-ASCII body is fine
+      const ok = await sendCallback(env.baseUrl, 'vodacom-sandbox', text(randomUUID(), 'Réf-€-😀'));
+      expect(ok.status).to.equal(200);
+      before[0] += 1;
+      before[1] += 1;
+    });
+
     it('to an unknown provider (404 not-found)', async () => {
       const res = await sendCallback(env.baseUrl, 'mpesa', raw());
       expect(res.status).to.equal(404);

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { startTestEnv, type TestEnv } from '../helpers/env';
-import { ROOT } from '../helpers/processes';
+import { childEnv, ROOT } from '../helpers/processes';
 import { ApiError } from '../../shared/errors';
 import { newId } from '../../shared/domain/ids';
 import { outgoingDebit, outgoingKinds, outgoingSettle, paymentCredit, type Currency } from '../../shared/domain/ledger';
@@ -13,7 +13,7 @@ import { checkLedger } from '../../shared/ledger/check';
 /** `npm run ledger:check` on this file's database: exit code and output. */
 function ledgerCheck(env: TestEnv): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'scripts/ledger-check.ts'], { cwd: ROOT, env: { ...process.env, ...env.processEnv } }, (err, stdout, stderr) =>
+    execFile(process.execPath, ['--import', 'tsx', 'scripts/ledger-check.ts'], { cwd: ROOT, env: childEnv(env.processEnv) }, (err, stdout, stderr) =>
       resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });

@@ -67,7 +67,7 @@ export function callbackBody(f: CallbackFields): string {
 export async function sendCallback(
   baseUrl: string,
   provider: string,
-  raw: string,
+  raw: string | Buffer,
   o: { secret?: string; timestamp?: number; signature?: string | null; headers?: Record<string, string> } = {},
 ) {
   const headers: Record<string, string> = { 'Content-Type': 'application/json', ...o.headers };

@@ -97,6 +97,33 @@ describe('payments API', () => {
       expect(atLimit.body.amount_charged).to.equal(10_000);
     });
 
+    it('applies the default limits to a merchant created without any: USD 1,000,000 and CDF 2,500,000,000 minor units', async () => {
+      const plain = await env.merchant({ scope: 'payments' });
+      const before = await count('payments');
+      for (const [currency, amount] of [['USD', 1_000_001], ['CDF', 2_500_000_001], ['USD', 1e12], ['CDF', 1e12]] as const) {
+        const res = await plain.client.post('/v1/payments', mm({ currency, amount }));
+        expect(res.status, `${currency} ${amount}`).to.equal(422);
+        expect(res.body.error).to.include({ code: 'amount-over-limit', param: 'amount' });
+      }
+      expect(await count('payments')).to.equal(before);
+      expect((await plain.client.post('/v1/payments', mm({ amount: 1_000_000 }))).status).to.equal(201);
+      expect((await plain.client.post('/v1/payments', mm({ currency: 'CDF', amount: 2_500_000_000 }))).status).to.equal(201);
+    });
+
+    it('keeps every amount at most 10^12 minor units, even without a limit: the amount, and amount_charged with a customer-borne fee', async () => {
+      const open = await env.merchant({ scope: 'payments', merchant: { per_tx_limit_usd: null, fee_bearer: 'customer', fees: { USD: { percent_bps: 100, fixed: 0 } } } });
+      const before = await count('payments');
+      for (const amount of [1e12 + 1, 2 ** 53 - 1, 1e12]) {
+        const res = await open.client.post('/v1/payments', mm({ amount }));
+        expect(res.status, String(amount)).to.equal(400);
+        expect(res.body.error).to.include({ code: 'validation-failed', param: 'amount' });
+      }
+      expect(await count('payments')).to.equal(before);
+      const top = await open.client.post('/v1/payments', mm({ amount: 990_099_009_900 }));
+      expect(top.status).to.equal(201);
+      expect(top.body).to.include({ amount_charged: 999_999_999_999, amount_net: 990_099_009_900, fee: 9_900_990_099 });
+    });
+
     it('refuses a reference already used by the merchant in this environment with 409 reference-conflict', async () => {
       const first = await shop.client.post('/v1/payments', mm({ reference: 'invoice-7' }));
       expect(first.status).to.equal(201);
@@ -269,6 +296,7 @@ describe('payments API', () => {
         ['a fractional amount', { amount: 10.5 }, 'amount'],
         ['an amount as text', { amount: '100' }, 'amount'],
         ['an amount beyond the safe integers', { amount: 2 ** 53 }, 'amount'],
+        ['an amount above 10^12 minor units', { amount: 1e12 + 1 }, 'amount'],
         ['an amount that does not cover the merchant-borne fee', { amount: 10 }, 'amount'],
         ['a missing currency', { currency: undefined }, 'currency'],
         ['an unknown currency', { currency: 'EUR' }, 'currency'],
@@ -291,6 +319,8 @@ describe('payments API', () => {
         ['a metadata value that is an object', { metadata: { nested: { a: 1 } } }, 'metadata.nested'],
         ['a metadata value that is null', { metadata: { gone: null } }, 'metadata.gone'],
         ['metadata as an array', { metadata: ['a'] }, 'metadata'],
+        ['a metadata key of 41 characters', { metadata: { ['k'.repeat(41)]: 'v' } }, 'metadata'],
+        ['an empty metadata key', { metadata: { '': 'v' } }, 'metadata'],
         ['an invalid customer e-mail', { customer_email: 'not-an-email' }, 'customer_email'],
         ['a return_url that is not http(s)', { return_url: 'ftp://shop.example/back' }, 'return_url'],
         ['a return_url that is not a URL', { return_url: 'back to shop' }, 'return_url'],
@@ -318,8 +348,8 @@ describe('payments API', () => {
         expect(res.body.error).to.include({ code: 'validation-failed', param: 'body' });
       });
 
-      it('accepts the limits themselves: 20 metadata keys, 500-character values, 255-character reference', async () => {
-        const metadata = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`, 'x'.repeat(500)]));
+      it('accepts the limits themselves: 20 metadata keys of up to 40 characters, 500-character values, 255-character reference', async () => {
+        const metadata = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`.padEnd(i === 0 ? 1 : 40, 'k'), 'x'.repeat(500)]));
         const res = await shop.client.post('/v1/payments', mm({ metadata, reference: 'r'.repeat(255) }));
         expect(res.status).to.equal(201);
         expect(Object.keys(res.body.metadata)).to.have.length(20);

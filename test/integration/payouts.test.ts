@@ -179,6 +179,10 @@ describe('payouts', () => {
       await refused(aPayout({ bank: 'x' }), 400, 'validation-failed', 'bank');
       await refused(aPayout({ reference: '' }), 400, 'validation-failed', 'reference');
       await refused(aPayout({ metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v'])) }), 400, 'validation-failed', 'metadata');
+      await refused(aPayout({ metadata: { ['k'.repeat(41)]: 'v' } }), 400, 'validation-failed', 'metadata');
+      await refused(aPayout({ metadata: { '': 'v' } }), 400, 'validation-failed', 'metadata');
+      await refused(aPayout({ amount: 1e12 + 1 }), 400, 'validation-failed', 'amount');
+      await refused(aPayout({ amount: 2 ** 53 }), 400, 'validation-failed', 'amount');
     });
 
     it('a live number of another operator: 400 operator-mismatch', async () => {

@@ -199,6 +199,7 @@ describe('refunds', () => {
       ['string', '100'],
       ['null', null],
       ['too large', 2 ** 53],
+      ['above 10^12', 1e12 + 1],
     ] as const) {
       it(`a ${what} amount: 400 validation-failed on amount`, async () => {
         await refused(`/v1/payments/${paid.id}/refund`, { amount }, 400, 'validation-failed', 'amount');

@@ -33,6 +33,44 @@ describe('operator API: webhook endpoints', () => {
     expect((await env.admin('GET', `/admin/webhooks/${res.body.id}`)).body).to.deep.equal(res.body);
   });
 
+  it('stores the URL normalised, and refuses the same endpoint twice (409 webhook-exists), spelled either way', async () => {
+    const { body: other } = await env.admin('POST', '/admin/merchants', { name: 'Other hooks' });
+    const first = await create({ url: 'HTTP://LocalHost:80', events: ['refund.*'] });
+    expect(first.status).to.equal(201);
+    expect(first.body.url).to.equal('http://localhost/');
+    const before = await count();
+    for (const url of ['http://localhost', 'http://localhost:80/', 'Http://LOCALHOST/', 'http://localhost/']) {
+      const again = await create({ url, events: ['payment.*'] });
+      expect(again.status, url).to.equal(409);
+      expect(again.body.error.code).to.equal('webhook-exists');
+      expect(again.body.error.message).to.include(first.body.id);
+    }
+    expect(await count()).to.equal(before);
+    // another path, port, query, environment or merchant is another endpoint
+    for (const body of [{ url: 'http://localhost/Other' }, { url: 'http://localhost:8080/' }, { url: 'http://localhost/?a=1' }, { url: 'https://localhost/' }, { url: 'http://localhost/', merchant_id: other.id }]) {
+      const res = await create(body);
+      expect(res.status, JSON.stringify(body)).to.equal(201);
+    }
+    const live = await create({ url: 'HTTPS://93.184.216.34:443', environment: 'live' });
+    expect(live.body.url).to.equal('https://93.184.216.34/');
+    expect((await create({ url: 'https://93.184.216.34/', environment: 'live' })).status).to.equal(409);
+    // a PATCH onto another endpoint's URL is refused the same way, and leaves the row as it was
+    const moved = await create({ url: 'http://localhost/moving' });
+    const clash = await env.admin('PATCH', `/admin/webhooks/${moved.body.id}`, { url: 'HTTP://localhost:80' });
+    expect(clash.status).to.equal(409);
+    expect(clash.body.error.code).to.equal('webhook-exists');
+    expect((await env.admin('GET', `/admin/webhooks/${moved.body.id}`)).body.url).to.equal('http://localhost/moving');
+    const same = await env.admin('PATCH', `/admin/webhooks/${moved.body.id}`, { url: 'HTTP://LOCALHOST/moving' });
+    expect(same.status, 'its own URL in another spelling is not a duplicate').to.equal(200);
+    expect(same.body.url).to.equal('http://localhost/moving');
+    // a row stored before normalisation is compared normalised
+    await env.services.db('webhooks').insert({ id: newId('webhook'), merchant_id: merchantId, environment: 'test', url: 'HTTP://127.0.0.1:80', events: ['*'] });
+    expect((await create({ url: 'http://127.0.0.1/' })).status).to.equal(409);
+    // two registrations of one URL at once: one 201, one 409
+    const race = await Promise.all([create({ url: 'http://localhost/race' }), create({ url: 'HTTP://localhost:80/race' })]);
+    expect(race.map((r) => r.status).sort()).to.deep.equal([201, 409]);
+  });
+
   const refusedLive: [string, string][] = [
     ['http in live', 'http://93.184.216.34/h'],
     ['loopback', 'https://127.0.0.1/h'],

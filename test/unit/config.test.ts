@@ -1,7 +1,9 @@
 import { expect } from 'chai';
-import { ConfigError, DEV_ADMIN_API_TOKEN, DEV_SECRETS_KEY, loadConfig, SPEC_WEBHOOK_DELAYS_S } from '../../shared/config';
+import { ConfigError, DEV_ADMIN_API_TOKEN, DEV_SANDBOX_CALLBACK_SECRET, DEV_SECRETS_KEY, loadConfig, SPEC_WEBHOOK_DELAYS_S } from '../../shared/config';
 
 const REAL_KEY = `k2:${Buffer.alloc(32, 7).toString('base64')}`;
+/** Every secret production insists on, set to real values. */
+const PROD = { NODE_ENV: 'production', SECRETS_KEY: REAL_KEY, ADMIN_API_TOKEN: 'a-real-production-token', SANDBOX_CALLBACK_SECRET: 'a-real-sandbox-callback-secret' };
 
 describe('config', () => {
   it('has working development defaults', () => {
@@ -16,10 +18,34 @@ describe('config', () => {
   });
 
   it('refuses the development secrets key and admin token in production', () => {
-    expect(() => loadConfig({ NODE_ENV: 'production', ADMIN_API_TOKEN: 'a-real-production-token' })).to.throw(ConfigError, /SECRETS_KEY/);
-    expect(() => loadConfig({ NODE_ENV: 'production', SECRETS_KEY: REAL_KEY })).to.throw(ConfigError, /ADMIN_API_TOKEN/);
-    expect(() => loadConfig({ NODE_ENV: 'production', SECRETS_KEY: `${REAL_KEY},${DEV_SECRETS_KEY}`, ADMIN_API_TOKEN: 'a-real-production-token' })).to.throw(ConfigError, /SECRETS_KEY/);
-    expect(loadConfig({ NODE_ENV: 'production', SECRETS_KEY: REAL_KEY, ADMIN_API_TOKEN: 'a-real-production-token' }).nodeEnv).to.equal('production');
+    expect(() => loadConfig({ ...PROD, SECRETS_KEY: '' })).to.throw(ConfigError, /SECRETS_KEY/);
+    expect(() => loadConfig({ ...PROD, ADMIN_API_TOKEN: '' })).to.throw(ConfigError, /ADMIN_API_TOKEN/);
+    expect(() => loadConfig({ ...PROD, SECRETS_KEY: `${REAL_KEY},${DEV_SECRETS_KEY}` })).to.throw(ConfigError, /SECRETS_KEY/);
+    expect(loadConfig(PROD).nodeEnv).to.equal('production');
+  });
+
+  it('refuses to start in production while a provider callback secret is a development default', () => {
+    // unset: the sandbox (which serves test keys in production too) would verify with the public default
+    expect(() => loadConfig({ ...PROD, SANDBOX_CALLBACK_SECRET: '' })).to.throw(ConfigError, /SANDBOX_CALLBACK_SECRET/);
+    expect(() => loadConfig({ ...PROD, SANDBOX_CALLBACK_SECRET: DEV_SANDBOX_CALLBACK_SECRET })).to.throw(ConfigError, /SANDBOX_CALLBACK_SECRET/);
+    // a live provider configured with the development secret
+    const vodacom = { PROVIDER_VODACOM_URL: 'https://provider.example/vodacom', PROVIDER_VODACOM_API_KEY: 'live-key', PROVIDER_VODACOM_CALLBACK_SECRET: DEV_SANDBOX_CALLBACK_SECRET };
+    expect(() => loadConfig({ ...PROD, ...vodacom })).to.throw(ConfigError, /PROVIDER_VODACOM_CALLBACK_SECRET/);
+    const live = loadConfig({ ...PROD, ...vodacom, PROVIDER_VODACOM_CALLBACK_SECRET: 'a-real-vodacom-secret' });
+    expect(live.payments.liveProviders.vodacom?.callbackSecret).to.equal('a-real-vodacom-secret');
+    expect(live.sandboxCallbackSecret).to.equal('a-real-sandbox-callback-secret');
+    // development and test keep the default, so a laptop works out of the box
+    expect(loadConfig({}).sandboxCallbackSecret).to.equal(DEV_SANDBOX_CALLBACK_SECRET);
+    expect(loadConfig({ NODE_ENV: 'test' }).payments.liveProviders.vodacom?.callbackSecret).to.equal(DEV_SANDBOX_CALLBACK_SECRET);
+  });
+
+  it('reads WEB_CONCURRENCY (default 1) and ADMIN_PORT (default unset: the operator API shares PORT)', () => {
+    expect(loadConfig({})).to.include({ webConcurrency: 1, adminPort: null });
+    expect(loadConfig({ WEB_CONCURRENCY: '4', ADMIN_PORT: '3001' })).to.include({ webConcurrency: 4, adminPort: 3001 });
+    expect(() => loadConfig({ WEB_CONCURRENCY: '0' })).to.throw(ConfigError, /WEB_CONCURRENCY must be between 1/);
+    expect(() => loadConfig({ WEB_CONCURRENCY: 'two' })).to.throw(ConfigError, /WEB_CONCURRENCY must be an integer/);
+    expect(() => loadConfig({ ADMIN_PORT: '70000' })).to.throw(ConfigError, /ADMIN_PORT must be between/);
+    expect(() => loadConfig({ PORT: '3000', ADMIN_PORT: '3000' })).to.throw(ConfigError, /ADMIN_PORT must differ from PORT/);
   });
 
   const bad: [string, Record<string, string>, RegExp][] = [
@@ -42,7 +68,7 @@ describe('config', () => {
   it('accepts a shortened webhook schedule for tests but refuses it in production', () => {
     const short = '10,20,30,40,50,60,70,80';
     expect(loadConfig({ NODE_ENV: 'test', WEBHOOK_RETRY_DELAYS_MS: short }).webhookRetryDelaysMs).to.deep.equal([10, 20, 30, 40, 50, 60, 70, 80]);
-    expect(() => loadConfig({ NODE_ENV: 'production', SECRETS_KEY: REAL_KEY, ADMIN_API_TOKEN: 'a-real-production-token', WEBHOOK_RETRY_DELAYS_MS: short })).to.throw(ConfigError, /may not shorten/);
+    expect(() => loadConfig({ ...PROD, WEBHOOK_RETRY_DELAYS_MS: short })).to.throw(ConfigError, /may not shorten/);
   });
 
   it('reads rotated keys: the first encrypts, all decrypt', () => {

@@ -23,6 +23,30 @@ describe('logger', () => {
     expect(maskText('whsec_0123456789abcdef')).to.equal('whsec_[redacted]');
   });
 
+  it('masks MSISDNs in every spelling, card-like numbers in their usual groups, and whole secrets', () => {
+    expect(maskText('to +243990000001, 00243812345678 or 243970000000.')).to.equal('to +243*****0001, 00243*****5678 or 243*****0000.');
+    expect(maskText('cards 4242 4242 4242 4242, 4000-0000-0000-3220, 378282246310005, 3782 822463 10005, 6011000990139424123')).to.equal(
+      'cards ************4242, ************3220, ************0005, ************0005, ************4123',
+    );
+    expect(maskText('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw+/abc= end')).to.equal('whsec_[redacted] end');
+    expect(maskText('sk_live+abc/def=ghi', )).to.equal('sk_[redacted]');
+  });
+
+  it('leaves every other number of a message readable: ids, amounts, counts, ports, times', () => {
+    for (const text of [
+      'webhook retry delays 1 5 30 300 1800 7200 21600 ms',
+      'amounts 100 2000 30000 400000 5 do not add up to 432106',
+      'ledger transaction 4 of 12 failed: available 123456 < 2000000 (USD)',
+      'connect ECONNREFUSED 127.0.0.1:6379 after 3 attempts in 1500 ms',
+      'at 2026-11-21 10:00:00 UTC (1763719200), lease until 1763719205',
+      'payment pay_3f2a9c1e-1234-4321-8123-123456789012 version 7',
+      'port 65535, pid 4242, HTTP 503, 42 jobs waiting',
+      'phone 24399000000 is 11 digits and 2439900000012 is 13',
+    ]) {
+      expect(maskText(text), text).to.equal(text.replace('2439900000012', '************0012'));
+    }
+  });
+
   it('never writes secrets, authorization, signatures or bodies, and masks personal data in fields', () => {
     const out = capture((log) => {
       log.info(

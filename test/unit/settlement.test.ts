@@ -15,7 +15,7 @@ function totals(postings: Posting[]): CoveredKindTotal[] {
     t.transactions += 1;
     for (const e of p.entries) {
       const same = t.entries.find((x) => x.owner === e.account.owner && x.account === e.account.kind);
-      if (same) same.amount += e.amount;
+      if (same) same.amount = Number(same.amount) + e.amount;
       else t.entries.push({ owner: e.account.owner, account: e.account.kind, amount: e.amount });
     }
     byKind.set(p.kind, t);
@@ -49,12 +49,23 @@ describe('settlement figures', () => {
       ]),
     );
     expect(f).to.deep.equal({ gross: 20_000, fees: 500, refunds: 2_000, payouts: 3_035, net: 14_465, count: 7 });
-    expect(f.gross - f.fees - f.refunds - f.payouts).to.equal(f.net);
+    expect(Number(f.gross) - Number(f.fees) - Number(f.refunds) - Number(f.payouts)).to.equal(f.net);
   });
 
   it('lowers a later period by a return whose debit an earlier batch counted', () => {
     const debit = outgoingDebit('payout', { ...base, referenceId: 'po_1', amount: 1_000, fee: 15 });
     expect(settlementFigures(M, totals([reversal(debit, 'payout_return')]))).to.deep.equal({ gross: 0, fees: 0, refunds: 0, payouts: -1_015, net: 1_015, count: 1 });
+  });
+
+  it('sums exactly beyond the safe integers: numbers while safe, bigints beyond, from Postgres text', () => {
+    const huge = (2n ** 53n + 3n).toString(); // 9007199254740995: not a double
+    const f = settlementFigures(M, [
+      { kind: 'payment_credit', transactions: 2, entries: [{ owner: M, account: 'available', amount: huge }, { owner: 'platform', account: 'fees', amount: '5' }, { owner: 'platform', account: 'provider_clearing', amount: `-${2n ** 53n + 8n}` }] },
+      { kind: 'payout_debit', transactions: 1, entries: [{ owner: M, account: 'available', amount: -100 }, { owner: M, account: 'in_transit', amount: 100 }] },
+    ]);
+    // gross passes 2^53 - 1 (a bigint, exact); net, 100 lower, is back among the safe integers (a number)
+    expect(f).to.deep.equal({ gross: 2n ** 53n + 8n, fees: 5, refunds: 0, payouts: 100, net: 9_007_199_254_740_895, count: 3 });
+    expect(settlementFigures(M, [{ kind: 'payment_credit', transactions: 1, entries: [{ owner: M, account: 'available', amount: String(Number.MAX_SAFE_INTEGER) }] }]).gross).to.equal(Number.MAX_SAFE_INTEGER);
   });
 
   it('refuses a kind no batch covers (settle postings never reach available)', () => {

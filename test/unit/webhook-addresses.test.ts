@@ -13,11 +13,15 @@ describe('live endpoint destinations', () => {
     '169.254.169.254', '169.254.0.1', '0.0.0.0', '224.0.0.1', '255.255.255.255', '192.0.2.1', '198.18.0.1',
     '::1', '::', '::ffff:127.0.0.1', '::ffff:7f00:1', '::ffff:10.0.0.1', '::ffff:169.254.169.254', '64:ff9b::a9fe:a9fe',
     '2002:c0a8:0101::1', 'fc00::1', 'fd00:ec2::254', 'fe80::1', 'fe80::1%eth0', 'ff02::1', '2001:db8::1', '::127.0.0.1',
+    // IPv6 forms embedding an IPv4 address, each spelling: judged like the IPv4 address they carry
+    '::ffff:0:a9fe:a9fe', '::ffff:0:169.254.169.254', '::ffff:0:7f00:1', '::ffff:0:127.0.0.1', '::ffff:0:10.1.2.3', '0:0:0:0:ffff:0:c0a8:1',
+    '::ffff:a9fe:a9fe', '0:0:0:0:0:ffff:169.254.169.254', '64:ff9b::169.254.169.254', '64:ff9b::7f00:1', '64:ff9b:1::a9fe:a9fe',
+    '::a9fe:a9fe', '::169.254.169.254', '::10.0.0.1',
   ];
   for (const ip of refused) {
     it(`refuses ${ip}`, () => expect(addressProblem(ip)).to.be.a('string'));
   }
-  const allowed = ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '169.253.255.255', '2606:4700:4700::1111', '2a00:1450:4001::200e', '::ffff:8.8.8.8'];
+  const allowed = ['93.184.216.34', '8.8.8.8', '172.32.0.1', '100.128.0.1', '169.253.255.255', '2606:4700:4700::1111', '2a00:1450:4001::200e', '::ffff:8.8.8.8', '::ffff:0:8.8.8.8', '64:ff9b::8.8.8.8'];
   for (const ip of allowed) {
     it(`allows the public address ${ip}`, () => expect(addressProblem(ip)).to.equal(null));
   }
@@ -28,6 +32,12 @@ describe('live endpoint destinations', () => {
     expect(urlProblem('http://127.0.0.1:3000/h', 'test')).to.equal(null);
     expect(urlProblem('https://127.0.0.1/h', 'live')).to.match(/loopback/);
     expect(urlProblem('https://[::ffff:a9fe:a9fe]/h', 'live')).to.match(/metadata/);
+    for (const host of ['[::ffff:0:a9fe:a9fe]', '[::ffff:0:169.254.169.254]', '[64:ff9b::a9fe:a9fe]', '[::169.254.169.254]', '[0:0:0:0:0:ffff:a9fe:a9fe]']) {
+      expect(urlProblem(`https://${host}/h`, 'live'), host).to.match(/metadata/);
+      expect(urlProblem(`http://${host}/h`, 'test'), host).to.match(/metadata/);
+    }
+    expect(urlProblem('http://[::ffff:0:7f00:1]:8080/h', 'live')).to.match(/https/);
+    expect(urlProblem('https://[::ffff:0:7f00:1]:8080/h', 'live')).to.match(/loopback/);
     expect(urlProblem('https://0x7f.1/h', 'live'), 'hex IPv4 is normalised by the URL parser').to.match(/loopback/);
     expect(urlProblem('https://u:p@example.com/h', 'test')).to.match(/credentials/);
     expect(urlProblem('https://example.com/h#x', 'test')).to.match(/fragment/);

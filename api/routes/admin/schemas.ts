@@ -1,4 +1,5 @@
 import { MONEY } from '../../../shared/validation';
+import { MAX_AMOUNT } from '../../../shared/money';
 
 const FEE_RULE = {
   type: 'object',
@@ -6,10 +7,11 @@ const FEE_RULE = {
   required: ['percent_bps', 'fixed'],
   properties: {
     percent_bps: { type: 'integer', minimum: 0, maximum: 10000 },
-    fixed: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER },
+    fixed: { type: 'integer', minimum: 0, maximum: MAX_AMOUNT },
   },
 } as const;
 
+/** A per-transaction limit: 1 to 10^12 minor units, or null (no limit of the merchant's own; amounts stay at most 10^12). */
 const LIMIT = { anyOf: [MONEY, { type: 'null' }] } as const;
 
 const MERCHANT_FIELDS = {

@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+
+/**
+ * Money beyond the safe integers. Every amount, fee, fixed fee and limit a request or the
+ * operator may give is at most MAX_AMOUNT (10^12 minor units; decisions.md, Faults and limits),
+ * so each one is a safe integer. Sums of them (balances, settlement figures) are not bounded:
+ * they are summed in Postgres, read as text and kept exact as an `Exact`: a number while it is a
+ * safe integer, a bigint beyond. JSON answers write a bigint as a plain JSON number with every
+ * digit (exactJson), never rounded and never as text.
+ */
+
+export const MAX_AMOUNT = 1_000_000_000_000;
+
+/** An exact integer: a number when safe, a bigint beyond (arithmetic mixing them throws: loud, never rounded). */
+export type Exact = number | bigint;
+
+/** Integer text (a Postgres bigint or numeric sum) as an exact value. */
+export function exact(value: string | number | bigint): Exact {
+  if (typeof value === 'number') {
+    if (!Number.isSafeInteger(value)) throw new RangeError(`${value} is not a safe integer`);
+    return value;
+  }
+  const big = BigInt(value);
+  return narrow(big);
+}
+
+/** A bigint as a number when it is a safe integer. */
+export function narrow(big: bigint): Exact {
+  return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big;
+}
+
+export const big = (v: Exact): bigint => BigInt(v);
+
+// a marker no real string can hold (NUL is refused at every edge, and the token is random)
+const TOKEN = randomBytes(8).toString('hex');
+const MARKER = new RegExp(`"\\\\u0000${TOKEN}:(-?\\d+)"`, 'g');
+
+/** JSON.stringify that writes bigints as exact JSON numbers (JSON.stringify alone throws on them). */
+export function exactJson(value: unknown): string {
+  return JSON.stringify(value, (_key, v) => (typeof v === 'bigint' ? `\u0000${TOKEN}:${v}` : v)).replace(MARKER, '$1');
+}
