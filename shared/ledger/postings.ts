@@ -121,7 +121,15 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
  */
 export async function foldPendingCredits(db: Executor, batch = 100): Promise<number> {
   const rows: { account_id: number }[] = await db('ledger_entries').where({ pending: true }).distinct('account_id').limit(batch);
-  for (const r of rows) await foldAndMove(db, [{ id: r.account_id, amount: 0 }]);
+  for (const r of rows) {
+    try {
+      await foldAndMove(db, [{ id: r.account_id, amount: 0 }]);
+    } catch (err) {
+      // a debit folding the same account at that moment may win a deadlock against the sweep:
+      // it folded the credits itself, and whatever is left waits for the next sweep
+      if ((err as { code?: string }).code !== '40P01') throw err;
+    }
+  }
   return rows.length;
 }
 
