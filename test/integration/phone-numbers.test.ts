@@ -54,9 +54,9 @@ describe('number lookup (GET /v1/phone-numbers/{number})', function () {
   it('runs through the merchant pipeline: no key 401, unknown key 401', async () => {
     const none = await fetch(`${env.baseUrl}/v1/phone-numbers/0812345678`);
     expect(none.status).to.equal(401);
-    expect((await none.json()).error.code).to.equal('auth-required');
+    expect(((await none.json()) as any).error.code).to.equal('auth-required');
     const bad = await fetch(`${env.baseUrl}/v1/phone-numbers/0812345678`, { headers: { Authorization: 'Bearer svc_test_nope' } });
     expect(bad.status).to.equal(401);
-    expect((await bad.json()).error.code).to.equal('api-key-invalid');
+    expect(((await bad.json()) as any).error.code).to.equal('api-key-invalid');
   });
 });
