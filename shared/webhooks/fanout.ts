@@ -21,15 +21,32 @@ export async function fanOutEvent(trx: Trx, event: EventRow, outbox: OutboxWrite
     targets = rows.map((r) => r.id);
   } else {
     const rows: { id: string; events: string[] }[] = await scope.select('id', 'events');
-    targets = rows.filter((r) => subscribes(r.events, event.type)).map((r) => r.id);
+    targets = subscribedEndpoints(rows, event.type);
   }
   if (targets.length === 0) return;
-  const deliveries = targets.map((webhookId) => ({ id: newId('delivery'), event_id: event.id, webhook_id: webhookId, created: event.created }));
+  const deliveries = deliveryRows(event, targets);
   await trx('webhook_deliveries').insert(deliveries);
   for (const d of deliveries) {
-    await outbox.add(QUEUES.webhookSender, DELIVER_JOB, { deliveryId: d.id, webhookId: d.webhook_id });
+    await outbox.add(QUEUES.webhookSender, DELIVER_JOB, deliverJob(d));
   }
 }
+
+export interface DeliveryRow {
+  id: string;
+  event_id: string;
+  webhook_id: string;
+  created: number;
+}
+
+/** The endpoints (enabled, of the event's merchant and environment) an event other than `webhook.test` goes to. */
+export const subscribedEndpoints = (endpoints: { id: string; events: string[] }[], type: string) => endpoints.filter((r) => subscribes(r.events, type)).map((r) => r.id);
+
+/** One new delivery per endpoint (pure). */
+export const deliveryRows = (event: EventRow, webhookIds: string[]): DeliveryRow[] =>
+  webhookIds.map((webhookId) => ({ id: newId('delivery'), event_id: event.id, webhook_id: webhookId, created: event.created }));
+
+/** The sender's job of a delivery. */
+export const deliverJob = (d: DeliveryRow) => ({ deliveryId: d.id, webhookId: d.webhook_id });
 
 /** Writes an event and its webhook deliveries (with their jobs) in the caller's transaction: how every flow emits an event. */
 export async function emitEvent(trx: Trx, outbox: OutboxWriter, input: EventInput): Promise<EventRow> {
