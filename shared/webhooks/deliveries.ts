@@ -28,6 +28,12 @@ export interface ClaimedAttempt {
   event_created: number;
   object_version: number;
   event_body: EventBody;
+  /** the merchant's signing secrets, encrypted (null: none stored yet) */
+  secret_ciphertext: string | null;
+  secret_key_id: string | null;
+  /** the replaced secret while its rotation overlap lasts, else null */
+  previous_ciphertext: string | null;
+  previous_key_id: string | null;
 }
 
 const secs = (ms: number) => ms / 1000;

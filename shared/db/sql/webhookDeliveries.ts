@@ -26,10 +26,14 @@ function claimStatement(asProbe: boolean) {
        select x.* from jsonb_array_elements_text($2::jsonb) as ids(id)
        cross join lateral (
          select d.id, d.event_id, d.webhook_id, d.round, d.attempts + 1 as attempts, d.lease_until, w.url, w.environment, w.merchant_id,
-                e.type as event_type, e.created as event_created, e.object_version, e.body as event_body
+                e.type as event_type, e.created as event_created, e.object_version, e.body as event_body,
+                s.secret_ciphertext, s.secret_key_id,
+                case when s.previous_expires_at > now() then s.previous_secret_ciphertext end as previous_ciphertext,
+                case when s.previous_expires_at > now() then s.previous_secret_key_id end as previous_key_id
            from webhook_deliveries d
            join webhooks w on w.id = d.webhook_id
            join events e on e.id = d.event_id
+           left join webhook_secrets s on s.merchant_id = w.merchant_id and s.environment = w.environment
           where d.id = ids.id and d.status = 'pending' and d.attempts < $3
             and d.next_attempt_at <= now() and (d.lease_until is null or d.lease_until <= now())
             and w.status = 'enabled' and (${breaker})
@@ -49,7 +53,8 @@ function claimStatement(asProbe: boolean) {
        returning id, delivery_id
      )
      select t.id, t.event_id, t.webhook_id, t.round, t.attempts, t.url, t.environment, t.merchant_id, a.id as attempt_id,
-            t.event_type, t.event_created, t.object_version, t.event_body
+            t.event_type, t.event_created, t.object_version, t.event_body,
+            t.secret_ciphertext, t.secret_key_id, t.previous_ciphertext, t.previous_key_id
        from t join a on a.delivery_id = t.id`,
   );
 }
