@@ -20,7 +20,8 @@ export const CALLBACKS = 'provider_callbacks';
 export async function storeCallback(deps: TransactDeps, provider: Provider, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
   const { db } = deps;
   const id = randomUUID();
-  const job = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackId: id, requestId });
+  // the kind lets the reconciler take the one-statement path (shared/operations/oneStatement.ts)
+  const job = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackId: id, kind: parsed.kind, requestId });
   await insertCallbackWithJob(
     db,
     {

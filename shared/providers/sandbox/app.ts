@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import https from 'node:https';
 import type { Logger } from '../../logger';
 import { safeEqual } from '../../crypto/secrets';
 import { isMsisdn, OPERATORS, type Operator } from '../../domain/msisdn';
@@ -45,6 +46,7 @@ interface SandboxTransaction {
   /** a payment never answered is `expired` from then on */
   expiresAt: number;
   eventId: string;
+  createdAt: number;
   /** create requests received with this external id (1 prompt however many) */
   requests: number;
   callbacksDelivered: number;
@@ -53,7 +55,10 @@ interface SandboxTransaction {
 
 const PATHS: Record<string, ProviderObjectKind> = { collections: 'payment', refunds: 'refund', payouts: 'payout' };
 const ID_PREFIX: Record<ProviderObjectKind, string> = { payment: 'pay_', refund: 're_', payout: 'po_' };
+/** A transaction is kept (status queries, idempotent repeats) this long, and at most MAX_KEPT of them (the oldest go first). */
 const KEEP_MS = 24 * 3600 * 1000;
+const MAX_KEPT = 200_000;
+const PRUNE_EVERY_MS = 60_000;
 const MAX_BODY = 16 * 1024;
 
 class HttpError extends Error {
@@ -119,6 +124,43 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
     timers.add(t);
   };
 
+  // one timer for every transaction's expiry (not one 24-hour timer each): memory and timers stay bounded
+  const prune = setInterval(() => {
+    const before = Date.now() - KEEP_MS;
+    for (const [id, tx] of transactions) {
+      if (tx.createdAt >= before) break; // insertion order is creation order
+      transactions.delete(id);
+    }
+  }, PRUNE_EVERY_MS);
+  prune.unref();
+  const keep = (tx: SandboxTransaction) => {
+    transactions.set(tx.externalId, tx);
+    if (transactions.size > MAX_KEPT) transactions.delete(transactions.keys().next().value!);
+  };
+  // callbacks go out on kept-alive connections (fetch costs several times the CPU of a plain request)
+  const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) };
+
+  function post(url: string, headers: Record<string, string>, body: string): Promise<number> {
+    return new Promise((resolve) => {
+      const secure = url.startsWith('https:');
+      const options = { method: 'POST', headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) }, timeout: 10_000 };
+      const onResponse = (res: http.IncomingMessage) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+        res.on('error', () => resolve(0));
+      };
+      let req: http.ClientRequest;
+      try {
+        req = secure ? https.request(url, { ...options, agent: agents.https }, onResponse) : http.request(url, { ...options, agent: agents.http }, onResponse);
+      } catch {
+        return resolve(0);
+      }
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.on('error', () => resolve(0));
+      req.end(body);
+    });
+  }
+
   async function deliver(tx: SandboxTransaction, attempt: number): Promise<void> {
     if (tx.outcome.status === 'never') return;
     const body: CallbackWire = {
@@ -133,20 +175,8 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
     };
     const raw = JSON.stringify(body);
     tx.callbackAttempts++;
-    let status = 0;
-    try {
-      const res = await fetch(tx.callbackUrl, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(opts.callbackSecret, raw, Math.floor(Date.now() / 1000)) },
-        body: raw,
-        signal: AbortSignal.timeout(10_000),
-        redirect: 'error',
-      });
-      status = res.status;
-      await res.arrayBuffer().catch(() => undefined);
-    } catch {
-      /* network failure: retried below */
-    }
+    // a network failure answers 0, retried below; redirects are not followed (3xx is a failure)
+    const status = await post(tx.callbackUrl, { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(opts.callbackSecret, raw, Math.floor(Date.now() / 1000)) }, raw);
     if (status >= 200 && status < 300) {
       tx.callbacksDelivered++;
       return;
@@ -188,13 +218,13 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
       settlesAt: Date.now() + opts.callbackDelayMs,
       expiresAt: Date.now() + opts.windowMs,
       eventId: `sbxevt_${randomUUID()}`,
+      createdAt: Date.now(),
       requests: 1,
       callbacksDelivered: 0,
       callbackAttempts: 0,
     };
-    transactions.set(externalId, tx);
+    keep(tx);
     later(opts.callbackDelayMs, () => void deliver(tx, 0));
-    later(KEEP_MS, () => transactions.delete(externalId));
     return [201, { provider_ref: tx.providerRef, status: 'pending' }];
   }
 
@@ -227,6 +257,11 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
         send(res, 500, { error: { code: 'internal', message: 'sandbox error' } });
       });
   });
-  server.on('close', () => timers.forEach(clearTimeout));
+  server.on('close', () => {
+    timers.forEach(clearTimeout);
+    clearInterval(prune);
+    agents.http.destroy();
+    agents.https.destroy();
+  });
   return server;
 }
