@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import https from 'node:https';
 import type { Logger } from '../../logger';
 import { safeEqual } from '../../crypto/secrets';
 import { isMsisdn, OPERATORS, type Operator } from '../../domain/msisdn';
 import { signCallback } from '../signature';
+import { HttpClient } from '../../httpClient';
 import type { CallbackWire } from '../protocol';
 import type { ProviderObjectKind } from '../types';
 import { sandboxOutcome, type SandboxOutcome } from './behaviour';
@@ -137,29 +137,8 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
     transactions.set(tx.externalId, tx);
     if (transactions.size > MAX_KEPT) transactions.delete(transactions.keys().next().value!);
   };
-  // callbacks go out on kept-alive connections (fetch costs several times the CPU of a plain request)
-  const agents = { http: new http.Agent({ keepAlive: true, maxSockets: 64 }), https: new https.Agent({ keepAlive: true, maxSockets: 64 }) };
-
-  function post(url: string, headers: Record<string, string>, body: string): Promise<number> {
-    return new Promise((resolve) => {
-      const secure = url.startsWith('https:');
-      const options = { method: 'POST', headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) }, timeout: 10_000 };
-      const onResponse = (res: http.IncomingMessage) => {
-        res.resume();
-        res.on('end', () => resolve(res.statusCode ?? 0));
-        res.on('error', () => resolve(0));
-      };
-      let req: http.ClientRequest;
-      try {
-        req = secure ? https.request(url, { ...options, agent: agents.https }, onResponse) : http.request(url, { ...options, agent: agents.http }, onResponse);
-      } catch {
-        return resolve(0);
-      }
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', () => resolve(0));
-      req.end(body);
-    });
-  }
+  // callbacks go out on kept-alive connections (fetch costs several times the CPU of node:http)
+  const client = new HttpClient();
 
   async function deliver(tx: SandboxTransaction, attempt: number): Promise<void> {
     if (tx.outcome.status === 'never') return;
@@ -175,8 +154,9 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
     };
     const raw = JSON.stringify(body);
     tx.callbackAttempts++;
-    // a network failure answers 0, retried below; redirects are not followed (3xx is a failure)
-    const status = await post(tx.callbackUrl, { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(opts.callbackSecret, raw, Math.floor(Date.now() / 1000)) }, raw);
+    // a network failure counts as 0, retried below; redirects are not followed (3xx is a failure)
+    const headers = { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(opts.callbackSecret, raw, Math.floor(Date.now() / 1000)) };
+    const status = await client.request(tx.callbackUrl, { method: 'POST', headers, body: raw, timeoutMs: 10_000 }).then((r) => r.status, () => 0);
     if (status >= 200 && status < 300) {
       tx.callbacksDelivered++;
       return;
@@ -260,8 +240,7 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
   server.on('close', () => {
     timers.forEach(clearTimeout);
     clearInterval(prune);
-    agents.http.destroy();
-    agents.https.destroy();
+    client.close();
   });
   return server;
 }
