@@ -1,9 +1,11 @@
 import { callerOf } from './caller';
 import { component, defineRoutes, route } from '../routeTable';
-import { pageOf, UNIX_SECONDS } from '../openapi/schemas';
+import { idOf, listOf, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
 import { CURSOR_QUERY, LIMIT_QUERY, parseLimit } from '../../shared/db/pagination';
 import { getEvent, listEvents, parseEventCursor } from '../../shared/events/read';
 import { EVENT_TYPES } from '../../shared/vocabulary';
+import { listEventDeliveries, MAX_REDELIVERIES, redeliverEvent } from '../../shared/webhooks/redeliver';
+import { refuseQuery } from '../query';
 
 /** The event envelope (spec 6.2), as webhook deliveries send it. */
 export const Event = component('Event', {
@@ -31,6 +33,34 @@ export const Event = component('Event', {
 });
 
 export const EventList = pageOf('EventList', Event);
+
+/** The delivery object (decisions.md "Integrator's kit"). */
+export const WebhookDelivery = component('WebhookDelivery', {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'object', 'event_id', 'webhook_id', 'status', 'attempts', 'last_response_status', 'created'],
+  properties: {
+    id: idOf('delivery', 'The delivery id: X-Service-Delivery-Id and webhook-id of its requests'),
+    object: { const: 'webhook_delivery' },
+    event_id: { type: 'string', pattern: '^evt_' },
+    webhook_id: idOf('webhook', 'The endpoint'),
+    status: {
+      type: 'string',
+      enum: ['pending', 'succeeded', 'failed', 'dead'],
+      description: '`failed`: the last attempt failed and another is scheduled; `dead`: no attempt is left',
+    },
+    attempts: { type: 'integer', minimum: 0 },
+    last_response_status: nullable({ type: 'integer', description: 'HTTP status of the last attempt; null before one, or when it got no answer' }),
+    created: UNIX_SECONDS,
+  },
+});
+
+export const WebhookDeliveryList = listOf('WebhookDeliveryList', WebhookDelivery);
+
+/** POST /v1/events/{id}/redeliver takes no fields (an empty body or `{}`). */
+const redeliverSchema = { type: 'object', additionalProperties: false, properties: {} } as const;
+
+const EVENT_ID = { description: 'The event id (`evt_…`)' };
 
 interface ListEventsQuery {
   type?: string;
@@ -72,10 +102,44 @@ export const eventsRoutes = defineRoutes([
     summary: 'Retrieve an event',
     tag: 'Events',
     scope: 'read',
-    params: { id: { description: 'The event id (`evt_…`)' } },
+    params: { id: EVENT_ID },
     responses: { 200: { description: 'The event', body: Event } },
     async handler(ctx) {
       ctx.body = await getEvent(ctx.services.db, callerOf(ctx), ctx.params.id);
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/events/:id/deliveries',
+    operationId: 'listEventDeliveries',
+    summary: "List an event's deliveries",
+    description: 'Every delivery of the event (one per endpoint, and each redelivery), newest first, with its status, attempts and the last response status.',
+    tag: 'Events',
+    scope: 'read',
+    params: { id: EVENT_ID },
+    responses: { 200: { description: "The event's deliveries", body: WebhookDeliveryList } },
+    errors: ['validation-failed'],
+    async handler(ctx) {
+      refuseQuery(ctx.query);
+      ctx.body = await listEventDeliveries(ctx.services.db, callerOf(ctx), ctx.params.id);
+    },
+  }),
+  route<Record<string, never>>({
+    method: 'POST',
+    path: '/events/:id/redeliver',
+    operationId: 'redeliverEvent',
+    summary: 'Send an event again',
+    description: `Sends the event again to every endpoint of this environment that subscribes to its type today: a new delivery (new id, attempt 1) per endpoint. At most ${MAX_REDELIVERIES} redeliveries per event. No body (or \`{}\`).`,
+    tag: 'Events',
+    scope: 'full',
+    params: { id: EVENT_ID },
+    body: redeliverSchema,
+    responses: { 202: { description: 'The new deliveries', body: WebhookDeliveryList } },
+    errors: ['redelivery-limit'],
+    async handler(ctx) {
+      const { db, queues } = ctx.services;
+      ctx.body = await redeliverEvent({ db, queues, log: ctx.state.log }, callerOf(ctx), ctx.params.id);
+      ctx.status = 202;
     },
   }),
 ]);

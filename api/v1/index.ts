@@ -4,6 +4,7 @@ import { balanceRoutes } from './balance';
 import { eventsRoutes } from './events';
 import { paymentsRoutes } from './payments';
 import { payoutsRoutes } from './payouts';
+import { phoneNumbersRoutes } from './phoneNumbers';
 import { refundsRoutes } from './refunds';
 import { settlementsRoutes } from './settlements';
 import { referenceRoutes } from './reference';
@@ -16,7 +17,7 @@ import { referenceRoutes } from './reference';
  * - V1_GROUPS: every request first passes the pipeline of spec 5.6 (api/pipeline).
  */
 export const V1_PUBLIC: RouteGroup[] = [referenceRoutes];
-export const V1_GROUPS: RouteGroup[] = [balanceRoutes, paymentsRoutes, refundsRoutes, payoutsRoutes, eventsRoutes, settlementsRoutes];
+export const V1_GROUPS: RouteGroup[] = [balanceRoutes, paymentsRoutes, refundsRoutes, payoutsRoutes, eventsRoutes, settlementsRoutes, phoneNumbersRoutes];
 
 /** Every /v1 route, in the order the document lists them. */
 export const V1_ROUTES: readonly RouteSpec[] = [...V1_GROUPS, ...V1_PUBLIC].flatMap((g) => g.routes);

@@ -205,6 +205,50 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/events/{id}/deliveries": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List an event's deliveries
+         * @description Every delivery of the event (one per endpoint, and each redelivery), newest first, with its status, attempts and the last response status.
+         *
+         *     Scope: `read` (any key).
+         */
+        get: operations["listEventDeliveries"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/events/{id}/redeliver": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Send an event again
+         * @description Sends the event again to every endpoint of this environment that subscribes to its type today: a new delivery (new id, attempt 1) per endpoint. At most 10 redeliveries per event. No body (or `{}`).
+         *
+         *     Scope: `full`. Signed (X-Timestamp, X-Signature).
+         */
+        post: operations["redeliverEvent"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/settlements/{id}": {
         parameters: {
             query?: never;
@@ -239,6 +283,28 @@ export interface paths {
          *     Scope: `read` (any key).
          */
         get: operations["listSettlements"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/phone-numbers/{number}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Look up a phone number
+         * @description Normalises a number as people type it (`+243 81 234 5678`, `0812345678`, `00243812345678`; spaces, dots, dashes and brackets dropped) to the MSISDN form of `phone`, and names the operator of its prefix. 400 `validation-failed` (`param` `number`) when it cannot be a DRC mobile number.
+         *
+         *     Scope: `read` (any key).
+         */
+        get: operations["lookupPhoneNumber"];
         put?: never;
         post?: never;
         delete?: never;
@@ -469,6 +535,19 @@ export interface components {
             /** @description Pass as `cursor` to get the next page; null on the last page */
             next_cursor: string | null;
         };
+        PhoneNumber: {
+            /** @constant */
+            object: "phone_number";
+            /** @description The number as given */
+            input: string;
+            /** @description The `phone` form: 243 and 9 digits */
+            msisdn: string;
+            /**
+             * @description The operator its prefix belongs to
+             * @enum {string}
+             */
+            operator: "vodacom" | "airtel" | "orange" | "africell";
+        };
         Refund: {
             id: string;
             /** @constant */
@@ -528,6 +607,30 @@ export interface components {
             has_more: boolean;
             /** @description Pass as `cursor` to get the next page; null on the last page */
             next_cursor: string | null;
+        };
+        WebhookDelivery: {
+            /** @description The delivery id: X-Service-Delivery-Id and webhook-id of its requests */
+            id: string;
+            /** @constant */
+            object: "webhook_delivery";
+            event_id: string;
+            /** @description The endpoint */
+            webhook_id: string;
+            /**
+             * @description `failed`: the last attempt failed and another is scheduled; `dead`: no attempt is left
+             * @enum {string}
+             */
+            status: "pending" | "succeeded" | "failed" | "dead";
+            attempts: number;
+            /** @description HTTP status of the last attempt; null before one, or when it got no answer */
+            last_response_status: number | null;
+            /** @description Unix seconds */
+            created: number;
+        };
+        WebhookDeliveryList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["WebhookDelivery"][];
         };
     };
     responses: never;
@@ -2003,6 +2106,294 @@ export interface operations {
             };
         };
     };
+    listEventDeliveries: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your correlation id (kept if valid, else a new one is made); echoed on the response. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The event id (`evt_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The event's deliveries */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            /**
+             * @description Bad request. Codes:
+             *
+             *     - `validation-failed`: a field or query parameter breaks its rule (`param` names it)
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not authenticated (the body carries only the code and a fixed message). Codes:
+             *
+             *     - `auth-required`: no Bearer token
+             *     - `api-key-invalid`: unknown or revoked API key
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *
+             *     - `ip-not-allowed`: the source IP is not in the key's allowlist
+             *     - `merchant-suspended`: the merchant is suspended
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not found. Codes:
+             *
+             *     - `not-found`: unknown route, or an object of another merchant or environment
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Too many requests (Retry-After in seconds). Codes:
+             *
+             *     - `rate-limit-exceeded`: more than 100 requests in the minute for the key (Retry-After)
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unavailable (Retry-After in seconds). Codes:
+             *
+             *     - `maintenance`: maintenance flag on (Retry-After)
+             *     - `service-unavailable`: Postgres or Redis unreachable (Retry-After: 5)
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    redeliverEvent: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Unix seconds of sending; refused beyond ±5 minutes (401 `timestamp-expired`). */
+                "X-Timestamp": components["parameters"]["X-Timestamp"];
+                /** @description Lowercase hex HMAC-SHA256, keyed by the secret (`sk_…`), of `<X-Timestamp>.<METHOD>.<path>.<raw body>` (401 `signature-invalid`). */
+                "X-Signature": components["parameters"]["X-Signature"];
+                /** @description Your correlation id (kept if valid, else a new one is made); echoed on the response. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The event id (`evt_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
+        responses: {
+            /** @description The new deliveries */
+            202: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["WebhookDeliveryList"];
+                };
+            };
+            /**
+             * @description Bad request. Codes:
+             *
+             *     - `invalid-body`: the body could not be read
+             *     - `invalid-json`: the body is not valid JSON
+             *     - `validation-failed`: a field or query parameter breaks its rule (`param` names it)
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not authenticated (the body carries only the code and a fixed message). Codes:
+             *
+             *     - `auth-required`: no Bearer token
+             *     - `api-key-invalid`: unknown or revoked API key
+             *     - `timestamp-expired`: X-Timestamp missing or more than 5 minutes away (signed methods)
+             *     - `signature-invalid`: X-Signature does not match (signed methods)
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *
+             *     - `ip-not-allowed`: the source IP is not in the key's allowlist
+             *     - `merchant-suspended`: the merchant is suspended
+             *     - `insufficient-scope`: the key's scope does not allow the route
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not found. Codes:
+             *
+             *     - `not-found`: unknown route, or an object of another merchant or environment
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict. Codes:
+             *
+             *     - `request-replayed`: a signed POST without Idempotency-Key sent again
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload too large. Codes:
+             *
+             *     - `payload-too-large`: Content-Length above 500 MB, or a body above its route limit (100 KB for a payment)
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported media type. Codes:
+             *
+             *     - `unsupported-media-type`: a body that is not `application/json` in UTF-8
+             */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Too many requests (Retry-After in seconds). Codes:
+             *
+             *     - `rate-limit-exceeded`: more than 100 requests in the minute for the key (Retry-After)
+             *     - `redelivery-limit`: an event redelivered 10 times already
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unavailable (Retry-After in seconds). Codes:
+             *
+             *     - `maintenance`: maintenance flag on (Retry-After)
+             *     - `service-unavailable`: Postgres or Redis unreachable (Retry-After: 5)
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     getSettlement: {
         parameters: {
             query?: never;
@@ -2130,6 +2521,122 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["SettlementList"];
+                };
+            };
+            /**
+             * @description Bad request. Codes:
+             *
+             *     - `validation-failed`: a field or query parameter breaks its rule (`param` names it)
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not authenticated (the body carries only the code and a fixed message). Codes:
+             *
+             *     - `auth-required`: no Bearer token
+             *     - `api-key-invalid`: unknown or revoked API key
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *
+             *     - `ip-not-allowed`: the source IP is not in the key's allowlist
+             *     - `merchant-suspended`: the merchant is suspended
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not found. Codes:
+             *
+             *     - `not-found`: unknown route, or an object of another merchant or environment
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Too many requests (Retry-After in seconds). Codes:
+             *
+             *     - `rate-limit-exceeded`: more than 100 requests in the minute for the key (Retry-After)
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unavailable (Retry-After in seconds). Codes:
+             *
+             *     - `maintenance`: maintenance flag on (Retry-After)
+             *     - `service-unavailable`: Postgres or Redis unreachable (Retry-After: 5)
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    lookupPhoneNumber: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your correlation id (kept if valid, else a new one is made); echoed on the response. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The number as typed (URL-encoded) */
+                number: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The number and its operator */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PhoneNumber"];
                 };
             };
             /**

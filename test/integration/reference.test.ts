@@ -14,7 +14,7 @@ describe('API reference: GET /v1/openapi.json and /docs', () => {
     expect(res.status).to.equal(200);
     expect(res.headers.get('content-type')).to.match(/^application\/json/);
     expect(res.headers.get('x-request-id')).to.be.a('string');
-    const doc = await res.json();
+    const doc: any = await res.json();
     expect(doc.openapi).to.equal('3.1.0');
     expect(doc.servers).to.deep.equal([{ url: env.baseUrl }]);
     const { servers: _servers, ...rest } = doc;
