@@ -5,6 +5,7 @@ import { loadConfig, type Config } from '../../shared/config';
 import { createContext, type ServiceContext } from '../../shared/context';
 import { buildApp, type AppOptions } from '../../api/app';
 import { ServiceClient } from '../../shared/client/signing';
+import { PaymentsApi, type RetryOptions } from '../../shared/client/sdk';
 import { createTestDatabase } from './databases';
 import { checkLedger } from '../../shared/ledger/check';
 import { startProcess, type RunningProcess } from './processes';
@@ -36,6 +37,8 @@ export interface TestEnv {
   admin(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: any }>;
   /** A merchant client for this service (contract-checked unless the app has stand-in routes). */
   client(credential: { api_key: string; secret: string }, baseUrl?: string): ServiceClient;
+  /** The typed SDK for this service, its answers contract-checked like the client's. */
+  sdk(credential: { api_key: string; secret: string }, retry?: RetryOptions): PaymentsApi;
   merchant(opts?: { scope?: 'read' | 'payments' | 'full'; environment?: 'test' | 'live'; merchant?: Record<string, unknown>; ip_allowlist?: string[] }): Promise<MerchantFixture>;
   /** Starts a real process (e.g. 'workers/outbox-relay/index.ts') on this file's database and queues. */
   spawn(entry: string, env?: Record<string, string>): Promise<RunningProcess>;
@@ -100,6 +103,8 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
     processEnv,
     admin,
     client,
+    sdk: (credential, retry = {}) =>
+      new PaymentsApi({ baseUrl, apiKey: credential.api_key, secret: credential.secret, onResponse: appOptions.extraV1Routes ? undefined : contract().check, ...retry }),
     async merchant(opts = {}) {
       const m = await admin('POST', '/admin/merchants', { name: `Merchant ${randomBytes(3).toString('hex')}`, ...opts.merchant });
       if (m.status !== 201) throw new Error(`merchant creation failed: ${JSON.stringify(m.body)}`);
