@@ -36,6 +36,12 @@ export interface Config {
   webConcurrency: number;
   baseUrl: string;
   databaseUrl: string;
+  /**
+   * DB_PREPARED_STATEMENTS: the hot paths' hand-tuned statements (shared/db/sql) run as named
+   * prepared statements; default true. false behind a pooler in transaction mode that does not
+   * track them (PgBouncer before 1.21, or without max_prepared_statements).
+   */
+  dbPreparedStatements: boolean;
   redisUrl: string;
   /** BullMQ key prefix; a Redis Cluster hash tag by default so every queue key lands in one slot. */
   queuePrefix: string;
@@ -70,6 +76,32 @@ export interface Config {
   credentialCacheMs: number;
   webhooks: WebhooksConfig;
   settlement: SettlementConfig;
+  overload: OverloadConfig;
+}
+
+/**
+ * Graceful overload (README "Overload"): while the work behind the API falls behind, POST
+ * /v1/payments and POST /v1/payouts answer 503 service-unavailable at once instead of queueing
+ * work that will be late. 0 turns a threshold off.
+ */
+export interface OverloadConfig {
+  /** OVERLOAD_MAX_WAITING: jobs waiting in any one queue above which creation is refused; default 10000. */
+  maxWaiting: number;
+  /** OVERLOAD_MAX_WAIT_MS: age of a queue's oldest waiting job above which creation is refused; default 5000. */
+  maxWaitMs: number;
+  /** OVERLOAD_SAMPLE_MS: how often a web process reads the queues (a cached sample between reads); default 500. */
+  sampleMs: number;
+  /** OVERLOAD_RETRY_AFTER_S: the Retry-After of a refused request, seconds; default 5. */
+  retryAfterS: number;
+}
+
+export function loadOverloadConfig(env: Env): OverloadConfig {
+  return {
+    maxWaiting: int(env, 'OVERLOAD_MAX_WAITING', 10_000, 0),
+    maxWaitMs: int(env, 'OVERLOAD_MAX_WAIT_MS', 5000, 0),
+    sampleMs: int(env, 'OVERLOAD_SAMPLE_MS', 500, 10, 60_000),
+    retryAfterS: int(env, 'OVERLOAD_RETRY_AFTER_S', 5, 1, 3600),
+  };
 }
 
 /** The daily settlement (decisions.md "Balance and settlement"). */
@@ -187,6 +219,13 @@ function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX
   return n;
 }
 
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+  return raw === 'true';
+}
+
 function url(env: Env, name: string, fallback: string, protocols: string[]): string {
   const raw = env[name] || fallback;
   let parsed: URL;
@@ -264,6 +303,7 @@ export function loadConfig(env: Env = process.env): Config {
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
     baseUrl: url(env, 'BASE_URL', `http://127.0.0.1:${port}`, ['http:', 'https:']),
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
+    dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     queuePrefix: env.QUEUE_PREFIX || '{svc}',
     secretsKeys: parseSecretsKeys(secretsKeyRaw),
@@ -289,6 +329,7 @@ export function loadConfig(env: Env = process.env): Config {
     credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),
     webhooks: loadWebhooksConfig(env, production),
     settlement: loadSettlementConfig(env),
+    overload: loadOverloadConfig(env),
   };
 }
 

@@ -36,7 +36,7 @@ type Sql = { sql: string; bindings: Knex.Value[] };
 /**
  * One statement that locks guarded accounts in id order (FOR NO KEY UPDATE, the lock an UPDATE
  * of the balance takes: the key share that new entries take on their account stays free, so
- * credits go on meanwhile), folds their pending credits into the cached balance, and moves each
+ * credits go on meanwhile), folds their unfolded credits into the cached balance, and moves each
  * by its amount unless that would take it below zero. With a posting, its transaction row (`t`,
  * empty when already posted: then nothing moves) and its entries are written by the same
  * statement. Returns whether the posting was new and how many accounts moved.
@@ -45,8 +45,8 @@ async function foldAndMove(db: Executor, moves: { id: number; amount: number }[]
   const { rows } = await db.raw(
     `with ${posting ? `t as (${posting.transaction.sql}),` : ''}
           locked as materialized (select id from ledger_accounts where id = any(?::bigint[]) order by id for no key update),
-          folded as (update ledger_entries set pending = false
-                      where pending and account_id in (select id from locked)
+          folded as (update ledger_entries set unfolded = false
+                      where unfolded and account_id in (select id from locked)
                       returning account_id, amount),
           moves as (select v.id, v.amount + coalesce((select sum(f.amount) from folded f where f.account_id = v.id), 0)::bigint as amount
                       from (values ${tuples(moves.length, '?::bigint, ?::bigint')}) as v(id, amount)),
@@ -72,10 +72,10 @@ async function foldAndMove(db: Executor, moves: { id: number; amount: number }[]
  * returns false, so a job that runs twice moves money once.
  *
  * A merchant's accounts are guarded: never below zero, with a cached balance. A posting that
- * only adds to them (a payment's credit) writes its entries as pending and takes no lock, so a
+ * only adds to them (a payment's credit) writes its entries unfolded and takes no lock, so a
  * busy merchant's payments never wait on each other; the balance is the cached one plus the
- * pending credits (balance.ts). A posting that takes from one (a refund, a payout) locks its
- * guarded accounts in id order, folds their pending credits in, and moves them in the statement
+ * unfolded credits (the `ledger_balances` view). A posting that takes from one (a refund, a payout) locks its
+ * guarded accounts in id order, folds their unfolded credits in, and moves them in the statement
  * that writes its entries, so they are held only from there to the commit (callers post last);
  * a move below zero refuses the posting with 422 `insufficient-balance` and the caller's
  * transaction rolls back. The platform's accounts (fees, provider clearing) may take any value
@@ -98,8 +98,8 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
     .returning('id')
     .toSQL();
   const entries = {
-    sql: `insert into ledger_entries (transaction_id, account_id, amount, pending)
-          select t.id, v.id, v.amount, v.pending from t, (values ${tuples(moves.length, '?::bigint, ?::bigint, ?::boolean')}) as v(id, amount, pending)`,
+    sql: `insert into ledger_entries (transaction_id, account_id, amount, unfolded)
+          select t.id, v.id, v.amount, v.unfolded from t, (values ${tuples(moves.length, '?::bigint, ?::bigint, ?::boolean')}) as v(id, amount, unfolded)`,
     bindings: moves.flatMap((m) => [m.id, m.amount, creditsOnly && m.guarded]),
   };
   if (creditsOnly) {
@@ -116,11 +116,11 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
 }
 
 /**
- * Folds pending credits into their accounts' cached balances (the ledger sweep), one account
+ * Folds unfolded credits into their accounts' cached balances (the ledger sweep), one account
  * per statement, so that reading a balance never sums many entries. Returns the accounts folded.
  */
-export async function foldPendingCredits(db: Executor, batch = 100): Promise<number> {
-  const rows: { account_id: number }[] = await db('ledger_entries').where({ pending: true }).distinct('account_id').limit(batch);
+export async function foldCredits(db: Executor, batch = 100): Promise<number> {
+  const rows: { account_id: number }[] = await db('ledger_entries').where({ unfolded: true }).distinct('account_id').limit(batch);
   for (const r of rows) {
     try {
       await foldAndMove(db, [{ id: r.account_id, amount: 0 }]);
