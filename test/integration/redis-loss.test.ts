@@ -130,7 +130,8 @@ describe('Redis data lost mid-flight: the re-drive carries every open piece of w
       );
       expect(refunds.every((r) => r.status === 'pending')).to.equal(true);
       await flushQueues();
-      await Promise.all([startPool('refund'), startPool('payout')]);
+      await startPool('refund');
+      await startPool('payout');
       for (const r of refunds) {
         const p = payments.find((x) => x.id === r.transaction_id);
         await waitFor(client, `/v1/payments/${p.id}/refunds`, (l) => l.data[0]?.status === 'succeeded', 20_000);
