@@ -1,6 +1,7 @@
 import { runPool } from '../bootstrap';
 import { relayOutbox, pruneOutbox } from '../../shared/queues/outbox';
 import { purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
+import { pruneProviderHealth } from '../../shared/operations/health';
 
 /**
  * outbox-relay: enqueues committed outbox rows that missed their immediate enqueue (crash or
@@ -25,7 +26,8 @@ void runPool({
       run: async (ctx) => {
         const outbox = await pruneOutbox(ctx.db);
         const idempotency = await purgeExpiredIdempotencyKeys(ctx.db);
-        if (outbox || idempotency) ctx.log.info({ outbox, idempotency }, 'purged expired rows');
+        const providerHealth = await pruneProviderHealth(ctx.db, ctx.clock.now());
+        if (outbox || idempotency || providerHealth) ctx.log.info({ outbox, idempotency, providerHealth }, 'purged expired rows');
       },
     },
   ],
