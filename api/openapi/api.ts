@@ -9,6 +9,7 @@ export const TAGS = [
   { name: 'Payouts', description: 'Send money from your balance to a mobile-money wallet.' },
   { name: 'Balance and settlements', description: 'Your balance per currency and the daily settlement batches.' },
   { name: 'Events', description: 'Everything sent to your webhooks: read back what was missed, see each delivery, send an event again.' },
+  { name: 'Operators', description: 'Which operators and directions are working now.' },
   { name: 'Phone numbers', description: 'What a client typed, as the `phone` to send and its operator.' },
   { name: 'Reference', description: 'This document.' },
 ];

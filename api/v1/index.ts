@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import type { RouteGroup, RouteSpec } from '../routeTable';
+import { availabilityRoutes } from './availability';
 import { balanceRoutes } from './balance';
 import { eventsRoutes } from './events';
 import { paymentsRoutes } from './payments';
@@ -17,7 +18,7 @@ import { referenceRoutes } from './reference';
  * - V1_GROUPS: every request first passes the pipeline of spec 5.6 (api/pipeline).
  */
 export const V1_PUBLIC: RouteGroup[] = [referenceRoutes];
-export const V1_GROUPS: RouteGroup[] = [balanceRoutes, paymentsRoutes, refundsRoutes, payoutsRoutes, eventsRoutes, settlementsRoutes, phoneNumbersRoutes];
+export const V1_GROUPS: RouteGroup[] = [balanceRoutes, paymentsRoutes, refundsRoutes, payoutsRoutes, eventsRoutes, settlementsRoutes, phoneNumbersRoutes, availabilityRoutes];
 
 /** Every /v1 route, in the order the document lists them. */
 export const V1_ROUTES: readonly RouteSpec[] = [...V1_GROUPS, ...V1_PUBLIC].flatMap((g) => g.routes);

@@ -313,6 +313,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/availability": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Operator availability
+         * @description Per operator and direction (collection, payout, refund) in the key's environment: `operational`, `delayed` (computed from recent provider outcomes and latency) or `closed` (an operator closure, e.g. a provider's maintenance).
+         *
+         *     Scope: `read` (any key).
+         */
+        get: operations["getAvailability"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/openapi.json": {
         parameters: {
             query?: never;
@@ -437,6 +459,30 @@ export interface components {
             has_more: boolean;
             /** @description Pass as `cursor` to get the next page; null on the last page */
             next_cursor: string | null;
+        };
+        OperatorAvailability: {
+            /** @enum {string} */
+            operator: "vodacom" | "airtel" | "orange" | "africell";
+            /**
+             * @description Payments. `delayed`: recent pushes time out or fail beyond a threshold (creations still accepted); `closed`: set by the operator, creations get 422 `operator-unavailable`
+             * @enum {string}
+             */
+            collection: "operational" | "delayed" | "closed";
+            /**
+             * @description Payouts
+             * @enum {string}
+             */
+            payout: "operational" | "delayed" | "closed";
+            /**
+             * @description Refunds
+             * @enum {string}
+             */
+            refund: "operational" | "delayed" | "closed";
+        };
+        OperatorAvailabilityList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["OperatorAvailability"][];
         };
         Payment: {
             id: string;
@@ -2637,6 +2683,119 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["PhoneNumber"];
+                };
+            };
+            /**
+             * @description Bad request. Codes:
+             *
+             *     - `validation-failed`: a field or query parameter breaks its rule (`param` names it)
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not authenticated (the body carries only the code and a fixed message). Codes:
+             *
+             *     - `auth-required`: no Bearer token
+             *     - `api-key-invalid`: unknown or revoked API key
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *
+             *     - `ip-not-allowed`: the source IP is not in the key's allowlist
+             *     - `merchant-suspended`: the merchant is suspended
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not found. Codes:
+             *
+             *     - `not-found`: unknown route, or an object of another merchant or environment
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Too many requests (Retry-After in seconds). Codes:
+             *
+             *     - `rate-limit-exceeded`: more than 100 requests in the minute for the key (Retry-After)
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unavailable (Retry-After in seconds). Codes:
+             *
+             *     - `maintenance`: maintenance flag on (Retry-After)
+             *     - `service-unavailable`: Postgres or Redis unreachable (Retry-After: 5)
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getAvailability: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your correlation id (kept if valid, else a new one is made); echoed on the response. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Every operator */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["OperatorAvailabilityList"];
                 };
             };
             /**

@@ -16,6 +16,7 @@ export type {
   Event,
   WebhookDelivery,
   PhoneNumber,
+  OperatorAvailability,
   CreatePaymentParams,
   CreateRefundParams,
   CreatePayoutParams,

@@ -25,6 +25,7 @@ export type Settlement = Schemas['Settlement'];
 export type Event = Schemas['Event'];
 export type WebhookDelivery = Schemas['WebhookDelivery'];
 export type PhoneNumber = Schemas['PhoneNumber'];
+export type OperatorAvailability = Schemas['OperatorAvailability'];
 export type CreatePaymentParams = Schemas['CreatePayment'];
 export type CreateRefundParams = Schemas['CreateRefund'];
 export type CreatePayoutParams = Schemas['CreatePayout'];
@@ -198,6 +199,11 @@ export class PaymentsApi {
     list: (params: ListEventsParams = {}) => this.list<Event>('/v1/events', params),
     deliveries: (id: string) => this.call<{ object: 'list'; data: WebhookDelivery[] }>('GET', `/v1/events/${seg(id)}/deliveries`),
     redeliver: (id: string, o?: CallOptions) => this.call<{ object: 'list'; data: WebhookDelivery[] }>('POST', `/v1/events/${seg(id)}/redeliver`, undefined, o),
+  };
+
+  readonly availability = {
+    /** Per operator: `operational`, `delayed` or `closed` for collection, payout and refund. */
+    list: () => this.call<{ object: 'list'; data: OperatorAvailability[] }>('GET', '/v1/availability'),
   };
 
   readonly phoneNumbers = {

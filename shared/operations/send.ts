@@ -32,7 +32,7 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
   }
   let providerRef: string;
   try {
-    ({ providerRef } = await kind.request(provider, row, ctx.db));
+    ({ providerRef } = await ctx.providerHealth.observe(provider, kind.name, () => kind.request(provider, row, ctx.db)));
   } catch (err) {
     if (err instanceof ProviderError && !err.retryable) {
       await refuse(ctx, kind, id, { reason: 'provider-refused', failureCode: err.code, failureMessage: err.message }, log);
