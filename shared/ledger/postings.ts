@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import type { Executor, Trx } from '../db/knex';
-import { unprocessable } from '../errors';
+import { Unprocessable } from '../errors';
 import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, type Currency, type Environment, type Posting } from '../domain/ledger';
 
 /** Writes ledger postings: balanced double-entry transactions, once per object. */
@@ -111,7 +111,7 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
   }
   const { posted, moved } = await foldAndMove(trx, guarded, { transaction: { sql: transaction.sql, bindings: [...transaction.bindings] }, entries });
   if (!posted) return false;
-  if (moved < guarded.length) throw unprocessable('insufficient-balance', 'The available balance is too low for this operation');
+  if (moved < guarded.length) throw new Unprocessable('insufficient-balance', 'The available balance is too low for this operation');
   return true;
 }
 

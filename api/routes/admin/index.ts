@@ -2,7 +2,7 @@ import Router from '@koa/router';
 import { readJson } from '../../body';
 import { validator } from '../../../shared/validation';
 import { isId } from '../../../shared/domain/ids';
-import { notFound } from '../../../shared/errors';
+import { NotFound } from '../../../shared/errors';
 import {
   createMerchant,
   getMerchant,
@@ -36,22 +36,22 @@ export const adminRouter = new Router({ prefix: '/admin' })
     ctx.body = await createMerchant(ctx.services.db, input);
   })
   .get('/merchants/:id', async (ctx) => {
-    if (!isId('merchant', ctx.params.id)) throw notFound('Merchant');
+    if (!isId('merchant', ctx.params.id)) throw new NotFound('Merchant');
     ctx.body = await getMerchant(ctx.services.db, ctx.params.id);
   })
   .patch('/merchants/:id', async (ctx) => {
-    if (!isId('merchant', ctx.params.id)) throw notFound('Merchant');
+    if (!isId('merchant', ctx.params.id)) throw new NotFound('Merchant');
     const input = validateUpdateMerchant(await readJson(ctx));
     ctx.body = await updateMerchant(ctx.services.db, ctx.params.id, input);
   })
   .post('/merchants/:id/credentials', async (ctx) => {
-    if (!isId('merchant', ctx.params.id)) throw notFound('Merchant');
+    if (!isId('merchant', ctx.params.id)) throw new NotFound('Merchant');
     const input = validateIssue(await readJson(ctx));
     ctx.status = 201;
     ctx.body = await issueCredential(ctx.services.db, ctx.params.id, input, ctx.services.config.secretsKeys);
   })
   .post('/credentials/:id/revoke', async (ctx) => {
-    if (!isId('credential', ctx.params.id)) throw notFound('Credential');
+    if (!isId('credential', ctx.params.id)) throw new NotFound('Credential');
     const input = validateRevoke(await readJson(ctx));
     ctx.body = await revokeCredential(ctx.services.db, ctx.params.id, input.immediate === true, ctx.services.config.secretsKeys);
   })
