@@ -65,6 +65,32 @@ export interface Config {
   credentialCacheMs: number;
   webhooks: WebhooksConfig;
   settlement: SettlementConfig;
+  overload: OverloadConfig;
+}
+
+/**
+ * Graceful overload (README "Overload"): while the work behind the API falls behind, POST
+ * /v1/payments and POST /v1/payouts answer 503 service-unavailable at once instead of queueing
+ * work that will be late. 0 turns a threshold off.
+ */
+export interface OverloadConfig {
+  /** OVERLOAD_MAX_WAITING: jobs waiting in any one queue above which creation is refused; default 10000. */
+  maxWaiting: number;
+  /** OVERLOAD_MAX_WAIT_MS: age of a queue's oldest waiting job above which creation is refused; default 5000. */
+  maxWaitMs: number;
+  /** OVERLOAD_SAMPLE_MS: how often a web process reads the queues (a cached sample between reads); default 500. */
+  sampleMs: number;
+  /** OVERLOAD_RETRY_AFTER_S: the Retry-After of a refused request, seconds; default 5. */
+  retryAfterS: number;
+}
+
+export function loadOverloadConfig(env: Env): OverloadConfig {
+  return {
+    maxWaiting: int(env, 'OVERLOAD_MAX_WAITING', 10_000, 0),
+    maxWaitMs: int(env, 'OVERLOAD_MAX_WAIT_MS', 5000, 0),
+    sampleMs: int(env, 'OVERLOAD_SAMPLE_MS', 500, 10, 60_000),
+    retryAfterS: int(env, 'OVERLOAD_RETRY_AFTER_S', 5, 1, 3600),
+  };
 }
 
 /** The daily settlement (decisions.md "Balance and settlement"). */
@@ -292,6 +318,7 @@ export function loadConfig(env: Env = process.env): Config {
     credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),
     webhooks: loadWebhooksConfig(env, production),
     settlement: loadSettlementConfig(env),
+    overload: loadOverloadConfig(env),
   };
 }
 

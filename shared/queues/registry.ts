@@ -15,7 +15,7 @@ export class QueueRegistry {
   private readonly queues = new Map<QueueName, Queue>();
 
   constructor(
-    private readonly connection: Redis,
+    readonly connection: Redis,
     readonly prefix: string,
   ) {}
 

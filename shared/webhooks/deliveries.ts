@@ -26,6 +26,12 @@ export interface ClaimedAttempt {
   event_created: number;
   object_version: number;
   event_body: EventBody;
+  /** the merchant's signing secrets, encrypted (null: none stored yet) */
+  secret_ciphertext: string | null;
+  secret_key_id: string | null;
+  /** the replaced secret while its rotation overlap lasts, else null */
+  previous_ciphertext: string | null;
+  previous_key_id: string | null;
 }
 
 const secs = (ms: number) => ms / 1000;
@@ -64,10 +70,14 @@ export async function claimAttempts(db: Db, deliveryIds: string[], leaseMs: numb
        select x.* from jsonb_array_elements_text($2::jsonb) as ids(id)
        cross join lateral (
          select d.id, d.event_id, d.webhook_id, d.round, d.attempts + 1 as attempts, d.lease_until, w.url, w.environment, w.merchant_id,
-                e.type as event_type, e.created as event_created, e.object_version, e.body as event_body
+                e.type as event_type, e.created as event_created, e.object_version, e.body as event_body,
+                s.secret_ciphertext, s.secret_key_id,
+                case when s.previous_expires_at > now() then s.previous_secret_ciphertext end as previous_ciphertext,
+                case when s.previous_expires_at > now() then s.previous_secret_key_id end as previous_key_id
            from webhook_deliveries d
            join webhooks w on w.id = d.webhook_id
            join events e on e.id = d.event_id
+           left join webhook_secrets s on s.merchant_id = w.merchant_id and s.environment = w.environment
           where d.id = ids.id and d.status = 'pending' and d.attempts < $3
             and d.next_attempt_at <= now() and (d.lease_until is null or d.lease_until <= now())
             and w.status = 'enabled' and (${breaker})
@@ -87,7 +97,8 @@ export async function claimAttempts(db: Db, deliveryIds: string[], leaseMs: numb
        returning id, delivery_id
      )
      select t.id, t.event_id, t.webhook_id, t.round, t.attempts, t.url, t.environment, t.merchant_id, a.id as attempt_id,
-            t.event_type, t.event_created, t.object_version, t.event_body
+            t.event_type, t.event_created, t.object_version, t.event_body,
+            t.secret_ciphertext, t.secret_key_id, t.previous_ciphertext, t.previous_key_id
        from t join a on a.delivery_id = t.id`,
     [secs(leaseMs), JSON.stringify([...new Set(deliveryIds)].sort()), MAX_ATTEMPTS],
   );
