@@ -36,6 +36,12 @@ export interface Config {
   webConcurrency: number;
   baseUrl: string;
   databaseUrl: string;
+  /**
+   * DB_PREPARED_STATEMENTS: the hot paths' hand-tuned statements (shared/db/sql) run as named
+   * prepared statements; default true. false behind a pooler in transaction mode that does not
+   * track them (PgBouncer before 1.21, or without max_prepared_statements).
+   */
+  dbPreparedStatements: boolean;
   redisUrl: string;
   /** BullMQ key prefix; a Redis Cluster hash tag by default so every queue key lands in one slot. */
   queuePrefix: string;
@@ -217,6 +223,13 @@ function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX
   return n;
 }
 
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+  return raw === 'true';
+}
+
 function url(env: Env, name: string, fallback: string, protocols: string[]): string {
   const raw = env[name] || fallback;
   let parsed: URL;
@@ -294,6 +307,7 @@ export function loadConfig(env: Env = process.env): Config {
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
     baseUrl: url(env, 'BASE_URL', `http://127.0.0.1:${port}`, ['http:', 'https:']),
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
+    dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     queuePrefix: env.QUEUE_PREFIX || '{svc}',
     secretsKeys: parseSecretsKeys(secretsKeyRaw),

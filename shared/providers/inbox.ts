@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { TransactDeps } from '../db/transact';
 import { QUEUES } from '../queues/names';
-import { outboxInsert, outboxMessage, publishOutbox } from '../queues/outbox';
+import { outboxMessage, publishOutbox } from '../queues/outbox';
+import { insertCallbackWithJob } from '../db/sql/callbacks';
 import type { Provider, ProviderCallback } from './types';
 
 /**
@@ -13,15 +14,16 @@ import type { Provider, ProviderCallback } from './types';
 export const CALLBACKS = 'provider_callbacks';
 
 /**
- * Stores a verified callback with the job that applies it: one statement (one round trip, one
- * commit) writes the inbox row and its outbox row; the job is enqueued after commit.
+ * Stores a verified callback with the job that applies it: one statement (shared/db/sql/callbacks.ts)
+ * writes the inbox row and its outbox row; the job is enqueued after commit.
  */
 export async function storeCallback(deps: TransactDeps, provider: Provider, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
   const { db } = deps;
   const id = randomUUID();
   const job = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackId: id, requestId });
-  const row = db(CALLBACKS)
-    .insert({
+  await insertCallbackWithJob(
+    db,
+    {
       id,
       provider: provider.id,
       raw_body: raw.toString('utf8'),
@@ -31,10 +33,9 @@ export async function storeCallback(deps: TransactDeps, provider: Provider, raw:
       object_id: parsed.objectId,
       reported_status: parsed.status,
       provider_ref: parsed.providerRef,
-    })
-    .toSQL();
-  const outbox = outboxInsert(db, job).toSQL();
-  await db.raw(`with c as (${row.sql}) ${outbox.sql}`, [...row.bindings, ...outbox.bindings]);
+    },
+    job,
+  );
   await publishOutbox(db, deps.queues, [job], deps.log);
   return id;
 }
