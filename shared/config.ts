@@ -54,6 +54,11 @@ export interface Config {
   workerConcurrency: number;
   shutdownTimeoutMs: number;
   outboxRelayIntervalMs: number;
+  /**
+   * The re-drive (shared/queues/redrive.ts): every `intervalMs` (5 s) the outbox-relay pool gives
+   * a job to every open piece of work older than `graceMs` (5 s) that has none (Redis lost it).
+   */
+  redrive: { intervalMs: number; graceMs: number };
   /** Webhook retry delays in milliseconds (decisions.md: attempt n+1 after delay n). */
   webhookRetryDelaysMs: number[];
   sandboxProviderUrl: string;
@@ -72,6 +77,29 @@ export interface Config {
   webhooks: WebhooksConfig;
   settlement: SettlementConfig;
   overload: OverloadConfig;
+  availability: AvailabilityConfig;
+}
+
+/**
+ * Operator availability (GET /v1/availability): an operator's direction is `delayed` when, over
+ * the last `windowMs` of provider calls in that environment, at least `minCalls` were made and
+ * at least half of them failed (timeout, unreachable, 5xx) or took `slowMs` or more.
+ */
+export interface AvailabilityConfig {
+  /** AVAILABILITY_WINDOW_MS: how far back provider calls count; default 300000 (5 minutes), at least 10000. */
+  windowMs: number;
+  /** AVAILABILITY_MIN_CALLS: fewer calls than this in the window say nothing (operational); default 3. */
+  minCalls: number;
+  /** AVAILABILITY_SLOW_MS: a provider answer this slow counts against the operator; default 5000. */
+  slowMs: number;
+}
+
+export function loadAvailabilityConfig(env: Env): AvailabilityConfig {
+  return {
+    windowMs: int(env, 'AVAILABILITY_WINDOW_MS', 300_000, 10_000, 86_400_000),
+    minCalls: int(env, 'AVAILABILITY_MIN_CALLS', 3, 1, 1_000_000),
+    slowMs: int(env, 'AVAILABILITY_SLOW_MS', 5000, 1, 600_000),
+  };
 }
 
 /**
@@ -122,10 +150,6 @@ export interface WebhooksConfig {
   breakerPauseMs: number;
   /** Attempts in flight at once to one endpoint, across every sender process; default 16. */
   endpointConcurrency: number;
-  /** How often a sender looks for pending deliveries whose job was lost; default 30000. */
-  sweepIntervalMs: number;
-  /** How long past due (and unclaimed) a pending delivery must be before the sweep re-enqueues it; default 300000. */
-  sweepGraceMs: number;
 }
 
 export const SPEC_WEBHOOK_TIMEOUT_MS = 10_000;
@@ -144,8 +168,6 @@ export function loadWebhooksConfig(env: Env, production: boolean): WebhooksConfi
     timeoutMs,
     breakerPauseMs,
     endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1, 1000),
-    sweepIntervalMs: int(env, 'WEBHOOK_SWEEP_INTERVAL_MS', 30_000, 50),
-    sweepGraceMs: int(env, 'WEBHOOK_SWEEP_GRACE_MS', 300_000, 0),
   };
 }
 
@@ -176,8 +198,6 @@ export interface PaymentsConfig {
   sandboxPushLatencyMs: number;
   /** BullMQ lock of a provider-push / callback-reconciler job: a killed worker's job is retried after it; default 30000. */
   paymentJobLockMs: number;
-  /** A stored callback still not applied this long after arrival is applied by the reconciler's sweep; default 300000. */
-  staleCallbackMs: number;
 }
 
 function providerEndpoints(env: Env, production: boolean, sandboxUrl: string, sandboxApiKey: string, sandboxSecret: string): PaymentsConfig['liveProviders'] {
@@ -208,7 +228,6 @@ export function loadPaymentsConfig(env: Env, production: boolean, sandboxUrl: st
     providerTimeoutMs: int(env, 'PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000),
     sandboxPushLatencyMs: int(env, 'SANDBOX_PUSH_LATENCY_MS', 0, 0, 120_000),
     paymentJobLockMs: int(env, 'PAYMENT_JOB_LOCK_MS', 30_000, 500),
-    staleCallbackMs: int(env, 'STALE_CALLBACK_MS', 300_000, 100),
   };
 }
 
@@ -317,6 +336,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10, 1, 1000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 10),
+    redrive: { intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000), graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000) },
     webhookRetryDelaysMs: delays(env, production),
     sandboxProviderUrl,
     sandboxProviderPort,
@@ -333,6 +353,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhooks: loadWebhooksConfig(env, production),
     settlement: loadSettlementConfig(env),
     overload: loadOverloadConfig(env),
+    availability: loadAvailabilityConfig(env),
   };
 }
 

@@ -1,4 +1,5 @@
 import Router from '@koa/router';
+import { availabilityRouter } from './availability';
 import { balanceRouter } from './balance';
 import { eventsRouter } from './events';
 import { paymentsRouter } from './payments';
@@ -12,4 +13,4 @@ import { settlementsRouter } from './settlements';
  * (api/pipeline), then reaches one of the resource routers mounted here.
  */
 export const v1Router = new Router({ prefix: '/v1' });
-v1Router.use(balanceRouter.routes(), paymentsRouter.routes(), refundsRouter.routes(), payoutsRouter.routes(), eventsRouter.routes(), settlementsRouter.routes(), phoneNumbersRouter.routes());
+v1Router.use(balanceRouter.routes(), paymentsRouter.routes(), refundsRouter.routes(), payoutsRouter.routes(), eventsRouter.routes(), settlementsRouter.routes(), phoneNumbersRouter.routes(), availabilityRouter.routes());

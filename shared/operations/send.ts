@@ -2,6 +2,7 @@ import type { ServiceContext } from '../context';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
+import type { WorkSource } from '../queues/redrive';
 import type { OperationKind, OperationRow, TriggerDetails } from './kind';
 import { isOpen } from './machine';
 import { applyTrigger, findRow, lockRow, type TriggerOutcome } from './transition';
@@ -31,7 +32,7 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
   }
   let providerRef: string;
   try {
-    ({ providerRef } = await kind.request(provider, row, ctx.db));
+    ({ providerRef } = await ctx.providerHealth.observe(provider, kind.name, () => kind.request(provider, row, ctx.db)));
   } catch (err) {
     if (err instanceof ProviderError && !err.retryable) {
       await refuse(ctx, kind, id, { reason: 'provider-refused', failureCode: err.code, failureMessage: err.message }, log);
@@ -60,4 +61,22 @@ async function refuse<R extends OperationRow>(ctx: ServiceContext, kind: Operati
     return (await applyTrigger(trx, outbox, kind, locked, 'fail', details)).outcome;
   });
   log.warn({ kind: kind.name, id, failureCode: details.failureCode, outcome }, 'refused by the provider');
+}
+
+/**
+ * The re-drive's source of a kind (shared/queues/redrive.ts): its open operations never handed
+ * to the provider, each with its send job. A payment past its window is left to the sweep (it
+ * is no longer pushed); money out is sent whenever it is still unsent.
+ */
+export function unsentOperations(kind: OperationKind<any, any>): WorkSource {
+  return {
+    name: `${kind.name}-send`,
+    async find(ctx, olderThan, limit) {
+      const now = ctx.clock.now();
+      const q = ctx.db(kind.table).whereIn('status', kind.machine.open as string[]).whereNull('sent_at').where('created_at', '<', olderThan);
+      if (kind.unsentAtWindowEnd === 'ask') q.where('window_ends_at', '>', new Date(now));
+      const rows: OperationRow[] = await q.orderBy('created_at').limit(limit).select('*');
+      return rows.filter((r) => kind.sendable(r, now)).map((r) => ({ queue: kind.send.queue, job: kind.send.job, data: { [kind.send.idField]: r.id } }));
+    },
+  };
 }

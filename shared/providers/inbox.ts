@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TransactDeps } from '../db/transact';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, publishOutbox } from '../queues/outbox';
+import type { WorkSource } from '../queues/redrive';
 import { insertCallbackWithJob } from '../db/sql/callbacks';
 import type { Provider, ProviderCallback } from './types';
 
@@ -12,6 +13,7 @@ import type { Provider, ProviderCallback } from './types';
  */
 
 export const CALLBACKS = 'provider_callbacks';
+const APPLY_CALLBACK_JOB = 'apply-callback';
 
 /**
  * Stores a verified callback with the job that applies it: one statement (shared/db/sql/callbacks.ts)
@@ -20,7 +22,7 @@ export const CALLBACKS = 'provider_callbacks';
 export async function storeCallback(deps: TransactDeps, provider: Provider, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
   const { db } = deps;
   const id = randomUUID();
-  const job = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackId: id, requestId });
+  const job = outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackId: id, requestId });
   await insertCallbackWithJob(
     db,
     {
@@ -41,16 +43,14 @@ export async function storeCallback(deps: TransactDeps, provider: Provider, raw:
 }
 
 /**
- * Callbacks stored but still not applied after `olderThanMs` (their job was lost with Redis, or
- * failed every attempt): applied here, oldest first. Safe beside the queue: applyStoredCallback
- * locks the inbox row and applies it once.
+ * The re-drive's source of callbacks (shared/queues/redrive.ts): stored but still not applied
+ * (their job was lost with Redis, or failed every attempt), each with the job that applies it.
+ * Safe beside a live job: applyStoredCallback locks the inbox row and applies it once.
  */
-export async function staleCallbacks(db: TransactDeps['db'], olderThanMs: number, batch = 100): Promise<string[]> {
-  const rows: { id: string }[] = await db(CALLBACKS)
-    .whereNull('processed_at')
-    .where('received_at', '<', db.raw(`now() - make_interval(secs => ?)`, [olderThanMs / 1000]))
-    .orderBy('received_at')
-    .limit(batch)
-    .select('id');
-  return rows.map((r) => r.id);
-}
+export const unappliedCallbacks: WorkSource = {
+  name: 'callbacks',
+  async find(ctx, olderThan, limit) {
+    const rows: { id: string }[] = await ctx.db(CALLBACKS).whereNull('processed_at').where('received_at', '<', olderThan).orderBy('received_at').limit(limit).select('id');
+    return rows.map((r) => ({ queue: QUEUES.callbackReconciler, job: APPLY_CALLBACK_JOB, data: { callbackId: r.id } }));
+  },
+};
