@@ -4,6 +4,7 @@ import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
 import type { WorkSource } from '../queues/redrive';
 import type { OperationKind, OperationRow, TriggerDetails } from './kind';
+import { recordSent } from '../db/sql/transitions';
 import { decide, isOpen } from './machine';
 import { applyTrigger, changeOf, findRow, lockRow, type TriggerOutcome } from './transition';
 
@@ -55,9 +56,9 @@ async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceCont
   if (!ctx.config.kernelOneStatement) return undefined;
   const d = decide(kind.machine, row.status, 'sent');
   if (d.kind !== 'stay') return undefined;
-  const change = changeOf(kind, row, d, 'sent', { reason: 'provider-accepted', providerRef });
-  const n = await ctx.db(kind.table).where({ id: row.id, status: row.status, version: row.version }).whereNull('sent_at').update(change);
-  return n === 1 ? 'applied' : undefined;
+  const sent = { ...row, ...changeOf(kind, row, d, 'sent', { reason: 'provider-accepted', providerRef }) } as unknown as R & { updated_at: Date };
+  const written = await recordSent(ctx.db, kind, row.id, { status: row.status, version: row.version }, { sent_at: sent.sent_at!, provider_ref: sent.provider_ref, version: sent.version, updated_at: sent.updated_at });
+  return written ? 'applied' : undefined;
 }
 
 /** Records the provider's acceptance under the row lock; a second run finds sent_at and changes nothing. */

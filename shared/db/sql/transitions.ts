@@ -27,6 +27,42 @@ export interface CallbackWithRow<R> {
 
 const reads = new Map<string, SqlStatement>();
 const writes = new Map<string, SqlStatement>();
+const rows = new Map<string, SqlStatement>();
+const sents = new Map<string, SqlStatement>();
+
+/** One statement per kind, declared on first use. */
+function perKind(cache: Map<string, SqlStatement>, k: TransitionTables, make: () => SqlStatement): SqlStatement {
+  let s = cache.get(k.name);
+  if (!s) cache.set(k.name, (s = make()));
+  return s;
+}
+
+/** An operation's row by id (no lock). */
+export async function findOperation<R>(db: Executor, k: TransitionTables, id: string): Promise<R | undefined> {
+  const [row] = await runSql<R>(db, perKind(rows, k, () => sqlStatement(`find-${k.name}`, `select * from ${k.table} where id = $1`)), [id]);
+  return row;
+}
+
+/**
+ * The provider's acceptance of an operation that stays in its status (a payment's push): a
+ * compare-and-set on the status and version it was read with, still unsent. Returns whether it
+ * was written.
+ */
+export async function recordSent(
+  db: Executor,
+  k: TransitionTables,
+  id: string,
+  from: { status: string; version: number },
+  set: { sent_at: Date; provider_ref: string | null; version: number; updated_at: Date },
+): Promise<boolean> {
+  const statement = perKind(sents, k, () =>
+    sqlStatement(
+      `record-sent-${k.name}`,
+      `update ${k.table} set sent_at = $4, provider_ref = $5, version = $6, updated_at = $7 where id = $1 and status = $2 and version = $3 and sent_at is null returning id`,
+    ),
+  );
+  return (await runSql(db, statement, [id, from.status, from.version, set.sent_at, set.provider_ref, set.version, set.updated_at])).length === 1;
+}
 
 function readStatement(k: TransitionTables): SqlStatement {
   let s = reads.get(k.name);
