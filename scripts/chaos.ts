@@ -179,29 +179,36 @@ function refuse(kind: keyof typeof tally, why: string) {
   tally[kind].why.set(why, (tally[kind].why.get(why) ?? 0) + 1);
 }
 
+/** How long a client keeps asking (a merchant's checkout would give up after about that). */
+const RETRY_FOR_MS = 120_000;
+
 /**
  * Sends one merchant request as a careful client would: on a network error or a 5xx it asks
- * again with the same Idempotency-Key (and reference), unless `exists()` shows the first one
- * already acted. Returns whether the request acted.
+ * again with the same Idempotency-Key (and reference), after Retry-After when given, for up to
+ * RETRY_FOR_MS, unless `exists()` shows an earlier try already acted.
  */
 async function send(kind: keyof typeof tally, call: (key: string) => Promise<ClientResponse>, exists: () => Promise<boolean>): Promise<void> {
   tally[kind].requested++;
   const key = randomUUID();
   let last = '';
-  for (let attempt = 1; attempt <= 8; attempt++) {
+  const giveUp = Date.now() + RETRY_FOR_MS;
+  for (let attempt = 1; Date.now() < giveUp; attempt++) {
+    let wait = Math.min(1000 * attempt, 5000);
     try {
       const res = await call(key);
       if (res.status === 201 || res.status === 200) return;
       last = `${res.status} ${res.body?.error?.code ?? ''}`.trim();
       if (res.status < 500 && res.status !== 409) return refuse(kind, last);
+      const after = Number(res.headers.get('retry-after'));
+      if (after > 0) wait = after * 1000;
     } catch (err) {
       // connection reset or refused: the request may or may not have acted
       last = (err as Error & { cause?: { code?: string } }).cause?.code ?? (err as Error).message;
     }
-    await sleep(1000 * attempt);
+    await sleep(wait);
     if (await exists().catch(() => false)) return;
   }
-  if (!(await exists().catch(() => false))) refuse(kind, `gave up after 8 tries: ${last}`);
+  if (!(await exists().catch(() => false))) refuse(kind, `gave up after ${RETRY_FOR_MS / 1000} s: ${last}`);
 }
 
 const PHONES = ['243990000001', '243990000001', '243990000001', '243990000001', '243990000002', '243990000003', '243990000005', '243990000005', '243990000004', '243811234567'];
