@@ -14,6 +14,7 @@ import { adminRouter } from './routes/admin';
 import { webhooksAdminRouter } from './routes/admin/webhooks';
 import { boardMiddleware } from './board';
 import { callbacksRouter } from './callbacks';
+import { checkoutRouter, checkoutRoutes } from './checkout';
 import { createMetrics, type Metrics } from './metrics';
 import { ApiError } from '../shared/errors';
 import { v1Router } from './v1';
@@ -64,10 +65,11 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
   app.silent = true; // errors are logged by errorHandler, with redaction
 
   const metrics = opts.metrics ?? createMetrics(services);
+  const checkout = checkoutRouter(services);
 
   app.use(acceptTarget); // first: a target Node cannot parse would break every later step
   app.use(requestContext);
-  app.use(metrics.record(LABEL_ROUTERS));
+  app.use(metrics.record([...LABEL_ROUTERS, checkout]));
   app.use(securityHeaders);
   app.use(errorHandler);
   app.use(refuseBadTarget);
@@ -92,6 +94,8 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
     app.use((ctx, next) => (ctx.path === '/metrics' && ctx.method === 'GET' ? adminAuth(ctx, () => metrics.serve(ctx, next)) : next()));
   }
   if (merchant) {
+    // the hosted card checkout: the client's browser, no merchant key
+    app.use(checkoutRoutes(checkout));
     // every /v1 request, known route or not, passes the pipeline first (case-insensitive: so does the router)
     const pipeline = merchantPipeline(services);
     app.use((ctx, next) => (V1_PATH.test(ctx.path) ? pipeline(ctx, next) : next()));

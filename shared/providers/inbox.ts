@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { TransactDeps } from '../db/transact';
 import { QUEUES } from '../queues/names';
 import { outboxInsert, outboxMessage, publishOutbox } from '../queues/outbox';
-import type { Provider, ProviderCallback } from './types';
+import type { ProviderBase, ProviderCallback } from './types';
 
 /**
  * Inbox of provider callbacks (architecture rule 2). The web process stores a verified callback
@@ -16,7 +16,7 @@ export const CALLBACKS = 'provider_callbacks';
  * Stores a verified callback with the job that applies it: one statement (one round trip, one
  * commit) writes the inbox row and its outbox row; the job is enqueued after commit.
  */
-export async function storeCallback(deps: TransactDeps, provider: Provider, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
+export async function storeCallback(deps: TransactDeps, provider: ProviderBase, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
   const { db } = deps;
   const id = randomUUID();
   const job = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackId: id, requestId });

@@ -4,6 +4,7 @@
  */
 export const QUEUES = {
   providerPush: 'provider-push',
+  cardCharge: 'card-charge',
   callbackReconciler: 'callback-reconciler',
   refund: 'refund',
   payout: 'payout',
