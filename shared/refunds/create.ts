@@ -8,6 +8,7 @@ import { post } from '../ledger/postings';
 import { newOperationFields } from '../operations/kind';
 import { applyTrigger, lockRow } from '../operations/transition';
 import { paymentKind } from '../payments/kind';
+import { cardPaymentKind } from '../cards/kind';
 import { QUEUES } from '../queues/names';
 import { REFUNDS, type RefundRow } from './rows';
 import { refundView, type RefundObject } from './view';
@@ -27,7 +28,8 @@ export interface RefundInput {
 export async function createRefund(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string): Promise<RefundObject> {
   if (!isId('payment', paymentId)) throw notFound('Payment');
   return transact(deps, async (trx, outbox) => {
-    const payment = await lockRow(trx, paymentKind, paymentId);
+    // a card payment is its own kind: found only to be refused (422 card-refund-not-supported)
+    const payment = (await lockRow(trx, paymentKind, paymentId)) ?? (await lockRow(trx, cardPaymentKind, paymentId));
     if (!payment || payment.merchant_id !== viewer.merchantId || payment.environment !== viewer.environment) throw notFound('Payment');
     const amount = refundAmount(payment, input.amount);
     const refund: RefundRow = {

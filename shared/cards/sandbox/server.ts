@@ -6,16 +6,11 @@ import { createAcquirerServer } from './acquirer';
 import { createVaultServer } from './vault';
 
 /**
- * Entry point of the card sandboxes (Procfile `card-vault` and `card-acquirer`): one process
- * each, on its own port, so each has its own origin. `node server.ts vault|acquirer`. Port 0
- * picks a free port, logged on the 'listening' line.
+ * Runs one card sandbox (Procfile `card-vault`: vault.ts, `card-acquirer`: acquirer-server.ts):
+ * one process each, on its own port, so each has its own origin. Port 0 picks a free port,
+ * logged on the 'listening' line.
  */
-function main(): void {
-  const which = process.argv[2];
-  if (which !== 'vault' && which !== 'acquirer') {
-    process.stderr.write('usage: server.ts vault|acquirer\n');
-    process.exit(64);
-  }
+export function runCardSandbox(which: 'vault' | 'acquirer'): void {
   const name = `card-${which}`;
   process.env.PROCESS_NAME ||= name;
   const config = getConfig();
@@ -55,4 +50,3 @@ function main(): void {
   process.on('SIGINT', stop);
 }
 
-main();
