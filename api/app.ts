@@ -8,6 +8,7 @@ import { acceptTarget, refuseBadTarget } from './middleware/requestTarget';
 import { securityHeaders } from './middleware/securityHeaders';
 import { errorHandler } from './middleware/errors';
 import { maintenance } from './middleware/maintenance';
+import { overload } from './middleware/overload';
 import { adminAuth } from './middleware/adminAuth';
 import { healthRouter } from './routes/health';
 import { adminRouter } from './routes/admin';
@@ -79,6 +80,8 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
     // provider callbacks are stored even during maintenance: a provider may not send them twice
     app.use(callbacksRouter.routes() as Middleware);
     app.use(maintenance);
+    // after callbacks (never refused: a provider may not send them again) and maintenance
+    app.use(overload(services, metrics));
   }
   app.use(healthRouter.routes() as Middleware);
   if (operator) {

@@ -38,6 +38,8 @@ export interface Metrics {
   record(routers: Router[]): Middleware;
   serve: Middleware;
   registry: Registry;
+  /** requests refused by the overload guard (api/middleware/overload.ts), by route and reason */
+  shed: Counter<'route' | 'reason'>;
 }
 
 export function createMetrics(services: ServiceContext): Metrics {
@@ -78,6 +80,13 @@ export function createMetrics(services: ServiceContext): Metrics {
     },
   });
 
+  const shed = new Counter({
+    name: 'http_requests_shed_total',
+    help: 'Requests answered 503 service-unavailable because the work behind the API fell behind (OVERLOAD_*)',
+    labelNames: ['route', 'reason'] as const,
+    registers: [registry],
+  });
+
   const record = (routers: Router[]): Middleware => async (ctx, next) => {
     const end = duration.startTimer();
     try {
@@ -93,5 +102,5 @@ export function createMetrics(services: ServiceContext): Metrics {
     ctx.type = registry.contentType;
     ctx.body = await registry.metrics();
   };
-  return { record, serve, registry };
+  return { record, serve, registry, shed };
 }

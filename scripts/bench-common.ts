@@ -15,6 +15,9 @@ export function benchEnv(databaseUrl: string, logLevel = 'silent'): Record<strin
     QUEUE_PREFIX: `{bench${randomBytes(3).toString('hex')}}`,
     // the bench's one merchant would otherwise stop at 100 requests a minute (refused in production)
     RATE_LIMIT_PER_MINUTE: String(1_000_000_000),
+    // the saturation runs leave their jobs waiting on purpose: no overload guard
+    OVERLOAD_MAX_WAITING: '0',
+    OVERLOAD_MAX_WAIT_MS: '0',
     LOG_LEVEL: logLevel,
   };
 }
@@ -43,6 +46,17 @@ export interface LoadRequest {
   body?: string;
 }
 
+/** Called with every answer of a run that asks for it (status, body, when it was sent, latency ms); status 0: no answer. */
+export type OnAnswer = (status: number, body: Buffer, sentAtMs: number, latencyMs: number) => void;
+
+/** Options of a load run beside its shape. */
+export interface SendOptions {
+  /** reads each answer's body and hands it over (otherwise bodies are discarded unread) */
+  onAnswer?: OnAnswer;
+  /** a request still unanswered after this long is cut and counted as an error */
+  timeoutMs?: number;
+}
+
 export interface LoadResult {
   seconds: number;
   /** 2xx answers. */
@@ -65,24 +79,33 @@ export function prepared(count: number, make: () => LoadRequest): () => LoadRequ
   return () => (i < pool.length ? pool[i++] : make());
 }
 
-function sender(port: number, connections: number) {
+/** Wall-clock milliseconds with sub-millisecond precision (comparable across processes). */
+export const nowMs = () => performance.timeOrigin + performance.now();
+
+function sender(port: number, connections: number, opts: SendOptions = {}) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
   const result = (seconds: number): LoadResult => ({ seconds, ok: 0, errors: 0, latencies: [] });
   const send = (r: LoadRequest, into: LoadResult): Promise<void> =>
     new Promise((resolve) => {
       const started = performance.now();
       const headers = r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) };
-      const req = http.request({ host: '127.0.0.1', port, method: r.method, path: r.path, headers, agent }, (res) => {
-        res.resume();
+      const req = http.request({ host: '127.0.0.1', port, method: r.method, path: r.path, headers, agent, timeout: opts.timeoutMs }, (res) => {
+        const chunks: Buffer[] = [];
+        if (opts.onAnswer) res.on('data', (c: Buffer) => chunks.push(c));
+        else res.resume();
         res.on('end', () => {
-          into.latencies.push(performance.now() - started);
+          const latency = performance.now() - started;
+          into.latencies.push(latency);
           if (res.statusCode! >= 200 && res.statusCode! < 300) into.ok++;
           else into.errors++;
+          opts.onAnswer?.(res.statusCode!, Buffer.concat(chunks), performance.timeOrigin + started, latency);
           resolve();
         });
       });
+      req.on('timeout', () => req.destroy(new Error('timeout')));
       req.on('error', () => {
         into.errors++;
+        opts.onAnswer?.(0, Buffer.alloc(0), performance.timeOrigin + started, performance.now() - started);
         resolve();
       });
       req.end(r.body);
@@ -110,8 +133,8 @@ export async function closedLoop(port: number, opts: { connections: number; seco
  * earlier ones are answered, as independent clients would send them. (autocannon's overallRate
  * fires its connections together, in bursts, which measures the bursts.)
  */
-export async function openLoop(port: number, opts: { rate: number; seconds: number; next: () => LoadRequest; maxInFlight?: number }): Promise<LoadResult> {
-  const { agent, result, send } = sender(port, opts.maxInFlight ?? 1000);
+export async function openLoop(port: number, opts: { rate: number; seconds: number; next: () => LoadRequest; maxInFlight?: number } & SendOptions): Promise<LoadResult> {
+  const { agent, result, send } = sender(port, opts.maxInFlight ?? 1000, opts);
   const out = result(opts.seconds);
   const total = Math.round(opts.rate * opts.seconds);
   const start = performance.now();

@@ -40,6 +40,12 @@ export interface Config {
   webConcurrency: number;
   baseUrl: string;
   databaseUrl: string;
+  /**
+   * DB_PREPARED_STATEMENTS: the hot paths' hand-tuned statements (shared/db/sql) run as named
+   * prepared statements; default true. false behind a pooler in transaction mode that does not
+   * track them (PgBouncer before 1.21, or without max_prepared_statements).
+   */
+  dbPreparedStatements: boolean;
   redisUrl: string;
   /** BullMQ key prefix; a Redis Cluster hash tag by default so every queue key lands in one slot. */
   queuePrefix: string;
@@ -52,6 +58,11 @@ export interface Config {
   workerConcurrency: number;
   shutdownTimeoutMs: number;
   outboxRelayIntervalMs: number;
+  /**
+   * The re-drive (shared/queues/redrive.ts): every `intervalMs` (5 s) the outbox-relay pool gives
+   * a job to every open piece of work older than `graceMs` (5 s) that has none (Redis lost it).
+   */
+  redrive: { intervalMs: number; graceMs: number };
   /** Webhook retry delays in milliseconds (decisions.md: attempt n+1 after delay n). */
   webhookRetryDelaysMs: number[];
   sandboxProviderUrl: string;
@@ -70,6 +81,7 @@ export interface Config {
   webhooks: WebhooksConfig;
   settlement: SettlementConfig;
   cards: CardsConfig;
+  overload: OverloadConfig;
 }
 
 /** Where one environment's card vault and acquirer are, and how the acquirer's callbacks are verified. */
@@ -144,6 +156,31 @@ export function loadCardsConfig(env: Env, production: boolean): CardsConfig {
   };
 }
 
+/**
+ * Graceful overload (README "Overload"): while the work behind the API falls behind, POST
+ * /v1/payments and POST /v1/payouts answer 503 service-unavailable at once instead of queueing
+ * work that will be late. 0 turns a threshold off.
+ */
+export interface OverloadConfig {
+  /** OVERLOAD_MAX_WAITING: jobs waiting in any one queue above which creation is refused; default 10000. */
+  maxWaiting: number;
+  /** OVERLOAD_MAX_WAIT_MS: age of a queue's oldest waiting job above which creation is refused; default 5000. */
+  maxWaitMs: number;
+  /** OVERLOAD_SAMPLE_MS: how often a web process reads the queues (a cached sample between reads); default 500. */
+  sampleMs: number;
+  /** OVERLOAD_RETRY_AFTER_S: the Retry-After of a refused request, seconds; default 5. */
+  retryAfterS: number;
+}
+
+export function loadOverloadConfig(env: Env): OverloadConfig {
+  return {
+    maxWaiting: int(env, 'OVERLOAD_MAX_WAITING', 10_000, 0),
+    maxWaitMs: int(env, 'OVERLOAD_MAX_WAIT_MS', 5000, 0),
+    sampleMs: int(env, 'OVERLOAD_SAMPLE_MS', 500, 10, 60_000),
+    retryAfterS: int(env, 'OVERLOAD_RETRY_AFTER_S', 5, 1, 3600),
+  };
+}
+
 /** The daily settlement (decisions.md "Balance and settlement"). */
 export interface SettlementConfig {
   /** Daily cut-off, minutes after midnight UTC, from SETTLEMENT_TIME_UTC "HH:MM"; default "00:00". */
@@ -167,10 +204,6 @@ export interface WebhooksConfig {
   breakerPauseMs: number;
   /** Attempts in flight at once to one endpoint, across every sender process; default 16. */
   endpointConcurrency: number;
-  /** How often a sender looks for pending deliveries whose job was lost; default 30000. */
-  sweepIntervalMs: number;
-  /** How long past due (and unclaimed) a pending delivery must be before the sweep re-enqueues it; default 300000. */
-  sweepGraceMs: number;
 }
 
 export const SPEC_WEBHOOK_TIMEOUT_MS = 10_000;
@@ -189,8 +222,6 @@ export function loadWebhooksConfig(env: Env, production: boolean): WebhooksConfi
     timeoutMs,
     breakerPauseMs,
     endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1, 1000),
-    sweepIntervalMs: int(env, 'WEBHOOK_SWEEP_INTERVAL_MS', 30_000, 50),
-    sweepGraceMs: int(env, 'WEBHOOK_SWEEP_GRACE_MS', 300_000, 0),
   };
 }
 
@@ -221,8 +252,6 @@ export interface PaymentsConfig {
   sandboxPushLatencyMs: number;
   /** BullMQ lock of a provider-push / callback-reconciler job: a killed worker's job is retried after it; default 30000. */
   paymentJobLockMs: number;
-  /** A stored callback still not applied this long after arrival is applied by the reconciler's sweep; default 300000. */
-  staleCallbackMs: number;
 }
 
 function providerEndpoints(env: Env, production: boolean, sandboxUrl: string, sandboxApiKey: string, sandboxSecret: string): PaymentsConfig['liveProviders'] {
@@ -253,7 +282,6 @@ export function loadPaymentsConfig(env: Env, production: boolean, sandboxUrl: st
     providerTimeoutMs: int(env, 'PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000),
     sandboxPushLatencyMs: int(env, 'SANDBOX_PUSH_LATENCY_MS', 0, 0, 120_000),
     paymentJobLockMs: int(env, 'PAYMENT_JOB_LOCK_MS', 30_000, 500),
-    staleCallbackMs: int(env, 'STALE_CALLBACK_MS', 300_000, 100),
   };
 }
 
@@ -266,6 +294,13 @@ function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
   return n;
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+  return raw === 'true';
 }
 
 function url(env: Env, name: string, fallback: string, protocols: string[]): string {
@@ -345,6 +380,7 @@ export function loadConfig(env: Env = process.env): Config {
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
     baseUrl: url(env, 'BASE_URL', `http://127.0.0.1:${port}`, ['http:', 'https:']),
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
+    dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     queuePrefix: env.QUEUE_PREFIX || '{svc}',
     secretsKeys: parseSecretsKeys(secretsKeyRaw),
@@ -354,6 +390,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10, 1, 1000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 10),
+    redrive: { intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000), graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000) },
     webhookRetryDelaysMs: delays(env, production),
     sandboxProviderUrl,
     sandboxProviderPort,
@@ -370,6 +407,7 @@ export function loadConfig(env: Env = process.env): Config {
     webhooks: loadWebhooksConfig(env, production),
     settlement: loadSettlementConfig(env),
     cards: loadCardsConfig(env, production),
+    overload: loadOverloadConfig(env),
   };
 }
 

@@ -1,5 +1,6 @@
-import type { Knex } from 'knex';
 import type { Db } from './db/knex';
+import { TAKE_KEY } from './db/sql/idempotencyKeys';
+import { runSql } from './db/sql/run';
 
 /** Idempotency keys live 24 hours (spec 8); expired ones are purged by the outbox-relay pool. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
@@ -45,42 +46,29 @@ export type Claim =
 const pk = (id: IdempotencyKeyId) => ({ merchant_id: id.merchantId, environment: id.environment, key: id.key });
 
 /**
- * The one statement that takes a key: a new key is inserted; an expired key (not yet purged) is
- * free again; an `in_progress` key whose lock has passed is taken over, but only by the same
- * request (same hash). It returns one row when the key was taken, none when another request
- * holds it. `response` null takes the key `in_progress` until `lock`; a response takes it
- * `completed` with that answer, for a route whose work is written in the same statement.
+ * The values of the one statement that takes a key (shared/db/sql/idempotencyKeys.ts): a new key
+ * is inserted; an expired key (not yet purged) is free again; an `in_progress` key whose lock has
+ * passed is taken over, but only by the same request (same hash). It returns one row when the
+ * key was taken, none when another request holds it. `response` null takes the key
+ * `in_progress` until `lock`; a response takes it `completed` with that answer, for a route whose
+ * work is written in the same statement.
  */
-function takeKey(id: IdempotencyKeyId, req: IdempotentRequest, state: { lock: Date } | { response: StoredResponse }): { sql: string; bindings: Knex.Value[] } {
+function takeKeyValues(id: IdempotencyKeyId, req: IdempotentRequest, state: { lock: Date } | { response: StoredResponse }): unknown[] {
   const response = 'response' in state ? state.response : null;
-  return {
-    sql: `insert into idempotency_keys as k
-         (merchant_id, environment, key, method, path, request_hash, status,
-          response_status, response_headers, response_body, locked_until, expires_at)
-       values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, now() + ? * interval '1 millisecond')
-       on conflict (merchant_id, environment, key) do update set
-         method = excluded.method, path = excluded.path, request_hash = excluded.request_hash,
-         status = excluded.status, response_status = excluded.response_status,
-         response_headers = excluded.response_headers, response_body = excluded.response_body,
-         created_at = now(), locked_until = excluded.locked_until, expires_at = excluded.expires_at
-       where k.expires_at <= now()
-          or (k.status = 'in_progress' and k.locked_until <= now() and k.request_hash = excluded.request_hash)
-       returning 1`,
-    bindings: [
-      id.merchantId,
-      id.environment,
-      id.key,
-      req.method,
-      req.path,
-      req.hash,
-      response ? 'completed' : 'in_progress',
-      response?.status ?? null,
-      response ? JSON.stringify(response.headers) : null,
-      response?.body ?? null,
-      'lock' in state ? state.lock : null,
-      IDEMPOTENCY_WINDOW_MS,
-    ],
-  };
+  return [
+    id.merchantId,
+    id.environment,
+    id.key,
+    req.method,
+    req.path,
+    req.hash,
+    response ? 'completed' : 'in_progress',
+    response?.status ?? null,
+    response ? JSON.stringify(response.headers) : null,
+    response?.body ?? null,
+    'lock' in state ? state.lock : null,
+    IDEMPOTENCY_WINDOW_MS,
+  ];
 }
 
 /** What a key already held by another request means for this one. */
@@ -104,8 +92,7 @@ export async function claimIdempotencyKey(db: Db, id: IdempotencyKeyId, req: Ide
   for (let attempt = 0; attempt < 3; attempt++) {
     // ms precision, set by us: the exact value identifies our claim when we complete or release it
     const lock = new Date(Date.now() + IDEMPOTENCY_LOCK_MS);
-    const take = takeKey(id, req, { lock });
-    const { rows } = await db.raw(take.sql, take.bindings);
+    const rows = await runSql(db, TAKE_KEY, takeKeyValues(id, req, { lock }));
     if (rows.length) return { kind: 'claimed', lock };
     const held = await readIdempotencyKey(db, id, req);
     if (held) return held;
@@ -114,12 +101,12 @@ export async function claimIdempotencyKey(db: Db, id: IdempotencyKeyId, req: Ide
 }
 
 /**
- * A key written with a route's work (the atomic routes): the route puts this statement first in
- * its own (`with key as (...)`) and writes its work only if it returned a row. A request with
- * the same key that arrives meanwhile waits for that transaction, then finds the key taken.
+ * The key's values for a route that writes it with its work (the atomic routes): the route's
+ * statement takes the key first and writes its work only if it was taken. A request with the
+ * same key that arrives meanwhile waits for that transaction, then finds the key taken.
  */
-export function keyWrittenWith(id: IdempotencyKeyId, req: IdempotentRequest, response: StoredResponse): { sql: string; bindings: Knex.Value[] } {
-  return takeKey(id, req, { response });
+export function keyWrittenWith(id: IdempotencyKeyId, req: IdempotentRequest, response: StoredResponse): unknown[] {
+  return takeKeyValues(id, req, { response });
 }
 
 /** Thrown by an atomic route whose statement found its key held by another request: nothing was written. */
@@ -136,8 +123,7 @@ export function jsonAnswer(status: number, body: unknown): StoredResponse {
 
 /** Stores an answer under a free key in one statement (an atomic route's answer without work, such as a 422); false if the key is held. */
 export async function storeIdempotentResponse(db: Db, id: IdempotencyKeyId, req: IdempotentRequest, response: StoredResponse): Promise<boolean> {
-  const take = takeKey(id, req, { response });
-  const { rows } = await db.raw(take.sql, take.bindings);
+  const rows = await runSql(db, TAKE_KEY, takeKeyValues(id, req, { response }));
   return rows.length === 1;
 }
 

@@ -3,6 +3,7 @@ import { balanceRouter } from './balance';
 import { eventsRouter } from './events';
 import { paymentsRouter } from './payments';
 import { payoutsRouter } from './payouts';
+import { phoneNumbersRouter } from './phoneNumbers';
 import { refundsRouter } from './refunds';
 import { settlementsRouter } from './settlements';
 
@@ -11,4 +12,4 @@ import { settlementsRouter } from './settlements';
  * (api/pipeline), then reaches one of the resource routers mounted here.
  */
 export const v1Router = new Router({ prefix: '/v1' });
-v1Router.use(balanceRouter.routes(), paymentsRouter.routes(), refundsRouter.routes(), payoutsRouter.routes(), eventsRouter.routes(), settlementsRouter.routes());
+v1Router.use(balanceRouter.routes(), paymentsRouter.routes(), refundsRouter.routes(), payoutsRouter.routes(), eventsRouter.routes(), settlementsRouter.routes(), phoneNumbersRouter.routes());

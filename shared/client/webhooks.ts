@@ -19,9 +19,33 @@ export function webhookSignature(secret: string, timestamp: number | string, raw
   return createHmac('sha256', secret).update(`${timestamp}.`).update(rawBody).digest('hex');
 }
 
-/** The X-Service-Signature header value for one attempt. */
-export function signatureHeader(secret: string, timestamp: number, rawBody: string | Buffer): string {
-  return `t=${timestamp},v1=${webhookSignature(secret, timestamp, rawBody)}`;
+/**
+ * The X-Service-Signature header value for one attempt: one `v1=` per secret (two while a
+ * rotated secret's overlap lasts, the current secret first).
+ */
+export function signatureHeader(secrets: string | string[], timestamp: number, rawBody: string | Buffer): string {
+  const list = Array.isArray(secrets) ? secrets : [secrets];
+  return [`t=${timestamp}`, ...list.map((s) => `v1=${webhookSignature(s, timestamp, rawBody)}`)].join(',');
+}
+
+/**
+ * Standard Webhooks (standardwebhooks.com), sent beside the spec's headers: `webhook-signature`
+ * is `v1,<base64 HMAC-SHA256 of "<webhook-id>.<webhook-timestamp>.<raw body>">`, keyed by the
+ * base64-decoded text after `whsec_` (as the standard keys a `whsec_` secret); entries for
+ * several secrets are separated by a space. A merchant verifies with any Standard Webhooks
+ * library, e.g. `new Webhook(secret).verify(rawBody, headers)` of the `standardwebhooks` package.
+ */
+export function standardWebhookKey(secret: string): Buffer {
+  return Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+}
+
+export function standardSignature(secret: string, id: string, timestamp: number, rawBody: string | Buffer): string {
+  return `v1,${createHmac('sha256', standardWebhookKey(secret)).update(`${id}.${timestamp}.`).update(rawBody).digest('base64')}`;
+}
+
+/** The `webhook-signature` header value: one entry per secret, space-separated. */
+export function standardSignatureHeader(secrets: string | string[], id: string, timestamp: number, rawBody: string | Buffer): string {
+  return (Array.isArray(secrets) ? secrets : [secrets]).map((s) => standardSignature(s, id, timestamp, rawBody)).join(' ');
 }
 
 export type VerifyResult =

@@ -16,11 +16,26 @@ export type Trx = Knex.Transaction;
 /** Anything queries can run on: the pool or an open transaction. */
 export type Executor = Knex | Knex.Transaction;
 
-export function createDb(databaseUrl: string, poolMax = 10): Knex {
-  return knexFactory({
+export interface DbOptions {
+  /** the hand-tuned statements (shared/db/sql) run as named prepared statements; default true (DB_PREPARED_STATEMENTS) */
+  preparedStatements?: boolean;
+}
+
+/** Per pool (its knex config object, which its transactions share): whether statements are prepared. */
+const prepared = new WeakMap<object, boolean>();
+
+export function createDb(databaseUrl: string, poolMax = 10, opts: DbOptions = {}): Knex {
+  const db = knexFactory({
     client: 'pg',
     connection: { connectionString: databaseUrl, application_name: process.env.PROCESS_NAME || 'svc' },
     pool: { min: 0, max: poolMax },
     acquireConnectionTimeout: 10_000,
   });
+  prepared.set(db.client.config, opts.preparedStatements ?? true);
+  return db;
+}
+
+/** Whether `db` (a pool or one of its transactions) sends shared/db/sql's statements prepared. */
+export function preparesStatements(db: Executor): boolean {
+  return prepared.get(db.client.config) ?? true;
 }

@@ -50,5 +50,10 @@ export class WebhookSecret extends Model {
   environment!: Environment;
   secret_ciphertext!: string;
   secret_key_id!: string;
+  /** the replaced secret, signing beside the current one until previous_expires_at (rotation) */
+  previous_secret_ciphertext!: string | null;
+  previous_secret_key_id!: string | null;
+  previous_expires_at!: Date | null;
+  rotated_at!: Date | null;
   created_at!: Date;
 }

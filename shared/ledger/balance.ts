@@ -5,19 +5,16 @@ import { exact, type Exact } from '../money';
 const CURRENCIES: Currency[] = ['USD', 'CDF'];
 
 /**
- * A merchant's accounts with their balances: the cached balance plus the pending credits
- * (postings.ts). Summed in Postgres as numeric and read as text, so a balance of any size is
- * exact (shared/money.ts): a number while safe, a bigint beyond.
+ * A merchant's accounts with their balances, as the `ledger_balances` view defines them (the
+ * cached balance plus the unfolded credits: postings.ts). Summed in Postgres as numeric and read
+ * as text, so a balance of any size is exact (shared/money.ts): a number while safe, a bigint
+ * beyond.
  */
 async function merchantAccounts(db: Executor, merchantId: string, environment: Environment) {
-  const rows: { kind: 'available' | 'in_transit'; currency: Currency; balance: string }[] = await db('ledger_accounts as a')
+  const rows: { kind: 'available' | 'in_transit'; currency: Currency; balance: string }[] = await db('ledger_balances')
     .where({ owner: merchantId, environment })
     .whereIn('kind', ['available', 'in_transit'])
-    .select(
-      'kind',
-      'currency',
-      db.raw('(a.balance::numeric + coalesce((select sum(e.amount) from ledger_entries e where e.account_id = a.id and e.pending), 0))::text as balance'),
-    );
+    .select('kind', 'currency', db.raw('balance::text as balance'));
   return rows.map((r) => ({ kind: r.kind, currency: r.currency, balance: exact(r.balance) }));
 }
 
@@ -30,19 +27,18 @@ export async function availableBalances(db: Executor, merchantId: string, enviro
 
 /**
  * The balance object of decisions.md, read from the ledger accounts in one statement (one
- * snapshot): `available` is what the merchant may refund or pay out; `pending` is what refunds
- * and payouts (with their fees) have taken from available and the provider has not yet confirmed
- * or refused (the `in_transit` account): it leaves for good on success and returns to available
- * on failure. Every currency is listed, at 0 where nothing moved yet. Amounts are exact whatever
- * their size; answer it with exactJson (a bigint beyond 2^53 - 1).
+ * snapshot): `available` is what the merchant may refund or pay out; the API's `pending` field is
+ * the `in_transit` account, what refunds and payouts (with their fees) have taken from available
+ * and the provider has not yet confirmed or refused: it leaves for good on success and returns to
+ * available on failure. Every currency is listed, at 0 where nothing moved yet. Amounts are exact
+ * whatever their size; answer it with exactJson (a bigint beyond 2^53 - 1).
  */
 export async function balanceOf(db: Executor, merchantId: string, environment: Environment) {
   const rows = await merchantAccounts(db, merchantId, environment);
-  const amount = (kind: string, currency: Currency): Exact => rows.find((r) => r.kind === kind && r.currency === currency)?.balance ?? 0;
-  return {
-    object: 'balance' as const,
-    environment,
-    available: CURRENCIES.map((currency) => ({ currency, amount: amount('available', currency) })),
-    pending: CURRENCIES.map((currency) => ({ currency, amount: amount('in_transit', currency) })),
-  };
+  const amounts = (kind: 'available' | 'in_transit') =>
+    CURRENCIES.map((currency) => ({ currency, amount: rows.find((r) => r.kind === kind && r.currency === currency)?.balance ?? (0 as Exact) }));
+  const available = amounts('available');
+  const inTransit = amounts('in_transit');
+  // the spec names the in-transit amounts `pending`
+  return { object: 'balance' as const, environment, available, pending: inTransit };
 }

@@ -1,19 +1,21 @@
 import type { Executor } from '../db/knex';
 
 /**
- * Recomputes every balance from the entries and checks every transaction sums to zero.
- * Returns the problems found (empty when the ledger is sound).
+ * Checks every balance (the `ledger_balances` view, migration 20261125010700) against the sum of
+ * its account's entries, and every transaction sums to zero. Returns the problems found (empty
+ * when the ledger is sound).
  */
 export async function checkLedger(db: Executor): Promise<string[]> {
   const problems: string[] = [];
-  const mismatched = await db('ledger_accounts as a')
-    .leftJoin('ledger_entries as e', 'e.account_id', 'a.id')
-    // platform accounts keep no cached balance (their balance is the sum of their entries);
-    // pending credits are not in the cached balance yet (postings.ts)
-    .where('a.allow_negative', false)
-    .groupBy('a.id')
-    .havingRaw('a.balance <> coalesce(sum(e.amount) filter (where not e.pending), 0)')
-    .select('a.id', 'a.owner', 'a.kind', 'a.currency', 'a.environment', 'a.balance', db.raw('coalesce(sum(e.amount) filter (where not e.pending), 0)::bigint as computed'));
+  const mismatched = await db('ledger_balances as b')
+    .join('ledger_accounts as a', 'a.id', 'b.id')
+    .leftJoin('ledger_entries as e', 'e.account_id', 'b.id')
+    // a platform account's balance is the sum of its entries by definition: nothing to compare
+    .where('b.allow_negative', false)
+    .groupBy('b.id', 'b.owner', 'b.kind', 'b.currency', 'b.environment', 'b.balance', 'a.balance')
+    .havingRaw('b.balance <> coalesce(sum(e.amount), 0)')
+    // reported as the cached balance against its folded entries (the unfolded credits are in neither)
+    .select('b.id', 'b.owner', 'b.kind', 'b.currency', 'b.environment', 'a.balance', db.raw('coalesce(sum(e.amount) filter (where not e.unfolded), 0)::bigint as computed'));
   for (const r of mismatched) {
     problems.push(`account ${r.id} (${r.owner} ${r.environment} ${r.currency} ${r.kind}): cached ${r.balance}, entries ${r.computed}`);
   }
@@ -32,8 +34,8 @@ export async function checkLedger(db: Executor): Promise<string[]> {
   for (const r of mixed) problems.push(`transaction ${r.id} mixes currencies or environments`);
   const negative = await db('ledger_accounts').where('allow_negative', false).where('balance', '<', 0).select('id', 'owner', 'balance');
   for (const r of negative) problems.push(`account ${r.id} (${r.owner}) is negative: ${r.balance}`);
-  const pendingDebits = await db('ledger_entries as e').join('ledger_accounts as a', 'a.id', 'e.account_id').where('e.pending', true).andWhere((q) => q.where('e.amount', '<=', 0).orWhere('a.allow_negative', true)).select('e.id');
-  for (const r of pendingDebits) problems.push(`entry ${r.id} is pending but not a credit to a guarded account`);
+  const unfoldedDebits = await db('ledger_entries as e').join('ledger_accounts as a', 'a.id', 'e.account_id').where('e.unfolded', true).andWhere((q) => q.where('e.amount', '<=', 0).orWhere('a.allow_negative', true)).select('e.id');
+  for (const r of unfoldedDebits) problems.push(`entry ${r.id} is unfolded but not a credit to a guarded account`);
   const lonely = await db('ledger_transactions as t')
     .leftJoin('ledger_entries as e', 'e.transaction_id', 't.id')
     .groupBy('t.id')

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import type { Knex } from 'knex';
 import type { Executor, Trx } from '../db/knex';
 import { unprocessable } from '../errors';
+import { foldAccount, insertPosting, insertPostingAndMove } from '../db/sql/ledger';
 import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, type Currency, type Environment, type Posting } from '../domain/ledger';
 
 /** Writes ledger postings: balanced double-entry transactions, once per object. */
@@ -29,58 +29,20 @@ async function accountIds(trx: Trx, env: Environment, currency: Currency, refs: 
   return find();
 }
 
-const tuples = (n: number, types: string) => Array.from({ length: n }, () => `(${types})`).join(', ');
-
-type Sql = { sql: string; bindings: Knex.Value[] };
-
-/**
- * One statement that locks guarded accounts in id order (FOR NO KEY UPDATE, the lock an UPDATE
- * of the balance takes: the key share that new entries take on their account stays free, so
- * credits go on meanwhile), folds their pending credits into the cached balance, and moves each
- * by its amount unless that would take it below zero. With a posting, its transaction row (`t`,
- * empty when already posted: then nothing moves) and its entries are written by the same
- * statement. Returns whether the posting was new and how many accounts moved.
- */
-async function foldAndMove(db: Executor, moves: { id: number; amount: number }[], posting?: { transaction: Sql; entries: Sql }): Promise<{ posted: boolean; moved: number }> {
-  const { rows } = await db.raw(
-    `with ${posting ? `t as (${posting.transaction.sql}),` : ''}
-          locked as materialized (select id from ledger_accounts where id = any(?::bigint[]) order by id for no key update),
-          folded as (update ledger_entries set pending = false
-                      where pending and account_id in (select id from locked)
-                      returning account_id, amount),
-          moves as (select v.id, v.amount + coalesce((select sum(f.amount) from folded f where f.account_id = v.id), 0)::bigint as amount
-                      from (values ${tuples(moves.length, '?::bigint, ?::bigint')}) as v(id, amount)),
-          moved as (update ledger_accounts as a set balance = a.balance + m.amount
-                      from moves m
-                     where a.id = m.id and a.id in (select id from locked) and a.balance + m.amount >= 0
-                       ${posting ? 'and exists (select 1 from t)' : ''}
-                     returning a.id)
-          ${posting ? `, written as (${posting.entries.sql})` : ''}
-     select ${posting ? '(select count(*) from t)::int' : '1'} as posted, (select count(*) from moved)::int as moved`,
-    [
-      ...(posting?.transaction.bindings ?? []),
-      moves.map((m) => m.id),
-      ...moves.flatMap((m) => [m.id, m.amount]),
-      ...(posting?.entries.bindings ?? []),
-    ],
-  );
-  return { posted: rows[0].posted === 1, moved: rows[0].moved };
-}
-
 /**
  * Posts once per (kind, referenceId): a second call for the same object is a no-op that
  * returns false, so a job that runs twice moves money once.
  *
  * A merchant's accounts are guarded: never below zero, with a cached balance. A posting that
- * only adds to them (a payment's credit) writes its entries as pending and takes no lock, so a
+ * only adds to them (a payment's credit) writes its entries unfolded and takes no lock, so a
  * busy merchant's payments never wait on each other; the balance is the cached one plus the
- * pending credits (balance.ts). A posting that takes from one (a refund, a payout) locks its
- * guarded accounts in id order, folds their pending credits in, and moves them in the statement
- * that writes its entries, so they are held only from there to the commit (callers post last);
- * a move below zero refuses the posting with 422 `insufficient-balance` and the caller's
- * transaction rolls back. The platform's accounts (fees, provider clearing) may take any value
- * and nothing is decided on them: neither locked nor cached. The transaction row and the
- * entries are one statement (after the accounts' ids are read).
+ * unfolded credits (the `ledger_balances` view). A posting that takes from one (a refund, a
+ * payout) locks its guarded accounts in id order, folds their unfolded credits in, and moves
+ * them in the statement that writes its entries, so they are held only from there to the commit
+ * (callers post last); a move below zero refuses the posting with 422 `insufficient-balance` and
+ * the caller's transaction rolls back. The platform's accounts (fees, provider clearing) may take
+ * any value and nothing is decided on them: neither locked nor cached. The transaction row and
+ * the entries are one statement (shared/db/sql/ledger.ts), after the accounts' ids are read.
  */
 export async function post(trx: Trx, posting: Posting): Promise<boolean> {
   // one entry per account (the balance update below moves each account once)
@@ -90,40 +52,24 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
   const moves = p.entries.map((e) => ({ id: ids.get(keyOf(e.account))!, amount: e.amount, guarded: !allowsNegative(e.account) }));
   const guarded = moves.filter((m) => m.guarded);
   const creditsOnly = guarded.every((m) => m.amount > 0);
-  // `t`: the transaction row, returned only when this posting is new (unique per kind and reference)
-  const transaction = trx('ledger_transactions')
-    .insert({ id: randomUUID(), kind: p.kind, reference_id: p.referenceId, environment: p.environment, currency: p.currency, merchant_id: p.merchantId })
-    .onConflict(['kind', 'reference_id'])
-    .ignore()
-    .returning('id')
-    .toSQL();
-  const entries = {
-    sql: `insert into ledger_entries (transaction_id, account_id, amount, pending)
-          select t.id, v.id, v.amount, v.pending from t, (values ${tuples(moves.length, '?::bigint, ?::bigint, ?::boolean')}) as v(id, amount, pending)`,
-    bindings: moves.flatMap((m) => [m.id, m.amount, creditsOnly && m.guarded]),
-  };
-  if (creditsOnly) {
-    const { rows } = await trx.raw(`with t as (${transaction.sql}), written as (${entries.sql}) select count(*)::int as posted from t`, [
-      ...transaction.bindings,
-      ...entries.bindings,
-    ]);
-    return rows[0].posted === 1;
-  }
-  const { posted, moved } = await foldAndMove(trx, guarded, { transaction: { sql: transaction.sql, bindings: [...transaction.bindings] }, entries });
+  const transaction = { id: randomUUID(), kind: p.kind, reference_id: p.referenceId, environment: p.environment, currency: p.currency, merchant_id: p.merchantId };
+  const entries = moves.map((m) => ({ account_id: m.id, amount: m.amount, unfolded: creditsOnly && m.guarded }));
+  if (creditsOnly) return insertPosting(trx, transaction, entries);
+  const { posted, moved } = await insertPostingAndMove(trx, transaction, entries, guarded);
   if (!posted) return false;
   if (moved < guarded.length) throw unprocessable('insufficient-balance', 'The available balance is too low for this operation');
   return true;
 }
 
 /**
- * Folds pending credits into their accounts' cached balances (the ledger sweep), one account
+ * Folds unfolded credits into their accounts' cached balances (the ledger sweep), one account
  * per statement, so that reading a balance never sums many entries. Returns the accounts folded.
  */
-export async function foldPendingCredits(db: Executor, batch = 100): Promise<number> {
-  const rows: { account_id: number }[] = await db('ledger_entries').where({ pending: true }).distinct('account_id').limit(batch);
+export async function foldCredits(db: Executor, batch = 100): Promise<number> {
+  const rows: { account_id: number }[] = await db('ledger_entries').where({ unfolded: true }).distinct('account_id').limit(batch);
   for (const r of rows) {
     try {
-      await foldAndMove(db, [{ id: r.account_id, amount: 0 }]);
+      await foldAccount(db, r.account_id);
     } catch (err) {
       // a debit folding the same account at that moment may win a deadlock against the sweep:
       // it folded the credits itself, and whatever is left waits for the next sweep

@@ -1,10 +1,11 @@
 import { isIP } from 'node:net';
 import type { SecretsKey } from '../config';
-import { decryptSecret, encryptSecret, hashApiKey, randomToken } from '../crypto/secrets';
+import { encryptSecret, hashApiKey, randomToken } from '../crypto/secrets';
 import type { Db, Executor } from '../db/knex';
-import { Credential, Merchant, WebhookSecret, type Currency, type Environment, type FeeRule, type Scope } from '../db/models';
+import { Credential, Merchant, type Currency, type Environment, type FeeRule, type Scope } from '../db/models';
 import { newId, unixOf } from '../domain/ids';
 import { conflict, notFound, validationFailed } from '../errors';
+import { webhookSecretFor } from './webhookSecrets';
 
 /** Operator-side management of merchants and their credentials (decisions.md, admin API). */
 
@@ -99,21 +100,6 @@ export function validateAllowlist(list: string[] | undefined | null): string[] |
     if (isIP(ip) === 0) throw validationFailed(`ip_allowlist.${i}`, `ip_allowlist.${i} must be an IPv4 or IPv6 address`);
   });
   return [...new Set(list)];
-}
-
-/** The merchant's webhook secret for one environment, created on first use; decrypted. */
-export async function webhookSecretFor(trx: Executor, merchantId: string, env: Environment, keys: SecretsKey[]): Promise<string> {
-  const existing = await WebhookSecret.query(trx).findOne({ merchant_id: merchantId, environment: env });
-  if (existing) return decryptSecret({ keyId: existing.secret_key_id, ciphertext: existing.secret_ciphertext }, keys);
-  const plain = `whsec_${randomToken(32)}`;
-  const enc = encryptSecret(plain, keys);
-  const inserted = await trx('webhook_secrets')
-    .insert({ id: newId('webhookSecret'), merchant_id: merchantId, environment: env, secret_ciphertext: enc.ciphertext, secret_key_id: enc.keyId })
-    .onConflict(['merchant_id', 'environment'])
-    .ignore()
-    .returning('id');
-  // lost a race with another issuer: use the one that won
-  return inserted.length ? plain : webhookSecretFor(trx, merchantId, env, keys);
 }
 
 interface NewCredential {

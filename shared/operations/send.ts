@@ -3,6 +3,7 @@ import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
 import type { ProviderAccepted } from '../providers/types';
+import type { WorkSource } from '../queues/redrive';
 import type { AcceptedStep, OperationKind, OperationRow, TriggerDetails } from './kind';
 import { isOpen } from './machine';
 import { applyTrigger, findRow, lockRow, type TriggerOutcome } from './transition';
@@ -81,4 +82,22 @@ async function refuse<R extends OperationRow>(ctx: ServiceContext, kind: Operati
     return (await applyTrigger(trx, outbox, kind, locked, 'fail', details)).outcome;
   });
   log.warn({ kind: kind.name, id, failureCode: details.failureCode, outcome }, 'refused by the provider');
+}
+
+/**
+ * The re-drive's source of a kind (shared/queues/redrive.ts): its open operations never handed
+ * to the provider, each with its send job. A payment past its window is left to the sweep (it
+ * is no longer pushed); money out is sent whenever it is still unsent.
+ */
+export function unsentOperations(kind: OperationKind<any, any, any>): WorkSource {
+  return {
+    name: `${kind.name}-send`,
+    async find(ctx, olderThan, limit) {
+      const now = ctx.clock.now();
+      const q = ctx.db(kind.table).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).whereNull('sent_at').where('created_at', '<', olderThan);
+      if (kind.unsentAtWindowEnd === 'ask') q.where('window_ends_at', '>', new Date(now));
+      const rows: OperationRow[] = await q.orderBy('created_at').limit(limit).select('*');
+      return rows.filter((r) => kind.sendable(r, now)).map((r) => ({ queue: kind.send.queue, job: kind.send.job, data: { [kind.send.idField]: r.id } }));
+    },
+  };
 }

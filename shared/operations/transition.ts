@@ -1,5 +1,5 @@
 import type { Executor, Trx } from '../db/knex';
-import { updateWithHistory } from '../db/history';
+import { updateWithHistory } from '../db/sql/statusChange';
 import type { OutboxWriter } from '../db/transact';
 import { nowUnix } from '../domain/ids';
 import { emitEvent } from '../webhooks/fanout';

@@ -1,8 +1,7 @@
-import type { Knex } from 'knex';
 import type { Caller } from '../domain/caller';
 import type { Config } from '../config';
 import { isUniqueViolation } from '../db/errors';
-import { queryPrepared } from '../db/prepared';
+import { insertPaymentWithKey } from '../db/sql/payments';
 import type { TransactDeps } from '../db/transact';
 import { FeeError, splitFees } from '../domain/fees';
 import { newId } from '../domain/ids';
@@ -13,7 +12,7 @@ import { cardAcquirerIdFor } from '../cards/acquirer';
 import { CARD_CHECKOUT_WINDOW_MS } from '../cards/kind';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, publishOutbox, type OutboxMessage } from '../queues/outbox';
-import { PAYMENTS, type PaymentRow } from './rows';
+import type { PaymentRow } from './rows';
 import type { CreatePaymentInput } from './schemas';
 import { termsCacheFor, type MerchantTerms } from './terms';
 import { paymentView } from './view';
@@ -99,31 +98,11 @@ function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Con
 }
 
 
-/** The creation statement of each variant (with or without a push), built once: a payment row's columns never change. */
-const statements = new Map<boolean, { name: string; sql: string; columns: (keyof PaymentRow)[] }>();
-
-function createStatement(row: PaymentRow, withPush: boolean, keySql: string) {
-  let statement = statements.get(withPush);
-  if (!statement) {
-    const columns = Object.keys(row) as (keyof PaymentRow)[];
-    const sql = [
-      `with k as (${keySql}),`,
-      `p as (insert into ${PAYMENTS} (${columns.join(', ')}) select ${columns.map(() => '?').join(', ')} where exists (select 1 from k) returning id),`,
-      `c as (insert into payment_status_changes (payment_id, from_status, to_status, reason) select id, null, ?, 'created' from p)`,
-      withPush ? `, o as (insert into outbox (id, queue, job_name, payload, delay_ms) select ?, ?, ?, ?, ? from p)` : '',
-      'select count(*)::int as created from p',
-    ].join('\n');
-    statement = { name: withPush ? 'create-payment-with-push' : 'create-payment', sql, columns };
-    statements.set(withPush, statement);
-  }
-  return statement;
-}
-
 /**
  * POST /v1/payments. The idempotency key with this answer, the payment, its first status change
- * and (mobile money) the outbox row of its push are written by one statement, prepared once per
- * connection: one atomic transaction in one round trip, the leanest form of the outbox rule
- * (shared/db/transact.ts does the same in several statements). If the key is held by another request, nothing is written
+ * and (mobile money) the outbox row of its push are written by one statement
+ * (shared/db/sql/payments.ts): one atomic transaction in one round trip, the leanest form of the
+ * outbox rule (shared/db/transact.ts does the same in several statements). If the key is held by another request, nothing is written
  * (IdempotencyKeyHeld). The push job is enqueued after commit; if that fails, the outbox-relay
  * enqueues it. Returns the answer as sent and stored.
  */
@@ -140,17 +119,9 @@ export async function createPayment(
   const answer = jsonAnswer(201, paymentView(row, deps.config.baseUrl));
   const push: OutboxMessage | null =
     row.method === 'mobile_money' ? outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId }) : null;
-  const k = keyWrittenWith(key.id, key.request, answer);
-  const statement = createStatement(row, push !== null, k.sql);
-  const bindings: Knex.Value[] = [
-    ...k.bindings,
-    ...statement.columns.map((c) => (c === 'metadata' ? JSON.stringify(row.metadata) : (row[c] as Knex.Value))),
-    row.status,
-    ...(push ? [push.id, push.queue, push.job_name, JSON.stringify(push.payload), push.delay_ms] : []),
-  ];
-  let created: number;
+  let created: boolean;
   try {
-    [{ created }] = await queryPrepared<{ created: number }>(db, statement.name, statement.sql, bindings);
+    created = await insertPaymentWithKey(db, keyWrittenWith(key.id, key.request, answer), row, push);
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
       throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payment of this merchant', 'reference');

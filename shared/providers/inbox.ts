@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { TransactDeps } from '../db/transact';
 import { QUEUES } from '../queues/names';
-import { outboxInsert, outboxMessage, publishOutbox } from '../queues/outbox';
+import { outboxMessage, publishOutbox } from '../queues/outbox';
+import type { WorkSource } from '../queues/redrive';
+import { insertCallbackWithJob } from '../db/sql/callbacks';
 import type { ProviderBase, ProviderCallback } from './types';
 
 /**
@@ -11,17 +13,19 @@ import type { ProviderBase, ProviderCallback } from './types';
  */
 
 export const CALLBACKS = 'provider_callbacks';
+const APPLY_CALLBACK_JOB = 'apply-callback';
 
 /**
- * Stores a verified callback with the job that applies it: one statement (one round trip, one
- * commit) writes the inbox row and its outbox row; the job is enqueued after commit.
+ * Stores a verified callback with the job that applies it: one statement (shared/db/sql/callbacks.ts)
+ * writes the inbox row and its outbox row; the job is enqueued after commit.
  */
 export async function storeCallback(deps: TransactDeps, provider: ProviderBase, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
   const { db } = deps;
   const id = randomUUID();
-  const job = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackId: id, requestId });
-  const row = db(CALLBACKS)
-    .insert({
+  const job = outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackId: id, requestId });
+  await insertCallbackWithJob(
+    db,
+    {
       id,
       provider: provider.id,
       raw_body: raw.toString('utf8'),
@@ -31,25 +35,22 @@ export async function storeCallback(deps: TransactDeps, provider: ProviderBase, 
       object_id: parsed.objectId,
       reported_status: parsed.status,
       provider_ref: parsed.providerRef,
-    })
-    .toSQL();
-  const outbox = outboxInsert(db, job).toSQL();
-  await db.raw(`with c as (${row.sql}) ${outbox.sql}`, [...row.bindings, ...outbox.bindings]);
+    },
+    job,
+  );
   await publishOutbox(db, deps.queues, [job], deps.log);
   return id;
 }
 
 /**
- * Callbacks stored but still not applied after `olderThanMs` (their job was lost with Redis, or
- * failed every attempt): applied here, oldest first. Safe beside the queue: applyStoredCallback
- * locks the inbox row and applies it once.
+ * The re-drive's source of callbacks (shared/queues/redrive.ts): stored but still not applied
+ * (their job was lost with Redis, or failed every attempt), each with the job that applies it.
+ * Safe beside a live job: applyStoredCallback locks the inbox row and applies it once.
  */
-export async function staleCallbacks(db: TransactDeps['db'], olderThanMs: number, batch = 100): Promise<string[]> {
-  const rows: { id: string }[] = await db(CALLBACKS)
-    .whereNull('processed_at')
-    .where('received_at', '<', db.raw(`now() - make_interval(secs => ?)`, [olderThanMs / 1000]))
-    .orderBy('received_at')
-    .limit(batch)
-    .select('id');
-  return rows.map((r) => r.id);
-}
+export const unappliedCallbacks: WorkSource = {
+  name: 'callbacks',
+  async find(ctx, olderThan, limit) {
+    const rows: { id: string }[] = await ctx.db(CALLBACKS).whereNull('processed_at').where('received_at', '<', olderThan).orderBy('received_at').limit(limit).select('id');
+    return rows.map((r) => ({ queue: QUEUES.callbackReconciler, job: APPLY_CALLBACK_JOB, data: { callbackId: r.id } }));
+  },
+};

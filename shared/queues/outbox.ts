@@ -25,11 +25,6 @@ export function outboxMessage(queue: QueueName, jobName: string, payload: JobDat
   return { id: randomUUID(), queue, job_name: jobName, payload, delay_ms: delayMs };
 }
 
-/** The INSERT of a message's outbox row, to run alone or inside the statement of its change. */
-export function outboxInsert(db: Executor, msg: OutboxMessage) {
-  return db('outbox').insert({ ...msg, payload: JSON.stringify(msg.payload) });
-}
-
 export async function writeOutbox(
   trx: Executor,
   queue: QueueName,
@@ -38,7 +33,7 @@ export async function writeOutbox(
   delayMs = 0,
 ): Promise<OutboxMessage> {
   const msg = outboxMessage(queue, jobName, payload, delayMs);
-  await outboxInsert(trx, msg);
+  await trx('outbox').insert({ ...msg, payload: JSON.stringify(msg.payload) });
   return msg;
 }
 

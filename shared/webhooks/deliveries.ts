@@ -1,6 +1,7 @@
 import type { Db, Executor } from '../db/knex';
 import type { Environment } from '../db/models';
 import type { EventBody } from '../events/record';
+import { claimAttemptsSql, finishAttemptsSql } from '../db/sql/webhookDeliveries';
 import { BREAKER_THRESHOLD, MAX_ATTEMPTS, type AttemptVerdict } from './rules';
 import type { AttemptResult } from './http';
 
@@ -8,7 +9,8 @@ import type { AttemptResult } from './http';
  * Delivery rows: Postgres decides every attempt. An attempt is *claimed* by one statement that
  * increments the delivery's attempt counter and sets a lease, only when the delivery is pending,
  * due, not leased, and its endpoint enabled with the breaker closed (or held by this probe), so
- * two jobs for one delivery never send the same attempt. The outcome is written by one statement
+ * two jobs for one delivery never send the same attempt (the sender's two hot statements are in
+ * shared/db/sql/webhookDeliveries.ts). The outcome is written by one statement
  * guarded by (round, attempts): a sender that lost its lease cannot overwrite a newer attempt.
  */
 
@@ -26,71 +28,23 @@ export interface ClaimedAttempt {
   event_created: number;
   object_version: number;
   event_body: EventBody;
+  /** the merchant's signing secrets, encrypted (null: none stored yet) */
+  secret_ciphertext: string | null;
+  secret_key_id: string | null;
+  /** the replaced secret while its rotation overlap lasts, else null */
+  previous_ciphertext: string | null;
+  previous_key_id: string | null;
 }
 
 const secs = (ms: number) => ms / 1000;
 
 /**
- * Runs one of the sender's hot statements as a named prepared statement: Postgres parses and plans
- * it once per connection instead of once per batch. Always on the pool (never in a caller's
- * transaction): each of these statements is its own transaction.
- */
-async function prepared<T>(db: Db, name: string, text: string, values: unknown[]): Promise<T[]> {
-  const connection = await db.client.acquireConnection();
-  try {
-    return (await connection.query({ name, text, values })).rows;
-  } finally {
-    await db.client.releaseConnection(connection);
-  }
-}
-
-/**
- * Claims the next attempt of each listed delivery that may be attempted now; returns those claimed.
- * Every row is reached through its primary key (a lateral lookup per id), never through a scan of
- * the pending deliveries, so the plan does not hang on statistics (a backlog written since the
- * last ANALYZE looks tiny to the planner, which then scanned all of it for every batch). Postgres
- * keeps one generic plan for it, instead of planning it again on every call, only if no parameter
- * makes a call's own plan look cheaper: the ids come as JSON (whose length the planner never
- * guesses) and the probe's claim is its own statement. Ids are locked in sorted order, so
- * concurrent claims cannot deadlock.
+ * Claims the next attempt of each listed delivery that may be attempted now; returns those
+ * claimed. One statement (shared/db/sql/webhookDeliveries.ts: why its plan does not depend on
+ * statistics); ids are locked in sorted order, so concurrent claims cannot deadlock.
  */
 export async function claimAttempts(db: Db, deliveryIds: string[], leaseMs: number, asProbe: boolean): Promise<ClaimedAttempt[]> {
-  // a probe may claim while the breaker is still tripped, as long as it holds the endpoint's probe
-  const breaker = asProbe ? 'w.breaker_open_until is null or w.breaker_probe_until > now()' : 'w.breaker_open_until is null';
-  return prepared<ClaimedAttempt>(
-    db,
-    asProbe ? 'webhook_claim_probe' : 'webhook_claim_attempts',
-    `with t as materialized (
-       select x.* from jsonb_array_elements_text($2::jsonb) as ids(id)
-       cross join lateral (
-         select d.id, d.event_id, d.webhook_id, d.round, d.attempts + 1 as attempts, d.lease_until, w.url, w.environment, w.merchant_id,
-                e.type as event_type, e.created as event_created, e.object_version, e.body as event_body
-           from webhook_deliveries d
-           join webhooks w on w.id = d.webhook_id
-           join events e on e.id = d.event_id
-          where d.id = ids.id and d.status = 'pending' and d.attempts < $3
-            and d.next_attempt_at <= now() and (d.lease_until is null or d.lease_until <= now())
-            and w.status = 'enabled' and (${breaker})
-            for update of d
-       ) x
-     ), d as (
-       update webhook_deliveries d
-          set attempts = d.attempts + 1, lease_until = now() + make_interval(secs => $1), updated_at = now()
-        where d.id = any(array(select id from t))
-     ), interrupted as (
-       -- an attempt left open under an expired lease: its sender died
-       update webhook_attempts a set finished_at = now(), error = 'interrupted'
-        where a.delivery_id = any(array(select id from t where lease_until is not null)) and a.finished_at is null
-     ), a as (
-       insert into webhook_attempts (delivery_id, round, attempt, started_at)
-       select id, round, attempts, now() from t
-       returning id, delivery_id
-     )
-     select t.id, t.event_id, t.webhook_id, t.round, t.attempts, t.url, t.environment, t.merchant_id, a.id as attempt_id,
-            t.event_type, t.event_created, t.object_version, t.event_body
-       from t join a on a.delivery_id = t.id`,
-    [secs(leaseMs), JSON.stringify([...new Set(deliveryIds)].sort()), MAX_ATTEMPTS],
-  );
+  return claimAttemptsSql<ClaimedAttempt>(db, asProbe, [secs(leaseMs), JSON.stringify([...new Set(deliveryIds)].sort()), MAX_ATTEMPTS]);
 }
 
 /** Why a delivery could not be claimed, as seen by Postgres (its clock decides what is due). */
@@ -187,79 +141,22 @@ export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breaker
   }));
   // deliveries are locked in id order, as claims lock them; `seq` keeps the order of the outcomes
   items.sort((x, y) => (x.delivery_id < y.delivery_id ? -1 : x.delivery_id > y.delivery_id ? 1 : 0));
-  const rows = await prepared<{ id: string; status: AttemptVerdict['status'] }>(
-    db,
-    'webhook_finish_attempts',
-    `with p as materialized (
-       select $1::int as threshold, make_interval(secs => $2) as pause
-     ), v as materialized (
-       select * from jsonb_to_recordset($3::jsonb) as v(
-         seq int, attempt_id bigint, delivery_id text, webhook_id text, round int, attempts int, status_code int,
-         latency_ms int, error text, excerpt text, status text, retry_secs float8, ok boolean)
-     ), latest as materialized (
-       -- each delivery through its primary key, locked, when this attempt is still its latest
-       select x.id from v cross join lateral (
-         select d.id from webhook_deliveries d
-          where d.id = v.delivery_id and d.round = v.round and d.attempts = v.attempts and d.status = 'pending'
-            for update
-       ) x
-     ), att as (
-       update webhook_attempts a
-          set finished_at = now(), status_code = v.status_code, latency_ms = v.latency_ms, error = v.error, response_excerpt = v.excerpt
-         from v where a.id = any(array(select attempt_id from v)) and a.id = v.attempt_id
-     ), d as (
-       update webhook_deliveries d
-          set status = v.status, next_attempt_at = now() + make_interval(secs => v.retry_secs), lease_until = null,
-              last_status_code = v.status_code, last_error = v.error, updated_at = now(),
-              completed_at = case when v.status = 'pending' then null else now() end
-         from v
-        where d.id = any(array(select id from latest)) and d.id = v.delivery_id
-       returning d.id, d.status
-     ), h as materialized (
-       select webhook_id, bool_or(ok) as any_ok, count(*) filter (where not ok and seq > coalesce(last_ok, -1)) as failures
-         from (select v.*, max(seq) filter (where ok) over (partition by webhook_id) as last_ok from v) x
-        group by webhook_id
-     ), locked as materialized (
-       -- only endpoints whose breaker changes: one that just keeps succeeding is not written (nor locked)
-       select w.id from webhooks w join h on h.webhook_id = w.id
-        where not h.any_ok or h.failures > 0 or w.consecutive_failures <> 0 or w.breaker_open_until is not null or w.breaker_probe_until is not null
-        order by w.id
-          for update of w
-     ), w as (
-       update webhooks w set
-         consecutive_failures = case when h.any_ok then h.failures else w.consecutive_failures + h.failures end,
-         breaker_open_until = case
-           when h.any_ok then case when h.failures >= p.threshold then now() + p.pause else null end
-           when w.breaker_open_until > now() then w.breaker_open_until
-           when w.breaker_open_until is not null or w.consecutive_failures + h.failures >= p.threshold then now() + p.pause
-           else null end,
-         breaker_opened_at = case
-           when h.any_ok then case when h.failures >= p.threshold then now() else w.breaker_opened_at end
-           when w.breaker_open_until > now() then w.breaker_opened_at
-           when w.breaker_open_until is not null or w.consecutive_failures + h.failures >= p.threshold then now()
-           else w.breaker_opened_at end,
-         breaker_probe_until = case when not h.any_ok and w.breaker_open_until > now() then w.breaker_probe_until else null end
-       from h join locked l on l.id = h.webhook_id cross join p
-       where w.id = h.webhook_id
-     )
-     select id, status from d`,
-    [BREAKER_THRESHOLD, secs(breakerPauseMs), JSON.stringify(items)],
-  );
+  const rows = await finishAttemptsSql<{ id: string; status: AttemptVerdict['status'] }>(db, [BREAKER_THRESHOLD, secs(breakerPauseMs), JSON.stringify(items)]);
   const status = new Map(rows.map((r) => [r.id, r.status]));
   return outcomes.map((o) => status.get(o.claim.id) ?? null);
 }
 
-/** Pending deliveries past due by more than `graceMs` and not in flight: their job may be lost. */
-export async function overdueDeliveries(db: Executor, graceMs: number, limit = 500): Promise<{ id: string; webhook_id: string; round: number; attempts: number }[]> {
+/** Pending deliveries due before `dueBefore` and not in flight (nor held by an open breaker until then): their job may be lost. */
+export async function overdueDeliveries(db: Executor, dueBefore: Date, limit = 500): Promise<{ id: string; webhook_id: string; round: number; attempts: number }[]> {
   const { rows } = await db.raw(
     `select d.id, d.webhook_id, d.round, d.attempts
        from webhook_deliveries d join webhooks w on w.id = d.webhook_id
-      where d.status = 'pending' and d.next_attempt_at < now() - make_interval(secs => ?)
+      where d.status = 'pending' and d.next_attempt_at < ?
         and (d.lease_until is null or d.lease_until <= now())
-        and (w.breaker_open_until is null or w.breaker_open_until < now() - make_interval(secs => ?))
+        and (w.breaker_open_until is null or w.breaker_open_until < ?)
       order by d.next_attempt_at
       limit ?`,
-    [secs(graceMs), secs(graceMs), limit],
+    [dueBefore, dueBefore, limit],
   );
   return rows;
 }

@@ -14,21 +14,32 @@ export const DELIVER_JOB = 'deliver';
  * from here. A `webhook.test` event goes only to the endpoint it names.
  */
 export async function fanOutEvent(trx: Trx, event: EventRow, outbox: OutboxWriter): Promise<void> {
+  await insertDeliveries(trx, outbox, event, await endpointsFor(trx, event), 0, event.created);
+}
+
+/** The enabled endpoints of the event's merchant and environment that receive it. */
+export async function endpointsFor(trx: Trx, event: Pick<EventRow, 'merchant_id' | 'environment' | 'type' | 'body'>): Promise<string[]> {
   const scope = trx('webhooks').where({ merchant_id: event.merchant_id, environment: event.environment, status: 'enabled' });
-  let targets: string[];
   if (event.type === 'webhook.test') {
     const rows: { id: string }[] = await scope.where({ id: String(event.body.data.object.webhook_id) }).select('id');
-    targets = rows.map((r) => r.id);
-  } else {
-    const rows: { id: string; events: string[] }[] = await scope.select('id', 'events');
-    targets = rows.filter((r) => subscribes(r.events, event.type)).map((r) => r.id);
+    return rows.map((r) => r.id);
   }
-  if (targets.length === 0) return;
-  const deliveries = targets.map((webhookId) => ({ id: newId('delivery'), event_id: event.id, webhook_id: webhookId, created: event.created }));
+  const rows: { id: string; events: string[] }[] = await scope.select('id', 'events');
+  return rows.filter((r) => subscribes(r.events, event.type)).map((r) => r.id);
+}
+
+/**
+ * One new delivery per endpoint, with its job: `redelivery` 0 is the event's own fan-out, n the
+ * merchant's n-th redelivery of it (each a new delivery id, starting at attempt 1).
+ */
+export async function insertDeliveries(trx: Trx, outbox: OutboxWriter, event: Pick<EventRow, 'id'>, webhookIds: string[], redelivery: number, created: number) {
+  if (webhookIds.length === 0) return [];
+  const deliveries = webhookIds.map((webhookId) => ({ id: newId('delivery'), event_id: event.id, webhook_id: webhookId, created, redelivery }));
   await trx('webhook_deliveries').insert(deliveries);
   for (const d of deliveries) {
     await outbox.add(QUEUES.webhookSender, DELIVER_JOB, { deliveryId: d.id, webhookId: d.webhook_id });
   }
+  return deliveries;
 }
 
 /** Writes an event and its webhook deliveries (with their jobs) in the caller's transaction: how every flow emits an event. */

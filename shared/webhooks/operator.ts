@@ -117,7 +117,7 @@ export async function replayDelivery(deps: TransactDeps, deliveryId: string, req
       completed_at: null,
       updated_at: trx.fn.now(),
     });
-    await outbox.add(QUEUES.webhookSender, DELIVER_JOB, { deliveryId, webhookId: d.webhook_id, requestId });
+    await outbox.add(QUEUES.webhookSender, DELIVER_JOB, { deliveryId, webhookId: d.webhook_id, round: d.round + 1, requestId });
     return { object: 'webhook_delivery_replay', delivery_id: deliveryId, round: d.round + 1, status: 'pending' };
   });
 }

@@ -1,7 +1,6 @@
 import type { ServiceContext } from '../context';
-import type { Environment } from '../db/models';
-import { webhookSecretFor } from '../merchants/service';
-import { signatureHeader } from '../client/webhooks';
+import { SigningSecrets, webhookSecretFor } from '../merchants/webhookSecrets';
+import { signatureHeader, standardSignatureHeader } from '../client/webhooks';
 import { claimAttempts, diagnose, finishAttempts, markDead, releaseProbe, takeProbe, type AttemptOutcome, type ClaimedAttempt } from './deliveries';
 import { Coalescer } from './coalescer';
 import { eventEnvelope } from '../events/envelope';
@@ -20,7 +19,6 @@ export type DeliveryOutcome = { kind: 'done'; reason: string } | { kind: 'wait';
 export const USER_AGENT = 'Service-Webhook/1.0';
 /** How long past its deadline an attempt's lease lasts before its sender is presumed dead. */
 const LEASE_MARGIN_MS = 5000;
-const SECRET_CACHE_MS = 60_000;
 /** While another delivery probes a half-open endpoint, the others look again this often. */
 const PROBE_RECHECK_MS = 1000;
 
@@ -30,7 +28,7 @@ const wait = (delayMs: number, reason: string): DeliveryOutcome => ({ kind: 'wai
 export class WebhookSender {
   private readonly semaphore: EndpointSemaphore;
   private readonly agents: Agents;
-  private readonly secrets = new Map<string, { value: string; until: number }>();
+  private readonly secrets: SigningSecrets;
   private readonly leaseMs: number;
   /** Claims and outcomes of concurrent jobs share statements (one commit for many deliveries). */
   private readonly claims: Coalescer<string, ClaimedAttempt | null>;
@@ -41,6 +39,7 @@ export class WebhookSender {
     this.leaseMs = webhooks.timeoutMs + LEASE_MARGIN_MS;
     this.semaphore = new EndpointSemaphore(ctx.redis, ctx.config.queuePrefix, webhooks.endpointConcurrency, this.leaseMs);
     this.agents = makeAgents();
+    this.secrets = new SigningSecrets(ctx.config.secretsKeys);
     this.claims = new Coalescer(async (ids) => {
       const claimed = await claimAttempts(ctx.db, ids, this.leaseMs, false);
       const byId = new Map(claimed.map((c) => [c.id, c]));
@@ -103,13 +102,12 @@ export class WebhookSender {
     return wait(100, 'claim-raced');
   }
 
-  private async secretFor(merchantId: string, env: Environment): Promise<string> {
-    const key = `${merchantId}:${env}`;
-    const cached = this.secrets.get(key);
-    if (cached && cached.until > Date.now()) return cached.value;
-    const value = await webhookSecretFor(this.ctx.db, merchantId, env, this.ctx.config.secretsKeys);
-    this.secrets.set(key, { value, until: Date.now() + SECRET_CACHE_MS });
-    return value;
+  /**
+   * The secrets that sign this attempt, as the claim read them (so a rotation applies to the
+   * next attempt): the current one, and the replaced one while its overlap lasts.
+   */
+  private async secretsFor(claim: ClaimedAttempt): Promise<string[]> {
+    return this.secrets.of(claim) ?? [await webhookSecretFor(this.ctx.db, claim.merchant_id, claim.environment, this.ctx.config.secretsKeys)];
   }
 
   private async send(claim: ClaimedAttempt): Promise<AttemptResult> {
@@ -117,7 +115,7 @@ export class WebhookSender {
       eventEnvelope({ id: claim.event_id, type: claim.event_type, created: claim.event_created, object_version: claim.object_version, body: claim.event_body }),
     );
     const timestamp = Math.floor(Date.now() / 1000);
-    const secret = await this.secretFor(claim.merchant_id, claim.environment);
+    const secrets = await this.secretsFor(claim);
     return postWebhook(this.agents, {
       url: claim.url,
       environment: claim.environment,
@@ -130,7 +128,11 @@ export class WebhookSender {
         'X-Service-Delivery-Id': claim.id,
         'X-Service-Delivery-Attempt': String(claim.attempts),
         'X-Service-Timestamp': String(timestamp),
-        'X-Service-Signature': signatureHeader(secret, timestamp, body),
+        'X-Service-Signature': signatureHeader(secrets, timestamp, body),
+        // Standard Webhooks, beside the spec's headers (decisions.md "Integrator's kit")
+        'webhook-id': claim.id,
+        'webhook-timestamp': String(timestamp),
+        'webhook-signature': standardSignatureHeader(secrets, claim.id, timestamp, body),
       },
     });
   }

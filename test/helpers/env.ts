@@ -45,6 +45,10 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
     ADMIN_API_TOKEN: ADMIN_TOKEN,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL || 'info',
     OUTBOX_RELAY_INTERVAL_MS: '200',
+    // most files create payments with no worker to take their jobs: the overload guard would
+    // refuse them after a few seconds (test/integration/overload.test.ts turns it on)
+    OVERLOAD_MAX_WAITING: '0',
+    OVERLOAD_MAX_WAIT_MS: '0',
     ...overrides,
   };
   const config = loadConfig({ ...baseEnv, LOG_LEVEL: process.env.TEST_LOG_LEVEL || 'silent' });

@@ -132,7 +132,7 @@ describe('operator API and HTTP frame', () => {
       expect(c.id).to.match(/^cred_/);
       expect(c.api_key).to.match(/^svc_live_[A-Za-z0-9_-]{32,}$/);
       expect(c.secret).to.match(/^sk_[A-Za-z0-9_-]{32,}$/);
-      expect(c.webhook_secret).to.match(/^whsec_[A-Za-z0-9_-]{32,}$/);
+      expect(c.webhook_secret).to.match(/^whsec_[A-Za-z0-9+/]{43}=$/);
       expect(c).to.include({ scope: 'payments', environment: 'live' });
       expect(c.ip_allowlist).to.deep.equal(['10.0.0.1']);
 

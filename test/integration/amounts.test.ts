@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { newId } from '../../shared/domain/ids';
 import { paymentCredit, type Currency } from '../../shared/domain/ledger';
-import { foldPendingCredits, post } from '../../shared/ledger/postings';
+import { foldCredits, post } from '../../shared/ledger/postings';
 import { settle } from '../../shared/settlements/settle';
 import { checkLedger } from '../../shared/ledger/check';
 
@@ -36,13 +36,13 @@ describe('amounts beyond the safe integers', () => {
   });
   after(async () => env.close());
 
-  it('answers GET /v1/balance with the exact balance, pending credits and folded alike', async () => {
+  it('answers GET /v1/balance with the exact balance, unfolded credits and folded alike', async () => {
     const expected = `{"object":"balance","environment":"test","available":[{"currency":"USD","amount":${TOTAL}},{"currency":"CDF","amount":0}],"pending":[{"currency":"USD","amount":0},{"currency":"CDF","amount":0}]}`;
     const pending = await rawBalance(rich);
     expect(pending.status, pending.text).to.equal(200);
     expect(pending.text).to.equal(expected);
     // folded into the cached balance column (bigint, above 2^53)
-    while ((await foldPendingCredits(db())) > 0);
+    while ((await foldCredits(db())) > 0);
     const [account] = await db()('ledger_accounts').where({ owner: rich.merchant.id, kind: 'available', currency: 'USD' }).select(db().raw('balance::text as balance'));
     expect(account.balance).to.equal(TOTAL.toString());
     const folded = await rawBalance(rich);

@@ -7,7 +7,7 @@ import { ApiError } from '../../shared/errors';
 import { newId } from '../../shared/domain/ids';
 import { outgoingDebit, outgoingKinds, outgoingSettle, paymentCredit, type Currency } from '../../shared/domain/ledger';
 import { availableBalances } from '../../shared/ledger/balance';
-import { foldPendingCredits, post, reverse } from '../../shared/ledger/postings';
+import { foldCredits, post, reverse } from '../../shared/ledger/postings';
 import { checkLedger } from '../../shared/ledger/check';
 
 /** `npm run ledger:check` on this file's database: exit code and output. */
@@ -81,10 +81,10 @@ describe('ledger', () => {
     expect(await checkLedger(db())).to.deep.equal([]);
   });
 
-  it('writes credits as pending without locking the account; a debit folds them in under the lock; the sweep folds the rest', async () => {
+  it('writes credits unfolded without locking the account; a debit folds them in under the lock; the sweep folds the rest', async () => {
     const m = merchant();
     const account = () => db()('ledger_accounts').where({ owner: m, kind: 'available', currency: 'USD' }).first();
-    const pendingOf = async (id: number) => (await db()('ledger_entries').where({ account_id: id, pending: true })).map((e) => e.amount);
+    const unfoldedOf = async (id: number) => (await db()('ledger_entries').where({ account_id: id, unfolded: true })).map((e) => e.amount);
     await credit(m, 1_000);
     // a debit holding the account's row lock (the lock of an UPDATE of its balance) does not stop credits
     const a = await account();
@@ -96,19 +96,19 @@ describe('ledger', () => {
       await blocker.rollback();
     }
     expect((await account()).balance, 'cached balance untouched by credits').to.equal(0);
-    expect((await pendingOf(a.id)).sort()).to.deep.equal([1_000, 200, 300]);
+    expect((await unfoldedOf(a.id)).sort()).to.deep.equal([1_000, 200, 300]);
     expect((await availableBalances(db(), m, 'test')).USD).to.equal(1_500);
     expect(await checkLedger(db())).to.deep.equal([]);
 
-    await debit(m, 1_400, 50); // needs the pending credits: folded in by the debit's own statement
-    expect(await pendingOf(a.id)).to.deep.equal([]);
+    await debit(m, 1_400, 50); // needs the unfolded credits: folded in by the debit's own statement
+    expect(await unfoldedOf(a.id)).to.deep.equal([]);
     expect((await account()).balance).to.equal(50);
     const refused = await debit(m, 51).catch((err) => err);
     expect(refused).to.be.instanceOf(ApiError).and.include({ code: 'insufficient-balance' });
 
     await credit(m, 25);
-    expect(await foldPendingCredits(db())).to.be.at.least(1);
-    expect(await pendingOf(a.id)).to.deep.equal([]);
+    expect(await foldCredits(db())).to.be.at.least(1);
+    expect(await unfoldedOf(a.id)).to.deep.equal([]);
     expect((await account()).balance).to.equal(75);
     expect(await availableBalances(db(), m, 'test')).to.deep.equal({ USD: 75, CDF: 0 });
     expect(await checkLedger(db())).to.deep.equal([]);
@@ -121,7 +121,7 @@ describe('ledger', () => {
     for (let i = 0; i < 40; i++) {
       work.push(credit(m, 100));
       if (i % 2) work.push(debit(m, 150).catch(() => 'refused'));
-      if (i % 10 === 0) work.push(foldPendingCredits(db()));
+      if (i % 10 === 0) work.push(foldCredits(db()));
     }
     const results = await Promise.all(work);
     const debited = results.filter((r) => typeof r === 'string' && r.startsWith('po_')).length;
@@ -174,7 +174,7 @@ describe('ledger', () => {
     it('reports a balance that no longer matches its entries, and an unbalanced transaction, and exits non-zero', async () => {
       const m = merchant();
       await credit(m, 800);
-      await foldPendingCredits(db());
+      await foldCredits(db());
       const account = await db()('ledger_accounts').where({ owner: m, kind: 'available' }).first();
       await db()('ledger_accounts').where({ id: account.id }).update({ balance: 801 });
       const txId = randomUUID();

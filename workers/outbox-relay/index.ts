@@ -1,11 +1,22 @@
 import { runPool } from '../bootstrap';
 import { relayOutbox, pruneOutbox } from '../../shared/queues/outbox';
+import { redrive, type WorkSource } from '../../shared/queues/redrive';
 import { purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
+import { KINDS } from '../../shared/operations/kinds';
+import { unsentOperations } from '../../shared/operations/send';
+import { unappliedCallbacks } from '../../shared/providers/inbox';
+import { dueDeliveries } from '../../shared/webhooks/sweep';
+
+/** Every kind of open work Postgres knows, for the re-drive: sends, callbacks, deliveries. */
+const OPEN_WORK: WorkSource[] = [...Object.values(KINDS).map(unsentOperations), unappliedCallbacks, dueDeliveries];
 
 /**
- * outbox-relay: enqueues committed outbox rows that missed their immediate enqueue (crash or
- * Redis outage between commit and enqueue), and runs the housekeeping purges. Any number of
- * copies may run: rows are claimed with SKIP LOCKED and purges are plain deletes.
+ * outbox-relay: gives a job to all open work that has none. It enqueues committed outbox rows
+ * that missed their immediate enqueue (crash or Redis outage between commit and enqueue), and
+ * re-drives open work whose job Redis lost (shared/queues/redrive.ts); it also runs the
+ * housekeeping purges. Any number of copies may run: rows are claimed with SKIP LOCKED, a
+ * re-driven job is folded into the work's live one, and purges are plain deletes. Its loops are
+ * timers of this process, so they outlive any loss of Redis's data.
  */
 void runPool({
   name: 'outbox-relay',
@@ -19,6 +30,7 @@ void runPool({
         while (n > 0);
       },
     },
+    { name: 'redrive', intervalMs: (ctx) => ctx.config.redrive.intervalMs, run: (ctx) => redrive(ctx, OPEN_WORK) },
     {
       name: 'housekeeping',
       intervalMs: () => 60_000,

@@ -1,9 +1,9 @@
 import { runPool } from '../bootstrap';
 import { nowUnix } from '../../shared/domain/ids';
-import { foldPendingCredits } from '../../shared/ledger/postings';
+import { foldCredits } from '../../shared/ledger/postings';
 import { settle } from '../../shared/settlements/settle';
 
-/** How often pending credits are folded into the cached balances (postings.ts). */
+/** How often unfolded credits are folded into the cached balances (postings.ts). */
 const FOLD_INTERVAL_MS = 5_000;
 
 /**
@@ -11,7 +11,7 @@ const FOLD_INTERVAL_MS = 5_000;
  * (SETTLEMENT_TIME_UTC) left unsettled. Between cut-offs a check finds every group already
  * settled and writes nothing. Any number of copies may run: settle() makes one batch per
  * merchant, environment, currency and period whatever runs beside it. Also folds the ledger's
- * pending credits into the cached balances, one account at a time, under its lock.
+ * unfolded credits into the cached balances, one account at a time, under its lock.
  */
 void runPool({
   name: 'settlement',
@@ -22,11 +22,11 @@ void runPool({
       run: (ctx) => settle(ctx, { now: nowUnix(), cutoffMinutesUtc: ctx.config.settlement.cutoffMinutesUtc }),
     },
     {
-      name: 'fold-pending-credits',
+      name: 'fold-credits',
       intervalMs: () => FOLD_INTERVAL_MS,
       run: async (ctx) => {
         // a bounded share per tick: a merchant credited without pause must not keep the loop busy
-        for (let i = 0; i < 10 && (await foldPendingCredits(ctx.db)) > 0; i++);
+        for (let i = 0; i < 10 && (await foldCredits(ctx.db)) > 0; i++);
       },
     },
   ],

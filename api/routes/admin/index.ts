@@ -19,13 +19,16 @@ import {
   issueCredentialSchema,
   maintenanceSchema,
   revokeCredentialSchema,
+  rotateWebhookSecretSchema,
   updateMerchantSchema,
 } from './schemas';
+import { DEFAULT_ROTATION_OVERLAP_SECONDS, rotateWebhookSecret } from '../../../shared/merchants/webhookSecrets';
 
 const validateCreateMerchant = validator<MerchantInput & { name: string }>(createMerchantSchema);
 const validateUpdateMerchant = validator<MerchantInput>(updateMerchantSchema);
 const validateIssue = validator<{ environment: 'test' | 'live'; scope: 'read' | 'payments' | 'full'; ip_allowlist?: string[] }>(issueCredentialSchema);
 const validateRevoke = validator<{ immediate?: boolean }>(revokeCredentialSchema);
+const validateRotate = validator<{ environment: 'test' | 'live'; overlap_seconds?: number }>(rotateWebhookSecretSchema);
 const validateMaintenance = validator<{ enabled: boolean; retry_after?: number }>(maintenanceSchema);
 
 /** Operator API (decisions.md); mounted behind adminAuth. Webhook routes join in their own module. */
@@ -49,6 +52,12 @@ export const adminRouter = new Router({ prefix: '/admin' })
     const input = validateIssue(await readJson(ctx));
     ctx.status = 201;
     ctx.body = await issueCredential(ctx.services.db, ctx.params.id, input, ctx.services.config.secretsKeys);
+  })
+  .post('/merchants/:id/webhook-secret/rotate', async (ctx) => {
+    if (!isId('merchant', ctx.params.id)) throw notFound('Merchant');
+    const input = validateRotate(await readJson(ctx));
+    const overlap = input.overlap_seconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
+    ctx.body = await rotateWebhookSecret(ctx.services.db, ctx.params.id, input.environment, overlap, ctx.services.config.secretsKeys);
   })
   .post('/credentials/:id/revoke', async (ctx) => {
     if (!isId('credential', ctx.params.id)) throw notFound('Credential');

@@ -61,3 +61,14 @@ export const maintenanceSchema = {
     retry_after: { type: 'integer', minimum: 1, maximum: 86400 },
   },
 } as const;
+
+export const rotateWebhookSecretSchema = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['environment'],
+  properties: {
+    environment: { type: 'string', enum: ['test', 'live'] },
+    // how long the replaced secret keeps signing beside the new one; at most 30 days
+    overlap_seconds: { type: 'integer', minimum: 0, maximum: 2_592_000 },
+  },
+} as const;

@@ -1,0 +1,93 @@
+import type { Middleware } from 'koa';
+import type { OverloadConfig } from '../../shared/config';
+import type { ServiceContext } from '../../shared/context';
+import { ApiError } from '../../shared/errors';
+import { readBacklog } from '../../shared/queues/backlog';
+import { withTimeout } from '../../shared/timeout';
+import type { Metrics } from '../metrics';
+import { canonicalPath } from '../pipeline/request';
+
+/** The requests that add work behind the API and are refused while it falls behind. */
+const GUARDED = new Set(['/v1/payments', '/v1/payouts']);
+
+export interface Overloaded {
+  reason: 'queue-depth' | 'queue-wait';
+  queue: string;
+}
+
+/** How long the first request after a quiet spell waits for a fresh sample before letting the request through. */
+const FRESH_SAMPLE_TIMEOUT_MS = 100;
+
+/**
+ * Whether the work behind the API is behind (OverloadConfig), from a sample of the queues that
+ * is refreshed at most every `sampleMs`: a request never waits on Redis for it, except the first
+ * after a quiet spell (a sample older than four periods), which waits at most 100 ms. A sample
+ * that cannot be read (Redis down) counts as not overloaded: the rate limiter answers for Redis.
+ */
+export class OverloadMonitor {
+  private sample: { at: number; over: Overloaded | null } | undefined;
+  private refreshing: Promise<void> | undefined;
+
+  constructor(
+    private readonly services: ServiceContext,
+    private readonly cfg: OverloadConfig,
+  ) {}
+
+  get enabled(): boolean {
+    return this.cfg.maxWaiting > 0 || this.cfg.maxWaitMs > 0;
+  }
+
+  async check(now = Date.now()): Promise<Overloaded | null> {
+    const age = this.sample ? now - this.sample.at : Infinity;
+    if (age > this.cfg.sampleMs) {
+      const refresh = this.refresh();
+      if (age > this.cfg.sampleMs * 4) await withTimeout(refresh, FRESH_SAMPLE_TIMEOUT_MS).catch(() => undefined);
+    }
+    const s = this.sample;
+    return s && now - s.at <= this.cfg.sampleMs * 4 ? s.over : null;
+  }
+
+  private refresh(): Promise<void> {
+    this.refreshing ??= this.read()
+      .catch(() => null)
+      .then((over) => {
+        const before = this.sample?.over ?? null;
+        if (over && (before?.reason !== over.reason || before.queue !== over.queue)) {
+          this.services.log.warn({ queue: over.queue, reason: over.reason }, 'overloaded: creating payments and payouts is refused until the queues catch up');
+        } else if (!over && before) this.services.log.warn('no longer overloaded: creating payments and payouts again');
+        this.sample = { at: Date.now(), over };
+      })
+      .finally(() => (this.refreshing = undefined));
+    return this.refreshing;
+  }
+
+  private async read(): Promise<Overloaded | null> {
+    if (!this.services.queues.isReady()) return null;
+    for (const q of await readBacklog(this.services.queues)) {
+      if (this.cfg.maxWaiting > 0 && q.waiting > this.cfg.maxWaiting) return { reason: 'queue-depth', queue: q.queue };
+      if (this.cfg.maxWaitMs > 0 && q.oldestWaitMs !== null && q.oldestWaitMs > this.cfg.maxWaitMs) return { reason: 'queue-wait', queue: q.queue };
+    }
+    return null;
+  }
+}
+
+/**
+ * 503 `service-unavailable` with Retry-After for POST /v1/payments and POST /v1/payouts while
+ * the work behind the API falls behind, before any other step (no key lookup, no body read);
+ * every other request, provider callbacks included, goes on. Counted in
+ * `http_requests_shed_total{route, reason}`.
+ */
+export function overload(services: ServiceContext, metrics: Metrics): Middleware {
+  const cfg = services.config.overload;
+  const monitor = new OverloadMonitor(services, cfg);
+  if (!monitor.enabled) return (_ctx, next) => next();
+  return async (ctx, next) => {
+    if (ctx.method !== 'POST') return next();
+    const route = canonicalPath(ctx.path);
+    if (!GUARDED.has(route)) return next();
+    const over = await monitor.check();
+    if (!over) return next();
+    metrics.shed.inc({ route, reason: over.reason });
+    throw new ApiError(503, 'service-unavailable', 'The service is overloaded; retry later', undefined, { 'Retry-After': String(cfg.retryAfterS) });
+  };
+}

@@ -1,0 +1,582 @@
+/**
+ * npm run bench:e2e: complete payments per second through the whole stack, as an operator runs it.
+ *
+ * Every Procfile line runs as its own process (web, outbox-relay, provider-push,
+ * callback-reconciler, sandbox-provider, webhook-sender, refund, payout, settlement) on a
+ * database of its own cloned from the migrated template, a Redis database index of its own and
+ * a fresh queue prefix. The sandbox provider calls back after SANDBOX_CALLBACK_DELAY_MS (5 ms
+ * here); one webhook receiver (a child process of the bench) answers 200 at once. A payment is
+ * complete when its `payment.succeeded` webhook arrived.
+ *
+ * Load: open loop (bench-common.ts: requests leave evenly spaced whatever the answers), one step
+ * per rate given, each for --seconds, signed POST /v1/payments spread round-robin over enough
+ * API keys of one merchant to stay under the spec's 100 requests a minute per key (the rate
+ * limit stays as in production). After each step the bench waits for the backlog to drain, then
+ * runs VACUUM ANALYZE on its database (autovacuum is often off on development servers: the bench
+ * warns when it is).
+ *
+ * Per step: created/s (201s), webhooks/s (payment.succeeded receipts during the step), POST p50
+ * and p99, creation → webhook p50 and p99 (from the moment the POST left to the receipt), lost
+ * (created, no webhook once drained) and duplicate (a payment's webhook received again) counts,
+ * CPU milliseconds per payment of each process (from /proc/<pid>/stat over the step and its
+ * drain), of the Postgres backends serving each process (pg_stat_activity → /proc), of
+ * Postgres' own background processes and of the Redis server (INFO cpu; the whole server, so
+ * shared with anyone else using it, unless --private-redis), Redis commands per payment, and
+ * the queue depths over time. A step is sustained when it created at least 97 % of its rate,
+ * its backlog (jobs waiting in every queue) did not grow over the step's second half by more
+ * than a second's worth of payments, and every payment's webhook arrived within --drain-max
+ * seconds after the step. The last line is `max sustained: N/s`, the highest sustained rate.
+ *
+ * Options (command line):
+ *   --rates 100,200,300      the steps (per second), in order
+ *   --seconds 60             length of each step
+ *   --port 3900              the web's port; the sandbox takes port+1, the receiver port+2,
+ *                            a private Redis port+3
+ *   --database svc_bench_e2e the database (dropped and cloned from the template at start,
+ *                            dropped at the end unless --keep)
+ *   --redis-url URL          default REDIS_URL or redis://127.0.0.1:6379, with --redis-db
+ *   --redis-db 0             the Redis database index
+ *   --private-redis          run a private redis-server on port+3 (exact Redis CPU and commands)
+ *   --callback-delay-ms 5    the sandbox's callback delay
+ *   --log-level info         the services' LOG_LEVEL (their output is read and dropped)
+ *   --drain-max 60           seconds to wait after a step for its last webhooks
+ *   --keep-going             run every step even after one that was not sustained
+ *   --json FILE              also write every figure as JSON
+ *   --env K=V                extra environment of every service process (repeatable): how a
+ *                            setting is compared on and off
+ */
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { readFileSync, writeFileSync } from 'node:fs';
+import http from 'node:http';
+import net from 'node:net';
+import path from 'node:path';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { signRequest } from '../shared/client/signing';
+import { loadConfig } from '../shared/config';
+import { createContext, type ServiceContext } from '../shared/context';
+import { createDb } from '../shared/db/knex';
+import { createMerchant, issueCredential } from '../shared/merchants/service';
+import { ALL_QUEUES } from '../shared/queues/names';
+import { createWebhook } from '../shared/webhooks/endpoints';
+import { prepareTemplate, SERVER_URL } from '../test/helpers/databases';
+import { nowMs, openLoop, percentile, runBench, type LoadRequest } from './bench-common';
+import { parseProcfile } from './start';
+
+const ROOT = path.resolve(__dirname, '..');
+const TICK_MS = 1000 / 100; // USER_HZ: /proc times are in hundredths of a second on Linux
+const PER_KEY_PER_MINUTE = 60; // under the spec's 100, with room for a step that runs late
+
+// ---------------------------------------------------------------------------------------------
+// the receiver (child process): records each delivery, answers 200 at once
+
+type Receipt = [paymentId: string, deliveryId: string, atMs: number];
+
+function receiver(): void {
+  let receipts: Receipt[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = nowMs();
+      res.writeHead(200, { 'Content-Length': '2' }).end('ok');
+      try {
+        const event = JSON.parse(Buffer.concat(chunks).toString('utf8'));
+        if (event.type === 'payment.succeeded') receipts.push([event.data.object.id, String(req.headers['x-service-delivery-id']), at]);
+      } catch {
+        /* not an event: ignored */
+      }
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  server.listen(Number(process.env.RECEIVER_PORT), '127.0.0.1', () => process.send!({ ready: true }));
+  process.on('message', (m: { cmd: string }) => {
+    if (m.cmd === 'take') {
+      process.send!({ receipts });
+      receipts = [];
+    } else process.exit(0);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// options
+
+interface Options {
+  rates: number[];
+  seconds: number;
+  port: number;
+  database: string;
+  redisUrl: string;
+  privateRedis: boolean;
+  callbackDelayMs: number;
+  logLevel: string;
+  drainMaxS: number;
+  keepGoing: boolean;
+  keep: boolean;
+  json?: string;
+  env: Record<string, string>;
+}
+
+function options(): Options {
+  const { values } = parseArgs({
+    options: {
+      rates: { type: 'string', default: '100,200,300,400,500,600' },
+      seconds: { type: 'string', default: '60' },
+      port: { type: 'string', default: '3900' },
+      database: { type: 'string', default: 'svc_bench_e2e' },
+      'redis-url': { type: 'string' },
+      'redis-db': { type: 'string', default: '0' },
+      'private-redis': { type: 'boolean', default: false },
+      'callback-delay-ms': { type: 'string', default: '5' },
+      'log-level': { type: 'string', default: 'info' },
+      'drain-max': { type: 'string', default: '60' },
+      'keep-going': { type: 'boolean', default: false },
+      keep: { type: 'boolean', default: false },
+      json: { type: 'string' },
+      env: { type: 'string', multiple: true, default: [] },
+    },
+  });
+  const num = (name: string, v: string) => {
+    const n = Number(v);
+    if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a number, got ${v}`);
+    return n;
+  };
+  const rates = values.rates!.split(',').map((r) => num('rates', r.trim()));
+  if (!rates.length || rates.some((r) => r <= 0)) throw new Error('--rates must be positive numbers, e.g. 100,200,300');
+  if (!/^[a-z_][a-z0-9_]*$/.test(values.database!)) throw new Error('--database must be a plain lowercase name');
+  const port = num('port', values.port!);
+  const base = new URL(values['redis-url'] || process.env.REDIS_URL || 'redis://127.0.0.1:6379');
+  if (values['private-redis']) {
+    base.hostname = '127.0.0.1';
+    base.port = String(port + 3);
+  }
+  base.pathname = `/${num('redis-db', values['redis-db']!)}`;
+  const env: Record<string, string> = {};
+  for (const kv of values.env!) {
+    const i = kv.indexOf('=');
+    if (i < 1) throw new Error(`--env takes KEY=VALUE, got ${kv}`);
+    env[kv.slice(0, i)] = kv.slice(i + 1);
+  }
+  return {
+    rates,
+    seconds: num('seconds', values.seconds!),
+    port,
+    database: values.database!,
+    redisUrl: base.toString(),
+    privateRedis: values['private-redis']!,
+    callbackDelayMs: num('callback-delay-ms', values['callback-delay-ms']!),
+    logLevel: values['log-level']!,
+    drainMaxS: num('drain-max', values['drain-max']!),
+    keepGoing: values['keep-going']!,
+    keep: values.keep!,
+    json: values.json,
+    env,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// helpers
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+function portFree(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const s = net.connect({ port, host: '127.0.0.1' });
+    s.once('connect', () => (s.destroy(), resolve(false)));
+    s.once('error', () => resolve(true));
+  });
+}
+
+/** utime + stime of a process, ms; undefined once it is gone. */
+function cpuMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+  } catch {
+    return undefined;
+  }
+}
+
+interface Service {
+  name: string;
+  child: ChildProcess;
+  tail: string[];
+}
+
+function startService(name: string, command: string, env: Record<string, string>): Service {
+  const [bin, ...args] = command.split(/\s+/);
+  if (bin !== 'node') throw new Error(`Procfile line ${name}: only node commands are run by the bench`);
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...env, PROCESS_NAME: name }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const tail: string[] = [];
+  const keep = (d: Buffer) => {
+    // the output is read (a full pipe would block the process) and only its end kept for errors
+    tail.push(d.toString('utf8'));
+    if (tail.length > 20) tail.shift();
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  return { name, child, tail };
+}
+
+/** Postgres backends of the database (by application_name = process name) and Postgres' own processes, with their CPU. */
+class PostgresCpu {
+  private seen = new Map<number, { group: string; first: number; last: number }>();
+  constructor(
+    private readonly db: ServiceContext['db'],
+    private readonly database: string,
+  ) {}
+
+  async sample(): Promise<void> {
+    const { rows } = await this.db.raw(
+      `select pid, application_name, backend_type, datname from pg_stat_activity where datname = ? or (datname is null and backend_type <> 'client backend')`,
+      [this.database],
+    );
+    for (const r of rows as { pid: number; application_name: string; backend_type: string; datname: string | null }[]) {
+      const cpu = cpuMs(r.pid);
+      if (cpu === undefined) continue;
+      const group = r.datname === null ? 'postgres (server processes)' : `postgres ← ${r.application_name || '?'}`;
+      const s = this.seen.get(r.pid);
+      // a backend first seen during the window counts from 0 (it was opened then); seen at the start: from its CPU then
+      if (!s) this.seen.set(r.pid, { group, first: this.started ? 0 : cpu, last: cpu });
+      else s.last = cpu;
+    }
+  }
+
+  private started = false;
+  /** Starts a window: every known backend counts from its CPU now. */
+  async begin(): Promise<void> {
+    this.seen.clear();
+    this.started = false;
+    await this.sample();
+    this.started = true;
+  }
+
+  byGroup(): Map<string, number> {
+    const out = new Map<string, number>();
+    for (const s of this.seen.values()) out.set(s.group, (out.get(s.group) ?? 0) + (s.last - s.first));
+    return out;
+  }
+}
+
+async function redisCpuMs(redis: Redis): Promise<{ cpu: number; commands: number }> {
+  const info = await redis.info();
+  const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
+  return { cpu: (field('used_cpu_sys') + field('used_cpu_user')) * 1000, commands: field('total_commands_processed') };
+}
+
+/** Jobs waiting (or delayed, or being worked on) per queue: the backlog behind the API. */
+async function queueDepths(redis: Redis, prefix: string): Promise<Record<string, number>> {
+  const p = redis.pipeline();
+  for (const q of ALL_QUEUES) {
+    p.llen(`${prefix}:${q}:wait`);
+    p.llen(`${prefix}:${q}:active`);
+    p.zcard(`${prefix}:${q}:delayed`);
+    p.zcard(`${prefix}:${q}:prioritized`);
+  }
+  const res = (await p.exec()) ?? [];
+  const out: Record<string, number> = {};
+  ALL_QUEUES.forEach((q, i) => (out[q] = res.slice(i * 4, i * 4 + 4).reduce((s, [, n]) => s + Number(n ?? 0), 0)));
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// the bench
+
+interface StepResult {
+  rate: number;
+  seconds: number;
+  created: number;
+  createdPerS: number;
+  errors: number;
+  statuses: Record<string, number>;
+  webhooksPerS: number;
+  postP50: number;
+  postP99: number;
+  e2eP50: number;
+  e2eP99: number;
+  lost: number;
+  duplicates: number;
+  drainS: number;
+  backlogGrowth: number;
+  sustained: boolean;
+  cpuMsPerPayment: Record<string, number>;
+  redisCommandsPerPayment: number;
+  depths: { t: number; depths: Record<string, number> }[];
+  load: string;
+}
+
+async function bench(): Promise<void> {
+  const o = options();
+  const say = (line: string) => process.stdout.write(`${line}\n`);
+  for (const p of [o.port, o.port + 1, o.port + 2, ...(o.privateRedis ? [o.port + 3] : [])]) {
+    if (!(await portFree(p))) throw new Error(`port ${p} is taken: choose another --port`);
+  }
+  const cleanups: (() => Promise<unknown> | void)[] = [];
+  const cleanup = async () => {
+    for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => undefined);
+  };
+  process.on('SIGINT', () => void cleanup().finally(() => process.exit(130)));
+
+  try {
+    // Redis
+    if (o.privateRedis) {
+      const rs = spawn('redis-server', ['--port', String(o.port + 3), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      cleanups.push(() => void rs.kill('SIGTERM'));
+      for (let i = 0; i < 50 && (await portFree(o.port + 3)); i++) await sleep(100);
+    }
+    const redis = new Redis(o.redisUrl, { maxRetriesPerRequest: 3 });
+    cleanups.push(() => redis.disconnect());
+    const prefix = `{e2e${randomBytes(3).toString('hex')}}`;
+    cleanups.push(async () => {
+      const keys = await redis.keys(`${prefix}:*`);
+      for (let i = 0; i < keys.length; i += 500) await redis.del(...keys.slice(i, i + 500));
+    });
+
+    // database: a fresh clone of the migrated template
+    const template = await prepareTemplate();
+    const admin = createDb(`${SERVER_URL}/postgres`, 1);
+    await admin.raw('drop database if exists ?? with (force)', [o.database]);
+    await admin.raw('create database ?? template ??', [o.database, template]);
+    if (!o.keep) cleanups.push(() => admin.raw('drop database if exists ?? with (force)', [o.database]));
+    cleanups.push(() => admin.destroy());
+    const autovacuum = (await admin.raw('show autovacuum')).rows[0].autovacuum;
+    const syncCommit = (await admin.raw('show synchronous_commit')).rows[0].synchronous_commit;
+    if (autovacuum !== 'on') say(`WARNING: autovacuum is ${autovacuum} on this Postgres: the bench runs VACUUM ANALYZE between steps, but a long step still bloats`);
+    const databaseUrl = `${SERVER_URL}/${o.database}`;
+
+    const env: Record<string, string> = {
+      ...(process.env as Record<string, string>),
+      NODE_ENV: 'development',
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: o.redisUrl,
+      QUEUE_PREFIX: prefix,
+      LOG_LEVEL: o.logLevel,
+      PORT: String(o.port),
+      BASE_URL: `http://127.0.0.1:${o.port}`,
+      SANDBOX_PROVIDER_PORT: String(o.port + 1),
+      SANDBOX_PROVIDER_URL: `http://127.0.0.1:${o.port + 1}`,
+      SANDBOX_CALLBACK_DELAY_MS: String(o.callbackDelayMs),
+      ...o.env,
+    };
+    delete env.ADMIN_PORT;
+    delete env.WEB_CONCURRENCY;
+    const config = loadConfig(env);
+    const ctx = createContext({ role: 'worker', name: 'bench-e2e', config: { ...config, logLevel: 'silent' }, poolMax: 2 });
+    cleanups.push(() => ctx.close());
+
+    // one merchant, its webhook endpoint, and enough keys for the highest rate
+    const receiverChild = fork(__filename, ['--receiver'], { env: { ...process.env, RECEIVER_PORT: String(o.port + 2) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    cleanups.push(() => void receiverChild.kill('SIGTERM'));
+    await new Promise((r) => receiverChild.once('message', r));
+    const merchant = await createMerchant(ctx.db, { name: 'E2E bench', fees: { USD: { percent_bps: 250, fixed: 10 } } });
+    await createWebhook(ctx.db, { merchant_id: merchant.id, url: `http://127.0.0.1:${o.port + 2}/hook`, events: ['payment.*'], environment: 'test' });
+    const keyCount = Math.ceil((Math.max(...o.rates) * 60) / PER_KEY_PER_MINUTE);
+    const keys: { apiKey: string; secret: string }[] = [];
+    for (let i = 0; i < keyCount; i++) {
+      const c = await issueCredential(ctx.db, merchant.id, { environment: 'test', scope: 'payments' }, config.secretsKeys);
+      keys.push({ apiKey: c.api_key, secret: c.secret });
+    }
+
+    // the stack
+    const lines = parseProcfile(readFileSync(path.join(ROOT, 'Procfile'), 'utf8'));
+    const services = lines.map((l) => startService(l.name, l.command, env));
+    cleanups.push(async () => {
+      for (const s of services) if (s.child.exitCode === null) s.child.kill('SIGTERM');
+      await Promise.all(services.map((s) => (s.child.exitCode !== null ? undefined : new Promise((r) => s.child.once('exit', r)))));
+    });
+    for (const s of services) {
+      s.child.once('exit', (code, signal) => {
+        if (!stopping) process.stderr.write(`${s.name} exited (${signal ?? code}): ${s.tail.join('').slice(-1500)}\n`);
+      });
+    }
+    let stopping = false;
+    cleanups.push(() => void (stopping = true));
+    for (let i = 0; ; i++) {
+      const up = await new Promise<boolean>((resolve) => {
+        http.get(`http://127.0.0.1:${o.port}/health/ready`, (res) => (res.resume(), resolve(res.statusCode === 200))).on('error', () => resolve(false));
+      });
+      if (up && !(await portFree(o.port + 1))) break;
+      if (i > 300) throw new Error('the stack did not start within 30 s');
+      await sleep(100);
+    }
+
+    // a signed payment, round-robin over the keys
+    let k = 0;
+    const payment = (): LoadRequest => {
+      const key = keys[k++ % keys.length];
+      const ts = String(Math.floor(Date.now() / 1000));
+      const body = JSON.stringify({ amount: 10_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `e2e-${randomUUID()}` });
+      return {
+        method: 'POST',
+        path: '/v1/payments',
+        body,
+        headers: {
+          authorization: `Bearer ${key.apiKey}`,
+          'content-type': 'application/json',
+          'idempotency-key': randomUUID(),
+          'x-timestamp': ts,
+          'x-signature': signRequest(key.secret, ts, 'POST', '/v1/payments', body),
+        },
+      };
+    };
+
+    const pg = new PostgresCpu(ctx.db, o.database);
+    const take = () =>
+      new Promise<Receipt[]>((resolve) => {
+        receiverChild.once('message', (m: { receipts: Receipt[] }) => resolve(m.receipts));
+        receiverChild.send({ cmd: 'take' });
+      });
+
+    const runStep = async (rate: number, seconds: number): Promise<StepResult> => {
+      const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
+      await take(); // anything left from before
+      // signed ahead of the step (X-Timestamp stays valid 300 s): signing does not take the service's CPU
+      const total = Math.round(rate * seconds);
+      const requests = Array.from({ length: total }, payment);
+      let next = 0;
+      const created = new Map<string, number>(); // payment id → when its POST left
+      const statuses: Record<string, number> = {};
+      const cpu0 = new Map(services.map((s) => [s.name, cpuMs(s.child.pid!) ?? 0]));
+      const self0 = process.cpuUsage();
+      const rcv0 = cpuMs(receiverChild.pid!) ?? 0;
+      const redis0 = await redisCpuMs(redis);
+      await pg.begin();
+      const depths: StepResult['depths'] = [];
+      const start = nowMs();
+      const sampler = setInterval(() => {
+        void pg.sample().catch(() => undefined);
+        void queueDepths(redis, prefix).then((d) => depths.push({ t: (nowMs() - start) / 1000, depths: d }), () => undefined);
+      }, 1000);
+      const receipts: Receipt[] = [];
+      const collector = setInterval(() => void take().then((r) => receipts.push(...r)), 500);
+      const run = await openLoop(o.port, {
+        rate,
+        seconds,
+        next: () => requests[next++] ?? payment(),
+        maxInFlight: 5000,
+        timeoutMs: 30_000,
+        onAnswer: (status, body, sentAt) => {
+          statuses[status] = (statuses[status] ?? 0) + 1;
+          if (status === 201) created.set(JSON.parse(body.toString('utf8')).id, sentAt);
+        },
+      });
+      const loadEnd = nowMs();
+      // drain: until every created payment's webhook arrived (or --drain-max)
+      const got = () => new Set(receipts.map((r) => r[0]));
+      let drained = false;
+      for (;;) {
+        const seen = got();
+        let missing = 0;
+        for (const id of created.keys()) if (!seen.has(id)) missing++;
+        if (missing === 0) {
+          drained = true;
+          break;
+        }
+        if (nowMs() - loadEnd > o.drainMaxS * 1000) break;
+        await sleep(200);
+      }
+      const drainEnd = nowMs();
+      await sleep(1000); // late duplicates
+      clearInterval(collector);
+      clearInterval(sampler);
+      receipts.push(...(await take()));
+      await pg.sample();
+      const redis1 = await redisCpuMs(redis);
+
+      // figures
+      const firstReceipt = new Map<string, number>();
+      let duplicates = 0;
+      let inStep = 0;
+      for (const [id, , at] of receipts) {
+        if (!created.has(id)) continue;
+        if (firstReceipt.has(id)) duplicates++;
+        else {
+          firstReceipt.set(id, at);
+          if (at <= loadEnd) inStep++;
+        }
+      }
+      const e2e = [...firstReceipt].map(([id, at]) => at - created.get(id)!).sort((a, b) => a - b);
+      const n = created.size || 1;
+      const cpu: Record<string, number> = {};
+      for (const s of services) cpu[s.name] = ((cpuMs(s.child.pid!) ?? cpu0.get(s.name)!) - cpu0.get(s.name)!) / n;
+      for (const [group, ms] of pg.byGroup()) cpu[group] = ms / n;
+      cpu['redis-server'] = (redis1.cpu - redis0.cpu) / n;
+      const self = process.cpuUsage(self0);
+      cpu['bench (load generator)'] = (self.user + self.system) / 1000 / n;
+      cpu['bench (receiver)'] = ((cpuMs(receiverChild.pid!) ?? rcv0) - rcv0) / n;
+      // backlog: jobs in every queue; growth over the step's second half
+      const during = depths.filter((d) => d.t <= seconds);
+      const total0 = during.filter((d) => d.t >= seconds / 2).map((d) => Object.values(d.depths).reduce((a, b) => a + b, 0));
+      const backlogGrowth = total0.length >= 2 ? Math.max(...total0.slice(-3)) - Math.min(...total0.slice(0, 3)) : 0;
+      const createdPerS = created.size / run.seconds;
+      const sustained = createdPerS >= rate * 0.97 && backlogGrowth <= rate && drained && duplicates === 0;
+      return {
+        rate,
+        seconds,
+        created: created.size,
+        createdPerS,
+        errors: total - created.size,
+        statuses,
+        webhooksPerS: inStep / ((loadEnd - start) / 1000),
+        postP50: percentile(run.latencies, 50),
+        postP99: percentile(run.latencies, 99),
+        e2eP50: percentile(e2e, 50),
+        e2eP99: percentile(e2e, 99),
+        lost: created.size - firstReceipt.size,
+        duplicates,
+        drainS: (drainEnd - loadEnd) / 1000,
+        backlogGrowth,
+        sustained,
+        cpuMsPerPayment: cpu,
+        redisCommandsPerPayment: (redis1.commands - redis0.commands) / n,
+        depths,
+        load,
+      };
+    };
+
+    // warm-up: JIT, pools, credential caches
+    say(`bench:e2e: ${services.length} processes (${services.map((s) => s.name).join(', ')}), node ${process.version}, ${keys.length} API keys, sandbox callback delay ${o.callbackDelayMs} ms, LOG_LEVEL ${o.logLevel}, autovacuum ${autovacuum}, synchronous_commit ${syncCommit}${Object.keys(o.env).length ? `, ${Object.entries(o.env).map(([a, b]) => `${a}=${b}`).join(' ')}` : ''}`);
+    await runStep(Math.min(50, o.rates[0]), 5);
+    await ctx.db.raw('vacuum analyze');
+
+    const results: StepResult[] = [];
+    const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
+    const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
+    say('\n  rate  created/s  webhooks/s  POST p50  POST p99  e2e p50  e2e p99   lost  dup  drain s  backlog+  CPU ms/payment  sustained  load');
+    for (const rate of o.rates) {
+      const r = await runStep(rate, o.seconds);
+      results.push(r);
+      const cpuTotal = Object.entries(r.cpuMsPerPayment)
+        .filter(([name]) => !name.startsWith('bench'))
+        .reduce((s, [, v]) => s + v, 0);
+      say(
+        `${f0(rate).padStart(6)}  ${f0(r.createdPerS).padStart(9)}  ${f0(r.webhooksPerS).padStart(10)}  ${f1(r.postP50).padStart(6)}ms  ${f1(r.postP99).padStart(6)}ms  ${f0(r.e2eP50).padStart(5)}ms  ${f0(r.e2eP99).padStart(5)}ms  ${String(r.lost).padStart(5)}  ${String(r.duplicates).padStart(3)}  ${f1(r.drainS).padStart(7)}  ${String(r.backlogGrowth).padStart(8)}  ${f1(cpuTotal).padStart(14)}  ${(r.sustained ? 'yes' : 'NO').padStart(9)}  ${r.load}`,
+      );
+      if (r.errors) say(`        answers: ${JSON.stringify(r.statuses)}`);
+      const cpuLine = Object.entries(r.cpuMsPerPayment)
+        .filter(([, v]) => v >= 0.05)
+        .sort((a, b) => b[1] - a[1])
+        .map(([name, v]) => `${name} ${v.toFixed(2)}`)
+        .join(', ');
+      say(`        CPU ms per payment: ${cpuLine}; Redis commands per payment ${r.redisCommandsPerPayment.toFixed(1)}${o.privateRedis ? '' : ' (whole Redis server)'}`);
+      const every = Math.max(1, Math.round(r.depths.length / 12));
+      const series = ALL_QUEUES.filter((q) => r.depths.some((d) => d.depths[q] > 0)).map(
+        (q) => `${q} ${r.depths.filter((_, i) => i % every === 0).map((d) => d.depths[q]).join(' ')}`,
+      );
+      say(`        queue depths every ${every} s: ${series.length ? series.join(' | ') : 'all empty'}`);
+      await ctx.db.raw('vacuum analyze');
+      if (!r.sustained && !o.keepGoing) break;
+    }
+
+    const best = results.filter((r) => r.sustained).reduce((m, r) => Math.max(m, r.rate), 0);
+    if (o.json) writeFileSync(o.json, JSON.stringify({ options: o, results }, null, 2));
+    say(`\nmax sustained: ${best}/s`);
+  } finally {
+    await cleanup();
+  }
+  process.exit(0);
+}
+
+runBench({ '--receiver': receiver }, bench);

@@ -1,0 +1,90 @@
+import type { Executor } from '../knex';
+import { runSql, sqlStatement } from './run';
+
+/**
+ * The ledger's posting statements (their rules: shared/ledger/postings.ts). The entries and the
+ * moves come as arrays (unnest keeps their order), so each statement has one text whatever the
+ * number of entries, and is prepared once per connection.
+ */
+
+export interface PostingRow {
+  id: string;
+  kind: string;
+  reference_id: string;
+  environment: string;
+  currency: string;
+  merchant_id: string | null;
+}
+
+export interface EntryRow {
+  account_id: number;
+  amount: number;
+  unfolded: boolean;
+}
+
+export interface Move {
+  id: number;
+  amount: number;
+}
+
+/** `t`: the transaction row, returned only when the posting is new (unique per kind and reference): $1..$6 */
+const TRANSACTION = `t as (insert into ledger_transactions (id, kind, reference_id, environment, currency, merchant_id)
+          values ($1, $2, $3, $4, $5, $6) on conflict (kind, reference_id) do nothing returning id)`;
+
+/** the entries, written only with a new transaction row, from $first (account ids, amounts, unfolded flags) */
+const entries = (first: number) => `written as (insert into ledger_entries (transaction_id, account_id, amount, unfolded)
+          select t.id, v.id, v.amount, v.unfolded from t, unnest($${first}::bigint[], $${first + 1}::bigint[], $${first + 2}::boolean[]) as v(id, amount, unfolded))`;
+
+/**
+ * Locks guarded accounts in id order (FOR NO KEY UPDATE: the key share that new entries take on
+ * their account stays free, so credits go on meanwhile), folds their unfolded credits into the
+ * cached balance, and moves each by its amount unless that would take it below zero; with
+ * `guard`, only when the posting's transaction row is new. Moves from $first (ids, amounts).
+ */
+const foldAndMove = (first: number, guard: string) => `locked as materialized (select id from ledger_accounts where id = any($${first}::bigint[]) order by id for no key update),
+     folded as (update ledger_entries set unfolded = false
+                 where unfolded and account_id in (select id from locked)
+                 returning account_id, amount),
+     moves as (select v.id, v.amount + coalesce((select sum(f.amount) from folded f where f.account_id = v.id), 0)::bigint as amount
+                 from unnest($${first}::bigint[], $${first + 1}::bigint[]) as v(id, amount)),
+     moved as (update ledger_accounts as a set balance = a.balance + m.amount
+                 from moves m
+                where a.id = m.id and a.id in (select id from locked) and a.balance + m.amount >= 0 ${guard}
+                returning a.id)`;
+
+const POST_CREDITS = sqlStatement('ledger-post-credits', `with ${TRANSACTION},
+     ${entries(7)}
+select count(*)::int as posted from t`);
+
+const POST_AND_MOVE = sqlStatement('ledger-post-and-move', `with ${TRANSACTION},
+     ${foldAndMove(7, 'and exists (select 1 from t)')},
+     ${entries(9)}
+select (select count(*) from t)::int as posted, (select count(*) from moved)::int as moved`);
+
+const FOLD = sqlStatement('ledger-fold', `with ${foldAndMove(1, '')}
+select (select count(*) from moved)::int as moved`);
+
+const entryValues = (rows: EntryRow[]) => [rows.map((e) => e.account_id), rows.map((e) => e.amount), rows.map((e) => e.unfolded)];
+const postingValues = (p: PostingRow) => [p.id, p.kind, p.reference_id, p.environment, p.currency, p.merchant_id];
+
+/** A posting that takes no lock (credits only): its transaction row and entries; false when already posted. */
+export async function insertPosting(db: Executor, posting: PostingRow, rows: EntryRow[]): Promise<boolean> {
+  const [r] = await runSql<{ posted: number }>(db, POST_CREDITS, [...postingValues(posting), ...entryValues(rows)]);
+  return r.posted === 1;
+}
+
+/** A posting that moves guarded accounts: whether it was new, and how many of `moves` moved (fewer: one would go below zero). */
+export async function insertPostingAndMove(db: Executor, posting: PostingRow, rows: EntryRow[], moves: Move[]): Promise<{ posted: boolean; moved: number }> {
+  const [r] = await runSql<{ posted: number; moved: number }>(db, POST_AND_MOVE, [
+    ...postingValues(posting),
+    moves.map((m) => m.id),
+    moves.map((m) => m.amount),
+    ...entryValues(rows),
+  ]);
+  return { posted: r.posted === 1, moved: r.moved };
+}
+
+/** Folds one account's unfolded credits into its cached balance, under its lock. */
+export async function foldAccount(db: Executor, accountId: number): Promise<void> {
+  await runSql(db, FOLD, [[accountId], [0]]);
+}

@@ -1,0 +1,136 @@
+import { runSql, sqlStatement } from './run';
+import type { Executor } from '../knex';
+
+/**
+ * The webhook sender's hot statements: the claim of attempts and the record of their outcomes.
+ * Always run on the pool (never in a caller's transaction): each is its own transaction.
+ * Their rules are told in shared/webhooks/deliveries.ts.
+ */
+
+/**
+ * Claims the next attempt of each listed delivery that may be attempted now; returns those claimed.
+ * Every row is reached through its primary key (a lateral lookup per id), never through a scan of
+ * the pending deliveries, so the plan does not hang on statistics (a backlog written since the
+ * last ANALYZE looks tiny to the planner, which then scanned all of it for every batch). Postgres
+ * keeps one generic plan for it, instead of planning it again on every call, only if no parameter
+ * makes a call's own plan look cheaper: the ids come as JSON (whose length the planner never
+ * guesses) and the probe's claim is its own statement. Ids are locked in sorted order, so
+ * concurrent claims cannot deadlock.
+ */
+function claimStatement(asProbe: boolean) {
+  // a probe may claim while the breaker is still tripped, as long as it holds the endpoint's probe
+  const breaker = asProbe ? 'w.breaker_open_until is null or w.breaker_probe_until > now()' : 'w.breaker_open_until is null';
+  return sqlStatement(
+    asProbe ? 'webhook_claim_probe' : 'webhook_claim_attempts',
+    `with t as materialized (
+       select x.* from jsonb_array_elements_text($2::jsonb) as ids(id)
+       cross join lateral (
+         select d.id, d.event_id, d.webhook_id, d.round, d.attempts + 1 as attempts, d.lease_until, w.url, w.environment, w.merchant_id,
+                e.type as event_type, e.created as event_created, e.object_version, e.body as event_body,
+                s.secret_ciphertext, s.secret_key_id,
+                case when s.previous_expires_at > now() then s.previous_secret_ciphertext end as previous_ciphertext,
+                case when s.previous_expires_at > now() then s.previous_secret_key_id end as previous_key_id
+           from webhook_deliveries d
+           join webhooks w on w.id = d.webhook_id
+           join events e on e.id = d.event_id
+           left join webhook_secrets s on s.merchant_id = w.merchant_id and s.environment = w.environment
+          where d.id = ids.id and d.status = 'pending' and d.attempts < $3
+            and d.next_attempt_at <= now() and (d.lease_until is null or d.lease_until <= now())
+            and w.status = 'enabled' and (${breaker})
+            for update of d
+       ) x
+     ), d as (
+       update webhook_deliveries d
+          set attempts = d.attempts + 1, lease_until = now() + make_interval(secs => $1), updated_at = now()
+        where d.id = any(array(select id from t))
+     ), interrupted as (
+       -- an attempt left open under an expired lease: its sender died
+       update webhook_attempts a set finished_at = now(), error = 'interrupted'
+        where a.delivery_id = any(array(select id from t where lease_until is not null)) and a.finished_at is null
+     ), a as (
+       insert into webhook_attempts (delivery_id, round, attempt, started_at)
+       select id, round, attempts, now() from t
+       returning id, delivery_id
+     )
+     select t.id, t.event_id, t.webhook_id, t.round, t.attempts, t.url, t.environment, t.merchant_id, a.id as attempt_id,
+            t.event_type, t.event_created, t.object_version, t.event_body,
+            t.secret_ciphertext, t.secret_key_id, t.previous_ciphertext, t.previous_key_id
+       from t join a on a.delivery_id = t.id`,
+  );
+}
+
+const CLAIM = claimStatement(false);
+const CLAIM_AS_PROBE = claimStatement(true);
+
+/** $1 lease in seconds, $2 the delivery ids as a JSON array (sorted, unique), $3 the attempts limit. */
+export function claimAttemptsSql<R>(db: Executor, asProbe: boolean, values: [leaseSecs: number, idsJson: string, maxAttempts: number]): Promise<R[]> {
+  return runSql<R>(db, asProbe ? CLAIM_AS_PROBE : CLAIM, values);
+}
+
+/**
+ * Records attempts' outcomes and moves each delivery and each endpoint's breaker, in one
+ * statement (the rules: finishAttempts in shared/webhooks/deliveries.ts). Rows are found through
+ * their primary keys, as in the claim; deliveries, then endpoints, are locked in id order, so
+ * batches from several senders never deadlock.
+ */
+const FINISH = sqlStatement(
+  'webhook_finish_attempts',
+  `with p as materialized (
+       select $1::int as threshold, make_interval(secs => $2) as pause
+     ), v as materialized (
+       select * from jsonb_to_recordset($3::jsonb) as v(
+         seq int, attempt_id bigint, delivery_id text, webhook_id text, round int, attempts int, status_code int,
+         latency_ms int, error text, excerpt text, status text, retry_secs float8, ok boolean)
+     ), latest as materialized (
+       -- each delivery through its primary key, locked, when this attempt is still its latest
+       select x.id from v cross join lateral (
+         select d.id from webhook_deliveries d
+          where d.id = v.delivery_id and d.round = v.round and d.attempts = v.attempts and d.status = 'pending'
+            for update
+       ) x
+     ), att as (
+       update webhook_attempts a
+          set finished_at = now(), status_code = v.status_code, latency_ms = v.latency_ms, error = v.error, response_excerpt = v.excerpt
+         from v where a.id = any(array(select attempt_id from v)) and a.id = v.attempt_id
+     ), d as (
+       update webhook_deliveries d
+          set status = v.status, next_attempt_at = now() + make_interval(secs => v.retry_secs), lease_until = null,
+              last_status_code = v.status_code, last_error = v.error, updated_at = now(),
+              completed_at = case when v.status = 'pending' then null else now() end
+         from v
+        where d.id = any(array(select id from latest)) and d.id = v.delivery_id
+       returning d.id, d.status
+     ), h as materialized (
+       select webhook_id, bool_or(ok) as any_ok, count(*) filter (where not ok and seq > coalesce(last_ok, -1)) as failures
+         from (select v.*, max(seq) filter (where ok) over (partition by webhook_id) as last_ok from v) x
+        group by webhook_id
+     ), locked as materialized (
+       -- only endpoints whose breaker changes: one that just keeps succeeding is not written (nor locked)
+       select w.id from webhooks w join h on h.webhook_id = w.id
+        where not h.any_ok or h.failures > 0 or w.consecutive_failures <> 0 or w.breaker_open_until is not null or w.breaker_probe_until is not null
+        order by w.id
+          for update of w
+     ), w as (
+       update webhooks w set
+         consecutive_failures = case when h.any_ok then h.failures else w.consecutive_failures + h.failures end,
+         breaker_open_until = case
+           when h.any_ok then case when h.failures >= p.threshold then now() + p.pause else null end
+           when w.breaker_open_until > now() then w.breaker_open_until
+           when w.breaker_open_until is not null or w.consecutive_failures + h.failures >= p.threshold then now() + p.pause
+           else null end,
+         breaker_opened_at = case
+           when h.any_ok then case when h.failures >= p.threshold then now() else w.breaker_opened_at end
+           when w.breaker_open_until > now() then w.breaker_opened_at
+           when w.breaker_open_until is not null or w.consecutive_failures + h.failures >= p.threshold then now()
+           else w.breaker_opened_at end,
+         breaker_probe_until = case when not h.any_ok and w.breaker_open_until > now() then w.breaker_probe_until else null end
+       from h join locked l on l.id = h.webhook_id cross join p
+       where w.id = h.webhook_id
+     )
+     select id, status from d`,
+);
+
+/** $1 breaker threshold, $2 pause in seconds, $3 the outcomes as JSON (sorted by delivery id). */
+export function finishAttemptsSql<R>(db: Executor, values: [threshold: number, pauseSecs: number, itemsJson: string]): Promise<R[]> {
+  return runSql<R>(db, FINISH, values);
+}

@@ -1,0 +1,93 @@
+import type { Caller } from '../domain/caller';
+import type { Executor } from '../db/knex';
+import { transact, type TransactDeps } from '../db/transact';
+import { nowUnix } from '../domain/ids';
+import { ApiError, notFound } from '../errors';
+import type { EventRow } from '../events/record';
+import { isEventId } from '../events/read';
+import { endpointsFor, insertDeliveries } from './fanout';
+
+/**
+ * The merchant's side of deliveries (decisions.md "Integrator's kit"): an event's deliveries,
+ * and sending an event again to the endpoints that subscribe to it today.
+ */
+
+/** Redeliveries a merchant may ask for, per event. */
+export const MAX_REDELIVERIES = 10;
+
+interface DeliveryRow {
+  id: string;
+  event_id: string;
+  webhook_id: string;
+  status: 'pending' | 'succeeded' | 'dead';
+  attempts: number;
+  last_status_code: number | null;
+  last_error: string | null;
+  created: number;
+}
+
+/**
+ * The delivery object. `failed`: the last attempt failed and another is scheduled (the stored
+ * status is still pending); `dead`: no attempt is left.
+ */
+export function merchantDeliveryView(d: DeliveryRow) {
+  const failedLast = d.attempts > 0 && (d.last_error !== null || d.last_status_code !== null);
+  return {
+    id: d.id,
+    object: 'webhook_delivery' as const,
+    event_id: d.event_id,
+    webhook_id: d.webhook_id,
+    status: d.status === 'pending' && failedLast ? ('failed' as const) : d.status,
+    attempts: d.attempts,
+    last_response_status: d.last_status_code,
+    created: Number(d.created),
+  };
+}
+
+const COLUMNS = ['id', 'event_id', 'webhook_id', 'status', 'attempts', 'last_status_code', 'last_error', 'created'];
+
+async function eventOf(db: Executor, caller: Caller, id: string, lock: boolean): Promise<(EventRow & { redeliveries: number }) | undefined> {
+  if (!isEventId(id)) return undefined;
+  const q = db('events').where({ id, merchant_id: caller.merchantId, environment: caller.environment });
+  if (lock) q.forUpdate();
+  return q.first('id', 'merchant_id', 'environment', 'type', 'body', 'redeliveries');
+}
+
+/** Every delivery of one of the caller's events (its own and the redeliveries), newest first; 404 for another's. */
+export async function listEventDeliveries(db: Executor, caller: Caller, eventId: string) {
+  const event = await eventOf(db, caller, eventId, false);
+  if (!event) throw notFound('Event');
+  const rows: DeliveryRow[] = await db('webhook_deliveries')
+    .where({ event_id: event.id })
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
+    .select(COLUMNS);
+  return { object: 'list' as const, data: rows.map(merchantDeliveryView) };
+}
+
+/**
+ * Sends one of the caller's events again: a new delivery (new id, attempt 1) to each enabled
+ * endpoint of its environment that subscribes to its type now. The event row is locked, so two
+ * requests at once count twice and the cap holds: the 11th gets 429 `redelivery-limit`. A
+ * request that finds no endpoint sends nothing and is not counted.
+ */
+export async function redeliverEvent(deps: TransactDeps, caller: Caller, eventId: string) {
+  return transact(deps, async (trx, outbox) => {
+    const event = await eventOf(trx, caller, eventId, true);
+    if (!event) throw notFound('Event');
+    if (event.redeliveries >= MAX_REDELIVERIES) {
+      throw new ApiError(429, 'redelivery-limit', `This event has been redelivered ${MAX_REDELIVERIES} times already, the most allowed; it stays listed by GET /v1/events/${event.id}`);
+    }
+    const endpoints = await endpointsFor(trx, event);
+    if (endpoints.length === 0) return { object: 'list' as const, data: [] };
+    const round = event.redeliveries + 1;
+    await trx('events').where({ id: event.id }).update({ redeliveries: round });
+    const inserted = await insertDeliveries(trx, outbox, event, endpoints, round, nowUnix());
+    return {
+      object: 'list' as const,
+      data: inserted.map((d) => merchantDeliveryView({ ...d, status: 'pending', attempts: 0, last_status_code: null, last_error: null })),
+    };
+  });
+}

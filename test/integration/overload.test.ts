@@ -1,0 +1,113 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { startTestEnv, type TestEnv } from '../helpers/env';
+import { eventually } from '../helpers/processes';
+import { QUEUES } from '../../shared/queues/names';
+import { readBacklog } from '../../shared/queues/backlog';
+import { callbackBody, createPayment, mobilePayment, sendCallback } from './payments.helpers';
+
+/**
+ * Graceful overload (issue: 500 complete payments a second): while a queue behind the API holds
+ * too many waiting jobs, or its oldest has waited too long, POST /v1/payments and POST
+ * /v1/payouts answer 503 service-unavailable with Retry-After at once and create nothing; reads
+ * and provider callbacks keep working; /metrics counts what was shed. No worker runs here, so the
+ * push jobs of the payments created stay waiting: the service is driven past a low threshold.
+ */
+
+const aPayout = () => ({ amount: 1_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `po-${randomUUID()}` });
+
+async function shedCount(env: TestEnv, route: string, reason: string): Promise<number> {
+  const res = await fetch(`${env.baseUrl}/metrics`, { headers: { Authorization: 'Bearer test-admin-token-0123456789' } });
+  const text = await res.text();
+  const line = text.split('\n').find((l) => l.startsWith(`http_requests_shed_total{route="${route}",reason="${reason}"}`));
+  return line ? Number(line.split(' ').pop()) : 0;
+}
+
+describe('graceful overload', () => {
+  describe('queue depth above OVERLOAD_MAX_WAITING', () => {
+    let env: TestEnv;
+    before(async () => {
+      env = await startTestEnv({ OVERLOAD_MAX_WAITING: '3', OVERLOAD_MAX_WAIT_MS: '0', OVERLOAD_SAMPLE_MS: '50', OVERLOAD_RETRY_AFTER_S: '7' });
+    });
+    after(() => env.close());
+
+    it('refuses new payments and payouts with 503 and Retry-After, creates nothing, keeps reads and callbacks working, counts what it shed, and takes work again once the queue drains', async () => {
+      const { client } = await env.merchant({ scope: 'full' });
+      const created = [];
+      for (let i = 0; i < 4; i++) created.push(await createPayment(client, '243990000001'));
+      const backlog = await readBacklog(env.services.queues);
+      expect(backlog.find((q) => q.queue === QUEUES.providerPush)!.waiting).to.equal(4);
+
+      // the next sample sees 4 waiting push jobs > 3
+      const refused = await eventually(async () => {
+        const res = await client.post('/v1/payments', mobilePayment('243990000001'));
+        if (res.status === 201) created.push(res.body);
+        return res.status === 503 ? res : undefined;
+      });
+      expect(refused.body.error.code).to.equal('service-unavailable');
+      expect(refused.headers.get('retry-after')).to.equal('7');
+      const count = async () => Number((await env.services.db('payments').count('* as n'))[0].n);
+      const before = await count();
+      expect(before).to.equal(created.length);
+
+      // a refused request changes nothing, its key included
+      const key = randomUUID();
+      const again = await client.post('/v1/payments', mobilePayment('243990000001'), { headers: { 'Idempotency-Key': key } });
+      expect(again.status).to.equal(503);
+      expect(again.body.error.code).to.equal('service-unavailable');
+      expect(await count()).to.equal(before);
+      expect(await env.services.db('idempotency_keys').where({ key }).first()).to.equal(undefined);
+
+      const payout = await client.post('/v1/payouts', aPayout());
+      expect(payout.status).to.equal(503);
+      expect(payout.body.error.code).to.equal('service-unavailable');
+      expect(payout.headers.get('retry-after')).to.equal('7');
+      expect(Number((await env.services.db('payouts').count('* as n'))[0].n)).to.equal(0);
+
+      // reads go on
+      const read = await client.get(`/v1/payments/${created[0].id}`);
+      expect(read.status).to.equal(200);
+      expect(read.body.id).to.equal(created[0].id);
+      expect((await client.get('/v1/payments')).status).to.equal(200);
+      expect((await client.get('/v1/balance')).status).to.equal(200);
+      // provider callbacks are stored (a provider may not send them again)
+      const cb = await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: created[0].id, status: 'succeeded' }));
+      expect(cb.status).to.equal(200);
+      expect(await env.services.db('provider_callbacks').where({ object_id: created[0].id }).first()).to.not.equal(undefined);
+
+      expect(await shedCount(env, '/v1/payments', 'queue-depth')).to.be.at.least(2);
+      expect(await shedCount(env, '/v1/payouts', 'queue-depth')).to.equal(1);
+
+      // the queue drains (as workers would take its jobs): creation is taken again
+      await env.services.queues.get(QUEUES.providerPush).drain();
+      const ok = await eventually(async () => {
+        const res = await client.post('/v1/payments', mobilePayment('243990000001'));
+        return res.status === 201 ? res : undefined;
+      });
+      expect(ok.body.status).to.equal('processing');
+    });
+  });
+
+  describe('oldest waiting job older than OVERLOAD_MAX_WAIT_MS', () => {
+    let env: TestEnv;
+    before(async () => {
+      env = await startTestEnv({ OVERLOAD_MAX_WAITING: '0', OVERLOAD_MAX_WAIT_MS: '300', OVERLOAD_SAMPLE_MS: '50' });
+    });
+    after(() => env.close());
+
+    it('refuses creation once a job has waited past the threshold, whatever the depth', async () => {
+      const { client } = await env.merchant({ scope: 'full' });
+      const first = await client.post('/v1/payments', mobilePayment('243990000001'));
+      expect(first.status).to.equal(201); // one job, fresh: not overloaded
+      const refused = await eventually(async () => {
+        const res = await client.post('/v1/payments', mobilePayment('243990000001'));
+        return res.status === 503 ? res : undefined;
+      });
+      expect(refused.body.error.code).to.equal('service-unavailable');
+      expect(refused.headers.get('retry-after')).to.equal('5');
+      const oldest = (await readBacklog(env.services.queues)).find((q) => q.queue === QUEUES.providerPush)!;
+      expect(oldest.oldestWaitMs).to.be.above(300);
+      expect(await shedCount(env, '/v1/payments', 'queue-wait')).to.be.at.least(1);
+    });
+  });
+});
