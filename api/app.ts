@@ -18,7 +18,8 @@ import { callbacksRouter } from './callbacks';
 import { checkoutRouter, checkoutRoutes } from './checkout';
 import { createMetrics, type Metrics } from './metrics';
 import { ApiError } from '../shared/errors';
-import { v1Router } from './v1';
+import { v1PublicRouter, v1Router } from './v1';
+import { docsRouter } from './routes/docs';
 import { merchantPipeline } from './pipeline';
 import { V1_PATH } from './pipeline/request';
 
@@ -55,7 +56,7 @@ function allowedMethods(router: Router): Middleware {
 }
 
 /** Routers whose templates label the metrics (api/metrics.ts). */
-const LABEL_ROUTERS: Router[] = [v1Router, adminRouter, webhooksAdminRouter, healthRouter, callbacksRouter];
+const LABEL_ROUTERS: Router[] = [v1Router, v1PublicRouter, docsRouter, adminRouter, webhooksAdminRouter, healthRouter, callbacksRouter];
 
 /** Assembles the web process: the HTTP frame shared by every route, then each route group. */
 export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
@@ -99,7 +100,10 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
   if (merchant) {
     // the hosted card checkout: the client's browser, no merchant key
     app.use(checkoutRoutes(checkout));
-    // every /v1 request, known route or not, passes the pipeline first (case-insensitive: so does the router)
+    // the API reference: the OpenAPI document and the page rendering it take no key
+    app.use(docsRouter.routes() as Middleware);
+    app.use(v1PublicRouter.routes() as Middleware);
+    // every other /v1 request, known route or not, passes the pipeline first (case-insensitive: so does the router)
     const pipeline = merchantPipeline(services);
     app.use((ctx, next) => (V1_PATH.test(ctx.path) ? pipeline(ctx, next) : next()));
     if (opts.extraV1Routes) app.use(opts.extraV1Routes);

@@ -82,6 +82,29 @@ export interface Config {
   settlement: SettlementConfig;
   cards: CardsConfig;
   overload: OverloadConfig;
+  availability: AvailabilityConfig;
+}
+
+/**
+ * Operator availability (GET /v1/availability): an operator's direction is `delayed` when, over
+ * the last `windowMs` of provider calls in that environment, at least `minCalls` were made and
+ * at least half of them failed (timeout, unreachable, 5xx) or took `slowMs` or more.
+ */
+export interface AvailabilityConfig {
+  /** AVAILABILITY_WINDOW_MS: how far back provider calls count; default 300000 (5 minutes), at least 10000. */
+  windowMs: number;
+  /** AVAILABILITY_MIN_CALLS: fewer calls than this in the window say nothing (operational); default 3. */
+  minCalls: number;
+  /** AVAILABILITY_SLOW_MS: a provider answer this slow counts against the operator; default 5000. */
+  slowMs: number;
+}
+
+export function loadAvailabilityConfig(env: Env): AvailabilityConfig {
+  return {
+    windowMs: int(env, 'AVAILABILITY_WINDOW_MS', 300_000, 10_000, 86_400_000),
+    minCalls: int(env, 'AVAILABILITY_MIN_CALLS', 3, 1, 1_000_000),
+    slowMs: int(env, 'AVAILABILITY_SLOW_MS', 5000, 1, 600_000),
+  };
 }
 
 /** Where one environment's card vault and acquirer are, and how the acquirer's callbacks are verified. */
@@ -408,6 +431,7 @@ export function loadConfig(env: Env = process.env): Config {
     settlement: loadSettlementConfig(env),
     cards: loadCardsConfig(env, production),
     overload: loadOverloadConfig(env),
+    availability: loadAvailabilityConfig(env),
   };
 }
 

@@ -13,6 +13,10 @@ import { validationFailed } from '../errors';
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
 
+/** The `limit` and `cursor` query parameters of every list, as text (their range is checked by parseLimit / parseCursor). */
+export const LIMIT_QUERY = { type: 'string', pattern: '^[0-9]{1,3}$', description: 'Page size, 1 to 100 (default 20)' } as const;
+export const CURSOR_QUERY = { type: 'string', maxLength: 200, description: 'The `next_cursor` of the previous page' } as const;
+
 export interface Cursor {
   created: number;
   id: string | null;

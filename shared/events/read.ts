@@ -5,7 +5,6 @@ import { notFound, validationFailed } from '../errors';
 import type { EventBody } from './record';
 import { pageQuery, toPage, type Cursor } from '../db/pagination';
 import { eventEnvelope } from './envelope';
-import { EVENT_TYPES } from '../vocabulary';
 
 /**
  * Merchant recovery (GET /v1/events): every event of the caller's merchant and environment,
@@ -25,13 +24,6 @@ export function parseEventCursor(raw: string | undefined): Cursor | null {
   const m = /^(\d{1,12})(?:\.(.+))?$/.exec(raw);
   if (!m || (m[2] !== undefined && !isEventId(m[2]))) throw validationFailed('cursor', 'cursor must be the next_cursor of a previous page');
   return { created: Number(m[1]), id: m[2] ?? null };
-}
-
-export function parseEventType(raw: string | undefined): string | undefined {
-  if (raw !== undefined && !(EVENT_TYPES as readonly string[]).includes(raw)) {
-    throw validationFailed('type', `type must be one of: ${EVENT_TYPES.join(', ')}`);
-  }
-  return raw;
 }
 
 interface EventRecord {

@@ -34,7 +34,7 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
   }
   let answer: ProviderAccepted;
   try {
-    answer = await kind.request(provider, row, ctx.db);
+    answer = await ctx.providerHealth.observe(provider, kind.name, () => kind.request(provider, row, ctx.db));
   } catch (err) {
     if (err instanceof ProviderError && !err.retryable) {
       const keep = kind.correctable?.(row, err);

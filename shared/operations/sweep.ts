@@ -66,7 +66,7 @@ async function ask(ctx: ServiceContext, kind: OperationKind<any, any, any>, row:
   const provider = row.provider ? ctx.providers.byProviderId(row.provider) : undefined;
   if (!provider) return { kind: 'no-provider' };
   try {
-    return { kind: 'status', ...(await provider.status(kind.name, row.id)) } as WindowAnswer;
+    return { kind: 'status', ...(await ctx.providerHealth.observe(provider, kind.name, () => provider.status(kind.name, row.id))) } as WindowAnswer;
   } catch (err) {
     return { kind: 'unreachable', error: err as Error };
   }

@@ -6,6 +6,7 @@ import type { TransactDeps } from '../db/transact';
 import { FeeError, splitFees } from '../domain/fees';
 import { newId } from '../domain/ids';
 import { operatorAccepts } from '../domain/msisdn';
+import { refuseIfClosed } from '../availability/closures';
 import { ApiError, badRequest, unprocessable, validationFailed } from '../errors';
 import { providerIdFor } from '../providers/registry';
 import { cardAcquirerIdFor } from '../cards/acquirer';
@@ -116,6 +117,7 @@ export async function createPayment(
   const terms = await termsCacheFor(db, deps.config.credentialCacheMs).get(db, caller.merchantId);
   if (!terms) throw new ApiError(401, 'api-key-invalid', 'The API key is not valid');
   const row = buildPayment(input, terms, caller, deps.config);
+  if (row.operator) await refuseIfClosed(db, row.operator, 'collection');
   const answer = jsonAnswer(201, paymentView(row, deps.config.baseUrl));
   const push: OutboxMessage | null =
     row.method === 'mobile_money' ? outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId }) : null;

@@ -5,6 +5,7 @@ import { newId, nowUnix } from '../domain/ids';
 import { outgoingDebit, type Currency } from '../domain/ledger';
 import type { Caller } from '../domain/caller';
 import { operatorAccepts } from '../domain/msisdn';
+import { refuseIfClosed } from '../availability/closures';
 import { ApiError, badRequest, validationFailed } from '../errors';
 import { MAX_AMOUNT } from '../money';
 import { post } from '../ledger/postings';
@@ -26,6 +27,7 @@ export async function createPayout(deps: TransactDeps & { providerWindowMs: numb
   if (!operatorAccepts(viewer.environment, input.operator, input.phone)) {
     throw badRequest('operator-mismatch', `The number does not belong to ${input.operator}`, 'phone');
   }
+  await refuseIfClosed(deps.db, input.operator, 'payout');
   try {
     return await transact(deps, async (trx, outbox) => {
       const merchant: { fees: Record<Currency, FeeRule> } = await trx('merchants').where({ id: viewer.merchantId }).first('fees');

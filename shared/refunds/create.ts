@@ -1,5 +1,6 @@
 import { transact, type TransactDeps } from '../db/transact';
 import type { Caller } from '../domain/caller';
+import { closures, refuseClosed } from '../availability/closures';
 import { isId, newId, nowUnix } from '../domain/ids';
 import { outgoingDebit } from '../domain/ledger';
 import { refundAmount, refundTrigger } from '../domain/refund';
@@ -27,11 +28,14 @@ export interface RefundInput {
  */
 export async function createRefund(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string): Promise<RefundObject> {
   if (!isId('payment', paymentId)) throw notFound('Payment');
+  // read before the transaction: no second connection is needed while the payment is locked
+  const closed = await closures(deps.db);
   return transact(deps, async (trx, outbox) => {
     // a card payment is its own kind: found only to be refused (422 card-refund-not-supported)
     const payment = (await lockRow(trx, paymentKind, paymentId)) ?? (await lockRow(trx, cardPaymentKind, paymentId));
     if (!payment || payment.merchant_id !== viewer.merchantId || payment.environment !== viewer.environment) throw notFound('Payment');
     const amount = refundAmount(payment, input.amount);
+    if (payment.operator) refuseClosed(closed, payment.operator, 'refund');
     const refund: RefundRow = {
       id: newId('refund'),
       payment_id: payment.id,

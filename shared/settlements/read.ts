@@ -1,7 +1,7 @@
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
 import { notFound } from '../errors';
-import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
+import { CURSOR_QUERY, LIMIT_QUERY, pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import type { Caller } from '../domain/caller';
 import { SETTLEMENTS, settlementView, type SettlementRow } from './view';
 
@@ -17,8 +17,8 @@ export const listSettlementsSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    limit: { type: 'string', pattern: '^[0-9]{1,3}$' },
-    cursor: { type: 'string', maxLength: 200 },
+    limit: LIMIT_QUERY,
+    cursor: CURSOR_QUERY,
   },
 } as const;
 

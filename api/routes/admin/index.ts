@@ -19,9 +19,15 @@ import {
   issueCredentialSchema,
   maintenanceSchema,
   revokeCredentialSchema,
+  operatorClosuresSchema,
   rotateWebhookSecretSchema,
   updateMerchantSchema,
 } from './schemas';
+import { setClosures } from '../../../shared/availability/closures';
+import { operatorAvailability } from '../../../shared/availability/read';
+import type { Direction } from '../../../shared/operations/health';
+import { OPERATORS, type Operator } from '../../../shared/vocabulary';
+import { validationFailed } from '../../../shared/errors';
 import { DEFAULT_ROTATION_OVERLAP_SECONDS, rotateWebhookSecret } from '../../../shared/merchants/webhookSecrets';
 
 const validateCreateMerchant = validator<MerchantInput & { name: string }>(createMerchantSchema);
@@ -29,6 +35,7 @@ const validateUpdateMerchant = validator<MerchantInput>(updateMerchantSchema);
 const validateIssue = validator<{ environment: 'test' | 'live'; scope: 'read' | 'payments' | 'full'; ip_allowlist?: string[] }>(issueCredentialSchema);
 const validateRevoke = validator<{ immediate?: boolean }>(revokeCredentialSchema);
 const validateRotate = validator<{ environment: 'test' | 'live'; overlap_seconds?: number }>(rotateWebhookSecretSchema);
+const validateClosures = validator<Partial<Record<Direction, 'closed' | 'operational'>>>(operatorClosuresSchema);
 const validateMaintenance = validator<{ enabled: boolean; retry_after?: number }>(maintenanceSchema);
 
 /** Operator API (decisions.md); mounted behind adminAuth. Webhook routes join in their own module. */
@@ -63,6 +70,15 @@ export const adminRouter = new Router({ prefix: '/admin' })
     if (!isId('credential', ctx.params.id)) throw notFound('Credential');
     const input = validateRevoke(await readJson(ctx));
     ctx.body = await revokeCredential(ctx.services.db, ctx.params.id, input.immediate === true, ctx.services.config.secretsKeys);
+  })
+  // closes or opens an operator's directions; answers its availability row (live providers' figures)
+  .put('/operators/:operator', async (ctx) => {
+    const operator = ctx.params.operator as Operator;
+    if (!OPERATORS.includes(operator)) throw validationFailed('operator', `operator must be one of: ${OPERATORS.join(', ')}`);
+    const change = validateClosures(await readJson(ctx));
+    await setClosures(ctx.services.db, operator, change);
+    const { db, clock, config } = ctx.services;
+    [ctx.body] = await operatorAvailability(db, 'live', clock.now(), config.availability, operator);
   })
   .get('/attention', async (ctx) => {
     ctx.body = { object: 'list', data: await openPastBound(ctx.services.db, ctx.services.clock.now()) };
