@@ -5,7 +5,7 @@ import type { Context, Middleware } from 'koa';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { acceptToken, cardEndpoints, challengeReturned, charging, findCheckout, TOKEN_PATTERN } from '../../shared/cards/checkout';
 import type { ServiceContext } from '../../shared/context';
-import { ApiError, badRequest, forbidden, validationFailed } from '../../shared/errors';
+import { BadRequest, Forbidden, NotFound, TooManyRequests, Unavailable, ValidationFailed } from '../../shared/errors';
 import { withTimeout } from '../../shared/timeout';
 import { parseJson, readRawBody, requireJsonContentType } from '../body';
 import { pickLang, type Lang } from './i18n';
@@ -73,9 +73,9 @@ function payLimiter(services: ServiceContext) {
       await withTimeout(redis.consume(ip), REDIS_TIMEOUT_MS);
     } catch (err) {
       if (err instanceof RateLimiterRes) {
-        throw new ApiError(429, 'rate-limit-exceeded', `At most ${PAY_LIMIT_PER_MINUTE} payment attempts a minute`, undefined, { 'Retry-After': String(Math.max(1, Math.ceil(err.msBeforeNext / 1000))) });
+        throw new TooManyRequests('rate-limit-exceeded', `At most ${PAY_LIMIT_PER_MINUTE} payment attempts a minute`, Math.max(1, Math.ceil(err.msBeforeNext / 1000)));
       }
-      throw new ApiError(503, 'service-unavailable', 'The service is temporarily unavailable', undefined, { 'Retry-After': '5' });
+      throw new Unavailable('service-unavailable', 'The service is temporarily unavailable', 5);
     }
   };
 }
@@ -105,7 +105,7 @@ export function checkoutRouter(services: ServiceContext): Router {
   router.get('/:id/status', async (ctx) => {
     const p = await findCheckout(services.db, ctx.params.id);
     ctx.set('Cache-Control', 'no-store');
-    if (!p) throw new ApiError(404, 'not-found', 'Payment not found');
+    if (!p) throw new NotFound('Payment');
     const final = p.status !== 'pending' && p.status !== 'processing';
     ctx.body = {
       status: p.status,
@@ -121,17 +121,17 @@ export function checkoutRouter(services: ServiceContext): Router {
     ctx.set('Cache-Control', 'no-store');
     // the checkout page posts from its own origin; a browser always names the origin of a POST
     const origin = ctx.get('Origin');
-    if (origin && origin !== serviceOrigin()) throw forbidden('origin-not-allowed', 'Payments are posted by the checkout page only');
+    if (origin && origin !== serviceOrigin()) throw new Forbidden('origin-not-allowed', 'Payments are posted by the checkout page only');
     const p = await findCheckout(services.db, ctx.params.id);
-    if (!p) throw new ApiError(404, 'not-found', 'Payment not found');
+    if (!p) throw new NotFound('Payment');
     await limit(ctx.ip);
     const raw = await readRawBody(ctx, 1024);
     requireJsonContentType(ctx);
     const body = parseJson(raw) as { token?: unknown } | null;
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw badRequest('invalid-json', 'The body must be a JSON object');
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new BadRequest('invalid-json', 'The body must be a JSON object');
     const extra = Object.keys(body).find((k) => k !== 'token');
-    if (extra) throw validationFailed(extra, `${extra} is not allowed`);
-    if (typeof body.token !== 'string' || !TOKEN_PATTERN.test(body.token)) throw validationFailed('token', 'token must be a card token (tok_…)');
+    if (extra) throw new ValidationFailed(extra, `${extra} is not allowed`);
+    if (typeof body.token !== 'string' || !TOKEN_PATTERN.test(body.token)) throw new ValidationFailed('token', 'token must be a card token (tok_…)');
     await acceptToken({ db: services.db, queues: services.queues, log: ctx.state.log }, p.id, body.token, services.clock.now(), ctx.state.requestId);
     ctx.status = 202;
     ctx.body = { status: 'pending', charging: true };

@@ -2,7 +2,7 @@ import type { Config } from '../config';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { isId } from '../domain/ids';
-import { conflict, notFound } from '../errors';
+import { Conflict, NotFound } from '../errors';
 import { lockRow } from '../operations/transition';
 import { PAYMENTS, type PaymentRow } from '../payments/rows';
 import { QUEUES } from '../queues/names';
@@ -47,9 +47,9 @@ export const charging = (p: PaymentRow) => p.status === 'pending' && (p.checkout
 export async function acceptToken(deps: TransactDeps, id: string, token: string, now: number, requestId?: string): Promise<void> {
   await transact(deps, async (trx, outbox) => {
     const p = await lockRow(trx, cardPaymentKind, id);
-    if (!p) throw notFound('Payment');
-    if (p.status !== 'pending' || p.window_ends_at.getTime() <= now) throw conflict('payment-not-pending', `This payment is ${p.status === 'pending' ? 'expired' : p.status}: it can no longer be paid`);
-    if (charging(p)) throw conflict('payment-in-progress', 'A card is already being charged for this payment');
+    if (!p) throw new NotFound('Payment');
+    if (p.status !== 'pending' || p.window_ends_at.getTime() <= now) throw new Conflict('payment-not-pending', `This payment is ${p.status === 'pending' ? 'expired' : p.status}: it can no longer be paid`);
+    if (charging(p)) throw new Conflict('payment-in-progress', 'A card is already being charged for this payment');
     await trx(PAYMENTS).where({ id }).update({ checkout_token: token, checkout_error: null, updated_at: new Date() });
     await outbox.add(QUEUES.cardCharge, 'charge', { paymentId: id, requestId });
   });

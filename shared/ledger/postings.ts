@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { Executor, Trx } from '../db/knex';
-import { unprocessable } from '../errors';
+import { Unprocessable } from '../errors';
 import { foldAccount, insertPosting, insertPostingAndMove } from '../db/sql/ledger';
 import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, type Currency, type Environment, type Posting } from '../domain/ledger';
 
@@ -57,7 +57,7 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
   if (creditsOnly) return insertPosting(trx, transaction, entries);
   const { posted, moved } = await insertPostingAndMove(trx, transaction, entries, guarded);
   if (!posted) return false;
-  if (moved < guarded.length) throw unprocessable('insufficient-balance', 'The available balance is too low for this operation');
+  if (moved < guarded.length) throw new Unprocessable('insufficient-balance', 'The available balance is too low for this operation');
   return true;
 }
 

@@ -7,7 +7,7 @@ import { FeeError, splitFees } from '../domain/fees';
 import { newId } from '../domain/ids';
 import { operatorAccepts } from '../domain/msisdn';
 import { refuseIfClosed } from '../availability/closures';
-import { ApiError, badRequest, unprocessable, validationFailed } from '../errors';
+import { BadRequest, Conflict, Unauthenticated, Unprocessable, ValidationFailed } from '../errors';
 import { providerIdFor } from '../providers/registry';
 import { cardAcquirerIdFor } from '../cards/acquirer';
 import { CARD_CHECKOUT_WINDOW_MS } from '../cards/kind';
@@ -28,19 +28,19 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
   const mobile = input.method === 'mobile_money';
   if (!mobile) checkCardRequest(input, caller, config);
   if (mobile && !operatorAccepts(caller.environment, input.operator!, input.phone!)) {
-    throw badRequest('operator-mismatch', `phone does not belong to ${input.operator}`, 'phone');
+    throw new BadRequest('operator-mismatch', `phone does not belong to ${input.operator}`, 'phone');
   }
   const feeBearer = input.fee_bearer ?? terms.fee_bearer;
   let split;
   try {
     split = splitFees(input.amount, terms.fees[input.currency], feeBearer);
   } catch (err) {
-    if (err instanceof FeeError) throw validationFailed('amount', `amount: ${err.message}`);
+    if (err instanceof FeeError) throw new ValidationFailed('amount', `amount: ${err.message}`);
     throw err;
   }
   const limit = input.currency === 'USD' ? terms.per_tx_limit_usd : terms.per_tx_limit_cdf;
   if (limit !== null && split.amountCharged > limit) {
-    throw unprocessable('amount-over-limit', `amount_charged ${split.amountCharged} is above this merchant's per-transaction limit of ${limit} ${input.currency}`, 'amount');
+    throw new Unprocessable('amount-over-limit', `amount_charged ${split.amountCharged} is above this merchant's per-transaction limit of ${limit} ${input.currency}`, 'amount');
   }
   const windowMs = mobile ? config.providerWindowMs[caller.environment] : CARD_CHECKOUT_WINDOW_MS;
   return {
@@ -90,11 +90,11 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
  */
 function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Config): void {
   for (const field of ['operator', 'phone'] as const) {
-    if (input[field] !== undefined) throw validationFailed(field, `${field} is not allowed for card payments`);
+    if (input[field] !== undefined) throw new ValidationFailed(field, `${field} is not allowed for card payments`);
   }
   if (caller.environment === 'live') {
-    if (!input.return_url!.startsWith('https://')) throw validationFailed('return_url', 'return_url must be an https URL for live payments');
-    if (!config.cards.live) throw validationFailed('method', 'card payments are not configured for live keys');
+    if (!input.return_url!.startsWith('https://')) throw new ValidationFailed('return_url', 'return_url must be an https URL for live payments');
+    if (!config.cards.live) throw new ValidationFailed('method', 'card payments are not configured for live keys');
   }
 }
 
@@ -115,7 +115,7 @@ export async function createPayment(
 ): Promise<StoredResponse> {
   const { db } = deps;
   const terms = await termsCacheFor(db, deps.config.credentialCacheMs).get(db, caller.merchantId);
-  if (!terms) throw new ApiError(401, 'api-key-invalid', 'The API key is not valid');
+  if (!terms) throw new Unauthenticated('api-key-invalid');
   const row = buildPayment(input, terms, caller, deps.config);
   if (row.operator) await refuseIfClosed(db, row.operator, 'collection');
   const answer = jsonAnswer(201, paymentView(row, deps.config.baseUrl));
@@ -126,7 +126,7 @@ export async function createPayment(
     created = await insertPaymentWithKey(db, keyWrittenWith(key.id, key.request, answer), row, push);
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
-      throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payment of this merchant', 'reference');
+      throw new Conflict('reference-conflict', 'This reference is already used by another payment of this merchant', { param: 'reference' });
     }
     throw err;
   }
