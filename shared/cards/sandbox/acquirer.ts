@@ -8,7 +8,7 @@ import type { CallbackWire } from '../../providers/protocol';
 import { signCallback } from '../../providers/signature';
 import { escapeHtml, formatAmount, maskToken } from '../html';
 import { sandboxCardBehaviour } from './cards';
-import { HttpError, readBody, readJson, sendJson, sendText } from './http';
+import { SandboxError, readBody, readJson, sendJson, sendText } from './http';
 
 /**
  * The sandbox card acquirer, on its own origin, with the issuer's 3-D Secure page. It charges a
@@ -148,31 +148,31 @@ export function createAcquirerServer(opts: AcquirerOptions): http.Server {
         signal: AbortSignal.timeout(5000),
       });
     } catch {
-      throw new HttpError(503, 'vault-unavailable', 'the vault did not answer');
+      throw new SandboxError(503, 'vault-unavailable', 'the vault did not answer');
     }
     const body = (await res.json().catch(() => ({}))) as any;
     if (res.ok) return body;
     const code = body?.error?.code;
-    if (TOKEN_ERRORS.has(code)) throw new HttpError(422, code, body.error.message ?? 'token refused');
-    throw new HttpError(503, 'vault-unavailable', `the vault answered ${res.status}`);
+    if (TOKEN_ERRORS.has(code)) throw new SandboxError(422, code, body.error.message ?? 'token refused');
+    throw new SandboxError(503, 'vault-unavailable', `the vault answered ${res.status}`);
   }
 
   async function charge(req: IncomingMessage): Promise<[number, unknown]> {
     const body = await readJson(req);
     const externalId = body.external_id;
-    if (typeof externalId !== 'string' || !CHARGE_ID.test(externalId)) throw new HttpError(400, 'invalid-request', 'external_id must be our payment id');
-    if (req.headers['idempotency-key'] !== externalId) throw new HttpError(400, 'invalid-request', 'Idempotency-Key must equal external_id');
+    if (typeof externalId !== 'string' || !CHARGE_ID.test(externalId)) throw new SandboxError(400, 'invalid-request', 'external_id must be our payment id');
+    if (req.headers['idempotency-key'] !== externalId) throw new SandboxError(400, 'invalid-request', 'Idempotency-Key must equal external_id');
     const existing = charges.get(externalId);
     if (existing) {
       existing.requests++;
       return [200, answer(existing)];
     }
     const { token, amount, currency, callback_url: callbackUrl, return_url: returnUrl, description } = body;
-    if (typeof token !== 'string' || !TOKEN.test(token)) throw new HttpError(422, 'token-invalid', 'token must be a vault token');
-    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) throw new HttpError(400, 'invalid-amount', 'amount must be a positive integer');
-    if (currency !== 'USD' && currency !== 'CDF') throw new HttpError(400, 'invalid-currency', 'currency must be USD or CDF');
+    if (typeof token !== 'string' || !TOKEN.test(token)) throw new SandboxError(422, 'token-invalid', 'token must be a vault token');
+    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) throw new SandboxError(400, 'invalid-amount', 'amount must be a positive integer');
+    if (currency !== 'USD' && currency !== 'CDF') throw new SandboxError(400, 'invalid-currency', 'currency must be USD or CDF');
     for (const [name, v] of [['callback_url', callbackUrl], ['return_url', returnUrl]] as const) {
-      if (typeof v !== 'string' || !/^https?:\/\//.test(v)) throw new HttpError(400, 'invalid-request', `${name} must be an http(s) URL`);
+      if (typeof v !== 'string' || !/^https?:\/\//.test(v)) throw new SandboxError(400, 'invalid-request', `${name} must be an http(s) URL`);
     }
     const card = await redeem(token, externalId);
     opts.log.info({ externalId, token: maskToken(token), brand: card.brand }, 'charge');
@@ -270,22 +270,22 @@ ${state}${forms}</main></body></html>`;
       if (!c || c.outcome !== 'challenge') return sendText(res, 404, 'text/html; charset=utf-8', '<!doctype html><title>Not found</title><p>No such authentication.</p>', acsHeaders());
       if (req.method === 'GET' && parts.length === 2) return challengePage(res, c);
       if (req.method === 'POST' && parts.length === 3 && (parts[2] === 'complete' || parts[2] === 'fail')) return answerChallenge(req, res, c, parts[2]);
-      throw new HttpError(404, 'not-found', 'no such route');
+      throw new SandboxError(404, 'not-found', 'no such route');
     }
-    if (parts[0] !== 'v1') throw new HttpError(404, 'not-found', 'no such route');
-    if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`)) throw new HttpError(401, 'unauthorized', 'bad API key');
+    if (parts[0] !== 'v1') throw new SandboxError(404, 'not-found', 'no such route');
+    if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`)) throw new SandboxError(401, 'unauthorized', 'bad API key');
     if (req.method === 'POST' && url.pathname === '/v1/charges') return sendJson(res, ...(await charge(req)));
     if (req.method === 'GET' && parts.length === 3 && parts[1] === 'transactions') {
       const c = charges.get(decodeURIComponent(parts[2]));
-      if (!c) throw new HttpError(404, 'not-found', 'no such transaction');
+      if (!c) throw new SandboxError(404, 'not-found', 'no such transaction');
       return sendJson(res, 200, statusView(c));
     }
-    throw new HttpError(404, 'not-found', 'no such route');
+    throw new SandboxError(404, 'not-found', 'no such route');
   }
 
   const server = http.createServer((req, res) => {
     route(req, res).catch((err) => {
-      if (err instanceof HttpError) return sendJson(res, err.status, { error: { code: err.code, message: err.message } });
+      if (err instanceof SandboxError) return sendJson(res, err.status, { error: { code: err.code, message: err.message } });
       opts.log.error({ err: { message: (err as Error).message } }, 'acquirer error');
       sendJson(res, 500, { error: { code: 'internal', message: 'acquirer error' } });
     });

@@ -2,7 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 
 /** What the card sandboxes (vault, acquirer) share as small HTTP servers. */
 
-export class HttpError extends Error {
+export class SandboxError extends Error {
   constructor(
     readonly status: number,
     readonly code: string,
@@ -29,14 +29,14 @@ export async function readBody(req: IncomingMessage, max = 16 * 1024): Promise<s
   let size = 0;
   for await (const chunk of req) {
     size += (chunk as Buffer).length;
-    if (size > max) throw new HttpError(413, 'payload-too-large', 'body too large');
+    if (size > max) throw new SandboxError(413, 'payload-too-large', 'body too large');
     chunks.push(chunk as Buffer);
   }
   return Buffer.concat(chunks).toString('utf8');
 }
 
 export async function readJson(req: IncomingMessage, max?: number): Promise<Record<string, unknown>> {
-  if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new HttpError(415, 'unsupported-media-type', 'send application/json');
+  if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new SandboxError(415, 'unsupported-media-type', 'send application/json');
   const text = await readBody(req, max);
   try {
     const body = JSON.parse(text);
@@ -44,7 +44,7 @@ export async function readJson(req: IncomingMessage, max?: number): Promise<Reco
   } catch {
     /* falls through */
   }
-  throw new HttpError(400, 'invalid-request', 'body must be a JSON object');
+  throw new SandboxError(400, 'invalid-request', 'body must be a JSON object');
 }
 
 export const originOf = (url: string) => new URL(url).origin;

@@ -6,7 +6,7 @@ import { safeEqual } from '../../crypto/secrets';
 import type { Logger } from '../../logger';
 import { escapeHtml, maskToken } from '../html';
 import { brandOf, luhnValid, parseExpiry } from './cards';
-import { HttpError, readJson, sendJson, sendText } from './http';
+import { SandboxError, readJson, sendJson, sendText } from './http';
 
 /**
  * The sandbox card-tokenisation provider (the vault), on its own origin. It serves the card-field
@@ -71,7 +71,7 @@ export function createVaultServer(opts: VaultOptions): http.Server {
   function fieldsPage(url: URL, res: ServerResponse): void {
     const lang = url.searchParams.get('lang') === 'en' ? 'en' : 'fr';
     const payment = url.searchParams.get('payment') ?? '';
-    if (!PAYMENT_ID.test(payment)) throw new HttpError(404, 'not-found', 'no such payment');
+    if (!PAYMENT_ID.test(payment)) throw new SandboxError(404, 'not-found', 'no such payment');
     const t = TEXT[lang];
     const messages = JSON.stringify({ 'card-invalid': t['card-invalid'], 'expiry-invalid': t['expiry-invalid'], 'cvc-invalid': t['cvc-invalid'], network: t.network });
     const html = `<!doctype html><html lang="${lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${t.title}</title><link rel="stylesheet" href="/fields.css"></head>
@@ -91,14 +91,14 @@ export function createVaultServer(opts: VaultOptions): http.Server {
   async function createToken(req: IncomingMessage): Promise<[number, unknown]> {
     // the token API serves the vault's own iframe only
     const origin = req.headers.origin;
-    if (origin !== undefined && !isOwnOrigin(req, origin)) throw new HttpError(403, 'origin-not-allowed', 'tokens are created by the vault’s own card fields');
+    if (origin !== undefined && !isOwnOrigin(req, origin)) throw new SandboxError(403, 'origin-not-allowed', 'tokens are created by the vault’s own card fields');
     const body = await readJson(req, 4096);
     const number = typeof body.number === 'string' ? body.number.replace(/[\s-]/g, '') : '';
-    if (!luhnValid(number)) throw new HttpError(400, 'card-invalid', 'the card number is not valid');
+    if (!luhnValid(number)) throw new SandboxError(400, 'card-invalid', 'the card number is not valid');
     const exp = typeof body.exp === 'string' ? parseExpiry(body.exp) : null;
-    if (!exp) throw new HttpError(400, 'expiry-invalid', 'the expiry must be MM/YY in the future');
-    if (typeof body.cvc !== 'string' || !/^[0-9]{3,4}$/.test(body.cvc)) throw new HttpError(400, 'cvc-invalid', 'the CVC must be 3 digits');
-    if (typeof body.payment !== 'string' || !PAYMENT_ID.test(body.payment)) throw new HttpError(400, 'invalid-request', 'payment must be the payment id');
+    if (!exp) throw new SandboxError(400, 'expiry-invalid', 'the expiry must be MM/YY in the future');
+    if (typeof body.cvc !== 'string' || !/^[0-9]{3,4}$/.test(body.cvc)) throw new SandboxError(400, 'cvc-invalid', 'the CVC must be 3 digits');
+    if (typeof body.payment !== 'string' || !PAYMENT_ID.test(body.payment)) throw new SandboxError(400, 'invalid-request', 'payment must be the payment id');
     const token = `tok_${randomBytes(18).toString('base64url')}`;
     const card: StoredCard = { number, expMonth: exp.month, expYear: exp.year, brand: brandOf(number), last4: number.slice(-4), payment: body.payment, expiresAt: Date.now() + opts.tokenTtlMs, used: false };
     tokens.set(token, card);
@@ -107,13 +107,13 @@ export function createVaultServer(opts: VaultOptions): http.Server {
   }
 
   async function redeem(req: IncomingMessage, token: string): Promise<[number, unknown]> {
-    if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`)) throw new HttpError(401, 'unauthorized', 'bad API key');
+    if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`)) throw new SandboxError(401, 'unauthorized', 'bad API key');
     const body = await readJson(req, 1024);
     const card = tokens.get(token);
-    if (!card) throw new HttpError(404, 'token-invalid', 'no such token');
-    if (card.payment !== body.payment) throw new HttpError(403, 'token-foreign', 'the token was issued for another payment');
-    if (card.used) throw new HttpError(409, 'token-used', 'the token was already used');
-    if (Date.now() > card.expiresAt) throw new HttpError(410, 'token-expired', 'the token has expired');
+    if (!card) throw new SandboxError(404, 'token-invalid', 'no such token');
+    if (card.payment !== body.payment) throw new SandboxError(403, 'token-foreign', 'the token was issued for another payment');
+    if (card.used) throw new SandboxError(409, 'token-used', 'the token was already used');
+    if (Date.now() > card.expiresAt) throw new SandboxError(410, 'token-expired', 'the token has expired');
     card.used = true;
     opts.log.info({ token: maskToken(token) }, 'token redeemed');
     return [200, { number: card.number, brand: card.brand, last4: card.last4, exp_month: card.expMonth, exp_year: card.expYear }];
@@ -129,13 +129,13 @@ export function createVaultServer(opts: VaultOptions): http.Server {
     if (req.method === 'POST' && p === '/v1/tokens') return sendJson(res, ...(await createToken(req)));
     const m = /^\/v1\/tokens\/(tok_[A-Za-z0-9_-]{1,64})\/redeem$/.exec(p);
     if (req.method === 'POST' && m) return sendJson(res, ...(await redeem(req, m[1])));
-    if (req.method === 'POST' && /^\/v1\/tokens\/[^/]+\/redeem$/.test(p)) throw new HttpError(404, 'token-invalid', 'no such token');
-    throw new HttpError(404, 'not-found', 'no such route');
+    if (req.method === 'POST' && /^\/v1\/tokens\/[^/]+\/redeem$/.test(p)) throw new SandboxError(404, 'token-invalid', 'no such token');
+    throw new SandboxError(404, 'not-found', 'no such route');
   }
 
   const server = http.createServer((req, res) => {
     route(req, res).catch((err) => {
-      if (err instanceof HttpError) return sendJson(res, err.status, { error: { code: err.code, message: err.message } });
+      if (err instanceof SandboxError) return sendJson(res, err.status, { error: { code: err.code, message: err.message } });
       opts.log.error({ err: { message: (err as Error).message } }, 'vault error');
       sendJson(res, 500, { error: { code: 'internal', message: 'vault error' } });
     });
