@@ -5,8 +5,8 @@ import { ProviderError } from '../providers/errors';
 import type { ProviderAccepted } from '../providers/types';
 import type { WorkSource } from '../queues/redrive';
 import type { AcceptedStep, OperationKind, OperationRow, TriggerDetails } from './kind';
-import { isOpen } from './machine';
-import { applyTrigger, findRow, lockRow, type TriggerOutcome } from './transition';
+import { decide, isOpen } from './machine';
+import { applyTrigger, changeOf, findRow, lockRow, type TriggerOutcome } from './transition';
 
 /** `kept-open`: refused for a reason the client can correct (kind.correctable); still open and unsent. */
 export type SendResult = 'sent' | 'already-sent' | 'not-open' | 'refused' | 'kept-open' | 'unknown';
@@ -50,9 +50,27 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
   }
   const providerRef = answer.providerRef;
   const step: AcceptedStep<R> = kind.accepted?.(row, answer, { config: ctx.config, now: ctx.clock.now() }) ?? { trigger: 'sent' };
-  const outcome = await apply(ctx, kind, id, step, { reason: 'provider-accepted', providerRef, ...step.details }, log);
+  // a plain acceptance may take the one-statement path; one the kind reads more into (3-D Secure, a decline) is decided under the lock
+  const plain = step.trigger === 'sent' && !step.patch && !step.details;
+  const outcome =
+    (plain ? await recordSentInOneStatement(ctx, kind, row, providerRef) : undefined) ?? (await apply(ctx, kind, id, step, { reason: 'provider-accepted', providerRef, ...step.details }, log));
   log.info({ kind: kind.name, id, provider: provider.id, outcome }, outcome === 'applied' ? 'sent to the provider' : 'already recorded as sent');
   return outcome === 'applied' ? 'sent' : 'already-sent';
+}
+
+/**
+ * The provider's acceptance of an operation it does not move (a payment's push: `sent` is a
+ * stay), in one statement (KERNEL_ONE_STATEMENT): a compare-and-set on the status and version
+ * the row was read with, still unsent. Undefined when it does not apply or the row changed
+ * meanwhile: the general path below decides under the row lock.
+ */
+async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, row: R, providerRef: string): Promise<TriggerOutcome | undefined> {
+  if (!ctx.config.kernelOneStatement) return undefined;
+  const d = decide(kind.machine, row.status, 'sent');
+  if (d.kind !== 'stay') return undefined;
+  const change = changeOf(kind, row, d, 'sent', { reason: 'provider-accepted', providerRef });
+  const n = await ctx.db(kind.table).where({ id: row.id, status: row.status, version: row.version }).whereNull('sent_at').update(change);
+  return n === 1 ? 'applied' : undefined;
 }
 
 /** Records the provider's acceptance under the row lock; a second run finds sent_at and changes nothing. */

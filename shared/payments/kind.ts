@@ -6,6 +6,9 @@ import { QUEUES } from '../queues/names';
 import { PAYMENTS, type PaymentRow } from './rows';
 import { paymentEventObject } from './view';
 
+const credit = (p: PaymentRow) =>
+  paymentCredit({ paymentId: p.id, merchantId: p.merchant_id, environment: p.environment, currency: p.currency, amountCharged: p.amount_charged, amountNet: p.amount_net, fee: p.fee });
+
 const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } as const;
 
 /**
@@ -15,7 +18,7 @@ const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } a
  * it over (failed, cancelled, expired) or unknown to it; while the provider still reports it
  * pending, or cannot be reached, it is asked again (decisions.md "Faults").
  */
-export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'reported' | 'unsentAtWindowEnd' | 'atWindowEnd' | 'eventObject' | 'post'> = {
+export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'reported' | 'unsentAtWindowEnd' | 'atWindowEnd' | 'eventObject' | 'posting' | 'post'> = {
   reported: (status) => REPORTED[status],
   unsentAtWindowEnd: 'ask',
   atWindowEnd(_p, answer) {
@@ -39,8 +42,10 @@ export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'report
     }
   },
   eventObject: paymentEventObject,
+  // a payment's one ledger effect is its credit
+  posting: credit,
   async post(trx, p) {
-    await post(trx, paymentCredit({ paymentId: p.id, merchantId: p.merchant_id, environment: p.environment, currency: p.currency, amountCharged: p.amount_charged, amountNet: p.amount_net, fee: p.fee }));
+    await post(trx, credit(p));
   },
 };
 

@@ -4,6 +4,7 @@ import { OPERATORS, type Operator } from '../domain/msisdn';
 import { cardAcquirerIdFor, HttpCardAcquirer, isCardAcquirer, type CardAcquirer } from '../cards/acquirer';
 import { HttpProvider } from './http';
 import type { Provider, ProviderBase } from './types';
+import { HttpClient } from '../httpClient';
 
 /**
  * Which provider handles an operator in an environment. Test keys go to the sandbox provider,
@@ -18,7 +19,7 @@ export class ProviderRegistry {
   private readonly byId = new Map<string, ProviderBase>();
 
   constructor(config: Config) {
-    const common = { timeoutMs: config.payments.providerTimeoutMs };
+    const common = { timeoutMs: config.payments.providerTimeoutMs, client: new HttpClient() };
     for (const operator of OPERATORS) {
       const sandboxId = providerIdFor('test', operator);
       this.byId.set(
