@@ -6,6 +6,7 @@ import { paymentsRouter } from './payments';
 import { payoutsRouter } from './payouts';
 import { phoneNumbersRouter } from './phoneNumbers';
 import { refundsRouter } from './refunds';
+import { reportsRouter } from './reports';
 import { settlementsRouter } from './settlements';
 
 /**
@@ -13,4 +14,4 @@ import { settlementsRouter } from './settlements';
  * (api/pipeline), then reaches one of the resource routers mounted here.
  */
 export const v1Router = new Router({ prefix: '/v1' });
-v1Router.use(balanceRouter.routes(), paymentsRouter.routes(), refundsRouter.routes(), payoutsRouter.routes(), eventsRouter.routes(), settlementsRouter.routes(), phoneNumbersRouter.routes(), availabilityRouter.routes());
+v1Router.use(balanceRouter.routes(), paymentsRouter.routes(), refundsRouter.routes(), payoutsRouter.routes(), eventsRouter.routes(), settlementsRouter.routes(), phoneNumbersRouter.routes(), availabilityRouter.routes(), reportsRouter.routes());
