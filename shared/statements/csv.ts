@@ -3,7 +3,7 @@ import QueryStream from 'pg-query-stream';
 import type pg from 'pg';
 import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
-import { validationFailed } from '../errors';
+import { ValidationFailed } from '../errors';
 import { transactionLinesQuery, type StatementLine } from '../db/sql/statements';
 
 /**
@@ -24,19 +24,19 @@ export interface ReportRange {
 }
 
 function unixParam(name: string, raw: unknown): number {
-  if (raw === undefined) throw validationFailed(name, `${name} is required (Unix seconds)`);
-  if (typeof raw !== 'string' || !/^[0-9]{1,11}$/.test(raw)) throw validationFailed(name, `${name} must be an integer number of Unix seconds`);
+  if (raw === undefined) throw new ValidationFailed(name, `${name} is required (Unix seconds)`);
+  if (typeof raw !== 'string' || !/^[0-9]{1,11}$/.test(raw)) throw new ValidationFailed(name, `${name} must be an integer number of Unix seconds`);
   return Number(raw);
 }
 
 /** from and to: integers, to after from, at most 31 days apart; no other query field. */
 export function parseReportRange(query: Record<string, unknown>): ReportRange {
   const unknown = Object.keys(query).find((k) => k !== 'from' && k !== 'to');
-  if (unknown !== undefined) throw validationFailed(unknown, `${unknown} is not a known query parameter`);
+  if (unknown !== undefined) throw new ValidationFailed(unknown, `${unknown} is not a known query parameter`);
   const from = unixParam('from', query.from);
   const to = unixParam('to', query.to);
-  if (to <= from) throw validationFailed('to', 'to must be after from');
-  if (to - from > MAX_REPORT_SECONDS) throw validationFailed('to', `to must be at most 31 days (${MAX_REPORT_SECONDS} s) after from`);
+  if (to <= from) throw new ValidationFailed('to', 'to must be after from');
+  if (to - from > MAX_REPORT_SECONDS) throw new ValidationFailed('to', `to must be at most 31 days (${MAX_REPORT_SECONDS} s) after from`);
   return { from, to };
 }
 

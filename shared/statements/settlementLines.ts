@@ -1,7 +1,7 @@
 import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
-import { notFound, validationFailed } from '../errors';
+import { NotFound, ValidationFailed } from '../errors';
 import { parseLimit, toPage, type Cursor } from '../db/pagination';
 import { settlementLines, type StatementLine } from '../db/sql/statements';
 import { SETTLEMENTS } from '../settlements/view';
@@ -17,7 +17,7 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 export function parseLineCursor(raw: string | undefined): Cursor | null {
   if (raw === undefined) return null;
   const m = /^(\d{1,12})(?:\.(.+))?$/.exec(raw);
-  if (!m || (m[2] !== undefined && !UUID.test(m[2]))) throw validationFailed('cursor', 'cursor must be the next_cursor of a previous page');
+  if (!m || (m[2] !== undefined && !UUID.test(m[2]))) throw new ValidationFailed('cursor', 'cursor must be the next_cursor of a previous page');
   return { created: Number(m[1]), id: m[2] ?? null };
 }
 
@@ -28,9 +28,9 @@ export function lineView(l: StatementLine) {
 export async function listSettlementLines(db: Executor, viewer: Caller, settlementId: string, query: { limit?: string; cursor?: string }) {
   const limit = parseLimit(query.limit);
   const cursor = parseLineCursor(query.cursor);
-  if (!isId('settlement', settlementId)) throw notFound('Settlement');
+  if (!isId('settlement', settlementId)) throw new NotFound('Settlement');
   const batch = await db(SETTLEMENTS).where({ id: settlementId, merchant_id: viewer.merchantId, environment: viewer.environment }).first('id');
-  if (!batch) throw notFound('Settlement');
+  if (!batch) throw new NotFound('Settlement');
   const rows = await settlementLines(db, settlementId, limit + 1, cursor);
   return toPage(rows, limit, lineView);
 }
