@@ -2,6 +2,7 @@ import { runPool } from '../bootstrap';
 import { relayOutbox, pruneOutbox } from '../../shared/queues/outbox';
 import { redrive, type WorkSource } from '../../shared/queues/redrive';
 import { purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
+import { pruneProviderHealth } from '../../shared/operations/health';
 import { KINDS } from '../../shared/operations/kinds';
 import { unsentOperations } from '../../shared/operations/send';
 import { unappliedCallbacks } from '../../shared/providers/inbox';
@@ -37,7 +38,8 @@ void runPool({
       run: async (ctx) => {
         const outbox = await pruneOutbox(ctx.db);
         const idempotency = await purgeExpiredIdempotencyKeys(ctx.db);
-        if (outbox || idempotency) ctx.log.info({ outbox, idempotency }, 'purged expired rows');
+        const providerHealth = await pruneProviderHealth(ctx.db, ctx.clock.now());
+        if (outbox || idempotency || providerHealth) ctx.log.info({ outbox, idempotency, providerHealth }, 'purged expired rows');
       },
     },
   ],
