@@ -16,7 +16,7 @@ export const API_VERSION = '1.0.0';
 export interface OpenApiDocument {
   openapi: string;
   info: Record<string, unknown>;
-  servers?: { url: string; description?: string }[];
+  servers: { url: string; description?: string; variables?: Record<string, unknown> }[];
   tags: { name: string; description?: string }[];
   paths: Record<string, Record<string, any>>;
   components: { schemas: Record<string, JsonSchema>; securitySchemes: Record<string, unknown>; parameters: Record<string, unknown>; headers: Record<string, unknown> };
@@ -151,7 +151,7 @@ function operationOf(route: RouteSpec, prefix: string, schemas: Map<string, Json
 export interface BuildOptions {
   /** The path prefix the routes are mounted under. */
   prefix?: string;
-  /** `servers[0].url` (the service's BASE_URL when served); none in the committed file. */
+  /** `servers[0].url` (the service's BASE_URL when served); a `{baseUrl}` variable in the committed file. */
   serverUrl?: string;
   /** Group descriptions by tag name, in the order the reference lists them. */
   tags?: { name: string; description?: string }[];
@@ -181,7 +181,9 @@ export function buildOpenApi(routes: readonly RouteSpec[], opts: BuildOptions = 
       summary: 'Mobile-money and card payments, refunds, payouts and signed webhooks for merchants in the DRC.',
       description: API_DESCRIPTION,
     },
-    ...(opts.serverUrl ? { servers: [{ url: opts.serverUrl }] } : {}),
+    servers: opts.serverUrl
+      ? [{ url: opts.serverUrl }]
+      : [{ url: '{baseUrl}', description: "The service's BASE_URL", variables: { baseUrl: { default: 'http://127.0.0.1:3000', description: 'BASE_URL of the deployment' } } }],
     tags,
     paths,
     components: {

@@ -65,6 +65,15 @@ describe('OpenAPI document (contract)', () => {
     expect(doc.info.description).to.match(/## Signing requests/).and.to.match(/## Webhooks/);
   });
 
+  it('passes the Redocly OpenAPI linter (recommended rules) without an error', async function () {
+    this.timeout(20_000);
+    const { createConfig, lintFromString } = await import('@redocly/openapi-core');
+    const config = await createConfig({ extends: ['recommended'] });
+    const problems = await lintFromString({ source: renderDocument(), absoluteRef: 'openapi.json', config });
+    const errors = problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`);
+    expect(errors).to.deep.equal([]);
+  });
+
   it('resolves every $ref', () => {
     const text = JSON.stringify(doc);
     for (const [, ref] of text.matchAll(/"\$ref":"#\/([^"]+)"/g)) {
