@@ -16,7 +16,7 @@ import { webhooksAdminRouter } from './routes/admin/webhooks';
 import { boardMiddleware } from './board';
 import { callbacksRouter } from './callbacks';
 import { createMetrics, type Metrics } from './metrics';
-import { ApiError } from '../shared/errors';
+import { MethodNotAllowed } from '../shared/errors';
 import { v1PublicRouter, v1Router } from './v1';
 import { docsRouter } from './routes/docs';
 import { merchantPipeline } from './pipeline';
@@ -49,7 +49,7 @@ function allowedMethods(router: Router): Middleware {
     await allowed(ctx, next);
     if ((ctx.status === 405 || ctx.status === 501) && !ctx.body) {
       const allow = ctx.response.get('Allow');
-      throw new ApiError(405, 'method-not-allowed', `${ctx.method} is not allowed on this path${allow ? ` (allowed: ${allow})` : ''}`, undefined, { Allow: allow });
+      throw new MethodNotAllowed(`${ctx.method} is not allowed on this path${allow ? ` (allowed: ${allow})` : ''}`, allow);
     }
   };
 }

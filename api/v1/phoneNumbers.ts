@@ -1,6 +1,6 @@
 import { component, defineRoutes, route } from '../routeTable';
 import { lookupPhoneNumber, PhoneNumberProblem } from '../../shared/domain/msisdn';
-import { validationFailed } from '../../shared/errors';
+import { ValidationFailed } from '../../shared/errors';
 import { OPERATORS } from '../../shared/vocabulary';
 import { refuseQuery } from '../query';
 
@@ -38,7 +38,7 @@ export const phoneNumbersRoutes = defineRoutes([
         const { msisdn, operator } = lookupPhoneNumber(input);
         ctx.body = { object: 'phone_number', input, msisdn, operator };
       } catch (err) {
-        if (err instanceof PhoneNumberProblem) throw validationFailed('number', err.message);
+        if (err instanceof PhoneNumberProblem) throw new ValidationFailed('number', err.message);
         throw err;
       }
     },

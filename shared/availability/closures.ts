@@ -1,5 +1,5 @@
 import type { Db, Executor } from '../db/knex';
-import { unprocessable } from '../errors';
+import { Unprocessable } from '../errors';
 import type { Direction } from '../operations/health';
 import type { Operator } from '../vocabulary';
 
@@ -37,7 +37,7 @@ export function closures(db: Executor): Promise<Set<string>> {
 /** 422 `operator-unavailable` when the operator's direction is in `closed` (from `closures`). */
 export function refuseClosed(closed: Set<string>, operator: Operator, direction: Direction): void {
   if (closed.has(keyOf(operator, direction))) {
-    throw unprocessable('operator-unavailable', `${operator} is closed for ${direction}s for now (GET /v1/availability shows when it opens again)`, 'operator');
+    throw new Unprocessable('operator-unavailable', `${operator} is closed for ${direction}s for now (GET /v1/availability shows when it opens again)`, 'operator');
   }
 }
 

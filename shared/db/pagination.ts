@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import { UUID_V4_RE } from '../domain/ids';
-import { validationFailed } from '../errors';
+import { ValidationFailed } from '../errors';
 
 /**
  * Cursor pagination of decisions.md, newest first: `next_cursor` is `<created>.<id>` of the
@@ -25,7 +25,7 @@ export interface Cursor {
 export function parseLimit(raw: string | undefined): number {
   if (raw === undefined) return DEFAULT_LIMIT;
   const n = /^[0-9]{1,3}$/.test(raw) ? Number(raw) : NaN;
-  if (!(n >= 1 && n <= MAX_LIMIT)) throw validationFailed('limit', `limit must be an integer from 1 to ${MAX_LIMIT}`);
+  if (!(n >= 1 && n <= MAX_LIMIT)) throw new ValidationFailed('limit', `limit must be an integer from 1 to ${MAX_LIMIT}`);
   return n;
 }
 
@@ -34,7 +34,7 @@ export function parseCursor(raw: string | undefined, idPrefix: string): Cursor |
   const m = /^([0-9]{1,12})(?:\.(.+))?$/.exec(raw);
   const id = m?.[2];
   if (!m || (id !== undefined && !(id.startsWith(idPrefix) && UUID_V4_RE.test(id.slice(idPrefix.length))))) {
-    throw validationFailed('cursor', 'cursor must be the next_cursor of a previous page');
+    throw new ValidationFailed('cursor', 'cursor must be the next_cursor of a previous page');
   }
   return { created: Number(m[1]), id: id ?? null };
 }

@@ -7,7 +7,7 @@ import { FeeError, splitFees } from '../domain/fees';
 import { newId } from '../domain/ids';
 import { operatorAccepts } from '../domain/msisdn';
 import { refuseIfClosed } from '../availability/closures';
-import { ApiError, badRequest, unprocessable, validationFailed } from '../errors';
+import { BadRequest, Conflict, Unauthenticated, Unprocessable, ValidationFailed } from '../errors';
 import { providerIdFor } from '../providers/registry';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, publishOutbox, type OutboxMessage } from '../queues/outbox';
@@ -35,23 +35,23 @@ export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
 export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, caller: Caller, config: Config, now = Date.now()): PaymentRow {
   if (input.method === 'card' && !cardCheckoutAvailable) {
     // refused rather than answered with a checkout_url that leads nowhere
-    throw validationFailed('method', 'card payments are not available yet (the hosted checkout is not built); use mobile_money');
+    throw new ValidationFailed('method', 'card payments are not available yet (the hosted checkout is not built); use mobile_money');
   }
   const mobile = input.method === 'mobile_money';
   if (mobile && !operatorAccepts(caller.environment, input.operator!, input.phone!)) {
-    throw badRequest('operator-mismatch', `phone does not belong to ${input.operator}`, 'phone');
+    throw new BadRequest('operator-mismatch', `phone does not belong to ${input.operator}`, 'phone');
   }
   const feeBearer = input.fee_bearer ?? terms.fee_bearer;
   let split;
   try {
     split = splitFees(input.amount, terms.fees[input.currency], feeBearer);
   } catch (err) {
-    if (err instanceof FeeError) throw validationFailed('amount', `amount: ${err.message}`);
+    if (err instanceof FeeError) throw new ValidationFailed('amount', `amount: ${err.message}`);
     throw err;
   }
   const limit = input.currency === 'USD' ? terms.per_tx_limit_usd : terms.per_tx_limit_cdf;
   if (limit !== null && split.amountCharged > limit) {
-    throw unprocessable('amount-over-limit', `amount_charged ${split.amountCharged} is above this merchant's per-transaction limit of ${limit} ${input.currency}`, 'amount');
+    throw new Unprocessable('amount-over-limit', `amount_charged ${split.amountCharged} is above this merchant's per-transaction limit of ${limit} ${input.currency}`, 'amount');
   }
   const windowMs = mobile ? config.providerWindowMs[caller.environment] : CARD_CHECKOUT_WINDOW_MS;
   return {
@@ -107,7 +107,7 @@ export async function createPayment(
 ): Promise<StoredResponse> {
   const { db } = deps;
   const terms = await termsCacheFor(db, deps.config.credentialCacheMs).get(db, caller.merchantId);
-  if (!terms) throw new ApiError(401, 'api-key-invalid', 'The API key is not valid');
+  if (!terms) throw new Unauthenticated('api-key-invalid');
   const row = buildPayment(input, terms, caller, deps.config);
   if (row.operator) await refuseIfClosed(db, row.operator, 'collection');
   const answer = jsonAnswer(201, paymentView(row, deps.config.baseUrl));
@@ -118,7 +118,7 @@ export async function createPayment(
     created = await insertPaymentWithKey(db, keyWrittenWith(key.id, key.request, answer), row, push);
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
-      throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payment of this merchant', 'reference');
+      throw new Conflict('reference-conflict', 'This reference is already used by another payment of this merchant', { param: 'reference' });
     }
     throw err;
   }

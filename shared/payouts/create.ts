@@ -6,7 +6,7 @@ import { outgoingDebit, type Currency } from '../domain/ledger';
 import type { Caller } from '../domain/caller';
 import { operatorAccepts } from '../domain/msisdn';
 import { refuseIfClosed } from '../availability/closures';
-import { ApiError, badRequest, validationFailed } from '../errors';
+import { BadRequest, Conflict, ValidationFailed } from '../errors';
 import { MAX_AMOUNT } from '../money';
 import { post } from '../ledger/postings';
 import { providerIdFor } from '../providers/registry';
@@ -25,7 +25,7 @@ import { payoutView, type PayoutObject } from './view';
  */
 export async function createPayout(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, input: PayoutInput, requestId?: string): Promise<PayoutObject> {
   if (!operatorAccepts(viewer.environment, input.operator, input.phone)) {
-    throw badRequest('operator-mismatch', `The number does not belong to ${input.operator}`, 'phone');
+    throw new BadRequest('operator-mismatch', `The number does not belong to ${input.operator}`, 'phone');
   }
   await refuseIfClosed(deps.db, input.operator, 'payout');
   try {
@@ -33,7 +33,7 @@ export async function createPayout(deps: TransactDeps & { providerWindowMs: numb
       const merchant: { fees: Record<Currency, FeeRule> } = await trx('merchants').where({ id: viewer.merchantId }).first('fees');
       const fee = feeFor(input.amount, merchant.fees[input.currency]);
       // decisions.md: every amount and fee is at most 10^12 minor units
-      if (fee > MAX_AMOUNT) throw validationFailed('amount', `amount: its fee is above ${MAX_AMOUNT} minor units`);
+      if (fee > MAX_AMOUNT) throw new ValidationFailed('amount', `amount: its fee is above ${MAX_AMOUNT} minor units`);
       const payout: PayoutRow = {
         id: newId('payout'),
         merchant_id: viewer.merchantId,
@@ -60,7 +60,7 @@ export async function createPayout(deps: TransactDeps & { providerWindowMs: numb
       return payoutView(payout);
     });
   } catch (err) {
-    if (isUniqueViolation(err, 'payouts_reference_unique')) throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payout of this merchant', 'reference');
+    if (isUniqueViolation(err, 'payouts_reference_unique')) throw new Conflict('reference-conflict', 'This reference is already used by another payout of this merchant', { param: 'reference' });
     throw err;
   }
 }

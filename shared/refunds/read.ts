@@ -1,15 +1,15 @@
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
-import { notFound } from '../errors';
+import { NotFound } from '../errors';
 import type { Caller } from '../domain/caller';
 import type { RefundRow } from './rows';
 import { refundView } from './view';
 
 /** GET /v1/payments/{id}/refunds: the payment's refunds in the order they were made; 404 for anyone else's payment. */
 export async function listRefunds(db: Executor, viewer: Caller, paymentId: string) {
-  if (!isId('payment', paymentId)) throw notFound('Payment');
+  if (!isId('payment', paymentId)) throw new NotFound('Payment');
   const payment = await db('payments').where({ id: paymentId, merchant_id: viewer.merchantId, environment: viewer.environment }).first('id');
-  if (!payment) throw notFound('Payment');
+  if (!payment) throw new NotFound('Payment');
   const rows: RefundRow[] = await db('refunds').where({ payment_id: paymentId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
   return { object: 'list' as const, data: rows.map(refundView) };
 }

@@ -1,6 +1,6 @@
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
-import { notFound } from '../errors';
+import { NotFound } from '../errors';
 import { CURSOR_QUERY, LIMIT_QUERY, pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import type { Caller } from '../domain/caller';
 import { SETTLEMENTS, settlementView, type SettlementRow } from './view';
@@ -23,9 +23,9 @@ export const listSettlementsSchema = {
 } as const;
 
 export async function getSettlement(db: Executor, viewer: Caller, id: string) {
-  if (!isId('settlement', id)) throw notFound('Settlement');
+  if (!isId('settlement', id)) throw new NotFound('Settlement');
   const row = await db<SettlementRow>(SETTLEMENTS).where({ id, merchant_id: viewer.merchantId, environment: viewer.environment }).first();
-  if (!row) throw notFound('Settlement');
+  if (!row) throw new NotFound('Settlement');
   return settlementView(row);
 }
 

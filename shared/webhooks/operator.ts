@@ -1,7 +1,7 @@
 import { unixOf } from '../domain/ids';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
-import { conflict, notFound } from '../errors';
+import { Conflict, NotFound } from '../errors';
 import { QUEUES } from '../queues/names';
 import { pageQuery, toPage, type Cursor } from '../db/pagination';
 import { DELIVER_JOB } from './fanout';
@@ -77,7 +77,7 @@ export async function listDeliveries(
   status?: DeliveryRow['status'],
 ) {
   const exists = await db('webhooks').where({ id: webhookId }).first('id');
-  if (!exists) throw notFound('Webhook');
+  if (!exists) throw new NotFound('Webhook');
   const q = db('webhook_deliveries').where({ webhook_id: webhookId });
   if (status) q.where({ status });
   const rows: Omit<DeliveryRow, 'event_type'>[] = await pageQuery(q, page.cursor, page.limit);
@@ -103,9 +103,9 @@ export async function replayDelivery(deps: TransactDeps, deliveryId: string, req
       .where('d.id', deliveryId)
       .forUpdate('d')
       .first('d.id', 'd.status', 'd.round', 'd.webhook_id', 'w.status as webhook_status');
-    if (!d) throw notFound('Delivery');
-    if (d.status !== 'dead') throw conflict('delivery-not-dead', `Only a dead delivery can be replayed; this one is ${d.status}`);
-    if (d.webhook_status !== 'enabled') throw conflict('webhook-disabled', 'This webhook is disabled');
+    if (!d) throw new NotFound('Delivery');
+    if (d.status !== 'dead') throw new Conflict('delivery-not-dead', `Only a dead delivery can be replayed; this one is ${d.status}`);
+    if (d.webhook_status !== 'enabled') throw new Conflict('webhook-disabled', 'This webhook is disabled');
     await trx('webhook_deliveries').where({ id: deliveryId }).update({
       status: 'pending',
       round: d.round + 1,

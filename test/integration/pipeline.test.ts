@@ -7,7 +7,7 @@ import { expect } from 'chai';
 import { buildApp } from '../../api/app';
 import { signRequest } from '../../shared/client/signing';
 import { createContext } from '../../shared/context';
-import { conflict, unprocessable, validationFailed } from '../../shared/errors';
+import { Conflict, Unprocessable, ValidationFailed } from '../../shared/errors';
 import { purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { send, sendRaw, type RawResponse } from '../helpers/http';
@@ -49,11 +49,11 @@ const idempotentRoute: Middleware = async (ctx) => {
   }
   switch (body.mode) {
     case 'validation':
-      throw validationFailed('amount', 'amount must be a positive integer');
+      throw new ValidationFailed('amount', 'amount must be a positive integer');
     case 'reference-conflict':
-      throw conflict('reference-conflict', 'This reference is already used');
+      throw new Conflict('reference-conflict', 'This reference is already used');
     case 'unprocessable':
-      throw unprocessable('amount-over-limit', 'Over the limit');
+      throw new Unprocessable('amount-over-limit', 'Over the limit');
     case 'boom':
       throw new Error('the route failed');
     default: {
