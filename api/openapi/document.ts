@@ -1,5 +1,5 @@
 import { openApiPath, type Component, type JsonSchema, type RouteSpec } from '../routeTable';
-import { ERROR_CODES, IDEMPOTENCY_ERRORS, PIPELINE_ERRORS, QUERY_ERRORS, SIGNED_ERRORS } from './errors';
+import { ERROR_CODES, type MerchantErrorCode, IDEMPOTENCY_ERRORS, PIPELINE_ERRORS, QUERY_ERRORS, SIGNED_ERRORS } from './errors';
 import { ErrorBody } from './schemas';
 import { API_DESCRIPTION } from './description';
 
@@ -49,8 +49,8 @@ function refs(schema: unknown, into: Map<string, JsonSchema>): unknown {
 }
 
 /** The codes a route may answer, by status: the pipeline's, its method's, its own. */
-export function errorCodesOf(route: RouteSpec): Map<number, string[]> {
-  const codes = new Set<string>(route.scope === 'none' ? [] : PIPELINE_ERRORS);
+export function errorCodesOf(route: RouteSpec): Map<number, MerchantErrorCode[]> {
+  const codes = new Set<MerchantErrorCode>(route.scope === 'none' ? [] : PIPELINE_ERRORS);
   if (SIGNED.has(route.method)) {
     for (const c of SIGNED_ERRORS) codes.add(c);
     if (route.idempotencyKey) for (const c of IDEMPOTENCY_ERRORS) if (c !== 'idempotency-key-required' || route.idempotencyKey === 'required') codes.add(c);
@@ -60,7 +60,7 @@ export function errorCodesOf(route: RouteSpec): Map<number, string[]> {
   }
   if (route.scope !== 'none' && route.scope !== 'read') codes.add('insufficient-scope');
   for (const c of route.errors ?? []) codes.add(c);
-  const byStatus = new Map<number, string[]>();
+  const byStatus = new Map<number, MerchantErrorCode[]>();
   for (const code of codes) {
     const known = ERROR_CODES[code];
     if (!known) throw new Error(`${route.method} ${route.path}: error code ${code} is not in api/openapi/errors.ts`);
