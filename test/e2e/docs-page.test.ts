@@ -1,9 +1,6 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { expect } from 'chai';
-import { chromium, type BrowserContext } from 'playwright-core';
 import { startTestEnv, type TestEnv } from '../helpers/env';
+import { launchChromium, type Browser } from './browser';
 
 /**
  * The API reference page in a real headless Chromium (the system's /usr/bin/chromium, never a
@@ -11,28 +8,22 @@ import { startTestEnv, type TestEnv } from '../helpers/env';
  * page's CSP, lists POST /v1/payments and shows the signing and webhook recipes, with no request
  * leaving the service's origin and no CSP violation.
  */
-const CHROMIUM = process.env.CHROMIUM_PATH || '/usr/bin/chromium';
-const FLAGS = ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'];
-
 describe('API reference page in headless Chromium (GET /docs)', function () {
   this.timeout(120_000);
   let env: TestEnv;
-  let profile: string;
-  let browser: BrowserContext;
+  let browser: Browser;
 
   before(async () => {
     env = await startTestEnv();
-    profile = mkdtempSync(join(tmpdir(), 'docs-chromium-'));
-    browser = await chromium.launchPersistentContext(profile, { executablePath: CHROMIUM, headless: true, args: FLAGS });
+    browser = await launchChromium({ viewport: { width: 1280, height: 800 }, locale: 'en-US' });
   });
   after(async () => {
     await browser?.close();
-    rmSync(profile, { recursive: true, force: true });
     await env?.close();
   });
 
   it('renders the document and lists POST /v1/payments, the recipes included, within its CSP and its origin', async () => {
-    const page = await browser.newPage();
+    const page = await browser.context.newPage();
     const problems: string[] = [];
     const foreign: string[] = [];
     page.on('console', (m) => {
