@@ -1,4 +1,5 @@
-import { transact, type TransactDeps } from '../db/transact';
+import type { TransactDeps } from '../db/transact';
+import { idempotentTransact, type IdempotentWrite } from '../idempotency';
 import type { Caller } from '../domain/caller';
 import { closures, refuseClosed } from '../availability/closures';
 import { isId, newId, nowUnix } from '../domain/ids';
@@ -25,11 +26,11 @@ export interface RefundInput {
  * call to the provider, and takes the amount from available (422 insufficient-balance undoes it
  * all).
  */
-export async function createRefund(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string): Promise<RefundObject> {
+export async function createRefund(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string, key?: IdempotentWrite<RefundObject>): Promise<RefundObject> {
   if (!isId('payment', paymentId)) throw new NotFound('Payment');
   // read before the transaction: no second connection is needed while the payment is locked
   const closed = await closures(deps.db);
-  return transact(deps, async (trx, outbox) => {
+  return idempotentTransact(deps, key, async (trx, outbox) => {
     const payment = await lockRow(trx, paymentKind, paymentId);
     if (!payment || payment.merchant_id !== viewer.merchantId || payment.environment !== viewer.environment) throw new NotFound('Payment');
     const amount = refundAmount(payment, input.amount);
