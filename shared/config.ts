@@ -41,6 +41,18 @@ export interface Config {
    * prepared statements; default true. false behind a pooler in transaction mode that does not
    * track them (PgBouncer before 1.21, or without max_prepared_statements).
    */
+  /**
+   * KERNEL_ONE_STATEMENT: a provider callback that moves a payment is written in one statement
+   * after one read (shared/operations/oneStatement.ts) instead of a transaction of a dozen;
+   * default true. false: always the general path (to compare the two).
+   */
+  /**
+   * DB_POOL_MIN: connections each process's pool keeps open when idle (at most its maximum);
+   * default 2. With 0, every burst after a quiet spell first opens connections (a TLS-less
+   * loopback connection still costs Postgres a fork and the process a handshake).
+   */
+  dbPoolMin: number;
+  kernelOneStatement: boolean;
   dbPreparedStatements: boolean;
   redisUrl: string;
   /** BullMQ key prefix; a Redis Cluster hash tag by default so every queue key lands in one slot. */
@@ -329,6 +341,8 @@ export function loadConfig(env: Env = process.env): Config {
     baseUrl: url(env, 'BASE_URL', `http://127.0.0.1:${port}`, ['http:', 'https:']),
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
     dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),
+    kernelOneStatement: bool(env, 'KERNEL_ONE_STATEMENT', true),
+    dbPoolMin: int(env, 'DB_POOL_MIN', 2, 0, 100),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     queuePrefix: env.QUEUE_PREFIX || '{svc}',
     secretsKeys: parseSecretsKeys(secretsKeyRaw),

@@ -35,7 +35,7 @@ export interface ContextOptions {
 
 export function createContext(opts: ContextOptions): ServiceContext {
   const config = opts.config ?? getConfig();
-  const db = createDb(config.databaseUrl, opts.poolMax, { preparedStatements: config.dbPreparedStatements });
+  const db = createDb(config.databaseUrl, opts.poolMax, { preparedStatements: config.dbPreparedStatements, poolMin: config.dbPoolMin });
   const redis = opts.role === 'web' ? webRedis(config.redisUrl) : workerRedis(config.redisUrl);
   const log = createLogger(config.logLevel, opts.name);
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));

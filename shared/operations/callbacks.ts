@@ -8,6 +8,7 @@ import type { Provider, ProviderCallback, ProviderObjectKind } from '../provider
 import type { OperationKind, OperationRow } from './kind';
 import { KINDS } from './kinds';
 import { applyTrigger, lockRow, type TriggerOutcome } from './transition';
+import { applyCallbackInOneStatement } from './oneStatement';
 
 /** What applying a callback did; every stored callback ends with one (kept on its inbox row). */
 export type CallbackOutcome =
@@ -52,7 +53,13 @@ export interface ProcessedCallback {
  * marked processed with its outcome in the same transaction as the change it causes, so a job
  * run twice applies it once.
  */
-export async function applyStoredCallback(ctx: ServiceContext, callbackId: string, log: Logger = ctx.log): Promise<ProcessedCallback> {
+export async function applyStoredCallback(ctx: ServiceContext, callbackId: string, log: Logger = ctx.log, kindHint?: ProviderObjectKind): Promise<ProcessedCallback> {
+  // the job names its operation's kind: a move of a simple kind is written in one statement
+  const hinted = kindHint && KINDS[kindHint];
+  if (hinted && ctx.config.kernelOneStatement) {
+    const done = await applyCallbackInOneStatement(ctx, hinted, callbackId, log);
+    if (done) return done;
+  }
   return transact({ db: ctx.db, queues: ctx.queues, log }, async (trx, outbox) => {
     const row = await trx(CALLBACKS).where({ id: callbackId }).forUpdate().first();
     if (!row) throw new Error(`callback ${callbackId} is not in the inbox`);

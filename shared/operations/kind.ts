@@ -3,6 +3,7 @@ import type { OutboxWriter } from '../db/transact';
 import type { Provider, ProviderAccepted, ProviderObjectKind } from '../providers/types';
 import type { QueueName } from '../queues/names';
 import type { Currency, Environment } from '../vocabulary';
+import type { Posting } from '../domain/ledger';
 import type { LedgerEffect, Machine, Trigger } from './machine';
 
 /**
@@ -77,6 +78,11 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
   eventObject(row: R): Record<string, unknown>;
   /** writes the posting of a ledger effect */
   post(trx: Trx, row: R, effect: LedgerEffect): Promise<void>;
+  /**
+   * The posting of a ledger effect as data, for a kind whose postings are one balanced posting
+   * each (a payment's credit): lets the kernel write a transition in one statement (oneStatement.ts).
+   */
+  posting?(row: R, effect: LedgerEffect): Posting;
   /** what a move changes beyond its own row (a refund's payment), in the same transaction, before the event */
   afterMove?(trx: Trx, outbox: OutboxWriter, row: R, to: S): Promise<void>;
 }

@@ -4,8 +4,8 @@ import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
 import type { WorkSource } from '../queues/redrive';
 import type { OperationKind, OperationRow, TriggerDetails } from './kind';
-import { isOpen } from './machine';
-import { applyTrigger, findRow, lockRow, type TriggerOutcome } from './transition';
+import { decide, isOpen } from './machine';
+import { applyTrigger, changeOf, findRow, lockRow, type TriggerOutcome } from './transition';
 
 export type SendResult = 'sent' | 'already-sent' | 'not-open' | 'refused' | 'unknown';
 
@@ -40,9 +40,24 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
     }
     throw err;
   }
-  const outcome = await apply(ctx, kind, id, { reason: 'provider-accepted', providerRef }, log);
+  const outcome = (await recordSentInOneStatement(ctx, kind, row, providerRef)) ?? (await apply(ctx, kind, id, { reason: 'provider-accepted', providerRef }, log));
   log.info({ kind: kind.name, id, provider: provider.id, outcome }, outcome === 'applied' ? 'sent to the provider' : 'already recorded as sent');
   return outcome === 'applied' ? 'sent' : 'already-sent';
+}
+
+/**
+ * The provider's acceptance of an operation it does not move (a payment's push: `sent` is a
+ * stay), in one statement (KERNEL_ONE_STATEMENT): a compare-and-set on the status and version
+ * the row was read with, still unsent. Undefined when it does not apply or the row changed
+ * meanwhile: the general path below decides under the row lock.
+ */
+async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any>, row: R, providerRef: string): Promise<TriggerOutcome | undefined> {
+  if (!ctx.config.kernelOneStatement) return undefined;
+  const d = decide(kind.machine, row.status, 'sent');
+  if (d.kind !== 'stay') return undefined;
+  const change = changeOf(kind, row, d, 'sent', { reason: 'provider-accepted', providerRef });
+  const n = await ctx.db(kind.table).where({ id: row.id, status: row.status, version: row.version }).whereNull('sent_at').update(change);
+  return n === 1 ? 'applied' : undefined;
 }
 
 /** Records the provider's acceptance under the row lock; a second run finds sent_at and changes nothing. */

@@ -6,6 +6,9 @@ import { QUEUES } from '../queues/names';
 import { PAYMENTS, type PaymentRow } from './rows';
 import { paymentEventObject } from './view';
 
+const credit = (p: PaymentRow) =>
+  paymentCredit({ paymentId: p.id, merchantId: p.merchant_id, environment: p.environment, currency: p.currency, amountCharged: p.amount_charged, amountNet: p.amount_net, fee: p.fee });
+
 const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } as const;
 
 /**
@@ -50,7 +53,9 @@ export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = {
     }
   },
   eventObject: paymentEventObject,
+  // a payment's one ledger effect is its credit
+  posting: credit,
   async post(trx, p) {
-    await post(trx, paymentCredit({ paymentId: p.id, merchantId: p.merchant_id, environment: p.environment, currency: p.currency, amountCharged: p.amount_charged, amountNet: p.amount_net, fee: p.fee }));
+    await post(trx, credit(p));
   },
 };

@@ -3,6 +3,7 @@ import type { Operator } from '../domain/msisdn';
 import { permanent, retryable, ProviderError } from './errors';
 import { parseCallbackBody } from './protocol';
 import { CALLBACK_SIGNATURE_HEADER, verifyCallbackSignature } from './signature';
+import type { HttpAnswer, HttpClient } from '../httpClient';
 import type { PayoutRequest, Provider, ProviderAccepted, ProviderObjectKind, ProviderStatus, PushRequest, RefundRequest } from './types';
 
 export interface HttpProviderOptions {
@@ -15,11 +16,15 @@ export interface HttpProviderOptions {
   callbackSecret: string;
   callbackUrl: string;
   timeoutMs: number;
+  /** the connections it calls over (one client per registry) */
+  client: HttpClient;
 }
 
 interface ErrorBody {
   error?: { code?: unknown; message?: unknown };
 }
+
+const ok = (res: HttpAnswer) => res.status >= 200 && res.status < 300;
 
 /** Statuses worth trying again: the provider is busy or broken, or does not accept our credentials yet. */
 const RETRYABLE_STATUS = new Set([401, 403, 408, 409, 425, 429]);
@@ -73,8 +78,8 @@ export class HttpProvider implements Provider {
   async status(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus> {
     const res = await this.call('GET', `/v1/transactions/${encodeURIComponent(objectId)}`);
     if (res.status === 404) return { state: 'not_found' };
-    const body = await this.json(res);
-    if (!res.ok) throw this.failure(res.status, body);
+    const body = this.json(res);
+    if (!ok(res)) throw this.failure(res.status, body);
     const b = body as { kind?: unknown; status?: unknown; provider_ref?: unknown; failure_code?: unknown; failure_message?: unknown };
     if (b.kind !== undefined && b.kind !== kind) throw permanent('provider-protocol', `provider reports ${objectId} as a ${String(b.kind)}`);
     const providerRef = typeof b.provider_ref === 'string' ? b.provider_ref : null;
@@ -109,8 +114,8 @@ export class HttpProvider implements Provider {
 
   private async create(path: string, externalId: string, fields: Record<string, unknown>): Promise<ProviderAccepted> {
     const res = await this.call('POST', path, { external_id: externalId, ...fields, callback_url: this.callbackUrl }, externalId);
-    const body = await this.json(res);
-    if (!res.ok) throw this.failure(res.status, body);
+    const body = this.json(res);
+    if (!ok(res)) throw this.failure(res.status, body);
     const ref = (body as { provider_ref?: unknown }).provider_ref;
     if (typeof ref !== 'string' || ref.length === 0 || ref.length > 200) {
       // the provider may well have taken it: the same idempotency key will fetch the answer again
@@ -119,30 +124,26 @@ export class HttpProvider implements Provider {
     return { providerRef: ref };
   }
 
-  private async call(method: 'GET' | 'POST', path: string, body?: unknown, idempotencyKey?: string): Promise<Response> {
+  private async call(method: 'GET' | 'POST', path: string, body?: unknown, idempotencyKey?: string): Promise<HttpAnswer> {
     const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.apiKey}`, Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     if (idempotencyKey) headers['Idempotency-Key'] = idempotencyKey;
+    let res: HttpAnswer;
     try {
-      return await fetch(this.opts.url + path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.opts.timeoutMs),
-        redirect: 'error',
-      });
+      res = await this.opts.client.request(this.opts.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), timeoutMs: this.opts.timeoutMs });
     } catch (err) {
-      const name = (err as Error).name;
-      if (name === 'TimeoutError' || name === 'AbortError') throw retryable('provider-timeout', `${this.id} did not answer within ${this.opts.timeoutMs} ms`);
+      if ((err as Error).name === 'TimeoutError') throw retryable('provider-timeout', `${this.id} did not answer within ${this.opts.timeoutMs} ms`);
       throw retryable('provider-unreachable', `${this.id} could not be reached: ${(err as Error).message}`);
     }
+    // a redirect is not followed: the provider is not where it was configured
+    if (res.status >= 300 && res.status < 400) throw retryable('provider-unreachable', `${this.id} could not be reached: redirected (HTTP ${res.status})`);
+    return res;
   }
 
-  private async json(res: Response): Promise<unknown> {
+  private json(res: HttpAnswer): unknown {
     try {
-      return await res.json();
-    } catch (err) {
-      if ((err as Error).name === 'TimeoutError') throw retryable('provider-timeout', `${this.id} did not finish its answer in time`);
+      return JSON.parse(res.body.toString('utf8'));
+    } catch {
       return {};
     }
   }

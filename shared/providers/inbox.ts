@@ -22,7 +22,8 @@ const APPLY_CALLBACK_JOB = 'apply-callback';
 export async function storeCallback(deps: TransactDeps, provider: Provider, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
   const { db } = deps;
   const id = randomUUID();
-  const job = outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackId: id, requestId });
+  // the kind lets the reconciler take the one-statement path (shared/operations/oneStatement.ts)
+  const job = outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackId: id, kind: parsed.kind, requestId });
   await insertCallbackWithJob(
     db,
     {

@@ -3,6 +3,7 @@ import type { Environment } from '../domain/ledger';
 import { OPERATORS, type Operator } from '../domain/msisdn';
 import { HttpProvider } from './http';
 import type { Provider } from './types';
+import { HttpClient } from '../httpClient';
 
 /**
  * Which provider handles an operator in an environment. Test keys go to the sandbox provider,
@@ -17,7 +18,7 @@ export class ProviderRegistry {
   private readonly byId = new Map<string, Provider>();
 
   constructor(config: Config) {
-    const common = { timeoutMs: config.payments.providerTimeoutMs };
+    const common = { timeoutMs: config.payments.providerTimeoutMs, client: new HttpClient() };
     for (const operator of OPERATORS) {
       const sandboxId = providerIdFor('test', operator);
       this.byId.set(

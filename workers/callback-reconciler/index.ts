@@ -22,7 +22,7 @@ void runPool({
     guard: guardCallbackJob,
     async process(ctx, data) {
       const log = ctx.log.child({ requestId: data.requestId, callbackId: data.callbackId });
-      const { outcome, callback } = await applyStoredCallback(ctx, data.callbackId, log);
+      const { outcome, callback } = await applyStoredCallback(ctx, data.callbackId, log, data.kind);
       const facts = { outcome, kind: callback?.kind, objectId: callback?.objectId, status: callback?.status, provider: callback?.provider };
       // anything but a clean application is worth an operator's eye
       if (outcome === 'applied' || outcome === 'already-processed') log.info(facts, 'callback processed');
