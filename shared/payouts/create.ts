@@ -19,9 +19,9 @@ import { payoutView, type PayoutObject } from './view';
 
 
 /**
- * POST /v1/payouts: in one transaction, writes the payout `pending` with its history, takes
- * amount + fee (the merchant's fee rule for the currency) from available (422
- * insufficient-balance), and queues it for the payout pool. A reference already used by this
+ * POST /v1/payouts: in one transaction, with its Idempotency-Key (`key`, shared/idempotency.ts),
+ * writes the payout `pending` with its history, takes amount + fee (the merchant's fee rule for
+ * the currency) from available (422 insufficient-balance), and queues it for the payout pool. A reference already used by this
  * merchant in this environment is 409 reference-conflict, checked first.
  */
 export async function createPayout(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, input: PayoutInput, requestId?: string, key?: IdempotentWrite<PayoutObject>): Promise<PayoutObject> {
