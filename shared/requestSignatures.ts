@@ -33,6 +33,11 @@ export async function acceptSignatureOnce(db: Db, req: SignedRequest, toleranceS
   return rows.length === 1;
 }
 
+/** Forgets the signature of a request that was refused (a 4xx: it did nothing), so that it changed nothing. */
+export async function forgetSignature(db: Db, req: SignedRequest): Promise<void> {
+  await db('request_signatures').where({ merchant_id: req.merchantId, environment: req.environment, signature: req.signature }).del();
+}
+
 export async function purgeExpiredSignatures(db: Db): Promise<number> {
   return db('request_signatures').where('expires_at', '<', db.fn.now()).del();
 }
