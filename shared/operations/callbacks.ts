@@ -4,7 +4,7 @@ import { transact, type OutboxWriter } from '../db/transact';
 import type { Logger } from '../logger';
 import { CALLBACKS } from '../providers/inbox';
 import { parseCallbackBody } from '../providers/protocol';
-import type { Provider, ProviderCallback, ProviderObjectKind } from '../providers/types';
+import type { ProviderBase, ProviderCallback, ProviderObjectKind } from '../providers/types';
 import type { OperationKind, OperationRow } from './kind';
 import { KINDS } from './kinds';
 import { applyTrigger, lockRow, type TriggerOutcome } from './transition';
@@ -24,7 +24,7 @@ export type CallbackOutcome =
  * callback verified with another provider's secret (the sandbox's, for a live payment) changes
  * nothing.
  */
-export async function applyCallback<R extends OperationRow>(trx: Trx, outbox: OutboxWriter, kind: OperationKind<R, any>, cb: ProviderCallback, provider: Provider): Promise<CallbackOutcome> {
+export async function applyCallback<R extends OperationRow>(trx: Trx, outbox: OutboxWriter, kind: OperationKind<R, any, any>, cb: ProviderCallback, provider: ProviderBase): Promise<CallbackOutcome> {
   const row = await lockRow(trx, kind, cb.objectId);
   if (!row) return 'unknown-object';
   if (row.provider !== provider.id || row.environment !== provider.environment) return 'provider-mismatch';

@@ -9,6 +9,8 @@ import { operatorAccepts } from '../domain/msisdn';
 import { refuseIfClosed } from '../availability/closures';
 import { BadRequest, Conflict, Unauthenticated, Unprocessable, ValidationFailed } from '../errors';
 import { providerIdFor } from '../providers/registry';
+import { cardAcquirerIdFor } from '../cards/acquirer';
+import { CARD_CHECKOUT_WINDOW_MS } from '../cards/kind';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, publishOutbox, type OutboxMessage } from '../queues/outbox';
 import type { PaymentRow } from './rows';
@@ -17,27 +19,14 @@ import { termsCacheFor, type MerchantTerms } from './terms';
 import { paymentView, type PaymentView } from './view';
 import { IdempotencyKeyHeld, isKeyWaitTimeout, takeKeyValues, type IdempotentWrite } from '../idempotency';
 
-/**
- * The hosted card checkout (/checkout/{id}, tokenisation iframes, 3-D Secure return) is not built
- * yet, so card payments are refused at creation. The card states, fields and expiry stay in the
- * domain and the sweep for when it is.
- */
-const cardCheckoutAvailable = false;
-
-/** A card payment not paid within 30 minutes is cancelled (decisions.md). */
-export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
-
 
 /**
  * The payment row a request asks for, or the 400/422 of decisions.md. Pure: the caller has
  * loaded the merchant's terms.
  */
 export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, caller: Caller, config: Config, now = Date.now()): PaymentRow {
-  if (input.method === 'card' && !cardCheckoutAvailable) {
-    // refused rather than answered with a checkout_url that leads nowhere
-    throw new ValidationFailed('method', 'card payments are not available yet (the hosted checkout is not built); use mobile_money');
-  }
   const mobile = input.method === 'mobile_money';
+  if (!mobile) checkCardRequest(input, caller, config);
   if (mobile && !operatorAccepts(caller.environment, input.operator!, input.phone!)) {
     throw new BadRequest('operator-mismatch', `phone does not belong to ${input.operator}`, 'phone');
   }
@@ -76,7 +65,7 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
     customer_email: input.customer_email ?? null,
     customer_name: input.customer_name ?? null,
     return_url: input.return_url ?? null,
-    provider: mobile ? providerIdFor(caller.environment, input.operator!) : null,
+    provider: mobile ? providerIdFor(caller.environment, input.operator!) : cardAcquirerIdFor(caller.environment),
     provider_ref: null,
     failure_code: null,
     failure_message: null,
@@ -87,7 +76,26 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
     window_ends_at: new Date(now + windowMs),
     checked_at: null,
     checks: 0,
+    card: null,
+    checkout_token: null,
+    challenge_url: null,
+    checkout_error: null,
   };
+}
+
+/**
+ * decisions.md "Cards": a card payment has no operator or phone (the schema already requires
+ * customer_email, customer_name and an absolute http(s) return_url); live keys need an https
+ * return_url and a configured acquirer.
+ */
+function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Config): void {
+  for (const field of ['operator', 'phone'] as const) {
+    if (input[field] !== undefined) throw new ValidationFailed(field, `${field} is not allowed for card payments`);
+  }
+  if (caller.environment === 'live') {
+    if (!input.return_url!.startsWith('https://')) throw new ValidationFailed('return_url', 'return_url must be an https URL for live payments');
+    if (!config.cards.live) throw new ValidationFailed('method', 'card payments are not configured for live keys');
+  }
 }
 
 

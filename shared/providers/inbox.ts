@@ -4,7 +4,7 @@ import { QUEUES } from '../queues/names';
 import { outboxMessage, publishOutbox } from '../queues/outbox';
 import type { WorkSource } from '../queues/redrive';
 import { insertCallbackWithJob } from '../db/sql/callbacks';
-import type { Provider, ProviderCallback } from './types';
+import type { ProviderBase, ProviderCallback } from './types';
 
 /**
  * Inbox of provider callbacks (architecture rule 2). The web process stores a verified callback
@@ -19,7 +19,7 @@ const APPLY_CALLBACK_JOB = 'apply-callback';
  * Stores a verified callback with the job that applies it: one statement (shared/db/sql/callbacks.ts)
  * writes the inbox row and its outbox row; the job is enqueued after commit.
  */
-export async function storeCallback(deps: TransactDeps, provider: Provider, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
+export async function storeCallback(deps: TransactDeps, provider: ProviderBase, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
   const { db } = deps;
   const id = randomUUID();
   // the kind lets the reconciler take the one-statement path (shared/operations/oneStatement.ts)

@@ -10,6 +10,7 @@ import { post } from '../ledger/postings';
 import { newOperationFields } from '../operations/kind';
 import { applyTrigger, lockRow } from '../operations/transition';
 import { paymentKind } from '../payments/kind';
+import { cardPaymentKind } from '../cards/kind';
 import { QUEUES } from '../queues/names';
 import { REFUNDS, type RefundRow } from './rows';
 import { refundView, type RefundObject } from './view';
@@ -31,7 +32,8 @@ export async function createRefund(deps: TransactDeps & { providerWindowMs: numb
   // read before the transaction: no second connection is needed while the payment is locked
   const closed = await closures(deps.db);
   return idempotentTransact(deps, key, async (trx, outbox) => {
-    const payment = await lockRow(trx, paymentKind, paymentId);
+    // a card payment is its own kind: found only to be refused (422 card-refund-not-supported)
+    const payment = (await lockRow(trx, paymentKind, paymentId)) ?? (await lockRow(trx, cardPaymentKind, paymentId));
     if (!payment || payment.merchant_id !== viewer.merchantId || payment.environment !== viewer.environment) throw new NotFound('Payment');
     const amount = refundAmount(payment, input.amount);
     if (payment.operator) refuseClosed(closed, payment.operator, 'refund');

@@ -54,7 +54,7 @@ interface SandboxTransaction {
 }
 
 const PATHS: Record<string, ProviderObjectKind> = { collections: 'payment', refunds: 'refund', payouts: 'payout' };
-const ID_PREFIX: Record<ProviderObjectKind, string> = { payment: 'pay_', refund: 're_', payout: 'po_' };
+const ID_PREFIX: Partial<Record<ProviderObjectKind, string>> = { payment: 'pay_', refund: 're_', payout: 'po_' };
 /** A transaction is kept (status queries, idempotent repeats) this long, and at most MAX_KEPT of them (the oldest go first). */
 const KEEP_MS = 24 * 3600 * 1000;
 const MAX_KEPT = 200_000;
@@ -170,7 +170,7 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
   async function create(operator: Operator, kind: ProviderObjectKind, req: IncomingMessage): Promise<[number, unknown]> {
     const body = await readJson(req);
     const externalId = body.external_id;
-    if (typeof externalId !== 'string' || !externalId.startsWith(ID_PREFIX[kind]) || externalId.length > 100) {
+    if (typeof externalId !== 'string' || !externalId.startsWith(ID_PREFIX[kind]!) || externalId.length > 100) {
       throw new HttpError(400, 'invalid-request', `external_id must be our ${kind} id`);
     }
     const key = req.headers['idempotency-key'];
