@@ -82,8 +82,12 @@ export function sendError(ctx: Context, err: DomainError | HttpError): void {
 /** Codes of Postgres refusing or losing the connection: class 08, shutdowns, too many connections. */
 const PG_FAULT_CODES = /^(08...|57P0[1-3]|53300)$/;
 /** Errors of the pg driver and knex's pool when Postgres is gone or cannot be reached. */
-const PG_FAULT_MESSAGES = /Connection terminated|terminating connection|Timeout acquiring a connection|the database system is (starting up|shutting down|in recovery mode)/i;
-/** Socket errors; whose they are is told by the port (the Postgres port of DATABASE_URL). */
+const PG_FAULT_MESSAGES = /Connection terminated|terminating connection|is not queryable|Timeout acquiring a connection|the database system is (starting up|shutting down|in recovery mode)/i;
+/**
+ * Socket errors. A failed connect names its port (the Postgres port of DATABASE_URL tells it);
+ * an established connection dropped under a query (read/write ECONNRESET, EPIPE) reaches a
+ * request only from pg: ioredis answers its pending commands "Connection is closed" instead.
+ */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
 
 function postgresPort(databaseUrl: string): number {
@@ -101,6 +105,8 @@ export function isPostgresDown(err: unknown, databaseUrl: string): boolean {
   if (typeof e?.message === 'string' && PG_FAULT_MESSAGES.test(e.message)) return true;
   if (typeof e?.code === 'string' && SOCKET_CODES.has(e.code)) {
     if (e.port === postgresPort(databaseUrl)) return true;
+    const syscall = (err as { syscall?: unknown }).syscall;
+    if (syscall === 'read' || syscall === 'write') return true;
     // a connection to a host with several addresses fails with an AggregateError of each attempt
     if (Array.isArray(e.errors)) return e.errors.some((x) => (x as { port?: unknown }).port === postgresPort(databaseUrl));
   }
