@@ -2,7 +2,7 @@ import type { Context, Middleware } from 'koa';
 import { BadRequest, DomainError, NotFound, Unavailable, type ErrorCode } from '../../shared/errors';
 
 /** The HTTP status of every error code: the one place statuses are known (decisions.md "Errors", spec 7). */
-const STATUS: Record<ErrorCode, number> = {
+export const ERROR_STATUS: Record<ErrorCode, number> = {
   'invalid-json': 400,
   'validation-failed': 400,
   'operator-mismatch': 400,
@@ -65,7 +65,7 @@ export function httpError(err: DomainError): HttpError {
   if ('allow' in err && typeof err.allow === 'string') headers.Allow = err.allow;
   // otherwise Node would drain (read and discard) the rest of a refused body, up to 500 MB
   if (err.code === 'payload-too-large') headers.Connection = 'close';
-  return { status: STATUS[err.code], headers, code: err.code, message: err.message, ...(err.param ? { param: err.param } : {}) };
+  return { status: ERROR_STATUS[err.code], headers, code: err.code, message: err.message, ...(err.param ? { param: err.param } : {}) };
 }
 
 export function errorBody(ctx: Context, code: ErrorCode, message: string, param?: string) {

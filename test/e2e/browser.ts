@@ -26,8 +26,11 @@ export interface Browser {
   close(): Promise<void>;
 }
 
-/** Launches Chromium, or fails with the exact command that installs it (the e2e tests never skip). */
-export async function launchChromium(): Promise<Browser> {
+/**
+ * Launches Chromium, or fails with the exact command that installs it (the e2e tests never skip).
+ * A phone in Kinshasa by default; `page` overrides the viewport or locale (a desktop reader of the API reference).
+ */
+export async function launchChromium(page: { viewport?: { width: number; height: number }; locale?: string } = {}): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
     throw new Error(`Chromium is not installed at ${CHROMIUM}: the browser tests need it. Install it with: ${INSTALL_COMMAND}`);
   }
@@ -39,6 +42,7 @@ export async function launchChromium(): Promise<Browser> {
     viewport: { width: 390, height: 844 },
     // a client in Kinshasa: the browser asks for French (Accept-Language), as the checkout's default
     locale: 'fr-CD',
+    ...page,
   });
   return {
     context,
