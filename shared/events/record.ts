@@ -1,3 +1,4 @@
+import { Event } from '../db/models';
 import type { Trx } from '../db/knex';
 import { newEventId, nowUnix } from '../domain/ids';
 import type { Environment, EventType } from '../vocabulary';
@@ -54,6 +55,6 @@ export async function recordEvent(
     body,
   };
   // exactJson: a settlement's figures beyond 2^53 - 1 (bigints) are stored with every digit
-  await trx('events').insert({ ...row, body: exactJson(body) });
+  await Event.query(trx).insert({ ...row, body: exactJson(body) as unknown as EventBody });
   return row;
 }

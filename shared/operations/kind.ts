@@ -1,3 +1,4 @@
+import type { ModelClass } from 'objection';
 import type { Executor, Trx } from '../db/knex';
 import type { OutboxWriter } from '../db/transact';
 import type { Provider, ProviderAccepted, ProviderObjectKind } from '../providers/types';
@@ -55,7 +56,8 @@ export type WindowVerdict = { trigger: Trigger; details: TriggerDetails } | 'ask
 export interface OperationKind<R extends OperationRow = OperationRow, S extends string = string> {
   /** the provider's word for it (callbacks and status queries name it) */
   name: ProviderObjectKind;
-  table: string;
+  /** its objection model (shared/db/models.ts): its table (rows are typed by R, objection's query types do not unify across models) */
+  model: ModelClass<any>;
   /** its status history: table and the column naming the row */
   history: { table: string; column: string };
   machine: Machine<S>;

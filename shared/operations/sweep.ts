@@ -1,3 +1,4 @@
+import { raw, type Model, type QueryBuilder } from 'objection';
 import type { ServiceContext } from '../context';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
@@ -27,10 +28,11 @@ export const MAX_RECHECK_MS = 5 * 60 * 1000;
 async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any>): Promise<string[]> {
   const now = new Date(ctx.clock.now());
   return ctx.db.transaction(async (trx) => {
-    const rows: { id: string }[] = await trx(kind.table)
+    const rows: { id: string }[] = await kind.model
+      .query(trx)
       .whereIn('status', kind.machine.open as string[])
       .where('window_ends_at', '<', now)
-      .where((q) =>
+      .where((q: QueryBuilder<Model>) =>
         q
           .whereNull('checked_at')
           .orWhereRaw(`checked_at < ?::timestamptz - least(?, ? * power(2, least(checks - 1, 20))) * interval '1 millisecond'`, [now, MAX_RECHECK_MS, ctx.config.reconcileIntervalMs]),
@@ -40,7 +42,7 @@ async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any>): Pro
       .forUpdate()
       .skipLocked()
       .select('id');
-    if (rows.length) await trx(kind.table).whereIn('id', rows.map((r) => r.id)).update({ checked_at: now, checks: trx.raw('checks + 1') });
+    if (rows.length) await kind.model.query(trx).whereIn('id', rows.map((r) => r.id)).patch({ checked_at: now, checks: raw('checks + 1') });
     return rows.map((r) => r.id);
   });
 }

@@ -20,12 +20,12 @@ export type TriggerOutcome = 'applied' | 'duplicate' | 'ignored-late';
 export class IllegalTransition extends Error {}
 
 export async function findRow<R extends OperationRow>(db: Executor, kind: OperationKind<R, any>, id: string): Promise<R | undefined> {
-  return db<R>(kind.table).where({ id } as any).first() as Promise<R | undefined>;
+  return (await kind.model.query(db).findById(id)) as unknown as R | undefined;
 }
 
 /** Reads a row under SELECT ... FOR UPDATE: every change of an operation happens behind this lock. */
 export async function lockRow<R extends OperationRow>(trx: Trx, kind: OperationKind<R, any>, id: string): Promise<R | undefined> {
-  return trx<R>(kind.table).where({ id } as any).forUpdate().first() as Promise<R | undefined>;
+  return (await kind.model.query(trx).findById(id).forUpdate()) as unknown as R | undefined;
 }
 
 /**
@@ -54,8 +54,8 @@ export async function applyTrigger<R extends OperationRow>(
   if (d.kind === 'stay') {
     const changesObject = Object.keys(patch).length > 0 || (firstRef !== null && kind.providerRefVisible);
     if (changesObject) change.version = row.version + 1;
-    const [updated] = await trx(kind.table).where({ id: row.id }).update(change).returning('*');
-    return { outcome: 'applied', row: updated as R };
+    const [updated] = await kind.model.query(trx).patch(change).where('id', row.id).returning('*');
+    return { outcome: 'applied', row: updated as unknown as R };
   }
 
   change.status = d.to;
@@ -66,7 +66,7 @@ export async function applyTrigger<R extends OperationRow>(
     change.failure_message = details.failureMessage ?? `The provider reported a failure`;
   }
   const reason = d.correction ?? details.reason;
-  const updated = await updateWithHistory<R>(trx, kind.table, row.id, change, { table: kind.history.table, column: kind.history.column, from: row.status, to: d.to, reason });
+  const updated = await updateWithHistory<R>(trx, kind.model.tableName, row.id, change, { table: kind.history.table, column: kind.history.column, from: row.status, to: d.to, reason });
   if (kind.afterMove) await kind.afterMove(trx, outbox, updated, d.to);
   if (d.event) {
     await emitEvent(trx, outbox, {

@@ -3,7 +3,8 @@ import { post } from '../ledger/postings';
 import type { OperationKind } from '../operations/kind';
 import { paymentMachine, type PaymentStatus } from '../operations/machines';
 import { QUEUES } from '../queues/names';
-import { PAYMENTS, type PaymentRow } from './rows';
+import { Payment } from '../db/models';
+import type { PaymentRow } from './rows';
 import { paymentEventObject } from './view';
 
 const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } as const;
@@ -18,7 +19,7 @@ const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } a
  */
 export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = {
   name: 'payment',
-  table: PAYMENTS,
+  model: Payment,
   history: { table: 'payment_status_changes', column: 'payment_id' },
   machine: paymentMachine,
   send: { queue: QUEUES.providerPush, job: 'push', idField: 'paymentId' },

@@ -25,4 +25,3 @@ export interface PaymentRow extends OperationRow {
   created: number;
 }
 
-export const PAYMENTS = 'payments';

@@ -1,3 +1,4 @@
+import { Merchant } from '../db/models';
 import type { Executor } from '../db/knex';
 import type { Currency } from '../domain/ledger';
 import type { FeeRule } from '../domain/fees';
@@ -24,8 +25,7 @@ export class MerchantTermsCache {
   }
 
   get(db: Executor, merchantId: string): Promise<MerchantTerms | undefined> {
-    // a knex builder runs its query again at every await: keep the promise of one run
-    return this.cache.get(merchantId, () => Promise.resolve(db('merchants').where({ id: merchantId }).first('fee_bearer', 'fees', 'per_tx_limit_usd', 'per_tx_limit_cdf')));
+    return this.cache.get(merchantId, async () => Merchant.query(db).findById(merchantId).select('fee_bearer', 'fees', 'per_tx_limit_usd', 'per_tx_limit_cdf'));
   }
 }
 

@@ -15,4 +15,3 @@ export interface PayoutRow extends OperationRow {
   created: number;
 }
 
-export const PAYOUTS = 'payouts';

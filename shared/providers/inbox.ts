@@ -1,3 +1,5 @@
+import { raw } from 'objection';
+import { InboxCallback } from '../db/models';
 import { randomUUID } from 'node:crypto';
 import type { TransactDeps } from '../db/transact';
 import { QUEUES } from '../queues/names';
@@ -11,7 +13,6 @@ import type { Provider, ProviderCallback } from './types';
  * stored callback exactly once, through the operations kernel (shared/operations/callbacks.ts), and records the outcome.
  */
 
-export const CALLBACKS = 'provider_callbacks';
 
 /**
  * Stores a verified callback with the job that applies it: one statement (shared/db/sql/callbacks.ts)
@@ -46,9 +47,9 @@ export async function storeCallback(deps: TransactDeps, provider: Provider, raw:
  * locks the inbox row and applies it once.
  */
 export async function staleCallbacks(db: TransactDeps['db'], olderThanMs: number, batch = 100): Promise<string[]> {
-  const rows: { id: string }[] = await db(CALLBACKS)
+  const rows: { id: string }[] = await InboxCallback.query(db)
     .whereNull('processed_at')
-    .where('received_at', '<', db.raw(`now() - make_interval(secs => ?)`, [olderThanMs / 1000]))
+    .where('received_at', '<', raw(`now() - make_interval(secs => ?)`, [olderThanMs / 1000]))
     .orderBy('received_at')
     .limit(batch)
     .select('id');

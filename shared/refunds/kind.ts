@@ -4,7 +4,8 @@ import { moneyOutPolicy } from '../operations/moneyOut';
 import { applyTrigger, findRow, lockRow } from '../operations/transition';
 import { paymentKind } from '../payments/kind';
 import { QUEUES } from '../queues/names';
-import { REFUNDS, type RefundRow } from './rows';
+import { Refund } from '../db/models';
+import type { RefundRow } from './rows';
 import { refundView } from './view';
 
 /**
@@ -16,7 +17,7 @@ import { refundView } from './view';
  */
 export const refundKind: OperationKind<RefundRow, RefundStatus> = {
   name: 'refund',
-  table: REFUNDS,
+  model: Refund,
   history: { table: 'refund_status_changes', column: 'refund_id' },
   machine: refundMachine,
   send: { queue: QUEUES.refund, job: 'send-refund', idField: 'refundId' },

@@ -12,4 +12,3 @@ export interface RefundRow extends OperationRow {
   created: number;
 }
 
-export const REFUNDS = 'refunds';
