@@ -40,7 +40,7 @@ export function sendProcessor(kind: OperationKind, lockMs: number): PoolProcesso
 export function sweepLoop(kind: OperationKind): PoolLoop {
   return {
     name: `open-${kind.name}s-sweep`,
-    intervalMs: (ctx) => ctx.config.reconcileIntervalMs,
+    intervalMs: (ctx) => ctx.config.askIntervalMs,
     run: async (ctx) => {
       const counts = await sweepOpen(ctx, kind);
       if (Object.keys(counts).length) ctx.log.info({ kind: kind.name, counts }, 'open operations past their window swept');

@@ -12,10 +12,10 @@ const validateList = validator<ListPaymentsQuery>(listPaymentsSchema);
 export const paymentsRouter = new Router()
   .post('/payments', async (ctx) => {
     const input = validateCreate(ctx.state.body);
-    const { db, queues, config } = ctx.services;
+    const { db, queues, config, clock } = ctx.services;
     // an atomic idempotent route (pipeline/request.ts): the key is written with the payment
     const key = ctx.state.idempotency!;
-    key.stored = await createPayment({ db, queues, config, log: ctx.state.log }, callerOf(ctx), input, key);
+    key.stored = await createPayment({ db, queues, config, clock, log: ctx.state.log }, callerOf(ctx), input, key);
   })
   .get('/payments/:id', async (ctx) => {
     ctx.body = await getPayment(ctx.services.db, callerOf(ctx), ctx.params.id, ctx.services.config.baseUrl);

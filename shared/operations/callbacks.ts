@@ -20,7 +20,7 @@ export type CallbackOutcome =
 
 /**
  * Applies a verified provider callback to its operation, under the row lock, in the caller's
- * transaction (the inbox's). Only the provider that handles the operation may settle it: a
+ * transaction (the inbox's). Only the provider that handles the operation may decide it: a
  * callback verified with another provider's secret (the sandbox's, for a live payment) changes
  * nothing.
  */

@@ -35,7 +35,7 @@ async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any>): Pro
       .where((q: QueryBuilder<Model>) =>
         q
           .whereNull('checked_at')
-          .orWhereRaw(`checked_at < ?::timestamptz - least(?, ? * power(2, least(checks - 1, 20))) * interval '1 millisecond'`, [now, MAX_RECHECK_MS, ctx.config.reconcileIntervalMs]),
+          .orWhereRaw(`checked_at < ?::timestamptz - least(?, ? * power(2, least(checks - 1, 20))) * interval '1 millisecond'`, [now, MAX_RECHECK_MS, ctx.config.askIntervalMs]),
       )
       .orderBy('window_ends_at')
       .limit(BATCH)
@@ -80,7 +80,7 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
     const locked = await lockRow(trx, kind, id);
     if (!locked) return 'closed';
     const { outcome, row: after } = await applyTrigger(trx, outbox, kind, locked, verdict.trigger, verdict.details);
-    if (outcome === 'applied') log.info({ kind: kind.name, id, status: after.status, reason: verdict.details.reason }, 'operation past its window settled');
+    if (outcome === 'applied') log.info({ kind: kind.name, id, status: after.status, reason: verdict.details.reason }, 'operation past its window closed');
     return outcome === 'applied' ? after.status : outcome;
   });
 }

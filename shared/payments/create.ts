@@ -1,4 +1,5 @@
 import type { Caller } from '../domain/caller';
+import type { Clock } from '../clock';
 import type { Config } from '../config';
 import { isUniqueViolation } from '../db/errors';
 import { insertPaymentWithKey } from '../db/sql/payments';
@@ -99,13 +100,13 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
  * enqueues it. Returns the answer as sent and stored.
  */
 export async function createPayment(
-  deps: TransactDeps & { config: Config },
+  deps: TransactDeps & { config: Config; clock?: Clock },
   caller: Caller,
   input: CreatePaymentInput,
   key: { id: IdempotencyKeyId; request: IdempotentRequest },
 ): Promise<StoredResponse> {
   const { db } = deps;
-  const terms = await termsCacheFor(db, deps.config.credentialCacheMs).get(db, caller.merchantId);
+  const terms = await termsCacheFor(db, deps.config.credentialCacheMs, deps.clock).get(db, caller.merchantId);
   if (!terms) throw new ApiError(401, 'api-key-invalid', 'The API key is not valid');
   const row = buildPayment(input, terms, caller, deps.config);
   const answer = jsonAnswer(201, paymentView(row, deps.config.baseUrl));

@@ -6,6 +6,7 @@ import type { Middleware } from 'koa';
 import { expect } from 'chai';
 import { buildApp } from '../../api/app';
 import { signRequest, ServiceClient } from '../../shared/client/signing';
+import { ManualClock } from '../../shared/clock';
 import { createContext } from '../../shared/context';
 import { conflict, unprocessable, validationFailed } from '../../shared/errors';
 import { purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
@@ -19,7 +20,6 @@ import { send, sendRaw, type RawResponse } from '../helpers/http';
  */
 
 const CACHE_MS = 150;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const nowS = () => Math.floor(Date.now() / 1000);
 
 interface Call {
@@ -96,8 +96,10 @@ const routes = testRoutes.routes() as Middleware;
 
 describe('merchant request pipeline (spec 5.6)', () => {
   let env: TestEnv;
+  // the app's credential cache and the end of a revoked key's grace read this clock: moved, not slept through
+  const clock = new ManualClock(Date.now(), true);
   before(async () => {
-    env = await startTestEnv({ CREDENTIAL_CACHE_MS: String(CACHE_MS) }, { extraV1Routes: routes });
+    env = await startTestEnv({ CREDENTIAL_CACHE_MS: String(CACHE_MS) }, { extraV1Routes: routes }, { clock });
   });
   after(async () => env.close());
 
@@ -182,7 +184,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
             }
             if (props.includes('ip')) await env.services.db('credentials').where({ id: f.credential.id }).update({ ip_allowlist: ['10.20.30.40'] });
             if (props.includes('suspended')) expect((await env.admin('PATCH', `/admin/merchants/${f.merchant.id}`, { status: 'suspended' })).status).to.equal(200);
-            await sleep(CACHE_MS + 50); // past the credential cache of the requests above
+            clock.advance(CACHE_MS + 50); // past the credential cache of the requests above
             return f;
           })(),
         });
@@ -366,13 +368,13 @@ describe('merchant request pipeline (spec 5.6)', () => {
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
       const rev = await env.admin('POST', `/admin/credentials/${f.credential.id}/revoke`, {});
       expect(rev.status).to.equal(200);
-      await sleep(CACHE_MS + 50);
+      clock.advance(CACHE_MS + 50);
       expect((await f.client.get('/v1/echo')).status, 'in its grace').to.equal(200);
       const replacement = new ServiceClient({ baseUrl: env.baseUrl, apiKey: rev.body.replacement.api_key, secret: rev.body.replacement.secret });
       expect((await replacement.post('/v1/echo', { a: 1 })).status).to.equal(200);
       // the grace ends
-      await env.services.db('credentials').where({ id: f.credential.id }).update({ expires_at: new Date(Date.now() - 1000) });
-      await sleep(CACHE_MS + 50);
+      await env.services.db('credentials').where({ id: f.credential.id }).update({ expires_at: new Date(clock.now() - 1000) });
+      clock.advance(CACHE_MS + 50);
       const res = await f.client.get('/v1/echo');
       expect(res.status).to.equal(401);
       expect(res.body.error.code).to.equal('api-key-invalid');
@@ -381,9 +383,9 @@ describe('merchant request pipeline (spec 5.6)', () => {
     it('refuses a key once the end of its grace passes'
       + ' (checked on every request, cached or not)', async () => {
       const f = await env.merchant();
-      await env.services.db('credentials').where({ id: f.credential.id }).update({ revoked_at: new Date(), expires_at: new Date(Date.now() + 600) });
+      await env.services.db('credentials').where({ id: f.credential.id }).update({ revoked_at: new Date(), expires_at: new Date(clock.now() + 600) });
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
-      await sleep(700);
+      clock.advance(700);
       expect((await f.client.get('/v1/echo')).status).to.equal(401);
     });
 
@@ -391,7 +393,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const f = await env.merchant();
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
       expect((await env.admin('POST', `/admin/credentials/${f.credential.id}/revoke`, { immediate: true })).status).to.equal(200);
-      await sleep(CACHE_MS + 50);
+      clock.advance(CACHE_MS + 50);
       const res = await f.client.get('/v1/echo');
       expect(res.status).to.equal(401);
       expect(res.body.error.code).to.equal('api-key-invalid');
@@ -439,12 +441,12 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const f = await env.merchant();
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
       await env.admin('PATCH', `/admin/merchants/${f.merchant.id}`, { status: 'suspended' });
-      await sleep(CACHE_MS + 50);
+      clock.advance(CACHE_MS + 50);
       const res = await f.client.post('/v1/echo', { a: 1 });
       expect(res.status).to.equal(403);
       expect(res.body.error.code).to.equal('merchant-suspended');
       await env.admin('PATCH', `/admin/merchants/${f.merchant.id}`, { status: 'active' });
-      await sleep(CACHE_MS + 50);
+      clock.advance(CACHE_MS + 50);
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
     });
   });

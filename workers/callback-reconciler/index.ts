@@ -35,7 +35,7 @@ void runPool({
   loops: [
     {
       name: 'stale-callbacks',
-      intervalMs: (ctx) => ctx.config.reconcileIntervalMs,
+      intervalMs: (ctx) => ctx.config.askIntervalMs,
       run: async (ctx) => {
         // well past the queue's first retries (STALE_CALLBACK_MS), so this only picks up what the queue lost or gave up on
         for (const id of await staleCallbacks(ctx.db, ctx.config.payments.staleCallbackMs)) {
