@@ -15,9 +15,11 @@ import { adminRouter } from './routes/admin';
 import { webhooksAdminRouter } from './routes/admin/webhooks';
 import { boardMiddleware } from './board';
 import { callbacksRouter } from './callbacks';
+import { checkoutRouter, checkoutRoutes } from './checkout';
 import { createMetrics, type Metrics } from './metrics';
-import { ApiError } from '../shared/errors';
-import { v1Router } from './v1';
+import { MethodNotAllowed } from '../shared/errors';
+import { v1PublicRouter, v1Router } from './v1';
+import { docsRouter } from './routes/docs';
 import { merchantPipeline } from './pipeline';
 import { V1_PATH } from './pipeline/request';
 
@@ -48,13 +50,13 @@ function allowedMethods(router: Router): Middleware {
     await allowed(ctx, next);
     if ((ctx.status === 405 || ctx.status === 501) && !ctx.body) {
       const allow = ctx.response.get('Allow');
-      throw new ApiError(405, 'method-not-allowed', `${ctx.method} is not allowed on this path${allow ? ` (allowed: ${allow})` : ''}`, undefined, { Allow: allow });
+      throw new MethodNotAllowed(`${ctx.method} is not allowed on this path${allow ? ` (allowed: ${allow})` : ''}`, allow);
     }
   };
 }
 
 /** Routers whose templates label the metrics (api/metrics.ts). */
-const LABEL_ROUTERS: Router[] = [v1Router, adminRouter, webhooksAdminRouter, healthRouter, callbacksRouter];
+const LABEL_ROUTERS: Router[] = [v1Router, v1PublicRouter, docsRouter, adminRouter, webhooksAdminRouter, healthRouter, callbacksRouter];
 
 /** Assembles the web process: the HTTP frame shared by every route, then each route group. */
 export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
@@ -65,10 +67,11 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
   app.silent = true; // errors are logged by errorHandler, with redaction
 
   const metrics = opts.metrics ?? createMetrics(services);
+  const checkout = checkoutRouter(services);
 
   app.use(acceptTarget); // first: a target Node cannot parse would break every later step
   app.use(requestContext);
-  app.use(metrics.record(LABEL_ROUTERS));
+  app.use(metrics.record([...LABEL_ROUTERS, checkout]));
   app.use(securityHeaders);
   app.use(errorHandler);
   app.use(refuseBadTarget);
@@ -95,7 +98,12 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
     app.use((ctx, next) => (ctx.path === '/metrics' && ctx.method === 'GET' ? adminAuth(ctx, () => metrics.serve(ctx, next)) : next()));
   }
   if (merchant) {
-    // every /v1 request, known route or not, passes the pipeline first (case-insensitive: so does the router)
+    // the hosted card checkout: the client's browser, no merchant key
+    app.use(checkoutRoutes(checkout));
+    // the API reference: the OpenAPI document and the page rendering it take no key
+    app.use(docsRouter.routes() as Middleware);
+    app.use(v1PublicRouter.routes() as Middleware);
+    // every other /v1 request, known route or not, passes the pipeline first (case-insensitive: so does the router)
     const pipeline = merchantPipeline(services);
     app.use((ctx, next) => (V1_PATH.test(ctx.path) ? pipeline(ctx, next) : next()));
     if (opts.extraV1Routes) app.use(opts.extraV1Routes);

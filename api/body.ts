@@ -1,6 +1,6 @@
 import getRawBody from 'raw-body';
 import type { Context } from 'koa';
-import { ApiError, badRequest, validationFailed } from '../shared/errors';
+import { BadRequest, PayloadTooLarge, UnsupportedMediaType, ValidationFailed } from '../shared/errors';
 import { badText, strictUtf8, TEXT_PROBLEM_MESSAGE } from '../shared/text';
 
 /** Global body cap of spec 5.6 step 1 / section 8. */
@@ -18,8 +18,7 @@ export const V1_BODY_LIMIT = 1024 * 1024;
  * 413 closes the connection: otherwise Node would drain (read and discard) the rest of a body
  * it refused, up to 500 MB, to keep the connection alive.
  */
-export const payloadTooLarge = () =>
-  new ApiError(413, 'payload-too-large', 'The request body is too large', undefined, { Connection: 'close' });
+export const payloadTooLarge = () => new PayloadTooLarge();
 
 /** Reads the exact request bytes once (signatures cover them), with a limit; 413 above it. */
 export async function readRawBody(ctx: Context, limit = DEFAULT_BODY_LIMIT): Promise<Buffer> {
@@ -31,7 +30,7 @@ export async function readRawBody(ctx: Context, limit = DEFAULT_BODY_LIMIT): Pro
   } catch (err) {
     const e = err as { type?: string; status?: number };
     if (e.type === 'entity.too.large') throw payloadTooLarge();
-    throw badRequest('invalid-body', 'The request body could not be read');
+    throw new BadRequest('invalid-body', 'The request body could not be read');
   }
   return ctx.state.rawBody;
 }
@@ -46,12 +45,12 @@ export function parseJson(raw: Buffer): unknown {
   try {
     value = JSON.parse(strictUtf8.decode(raw));
   } catch {
-    throw badRequest('invalid-json', 'The request body is not valid JSON');
+    throw new BadRequest('invalid-json', 'The request body is not valid JSON');
   }
   const bad = badText(value);
   if (bad) {
     const param = bad.path || 'body';
-    throw validationFailed(param, `${param} ${TEXT_PROBLEM_MESSAGE[bad.problem]}`);
+    throw new ValidationFailed(param, `${param} ${TEXT_PROBLEM_MESSAGE[bad.problem]}`);
   }
   return value;
 }
@@ -64,7 +63,7 @@ export function pathOfNul(root: unknown): string | null {
 
 export function requireJsonContentType(ctx: Context): void {
   if (!ctx.request.is('application/json')) {
-    throw new ApiError(415, 'unsupported-media-type', 'Content-Type must be application/json');
+    throw new UnsupportedMediaType('Content-Type must be application/json');
   }
 }
 

@@ -1,5 +1,5 @@
 import Router from '@koa/router';
-import { ApiError, badRequest, notFound, validationFailed } from '../shared/errors';
+import { BadRequest, NotFound, Unauthenticated, ValidationFailed } from '../shared/errors';
 import { CallbackFormatError } from '../shared/providers/errors';
 import { storeCallback } from '../shared/providers/inbox';
 import { readRawBody } from './body';
@@ -14,17 +14,17 @@ export const CALLBACK_BODY_LIMIT = 64 * 1024;
  */
 export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:provider', async (ctx) => {
   const provider = ctx.services.providers.byProviderId(ctx.params.provider);
-  if (!provider) throw notFound('Provider');
+  if (!provider) throw new NotFound('Provider');
   const raw = await readRawBody(ctx, CALLBACK_BODY_LIMIT);
   if (!provider.verifyCallback(raw, ctx.headers)) {
-    throw new ApiError(401, 'signature-invalid', 'The callback signature is missing, invalid or expired');
+    throw new Unauthenticated('signature-invalid', 'The callback signature is missing, invalid or expired');
   }
   let parsed;
   try {
     parsed = provider.parseCallback(raw);
   } catch (err) {
     if (!(err instanceof CallbackFormatError)) throw err;
-    throw err.notJson ? badRequest('invalid-json', 'The callback body is not valid JSON in UTF-8, or holds a NUL character or a lone surrogate') : validationFailed('body', err.message);
+    throw err.notJson ? new BadRequest('invalid-json', 'The callback body is not valid JSON in UTF-8, or holds a NUL character or a lone surrogate') : new ValidationFailed('body', err.message);
   }
   const id = await storeCallback({ db: ctx.services.db, queues: ctx.services.queues, log: ctx.state.log }, provider, raw, parsed, ctx.state.requestId);
   ctx.state.log.info({ callbackId: id, provider: provider.id, kind: parsed.kind, objectId: parsed.objectId }, 'callback stored');

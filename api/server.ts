@@ -1,30 +1,92 @@
+import cluster from 'node:cluster';
 import type { Server } from 'node:http';
+import type Koa from 'koa';
+import { getConfig } from '../shared/config';
 import { createContext } from '../shared/context';
-import { buildApp } from './app';
+import { createLogger } from '../shared/logger';
+import { nextBackoff } from '../shared/restart';
+import { buildApps } from './app';
 
-/** Entry point of the web process (Procfile `web`). */
-function main(): void {
-  process.env.PROCESS_NAME ||= 'web';
-  const services = createContext({ role: 'web', name: 'web', poolMax: 16 });
-  const app = buildApp(services);
-  const server: Server = app.listen(services.config.port, () => {
-    services.log.info({ port: services.config.port }, 'web listening');
-  });
+/**
+ * Entry point of the web process (Procfile `web`). With WEB_CONCURRENCY = n > 1 this process is
+ * a node:cluster primary that runs n web processes sharing the one port (and ADMIN_PORT), starts
+ * one again when it dies (1 s backoff doubling to 30 s), and stops them all on SIGTERM/SIGINT.
+ * With ADMIN_PORT set, the operator API, Bull Board and /metrics are served on that port only.
+ */
+
+function listen(app: Koa, port: number): Server {
+  const server = app.listen(port);
   // slow clients cannot hold a connection open: headers within 15 s, the whole request within 30 s
   server.headersTimeout = 15_000;
   server.requestTimeout = 30_000;
   server.keepAliveTimeout = 65_000;
+  return server;
+}
+
+function serve(): void {
+  const services = createContext({ role: 'web', name: 'web', poolMax: 16 });
+  const { config } = services;
+  const apps = buildApps(services);
+  const servers = [listen(apps.public, config.port)];
+  if (apps.admin && config.adminPort !== null) servers.push(listen(apps.admin, config.adminPort));
+  Promise.all(servers.map((s) => new Promise((r) => s.once('listening', r)))).then(() => {
+    services.log.info({ port: config.port, adminPort: config.adminPort ?? undefined }, 'web listening');
+  });
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     services.log.info({ signal }, 'web shutting down');
-    server.close(() => void services.close().finally(() => process.exit(0)));
-    server.closeIdleConnections();
-    setTimeout(() => process.exit(0), services.config.shutdownTimeoutMs).unref();
+    let open = servers.length;
+    for (const server of servers) {
+      server.close(() => {
+        if (--open === 0) void services.close().finally(() => process.exit(0));
+      });
+      server.closeIdleConnections();
+    }
+    setTimeout(() => process.exit(0), config.shutdownTimeoutMs).unref();
   };
   process.on('SIGTERM', () => stop('SIGTERM'));
   process.on('SIGINT', () => stop('SIGINT'));
 }
 
-main();
+function supervise(count: number): void {
+  const config = getConfig();
+  const log = createLogger(config.logLevel, 'web-primary');
+  let stopping = false;
+  const backoff = new Map<number, number>();
+  const live = new Set<ReturnType<typeof cluster.fork>>();
+  const fork = (slot: number) => {
+    const startedAt = Date.now();
+    const worker = cluster.fork();
+    live.add(worker);
+    worker.on('exit', (code, signal) => {
+      live.delete(worker);
+      if (stopping) {
+        if (live.size === 0) process.exit(0);
+        return;
+      }
+      const wait = nextBackoff(backoff.get(slot) ?? 0, Date.now() - startedAt);
+      backoff.set(slot, wait);
+      log.error({ pid: worker.process.pid, code, signal, restartInMs: wait }, 'web process exited; restarting it');
+      setTimeout(() => !stopping && fork(slot), wait);
+    });
+  };
+  for (let slot = 1; slot <= count; slot++) fork(slot);
+  log.info({ processes: count, port: config.port, adminPort: config.adminPort ?? undefined }, 'web primary started');
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    log.info({ signal }, 'web primary stopping its processes');
+    if (live.size === 0) process.exit(0);
+    for (const w of live) w.process.kill('SIGTERM');
+    setTimeout(() => process.exit(0), config.shutdownTimeoutMs + 1000).unref();
+  };
+  process.on('SIGTERM', () => stop('SIGTERM'));
+  process.on('SIGINT', () => stop('SIGINT'));
+}
+
+process.env.PROCESS_NAME ||= 'web';
+const concurrency = getConfig().webConcurrency;
+if (cluster.isPrimary && concurrency > 1) supervise(concurrency);
+else serve();

@@ -42,8 +42,11 @@
  *   --drain-max 60           seconds to wait after a step for its last webhooks
  *   --keep-going             run every step even after one that was not sustained
  *   --json FILE              also write every figure as JSON
- *   --env K=V                extra environment of every service process (repeatable): how a
- *                            setting is compared on and off
+ *   --env K=V                extra environment of every service process (repeatable)
+ *   --compare K=a,b          a setting on and off in one run: each step runs once per value, in
+ *                            turn, each on a stack started afresh with it (interleaved, so that
+ *                            the machine's drift touches every value alike); one `max sustained`
+ *                            line per value
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
@@ -116,6 +119,7 @@ interface Options {
   keep: boolean;
   json?: string;
   env: Record<string, string>;
+  compare?: { key: string; values: string[] };
 }
 
 function options(): Options {
@@ -135,6 +139,7 @@ function options(): Options {
       keep: { type: 'boolean', default: false },
       json: { type: 'string' },
       env: { type: 'string', multiple: true, default: [] },
+      compare: { type: 'string' },
     },
   });
   const num = (name: string, v: string) => {
@@ -158,7 +163,14 @@ function options(): Options {
     if (i < 1) throw new Error(`--env takes KEY=VALUE, got ${kv}`);
     env[kv.slice(0, i)] = kv.slice(i + 1);
   }
+  let compare: Options['compare'];
+  if (values.compare) {
+    const m = /^([A-Z0-9_]+)=(.+)$/.exec(values.compare);
+    if (!m || m[2].split(',').length < 2) throw new Error('--compare takes KEY=value1,value2[,...]');
+    compare = { key: m[1], values: m[2].split(',') };
+  }
   return {
+    compare,
     rates,
     seconds: num('seconds', values.seconds!),
     port,
@@ -379,28 +391,37 @@ async function bench(): Promise<void> {
       keys.push({ apiKey: c.api_key, secret: c.secret });
     }
 
-    // the stack
+    // the stack: every Procfile line, with a variant's settings on top
     const lines = parseProcfile(readFileSync(path.join(ROOT, 'Procfile'), 'utf8'));
-    const services = lines.map((l) => startService(l.name, l.command, env));
-    cleanups.push(async () => {
-      for (const s of services) if (s.child.exitCode === null) s.child.kill('SIGTERM');
-      await Promise.all(services.map((s) => (s.child.exitCode !== null ? undefined : new Promise((r) => s.child.once('exit', r)))));
-    });
-    for (const s of services) {
-      s.child.once('exit', (code, signal) => {
-        if (!stopping) process.stderr.write(`${s.name} exited (${signal ?? code}): ${s.tail.join('').slice(-1500)}\n`);
-      });
-    }
     let stopping = false;
-    cleanups.push(() => void (stopping = true));
-    for (let i = 0; ; i++) {
-      const up = await new Promise<boolean>((resolve) => {
-        http.get(`http://127.0.0.1:${o.port}/health/ready`, (res) => (res.resume(), resolve(res.statusCode === 200))).on('error', () => resolve(false));
-      });
-      if (up && !(await portFree(o.port + 1))) break;
-      if (i > 300) throw new Error('the stack did not start within 30 s');
-      await sleep(100);
-    }
+    const startStack = async (extra: Record<string, string>) => {
+      stopping = false;
+      const services = lines.map((l) => startService(l.name, l.command, { ...env, ...extra }));
+      for (const s of services) {
+        s.child.once('exit', (code, signal) => {
+          if (!stopping) process.stderr.write(`${s.name} exited (${signal ?? code}): ${s.tail.join('').slice(-1500)}\n`);
+        });
+      }
+      const stop = async () => {
+        stopping = true;
+        for (const s of services) if (s.child.exitCode === null) s.child.kill('SIGTERM');
+        await Promise.all(services.map((s) => (s.child.exitCode !== null ? undefined : new Promise((r) => s.child.once('exit', r)))));
+      };
+      for (let i = 0; ; i++) {
+        const up = await new Promise<boolean>((resolve) => {
+          http.get(`http://127.0.0.1:${o.port}/health/ready`, (res) => (res.resume(), resolve(res.statusCode === 200))).on('error', () => resolve(false));
+        });
+        if (up && !(await portFree(o.port + 1))) break;
+        if (i > 300) {
+          await stop();
+          throw new Error('the stack did not start within 30 s');
+        }
+        await sleep(100);
+      }
+      return { services, stop };
+    };
+    let stack: Awaited<ReturnType<typeof startStack>> | undefined;
+    cleanups.push(() => stack?.stop());
 
     // a signed payment, round-robin over the keys
     let k = 0;
@@ -429,7 +450,7 @@ async function bench(): Promise<void> {
         receiverChild.send({ cmd: 'take' });
       });
 
-    const runStep = async (rate: number, seconds: number): Promise<StepResult> => {
+    const runStep = async (rate: number, seconds: number, services: Service[]): Promise<StepResult> => {
       const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
       await take(); // anything left from before
       // signed ahead of the step (X-Timestamp stays valid 300 s): signing does not take the service's CPU
@@ -536,43 +557,56 @@ async function bench(): Promise<void> {
       };
     };
 
-    // warm-up: JIT, pools, credential caches
-    say(`bench:e2e: ${services.length} processes (${services.map((s) => s.name).join(', ')}), node ${process.version}, ${keys.length} API keys, sandbox callback delay ${o.callbackDelayMs} ms, LOG_LEVEL ${o.logLevel}, autovacuum ${autovacuum}, synchronous_commit ${syncCommit}${Object.keys(o.env).length ? `, ${Object.entries(o.env).map(([a, b]) => `${a}=${b}`).join(' ')}` : ''}`);
-    await runStep(Math.min(50, o.rates[0]), 5);
-    await ctx.db.raw('vacuum analyze');
-
-    const results: StepResult[] = [];
+    say(`bench:e2e: ${lines.length} processes (${lines.map((l) => l.name).join(', ')}), node ${process.version}, ${keys.length} API keys, sandbox callback delay ${o.callbackDelayMs} ms, LOG_LEVEL ${o.logLevel}, autovacuum ${autovacuum}, synchronous_commit ${syncCommit}${Object.keys(o.env).length ? `, ${Object.entries(o.env).map(([a, b]) => `${a}=${b}`).join(' ')}` : ''}`);
+    if (o.compare) say(`comparing ${o.compare.key} = ${o.compare.values.join(' / ')}: each step runs once per value, in turn, on a stack started afresh with it`);
+    const variants = o.compare ? o.compare.values.map((v) => ({ label: `${o.compare!.key}=${v}`, env: { [o.compare!.key]: v } })) : [{ label: '', env: {} }];
+    const results: (StepResult & { variant: string })[] = [];
     const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
     const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
-    say('\n  rate  created/s  webhooks/s  POST p50  POST p99  e2e p50  e2e p99   lost  dup  drain s  backlog+  CPU ms/payment  sustained  load');
+    const width = Math.max(4, ...variants.map((v) => v.label.length));
+    say(`\n${o.compare ? `${'variant'.padEnd(width)}  ` : ''}  rate  created/s  webhooks/s  POST p50  POST p99  e2e p50  e2e p99   lost  dup  drain s  backlog+  CPU ms/payment  sustained  load`);
+    const failed = new Set<string>();
     for (const rate of o.rates) {
-      const r = await runStep(rate, o.seconds);
-      results.push(r);
-      const cpuTotal = Object.entries(r.cpuMsPerPayment)
-        .filter(([name]) => !name.startsWith('bench'))
-        .reduce((s, [, v]) => s + v, 0);
-      say(
-        `${f0(rate).padStart(6)}  ${f0(r.createdPerS).padStart(9)}  ${f0(r.webhooksPerS).padStart(10)}  ${f1(r.postP50).padStart(6)}ms  ${f1(r.postP99).padStart(6)}ms  ${f0(r.e2eP50).padStart(5)}ms  ${f0(r.e2eP99).padStart(5)}ms  ${String(r.lost).padStart(5)}  ${String(r.duplicates).padStart(3)}  ${f1(r.drainS).padStart(7)}  ${String(r.backlogGrowth).padStart(8)}  ${f1(cpuTotal).padStart(14)}  ${(r.sustained ? 'yes' : 'NO').padStart(9)}  ${r.load}`,
-      );
-      if (r.errors) say(`        answers: ${JSON.stringify(r.statuses)}`);
-      const cpuLine = Object.entries(r.cpuMsPerPayment)
-        .filter(([, v]) => v >= 0.05)
-        .sort((a, b) => b[1] - a[1])
-        .map(([name, v]) => `${name} ${v.toFixed(2)}`)
-        .join(', ');
-      say(`        CPU ms per payment: ${cpuLine}; Redis commands per payment ${r.redisCommandsPerPayment.toFixed(1)}${o.privateRedis ? '' : ' (whole Redis server)'}`);
-      const every = Math.max(1, Math.round(r.depths.length / 12));
-      const series = ALL_QUEUES.filter((q) => r.depths.some((d) => d.depths[q] > 0)).map(
-        (q) => `${q} ${r.depths.filter((_, i) => i % every === 0).map((d) => d.depths[q]).join(' ')}`,
-      );
-      say(`        queue depths every ${every} s: ${series.length ? series.join(' | ') : 'all empty'}`);
-      await ctx.db.raw('vacuum analyze');
-      if (!r.sustained && !o.keepGoing) break;
+      for (const variant of variants) {
+        if (failed.has(variant.label)) continue;
+        if (!stack || variants.length > 1) {
+          await stack?.stop();
+          stack = await startStack(variant.env);
+          await runStep(Math.min(50, o.rates[0]), 5, stack.services); // warm-up: JIT, pools, credential caches
+          await ctx.db.raw('vacuum analyze');
+        }
+        const r = await runStep(rate, o.seconds, stack.services);
+        results.push({ ...r, variant: variant.label });
+        const cpuTotal = Object.entries(r.cpuMsPerPayment)
+          .filter(([name]) => !name.startsWith('bench'))
+          .reduce((sum, [, v]) => sum + v, 0);
+        say(
+          `${o.compare ? `${variant.label.padEnd(width)}  ` : ''}${f0(rate).padStart(6)}  ${f0(r.createdPerS).padStart(9)}  ${f0(r.webhooksPerS).padStart(10)}  ${f1(r.postP50).padStart(6)}ms  ${f1(r.postP99).padStart(6)}ms  ${f0(r.e2eP50).padStart(5)}ms  ${f0(r.e2eP99).padStart(5)}ms  ${String(r.lost).padStart(5)}  ${String(r.duplicates).padStart(3)}  ${f1(r.drainS).padStart(7)}  ${String(r.backlogGrowth).padStart(8)}  ${f1(cpuTotal).padStart(14)}  ${(r.sustained ? 'yes' : 'NO').padStart(9)}  ${r.load}`,
+        );
+        if (r.errors) say(`        answers: ${JSON.stringify(r.statuses)}`);
+        const cpuLine = Object.entries(r.cpuMsPerPayment)
+          .filter(([, v]) => v >= 0.05)
+          .sort((a, b) => b[1] - a[1])
+          .map(([name, v]) => `${name} ${v.toFixed(2)}`)
+          .join(', ');
+        say(`        CPU ms per payment: ${cpuLine}; Redis commands per payment ${r.redisCommandsPerPayment.toFixed(1)}${o.privateRedis ? '' : ' (whole Redis server)'}`);
+        const every = Math.max(1, Math.round(r.depths.length / 12));
+        const series = ALL_QUEUES.filter((q) => r.depths.some((d) => d.depths[q] > 0)).map(
+          (q) => `${q} ${r.depths.filter((_, i) => i % every === 0).map((d) => d.depths[q]).join(' ')}`,
+        );
+        say(`        queue depths every ${every} s: ${series.length ? series.join(' | ') : 'all empty'}`);
+        await ctx.db.raw('vacuum analyze');
+        if (!r.sustained && !o.keepGoing) failed.add(variant.label);
+      }
+      if (failed.size === variants.length) break;
     }
 
-    const best = results.filter((r) => r.sustained).reduce((m, r) => Math.max(m, r.rate), 0);
     if (o.json) writeFileSync(o.json, JSON.stringify({ options: o, results }, null, 2));
-    say(`\nmax sustained: ${best}/s`);
+    say('');
+    for (const v of variants) {
+      const best = results.filter((r) => r.variant === v.label && r.sustained).reduce((m, r) => Math.max(m, r.rate), 0);
+      say(`max sustained${v.label ? ` (${v.label})` : ''}: ${best}/s`);
+    }
   } finally {
     await cleanup();
   }

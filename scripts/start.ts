@@ -3,12 +3,15 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureLocalServices } from './local-services';
+import { nextBackoff } from '../shared/restart';
 
 /**
  * `npm start`: makes sure Postgres and Redis answer (starting private ones if needed), applies
- * migrations, then runs every Procfile line with prefixed output. Ctrl-C (or SIGTERM) stops every
- * process gracefully; if one process dies, the others are stopped and the exit code is non-zero.
- * `--scale pool=n` (repeatable) runs n copies of a line, as an operator would in production.
+ * migrations, then supervises every Procfile line with prefixed output. A process that dies is
+ * started again after a backoff (1 s, doubling to 30 s while it keeps dying; back to 1 s once it
+ * has run a minute), each restart logged; only Ctrl-C (SIGINT) or SIGTERM stops everything,
+ * gracefully. `--scale pool=n` (repeatable) runs n copies of a line, as an operator would in
+ * production; `--scale web=n` sets WEB_CONCURRENCY (n web processes on the one port, node:cluster).
  */
 
 const ROOT = path.resolve(__dirname, '..');
@@ -54,6 +57,11 @@ async function main() {
   }
   const say = (line: string) => process.stdout.write(`start | ${line}\n`);
   const env = { ...process.env };
+  // web processes share one port through node:cluster (api/server.ts), never as separate copies
+  if (scale.has('web')) {
+    env.WEB_CONCURRENCY = String(scale.get('web'));
+    scale.delete('web');
+  }
   await ensureLocalServices(env, say);
 
   const migrate = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { cwd: ROOT, env, stdio: 'inherit' });
@@ -62,40 +70,63 @@ async function main() {
 
   const lines = parseProcfile(readFileSync(path.join(ROOT, 'Procfile'), 'utf8'));
   const width = Math.max(...lines.map((l) => l.name.length)) + 2;
-  const children: { label: string; child: ChildProcess }[] = [];
+  interface Supervised {
+    label: string;
+    child: ChildProcess | null;
+    restart: NodeJS.Timeout | null;
+  }
+  const supervised: Supervised[] = [];
   let stopping = false;
-  let exitCode = 0;
 
+  const allStopped = () => supervised.every((s) => !s.child && !s.restart);
   const stopAll = (signal: NodeJS.Signals) => {
     if (stopping) return;
     stopping = true;
     say(`stopping (${signal})`);
-    for (const { child } of children) if (child.exitCode === null) child.kill('SIGTERM');
+    for (const s of supervised) {
+      if (s.restart) clearTimeout(s.restart);
+      s.restart = null;
+      s.child?.kill('SIGTERM');
+    }
+    if (allStopped()) process.exit(0);
     setTimeout(() => {
-      for (const { child } of children) if (child.exitCode === null) child.kill('SIGKILL');
+      for (const s of supervised) s.child?.kill('SIGKILL');
     }, 30_000).unref();
   };
 
   lines.forEach((line, i) => {
     const copies = scale.get(line.name) ?? 1;
     for (let n = 1; n <= copies; n++) {
-      const label = (copies > 1 ? `${line.name}.${n}` : line.name).padEnd(width);
-      const child = spawn('sh', ['-c', `exec ${line.command}`], {
-        cwd: ROOT,
-        env: { ...env, PROCESS_NAME: line.name },
-        stdio: ['ignore', 'pipe', 'pipe'],
-      });
-      child.stdout!.on('data', prefixer(label, COLORS[i % COLORS.length], process.stdout));
-      child.stderr!.on('data', prefixer(label, COLORS[i % COLORS.length], process.stderr));
-      child.on('exit', (code, signal) => {
-        say(`${label.trim()} exited (${signal ?? code})`);
-        if (!stopping) {
-          exitCode = 1;
-          stopAll('SIGTERM');
-        }
-        if (children.every((c) => c.child.exitCode !== null || c.child.signalCode !== null)) process.exit(exitCode);
-      });
-      children.push({ label, child });
+      const label = copies > 1 ? `${line.name}.${n}` : line.name;
+      const s: Supervised = { label, child: null, restart: null };
+      let backoff = 0;
+      const run = () => {
+        s.restart = null;
+        const startedAt = Date.now();
+        const child = spawn('sh', ['-c', `exec ${line.command}`], {
+          cwd: ROOT,
+          env: { ...env, PROCESS_NAME: line.name },
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
+        s.child = child;
+        say(`${label} started (pid ${child.pid})`);
+        child.stdout!.on('data', prefixer(label.padEnd(width), COLORS[i % COLORS.length], process.stdout));
+        child.stderr!.on('data', prefixer(label.padEnd(width), COLORS[i % COLORS.length], process.stderr));
+        child.on('exit', (code, signal) => {
+          s.child = null;
+          const how = signal ?? code;
+          if (stopping) {
+            say(`${label} exited (${how})`);
+            if (allStopped()) process.exit(0);
+            return;
+          }
+          backoff = nextBackoff(backoff, Date.now() - startedAt);
+          say(`${label} exited (${how}); restarting in ${backoff / 1000} s`);
+          s.restart = setTimeout(run, backoff);
+        });
+      };
+      supervised.push(s);
+      run();
     }
   });
   process.on('SIGINT', () => stopAll('SIGINT'));

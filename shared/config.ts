@@ -11,8 +11,12 @@ export const DEV_SECRETS_KEY = 'dev:ZGV2ZWxvcG1lbnQtb25seS1rZXktZG8tbm90LXVzZSE=
 export const DEV_ADMIN_API_TOKEN = 'dev-admin-token-change-me';
 /** The sandbox provider's development callback secret: public, so production refuses it for any provider. */
 export const DEV_SANDBOX_CALLBACK_SECRET = 'sandbox-callback-secret';
+/** The card sandbox acquirer's development callback secret (public, refused in production). */
+export const DEV_CARD_CALLBACK_SECRET = 'card-sandbox-callback-secret';
+/** The development key the sandbox acquirer redeems tokens with at the sandbox vault (refused in production). */
+export const DEV_CARD_VAULT_API_KEY = 'card-vault-key-change-me';
 /** Every callback secret that ships with the code; production refuses each of them. */
-export const DEV_CALLBACK_SECRETS: readonly string[] = [DEV_SANDBOX_CALLBACK_SECRET];
+export const DEV_CALLBACK_SECRETS: readonly string[] = [DEV_SANDBOX_CALLBACK_SECRET, DEV_CARD_CALLBACK_SECRET];
 /** The spec's webhook delays (6.5), in seconds; attempt n+1 follows failed attempt n by delay n. */
 export const SPEC_WEBHOOK_DELAYS_S = [1, 5, 30, 300, 1800, 7200, 21600, 86400];
 /** Spec 8: requests per minute per API key. */
@@ -41,6 +45,18 @@ export interface Config {
    * prepared statements; default true. false behind a pooler in transaction mode that does not
    * track them (PgBouncer before 1.21, or without max_prepared_statements).
    */
+  /**
+   * KERNEL_ONE_STATEMENT: a provider callback that moves a payment is written in one statement
+   * after one read (shared/operations/oneStatement.ts) instead of a transaction of a dozen;
+   * default true. false: always the general path (to compare the two).
+   */
+  /**
+   * DB_POOL_MIN: connections each process's pool keeps open when idle (at most its maximum);
+   * default 2. With 0, every burst after a quiet spell first opens connections (a TLS-less
+   * loopback connection still costs Postgres a fork and the process a handshake).
+   */
+  dbPoolMin: number;
+  kernelOneStatement: boolean;
   dbPreparedStatements: boolean;
   redisUrl: string;
   /** BullMQ key prefix; a Redis Cluster hash tag by default so every queue key lands in one slot. */
@@ -54,6 +70,11 @@ export interface Config {
   workerConcurrency: number;
   shutdownTimeoutMs: number;
   outboxRelayIntervalMs: number;
+  /**
+   * The re-drive (shared/queues/redrive.ts): every `intervalMs` (5 s) the outbox-relay pool gives
+   * a job to every open piece of work older than `graceMs` (5 s) that has none (Redis lost it).
+   */
+  redrive: { intervalMs: number; graceMs: number };
   /** Webhook retry delays in milliseconds (decisions.md: attempt n+1 after delay n). */
   webhookRetryDelaysMs: number[];
   sandboxProviderUrl: string;
@@ -72,7 +93,103 @@ export interface Config {
   credentialCacheMs: number;
   webhooks: WebhooksConfig;
   settlement: SettlementConfig;
+  cards: CardsConfig;
   overload: OverloadConfig;
+  availability: AvailabilityConfig;
+}
+
+/**
+ * Operator availability (GET /v1/availability): an operator's direction is `delayed` when, over
+ * the last `windowMs` of provider calls in that environment, at least `minCalls` were made and
+ * at least half of them failed (timeout, unreachable, 5xx) or took `slowMs` or more.
+ */
+export interface AvailabilityConfig {
+  /** AVAILABILITY_WINDOW_MS: how far back provider calls count; default 300000 (5 minutes), at least 10000. */
+  windowMs: number;
+  /** AVAILABILITY_MIN_CALLS: fewer calls than this in the window say nothing (operational); default 3. */
+  minCalls: number;
+  /** AVAILABILITY_SLOW_MS: a provider answer this slow counts against the operator; default 5000. */
+  slowMs: number;
+}
+
+export function loadAvailabilityConfig(env: Env): AvailabilityConfig {
+  return {
+    windowMs: int(env, 'AVAILABILITY_WINDOW_MS', 300_000, 10_000, 86_400_000),
+    minCalls: int(env, 'AVAILABILITY_MIN_CALLS', 3, 1, 1_000_000),
+    slowMs: int(env, 'AVAILABILITY_SLOW_MS', 5000, 1, 600_000),
+  };
+}
+
+/** Where one environment's card vault and acquirer are, and how the acquirer's callbacks are verified. */
+export interface CardEndpoints {
+  /** the card-tokenisation provider: serves the card-field iframe and the token API (its origin) */
+  vaultUrl: string;
+  /** the acquirer: charges tokens, serves the issuer's 3-D Secure page, calls back */
+  providerUrl: string;
+  apiKey: string;
+  callbackSecret: string;
+}
+
+/** Card payments (decisions.md "Cards (hosted checkout)"): three parties, three origins. */
+export interface CardsConfig {
+  /** test keys: the sandbox vault and acquirer (CARD_VAULT_URL, CARD_PROVIDER_URL, CARD_PROVIDER_API_KEY, CARD_CALLBACK_SECRET) */
+  sandbox: CardEndpoints;
+  /** live keys: CARD_LIVE_*; outside production the sandbox when unset, in production absent unless set */
+  live: CardEndpoints | null;
+  /** ports the sandbox vault and acquirer listen on (CARD_VAULT_PORT, CARD_PROVIDER_PORT; 0: any free port) */
+  vaultPort: number;
+  providerPort: number;
+  /** the key the sandbox acquirer redeems tokens with at the sandbox vault (CARD_VAULT_API_KEY) */
+  vaultApiKey: string;
+  /** how long a sandbox token can be used (CARD_TOKEN_TTL_MS, default 15 minutes) */
+  tokenTtlMs: number;
+  /** how long the client has for 3-D Secure (CARD_3DS_WINDOW_MS, default 10 minutes) */
+  threeDsWindowMs: number;
+  /** the sandbox acquirer's delay before its callback (CARD_SANDBOX_CALLBACK_DELAY_MS, default 200) */
+  sandboxCallbackDelayMs: number;
+}
+
+export function loadCardsConfig(env: Env, production: boolean): CardsConfig {
+  const vaultPort = int(env, 'CARD_VAULT_PORT', 4020, 0, 65535);
+  const providerPort = int(env, 'CARD_PROVIDER_PORT', 4030, 0, 65535);
+  const sandbox: CardEndpoints = {
+    vaultUrl: url(env, 'CARD_VAULT_URL', `http://127.0.0.1:${vaultPort}`, ['http:', 'https:']),
+    providerUrl: url(env, 'CARD_PROVIDER_URL', `http://127.0.0.1:${providerPort}`, ['http:', 'https:']),
+    apiKey: env.CARD_PROVIDER_API_KEY || 'card-provider-key',
+    callbackSecret: env.CARD_CALLBACK_SECRET || DEV_CARD_CALLBACK_SECRET,
+  };
+  const liveNames = ['CARD_LIVE_VAULT_URL', 'CARD_LIVE_PROVIDER_URL', 'CARD_LIVE_PROVIDER_API_KEY', 'CARD_LIVE_CALLBACK_SECRET'];
+  const given = liveNames.filter((n) => env[n]);
+  if (given.length > 0 && given.length < liveNames.length) throw new ConfigError(`${liveNames.join(', ')} must be set together`);
+  const protocols = production ? ['https:'] : ['http:', 'https:'];
+  const live: CardEndpoints | null =
+    given.length > 0
+      ? {
+          vaultUrl: url(env, 'CARD_LIVE_VAULT_URL', '', protocols),
+          providerUrl: url(env, 'CARD_LIVE_PROVIDER_URL', '', protocols),
+          apiKey: env.CARD_LIVE_PROVIDER_API_KEY!,
+          callbackSecret: env.CARD_LIVE_CALLBACK_SECRET!,
+        }
+      : // production never falls back to the sandbox; elsewhere live keys reach it, so they work end to end locally
+        production
+        ? null
+        : { ...sandbox };
+  const vaultApiKey = env.CARD_VAULT_API_KEY || DEV_CARD_VAULT_API_KEY;
+  if (production) {
+    if (DEV_CALLBACK_SECRETS.includes(sandbox.callbackSecret)) throw new ConfigError('CARD_CALLBACK_SECRET must be set in production (the development callback secret is refused)');
+    if (live && DEV_CALLBACK_SECRETS.includes(live.callbackSecret)) throw new ConfigError('CARD_LIVE_CALLBACK_SECRET must not be a development callback secret in production');
+    if (vaultApiKey === DEV_CARD_VAULT_API_KEY) throw new ConfigError('CARD_VAULT_API_KEY must be set in production (the development key is refused)');
+  }
+  return {
+    sandbox,
+    live,
+    vaultPort,
+    providerPort,
+    vaultApiKey,
+    tokenTtlMs: int(env, 'CARD_TOKEN_TTL_MS', 15 * 60_000, 100, 3_600_000),
+    threeDsWindowMs: int(env, 'CARD_3DS_WINDOW_MS', 10 * 60_000, 1000, 3_600_000),
+    sandboxCallbackDelayMs: int(env, 'CARD_SANDBOX_CALLBACK_DELAY_MS', 200, 0, 60_000),
+  };
 }
 
 /**
@@ -123,10 +240,6 @@ export interface WebhooksConfig {
   breakerPauseMs: number;
   /** Attempts in flight at once to one endpoint, across every sender process; default 16. */
   endpointConcurrency: number;
-  /** How often a sender looks for pending deliveries whose job was lost; default 30000. */
-  sweepIntervalMs: number;
-  /** How long past due (and unclaimed) a pending delivery must be before the sweep re-enqueues it; default 300000. */
-  sweepGraceMs: number;
 }
 
 export const SPEC_WEBHOOK_TIMEOUT_MS = 10_000;
@@ -145,8 +258,6 @@ export function loadWebhooksConfig(env: Env, production: boolean): WebhooksConfi
     timeoutMs,
     breakerPauseMs,
     endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1, 1000),
-    sweepIntervalMs: int(env, 'WEBHOOK_SWEEP_INTERVAL_MS', 30_000, 50),
-    sweepGraceMs: int(env, 'WEBHOOK_SWEEP_GRACE_MS', 300_000, 0),
   };
 }
 
@@ -177,8 +288,6 @@ export interface PaymentsConfig {
   sandboxPushLatencyMs: number;
   /** BullMQ lock of a provider-push / callback-reconciler job: a killed worker's job is retried after it; default 30000. */
   paymentJobLockMs: number;
-  /** A stored callback still not applied this long after arrival is applied by the reconciler's sweep; default 300000. */
-  staleCallbackMs: number;
 }
 
 function providerEndpoints(env: Env, production: boolean, sandboxUrl: string, sandboxApiKey: string, sandboxSecret: string): PaymentsConfig['liveProviders'] {
@@ -209,7 +318,6 @@ export function loadPaymentsConfig(env: Env, production: boolean, sandboxUrl: st
     providerTimeoutMs: int(env, 'PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000),
     sandboxPushLatencyMs: int(env, 'SANDBOX_PUSH_LATENCY_MS', 0, 0, 120_000),
     paymentJobLockMs: int(env, 'PAYMENT_JOB_LOCK_MS', 30_000, 500),
-    staleCallbackMs: int(env, 'STALE_CALLBACK_MS', 300_000, 100),
   };
 }
 
@@ -309,6 +417,8 @@ export function loadConfig(env: Env = process.env): Config {
     baseUrl: url(env, 'BASE_URL', `http://127.0.0.1:${port}`, ['http:', 'https:']),
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
     dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),
+    kernelOneStatement: bool(env, 'KERNEL_ONE_STATEMENT', true),
+    dbPoolMin: int(env, 'DB_POOL_MIN', 2, 0, 100),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     queuePrefix: env.QUEUE_PREFIX || '{svc}',
     secretsKeys: parseSecretsKeys(secretsKeyRaw),
@@ -318,6 +428,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10, 1, 1000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 10),
+    redrive: { intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000), graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000) },
     webhookRetryDelaysMs: delays(env, production),
     sandboxProviderUrl,
     sandboxProviderPort,
@@ -333,7 +444,9 @@ export function loadConfig(env: Env = process.env): Config {
     credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),
     webhooks: loadWebhooksConfig(env, production),
     settlement: loadSettlementConfig(env),
+    cards: loadCardsConfig(env, production),
     overload: loadOverloadConfig(env),
+    availability: loadAvailabilityConfig(env),
   };
 }
 

@@ -7,6 +7,7 @@ import { QueueRegistry } from './queues/registry';
 import { flushOutboxMarks } from './queues/outbox';
 import { ProviderRegistry } from './providers/registry';
 import { systemClock, type Clock } from './clock';
+import { ProviderHealth } from './operations/health';
 
 /** What every process needs: configuration, the Postgres pool, Redis, the queues and a logger. */
 export interface ServiceContext {
@@ -17,6 +18,8 @@ export interface ServiceContext {
   log: Logger;
   /** the providers of this configuration, built on first use (the web process learns its base URL at start) */
   readonly providers: ProviderRegistry;
+  /** every provider call the kernel makes is counted here, for operator availability; built on first use */
+  readonly providerHealth: ProviderHealth;
   clock: Clock;
   close(): Promise<void>;
 }
@@ -32,12 +35,14 @@ export interface ContextOptions {
 
 export function createContext(opts: ContextOptions): ServiceContext {
   const config = opts.config ?? getConfig();
-  const db = createDb(config.databaseUrl, opts.poolMax, { preparedStatements: config.dbPreparedStatements });
+  const db = createDb(config.databaseUrl, opts.poolMax, { preparedStatements: config.dbPreparedStatements, poolMin: config.dbPoolMin });
   const redis = opts.role === 'web' ? webRedis(config.redisUrl) : workerRedis(config.redisUrl);
   const log = createLogger(config.logLevel, opts.name);
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));
   const queues = new QueueRegistry(redis, config.queuePrefix);
   let registry: ProviderRegistry | undefined;
+  let health: ProviderHealth | undefined;
+  const clock = opts.clock ?? systemClock;
   return {
     config,
     db,
@@ -47,8 +52,14 @@ export function createContext(opts: ContextOptions): ServiceContext {
     get providers() {
       return (registry ??= new ProviderRegistry(config));
     },
-    clock: opts.clock ?? systemClock,
+    get providerHealth() {
+      // reads the context's clock at each call: a test may swap it
+      const now = { now: () => this.clock.now() };
+      return (health ??= new ProviderHealth(db, now, config.availability.slowMs, log));
+    },
+    clock,
     async close() {
+      await health?.close().catch(() => undefined);
       await flushOutboxMarks(db).catch(() => undefined);
       await queues.close().catch(() => undefined);
       redis.disconnect();

@@ -1,23 +1,176 @@
 /**
- * Typed errors thrown by domain and route code; one middleware (api/middleware/errors.ts) turns
- * them into the error body of decisions.md. No handler builds an error body by hand.
+ * Domain errors: what went wrong, in the vocabulary of decisions.md, without HTTP. Code under
+ * shared/ throws these; api/middleware/errors.ts alone maps each to its status, headers and the
+ * error body. An error code is one of ErrorCode: a typo at a throw site does not compile, and each
+ * class accepts only the codes of its kind.
  */
-export class ApiError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
+
+/** Codes of the 401 answers (spec 7; decisions.md: one fixed message each). */
+export type UnauthenticatedCode = 'auth-required' | 'api-key-invalid' | 'timestamp-expired' | 'signature-invalid';
+export type BadRequestCode =
+  | 'invalid-json'
+  | 'operator-mismatch'
+  | 'idempotency-key-required'
+  | 'idempotency-key-invalid'
+  // README Decisions: a request target that is not a URL, a body that cannot be read
+  | 'bad-request'
+  | 'invalid-body';
+export type ForbiddenCode =
+  | 'insufficient-scope'
+  | 'ip-not-allowed'
+  | 'merchant-suspended'
+  // README Decisions (checkout): POST /checkout/{id}/pay from a page of another origin
+  | 'origin-not-allowed';
+export type ConflictCode =
+  | 'idempotency-conflict'
+  | 'idempotency-in-progress'
+  | 'reference-conflict'
+  | 'request-replayed'
+  // README Decisions (operator API)
+  | 'webhook-exists'
+  | 'webhook-disabled'
+  | 'delivery-not-dead'
+  | 'credential-revoked'
+  // README Decisions (checkout): POST /checkout/{id}/pay once the payment left pending, or while a card is being charged
+  | 'payment-not-pending'
+  | 'payment-in-progress';
+export type UnprocessableCode =
+  | 'refund-exceeds-refundable'
+  | 'payment-not-refundable'
+  | 'card-refund-not-supported'
+  | 'amount-over-limit'
+  | 'insufficient-balance'
+  | 'operator-unavailable';
+export type TooManyCode = 'rate-limit-exceeded' | 'redelivery-limit';
+export type UnavailableCode = 'maintenance' | 'service-unavailable';
+
+/** Every error code the service answers with: decisions.md "Errors", spec section 7, the README's few more. */
+export type ErrorCode =
+  | UnauthenticatedCode
+  | BadRequestCode
+  | 'validation-failed'
+  | ForbiddenCode
+  | 'not-found'
+  | 'method-not-allowed'
+  | ConflictCode
+  | 'payload-too-large'
+  | 'unsupported-media-type'
+  | UnprocessableCode
+  | TooManyCode
+  | UnavailableCode
+  | 'internal-error';
+
+export abstract class DomainError<C extends ErrorCode = ErrorCode> extends Error {
+  /** Seconds after which the same request may succeed (a wait, a maintenance, a limit), if known. */
+  readonly retryAfter?: number;
+  protected constructor(
+    readonly code: C,
     message: string,
+    /** The one request field at fault, if any. */
     readonly param?: string,
-    readonly headers: Record<string, string> = {},
+    retryAfter?: number,
   ) {
     super(message);
+    if (retryAfter !== undefined) this.retryAfter = retryAfter;
   }
 }
 
-export const badRequest = (code: string, message: string, param?: string) => new ApiError(400, code, message, param);
-export const validationFailed = (param: string, message: string) => new ApiError(400, 'validation-failed', message, param);
-export const notFound = (what = 'Resource') => new ApiError(404, 'not-found', `${what} not found`);
-export const conflict = (code: string, message: string, headers?: Record<string, string>) =>
-  new ApiError(409, code, message, undefined, headers);
-export const unprocessable = (code: string, message: string, param?: string) => new ApiError(422, code, message, param);
-export const forbidden = (code: string, message: string) => new ApiError(403, code, message);
+/** A field breaks its rule. */
+export class ValidationFailed extends DomainError<'validation-failed'> {
+  constructor(param: string, message: string) {
+    super('validation-failed', message, param);
+  }
+}
+
+/** The request cannot be taken as it is (other than a field's rule). */
+export class BadRequest extends DomainError<BadRequestCode> {
+  constructor(code: BadRequestCode, message: string, param?: string) {
+    super(code, message, param);
+  }
+}
+
+const UNAUTHENTICATED_MESSAGES: Record<UnauthenticatedCode, string> = {
+  'auth-required': 'Authentication is required',
+  'api-key-invalid': 'The API key is not valid',
+  'timestamp-expired': 'The request timestamp is missing or outside the allowed window',
+  'signature-invalid': 'The request signature is not valid',
+};
+
+/** Who is asking is not established: one fixed message per code unless the caller names another. */
+export class Unauthenticated extends DomainError<UnauthenticatedCode> {
+  constructor(
+    code: UnauthenticatedCode,
+    message = UNAUTHENTICATED_MESSAGES[code],
+    /** How the client should authenticate (a `WWW-Authenticate` challenge), if it is told. */
+    readonly challenge?: string,
+  ) {
+    super(code, message);
+  }
+}
+
+/** The caller is known but may not do this. */
+export class Forbidden extends DomainError<ForbiddenCode> {
+  constructor(code: ForbiddenCode, message: string) {
+    super(code, message);
+  }
+}
+
+/** No such object for this caller (another merchant's or environment's objects included), or no such route. */
+export class NotFound extends DomainError<'not-found'> {
+  constructor(what = 'Resource', message = `${what} not found`) {
+    super('not-found', message);
+  }
+}
+
+/** The path exists, not with this method. */
+export class MethodNotAllowed extends DomainError<'method-not-allowed'> {
+  constructor(
+    message: string,
+    /** The methods the path takes, comma-separated. */
+    readonly allow: string,
+  ) {
+    super('method-not-allowed', message);
+  }
+}
+
+/** The request collides with the state of something that exists (a key, a reference, a status). */
+export class Conflict extends DomainError<ConflictCode> {
+  constructor(code: ConflictCode, message: string, opts: { param?: string; retryAfter?: number } = {}) {
+    super(code, message, opts.param, opts.retryAfter);
+  }
+}
+
+/** The body is larger than its limit. */
+export class PayloadTooLarge extends DomainError<'payload-too-large'> {
+  constructor() {
+    super('payload-too-large', 'The request body is too large');
+  }
+}
+
+/** The body is not JSON in UTF-8, or comes in an encoding the service does not take. */
+export class UnsupportedMediaType extends DomainError<'unsupported-media-type'> {
+  constructor(message: string) {
+    super('unsupported-media-type', message);
+  }
+}
+
+/** Well formed, but a business rule refuses it. */
+export class Unprocessable extends DomainError<UnprocessableCode> {
+  constructor(code: UnprocessableCode, message: string, param?: string) {
+    super(code, message, param);
+  }
+}
+
+/** A limit of requests is reached. */
+export class TooManyRequests extends DomainError<TooManyCode> {
+  constructor(code: TooManyCode, message: string, retryAfter?: number) {
+    super(code, message, undefined, retryAfter);
+  }
+}
+
+/** The service cannot serve now (maintenance, a backend unreachable); try again after `retryAfter` seconds. */
+export class Unavailable extends DomainError<UnavailableCode> {
+  constructor(code: UnavailableCode, message: string, retryAfter: number) {
+    super(code, message, undefined, retryAfter);
+  }
+}

@@ -1,6 +1,6 @@
 import Ajv, { type ErrorObject, type JSONSchemaType, type Schema } from 'ajv';
 import addFormats from 'ajv-formats';
-import { validationFailed } from './errors';
+import { ValidationFailed } from './errors';
 import { MAX_AMOUNT } from './money';
 
 /**
@@ -43,12 +43,12 @@ export function validator<T>(schema: Schema | JSONSchemaType<T>): Validator<T> {
   const validate = ajv.compile<T>(schema as Schema);
   return (data: unknown): T => {
     if (data === null || typeof data !== 'object' || Array.isArray(data)) {
-      throw validationFailed('body', 'the body must be a JSON object');
+      throw new ValidationFailed('body', 'the body must be a JSON object');
     }
     if (!validate(data)) {
       const err = validate.errors![0];
       const param = paramOf(err);
-      throw validationFailed(param, messageOf(err, param));
+      throw new ValidationFailed(param, messageOf(err, param));
     }
     return data;
   };

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { ApiError } from '../../shared/errors';
+import { Unauthenticated } from '../../shared/errors';
 import { safeEqual } from '../../shared/crypto/secrets';
 
 function presentedToken(authorization: string): string | undefined {
@@ -21,10 +21,8 @@ function presentedToken(authorization: string): string | undefined {
 export const adminAuth: Middleware = async (ctx, next) => {
   const token = presentedToken(ctx.get('Authorization'));
   if (token === undefined || !safeEqual(token, ctx.services.config.adminApiToken)) {
-    const headers: Record<string, string> = ctx.path.startsWith('/admin/queues')
-      ? { 'WWW-Authenticate': 'Basic realm="operator", charset="UTF-8"' }
-      : {};
-    throw new ApiError(401, 'auth-required', 'Operator authentication required', undefined, headers);
+    const challenge = ctx.path.startsWith('/admin/queues') ? 'Basic realm="operator", charset="UTF-8"' : undefined;
+    throw new Unauthenticated('auth-required', 'Operator authentication required', challenge);
   }
   return next();
 };

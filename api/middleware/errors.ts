@@ -1,14 +1,82 @@
 import type { Context, Middleware } from 'koa';
-import { ApiError } from '../../shared/errors';
+import { BadRequest, DomainError, NotFound, Unavailable, type ErrorCode } from '../../shared/errors';
 
-export function errorBody(ctx: Context, code: string, message: string, param?: string) {
+/** The HTTP status of every error code: the one place statuses are known (decisions.md "Errors", spec 7). */
+const STATUS: Record<ErrorCode, number> = {
+  'invalid-json': 400,
+  'validation-failed': 400,
+  'operator-mismatch': 400,
+  'idempotency-key-required': 400,
+  'idempotency-key-invalid': 400,
+  'bad-request': 400,
+  'invalid-body': 400,
+  'auth-required': 401,
+  'api-key-invalid': 401,
+  'timestamp-expired': 401,
+  'signature-invalid': 401,
+  'insufficient-scope': 403,
+  'ip-not-allowed': 403,
+  'merchant-suspended': 403,
+  'origin-not-allowed': 403,
+  'not-found': 404,
+  'method-not-allowed': 405,
+  'idempotency-conflict': 409,
+  'idempotency-in-progress': 409,
+  'reference-conflict': 409,
+  'request-replayed': 409,
+  'webhook-exists': 409,
+  'webhook-disabled': 409,
+  'delivery-not-dead': 409,
+  'credential-revoked': 409,
+  'payment-not-pending': 409,
+  'payment-in-progress': 409,
+  'payload-too-large': 413,
+  'unsupported-media-type': 415,
+  'refund-exceeds-refundable': 422,
+  'payment-not-refundable': 422,
+  'card-refund-not-supported': 422,
+  'amount-over-limit': 422,
+  'insufficient-balance': 422,
+  'operator-unavailable': 422,
+  'rate-limit-exceeded': 429,
+  'redelivery-limit': 429,
+  'internal-error': 500,
+  maintenance: 503,
+  'service-unavailable': 503,
+};
+
+/** An error as it is answered. */
+export interface HttpError {
+  status: number;
+  headers: Record<string, string>;
+  code: ErrorCode;
+  message: string;
+  param?: string;
+}
+
+/** An error the service did not expect: 500, nothing said about it. */
+const INTERNAL: HttpError = { status: 500, headers: {}, code: 'internal-error', message: 'An internal error occurred' };
+
+/** Status and headers of a domain error. */
+export function httpError(err: DomainError): HttpError {
+  const headers: Record<string, string> = {};
+  if (err.retryAfter !== undefined) headers['Retry-After'] = String(err.retryAfter);
+  if ('challenge' in err && typeof err.challenge === 'string') headers['WWW-Authenticate'] = err.challenge;
+  if ('allow' in err && typeof err.allow === 'string') headers.Allow = err.allow;
+  // otherwise Node would drain (read and discard) the rest of a refused body, up to 500 MB
+  if (err.code === 'payload-too-large') headers.Connection = 'close';
+  return { status: STATUS[err.code], headers, code: err.code, message: err.message, ...(err.param ? { param: err.param } : {}) };
+}
+
+export function errorBody(ctx: Context, code: ErrorCode, message: string, param?: string) {
   return { error: { code, message, ...(param ? { param } : {}), request_id: ctx.state.requestId } };
 }
 
-export function sendError(ctx: Context, err: ApiError): void {
-  ctx.status = err.status;
-  ctx.set(err.headers);
-  ctx.body = errorBody(ctx, err.code, err.message, err.param);
+export function sendError(ctx: Context, err: DomainError | HttpError): void {
+  const e = err instanceof DomainError ? httpError(err) : err;
+  ctx.status = e.status;
+  ctx.set(e.headers);
+  ctx.body = errorBody(ctx, e.code, e.message, e.param);
 }
 
 function isRedisDown(err: unknown): boolean {
@@ -16,24 +84,30 @@ function isRedisDown(err: unknown): boolean {
   return /Stream isn't writeable|Connection is closed|ECONNREFUSED|enableOfflineQueue|max retries per request/i.test(msg);
 }
 
+/**
+ * What a thrown error is answered with: a domain error by its code; a backend fault 503; an
+ * error Koa or a library raised for the client (status < 500, exposed) as a 400/404; anything
+ * else 500. `log` says which of the last ones to log.
+ */
+export function answerOf(err: unknown): { error: DomainError | HttpError; log?: 'redis' | 'unhandled' } {
+  if (err instanceof DomainError) return { error: err };
+  const e = err as { status?: number; expose?: boolean; message?: string };
+  if (isRedisDown(err)) return { error: new Unavailable('service-unavailable', 'The service is temporarily unavailable', 5), log: 'redis' };
+  if (e.status && e.status < 500 && e.expose) {
+    return { error: e.status === 404 ? new NotFound(undefined, e.message ?? 'Bad request') : { ...httpError(new BadRequest('bad-request', e.message ?? 'Bad request')), status: e.status } };
+  }
+  return { error: INTERNAL, log: 'unhandled' };
+}
+
 /** The one place that turns thrown errors into the error body of decisions.md. */
 export const errorHandler: Middleware = async (ctx, next) => {
   try {
     await next();
-    if (ctx.status === 404 && ctx.body === undefined) {
-      sendError(ctx, new ApiError(404, 'not-found', 'No such route'));
-    }
+    if (ctx.status === 404 && ctx.body === undefined) sendError(ctx, new NotFound(undefined, 'No such route'));
   } catch (err) {
-    if (err instanceof ApiError) return sendError(ctx, err);
-    const e = err as { status?: number; expose?: boolean; message?: string };
-    if (isRedisDown(err)) {
-      ctx.state.log.error({ err: { message: e.message } }, 'redis unavailable');
-      return sendError(ctx, new ApiError(503, 'service-unavailable', 'The service is temporarily unavailable', undefined, { 'Retry-After': '5' }));
-    }
-    if (e.status && e.status < 500 && e.expose) {
-      return sendError(ctx, new ApiError(e.status, e.status === 404 ? 'not-found' : 'bad-request', e.message ?? 'Bad request'));
-    }
-    ctx.state.log.error({ err }, 'unhandled error');
-    sendError(ctx, new ApiError(500, 'internal-error', 'An internal error occurred'));
+    const { error, log } = answerOf(err);
+    if (log === 'redis') ctx.state.log.error({ err: { message: (err as Error).message } }, 'redis unavailable');
+    if (log === 'unhandled') ctx.state.log.error({ err }, 'unhandled error');
+    sendError(ctx, error);
   }
 };

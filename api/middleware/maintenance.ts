@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { ApiError } from '../../shared/errors';
+import { Unavailable } from '../../shared/errors';
 import { getMaintenance, type MaintenanceFlag } from '../../shared/settings';
 
 const CACHE_MS = 1000;
@@ -21,7 +21,7 @@ export const maintenance: Middleware = async (ctx, next) => {
   }
   const flag = cached!.flag;
   if (flag.enabled) {
-    throw new ApiError(503, 'maintenance', 'The service is under maintenance', undefined, { 'Retry-After': String(flag.retry_after) });
+    throw new Unavailable('maintenance', 'The service is under maintenance', flag.retry_after);
   }
   return next();
 };

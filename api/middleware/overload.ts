@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import type { OverloadConfig } from '../../shared/config';
 import type { ServiceContext } from '../../shared/context';
-import { ApiError } from '../../shared/errors';
+import { Unavailable } from '../../shared/errors';
 import { readBacklog } from '../../shared/queues/backlog';
 import { withTimeout } from '../../shared/timeout';
 import type { Metrics } from '../metrics';
@@ -88,6 +88,6 @@ export function overload(services: ServiceContext, metrics: Metrics): Middleware
     const over = await monitor.check();
     if (!over) return next();
     metrics.shed.inc({ route, reason: over.reason });
-    throw new ApiError(503, 'service-unavailable', 'The service is overloaded; retry later', undefined, { 'Retry-After': String(cfg.retryAfterS) });
+    throw new Unavailable('service-unavailable', 'The service is overloaded; retry later', cfg.retryAfterS);
   };
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
-import { badRequest, validationFailed } from '../../shared/errors';
+import { BadRequest, ValidationFailed } from '../../shared/errors';
 import { pathOfNul } from '../body';
 
 const refused = new WeakSet<IncomingMessage>();
@@ -24,9 +24,9 @@ export const acceptTarget: Middleware = (ctx, next) => {
 };
 
 export const refuseBadTarget: Middleware = (ctx, next) => {
-  if (refused.has(ctx.req)) throw badRequest('bad-request', 'The request target is not a valid URL');
+  if (refused.has(ctx.req)) throw new BadRequest('bad-request', 'The request target is not a valid URL');
   // a NUL in a query value would reach Postgres, which refuses it: answer 400 here instead
   const param = pathOfNul(ctx.query);
-  if (param !== null) throw validationFailed(param, `${param} must not contain the NUL character`);
+  if (param !== null) throw new ValidationFailed(param, `${param} must not contain the NUL character`);
   return next();
 };

@@ -3,7 +3,7 @@ import { Stream } from 'node:stream';
 import type { Context, Middleware, Next } from 'koa';
 import type { AtomicIdempotency } from '../types';
 import { UUID_V4_RE } from '../../shared/domain/ids';
-import { ApiError, badRequest, conflict } from '../../shared/errors';
+import { BadRequest, Conflict, DomainError } from '../../shared/errors';
 import {
   claimIdempotencyKey,
   completeIdempotencyKey,
@@ -16,7 +16,7 @@ import {
   type IdempotentRequest,
   type StoredResponse,
 } from '../../shared/idempotency';
-import { sendError } from '../middleware/errors';
+import { httpError, sendError } from '../middleware/errors';
 import { canonicalPath, idempotencyModeOf } from './request';
 
 /** Response headers kept with the response and replayed (with the status and exact body bytes). */
@@ -54,8 +54,8 @@ function replay(ctx: Context, r: StoredResponse): void {
 /** The answer to a request whose key another request holds: its stored answer, or a 409. */
 function answerHeld(ctx: Context, held: Exclude<Claim, { kind: 'claimed' }> | null): void {
   if (held?.kind === 'replay') return replay(ctx, held.response);
-  if (held?.kind === 'conflict') throw conflict('idempotency-conflict', 'This Idempotency-Key was already used with a different request');
-  throw conflict('idempotency-in-progress', 'A request with this Idempotency-Key is still being processed', { 'Retry-After': '1' });
+  if (held?.kind === 'conflict') throw new Conflict('idempotency-conflict', 'This Idempotency-Key was already used with a different request');
+  throw new Conflict('idempotency-in-progress', 'A request with this Idempotency-Key is still being processed', { retryAfter: 1 });
 }
 
 /** The answer the route left on ctx, as it will be sent and stored; null for a stream (not stored). */
@@ -85,14 +85,14 @@ function send(ctx: Context, r: StoredResponse): void {
 }
 
 /**
- * Runs the route; an ApiError that is stored (not released) is rendered here, by the one
+ * Runs the route; a domain error that is stored (not released) is rendered here, by the one
  * renderer, so that the stored bytes are the sent bytes. False when the key is to be freed.
  */
 async function runRoute(ctx: Context, next: Next): Promise<boolean> {
   try {
     await next();
   } catch (err) {
-    if (!(err instanceof ApiError) || releasesKey(err.status)) throw err;
+    if (!(err instanceof DomainError) || releasesKey(httpError(err).status)) throw err;
     sendError(ctx, err);
   }
   return !releasesKey(ctx.status);
@@ -110,8 +110,8 @@ export const idempotency: Middleware = async (ctx, next) => {
   const mode = idempotencyModeOf(ctx.method, ctx.path);
   if (!mode) return next();
   const presented = ctx.get('Idempotency-Key');
-  if (!presented) throw badRequest('idempotency-key-required', 'The Idempotency-Key header is required');
-  if (!UUID_V4_RE.test(presented)) throw badRequest('idempotency-key-invalid', 'The Idempotency-Key must be a UUID v4');
+  if (!presented) throw new BadRequest('idempotency-key-required', 'The Idempotency-Key header is required');
+  if (!UUID_V4_RE.test(presented)) throw new BadRequest('idempotency-key-invalid', 'The Idempotency-Key must be a UUID v4');
 
   const auth = ctx.state.auth!;
   const id: IdempotencyKeyId = { merchantId: auth.merchantId, environment: auth.environment, key: presented.toLowerCase() };

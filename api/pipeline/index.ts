@@ -17,7 +17,7 @@ import { uniform401 } from './unauthorized';
 
 /**
  * The merchant request pipeline: every /v1 request passes these steps, in this order, before any
- * route runs (spec 5.6). A step that refuses throws an ApiError; errorHandler renders it.
+ * route runs (spec 5.6). A step that refuses throws a domain error (shared/errors.ts); errorHandler renders it.
  *
  *   1. contentLength   413 above 500 MB, before any body byte is read
  *   2-3. bearer        401 auth-required / api-key-invalid; fills ctx.state.auth

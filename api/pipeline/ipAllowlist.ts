@@ -1,6 +1,6 @@
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { Middleware } from 'koa';
-import { forbidden } from '../../shared/errors';
+import { Forbidden } from '../../shared/errors';
 
 const MAPPED_V4 = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i;
 
@@ -41,7 +41,7 @@ export function ipAllowed(allowlist: string[] | null, clientIp: string): boolean
  */
 export const ipAllowlist: Middleware = async (ctx, next) => {
   if (!ipAllowed(ctx.state.auth!.ipAllowlist, ctx.ip)) {
-    throw forbidden('ip-not-allowed', 'The client address is not allowed for this API key');
+    throw new Forbidden('ip-not-allowed', 'The client address is not allowed for this API key');
   }
   return next();
 };

@@ -1,9 +1,9 @@
 import type { Middleware } from 'koa';
-import { ApiError } from '../../shared/errors';
+import { UnsupportedMediaType } from '../../shared/errors';
 import { parseJson, requireJsonContentType } from '../body';
 import { JSON_METHODS } from './request';
 
-const unsupported = (message: string) => new ApiError(415, 'unsupported-media-type', message);
+const unsupported = (message: string) => new UnsupportedMediaType(message);
 
 /**
  * Content type and JSON, only after the signature has been checked: POST/PATCH/PUT bodies must

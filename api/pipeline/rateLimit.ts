@@ -1,14 +1,14 @@
 import type { Middleware } from 'koa';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { ServiceContext } from '../../shared/context';
-import { ApiError } from '../../shared/errors';
+import { TooManyRequests, Unavailable } from '../../shared/errors';
 import { withTimeout } from '../../shared/timeout';
 
 /** A Redis call slower than this answers 503: a stalled Redis must not hang every request. */
 const REDIS_TIMEOUT_MS = 2000;
 
 const unavailable = () =>
-  new ApiError(503, 'service-unavailable', 'The service is temporarily unavailable', undefined, { 'Retry-After': '5' });
+  new Unavailable('service-unavailable', 'The service is temporarily unavailable', 5);
 
 /** Requests that change nothing: they keep working while Redis is unreachable (decisions.md, Faults). */
 const READS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
@@ -72,9 +72,7 @@ export function rateLimit(services: ServiceContext): Middleware {
       'X-RateLimit-Reset': String(Math.ceil((Date.now() + msLeft) / 1000)),
     });
     if (exceeded) {
-      throw new ApiError(429, 'rate-limit-exceeded', 'Too many requests for this API key', undefined, {
-        'Retry-After': String(Math.max(1, Math.ceil(msLeft / 1000))),
-      });
+      throw new TooManyRequests('rate-limit-exceeded', 'Too many requests for this API key', Math.max(1, Math.ceil(msLeft / 1000)));
     }
     return next();
   };

@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import type { Scope } from '../../shared/db/models';
-import { forbidden } from '../../shared/errors';
+import { Forbidden } from '../../shared/errors';
 import { canonicalPath } from './request';
 
 /**
@@ -21,7 +21,7 @@ export function scopeAllows(scope: Scope, method: string, path: string): boolean
  */
 export const scope: Middleware = async (ctx, next) => {
   if (!scopeAllows(ctx.state.auth!.scope, ctx.method, ctx.path)) {
-    throw forbidden('insufficient-scope', "This API key's scope does not allow this request");
+    throw new Forbidden('insufficient-scope', "This API key's scope does not allow this request");
   }
   return next();
 };

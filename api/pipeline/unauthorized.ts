@@ -1,24 +1,17 @@
 import type { Middleware } from 'koa';
-import { ApiError } from '../../shared/errors';
+import { Unauthenticated, type UnauthenticatedCode } from '../../shared/errors';
 
-export type UnauthorizedCode = 'auth-required' | 'api-key-invalid' | 'timestamp-expired' | 'signature-invalid';
+export type UnauthorizedCode = UnauthenticatedCode;
 
-/** One fixed message per code: a 401 says which check failed (the code) and nothing more. */
-const MESSAGES: Record<UnauthorizedCode, string> = {
-  'auth-required': 'Authentication is required',
-  'api-key-invalid': 'The API key is not valid',
-  'timestamp-expired': 'The request timestamp is missing or outside the allowed window',
-  'signature-invalid': 'The request signature is not valid',
-};
-
-/** Headers of every merchant 401, whichever step refused. */
-const HEADERS_401: Readonly<Record<string, string>> = { 'WWW-Authenticate': 'Bearer realm="api"' };
+/** The challenge of every merchant 401, whichever step refused. */
+const CHALLENGE = 'Bearer realm="api"';
 
 /** Headers an earlier step may have set that a 401 must not carry (they would differ by step). */
 const STEP_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'];
 
-export function unauthorized(code: UnauthorizedCode): ApiError {
-  return new ApiError(401, code, MESSAGES[code], undefined, { ...HEADERS_401 });
+/** A merchant 401: the code says which check failed, with its one fixed message, and nothing more. */
+export function unauthorized(code: UnauthorizedCode): Unauthenticated {
+  return new Unauthenticated(code, undefined, CHALLENGE);
 }
 
 /**
@@ -31,7 +24,7 @@ export const uniform401: Middleware = async (ctx, next) => {
   try {
     await next();
   } catch (err) {
-    if (err instanceof ApiError && err.status === 401) {
+    if (err instanceof Unauthenticated) {
       for (const h of STEP_HEADERS) ctx.remove(h);
     }
     throw err;

@@ -1,11 +1,42 @@
-import Router from '@koa/router';
 import { callerOf } from './caller';
+import { component, defineRoutes, route } from '../routeTable';
+import { CURRENCY, ENVIRONMENT, MINOR_UNITS } from '../openapi/schemas';
 import { balanceOf } from '../../shared/ledger/balance';
 import { exactJson } from '../../shared/money';
 
-/** GET /v1/balance (scope read): the balance of the key's merchant in the key's environment, exact at any size. */
-export const balanceRouter = new Router().get('/balance', async (ctx) => {
-  const { merchantId, environment } = callerOf(ctx);
-  ctx.type = 'application/json';
-  ctx.body = exactJson(await balanceOf(ctx.services.db, merchantId, environment));
+const AMOUNTS = {
+  type: 'array',
+  items: { type: 'object', additionalProperties: false, required: ['currency', 'amount'], properties: { currency: CURRENCY, amount: MINOR_UNITS } },
+};
+
+/** The balance object (decisions.md Balance and settlement). */
+export const Balance = component('Balance', {
+  type: 'object',
+  additionalProperties: false,
+  required: ['object', 'environment', 'available', 'pending'],
+  properties: {
+    object: { const: 'balance' },
+    environment: ENVIRONMENT,
+    available: { ...AMOUNTS, description: 'Per currency: what refunds and payouts may take, and what the next settlement pays' },
+    pending: { ...AMOUNTS, description: 'Per currency: credited but not yet available' },
+  },
 });
+
+/** GET /v1/balance (scope read): the balance of the key's merchant in the key's environment, exact at any size. */
+export const balanceRoutes = defineRoutes([
+  route({
+    method: 'GET',
+    path: '/balance',
+    operationId: 'getBalance',
+    summary: 'Retrieve the balance',
+    description: "The balance of the key's merchant in the key's environment, from the double-entry ledger.",
+    tag: 'Balance and settlements',
+    scope: 'read',
+    responses: { 200: { description: 'The balance', body: Balance } },
+    async handler(ctx) {
+      const { merchantId, environment } = callerOf(ctx);
+      ctx.type = 'application/json';
+      ctx.body = exactJson(await balanceOf(ctx.services.db, merchantId, environment));
+    },
+  }),
+]);

@@ -1,36 +1,145 @@
-import Router from '@koa/router';
-import { lastValue } from '../query';
 import { callerOf } from './caller';
-import { parseLimit } from '../../shared/db/pagination';
-import { getEvent, listEvents, parseEventCursor, parseEventType } from '../../shared/events/read';
-import { listEventDeliveries, redeliverEvent } from '../../shared/webhooks/redeliver';
-import { validator } from '../../shared/validation';
+import { component, defineRoutes, route } from '../routeTable';
+import { idOf, listOf, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
+import { CURSOR_QUERY, LIMIT_QUERY, parseLimit } from '../../shared/db/pagination';
+import { getEvent, listEvents, parseEventCursor } from '../../shared/events/read';
+import { EVENT_TYPES } from '../../shared/vocabulary';
+import { listEventDeliveries, MAX_REDELIVERIES, redeliverEvent } from '../../shared/webhooks/redeliver';
 import { refuseQuery } from '../query';
 
+/** The event envelope (spec 6.2), as webhook deliveries send it. */
+export const Event = component('Event', {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'type', 'created', 'data'],
+  properties: {
+    id: { type: 'string', pattern: '^evt_', description: '`evt_<object uuid>_<unix seconds>_<random>`' },
+    type: { type: 'string', enum: EVENT_TYPES },
+    created: UNIX_SECONDS,
+    data: {
+      type: 'object',
+      additionalProperties: false,
+      required: ['object', 'object_version'],
+      properties: {
+        object: {
+          type: 'object',
+          description:
+            'The payment (with `customer` and `completed_at` in place of the API fields), refund, payout or settlement object, or for webhook.test `{object: "webhook_test", webhook_id, message}`',
+        },
+        object_version: { type: 'integer', description: 'Grows with each change of the object: drop an event older than one already applied' },
+      },
+    },
+  },
+});
+
+export const EventList = pageOf('EventList', Event);
+
+/** The delivery object (decisions.md "Integrator's kit"). */
+export const WebhookDelivery = component('WebhookDelivery', {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'object', 'event_id', 'webhook_id', 'status', 'attempts', 'last_response_status', 'created'],
+  properties: {
+    id: idOf('delivery', 'The delivery id: X-Service-Delivery-Id and webhook-id of its requests'),
+    object: { const: 'webhook_delivery' },
+    event_id: { type: 'string', pattern: '^evt_' },
+    webhook_id: idOf('webhook', 'The endpoint'),
+    status: {
+      type: 'string',
+      enum: ['pending', 'succeeded', 'failed', 'dead'],
+      description: '`failed`: the last attempt failed and another is scheduled; `dead`: no attempt is left',
+    },
+    attempts: { type: 'integer', minimum: 0 },
+    last_response_status: nullable({ type: 'integer', description: 'HTTP status of the last attempt; null before one, or when it got no answer' }),
+    created: UNIX_SECONDS,
+  },
+});
+
+export const WebhookDeliveryList = listOf('WebhookDeliveryList', WebhookDelivery);
+
 /** POST /v1/events/{id}/redeliver takes no fields (an empty body or `{}`). */
-const validateRedeliver = validator<Record<string, never>>({ type: 'object', additionalProperties: false, properties: {} });
+const redeliverSchema = { type: 'object', additionalProperties: false, properties: {} } as const;
+
+const EVENT_ID = { description: 'The event id (`evt_…`)' };
+
+interface ListEventsQuery {
+  type?: string;
+  limit?: string;
+  cursor?: string;
+}
+
+const listEventsSchema = {
+  type: 'object',
+  additionalProperties: false,
+  properties: {
+    type: { type: 'string', enum: EVENT_TYPES, description: 'Only events of this type' },
+    limit: LIMIT_QUERY,
+    cursor: CURSOR_QUERY,
+  },
+} as const;
 
 /** Events of the key's merchant and environment (decisions.md), for merchants catching up. */
-export const eventsRouter = new Router()
-  .get('/events', async (ctx) => {
-    const query = {
-      type: parseEventType(lastValue(ctx.query.type)),
-      limit: parseLimit(lastValue(ctx.query.limit)),
-      cursor: parseEventCursor(lastValue(ctx.query.cursor)),
-    };
-    ctx.body = await listEvents(ctx.services.db, callerOf(ctx), query);
-  })
-  .get('/events/:id', async (ctx) => {
-    ctx.body = await getEvent(ctx.services.db, callerOf(ctx), ctx.params.id);
-  })
-  .get('/events/:id/deliveries', async (ctx) => {
-    refuseQuery(ctx.query);
-    ctx.body = await listEventDeliveries(ctx.services.db, callerOf(ctx), ctx.params.id);
-  })
-  // scope full and a signature: the pipeline's (api/pipeline/scope.ts allows other keys no POST here)
-  .post('/events/:id/redeliver', async (ctx) => {
-    validateRedeliver(ctx.state.body);
-    const { db, queues } = ctx.services;
-    ctx.body = await redeliverEvent({ db, queues, log: ctx.state.log }, callerOf(ctx), ctx.params.id);
-    ctx.status = 202;
-  });
+export const eventsRoutes = defineRoutes([
+  route<never, ListEventsQuery>({
+    method: 'GET',
+    path: '/events',
+    operationId: 'listEvents',
+    summary: 'List events',
+    description: 'Every event of the key\'s merchant and environment, newest first, in the webhook envelope: catch up on anything missed.',
+    tag: 'Events',
+    scope: 'read',
+    query: listEventsSchema,
+    responses: { 200: { description: 'A page of events', body: EventList } },
+    async handler(ctx, { query }) {
+      const page = { type: query.type, limit: parseLimit(query.limit), cursor: parseEventCursor(query.cursor) };
+      ctx.body = await listEvents(ctx.services.db, callerOf(ctx), page);
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/events/:id',
+    operationId: 'getEvent',
+    summary: 'Retrieve an event',
+    tag: 'Events',
+    scope: 'read',
+    params: { id: EVENT_ID },
+    responses: { 200: { description: 'The event', body: Event } },
+    async handler(ctx) {
+      ctx.body = await getEvent(ctx.services.db, callerOf(ctx), ctx.params.id);
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/events/:id/deliveries',
+    operationId: 'listEventDeliveries',
+    summary: "List an event's deliveries",
+    description: 'Every delivery of the event (one per endpoint, and each redelivery), newest first, with its status, attempts and the last response status.',
+    tag: 'Events',
+    scope: 'read',
+    params: { id: EVENT_ID },
+    responses: { 200: { description: "The event's deliveries", body: WebhookDeliveryList } },
+    errors: ['validation-failed'],
+    async handler(ctx) {
+      refuseQuery(ctx.query);
+      ctx.body = await listEventDeliveries(ctx.services.db, callerOf(ctx), ctx.params.id);
+    },
+  }),
+  route<Record<string, never>>({
+    method: 'POST',
+    path: '/events/:id/redeliver',
+    operationId: 'redeliverEvent',
+    summary: 'Send an event again',
+    description: `Sends the event again to every endpoint of this environment that subscribes to its type today: a new delivery (new id, attempt 1) per endpoint. At most ${MAX_REDELIVERIES} redeliveries per event. No body (or \`{}\`).`,
+    tag: 'Events',
+    scope: 'full',
+    params: { id: EVENT_ID },
+    body: redeliverSchema,
+    responses: { 202: { description: 'The new deliveries', body: WebhookDeliveryList } },
+    errors: ['redelivery-limit'],
+    async handler(ctx) {
+      const { db, queues } = ctx.services;
+      ctx.body = await redeliverEvent({ db, queues, log: ctx.state.log }, callerOf(ctx), ctx.params.id);
+      ctx.status = 202;
+    },
+  }),
+]);

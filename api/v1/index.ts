@@ -1,15 +1,33 @@
 import Router from '@koa/router';
-import { balanceRouter } from './balance';
-import { eventsRouter } from './events';
-import { paymentsRouter } from './payments';
-import { payoutsRouter } from './payouts';
-import { phoneNumbersRouter } from './phoneNumbers';
-import { refundsRouter } from './refunds';
-import { settlementsRouter } from './settlements';
+import type { RouteGroup, RouteSpec } from '../routeTable';
+import { availabilityRoutes } from './availability';
+import { balanceRoutes } from './balance';
+import { eventsRoutes } from './events';
+import { paymentsRoutes } from './payments';
+import { payoutsRoutes } from './payouts';
+import { phoneNumbersRoutes } from './phoneNumbers';
+import { refundsRoutes } from './refunds';
+import { settlementsRoutes } from './settlements';
+import { referenceRoutes } from './reference';
 
 /**
- * The merchant API under /v1. Every request first passes the pipeline of spec 5.6
- * (api/pipeline), then reaches one of the resource routers mounted here.
+ * The merchant API under /v1: every group of the route table (api/routeTable.ts). Adding a
+ * route means declaring it in a group listed here, which also documents it (api/openapi).
+ *
+ * - V1_PUBLIC: answered before the merchant pipeline (no key): the OpenAPI document.
+ * - V1_GROUPS: every request first passes the pipeline of spec 5.6 (api/pipeline).
  */
-export const v1Router = new Router({ prefix: '/v1' });
-v1Router.use(balanceRouter.routes(), paymentsRouter.routes(), refundsRouter.routes(), payoutsRouter.routes(), eventsRouter.routes(), settlementsRouter.routes(), phoneNumbersRouter.routes());
+export const V1_PUBLIC: RouteGroup[] = [referenceRoutes];
+export const V1_GROUPS: RouteGroup[] = [balanceRoutes, paymentsRoutes, refundsRoutes, payoutsRoutes, eventsRoutes, settlementsRoutes, phoneNumbersRoutes, availabilityRoutes];
+
+/** Every /v1 route, in the order the document lists them. */
+export const V1_ROUTES: readonly RouteSpec[] = [...V1_GROUPS, ...V1_PUBLIC].flatMap((g) => g.routes);
+
+function mount(groups: RouteGroup[]): Router {
+  const router = new Router({ prefix: '/v1' });
+  router.use(...groups.map((g) => g.router.routes()));
+  return router;
+}
+
+export const v1PublicRouter = mount(V1_PUBLIC);
+export const v1Router = mount(V1_GROUPS);

@@ -1,26 +1,101 @@
-import Router from '@koa/router';
 import { callerOf } from './caller';
-import { validator } from '../../shared/validation';
+import { component, defineRoutes, route } from '../routeTable';
+import { CURRENCY, ENVIRONMENT, idOf, METADATA, MINOR_UNITS, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
 import { createPayment } from '../../shared/payments/create';
 import { getPayment, listPayments } from '../../shared/payments/read';
 import { createPaymentSchema, listPaymentsSchema, type CreatePaymentInput, type ListPaymentsQuery } from '../../shared/payments/schemas';
+import { paymentMachine } from '../../shared/operations/machines';
 
-const validateCreate = validator<CreatePaymentInput>(createPaymentSchema);
-const validateList = validator<ListPaymentsQuery>(listPaymentsSchema);
+/** The payment object (spec 2.2, decisions.md Payments and Cards). */
+export const Payment = component('Payment', {
+  type: 'object',
+  additionalProperties: false,
+  required: [
+    'id', 'object', 'status', 'method', 'environment', 'currency', 'amount_charged', 'amount_net', 'fee', 'fee_bearer',
+    'amount_refunded', 'reference', 'provider', 'provider_ref', 'failure_code', 'failure_message', 'created', 'completed', 'metadata',
+  ],
+  properties: {
+    id: idOf('payment'),
+    object: { const: 'payment' },
+    status: { type: 'string', enum: paymentMachine.statuses },
+    method: { type: 'string', enum: ['mobile_money', 'card'] },
+    environment: ENVIRONMENT,
+    currency: CURRENCY,
+    amount_charged: { ...MINOR_UNITS, description: 'What the client pays' },
+    amount_net: { ...MINOR_UNITS, description: 'What the merchant is credited' },
+    fee: MINOR_UNITS,
+    fee_bearer: { type: 'string', enum: ['merchant', 'customer'] },
+    amount_refunded: { ...MINOR_UNITS, description: 'Sum of the pending and succeeded refunds' },
+    reference: { type: 'string' },
+    provider: nullable({ type: 'string', description: "The provider handling the payment" }),
+    provider_ref: nullable({ type: 'string', description: "The provider's reference, once it has one" }),
+    failure_code: nullable({ type: 'string' }),
+    failure_message: nullable({ type: 'string' }),
+    created: UNIX_SECONDS,
+    completed: nullable(UNIX_SECONDS),
+    metadata: METADATA,
+    checkout_url: { type: 'string', format: 'uri', description: 'Card payments: where to send the client' },
+    card: nullable({
+      type: 'object',
+      additionalProperties: false,
+      required: ['brand', 'last4', 'exp_month', 'exp_year'],
+      properties: { brand: { type: 'string' }, last4: { type: 'string' }, exp_month: { type: 'integer' }, exp_year: { type: 'integer' } },
+      description: 'Card payments, once charged',
+    }),
+  },
+});
+
+export const PaymentList = pageOf('PaymentList', Payment);
+
+const PAYMENT_ID = { description: 'The payment id (`pay_…`)' };
 
 /** Payments (spec 2.2, 2.4; decisions.md paths). Scopes and signatures are the pipeline's; the idempotency key is written with the payment. */
-export const paymentsRouter = new Router()
-  .post('/payments', async (ctx) => {
-    const input = validateCreate(ctx.state.body);
-    const { db, queues, config, clock } = ctx.services;
-    // an atomic idempotent route (pipeline/request.ts): the key is written with the payment
-    const key = ctx.state.idempotency!;
-    key.stored = await createPayment({ db, queues, config, clock, log: ctx.state.log }, callerOf(ctx), input, key);
-  })
-  .get('/payments/:id', async (ctx) => {
-    ctx.body = await getPayment(ctx.services.db, callerOf(ctx), ctx.params.id, ctx.services.config.baseUrl);
-  })
-  .get('/payments', async (ctx) => {
-    const query = validateList({ ...ctx.query });
-    ctx.body = await listPayments(ctx.services.db, callerOf(ctx), query, ctx.services.config.baseUrl);
-  });
+export const paymentsRoutes = defineRoutes([
+  route<CreatePaymentInput>({
+    method: 'POST',
+    path: '/payments',
+    operationId: 'createPayment',
+    summary: 'Create a payment',
+    description:
+      'Mobile money: created `processing`; the client gets a push prompt on the phone. Card: created `pending` with `checkout_url`, where the client pays. The outcome comes by webhook (`payment.succeeded`, `payment.failed`, `payment.cancelled`) or `GET /v1/payments/{id}`. Body at most 100 KB.',
+    tag: 'Payments',
+    scope: 'payments',
+    body: component('CreatePayment', createPaymentSchema),
+    idempotencyKey: 'required',
+    responses: { 201: { description: 'The payment', body: Payment } },
+    errors: ['operator-mismatch', 'reference-conflict', 'amount-over-limit', 'operator-unavailable'],
+    async handler(ctx, { body }) {
+      const { db, queues, config } = ctx.services;
+      // an atomic idempotent route (pipeline/request.ts): the key is written with the payment
+      const key = ctx.state.idempotency!;
+      key.stored = await createPayment({ db, queues, config, log: ctx.state.log }, callerOf(ctx), body, key);
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/payments/:id',
+    operationId: 'getPayment',
+    summary: 'Retrieve a payment',
+    tag: 'Payments',
+    scope: 'read',
+    params: { id: PAYMENT_ID },
+    responses: { 200: { description: 'The payment', body: Payment } },
+    async handler(ctx) {
+      ctx.body = await getPayment(ctx.services.db, callerOf(ctx), ctx.params.id, ctx.services.config.baseUrl);
+    },
+  }),
+  route<never, ListPaymentsQuery>({
+    method: 'GET',
+    path: '/payments',
+    operationId: 'listPayments',
+    summary: 'List payments',
+    description: 'Newest first, cursor-paginated.',
+    tag: 'Payments',
+    scope: 'read',
+    query: listPaymentsSchema,
+    responses: { 200: { description: 'A page of payments', body: PaymentList } },
+    async handler(ctx, { query }) {
+      ctx.body = await listPayments(ctx.services.db, callerOf(ctx), query, ctx.services.config.baseUrl);
+    },
+  }),
+]);

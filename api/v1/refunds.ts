@@ -1,27 +1,77 @@
-import Router from '@koa/router';
 import { callerOf } from './caller';
+import { component, defineRoutes, route } from '../routeTable';
+import { CURRENCY, idOf, listOf, MINOR_UNITS, nullable, UNIX_SECONDS } from '../openapi/schemas';
 import { createRefund, type RefundInput } from '../../shared/refunds/create';
 import { listRefunds } from '../../shared/refunds/read';
-import { MONEY, validator } from '../../shared/validation';
+import { refundMachine } from '../../shared/operations/machines';
+import { MONEY } from '../../shared/validation';
 
-const validateRefund = validator<RefundInput>({
+const refundSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    amount: MONEY,
+    amount: { ...MONEY, description: 'Minor units; default: all that is not refunded yet' },
     reason: { type: 'string', maxLength: 500 },
+  },
+} as const;
+
+/** The refund object (spec 2.3, plus the failure fields). */
+export const Refund = component('Refund', {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'object', 'transaction_id', 'amount', 'currency', 'reason', 'status', 'failure_code', 'failure_message', 'created', 'completed'],
+  properties: {
+    id: idOf('refund'),
+    object: { const: 'refund' },
+    transaction_id: idOf('payment', 'The refunded payment'),
+    amount: MINOR_UNITS,
+    currency: CURRENCY,
+    reason: nullable({ type: 'string' }),
+    status: { type: 'string', enum: refundMachine.statuses },
+    failure_code: nullable({ type: 'string' }),
+    failure_message: nullable({ type: 'string' }),
+    created: UNIX_SECONDS,
+    completed: nullable(UNIX_SECONDS),
   },
 });
 
+export const RefundList = listOf('RefundList', Refund);
+
 /** Refunds of a payment (spec 2.3, decisions.md paths); the pipeline has checked scope `full` for the POST. */
-export const refundsRouter = new Router()
-  .post('/payments/:id/refund', async (ctx) => {
-    const input = validateRefund(ctx.state.body);
-    const { db, queues, config } = ctx.services;
-    const providerWindowMs = config.providerWindowMs[callerOf(ctx).environment];
-    ctx.body = await createRefund({ db, queues, log: ctx.state.log, providerWindowMs }, callerOf(ctx), ctx.params.id, input, ctx.state.requestId);
-    ctx.status = 201;
-  })
-  .get('/payments/:id/refunds', async (ctx) => {
-    ctx.body = await listRefunds(ctx.services.db, callerOf(ctx), ctx.params.id);
-  });
+export const refundsRoutes = defineRoutes([
+  route<RefundInput>({
+    method: 'POST',
+    path: '/payments/:id/refund',
+    operationId: 'createRefund',
+    summary: 'Refund a payment',
+    description:
+      'Whole or partial (several partial refunds may follow one another up to amount_charged). The money goes back to the phone that paid; it is taken from balance.available at once and given back if the refund fails. The fee is not given back. Card payments are refunded by the operator, not through the API.',
+    tag: 'Refunds',
+    scope: 'full',
+    params: { id: { description: 'The payment id (`pay_…`)' } },
+    body: component('CreateRefund', refundSchema),
+    idempotencyKey: 'optional',
+    responses: { 201: { description: 'The refund, `pending` until the provider answers', body: Refund } },
+    errors: ['refund-exceeds-refundable', 'payment-not-refundable', 'card-refund-not-supported', 'insufficient-balance', 'operator-unavailable'],
+    async handler(ctx, { body }) {
+      const { db, queues, config } = ctx.services;
+      const providerWindowMs = config.providerWindowMs[callerOf(ctx).environment];
+      ctx.body = await createRefund({ db, queues, log: ctx.state.log, providerWindowMs }, callerOf(ctx), ctx.params.id, body, ctx.state.requestId);
+      ctx.status = 201;
+    },
+  }),
+  route({
+    method: 'GET',
+    path: '/payments/:id/refunds',
+    operationId: 'listRefunds',
+    summary: "List a payment's refunds",
+    description: 'In the order they were made.',
+    tag: 'Refunds',
+    scope: 'read',
+    params: { id: { description: 'The payment id (`pay_…`)' } },
+    responses: { 200: { description: "The payment's refunds", body: RefundList } },
+    async handler(ctx) {
+      ctx.body = await listRefunds(ctx.services.db, callerOf(ctx), ctx.params.id);
+    },
+  }),
+]);

@@ -1,20 +1,63 @@
-import Router from '@koa/router';
 import { callerOf } from './caller';
+import { component, defineRoutes, route } from '../routeTable';
+import { CURRENCY, ENVIRONMENT, idOf, MINOR_UNITS, pageOf, UNIX_SECONDS } from '../openapi/schemas';
 import { getSettlement, listSettlements, listSettlementsSchema, type ListSettlementsQuery } from '../../shared/settlements/read';
-import { validator } from '../../shared/validation';
 import { exactJson } from '../../shared/money';
 
-const validateList = validator<ListSettlementsQuery>(listSettlementsSchema);
+/** The settlement object (decisions.md Balance and settlement; also `data.object` of settlement.completed). */
+export const Settlement = component('Settlement', {
+  type: 'object',
+  additionalProperties: false,
+  required: ['id', 'object', 'currency', 'environment', 'period_start', 'period_end', 'gross', 'fees', 'refunds', 'payouts', 'net', 'count', 'created'],
+  properties: {
+    id: idOf('settlement'),
+    object: { const: 'settlement' },
+    currency: CURRENCY,
+    environment: ENVIRONMENT,
+    period_start: UNIX_SECONDS,
+    period_end: UNIX_SECONDS,
+    gross: { ...MINOR_UNITS, description: 'Payments credited' },
+    fees: MINOR_UNITS,
+    refunds: MINOR_UNITS,
+    payouts: MINOR_UNITS,
+    net: MINOR_UNITS,
+    count: { type: 'integer', description: 'Ledger lines covered' },
+    created: UNIX_SECONDS,
+  },
+});
 
-/** Daily settlement batches (decisions.md "Balance and settlement"); scope `read` is the pipeline's. */
-export const settlementsRouter = new Router()
-  .get('/settlements/:id', async (ctx) => {
-    // figures are exact at any size (a bigint beyond 2^53 - 1 is written with every digit)
-    ctx.type = 'application/json';
-    ctx.body = exactJson(await getSettlement(ctx.services.db, callerOf(ctx), ctx.params.id));
-  })
-  .get('/settlements', async (ctx) => {
-    const query = validateList({ ...ctx.query });
-    ctx.type = 'application/json';
-    ctx.body = exactJson(await listSettlements(ctx.services.db, callerOf(ctx), query));
-  });
+export const SettlementList = pageOf('SettlementList', Settlement);
+
+/** Daily settlement batches (decisions.md "Balance and settlement"); scope `read` is the pipeline's. Figures are exact at any size. */
+export const settlementsRoutes = defineRoutes([
+  route({
+    method: 'GET',
+    path: '/settlements/:id',
+    operationId: 'getSettlement',
+    summary: 'Retrieve a settlement',
+    tag: 'Balance and settlements',
+    scope: 'read',
+    params: { id: { description: 'The settlement id (`stl_…`)' } },
+    responses: { 200: { description: 'The settlement', body: Settlement } },
+    async handler(ctx) {
+      // figures are exact at any size (a bigint beyond 2^53 - 1 is written with every digit)
+      ctx.type = 'application/json';
+      ctx.body = exactJson(await getSettlement(ctx.services.db, callerOf(ctx), ctx.params.id));
+    },
+  }),
+  route<never, ListSettlementsQuery>({
+    method: 'GET',
+    path: '/settlements',
+    operationId: 'listSettlements',
+    summary: 'List settlements',
+    description: 'Daily batches per currency, newest first, cursor-paginated.',
+    tag: 'Balance and settlements',
+    scope: 'read',
+    query: listSettlementsSchema,
+    responses: { 200: { description: 'A page of settlements', body: SettlementList } },
+    async handler(ctx, { query }) {
+      ctx.type = 'application/json';
+      ctx.body = exactJson(await listSettlements(ctx.services.db, callerOf(ctx), query));
+    },
+  }),
+]);

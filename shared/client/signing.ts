@@ -16,6 +16,18 @@ export interface ClientOptions {
   baseUrl: string;
   apiKey: string;
   secret: string;
+  /**
+   * Called with every answer before it is returned (e.g. a test checking each one against the
+   * OpenAPI document); an exception thrown here is the request's.
+   */
+  onResponse?: (response: ResponseInfo) => void;
+}
+
+/** One answer with the request it answers. */
+export interface ResponseInfo extends ClientResponse {
+  method: string;
+  /** The path and query as requested. */
+  path: string;
 }
 
 export interface RequestOptions {
@@ -73,7 +85,9 @@ export class ServiceClient {
     } catch {
       /* not JSON: left as text */
     }
-    return { status: res.status, headers: res.headers, text, body };
+    const response = { status: res.status, headers: res.headers, text, body };
+    this.opts.onResponse?.({ ...response, method, path: pathWithQuery });
+    return response;
   }
 
   get<T = any>(path: string, o?: RequestOptions) {

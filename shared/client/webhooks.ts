@@ -8,7 +8,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  * A receiver must verify the raw body bytes exactly as received (before any JSON parsing), e.g.
  *
  *   const raw = await readRawBody(req);
- *   const check = verifyWebhook(raw, req.headers['x-service-signature'], process.env.WHSEC);
+ *   const check = verifyWebhook(raw, req.headers, process.env.WHSEC);
  *   if (!check.ok) return res.writeHead(400).end();
  *   // deduplicate on X-Service-Delivery-Id, then use JSON.parse(raw)
  */
@@ -59,17 +59,39 @@ export interface VerifyOptions {
   now?: number;
 }
 
-/**
- * Accepts or rejects a delivery. Every `v1=` value of the header is compared in constant time
- * with the expected signature (several may appear while a secret is being rotated).
- */
-export function verifyWebhook(
-  rawBody: string | Buffer,
-  header: string | string[] | undefined | null,
-  secret: string,
-  opts: VerifyOptions = {},
-): VerifyResult {
-  const value = Array.isArray(header) ? header[0] : header;
+/** A request's headers as Node (`req.headers`), fetch (`Headers`) or a plain object give them. */
+export type WebhookHeaders = Headers | Record<string, string | string[] | undefined>;
+
+function headerOf(headers: WebhookHeaders, name: string): string | undefined {
+  if (typeof (headers as Headers).get === 'function') return (headers as Headers).get(name) ?? undefined;
+  for (const [k, v] of Object.entries(headers as Record<string, string | string[] | undefined>)) {
+    if (k.toLowerCase() === name) return Array.isArray(v) ? v[0] : v;
+  }
+  return undefined;
+}
+
+/** Constant-time: does any candidate equal one of the expected values? Every pair is compared. */
+function anyMatches(candidates: string[], expected: string[]): boolean {
+  let matched = false;
+  for (const e of expected) {
+    const want = Buffer.from(e, 'utf8');
+    for (const candidate of candidates) {
+      const given = Buffer.from(candidate, 'utf8');
+      // equal lengths are required by timingSafeEqual; a wrong length says nothing about the secret
+      const same = given.length === want.length && timingSafeEqual(given, want);
+      matched = same || matched;
+    }
+  }
+  return matched;
+}
+
+function inTolerance(timestamp: number, opts: VerifyOptions): boolean {
+  const now = opts.now ?? Math.floor(Date.now() / 1000);
+  return Math.abs(now - timestamp) <= (opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS);
+}
+
+/** `X-Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>]` (spec 6.4). */
+function verifyServiceSignature(rawBody: string | Buffer, value: string | undefined, secrets: string[], opts: VerifyOptions): VerifyResult {
   if (!value || value.length > 1024) return { ok: false, reason: 'malformed-header' };
   let timestamp: number | undefined;
   const candidates: string[] = [];
@@ -81,17 +103,45 @@ export function verifyWebhook(
     else if (key === 'v1') candidates.push(val);
   }
   if (timestamp === undefined || candidates.length === 0) return { ok: false, reason: 'malformed-header' };
-  const now = opts.now ?? Math.floor(Date.now() / 1000);
-  if (Math.abs(now - timestamp) > (opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS)) {
-    return { ok: false, reason: 'timestamp-outside-tolerance' };
+  if (!inTolerance(timestamp, opts)) return { ok: false, reason: 'timestamp-outside-tolerance' };
+  const expected = secrets.map((s) => webhookSignature(s, timestamp!, rawBody));
+  return anyMatches(candidates, expected) ? { ok: true, timestamp } : { ok: false, reason: 'signature-mismatch' };
+}
+
+/** Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>[ v1,<base64>]`. */
+function verifyStandard(rawBody: string | Buffer, headers: WebhookHeaders, secrets: string[], opts: VerifyOptions): VerifyResult {
+  const id = headerOf(headers, 'webhook-id');
+  const ts = headerOf(headers, 'webhook-timestamp');
+  const value = headerOf(headers, 'webhook-signature');
+  if (!id || !ts || !/^\d{1,12}$/.test(ts) || !value || value.length > 2048) return { ok: false, reason: 'malformed-header' };
+  const timestamp = Number(ts);
+  const candidates = value.split(' ').filter((e) => e.startsWith('v1,'));
+  if (candidates.length === 0) return { ok: false, reason: 'malformed-header' };
+  if (!inTolerance(timestamp, opts)) return { ok: false, reason: 'timestamp-outside-tolerance' };
+  const expected = secrets.map((s) => standardSignature(s, id, timestamp, rawBody));
+  return anyMatches(candidates, expected) ? { ok: true, timestamp } : { ok: false, reason: 'signature-mismatch' };
+}
+
+/**
+ * Accepts or rejects a delivery, from its raw body bytes (before any JSON parsing) and either
+ * the X-Service-Signature value or the request's headers. Given headers, X-Service-Signature is
+ * checked when present, else the Standard Webhooks headers (webhook-id, webhook-timestamp,
+ * webhook-signature). Every signature of the header is compared in constant time: while the
+ * service rotates the webhook secret each delivery carries two (one per secret), and `secret`
+ * may also be a list (yours, old and new) for the receiver's own switch-over.
+ */
+export function verifyWebhook(
+  rawBody: string | Buffer,
+  header: string | string[] | WebhookHeaders | undefined | null,
+  secret: string | readonly string[],
+  opts: VerifyOptions = {},
+): VerifyResult {
+  const secrets = typeof secret === 'string' ? [secret] : [...secret];
+  if (secrets.length === 0) throw new Error('verifyWebhook needs a webhook secret');
+  if (header && typeof header === 'object' && !Array.isArray(header)) {
+    const service = headerOf(header as WebhookHeaders, 'x-service-signature');
+    if (service !== undefined) return verifyServiceSignature(rawBody, service, secrets, opts);
+    return verifyStandard(rawBody, header as WebhookHeaders, secrets, opts);
   }
-  const expected = Buffer.from(webhookSignature(secret, timestamp, rawBody), 'utf8');
-  let matched = false;
-  for (const candidate of candidates) {
-    const given = Buffer.from(candidate, 'utf8');
-    // equal lengths are required by timingSafeEqual; a wrong length says nothing about the secret
-    const same = given.length === expected.length && timingSafeEqual(given, expected);
-    matched = same || matched;
-  }
-  return matched ? { ok: true, timestamp } : { ok: false, reason: 'signature-mismatch' };
+  return verifyServiceSignature(rawBody, Array.isArray(header) ? header[0] : (header ?? undefined), secrets, opts);
 }

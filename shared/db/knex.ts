@@ -19,6 +19,8 @@ export type Executor = Knex | Knex.Transaction;
 export interface DbOptions {
   /** the hand-tuned statements (shared/db/sql) run as named prepared statements; default true (DB_PREPARED_STATEMENTS) */
   preparedStatements?: boolean;
+  /** connections the pool keeps open when idle (DB_POOL_MIN, default 2): a burst finds them warm */
+  poolMin?: number;
 }
 
 /** Per pool (its knex config object, which its transactions share): whether statements are prepared. */
@@ -28,7 +30,7 @@ export function createDb(databaseUrl: string, poolMax = 10, opts: DbOptions = {}
   const db = knexFactory({
     client: 'pg',
     connection: { connectionString: databaseUrl, application_name: process.env.PROCESS_NAME || 'svc' },
-    pool: { min: 0, max: poolMax },
+    pool: { min: Math.min(opts.poolMin ?? 0, poolMax), max: poolMax },
     acquireConnectionTimeout: 10_000,
   });
   prepared.set(db.client.config, opts.preparedStatements ?? true);

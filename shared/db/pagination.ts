@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 import type { Model, QueryBuilder } from 'objection';
 import { UUID_V4_RE } from '../domain/ids';
-import { validationFailed } from '../errors';
+import { ValidationFailed } from '../errors';
 
 /**
  * Cursor pagination of decisions.md, newest first: `next_cursor` is `<created>.<id>` of the
@@ -14,6 +14,10 @@ import { validationFailed } from '../errors';
 export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
 
+/** The `limit` and `cursor` query parameters of every list, as text (their range is checked by parseLimit / parseCursor). */
+export const LIMIT_QUERY = { type: 'string', pattern: '^[0-9]{1,3}$', description: 'Page size, 1 to 100 (default 20)' } as const;
+export const CURSOR_QUERY = { type: 'string', maxLength: 200, description: 'The `next_cursor` of the previous page' } as const;
+
 export interface Cursor {
   created: number;
   id: string | null;
@@ -22,7 +26,7 @@ export interface Cursor {
 export function parseLimit(raw: string | undefined): number {
   if (raw === undefined) return DEFAULT_LIMIT;
   const n = /^[0-9]{1,3}$/.test(raw) ? Number(raw) : NaN;
-  if (!(n >= 1 && n <= MAX_LIMIT)) throw validationFailed('limit', `limit must be an integer from 1 to ${MAX_LIMIT}`);
+  if (!(n >= 1 && n <= MAX_LIMIT)) throw new ValidationFailed('limit', `limit must be an integer from 1 to ${MAX_LIMIT}`);
   return n;
 }
 
@@ -31,7 +35,7 @@ export function parseCursor(raw: string | undefined, idPrefix: string): Cursor |
   const m = /^([0-9]{1,12})(?:\.(.+))?$/.exec(raw);
   const id = m?.[2];
   if (!m || (id !== undefined && !(id.startsWith(idPrefix) && UUID_V4_RE.test(id.slice(idPrefix.length))))) {
-    throw validationFailed('cursor', 'cursor must be the next_cursor of a previous page');
+    throw new ValidationFailed('cursor', 'cursor must be the next_cursor of a previous page');
   }
   return { created: Number(m[1]), id: id ?? null };
 }

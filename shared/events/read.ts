@@ -2,11 +2,10 @@ import { Event } from '../db/models';
 import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { UUID_V4_RE } from '../domain/ids';
-import { notFound, validationFailed } from '../errors';
+import { NotFound, ValidationFailed } from '../errors';
 import type { EventBody } from './record';
 import { pageQuery, toPage, type Cursor } from '../db/pagination';
 import { eventEnvelope } from './envelope';
-import { EVENT_TYPES } from '../vocabulary';
 
 /**
  * Merchant recovery (GET /v1/events): every event of the caller's merchant and environment,
@@ -24,15 +23,8 @@ export function isEventId(id: string): boolean {
 export function parseEventCursor(raw: string | undefined): Cursor | null {
   if (raw === undefined) return null;
   const m = /^(\d{1,12})(?:\.(.+))?$/.exec(raw);
-  if (!m || (m[2] !== undefined && !isEventId(m[2]))) throw validationFailed('cursor', 'cursor must be the next_cursor of a previous page');
+  if (!m || (m[2] !== undefined && !isEventId(m[2]))) throw new ValidationFailed('cursor', 'cursor must be the next_cursor of a previous page');
   return { created: Number(m[1]), id: m[2] ?? null };
-}
-
-export function parseEventType(raw: string | undefined): string | undefined {
-  if (raw !== undefined && !(EVENT_TYPES as readonly string[]).includes(raw)) {
-    throw validationFailed('type', `type must be one of: ${EVENT_TYPES.join(', ')}`);
-  }
-  return raw;
 }
 
 interface EventRecord {
@@ -54,8 +46,8 @@ export async function listEvents(db: Executor, caller: Caller, query: { type?: s
 
 /** One event; 404 when it belongs to another merchant or environment. */
 export async function getEvent(db: Executor, caller: Caller, id: string) {
-  if (!isEventId(id)) throw notFound('Event');
+  if (!isEventId(id)) throw new NotFound('Event');
   const row: EventRecord | undefined = await Event.query(db).findOne({ id, merchant_id: caller.merchantId, environment: caller.environment }).select(COLUMNS);
-  if (!row) throw notFound('Event');
+  if (!row) throw new NotFound('Event');
   return eventEnvelope(row);
 }

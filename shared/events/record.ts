@@ -37,14 +37,12 @@ export interface EventRow {
  * Writes an event (envelope of spec 6.2 plus `data.object_version`) in the caller's transaction.
  * Flows emit events with their webhook deliveries through emitEvent (shared/webhooks/fanout.ts).
  */
-export async function recordEvent(
-  trx: Trx,
-  input: EventInput,
-): Promise<EventRow> {
+/** A new event's row (pure): its id, creation time and envelope. */
+export function newEventRow(input: EventInput): EventRow {
   const created = nowUnix();
   const id = newEventId(input.objectId, created);
   const body: EventBody = { id, type: input.type, created, data: { object: input.object, object_version: input.objectVersion } };
-  const row: EventRow = {
+  return {
     id,
     merchant_id: input.merchantId,
     environment: input.environment,
@@ -54,7 +52,16 @@ export async function recordEvent(
     created,
     body,
   };
-  // exactJson: a settlement's figures beyond 2^53 - 1 (bigints) are stored with every digit
-  await Event.query(trx).insert({ ...row, body: exactJson(body) as unknown as EventBody });
+}
+
+/** The stored form of an event's body. exactJson: a settlement's figures beyond 2^53 - 1 (bigints) are stored with every digit. */
+export const storedBody = (row: EventRow) => exactJson(row.body);
+
+export async function recordEvent(
+  trx: Trx,
+  input: EventInput,
+): Promise<EventRow> {
+  const row = newEventRow(input);
+  await Event.query(trx).insert({ ...row, body: storedBody(row) as unknown as EventBody });
   return row;
 }

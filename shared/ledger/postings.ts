@@ -1,13 +1,21 @@
 import { LedgerAccount, LedgerEntry, LedgerTransaction } from '../db/models';
 import { randomUUID } from 'node:crypto';
 import type { Executor, Trx } from '../db/knex';
-import { unprocessable } from '../errors';
+import { Unprocessable } from '../errors';
 import { foldAccount, insertPosting, insertPostingAndMove } from '../db/sql/ledger';
 import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, type Currency, type Environment, type Posting } from '../domain/ledger';
 
 /** Writes ledger postings: balanced double-entry transactions, once per object. */
 
-const keyOf = (a: { owner: string; kind: string }) => `${a.owner}/${a.kind}`;
+/** An account's key in the maps of account ids: owner/kind (environment and currency are the posting's). */
+export const accountKey = (a: { owner: string; kind: string }) => `${a.owner}/${a.kind}`;
+const keyOf = accountKey;
+
+/**
+ * A posting that only adds to the merchant's (guarded) accounts, a payment's credit: its entries
+ * are written pending and it takes no lock.
+ */
+export const onlyCredits = (p: Posting) => p.entries.every((e) => allowsNegative(e.account) || e.amount > 0);
 
 /** The ids of the posting's accounts, created on first use. Takes no lock. */
 async function accountIds(trx: Trx, env: Environment, currency: Currency, refs: AccountRef[]): Promise<Map<string, number>> {
@@ -52,13 +60,13 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
   const ids = await accountIds(trx, p.environment, p.currency, p.entries.map((e) => e.account));
   const moves = p.entries.map((e) => ({ id: ids.get(keyOf(e.account))!, amount: e.amount, guarded: !allowsNegative(e.account) }));
   const guarded = moves.filter((m) => m.guarded);
-  const creditsOnly = guarded.every((m) => m.amount > 0);
+  const creditsOnly = onlyCredits(p);
   const transaction = { id: randomUUID(), kind: p.kind, reference_id: p.referenceId, environment: p.environment, currency: p.currency, merchant_id: p.merchantId };
   const entries = moves.map((m) => ({ account_id: m.id, amount: m.amount, unfolded: creditsOnly && m.guarded }));
   if (creditsOnly) return insertPosting(trx, transaction, entries);
   const { posted, moved } = await insertPostingAndMove(trx, transaction, entries, guarded);
   if (!posted) return false;
-  if (moved < guarded.length) throw unprocessable('insufficient-balance', 'The available balance is too low for this operation');
+  if (moved < guarded.length) throw new Unprocessable('insufficient-balance', 'The available balance is too low for this operation');
   return true;
 }
 

@@ -4,7 +4,7 @@ import { encryptSecret, hashApiKey, randomToken } from '../crypto/secrets';
 import type { Db, Executor } from '../db/knex';
 import { Credential, Merchant, type Currency, type Environment, type FeeRule, type Scope } from '../db/models';
 import { newId, unixOf } from '../domain/ids';
-import { conflict, notFound, validationFailed } from '../errors';
+import { Conflict, NotFound, ValidationFailed } from '../errors';
 import { webhookSecretFor } from './webhookSecrets';
 
 /** Operator-side management of merchants and their credentials (decisions.md, admin API). */
@@ -76,7 +76,7 @@ export async function createMerchant(db: Executor, input: MerchantInput & { name
 export async function updateMerchant(db: Db, id: string, input: MerchantInput) {
   return db.transaction(async (trx) => {
     const m = await Merchant.query(trx).findById(id).forUpdate();
-    if (!m) throw notFound('Merchant');
+    if (!m) throw new NotFound('Merchant');
     const patch: Partial<Merchant> = { updated_at: new Date() };
     if (input.name !== undefined) patch.name = input.name;
     if (input.status !== undefined) patch.status = input.status;
@@ -90,14 +90,14 @@ export async function updateMerchant(db: Db, id: string, input: MerchantInput) {
 
 export async function getMerchant(db: Executor, id: string) {
   const m = await Merchant.query(db).findById(id);
-  if (!m) throw notFound('Merchant');
+  if (!m) throw new NotFound('Merchant');
   return merchantView(m);
 }
 
 export function validateAllowlist(list: string[] | undefined | null): string[] | null {
   if (!list || list.length === 0) return null;
   list.forEach((ip, i) => {
-    if (isIP(ip) === 0) throw validationFailed(`ip_allowlist.${i}`, `ip_allowlist.${i} must be an IPv4 or IPv6 address`);
+    if (isIP(ip) === 0) throw new ValidationFailed(`ip_allowlist.${i}`, `ip_allowlist.${i} must be an IPv4 or IPv6 address`);
   });
   return [...new Set(list)];
 }
@@ -140,7 +140,7 @@ export async function issueCredential(
   const ipAllowlist = validateAllowlist(input.ip_allowlist);
   return db.transaction(async (trx) => {
     const m = await Merchant.query(trx).findById(merchantId);
-    if (!m) throw notFound('Merchant');
+    if (!m) throw new NotFound('Merchant');
     // A suspended merchant still gets its credential; the merchant pipeline refuses its requests.
     return insertCredential(trx, { merchant_id: merchantId, environment: input.environment, scope: input.scope, ip_allowlist: ipAllowlist }, keys);
   });
@@ -154,11 +154,11 @@ export async function issueCredential(
 export async function revokeCredential(db: Db, id: string, immediate: boolean, keys: SecretsKey[]) {
   return db.transaction(async (trx) => {
     const c = await Credential.query(trx).findById(id).forUpdate();
-    if (!c) throw notFound('Credential');
+    if (!c) throw new NotFound('Credential');
     const now = new Date();
     if (c.revoked_at) {
       if (!immediate || (c.expires_at && c.expires_at <= now)) {
-        throw conflict('credential-revoked', 'This credential is already revoked');
+        throw new Conflict('credential-revoked', 'This credential is already revoked');
       }
       const revoked = await c.$query(trx).patchAndFetch({ expires_at: now });
       return { revoked: credentialView(revoked), replacement: null };

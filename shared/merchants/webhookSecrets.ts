@@ -4,7 +4,7 @@ import { decryptSecret, encryptSecret } from '../crypto/secrets';
 import type { Db, Executor } from '../db/knex';
 import { Merchant, WebhookSecret, type Environment } from '../db/models';
 import { newId, unixOf } from '../domain/ids';
-import { notFound } from '../errors';
+import { NotFound } from '../errors';
 
 /**
  * A merchant's webhook secret per environment (decisions.md "Webhooks", "Integrator's kit"):
@@ -42,8 +42,8 @@ export async function webhookSecretFor(trx: Executor, merchantId: string, env: E
  */
 export async function rotateWebhookSecret(db: Db, merchantId: string, env: Environment, overlapSeconds: number, keys: SecretsKey[]) {
   return db.transaction(async (trx) => {
-    const merchant = await Merchant.query(trx).findById(merchantId).select('id');
-    if (!merchant) throw notFound('Merchant');
+    const merchant = await trx('merchants').where({ id: merchantId }).first('id');
+    if (!merchant) throw new NotFound('Merchant');
     // the row exists from here on (created if the merchant never had one), and is locked
     await webhookSecretFor(trx, merchantId, env, keys);
     const current = await WebhookSecret.query(trx).findOne({ merchant_id: merchantId, environment: env }).forUpdate();

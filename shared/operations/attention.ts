@@ -26,8 +26,8 @@ export async function openPastBound(db: Executor, now: number, limit = 500): Pro
   const bound = new Date(now - ATTENTION_AFTER_MS);
   const found: (AttentionItem & { ends: Date })[] = [];
   for (const kind of Object.values(KINDS)) {
-    const rows = await kind.model
-      .query(db)
+    const rows = await db(kind.table)
+      .where(kind.scope ?? {})
       .whereIn('status', kind.machine.open as string[])
       .where('window_ends_at', '<', bound)
       .orderBy('window_ends_at')
@@ -45,7 +45,8 @@ export async function countPastBound(db: Executor, now: number): Promise<Record<
   const bound = new Date(now - ATTENTION_AFTER_MS);
   const counts: Record<string, number> = {};
   for (const kind of Object.values(KINDS)) {
-    counts[kind.name] = await kind.model.query(db).whereIn('status', kind.machine.open as string[]).where('window_ends_at', '<', bound).resultSize();
+    const [{ n }] = await db(kind.table).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).where('window_ends_at', '<', bound).count<{ n: string }[]>('* as n');
+    counts[kind.name] = Number(n);
   }
   return counts;
 }

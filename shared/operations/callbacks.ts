@@ -5,10 +5,11 @@ import type { Trx } from '../db/knex';
 import { transact, type OutboxWriter } from '../db/transact';
 import type { Logger } from '../logger';
 import { parseCallbackBody } from '../providers/protocol';
-import type { Provider, ProviderCallback, ProviderObjectKind } from '../providers/types';
+import type { ProviderBase, ProviderCallback, ProviderObjectKind } from '../providers/types';
 import type { OperationKind, OperationRow } from './kind';
 import { KINDS } from './kinds';
 import { applyTrigger, lockRow, type TriggerOutcome } from './transition';
+import { applyCallbackInOneStatement } from './oneStatement';
 
 /** What applying a callback did; every stored callback ends with one (kept on its inbox row). */
 export type CallbackOutcome =
@@ -24,7 +25,7 @@ export type CallbackOutcome =
  * callback verified with another provider's secret (the sandbox's, for a live payment) changes
  * nothing.
  */
-export async function applyCallback<R extends OperationRow>(trx: Trx, outbox: OutboxWriter, kind: OperationKind<R, any>, cb: ProviderCallback, provider: Provider): Promise<CallbackOutcome> {
+export async function applyCallback<R extends OperationRow>(trx: Trx, outbox: OutboxWriter, kind: OperationKind<R, any, any>, cb: ProviderCallback, provider: ProviderBase): Promise<CallbackOutcome> {
   const row = await lockRow(trx, kind, cb.objectId);
   if (!row) return 'unknown-object';
   if (row.provider !== provider.id || row.environment !== provider.environment) return 'provider-mismatch';
@@ -53,7 +54,13 @@ export interface ProcessedCallback {
  * marked processed with its outcome in the same transaction as the change it causes, so a job
  * run twice applies it once.
  */
-export async function applyStoredCallback(ctx: ServiceContext, callbackId: string, log: Logger = ctx.log): Promise<ProcessedCallback> {
+export async function applyStoredCallback(ctx: ServiceContext, callbackId: string, log: Logger = ctx.log, kindHint?: ProviderObjectKind): Promise<ProcessedCallback> {
+  // the job names its operation's kind: a move of a simple kind is written in one statement
+  const hinted = kindHint && KINDS[kindHint];
+  if (hinted && ctx.config.kernelOneStatement) {
+    const done = await applyCallbackInOneStatement(ctx, hinted, callbackId, log);
+    if (done) return done;
+  }
   return transact({ db: ctx.db, queues: ctx.queues, log }, async (trx, outbox) => {
     const row = await InboxCallback.query(trx).findById(callbackId).forUpdate();
     if (!row) throw new Error(`callback ${callbackId} is not in the inbox`);

@@ -1,8 +1,8 @@
-import { raw, type Model, type QueryBuilder } from 'objection';
 import type { ServiceContext } from '../context';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import type { OperationKind, OperationRow, WindowAnswer } from './kind';
+import { ATTENTION_AFTER_MS } from './attention';
 import { isOpen } from './machine';
 import { applyTrigger, findRow, lockRow } from './transition';
 
@@ -21,18 +21,33 @@ const PARALLEL = 10;
 /** The longest wait between two questions about one operation (decisions.md "Faults"). */
 export const MAX_RECHECK_MS = 5 * 60 * 1000;
 
+/** An operation claimed for a question, with the time it was last asked about before this one. */
+interface Claimed {
+  id: string;
+  lastChecked: Date | null;
+}
+
+/**
+ * Whole hours an operation has been open past its bound (ATTENTION_AFTER_MS after its window) at
+ * `t`: 0 before the bound, 1 in the hour after it, and so on.
+ */
+function hoursPastBound(row: OperationRow, t: number): number {
+  const past = t - row.window_ends_at.getTime() - ATTENTION_AFTER_MS;
+  return past < 0 ? 0 : 1 + Math.floor(past / ATTENTION_AFTER_MS);
+}
+
 /**
  * Claims open operations past their window that are due a question: never asked, or asked
  * RECONCILE_INTERVAL_MS × 2^(questions so far) ago, at most MAX_RECHECK_MS.
  */
-async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any>): Promise<string[]> {
+async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any, any>): Promise<Claimed[]> {
   const now = new Date(ctx.clock.now());
   return ctx.db.transaction(async (trx) => {
-    const rows: { id: string }[] = await kind.model
-      .query(trx)
+    const rows: { id: string; checked_at: Date | null }[] = await trx(kind.table)
+      .where(kind.scope ?? {})
       .whereIn('status', kind.machine.open as string[])
       .where('window_ends_at', '<', now)
-      .where((q: QueryBuilder<Model>) =>
+      .where((q) =>
         q
           .whereNull('checked_at')
           .orWhereRaw(`checked_at < ?::timestamptz - least(?, ? * power(2, least(checks - 1, 20))) * interval '1 millisecond'`, [now, MAX_RECHECK_MS, ctx.config.askIntervalMs]),
@@ -41,24 +56,24 @@ async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any>): Pro
       .limit(BATCH)
       .forUpdate()
       .skipLocked()
-      .select('id');
-    if (rows.length) await kind.model.query(trx).whereIn('id', rows.map((r) => r.id)).patch({ checked_at: now, checks: raw('checks + 1') });
-    return rows.map((r) => r.id);
+      .select('id', 'checked_at');
+    if (rows.length) await trx(kind.table).whereIn('id', rows.map((r) => r.id)).update({ checked_at: now, checks: trx.raw('checks + 1') });
+    return rows.map((r) => ({ id: r.id, lastChecked: r.checked_at }));
   });
 }
 
-async function ask(ctx: ServiceContext, kind: OperationKind<any, any>, row: OperationRow): Promise<WindowAnswer> {
+async function ask(ctx: ServiceContext, kind: OperationKind<any, any, any>, row: OperationRow): Promise<WindowAnswer> {
   const provider = row.provider ? ctx.providers.byProviderId(row.provider) : undefined;
   if (!provider) return { kind: 'no-provider' };
   try {
-    return { kind: 'status', ...(await provider.status(kind.name, row.id)) } as WindowAnswer;
+    return { kind: 'status', ...(await ctx.providerHealth.observe(provider, kind.name, () => provider.status(kind.name, row.id))) } as WindowAnswer;
   } catch (err) {
     return { kind: 'unreachable', error: err as Error };
   }
 }
 
 /** One operation past its window: what the sweep did with it. */
-async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any>, id: string, log: Logger): Promise<string> {
+async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, { id, lastChecked }: Claimed, log: Logger): Promise<string> {
   const row = await findRow(ctx.db, kind, id);
   if (!row || !isOpen(kind.machine, row.status)) return 'closed';
   const deps = { db: ctx.db, queues: ctx.queues, log };
@@ -68,6 +83,16 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
   }
   const answer = await ask(ctx, kind, row);
   const verdict = kind.atWindowEnd(row, answer);
+  const now = ctx.clock.now();
+  const hours = hoursPastBound(row, now);
+  if (hours > 0 && verdict === 'ask-again') {
+    // past its bound it is listed by GET /admin/attention; the log says so once an hour, not at every question
+    if (lastChecked === null || hoursPastBound(row, lastChecked.getTime()) < hours) {
+      const why = answer.kind === 'status' ? answer.state : answer.kind === 'unreachable' ? 'provider-unreachable' : answer.kind;
+      log.error({ kind: kind.name, id, provider: row.provider, status: row.status, hoursPastWindow: Math.floor((now - row.window_ends_at.getTime()) / 3_600_000), providerAnswer: why }, 'operation still open an hour or more past its window: an operator should look (GET /admin/attention)');
+    }
+    return 'deferred';
+  }
   if (answer.kind === 'unreachable' && verdict === 'ask-again') {
     log.warn({ kind: kind.name, id, provider: row.provider, err: { message: answer.error.message } }, 'provider status unavailable; will ask again');
   }
@@ -80,21 +105,21 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
     const locked = await lockRow(trx, kind, id);
     if (!locked) return 'closed';
     const { outcome, row: after } = await applyTrigger(trx, outbox, kind, locked, verdict.trigger, verdict.details);
-    if (outcome === 'applied') log.info({ kind: kind.name, id, status: after.status, reason: verdict.details.reason }, 'operation past its window closed');
+    if (outcome === 'applied') log.info({ kind: kind.name, id, status: after.status, reason: verdict.details.reason }, 'operation past its window settled');
     return outcome === 'applied' ? after.status : outcome;
   });
 }
 
 /** One sweep over every open operation of a kind past its window; returns counts by outcome. */
-export async function sweepOpen(ctx: ServiceContext, kind: OperationKind<any, any>, log: Logger = ctx.log): Promise<Record<string, number>> {
+export async function sweepOpen(ctx: ServiceContext, kind: OperationKind<any, any, any>, log: Logger = ctx.log): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (;;) {
     const ids = await claimDue(ctx, kind);
     for (let i = 0; i < ids.length; i += PARALLEL) {
       const results = await Promise.all(
-        ids.slice(i, i + PARALLEL).map((id) =>
-          sweepOne(ctx, kind, id, log).catch((err) => {
-            log.error({ kind: kind.name, id, err: { message: (err as Error).message } }, 'open operation not swept');
+        ids.slice(i, i + PARALLEL).map((claimed) =>
+          sweepOne(ctx, kind, claimed, log).catch((err) => {
+            log.error({ kind: kind.name, id: claimed.id, err: { message: (err as Error).message } }, 'open operation not swept');
             return 'error';
           }),
         ),

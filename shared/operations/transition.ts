@@ -3,7 +3,7 @@ import { updateWithHistory } from '../db/sql/statusChange';
 import type { OutboxWriter } from '../db/transact';
 import { nowUnix } from '../domain/ids';
 import { emitEvent } from '../webhooks/fanout';
-import { decide, type Trigger } from './machine';
+import { decide, type Decision, type Trigger } from './machine';
 import type { OperationKind, OperationRow, TriggerDetails } from './kind';
 
 /**
@@ -19,13 +19,45 @@ export type TriggerOutcome = 'applied' | 'duplicate' | 'ignored-late';
 
 export class IllegalTransition extends Error {}
 
-export async function findRow<R extends OperationRow>(db: Executor, kind: OperationKind<R, any>, id: string): Promise<R | undefined> {
-  return (await kind.model.query(db).findById(id)) as unknown as R | undefined;
+export async function findRow<R extends OperationRow>(db: Executor, kind: OperationKind<R, any, any>, id: string): Promise<R | undefined> {
+  return db<R>(kind.table).where({ ...kind.scope, id } as any).first() as Promise<R | undefined>;
 }
 
 /** Reads a row under SELECT ... FOR UPDATE: every change of an operation happens behind this lock. */
-export async function lockRow<R extends OperationRow>(trx: Trx, kind: OperationKind<R, any>, id: string): Promise<R | undefined> {
-  return (await kind.model.query(trx).findById(id).forUpdate()) as unknown as R | undefined;
+export async function lockRow<R extends OperationRow>(trx: Trx, kind: OperationKind<R, any, any>, id: string): Promise<R | undefined> {
+  return trx<R>(kind.table).where({ ...kind.scope, id } as any).forUpdate().first() as Promise<R | undefined>;
+}
+
+/**
+ * What a taken trigger writes on its row (pure): `patch`, then updated_at, the first
+ * provider_ref, sent_at for `sent`; for a move the status, version, completed and failure; for a
+ * stay the version when the object changes.
+ */
+export function changeOf<R extends OperationRow>(
+  kind: OperationKind<R, any>,
+  row: R,
+  d: Extract<Decision<string>, { kind: 'move' | 'stay' }>,
+  trigger: Trigger,
+  details: TriggerDetails,
+  patch: Partial<R> = {},
+): Record<string, unknown> {
+  const change: Record<string, unknown> = { ...patch, updated_at: new Date() };
+  const firstRef = details.providerRef && !row.provider_ref ? details.providerRef : null;
+  if (firstRef) change.provider_ref = firstRef;
+  if (trigger === 'sent') change.sent_at = new Date();
+  if (d.kind === 'stay') {
+    const changesObject = Object.keys(patch).length > 0 || (firstRef !== null && kind.providerRefVisible);
+    if (changesObject) change.version = row.version + 1;
+    return change;
+  }
+  change.status = d.to;
+  change.version = row.version + 1;
+  if (d.completes) change.completed = nowUnix();
+  if (d.to === 'failed') {
+    change.failure_code = details.failureCode ?? 'provider-failed';
+    change.failure_message = details.failureMessage ?? `The provider reported a failure`;
+  }
+  return change;
 }
 
 /**
@@ -35,7 +67,7 @@ export async function lockRow<R extends OperationRow>(trx: Trx, kind: OperationK
 export async function applyTrigger<R extends OperationRow>(
   trx: Trx,
   outbox: OutboxWriter,
-  kind: OperationKind<R, any>,
+  kind: OperationKind<R, any, any>,
   row: R,
   trigger: Trigger,
   details: TriggerDetails,
@@ -46,27 +78,13 @@ export async function applyTrigger<R extends OperationRow>(
   if (d.kind === 'duplicate') return { outcome: 'duplicate', row };
   if (d.kind === 'late') return { outcome: 'ignored-late', row };
 
-  const change: Record<string, unknown> = { ...patch, updated_at: new Date() };
-  const firstRef = details.providerRef && !row.provider_ref ? details.providerRef : null;
-  if (firstRef) change.provider_ref = firstRef;
-  if (trigger === 'sent') change.sent_at = new Date();
-
+  const change = changeOf(kind, row, d, trigger, details, patch);
   if (d.kind === 'stay') {
-    const changesObject = Object.keys(patch).length > 0 || (firstRef !== null && kind.providerRefVisible);
-    if (changesObject) change.version = row.version + 1;
-    const [updated] = await kind.model.query(trx).patch(change).where('id', row.id).returning('*');
-    return { outcome: 'applied', row: updated as unknown as R };
-  }
-
-  change.status = d.to;
-  change.version = row.version + 1;
-  if (d.completes) change.completed = nowUnix();
-  if (d.to === 'failed') {
-    change.failure_code = details.failureCode ?? 'provider-failed';
-    change.failure_message = details.failureMessage ?? `The provider reported a failure`;
+    const [updated] = await trx(kind.table).where({ id: row.id }).update(change).returning('*');
+    return { outcome: 'applied', row: updated as R };
   }
   const reason = d.correction ?? details.reason;
-  const updated = await updateWithHistory<R>(trx, kind.model.tableName, row.id, change, { table: kind.history.table, column: kind.history.column, from: row.status, to: d.to, reason });
+  const updated = await updateWithHistory<R>(trx, kind.table, row.id, change, { table: kind.history.table, column: kind.history.column, from: row.status, to: d.to, reason });
   if (kind.afterMove) await kind.afterMove(trx, outbox, updated, d.to);
   if (d.event) {
     await emitEvent(trx, outbox, {

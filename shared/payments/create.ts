@@ -7,8 +7,11 @@ import type { TransactDeps } from '../db/transact';
 import { FeeError, splitFees } from '../domain/fees';
 import { newId } from '../domain/ids';
 import { operatorAccepts } from '../domain/msisdn';
-import { ApiError, badRequest, unprocessable, validationFailed } from '../errors';
+import { refuseIfClosed } from '../availability/closures';
+import { BadRequest, Conflict, Unauthenticated, Unprocessable, ValidationFailed } from '../errors';
 import { providerIdFor } from '../providers/registry';
+import { cardAcquirerIdFor } from '../cards/acquirer';
+import { CARD_CHECKOUT_WINDOW_MS } from '../cards/kind';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, publishOutbox, type OutboxMessage } from '../queues/outbox';
 import type { PaymentRow } from './rows';
@@ -17,41 +20,28 @@ import { termsCacheFor, type MerchantTerms } from './terms';
 import { paymentView } from './view';
 import { IdempotencyKeyHeld, jsonAnswer, keyWrittenWith, type IdempotencyKeyId, type IdempotentRequest, type StoredResponse } from '../idempotency';
 
-/**
- * The hosted card checkout (/checkout/{id}, tokenisation iframes, 3-D Secure return) is not built
- * yet, so card payments are refused at creation. The card states, fields and expiry stay in the
- * domain and the sweep for when it is.
- */
-const cardCheckoutAvailable = false;
-
-/** A card payment not paid within 30 minutes is cancelled (decisions.md). */
-export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
-
 
 /**
  * The payment row a request asks for, or the 400/422 of decisions.md. Pure: the caller has
  * loaded the merchant's terms.
  */
 export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, caller: Caller, config: Config, now = Date.now()): PaymentRow {
-  if (input.method === 'card' && !cardCheckoutAvailable) {
-    // refused rather than answered with a checkout_url that leads nowhere
-    throw validationFailed('method', 'card payments are not available yet (the hosted checkout is not built); use mobile_money');
-  }
   const mobile = input.method === 'mobile_money';
+  if (!mobile) checkCardRequest(input, caller, config);
   if (mobile && !operatorAccepts(caller.environment, input.operator!, input.phone!)) {
-    throw badRequest('operator-mismatch', `phone does not belong to ${input.operator}`, 'phone');
+    throw new BadRequest('operator-mismatch', `phone does not belong to ${input.operator}`, 'phone');
   }
   const feeBearer = input.fee_bearer ?? terms.fee_bearer;
   let split;
   try {
     split = splitFees(input.amount, terms.fees[input.currency], feeBearer);
   } catch (err) {
-    if (err instanceof FeeError) throw validationFailed('amount', `amount: ${err.message}`);
+    if (err instanceof FeeError) throw new ValidationFailed('amount', `amount: ${err.message}`);
     throw err;
   }
   const limit = input.currency === 'USD' ? terms.per_tx_limit_usd : terms.per_tx_limit_cdf;
   if (limit !== null && split.amountCharged > limit) {
-    throw unprocessable('amount-over-limit', `amount_charged ${split.amountCharged} is above this merchant's per-transaction limit of ${limit} ${input.currency}`, 'amount');
+    throw new Unprocessable('amount-over-limit', `amount_charged ${split.amountCharged} is above this merchant's per-transaction limit of ${limit} ${input.currency}`, 'amount');
   }
   const windowMs = mobile ? config.providerWindowMs[caller.environment] : CARD_CHECKOUT_WINDOW_MS;
   return {
@@ -76,7 +66,7 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
     customer_email: input.customer_email ?? null,
     customer_name: input.customer_name ?? null,
     return_url: input.return_url ?? null,
-    provider: mobile ? providerIdFor(caller.environment, input.operator!) : null,
+    provider: mobile ? providerIdFor(caller.environment, input.operator!) : cardAcquirerIdFor(caller.environment),
     provider_ref: null,
     failure_code: null,
     failure_message: null,
@@ -87,7 +77,26 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
     window_ends_at: new Date(now + windowMs),
     checked_at: null,
     checks: 0,
+    card: null,
+    checkout_token: null,
+    challenge_url: null,
+    checkout_error: null,
   };
+}
+
+/**
+ * decisions.md "Cards": a card payment has no operator or phone (the schema already requires
+ * customer_email, customer_name and an absolute http(s) return_url); live keys need an https
+ * return_url and a configured acquirer.
+ */
+function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Config): void {
+  for (const field of ['operator', 'phone'] as const) {
+    if (input[field] !== undefined) throw new ValidationFailed(field, `${field} is not allowed for card payments`);
+  }
+  if (caller.environment === 'live') {
+    if (!input.return_url!.startsWith('https://')) throw new ValidationFailed('return_url', 'return_url must be an https URL for live payments');
+    if (!config.cards.live) throw new ValidationFailed('method', 'card payments are not configured for live keys');
+  }
 }
 
 
@@ -107,8 +116,9 @@ export async function createPayment(
 ): Promise<StoredResponse> {
   const { db } = deps;
   const terms = await termsCacheFor(db, deps.config.credentialCacheMs, deps.clock).get(db, caller.merchantId);
-  if (!terms) throw new ApiError(401, 'api-key-invalid', 'The API key is not valid');
+  if (!terms) throw new Unauthenticated('api-key-invalid');
   const row = buildPayment(input, terms, caller, deps.config);
+  if (row.operator) await refuseIfClosed(db, row.operator, 'collection');
   const answer = jsonAnswer(201, paymentView(row, deps.config.baseUrl));
   const push: OutboxMessage | null =
     row.method === 'mobile_money' ? outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId }) : null;
@@ -117,7 +127,7 @@ export async function createPayment(
     created = await insertPaymentWithKey(db, keyWrittenWith(key.id, key.request, answer), row, push);
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
-      throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payment of this merchant', 'reference');
+      throw new Conflict('reference-conflict', 'This reference is already used by another payment of this merchant', { param: 'reference' });
     }
     throw err;
   }

@@ -1,7 +1,7 @@
 import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
-import { notFound } from '../errors';
+import { NotFound } from '../errors';
 import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import { Payment } from '../db/models';
 import type { PaymentRow } from './rows';
@@ -12,9 +12,9 @@ import { paymentView } from './view';
 
 
 export async function getPayment(db: Executor, viewer: Caller, id: string, baseUrl: string) {
-  if (!isId('payment', id)) throw notFound('Payment');
+  if (!isId('payment', id)) throw new NotFound('Payment');
   const row = await Payment.query(db).findOne({ id, merchant_id: viewer.merchantId, environment: viewer.environment });
-  if (!row) throw notFound('Payment');
+  if (!row) throw new NotFound('Payment');
   return paymentView(row, baseUrl);
 }
 

@@ -1,4 +1,5 @@
 import { MONEY } from '../validation';
+import { CURSOR_QUERY, LIMIT_QUERY } from '../db/pagination';
 import { MSISDN_PATTERN, OPERATORS, type Operator } from '../domain/msisdn';
 import { paymentMachine, type PaymentStatus } from '../operations/machines';
 import type { Currency } from '../domain/ledger';
@@ -94,7 +95,7 @@ export const listPaymentsSchema = {
   properties: {
     reference: { type: 'string', minLength: 1, maxLength: 255 },
     status: { type: 'string', enum: paymentMachine.statuses },
-    limit: { type: 'string', pattern: '^[0-9]{1,3}$' },
-    cursor: { type: 'string', maxLength: 200 },
+    limit: LIMIT_QUERY,
+    cursor: CURSOR_QUERY,
   },
 } as const;

@@ -5,7 +5,8 @@ import { newId, nowUnix } from '../domain/ids';
 import { outgoingDebit, type Currency } from '../domain/ledger';
 import type { Caller } from '../domain/caller';
 import { operatorAccepts } from '../domain/msisdn';
-import { ApiError, badRequest, validationFailed } from '../errors';
+import { refuseIfClosed } from '../availability/closures';
+import { BadRequest, Conflict, ValidationFailed } from '../errors';
 import { MAX_AMOUNT } from '../money';
 import { post } from '../ledger/postings';
 import { providerIdFor } from '../providers/registry';
@@ -25,14 +26,15 @@ import { payoutView, type PayoutObject } from './view';
  */
 export async function createPayout(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, input: PayoutInput, requestId?: string): Promise<PayoutObject> {
   if (!operatorAccepts(viewer.environment, input.operator, input.phone)) {
-    throw badRequest('operator-mismatch', `The number does not belong to ${input.operator}`, 'phone');
+    throw new BadRequest('operator-mismatch', `The number does not belong to ${input.operator}`, 'phone');
   }
+  await refuseIfClosed(deps.db, input.operator, 'payout');
   try {
     return await transact(deps, async (trx, outbox) => {
       const merchant = (await Merchant.query(trx).findById(viewer.merchantId).select('fees'))!;
       const fee = feeFor(input.amount, merchant.fees[input.currency]);
       // decisions.md: every amount and fee is at most 10^12 minor units
-      if (fee > MAX_AMOUNT) throw validationFailed('amount', `amount: its fee is above ${MAX_AMOUNT} minor units`);
+      if (fee > MAX_AMOUNT) throw new ValidationFailed('amount', `amount: its fee is above ${MAX_AMOUNT} minor units`);
       const payout: PayoutRow = {
         id: newId('payout'),
         merchant_id: viewer.merchantId,
@@ -59,7 +61,7 @@ export async function createPayout(deps: TransactDeps & { providerWindowMs: numb
       return payoutView(payout);
     });
   } catch (err) {
-    if (isUniqueViolation(err, 'payouts_reference_unique')) throw new ApiError(409, 'reference-conflict', 'This reference is already used by another payout of this merchant', 'reference');
+    if (isUniqueViolation(err, 'payouts_reference_unique')) throw new Conflict('reference-conflict', 'This reference is already used by another payout of this merchant', { param: 'reference' });
     throw err;
   }
 }

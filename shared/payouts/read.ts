@@ -1,6 +1,6 @@
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
-import { notFound } from '../errors';
+import { NotFound } from '../errors';
 import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import type { Caller } from '../domain/caller';
 import { Payout } from '../db/models';
@@ -11,9 +11,9 @@ import { payoutView } from './view';
 /** Read side of payouts: a merchant only ever sees its own payouts of its key's environment. */
 
 export async function getPayout(db: Executor, viewer: Caller, id: string) {
-  if (!isId('payout', id)) throw notFound('Payout');
+  if (!isId('payout', id)) throw new NotFound('Payout');
   const row = await Payout.query(db).findOne({ id, merchant_id: viewer.merchantId, environment: viewer.environment });
-  if (!row) throw notFound('Payout');
+  if (!row) throw new NotFound('Payout');
   return payoutView(row);
 }
 

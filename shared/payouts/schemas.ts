@@ -3,6 +3,7 @@ import { MSISDN_PATTERN, OPERATORS, type Operator } from '../domain/msisdn';
 import { payoutMachine, type PayoutStatus } from '../operations/machines';
 import { createPaymentSchema, type MetadataValue } from '../payments/schemas';
 import { MONEY } from '../validation';
+import { CURSOR_QUERY, LIMIT_QUERY } from '../db/pagination';
 
 /**
  * Request schemas of the payout routes (decisions.md); reference and metadata follow the same
@@ -54,7 +55,7 @@ export const listPayoutsSchema = {
   properties: {
     reference: paymentFields.reference,
     status: { type: 'string', enum: payoutMachine.statuses },
-    limit: { type: 'string', pattern: '^[0-9]{1,3}$' },
-    cursor: { type: 'string', maxLength: 200 },
+    limit: LIMIT_QUERY,
+    cursor: CURSOR_QUERY,
   },
 } as const;

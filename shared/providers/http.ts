@@ -3,78 +3,57 @@ import type { Operator } from '../domain/msisdn';
 import { permanent, retryable, ProviderError } from './errors';
 import { parseCallbackBody } from './protocol';
 import { CALLBACK_SIGNATURE_HEADER, verifyCallbackSignature } from './signature';
-import type { PayoutRequest, Provider, ProviderAccepted, ProviderObjectKind, ProviderStatus, PushRequest, RefundRequest } from './types';
+import type { HttpAnswer, HttpClient } from '../httpClient';
+import type { PayoutRequest, Provider, ProviderAccepted, ProviderBase, ProviderObjectKind, ProviderStatus, PushRequest, RefundRequest } from './types';
 
-export interface HttpProviderOptions {
+export interface HttpProviderBaseOptions {
   id: string;
   environment: Environment;
-  operator: Operator;
-  /** base URL of this operator's API, e.g. https://provider.example/vodacom */
+  /** base URL of this provider's API, e.g. https://provider.example/vodacom */
   url: string;
   apiKey: string;
   callbackSecret: string;
   callbackUrl: string;
   timeoutMs: number;
+  /** the connections it calls over (one client per registry) */
+  client: HttpClient;
+}
+
+export interface HttpProviderOptions extends HttpProviderBaseOptions {
+  operator: Operator;
 }
 
 interface ErrorBody {
   error?: { code?: unknown; message?: unknown };
 }
 
+const ok = (res: HttpAnswer) => res.status >= 200 && res.status < 300;
+
 /** Statuses worth trying again: the provider is busy or broken, or does not accept our credentials yet. */
 const RETRYABLE_STATUS = new Set([401, 403, 408, 409, 425, 429]);
 
 /**
- * The one adapter of the provider protocol (./protocol.ts), used for every operator in both
- * environments; only its configuration differs. Every error it throws is a ProviderError that
- * says whether another attempt may succeed.
+ * What every provider adapter shares (./protocol.ts): authenticated calls with our id as the
+ * idempotency key, the status query, signed callbacks, and errors classified as ProviderErrors
+ * that say whether another attempt may succeed. The mobile-money adapter (below) and the card
+ * acquirer's (shared/cards/acquirer.ts) add their requests.
  */
-export class HttpProvider implements Provider {
+export class HttpProviderBase implements ProviderBase {
   readonly id: string;
   readonly environment: Environment;
-  readonly operator: Operator;
   readonly callbackUrl: string;
 
-  constructor(private readonly opts: HttpProviderOptions) {
+  constructor(protected readonly opts: HttpProviderBaseOptions) {
     this.id = opts.id;
     this.environment = opts.environment;
-    this.operator = opts.operator;
     this.callbackUrl = opts.callbackUrl;
-  }
-
-  push(req: PushRequest): Promise<ProviderAccepted> {
-    return this.create('/v1/collections', req.paymentId, {
-      amount: req.amount,
-      currency: req.currency,
-      msisdn: req.msisdn,
-      description: req.description ?? null,
-    });
-  }
-
-  refund(req: RefundRequest): Promise<ProviderAccepted> {
-    return this.create('/v1/refunds', req.refundId, {
-      payment_external_id: req.paymentId,
-      payment_provider_ref: req.paymentProviderRef,
-      amount: req.amount,
-      currency: req.currency,
-      msisdn: req.msisdn,
-    });
-  }
-
-  payout(req: PayoutRequest): Promise<ProviderAccepted> {
-    return this.create('/v1/payouts', req.payoutId, {
-      amount: req.amount,
-      currency: req.currency,
-      msisdn: req.msisdn,
-      description: req.description ?? null,
-    });
   }
 
   async status(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus> {
     const res = await this.call('GET', `/v1/transactions/${encodeURIComponent(objectId)}`);
     if (res.status === 404) return { state: 'not_found' };
-    const body = await this.json(res);
-    if (!res.ok) throw this.failure(res.status, body);
+    const body = this.json(res);
+    if (!ok(res)) throw this.failure(res.status, body);
     const b = body as { kind?: unknown; status?: unknown; provider_ref?: unknown; failure_code?: unknown; failure_message?: unknown };
     if (b.kind !== undefined && b.kind !== kind) throw permanent('provider-protocol', `provider reports ${objectId} as a ${String(b.kind)}`);
     const providerRef = typeof b.provider_ref === 'string' ? b.provider_ref : null;
@@ -107,42 +86,39 @@ export class HttpProvider implements Provider {
     return parseCallbackBody(raw);
   }
 
-  private async create(path: string, externalId: string, fields: Record<string, unknown>): Promise<ProviderAccepted> {
+  /** POSTs a request under our id (its idempotency key); the 2xx answer's body, with a provider_ref. */
+  protected async create(path: string, externalId: string, fields: Record<string, unknown>): Promise<ProviderAccepted & { body: Record<string, unknown> }> {
     const res = await this.call('POST', path, { external_id: externalId, ...fields, callback_url: this.callbackUrl }, externalId);
-    const body = await this.json(res);
-    if (!res.ok) throw this.failure(res.status, body);
+    const body = this.json(res);
+    if (!ok(res)) throw this.failure(res.status, body);
     const ref = (body as { provider_ref?: unknown }).provider_ref;
     if (typeof ref !== 'string' || ref.length === 0 || ref.length > 200) {
       // the provider may well have taken it: the same idempotency key will fetch the answer again
       throw retryable('provider-protocol', 'provider accepted without a provider_ref');
     }
-    return { providerRef: ref };
+    return { providerRef: ref, body: body as Record<string, unknown> };
   }
 
-  private async call(method: 'GET' | 'POST', path: string, body?: unknown, idempotencyKey?: string): Promise<Response> {
+  private async call(method: 'GET' | 'POST', path: string, body?: unknown, idempotencyKey?: string): Promise<HttpAnswer> {
     const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.apiKey}`, Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     if (idempotencyKey) headers['Idempotency-Key'] = idempotencyKey;
+    let res: HttpAnswer;
     try {
-      return await fetch(this.opts.url + path, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.opts.timeoutMs),
-        redirect: 'error',
-      });
+      res = await this.opts.client.request(this.opts.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), timeoutMs: this.opts.timeoutMs });
     } catch (err) {
-      const name = (err as Error).name;
-      if (name === 'TimeoutError' || name === 'AbortError') throw retryable('provider-timeout', `${this.id} did not answer within ${this.opts.timeoutMs} ms`);
+      if ((err as Error).name === 'TimeoutError') throw retryable('provider-timeout', `${this.id} did not answer within ${this.opts.timeoutMs} ms`);
       throw retryable('provider-unreachable', `${this.id} could not be reached: ${(err as Error).message}`);
     }
+    // a redirect is not followed: the provider is not where it was configured
+    if (res.status >= 300 && res.status < 400) throw retryable('provider-unreachable', `${this.id} could not be reached: redirected (HTTP ${res.status})`);
+    return res;
   }
 
-  private async json(res: Response): Promise<unknown> {
+  private json(res: HttpAnswer): unknown {
     try {
-      return await res.json();
-    } catch (err) {
-      if ((err as Error).name === 'TimeoutError') throw retryable('provider-timeout', `${this.id} did not finish its answer in time`);
+      return JSON.parse(res.body.toString('utf8'));
+    } catch {
       return {};
     }
   }
@@ -153,5 +129,48 @@ export class HttpProvider implements Provider {
     const message = typeof e?.message === 'string' ? e.message.slice(0, 300) : `${this.id} answered HTTP ${status}`;
     if (status >= 500 || RETRYABLE_STATUS.has(status)) return retryable(code, message);
     return permanent(code, message);
+  }
+}
+
+/** The one adapter of the mobile-money provider protocol, used for every operator in both environments; only its configuration differs. */
+export class HttpProvider extends HttpProviderBase implements Provider {
+  readonly operator: Operator;
+
+  constructor(opts: HttpProviderOptions) {
+    super(opts);
+    this.operator = opts.operator;
+  }
+
+  push(req: PushRequest): Promise<ProviderAccepted> {
+    return this.accepted('/v1/collections', req.paymentId, {
+      amount: req.amount,
+      currency: req.currency,
+      msisdn: req.msisdn,
+      description: req.description ?? null,
+    });
+  }
+
+  refund(req: RefundRequest): Promise<ProviderAccepted> {
+    return this.accepted('/v1/refunds', req.refundId, {
+      payment_external_id: req.paymentId,
+      payment_provider_ref: req.paymentProviderRef,
+      amount: req.amount,
+      currency: req.currency,
+      msisdn: req.msisdn,
+    });
+  }
+
+  payout(req: PayoutRequest): Promise<ProviderAccepted> {
+    return this.accepted('/v1/payouts', req.payoutId, {
+      amount: req.amount,
+      currency: req.currency,
+      msisdn: req.msisdn,
+      description: req.description ?? null,
+    });
+  }
+
+  private async accepted(path: string, externalId: string, fields: Record<string, unknown>): Promise<ProviderAccepted> {
+    const { providerRef } = await this.create(path, externalId, fields);
+    return { providerRef };
   }
 }

@@ -1,11 +1,11 @@
-import { raw } from 'objection';
-import { InboxCallback } from '../db/models';
 import { randomUUID } from 'node:crypto';
+import { InboxCallback } from '../db/models';
 import type { TransactDeps } from '../db/transact';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, publishOutbox } from '../queues/outbox';
+import type { WorkSource } from '../queues/redrive';
 import { insertCallbackWithJob } from '../db/sql/callbacks';
-import type { Provider, ProviderCallback } from './types';
+import type { ProviderBase, ProviderCallback } from './types';
 
 /**
  * Inbox of provider callbacks (architecture rule 2). The web process stores a verified callback
@@ -13,15 +13,18 @@ import type { Provider, ProviderCallback } from './types';
  * stored callback exactly once, through the operations kernel (shared/operations/callbacks.ts), and records the outcome.
  */
 
+export const CALLBACKS = 'provider_callbacks';
+const APPLY_CALLBACK_JOB = 'apply-callback';
 
 /**
  * Stores a verified callback with the job that applies it: one statement (shared/db/sql/callbacks.ts)
  * writes the inbox row and its outbox row; the job is enqueued after commit.
  */
-export async function storeCallback(deps: TransactDeps, provider: Provider, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
+export async function storeCallback(deps: TransactDeps, provider: ProviderBase, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
   const { db } = deps;
   const id = randomUUID();
-  const job = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackId: id, requestId });
+  // the kind lets the reconciler take the one-statement path (shared/operations/oneStatement.ts)
+  const job = outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackId: id, kind: parsed.kind, requestId });
   await insertCallbackWithJob(
     db,
     {
@@ -42,16 +45,14 @@ export async function storeCallback(deps: TransactDeps, provider: Provider, raw:
 }
 
 /**
- * Callbacks stored but still not applied after `olderThanMs` (their job was lost with Redis, or
- * failed every attempt): applied here, oldest first. Safe beside the queue: applyStoredCallback
- * locks the inbox row and applies it once.
+ * The re-drive's source of callbacks (shared/queues/redrive.ts): stored but still not applied
+ * (their job was lost with Redis, or failed every attempt), each with the job that applies it.
+ * Safe beside a live job: applyStoredCallback locks the inbox row and applies it once.
  */
-export async function staleCallbacks(db: TransactDeps['db'], olderThanMs: number, batch = 100): Promise<string[]> {
-  const rows: { id: string }[] = await InboxCallback.query(db)
-    .whereNull('processed_at')
-    .where('received_at', '<', raw(`now() - make_interval(secs => ?)`, [olderThanMs / 1000]))
-    .orderBy('received_at')
-    .limit(batch)
-    .select('id');
-  return rows.map((r) => r.id);
-}
+export const unappliedCallbacks: WorkSource = {
+  name: 'callbacks',
+  async find(ctx, olderThan, limit) {
+    const rows: { id: string }[] = await InboxCallback.query(ctx.db).whereNull('processed_at').where('received_at', '<', olderThan).orderBy('received_at').limit(limit).select('id');
+    return rows.map((r) => ({ queue: QUEUES.callbackReconciler, job: APPLY_CALLBACK_JOB, data: { callbackId: r.id } }));
+  },
+};

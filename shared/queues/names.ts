@@ -4,6 +4,7 @@
  */
 export const QUEUES = {
   providerPush: 'provider-push',
+  cardCharge: 'card-charge',
   callbackReconciler: 'callback-reconciler',
   refund: 'refund',
   payout: 'payout',
@@ -17,4 +18,26 @@ export const ALL_QUEUES: QueueName[] = Object.values(QUEUES);
 export interface JobData {
   requestId?: string;
   [key: string]: string | number | boolean | null | undefined;
+}
+
+/**
+ * The field of a job's payload naming the piece of work it does: one piece of work (a payment's
+ * push, a refund, a payout, a stored callback, a webhook delivery's round) has at most one live
+ * job, whoever adds it (the writer after commit, the outbox relay, the re-drive).
+ */
+const WORK_FIELD: Record<QueueName, string> = {
+  [QUEUES.providerPush]: 'paymentId',
+  [QUEUES.cardCharge]: 'paymentId',
+  [QUEUES.callbackReconciler]: 'callbackId',
+  [QUEUES.refund]: 'refundId',
+  [QUEUES.payout]: 'payoutId',
+  [QUEUES.webhookSender]: 'deliveryId',
+};
+
+/** The key of the work a job does (its BullMQ deduplication id), or undefined for a payload without one. */
+export function workKey(queue: QueueName, data: JobData): string | undefined {
+  const id = data[WORK_FIELD[queue]];
+  if (typeof id !== 'string' || id === '') return undefined;
+  // an operator's replay starts a new round of a delivery: a job of its own
+  return queue === QUEUES.webhookSender ? `${id}.${typeof data.round === 'number' ? data.round : 1}` : id;
 }

@@ -1,6 +1,6 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { ALL_QUEUES, type JobData, type QueueName } from './names';
+import { ALL_QUEUES, workKey, type JobData, type QueueName } from './names';
 
 /** Default job options: bounded history so Redis never grows without end. */
 export const DEFAULT_JOB_OPTIONS: JobsOptions = {
@@ -55,8 +55,16 @@ export class QueueRegistry {
     }
   }
 
-  async add(name: QueueName, jobName: string, data: JobData, opts: JobsOptions = {}): Promise<void> {
-    await (await this.ready(name)).add(jobName, data, opts);
+  /**
+   * Adds a job unless its piece of work already has a live one (waiting, delayed, active or
+   * retrying): BullMQ's deduplication on the work's key (`workKey`), kept until that job
+   * completes or fails, and recovered when Redis lost the job. Returns the id of the job that
+   * does the work: the new one, or the live one the add was folded into.
+   */
+  async add(name: QueueName, jobName: string, data: JobData, opts: JobsOptions = {}): Promise<string | undefined> {
+    const key = workKey(name, data);
+    const job = await (await this.ready(name)).add(jobName, data, key ? { deduplication: { id: key }, ...opts } : opts);
+    return job.id;
   }
 
   async close(): Promise<void> {

@@ -1,13 +1,15 @@
 import { transact, type TransactDeps } from '../db/transact';
 import type { Caller } from '../domain/caller';
+import { closures, refuseClosed } from '../availability/closures';
 import { isId, newId, nowUnix } from '../domain/ids';
 import { outgoingDebit } from '../domain/ledger';
 import { refundAmount, refundTrigger } from '../domain/refund';
-import { notFound } from '../errors';
+import { NotFound } from '../errors';
 import { post } from '../ledger/postings';
 import { newOperationFields } from '../operations/kind';
 import { applyTrigger, lockRow } from '../operations/transition';
 import { paymentKind } from '../payments/kind';
+import { cardPaymentKind } from '../cards/kind';
 import { QUEUES } from '../queues/names';
 import { Refund, RefundStatusChange } from '../db/models';
 import type { RefundRow } from './rows';
@@ -26,11 +28,15 @@ export interface RefundInput {
  * all).
  */
 export async function createRefund(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string): Promise<RefundObject> {
-  if (!isId('payment', paymentId)) throw notFound('Payment');
+  if (!isId('payment', paymentId)) throw new NotFound('Payment');
+  // read before the transaction: no second connection is needed while the payment is locked
+  const closed = await closures(deps.db);
   return transact(deps, async (trx, outbox) => {
-    const payment = await lockRow(trx, paymentKind, paymentId);
-    if (!payment || payment.merchant_id !== viewer.merchantId || payment.environment !== viewer.environment) throw notFound('Payment');
+    // a card payment is its own kind: found only to be refused (422 card-refund-not-supported)
+    const payment = (await lockRow(trx, paymentKind, paymentId)) ?? (await lockRow(trx, cardPaymentKind, paymentId));
+    if (!payment || payment.merchant_id !== viewer.merchantId || payment.environment !== viewer.environment) throw new NotFound('Payment');
     const amount = refundAmount(payment, input.amount);
+    if (payment.operator) refuseClosed(closed, payment.operator, 'refund');
     const refund: RefundRow = {
       id: newId('refund'),
       payment_id: payment.id,

@@ -4,8 +4,7 @@ import { moneyOutPolicy } from '../operations/moneyOut';
 import { applyTrigger, findRow, lockRow } from '../operations/transition';
 import { paymentKind } from '../payments/kind';
 import { QUEUES } from '../queues/names';
-import { Refund } from '../db/models';
-import type { RefundRow } from './rows';
+import { REFUNDS, type RefundRow } from './rows';
 import { refundView } from './view';
 
 /**
@@ -17,7 +16,7 @@ import { refundView } from './view';
  */
 export const refundKind: OperationKind<RefundRow, RefundStatus> = {
   name: 'refund',
-  model: Refund,
+  table: REFUNDS,
   history: { table: 'refund_status_changes', column: 'refund_id' },
   machine: refundMachine,
   send: { queue: QUEUES.refund, job: 'send-refund', idField: 'refundId' },

@@ -12,3 +12,5 @@ export interface RefundRow extends OperationRow {
   created: number;
 }
 
+
+export const REFUNDS = 'refunds';

@@ -1,7 +1,7 @@
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
-import { notFound } from '../errors';
-import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
+import { NotFound } from '../errors';
+import { CURSOR_QUERY, LIMIT_QUERY, pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import type { Caller } from '../domain/caller';
 import { Settlement } from '../db/models';
 import { settlementView, type SettlementRow } from './view';
@@ -18,15 +18,15 @@ export const listSettlementsSchema = {
   type: 'object',
   additionalProperties: false,
   properties: {
-    limit: { type: 'string', pattern: '^[0-9]{1,3}$' },
-    cursor: { type: 'string', maxLength: 200 },
+    limit: LIMIT_QUERY,
+    cursor: CURSOR_QUERY,
   },
 } as const;
 
 export async function getSettlement(db: Executor, viewer: Caller, id: string) {
-  if (!isId('settlement', id)) throw notFound('Settlement');
+  if (!isId('settlement', id)) throw new NotFound('Settlement');
   const row = await Settlement.query(db).findOne({ id, merchant_id: viewer.merchantId, environment: viewer.environment });
-  if (!row) throw notFound('Settlement');
+  if (!row) throw new NotFound('Settlement');
   return settlementView(row);
 }
 

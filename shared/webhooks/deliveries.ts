@@ -148,17 +148,17 @@ export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breaker
   return outcomes.map((o) => status.get(o.claim.id) ?? null);
 }
 
-/** Pending deliveries past due by more than `graceMs` and not in flight: their job may be lost. */
-export async function overdueDeliveries(db: Executor, graceMs: number, limit = 500): Promise<{ id: string; webhook_id: string; round: number; attempts: number }[]> {
+/** Pending deliveries due before `dueBefore` and not in flight (nor held by an open breaker until then): their job may be lost. */
+export async function overdueDeliveries(db: Executor, dueBefore: Date, limit = 500): Promise<{ id: string; webhook_id: string; round: number; attempts: number }[]> {
   const { rows } = await db.raw(
     `select d.id, d.webhook_id, d.round, d.attempts
        from webhook_deliveries d join webhooks w on w.id = d.webhook_id
-      where d.status = 'pending' and d.next_attempt_at < now() - make_interval(secs => ?)
+      where d.status = 'pending' and d.next_attempt_at < ?
         and (d.lease_until is null or d.lease_until <= now())
-        and (w.breaker_open_until is null or w.breaker_open_until < now() - make_interval(secs => ?))
+        and (w.breaker_open_until is null or w.breaker_open_until < ?)
       order by d.next_attempt_at
       limit ?`,
-    [secs(graceMs), secs(graceMs), limit],
+    [dueBefore, dueBefore, limit],
   );
   return rows;
 }

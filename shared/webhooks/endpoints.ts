@@ -4,7 +4,7 @@ import type { Db, Executor } from '../db/knex';
 import type { Environment } from '../db/models';
 import { transact, type TransactDeps } from '../db/transact';
 import { newId, unixOf } from '../domain/ids';
-import { conflict, notFound, validationFailed } from '../errors';
+import { Conflict, NotFound, ValidationFailed } from '../errors';
 import { emitEvent } from './fanout';
 import { destinationProblem, type Resolver } from './destination';
 import { patternProblem } from './patterns';
@@ -65,14 +65,14 @@ export function webhookView(w: WebhookRow, nowMs = Date.now()) {
 function checkPatterns(events: string[]): void {
   events.forEach((p, i) => {
     const why = patternProblem(p);
-    if (why) throw validationFailed(`events.${i}`, `events.${i} ${why}`);
+    if (why) throw new ValidationFailed(`events.${i}`, `events.${i} ${why}`);
   });
 }
 
 /** Checks a URL for the environment and returns it normalised (the form stored and compared). */
 async function checkUrl(url: string, env: Environment, resolve?: Resolver): Promise<string> {
   const why = await destinationProblem(url, env, resolve);
-  if (why) throw validationFailed('url', `url ${why}`);
+  if (why) throw new ValidationFailed('url', `url ${why}`);
   return normaliseUrl(url);
 }
 
@@ -95,7 +95,7 @@ export function normaliseUrl(raw: string): string {
 async function refuseDuplicate(trx: Executor, merchantId: string, env: Environment, url: string, exceptId?: string): Promise<void> {
   const rows: { id: string; url: string }[] = await Webhook.query(trx).where({ merchant_id: merchantId, environment: env }).select('id', 'url');
   const same = rows.find((r) => r.id !== exceptId && sameUrl(r.url, url));
-  if (same) throw conflict('webhook-exists', `An endpoint with this URL is already registered for this merchant and environment (${same.id})`);
+  if (same) throw new Conflict('webhook-exists', `An endpoint with this URL is already registered for this merchant and environment (${same.id})`);
 }
 
 function sameUrl(stored: string, url: string): boolean {
@@ -114,7 +114,7 @@ async function lockEndpoints(trx: Executor, merchantId: string, env: Environment
 export async function createWebhook(db: Db, input: WebhookInput, resolve?: Resolver) {
   checkPatterns(input.events);
   const merchant = await Merchant.query(db).findById(input.merchant_id).select('id');
-  if (!merchant) throw notFound('Merchant');
+  if (!merchant) throw new NotFound('Merchant');
   const url = await checkUrl(input.url, input.environment, resolve);
   return db.transaction(async (trx) => {
     await lockEndpoints(trx, input.merchant_id, input.environment);
@@ -128,7 +128,7 @@ export async function createWebhook(db: Db, input: WebhookInput, resolve?: Resol
 
 export async function getWebhook(db: Executor, id: string) {
   const row = await Webhook.query(db).findById(id);
-  if (!row) throw notFound('Webhook');
+  if (!row) throw new NotFound('Webhook');
   return webhookView(row);
 }
 
@@ -145,12 +145,12 @@ export async function listWebhooks(db: Executor, merchantId: string) {
 export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, resolve?: Resolver) {
   if (patch.events) checkPatterns(patch.events);
   const current = await Webhook.query(db).findById(id);
-  if (!current) throw notFound('Webhook');
+  if (!current) throw new NotFound('Webhook');
   if (patch.url !== undefined) patch = { ...patch, url: await checkUrl(patch.url, current.environment, resolve) };
   return db.transaction(async (trx) => {
     if (patch.url !== undefined) await lockEndpoints(trx, current.merchant_id, current.environment);
     const w = await Webhook.query(trx).findById(id).forUpdate();
-    if (!w) throw notFound('Webhook');
+    if (!w) throw new NotFound('Webhook');
     if (patch.url !== undefined) await refuseDuplicate(trx, w.merchant_id, w.environment, patch.url, w.id);
     const resetBreaker = (patch.url !== undefined && patch.url !== w.url) || (patch.status === 'enabled' && w.status === 'disabled');
     const [row] = await Webhook.query(trx)
@@ -175,8 +175,8 @@ export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, res
 export async function sendTestEvent(deps: TransactDeps, webhookId: string) {
   return transact(deps, async (trx, outbox) => {
     const w = await Webhook.query(trx).findById(webhookId);
-    if (!w) throw notFound('Webhook');
-    if (w.status !== 'enabled') throw conflict('webhook-disabled', 'This webhook is disabled');
+    if (!w) throw new NotFound('Webhook');
+    if (w.status !== 'enabled') throw new Conflict('webhook-disabled', 'This webhook is disabled');
     const event = await emitEvent(trx, outbox, {
       merchantId: w.merchant_id,
       environment: w.environment,

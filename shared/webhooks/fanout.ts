@@ -26,7 +26,7 @@ export async function endpointsFor(trx: Trx, event: Pick<EventRow, 'merchant_id'
     return rows.map((r) => r.id);
   }
   const rows: { id: string; events: string[] }[] = await scope.select('id', 'events');
-  return rows.filter((r) => subscribes(r.events, event.type)).map((r) => r.id);
+  return subscribedEndpoints(rows, event.type);
 }
 
 /**
@@ -35,13 +35,31 @@ export async function endpointsFor(trx: Trx, event: Pick<EventRow, 'merchant_id'
  */
 export async function insertDeliveries(trx: Trx, outbox: OutboxWriter, event: Pick<EventRow, 'id'>, webhookIds: string[], redelivery: number, created: number) {
   if (webhookIds.length === 0) return [];
-  const deliveries = webhookIds.map((webhookId) => ({ id: newId('delivery'), event_id: event.id, webhook_id: webhookId, created, redelivery }));
+  const deliveries = deliveryRows(event, webhookIds, created, redelivery);
   await WebhookDelivery.query(trx).insert(deliveries);
   for (const d of deliveries) {
-    await outbox.add(QUEUES.webhookSender, DELIVER_JOB, { deliveryId: d.id, webhookId: d.webhook_id });
+    await outbox.add(QUEUES.webhookSender, DELIVER_JOB, deliverJob(d));
   }
   return deliveries;
 }
+
+export interface DeliveryRow {
+  id: string;
+  event_id: string;
+  webhook_id: string;
+  created: number;
+  redelivery: number;
+}
+
+/** The endpoints (enabled, of the event's merchant and environment) an event other than `webhook.test` goes to. */
+export const subscribedEndpoints = (endpoints: { id: string; events: string[] }[], type: string) => endpoints.filter((r) => subscribes(r.events, type)).map((r) => r.id);
+
+/** One new delivery per endpoint (pure). */
+export const deliveryRows = (event: Pick<EventRow, 'id'>, webhookIds: string[], created: number, redelivery = 0): DeliveryRow[] =>
+  webhookIds.map((webhookId) => ({ id: newId('delivery'), event_id: event.id, webhook_id: webhookId, created, redelivery }));
+
+/** The sender's job of a delivery. */
+export const deliverJob = (d: DeliveryRow) => ({ deliveryId: d.id, webhookId: d.webhook_id });
 
 /** Writes an event and its webhook deliveries (with their jobs) in the caller's transaction: how every flow emits an event. */
 export async function emitEvent(trx: Trx, outbox: OutboxWriter, input: EventInput): Promise<EventRow> {

@@ -3,7 +3,7 @@ import { Event, Webhook, WebhookAttempt, WebhookDelivery } from '../db/models';
 import { unixOf } from '../domain/ids';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
-import { conflict, notFound } from '../errors';
+import { Conflict, NotFound } from '../errors';
 import { QUEUES } from '../queues/names';
 import { pageQuery, toPage, type Cursor } from '../db/pagination';
 import { DELIVER_JOB } from './fanout';
@@ -79,7 +79,7 @@ export async function listDeliveries(
   status?: DeliveryRow['status'],
 ) {
   const exists = await Webhook.query(db).findById(webhookId).select('id');
-  if (!exists) throw notFound('Webhook');
+  if (!exists) throw new NotFound('Webhook');
   const q = WebhookDelivery.query(db).where({ webhook_id: webhookId });
   if (status) q.where({ status });
   const rows: Omit<DeliveryRow, 'event_type'>[] = await pageQuery(q, page.cursor, page.limit);
@@ -105,9 +105,9 @@ export async function replayDelivery(deps: TransactDeps, deliveryId: string, req
       .where('d.id', deliveryId)
       .forUpdate('d')
       .first('d.id', 'd.status', 'd.round', 'd.webhook_id', 'w.status as webhook_status');
-    if (!d) throw notFound('Delivery');
-    if (d.status !== 'dead') throw conflict('delivery-not-dead', `Only a dead delivery can be replayed; this one is ${d.status}`);
-    if (d.webhook_status !== 'enabled') throw conflict('webhook-disabled', 'This webhook is disabled');
+    if (!d) throw new NotFound('Delivery');
+    if (d.status !== 'dead') throw new Conflict('delivery-not-dead', `Only a dead delivery can be replayed; this one is ${d.status}`);
+    if (d.webhook_status !== 'enabled') throw new Conflict('webhook-disabled', 'This webhook is disabled');
     await WebhookDelivery.query(trx).findById(deliveryId).patch({
       status: 'pending',
       round: d.round + 1,
@@ -119,7 +119,7 @@ export async function replayDelivery(deps: TransactDeps, deliveryId: string, req
       completed_at: null,
       updated_at: raw('now()'),
     });
-    await outbox.add(QUEUES.webhookSender, DELIVER_JOB, { deliveryId, webhookId: d.webhook_id, requestId });
+    await outbox.add(QUEUES.webhookSender, DELIVER_JOB, { deliveryId, webhookId: d.webhook_id, round: d.round + 1, requestId });
     return { object: 'webhook_delivery_replay', delivery_id: deliveryId, round: d.round + 1, status: 'pending' };
   });
 }

@@ -3,7 +3,7 @@ import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { nowUnix } from '../domain/ids';
-import { ApiError, notFound } from '../errors';
+import { NotFound, TooManyRequests } from '../errors';
 import type { EventRow } from '../events/record';
 import { isEventId } from '../events/read';
 import { endpointsFor, insertDeliveries } from './fanout';
@@ -57,7 +57,7 @@ async function eventOf(db: Executor, caller: Caller, id: string, lock: boolean):
 /** Every delivery of one of the caller's events (its own and the redeliveries), newest first; 404 for another's. */
 export async function listEventDeliveries(db: Executor, caller: Caller, eventId: string) {
   const event = await eventOf(db, caller, eventId, false);
-  if (!event) throw notFound('Event');
+  if (!event) throw new NotFound('Event');
   const rows: DeliveryRow[] = await WebhookDelivery.query(db)
     .where({ event_id: event.id })
     .orderBy([
@@ -77,9 +77,9 @@ export async function listEventDeliveries(db: Executor, caller: Caller, eventId:
 export async function redeliverEvent(deps: TransactDeps, caller: Caller, eventId: string) {
   return transact(deps, async (trx, outbox) => {
     const event = await eventOf(trx, caller, eventId, true);
-    if (!event) throw notFound('Event');
+    if (!event) throw new NotFound('Event');
     if (event.redeliveries >= MAX_REDELIVERIES) {
-      throw new ApiError(429, 'redelivery-limit', `This event has been redelivered ${MAX_REDELIVERIES} times already, the most allowed; it stays listed by GET /v1/events/${event.id}`);
+      throw new TooManyRequests('redelivery-limit', `This event has been redelivered ${MAX_REDELIVERIES} times already, the most allowed; it stays listed by GET /v1/events/${event.id}`);
     }
     const endpoints = await endpointsFor(trx, event);
     if (endpoints.length === 0) return { object: 'list' as const, data: [] };

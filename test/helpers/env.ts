@@ -5,12 +5,23 @@ import { loadConfig, type Config } from '../../shared/config';
 import { createContext, type ServiceContext } from '../../shared/context';
 import { buildApp, type AppOptions } from '../../api/app';
 import { ServiceClient } from '../../shared/client/signing';
+import { PaymentsApi, type RetryOptions } from '../../shared/client/sdk';
 import { createTestDatabase } from './databases';
 import { checkLedger } from '../../shared/ledger/check';
 import type { Clock } from '../../shared/clock';
 import { startProcess, type RunningProcess } from './processes';
+import { contract } from './contract';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
+
+/**
+ * The merchant client of the tests: signs like a merchant's, and checks every answer against the
+ * OpenAPI document (test/helpers/contract.ts), so the integration tests prove the contract.
+ * `checked` false: an app with stand-in routes (extraV1Routes), whose answers are not the API's.
+ */
+export function testClient(baseUrl: string, credential: { api_key: string; secret: string }, checked = true): ServiceClient {
+  return new ServiceClient({ baseUrl, apiKey: credential.api_key, secret: credential.secret, onResponse: checked ? contract().check : undefined });
+}
 
 export interface MerchantFixture {
   merchant: any;
@@ -25,6 +36,10 @@ export interface TestEnv {
   /** Environment variables a spawned process needs to share this file's database and queues. */
   processEnv: Record<string, string>;
   admin(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: any }>;
+  /** A merchant client for this service (contract-checked unless the app has stand-in routes). */
+  client(credential: { api_key: string; secret: string }, baseUrl?: string): ServiceClient;
+  /** The typed SDK for this service, its answers contract-checked like the client's. */
+  sdk(credential: { api_key: string; secret: string }, retry?: RetryOptions): PaymentsApi;
   merchant(opts?: { scope?: 'read' | 'payments' | 'full'; environment?: 'test' | 'live'; merchant?: Record<string, unknown>; ip_allowlist?: string[] }): Promise<MerchantFixture>;
   /** Starts a real process (e.g. 'workers/outbox-relay/index.ts') on this file's database and queues. */
   spawn(entry: string, env?: Record<string, string>): Promise<RunningProcess>;
@@ -82,12 +97,17 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
     return { status: res.status, headers: res.headers, body: parsed };
   };
 
+  const client: TestEnv['client'] = (credential, url = baseUrl) => testClient(url, credential, !appOptions.extraV1Routes);
+
   return {
     config,
     services,
     baseUrl,
     processEnv,
     admin,
+    client,
+    sdk: (credential, retry = {}) =>
+      new PaymentsApi({ baseUrl, apiKey: credential.api_key, secret: credential.secret, onResponse: appOptions.extraV1Routes ? undefined : contract().check, ...retry }),
     async merchant(opts = {}) {
       const m = await admin('POST', '/admin/merchants', { name: `Merchant ${randomBytes(3).toString('hex')}`, ...opts.merchant });
       if (m.status !== 201) throw new Error(`merchant creation failed: ${JSON.stringify(m.body)}`);
@@ -97,7 +117,7 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
         ...(opts.ip_allowlist ? { ip_allowlist: opts.ip_allowlist } : {}),
       });
       if (c.status !== 201) throw new Error(`credential issue failed: ${JSON.stringify(c.body)}`);
-      return { merchant: m.body, credential: c.body, client: new ServiceClient({ baseUrl, apiKey: c.body.api_key, secret: c.body.secret }) };
+      return { merchant: m.body, credential: c.body, client: client(c.body) };
     },
     async spawn(entry, env = {}) {
       const p = startProcess(entry, { ...processEnv, ...env });

@@ -100,7 +100,7 @@ export async function balanceOf(client: ServiceClient) {
 
 /**
  * A succeeded card payment of `merchantId` (test environment), written straight to the table as
- * the hosted checkout would leave it: the API refuses card payments until that checkout exists.
+ * the hosted checkout would leave it (the whole card flow is test/integration/cards.test.ts).
  */
 export async function aSucceededCardPayment(env: TestEnv, merchantId: string): Promise<string> {
   const row = buildPayment(

@@ -23,7 +23,7 @@ describe('provider callback endpoint', () => {
   });
   after(async () => env.close());
 
-  it('stores a verified callback raw, with one reconciler job carrying ids only, and answers 200 at once', async () => {
+  it('stores a verified callback raw, with one reconciler job carrying ids and the kind only, and answers 200 at once', async () => {
     const id = `pay_${randomUUID()}`;
     // odd spacing and key order: the inbox keeps the bytes as sent
     const raw = `{"status":"succeeded",  "kind":"payment","external_id":"${id}","event_id":"e-1","provider_ref":"R-1","extra":{"x":1}}`;
@@ -34,7 +34,8 @@ describe('provider callback endpoint', () => {
     expect(row).to.include({ provider: 'vodacom-sandbox', raw_body: raw, verified: true, provider_event_id: 'e-1', object_kind: 'payment', reported_status: 'succeeded', provider_ref: 'R-1', processed_at: null, outcome: null });
     const [job] = await env.services.db('outbox').whereRaw(`payload->>'callbackId' = ?`, [row.id]);
     expect(job).to.include({ queue: 'callback-reconciler', job_name: 'apply-callback' });
-    expect(Object.keys(job.payload).sort()).to.deep.equal(['callbackId', 'requestId']);
+    expect(Object.keys(job.payload).sort()).to.deep.equal(['callbackId', 'kind', 'requestId']);
+    expect(job.payload.kind).to.equal('payment');
   });
 
   describe('refused with nothing stored', () => {

@@ -3,7 +3,7 @@ import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { childEnv, ROOT } from '../helpers/processes';
-import { ApiError } from '../../shared/errors';
+import { Unprocessable } from '../../shared/errors';
 import { newId } from '../../shared/domain/ids';
 import { outgoingDebit, outgoingKinds, outgoingDeliver, paymentCredit, type Currency } from '../../shared/domain/ledger';
 import { availableBalances } from '../../shared/ledger/balance';
@@ -52,8 +52,8 @@ describe('ledger', () => {
     expect(passed).to.have.length(10);
     expect(refused).to.have.length(40);
     for (const r of refused) {
-      expect(r.reason).to.be.instanceOf(ApiError);
-      expect(r.reason).to.include({ status: 422, code: 'insufficient-balance' });
+      expect(r.reason).to.be.instanceOf(Unprocessable);
+      expect(r.reason).to.include({ code: 'insufficient-balance' });
     }
     expect(await availableBalances(db(), m, 'test')).to.deep.equal({ USD: 0, CDF: 0 });
     // refused postings leave nothing behind
@@ -104,7 +104,7 @@ describe('ledger', () => {
     expect(await unfoldedOf(a.id)).to.deep.equal([]);
     expect((await account()).balance).to.equal(50);
     const refused = await debit(m, 51).catch((err) => err);
-    expect(refused).to.be.instanceOf(ApiError).and.include({ code: 'insufficient-balance' });
+    expect(refused).to.be.instanceOf(Unprocessable).and.include({ code: 'insufficient-balance' });
 
     await credit(m, 25);
     expect(await foldCredits(db())).to.be.at.least(1);

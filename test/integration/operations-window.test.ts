@@ -8,6 +8,9 @@ import { applyStoredCallback } from '../../shared/operations/callbacks';
 import { sendOnce } from '../../shared/operations/send';
 import { sweepOpen, MAX_RECHECK_MS } from '../../shared/operations/sweep';
 import { paymentKind } from '../../shared/payments/kind';
+import { payoutKind } from '../../shared/payouts/kind';
+import { openPastBound } from '../../shared/operations/attention';
+import { createLogger } from '../../shared/logger';
 import { callbackBody, aPayment, paymentCredits, sendCallback } from '../helpers/money';
 
 /**
@@ -190,5 +193,75 @@ describe('the end of a provider window', () => {
       await open.close();
     }
     expect(pushes.filter((id) => id === fresh.id)).to.have.length(1);
+  });
+});
+
+describe('money out the provider forgets', () => {
+  let env: TestEnv;
+  let ctx: ServiceContext;
+  let clock: ManualClock;
+  let provider: http.Server;
+  let down = false;
+
+  before(async () => {
+    // accepts every request; asked about one, answers pending until it is down
+    provider = http.createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c) => (raw += c));
+      req.on('end', () => {
+        const reply = (status: number, b: unknown) => res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(b));
+        if (req.method === 'POST') return reply(201, { provider_ref: `REF-${JSON.parse(raw).external_id.slice(4, 12)}`, status: 'pending' });
+        if (down) return reply(503, { error: { code: 'down', message: 'provider down' } });
+        const id = decodeURIComponent(req.url!.split('/').pop()!);
+        const kind = id.startsWith('pay_') ? 'payment' : 'payout';
+        reply(200, { kind, external_id: id, provider_ref: `REF-${id.slice(4, 12)}`, status: kind === 'payment' ? 'succeeded' : 'pending', failure_code: null, failure_message: null });
+      });
+    });
+    await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
+    env = await startTestEnv({ SANDBOX_PROVIDER_URL: `http://127.0.0.1:${(provider.address() as AddressInfo).port}`, PROVIDER_TIMEOUT_MS: '500', RECONCILE_INTERVAL_MS: '1000' });
+    clock = new ManualClock();
+    ctx = createContext({ role: 'worker', name: 'money-out-test', config: env.config, clock });
+  });
+  after(async () => {
+    await ctx.close();
+    await env.close();
+    provider.closeAllConnections();
+    await new Promise((r) => provider.close(r));
+  });
+
+  it('a payout open past its bound is logged once an hour, not at every question', async () => {
+    const { client } = await env.merchant({ scope: 'full' });
+    // money to pay out: a payment the provider reports succeeded at the end of its window
+    const p = await aPayment(client, { phone: '243990000001' });
+    clock.advance(env.config.providerWindowMs.test + 1000);
+    expect(await sweepOpen(ctx, paymentKind)).to.deep.equal({ succeeded: 1 });
+    const res = await client.post('/v1/payouts', { amount: 1_000, currency: 'USD', operator: 'vodacom', phone: '243990000001', reference: `po-${p.id}` });
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    const id = res.body.id;
+    expect(await sendOnce(ctx, payoutKind, id, ctx.log)).to.equal('sent');
+    const { window_ends_at } = await env.services.db('payouts').where({ id }).first();
+
+    const lines: any[] = [];
+    const log = createLogger('info', 'capture', { write: (s: string) => void lines.push(JSON.parse(s)) });
+    const hourly = () => lines.filter((l) => /an hour or more past its window/.test(l.msg));
+    const perQuestion = () => lines.filter((l) => /will ask again/.test(l.msg));
+    // the provider answers pending for the first half hour, then cannot be reached at all
+    clock.advance(window_ends_at.getTime() + 1 - clock.now());
+    let questions = 0;
+    // four hours of questions, one every 5 minutes (the longest backoff)
+    for (let k = 0; k < 48; k++) {
+      down = clock.now() > window_ends_at.getTime() + 1800_000;
+      questions += (await sweepOpen(ctx, payoutKind, log)).deferred ?? 0;
+      clock.advance(MAX_RECHECK_MS + 1);
+    }
+    expect(questions).to.equal(48);
+    expect((await env.services.db('payouts').where({ id }).first()).status).to.equal('processing');
+    // a warning at each question while the provider cannot be reached, until the bound (an hour past the window)
+    expect(perQuestion()).to.have.length(6);
+    // then one line an hour: in the first, second and third hour past the bound
+    expect(hourly().map((l) => l.hoursPastWindow)).to.deep.equal([1, 2, 3]);
+    expect(hourly()[0]).to.include({ kind: 'payout', id, status: 'processing', providerAnswer: 'provider-unreachable', level: 50 });
+    // it is listed for an operator meanwhile
+    expect((await openPastBound(env.services.db, clock.now())).map((i) => i.id)).to.include(id);
   });
 });

@@ -180,13 +180,14 @@ describe('provider-push', function () {
       await env.close();
     });
 
-    it('is applied by the reconciler’s sweep once it is stale', async () => {
+    it('is given a job again by the re-drive and applied once', async () => {
       const shop = await env.merchant({ scope: 'payments' });
       const p = await aPayment(shop.client, { phone: '243990000004' });
       expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'succeeded', provider_ref: 'R-lost' }))).status).to.equal(200);
       // Redis loses the job (flushed, or every attempt failed): only the inbox row remains
       await env.services.queues.get(QUEUES.callbackReconciler).obliterate({ force: true });
-      await env.spawn('workers/callback-reconciler/index.ts', { STALE_CALLBACK_MS: '300', RECONCILE_INTERVAL_MS: '200' });
+      await env.spawn('workers/callback-reconciler/index.ts', { RECONCILE_INTERVAL_MS: '200' });
+      await env.spawn('workers/outbox-relay/index.ts', { REDRIVE_INTERVAL_MS: '200', REDRIVE_GRACE_MS: '300' });
       const done = await waitForStatus(shop.client, p.id, 'succeeded');
       expect(done.provider_ref).to.equal('R-lost');
       const [row] = await processedCallbacks(env, p.id, 1);

@@ -379,7 +379,7 @@ describe('payments API', () => {
       }
     });
 
-    it('refuses a card payment (hosted checkout not built yet) with 400 on method, and creates nothing', async () => {
+    it('creates a card payment pending, with its checkout_url (the card flow: test/integration/cards.test.ts)', async () => {
       const res = await shop.client.post('/v1/payments', {
         amount: 2_500,
         currency: 'USD',
@@ -389,9 +389,8 @@ describe('payments API', () => {
         customer_name: 'Client',
         return_url: 'https://shop.example/return',
       });
-      expect(res.status).to.equal(400);
-      expect(res.body.error).to.include({ code: 'validation-failed', param: 'method' });
-      expect(await env.services.db('payments').where({ method: 'card' })).to.have.length(0);
+      expect(res.status).to.equal(201);
+      expect(res.body).to.include({ status: 'pending', method: 'card', provider: 'card-sandbox', card: null, checkout_url: `${env.baseUrl}/checkout/${res.body.id}` });
     });
 
     it('needs a key whose scope allows it (403 insufficient-scope for read)', async () => {

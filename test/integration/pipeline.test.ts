@@ -5,10 +5,10 @@ import Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { expect } from 'chai';
 import { buildApp } from '../../api/app';
-import { signRequest, ServiceClient } from '../../shared/client/signing';
+import { signRequest } from '../../shared/client/signing';
 import { ManualClock } from '../../shared/clock';
 import { createContext } from '../../shared/context';
-import { conflict, unprocessable, validationFailed } from '../../shared/errors';
+import { Conflict, Unprocessable, ValidationFailed } from '../../shared/errors';
 import { purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { send, sendRaw, type RawResponse } from '../helpers/http';
@@ -49,11 +49,11 @@ const idempotentRoute: Middleware = async (ctx) => {
   }
   switch (body.mode) {
     case 'validation':
-      throw validationFailed('amount', 'amount must be a positive integer');
+      throw new ValidationFailed('amount', 'amount must be a positive integer');
     case 'reference-conflict':
-      throw conflict('reference-conflict', 'This reference is already used');
+      throw new Conflict('reference-conflict', 'This reference is already used');
     case 'unprocessable':
-      throw unprocessable('amount-over-limit', 'Over the limit');
+      throw new Unprocessable('amount-over-limit', 'Over the limit');
     case 'boom':
       throw new Error('the route failed');
     default: {
@@ -370,7 +370,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
       expect(rev.status).to.equal(200);
       clock.advance(CACHE_MS + 50);
       expect((await f.client.get('/v1/echo')).status, 'in its grace').to.equal(200);
-      const replacement = new ServiceClient({ baseUrl: env.baseUrl, apiKey: rev.body.replacement.api_key, secret: rev.body.replacement.secret });
+      const replacement = env.client(rev.body.replacement);
       expect((await replacement.post('/v1/echo', { a: 1 })).status).to.equal(200);
       // the grace ends
       await env.services.db('credentials').where({ id: f.credential.id }).update({ expires_at: new Date(clock.now() - 1000) });
@@ -484,7 +484,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
       });
       try {
         const f = await env.merchant();
-        const other = new ServiceClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: f.credential.api_key, secret: f.credential.secret });
+        const other = env.client(f.credential, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
         for (let i = 0; i < 50; i++) {
           expect((await f.client.get('/v1/echo')).status).to.equal(200);
           expect((await other.get('/v1/echo')).status).to.equal(200);
@@ -505,7 +505,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
         const s = app.listen(0, '127.0.0.1', () => resolve(s));
       });
       try {
-        const client = new ServiceClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: f.credential.api_key, secret: f.credential.secret });
+        const client = env.client(f.credential, `http://127.0.0.1:${(server.address() as AddressInfo).port}`);
         const before = callsOf(f).length;
         const res = await client.post('/v1/payments', { mode: 'ok' });
         expect(res.status).to.equal(503);
@@ -815,7 +815,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const a = await env.merchant();
       const b = await env.merchant();
       const live = await env.admin('POST', `/admin/merchants/${a.merchant.id}/credentials`, { environment: 'live', scope: 'full' });
-      const aLive = new ServiceClient({ baseUrl: env.baseUrl, apiKey: live.body.api_key, secret: live.body.secret });
+      const aLive = env.client(live.body);
       const key = randomUUID();
       const results = [
         await a.client.post('/v1/payments', { mode: 'ok' }, { idempotencyKey: key }),

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { eventually } from '../helpers/processes';
-import { ServiceClient } from '../../shared/client/signing';
+import type { ServiceClient } from '../../shared/client/signing';
 import { newId } from '../../shared/domain/ids';
 import { outgoingDebit, outgoingDeliver, paymentCredit, type Currency, type Environment } from '../../shared/domain/ledger';
 import { lastCutoff } from '../../shared/domain/settlement';
@@ -41,7 +41,7 @@ describe('daily settlement', () => {
     a = await env.merchant({ scope: 'read' });
     const live = await env.admin('POST', `/admin/merchants/${a.merchant.id}/credentials`, { environment: 'live', scope: 'read' });
     expect(live.status).to.equal(201);
-    aLive = new ServiceClient({ baseUrl: env.baseUrl, apiKey: live.body.api_key, secret: live.body.secret });
+    aLive = env.client(live.body);
     b = await env.merchant({ scope: 'read' });
   });
   after(() => env.close());

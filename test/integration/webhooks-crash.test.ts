@@ -12,8 +12,6 @@ describe('webhook sender killed mid-delivery', function () {
     env = await startTestEnv({
       WEBHOOK_RETRY_DELAYS_MS: '100,100,100,100,100,100,100,100',
       WEBHOOK_TIMEOUT_MS: '1000',
-      WEBHOOK_SWEEP_INTERVAL_MS: '200',
-      WEBHOOK_SWEEP_GRACE_MS: '0',
     });
     rx = await startReceiver();
   });

@@ -16,7 +16,7 @@ describe('webhook deliveries (real sender, receivers on loopback)', function () 
   before(async () => {
     env = await startTestEnv({ WEBHOOK_RETRY_DELAYS_MS: DELAYS.join(','), WEBHOOK_TIMEOUT_MS: '1000' });
     rx = await startReceiver();
-    await env.spawn('workers/webhook-sender/index.ts', { WEBHOOK_SWEEP_INTERVAL_MS: '200', WEBHOOK_SWEEP_GRACE_MS: '2000' });
+    await env.spawn('workers/webhook-sender/index.ts');
   });
   after(async () => {
     await env?.close();

@@ -3,7 +3,7 @@ import { CallbackFormatError } from '../../shared/providers/errors';
 import { parseCallbackBody } from '../../shared/providers/protocol';
 import { signCallback, verifyCallbackSignature } from '../../shared/providers/signature';
 import { parseCursor, parseLimit } from '../../shared/db/pagination';
-import { ApiError } from '../../shared/errors';
+import { ValidationFailed } from '../../shared/errors';
 
 const body = Buffer.from(JSON.stringify({ event_id: 'e1', kind: 'payment', external_id: 'pay_x', provider_ref: 'R1', status: 'succeeded', failure_code: null, failure_message: null, occurred_at: 1 }));
 
@@ -11,9 +11,8 @@ function paramOf(fn: () => unknown): string | undefined {
   try {
     fn();
   } catch (err) {
-    expect(err).to.be.instanceOf(ApiError);
-    expect((err as ApiError).code).to.equal('validation-failed');
-    return (err as ApiError).param;
+    expect(err).to.be.instanceOf(ValidationFailed);
+    return (err as ValidationFailed).param;
   }
   return undefined;
 }

@@ -1,14 +1,13 @@
 import { expect } from 'chai';
-import { ApiError } from '../../shared/errors';
+import { Unprocessable } from '../../shared/errors';
 import { refundAmount, refundTrigger } from '../../shared/domain/refund';
 
 function codeOf(fn: () => unknown): string | undefined {
   try {
     fn();
   } catch (err) {
-    expect(err).to.be.instanceOf(ApiError);
-    expect((err as ApiError).status).to.equal(422);
-    return (err as ApiError).code;
+    expect(err).to.be.instanceOf(Unprocessable);
+    return (err as Unprocessable).code;
   }
   return undefined;
 }

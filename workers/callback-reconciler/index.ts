@@ -1,7 +1,6 @@
 import { getConfig } from '../../shared/config';
 import { applyStoredCallback } from '../../shared/operations/callbacks';
 import { paymentKind } from '../../shared/payments/kind';
-import { staleCallbacks } from '../../shared/providers/inbox';
 import { QUEUES } from '../../shared/queues/names';
 import { runPool } from '../bootstrap';
 import { sweepLoop } from '../operations';
@@ -9,8 +8,8 @@ import { guardCallbackJob } from './job';
 
 /**
  * callback-reconciler: applies each stored provider callback through the operations kernel
- * (shared/operations/callbacks.ts), and sweeps the payments past their window and the callbacks
- * the queue lost. Any number of copies may run.
+ * (shared/operations/callbacks.ts), and sweeps the payments past their window (callbacks whose
+ * job was lost are given one again by the outbox-relay's re-drive). Any number of copies may run.
  */
 const lockMs = getConfig().payments.paymentJobLockMs;
 
@@ -23,7 +22,7 @@ void runPool({
     guard: guardCallbackJob,
     async process(ctx, data) {
       const log = ctx.log.child({ requestId: data.requestId, callbackId: data.callbackId });
-      const { outcome, callback } = await applyStoredCallback(ctx, data.callbackId, log);
+      const { outcome, callback } = await applyStoredCallback(ctx, data.callbackId, log, data.kind);
       const facts = { outcome, kind: callback?.kind, objectId: callback?.objectId, status: callback?.status, provider: callback?.provider };
       // anything but a clean application is worth an operator's eye
       if (outcome === 'applied' || outcome === 'already-processed') log.info(facts, 'callback processed');
@@ -33,22 +32,6 @@ void runPool({
     workerOptions: { lockDuration: lockMs, stalledInterval: lockMs },
   },
   loops: [
-    {
-      name: 'stale-callbacks',
-      intervalMs: (ctx) => ctx.config.askIntervalMs,
-      run: async (ctx) => {
-        // well past the queue's first retries (STALE_CALLBACK_MS), so this only picks up what the queue lost or gave up on
-        for (const id of await staleCallbacks(ctx.db, ctx.config.payments.staleCallbackMs)) {
-          // one callback that cannot be applied must not hold back the others behind it
-          try {
-            const { outcome } = await applyStoredCallback(ctx, id);
-            ctx.log.warn({ callbackId: id, outcome }, 'stale callback applied by the sweep');
-          } catch (err) {
-            ctx.log.error({ callbackId: id, err: { message: (err as Error).message } }, 'stale callback could not be applied');
-          }
-        }
-      },
-    },
     sweepLoop(paymentKind),
   ],
 });

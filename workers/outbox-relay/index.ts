@@ -1,11 +1,23 @@
 import { runPool } from '../bootstrap';
 import { relayOutbox, pruneOutbox } from '../../shared/queues/outbox';
+import { redrive, type WorkSource } from '../../shared/queues/redrive';
 import { purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
+import { pruneProviderHealth } from '../../shared/operations/health';
+import { KINDS } from '../../shared/operations/kinds';
+import { unsentOperations } from '../../shared/operations/send';
+import { unappliedCallbacks } from '../../shared/providers/inbox';
+import { dueDeliveries } from '../../shared/webhooks/sweep';
+
+/** Every kind of open work Postgres knows, for the re-drive: sends, callbacks, deliveries. */
+const OPEN_WORK: WorkSource[] = [...Object.values(KINDS).map(unsentOperations), unappliedCallbacks, dueDeliveries];
 
 /**
- * outbox-relay: enqueues committed outbox rows that missed their immediate enqueue (crash or
- * Redis outage between commit and enqueue), and runs the housekeeping purges. Any number of
- * copies may run: rows are claimed with SKIP LOCKED and purges are plain deletes.
+ * outbox-relay: gives a job to all open work that has none. It enqueues committed outbox rows
+ * that missed their immediate enqueue (crash or Redis outage between commit and enqueue), and
+ * re-drives open work whose job Redis lost (shared/queues/redrive.ts); it also runs the
+ * housekeeping purges. Any number of copies may run: rows are claimed with SKIP LOCKED, a
+ * re-driven job is folded into the work's live one, and purges are plain deletes. Its loops are
+ * timers of this process, so they outlive any loss of Redis's data.
  */
 void runPool({
   name: 'outbox-relay',
@@ -19,13 +31,15 @@ void runPool({
         while (n > 0);
       },
     },
+    { name: 'redrive', intervalMs: (ctx) => ctx.config.redrive.intervalMs, run: (ctx) => redrive(ctx, OPEN_WORK) },
     {
       name: 'housekeeping',
       intervalMs: () => 60_000,
       run: async (ctx) => {
         const outbox = await pruneOutbox(ctx.db);
         const idempotency = await purgeExpiredIdempotencyKeys(ctx.db);
-        if (outbox || idempotency) ctx.log.info({ outbox, idempotency }, 'purged expired rows');
+        const providerHealth = await pruneProviderHealth(ctx.db, ctx.clock.now());
+        if (outbox || idempotency || providerHealth) ctx.log.info({ outbox, idempotency, providerHealth }, 'purged expired rows');
       },
     },
   ],

@@ -1,6 +1,5 @@
 import { runPool } from '../bootstrap';
 import { pruneFinished } from '../../shared/webhooks/deliveries';
-import { requeueOverdue } from '../../shared/webhooks/sweep';
 import { webhookSenderProcessor } from './processor';
 
 /**
@@ -14,7 +13,6 @@ void runPool({
   defaultConcurrency: 50,
   processor: webhookSenderProcessor,
   loops: [
-    { name: 'requeue-overdue', intervalMs: (ctx) => ctx.config.webhooks.sweepIntervalMs, run: (ctx) => requeueOverdue(ctx) },
     {
       name: 'prune-deliveries',
       intervalMs: () => 3600_000,

@@ -34,5 +34,7 @@ export function webhookSenderProcessor(ctx: ServiceContext): PoolProcessor<Deliv
       await job.moveToDelayed(Date.now() + outcome.delayMs, job.token);
       throw new DelayedError(outcome.reason);
     },
+    // a killed sender's job (its delivery's only live job) is picked up again within 15 s
+    workerOptions: { lockDuration: 10_000, stalledInterval: 5_000 },
   };
 }

@@ -72,3 +72,12 @@ export const rotateWebhookSecretSchema = {
     overlap_seconds: { type: 'integer', minimum: 0, maximum: 2_592_000 },
   },
 } as const;
+
+const DIRECTION_STATE = { type: 'string', enum: ['closed', 'operational'] } as const;
+
+export const operatorClosuresSchema = {
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: { collection: DIRECTION_STATE, payout: DIRECTION_STATE, refund: DIRECTION_STATE },
+} as const;

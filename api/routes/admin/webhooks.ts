@@ -3,7 +3,7 @@ import { lastValue } from '../../query';
 import { readJson } from '../../body';
 import { validator } from '../../../shared/validation';
 import { isId } from '../../../shared/domain/ids';
-import { notFound, validationFailed } from '../../../shared/errors';
+import { NotFound, ValidationFailed } from '../../../shared/errors';
 import { parseCursor, parseLimit } from '../../../shared/db/pagination';
 import { createWebhook, getWebhook, listWebhooks, sendTestEvent, updateWebhook, type WebhookInput, type WebhookPatch } from '../../../shared/webhooks/endpoints';
 import { listDeliveries, replayDelivery } from '../../../shared/webhooks/operator';
@@ -36,21 +36,21 @@ const DELIVERY_STATUSES = ['pending', 'succeeded', 'dead'] as const;
 
 /** A query parameter given twice arrives as an array: only one value is meaningful. */
 function webhookId(id: string): string {
-  if (!isId('webhook', id)) throw notFound('Webhook');
+  if (!isId('webhook', id)) throw new NotFound('Webhook');
   return id;
 }
 
 export const webhooksAdminRouter = new Router({ prefix: '/admin' })
   .post('/webhooks', async (ctx) => {
     const input = validateCreate(await readJson(ctx));
-    if (!isId('merchant', input.merchant_id)) throw validationFailed('merchant_id', 'merchant_id must be a merchant id (mer_...)');
+    if (!isId('merchant', input.merchant_id)) throw new ValidationFailed('merchant_id', 'merchant_id must be a merchant id (mer_...)');
     ctx.status = 201;
     ctx.body = await createWebhook(ctx.services.db, input);
   })
   .get('/webhooks', async (ctx) => {
     const merchantId = lastValue(ctx.query.merchant_id);
     if (typeof merchantId !== 'string' || !isId('merchant', merchantId)) {
-      throw validationFailed('merchant_id', 'merchant_id (mer_...) is required');
+      throw new ValidationFailed('merchant_id', 'merchant_id (mer_...) is required');
     }
     ctx.body = await listWebhooks(ctx.services.db, merchantId);
   })
@@ -70,13 +70,13 @@ export const webhooksAdminRouter = new Router({ prefix: '/admin' })
     const id = webhookId(ctx.params.id);
     const status = lastValue(ctx.query.status);
     if (status !== undefined && !DELIVERY_STATUSES.includes(status as (typeof DELIVERY_STATUSES)[number])) {
-      throw validationFailed('status', `status must be one of: ${DELIVERY_STATUSES.join(', ')}`);
+      throw new ValidationFailed('status', `status must be one of: ${DELIVERY_STATUSES.join(', ')}`);
     }
     const page = { limit: parseLimit(lastValue(ctx.query.limit)), cursor: parseCursor(lastValue(ctx.query.cursor), 'whd_') };
     ctx.body = await listDeliveries(ctx.services.db, id, page, status as (typeof DELIVERY_STATUSES)[number] | undefined);
   })
   .post('/deliveries/:id/replay', async (ctx) => {
-    if (!isId('delivery', ctx.params.id)) throw notFound('Delivery');
+    if (!isId('delivery', ctx.params.id)) throw new NotFound('Delivery');
     ctx.status = 202;
     ctx.body = await replayDelivery({ ...ctx.services, log: ctx.state.log }, ctx.params.id, ctx.state.requestId);
   });

@@ -33,21 +33,21 @@ export async function up(knex: Knex): Promise<void> {
   });
   await knex.raw(`alter table operator_closures add constraint operator_closures_direction_check check (direction in ('collection','payout','refund'))`);
 
-  // Provider calls per operator, direction, environment and minute: what `delayed` is computed from.
+  // Provider calls per operator, direction, environment and 10-second bucket: what `delayed` is computed from.
   await knex.schema.createTable('provider_health', (t) => {
     t.text('operator').notNullable();
     t.text('direction').notNullable();
     t.text('environment').notNullable();
-    t.timestamp('minute', { useTz: true }).notNullable();
+    t.timestamp('bucket', { useTz: true }).notNullable();
     t.integer('calls').notNullable().defaultTo(0);
     // timed out, unreachable, or answered 5xx / 408 / 429
     t.integer('failures').notNullable().defaultTo(0);
     // answered, but slower than the availability threshold
     t.integer('slow').notNullable().defaultTo(0);
     t.bigInteger('latency_ms_sum').notNullable().defaultTo(0);
-    t.primary(['operator', 'direction', 'environment', 'minute']);
+    t.primary(['operator', 'direction', 'environment', 'bucket']);
   });
-  await knex.raw(`create index provider_health_minute_idx on provider_health (minute)`);
+  await knex.raw(`create index provider_health_bucket_idx on provider_health (bucket)`);
 
   // Statements: a merchant's ledger lines by time (CSV export) and by settlement batch.
   await knex.raw(`create index ledger_transactions_settlement_created_idx on ledger_transactions (settlement_id, created_at, id) where settlement_id is not null`);

@@ -4,6 +4,7 @@ import type { Logger } from '../../logger';
 import { safeEqual } from '../../crypto/secrets';
 import { isMsisdn, OPERATORS, type Operator } from '../../domain/msisdn';
 import { signCallback } from '../signature';
+import { HttpClient } from '../../httpClient';
 import type { CallbackWire } from '../protocol';
 import type { ProviderObjectKind } from '../types';
 import { sandboxOutcome, type SandboxOutcome } from './behaviour';
@@ -45,6 +46,7 @@ interface SandboxTransaction {
   /** a payment never answered is `expired` from then on */
   expiresAt: number;
   eventId: string;
+  createdAt: number;
   /** create requests received with this external id (1 prompt however many) */
   requests: number;
   callbacksDelivered: number;
@@ -52,8 +54,11 @@ interface SandboxTransaction {
 }
 
 const PATHS: Record<string, ProviderObjectKind> = { collections: 'payment', refunds: 'refund', payouts: 'payout' };
-const ID_PREFIX: Record<ProviderObjectKind, string> = { payment: 'pay_', refund: 're_', payout: 'po_' };
+const ID_PREFIX: Partial<Record<ProviderObjectKind, string>> = { payment: 'pay_', refund: 're_', payout: 'po_' };
+/** A transaction is kept (status queries, idempotent repeats) this long, and at most MAX_KEPT of them (the oldest go first). */
 const KEEP_MS = 24 * 3600 * 1000;
+const MAX_KEPT = 200_000;
+const PRUNE_EVERY_MS = 60_000;
 const MAX_BODY = 16 * 1024;
 
 class HttpError extends Error {
@@ -119,6 +124,22 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
     timers.add(t);
   };
 
+  // one timer for every transaction's expiry (not one 24-hour timer each): memory and timers stay bounded
+  const prune = setInterval(() => {
+    const before = Date.now() - KEEP_MS;
+    for (const [id, tx] of transactions) {
+      if (tx.createdAt >= before) break; // insertion order is creation order
+      transactions.delete(id);
+    }
+  }, PRUNE_EVERY_MS);
+  prune.unref();
+  const keep = (tx: SandboxTransaction) => {
+    transactions.set(tx.externalId, tx);
+    if (transactions.size > MAX_KEPT) transactions.delete(transactions.keys().next().value!);
+  };
+  // callbacks go out on kept-alive connections (fetch costs several times the CPU of node:http)
+  const client = new HttpClient();
+
   async function deliver(tx: SandboxTransaction, attempt: number): Promise<void> {
     if (tx.outcome.status === 'never') return;
     const body: CallbackWire = {
@@ -133,20 +154,9 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
     };
     const raw = JSON.stringify(body);
     tx.callbackAttempts++;
-    let status = 0;
-    try {
-      const res = await fetch(tx.callbackUrl, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(opts.callbackSecret, raw, Math.floor(Date.now() / 1000)) },
-        body: raw,
-        signal: AbortSignal.timeout(10_000),
-        redirect: 'error',
-      });
-      status = res.status;
-      await res.arrayBuffer().catch(() => undefined);
-    } catch {
-      /* network failure: retried below */
-    }
+    // a network failure counts as 0, retried below; redirects are not followed (3xx is a failure)
+    const headers = { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(opts.callbackSecret, raw, Math.floor(Date.now() / 1000)) };
+    const status = await client.request(tx.callbackUrl, { method: 'POST', headers, body: raw, timeoutMs: 10_000 }).then((r) => r.status, () => 0);
     if (status >= 200 && status < 300) {
       tx.callbacksDelivered++;
       return;
@@ -160,7 +170,7 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
   async function create(operator: Operator, kind: ProviderObjectKind, req: IncomingMessage): Promise<[number, unknown]> {
     const body = await readJson(req);
     const externalId = body.external_id;
-    if (typeof externalId !== 'string' || !externalId.startsWith(ID_PREFIX[kind]) || externalId.length > 100) {
+    if (typeof externalId !== 'string' || !externalId.startsWith(ID_PREFIX[kind]!) || externalId.length > 100) {
       throw new HttpError(400, 'invalid-request', `external_id must be our ${kind} id`);
     }
     const key = req.headers['idempotency-key'];
@@ -188,13 +198,13 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
       outcomeAt: Date.now() + opts.callbackDelayMs,
       expiresAt: Date.now() + opts.windowMs,
       eventId: `sbxevt_${randomUUID()}`,
+      createdAt: Date.now(),
       requests: 1,
       callbacksDelivered: 0,
       callbackAttempts: 0,
     };
-    transactions.set(externalId, tx);
+    keep(tx);
     later(opts.callbackDelayMs, () => void deliver(tx, 0));
-    later(KEEP_MS, () => transactions.delete(externalId));
     return [201, { provider_ref: tx.providerRef, status: 'pending' }];
   }
 
@@ -227,6 +237,10 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
         send(res, 500, { error: { code: 'internal', message: 'sandbox error' } });
       });
   });
-  server.on('close', () => timers.forEach(clearTimeout));
+  server.on('close', () => {
+    timers.forEach(clearTimeout);
+    clearInterval(prune);
+    client.close();
+  });
   return server;
 }

@@ -1,0 +1,28 @@
+import { buildOpenApi, type OpenApiDocument } from './document';
+// a cycle (v1/index → v1/reference → here → v1/index) that is safe: V1_ROUTES is read only when called
+import { V1_ROUTES } from '../v1';
+
+/** Tags in the order the reference page lists them, with their introductions. */
+export const TAGS = [
+  { name: 'Payments', description: 'Collect money by mobile money (a push prompt on the client\'s phone) or card (a hosted checkout page).' },
+  { name: 'Refunds', description: 'Give a succeeded mobile-money payment back, whole or in part.' },
+  { name: 'Payouts', description: 'Send money from your balance to a mobile-money wallet.' },
+  { name: 'Balance and settlements', description: 'Your balance per currency and the daily settlement batches.' },
+  { name: 'Events', description: 'Everything sent to your webhooks: read back what was missed, see each delivery, send an event again.' },
+  { name: 'Operators', description: 'Which operators and directions are working now.' },
+  { name: 'Phone numbers', description: 'What a client typed, as the `phone` to send and its operator.' },
+  { name: 'Reference', description: 'This document.' },
+];
+
+/** The document as committed (shared/client/openapi.json) and as the SDK types are generated from: no server. */
+export function apiDocument(): OpenApiDocument {
+  return buildOpenApi(V1_ROUTES, { prefix: '/v1', tags: TAGS });
+}
+
+let served: { url: string; doc: OpenApiDocument } | null = null;
+
+/** The document GET /v1/openapi.json serves: this service's BASE_URL as its server (built once). */
+export function servedDocument(baseUrl: string): OpenApiDocument {
+  if (served?.url !== baseUrl) served = { url: baseUrl, doc: buildOpenApi(V1_ROUTES, { prefix: '/v1', tags: TAGS, serverUrl: baseUrl }) };
+  return served.doc;
+}

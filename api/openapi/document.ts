@@ -1,0 +1,217 @@
+import { openApiPath, type Component, type JsonSchema, type RouteSpec } from '../routeTable';
+import { ERROR_CODES, IDEMPOTENCY_ERRORS, PIPELINE_ERRORS, QUERY_ERRORS, SIGNED_ERRORS } from './errors';
+import { ErrorBody } from './schemas';
+import { API_DESCRIPTION } from './description';
+
+/**
+ * The OpenAPI 3.1 document of the merchant API, built from the route table (api/routeTable.ts):
+ * paths, parameters and bodies from the very ajv schemas that validate requests, responses from
+ * the objects each route declares, errors from the catalogue (./errors.ts). Deterministic: the
+ * same routes give the same bytes (shared/client/openapi.json is this document, committed).
+ */
+
+export const OPENAPI_VERSION = '3.1.0';
+export const API_VERSION = '1.0.0';
+
+export interface OpenApiDocument {
+  openapi: string;
+  info: Record<string, unknown>;
+  servers?: { url: string; description?: string }[];
+  tags: { name: string; description?: string }[];
+  paths: Record<string, Record<string, any>>;
+  components: { schemas: Record<string, JsonSchema>; securitySchemes: Record<string, unknown>; parameters: Record<string, unknown>; headers: Record<string, unknown> };
+  security: Record<string, string[]>[];
+}
+
+const SIGNED = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+export function isComponent(x: unknown): x is Component {
+  if (!x || typeof x !== 'object') return false;
+  const o = x as Record<string, unknown>;
+  return typeof o.component === 'string' && typeof o.schema === 'object' && Object.keys(o).length === 2;
+}
+
+/** Replaces every component inside a schema by a $ref, collecting its schema once under its name. */
+function refs(schema: unknown, into: Map<string, JsonSchema>): unknown {
+  if (isComponent(schema)) {
+    const known = into.get(schema.component);
+    if (!known) {
+      into.set(schema.component, {}); // placeholder first: a component may refer to itself
+      into.set(schema.component, refs(schema.schema, into) as JsonSchema);
+    }
+    return { $ref: `#/components/schemas/${schema.component}` };
+  }
+  if (Array.isArray(schema)) return schema.map((s) => refs(s, into));
+  if (schema && typeof schema === 'object') {
+    return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, refs(v, into)]));
+  }
+  return schema;
+}
+
+/** The codes a route may answer, by status: the pipeline's, its method's, its own. */
+export function errorCodesOf(route: RouteSpec): Map<number, string[]> {
+  const codes = new Set<string>(route.scope === 'none' ? [] : PIPELINE_ERRORS);
+  if (SIGNED.has(route.method)) {
+    for (const c of SIGNED_ERRORS) codes.add(c);
+    if (route.idempotencyKey) for (const c of IDEMPOTENCY_ERRORS) if (c !== 'idempotency-key-required' || route.idempotencyKey === 'required') codes.add(c);
+    if (route.idempotencyKey !== 'required') codes.add('request-replayed');
+  } else if (route.query) {
+    for (const c of QUERY_ERRORS) codes.add(c);
+  }
+  if (route.scope !== 'none' && route.scope !== 'read') codes.add('insufficient-scope');
+  for (const c of route.errors ?? []) codes.add(c);
+  const byStatus = new Map<number, string[]>();
+  for (const code of codes) {
+    const known = ERROR_CODES[code];
+    if (!known) throw new Error(`${route.method} ${route.path}: error code ${code} is not in api/openapi/errors.ts`);
+    byStatus.set(known.status, [...(byStatus.get(known.status) ?? []), code]);
+  }
+  return new Map([...byStatus.entries()].sort(([a], [b]) => a - b));
+}
+
+const STATUS_TEXT: Record<number, string> = {
+  400: 'Bad request',
+  401: 'Not authenticated (the body carries only the code and a fixed message)',
+  403: 'Forbidden',
+  404: 'Not found',
+  409: 'Conflict',
+  413: 'Payload too large',
+  415: 'Unsupported media type',
+  422: 'Unprocessable',
+  429: 'Too many requests (Retry-After in seconds)',
+  503: 'Unavailable (Retry-After in seconds)',
+};
+
+const REQUEST_ID_HEADER = { $ref: '#/components/headers/X-Request-Id' };
+const RETRY_AFTER_HEADER = { $ref: '#/components/headers/Retry-After' };
+
+function operationOf(route: RouteSpec, prefix: string, schemas: Map<string, JsonSchema>) {
+  const parameters: unknown[] = [];
+  for (const name of route.path.match(/:([A-Za-z0-9_]+)/g)?.map((p) => p.slice(1)) ?? []) {
+    const p = route.params?.[name];
+    if (!p) throw new Error(`${route.method} ${prefix}${route.path}: path parameter ${name} is not described`);
+    parameters.push({ name, in: 'path', required: true, description: p.description, schema: refs(p.schema ?? { type: 'string' }, schemas) });
+  }
+  if (route.query) {
+    const props = (route.query.properties ?? {}) as Record<string, JsonSchema>;
+    const required = (route.query.required ?? []) as string[];
+    for (const [name, schema] of Object.entries(props)) {
+      const { description, ...rest } = schema as { description?: string };
+      parameters.push({ name, in: 'query', required: required.includes(name), ...(description ? { description } : {}), schema: refs(rest, schemas) });
+    }
+  }
+  if (SIGNED.has(route.method)) {
+    parameters.push({ $ref: '#/components/parameters/X-Timestamp' }, { $ref: '#/components/parameters/X-Signature' });
+  }
+  if (route.idempotencyKey) {
+    parameters.push({ $ref: `#/components/parameters/Idempotency-Key${route.idempotencyKey === 'required' ? '' : '-optional'}` });
+  }
+  parameters.push({ $ref: '#/components/parameters/X-Request-Id' });
+
+  const responses: Record<string, unknown> = {};
+  for (const [status, r] of Object.entries(route.responses)) {
+    const type = r.contentType ?? 'application/json';
+    responses[status] = {
+      description: r.description,
+      headers: {
+        'X-Request-Id': REQUEST_ID_HEADER,
+        ...(route.idempotencyKey ? { 'Idempotent-Replayed': { $ref: '#/components/headers/Idempotent-Replayed' } } : {}),
+        ...Object.fromEntries(Object.entries(r.headers ?? {}).map(([h, d]) => [h, { description: d.description, schema: d.schema ?? { type: 'string' } }])),
+      },
+      ...(r.body ? { content: { [type]: { schema: refs(r.body, schemas) } } } : {}),
+    };
+  }
+  for (const [status, codes] of errorCodesOf(route)) {
+    const retry = status === 429 || status === 503 || codes.includes('idempotency-in-progress');
+    responses[String(status)] = {
+      description: `${STATUS_TEXT[status] ?? 'Error'}. Codes:\n\n${codes.map((c) => `- \`${c}\`: ${ERROR_CODES[c].when}`).join('\n')}`,
+      'x-error-codes': codes,
+      headers: { 'X-Request-Id': REQUEST_ID_HEADER, ...(retry ? { 'Retry-After': RETRY_AFTER_HEADER } : {}) },
+      content: { 'application/json': { schema: refs(ErrorBody, schemas) } },
+    };
+  }
+
+  const scopeText =
+    route.scope === 'none'
+      ? 'No API key needed.'
+      : `Scope: \`${route.scope}\`${route.scope === 'read' ? ' (any key)' : route.scope === 'payments' ? ' or `full`' : ''}.${SIGNED.has(route.method) ? ' Signed (X-Timestamp, X-Signature).' : ''}`;
+  return {
+    operationId: route.operationId,
+    summary: route.summary,
+    description: [route.description, scopeText].filter(Boolean).join('\n\n'),
+    tags: [route.tag],
+    'x-scope': route.scope,
+    ...(route.scope === 'none' ? { security: [] } : {}),
+    parameters,
+    ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: refs(route.body, schemas) } } } } : {}),
+    responses,
+  };
+}
+
+export interface BuildOptions {
+  /** The path prefix the routes are mounted under. */
+  prefix?: string;
+  /** `servers[0].url` (the service's BASE_URL when served); none in the committed file. */
+  serverUrl?: string;
+  /** Group descriptions by tag name, in the order the reference lists them. */
+  tags?: { name: string; description?: string }[];
+}
+
+export function buildOpenApi(routes: readonly RouteSpec[], opts: BuildOptions = {}): OpenApiDocument {
+  const prefix = opts.prefix ?? '/v1';
+  const schemas = new Map<string, JsonSchema>();
+  refs(ErrorBody, schemas);
+  const paths: OpenApiDocument['paths'] = {};
+  const ids = new Set<string>();
+  for (const route of routes) {
+    if (ids.has(route.operationId)) throw new Error(`operationId ${route.operationId} is used twice`);
+    ids.add(route.operationId);
+    const path = prefix + openApiPath(route.path);
+    paths[path] ??= {};
+    paths[path][route.method.toLowerCase()] = operationOf(route, prefix, schemas);
+  }
+  const tagNames = [...new Set(routes.map((r) => r.tag))];
+  const described = new Map((opts.tags ?? []).map((t) => [t.name, t]));
+  const tags = [...(opts.tags ?? []).filter((t) => tagNames.includes(t.name)), ...tagNames.filter((n) => !described.has(n)).map((name) => ({ name }))];
+  return {
+    openapi: OPENAPI_VERSION,
+    info: {
+      title: 'Payments API',
+      version: API_VERSION,
+      summary: 'Mobile-money and card payments, refunds, payouts and signed webhooks for merchants in the DRC.',
+      description: API_DESCRIPTION,
+    },
+    ...(opts.serverUrl ? { servers: [{ url: opts.serverUrl }] } : {}),
+    tags,
+    paths,
+    components: {
+      schemas: Object.fromEntries([...schemas.entries()].sort(([a], [b]) => a.localeCompare(b))),
+      securitySchemes: {
+        apiKey: {
+          type: 'http',
+          scheme: 'bearer',
+          description: 'The API key (`svc_test_…` or `svc_live_…`) as a Bearer token on every request. POST, PUT, PATCH and DELETE are also signed with the secret (`sk_…`): see "Signing requests".',
+        },
+      },
+      parameters: {
+        'X-Timestamp': { name: 'X-Timestamp', in: 'header', required: true, description: 'Unix seconds of sending; refused beyond ±5 minutes (401 `timestamp-expired`).', schema: { type: 'string', pattern: '^[0-9]{1,12}$' } },
+        'X-Signature': {
+          name: 'X-Signature',
+          in: 'header',
+          required: true,
+          description: 'Lowercase hex HMAC-SHA256, keyed by the secret (`sk_…`), of `<X-Timestamp>.<METHOD>.<path>.<raw body>` (401 `signature-invalid`).',
+          schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
+        },
+        'Idempotency-Key': { name: 'Idempotency-Key', in: 'header', required: true, description: 'UUID v4. The same key and body within 24 h replays the first answer; another body is 409 `idempotency-conflict`.', schema: { type: 'string', format: 'uuid' } },
+        'Idempotency-Key-optional': { name: 'Idempotency-Key', in: 'header', required: false, description: 'UUID v4, optional: the same key and body within 24 h replays the first answer. Without one, the same signed request sent twice is 409 `request-replayed`.', schema: { type: 'string', format: 'uuid' } },
+        'X-Request-Id': { name: 'X-Request-Id', in: 'header', required: false, description: 'Your correlation id (kept if valid, else a new one is made); echoed on the response.', schema: { type: 'string', maxLength: 200 } },
+      },
+      headers: {
+        'X-Request-Id': { description: 'The request id (also in error bodies); quote it to support.', schema: { type: 'string' } },
+        'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^[0-9]+$' } },
+        'Idempotent-Replayed': { description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.', schema: { type: 'string' } },
+      },
+    },
+    security: [{ apiKey: [] }],
+  };
+}

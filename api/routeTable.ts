@@ -1,0 +1,112 @@
+import Router, { type RouterOptions } from '@koa/router';
+import type { Context } from 'koa';
+import { validator, type Validator } from '../shared/validation';
+
+/**
+ * The merchant API's route table: each route is declared once, next to its handler, with the
+ * ajv schemas that validate its body and query and the objects it answers. The same
+ * declaration registers the koa route and feeds the OpenAPI document (api/openapi), so a route
+ * is documented by construction, and what the document says the body must be is exactly what
+ * the route validates. The contract tests (test/unit/openapi.test.ts, test/helpers/contract.ts)
+ * fail when a /v1 route exists that the document lacks, or answers what it does not document.
+ */
+
+/** A JSON Schema (2020-12, the dialect of OpenAPI 3.1) written as a plain object. */
+export type JsonSchema = { readonly [k: string]: unknown };
+
+/** A schema shown in the document under its name (components/schemas), referenced where used. */
+export interface Component {
+  readonly component: string;
+  readonly schema: JsonSchema;
+}
+
+export const component = (name: string, schema: JsonSchema): Component => ({ component: name, schema });
+
+/** The least scope a route needs (spec 5.5); `none` for the routes that take no key. */
+export type RouteScope = 'none' | 'read' | 'payments' | 'full';
+
+export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
+
+export interface ResponseSpec {
+  description: string;
+  /** The JSON body (a component or an inline schema); with `contentType`, the body of that type. */
+  body?: Component | JsonSchema;
+  /** Default `application/json`. */
+  contentType?: string;
+  /** Response headers worth documenting beyond those every response carries. */
+  headers?: Record<string, { description: string; schema?: JsonSchema }>;
+}
+
+export interface RouteInput<B, Q> {
+  body: B;
+  query: Q;
+}
+
+export interface RouteSpec<B = unknown, Q = unknown> {
+  method: HttpMethod;
+  /** The path as the router writes it, relative to its prefix (`/payments/:id`). */
+  path: string;
+  /** Unique, stable: the SDK's and the generated types' name for the operation. */
+  operationId: string;
+  summary: string;
+  description?: string;
+  /** The group the reference page lists it under (`Payments`, `Events`...). */
+  tag: string;
+  scope: RouteScope;
+  /** Path parameters by name (every `:name` of the path). */
+  params?: Record<string, { description: string; schema?: JsonSchema }>;
+  /** ajv object schema of the query string; its properties are the documented query parameters. */
+  query?: JsonSchema;
+  /** ajv schema of the JSON body (POST/PUT/PATCH); validated before the handler runs. */
+  body?: Component | JsonSchema;
+  /** Idempotency-Key header (spec 5.4, decisions.md Faults): required, optional, or not taken. */
+  idempotencyKey?: 'required' | 'optional';
+  /** Successful answers by status. */
+  responses: Record<number, ResponseSpec>;
+  /**
+   * Error codes this route answers beyond the ones every merchant request may get (401s,
+   * 403 ip-not-allowed / merchant-suspended, 429 rate-limit-exceeded, 503...): the OpenAPI
+   * document lists them by status from the catalogue in api/openapi/errors.ts.
+   */
+  errors?: readonly string[];
+  /** Runs after the body and query were validated; sets ctx.body / ctx.status. */
+  handler: (ctx: Context, input: RouteInput<B, Q>) => Promise<void> | void;
+}
+
+/** A group of routes: the koa router that serves them and their declarations. */
+export interface RouteGroup {
+  readonly router: Router;
+  readonly routes: readonly RouteSpec[];
+}
+
+/** Typed declaration of one route: `B` and `Q` are what its body and query schemas accept. */
+export function route<B = Record<string, never>, Q = Record<string, never>>(spec: RouteSpec<B, Q>): RouteSpec {
+  return spec as unknown as RouteSpec;
+}
+
+const schemaOf = (s: Component | JsonSchema): JsonSchema => ('component' in s && 'schema' in s ? (s as Component).schema : (s as JsonSchema));
+
+/**
+ * Registers each route on a new router: the body (POST/PUT/PATCH) and the query are validated
+ * with the very schemas the document shows (400 validation-failed naming the field), then the
+ * handler runs.
+ */
+export function defineRoutes(routes: RouteSpec[], opts: RouterOptions = {}): RouteGroup {
+  const router = new Router(opts);
+  for (const spec of routes) {
+    const body: Validator<unknown> | null = spec.body ? validator(schemaOf(spec.body)) : null;
+    const query: Validator<unknown> | null = spec.query ? validator(spec.query) : null;
+    router.register(spec.path, [spec.method], async (ctx: Context) => {
+      const input = {
+        // the pipeline has parsed the JSON body (an empty one reads as {})
+        body: body ? body(ctx.state.body) : undefined,
+        query: query ? query({ ...ctx.query }) : undefined,
+      };
+      await spec.handler(ctx, input);
+    });
+  }
+  return { router, routes };
+}
+
+/** The OpenAPI form of a router path: `/payments/:id` → `/payments/{id}`. */
+export const openApiPath = (path: string) => path.replace(/:([A-Za-z0-9_]+)/g, '{$1}');

@@ -1,0 +1,57 @@
+import { readFileSync } from 'node:fs';
+import Router from '@koa/router';
+
+/**
+ * GET /docs: the API reference, rendered in the browser by Redoc's standalone bundle (served
+ * from node_modules, never a CDN) from GET /v1/openapi.json. The page itself has no inline
+ * script: Redoc renders the `<redoc spec-url>` element. Its CSP allows only what Redoc needs:
+ * scripts and the document from this origin, the styles it injects ('unsafe-inline' styles), its
+ * search worker (a blob: URL) and data: images.
+ */
+
+export const REDOC_BUNDLE = require.resolve('redoc/bundles/redoc.standalone.js');
+export const DOCS_SCRIPT_PATH = '/docs/redoc.standalone.js';
+
+export const DOCS_CSP = [
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self' 'unsafe-inline'",
+  "img-src 'self' data:",
+  "font-src 'self' data:",
+  "connect-src 'self'",
+  'worker-src blob:',
+  "base-uri 'none'",
+  "form-action 'none'",
+  "frame-ancestors 'none'",
+].join('; ');
+
+const PAGE = `<!doctype html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>Payments API reference</title>
+<style>body { margin: 0; padding: 0; }</style>
+</head>
+<body>
+<redoc spec-url="/v1/openapi.json" hide-download-button="false" expand-responses="200,201" path-in-middle-panel="true"></redoc>
+<script src="${DOCS_SCRIPT_PATH}"></script>
+</body>
+</html>
+`;
+
+let bundle: Buffer | null = null;
+
+export const docsRouter = new Router()
+  .get('/docs', (ctx) => {
+    ctx.set('Content-Security-Policy', DOCS_CSP);
+    ctx.set('Cache-Control', 'no-cache');
+    ctx.type = 'text/html; charset=utf-8';
+    ctx.body = PAGE;
+  })
+  .get(DOCS_SCRIPT_PATH, (ctx) => {
+    bundle ??= readFileSync(REDOC_BUNDLE);
+    ctx.set('Cache-Control', 'public, max-age=86400');
+    ctx.type = 'application/javascript; charset=utf-8';
+    ctx.body = bundle;
+  });

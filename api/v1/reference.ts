@@ -1,0 +1,23 @@
+import { defineRoutes, route } from '../routeTable';
+import { servedDocument } from '../openapi/api';
+
+/**
+ * GET /v1/openapi.json: the OpenAPI 3.1 document of every merchant route, with this service's
+ * BASE_URL as its server. Takes no key: it is answered before the merchant pipeline.
+ */
+export const referenceRoutes = defineRoutes([
+  route({
+    method: 'GET',
+    path: '/openapi.json',
+    operationId: 'getOpenApiDocument',
+    summary: 'This document',
+    description: 'The OpenAPI 3.1 document of every merchant route (also rendered at `/docs`).',
+    tag: 'Reference',
+    scope: 'none',
+    responses: { 200: { description: 'The OpenAPI document', body: { type: 'object', description: 'OpenAPI 3.1' } } },
+    handler(ctx) {
+      ctx.set('Cache-Control', 'public, max-age=300');
+      ctx.body = servedDocument(ctx.services.config.baseUrl);
+    },
+  }),
+]);

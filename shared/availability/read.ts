@@ -1,0 +1,47 @@
+import type { AvailabilityConfig } from '../config';
+import type { Executor } from '../db/knex';
+import { DIRECTIONS, type Direction } from '../operations/health';
+import { OPERATORS, type Environment, type Operator } from '../vocabulary';
+import { loadClosures } from './closures';
+
+/**
+ * Operator availability (GET /v1/availability, decisions.md "Integrator's kit"): per operator
+ * and direction, `closed` while the operator has closed it, else `delayed` when the provider
+ * calls of the last window in this environment went badly (AvailabilityConfig: at least
+ * minCalls calls, half or more failed or slow), else `operational`. `delayed` never refuses.
+ */
+
+export type AvailabilityStatus = 'operational' | 'delayed' | 'closed';
+export type AvailabilityRow = { operator: Operator } & Record<Direction, AvailabilityStatus>;
+
+interface Recent {
+  operator: string;
+  direction: Direction;
+  calls: number;
+  bad: number;
+}
+
+export function isDelayed(r: { calls: number; bad: number } | undefined, minCalls: number): boolean {
+  return r !== undefined && r.calls >= minCalls && r.bad * 2 >= r.calls;
+}
+
+export async function operatorAvailability(db: Executor, environment: Environment, now: number, config: AvailabilityConfig, only?: Operator): Promise<AvailabilityRow[]> {
+  const [closed, recent] = await Promise.all([
+    loadClosures(db),
+    db('provider_health')
+      .where({ environment })
+      .where('bucket', '>', new Date(now - config.windowMs))
+      .where('bucket', '<=', new Date(now))
+      .groupBy('operator', 'direction')
+      .select('operator', 'direction', db.raw('sum(calls)::int as calls'), db.raw('sum(failures + slow)::int as bad')) as Promise<Recent[]>,
+  ]);
+  const byKey = new Map(recent.map((r) => [`${r.operator}/${r.direction}`, r]));
+  return (only ? [only] : OPERATORS).map((operator) => {
+    const row = { operator } as AvailabilityRow;
+    for (const direction of DIRECTIONS) {
+      const key = `${operator}/${direction}`;
+      row[direction] = closed.has(key) ? 'closed' : isDelayed(byKey.get(key), config.minCalls) ? 'delayed' : 'operational';
+    }
+    return row;
+  });
+}

@@ -1,0 +1,120 @@
+import type { Clock } from '../clock';
+import type { Db } from '../db/knex';
+import type { Logger } from '../logger';
+import { ProviderError } from '../providers/errors';
+import type { Provider, ProviderBase, ProviderObjectKind } from '../providers/types';
+import { OPERATORS, type Environment, type Operator } from '../vocabulary';
+
+/**
+ * What the kernel learns of providers while it calls them, for operator availability
+ * (GET /v1/availability): every provider call the kernel makes (a send, a status question) goes
+ * through `observe`, whatever the kind. A call is a failure when it timed out, could not reach
+ * the provider or got an answer worth retrying (5xx and the like); an answer (even a refusal)
+ * is a success, slow when it took AVAILABILITY_SLOW_MS or more. Counts are summed in memory and
+ * written every second, one row per operator, direction, environment and 10-second bucket, so
+ * the hot path adds no round trip; a process that dies loses at most a second of counts
+ * (figures about providers, never money).
+ */
+
+export type Direction = 'collection' | 'payout' | 'refund';
+export const DIRECTIONS: Direction[] = ['collection', 'payout', 'refund'];
+export const DIRECTION_OF: Record<ProviderObjectKind, Direction> = { payment: 'collection', refund: 'refund', payout: 'payout', card_payment: 'collection' };
+
+export const BUCKET_MS = 10_000;
+const FLUSH_MS = 1000;
+
+interface Counts {
+  operator: Operator;
+  direction: Direction;
+  environment: Environment;
+  bucket: number;
+  calls: number;
+  failures: number;
+  slow: number;
+  latencyMs: number;
+}
+
+export class ProviderHealth {
+  private pending = new Map<string, Counts>();
+  private timer: NodeJS.Timeout | undefined;
+  private flushing: Promise<void> = Promise.resolve();
+
+  constructor(
+    private readonly db: Db,
+    private readonly clock: Clock,
+    private readonly slowMs: number,
+    private readonly log: Logger,
+  ) {}
+
+  /** Runs one provider call for an operation of `kind`, counting its outcome; the call's result or error passes through. */
+  async observe<T>(provider: ProviderBase, kind: ProviderObjectKind, call: () => Promise<T>): Promise<T> {
+    const started = performance.now();
+    try {
+      const result = await call();
+      this.count(provider, kind, false, performance.now() - started);
+      return result;
+    } catch (err) {
+      const failed = !(err instanceof ProviderError) || err.retryable;
+      this.count(provider, kind, failed, performance.now() - started);
+      throw err;
+    }
+  }
+
+  private count(base: ProviderBase, kind: ProviderObjectKind, failed: boolean, latencyMs: number): void {
+    // only mobile-money operators have an availability row (a card acquirer has no operator)
+    const provider = base as Provider;
+    if (!OPERATORS.includes(provider.operator)) return;
+    const bucket = Math.floor(this.clock.now() / BUCKET_MS) * BUCKET_MS;
+    const direction = DIRECTION_OF[kind];
+    const key = `${provider.operator}/${direction}/${provider.environment}/${bucket}`;
+    let c = this.pending.get(key);
+    if (!c) {
+      c = { operator: provider.operator, direction, environment: provider.environment, bucket, calls: 0, failures: 0, slow: 0, latencyMs: 0 };
+      this.pending.set(key, c);
+    }
+    c.calls++;
+    if (failed) c.failures++;
+    else if (latencyMs >= this.slowMs) c.slow++;
+    c.latencyMs += Math.round(latencyMs);
+    this.timer ??= setTimeout(() => {
+      this.timer = undefined;
+      void this.flush();
+    }, FLUSH_MS).unref();
+  }
+
+  /** Writes the counts gathered so far (also at close). */
+  flush(): Promise<void> {
+    this.flushing = this.flushing.then(async () => {
+      if (this.pending.size === 0) return;
+      const rows = [...this.pending.values()];
+      this.pending = new Map();
+      try {
+        await this.db.raw(
+          `insert into provider_health as h (operator, direction, environment, bucket, calls, failures, slow, latency_ms_sum)
+           select r.operator, r.direction, r.environment, to_timestamp(r.bucket / 1000.0), r.calls, r.failures, r.slow, r.latency
+             from jsonb_to_recordset(?::jsonb) as r(operator text, direction text, environment text, bucket bigint, calls int, failures int, slow int, latency bigint)
+           on conflict (operator, direction, environment, bucket) do update
+             set calls = h.calls + excluded.calls, failures = h.failures + excluded.failures, slow = h.slow + excluded.slow,
+                 latency_ms_sum = h.latency_ms_sum + excluded.latency_ms_sum`,
+          [JSON.stringify(rows.map((r) => ({ ...r, latency: r.latencyMs })))],
+        );
+      } catch (err) {
+        this.log.warn({ err: { message: (err as Error).message }, rows: rows.length }, 'provider health counts not written');
+      }
+    });
+    return this.flushing;
+  }
+
+  async close(): Promise<void> {
+    if (this.timer) clearTimeout(this.timer);
+    this.timer = undefined;
+    await this.flush();
+  }
+}
+
+/** Buckets older than this go (the availability window is at most a day). */
+export const HEALTH_KEEP_MS = 26 * 3600 * 1000;
+
+export async function pruneProviderHealth(db: Db, now: number): Promise<number> {
+  return db('provider_health').where('bucket', '<', new Date(now - HEALTH_KEEP_MS)).del();
+}

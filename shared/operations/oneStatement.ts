@@ -1,0 +1,100 @@
+import { randomUUID } from 'node:crypto';
+import type { ServiceContext } from '../context';
+import { readCallbackWithRow, writeTransition } from '../db/sql/transitions';
+import { allowsNegative, assertBalanced, normalise } from '../domain/ledger';
+import { newEventRow, storedBody } from '../events/record';
+import { accountKey, onlyCredits } from '../ledger/postings';
+import type { Logger } from '../logger';
+import { parseCallbackBody } from '../providers/protocol';
+import { QUEUES } from '../queues/names';
+import { outboxMessage, publishOutbox } from '../queues/outbox';
+import { DELIVER_JOB, deliverJob, deliveryRows, subscribedEndpoints } from '../webhooks/fanout';
+import type { StoredCallback } from './callbacks';
+import type { OperationKind, OperationRow } from './kind';
+import { decide } from './machine';
+import { changeOf } from './transition';
+
+/**
+ * A callback's transition in two round trips and no explicit transaction (KERNEL_ONE_STATEMENT,
+ * default true): one read (the callback, its operation, the merchant's endpoints and ledger
+ * accounts), `decide` and the kernel's pure pieces in the process (changeOf, newEventRow,
+ * deliveryRows, the kind's posting), then one statement that writes the move, its history row,
+ * its event with its deliveries and their outbox rows, its ledger posting and the callback's
+ * outcome (shared/db/sql/transitions.ts). The general path (applyStoredCallback: BEGIN, the
+ * inbox row and the operation locked FOR UPDATE, a dozen statements, COMMIT) takes thirteen.
+ *
+ * The write is a compare-and-set under the row lock the UPDATE takes: it happens only while the
+ * operation still has the status and version it was read with and the callback is unprocessed,
+ * so it is exactly the move `decide` chose for that state, and nothing else changed in between;
+ * otherwise nothing is written and the general path decides again under its locks. It is taken
+ * only for what it covers: a move (not a duplicate, a late or a stay), of a kind with nothing
+ * to change beyond its row (no afterMove) and a credit-only posting (no balance to lock) on
+ * accounts that exist, by the provider that handles the operation. Anything else returns
+ * undefined and goes the general way.
+ */
+export async function applyCallbackInOneStatement<R extends OperationRow>(
+  ctx: ServiceContext,
+  kind: OperationKind<R, any>,
+  callbackId: string,
+  log: Logger,
+): Promise<{ outcome: 'applied'; callback: StoredCallback } | undefined> {
+  if (kind.afterMove || !kind.posting) return undefined;
+  const read = await readCallbackWithRow<R>(ctx.db, kind, callbackId);
+  if (!read || read.callback.processed_at) return undefined;
+  const { row } = read;
+  const provider = ctx.providers.byProviderId(read.callback.provider);
+  if (!provider || row.provider !== provider.id || row.environment !== provider.environment) return undefined;
+  const callback: StoredCallback = { ...parseCallbackBody(Buffer.from(read.callback.raw_body, 'utf8')), id: callbackId, provider: read.callback.provider };
+  const trigger = kind.reported(callback.status);
+  const d = decide(kind.machine, row.status, trigger);
+  if (d.kind !== 'move') return undefined;
+  const details = { reason: 'provider-callback', providerRef: callback.providerRef, failureCode: callback.failureCode, failureMessage: callback.failureMessage };
+  const updated = { ...row, ...changeOf(kind, row, d, trigger, details) } as R;
+
+  let posting = null;
+  if (d.effect) {
+    const p = normalise(kind.posting(updated, d.effect));
+    assertBalanced(p);
+    if (!onlyCredits(p)) return undefined;
+    const ids = new Map(read.accounts.map((a) => [accountKey(a), Number(a.id)]));
+    if (p.entries.some((e) => !ids.has(accountKey(e.account)))) return undefined; // a first posting creates its accounts: the general path
+    posting = {
+      id: randomUUID(),
+      kind: p.kind,
+      referenceId: p.referenceId,
+      merchantId: p.merchantId,
+      currency: p.currency,
+      entries: p.entries.map((e) => ({ account_id: ids.get(accountKey(e.account))!, amount: e.amount, unfolded: !allowsNegative(e.account) })),
+    };
+  }
+  const event = d.event
+    ? newEventRow({ merchantId: row.merchant_id, environment: row.environment, type: d.event, objectId: row.id, objectVersion: updated.version, object: kind.eventObject(updated) })
+    : null;
+  const deliveries = event ? deliveryRows(event, subscribedEndpoints(read.endpoints, event.type), event.created) : [];
+  const outbox = deliveries.map((del) => outboxMessage(QUEUES.webhookSender, DELIVER_JOB, deliverJob(del)));
+
+  const written = await writeTransition(ctx.db, kind, {
+    id: row.id,
+    from: { status: row.status, version: row.version },
+    set: {
+      status: updated.status,
+      version: updated.version,
+      updated_at: (updated as unknown as { updated_at: Date }).updated_at,
+      completed: updated.completed,
+      failure_code: updated.failure_code,
+      failure_message: updated.failure_message,
+      provider_ref: updated.provider_ref,
+    },
+    reason: d.correction ?? details.reason,
+    callbackId,
+    merchantId: row.merchant_id,
+    environment: row.environment,
+    event: event && { id: event.id, type: event.type, created: event.created, body: storedBody(event) },
+    deliveries,
+    outbox,
+    posting,
+  });
+  if (!written) return undefined;
+  await publishOutbox(ctx.db, ctx.queues, outbox, log);
+  return { outcome: 'applied', callback };
+}

@@ -1,0 +1,56 @@
+import { randomUUID } from 'node:crypto';
+import type { ServiceContext } from '../context';
+import type { Logger } from '../logger';
+import type { JobData, QueueName } from './names';
+
+/**
+ * The re-drive (decisions.md "Faults and limits", Redis data lost): Postgres is the truth of open
+ * work, Redis only holds its jobs. Every REDRIVE_INTERVAL_MS the outbox-relay pool asks each
+ * source for its open work older than REDRIVE_GRACE_MS (pushes not sent, callbacks not applied,
+ * refunds and payouts not sent, webhook deliveries due) and adds a job for each. The add is
+ * folded into the work's live job when it has one (BullMQ deduplication on the work's key,
+ * `workKey`), so only work whose job is missing gets a new one: after a flush, a restart without
+ * persistence or a failover, everything open is carried on within seconds, and nothing runs
+ * twice at once. It runs on a timer of its own pool, not as a BullMQ job scheduler, so the loss
+ * of Redis's data cannot take it away too.
+ */
+
+/** A piece of open work: the job that carries it on. */
+export interface OpenWork {
+  queue: QueueName;
+  job: string;
+  data: JobData;
+}
+
+/** Where one kind of open work is found in Postgres. */
+export interface WorkSource {
+  name: string;
+  /** open work that should have been picked up before `olderThan`, oldest first, at most `limit` */
+  find(ctx: ServiceContext, olderThan: Date, limit: number): Promise<OpenWork[]>;
+}
+
+const BATCH = 1000;
+const PARALLEL = 50;
+
+/** One pass over every source; returns the jobs added per source (work that had lost its job). */
+export async function redrive(ctx: ServiceContext, sources: WorkSource[], log: Logger = ctx.log): Promise<Record<string, number>> {
+  const olderThan = new Date(ctx.clock.now() - ctx.config.redrive.graceMs);
+  const added: Record<string, number> = {};
+  for (const source of sources) {
+    const work = await source.find(ctx, olderThan, BATCH);
+    let n = 0;
+    for (let i = 0; i < work.length; i += PARALLEL) {
+      const results = await Promise.all(
+        work.slice(i, i + PARALLEL).map(async (w) => {
+          const jobId = `rd-${randomUUID()}`;
+          // an id other than ours: the work's live job took the add
+          return (await ctx.queues.add(w.queue, w.job, w.data, { jobId })) === jobId;
+        }),
+      );
+      n += results.filter(Boolean).length;
+    }
+    if (n) added[source.name] = n;
+  }
+  if (Object.keys(added).length) log.warn({ added }, 'open work without a job (Redis lost it) was given one again');
+  return added;
+}

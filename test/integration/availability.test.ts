@@ -1,0 +1,129 @@
+import { expect } from 'chai';
+import http from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
+import { eventually } from '../helpers/processes';
+import { mobilePayment } from '../helpers/money';
+
+/**
+ * Operator availability (decisions.md "Integrator's kit"): `delayed` from the provider calls the
+ * kernel makes (a real provider-push worker against a sandbox provider whose airtel side fails,
+ * played by a loopback server), `closed` from the operator's closures, which refuse creations.
+ */
+describe('operator availability (GET /v1/availability, PUT /admin/operators/{operator})', function () {
+  this.timeout(90_000);
+  let env: TestEnv;
+  let shop: MerchantFixture;
+  let provider: http.Server;
+  let airtelBroken = false;
+  const calls: string[] = [];
+
+  before(async () => {
+    provider = http.createServer((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        const operator = (req.url ?? '').split('/')[1];
+        calls.push(operator);
+        const broken = operator === 'airtel' && airtelBroken;
+        res.writeHead(broken ? 503 : 201, { 'Content-Type': 'application/json' });
+        res.end(JSON.stringify(broken ? { error: { code: 'unavailable', message: 'down for maintenance' } } : { provider_ref: `MOCK-${calls.length}`, status: 'pending' }));
+      });
+    });
+    await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
+    const url = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
+    env = await startTestEnv();
+    await env.spawn('workers/provider-push/index.ts', { SANDBOX_PROVIDER_URL: url });
+    shop = await env.merchant({ scope: 'full' });
+  });
+  after(async () => {
+    await env?.close();
+    provider?.closeAllConnections();
+    await new Promise((r) => provider?.close(r));
+  });
+
+  const availability = async (client = shop.client) => {
+    const res = await client.get('/v1/availability');
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    return res.body;
+  };
+  const rowOf = async (operator: string) => (await availability()).data.find((r: any) => r.operator === operator);
+  const pay = (operator: string) => shop.client.post('/v1/payments', mobilePayment('243990000001', { operator }));
+
+  it('lists every operator and direction, operational when nothing went wrong', async () => {
+    const body = await availability();
+    expect(body).to.deep.equal({
+      object: 'list',
+      data: ['vodacom', 'airtel', 'orange', 'africell'].map((operator) => ({ operator, collection: 'operational', payout: 'operational', refund: 'operational' })),
+    });
+    const reader = await env.merchant({ scope: 'read' });
+    expect((await availability(reader.client)).data).to.have.length(4);
+    expect((await shop.client.get('/v1/availability?operator=airtel')).status).to.equal(400);
+    expect((await fetch(`${env.baseUrl}/v1/availability`)).status).to.equal(401);
+  });
+
+  it('turns delayed when an operator’s pushes fail, and operational again once they succeed', async () => {
+    airtelBroken = true;
+    for (let i = 0; i < 3; i++) expect((await pay('airtel')).status).to.equal(201);
+    expect((await pay('vodacom')).status).to.equal(201);
+    const delayed = await eventually(async () => {
+      const row = await rowOf('airtel');
+      return row.collection === 'delayed' && row;
+    });
+    expect(delayed).to.deep.equal({ operator: 'airtel', collection: 'delayed', payout: 'operational', refund: 'operational' });
+    expect(await rowOf('vodacom')).to.include({ collection: 'operational' });
+    const counted = await env.services.db('provider_health').where({ operator: 'airtel', direction: 'collection', environment: 'test' }).sum('failures as f').first();
+    expect(Number(counted!.f)).to.be.at.least(3);
+    // a live key sees the live providers' figures: nothing went wrong there
+    const live = await env.merchant({ scope: 'read', environment: 'live' });
+    expect((await availability(live.client)).data.find((r: any) => r.operator === 'airtel').collection).to.equal('operational');
+
+    airtelBroken = false;
+    // the failed pushes go through on their retry, new payments too: successes outweigh the failures
+    const healed = await eventually(async () => {
+      expect((await pay('airtel')).status).to.equal(201);
+      const row = await rowOf('airtel');
+      return row.collection === 'operational' && row;
+    }, 40_000);
+    expect(healed.collection).to.equal('operational');
+  });
+
+  it('a closure refuses creations for that operator and direction with 422 operator-unavailable, until it is lifted', async () => {
+    const closed = await env.admin('PUT', '/admin/operators/orange', { collection: 'closed', payout: 'closed' });
+    expect(closed.status, JSON.stringify(closed.body)).to.equal(200);
+    expect(closed.body).to.deep.equal({ operator: 'orange', collection: 'closed', payout: 'closed', refund: 'operational' });
+    expect(await rowOf('orange')).to.deep.equal({ operator: 'orange', collection: 'closed', payout: 'closed', refund: 'operational' });
+
+    const refused = await shop.client.post('/v1/payments', mobilePayment('243990000001', { operator: 'orange', reference: 'closed-orange' }));
+    expect(refused.status).to.equal(422);
+    expect(refused.body.error).to.include({ code: 'operator-unavailable', param: 'operator' });
+    expect(await env.services.db('payments').where({ reference: 'closed-orange' })).to.have.length(0);
+    const payout = await shop.client.post('/v1/payouts', { amount: 100, currency: 'USD', operator: 'orange', phone: '243990000001', reference: 'po-closed' });
+    expect(payout.status).to.equal(422);
+    expect(payout.body.error.code).to.equal('operator-unavailable');
+    expect(await env.services.db('payouts').where({ reference: 'po-closed' })).to.have.length(0);
+    // other operators are untouched
+    expect((await pay('vodacom')).status).to.equal(201);
+
+    const opened = await env.admin('PUT', '/admin/operators/orange', { collection: 'operational' });
+    expect(opened.body).to.deep.equal({ operator: 'orange', collection: 'operational', payout: 'closed', refund: 'operational' });
+    expect((await pay('orange')).status).to.equal(201);
+    await env.admin('PUT', '/admin/operators/orange', { payout: 'operational' });
+  });
+
+  it('refuses a bad closure request (unknown operator, unknown state or field, nothing set) with 400 and changes nothing', async () => {
+    const before = await env.services.db('operator_closures').select();
+    const cases: [string, unknown, string][] = [
+      ['mtn', { collection: 'closed' }, 'operator'],
+      ['Vodacom', { collection: 'closed' }, 'operator'],
+      ['vodacom', { collection: 'delayed' }, 'collection'],
+      ['vodacom', { deposits: 'closed' }, 'deposits'],
+      ['vodacom', {}, 'body'],
+    ];
+    for (const [operator, body, param] of cases) {
+      const res = await env.admin('PUT', `/admin/operators/${operator}`, body);
+      expect(res.status, `${operator} ${JSON.stringify(body)}`).to.equal(400);
+      expect(res.body.error).to.include({ code: 'validation-failed', param });
+    }
+    expect(await env.services.db('operator_closures').select()).to.deep.equal(before);
+  });
+});

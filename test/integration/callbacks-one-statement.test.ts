@@ -1,0 +1,134 @@
+import { expect } from 'chai';
+import { startTestEnv, type TestEnv } from '../helpers/env';
+import { applyStoredCallback } from '../../shared/operations/callbacks';
+import { applyCallbackInOneStatement } from '../../shared/operations/oneStatement';
+import { paymentKind } from '../../shared/payments/kind';
+import { callbackBody, aPayment, sendCallback } from '../helpers/money';
+
+/**
+ * A callback's transition in one statement (KERNEL_ONE_STATEMENT) writes exactly what the general
+ * path writes (row, history, event, deliveries with their jobs, ledger posting, inbox outcome),
+ * and only when it may: once per callback, never over a change it did not see, never for a
+ * duplicate or a first posting.
+ */
+describe('callbacks applied in one statement', () => {
+  let env: TestEnv;
+  let client: Awaited<ReturnType<TestEnv['merchant']>>['client'];
+  const db = () => env.services.db;
+
+  before(async () => {
+    env = await startTestEnv();
+    const m = await env.merchant({ scope: 'full' });
+    client = m.client;
+    const hook = await env.admin('POST', '/admin/webhooks', { merchant_id: m.merchant.id, url: 'http://127.0.0.1:9/hook', events: ['payment.*'], environment: 'test' });
+    expect(hook.status).to.equal(201);
+  });
+  after(() => env.close());
+
+  async function stored(paymentId: string, status = 'succeeded', extra: Record<string, string> = {}) {
+    const res = await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: paymentId, status, provider_ref: `REF-${paymentId}`, ...extra }));
+    expect(res.status).to.equal(200);
+    const rows = await db()('provider_callbacks').where({ object_id: paymentId }).orderBy('received_at');
+    return rows[rows.length - 1].id as string;
+  }
+
+  /** Everything a payment's success wrote, without the ids and times that differ by nature. */
+  async function written(paymentId: string) {
+    const p = await db()('payments').where({ id: paymentId }).first();
+    const history = await db()('payment_status_changes').where({ payment_id: paymentId }).orderBy('id').select('from_status', 'to_status', 'reason');
+    const events = await db()('events').where({ object_id: paymentId });
+    const deliveries = await db()('webhook_deliveries').whereIn('event_id', events.map((e) => e.id));
+    const jobs = await db()('outbox').whereRaw(`payload->>'deliveryId' = any(?)`, [deliveries.map((d) => d.id)]);
+    const tx = await db()('ledger_transactions').where({ reference_id: paymentId });
+    const entries = await db()('ledger_entries as e').join('ledger_accounts as a', 'a.id', 'e.account_id').whereIn('e.transaction_id', tx.map((t) => t.id)).orderBy('a.kind').select('a.owner', 'a.kind', 'e.amount', 'e.unfolded');
+    const inbox = await db()('provider_callbacks').where({ object_id: paymentId }).select('outcome', 'processed_at');
+    const body = events[0]?.body;
+    return {
+      payment: { status: p.status, version: p.version, provider_ref: p.provider_ref === `REF-${paymentId}`, completed: typeof p.completed, failure_code: p.failure_code },
+      history,
+      events: events.map((e) => ({ type: e.type, object_version: e.object_version, keys: Object.keys(e.body).sort(), objectKeys: Object.keys(body.data.object).sort(), status: e.body.data.object.status })),
+      deliveries: deliveries.map((d) => ({ redelivery: d.redelivery, created: d.created === events[0].created })),
+      jobs: jobs.map((j) => ({ queue: j.queue, job_name: j.job_name, keys: Object.keys(j.payload).sort() })),
+      ledger: { transactions: tx.map((t) => ({ kind: t.kind, merchant: t.merchant_id === p.merchant_id, currency: t.currency, environment: t.environment })), entries: entries.map((e) => ({ ...e, owner: e.owner === p.merchant_id ? 'merchant' : e.owner })) },
+      inbox: inbox.map((r) => ({ outcome: r.outcome, processed: r.processed_at !== null })),
+    };
+  }
+
+  it('writes what the general path writes, and is not taken for a first posting (its accounts do not exist yet)', async () => {
+    const first = await aPayment(client, { phone: '243990000001' });
+    const cb1 = await stored(first.id);
+    // no ledger account of this merchant yet: the general path creates them
+    expect(await applyCallbackInOneStatement(env.services, paymentKind, cb1, env.services.log)).to.equal(undefined);
+    expect((await applyStoredCallback(env.services, cb1)).outcome).to.equal('applied');
+
+    const second = await aPayment(client, { phone: '243990000001' });
+    const cb2 = await stored(second.id);
+    const fast = await applyCallbackInOneStatement(env.services, paymentKind, cb2, env.services.log);
+    expect(fast?.outcome).to.equal('applied');
+    expect(fast?.callback.objectId).to.equal(second.id);
+
+    const general = await written(first.id);
+    const one = await written(second.id);
+    expect(one).to.deep.equal(general);
+    expect(one.payment).to.deep.include({ status: 'succeeded', version: general.payment.version, completed: 'number' });
+    expect(one.history.at(-1)).to.deep.equal({ from_status: 'processing', to_status: 'succeeded', reason: 'provider-callback' });
+    expect(one.events).to.have.length(1);
+    expect(one.deliveries).to.have.length(1);
+    expect(one.jobs).to.deep.equal([{ queue: 'webhook-sender', job_name: 'deliver', keys: ['deliveryId', 'webhookId'] }]);
+    expect(one.ledger.entries.map((e) => e.amount).reduce((a, b) => a + b, 0)).to.equal(0);
+    expect(one.inbox).to.deep.equal([{ outcome: 'applied', processed: true }]);
+    // the API shows the same payment either way
+    const api1 = (await client.get(`/v1/payments/${first.id}`)).body;
+    const api2 = (await client.get(`/v1/payments/${second.id}`)).body;
+    expect(api2.status).to.equal(api1.status);
+    expect(api2.completed).to.be.a('number');
+  });
+
+  it('applies a callback once however many jobs run it at once, and leaves a duplicate to the general path', async () => {
+    const p = await aPayment(client, { phone: '243990000001' });
+    const cb = await stored(p.id);
+    const runs = await Promise.all([1, 2, 3].map(() => applyCallbackInOneStatement(env.services, paymentKind, cb, env.services.log)));
+    expect(runs.filter((r) => r?.outcome === 'applied')).to.have.length(1);
+    expect((await applyStoredCallback(env.services, cb)).outcome).to.equal('already-processed');
+    expect(await db()('ledger_transactions').where({ reference_id: p.id })).to.have.length(1);
+    expect(await db()('events').where({ object_id: p.id })).to.have.length(1);
+
+    // the provider says it again: a duplicate, decided and recorded by the general path
+    const again = await stored(p.id);
+    expect(await applyCallbackInOneStatement(env.services, paymentKind, again, env.services.log)).to.equal(undefined);
+    expect((await applyStoredCallback(env.services, again, env.services.log, 'payment')).outcome).to.equal('duplicate');
+    expect((await db()('provider_callbacks').where({ id: again }).first()).outcome).to.equal('duplicate');
+  });
+
+  it('writes nothing over a change it did not see (compare-and-set on status and version)', async () => {
+    const p = await aPayment(client, { phone: '243990000001' });
+    const cb = await stored(p.id, 'failed', { failure_code: 'insufficient-funds', failure_message: 'no money' });
+    // another writer moves the row first: the statement finds another version and writes nothing
+    const row = await db()('payments').where({ id: p.id }).first();
+    await db()('payments').where({ id: p.id }).update({ version: row.version + 1 });
+    const { writeTransition } = await import('../../shared/db/sql/transitions');
+    const wrote = await writeTransition(db(), paymentKind, {
+      id: p.id,
+      from: { status: 'processing', version: row.version },
+      set: { status: 'failed', version: row.version + 1, updated_at: new Date(), completed: 1, failure_code: 'x', failure_message: 'y', provider_ref: null },
+      reason: 'provider-callback',
+      callbackId: cb,
+      merchantId: row.merchant_id,
+      environment: row.environment,
+      event: null,
+      deliveries: [],
+      outbox: [],
+      posting: null,
+    });
+    expect(wrote).to.equal(false);
+    expect((await db()('payments').where({ id: p.id }).first()).status).to.equal('processing');
+    expect((await db()('provider_callbacks').where({ id: cb }).first()).processed_at).to.equal(null);
+    // read afresh, the failure is applied with the provider's code
+    const r = await applyCallbackInOneStatement(env.services, paymentKind, cb, env.services.log);
+    expect(r?.outcome).to.equal('applied');
+    const after = await db()('payments').where({ id: p.id }).first();
+    expect(after).to.include({ status: 'failed', failure_code: 'insufficient-funds', failure_message: 'no money', version: row.version + 2 });
+    expect(await db()('ledger_transactions').where({ reference_id: p.id })).to.have.length(0);
+    expect((await db()('events').where({ object_id: p.id }).first()).type).to.equal('payment.failed');
+  });
+});

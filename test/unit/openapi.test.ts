@@ -1,0 +1,102 @@
+import { readFileSync } from 'node:fs';
+import { expect } from 'chai';
+import type Router from '@koa/router';
+import { v1PublicRouter, v1Router, V1_ROUTES } from '../../api/v1';
+import { apiDocument } from '../../api/openapi/api';
+import { DOCUMENT_FILE, renderDocument, renderTypes, TYPES_FILE } from '../../api/openapi/files';
+import { openApiPath } from '../../api/routeTable';
+import { scopeAllows } from '../../api/pipeline/scope';
+import { ERROR_CODES } from '../../api/openapi/errors';
+
+/**
+ * The route half of the contract test: the routers' registered routes and the OpenAPI document
+ * are the same set, the committed document and SDK types are what the route table gives today,
+ * and what the document says about scopes is what the pipeline enforces. (The response half:
+ * test/helpers/contract.ts checks every answer the integration tests' clients receive.)
+ */
+
+const METHODS = ['GET', 'POST', 'PUT', 'PATCH', 'DELETE'];
+
+function registered(router: Router): string[] {
+  const out: string[] = [];
+  for (const layer of router.stack) {
+    for (const m of layer.methods) if (METHODS.includes(m)) out.push(`${m} ${openApiPath(String(layer.path))}`);
+  }
+  return out;
+}
+
+function documented(): string[] {
+  const doc = apiDocument();
+  return Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`));
+}
+
+describe('OpenAPI document (contract)', () => {
+  const doc = apiDocument();
+
+  it('documents every route the /v1 routers register, and nothing else', () => {
+    const routes = [...registered(v1Router), ...registered(v1PublicRouter)].sort();
+    expect(routes.length).to.be.greaterThan(10);
+    const docs = documented().sort();
+    const missing = routes.filter((r) => !docs.includes(r));
+    expect(missing, 'routes missing from the document: declare them in the route table (api/routeTable.ts)').to.deep.equal([]);
+    expect(docs.filter((d) => !routes.includes(d)), 'documented operations no router serves').to.deep.equal([]);
+  });
+
+  it('is OpenAPI 3.1 with the security scheme, the signing headers and unique operation ids', () => {
+    expect(doc.openapi).to.equal('3.1.0');
+    expect(doc.components.securitySchemes.apiKey).to.include({ type: 'http', scheme: 'bearer' });
+    const ids = new Set<string>();
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item)) {
+        expect(ids.has(op.operationId), op.operationId).to.equal(false);
+        ids.add(op.operationId);
+        const refs = JSON.stringify(op.parameters);
+        const signed = method !== 'get';
+        expect(refs.includes('#/components/parameters/X-Signature'), `${method} ${path} signed`).to.equal(signed);
+        expect(refs.includes('#/components/parameters/X-Timestamp'), `${method} ${path} timestamp`).to.equal(signed);
+        for (const p of path.match(/\{[^}]+\}/g) ?? []) {
+          expect(op.parameters.some((x: any) => x.in === 'path' && `{${x.name}}` === p), `${path} ${p}`).to.equal(true);
+        }
+        expect(Object.keys(op.responses).some((s) => /^2/.test(s)), `${method} ${path} success`).to.equal(true);
+      }
+    }
+    expect(doc.paths['/v1/payments'].post.parameters).to.deep.include({ $ref: '#/components/parameters/Idempotency-Key' });
+    expect(doc.paths['/v1/openapi.json'].get.security).to.deep.equal([]);
+    expect(doc.info.description).to.match(/## Signing requests/).and.to.match(/## Webhooks/);
+  });
+
+  it('resolves every $ref', () => {
+    const text = JSON.stringify(doc);
+    for (const [, ref] of text.matchAll(/"\$ref":"#\/([^"]+)"/g)) {
+      let node: any = doc;
+      for (const part of ref.split('/')) node = node?.[part];
+      expect(node, ref).to.not.equal(undefined);
+    }
+  });
+
+  it('lists each error code under its status', () => {
+    for (const item of Object.values(doc.paths)) {
+      for (const op of Object.values(item) as any[]) {
+        for (const [status, r] of Object.entries(op.responses) as [string, any][]) {
+          for (const code of r['x-error-codes'] ?? []) expect(ERROR_CODES[code].status, `${op.operationId} ${code}`).to.equal(Number(status));
+        }
+      }
+    }
+  });
+
+  it('says of each route the least scope the pipeline lets through', () => {
+    const scopes = ['read', 'payments', 'full'] as const;
+    for (const route of V1_ROUTES) {
+      if (route.scope === 'none') continue;
+      const path = `/v1${route.path.replace(/:[A-Za-z_]+/g, 'x')}`;
+      const allowed = scopes.filter((s) => scopeAllows(s, route.method, path));
+      expect(allowed[0], `${route.method} ${route.path}`).to.equal(route.scope);
+    }
+  });
+
+  it('is committed as built: shared/client/openapi.json and api-types.ts are fresh (run `npm run openapi`)', async function () {
+    this.timeout(20_000);
+    expect(readFileSync(DOCUMENT_FILE, 'utf8') === renderDocument(), 'shared/client/openapi.json is stale: run `npm run openapi`').to.equal(true);
+    expect(readFileSync(TYPES_FILE, 'utf8') === (await renderTypes()), 'shared/client/api-types.ts is stale: run `npm run openapi`').to.equal(true);
+  });
+});
