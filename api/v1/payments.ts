@@ -65,10 +65,10 @@ export const paymentsRoutes = defineRoutes([
     responses: { 201: { description: 'The payment', body: Payment } },
     errors: ['operator-mismatch', 'reference-conflict', 'amount-over-limit', 'operator-unavailable'],
     async handler(ctx, { body }) {
-      const { db, queues, config } = ctx.services;
+      const { db, queues, config, clock } = ctx.services;
       // an atomic idempotent route (pipeline/request.ts): the key is written with the payment
       const key = ctx.state.idempotency!;
-      key.stored = await createPayment({ db, queues, config, log: ctx.state.log }, callerOf(ctx), body, key);
+      key.stored = await createPayment({ db, queues, config, clock, log: ctx.state.log }, callerOf(ctx), body, key);
     },
   }),
   route({
