@@ -91,6 +91,8 @@ export interface Config {
   rateLimitPerMinute: number;
   /** How long a web process keeps a looked-up credential (and its merchant status) in memory; default 5000. */
   credentialCacheMs: number;
+  /** How long a request waits for another request holding its Idempotency-Key before 409 idempotency-in-progress; default 2000. */
+  idempotencyWaitMs: number;
   webhooks: WebhooksConfig;
   settlement: SettlementConfig;
   cards: CardsConfig;
@@ -442,6 +444,7 @@ export function loadConfig(env: Env = process.env): Config {
     payments,
     rateLimitPerMinute,
     credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),
+    idempotencyWaitMs: int(env, 'IDEMPOTENCY_WAIT_MS', 2000, 1, 30_000),
     webhooks: loadWebhooksConfig(env, production),
     settlement: loadSettlementConfig(env),
     cards: loadCardsConfig(env, production),

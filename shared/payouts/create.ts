@@ -1,5 +1,6 @@
 import { isUniqueViolation } from '../db/errors';
-import { transact, type TransactDeps } from '../db/transact';
+import type { TransactDeps } from '../db/transact';
+import { idempotentTransact, type IdempotentWrite } from '../idempotency';
 import { feeFor, type FeeRule } from '../domain/fees';
 import { newId, nowUnix } from '../domain/ids';
 import { outgoingDebit, type Currency } from '../domain/ledger';
@@ -19,18 +20,18 @@ import { payoutView, type PayoutObject } from './view';
 
 
 /**
- * POST /v1/payouts: in one transaction, writes the payout `pending` with its history, takes
- * amount + fee (the merchant's fee rule for the currency) from available (422
- * insufficient-balance), and queues it for the payout pool. A reference already used by this
+ * POST /v1/payouts: in one transaction, with its Idempotency-Key (`key`, shared/idempotency.ts),
+ * writes the payout `pending` with its history, takes amount + fee (the merchant's fee rule for
+ * the currency) from available (422 insufficient-balance), and queues it for the payout pool. A reference already used by this
  * merchant in this environment is 409 reference-conflict, checked first.
  */
-export async function createPayout(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, input: PayoutInput, requestId?: string): Promise<PayoutObject> {
+export async function createPayout(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, input: PayoutInput, requestId?: string, key?: IdempotentWrite<PayoutObject>): Promise<PayoutObject> {
   if (!operatorAccepts(viewer.environment, input.operator, input.phone)) {
     throw new BadRequest('operator-mismatch', `The number does not belong to ${input.operator}`, 'phone');
   }
   await refuseIfClosed(deps.db, input.operator, 'payout');
   try {
-    return await transact(deps, async (trx, outbox) => {
+    return await idempotentTransact(deps, key, async (trx, outbox) => {
       const merchant = (await Merchant.query(trx).findById(viewer.merchantId).select('fees'))!;
       const fee = feeFor(input.amount, merchant.fees[input.currency]);
       // decisions.md: every amount and fee is at most 10^12 minor units

@@ -18,7 +18,8 @@ describe('API reference: GET /v1/openapi.json and /docs', () => {
     expect(doc.openapi).to.equal('3.1.0');
     expect(doc.servers).to.deep.equal([{ url: env.baseUrl }]);
     const { servers: _servers, ...rest } = doc;
-    expect(rest).to.deep.equal(JSON.parse(JSON.stringify(apiDocument())));
+    const { servers: _committed, ...built } = apiDocument();
+    expect(rest).to.deep.equal(JSON.parse(JSON.stringify(built)));
     expect(doc.paths['/v1/payments'].post.operationId).to.equal('createPayment');
   });
 
