@@ -1,4 +1,5 @@
 import type { Caller } from '../domain/caller';
+import type { Clock } from '../clock';
 import type { Config } from '../config';
 import { isUniqueViolation } from '../db/errors';
 import { insertPaymentWithKey } from '../db/sql/payments';
@@ -16,8 +17,8 @@ import { outboxMessage, publishOutbox, type OutboxMessage } from '../queues/outb
 import type { PaymentRow } from './rows';
 import type { CreatePaymentInput } from './schemas';
 import { termsCacheFor, type MerchantTerms } from './terms';
-import { paymentView } from './view';
-import { IdempotencyKeyHeld, jsonAnswer, keyWrittenWith, type IdempotencyKeyId, type IdempotentRequest, type StoredResponse } from '../idempotency';
+import { paymentView, type PaymentView } from './view';
+import { IdempotencyKeyHeld, isKeyWaitTimeout, takeKeyValues, type IdempotentWrite } from '../idempotency';
 
 
 /**
@@ -100,37 +101,39 @@ function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Con
 
 
 /**
- * POST /v1/payments. The idempotency key with this answer, the payment, its first status change
- * and (mobile money) the outbox row of its push are written by one statement
- * (shared/db/sql/payments.ts): one atomic transaction in one round trip, the leanest form of the
- * outbox rule (shared/db/transact.ts does the same in several statements). If the key is held by another request, nothing is written
- * (IdempotencyKeyHeld). The push job is enqueued after commit; if that fails, the outbox-relay
- * enqueues it. Returns the answer as sent and stored.
+ * POST /v1/payments. The idempotency key with its answer (the payment as `key` encodes it), the
+ * payment, its first status change and (mobile money) the outbox row of its push are written by
+ * one statement (shared/db/sql/payments.ts): the key in the route's own transaction
+ * (shared/idempotency.ts), in one round trip, the leanest form of the outbox rule
+ * (shared/db/transact.ts does the same in several statements). If the key is held by another
+ * request, or still held when the key's wait is over, nothing is written (IdempotencyKeyHeld).
+ * The push job is enqueued after commit; if that fails, the outbox-relay enqueues it.
  */
 export async function createPayment(
-  deps: TransactDeps & { config: Config },
+  deps: TransactDeps & { config: Config; clock?: Clock },
   caller: Caller,
   input: CreatePaymentInput,
-  key: { id: IdempotencyKeyId; request: IdempotentRequest },
-): Promise<StoredResponse> {
+  key: IdempotentWrite<PaymentView>,
+): Promise<PaymentView> {
   const { db } = deps;
-  const terms = await termsCacheFor(db, deps.config.credentialCacheMs).get(db, caller.merchantId);
+  const terms = await termsCacheFor(db, deps.config.credentialCacheMs, deps.clock).get(db, caller.merchantId);
   if (!terms) throw new Unauthenticated('api-key-invalid');
   const row = buildPayment(input, terms, caller, deps.config);
   if (row.operator) await refuseIfClosed(db, row.operator, 'collection');
-  const answer = jsonAnswer(201, paymentView(row, deps.config.baseUrl));
+  const view = paymentView(row, deps.config.baseUrl);
   const push: OutboxMessage | null =
     row.method === 'mobile_money' ? outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId }) : null;
   let created: boolean;
   try {
-    created = await insertPaymentWithKey(db, keyWrittenWith(key.id, key.request, answer), row, push);
+    created = await insertPaymentWithKey(db, takeKeyValues(key, key.encode(view)), row, push);
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
       throw new Conflict('reference-conflict', 'This reference is already used by another payment of this merchant', { param: 'reference' });
     }
+    if (isKeyWaitTimeout(err)) throw new IdempotencyKeyHeld();
     throw err;
   }
   if (!created) throw new IdempotencyKeyHeld();
   if (push) await publishOutbox(db, deps.queues, [push], deps.log);
-  return answer;
+  return view;
 }

@@ -8,7 +8,7 @@ import { signCallback } from '../../shared/providers/signature';
 import { CARD_SECRET, createCardPayment, cardPaymentBody, pay, paymentRow, startCardEnv, tokenFor, VAULT_KEY, waitForRow, type CardTestEnv } from '../helpers/cards';
 import type { MerchantFixture } from '../helpers/env';
 import { eventually } from '../helpers/processes';
-import { SANDBOX_SECRET } from './payments.helpers';
+import { SANDBOX_SECRET } from '../helpers/money';
 
 /**
  * Card payments end to end over HTTP, without a browser (the browser flows are test/e2e): the
