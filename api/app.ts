@@ -15,6 +15,7 @@ import { adminRouter } from './routes/admin';
 import { webhooksAdminRouter } from './routes/admin/webhooks';
 import { boardMiddleware } from './board';
 import { callbacksRouter } from './callbacks';
+import { checkoutRouter, checkoutRoutes } from './checkout';
 import { createMetrics, type Metrics } from './metrics';
 import { MethodNotAllowed } from '../shared/errors';
 import { v1PublicRouter, v1Router } from './v1';
@@ -66,10 +67,11 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
   app.silent = true; // errors are logged by errorHandler, with redaction
 
   const metrics = opts.metrics ?? createMetrics(services);
+  const checkout = checkoutRouter(services);
 
   app.use(acceptTarget); // first: a target Node cannot parse would break every later step
   app.use(requestContext);
-  app.use(metrics.record(LABEL_ROUTERS));
+  app.use(metrics.record([...LABEL_ROUTERS, checkout]));
   app.use(securityHeaders);
   app.use(errorHandler);
   app.use(refuseBadTarget);
@@ -96,6 +98,8 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
     app.use((ctx, next) => (ctx.path === '/metrics' && ctx.method === 'GET' ? adminAuth(ctx, () => metrics.serve(ctx, next)) : next()));
   }
   if (merchant) {
+    // the hosted card checkout: the client's browser, no merchant key
+    app.use(checkoutRoutes(checkout));
     // the API reference: the OpenAPI document and the page rendering it take no key
     app.use(docsRouter.routes() as Middleware);
     app.use(v1PublicRouter.routes() as Middleware);

@@ -62,7 +62,10 @@ export function pathOfNul(root: unknown): string | null {
 }
 
 export function requireJsonContentType(ctx: Context): void {
-  if (!ctx.request.is('application/json')) {
+  const matched = ctx.request.is('application/json');
+  // Koa sees no type on a request without a body (null): the header itself is judged then
+  const json = matched === null ? ctx.request.type.trim().toLowerCase() === 'application/json' : matched !== false;
+  if (!json) {
     throw new UnsupportedMediaType('Content-Type must be application/json');
   }
 }

@@ -1,6 +1,7 @@
 import Router, { type RouterOptions } from '@koa/router';
 import type { Context } from 'koa';
 import { validator, type Validator } from '../shared/validation';
+import type { MerchantErrorCode } from './openapi/errors';
 
 /**
  * The merchant API's route table: each route is declared once, next to its handler, with the
@@ -68,7 +69,7 @@ export interface RouteSpec<B = unknown, Q = unknown> {
    * 403 ip-not-allowed / merchant-suspended, 429 rate-limit-exceeded, 503...): the OpenAPI
    * document lists them by status from the catalogue in api/openapi/errors.ts.
    */
-  errors?: readonly string[];
+  errors?: readonly MerchantErrorCode[];
   /** Runs after the body and query were validated; sets ctx.body / ctx.status. */
   handler: (ctx: Context, input: RouteInput<B, Q>) => Promise<void> | void;
 }

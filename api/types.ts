@@ -1,16 +1,6 @@
 import type { Logger } from '../shared/logger';
 import type { ServiceContext } from '../shared/context';
-import type { IdempotencyKeyId, IdempotentRequest, StoredResponse } from '../shared/idempotency';
-
-/**
- * The Idempotency-Key of a request to an atomic route (api/pipeline/request.ts): the route
- * writes it with its work, in one statement, and leaves the answer it stored in `stored`.
- */
-export interface AtomicIdempotency {
-  id: IdempotencyKeyId;
-  request: IdempotentRequest;
-  stored?: StoredResponse;
-}
+import type { RequestKey } from './pipeline/idempotency';
 
 /** What middleware leaves on ctx.state / ctx for later steps. */
 export interface MerchantAuth {
@@ -32,7 +22,8 @@ declare module 'koa' {
     /** Exact bytes of the request body, read once by the body step. */
     rawBody?: Buffer;
     body?: unknown;
-    idempotency?: AtomicIdempotency;
+    /** The request's Idempotency-Key, on a route that takes one (api/pipeline/idempotency.ts). */
+    idempotency?: RequestKey;
   }
   interface DefaultContext {
     services: ServiceContext;

@@ -7,7 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import { getConfig } from '../shared/config';
-import { ServiceClient } from '../shared/client/signing';
+import { PaymentsApi } from '../shared/client/index';
 
 const FINAL = new Set(['succeeded', 'failed', 'cancelled']);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
@@ -36,10 +36,11 @@ async function main() {
   const cred = await admin(baseUrl, config.adminApiToken, `/admin/merchants/${merchant.id}/credentials`, { environment: 'test', scope: 'full' });
   console.log(`merchant ${merchant.id}, test credential ${cred.id}`);
 
-  const client = new ServiceClient({ baseUrl, apiKey: cred.api_key, secret: cred.secret });
+  // the merchant SDK (shared/client): signs, sets the Idempotency-Key, retries, throws typed errors
+  const api = new PaymentsApi({ baseUrl, apiKey: cred.api_key, secret: cred.secret });
   const started = Date.now();
   const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s`;
-  const created = await client.post('/v1/payments', {
+  let payment = await api.payments.create({
     amount: 1500,
     currency: 'USD',
     method: 'mobile_money',
@@ -49,17 +50,15 @@ async function main() {
     description: 'Demo payment',
     metadata: { demo: true },
   });
-  if (created.status !== 201) throw new Error(`POST /v1/payments answered ${created.status}: ${created.text}`);
-  const id = created.body.id;
+  const id = payment.id;
   console.log(`${elapsed()}  POST /v1/payments → 201 ${id}`);
-  console.log(`${elapsed()}  status ${created.body.status} (amount_charged ${created.body.amount_charged}, fee ${created.body.fee}, amount_net ${created.body.amount_net} ${created.body.currency})`);
+  console.log(`${elapsed()}  status ${payment.status} (amount_charged ${payment.amount_charged}, fee ${payment.fee}, amount_net ${payment.amount_net} ${payment.currency})`);
 
-  let payment = created.body;
   let shown = { status: payment.status, ref: payment.provider_ref };
   while (!FINAL.has(payment.status)) {
     if (Date.now() - started > 60_000) throw new Error(`payment still ${payment.status} after 60 s: are the provider-push, callback-reconciler and sandbox-provider processes running?`);
     await sleep(200);
-    payment = (await client.get(`/v1/payments/${id}`)).body;
+    payment = await api.payments.retrieve(id);
     if (payment.provider_ref && !shown.ref) console.log(`${elapsed()}  push sent to ${payment.provider}, provider_ref ${payment.provider_ref}`);
     if (payment.status !== shown.status) console.log(`${elapsed()}  status ${payment.status}${payment.failure_code ? ` (${payment.failure_code})` : ''}`);
     shown = { status: payment.status, ref: payment.provider_ref };
@@ -68,12 +67,8 @@ async function main() {
 
   // the event is written with the status change; the events API lists the newest first
   for (let i = 0; i < 25; i++) {
-    const res = await client.get(`/v1/events?type=payment.${payment.status}&limit=10`);
-    if (res.status !== 200) {
-      console.log(`\n(GET /v1/events answered ${res.status}; the event is in the events table)`);
-      return;
-    }
-    const event = res.body.data.find((e: any) => e.data?.object?.id === id);
+    const page = await api.events.list({ type: `payment.${payment.status}` as 'payment.succeeded', limit: 10 }).page();
+    const event = page.data.find((e) => (e.data.object as { id?: string }).id === id);
     if (event) {
       console.log(`\nevent:\n${JSON.stringify(event, null, 2)}`);
       return;

@@ -11,8 +11,12 @@ export const DEV_SECRETS_KEY = 'dev:ZGV2ZWxvcG1lbnQtb25seS1rZXktZG8tbm90LXVzZSE=
 export const DEV_ADMIN_API_TOKEN = 'dev-admin-token-change-me';
 /** The sandbox provider's development callback secret: public, so production refuses it for any provider. */
 export const DEV_SANDBOX_CALLBACK_SECRET = 'sandbox-callback-secret';
+/** The card sandbox acquirer's development callback secret (public, refused in production). */
+export const DEV_CARD_CALLBACK_SECRET = 'card-sandbox-callback-secret';
+/** The development key the sandbox acquirer redeems tokens with at the sandbox vault (refused in production). */
+export const DEV_CARD_VAULT_API_KEY = 'card-vault-key-change-me';
 /** Every callback secret that ships with the code; production refuses each of them. */
-export const DEV_CALLBACK_SECRETS: readonly string[] = [DEV_SANDBOX_CALLBACK_SECRET];
+export const DEV_CALLBACK_SECRETS: readonly string[] = [DEV_SANDBOX_CALLBACK_SECRET, DEV_CARD_CALLBACK_SECRET];
 /** The spec's webhook delays (6.5), in seconds; attempt n+1 follows failed attempt n by delay n. */
 export const SPEC_WEBHOOK_DELAYS_S = [1, 5, 30, 300, 1800, 7200, 21600, 86400];
 /** Spec 8: requests per minute per API key. */
@@ -84,16 +88,20 @@ export interface Config {
   sandboxCallbackDelayMs: number;
   /** Shared secret the sandbox provider signs its callbacks with. */
   sandboxCallbackSecret: string;
-  /** How long a mobile-money payment may stay processing before the reconciler asks the provider. */
+  /** How long an operation may stay open before the sweep asks its provider (PROVIDER_WINDOW_MS, SANDBOX_PROVIDER_WINDOW_MS). */
   providerWindowMs: { live: number; test: number };
-  reconcileIntervalMs: number;
+  /** RECONCILE_INTERVAL_MS: how often the sweeps look for open operations to ask about, and the first wait between two questions; default 5000. */
+  askIntervalMs: number;
   payments: PaymentsConfig;
   /** Requests per minute bucket per API key (spec 8: 100). Only the bench raises it; production refuses any other value. */
   rateLimitPerMinute: number;
   /** How long a web process keeps a looked-up credential (and its merchant status) in memory; default 5000. */
   credentialCacheMs: number;
+  /** How long a request waits for another request holding its Idempotency-Key before 409 idempotency-in-progress; default 2000. */
+  idempotencyWaitMs: number;
   webhooks: WebhooksConfig;
   settlement: SettlementConfig;
+  cards: CardsConfig;
   overload: OverloadConfig;
   availability: AvailabilityConfig;
 }
@@ -117,6 +125,78 @@ export function loadAvailabilityConfig(env: Env): AvailabilityConfig {
     windowMs: int(env, 'AVAILABILITY_WINDOW_MS', 300_000, 10_000, 86_400_000),
     minCalls: int(env, 'AVAILABILITY_MIN_CALLS', 3, 1, 1_000_000),
     slowMs: int(env, 'AVAILABILITY_SLOW_MS', 5000, 1, 600_000),
+  };
+}
+
+/** Where one environment's card vault and acquirer are, and how the acquirer's callbacks are verified. */
+export interface CardEndpoints {
+  /** the card-tokenisation provider: serves the card-field iframe and the token API (its origin) */
+  vaultUrl: string;
+  /** the acquirer: charges tokens, serves the issuer's 3-D Secure page, calls back */
+  providerUrl: string;
+  apiKey: string;
+  callbackSecret: string;
+}
+
+/** Card payments (decisions.md "Cards (hosted checkout)"): three parties, three origins. */
+export interface CardsConfig {
+  /** test keys: the sandbox vault and acquirer (CARD_VAULT_URL, CARD_PROVIDER_URL, CARD_PROVIDER_API_KEY, CARD_CALLBACK_SECRET) */
+  sandbox: CardEndpoints;
+  /** live keys: CARD_LIVE_*; outside production the sandbox when unset, in production absent unless set */
+  live: CardEndpoints | null;
+  /** ports the sandbox vault and acquirer listen on (CARD_VAULT_PORT, CARD_PROVIDER_PORT; 0: any free port) */
+  vaultPort: number;
+  providerPort: number;
+  /** the key the sandbox acquirer redeems tokens with at the sandbox vault (CARD_VAULT_API_KEY) */
+  vaultApiKey: string;
+  /** how long a sandbox token can be used (CARD_TOKEN_TTL_MS, default 15 minutes) */
+  tokenTtlMs: number;
+  /** how long the client has for 3-D Secure (CARD_3DS_WINDOW_MS, default 10 minutes) */
+  threeDsWindowMs: number;
+  /** the sandbox acquirer's delay before its callback (CARD_SANDBOX_CALLBACK_DELAY_MS, default 200) */
+  sandboxCallbackDelayMs: number;
+}
+
+export function loadCardsConfig(env: Env, production: boolean): CardsConfig {
+  const vaultPort = int(env, 'CARD_VAULT_PORT', 4020, 0, 65535);
+  const providerPort = int(env, 'CARD_PROVIDER_PORT', 4030, 0, 65535);
+  const sandbox: CardEndpoints = {
+    vaultUrl: url(env, 'CARD_VAULT_URL', `http://127.0.0.1:${vaultPort}`, ['http:', 'https:']),
+    providerUrl: url(env, 'CARD_PROVIDER_URL', `http://127.0.0.1:${providerPort}`, ['http:', 'https:']),
+    apiKey: env.CARD_PROVIDER_API_KEY || 'card-provider-key',
+    callbackSecret: env.CARD_CALLBACK_SECRET || DEV_CARD_CALLBACK_SECRET,
+  };
+  const liveNames = ['CARD_LIVE_VAULT_URL', 'CARD_LIVE_PROVIDER_URL', 'CARD_LIVE_PROVIDER_API_KEY', 'CARD_LIVE_CALLBACK_SECRET'];
+  const given = liveNames.filter((n) => env[n]);
+  if (given.length > 0 && given.length < liveNames.length) throw new ConfigError(`${liveNames.join(', ')} must be set together`);
+  const protocols = production ? ['https:'] : ['http:', 'https:'];
+  const live: CardEndpoints | null =
+    given.length > 0
+      ? {
+          vaultUrl: url(env, 'CARD_LIVE_VAULT_URL', '', protocols),
+          providerUrl: url(env, 'CARD_LIVE_PROVIDER_URL', '', protocols),
+          apiKey: env.CARD_LIVE_PROVIDER_API_KEY!,
+          callbackSecret: env.CARD_LIVE_CALLBACK_SECRET!,
+        }
+      : // production never falls back to the sandbox; elsewhere live keys reach it, so they work end to end locally
+        production
+        ? null
+        : { ...sandbox };
+  const vaultApiKey = env.CARD_VAULT_API_KEY || DEV_CARD_VAULT_API_KEY;
+  if (production) {
+    if (DEV_CALLBACK_SECRETS.includes(sandbox.callbackSecret)) throw new ConfigError('CARD_CALLBACK_SECRET must be set in production (the development callback secret is refused)');
+    if (live && DEV_CALLBACK_SECRETS.includes(live.callbackSecret)) throw new ConfigError('CARD_LIVE_CALLBACK_SECRET must not be a development callback secret in production');
+    if (vaultApiKey === DEV_CARD_VAULT_API_KEY) throw new ConfigError('CARD_VAULT_API_KEY must be set in production (the development key is refused)');
+  }
+  return {
+    sandbox,
+    live,
+    vaultPort,
+    providerPort,
+    vaultApiKey,
+    tokenTtlMs: int(env, 'CARD_TOKEN_TTL_MS', 15 * 60_000, 100, 3_600_000),
+    threeDsWindowMs: int(env, 'CARD_3DS_WINDOW_MS', 10 * 60_000, 1000, 3_600_000),
+    sandboxCallbackDelayMs: int(env, 'CARD_SANDBOX_CALLBACK_DELAY_MS', 200, 0, 60_000),
   };
 }
 
@@ -373,12 +453,14 @@ export function loadConfig(env: Env = process.env): Config {
       live: int(env, 'PROVIDER_WINDOW_MS', 120_000, 1000),
       test: int(env, 'SANDBOX_PROVIDER_WINDOW_MS', 30_000, 100),
     },
-    reconcileIntervalMs: int(env, 'RECONCILE_INTERVAL_MS', 5000, 50),
+    askIntervalMs: int(env, 'RECONCILE_INTERVAL_MS', 5000, 50),
     payments,
     rateLimitPerMinute,
     credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),
+    idempotencyWaitMs: int(env, 'IDEMPOTENCY_WAIT_MS', 2000, 1, 30_000),
     webhooks: loadWebhooksConfig(env, production),
     settlement: loadSettlementConfig(env),
+    cards: loadCardsConfig(env, production),
     overload: loadOverloadConfig(env),
     availability: loadAvailabilityConfig(env),
   };

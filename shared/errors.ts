@@ -15,7 +15,12 @@ export type BadRequestCode =
   // README Decisions: a request target that is not a URL, a body that cannot be read
   | 'bad-request'
   | 'invalid-body';
-export type ForbiddenCode = 'insufficient-scope' | 'ip-not-allowed' | 'merchant-suspended';
+export type ForbiddenCode =
+  | 'insufficient-scope'
+  | 'ip-not-allowed'
+  | 'merchant-suspended'
+  // README Decisions (checkout): POST /checkout/{id}/pay from a page of another origin
+  | 'origin-not-allowed';
 export type ConflictCode =
   | 'idempotency-conflict'
   | 'idempotency-in-progress'
@@ -25,7 +30,10 @@ export type ConflictCode =
   | 'webhook-exists'
   | 'webhook-disabled'
   | 'delivery-not-dead'
-  | 'credential-revoked';
+  | 'credential-revoked'
+  // README Decisions (checkout): POST /checkout/{id}/pay once the payment left pending, or while a card is being charged
+  | 'payment-not-pending'
+  | 'payment-in-progress';
 export type UnprocessableCode =
   | 'refund-exceeds-refundable'
   | 'payment-not-refundable'

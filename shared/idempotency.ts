@@ -1,15 +1,21 @@
-import type { Db } from './db/knex';
-import { TAKE_KEY } from './db/sql/idempotencyKeys';
+import type { Db, Executor, Trx } from './db/knex';
 import { runSql } from './db/sql/run';
+import { TAKE_KEY } from './db/sql/idempotencyKeys';
+import { transact, type OutboxWriter, type TransactDeps } from './db/transact';
+
+/**
+ * Idempotency keys (spec 5.4), one mode for every route that takes them: the key is written in
+ * the route's own transaction, with the route's answer. A second request with the same key
+ * while the first runs finds the first one's uncommitted key in the unique index and waits
+ * there for its transaction to end (Postgres does the waiting; no row is ever seen
+ * `in_progress`): after a commit it gets the stored answer, after a rollback (a refusal, a
+ * failure, a crashed process) it takes the key itself. The wait is bounded by `waitMs`
+ * (lock_timeout, set for the key's statement only); past it, the route is told the key is held
+ * and the request answers 409 idempotency-in-progress.
+ */
 
 /** Idempotency keys live 24 hours (spec 8); expired ones are purged by the outbox-relay pool. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
-
-/**
- * How long a request may hold its key `in_progress`. Past this, the web process that claimed it
- * is taken for dead (crashed mid-request) and the same request may take the key over.
- */
-export const IDEMPOTENCY_LOCK_MS = 60_000;
 
 export async function purgeExpiredIdempotencyKeys(db: Db): Promise<number> {
   return db('idempotency_keys').where('expires_at', '<', db.fn.now()).del();
@@ -30,53 +36,116 @@ export interface IdempotentRequest {
   hash: string;
 }
 
+/** An answer as the web layer encodes it (status, the headers replayed, exact body bytes); stored and replayed as is. */
 export interface StoredResponse {
   status: number;
   headers: Record<string, string>;
   body: Buffer;
 }
 
-export type Claim =
-  /** This request owns the key until `lock` (the fencing value for complete/release). */
-  | { kind: 'claimed'; lock: Date }
-  | { kind: 'replay'; response: StoredResponse }
-  | { kind: 'conflict' }
-  | { kind: 'in-progress' };
+/**
+ * What a route needs to write its key: the key, the request it stands for, how long to wait for
+ * another request holding it, and how the web layer encodes the route's result as its answer
+ * (shared code never builds response bytes).
+ */
+export interface IdempotentWrite<T> {
+  id: IdempotencyKeyId;
+  request: IdempotentRequest;
+  waitMs: number;
+  encode(result: T): StoredResponse;
+}
 
-const pk = (id: IdempotencyKeyId) => ({ merchant_id: id.merchantId, environment: id.environment, key: id.key });
+/** What a key already held by another request means for this one. */
+export type HeldKey = { kind: 'replay'; response: StoredResponse } | { kind: 'conflict' } | { kind: 'in-progress' };
 
 /**
- * The values of the one statement that takes a key (shared/db/sql/idempotencyKeys.ts): a new key
- * is inserted; an expired key (not yet purged) is free again; an `in_progress` key whose lock has
- * passed is taken over, but only by the same request (same hash). It returns one row when the
- * key was taken, none when another request holds it. `response` null takes the key
- * `in_progress` until `lock`; a response takes it `completed` with that answer, for a route whose
- * work is written in the same statement.
+ * Thrown by a route whose key another request holds (committed, or still running past the wait):
+ * nothing was written; the request is answered by the key (readIdempotencyKey).
  */
-function takeKeyValues(id: IdempotencyKeyId, req: IdempotentRequest, state: { lock: Date } | { response: StoredResponse }): unknown[] {
-  const response = 'response' in state ? state.response : null;
+export class IdempotencyKeyHeld extends Error {
+  constructor() {
+    super('idempotency key held by another request');
+  }
+}
+
+const LOCK_TIMEOUT = '55P03';
+
+/**
+ * The values of the one statement that takes a key (shared/db/sql/idempotencyKeys.ts): a new
+ * key is inserted; an expired key (not yet purged) is free again; a key left `in_progress` by an
+ * older version of this service (which claimed keys before its route) is taken over after its
+ * lock passed, by the same request only. One row when the key was taken, none when it is held.
+ * `response` null writes it `in_progress`, to be completed in the same transaction
+ * (completeKeyIn); otherwise `completed` with that answer. The statement waits at most `waitMs`
+ * for a request holding the key (then fails with a lock timeout: isKeyWaitTimeout).
+ */
+export function takeKeyValues(key: IdempotentWrite<unknown>, response: StoredResponse | null): unknown[] {
   return [
-    id.merchantId,
-    id.environment,
-    id.key,
-    req.method,
-    req.path,
-    req.hash,
+    key.id.merchantId,
+    key.id.environment,
+    key.id.key,
+    key.request.method,
+    key.request.path,
+    key.request.hash,
     response ? 'completed' : 'in_progress',
     response?.status ?? null,
     response ? JSON.stringify(response.headers) : null,
     response?.body ?? null,
-    'lock' in state ? state.lock : null,
+    `${Math.max(1, Math.round(key.waitMs))}ms`,
     IDEMPOTENCY_WINDOW_MS,
   ];
 }
 
-/** What a key already held by another request means for this one. */
-export async function readIdempotencyKey(db: Db, id: IdempotencyKeyId, req: IdempotentRequest): Promise<Exclude<Claim, { kind: 'claimed' }> | null> {
+/** Runs the key's statement; true when the key was taken. */
+async function takeKey(db: Executor, key: IdempotentWrite<unknown>, response: StoredResponse | null): Promise<boolean> {
+  return (await runSql(db, TAKE_KEY, takeKeyValues(key, response))).length === 1;
+}
+
+/** True when `err` is the key's statement giving up its bounded wait for another request. */
+export function isKeyWaitTimeout(err: unknown): boolean {
+  return (err as { code?: string })?.code === LOCK_TIMEOUT;
+}
+
+/** Takes the key `in_progress` inside the route's transaction (first statement); IdempotencyKeyHeld if another request holds it. */
+async function takeKeyIn(trx: Trx, key: IdempotentWrite<unknown>): Promise<void> {
+  let taken: boolean;
+  try {
+    taken = await takeKey(trx, key, null);
+  } catch (err) {
+    if (isKeyWaitTimeout(err)) throw new IdempotencyKeyHeld();
+    throw err;
+  }
+  if (!taken) throw new IdempotencyKeyHeld();
+}
+
+/** Completes the key taken by takeKeyIn with the route's answer, in the same transaction. */
+async function completeKeyIn(trx: Trx, key: IdempotentWrite<unknown>, response: StoredResponse): Promise<void> {
+  await trx('idempotency_keys')
+    .where({ merchant_id: key.id.merchantId, environment: key.id.environment, key: key.id.key })
+    .update({ status: 'completed', response_status: response.status, response_headers: JSON.stringify(response.headers), response_body: response.body });
+}
+
+/**
+ * `transact` for a route that may carry an Idempotency-Key: the key is the transaction's first
+ * statement and is completed with the encoded result before the commit, so the key and the work
+ * commit together or not at all. Without a key, plain `transact`.
+ */
+export async function idempotentTransact<T>(deps: TransactDeps, key: IdempotentWrite<T> | undefined, fn: (trx: Trx, outbox: OutboxWriter) => Promise<T>): Promise<T> {
+  if (!key) return transact(deps, fn);
+  return transact(deps, async (trx, outbox) => {
+    await takeKeyIn(trx, key);
+    const result = await fn(trx, outbox);
+    await completeKeyIn(trx, key, key.encode(result));
+    return result;
+  });
+}
+
+/** What a key already held by another request means for this one; null if it is free (released meanwhile). */
+export async function readIdempotencyKey(db: Db, id: IdempotencyKeyId, req: IdempotentRequest): Promise<HeldKey | null> {
   const row = await db('idempotency_keys')
-    .where(pk(id))
-    .first('request_hash', 'status', 'response_status', 'response_headers', 'response_body');
-  if (!row) return null; // released in the meantime
+    .where({ merchant_id: id.merchantId, environment: id.environment, key: id.key })
+    .first('request_hash', 'status', 'response_status', 'response_headers', 'response_body', 'expires_at');
+  if (!row || new Date(row.expires_at).getTime() <= Date.now()) return null;
   if (row.request_hash !== req.hash) return { kind: 'conflict' };
   if (row.status === 'completed') {
     return { kind: 'replay', response: { status: row.response_status, headers: row.response_headers ?? {}, body: row.response_body ?? Buffer.alloc(0) } };
@@ -85,64 +154,15 @@ export async function readIdempotencyKey(db: Db, id: IdempotencyKeyId, req: Idem
 }
 
 /**
- * Claims a key for a request before its route runs (the claim-first routes): the key is held
- * `in_progress` until the route's answer is stored by completeIdempotencyKey.
+ * Stores the answer of a request that wrote nothing (a refusal: 404, 409, 422) under its key, in
+ * one statement after the route's transaction ended; false if another request took the key
+ * meanwhile (that request's answer stands).
  */
-export async function claimIdempotencyKey(db: Db, id: IdempotencyKeyId, req: IdempotentRequest): Promise<Claim> {
-  for (let attempt = 0; attempt < 3; attempt++) {
-    // ms precision, set by us: the exact value identifies our claim when we complete or release it
-    const lock = new Date(Date.now() + IDEMPOTENCY_LOCK_MS);
-    const rows = await runSql(db, TAKE_KEY, takeKeyValues(id, req, { lock }));
-    if (rows.length) return { kind: 'claimed', lock };
-    const held = await readIdempotencyKey(db, id, req);
-    if (held) return held;
+export async function storeIdempotentResponse(db: Db, key: IdempotentWrite<unknown>, response: StoredResponse): Promise<boolean> {
+  try {
+    return await takeKey(db, key, response);
+  } catch (err) {
+    if (isKeyWaitTimeout(err)) return false;
+    throw err;
   }
-  return { kind: 'in-progress' };
-}
-
-/**
- * The key's values for a route that writes it with its work (the atomic routes): the route's
- * statement takes the key first and writes its work only if it was taken. A request with the
- * same key that arrives meanwhile waits for that transaction, then finds the key taken.
- */
-export function keyWrittenWith(id: IdempotencyKeyId, req: IdempotentRequest, response: StoredResponse): unknown[] {
-  return takeKeyValues(id, req, { response });
-}
-
-/** Thrown by an atomic route whose statement found its key held by another request: nothing was written. */
-export class IdempotencyKeyHeld extends Error {
-  constructor() {
-    super('idempotency key held by another request');
-  }
-}
-
-/** A JSON answer as sent and stored: exact bytes and the Content-Type Koa gives a JSON body. */
-export function jsonAnswer(status: number, body: unknown): StoredResponse {
-  return { status, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body: Buffer.from(JSON.stringify(body), 'utf8') };
-}
-
-/** Stores an answer under a free key in one statement (an atomic route's answer without work, such as a 422); false if the key is held. */
-export async function storeIdempotentResponse(db: Db, id: IdempotencyKeyId, req: IdempotentRequest, response: StoredResponse): Promise<boolean> {
-  const rows = await runSql(db, TAKE_KEY, takeKeyValues(id, req, { response }));
-  return rows.length === 1;
-}
-
-/** Stores the response of the request that holds the key; false if it no longer held it. */
-export async function completeIdempotencyKey(db: Db, id: IdempotencyKeyId, lock: Date, response: StoredResponse): Promise<boolean> {
-  const n = await db('idempotency_keys')
-    .where(pk(id))
-    .andWhere({ status: 'in_progress', locked_until: lock })
-    .update({
-      status: 'completed',
-      response_status: response.status,
-      response_headers: JSON.stringify(response.headers),
-      response_body: response.body,
-      locked_until: null,
-    });
-  return n === 1;
-}
-
-/** Frees the key of a request that did nothing (refused by validation, or failed): it may be used again. */
-export async function releaseIdempotencyKey(db: Db, id: IdempotencyKeyId, lock: Date): Promise<void> {
-  await db('idempotency_keys').where(pk(id)).andWhere({ status: 'in_progress', locked_until: lock }).del();
 }

@@ -1,5 +1,5 @@
 import { UnrecoverableError } from 'bullmq';
-import { isId } from '../shared/domain/ids';
+import { isId, type IdKind } from '../shared/domain/ids';
 import type { OperationKind } from '../shared/operations/kind';
 import { sendOnce } from '../shared/operations/send';
 import { sweepOpen } from '../shared/operations/sweep';
@@ -17,17 +17,18 @@ export interface SendJob {
   requestId?: string;
 }
 
-export function sendJobGuard(kind: OperationKind) {
+export function sendJobGuard(kind: OperationKind<any, any, any>) {
   const field = kind.send.idField;
+  const idKind = kind.idKind ?? (kind.name as IdKind);
   return (data: unknown): SendJob => {
     const d = data as Record<string, unknown> | null;
     const id = d?.[field];
-    if (typeof id !== 'string' || !isId(kind.name, id)) throw new UnrecoverableError(`${kind.send.queue} job without a valid ${field}`);
+    if (typeof id !== 'string' || !isId(idKind, id)) throw new UnrecoverableError(`${kind.send.queue} job without a valid ${field}`);
     return { id, requestId: typeof d!.requestId === 'string' ? d!.requestId : undefined };
   };
 }
 
-export function sendProcessor(kind: OperationKind, lockMs: number): PoolProcessor<SendJob> {
+export function sendProcessor(kind: OperationKind<any, any, any>, lockMs: number): PoolProcessor<SendJob> {
   return {
     queue: kind.send.queue,
     guard: sendJobGuard(kind),
@@ -37,10 +38,10 @@ export function sendProcessor(kind: OperationKind, lockMs: number): PoolProcesso
   };
 }
 
-export function sweepLoop(kind: OperationKind): PoolLoop {
+export function sweepLoop(kind: OperationKind<any, any, any>): PoolLoop {
   return {
     name: `open-${kind.name}s-sweep`,
-    intervalMs: (ctx) => ctx.config.reconcileIntervalMs,
+    intervalMs: (ctx) => ctx.config.askIntervalMs,
     run: async (ctx) => {
       const counts = await sweepOpen(ctx, kind);
       if (Object.keys(counts).length) ctx.log.info({ kind: kind.name, counts }, 'open operations past their window swept');

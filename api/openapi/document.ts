@@ -1,5 +1,5 @@
 import { openApiPath, type Component, type JsonSchema, type RouteSpec } from '../routeTable';
-import { ERROR_CODES, IDEMPOTENCY_ERRORS, PIPELINE_ERRORS, QUERY_ERRORS, SIGNED_ERRORS } from './errors';
+import { ERROR_CODES, type MerchantErrorCode, IDEMPOTENCY_ERRORS, PIPELINE_ERRORS, QUERY_ERRORS, SIGNED_ERRORS } from './errors';
 import { ErrorBody } from './schemas';
 import { API_DESCRIPTION } from './description';
 
@@ -16,7 +16,7 @@ export const API_VERSION = '1.0.0';
 export interface OpenApiDocument {
   openapi: string;
   info: Record<string, unknown>;
-  servers?: { url: string; description?: string }[];
+  servers: { url: string; description?: string; variables?: Record<string, unknown> }[];
   tags: { name: string; description?: string }[];
   paths: Record<string, Record<string, any>>;
   components: { schemas: Record<string, JsonSchema>; securitySchemes: Record<string, unknown>; parameters: Record<string, unknown>; headers: Record<string, unknown> };
@@ -49,8 +49,8 @@ function refs(schema: unknown, into: Map<string, JsonSchema>): unknown {
 }
 
 /** The codes a route may answer, by status: the pipeline's, its method's, its own. */
-export function errorCodesOf(route: RouteSpec): Map<number, string[]> {
-  const codes = new Set<string>(route.scope === 'none' ? [] : PIPELINE_ERRORS);
+export function errorCodesOf(route: RouteSpec): Map<number, MerchantErrorCode[]> {
+  const codes = new Set<MerchantErrorCode>(route.scope === 'none' ? [] : PIPELINE_ERRORS);
   if (SIGNED.has(route.method)) {
     for (const c of SIGNED_ERRORS) codes.add(c);
     if (route.idempotencyKey) for (const c of IDEMPOTENCY_ERRORS) if (c !== 'idempotency-key-required' || route.idempotencyKey === 'required') codes.add(c);
@@ -60,7 +60,7 @@ export function errorCodesOf(route: RouteSpec): Map<number, string[]> {
   }
   if (route.scope !== 'none' && route.scope !== 'read') codes.add('insufficient-scope');
   for (const c of route.errors ?? []) codes.add(c);
-  const byStatus = new Map<number, string[]>();
+  const byStatus = new Map<number, MerchantErrorCode[]>();
   for (const code of codes) {
     const known = ERROR_CODES[code];
     if (!known) throw new Error(`${route.method} ${route.path}: error code ${code} is not in api/openapi/errors.ts`);
@@ -151,7 +151,7 @@ function operationOf(route: RouteSpec, prefix: string, schemas: Map<string, Json
 export interface BuildOptions {
   /** The path prefix the routes are mounted under. */
   prefix?: string;
-  /** `servers[0].url` (the service's BASE_URL when served); none in the committed file. */
+  /** `servers[0].url` (the service's BASE_URL when served); a `{baseUrl}` variable in the committed file. */
   serverUrl?: string;
   /** Group descriptions by tag name, in the order the reference lists them. */
   tags?: { name: string; description?: string }[];
@@ -181,7 +181,9 @@ export function buildOpenApi(routes: readonly RouteSpec[], opts: BuildOptions = 
       summary: 'Mobile-money and card payments, refunds, payouts and signed webhooks for merchants in the DRC.',
       description: API_DESCRIPTION,
     },
-    ...(opts.serverUrl ? { servers: [{ url: opts.serverUrl }] } : {}),
+    servers: opts.serverUrl
+      ? [{ url: opts.serverUrl }]
+      : [{ url: '{baseUrl}', description: "The service's BASE_URL", variables: { baseUrl: { default: 'http://127.0.0.1:3000', description: 'BASE_URL of the deployment' } } }],
     tags,
     paths,
     components: {

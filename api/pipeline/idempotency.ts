@@ -1,23 +1,18 @@
 import { createHash } from 'node:crypto';
 import { Stream } from 'node:stream';
-import type { Context, Middleware, Next } from 'koa';
-import type { AtomicIdempotency } from '../types';
+import type { Context, Middleware } from 'koa';
 import { UUID_V4_RE } from '../../shared/domain/ids';
 import { BadRequest, Conflict, DomainError } from '../../shared/errors';
 import {
-  claimIdempotencyKey,
-  completeIdempotencyKey,
   IdempotencyKeyHeld,
   readIdempotencyKey,
-  releaseIdempotencyKey,
   storeIdempotentResponse,
-  type Claim,
-  type IdempotencyKeyId,
-  type IdempotentRequest,
+  type HeldKey,
+  type IdempotentWrite,
   type StoredResponse,
 } from '../../shared/idempotency';
 import { httpError, sendError } from '../middleware/errors';
-import { canonicalPath, idempotencyModeOf } from './request';
+import { canonicalPath, idempotencyOf } from './request';
 
 /** Response headers kept with the response and replayed (with the status and exact body bytes). */
 const REPLAYED_HEADERS = ['Content-Type', 'Location'];
@@ -37,6 +32,28 @@ export function releasesKey(status: number): boolean {
   return status === 400 || status >= 500;
 }
 
+/** A JSON answer as sent and stored: exact bytes and the Content-Type Koa gives a JSON body. */
+export function jsonAnswer(status: number, body: unknown): StoredResponse {
+  return { status, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body: Buffer.from(JSON.stringify(body), 'utf8') };
+}
+
+/** The key of this request, as the pipeline found it (ctx.state.idempotency); `stored` is the answer its route wrote with it. */
+export interface RequestKey {
+  write: Omit<IdempotentWrite<unknown>, 'encode'>;
+  stored?: StoredResponse;
+}
+
+/**
+ * What a route passes to shared code to write its request's Idempotency-Key in its own
+ * transaction: the result is encoded as a JSON answer with `status`, written with the key and
+ * sent as is. Undefined when the request carries no key (a route where the key is optional).
+ */
+export function idempotentWrite<T>(ctx: Context, status: number): IdempotentWrite<T> | undefined {
+  const key = ctx.state.idempotency;
+  if (!key) return undefined;
+  return { ...key.write, encode: (result: T) => (key.stored = jsonAnswer(status, result)) };
+}
+
 /** The exact bytes a body will be sent as; null for a stream (not stored). */
 function bodyBytes(body: unknown): Buffer | null {
   if (body == null) return Buffer.alloc(0);
@@ -46,14 +63,20 @@ function bodyBytes(body: unknown): Buffer | null {
   return Buffer.from(JSON.stringify(body), 'utf8');
 }
 
-function replay(ctx: Context, r: StoredResponse): void {
-  send(ctx, r);
-  ctx.set('Idempotent-Replayed', 'true');
+function send(ctx: Context, r: StoredResponse): void {
+  ctx.body = r.body;
+  ctx.status = r.status;
+  ctx.remove('Content-Type');
+  ctx.set(r.headers);
 }
 
 /** The answer to a request whose key another request holds: its stored answer, or a 409. */
-function answerHeld(ctx: Context, held: Exclude<Claim, { kind: 'claimed' }> | null): void {
-  if (held?.kind === 'replay') return replay(ctx, held.response);
+function answerHeld(ctx: Context, held: HeldKey | null): void {
+  if (held?.kind === 'replay') {
+    send(ctx, held.response);
+    ctx.set('Idempotent-Replayed', 'true');
+    return;
+  }
   if (held?.kind === 'conflict') throw new Conflict('idempotency-conflict', 'This Idempotency-Key was already used with a different request');
   throw new Conflict('idempotency-in-progress', 'A request with this Idempotency-Key is still being processed', { retryAfter: 1 });
 }
@@ -77,112 +100,59 @@ function answerOf(ctx: Context): StoredResponse | null {
   return { status: ctx.status, headers, body: bytes };
 }
 
-function send(ctx: Context, r: StoredResponse): void {
-  ctx.body = r.body;
-  ctx.status = r.status;
-  ctx.remove('Content-Type');
-  ctx.set(r.headers);
-}
-
 /**
- * Runs the route; a domain error that is stored (not released) is rendered here, by the one
- * renderer, so that the stored bytes are the sent bytes. False when the key is to be freed.
+ * Step 9 (spec 5.4, 5.6.9; decisions.md "Refund retries"): an Idempotency-Key (UUID v4) is
+ * required on POST /v1/payments and /v1/payouts (400 idempotency-key-required / -invalid) and
+ * optional on POST /v1/payments/{id}/refund, and held in Postgres per merchant, environment and
+ * key for 24 hours. One mode for every such route (shared/idempotency.ts): the route writes the
+ * key with its work, in its own transaction (idempotentWrite); a request with the same key
+ * meanwhile waits for that transaction and gets its answer, or 409 idempotency-in-progress
+ * (Retry-After: 1) once the wait (IDEMPOTENCY_WAIT_MS) is over. Same key, same request: the
+ * stored answer byte for byte with `Idempotent-Replayed: true`; another request: 409
+ * idempotency-conflict. A refusal that wrote nothing (404, 409, 422) is stored right after the
+ * route, in one statement; a 400 or 5xx frees the key, unless the key was already used, which
+ * then answers (as in the spec's order).
  */
-async function runRoute(ctx: Context, next: Next): Promise<boolean> {
+export const idempotency: Middleware = async (ctx, next) => {
+  const rule = idempotencyOf(ctx.method, ctx.path);
+  if (!rule) return next();
+  const presented = ctx.get('Idempotency-Key');
+  if (!presented) {
+    if (rule === 'optional') return next();
+    throw new BadRequest('idempotency-key-required', 'The Idempotency-Key header is required');
+  }
+  if (!UUID_V4_RE.test(presented)) throw new BadRequest('idempotency-key-invalid', 'The Idempotency-Key must be a UUID v4');
+
+  const { db, config } = ctx.services;
+  const auth = ctx.state.auth!;
+  const key: RequestKey = {
+    write: {
+      id: { merchantId: auth.merchantId, environment: auth.environment, key: presented.toLowerCase() },
+      request: { method: ctx.method, path: canonicalPath(ctx.path), hash: requestHash(ctx.method, ctx.path, ctx.state.rawBody ?? Buffer.alloc(0)) },
+      waitMs: config.idempotencyWaitMs,
+    },
+  };
+  ctx.state.idempotency = key;
+  const held = () => readIdempotencyKey(db, key.write.id, key.write.request);
   try {
     await next();
   } catch (err) {
-    if (!(err instanceof DomainError) || releasesKey(httpError(err).status)) throw err;
+    key.stored = undefined; // encoded for the route's transaction, which did not commit
+    if (err instanceof IdempotencyKeyHeld) return answerHeld(ctx, await held());
+    if (!(err instanceof DomainError) || releasesKey(httpError(err).status)) {
+      // the key is looked at only now: a key already used wins over this request's 400 or 5xx
+      // (same request: its stored answer; another: idempotency-conflict), as in spec order
+      const used = await held().catch(() => null);
+      if (used) return answerHeld(ctx, used);
+      throw err;
+    }
+    // a refusal that wrote nothing: rendered here, by the one renderer, so the stored bytes are the sent bytes
     sendError(ctx, err);
   }
-  return !releasesKey(ctx.status);
-}
-
-/**
- * Step 9 (spec 5.4, 5.6.9): on POST /v1/payments and POST /v1/payouts, an Idempotency-Key (UUID
- * v4) is required (400 idempotency-key-required / -invalid) and held in Postgres per merchant,
- * environment and key for 24 hours. Same key, same request: the stored response byte for byte
- * with `Idempotent-Replayed: true`; same key, other request: 409 idempotency-conflict. How the
- * key is held while the route runs depends on the route (request.ts): claimed first, or written
- * by the route with its work.
- */
-export const idempotency: Middleware = async (ctx, next) => {
-  const mode = idempotencyModeOf(ctx.method, ctx.path);
-  if (!mode) return next();
-  const presented = ctx.get('Idempotency-Key');
-  if (!presented) throw new BadRequest('idempotency-key-required', 'The Idempotency-Key header is required');
-  if (!UUID_V4_RE.test(presented)) throw new BadRequest('idempotency-key-invalid', 'The Idempotency-Key must be a UUID v4');
-
-  const auth = ctx.state.auth!;
-  const id: IdempotencyKeyId = { merchantId: auth.merchantId, environment: auth.environment, key: presented.toLowerCase() };
-  const request: IdempotentRequest = { method: ctx.method, path: canonicalPath(ctx.path), hash: requestHash(ctx.method, ctx.path, ctx.state.rawBody ?? Buffer.alloc(0)) };
-  return mode === 'atomic' ? atomic(ctx, next, id, request) : claimFirst(ctx, next, id, request);
-};
-
-/**
- * Claimed `in_progress` before the route; a second request meanwhile gets 409
- * idempotency-in-progress with Retry-After: 1. The answer is stored after the route.
- */
-async function claimFirst(ctx: Context, next: Next, id: IdempotencyKeyId, request: IdempotentRequest): Promise<void> {
-  const { db } = ctx.services;
-  const claim = await claimIdempotencyKey(db, id, request);
-  if (claim.kind !== 'claimed') return answerHeld(ctx, claim);
-
-  const release = () =>
-    releaseIdempotencyKey(db, id, claim.lock).catch((err) =>
-      ctx.state.log.error({ err: { message: (err as Error).message } }, 'idempotency key release failed'),
-    );
-  let stores: boolean;
-  try {
-    stores = await runRoute(ctx, next);
-  } catch (err) {
-    await release();
-    throw err;
-  }
-  const answer = stores ? answerOf(ctx) : null;
-  if (!answer) {
-    if (stores) ctx.state.log.warn('streamed response on an idempotent route: key not stored');
-    await release();
-    return;
-  }
-  try {
-    const stored = await completeIdempotencyKey(db, id, claim.lock, answer);
-    if (!stored) ctx.state.log.warn('idempotency key was taken over before this request completed');
-  } catch (err) {
-    // The route's work is done and committed: the merchant gets its answer. The key stays
-    // in_progress until its lock passes; a retry then runs again, and the route's own unique
-    // constraint (reference per merchant) is what stops a second payment.
-    ctx.state.log.error({ err: { message: (err as Error).message } }, 'idempotency key could not be completed');
-  }
-}
-
-/**
- * The route writes the key with its work (keyWrittenWith) and leaves the answer it stored in
- * ctx.state.idempotency.stored; if its statement found the key held, it throws
- * IdempotencyKeyHeld and this request gets that key's answer. An answer without work (a 422, a
- * 409 reference-conflict) is stored here, after the route, in one statement. A request the route
- * refuses (400) or fails (5xx) is answered by its key when the key is already taken.
- */
-async function atomic(ctx: Context, next: Next, id: IdempotencyKeyId, request: IdempotentRequest): Promise<void> {
-  const { db } = ctx.services;
-  const key: AtomicIdempotency = { id, request };
-  ctx.state.idempotency = key;
-  let stores: boolean;
-  try {
-    stores = await runRoute(ctx, next);
-  } catch (err) {
-    if (err instanceof IdempotencyKeyHeld) return answerHeld(ctx, await readIdempotencyKey(db, id, request));
-    // the key is looked at only now: a key already used wins over this request's 400 or 5xx
-    // (same request: its stored answer; another: idempotency-conflict), as in spec order
-    const held = await readIdempotencyKey(db, id, request).catch(() => null);
-    if (held) return answerHeld(ctx, held);
-    throw err;
-  }
   if (key.stored) return send(ctx, key.stored);
-  const answer = stores ? answerOf(ctx) : null;
-  if (!answer) {
-    if (stores) ctx.state.log.warn('streamed response on an idempotent route: key not stored');
-    return;
-  }
-  if (!(await storeIdempotentResponse(db, id, request, answer))) answerHeld(ctx, await readIdempotencyKey(db, id, request));
-}
+  if (releasesKey(ctx.status)) return;
+  const answer = answerOf(ctx);
+  if (!answer) return ctx.state.log.warn('streamed response on an idempotent route: key not stored');
+  if (ctx.status < 300) ctx.state.log.error('an idempotent route answered without writing its key in its transaction');
+  if (!(await storeIdempotentResponse(db, { ...key.write, encode: () => answer }, answer))) answerHeld(ctx, await held());
+};

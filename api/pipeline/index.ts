@@ -10,6 +10,7 @@ import { json } from './json';
 import { merchantStatus } from './merchantStatus';
 import { rateLimit } from './rateLimit';
 import { rawBody } from './rawBody';
+import { replayGuard } from './replay';
 import { scope } from './scope';
 import { signature } from './signature';
 import { timestamp } from './timestamp';
@@ -29,15 +30,17 @@ import { uniform401 } from './unauthorized';
  *   8. signature       401 signature-invalid (signed methods)
  *      scope           403 insufficient-scope (spec 5.5)
  *      json            415 unsupported-media-type / 400 invalid-json; fills ctx.state.body
- *   9. idempotency     POST /v1/payments and /v1/payouts
+ *   9. idempotency     POST /v1/payments and /v1/payouts (required), a refund (optional):
+ *                      409 idempotency-conflict / idempotency-in-progress, or the stored answer
+ *      replayGuard     a signed POST without Idempotency-Key: 409 request-replayed the second time
  *  10. the route
  */
 export function merchantPipeline(services: ServiceContext): Middleware {
-  const credentials = new CredentialCache(services.db, services.config.secretsKeys, services.config.credentialCacheMs);
+  const credentials = new CredentialCache(services.db, services.config.secretsKeys, services.config.credentialCacheMs, services.clock);
   return compose([
     uniform401,
     contentLength,
-    bearer(credentials),
+    bearer(credentials, services.clock),
     ipAllowlist,
     merchantStatus,
     rateLimit(services),
@@ -47,5 +50,6 @@ export function merchantPipeline(services: ServiceContext): Middleware {
     scope,
     json,
     idempotency,
+    replayGuard,
   ]);
 }

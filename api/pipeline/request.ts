@@ -26,20 +26,19 @@ export function canonicalPath(path: string): string {
 }
 
 /**
- * Routes whose POST needs an Idempotency-Key (spec 5.4), and how the key is held:
- *   claim-first  the key is claimed `in_progress` before the route runs and completed after it
- *                (a second request meanwhile: 409 idempotency-in-progress)
- *   atomic       the route writes the key, completed with its answer, in the same statement as
- *                its work (ctx.state.idempotency); a second request meanwhile waits for that
- *                statement and gets the replay. One round trip and one commit fewer per request.
+ * Routes whose POST takes an Idempotency-Key (spec 5.4; decisions.md "Refund retries"): required
+ * on payments and payouts, optional on a refund. How a key is held is the same for every one
+ * (api/pipeline/idempotency.ts).
  */
-export type IdempotencyMode = 'claim-first' | 'atomic';
+export type IdempotencyRule = 'required' | 'optional';
 
-export const IDEMPOTENT_ROUTES: ReadonlyMap<string, IdempotencyMode> = new Map([
-  ['POST /v1/payments', 'atomic'],
-  ['POST /v1/payouts', 'claim-first'],
-]);
+const IDEMPOTENT_ROUTES: ReadonlyArray<[RegExp, IdempotencyRule]> = [
+  [/^POST \/v1\/payments$/, 'required'],
+  [/^POST \/v1\/payouts$/, 'required'],
+  [/^POST \/v1\/payments\/[^/]+\/refund$/, 'optional'],
+];
 
-export function idempotencyModeOf(method: string, path: string): IdempotencyMode | undefined {
-  return IDEMPOTENT_ROUTES.get(`${method} ${canonicalPath(path)}`);
+export function idempotencyOf(method: string, path: string): IdempotencyRule | undefined {
+  const route = `${method} ${canonicalPath(path)}`;
+  return IDEMPOTENT_ROUTES.find(([re]) => re.test(route))?.[1];
 }

@@ -7,6 +7,7 @@ import { paymentsRoutes } from './payments';
 import { payoutsRoutes } from './payouts';
 import { phoneNumbersRoutes } from './phoneNumbers';
 import { refundsRoutes } from './refunds';
+import { reportsRoutes } from './reports';
 import { settlementsRoutes } from './settlements';
 import { referenceRoutes } from './reference';
 
@@ -18,7 +19,7 @@ import { referenceRoutes } from './reference';
  * - V1_GROUPS: every request first passes the pipeline of spec 5.6 (api/pipeline).
  */
 export const V1_PUBLIC: RouteGroup[] = [referenceRoutes];
-export const V1_GROUPS: RouteGroup[] = [balanceRoutes, paymentsRoutes, refundsRoutes, payoutsRoutes, eventsRoutes, settlementsRoutes, phoneNumbersRoutes, availabilityRoutes];
+export const V1_GROUPS: RouteGroup[] = [balanceRoutes, paymentsRoutes, refundsRoutes, payoutsRoutes, eventsRoutes, settlementsRoutes, phoneNumbersRoutes, availabilityRoutes, reportsRoutes];
 
 /** Every /v1 route, in the order the document lists them. */
 export const V1_ROUTES: readonly RouteSpec[] = [...V1_GROUPS, ...V1_PUBLIC].flatMap((g) => g.routes);

@@ -2,6 +2,7 @@ import { callerOf } from './caller';
 import { component, defineRoutes, route } from '../routeTable';
 import { CURRENCY, ENVIRONMENT, idOf, METADATA, MINOR_UNITS, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
 import { createPayment } from '../../shared/payments/create';
+import { idempotentWrite } from '../pipeline/idempotency';
 import { getPayment, listPayments } from '../../shared/payments/read';
 import { createPaymentSchema, listPaymentsSchema, type CreatePaymentInput, type ListPaymentsQuery } from '../../shared/payments/schemas';
 import { paymentMachine } from '../../shared/operations/machines';
@@ -65,10 +66,10 @@ export const paymentsRoutes = defineRoutes([
     responses: { 201: { description: 'The payment', body: Payment } },
     errors: ['operator-mismatch', 'reference-conflict', 'amount-over-limit', 'operator-unavailable'],
     async handler(ctx, { body }) {
-      const { db, queues, config } = ctx.services;
-      // an atomic idempotent route (pipeline/request.ts): the key is written with the payment
-      const key = ctx.state.idempotency!;
-      key.stored = await createPayment({ db, queues, config, log: ctx.state.log }, callerOf(ctx), body, key);
+      const { db, queues, config, clock } = ctx.services;
+      // the Idempotency-Key (required: the pipeline checked it) is written with the payment
+      ctx.body = await createPayment({ db, queues, config, clock, log: ctx.state.log }, callerOf(ctx), body, idempotentWrite(ctx, 201)!);
+      ctx.status = 201;
     },
   }),
   route({

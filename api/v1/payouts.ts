@@ -2,6 +2,7 @@ import { callerOf } from './caller';
 import { component, defineRoutes, route } from '../routeTable';
 import { CURRENCY, ENVIRONMENT, idOf, METADATA, MINOR_UNITS, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
 import { createPayout } from '../../shared/payouts/create';
+import { idempotentWrite } from '../pipeline/idempotency';
 import { getPayout, listPayouts } from '../../shared/payouts/read';
 import { createPayoutSchema, listPayoutsSchema, type ListPayoutsQuery, type PayoutInput } from '../../shared/payouts/schemas';
 import { payoutMachine } from '../../shared/operations/machines';
@@ -55,7 +56,7 @@ export const payoutsRoutes = defineRoutes([
     async handler(ctx, { body }) {
       const { db, queues, config } = ctx.services;
       const providerWindowMs = config.providerWindowMs[callerOf(ctx).environment];
-      ctx.body = await createPayout({ db, queues, log: ctx.state.log, providerWindowMs }, callerOf(ctx), body, ctx.state.requestId);
+      ctx.body = await createPayout({ db, queues, log: ctx.state.log, providerWindowMs }, callerOf(ctx), body, ctx.state.requestId, idempotentWrite(ctx, 201));
       ctx.status = 201;
     },
   }),

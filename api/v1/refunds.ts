@@ -2,6 +2,7 @@ import { callerOf } from './caller';
 import { component, defineRoutes, route } from '../routeTable';
 import { CURRENCY, idOf, listOf, MINOR_UNITS, nullable, UNIX_SECONDS } from '../openapi/schemas';
 import { createRefund, type RefundInput } from '../../shared/refunds/create';
+import { idempotentWrite } from '../pipeline/idempotency';
 import { listRefunds } from '../../shared/refunds/read';
 import { refundMachine } from '../../shared/operations/machines';
 import { MONEY } from '../../shared/validation';
@@ -56,7 +57,7 @@ export const refundsRoutes = defineRoutes([
     async handler(ctx, { body }) {
       const { db, queues, config } = ctx.services;
       const providerWindowMs = config.providerWindowMs[callerOf(ctx).environment];
-      ctx.body = await createRefund({ db, queues, log: ctx.state.log, providerWindowMs }, callerOf(ctx), ctx.params.id, body, ctx.state.requestId);
+      ctx.body = await createRefund({ db, queues, log: ctx.state.log, providerWindowMs }, callerOf(ctx), ctx.params.id, body, ctx.state.requestId, idempotentWrite(ctx, 201));
       ctx.status = 201;
     },
   }),

@@ -269,6 +269,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/settlements/{id}/transactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List a settlement's transactions
+         * @description The ledger lines the batch covers (payments credited, refunds and payouts taken, failed ones given back), newest first, cursor-paginated; their `net` sums to the batch `net`.
+         *
+         *     Scope: `read` (any key).
+         */
+        get: operations["listSettlementTransactions"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/settlements": {
         parameters: {
             query?: never;
@@ -327,6 +349,28 @@ export interface paths {
          *     Scope: `read` (any key).
          */
         get: operations["getAvailability"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/reports/transactions.csv": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Export transactions as CSV
+         * @description The ledger lines of the key's environment created from `from` (included) to `to` (excluded), oldest first, streamed as CSV with a header line: `created,type,id,source_id,reference,currency,amount,fee,net,status`. At most 31 days (2678400 s) at once. Text fields that a spreadsheet would read as a formula start with an apostrophe.
+         *
+         *     Scope: `read` (any key).
+         */
+        get: operations["exportTransactions"];
         put?: never;
         post?: never;
         delete?: never;
@@ -429,7 +473,7 @@ export interface components {
                  * @description Stable, machine-readable code (each response lists those it may carry)
                  * @enum {string}
                  */
-                code: "invalid-json" | "invalid-body" | "validation-failed" | "operator-mismatch" | "idempotency-key-required" | "idempotency-key-invalid" | "auth-required" | "api-key-invalid" | "timestamp-expired" | "signature-invalid" | "ip-not-allowed" | "merchant-suspended" | "insufficient-scope" | "not-found" | "idempotency-conflict" | "idempotency-in-progress" | "reference-conflict" | "request-replayed" | "payload-too-large" | "unsupported-media-type" | "refund-exceeds-refundable" | "payment-not-refundable" | "card-refund-not-supported" | "amount-over-limit" | "insufficient-balance" | "operator-unavailable" | "rate-limit-exceeded" | "redelivery-limit" | "maintenance" | "service-unavailable" | "internal-error";
+                code: "invalid-json" | "invalid-body" | "validation-failed" | "operator-mismatch" | "idempotency-key-required" | "idempotency-key-invalid" | "auth-required" | "api-key-invalid" | "timestamp-expired" | "signature-invalid" | "ip-not-allowed" | "merchant-suspended" | "insufficient-scope" | "not-found" | "idempotency-conflict" | "idempotency-in-progress" | "reference-conflict" | "request-replayed" | "payload-too-large" | "unsupported-media-type" | "refund-exceeds-refundable" | "payment-not-refundable" | "card-refund-not-supported" | "amount-over-limit" | "insufficient-balance" | "operator-unavailable" | "rate-limit-exceeded" | "redelivery-limit" | "maintenance" | "service-unavailable" | "internal-error" | "bad-request";
                 /** @description Human text; may change */
                 message: string;
                 /** @description The field at fault, where one is */
@@ -650,6 +694,35 @@ export interface components {
             /** @constant */
             object: "list";
             data: components["schemas"]["Settlement"][];
+            has_more: boolean;
+            /** @description Pass as `cursor` to get the next page; null on the last page */
+            next_cursor: string | null;
+        };
+        SettlementTransaction: {
+            /** @description The ledger line (a UUID); the `id` column of the CSV export */
+            id: string;
+            /**
+             * @description `*_reversal`: a failed refund or payout given back
+             * @enum {string}
+             */
+            type: "payment" | "refund" | "refund_reversal" | "payout" | "payout_reversal";
+            /** @description The payment (`pay_`), refund (`re_`) or payout (`po_`) it comes from */
+            source_id: string;
+            /** @description The object's amount, signed as it moved the balance: a payment's amount_charged, a refund or payout negative, a reversal positive */
+            amount: number;
+            /** @description `amount - net`: the fee of a payment or payout (negative when a failed payout gives it back), 0 for refunds */
+            fee: number;
+            /** @description What moved on `available` */
+            net: number;
+            /** @enum {string} */
+            currency: "USD" | "CDF";
+            /** @description Unix seconds */
+            created: number;
+        };
+        SettlementTransactionList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["SettlementTransaction"][];
             has_more: boolean;
             /** @description Pass as `cursor` to get the next page; null on the last page */
             next_cursor: string | null;
@@ -2542,6 +2615,127 @@ export interface operations {
             };
         };
     };
+    listSettlementTransactions: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 (default 20) */
+                limit?: string;
+                /** @description The `next_cursor` of the previous page */
+                cursor?: string;
+            };
+            header?: {
+                /** @description Your correlation id (kept if valid, else a new one is made); echoed on the response. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The settlement id (`stl_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of ledger lines */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["SettlementTransactionList"];
+                };
+            };
+            /**
+             * @description Bad request. Codes:
+             *
+             *     - `validation-failed`: a field or query parameter breaks its rule (`param` names it)
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not authenticated (the body carries only the code and a fixed message). Codes:
+             *
+             *     - `auth-required`: no Bearer token
+             *     - `api-key-invalid`: unknown or revoked API key
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *
+             *     - `ip-not-allowed`: the source IP is not in the key's allowlist
+             *     - `merchant-suspended`: the merchant is suspended
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not found. Codes:
+             *
+             *     - `not-found`: unknown route, or an object of another merchant or environment
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Too many requests (Retry-After in seconds). Codes:
+             *
+             *     - `rate-limit-exceeded`: more than 100 requests in the minute for the key (Retry-After)
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unavailable (Retry-After in seconds). Codes:
+             *
+             *     - `maintenance`: maintenance flag on (Retry-After)
+             *     - `service-unavailable`: Postgres or Redis unreachable (Retry-After: 5)
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
     listSettlements: {
         parameters: {
             query?: {
@@ -2796,6 +2990,124 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["OperatorAvailabilityList"];
+                };
+            };
+            /**
+             * @description Bad request. Codes:
+             *
+             *     - `validation-failed`: a field or query parameter breaks its rule (`param` names it)
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not authenticated (the body carries only the code and a fixed message). Codes:
+             *
+             *     - `auth-required`: no Bearer token
+             *     - `api-key-invalid`: unknown or revoked API key
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *
+             *     - `ip-not-allowed`: the source IP is not in the key's allowlist
+             *     - `merchant-suspended`: the merchant is suspended
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not found. Codes:
+             *
+             *     - `not-found`: unknown route, or an object of another merchant or environment
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Too many requests (Retry-After in seconds). Codes:
+             *
+             *     - `rate-limit-exceeded`: more than 100 requests in the minute for the key (Retry-After)
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unavailable (Retry-After in seconds). Codes:
+             *
+             *     - `maintenance`: maintenance flag on (Retry-After)
+             *     - `service-unavailable`: Postgres or Redis unreachable (Retry-After: 5)
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    exportTransactions: {
+        parameters: {
+            query: {
+                /** @description Unix seconds */
+                from: string;
+                /** @description Unix seconds, after `from`, at most 31 days later */
+                to: string;
+            };
+            header?: {
+                /** @description Your correlation id (kept if valid, else a new one is made); echoed on the response. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The CSV file */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/csv": string;
                 };
             };
             /**

@@ -26,6 +26,7 @@ export type Event = Schemas['Event'];
 export type WebhookDelivery = Schemas['WebhookDelivery'];
 export type PhoneNumber = Schemas['PhoneNumber'];
 export type OperatorAvailability = Schemas['OperatorAvailability'];
+export type SettlementTransaction = Schemas['SettlementTransaction'];
 export type CreatePaymentParams = Schemas['CreatePayment'];
 export type CreateRefundParams = Schemas['CreateRefund'];
 export type CreatePayoutParams = Schemas['CreatePayout'];
@@ -36,6 +37,9 @@ export type ListPaymentsParams = ListQuery<'listPayments'>;
 export type ListPayoutsParams = ListQuery<'listPayouts'>;
 export type ListSettlementsParams = ListQuery<'listSettlements'>;
 export type ListEventsParams = ListQuery<'listEvents'>;
+export type ListSettlementTransactionsParams = ListQuery<'listSettlementTransactions'>;
+/** `from` and `to` in Unix seconds (numbers or their text), at most 31 days apart. */
+export type ExportTransactionsParams = { from: number | string; to: number | string };
 
 export interface Page<T> {
   object: 'list';
@@ -62,6 +66,11 @@ export interface CallOptions {
   idempotencyKey?: string;
   /** X-Request-Id to correlate with your logs. */
   requestId?: string;
+}
+
+interface CallInternals extends CallOptions {
+  /** The answer's text as it is (a CSV file) instead of its JSON. */
+  text?: boolean;
 }
 
 const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -130,7 +139,7 @@ export class PaymentsApi {
    * Idempotency-Key on every POST (the same on every attempt), retried on 429 / 503 / 409
    * idempotency-in-progress after Retry-After; a non-2xx answer throws its typed error.
    */
-  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, o: CallOptions = {}): Promise<T> {
+  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, o: CallInternals = {}): Promise<T> {
     const raw = body === undefined ? undefined : JSON.stringify(body);
     const idempotencyKey = method === 'POST' ? (o.idempotencyKey ?? randomUUID()) : undefined;
     const headers = o.requestId ? { 'X-Request-Id': o.requestId } : undefined;
@@ -147,7 +156,7 @@ export class PaymentsApi {
         }
         throw new ConnectionError(`${method} ${path}: ${(err as Error).message}`, err);
       }
-      if (res.status >= 200 && res.status < 300) return res.body as T;
+      if (res.status >= 200 && res.status < 300) return (o.text ? res.text : res.body) as T;
       const error = errorFromResponse(res);
       if (attempt >= this.retry.maxRetries || !isRetryable(error.status, error.code)) throw error;
       const delay = error.retryAfter !== null ? error.retryAfter * 1000 : this.backoff(attempt);
@@ -192,6 +201,13 @@ export class PaymentsApi {
   readonly settlements = {
     retrieve: (id: string) => this.call<Settlement>('GET', `/v1/settlements/${seg(id)}`),
     list: (params: ListSettlementsParams = {}) => this.list<Settlement>('/v1/settlements', params),
+    /** The ledger lines a settlement covers, every page. */
+    transactions: (id: string, params: ListSettlementTransactionsParams = {}) => this.list<SettlementTransaction>(`/v1/settlements/${seg(id)}/transactions`, params),
+  };
+
+  readonly reports = {
+    /** The CSV export of the ledger lines from `from` to `to` (Unix seconds, at most 31 days), as text with its header line. */
+    transactionsCsv: (params: ExportTransactionsParams) => this.call<string>('GET', `/v1/reports/transactions.csv${queryString(params)}`, undefined, { text: true }),
   };
 
   readonly events = {

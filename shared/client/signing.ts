@@ -51,6 +51,7 @@ export interface ClientResponse<T = any> {
 
 /** The spec signs POST, PATCH and DELETE; the service also requires it on PUT. */
 const SIGNED = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
+const JSON_METHODS = new Set(['POST', 'PATCH', 'PUT']);
 const IDEMPOTENT_PATHS = new Set(['/v1/payments', '/v1/payouts']);
 
 /** A merchant's HTTP client: bearer key, timestamp, signature and idempotency key built for each request. */
@@ -61,10 +62,9 @@ export class ServiceClient {
     method = method.toUpperCase();
     const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.apiKey}` };
     let raw: string | Buffer | undefined;
-    if (o.body !== undefined) {
-      raw = typeof o.body === 'string' || Buffer.isBuffer(o.body) ? o.body : JSON.stringify(o.body);
-      headers['Content-Type'] = 'application/json';
-    }
+    if (o.body !== undefined) raw = typeof o.body === 'string' || Buffer.isBuffer(o.body) ? o.body : JSON.stringify(o.body);
+    // POST, PATCH and PUT are JSON even when empty (the service answers 415 to one without the type)
+    if (raw !== undefined || JSON_METHODS.has(method)) headers['Content-Type'] = 'application/json';
     const path = pathWithQuery.split('?')[0];
     if (SIGNED.has(method)) {
       const ts = String(o.timestamp ?? Math.floor(Date.now() / 1000));

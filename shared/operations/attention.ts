@@ -27,6 +27,7 @@ export async function openPastBound(db: Executor, now: number, limit = 500): Pro
   const found: (AttentionItem & { ends: Date })[] = [];
   for (const kind of Object.values(KINDS)) {
     const rows = await db(kind.table)
+      .where(kind.scope ?? {})
       .whereIn('status', kind.machine.open as string[])
       .where('window_ends_at', '<', bound)
       .orderBy('window_ends_at')
@@ -44,7 +45,7 @@ export async function countPastBound(db: Executor, now: number): Promise<Record<
   const bound = new Date(now - ATTENTION_AFTER_MS);
   const counts: Record<string, number> = {};
   for (const kind of Object.values(KINDS)) {
-    const [{ n }] = await db(kind.table).whereIn('status', kind.machine.open as string[]).where('window_ends_at', '<', bound).count<{ n: string }[]>('* as n');
+    const [{ n }] = await db(kind.table).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).where('window_ends_at', '<', bound).count<{ n: string }[]>('* as n');
     counts[kind.name] = Number(n);
   }
   return counts;

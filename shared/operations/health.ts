@@ -2,7 +2,7 @@ import type { Clock } from '../clock';
 import type { Db } from '../db/knex';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
-import type { Provider, ProviderObjectKind } from '../providers/types';
+import type { Provider, ProviderBase, ProviderObjectKind } from '../providers/types';
 import { OPERATORS, type Environment, type Operator } from '../vocabulary';
 
 /**
@@ -18,7 +18,7 @@ import { OPERATORS, type Environment, type Operator } from '../vocabulary';
 
 export type Direction = 'collection' | 'payout' | 'refund';
 export const DIRECTIONS: Direction[] = ['collection', 'payout', 'refund'];
-export const DIRECTION_OF: Record<ProviderObjectKind, Direction> = { payment: 'collection', refund: 'refund', payout: 'payout' };
+export const DIRECTION_OF: Record<ProviderObjectKind, Direction> = { payment: 'collection', refund: 'refund', payout: 'payout', card_payment: 'collection' };
 
 export const BUCKET_MS = 10_000;
 const FLUSH_MS = 1000;
@@ -47,7 +47,7 @@ export class ProviderHealth {
   ) {}
 
   /** Runs one provider call for an operation of `kind`, counting its outcome; the call's result or error passes through. */
-  async observe<T>(provider: Provider, kind: ProviderObjectKind, call: () => Promise<T>): Promise<T> {
+  async observe<T>(provider: ProviderBase, kind: ProviderObjectKind, call: () => Promise<T>): Promise<T> {
     const started = performance.now();
     try {
       const result = await call();
@@ -60,8 +60,9 @@ export class ProviderHealth {
     }
   }
 
-  private count(provider: Provider, kind: ProviderObjectKind, failed: boolean, latencyMs: number): void {
-    // only mobile-money operators have an availability row
+  private count(base: ProviderBase, kind: ProviderObjectKind, failed: boolean, latencyMs: number): void {
+    // only mobile-money operators have an availability row (a card acquirer has no operator)
+    const provider = base as Provider;
     if (!OPERATORS.includes(provider.operator)) return;
     const bucket = Math.floor(this.clock.now() / BUCKET_MS) * BUCKET_MS;
     const direction = DIRECTION_OF[kind];

@@ -1,5 +1,8 @@
 import type { Executor, Trx } from '../db/knex';
 import type { OutboxWriter } from '../db/transact';
+import type { Config } from '../config';
+import type { IdKind } from '../domain/ids';
+import type { ProviderError } from '../providers/errors';
 import type { Provider, ProviderAccepted, ProviderObjectKind } from '../providers/types';
 import type { QueueName } from '../queues/names';
 import type { Currency, Environment } from '../vocabulary';
@@ -53,10 +56,22 @@ export type WindowAnswer =
 /** What the sweep does about it: a trigger, or ask again at a later sweep. */
 export type WindowVerdict = { trigger: Trigger; details: TriggerDetails } | 'ask-again';
 
-export interface OperationKind<R extends OperationRow = OperationRow, S extends string = string> {
+/** What the provider's acceptance of a request does: a trigger (default `sent`), with what it reported. */
+export interface AcceptedStep<R> {
+  trigger: Trigger;
+  details?: Partial<TriggerDetails>;
+  /** columns the answer sets beside the status (what the provider reported about the operation) */
+  patch?: Partial<R>;
+}
+
+export interface OperationKind<R extends OperationRow = OperationRow, S extends string = string, P = Provider> {
   /** the provider's word for it (callbacks and status queries name it) */
   name: ProviderObjectKind;
+  /** the id kind of its rows, when it is not `name` (a card payment is a `pay_`) */
+  idKind?: IdKind;
   table: string;
+  /** when kinds share a table: the column values of this kind's rows (a card payment: method = card) */
+  scope?: Record<string, string>;
   /** its status history: table and the column naming the row */
   history: { table: string; column: string };
   machine: Machine<S>;
@@ -65,7 +80,14 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
   /** the provider_ref is part of the object: its first appearance is a change (version + 1) */
   providerRefVisible: boolean;
   /** the request to the provider, with our id as its idempotency key */
-  request(provider: Provider, row: R, db: Executor): Promise<ProviderAccepted>;
+  request(provider: P, row: R, db: Executor): Promise<ProviderAccepted>;
+  /** what the provider's acceptance does (default: the `sent` trigger); e.g. a card charge may ask for 3-D Secure */
+  accepted?(row: R, answer: ProviderAccepted, at: { config: Config; now: number }): AcceptedStep<R>;
+  /**
+   * A permanent refusal the client can correct (a card token refused): the operation stays as it
+   * was, open and unsent, with these columns written; null (or absent): the refusal fails it.
+   */
+  correctable?(row: R, err: ProviderError): Partial<R> | null;
   /** whether the kernel may send it at `now` (e.g. mobile money only, card payments are charged otherwise) */
   sendable(row: R, now: number): boolean;
   /** the trigger of a provider's reported status */

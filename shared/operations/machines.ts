@@ -79,3 +79,35 @@ export const payoutMachine: Machine<PayoutStatus> = {
     failed: { event: 'payout.failed', effect: 'return' },
   },
 };
+
+export type CardPaymentStatus = Exclude<PaymentStatus, 'refunded'>;
+
+/**
+ * A card payment (decisions.md "Cards"): `pending` from its creation while the client is on the
+ * checkout page; the acquirer's answer to the charge (`sent`) leaves it `pending` until its
+ * callback when approved, makes it `processing` while the client is in 3-D Secure, or fails it
+ * (declined); the callback (or the status query at its window's end) gives the outcome. It is
+ * cancelled at the end of the 30-minute checkout window or of the 3-D Secure window. Card
+ * payments are never refunded through the API (spec section 4, rule 5): no refund triggers.
+ */
+export const cardPaymentMachine: Machine<CardPaymentStatus> = {
+  statuses: ['pending', 'processing', 'succeeded', 'failed', 'cancelled'],
+  open: ['pending', 'processing'],
+  moves: {
+    pending: { sent: 'pending', start_3ds: 'processing', succeed: 'succeeded', fail: 'failed', cancel: 'cancelled' },
+    processing: { succeed: 'succeeded', fail: 'failed', cancel: 'cancelled' },
+    succeeded: {},
+    failed: {},
+    cancelled: {},
+  },
+  // the challenge is the acceptance of the charge: in `processing` both have happened
+  already: { sent: ['processing'], start_3ds: ['processing'], succeed: ['succeeded'], fail: ['failed'], cancel: ['cancelled'] },
+  outcomes: ['sent', 'start_3ds', 'succeed', 'fail', 'cancel'],
+  reached: {
+    succeeded: { event: 'payment.succeeded', effect: 'credit' },
+    failed: { event: 'payment.failed', effect: null },
+    cancelled: { event: 'payment.cancelled', effect: null },
+  },
+  // the money is real: a success reported after the payment was cancelled is taken (decisions.md "Late success")
+  corrections: { cancelled: { succeed: { to: 'succeeded', reason: 'late-success' } } },
+};

@@ -1,14 +1,16 @@
 import type { ServiceContext } from '../context';
+import { recordSent } from '../db/sql/transitions';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
+import type { ProviderAccepted } from '../providers/types';
 import type { WorkSource } from '../queues/redrive';
-import type { OperationKind, OperationRow, TriggerDetails } from './kind';
-import { recordSent } from '../db/sql/transitions';
+import type { AcceptedStep, OperationKind, OperationRow, TriggerDetails } from './kind';
 import { decide, isOpen } from './machine';
 import { applyTrigger, changeOf, findRow, lockRow, type TriggerOutcome } from './transition';
 
-export type SendResult = 'sent' | 'already-sent' | 'not-open' | 'refused' | 'unknown';
+/** `kept-open`: refused for a reason the client can correct (kind.correctable); still open and unsent. */
+export type SendResult = 'sent' | 'already-sent' | 'not-open' | 'refused' | 'kept-open' | 'unknown';
 
 /**
  * Sends an operation to its provider, once. Our id is the provider's idempotency key: a job run
@@ -17,7 +19,7 @@ export type SendResult = 'sent' | 'already-sent' | 'not-open' | 'refused' | 'unk
  * once. A retryable provider error is thrown for BullMQ to retry with backoff; a permanent
  * refusal fails the operation with the provider's code (and gives money out back).
  */
-export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any>, id: string, log: Logger): Promise<SendResult> {
+export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, log: Logger): Promise<SendResult> {
   const row = await findRow(ctx.db, kind, id);
   if (!row) {
     log.warn({ kind: kind.name, id }, 'send job for an unknown operation');
@@ -31,17 +33,28 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
     await refuse(ctx, kind, id, { reason: 'provider-refused', failureCode: 'operator-unavailable', failureMessage: `No provider ${row.provider ?? ''} is configured` }, log);
     return 'refused';
   }
-  let providerRef: string;
+  let answer: ProviderAccepted;
   try {
-    ({ providerRef } = await ctx.providerHealth.observe(provider, kind.name, () => kind.request(provider, row, ctx.db)));
+    answer = await ctx.providerHealth.observe(provider, kind.name, () => kind.request(provider, row, ctx.db));
   } catch (err) {
     if (err instanceof ProviderError && !err.retryable) {
+      const keep = kind.correctable?.(row, err);
+      if (keep) {
+        await keepOpen(ctx, kind, id, keep, log);
+        log.warn({ kind: kind.name, id, code: err.code }, 'refused by the provider for a reason the client can correct; still open');
+        return 'kept-open';
+      }
       await refuse(ctx, kind, id, { reason: 'provider-refused', failureCode: err.code, failureMessage: err.message }, log);
       return 'refused';
     }
     throw err;
   }
-  const outcome = (await recordSentInOneStatement(ctx, kind, row, providerRef)) ?? (await apply(ctx, kind, id, { reason: 'provider-accepted', providerRef }, log));
+  const providerRef = answer.providerRef;
+  const step: AcceptedStep<R> = kind.accepted?.(row, answer, { config: ctx.config, now: ctx.clock.now() }) ?? { trigger: 'sent' };
+  // a plain acceptance may take the one-statement path; one the kind reads more into (3-D Secure, a decline) is decided under the lock
+  const plain = step.trigger === 'sent' && !step.patch && !step.details;
+  const outcome =
+    (plain ? await recordSentInOneStatement(ctx, kind, row, providerRef) : undefined) ?? (await apply(ctx, kind, id, step, { reason: 'provider-accepted', providerRef, ...step.details }, log));
   log.info({ kind: kind.name, id, provider: provider.id, outcome }, outcome === 'applied' ? 'sent to the provider' : 'already recorded as sent');
   return outcome === 'applied' ? 'sent' : 'already-sent';
 }
@@ -52,7 +65,7 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
  * the row was read with, still unsent. Undefined when it does not apply or the row changed
  * meanwhile: the general path below decides under the row lock.
  */
-async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any>, row: R, providerRef: string): Promise<TriggerOutcome | undefined> {
+async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, row: R, providerRef: string): Promise<TriggerOutcome | undefined> {
   if (!ctx.config.kernelOneStatement) return undefined;
   const d = decide(kind.machine, row.status, 'sent');
   if (d.kind !== 'stay') return undefined;
@@ -62,15 +75,26 @@ async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceCont
 }
 
 /** Records the provider's acceptance under the row lock; a second run finds sent_at and changes nothing. */
-async function apply<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any>, id: string, details: TriggerDetails, log: Logger): Promise<TriggerOutcome> {
+async function apply<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, step: AcceptedStep<R>, details: TriggerDetails, log: Logger): Promise<TriggerOutcome> {
   return transact({ db: ctx.db, queues: ctx.queues, log }, async (trx, outbox) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked || locked.sent_at) return 'duplicate';
-    return (await applyTrigger(trx, outbox, kind, locked, 'sent', details)).outcome;
+    // `sent` records sent_at itself; another trigger of the acceptance (3-D Secure, a decline) records it with its patch
+    const patch = step.trigger === 'sent' ? (step.patch ?? {}) : ({ ...step.patch, sent_at: new Date() } as Partial<R>);
+    return (await applyTrigger(trx, outbox, kind, locked, step.trigger, details, patch)).outcome;
   });
 }
 
-async function refuse<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any>, id: string, details: TriggerDetails, log: Logger): Promise<void> {
+/** A refusal the client can correct: the row keeps its status and stays unsent; only the kind's columns change. */
+async function keepOpen<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, patch: Partial<R>, log: Logger): Promise<void> {
+  await transact({ db: ctx.db, queues: ctx.queues, log }, async (trx) => {
+    const locked = await lockRow(trx, kind, id);
+    if (!locked || locked.sent_at || !isOpen(kind.machine, locked.status)) return;
+    await trx(kind.table).where({ id }).update({ ...patch, updated_at: new Date() });
+  });
+}
+
+async function refuse<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, details: TriggerDetails, log: Logger): Promise<void> {
   const outcome = await transact({ db: ctx.db, queues: ctx.queues, log }, async (trx, outbox) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked) return 'duplicate';
@@ -84,12 +108,12 @@ async function refuse<R extends OperationRow>(ctx: ServiceContext, kind: Operati
  * to the provider, each with its send job. A payment past its window is left to the sweep (it
  * is no longer pushed); money out is sent whenever it is still unsent.
  */
-export function unsentOperations(kind: OperationKind<any, any>): WorkSource {
+export function unsentOperations(kind: OperationKind<any, any, any>): WorkSource {
   return {
     name: `${kind.name}-send`,
     async find(ctx, olderThan, limit) {
       const now = ctx.clock.now();
-      const q = ctx.db(kind.table).whereIn('status', kind.machine.open as string[]).whereNull('sent_at').where('created_at', '<', olderThan);
+      const q = ctx.db(kind.table).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).whereNull('sent_at').where('created_at', '<', olderThan);
       if (kind.unsentAtWindowEnd === 'ask') q.where('window_ends_at', '>', new Date(now));
       const rows: OperationRow[] = await q.orderBy('created_at').limit(limit).select('*');
       return rows.filter((r) => kind.sendable(r, now)).map((r) => ({ queue: kind.send.queue, job: kind.send.job, data: { [kind.send.idField]: r.id } }));

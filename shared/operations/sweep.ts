@@ -40,16 +40,17 @@ function hoursPastBound(row: OperationRow, t: number): number {
  * Claims open operations past their window that are due a question: never asked, or asked
  * RECONCILE_INTERVAL_MS × 2^(questions so far) ago, at most MAX_RECHECK_MS.
  */
-async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any>): Promise<Claimed[]> {
+async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any, any>): Promise<Claimed[]> {
   const now = new Date(ctx.clock.now());
   return ctx.db.transaction(async (trx) => {
     const rows: { id: string; checked_at: Date | null }[] = await trx(kind.table)
+      .where(kind.scope ?? {})
       .whereIn('status', kind.machine.open as string[])
       .where('window_ends_at', '<', now)
       .where((q) =>
         q
           .whereNull('checked_at')
-          .orWhereRaw(`checked_at < ?::timestamptz - least(?, ? * power(2, least(checks - 1, 20))) * interval '1 millisecond'`, [now, MAX_RECHECK_MS, ctx.config.reconcileIntervalMs]),
+          .orWhereRaw(`checked_at < ?::timestamptz - least(?, ? * power(2, least(checks - 1, 20))) * interval '1 millisecond'`, [now, MAX_RECHECK_MS, ctx.config.askIntervalMs]),
       )
       .orderBy('window_ends_at')
       .limit(BATCH)
@@ -61,7 +62,7 @@ async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any>): Pro
   });
 }
 
-async function ask(ctx: ServiceContext, kind: OperationKind<any, any>, row: OperationRow): Promise<WindowAnswer> {
+async function ask(ctx: ServiceContext, kind: OperationKind<any, any, any>, row: OperationRow): Promise<WindowAnswer> {
   const provider = row.provider ? ctx.providers.byProviderId(row.provider) : undefined;
   if (!provider) return { kind: 'no-provider' };
   try {
@@ -72,7 +73,7 @@ async function ask(ctx: ServiceContext, kind: OperationKind<any, any>, row: Oper
 }
 
 /** One operation past its window: what the sweep did with it. */
-async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any>, { id, lastChecked }: Claimed, log: Logger): Promise<string> {
+async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, { id, lastChecked }: Claimed, log: Logger): Promise<string> {
   const row = await findRow(ctx.db, kind, id);
   if (!row || !isOpen(kind.machine, row.status)) return 'closed';
   const deps = { db: ctx.db, queues: ctx.queues, log };
@@ -110,7 +111,7 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
 }
 
 /** One sweep over every open operation of a kind past its window; returns counts by outcome. */
-export async function sweepOpen(ctx: ServiceContext, kind: OperationKind<any, any>, log: Logger = ctx.log): Promise<Record<string, number>> {
+export async function sweepOpen(ctx: ServiceContext, kind: OperationKind<any, any, any>, log: Logger = ctx.log): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (;;) {
     const ids = await claimDue(ctx, kind);

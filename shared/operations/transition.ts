@@ -20,13 +20,13 @@ export type TriggerOutcome = 'applied' | 'duplicate' | 'ignored-late';
 
 export class IllegalTransition extends Error {}
 
-export async function findRow<R extends OperationRow>(db: Executor, kind: OperationKind<R, any>, id: string): Promise<R | undefined> {
+export async function findRow<R extends OperationRow>(db: Executor, kind: OperationKind<R, any, any>, id: string): Promise<R | undefined> {
   return findOperation<R>(db, kind, id);
 }
 
 /** Reads a row under SELECT ... FOR UPDATE: every change of an operation happens behind this lock. */
-export async function lockRow<R extends OperationRow>(trx: Trx, kind: OperationKind<R, any>, id: string): Promise<R | undefined> {
-  return trx<R>(kind.table).where({ id } as any).forUpdate().first() as Promise<R | undefined>;
+export async function lockRow<R extends OperationRow>(trx: Trx, kind: OperationKind<R, any, any>, id: string): Promise<R | undefined> {
+  return trx<R>(kind.table).where({ ...kind.scope, id } as any).forUpdate().first() as Promise<R | undefined>;
 }
 
 /**
@@ -68,7 +68,7 @@ export function changeOf<R extends OperationRow>(
 export async function applyTrigger<R extends OperationRow>(
   trx: Trx,
   outbox: OutboxWriter,
-  kind: OperationKind<R, any>,
+  kind: OperationKind<R, any, any>,
   row: R,
   trigger: Trigger,
   details: TriggerDetails,

@@ -1,4 +1,5 @@
 import type { Caller } from '../domain/caller';
+import type { Clock } from '../clock';
 import type { Config } from '../config';
 import { isUniqueViolation } from '../db/errors';
 import { insertPaymentWithKey } from '../db/sql/payments';
@@ -9,23 +10,15 @@ import { operatorAccepts } from '../domain/msisdn';
 import { refuseIfClosed } from '../availability/closures';
 import { BadRequest, Conflict, Unauthenticated, Unprocessable, ValidationFailed } from '../errors';
 import { providerIdFor } from '../providers/registry';
+import { cardAcquirerIdFor } from '../cards/acquirer';
+import { CARD_CHECKOUT_WINDOW_MS } from '../cards/kind';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, publishOutbox, type OutboxMessage } from '../queues/outbox';
 import type { PaymentRow } from './rows';
 import type { CreatePaymentInput } from './schemas';
 import { termsCacheFor, type MerchantTerms } from './terms';
-import { paymentView } from './view';
-import { IdempotencyKeyHeld, jsonAnswer, keyWrittenWith, type IdempotencyKeyId, type IdempotentRequest, type StoredResponse } from '../idempotency';
-
-/**
- * The hosted card checkout (/checkout/{id}, tokenisation iframes, 3-D Secure return) is not built
- * yet, so card payments are refused at creation. The card states, fields and expiry stay in the
- * domain and the sweep for when it is.
- */
-const cardCheckoutAvailable = false;
-
-/** A card payment not paid within 30 minutes is cancelled (decisions.md). */
-export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
+import { paymentView, type PaymentView } from './view';
+import { IdempotencyKeyHeld, isKeyWaitTimeout, takeKeyValues, type IdempotentWrite } from '../idempotency';
 
 
 /**
@@ -33,11 +26,8 @@ export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
  * loaded the merchant's terms.
  */
 export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, caller: Caller, config: Config, now = Date.now()): PaymentRow {
-  if (input.method === 'card' && !cardCheckoutAvailable) {
-    // refused rather than answered with a checkout_url that leads nowhere
-    throw new ValidationFailed('method', 'card payments are not available yet (the hosted checkout is not built); use mobile_money');
-  }
   const mobile = input.method === 'mobile_money';
+  if (!mobile) checkCardRequest(input, caller, config);
   if (mobile && !operatorAccepts(caller.environment, input.operator!, input.phone!)) {
     throw new BadRequest('operator-mismatch', `phone does not belong to ${input.operator}`, 'phone');
   }
@@ -76,7 +66,7 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
     customer_email: input.customer_email ?? null,
     customer_name: input.customer_name ?? null,
     return_url: input.return_url ?? null,
-    provider: mobile ? providerIdFor(caller.environment, input.operator!) : null,
+    provider: mobile ? providerIdFor(caller.environment, input.operator!) : cardAcquirerIdFor(caller.environment),
     provider_ref: null,
     failure_code: null,
     failure_message: null,
@@ -87,42 +77,63 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
     window_ends_at: new Date(now + windowMs),
     checked_at: null,
     checks: 0,
+    card: null,
+    checkout_token: null,
+    challenge_url: null,
+    checkout_error: null,
   };
+}
+
+/**
+ * decisions.md "Cards": a card payment has no operator or phone (the schema already requires
+ * customer_email, customer_name and an absolute http(s) return_url); live keys need an https
+ * return_url and a configured acquirer.
+ */
+function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Config): void {
+  for (const field of ['operator', 'phone'] as const) {
+    if (input[field] !== undefined) throw new ValidationFailed(field, `${field} is not allowed for card payments`);
+  }
+  if (caller.environment === 'live') {
+    if (!input.return_url!.startsWith('https://')) throw new ValidationFailed('return_url', 'return_url must be an https URL for live payments');
+    if (!config.cards.live) throw new ValidationFailed('method', 'card payments are not configured for live keys');
+  }
 }
 
 
 /**
- * POST /v1/payments. The idempotency key with this answer, the payment, its first status change
- * and (mobile money) the outbox row of its push are written by one statement
- * (shared/db/sql/payments.ts): one atomic transaction in one round trip, the leanest form of the
- * outbox rule (shared/db/transact.ts does the same in several statements). If the key is held by another request, nothing is written
- * (IdempotencyKeyHeld). The push job is enqueued after commit; if that fails, the outbox-relay
- * enqueues it. Returns the answer as sent and stored.
+ * POST /v1/payments. The idempotency key with its answer (the payment as `key` encodes it), the
+ * payment, its first status change and (mobile money) the outbox row of its push are written by
+ * one statement (shared/db/sql/payments.ts): the key in the route's own transaction
+ * (shared/idempotency.ts), in one round trip, the leanest form of the outbox rule
+ * (shared/db/transact.ts does the same in several statements). If the key is held by another
+ * request, or still held when the key's wait is over, nothing is written (IdempotencyKeyHeld).
+ * The push job is enqueued after commit; if that fails, the outbox-relay enqueues it.
  */
 export async function createPayment(
-  deps: TransactDeps & { config: Config },
+  deps: TransactDeps & { config: Config; clock?: Clock },
   caller: Caller,
   input: CreatePaymentInput,
-  key: { id: IdempotencyKeyId; request: IdempotentRequest },
-): Promise<StoredResponse> {
+  key: IdempotentWrite<PaymentView>,
+): Promise<PaymentView> {
   const { db } = deps;
-  const terms = await termsCacheFor(db, deps.config.credentialCacheMs).get(db, caller.merchantId);
+  const terms = await termsCacheFor(db, deps.config.credentialCacheMs, deps.clock).get(db, caller.merchantId);
   if (!terms) throw new Unauthenticated('api-key-invalid');
   const row = buildPayment(input, terms, caller, deps.config);
   if (row.operator) await refuseIfClosed(db, row.operator, 'collection');
-  const answer = jsonAnswer(201, paymentView(row, deps.config.baseUrl));
+  const view = paymentView(row, deps.config.baseUrl);
   const push: OutboxMessage | null =
     row.method === 'mobile_money' ? outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId }) : null;
   let created: boolean;
   try {
-    created = await insertPaymentWithKey(db, keyWrittenWith(key.id, key.request, answer), row, push);
+    created = await insertPaymentWithKey(db, takeKeyValues(key, key.encode(view)), row, push);
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
       throw new Conflict('reference-conflict', 'This reference is already used by another payment of this merchant', { param: 'reference' });
     }
+    if (isKeyWaitTimeout(err)) throw new IdempotencyKeyHeld();
     throw err;
   }
   if (!created) throw new IdempotencyKeyHeld();
   if (push) await publishOutbox(db, deps.queues, [push], deps.log);
-  return answer;
+  return view;
 }

@@ -12,27 +12,16 @@ const credit = (p: PaymentRow) =>
 const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } as const;
 
 /**
- * A collection as a kind of the operations kernel. Mobile money is sent (the push prompt) by the
- * provider-push pool, never after its window has ended. At the end of its window the provider's
- * outcome is applied; it is cancelled only when the provider reports it over (failed,
- * cancelled, expired) or unknown to it; while the provider still reports it pending, or cannot
- * be reached, it is asked again. A card payment still open at the end of its checkout window is
- * cancelled.
+ * What every collection (mobile money, card) says as a kind: how a reported status maps to a
+ * trigger, what ends it at the window's end, its event object and its ledger credit. At the end
+ * of its window the provider's outcome is applied; it is cancelled only when the provider reports
+ * it over (failed, cancelled, expired) or unknown to it; while the provider still reports it
+ * pending, or cannot be reached, it is asked again (decisions.md "Faults").
  */
-export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = {
-  name: 'payment',
-  table: PAYMENTS,
-  history: { table: 'payment_status_changes', column: 'payment_id' },
-  machine: paymentMachine,
-  send: { queue: QUEUES.providerPush, job: 'push', idField: 'paymentId' },
-  providerRefVisible: true,
-  // a push after the window would prompt a client for a payment about to be cancelled
-  sendable: (p, now) => p.method === 'mobile_money' && p.window_ends_at.getTime() > now,
-  request: (provider, p) => provider.push({ paymentId: p.id, amount: p.amount_charged, currency: p.currency, msisdn: p.phone!, description: p.description }),
+export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'reported' | 'unsentAtWindowEnd' | 'atWindowEnd' | 'eventObject' | 'posting' | 'post'> = {
   reported: (status) => REPORTED[status],
   unsentAtWindowEnd: 'ask',
-  atWindowEnd(p, answer) {
-    if (p.method === 'card') return { trigger: 'cancel', details: { reason: 'checkout-window-expired' } };
+  atWindowEnd(_p, answer) {
     switch (answer.kind) {
       case 'no-provider':
         // no provider can take the client's money: nothing can still move
@@ -58,4 +47,23 @@ export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = {
   async post(trx, p) {
     await post(trx, credit(p));
   },
+};
+
+/**
+ * A mobile-money collection as a kind of the operations kernel. It is sent (the push prompt) by
+ * the provider-push pool, never after its window has ended. Card payments share the table and
+ * are their own kind (shared/cards/kind.ts).
+ */
+export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = {
+  name: 'payment',
+  table: PAYMENTS,
+  scope: { method: 'mobile_money' },
+  history: { table: 'payment_status_changes', column: 'payment_id' },
+  machine: paymentMachine,
+  send: { queue: QUEUES.providerPush, job: 'push', idField: 'paymentId' },
+  providerRefVisible: true,
+  // a push after the window would prompt a client for a payment about to be cancelled
+  sendable: (p, now) => p.method === 'mobile_money' && p.window_ends_at.getTime() > now,
+  request: (provider, p) => provider.push({ paymentId: p.id, amount: p.amount_charged, currency: p.currency, msisdn: p.phone!, description: p.description }),
+  ...collectionPolicy,
 };

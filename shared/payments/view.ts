@@ -29,7 +29,7 @@ export function paymentView(p: PaymentRow, baseUrl: string) {
     created: p.created,
     completed: p.completed,
     metadata: p.metadata,
-    ...(p.method === 'card' ? { checkout_url: `${baseUrl}/checkout/${p.id}` } : {}),
+    ...(p.method === 'card' ? { checkout_url: `${baseUrl}/checkout/${p.id}`, card: p.card ?? null } : {}),
   };
 }
 
@@ -43,6 +43,7 @@ export function paymentEventObject(p: PaymentRow) {
   return {
     ...common(p),
     customer: { msisdn: p.phone, operator: p.operator, email: p.customer_email, name: p.customer_name },
+    ...(p.method === 'card' ? { card: p.card ?? null } : {}),
     metadata: p.metadata,
     completed_at: p.completed,
   };

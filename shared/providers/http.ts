@@ -4,13 +4,12 @@ import { permanent, retryable, ProviderError } from './errors';
 import { parseCallbackBody } from './protocol';
 import { CALLBACK_SIGNATURE_HEADER, verifyCallbackSignature } from './signature';
 import type { HttpAnswer, HttpClient } from '../httpClient';
-import type { PayoutRequest, Provider, ProviderAccepted, ProviderObjectKind, ProviderStatus, PushRequest, RefundRequest } from './types';
+import type { PayoutRequest, Provider, ProviderAccepted, ProviderBase, ProviderObjectKind, ProviderStatus, PushRequest, RefundRequest } from './types';
 
-export interface HttpProviderOptions {
+export interface HttpProviderBaseOptions {
   id: string;
   environment: Environment;
-  operator: Operator;
-  /** base URL of this operator's API, e.g. https://provider.example/vodacom */
+  /** base URL of this provider's API, e.g. https://provider.example/vodacom */
   url: string;
   apiKey: string;
   callbackSecret: string;
@@ -18,6 +17,10 @@ export interface HttpProviderOptions {
   timeoutMs: number;
   /** the connections it calls over (one client per registry) */
   client: HttpClient;
+}
+
+export interface HttpProviderOptions extends HttpProviderBaseOptions {
+  operator: Operator;
 }
 
 interface ErrorBody {
@@ -30,49 +33,20 @@ const ok = (res: HttpAnswer) => res.status >= 200 && res.status < 300;
 const RETRYABLE_STATUS = new Set([401, 403, 408, 409, 425, 429]);
 
 /**
- * The one adapter of the provider protocol (./protocol.ts), used for every operator in both
- * environments; only its configuration differs. Every error it throws is a ProviderError that
- * says whether another attempt may succeed.
+ * What every provider adapter shares (./protocol.ts): authenticated calls with our id as the
+ * idempotency key, the status query, signed callbacks, and errors classified as ProviderErrors
+ * that say whether another attempt may succeed. The mobile-money adapter (below) and the card
+ * acquirer's (shared/cards/acquirer.ts) add their requests.
  */
-export class HttpProvider implements Provider {
+export class HttpProviderBase implements ProviderBase {
   readonly id: string;
   readonly environment: Environment;
-  readonly operator: Operator;
   readonly callbackUrl: string;
 
-  constructor(private readonly opts: HttpProviderOptions) {
+  constructor(protected readonly opts: HttpProviderBaseOptions) {
     this.id = opts.id;
     this.environment = opts.environment;
-    this.operator = opts.operator;
     this.callbackUrl = opts.callbackUrl;
-  }
-
-  push(req: PushRequest): Promise<ProviderAccepted> {
-    return this.create('/v1/collections', req.paymentId, {
-      amount: req.amount,
-      currency: req.currency,
-      msisdn: req.msisdn,
-      description: req.description ?? null,
-    });
-  }
-
-  refund(req: RefundRequest): Promise<ProviderAccepted> {
-    return this.create('/v1/refunds', req.refundId, {
-      payment_external_id: req.paymentId,
-      payment_provider_ref: req.paymentProviderRef,
-      amount: req.amount,
-      currency: req.currency,
-      msisdn: req.msisdn,
-    });
-  }
-
-  payout(req: PayoutRequest): Promise<ProviderAccepted> {
-    return this.create('/v1/payouts', req.payoutId, {
-      amount: req.amount,
-      currency: req.currency,
-      msisdn: req.msisdn,
-      description: req.description ?? null,
-    });
   }
 
   async status(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus> {
@@ -112,7 +86,8 @@ export class HttpProvider implements Provider {
     return parseCallbackBody(raw);
   }
 
-  private async create(path: string, externalId: string, fields: Record<string, unknown>): Promise<ProviderAccepted> {
+  /** POSTs a request under our id (its idempotency key); the 2xx answer's body, with a provider_ref. */
+  protected async create(path: string, externalId: string, fields: Record<string, unknown>): Promise<ProviderAccepted & { body: Record<string, unknown> }> {
     const res = await this.call('POST', path, { external_id: externalId, ...fields, callback_url: this.callbackUrl }, externalId);
     const body = this.json(res);
     if (!ok(res)) throw this.failure(res.status, body);
@@ -121,7 +96,7 @@ export class HttpProvider implements Provider {
       // the provider may well have taken it: the same idempotency key will fetch the answer again
       throw retryable('provider-protocol', 'provider accepted without a provider_ref');
     }
-    return { providerRef: ref };
+    return { providerRef: ref, body: body as Record<string, unknown> };
   }
 
   private async call(method: 'GET' | 'POST', path: string, body?: unknown, idempotencyKey?: string): Promise<HttpAnswer> {
@@ -154,5 +129,48 @@ export class HttpProvider implements Provider {
     const message = typeof e?.message === 'string' ? e.message.slice(0, 300) : `${this.id} answered HTTP ${status}`;
     if (status >= 500 || RETRYABLE_STATUS.has(status)) return retryable(code, message);
     return permanent(code, message);
+  }
+}
+
+/** The one adapter of the mobile-money provider protocol, used for every operator in both environments; only its configuration differs. */
+export class HttpProvider extends HttpProviderBase implements Provider {
+  readonly operator: Operator;
+
+  constructor(opts: HttpProviderOptions) {
+    super(opts);
+    this.operator = opts.operator;
+  }
+
+  push(req: PushRequest): Promise<ProviderAccepted> {
+    return this.accepted('/v1/collections', req.paymentId, {
+      amount: req.amount,
+      currency: req.currency,
+      msisdn: req.msisdn,
+      description: req.description ?? null,
+    });
+  }
+
+  refund(req: RefundRequest): Promise<ProviderAccepted> {
+    return this.accepted('/v1/refunds', req.refundId, {
+      payment_external_id: req.paymentId,
+      payment_provider_ref: req.paymentProviderRef,
+      amount: req.amount,
+      currency: req.currency,
+      msisdn: req.msisdn,
+    });
+  }
+
+  payout(req: PayoutRequest): Promise<ProviderAccepted> {
+    return this.accepted('/v1/payouts', req.payoutId, {
+      amount: req.amount,
+      currency: req.currency,
+      msisdn: req.msisdn,
+      description: req.description ?? null,
+    });
+  }
+
+  private async accepted(path: string, externalId: string, fields: Record<string, unknown>): Promise<ProviderAccepted> {
+    const { providerRef } = await this.create(path, externalId, fields);
+    return { providerRef };
   }
 }

@@ -1,10 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import { InboxCallback } from '../db/models';
 import type { TransactDeps } from '../db/transact';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, publishOutbox } from '../queues/outbox';
 import type { WorkSource } from '../queues/redrive';
 import { insertCallbackWithJob } from '../db/sql/callbacks';
-import type { Provider, ProviderCallback } from './types';
+import type { ProviderBase, ProviderCallback } from './types';
 
 /**
  * Inbox of provider callbacks (architecture rule 2). The web process stores a verified callback
@@ -19,7 +20,7 @@ const APPLY_CALLBACK_JOB = 'apply-callback';
  * Stores a verified callback with the job that applies it: one statement (shared/db/sql/callbacks.ts)
  * writes the inbox row and its outbox row; the job is enqueued after commit.
  */
-export async function storeCallback(deps: TransactDeps, provider: Provider, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
+export async function storeCallback(deps: TransactDeps, provider: ProviderBase, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
   const { db } = deps;
   const id = randomUUID();
   // the kind lets the reconciler take the one-statement path (shared/operations/oneStatement.ts)
@@ -51,7 +52,7 @@ export async function storeCallback(deps: TransactDeps, provider: Provider, raw:
 export const unappliedCallbacks: WorkSource = {
   name: 'callbacks',
   async find(ctx, olderThan, limit) {
-    const rows: { id: string }[] = await ctx.db(CALLBACKS).whereNull('processed_at').where('received_at', '<', olderThan).orderBy('received_at').limit(limit).select('id');
+    const rows: { id: string }[] = await InboxCallback.query(ctx.db).whereNull('processed_at').where('received_at', '<', olderThan).orderBy('received_at').limit(limit).select('id');
     return rows.map((r) => ({ queue: QUEUES.callbackReconciler, job: APPLY_CALLBACK_JOB, data: { callbackId: r.id } }));
   },
 };

@@ -1,21 +1,22 @@
 import type { Config } from '../config';
 import type { Environment } from '../domain/ledger';
 import { OPERATORS, type Operator } from '../domain/msisdn';
+import { cardAcquirerIdFor, HttpCardAcquirer, isCardAcquirer, type CardAcquirer } from '../cards/acquirer';
 import { HttpProvider } from './http';
-import type { Provider } from './types';
+import type { Provider, ProviderBase } from './types';
 import { HttpClient } from '../httpClient';
 
 /**
  * Which provider handles an operator in an environment. Test keys go to the sandbox provider,
  * live keys to the operator's configured provider, through the same adapter. Sandbox and live
  * providers have distinct ids, so a callback verified with the sandbox secret can only ever
- * settle a test object. Each process builds one, in its service context (shared/context.ts).
+ * decide a test object. Each process builds one, in its service context (shared/context.ts).
  */
 
 export const providerIdFor = (environment: Environment, operator: Operator) => (environment === 'test' ? `${operator}-sandbox` : operator);
 
 export class ProviderRegistry {
-  private readonly byId = new Map<string, Provider>();
+  private readonly byId = new Map<string, ProviderBase>();
 
   constructor(config: Config) {
     const common = { timeoutMs: config.payments.providerTimeoutMs, client: new HttpClient() };
@@ -43,15 +44,30 @@ export class ProviderRegistry {
         );
       }
     }
+    // the card acquirer of each environment (decisions.md "Cards"): test keys the sandbox, live keys the configured one
+    for (const [environment, endpoints] of [['test', config.cards.sandbox], ['live', config.cards.live]] as const) {
+      if (!endpoints) continue;
+      const id = cardAcquirerIdFor(environment);
+      this.byId.set(
+        id,
+        new HttpCardAcquirer({ ...common, id, environment, url: endpoints.providerUrl, vaultUrl: endpoints.vaultUrl, baseUrl: config.baseUrl, apiKey: endpoints.apiKey, callbackSecret: endpoints.callbackSecret, callbackUrl: `${config.baseUrl}/callbacks/${id}` }),
+      );
+    }
   }
 
   /** The provider with this id, if configured (the {provider} of /callbacks/{provider}). */
-  byProviderId(id: string): Provider | undefined {
+  byProviderId(id: string): ProviderBase | undefined {
     return this.byId.get(id);
   }
 
   /** The provider for an operator in an environment; undefined when live is not configured for it. */
   for(environment: Environment, operator: Operator): Provider | undefined {
-    return this.byId.get(providerIdFor(environment, operator));
+    return this.byId.get(providerIdFor(environment, operator)) as Provider | undefined;
+  }
+
+  /** The card acquirer of an environment; undefined when live cards are not configured. */
+  cardAcquirer(environment: Environment): CardAcquirer | undefined {
+    const p = this.byId.get(cardAcquirerIdFor(environment));
+    return isCardAcquirer(p) ? p : undefined;
   }
 }

@@ -8,8 +8,8 @@ import type { Operator } from '../domain/msisdn';
  */
 
 /** What a provider moves money for; callbacks and status answers name it, with our id. */
-export type ProviderObjectKind = 'payment' | 'refund' | 'payout';
-export const PROVIDER_OBJECT_KINDS: ProviderObjectKind[] = ['payment', 'refund', 'payout'];
+export type ProviderObjectKind = 'payment' | 'refund' | 'payout' | 'card_payment';
+export const PROVIDER_OBJECT_KINDS: ProviderObjectKind[] = ['payment', 'refund', 'payout', 'card_payment'];
 
 export interface PushRequest {
   paymentId: string;
@@ -42,7 +42,7 @@ export interface ProviderAccepted {
   providerRef: string;
 }
 
-/** What the provider knows of one of our objects (asked by the reconciliation sweep). */
+/** What the provider knows of one of our objects (what the sweep asks: shared/operations/sweep.ts). */
 export type ProviderStatus =
   | { state: 'pending'; providerRef: string | null }
   | { state: 'not_found' }
@@ -64,19 +64,24 @@ export interface ProviderCallback {
   failureMessage: string | null;
 }
 
-export interface Provider {
+/** What every provider does, whatever it moves money for: status queries and signed callbacks. */
+export interface ProviderBase {
   /** Our name of this provider: the `provider` field of a payment and the {provider} of /callbacks/{provider}. */
   readonly id: string;
   readonly environment: Environment;
-  readonly operator: Operator;
   /** Callback URL the provider is told to report to. */
   readonly callbackUrl: string;
-  push(req: PushRequest): Promise<ProviderAccepted>;
-  refund(req: RefundRequest): Promise<ProviderAccepted>;
-  payout(req: PayoutRequest): Promise<ProviderAccepted>;
   status(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus>;
   /** True when the callback's signature is this provider's and fresh (anti-replay window). */
   verifyCallback(raw: Buffer, headers: Record<string, string | string[] | undefined>, nowUnix?: number): boolean;
   /** Parses a verified callback; throws CallbackFormatError when it is malformed. */
   parseCallback(raw: Buffer): ProviderCallback;
+}
+
+/** A mobile-money provider (one operator in one environment). */
+export interface Provider extends ProviderBase {
+  readonly operator: Operator;
+  push(req: PushRequest): Promise<ProviderAccepted>;
+  refund(req: RefundRequest): Promise<ProviderAccepted>;
+  payout(req: PayoutRequest): Promise<ProviderAccepted>;
 }

@@ -4,6 +4,7 @@
  */
 export const QUEUES = {
   providerPush: 'provider-push',
+  cardCharge: 'card-charge',
   callbackReconciler: 'callback-reconciler',
   refund: 'refund',
   payout: 'payout',
@@ -26,6 +27,7 @@ export interface JobData {
  */
 const WORK_FIELD: Record<QueueName, string> = {
   [QUEUES.providerPush]: 'paymentId',
+  [QUEUES.cardCharge]: 'paymentId',
   [QUEUES.callbackReconciler]: 'callbackId',
   [QUEUES.refund]: 'refundId',
   [QUEUES.payout]: 'payoutId',

@@ -1,4 +1,5 @@
-import { transact, type TransactDeps } from '../db/transact';
+import type { TransactDeps } from '../db/transact';
+import { idempotentTransact, type IdempotentWrite } from '../idempotency';
 import type { Caller } from '../domain/caller';
 import { closures, refuseClosed } from '../availability/closures';
 import { isId, newId, nowUnix } from '../domain/ids';
@@ -9,8 +10,10 @@ import { post } from '../ledger/postings';
 import { newOperationFields } from '../operations/kind';
 import { applyTrigger, lockRow } from '../operations/transition';
 import { paymentKind } from '../payments/kind';
+import { cardPaymentKind } from '../cards/kind';
 import { QUEUES } from '../queues/names';
-import { REFUNDS, type RefundRow } from './rows';
+import { Refund, RefundStatusChange } from '../db/models';
+import type { RefundRow } from './rows';
 import { refundView, type RefundObject } from './view';
 
 export interface RefundInput {
@@ -19,18 +22,19 @@ export interface RefundInput {
 }
 
 /**
- * POST /v1/payments/{id}/refund: in one transaction under the payment's row lock, checks the
- * refund (decisions.md 422s), writes it `pending` with its history, moves the payment through its
- * own transition (its refunded amount, `refunded` once refunds cover amount_charged), queues the
- * call to the provider, and takes the amount from available (422 insufficient-balance undoes it
- * all).
+ * POST /v1/payments/{id}/refund: in one transaction (with its Idempotency-Key when it has one:
+ * shared/idempotency.ts) under the payment's row lock, checks the refund (decisions.md 422s),
+ * writes it `pending` with its history, moves the payment through its own transition (its
+ * refunded amount, `refunded` once refunds cover amount_charged), queues the call to the
+ * provider, and takes the amount from available (422 insufficient-balance undoes it all).
  */
-export async function createRefund(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string): Promise<RefundObject> {
+export async function createRefund(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string, key?: IdempotentWrite<RefundObject>): Promise<RefundObject> {
   if (!isId('payment', paymentId)) throw new NotFound('Payment');
   // read before the transaction: no second connection is needed while the payment is locked
   const closed = await closures(deps.db);
-  return transact(deps, async (trx, outbox) => {
-    const payment = await lockRow(trx, paymentKind, paymentId);
+  return idempotentTransact(deps, key, async (trx, outbox) => {
+    // a card payment is its own kind: found only to be refused (422 card-refund-not-supported)
+    const payment = (await lockRow(trx, paymentKind, paymentId)) ?? (await lockRow(trx, cardPaymentKind, paymentId));
     if (!payment || payment.merchant_id !== viewer.merchantId || payment.environment !== viewer.environment) throw new NotFound('Payment');
     const amount = refundAmount(payment, input.amount);
     if (payment.operator) refuseClosed(closed, payment.operator, 'refund');
@@ -49,8 +53,8 @@ export async function createRefund(deps: TransactDeps & { providerWindowMs: numb
       created: nowUnix(),
       ...newOperationFields(deps.providerWindowMs),
     };
-    await trx(REFUNDS).insert(refund);
-    await trx('refund_status_changes').insert({ refund_id: refund.id, from_status: null, to_status: 'pending', reason: 'created' });
+    await Refund.query(trx).insert(refund);
+    await RefundStatusChange.query(trx).insert({ refund_id: refund.id, from_status: null, to_status: 'pending', reason: 'created' });
     const refunded = payment.amount_refunded + amount;
     await applyTrigger(trx, outbox, paymentKind, payment, refundTrigger(payment.amount_charged, refunded), { reason: `refund ${refund.id} created` }, { amount_refunded: refunded });
     await outbox.add(QUEUES.refund, 'send-refund', { refundId: refund.id, requestId });

@@ -247,7 +247,7 @@ describe('operator API and HTTP frame', () => {
       const res = await env.admin('GET', '/admin/queues/api/queues?activeQueue=&page=1&jobsPerPage=10');
       expect(res.status).to.equal(200);
       const names = res.body.queues.map((q: { name: string }) => q.name).sort();
-      expect(names).to.deep.equal(['callback-reconciler', 'payout', 'provider-push', 'refund', 'webhook-sender']);
+      expect(names).to.deep.equal(['callback-reconciler', 'card-charge', 'payout', 'provider-push', 'refund', 'webhook-sender']);
       const page = await env.admin('GET', '/admin/queues');
       expect(page.status).to.equal(200);
       expect(String(page.body)).to.include('<html');

@@ -6,9 +6,10 @@ import type { Middleware } from 'koa';
 import { expect } from 'chai';
 import { buildApp } from '../../api/app';
 import { signRequest } from '../../shared/client/signing';
+import { ManualClock } from '../../shared/clock';
 import { createContext } from '../../shared/context';
 import { Conflict, Unprocessable, ValidationFailed } from '../../shared/errors';
-import { purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
+import { idempotentTransact, purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { send, sendRaw, type RawResponse } from '../helpers/http';
 
@@ -19,6 +20,8 @@ import { send, sendRaw, type RawResponse } from '../helpers/http';
  */
 
 const CACHE_MS = 150;
+/** How long a request waits for another holding its key (IDEMPOTENCY_WAIT_MS). */
+const WAIT_MS = 1000;
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const nowS = () => Math.floor(Date.now() / 1000);
 
@@ -38,34 +41,46 @@ function gate(name: string) {
   return g;
 }
 
-/** POST /v1/payments and /v1/payouts stand-ins: the body's `mode` says how the "route" ends. */
+/**
+ * POST /v1/payments and /v1/payouts stand-ins: the body's `mode` says how the "route" ends. Like
+ * the real routes they write the Idempotency-Key in their own transaction (idempotentTransact);
+ * a call is recorded only once the key is taken (the route's work).
+ */
 const idempotentRoute: Middleware = async (ctx) => {
   const body = (ctx.state.body ?? {}) as { mode?: string; gate?: string };
-  calls.push({ path: ctx.path, merchantId: ctx.state.auth!.merchantId, body });
-  if (body.gate) {
-    const g = gates.get(body.gate)!;
-    g.enter();
-    await g.opened;
-  }
-  switch (body.mode) {
-    case 'validation':
-      throw new ValidationFailed('amount', 'amount must be a positive integer');
-    case 'reference-conflict':
-      throw new Conflict('reference-conflict', 'This reference is already used');
-    case 'unprocessable':
-      throw new Unprocessable('amount-over-limit', 'Over the limit');
-    case 'boom':
-      throw new Error('the route failed');
-    default: {
-      const id = `pay_${randomUUID()}`;
-      ctx.status = 201;
-      ctx.set('Location', `/v1/payments/${id}`);
-      ctx.set('X-Not-Replayed', 'yes');
-      ctx.type = 'application/json';
-      // odd spacing and a fresh id: a replay must give back these very bytes, not a re-run
-      ctx.body = `{ "id" : "${id}",  "n": ${calls.length} }`;
+  const key = ctx.state.idempotency;
+  const id = `pay_${randomUUID()}`;
+  const location = `/v1/payments/${id}`;
+  const write = key && {
+    ...key.write,
+    encode: (text: string) => (key.stored = { status: 201, headers: { 'Content-Type': 'application/json', Location: location }, body: Buffer.from(text) }),
+  };
+  const text = await idempotentTransact(ctx.services, write, async () => {
+    calls.push({ path: ctx.path, merchantId: ctx.state.auth!.merchantId, body });
+    if (body.gate) {
+      const g = gates.get(body.gate)!;
+      g.enter();
+      await g.opened;
     }
-  }
+    switch (body.mode) {
+      case 'validation':
+        throw new ValidationFailed('amount', 'amount must be a positive integer');
+      case 'reference-conflict':
+        throw new Conflict('reference-conflict', 'This reference is already used');
+      case 'unprocessable':
+        throw new Unprocessable('amount-over-limit', 'Over the limit');
+      case 'boom':
+        throw new Error('the route failed');
+      default:
+        // odd spacing and a fresh id: a replay must give back these very bytes, not a re-run
+        return `{ "id" : "${id}",  "n": ${calls.length} }`;
+    }
+  });
+  ctx.status = 201;
+  ctx.set('Location', location);
+  ctx.set('X-Not-Replayed', 'yes');
+  ctx.type = 'application/json';
+  ctx.body = text;
 };
 
 const testRoutes = new Router({ prefix: '/v1' });
@@ -96,10 +111,21 @@ const routes = testRoutes.routes() as Middleware;
 
 describe('merchant request pipeline (spec 5.6)', () => {
   let env: TestEnv;
+  // the app's credential cache and the end of a revoked key's grace read this clock: moved, not slept through
+  const clock = new ManualClock(Date.now(), true);
   before(async () => {
-    env = await startTestEnv({ CREDENTIAL_CACHE_MS: String(CACHE_MS) }, { extraV1Routes: routes });
+    env = await startTestEnv({ CREDENTIAL_CACHE_MS: String(CACHE_MS), IDEMPOTENCY_WAIT_MS: String(WAIT_MS) }, { extraV1Routes: routes }, { clock });
   });
   after(async () => env.close());
+
+  /** Resolves once `n` statements of this test database wait on a lock (a request waiting for another's key). */
+  async function waitingOnLocks(n: number): Promise<void> {
+    for (;;) {
+      const { rows } = await env.services.db.raw(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+      if (rows[0].n >= n) return;
+      await sleep(20);
+    }
+  }
 
   const idemRows = async () => Number((await env.services.db('idempotency_keys').count<{ c: string }[]>('* as c'))[0].c);
   const callsOf = (m: MerchantFixture) => calls.filter((c) => c.merchantId === m.merchant.id);
@@ -182,7 +208,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
             }
             if (props.includes('ip')) await env.services.db('credentials').where({ id: f.credential.id }).update({ ip_allowlist: ['10.20.30.40'] });
             if (props.includes('suspended')) expect((await env.admin('PATCH', `/admin/merchants/${f.merchant.id}`, { status: 'suspended' })).status).to.equal(200);
-            await sleep(CACHE_MS + 50); // past the credential cache of the requests above
+            clock.advance(CACHE_MS + 50); // past the credential cache of the requests above
             return f;
           })(),
         });
@@ -366,13 +392,13 @@ describe('merchant request pipeline (spec 5.6)', () => {
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
       const rev = await env.admin('POST', `/admin/credentials/${f.credential.id}/revoke`, {});
       expect(rev.status).to.equal(200);
-      await sleep(CACHE_MS + 50);
+      clock.advance(CACHE_MS + 50);
       expect((await f.client.get('/v1/echo')).status, 'in its grace').to.equal(200);
       const replacement = env.client(rev.body.replacement);
       expect((await replacement.post('/v1/echo', { a: 1 })).status).to.equal(200);
       // the grace ends
-      await env.services.db('credentials').where({ id: f.credential.id }).update({ expires_at: new Date(Date.now() - 1000) });
-      await sleep(CACHE_MS + 50);
+      await env.services.db('credentials').where({ id: f.credential.id }).update({ expires_at: new Date(clock.now() - 1000) });
+      clock.advance(CACHE_MS + 50);
       const res = await f.client.get('/v1/echo');
       expect(res.status).to.equal(401);
       expect(res.body.error.code).to.equal('api-key-invalid');
@@ -381,9 +407,9 @@ describe('merchant request pipeline (spec 5.6)', () => {
     it('refuses a key once the end of its grace passes'
       + ' (checked on every request, cached or not)', async () => {
       const f = await env.merchant();
-      await env.services.db('credentials').where({ id: f.credential.id }).update({ revoked_at: new Date(), expires_at: new Date(Date.now() + 600) });
+      await env.services.db('credentials').where({ id: f.credential.id }).update({ revoked_at: new Date(), expires_at: new Date(clock.now() + 600) });
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
-      await sleep(700);
+      clock.advance(700);
       expect((await f.client.get('/v1/echo')).status).to.equal(401);
     });
 
@@ -391,7 +417,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const f = await env.merchant();
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
       expect((await env.admin('POST', `/admin/credentials/${f.credential.id}/revoke`, { immediate: true })).status).to.equal(200);
-      await sleep(CACHE_MS + 50);
+      clock.advance(CACHE_MS + 50);
       const res = await f.client.get('/v1/echo');
       expect(res.status).to.equal(401);
       expect(res.body.error.code).to.equal('api-key-invalid');
@@ -439,12 +465,12 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const f = await env.merchant();
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
       await env.admin('PATCH', `/admin/merchants/${f.merchant.id}`, { status: 'suspended' });
-      await sleep(CACHE_MS + 50);
+      clock.advance(CACHE_MS + 50);
       const res = await f.client.post('/v1/echo', { a: 1 });
       expect(res.status).to.equal(403);
       expect(res.body.error.code).to.equal('merchant-suspended');
       await env.admin('PATCH', `/admin/merchants/${f.merchant.id}`, { status: 'active' });
-      await sleep(CACHE_MS + 50);
+      clock.advance(CACHE_MS + 50);
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
     });
   });
@@ -709,7 +735,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
     });
   });
 
-  // the claim-first form on POST /v1/payouts; the atomic POST /v1/payments is tested with its real route in payments.test.ts
+  // the one mode, through stand-in routes that write their key like the real ones; the real POST /v1/payments is in payments.test.ts
   describe('9. idempotency', () => {
     it('replays the stored response byte for byte with its status, Location and Idempotent-Replayed, without running again', async () => {
       const f = await env.merchant();
@@ -747,26 +773,49 @@ describe('merchant request pipeline (spec 5.6)', () => {
       expect(callsOf(f).filter((c) => c.path === '/v1/payouts')).to.have.length(1);
     });
 
-    it('answers 409 idempotency-in-progress with Retry-After: 1 while the first request runs, then replays it', async () => {
+    it('answers 409 idempotency-in-progress with Retry-After: 1 once the wait for the first request is over, then replays it', async () => {
       const f = await env.merchant();
       const key = randomUUID();
       const g = gate(randomUUID());
       const body = { mode: 'ok', gate: [...gates.keys()].pop() };
       const first = f.client.post('/v1/payouts', body, { idempotencyKey: key });
       await g.entered;
+      const started = Date.now();
       const concurrent = await Promise.all(Array.from({ length: 8 }, () => f.client.post('/v1/payouts', body, { idempotencyKey: key })));
+      expect(Date.now() - started, 'they waited for the first request (IDEMPOTENCY_WAIT_MS)').to.be.at.least(WAIT_MS - 50);
       for (const res of concurrent) {
         expect(res.status).to.equal(409);
         expect(res.body.error.code).to.equal('idempotency-in-progress');
         expect(res.headers.get('retry-after')).to.equal('1');
       }
-      const other = await f.client.post('/v1/payouts', { mode: 'ok', other: true }, { idempotencyKey: key });
-      expect(other.body.error.code, 'another body while in progress is still a conflict').to.equal('idempotency-conflict');
+      // another body meanwhile waits too, and is a conflict once the first is done
+      const other = f.client.post('/v1/payouts', { mode: 'ok', other: true }, { idempotencyKey: key });
+      await waitingOnLocks(1);
       g.open();
+      expect((await other).body.error.code, 'another body is a conflict').to.equal('idempotency-conflict');
       const done = await first;
       expect(done.status).to.equal(201);
       const replay = await f.client.post('/v1/payouts', body, { idempotencyKey: key });
       expect(replay.text).to.equal(done.text);
+      expect(callsOf(f)).to.have.length(1);
+    });
+
+    it('makes a request with the key of a running one wait for it and answers with its answer', async () => {
+      const f = await env.merchant();
+      const key = randomUUID();
+      const g = gate(randomUUID());
+      const body = { mode: 'ok', gate: [...gates.keys()].pop() };
+      const first = f.client.post('/v1/payouts', body, { idempotencyKey: key });
+      await g.entered;
+      const duplicates = Array.from({ length: 4 }, () => f.client.post('/v1/payouts', body, { idempotencyKey: key }));
+      await waitingOnLocks(4);
+      g.open();
+      const done = await first;
+      for (const res of await Promise.all(duplicates)) {
+        expect(res.status).to.equal(201);
+        expect(res.text).to.equal(done.text);
+        expect(res.headers.get('idempotent-replayed')).to.equal('true');
+      }
       expect(callsOf(f)).to.have.length(1);
     });
 
@@ -853,25 +902,35 @@ describe('merchant request pipeline (spec 5.6)', () => {
       expect(reused.status).to.equal(201);
       expect(reused.text).not.to.equal(first.text);
 
-      // a web process died while holding a key: in_progress, lock passed
+      // the transaction holding a key dies (its connection cut, as when its process is killed):
+      // the key goes with it, and the request waiting for it takes it over
       const crashedKey = randomUUID();
       const g = gate(randomUUID());
       const gated = { mode: 'ok', gate: [...gates.keys()].pop() };
       const stuck = f.client.post('/v1/payouts', gated, { idempotencyKey: crashedKey });
       await g.entered;
-      expect((await f.client.post('/v1/payouts', gated, { idempotencyKey: crashedKey })).status).to.equal(409);
-      await env.services.db('idempotency_keys').where({ key: crashedKey }).update({ locked_until: new Date(Date.now() - 1000) });
-      const other = await f.client.post('/v1/payouts', { mode: 'ok', other: 1 }, { idempotencyKey: crashedKey });
-      expect(other.body.error.code, 'only the same request may take over').to.equal('idempotency-conflict');
       const takeover = f.client.post('/v1/payouts', gated, { idempotencyKey: crashedKey });
+      await waitingOnLocks(1);
+      const { rows: cut } = await env.services.db.raw(
+        `select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and state = 'idle in transaction'`,
+      );
+      expect(cut).to.have.length(1);
       // the takeover runs the route too (same body, same gate): open it for both
       g.open();
       const [a, b] = await Promise.all([stuck, takeover]);
-      expect(a.status).to.equal(201);
       expect(b.status).to.equal(201);
+      expect(b.headers.get('idempotent-replayed')).to.equal(null);
+      // the request whose transaction died: 503, or (when the takeover committed first) its key's answer
+      if (a.status === 201) {
+        expect(a.text).to.equal(b.text);
+        expect(a.headers.get('idempotent-replayed')).to.equal('true');
+      } else {
+        expect(a.status, a.text).to.equal(503);
+        expect(a.body.error.code).to.equal('service-unavailable');
+      }
       const row = await env.services.db('idempotency_keys').where({ key: crashedKey }).first();
       expect(row.status).to.equal('completed');
-      expect(Buffer.from(row.response_body).toString(), 'the owner of the lock stored its response').to.equal(b.text);
+      expect(Buffer.from(row.response_body).toString(), 'the request that took the key over stored its response').to.equal(b.text);
 
       const purged = await purgeExpiredIdempotencyKeys(env.services.db);
       expect(purged).to.equal(0); // the expired one was reused, so nothing is expired

@@ -94,6 +94,14 @@ describe('merchant SDK against the service', () => {
     expect(await api.payouts.list().toArray()).to.deep.equal([]);
     expect(await api.settlements.list().toArray()).to.deep.equal([]);
     expect(await api.events.list({ type: 'payment.succeeded' }).toArray()).to.deep.equal([]);
+    const now = Math.floor(Date.now() / 1000);
+    const csv = await api.reports.transactionsCsv({ from: now - 3600, to: now + 60 });
+    expect(csv.split('\n')[0]).to.equal('created,type,id,source_id,reference,currency,amount,fee,net,status');
+    const tooLong = await api.reports.transactionsCsv({ from: 0, to: 40 * 86_400 }).catch((e: unknown) => e);
+    expect(tooLong).to.be.instanceOf(InvalidRequestError);
+    const noSettlement = await api.settlements.transactions(`stl_${randomUUID()}`).toArray().catch((e: unknown) => e);
+    expect(noSettlement).to.be.instanceOf(NotFoundError);
+    expect((await api.availability.list()).data.map((a) => a.operator).sort()).to.deep.equal(['africell', 'airtel', 'orange', 'vodacom']);
     const number = await api.phoneNumbers.lookup('+243 81 234 5678');
     expect(number).to.deep.equal({ object: 'phone_number', input: '+243 81 234 5678', msisdn: '243812345678', operator: 'vodacom' });
   });

@@ -1,9 +1,16 @@
 import { expect } from 'chai';
-import { ConfigError, DEV_ADMIN_API_TOKEN, DEV_SANDBOX_CALLBACK_SECRET, DEV_SECRETS_KEY, loadConfig, SPEC_WEBHOOK_DELAYS_S } from '../../shared/config';
+import { ConfigError, DEV_ADMIN_API_TOKEN, DEV_CARD_CALLBACK_SECRET, DEV_SANDBOX_CALLBACK_SECRET, DEV_SECRETS_KEY, loadConfig, SPEC_WEBHOOK_DELAYS_S } from '../../shared/config';
 
 const REAL_KEY = `k2:${Buffer.alloc(32, 7).toString('base64')}`;
 /** Every secret production insists on, set to real values. */
-const PROD = { NODE_ENV: 'production', SECRETS_KEY: REAL_KEY, ADMIN_API_TOKEN: 'a-real-production-token', SANDBOX_CALLBACK_SECRET: 'a-real-sandbox-callback-secret' };
+const PROD = {
+  NODE_ENV: 'production',
+  SECRETS_KEY: REAL_KEY,
+  ADMIN_API_TOKEN: 'a-real-production-token',
+  SANDBOX_CALLBACK_SECRET: 'a-real-sandbox-callback-secret',
+  CARD_CALLBACK_SECRET: 'a-real-card-callback-secret',
+  CARD_VAULT_API_KEY: 'a-real-card-vault-key',
+};
 
 describe('config', () => {
   it('has working development defaults', () => {
@@ -37,6 +44,24 @@ describe('config', () => {
     // development and test keep the default, so a laptop works out of the box
     expect(loadConfig({}).sandboxCallbackSecret).to.equal(DEV_SANDBOX_CALLBACK_SECRET);
     expect(loadConfig({ NODE_ENV: 'test' }).payments.liveProviders.vodacom?.callbackSecret).to.equal(DEV_SANDBOX_CALLBACK_SECRET);
+  });
+
+  it('card sandboxes and live cards: their own ports and URLs; production refuses their development secrets and never falls back to the sandbox', () => {
+    const dev = loadConfig({});
+    expect(dev.cards.sandbox).to.deep.include({ vaultUrl: 'http://127.0.0.1:4020', providerUrl: 'http://127.0.0.1:4030', callbackSecret: DEV_CARD_CALLBACK_SECRET });
+    expect(dev.cards).to.include({ vaultPort: 4020, providerPort: 4030, threeDsWindowMs: 600_000 });
+    // outside production, live keys reach the sandbox (so they work end to end locally)
+    expect(dev.cards.live).to.deep.equal(dev.cards.sandbox);
+    expect(loadConfig({ CARD_VAULT_PORT: '5301', CARD_PROVIDER_PORT: '5302' }).cards.sandbox).to.deep.include({ vaultUrl: 'http://127.0.0.1:5301', providerUrl: 'http://127.0.0.1:5302' });
+    expect(() => loadConfig({ ...PROD, CARD_CALLBACK_SECRET: '' })).to.throw(ConfigError, /CARD_CALLBACK_SECRET/);
+    expect(() => loadConfig({ ...PROD, CARD_CALLBACK_SECRET: DEV_SANDBOX_CALLBACK_SECRET })).to.throw(ConfigError, /CARD_CALLBACK_SECRET/);
+    expect(() => loadConfig({ ...PROD, CARD_VAULT_API_KEY: '' })).to.throw(ConfigError, /CARD_VAULT_API_KEY/);
+    expect(loadConfig(PROD).cards.live).to.equal(null);
+    const live = { CARD_LIVE_VAULT_URL: 'https://vault.example', CARD_LIVE_PROVIDER_URL: 'https://acquirer.example', CARD_LIVE_PROVIDER_API_KEY: 'k', CARD_LIVE_CALLBACK_SECRET: 'a-real-live-card-secret' };
+    expect(loadConfig({ ...PROD, ...live }).cards.live).to.deep.equal({ vaultUrl: 'https://vault.example', providerUrl: 'https://acquirer.example', apiKey: 'k', callbackSecret: 'a-real-live-card-secret' });
+    expect(() => loadConfig({ ...PROD, ...live, CARD_LIVE_CALLBACK_SECRET: DEV_CARD_CALLBACK_SECRET })).to.throw(ConfigError, /CARD_LIVE_CALLBACK_SECRET/);
+    expect(() => loadConfig({ ...PROD, ...live, CARD_LIVE_VAULT_URL: 'http://vault.example' })).to.throw(ConfigError, /CARD_LIVE_VAULT_URL must use https/);
+    expect(() => loadConfig({ CARD_LIVE_VAULT_URL: 'https://vault.example' })).to.throw(ConfigError, /must be set together/);
   });
 
   it('reads WEB_CONCURRENCY (default 1) and ADMIN_PORT (default unset: the operator API shares PORT)', () => {

@@ -6,7 +6,8 @@ import { apiDocument } from '../../api/openapi/api';
 import { DOCUMENT_FILE, renderDocument, renderTypes, TYPES_FILE } from '../../api/openapi/files';
 import { openApiPath } from '../../api/routeTable';
 import { scopeAllows } from '../../api/pipeline/scope';
-import { ERROR_CODES } from '../../api/openapi/errors';
+import { idempotencyOf } from '../../api/pipeline/request';
+import { ERROR_CODES, type MerchantErrorCode } from '../../api/openapi/errors';
 
 /**
  * The route half of the contract test: the routers' registered routes and the OpenAPI document
@@ -65,6 +66,15 @@ describe('OpenAPI document (contract)', () => {
     expect(doc.info.description).to.match(/## Signing requests/).and.to.match(/## Webhooks/);
   });
 
+  it('passes the Redocly OpenAPI linter (recommended rules) without an error', async function () {
+    this.timeout(20_000);
+    const { createConfig, lintFromString } = await import('@redocly/openapi-core');
+    const config = await createConfig({ extends: ['recommended'] });
+    const problems = await lintFromString({ source: renderDocument(), absoluteRef: 'openapi.json', config });
+    const errors = problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`);
+    expect(errors).to.deep.equal([]);
+  });
+
   it('resolves every $ref', () => {
     const text = JSON.stringify(doc);
     for (const [, ref] of text.matchAll(/"\$ref":"#\/([^"]+)"/g)) {
@@ -78,7 +88,7 @@ describe('OpenAPI document (contract)', () => {
     for (const item of Object.values(doc.paths)) {
       for (const op of Object.values(item) as any[]) {
         for (const [status, r] of Object.entries(op.responses) as [string, any][]) {
-          for (const code of r['x-error-codes'] ?? []) expect(ERROR_CODES[code].status, `${op.operationId} ${code}`).to.equal(Number(status));
+          for (const code of (r['x-error-codes'] ?? []) as MerchantErrorCode[]) expect(ERROR_CODES[code].status, `${op.operationId} ${code}`).to.equal(Number(status));
         }
       }
     }
@@ -91,6 +101,13 @@ describe('OpenAPI document (contract)', () => {
       const path = `/v1${route.path.replace(/:[A-Za-z_]+/g, 'x')}`;
       const allowed = scopes.filter((s) => scopeAllows(s, route.method, path));
       expect(allowed[0], `${route.method} ${route.path}`).to.equal(route.scope);
+    }
+  });
+
+  it('requires (or takes) an Idempotency-Key on exactly the routes whose key the pipeline requires (or takes)', () => {
+    for (const r of V1_ROUTES) {
+      const path = `/v1${r.path.replace(/:[A-Za-z_]+/g, 'x_1')}`;
+      expect(idempotencyOf(r.method, path), `${r.method} ${path}`).to.equal(r.idempotencyKey);
     }
   });
 

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
 import { decide, TRIGGERS, type Decision, type Machine, type Trigger } from '../../shared/operations/machine';
-import { paymentMachine, payoutMachine, refundMachine } from '../../shared/operations/machines';
+import { cardPaymentMachine, paymentMachine, payoutMachine, refundMachine } from '../../shared/operations/machines';
 import type { EventType } from '../../shared/vocabulary';
+import { KINDS as KERNEL_KINDS } from '../../shared/operations/kinds';
 
 /**
  * Every (status, trigger) pair of every kind of provider operation, allowed or not: the one table
@@ -83,20 +84,60 @@ const PAYOUT: Record<string, Record<Trigger, D>> = {
   failed: { ...MONEY_OUT_ONLY, sent: LATE, succeed: LATE, fail: DUP } as Record<Trigger, D>,
 };
 
+const NO_REFUND: Partial<Record<Trigger, D>> = { refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL };
+
+/** A card payment: never refunded through the API (spec 4, rule 5), so no refund trigger is legal. */
+const CARD: Record<string, Record<Trigger, D>> = {
+  pending: {
+    ...NO_REFUND,
+    // the acquirer approved the charge: still pending until its callback
+    sent: STAY,
+    // the acquirer asks for 3-D Secure
+    start_3ds: move('processing'),
+    succeed: move('succeeded', 'payment.succeeded', 'credit', true),
+    // declined, or failed
+    fail: move('failed', 'payment.failed', null, true),
+    // the 30-minute checkout window is over
+    cancel: move('cancelled', 'payment.cancelled', null, true),
+  } as Record<Trigger, D>,
+  processing: {
+    ...NO_REFUND,
+    // the challenge is the acquirer's answer to the charge: both already happened
+    sent: DUP,
+    start_3ds: DUP,
+    succeed: move('succeeded', 'payment.succeeded', 'credit', true),
+    // authentication failed
+    fail: move('failed', 'payment.failed', null, true),
+    // the 3-D Secure window is over
+    cancel: move('cancelled', 'payment.cancelled', null, true),
+  } as Record<Trigger, D>,
+  succeeded: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: DUP, fail: LATE, cancel: LATE } as Record<Trigger, D>,
+  failed: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: LATE, fail: DUP, cancel: LATE } as Record<Trigger, D>,
+  // a success the acquirer reports after the cancellation is money that moved (decisions.md "Late success")
+  cancelled: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: LATE, cancel: DUP } as Record<Trigger, D>,
+};
+
 /** The only (status, trigger) pairs that post to the ledger. */
 const MONEY_MOVES: Record<string, string[]> = {
   payment: ['pending+succeed', 'processing+succeed', 'cancelled+succeed'],
   refund: ['pending+succeed', 'pending+fail'],
   payout: ['pending+succeed', 'pending+fail', 'processing+succeed', 'processing+fail'],
+  card_payment: ['pending+succeed', 'processing+succeed', 'cancelled+succeed'],
 };
 
 const KINDS: [string, Machine<any>, Record<string, Record<Trigger, D>>][] = [
   ['payment', paymentMachine, PAYMENT],
   ['refund', refundMachine, REFUND],
   ['payout', payoutMachine, PAYOUT],
+  ['card_payment', cardPaymentMachine, CARD],
 ];
 
 describe('operations state machine', () => {
+  it('has a table for every kind of the kernel, with that kind’s machine', () => {
+    expect(Object.keys(KERNEL_KINDS).sort()).to.deep.equal(KINDS.map(([name]) => name).sort());
+    for (const [name, machine] of KINDS) expect(KERNEL_KINDS[name as keyof typeof KERNEL_KINDS].machine, name).to.equal(machine);
+  });
+
   for (const [name, machine, table] of KINDS) {
     describe(name, () => {
       it('the table names every status of the kind', () => {

@@ -3,7 +3,7 @@ import { expect } from 'chai';
 import { requestHash, releasesKey } from '../../api/pipeline/idempotency';
 import { ipAllowed, normaliseIp } from '../../api/pipeline/ipAllowlist';
 import { bodyLimitFor } from '../../api/pipeline/rawBody';
-import { canonicalPath, idempotencyModeOf, V1_PATH } from '../../api/pipeline/request';
+import { canonicalPath, idempotencyOf, V1_PATH } from '../../api/pipeline/request';
 import { scopeAllows } from '../../api/pipeline/scope';
 import { signatureValid } from '../../api/pipeline/signature';
 import { timestampFresh } from '../../api/pipeline/timestamp';
@@ -103,13 +103,16 @@ describe('pipeline pure rules', () => {
       for (const p of ['/v10', '/v1x', '/admin/v1', '/health/live', '/checkout/v1']) expect(V1_PATH.test(p), p).to.equal(false);
     });
 
-    it('needs an idempotency key on POST /v1/payments and /v1/payouts only', () => {
-      expect(idempotencyModeOf('POST', '/v1/payments')).to.equal('atomic');
-      expect(idempotencyModeOf('POST', '/V1/Payments/')).to.equal('atomic');
-      expect(idempotencyModeOf('POST', '/V1/Payouts/')).to.equal('claim-first');
-      expect(idempotencyModeOf('GET', '/v1/payments')).to.equal(undefined);
-      expect(idempotencyModeOf('POST', '/v1/payments/pay_1/refund')).to.equal(undefined);
-      expect(idempotencyModeOf('PATCH', '/v1/payouts')).to.equal(undefined);
+    it('needs an idempotency key on POST /v1/payments and /v1/payouts, takes one on a refund, and nowhere else', () => {
+      expect(idempotencyOf('POST', '/v1/payments')).to.equal('required');
+      expect(idempotencyOf('POST', '/V1/Payments/')).to.equal('required');
+      expect(idempotencyOf('POST', '/V1/Payouts/')).to.equal('required');
+      expect(idempotencyOf('POST', '/v1/payments/pay_1/refund')).to.equal('optional');
+      expect(idempotencyOf('POST', '/V1/Payments/pay_1/Refund/')).to.equal('optional');
+      expect(idempotencyOf('GET', '/v1/payments')).to.equal(undefined);
+      expect(idempotencyOf('POST', '/v1/payments/pay_1/refunds')).to.equal(undefined);
+      expect(idempotencyOf('POST', '/v1/payments/pay_1/refund/x')).to.equal(undefined);
+      expect(idempotencyOf('PATCH', '/v1/payouts')).to.equal(undefined);
     });
 
     it('caps POST /v1/payments at 100 KB and other bodies at 1 MB', () => {
@@ -158,7 +161,7 @@ describe('pipeline pure rules', () => {
     it('is 100 per minute by default and cannot be changed in production', () => {
       expect(loadConfig({}).rateLimitPerMinute).to.equal(100);
       expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '5000' }).rateLimitPerMinute).to.equal(5000);
-      const prod = { NODE_ENV: 'production', SECRETS_KEY: `k:${Buffer.alloc(32, 7).toString('base64')}`, ADMIN_API_TOKEN: 'a-real-admin-token-0123', SANDBOX_CALLBACK_SECRET: 'a-real-sandbox-callback-secret' };
+      const prod = { NODE_ENV: 'production', SECRETS_KEY: `k:${Buffer.alloc(32, 7).toString('base64')}`, ADMIN_API_TOKEN: 'a-real-admin-token-0123', SANDBOX_CALLBACK_SECRET: 'a-real-sandbox-callback-secret', CARD_CALLBACK_SECRET: 'a-real-card-callback-secret', CARD_VAULT_API_KEY: 'a-real-card-vault-key' };
       expect(loadConfig(prod).rateLimitPerMinute).to.equal(100);
       expect(() => loadConfig({ ...prod, RATE_LIMIT_PER_MINUTE: '101' })).to.throw(/RATE_LIMIT_PER_MINUTE/);
     });

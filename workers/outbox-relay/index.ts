@@ -6,6 +6,7 @@ import { pruneProviderHealth } from '../../shared/operations/health';
 import { KINDS } from '../../shared/operations/kinds';
 import { unsentOperations } from '../../shared/operations/send';
 import { unappliedCallbacks } from '../../shared/providers/inbox';
+import { purgeExpiredSignatures } from '../../shared/requestSignatures';
 import { dueDeliveries } from '../../shared/webhooks/sweep';
 
 /** Every kind of open work Postgres knows, for the re-drive: sends, callbacks, deliveries. */
@@ -39,7 +40,8 @@ void runPool({
         const outbox = await pruneOutbox(ctx.db);
         const idempotency = await purgeExpiredIdempotencyKeys(ctx.db);
         const providerHealth = await pruneProviderHealth(ctx.db, ctx.clock.now());
-        if (outbox || idempotency || providerHealth) ctx.log.info({ outbox, idempotency, providerHealth }, 'purged expired rows');
+        const signatures = await purgeExpiredSignatures(ctx.db);
+        if (outbox || idempotency || providerHealth || signatures) ctx.log.info({ outbox, idempotency, providerHealth, signatures }, 'purged expired rows');
       },
     },
   ],

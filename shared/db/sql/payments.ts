@@ -9,7 +9,7 @@ const COLUMNS = [
   'id', 'merchant_id', 'environment', 'status', 'method', 'currency', 'amount', 'amount_charged', 'amount_net', 'fee',
   'fee_bearer', 'amount_refunded', 'reference', 'description', 'metadata', 'operator', 'phone', 'customer_email',
   'customer_name', 'return_url', 'provider', 'provider_ref', 'failure_code', 'failure_message', 'version', 'created',
-  'completed', 'sent_at', 'window_ends_at', 'checked_at', 'checks',
+  'completed', 'sent_at', 'window_ends_at', 'checked_at', 'checks', 'card', 'checkout_token', 'challenge_url', 'checkout_error',
 ] as const satisfies readonly (keyof PaymentRow)[];
 // a column added to PaymentRow but not to COLUMNS fails the type check here
 const everyColumn: Exclude<keyof PaymentRow, (typeof COLUMNS)[number]> extends never ? true : never = true;
@@ -39,7 +39,7 @@ const WITHOUT_PUSH = createStatement(false);
 export async function insertPaymentWithKey(db: Executor, keyValues: unknown[], row: PaymentRow, push: OutboxMessage | null): Promise<boolean> {
   const values = [
     ...keyValues,
-    ...COLUMNS.map((c) => (c === 'metadata' ? JSON.stringify(row.metadata) : row[c])),
+    ...COLUMNS.map((c) => (c === 'metadata' || c === 'card' ? JSON.stringify(row[c]) : row[c])),
     row.status,
     ...(push ? [push.id, push.queue, push.job_name, JSON.stringify(push.payload), push.delay_ms] : []),
   ];

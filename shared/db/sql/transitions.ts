@@ -11,7 +11,19 @@ import { runSql, sqlStatement, type SqlStatement } from './run';
 export interface TransitionTables {
   name: string;
   table: string;
+  /** when kinds share a table: the column values of this kind's rows (kernel constants) */
+  scope?: Record<string, string>;
   history: { table: string; column: string };
+}
+
+/** The kind's scope as conditions on `alias` (its values are the kernel's constants, quoted as literals). */
+function scopeSql(k: TransitionTables, alias: string): string {
+  return Object.entries(k.scope ?? {})
+    .map(([column, value]) => {
+      if (!/^[a-z_]+$/.test(column) || !/^[a-z_]+$/.test(value)) throw new Error(`kind ${k.name}: scope ${column}=${value} is not a plain name`);
+      return ` and ${alias}.${column} = '${value}'`;
+    })
+    .join('');
 }
 
 /** A stored callback with its operation's row and what its transition needs to know. */
@@ -39,7 +51,7 @@ function perKind(cache: Map<string, SqlStatement>, k: TransitionTables, make: ()
 
 /** An operation's row by id (no lock). */
 export async function findOperation<R>(db: Executor, k: TransitionTables, id: string): Promise<R | undefined> {
-  const [row] = await runSql<R>(db, perKind(rows, k, () => sqlStatement(`find-${k.name}`, `select * from ${k.table} where id = $1`)), [id]);
+  const [row] = await runSql<R>(db, perKind(rows, k, () => sqlStatement(`find-${k.name}`, `select * from ${k.table} o where o.id = $1${scopeSql(k, 'o')}`)), [id]);
   return row;
 }
 
@@ -75,7 +87,7 @@ function readStatement(k: TransitionTables): SqlStatement {
               (select coalesce(json_agg(json_build_object('id', a.id, 'owner', a.owner, 'kind', a.kind)), '[]'::json)
                  from ledger_accounts a where a.environment = o.environment and a.currency = o.currency and a.owner in (o.merchant_id, 'platform')) as cb_accounts
          from provider_callbacks c
-         join ${k.table} o on o.id = c.object_id
+         join ${k.table} o on o.id = c.object_id${scopeSql(k, 'o')}
         where c.id = $1 and c.object_kind = $2`,
     );
     reads.set(k.name, s);

@@ -1,0 +1,159 @@
+import { readFileSync } from 'node:fs';
+import path from 'node:path';
+import Router from '@koa/router';
+import type { Context, Middleware } from 'koa';
+import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
+import { acceptToken, cardEndpoints, challengeReturned, charging, findCheckout, TOKEN_PATTERN } from '../../shared/cards/checkout';
+import type { ServiceContext } from '../../shared/context';
+import { BadRequest, Forbidden, NotFound, TooManyRequests, Unavailable, ValidationFailed } from '../../shared/errors';
+import { withTimeout } from '../../shared/timeout';
+import { parseJson, readRawBody, requireJsonContentType } from '../body';
+import { pickLang, type Lang } from './i18n';
+import { checkoutPage, noChallengePage, notFoundPage, returnLink, threeDsReturnPage } from './pages';
+
+/**
+ * The hosted card checkout (decisions.md "Cards"), outside the merchant pipeline: the client's
+ * browser has no key. GET /checkout/{id} (every state has a page), POST /checkout/{id}/pay (the
+ * vault token, same-origin JSON; 409 once no longer payable; 10 a minute per client IP),
+ * GET /checkout/{id}/status (what the page polls), GET /checkout/{id}/3ds-return (where the
+ * issuer's challenge lands), and the page's own script and stylesheet. Headers: spec 5.7 (set
+ * by securityHeaders), a CSP allowing scripts from the service only and frames from the vault
+ * and acquirer only, Cache-Control: no-store, never a cookie.
+ */
+
+/** decisions.md: POST /checkout/{id}/pay is limited to 10 a minute per client IP. */
+export const PAY_LIMIT_PER_MINUTE = 10;
+const REDIS_TIMEOUT_MS = 2000;
+
+const asset = (name: string) => readFileSync(path.join(__dirname, 'assets', name));
+const ASSETS: Record<string, { type: string; body: Buffer }> = {
+  'checkout.js': { type: 'text/javascript; charset=utf-8', body: asset('checkout.js') },
+  'checkout.css': { type: 'text/css; charset=utf-8', body: asset('checkout.css') },
+};
+
+/**
+ * The page's policy: its own scripts and styles only, no plugins, no base or form elsewhere,
+ * frames from the vault and the acquirer only, plus 'self' for /checkout/{id}/3ds-return, which
+ * the issuer's challenge frame lands on; the page itself may not be framed.
+ */
+export function checkoutCsp(frameOrigins: string[]): string {
+  return [
+    "default-src 'none'",
+    "script-src 'self'",
+    "style-src 'self'",
+    "img-src 'self'",
+    "connect-src 'self'",
+    `frame-src 'self' ${frameOrigins.join(' ')}`.trim(),
+    "form-action 'self'",
+    "base-uri 'none'",
+    "frame-ancestors 'none'",
+  ].join('; ');
+}
+
+function html(ctx: Context, status: number, body: string, csp?: string): void {
+  ctx.status = status;
+  ctx.type = 'text/html; charset=utf-8';
+  ctx.set('Cache-Control', 'no-store');
+  if (csp) ctx.set('Content-Security-Policy', csp);
+  ctx.body = body;
+}
+
+const langOf = (ctx: Context): Lang => pickLang(ctx.query.lang, ctx.get('Accept-Language'));
+
+function payLimiter(services: ServiceContext) {
+  const redis = new RateLimiterRedis({
+    storeClient: services.redis,
+    keyPrefix: `${services.config.queuePrefix}:checkout-pay`,
+    points: PAY_LIMIT_PER_MINUTE,
+    duration: 60,
+    rejectIfRedisNotReady: true,
+  });
+  return async (ip: string) => {
+    try {
+      await withTimeout(redis.consume(ip), REDIS_TIMEOUT_MS);
+    } catch (err) {
+      if (err instanceof RateLimiterRes) {
+        throw new TooManyRequests('rate-limit-exceeded', `At most ${PAY_LIMIT_PER_MINUTE} payment attempts a minute`, Math.max(1, Math.ceil(err.msBeforeNext / 1000)));
+      }
+      throw new Unavailable('service-unavailable', 'The service is temporarily unavailable', 5);
+    }
+  };
+}
+
+export function checkoutRouter(services: ServiceContext): Router {
+  const router = new Router({ prefix: '/checkout' });
+  const limit = payLimiter(services);
+  const serviceOrigin = () => new URL(services.config.baseUrl).origin;
+
+  router.get('/assets/:name', (ctx) => {
+    const a = ASSETS[ctx.params.name];
+    if (!a) return html(ctx, 404, notFoundPage(langOf(ctx)), checkoutCsp([]));
+    ctx.type = a.type;
+    ctx.set('Cache-Control', 'public, max-age=300');
+    ctx.body = a.body;
+  });
+
+  router.get('/:id', async (ctx) => {
+    const lang = langOf(ctx);
+    const p = await findCheckout(services.db, ctx.params.id);
+    if (!p) return html(ctx, 404, notFoundPage(lang), checkoutCsp([]));
+    const endpoints = cardEndpoints(services.config, p.environment);
+    const frames = endpoints ? [new URL(endpoints.vaultUrl).origin, new URL(endpoints.providerUrl).origin] : [];
+    html(ctx, 200, checkoutPage(p, lang, endpoints, ctx.query.from === 'pay'), checkoutCsp([...new Set(frames)]));
+  });
+
+  router.get('/:id/status', async (ctx) => {
+    const p = await findCheckout(services.db, ctx.params.id);
+    ctx.set('Cache-Control', 'no-store');
+    if (!p) throw new NotFound('Payment');
+    const final = p.status !== 'pending' && p.status !== 'processing';
+    ctx.body = {
+      status: p.status,
+      charging: charging(p),
+      challenge: p.status === 'processing' && p.challenge_url !== null,
+      checkout_error: p.status === 'pending' && !charging(p) ? p.checkout_error : null,
+      failure_code: p.failure_code,
+      return_url: final ? returnLink(p) : null,
+    };
+  });
+
+  router.post('/:id/pay', async (ctx) => {
+    ctx.set('Cache-Control', 'no-store');
+    // the checkout page posts from its own origin; a browser always names the origin of a POST
+    const origin = ctx.get('Origin');
+    if (origin && origin !== serviceOrigin()) throw new Forbidden('origin-not-allowed', 'Payments are posted by the checkout page only');
+    const p = await findCheckout(services.db, ctx.params.id);
+    if (!p) throw new NotFound('Payment');
+    await limit(ctx.ip);
+    const raw = await readRawBody(ctx, 1024);
+    requireJsonContentType(ctx);
+    const body = parseJson(raw) as { token?: unknown } | null;
+    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new BadRequest('invalid-json', 'The body must be a JSON object');
+    const extra = Object.keys(body).find((k) => k !== 'token');
+    if (extra) throw new ValidationFailed(extra, `${extra} is not allowed`);
+    if (typeof body.token !== 'string' || !TOKEN_PATTERN.test(body.token)) throw new ValidationFailed('token', 'token must be a card token (tok_…)');
+    await acceptToken({ db: services.db, queues: services.queues, log: ctx.state.log }, p.id, body.token, services.clock.now(), ctx.state.requestId);
+    ctx.status = 202;
+    ctx.body = { status: 'pending', charging: true };
+  });
+
+  router.get('/:id/3ds-return', async (ctx) => {
+    const lang = langOf(ctx);
+    const id = ctx.params.id;
+    const p = await findCheckout(services.db, id);
+    if (!p) return html(ctx, 404, notFoundPage(lang));
+    if (!(await challengeReturned(services.db, id, services.clock.now()))) return html(ctx, 409, noChallengePage(id, lang));
+    html(ctx, 200, threeDsReturnPage(id, lang));
+  });
+  return router;
+}
+
+/** The checkout's routes; any other /checkout path gets the 404 page, never a 500 or a JSON body. */
+export function checkoutRoutes(router: Router): Middleware {
+  const routes = router.routes() as Middleware;
+  return async (ctx, next) => {
+    if (ctx.path !== '/checkout' && !ctx.path.startsWith('/checkout/')) return next();
+    await routes(ctx, async () => undefined);
+    if (ctx.status === 404 && ctx.body === undefined) html(ctx, 404, notFoundPage(langOf(ctx)), checkoutCsp([]));
+  };
+}

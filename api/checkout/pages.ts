@@ -1,0 +1,121 @@
+import { escapeHtml as h, formatAmount } from '../../shared/cards/html';
+import { charging, type CheckoutPayment } from '../../shared/cards/checkout';
+import type { CardEndpoints } from '../../shared/config';
+import { TEXT, type Lang } from './i18n';
+
+/**
+ * The checkout's HTML, rendered on the server for every state of a card payment (decisions.md
+ * "Cards"): the card form (pending), the charge under way, the 3-D Secure frame (processing),
+ * and each outcome with the way back to the merchant. Mobile first, no framework, no inline
+ * script or style: one script and one stylesheet of the service's own (the CSP allows no other).
+ */
+
+export const ASSETS_PATH = '/checkout/assets';
+
+/** Where the client goes back to: return_url?payment_id={id}&status={status}. */
+export function returnLink(p: CheckoutPayment): string {
+  const url = new URL(p.return_url!);
+  url.searchParams.set('payment_id', p.id);
+  url.searchParams.set('status', p.status);
+  return url.toString();
+}
+
+function layout(lang: Lang, title: string, bodyAttrs: Record<string, string>, main: string): string {
+  const attrs = Object.entries(bodyAttrs)
+    .map(([k, v]) => ` data-${k}="${h(v)}"`)
+    .join('');
+  return `<!doctype html>
+<html lang="${lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>${h(title)}</title><link rel="stylesheet" href="${ASSETS_PATH}/checkout.css"></head>
+<body${attrs}><main>
+${main}
+</main><script src="${ASSETS_PATH}/checkout.js"></script></body></html>`;
+}
+
+function summary(p: CheckoutPayment, lang: Lang): string {
+  const t = TEXT[lang];
+  const other: Lang = lang === 'fr' ? 'en' : 'fr';
+  return `<header>
+<p class="lang"><a href="?lang=${other}" hreflang="${other}" lang="${other}">${t.otherLang}</a></p>
+<p class="merchant">${t.payTo} <strong>${h(p.merchant_name)}</strong></p>
+<p class="amount" id="amount">${formatAmount(p.amount_charged, p.currency)}</p>
+${p.description ? `<p class="description">${h(p.description)}</p>` : ''}
+<p class="reference">${t.reference} <span>${h(p.reference)}</span></p>
+</header>`;
+}
+
+/** The payment's page in its current state. `autoReturn`: the client just reached the outcome here. */
+export function checkoutPage(p: CheckoutPayment, lang: Lang, endpoints: CardEndpoints | null, autoReturn: boolean): string {
+  const t = TEXT[lang];
+  const amount = formatAmount(p.amount_charged, p.currency);
+  const base = { payment: p.id, lang, status: p.status, messages: JSON.stringify(t.messages) };
+  const title = `${t.title} · ${p.merchant_name}`;
+  if (p.status === 'pending' && !charging(p)) {
+    if (!endpoints) return layout(lang, title, { ...base, state: 'unavailable' }, `${summary(p, lang)}<p role="alert">${t.unavailable}</p>`);
+    const fields = `${endpoints.vaultUrl}/fields?payment=${encodeURIComponent(p.id)}&lang=${lang}`;
+    const error = p.checkout_error ? (t.messages[p.checkout_error as keyof typeof t.messages] ?? t.messages.card) : '';
+    return layout(
+      lang,
+      title,
+      { ...base, state: 'form', 'vault-origin': new URL(endpoints.vaultUrl).origin },
+      `${summary(p, lang)}
+<form id="pay-form" method="post" action="/checkout/${p.id}/pay" novalidate>
+<iframe id="card-frame" src="${h(fields)}" title="${t.cardFields}"></iframe>
+<p id="pay-status" class="notice" role="status" aria-live="polite">${h(error)}</p>
+<button type="submit" id="pay-button">${h(t.pay(amount))}</button>
+</form>`,
+    );
+  }
+  if (p.status === 'pending') {
+    return layout(lang, title, { ...base, state: 'charging' }, `${summary(p, lang)}<p id="pay-status" class="notice" role="status" aria-live="polite"><span class="spinner" aria-hidden="true"></span>${t.charging}</p>`);
+  }
+  if (p.status === 'processing') {
+    const challenge = p.challenge_url ?? '';
+    return layout(
+      lang,
+      title,
+      { ...base, state: 'challenge', 'acquirer-origin': challenge ? new URL(challenge).origin : '' },
+      `${summary(p, lang)}
+<h1>${t.challengeTitle}</h1>
+<p>${t.challengeIntro}</p>
+${challenge ? `<iframe id="challenge-frame" src="${h(challenge)}" title="${t.challengeFrame}"></iframe>
+<p><a id="challenge-link" href="${h(challenge)}">${t.challengeFallback}</a></p>` : ''}
+<p id="pay-status" class="notice" role="status" aria-live="polite"></p>`,
+    );
+  }
+  return outcomePage(p, lang, autoReturn);
+}
+
+function outcomePage(p: CheckoutPayment, lang: Lang, autoReturn: boolean): string {
+  const t = TEXT[lang];
+  let heading: string;
+  let text: string;
+  if (p.status === 'succeeded') [heading, text] = [t.succeeded, t.succeededText];
+  else if (p.status === 'failed') [heading, text] = [t.failed, p.failure_code === 'card-declined' || p.failure_code === 'authentication-failed' ? t[p.failure_code] : t.failedText];
+  else if (p.status === 'refunded') [heading, text] = [t.refunded, t.refundedText];
+  else [heading, text] = [t.cancelled, t.cancelledText];
+  const link = returnLink(p);
+  return layout(
+    lang,
+    `${heading} · ${p.merchant_name}`,
+    { payment: p.id, lang, status: p.status, state: 'final', ...(autoReturn ? { 'auto-return': link } : {}) },
+    `${summary(p, lang)}
+<section class="outcome ${p.status}" role="status" aria-live="polite"><h1 id="outcome">${heading}</h1><p>${text}</p>${autoReturn ? `<p>${t.redirecting}</p>` : ''}</section>
+<p><a id="return-link" class="button" href="${h(link)}">${h(t.back(p.merchant_name))}</a></p>`,
+  );
+}
+
+export function notFoundPage(lang: Lang): string {
+  const t = TEXT[lang];
+  return layout(lang, t.notFound, { state: 'not-found', lang }, `<h1>${t.notFound}</h1><p>${t.notFoundText}</p>`);
+}
+
+/** /checkout/{id}/3ds-return: tells the checkout page (its parent) to ask the server; alone, goes back to the checkout. */
+export function threeDsReturnPage(id: string, lang: Lang): string {
+  const t = TEXT[lang];
+  return layout(lang, t.challengeTitle, { state: '3ds-return', payment: id, lang, checkout: `/checkout/${id}?lang=${lang}` }, `<p role="status">${t.messages.processing}</p><p><a href="/checkout/${id}?lang=${lang}">${t.returnToCheckout}</a></p>`);
+}
+
+export function noChallengePage(id: string, lang: Lang): string {
+  const t = TEXT[lang];
+  return layout(lang, t.challengeTitle, { state: 'no-challenge', lang }, `<h1>${t.noChallenge}</h1><p><a href="/checkout/${id}?lang=${lang}">${t.returnToCheckout}</a></p>`);
+}

@@ -1,0 +1,72 @@
+import type { Config } from '../config';
+import type { Executor } from '../db/knex';
+import { transact, type TransactDeps } from '../db/transact';
+import { isId } from '../domain/ids';
+import { Conflict, NotFound } from '../errors';
+import { lockRow } from '../operations/transition';
+import { PAYMENTS, type PaymentRow } from '../payments/rows';
+import { QUEUES } from '../queues/names';
+import type { CardEndpoints } from '../config';
+import type { Environment } from '../vocabulary';
+import { cardPaymentKind } from './kind';
+
+/**
+ * What the hosted checkout (api/checkout) does with a card payment, apart from rendering it:
+ * find it with its merchant's name, take the vault token the page posts (stored with the charge
+ * job, one transaction), and hear that the client came back from 3-D Secure (the outcome is
+ * asked of the acquirer, never taken from the browser).
+ */
+
+export interface CheckoutPayment extends PaymentRow {
+  merchant_name: string;
+}
+
+/** A vault token as the checkout may post it (its content is the vault's business). */
+export const TOKEN_PATTERN = /^tok_[A-Za-z0-9_-]{8,64}$/;
+
+/** The card payment with this id, whoever its merchant (the unguessable id is the client's only key). */
+export async function findCheckout(db: Executor, id: string): Promise<CheckoutPayment | undefined> {
+  if (!isId('payment', id)) return undefined;
+  return db(`${PAYMENTS} as p`)
+    .join('merchants as m', 'm.id', 'p.merchant_id')
+    .where({ 'p.id': id, 'p.method': 'card' })
+    .first('p.*', 'm.name as merchant_name');
+}
+
+/** The vault and acquirer of a payment's environment (null: live cards not configured). */
+export const cardEndpoints = (config: Config, environment: Environment): CardEndpoints | null => (environment === 'test' ? config.cards.sandbox : config.cards.live);
+
+/** The charge of this payment is under way: a token waits for the job, or the acquirer has answered. */
+export const charging = (p: PaymentRow) => p.status === 'pending' && (p.checkout_token !== null || p.sent_at !== null);
+
+/**
+ * POST /checkout/{id}/pay: stores the token with the charge job (card-charge pool), under the
+ * row lock. 409 once the payment has left `pending` (or its window is over), and while an
+ * earlier token is being charged.
+ */
+export async function acceptToken(deps: TransactDeps, id: string, token: string, now: number, requestId?: string): Promise<void> {
+  await transact(deps, async (trx, outbox) => {
+    const p = await lockRow(trx, cardPaymentKind, id);
+    if (!p) throw new NotFound('Payment');
+    if (p.status !== 'pending' || p.window_ends_at.getTime() <= now) throw new Conflict('payment-not-pending', `This payment is ${p.status === 'pending' ? 'expired' : p.status}: it can no longer be paid`);
+    if (charging(p)) throw new Conflict('payment-in-progress', 'A card is already being charged for this payment');
+    await trx(PAYMENTS).where({ id }).update({ checkout_token: token, checkout_error: null, updated_at: new Date() });
+    await outbox.add(QUEUES.cardCharge, 'charge', { paymentId: id, requestId });
+  });
+}
+
+/**
+ * The client's frame came back from the issuer's challenge: the outcome is due now, so the
+ * payment's window is brought forward and the card-charge sweep asks the acquirer at its next
+ * pass (if the acquirer's callback has not already settled it). The browser's word changes
+ * nothing else. False when the payment never had a challenge.
+ */
+export async function challengeReturned(db: Executor, id: string, now: number): Promise<boolean> {
+  const p = await findCheckout(db, id);
+  if (!p || p.challenge_url === null) return false;
+  await db(PAYMENTS)
+    .where({ id, status: 'processing', method: 'card' })
+    .where('window_ends_at', '>', new Date(now))
+    .update({ window_ends_at: new Date(now) });
+  return true;
+}

@@ -1,0 +1,45 @@
+import type { OperationKind } from '../operations/kind';
+import { cardPaymentMachine, type CardPaymentStatus } from '../operations/machines';
+import { collectionPolicy } from '../payments/kind';
+import { PAYMENTS, type PaymentRow } from '../payments/rows';
+import { QUEUES } from '../queues/names';
+import { TOKEN_ERRORS, type CardAcquirer, type ChargeAnswer } from './acquirer';
+
+/** A card payment not paid within 30 minutes of its creation is cancelled (decisions.md). */
+export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
+
+/**
+ * The card charge as a kind of the operations kernel: a collection whose provider is the
+ * acquirer. The checkout's POST /checkout/{id}/pay stores the vault token with the charge job
+ * (card-charge pool); the job charges it once (the payment id is the acquirer's idempotency key).
+ * The acquirer's answer: approved (still `pending`, its callback makes it `succeeded`), 3-D Secure
+ * required (`processing`, for the 3-D Secure window), declined (`failed`, `card-declined`). A
+ * refused token (forged, expired, used, another payment's) changes nothing but `checkout_error`:
+ * the client may try again. The credit, the events and the window's end are those of every
+ * collection (collectionPolicy).
+ */
+export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardAcquirer> = {
+  name: 'card_payment',
+  idKind: 'payment',
+  table: PAYMENTS,
+  scope: { method: 'card' },
+  history: { table: 'payment_status_changes', column: 'payment_id' },
+  machine: cardPaymentMachine,
+  send: { queue: QUEUES.cardCharge, job: 'charge', idField: 'paymentId' },
+  providerRefVisible: true,
+  // charged only with a token the checkout posted, and never after the checkout window
+  sendable: (p, now) => p.status === 'pending' && p.checkout_token !== null && p.window_ends_at.getTime() > now,
+  request: (acquirer, p) => acquirer.charge({ paymentId: p.id, token: p.checkout_token!, amount: p.amount_charged, currency: p.currency, description: p.description }),
+  accepted(_p, answer, { config, now }) {
+    const a = answer as ChargeAnswer;
+    const charged: Partial<PaymentRow> = { checkout_token: null, checkout_error: null, card: a.card };
+    if (a.outcome === 'challenge') {
+      // the client now has the 3-D Secure window (default 10 minutes) to answer the issuer
+      return { trigger: 'start_3ds', details: { reason: '3ds-required' }, patch: { ...charged, challenge_url: a.challengeUrl, window_ends_at: new Date(now + config.cards.threeDsWindowMs) } };
+    }
+    if (a.outcome === 'declined') return { trigger: 'fail', details: { reason: 'card-declined', failureCode: a.failureCode, failureMessage: a.failureMessage }, patch: charged };
+    return { trigger: 'sent', patch: charged };
+  },
+  correctable: (_p, err) => ((TOKEN_ERRORS as readonly string[]).includes(err.code) ? { checkout_token: null, checkout_error: err.code } : null),
+  ...collectionPolicy,
+};

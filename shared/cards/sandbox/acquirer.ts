@@ -1,0 +1,295 @@
+import { randomUUID } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import path from 'node:path';
+import { safeEqual } from '../../crypto/secrets';
+import type { Logger } from '../../logger';
+import type { CallbackWire } from '../../providers/protocol';
+import { signCallback } from '../../providers/signature';
+import { escapeHtml, formatAmount, maskToken } from '../html';
+import { sandboxCardBehaviour } from './cards';
+import { SandboxError, readBody, readJson, sendJson, sendText } from './http';
+
+/**
+ * The sandbox card acquirer, on its own origin, with the issuer's 3-D Secure page. It charges a
+ * vault token (redeemed at the vault, server to server) with our payment id as its idempotency
+ * key and answers at once: approved (its signed callback follows), declined, or 3-D Secure
+ * required with the issuer's challenge page (`/acs/{ref}`: "Complete authentication" / "Fail
+ * authentication", the amount, a clear test-page banner), which reports the outcome by callback
+ * and sends the client's frame back to our `/checkout/{id}/3ds-return`. A challenge left
+ * unanswered for `threeDsWindowMs` is `expired`. The status query is the mobile-money
+ * protocol's. State lives in memory: a simulator, restarted empty.
+ */
+
+export interface AcquirerOptions {
+  apiKey: string;
+  callbackSecret: string;
+  /** the vault it redeems tokens at, and the key it does so with */
+  vaultUrl: string;
+  vaultApiKey: string;
+  /** the acquirer's own public URL (its challenge pages are there) */
+  publicUrl: string;
+  /** the checkout's origin: the only page that may frame the issuer's challenge */
+  serviceOrigin: string;
+  callbackDelayMs: number;
+  threeDsWindowMs: number;
+  log: Logger;
+  /** delays between callback delivery attempts; default 1 s, 2 s, 4 s, 8 s, 16 s */
+  callbackRetryMs?: number[];
+}
+
+interface CardSummary {
+  brand: string;
+  last4: string;
+  exp_month: number;
+  exp_year: number;
+}
+
+interface Charge {
+  externalId: string;
+  providerRef: string;
+  amount: number;
+  currency: string;
+  description: string | null;
+  callbackUrl: string;
+  returnUrl: string;
+  card: CardSummary;
+  outcome: 'approved' | 'declined' | 'challenge';
+  status: 'pending' | 'succeeded' | 'failed';
+  failureCode: string | null;
+  failureMessage: string | null;
+  challengeEndsAt: number;
+  eventId: string;
+  requests: number;
+  callbacksDelivered: number;
+}
+
+const KEEP_MS = 24 * 3600 * 1000;
+const CHARGE_ID = /^pay_[0-9a-f-]{36}$/;
+const TOKEN = /^tok_[A-Za-z0-9_-]{1,64}$/;
+const TOKEN_ERRORS = new Set(['token-invalid', 'token-expired', 'token-used', 'token-foreign']);
+const acsStyle = readFileSync(path.join(__dirname, 'assets', 'acs.css'), 'utf8');
+
+export function createAcquirerServer(opts: AcquirerOptions): http.Server {
+  const charges = new Map<string, Charge>();
+  const byRef = new Map<string, Charge>();
+  const retryMs = opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000];
+  const timers = new Set<NodeJS.Timeout>();
+  const later = (ms: number, fn: () => void) => {
+    const t = setTimeout(() => {
+      timers.delete(t);
+      fn();
+    }, ms);
+    timers.add(t);
+  };
+
+  const expired = (c: Charge, now = Date.now()) => c.outcome === 'challenge' && c.status === 'pending' && now >= c.challengeEndsAt;
+
+  async function deliver(c: Charge, attempt: number): Promise<void> {
+    if (c.status === 'pending') return;
+    const body: CallbackWire = {
+      event_id: c.eventId,
+      kind: 'card_payment',
+      external_id: c.externalId,
+      provider_ref: c.providerRef,
+      status: c.status,
+      failure_code: c.failureCode,
+      failure_message: c.failureMessage,
+      occurred_at: Math.floor(Date.now() / 1000),
+    };
+    const raw = JSON.stringify(body);
+    let status = 0;
+    try {
+      const res = await fetch(c.callbackUrl, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(opts.callbackSecret, raw, Math.floor(Date.now() / 1000)) },
+        body: raw,
+        signal: AbortSignal.timeout(10_000),
+        redirect: 'error',
+      });
+      status = res.status;
+      await res.arrayBuffer().catch(() => undefined);
+    } catch {
+      /* network failure: retried below */
+    }
+    if (status >= 200 && status < 300) {
+      c.callbacksDelivered++;
+      return;
+    }
+    opts.log.warn({ externalId: c.externalId, status, attempt }, 'card callback not accepted');
+    const final = status >= 400 && status < 500 && status !== 408 && status !== 429;
+    if (!final && attempt < retryMs.length) later(retryMs[attempt], () => void deliver(c, attempt + 1));
+  }
+
+  function settle(c: Charge, status: 'succeeded' | 'failed', failureCode: string | null, failureMessage: string | null, delayMs: number): void {
+    c.status = status;
+    c.failureCode = failureCode;
+    c.failureMessage = failureMessage;
+    later(delayMs, () => void deliver(c, 0));
+  }
+
+  const answer = (c: Charge) => ({
+    provider_ref: c.providerRef,
+    outcome: c.outcome,
+    challenge_url: c.outcome === 'challenge' ? `${opts.publicUrl}/acs/${c.providerRef}` : null,
+    card: c.card,
+    failure_code: c.outcome === 'declined' ? c.failureCode : null,
+    failure_message: c.outcome === 'declined' ? c.failureMessage : null,
+  });
+
+  /** The card behind a token, from the vault (once); a refused token is the vault's code. */
+  async function redeem(token: string, payment: string): Promise<CardSummary & { number: string }> {
+    let res: Response;
+    try {
+      res = await fetch(`${opts.vaultUrl}/v1/tokens/${encodeURIComponent(token)}/redeem`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${opts.vaultApiKey}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ payment }),
+        signal: AbortSignal.timeout(5000),
+      });
+    } catch {
+      throw new SandboxError(503, 'vault-unavailable', 'the vault did not answer');
+    }
+    const body = (await res.json().catch(() => ({}))) as any;
+    if (res.ok) return body;
+    const code = body?.error?.code;
+    if (TOKEN_ERRORS.has(code)) throw new SandboxError(422, code, body.error.message ?? 'token refused');
+    throw new SandboxError(503, 'vault-unavailable', `the vault answered ${res.status}`);
+  }
+
+  async function charge(req: IncomingMessage): Promise<[number, unknown]> {
+    const body = await readJson(req);
+    const externalId = body.external_id;
+    if (typeof externalId !== 'string' || !CHARGE_ID.test(externalId)) throw new SandboxError(400, 'invalid-request', 'external_id must be our payment id');
+    if (req.headers['idempotency-key'] !== externalId) throw new SandboxError(400, 'invalid-request', 'Idempotency-Key must equal external_id');
+    const existing = charges.get(externalId);
+    if (existing) {
+      existing.requests++;
+      return [200, answer(existing)];
+    }
+    const { token, amount, currency, callback_url: callbackUrl, return_url: returnUrl, description } = body;
+    if (typeof token !== 'string' || !TOKEN.test(token)) throw new SandboxError(422, 'token-invalid', 'token must be a vault token');
+    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) throw new SandboxError(400, 'invalid-amount', 'amount must be a positive integer');
+    if (currency !== 'USD' && currency !== 'CDF') throw new SandboxError(400, 'invalid-currency', 'currency must be USD or CDF');
+    for (const [name, v] of [['callback_url', callbackUrl], ['return_url', returnUrl]] as const) {
+      if (typeof v !== 'string' || !/^https?:\/\//.test(v)) throw new SandboxError(400, 'invalid-request', `${name} must be an http(s) URL`);
+    }
+    const card = await redeem(token, externalId);
+    opts.log.info({ externalId, token: maskToken(token), brand: card.brand }, 'charge');
+    // another request with the same key may have been answered while the vault was asked
+    const raced = charges.get(externalId);
+    if (raced) return [200, answer(raced)];
+    const behaviour = sandboxCardBehaviour(card.number);
+    const c: Charge = {
+      externalId,
+      providerRef: `SBX-CARD-${randomUUID()}`,
+      amount,
+      currency,
+      description: typeof description === 'string' ? description : null,
+      callbackUrl: callbackUrl as string,
+      returnUrl: returnUrl as string,
+      card: { brand: card.brand, last4: card.last4, exp_month: card.exp_month, exp_year: card.exp_year },
+      outcome: behaviour === 'approve' ? 'approved' : behaviour === 'decline' ? 'declined' : 'challenge',
+      status: 'pending',
+      failureCode: null,
+      failureMessage: null,
+      challengeEndsAt: Date.now() + opts.threeDsWindowMs,
+      eventId: `sbxevt_${randomUUID()}`,
+      requests: 1,
+      callbacksDelivered: 0,
+    };
+    charges.set(externalId, c);
+    byRef.set(c.providerRef, c);
+    later(KEEP_MS, () => {
+      charges.delete(externalId);
+      byRef.delete(c.providerRef);
+    });
+    if (c.outcome === 'approved') settle(c, 'succeeded', null, null, opts.callbackDelayMs);
+    if (c.outcome === 'declined') {
+      // answered at once; no callback (the answer is the outcome)
+      c.status = 'failed';
+      c.failureCode = 'card-declined';
+      c.failureMessage = 'The card was declined by the issuer';
+    }
+    return [201, answer(c)];
+  }
+
+  function statusView(c: Charge) {
+    return {
+      kind: 'card_payment',
+      external_id: c.externalId,
+      provider_ref: c.providerRef,
+      status: expired(c) ? 'expired' : c.status,
+      failure_code: c.failureCode,
+      failure_message: c.failureMessage,
+      sandbox: { requests: c.requests, callbacks_delivered: c.callbacksDelivered },
+    };
+  }
+
+  const acsHeaders = () => ({
+    'Content-Security-Policy': `default-src 'none'; style-src 'self'; form-action 'self' ${opts.serviceOrigin}; base-uri 'none'; frame-ancestors ${opts.serviceOrigin}`,
+    'Cache-Control': 'no-store',
+  });
+
+  function challengePage(res: ServerResponse, c: Charge): void {
+    const open = c.status === 'pending' && !expired(c);
+    const state = open ? '' : `<p class="done" role="status">${expired(c) ? 'This authentication has expired. / Cette authentification a expiré.' : 'This authentication is already answered. / Cette authentification a déjà reçu sa réponse.'}</p>`;
+    const forms = open
+      ? `<form method="post" action="/acs/${c.providerRef}/complete"><button type="submit" class="ok">Complete authentication</button></form>
+<form method="post" action="/acs/${c.providerRef}/fail"><button type="submit" class="ko">Fail authentication</button></form>`
+      : '';
+    const html = `<!doctype html><html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>3-D Secure (test page)</title><link rel="stylesheet" href="/acs.css"></head>
+<body><p class="banner" role="note"><strong>TEST PAGE</strong>: sandbox issuer, no real bank and no real money. / Page de test : banque fictive, aucun argent réel.</p>
+<main><h1>3-D Secure</h1>
+<p>Amount / Montant: <strong class="amount">${escapeHtml(formatAmount(c.amount, c.currency))}</strong></p>
+<p>Card / Carte: ${escapeHtml(c.card.brand)} •••• ${escapeHtml(c.card.last4)}</p>
+${state}${forms}</main></body></html>`;
+    sendText(res, open ? 200 : 409, 'text/html; charset=utf-8', html, acsHeaders());
+  }
+
+  async function answerChallenge(req: IncomingMessage, res: ServerResponse, c: Charge, action: 'complete' | 'fail'): Promise<void> {
+    await readBody(req, 1024);
+    if (expired(c)) return challengePage(res, c);
+    if (c.status === 'pending') {
+      if (action === 'complete') settle(c, 'succeeded', null, null, 0);
+      else settle(c, 'failed', 'authentication-failed', 'The client failed 3-D Secure authentication', 0);
+      opts.log.info({ externalId: c.externalId, action }, '3-D Secure answered');
+    }
+    // back to the merchant's checkout, which asks its server for the outcome
+    res.writeHead(303, { Location: c.returnUrl, 'Cache-Control': 'no-store', 'Content-Length': '0' });
+    res.end();
+  }
+
+  async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
+    const url = new URL(req.url ?? '/', 'http://acquirer');
+    const parts = url.pathname.split('/').filter(Boolean);
+    if (req.method === 'GET' && url.pathname === '/acs.css') return sendText(res, 200, 'text/css; charset=utf-8', acsStyle, { 'Cache-Control': 'public, max-age=300' });
+    if (req.method === 'GET' && url.pathname === '/health') return sendJson(res, 200, { ok: true });
+    if (parts[0] === 'acs') {
+      const c = byRef.get(parts[1] ?? '');
+      if (!c || c.outcome !== 'challenge') return sendText(res, 404, 'text/html; charset=utf-8', '<!doctype html><title>Not found</title><p>No such authentication.</p>', acsHeaders());
+      if (req.method === 'GET' && parts.length === 2) return challengePage(res, c);
+      if (req.method === 'POST' && parts.length === 3 && (parts[2] === 'complete' || parts[2] === 'fail')) return answerChallenge(req, res, c, parts[2]);
+      throw new SandboxError(404, 'not-found', 'no such route');
+    }
+    if (parts[0] !== 'v1') throw new SandboxError(404, 'not-found', 'no such route');
+    if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`)) throw new SandboxError(401, 'unauthorized', 'bad API key');
+    if (req.method === 'POST' && url.pathname === '/v1/charges') return sendJson(res, ...(await charge(req)));
+    if (req.method === 'GET' && parts.length === 3 && parts[1] === 'transactions') {
+      const c = charges.get(decodeURIComponent(parts[2]));
+      if (!c) throw new SandboxError(404, 'not-found', 'no such transaction');
+      return sendJson(res, 200, statusView(c));
+    }
+    throw new SandboxError(404, 'not-found', 'no such route');
+  }
+
+  const server = http.createServer((req, res) => {
+    route(req, res).catch((err) => {
+      if (err instanceof SandboxError) return sendJson(res, err.status, { error: { code: err.code, message: err.message } });
+      opts.log.error({ err: { message: (err as Error).message } }, 'acquirer error');
+      sendJson(res, 500, { error: { code: 'internal', message: 'acquirer error' } });
+    });
+  });
+  server.on('close', () => timers.forEach(clearTimeout));
+  return server;
+}

@@ -1,0 +1,52 @@
+import type { AddressInfo } from 'node:net';
+import type http from 'node:http';
+import { getConfig } from '../../config';
+import { createLogger } from '../../logger';
+import { createAcquirerServer } from './acquirer';
+import { createVaultServer } from './vault';
+
+/**
+ * Runs one card sandbox (Procfile `card-vault`: vault.ts, `card-acquirer`: acquirer-server.ts):
+ * one process each, on its own port, so each has its own origin. Port 0 picks a free port,
+ * logged on the 'listening' line.
+ */
+export function runCardSandbox(which: 'vault' | 'acquirer'): void {
+  const name = `card-${which}`;
+  process.env.PROCESS_NAME ||= name;
+  const config = getConfig();
+  const log = createLogger(config.logLevel, name);
+  const cards = config.cards;
+  const serviceOrigin = new URL(config.baseUrl).origin;
+  let server: http.Server;
+  let port: number;
+  if (which === 'vault') {
+    server = createVaultServer({ serviceOrigin, apiKey: cards.vaultApiKey, tokenTtlMs: cards.tokenTtlMs, log });
+    port = cards.vaultPort;
+  } else {
+    server = createAcquirerServer({
+      apiKey: cards.sandbox.apiKey,
+      callbackSecret: cards.sandbox.callbackSecret,
+      vaultUrl: cards.sandbox.vaultUrl,
+      vaultApiKey: cards.vaultApiKey,
+      publicUrl: cards.sandbox.providerUrl,
+      serviceOrigin,
+      callbackDelayMs: cards.sandboxCallbackDelayMs,
+      threeDsWindowMs: cards.threeDsWindowMs,
+      log,
+    });
+    port = cards.providerPort;
+  }
+  server.keepAliveTimeout = 65_000;
+  server.listen(port, '127.0.0.1', () => {
+    const { port: bound } = server.address() as AddressInfo;
+    log.info({ port: bound, url: `http://127.0.0.1:${bound}` }, `${name} listening`);
+  });
+  const stop = () => {
+    server.close(() => process.exit(0));
+    server.closeIdleConnections();
+    setTimeout(() => process.exit(0), 2000).unref();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
+}
+

@@ -1,0 +1,138 @@
+import { randomUUID } from 'node:crypto';
+import { expect } from 'chai';
+import { signRequest } from '../../shared/client/signing';
+import type { MerchantFixture, TestEnv } from '../helpers/env';
+import { send } from '../helpers/http';
+import { aMerchant, aSucceededPayment, balanceOf, startMoneyEnv } from '../helpers/money';
+
+/**
+ * decisions.md "Refund retries" (issue 14 #6): a refund may carry an Idempotency-Key with the
+ * rules of POST /v1/payments, and a signed POST without one is accepted once: the same request
+ * again (same signature) within the timestamp tolerance is 409 request-replayed. Also issue 14
+ * #11: a signed POST with an empty body and no Content-Type is 415, not a full refund.
+ */
+describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () => {
+  let env: TestEnv;
+  const refundsOf = (paymentId: string) => env.services.db('refunds').where({ payment_id: paymentId }).select('id', 'amount');
+
+  before(async () => {
+    env = await startMoneyEnv();
+  });
+  after(async () => env.close());
+
+  /** One signed request, as bytes a merchant (or an eavesdropper) can send again unchanged. */
+  function signedRequest(f: MerchantFixture, path: string, body: string, extra: Record<string, string> = {}) {
+    const ts = String(Math.floor(Date.now() / 1000));
+    const headers: Record<string, string> = {
+      Authorization: `Bearer ${f.credential.api_key}`,
+      'X-Timestamp': ts,
+      'X-Signature': signRequest(f.credential.secret, ts, 'POST', path, body),
+      ...(body.length ? { 'Content-Type': 'application/json' } : {}),
+      ...extra,
+    };
+    return () => send(env.baseUrl, 'POST', path, headers, body.length ? body : undefined);
+  }
+
+  it('refuses the same signed refund request sent again with 409 request-replayed: one refund', async () => {
+    const shop = await aMerchant(env);
+    const p = await aSucceededPayment(shop.client, { amount: 10_000 });
+    const path = `/v1/payments/${p.id}/refund`;
+    const request = signedRequest(shop, path, JSON.stringify({ amount: 1_000 }));
+    const first = await request();
+    expect(first.status, first.text).to.equal(201);
+    for (let i = 0; i < 3; i++) {
+      const again = await request();
+      expect(again.status).to.equal(409);
+      expect(again.body.error.code).to.equal('request-replayed');
+      expect(again.body.error.request_id).to.be.a('string');
+    }
+    expect(await refundsOf(p.id)).to.deep.equal([{ id: first.body.id, amount: 1_000 }]);
+    expect((await balanceOf(shop.client)).available.USD).to.equal(9_000);
+    // a retry on purpose is signed again: another request, another refund
+    const resigned = await shop.client.post(path, { amount: 1_000 }, { timestamp: Math.floor(Date.now() / 1000) + 1 });
+    expect(resigned.status).to.equal(201);
+    expect(await refundsOf(p.id)).to.have.length(2);
+  });
+
+  it('refuses a replay of a request still running: ten identical signed requests at once make one refund', async () => {
+    const shop = await aMerchant(env);
+    const p = await aSucceededPayment(shop.client, { amount: 10_000 });
+    const request = signedRequest(shop, `/v1/payments/${p.id}/refund`, JSON.stringify({ amount: 2_500 }));
+    const results = await Promise.all(Array.from({ length: 10 }, () => request()));
+    expect(results.filter((r) => r.status === 201)).to.have.length(1);
+    const replayed = results.filter((r) => r.status === 409);
+    expect(replayed).to.have.length(9);
+    for (const r of replayed) expect(r.body.error.code).to.equal('request-replayed');
+    expect(await refundsOf(p.id)).to.have.length(1);
+    expect((await balanceOf(shop.client)).available.USD).to.equal(7_500);
+  });
+
+  it('replays a refund sent again with its Idempotency-Key byte for byte; another body with the key is 409 idempotency-conflict', async () => {
+    const shop = await aMerchant(env);
+    const p = await aSucceededPayment(shop.client, { amount: 10_000 });
+    const path = `/v1/payments/${p.id}/refund`;
+    const key = randomUUID();
+    const first = await shop.client.post(path, { amount: 3_000 }, { idempotencyKey: key });
+    expect(first.status).to.equal(201);
+    expect(first.headers.get('idempotent-replayed')).to.equal(null);
+    // the same request signed again (a later timestamp): answered by its key, not refused as a replay
+    const again = await shop.client.post(path, { amount: 3_000 }, { idempotencyKey: key, timestamp: Math.floor(Date.now() / 1000) + 1 });
+    expect(again.status).to.equal(201);
+    expect(again.text).to.equal(first.text);
+    expect(again.headers.get('idempotent-replayed')).to.equal('true');
+    // the very same bytes again: with a key, the key answers
+    const bytes = signedRequest(shop, path, JSON.stringify({ amount: 3_000 }), { 'Idempotency-Key': key });
+    for (let i = 0; i < 2; i++) {
+      const replay = await bytes();
+      expect(replay.status).to.equal(201);
+      expect(replay.text).to.equal(first.text);
+    }
+    const other = await shop.client.post(path, { amount: 4_000 }, { idempotencyKey: key });
+    expect(other.status).to.equal(409);
+    expect(other.body.error.code).to.equal('idempotency-conflict');
+    expect(await refundsOf(p.id)).to.deep.equal([{ id: first.body.id, amount: 3_000 }]);
+    const row = await env.services.db('idempotency_keys').where({ merchant_id: shop.merchant.id, key }).first();
+    expect(row).to.include({ status: 'completed', response_status: 201, path: path.toLowerCase() });
+
+    // a refusal is stored too: the same 422 again, nothing refunded
+    const tooMuch = randomUUID();
+    const refused = await shop.client.post(path, { amount: 9_000 }, { idempotencyKey: tooMuch });
+    expect(refused.status).to.equal(422);
+    expect(refused.body.error.code).to.equal('refund-exceeds-refundable');
+    const refusedAgain = await shop.client.post(path, { amount: 9_000 }, { idempotencyKey: tooMuch });
+    expect(refusedAgain.text).to.equal(refused.text);
+    expect(refusedAgain.headers.get('idempotent-replayed')).to.equal('true');
+    expect(await refundsOf(p.id)).to.have.length(1);
+  });
+
+  it('makes one refund of concurrent duplicates with one Idempotency-Key: each gets its answer (or 409 idempotency-in-progress)', async () => {
+    const shop = await aMerchant(env);
+    const p = await aSucceededPayment(shop.client, { amount: 10_000 });
+    const key = randomUUID();
+    const results = await Promise.all(Array.from({ length: 12 }, () => shop.client.post(`/v1/payments/${p.id}/refund`, { amount: 1_500 }, { idempotencyKey: key })));
+    const created = results.filter((r) => r.status === 201);
+    expect(created.length).to.be.at.least(1);
+    expect(new Set(created.map((r) => r.text)).size, 'every 201 is the one answer').to.equal(1);
+    for (const r of results.filter((x) => x.status !== 201)) {
+      expect(r.status).to.equal(409);
+      expect(r.body.error.code).to.equal('idempotency-in-progress');
+      expect(r.headers.get('retry-after')).to.equal('1');
+    }
+    expect(await refundsOf(p.id)).to.have.length(1);
+    expect((await balanceOf(shop.client)).available.USD).to.equal(8_500);
+  });
+
+  it('answers 415 unsupported-media-type to a signed POST with an empty body and no Content-Type, and refunds nothing', async () => {
+    const shop = await aMerchant(env);
+    const p = await aSucceededPayment(shop.client, { amount: 10_000 });
+    const empty = await signedRequest(shop, `/v1/payments/${p.id}/refund`, '')();
+    expect(empty.status).to.equal(415);
+    expect(empty.body.error.code).to.equal('unsupported-media-type');
+    expect(await refundsOf(p.id)).to.have.length(0);
+    expect((await shop.client.get(`/v1/payments/${p.id}`)).body).to.include({ status: 'succeeded', amount_refunded: 0 });
+    // declared JSON, an empty body reads as {}: a full refund, as asked
+    const full = await signedRequest(shop, `/v1/payments/${p.id}/refund`, '', { 'Content-Type': 'application/json' })();
+    expect(full.status, full.text).to.equal(201);
+    expect(full.body.amount).to.equal(10_000);
+  });
+});
