@@ -82,9 +82,10 @@ export interface Config {
   sandboxCallbackDelayMs: number;
   /** Shared secret the sandbox provider signs its callbacks with. */
   sandboxCallbackSecret: string;
-  /** How long a mobile-money payment may stay processing before the reconciler asks the provider. */
+  /** How long an operation may stay open before the sweep asks its provider (PROVIDER_WINDOW_MS, SANDBOX_PROVIDER_WINDOW_MS). */
   providerWindowMs: { live: number; test: number };
-  reconcileIntervalMs: number;
+  /** RECONCILE_INTERVAL_MS: how often the sweeps look for open operations to ask about, and the first wait between two questions; default 5000. */
+  askIntervalMs: number;
   payments: PaymentsConfig;
   /** Requests per minute bucket per API key (spec 8: 100). Only the bench raises it; production refuses any other value. */
   rateLimitPerMinute: number;
@@ -439,7 +440,7 @@ export function loadConfig(env: Env = process.env): Config {
       live: int(env, 'PROVIDER_WINDOW_MS', 120_000, 1000),
       test: int(env, 'SANDBOX_PROVIDER_WINDOW_MS', 30_000, 100),
     },
-    reconcileIntervalMs: int(env, 'RECONCILE_INTERVAL_MS', 5000, 50),
+    askIntervalMs: int(env, 'RECONCILE_INTERVAL_MS', 5000, 50),
     payments,
     rateLimitPerMinute,
     credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),

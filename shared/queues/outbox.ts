@@ -1,3 +1,5 @@
+import { raw } from 'objection';
+import { OutboxRow } from '../db/models';
 import { randomUUID } from 'node:crypto';
 import type { Executor, Db } from '../db/knex';
 import type { QueueRegistry } from './registry';
@@ -33,7 +35,7 @@ export async function writeOutbox(
   delayMs = 0,
 ): Promise<OutboxMessage> {
   const msg = outboxMessage(queue, jobName, payload, delayMs);
-  await trx('outbox').insert({ ...msg, payload: JSON.stringify(msg.payload) });
+  await OutboxRow.query(trx).insert(msg);
   return msg;
 }
 
@@ -104,24 +106,24 @@ export async function flushOutboxMarks(db: Db): Promise<void> {
  */
 export async function relayOutbox(db: Db, queues: QueueRegistry, graceMs = 1000, batch = 500): Promise<number> {
   return db.transaction(async (trx) => {
-    const rows: (Omit<OutboxMessage, 'payload'> & { payload: JobData })[] = await trx('outbox')
+    const rows: OutboxMessage[] = await OutboxRow.query(trx)
       .whereNull('enqueued_at')
-      .where('created_at', '<', trx.raw(`now() - make_interval(secs => ?)`, [graceMs / 1000]))
+      .where('created_at', '<', raw(`now() - make_interval(secs => ?)`, [graceMs / 1000]))
       .orderBy('created_at')
       .limit(batch)
       .forUpdate()
       .skipLocked();
     if (rows.length === 0) return 0;
     for (const row of rows) await enqueue(queues, row);
-    await trx('outbox').whereIn('id', rows.map((r) => r.id)).update({ enqueued_at: trx.fn.now() });
+    await OutboxRow.query(trx).whereIn('id', rows.map((r) => r.id)).patch({ enqueued_at: raw('now()') });
     return rows.length;
   });
 }
 
 /** Removes relayed rows older than `keepHours`. */
 export async function pruneOutbox(db: Db, keepHours = 24): Promise<number> {
-  return db('outbox')
+  return OutboxRow.query(db)
     .whereNotNull('enqueued_at')
-    .where('enqueued_at', '<', db.raw(`now() - make_interval(hours => ?)`, [keepHours]))
-    .del();
+    .where('enqueued_at', '<', raw(`now() - make_interval(hours => ?)`, [keepHours]))
+    .delete();
 }

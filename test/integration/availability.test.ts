@@ -3,8 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { eventually } from '../helpers/processes';
-import { mobilePayment } from './payments.helpers';
-import { aMerchant, aSucceededPayment, balanceOf, startMoneyEnv } from '../helpers/money';
+import { aMerchant, aSucceededPayment, balanceOf, mobilePayment, startMoneyEnv } from '../helpers/money';
 
 /**
  * Operator availability (decisions.md "Integrator's kit"): `delayed` from the provider calls the

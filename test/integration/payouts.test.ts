@@ -89,7 +89,7 @@ describe('payouts', () => {
     expect(deliveries).to.deep.equal([hook.body.id]);
     // the fee is the platform's once the payout is through
     const kinds = await db()('ledger_transactions').where({ reference_id: p.id }).pluck('kind');
-    expect(kinds.sort()).to.deep.equal(['payout_debit', 'payout_settle']);
+    expect(kinds.sort()).to.deep.equal(['payout_debit', 'payout_deliver']);
     const fees = await db()('ledger_entries as e')
       .join('ledger_transactions as t', 't.id', 'e.transaction_id')
       .join('ledger_accounts as a', 'a.id', 'e.account_id')
