@@ -69,6 +69,12 @@ export interface Config {
   trustedProxies: number;
   workerConcurrency: number;
   shutdownTimeoutMs: number;
+  /**
+   * OUTBOX_MARK_BATCH_MS: outbox rows published after commit are marked enqueued in one UPDATE
+   * per this many ms (at most 500 rows), not one per request; default 100 (inside the relay's 1 s
+   * grace), 0: each publication marks its rows at once.
+   */
+  outboxMarkBatchMs: number;
   outboxRelayIntervalMs: number;
   /**
    * The re-drive (shared/queues/redrive.ts): every `intervalMs` (5 s) the outbox-relay pool gives
@@ -242,6 +248,10 @@ export interface WebhooksConfig {
   breakerPauseMs: number;
   /** Attempts in flight at once to one endpoint, across every sender process; default 16. */
   endpointConcurrency: number;
+  /** WEBHOOK_SLOT_HANDOFF_MS: a freed endpoint slot younger than this goes straight to a waiting job of the same sender; default 1000, 0 off. */
+  slotHandoffMs: number;
+  /** WEBHOOK_COALESCE: concurrent claims and outcomes of one sender share statements; default true. */
+  coalesce: boolean;
 }
 
 export const SPEC_WEBHOOK_TIMEOUT_MS = 10_000;
@@ -260,6 +270,8 @@ export function loadWebhooksConfig(env: Env, production: boolean): WebhooksConfi
     timeoutMs,
     breakerPauseMs,
     endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1, 1000),
+    slotHandoffMs: int(env, 'WEBHOOK_SLOT_HANDOFF_MS', 1000, 0, 60_000),
+    coalesce: bool(env, 'WEBHOOK_COALESCE', true),
   };
 }
 
@@ -430,6 +442,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10, 1, 1000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 10),
+    outboxMarkBatchMs: int(env, 'OUTBOX_MARK_BATCH_MS', 100, 0, 1000),
     redrive: { intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000), graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000) },
     webhookRetryDelaysMs: delays(env, production),
     sandboxProviderUrl,

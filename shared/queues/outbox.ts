@@ -58,30 +58,29 @@ export async function publishOutbox(db: Db, queues: QueueRegistry, msgs: OutboxM
   try {
     if (!queues.isReady()) throw new Error('redis is not connected');
     await withTimeout(Promise.all(msgs.map((m) => enqueue(queues, m))), PUBLISH_TIMEOUT_MS);
-    markEnqueued(db, msgs.map((m) => m.id), log);
+    markEnqueued(db, msgs.map((m) => m.id), queues.markBatchMs, log);
   } catch (err) {
     log?.warn({ err, outbox: msgs.map((m) => m.id) }, 'outbox publish deferred to the relay');
   }
 }
 
-const MARK_BATCH_MS = 100;
 const MARK_BATCH_MAX = 500;
 const pendingMarks = new Map<Db, { ids: string[]; timer: NodeJS.Timeout; log?: Logger }>();
 
 /**
- * Marks published rows as enqueued, in batches: one UPDATE every MARK_BATCH_MS (inside the
- * relay's grace at its default of 1 s), not one per request. A mark that comes late or is lost
- * (crash) only lets the relay enqueue the row again under the same job id, and every job is safe
- * to run twice.
+ * Marks published rows as enqueued, in batches: one UPDATE every `batchMs` (OUTBOX_MARK_BATCH_MS,
+ * 100 by default: inside the relay's grace at its default of 1 s), not one per request; 0 marks
+ * each publication's rows at once. A mark that comes late or is lost (crash) only lets the relay
+ * enqueue the row again under the same job id, and every job is safe to run twice.
  */
-function markEnqueued(db: Db, ids: string[], log?: Logger): void {
+function markEnqueued(db: Db, ids: string[], batchMs: number, log?: Logger): void {
   let batch = pendingMarks.get(db);
   if (!batch) {
-    batch = { ids: [], timer: setTimeout(() => void flushMarks(db), MARK_BATCH_MS), log };
+    batch = { ids: [], timer: setTimeout(() => void flushMarks(db), batchMs), log };
     pendingMarks.set(db, batch);
   }
   batch.ids.push(...ids);
-  if (batch.ids.length >= MARK_BATCH_MAX) void flushMarks(db);
+  if (batchMs === 0 || batch.ids.length >= MARK_BATCH_MAX) void flushMarks(db);
 }
 
 async function flushMarks(db: Db): Promise<void> {
