@@ -272,10 +272,12 @@ class PostgresCpu {
   }
 }
 
-async function redisCpuMs(redis: Redis): Promise<{ cpu: number; commands: number }> {
-  const info = await redis.info();
+async function redisCpuMs(redis: Redis): Promise<{ cpu: number; commands: number; byCommand: Map<string, number> }> {
+  const info = await redis.info('everything');
   const field = (name: string) => Number(new RegExp(`^${name}:([\\d.]+)`, 'm').exec(info)?.[1] ?? 0);
-  return { cpu: (field('used_cpu_sys') + field('used_cpu_user')) * 1000, commands: field('total_commands_processed') };
+  // commands run inside scripts (BullMQ's Lua) count as themselves, and the script call once more
+  const byCommand = new Map([...info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)].map((m) => [m[1], Number(m[2])]));
+  return { cpu: (field('used_cpu_sys') + field('used_cpu_user')) * 1000, commands: field('total_commands_processed'), byCommand };
 }
 
 /** Jobs waiting (or delayed, or being worked on) per queue: the backlog behind the API. */
@@ -314,7 +316,10 @@ interface StepResult {
   backlogGrowth: number;
   sustained: boolean;
   cpuMsPerPayment: Record<string, number>;
+  /** commits and rollbacks on the database (a statement outside a transaction is one) */
+  pgTransactionsPerPayment: number;
   redisCommandsPerPayment: number;
+  redisTopCommands: [string, number][];
   depths: { t: number; depths: Record<string, number> }[];
   load: string;
 }
@@ -463,6 +468,8 @@ async function bench(): Promise<void> {
       const self0 = process.cpuUsage();
       const rcv0 = cpuMs(receiverChild.pid!) ?? 0;
       const redis0 = await redisCpuMs(redis);
+      const xacts = async () => Number((await ctx.db.raw('select xact_commit + xact_rollback as n from pg_stat_database where datname = ?', [o.database])).rows[0].n);
+      const xact0 = await xacts();
       await pg.begin();
       const depths: StepResult['depths'] = [];
       const start = nowMs();
@@ -505,6 +512,8 @@ async function bench(): Promise<void> {
       receipts.push(...(await take()));
       await pg.sample();
       const redis1 = await redisCpuMs(redis);
+      await sleep(600); // Postgres flushes its statistics every 500 ms at most
+      const xact1 = await xacts();
 
       // figures
       const firstReceipt = new Map<string, number>();
@@ -551,7 +560,13 @@ async function bench(): Promise<void> {
         backlogGrowth,
         sustained,
         cpuMsPerPayment: cpu,
+        pgTransactionsPerPayment: (xact1 - xact0) / n,
         redisCommandsPerPayment: (redis1.commands - redis0.commands) / n,
+        redisTopCommands: [...redis1.byCommand]
+          .map(([c, calls]) => [c, (calls - (redis0.byCommand.get(c) ?? 0)) / n] as [string, number])
+          .filter(([, v]) => v >= 0.5)
+          .sort((a, b) => b[1] - a[1])
+          .slice(0, 8),
         depths,
         load,
       };
@@ -589,7 +604,8 @@ async function bench(): Promise<void> {
           .sort((a, b) => b[1] - a[1])
           .map(([name, v]) => `${name} ${v.toFixed(2)}`)
           .join(', ');
-        say(`        CPU ms per payment: ${cpuLine}; Redis commands per payment ${r.redisCommandsPerPayment.toFixed(1)}${o.privateRedis ? '' : ' (whole Redis server)'}`);
+        say(`        CPU ms per payment: ${cpuLine}; Postgres transactions per payment ${r.pgTransactionsPerPayment.toFixed(1)} (the bench's own samples included)`);
+        say(`        Redis commands per payment ${r.redisCommandsPerPayment.toFixed(1)}${o.privateRedis ? '' : ' (whole Redis server)'}: ${r.redisTopCommands.map(([c, v]) => `${c} ${v.toFixed(1)}`).join(', ')}`);
         const every = Math.max(1, Math.round(r.depths.length / 12));
         const series = ALL_QUEUES.filter((q) => r.depths.some((d) => d.depths[q] > 0)).map(
           (q) => `${q} ${r.depths.filter((_, i) => i % every === 0).map((d) => d.depths[q]).join(' ')}`,

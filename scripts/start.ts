@@ -9,7 +9,7 @@ import { nextBackoff } from '../shared/restart';
  * `npm start`: makes sure Postgres and Redis answer (starting private ones if needed), applies
  * migrations, then supervises every Procfile line with prefixed output. A process that dies is
  * started again after a backoff (1 s, doubling to 30 s while it keeps dying; back to 1 s once it
- * has run a minute), each restart logged; only Ctrl-C (SIGINT) or SIGTERM stops everything,
+ * has run 10 s), each restart logged; only Ctrl-C (SIGINT) or SIGTERM stops everything,
  * gracefully. `--scale pool=n` (repeatable) runs n copies of a line, as an operator would in
  * production; `--scale web=n` sets WEB_CONCURRENCY (n web processes on the one port, node:cluster).
  */

@@ -69,6 +69,12 @@ export interface Config {
   trustedProxies: number;
   workerConcurrency: number;
   shutdownTimeoutMs: number;
+  /**
+   * OUTBOX_MARK_BATCH_MS: outbox rows published after commit are marked enqueued in one UPDATE
+   * per this many ms (at most 500 rows), not one per request; default 100 (inside the relay's 1 s
+   * grace), 0: each publication marks its rows at once.
+   */
+  outboxMarkBatchMs: number;
   outboxRelayIntervalMs: number;
   /**
    * The re-drive (shared/queues/redrive.ts): every `intervalMs` (5 s) the outbox-relay pool gives
@@ -82,9 +88,10 @@ export interface Config {
   sandboxCallbackDelayMs: number;
   /** Shared secret the sandbox provider signs its callbacks with. */
   sandboxCallbackSecret: string;
-  /** How long a mobile-money payment may stay processing before the reconciler asks the provider. */
+  /** How long an operation may stay open before the sweep asks its provider (PROVIDER_WINDOW_MS, SANDBOX_PROVIDER_WINDOW_MS). */
   providerWindowMs: { live: number; test: number };
-  reconcileIntervalMs: number;
+  /** RECONCILE_INTERVAL_MS: how often the sweeps look for open operations to ask about, and the first wait between two questions; default 5000. */
+  askIntervalMs: number;
   payments: PaymentsConfig;
   /** Requests per minute bucket per API key (spec 8: 100). Only the bench raises it; production refuses any other value. */
   rateLimitPerMinute: number;
@@ -241,6 +248,10 @@ export interface WebhooksConfig {
   breakerPauseMs: number;
   /** Attempts in flight at once to one endpoint, across every sender process; default 16. */
   endpointConcurrency: number;
+  /** WEBHOOK_SLOT_HANDOFF_MS: a freed endpoint slot younger than this goes straight to a waiting job of the same sender; default 1000, 0 off. */
+  slotHandoffMs: number;
+  /** WEBHOOK_COALESCE: concurrent claims and outcomes of one sender share statements; default true. */
+  coalesce: boolean;
 }
 
 export const SPEC_WEBHOOK_TIMEOUT_MS = 10_000;
@@ -259,6 +270,8 @@ export function loadWebhooksConfig(env: Env, production: boolean): WebhooksConfi
     timeoutMs,
     breakerPauseMs,
     endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1, 1000),
+    slotHandoffMs: int(env, 'WEBHOOK_SLOT_HANDOFF_MS', 1000, 0, 60_000),
+    coalesce: bool(env, 'WEBHOOK_COALESCE', true),
   };
 }
 
@@ -429,6 +442,7 @@ export function loadConfig(env: Env = process.env): Config {
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10, 1, 1000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 10),
+    outboxMarkBatchMs: int(env, 'OUTBOX_MARK_BATCH_MS', 100, 0, 1000),
     redrive: { intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000), graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000) },
     webhookRetryDelaysMs: delays(env, production),
     sandboxProviderUrl,
@@ -439,7 +453,7 @@ export function loadConfig(env: Env = process.env): Config {
       live: int(env, 'PROVIDER_WINDOW_MS', 120_000, 1000),
       test: int(env, 'SANDBOX_PROVIDER_WINDOW_MS', 30_000, 100),
     },
-    reconcileIntervalMs: int(env, 'RECONCILE_INTERVAL_MS', 5000, 50),
+    askIntervalMs: int(env, 'RECONCILE_INTERVAL_MS', 5000, 50),
     payments,
     rateLimitPerMinute,
     credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),

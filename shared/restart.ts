@@ -1,12 +1,12 @@
 /**
  * The restart backoff of a supervised process (decisions.md "Faults and limits"): 1 s after its
- * first death, doubling at each death after that up to 30 s; a process that ran a minute before
+ * first death, doubling at each death after that up to 30 s; a process that ran 10 s before
  * dying starts again after 1 s. Used by `npm start` (scripts/start.ts) for every Procfile line
  * and by the web's cluster primary (api/server.ts) for its web processes.
  */
 export const FIRST_BACKOFF_MS = 1000;
 export const MAX_BACKOFF_MS = 30_000;
-const STABLE_MS = 60_000;
+const STABLE_MS = 10_000;
 
 /** The wait before the next start of a process that died after running `ranMs`, its previous wait being `lastMs` (0: none yet). */
 export function nextBackoff(lastMs: number, ranMs: number): number {

@@ -1,4 +1,6 @@
+import { raw } from 'objection';
 import type { Executor } from './db/knex';
+import { Setting } from './db/models';
 
 export interface MaintenanceFlag {
   enabled: boolean;
@@ -9,13 +11,13 @@ const MAINTENANCE_KEY = 'maintenance';
 const OFF: MaintenanceFlag = { enabled: false, retry_after: 300 };
 
 export async function getMaintenance(db: Executor): Promise<MaintenanceFlag> {
-  const row = await db('settings').where({ key: MAINTENANCE_KEY }).first('value');
+  const row = await Setting.query(db).findById(MAINTENANCE_KEY).select('value');
   return row ? { ...OFF, ...row.value } : OFF;
 }
 
 export async function setMaintenance(db: Executor, flag: MaintenanceFlag): Promise<MaintenanceFlag> {
-  await db('settings')
-    .insert({ key: MAINTENANCE_KEY, value: JSON.stringify(flag), updated_at: db.fn.now() })
+  await Setting.query(db)
+    .insert({ key: MAINTENANCE_KEY, value: { ...flag }, updated_at: raw('now()') })
     .onConflict('key')
     .merge();
   return flag;

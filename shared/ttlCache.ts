@@ -1,3 +1,5 @@
+import { systemClock, type Clock } from './clock';
+
 interface Entry<V> {
   at: number;
   value: Promise<V>;
@@ -7,7 +9,7 @@ interface Entry<V> {
  * Values kept in this process for `ttlMs` (0: nothing kept), by key, for the request path's
  * lookups (credentials, merchant terms): a change in Postgres reaches every process within that
  * time. Concurrent misses on one key share one load; a failed load is not remembered; beyond
- * `maxEntries` the least recently loaded key goes.
+ * `maxEntries` the least recently loaded key goes. Time is the service context's clock.
  */
 export class TtlCache<V> {
   private readonly entries = new Map<string, Entry<V>>();
@@ -15,10 +17,11 @@ export class TtlCache<V> {
   constructor(
     private readonly ttlMs: number,
     private readonly maxEntries = 10_000,
+    private readonly clock: Clock = systemClock,
   ) {}
 
   get(key: string, load: () => Promise<V>): Promise<V> {
-    const now = Date.now();
+    const now = this.clock.now();
     const hit = this.entries.get(key);
     if (hit && now - hit.at < this.ttlMs) return hit.value;
     const value = load();

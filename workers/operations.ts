@@ -41,7 +41,7 @@ export function sendProcessor(kind: OperationKind<any, any, any>, lockMs: number
 export function sweepLoop(kind: OperationKind<any, any, any>): PoolLoop {
   return {
     name: `open-${kind.name}s-sweep`,
-    intervalMs: (ctx) => ctx.config.reconcileIntervalMs,
+    intervalMs: (ctx) => ctx.config.askIntervalMs,
     run: async (ctx) => {
       const counts = await sweepOpen(ctx, kind);
       if (Object.keys(counts).length) ctx.log.info({ kind: kind.name, counts }, 'open operations past their window swept');

@@ -19,10 +19,10 @@ export function apiDocument(): OpenApiDocument {
   return buildOpenApi(V1_ROUTES, { prefix: '/v1', tags: TAGS });
 }
 
-let served: { url: string; doc: OpenApiDocument } | null = null;
+let served: { url: string; json: string } | null = null;
 
-/** The document GET /v1/openapi.json serves: this service's BASE_URL as its server (built once). */
-export function servedDocument(baseUrl: string): OpenApiDocument {
-  if (served?.url !== baseUrl) served = { url: baseUrl, doc: buildOpenApi(V1_ROUTES, { prefix: '/v1', tags: TAGS, serverUrl: baseUrl }) };
-  return served.doc;
+/** The document GET /v1/openapi.json serves, as JSON text: this service's BASE_URL as its server (built once). */
+export function servedDocument(baseUrl: string): string {
+  if (served?.url !== baseUrl) served = { url: baseUrl, json: JSON.stringify(buildOpenApi(V1_ROUTES, { prefix: '/v1', tags: TAGS, serverUrl: baseUrl })) };
+  return served.json;
 }

@@ -1,6 +1,7 @@
 import type { Middleware } from 'koa';
 import { hashApiKey, hmacHex } from '../../shared/crypto/secrets';
 import { credentialUsable } from '../../shared/merchants/auth';
+import type { Clock } from '../../shared/clock';
 import type { CredentialCache } from './credentials';
 import { unauthorized } from './unauthorized';
 
@@ -22,7 +23,7 @@ function decoyWork(method: string, path: string): void {
  * works until its grace ends), or sent with the other environment's prefix → 401
  * api-key-invalid. Fills ctx.state.auth.
  */
-export function bearer(credentials: CredentialCache): Middleware {
+export function bearer(credentials: CredentialCache, clock: Clock): Middleware {
   return async (ctx, next) => {
     const header = BEARER.exec(ctx.get('Authorization'));
     if (!header) {
@@ -34,7 +35,7 @@ export function bearer(credentials: CredentialCache): Middleware {
     const hash = hashApiKey(token);
     const shape = API_KEY.exec(token);
     const found = shape ? await credentials.get(hash) : null;
-    if (!found || found.environment !== shape![1] || !credentialUsable(found, Date.now())) {
+    if (!found || found.environment !== shape![1] || !credentialUsable(found, clock.now())) {
       decoyWork(ctx.method, ctx.path);
       throw unauthorized('api-key-invalid');
     }

@@ -1,6 +1,7 @@
 import type { SecretsKey } from '../../shared/config';
 import type { Db } from '../../shared/db/knex';
 import { findCredentialForAuth, type CredentialForAuth } from '../../shared/merchants/auth';
+import type { Clock } from '../../shared/clock';
 import { TtlCache } from '../../shared/ttlCache';
 
 /**
@@ -16,8 +17,9 @@ export class CredentialCache {
     private readonly db: Db,
     private readonly keys: SecretsKey[],
     ttlMs: number,
+    clock: Clock,
   ) {
-    this.cache = new TtlCache(ttlMs);
+    this.cache = new TtlCache(ttlMs, undefined, clock);
   }
 
   get(apiKeyHash: string): Promise<CredentialForAuth | null> {

@@ -36,11 +36,11 @@ import { uniform401 } from './unauthorized';
  *  10. the route
  */
 export function merchantPipeline(services: ServiceContext): Middleware {
-  const credentials = new CredentialCache(services.db, services.config.secretsKeys, services.config.credentialCacheMs);
+  const credentials = new CredentialCache(services.db, services.config.secretsKeys, services.config.credentialCacheMs, services.clock);
   return compose([
     uniform401,
     contentLength,
-    bearer(credentials),
+    bearer(credentials, services.clock),
     ipAllowlist,
     merchantStatus,
     rateLimit(services),

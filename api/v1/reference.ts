@@ -17,6 +17,7 @@ export const referenceRoutes = defineRoutes([
     responses: { 200: { description: 'The OpenAPI document', body: { type: 'object', description: 'OpenAPI 3.1' } } },
     handler(ctx) {
       ctx.set('Cache-Control', 'public, max-age=300');
+      ctx.type = 'application/json';
       ctx.body = servedDocument(ctx.services.config.baseUrl);
     },
   }),

@@ -1,59 +1,285 @@
 import { Model } from 'objection';
 
 /**
- * Objection models: single-table access only. Multi-table writes live in one service function
- * per flow, inside one transaction; callers pass the knex or transaction to `Model.query(db)`,
- * so no model is bound to a global connection.
+ * The data layer (README, Decisions): an objection model per table for its single-table reads
+ * and writes; multi-table flows use the knex builder inside one transaction (shared/db/transact.ts);
+ * the hot paths' hand-tuned statements live in shared/db/sql. Callers pass the knex or the
+ * transaction to `Model.query(db)`, so no model is bound to a global connection. Models hold
+ * columns only (no relations, no validation: the schemas are checked at the edge), and a
+ * model's json columns are listed in `jsonAttributes` (written as JSON text, read parsed).
+ * Columns are `declare`d: a class field would give every instance its columns as undefined
+ * own properties (ES2022 class fields), which a spread of a row would then copy.
+ * Rows whose shape a resource owns (PaymentRow, …) give their model its fields by declaration
+ * merging.
  */
 
-import type { Currency, Environment } from '../domain/ledger';
+import type { AccountKind, Currency, Environment } from '../domain/ledger';
 import type { FeeRule } from '../domain/fees';
+import type { PaymentRow } from '../payments/rows';
+import type { RefundRow } from '../refunds/rows';
+import type { PayoutRow } from '../payouts/rows';
+import type { EventRow } from '../events/record';
+import type { WebhookRow } from '../webhooks/endpoints';
+import type { SettlementRow } from '../settlements/view';
+import type { JobData, QueueName } from '../queues/names';
 
 export type { Currency, Environment, FeeRule };
 export type Scope = 'read' | 'payments' | 'full';
 
-export class Merchant extends Model {
+/** Every model: `first()` asks Postgres for one row (objection's default fetches them all). */
+class Row extends Model {
+  static override useLimitInFirst = true;
+}
+
+export class Merchant extends Row {
   static override tableName = 'merchants';
   static override jsonAttributes = ['fees'];
-  id!: string;
-  name!: string;
-  status!: 'active' | 'suspended';
-  fee_bearer!: 'merchant' | 'customer';
-  fees!: Record<Currency, FeeRule>;
-  per_tx_limit_usd!: number | null;
-  per_tx_limit_cdf!: number | null;
-  created_at!: Date;
-  updated_at!: Date;
+  declare id: string;
+  declare name: string;
+  declare status: 'active' | 'suspended';
+  declare fee_bearer: 'merchant' | 'customer';
+  declare fees: Record<Currency, FeeRule>;
+  declare per_tx_limit_usd: number | null;
+  declare per_tx_limit_cdf: number | null;
+  declare created_at: Date;
+  declare updated_at: Date;
 }
 
-export class Credential extends Model {
+export class Credential extends Row {
   static override tableName = 'credentials';
-  id!: string;
-  merchant_id!: string;
-  environment!: Environment;
-  scope!: Scope;
-  api_key_hash!: string;
-  api_key_last4!: string;
-  secret_ciphertext!: string;
-  secret_key_id!: string;
-  ip_allowlist!: string[] | null;
-  replaces_id!: string | null;
-  created_at!: Date;
-  revoked_at!: Date | null;
-  expires_at!: Date | null;
+  declare id: string;
+  declare merchant_id: string;
+  declare environment: Environment;
+  declare scope: Scope;
+  declare api_key_hash: string;
+  declare api_key_last4: string;
+  declare secret_ciphertext: string;
+  declare secret_key_id: string;
+  declare ip_allowlist: string[] | null;
+  declare replaces_id: string | null;
+  declare created_at: Date;
+  declare revoked_at: Date | null;
+  declare expires_at: Date | null;
 }
 
-export class WebhookSecret extends Model {
+export class WebhookSecret extends Row {
   static override tableName = 'webhook_secrets';
-  id!: string;
-  merchant_id!: string;
-  environment!: Environment;
-  secret_ciphertext!: string;
-  secret_key_id!: string;
+  declare id: string;
+  declare merchant_id: string;
+  declare environment: Environment;
+  declare secret_ciphertext: string;
+  declare secret_key_id: string;
   /** the replaced secret, signing beside the current one until previous_expires_at (rotation) */
-  previous_secret_ciphertext!: string | null;
-  previous_secret_key_id!: string | null;
-  previous_expires_at!: Date | null;
-  rotated_at!: Date | null;
-  created_at!: Date;
+  declare previous_secret_ciphertext: string | null;
+  declare previous_secret_key_id: string | null;
+  declare previous_expires_at: Date | null;
+  declare rotated_at: Date | null;
+  declare created_at: Date;
 }
+
+/* Provider operations and their status histories (shared/operations). */
+
+export class Payment extends Row {
+  static override tableName = 'payments';
+  static override jsonAttributes = ['metadata'];
+}
+export interface Payment extends PaymentRow {}
+
+export class Refund extends Row {
+  static override tableName = 'refunds';
+}
+export interface Refund extends RefundRow {}
+
+export class Payout extends Row {
+  static override tableName = 'payouts';
+  static override jsonAttributes = ['metadata'];
+}
+export interface Payout extends PayoutRow {}
+
+/** A row of a `*_status_changes` table (from, to, reason, at): history as data. */
+class StatusChangeModel extends Row {
+  declare id: number;
+  declare from_status: string | null;
+  declare to_status: string;
+  declare reason: string;
+  declare at: Date;
+}
+
+export class PaymentStatusChange extends StatusChangeModel {
+  static override tableName = 'payment_status_changes';
+  declare payment_id: string;
+}
+
+export class RefundStatusChange extends StatusChangeModel {
+  static override tableName = 'refund_status_changes';
+  declare refund_id: string;
+}
+
+export class PayoutStatusChange extends StatusChangeModel {
+  static override tableName = 'payout_status_changes';
+  declare payout_id: string;
+}
+
+/** The inbox of provider callbacks (shared/providers/inbox.ts). */
+export class InboxCallback extends Row {
+  static override tableName = 'provider_callbacks';
+  declare id: string;
+  declare provider: string;
+  declare raw_body: string;
+  declare verified: boolean;
+  declare provider_event_id: string | null;
+  declare object_kind: string;
+  declare object_id: string;
+  declare reported_status: string;
+  declare provider_ref: string | null;
+  declare received_at: Date;
+  declare processed_at: Date | null;
+  declare outcome: string | null;
+}
+
+/* Messages, events and webhooks. */
+
+export class OutboxRow extends Row {
+  static override tableName = 'outbox';
+  static override jsonAttributes = ['payload'];
+  declare id: string;
+  declare queue: QueueName;
+  declare job_name: string;
+  declare payload: JobData;
+  declare delay_ms: number;
+  declare created_at: Date;
+  declare enqueued_at: Date | null;
+}
+
+export class Event extends Row {
+  static override tableName = 'events';
+  // `body` is written as exact JSON text (shared/money.ts exactJson), so it is not listed here
+  static override jsonAttributes: string[] = [];
+  /** how many times the merchant asked for the event again (at most 10) */
+  declare redeliveries: number;
+}
+export interface Event extends EventRow {}
+
+export class Webhook extends Row {
+  static override tableName = 'webhooks';
+}
+export interface Webhook extends WebhookRow {}
+
+export class WebhookDelivery extends Row {
+  static override tableName = 'webhook_deliveries';
+  declare id: string;
+  declare event_id: string;
+  declare webhook_id: string;
+  declare status: 'pending' | 'succeeded' | 'dead';
+  declare round: number;
+  declare attempts: number;
+  declare next_attempt_at: Date;
+  declare lease_until: Date | null;
+  declare last_status_code: number | null;
+  declare last_error: string | null;
+  declare completed_at: Date | null;
+  /** Unix seconds: the list cursor */
+  declare created: number;
+  /** 0: the event's own fan-out; n: the merchant's n-th redelivery */
+  declare redelivery: number;
+  declare created_at: Date;
+  declare updated_at: Date;
+}
+
+export class WebhookAttempt extends Row {
+  static override tableName = 'webhook_attempts';
+  declare id: number;
+  declare delivery_id: string;
+  declare round: number;
+  declare attempt: number;
+  declare started_at: Date;
+  declare finished_at: Date | null;
+  declare status_code: number | null;
+  declare latency_ms: number | null;
+  declare error: string | null;
+  declare response_excerpt: string | null;
+}
+
+/* Idempotency keys and settings. */
+
+export class IdempotencyKey extends Row {
+  static override tableName = 'idempotency_keys';
+  static override idColumn = ['merchant_id', 'environment', 'key'];
+  static override jsonAttributes = ['response_headers'];
+  declare merchant_id: string;
+  declare environment: Environment;
+  declare key: string;
+  declare method: string;
+  declare path: string;
+  declare request_hash: string;
+  declare status: 'in_progress' | 'completed';
+  declare response_status: number | null;
+  declare response_headers: Record<string, string> | null;
+  declare response_body: Buffer | null;
+  declare locked_until: Date | null;
+  declare expires_at: Date;
+  declare created_at: Date;
+}
+
+export class Setting extends Row {
+  static override tableName = 'settings';
+  static override idColumn = 'key';
+  static override jsonAttributes = ['value'];
+  declare key: string;
+  declare value: Record<string, unknown>;
+  declare updated_at: Date;
+}
+
+/* The ledger (shared/ledger) and settlements. */
+
+export class LedgerAccount extends Row {
+  static override tableName = 'ledger_accounts';
+  declare id: number;
+  declare owner: string;
+  declare environment: Environment;
+  declare currency: Currency;
+  declare kind: AccountKind;
+  declare allow_negative: boolean;
+  /** cached balance of a guarded account (its folded entries); 0 on platform accounts */
+  declare balance: number | bigint;
+}
+
+/** A ledger account's balance, defined once (the `ledger_balances` view): exact numeric, read as text. */
+export class LedgerBalance extends Row {
+  static override tableName = 'ledger_balances';
+  declare id: number;
+  declare owner: string;
+  declare environment: Environment;
+  declare currency: Currency;
+  declare kind: AccountKind;
+  declare allow_negative: boolean;
+  declare balance: string;
+}
+
+export class LedgerTransaction extends Row {
+  static override tableName = 'ledger_transactions';
+  declare id: string;
+  declare kind: string;
+  declare reference_id: string;
+  declare environment: Environment;
+  declare currency: Currency;
+  declare merchant_id: string | null;
+  declare settlement_id: string | null;
+  declare created_at: Date;
+}
+
+export class LedgerEntry extends Row {
+  static override tableName = 'ledger_entries';
+  declare id: number;
+  declare transaction_id: string;
+  declare account_id: number;
+  declare amount: number;
+  /** a credit not yet folded into its account's cached balance */
+  declare unfolded: boolean;
+  declare created_at: Date;
+}
+
+export class Settlement extends Row {
+  static override tableName = 'settlements';
+}
+export interface Settlement extends SettlementRow {}

@@ -1,4 +1,5 @@
 import type { Knex } from 'knex';
+import type { Model, QueryBuilder } from 'objection';
 import { UUID_V4_RE } from '../domain/ids';
 import { ValidationFailed } from '../errors';
 
@@ -41,16 +42,20 @@ export function parseCursor(raw: string | undefined, idPrefix: string): Cursor |
 
 export const encodeCursor = (item: { created: number; id: string }) => `${item.created}.${item.id}`;
 
+/** What pageQuery needs of a query: a knex builder or an objection model's query. */
+type PageableQuery = Knex.QueryBuilder | QueryBuilder<Model, Model[]>;
+
 /** Restricts a query to the items after the cursor and orders it newest first, one more than a page. */
-export function pageQuery<Q extends Knex.QueryBuilder>(q: Q, cursor: Cursor | null, limit: number): Q {
+export function pageQuery<Q extends PageableQuery>(query: Q, cursor: Cursor | null, limit: number): Q {
+  // both builders take these calls alike; their types do not unify
+  const q = query as Knex.QueryBuilder;
   if (cursor?.id) q.whereRaw('(created, id) < (?, ?)', [cursor.created, cursor.id]);
   else if (cursor) q.where('created', '<', cursor.created);
-  return q
-    .orderBy([
-      { column: 'created', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
-    .limit(limit + 1) as Q;
+  q.orderBy([
+    { column: 'created', order: 'desc' },
+    { column: 'id', order: 'desc' },
+  ]).limit(limit + 1);
+  return query;
 }
 
 /** Cuts the extra row off and says whether there is more. */

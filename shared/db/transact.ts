@@ -15,11 +15,32 @@ export interface TransactDeps {
   log?: Logger;
 }
 
+/** Postgres gave up this transaction to let another go on (deadlock, serialization): nothing of it is left, so it may run again. */
+function isRetryable(err: unknown): boolean {
+  const code = (err as { code?: string })?.code;
+  return code === '40P01' || code === '40001';
+}
+const ATTEMPTS = 3;
+
 /**
  * Runs `fn` in one Postgres transaction with an outbox writer, then publishes the outbox rows it
- * wrote (architecture rule 1). The one way every flow writes state together with its jobs.
+ * wrote (architecture rule 1). The one way every flow writes state together with its jobs. A
+ * transaction Postgres chose as a deadlock's victim is run again (up to 3 times, after a short
+ * random pause), so two writers crossing on one merchant's accounts never answer 500.
  */
 export async function transact<T>(deps: TransactDeps, fn: (trx: Trx, outbox: OutboxWriter) => Promise<T>): Promise<T> {
+  for (let attempt = 1; ; attempt++) {
+    try {
+      return await transactOnce(deps, fn);
+    } catch (err) {
+      if (attempt >= ATTEMPTS || !isRetryable(err)) throw err;
+      deps.log?.warn({ attempt, code: (err as { code?: string }).code }, 'transaction lost a deadlock; running it again');
+      await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * attempt));
+    }
+  }
+}
+
+async function transactOnce<T>(deps: TransactDeps, fn: (trx: Trx, outbox: OutboxWriter) => Promise<T>): Promise<T> {
   const written: OutboxMessage[] = [];
   const result = await deps.db.transaction(async (trx) => {
     written.length = 0; // a retried transaction starts clean

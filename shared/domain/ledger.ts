@@ -10,7 +10,7 @@
  * balances are the sum of their entries (never cached: see allowsNegative).
  *
  * Money leaving to a client moves in two steps, so that a failure gives back exactly what was
- * taken: debit (available -> in_transit) at creation, then either settle (in_transit -> provider,
+ * taken: debit (available -> in_transit) at creation, then either deliver (in_transit -> provider,
  * fee to the platform) when the provider confirms, or return (in_transit -> available) when it
  * refuses.
  */
@@ -98,7 +98,7 @@ export interface Outgoing {
 }
 
 /** Posting kinds of the three steps of an outgoing movement (one posting per step and object). */
-export const outgoingKinds = (kind: OutgoingKind) => ({ debit: `${kind}_debit`, settle: `${kind}_settle`, return: `${kind}_return` });
+export const outgoingKinds = (kind: OutgoingKind) => ({ debit: `${kind}_debit`, deliver: `${kind}_deliver`, return: `${kind}_return` });
 
 /** At creation: amount + fee leave available and wait in transit. */
 export function outgoingDebit(kind: OutgoingKind, a: Outgoing): Posting {
@@ -117,10 +117,10 @@ export function outgoingDebit(kind: OutgoingKind, a: Outgoing): Posting {
 }
 
 /** The provider confirmed: the amount goes out through the provider, the fee to the platform. */
-export function outgoingSettle(kind: OutgoingKind, a: Outgoing): Posting {
+export function outgoingDeliver(kind: OutgoingKind, a: Outgoing): Posting {
   const fee = a.fee ?? 0;
   return normalise({
-    kind: outgoingKinds(kind).settle,
+    kind: outgoingKinds(kind).deliver,
     referenceId: a.referenceId,
     environment: a.environment,
     currency: a.currency,

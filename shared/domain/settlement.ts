@@ -7,7 +7,7 @@ import { narrow, type Exact } from '../money';
  *   merchant's ledger transactions that moved its `available` balance and that no earlier batch
  *   covered, created before the batch's period_end (the daily cut-off).
  * - covered kinds: payment_credit, refund_debit / refund_return, payout_debit / payout_return.
- *   The `*_settle` postings move in_transit to the provider and leave `available` untouched, so
+ *   The `*_deliver` postings move in_transit to the provider and leave `available` untouched, so
  *   they belong to no batch.
  *
  * Figures, all in minor units, from the entries of the covered transactions:

@@ -1,3 +1,4 @@
+import { Event } from '../db/models';
 import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { UUID_V4_RE } from '../domain/ids';
@@ -37,7 +38,7 @@ interface EventRecord {
 const COLUMNS = ['id', 'type', 'created', 'object_version', 'body'];
 
 export async function listEvents(db: Executor, caller: Caller, query: { type?: string; cursor: Cursor | null; limit: number }) {
-  const q = db('events').where({ merchant_id: caller.merchantId, environment: caller.environment }).select(COLUMNS);
+  const q = Event.query(db).where({ merchant_id: caller.merchantId, environment: caller.environment }).select(COLUMNS);
   if (query.type) q.where({ type: query.type });
   const rows: EventRecord[] = await pageQuery(q, query.cursor, query.limit);
   return toPage(rows, query.limit, eventEnvelope);
@@ -46,7 +47,7 @@ export async function listEvents(db: Executor, caller: Caller, query: { type?: s
 /** One event; 404 when it belongs to another merchant or environment. */
 export async function getEvent(db: Executor, caller: Caller, id: string) {
   if (!isEventId(id)) throw new NotFound('Event');
-  const row: EventRecord | undefined = await db('events').where({ id, merchant_id: caller.merchantId, environment: caller.environment }).first(COLUMNS);
+  const row: EventRecord | undefined = await Event.query(db).findOne({ id, merchant_id: caller.merchantId, environment: caller.environment }).select(COLUMNS);
   if (!row) throw new NotFound('Event');
   return eventEnvelope(row);
 }

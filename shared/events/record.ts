@@ -1,3 +1,4 @@
+import { Event } from '../db/models';
 import type { Trx } from '../db/knex';
 import { newEventId, nowUnix } from '../domain/ids';
 import type { Environment, EventType } from '../vocabulary';
@@ -61,6 +62,6 @@ export async function recordEvent(
   input: EventInput,
 ): Promise<EventRow> {
   const row = newEventRow(input);
-  await trx('events').insert({ ...row, body: storedBody(row) });
+  await Event.query(trx).insert({ ...row, body: storedBody(row) as unknown as EventBody });
   return row;
 }

@@ -1,5 +1,7 @@
+import { raw } from 'objection';
+import { LedgerBalance } from '../db/models';
 import type { Executor } from '../db/knex';
-import type { Currency, Environment } from '../domain/ledger';
+import type { AccountKind, Currency, Environment } from '../domain/ledger';
 import { exact, type Exact } from '../money';
 
 const CURRENCIES: Currency[] = ['USD', 'CDF'];
@@ -11,10 +13,10 @@ const CURRENCIES: Currency[] = ['USD', 'CDF'];
  * beyond.
  */
 async function merchantAccounts(db: Executor, merchantId: string, environment: Environment) {
-  const rows: { kind: 'available' | 'in_transit'; currency: Currency; balance: string }[] = await db('ledger_balances')
+  const rows: { kind: AccountKind; currency: Currency; balance: string }[] = await LedgerBalance.query(db)
     .where({ owner: merchantId, environment })
     .whereIn('kind', ['available', 'in_transit'])
-    .select('kind', 'currency', db.raw('balance::text as balance'));
+    .select('kind', 'currency', raw('balance::text as balance'));
   return rows.map((r) => ({ kind: r.kind, currency: r.currency, balance: exact(r.balance) }));
 }
 

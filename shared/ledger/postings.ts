@@ -1,3 +1,4 @@
+import { LedgerAccount, LedgerEntry, LedgerTransaction } from '../db/models';
 import { randomUUID } from 'node:crypto';
 import type { Executor, Trx } from '../db/knex';
 import { Unprocessable } from '../errors';
@@ -19,7 +20,7 @@ export const onlyCredits = (p: Posting) => p.entries.every((e) => allowsNegative
 /** The ids of the posting's accounts, created on first use. Takes no lock. */
 async function accountIds(trx: Trx, env: Environment, currency: Currency, refs: AccountRef[]): Promise<Map<string, number>> {
   const find = async () => {
-    const rows: { id: number; owner: string; kind: string }[] = await trx('ledger_accounts')
+    const rows: { id: number; owner: string; kind: string }[] = await LedgerAccount.query(trx)
       .where({ environment: env, currency })
       .where((q) => {
         for (const a of refs) q.orWhere({ owner: a.owner, kind: a.kind });
@@ -33,7 +34,7 @@ async function accountIds(trx: Trx, env: Environment, currency: Currency, refs: 
   const rows = refs
     .map((a) => ({ owner: a.owner, kind: a.kind, environment: env, currency, allow_negative: allowsNegative(a) }))
     .sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1));
-  await trx('ledger_accounts').insert(rows).onConflict(['owner', 'environment', 'currency', 'kind']).ignore();
+  await LedgerAccount.query(trx).insert(rows).onConflict(['owner', 'environment', 'currency', 'kind']).ignore();
   return find();
 }
 
@@ -74,7 +75,7 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
  * per statement, so that reading a balance never sums many entries. Returns the accounts folded.
  */
 export async function foldCredits(db: Executor, batch = 100): Promise<number> {
-  const rows: { account_id: number }[] = await db('ledger_entries').where({ unfolded: true }).distinct('account_id').limit(batch);
+  const rows: { account_id: number }[] = await LedgerEntry.query(db).where({ unfolded: true }).distinct('account_id').limit(batch);
   for (const r of rows) {
     try {
       await foldAccount(db, r.account_id);
@@ -89,7 +90,7 @@ export async function foldCredits(db: Executor, batch = 100): Promise<number> {
 
 /** Loads a posting already written (to reverse it exactly). */
 export async function findPosting(db: Executor, kind: string, referenceId: string): Promise<Posting | undefined> {
-  const tx = await db('ledger_transactions').where({ kind, reference_id: referenceId }).first();
+  const tx = await LedgerTransaction.query(db).findOne({ kind, reference_id: referenceId });
   if (!tx) return undefined;
   const entries = await db('ledger_entries as e')
     .join('ledger_accounts as a', 'a.id', 'e.account_id')

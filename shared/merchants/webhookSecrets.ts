@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { SecretsKey } from '../config';
 import { decryptSecret, encryptSecret } from '../crypto/secrets';
 import type { Db, Executor } from '../db/knex';
-import { WebhookSecret, type Environment } from '../db/models';
+import { Merchant, WebhookSecret, type Environment } from '../db/models';
 import { newId, unixOf } from '../domain/ids';
 import { NotFound } from '../errors';
 
@@ -26,13 +26,13 @@ export async function webhookSecretFor(trx: Executor, merchantId: string, env: E
   if (existing) return decryptSecret({ keyId: existing.secret_key_id, ciphertext: existing.secret_ciphertext }, keys);
   const plain = newWebhookSecret();
   const enc = encryptSecret(plain, keys);
-  const inserted = await trx('webhook_secrets')
+  await WebhookSecret.query(trx)
     .insert({ id: newId('webhookSecret'), merchant_id: merchantId, environment: env, secret_ciphertext: enc.ciphertext, secret_key_id: enc.keyId })
     .onConflict(['merchant_id', 'environment'])
-    .ignore()
-    .returning('id');
-  // lost a race with another issuer: use the one that won
-  return inserted.length ? plain : webhookSecretFor(trx, merchantId, env, keys);
+    .ignore();
+  // lost a race with another issuer (the row is not ours): use the one that won
+  const stored = await WebhookSecret.query(trx).findOne({ merchant_id: merchantId, environment: env });
+  return stored!.secret_ciphertext === enc.ciphertext ? plain : decryptSecret({ keyId: stored!.secret_key_id, ciphertext: stored!.secret_ciphertext }, keys);
 }
 
 /**
@@ -51,9 +51,9 @@ export async function rotateWebhookSecret(db: Db, merchantId: string, env: Envir
     const enc = encryptSecret(plain, keys);
     const now = new Date();
     const previousExpires = overlapSeconds > 0 ? new Date(now.getTime() + overlapSeconds * 1000) : null;
-    await trx('webhook_secrets')
-      .where({ id: current!.id })
-      .update({
+    await WebhookSecret.query(trx)
+      .findById(current!.id)
+      .patch({
         secret_ciphertext: enc.ciphertext,
         secret_key_id: enc.keyId,
         previous_secret_ciphertext: previousExpires ? current!.secret_ciphertext : null,

@@ -1,8 +1,9 @@
+import { raw } from 'objection';
+import { InboxCallback } from '../db/models';
 import type { ServiceContext } from '../context';
 import type { Trx } from '../db/knex';
 import { transact, type OutboxWriter } from '../db/transact';
 import type { Logger } from '../logger';
-import { CALLBACKS } from '../providers/inbox';
 import { parseCallbackBody } from '../providers/protocol';
 import type { ProviderBase, ProviderCallback, ProviderObjectKind } from '../providers/types';
 import type { OperationKind, OperationRow } from './kind';
@@ -20,7 +21,7 @@ export type CallbackOutcome =
 
 /**
  * Applies a verified provider callback to its operation, under the row lock, in the caller's
- * transaction (the inbox's). Only the provider that handles the operation may settle it: a
+ * transaction (the inbox's). Only the provider that handles the operation may decide it: a
  * callback verified with another provider's secret (the sandbox's, for a live payment) changes
  * nothing.
  */
@@ -61,7 +62,7 @@ export async function applyStoredCallback(ctx: ServiceContext, callbackId: strin
     if (done) return done;
   }
   return transact({ db: ctx.db, queues: ctx.queues, log }, async (trx, outbox) => {
-    const row = await trx(CALLBACKS).where({ id: callbackId }).forUpdate().first();
+    const row = await InboxCallback.query(trx).findById(callbackId).forUpdate();
     if (!row) throw new Error(`callback ${callbackId} is not in the inbox`);
     if (row.processed_at) return { outcome: 'already-processed' as const };
     const provider = ctx.providers.byProviderId(row.provider);
@@ -71,7 +72,7 @@ export async function applyStoredCallback(ctx: ServiceContext, callbackId: strin
     if (!kind) throw new Error(`callback ${callbackId}: no operation kind ${row.object_kind}`);
     const callback: StoredCallback = { ...parseCallbackBody(Buffer.from(row.raw_body, 'utf8')), id: row.id, provider: row.provider };
     const outcome = await applyCallback(trx, outbox, kind, callback, provider);
-    await trx(CALLBACKS).where({ id: callbackId }).update({ processed_at: trx.fn.now(), outcome });
+    await InboxCallback.query(trx).findById(callbackId).patch({ processed_at: raw('now()'), outcome });
     return { outcome, callback };
   });
 }

@@ -1,5 +1,5 @@
 import type { Trx } from '../db/knex';
-import { outgoingKinds, outgoingSettle, type OutgoingKind } from '../domain/ledger';
+import { outgoingKinds, outgoingDeliver, type OutgoingKind } from '../domain/ledger';
 import { post, reverse } from '../ledger/postings';
 import type { Trigger } from './machine';
 import type { OperationKind, OperationRow } from './kind';
@@ -27,7 +27,7 @@ export function moneyOutPolicy<R extends OperationRow & { amount: number; fee?: 
     },
     async post(trx: Trx, row: R, effect) {
       if (effect === 'deliver') {
-        await post(trx, outgoingSettle(name, { referenceId: row.id, merchantId: row.merchant_id, environment: row.environment, currency: row.currency, amount: row.amount, fee: row.fee }));
+        await post(trx, outgoingDeliver(name, { referenceId: row.id, merchantId: row.merchant_id, environment: row.environment, currency: row.currency, amount: row.amount, fee: row.fee }));
       } else if (effect === 'return') {
         await reverse(trx, kinds.debit, row.id, kinds.return);
       }

@@ -1,4 +1,5 @@
 import type { ServiceContext } from '../context';
+import { recordSent } from '../db/sql/transitions';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
@@ -68,9 +69,9 @@ async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceCont
   if (!ctx.config.kernelOneStatement) return undefined;
   const d = decide(kind.machine, row.status, 'sent');
   if (d.kind !== 'stay') return undefined;
-  const change = changeOf(kind, row, d, 'sent', { reason: 'provider-accepted', providerRef });
-  const n = await ctx.db(kind.table).where({ id: row.id, status: row.status, version: row.version }).whereNull('sent_at').update(change);
-  return n === 1 ? 'applied' : undefined;
+  const sent = { ...row, ...changeOf(kind, row, d, 'sent', { reason: 'provider-accepted', providerRef }) } as unknown as R & { updated_at: Date };
+  const written = await recordSent(ctx.db, kind, row.id, { status: row.status, version: row.version }, { sent_at: sent.sent_at!, provider_ref: sent.provider_ref, version: sent.version, updated_at: sent.updated_at });
+  return written ? 'applied' : undefined;
 }
 
 /** Records the provider's acceptance under the row lock; a second run finds sent_at and changes nothing. */

@@ -50,7 +50,7 @@ async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any, any>)
       .where((q) =>
         q
           .whereNull('checked_at')
-          .orWhereRaw(`checked_at < ?::timestamptz - least(?, ? * power(2, least(checks - 1, 20))) * interval '1 millisecond'`, [now, MAX_RECHECK_MS, ctx.config.reconcileIntervalMs]),
+          .orWhereRaw(`checked_at < ?::timestamptz - least(?, ? * power(2, least(checks - 1, 20))) * interval '1 millisecond'`, [now, MAX_RECHECK_MS, ctx.config.askIntervalMs]),
       )
       .orderBy('window_ends_at')
       .limit(BATCH)

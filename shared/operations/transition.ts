@@ -1,5 +1,6 @@
 import type { Executor, Trx } from '../db/knex';
 import { updateWithHistory } from '../db/sql/statusChange';
+import { findOperation } from '../db/sql/transitions';
 import type { OutboxWriter } from '../db/transact';
 import { nowUnix } from '../domain/ids';
 import { emitEvent } from '../webhooks/fanout';
@@ -20,7 +21,7 @@ export type TriggerOutcome = 'applied' | 'duplicate' | 'ignored-late';
 export class IllegalTransition extends Error {}
 
 export async function findRow<R extends OperationRow>(db: Executor, kind: OperationKind<R, any, any>, id: string): Promise<R | undefined> {
-  return db<R>(kind.table).where({ ...kind.scope, id } as any).first() as Promise<R | undefined>;
+  return findOperation<R>(db, kind, id);
 }
 
 /** Reads a row under SELECT ... FOR UPDATE: every change of an operation happens behind this lock. */

@@ -1,4 +1,5 @@
 import type { Caller } from '../domain/caller';
+import type { Clock } from '../clock';
 import type { Config } from '../config';
 import { isUniqueViolation } from '../db/errors';
 import { insertPaymentWithKey } from '../db/sql/payments';
@@ -110,13 +111,13 @@ function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Con
  * The push job is enqueued after commit; if that fails, the outbox-relay enqueues it.
  */
 export async function createPayment(
-  deps: TransactDeps & { config: Config },
+  deps: TransactDeps & { config: Config; clock?: Clock },
   caller: Caller,
   input: CreatePaymentInput,
   key: IdempotentWrite<PaymentView>,
 ): Promise<PaymentView> {
   const { db } = deps;
-  const terms = await termsCacheFor(db, deps.config.credentialCacheMs).get(db, caller.merchantId);
+  const terms = await termsCacheFor(db, deps.config.credentialCacheMs, deps.clock).get(db, caller.merchantId);
   if (!terms) throw new Unauthenticated('api-key-invalid');
   const row = buildPayment(input, terms, caller, deps.config);
   if (row.operator) await refuseIfClosed(db, row.operator, 'collection');

@@ -3,7 +3,8 @@ import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
 import { NotFound } from '../errors';
 import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
-import { PAYMENTS, type PaymentRow } from './rows';
+import { Payment } from '../db/models';
+import type { PaymentRow } from './rows';
 import type { ListPaymentsQuery } from './schemas';
 import { paymentView } from './view';
 
@@ -12,7 +13,7 @@ import { paymentView } from './view';
 
 export async function getPayment(db: Executor, viewer: Caller, id: string, baseUrl: string) {
   if (!isId('payment', id)) throw new NotFound('Payment');
-  const row = await db<PaymentRow>(PAYMENTS).where({ id, merchant_id: viewer.merchantId, environment: viewer.environment }).first();
+  const row = await Payment.query(db).findOne({ id, merchant_id: viewer.merchantId, environment: viewer.environment });
   if (!row) throw new NotFound('Payment');
   return paymentView(row, baseUrl);
 }
@@ -20,7 +21,7 @@ export async function getPayment(db: Executor, viewer: Caller, id: string, baseU
 export async function listPayments(db: Executor, viewer: Caller, query: ListPaymentsQuery, baseUrl: string) {
   const limit = parseLimit(query.limit);
   const cursor = parseCursor(query.cursor, 'pay_');
-  const q = db<PaymentRow>(PAYMENTS).where({ merchant_id: viewer.merchantId, environment: viewer.environment });
+  const q = Payment.query(db).where({ merchant_id: viewer.merchantId, environment: viewer.environment });
   if (query.reference !== undefined) q.where({ reference: query.reference });
   if (query.status !== undefined) q.where({ status: query.status });
   const rows: PaymentRow[] = await pageQuery(q, cursor, limit);

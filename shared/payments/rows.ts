@@ -34,4 +34,5 @@ export interface PaymentRow extends OperationRow {
   checkout_error: string | null;
 }
 
+
 export const PAYMENTS = 'payments';

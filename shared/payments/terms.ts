@@ -1,6 +1,8 @@
+import { Merchant } from '../db/models';
 import type { Executor } from '../db/knex';
 import type { Currency } from '../domain/ledger';
 import type { FeeRule } from '../domain/fees';
+import { systemClock, type Clock } from '../clock';
 import { TtlCache } from '../ttlCache';
 
 /** What a merchant's configuration says about its payments: fee bearer, fees, per-transaction limits. */
@@ -19,21 +21,20 @@ export interface MerchantTerms {
 export class MerchantTermsCache {
   private readonly cache: TtlCache<MerchantTerms | undefined>;
 
-  constructor(ttlMs: number) {
-    this.cache = new TtlCache(ttlMs);
+  constructor(ttlMs: number, clock: Clock) {
+    this.cache = new TtlCache(ttlMs, undefined, clock);
   }
 
   get(db: Executor, merchantId: string): Promise<MerchantTerms | undefined> {
-    // a knex builder runs its query again at every await: keep the promise of one run
-    return this.cache.get(merchantId, () => Promise.resolve(db('merchants').where({ id: merchantId }).first('fee_bearer', 'fees', 'per_tx_limit_usd', 'per_tx_limit_cdf')));
+    return this.cache.get(merchantId, async () => Merchant.query(db).findById(merchantId).select('fee_bearer', 'fees', 'per_tx_limit_usd', 'per_tx_limit_cdf'));
   }
 }
 
 const caches = new WeakMap<object, MerchantTermsCache>();
 
 /** One cache per service context (per web process; per test environment in tests). */
-export function termsCacheFor(owner: object, ttlMs: number): MerchantTermsCache {
+export function termsCacheFor(owner: object, ttlMs: number, clock: Clock = systemClock): MerchantTermsCache {
   let c = caches.get(owner);
-  if (!c) caches.set(owner, (c = new MerchantTermsCache(ttlMs)));
+  if (!c) caches.set(owner, (c = new MerchantTermsCache(ttlMs, clock)));
   return c;
 }

@@ -14,7 +14,8 @@ import { providerIdFor } from '../providers/registry';
 import { newOperationFields } from '../operations/kind';
 import { QUEUES } from '../queues/names';
 import type { PayoutInput } from './schemas';
-import { PAYOUTS, type PayoutRow } from './rows';
+import { Merchant, Payout, PayoutStatusChange } from '../db/models';
+import type { PayoutRow } from './rows';
 import { payoutView, type PayoutObject } from './view';
 
 
@@ -31,7 +32,7 @@ export async function createPayout(deps: TransactDeps & { providerWindowMs: numb
   await refuseIfClosed(deps.db, input.operator, 'payout');
   try {
     return await idempotentTransact(deps, key, async (trx, outbox) => {
-      const merchant: { fees: Record<Currency, FeeRule> } = await trx('merchants').where({ id: viewer.merchantId }).first('fees');
+      const merchant = (await Merchant.query(trx).findById(viewer.merchantId).select('fees'))!;
       const fee = feeFor(input.amount, merchant.fees[input.currency]);
       // decisions.md: every amount and fee is at most 10^12 minor units
       if (fee > MAX_AMOUNT) throw new ValidationFailed('amount', `amount: its fee is above ${MAX_AMOUNT} minor units`);
@@ -53,8 +54,8 @@ export async function createPayout(deps: TransactDeps & { providerWindowMs: numb
         created: nowUnix(),
         ...newOperationFields(deps.providerWindowMs),
       };
-      await trx(PAYOUTS).insert({ ...payout, metadata: JSON.stringify(payout.metadata) });
-      await trx('payout_status_changes').insert({ payout_id: payout.id, from_status: null, to_status: 'pending', reason: 'created' });
+      await Payout.query(trx).insert(payout);
+      await PayoutStatusChange.query(trx).insert({ payout_id: payout.id, from_status: null, to_status: 'pending', reason: 'created' });
       await outbox.add(QUEUES.payout, 'send-payout', { payoutId: payout.id, requestId });
       // last, so the merchant's accounts stay locked only until the commit; 422 insufficient-balance undoes the rest
       await post(trx, outgoingDebit('payout', { referenceId: payout.id, merchantId: viewer.merchantId, environment: viewer.environment, currency: payout.currency, amount: payout.amount, fee }));

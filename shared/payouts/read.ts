@@ -3,7 +3,7 @@ import { isId } from '../domain/ids';
 import { NotFound } from '../errors';
 import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import type { Caller } from '../domain/caller';
-import { PAYOUTS } from './rows';
+import { Payout } from '../db/models';
 import type { ListPayoutsQuery } from './schemas';
 import type { PayoutRow } from './rows';
 import { payoutView } from './view';
@@ -12,7 +12,7 @@ import { payoutView } from './view';
 
 export async function getPayout(db: Executor, viewer: Caller, id: string) {
   if (!isId('payout', id)) throw new NotFound('Payout');
-  const row = await db<PayoutRow>(PAYOUTS).where({ id, merchant_id: viewer.merchantId, environment: viewer.environment }).first();
+  const row = await Payout.query(db).findOne({ id, merchant_id: viewer.merchantId, environment: viewer.environment });
   if (!row) throw new NotFound('Payout');
   return payoutView(row);
 }
@@ -21,7 +21,7 @@ export async function getPayout(db: Executor, viewer: Caller, id: string) {
 export async function listPayouts(db: Executor, viewer: Caller, query: ListPayoutsQuery) {
   const limit = parseLimit(query.limit);
   const cursor = parseCursor(query.cursor, 'po_');
-  const q = db<PayoutRow>(PAYOUTS).where({ merchant_id: viewer.merchantId, environment: viewer.environment });
+  const q = Payout.query(db).where({ merchant_id: viewer.merchantId, environment: viewer.environment });
   if (query.reference !== undefined) q.where({ reference: query.reference });
   if (query.status !== undefined) q.where({ status: query.status });
   const rows: PayoutRow[] = await pageQuery(q, cursor, limit);

@@ -15,4 +15,5 @@ export interface PayoutRow extends OperationRow {
   created: number;
 }
 
+
 export const PAYOUTS = 'payouts';

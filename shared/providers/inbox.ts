@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { InboxCallback } from '../db/models';
 import type { TransactDeps } from '../db/transact';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, publishOutbox } from '../queues/outbox';
@@ -51,7 +52,7 @@ export async function storeCallback(deps: TransactDeps, provider: ProviderBase, 
 export const unappliedCallbacks: WorkSource = {
   name: 'callbacks',
   async find(ctx, olderThan, limit) {
-    const rows: { id: string }[] = await ctx.db(CALLBACKS).whereNull('processed_at').where('received_at', '<', olderThan).orderBy('received_at').limit(limit).select('id');
+    const rows: { id: string }[] = await InboxCallback.query(ctx.db).whereNull('processed_at').where('received_at', '<', olderThan).orderBy('received_at').limit(limit).select('id');
     return rows.map((r) => ({ queue: QUEUES.callbackReconciler, job: APPLY_CALLBACK_JOB, data: { callbackId: r.id } }));
   },
 };

@@ -10,7 +10,7 @@ import { HttpClient } from '../httpClient';
  * Which provider handles an operator in an environment. Test keys go to the sandbox provider,
  * live keys to the operator's configured provider, through the same adapter. Sandbox and live
  * providers have distinct ids, so a callback verified with the sandbox secret can only ever
- * settle a test object. Each process builds one, in its service context (shared/context.ts).
+ * decide a test object. Each process builds one, in its service context (shared/context.ts).
  */
 
 export const providerIdFor = (environment: Environment, operator: Operator) => (environment === 'test' ? `${operator}-sandbox` : operator);

@@ -42,7 +42,7 @@ export interface ProviderAccepted {
   providerRef: string;
 }
 
-/** What the provider knows of one of our objects (asked by the reconciliation sweep). */
+/** What the provider knows of one of our objects (what the sweep asks: shared/operations/sweep.ts). */
 export type ProviderStatus =
   | { state: 'pending'; providerRef: string | null }
   | { state: 'not_found' }

@@ -1,3 +1,5 @@
+import { raw } from 'objection';
+import { OutboxRow } from '../db/models';
 import { randomUUID } from 'node:crypto';
 import type { Executor, Db } from '../db/knex';
 import type { QueueRegistry } from './registry';
@@ -33,7 +35,7 @@ export async function writeOutbox(
   delayMs = 0,
 ): Promise<OutboxMessage> {
   const msg = outboxMessage(queue, jobName, payload, delayMs);
-  await trx('outbox').insert({ ...msg, payload: JSON.stringify(msg.payload) });
+  await OutboxRow.query(trx).insert(msg);
   return msg;
 }
 
@@ -55,30 +57,29 @@ export async function publishOutbox(db: Db, queues: QueueRegistry, msgs: OutboxM
   try {
     if (!queues.isReady()) throw new Error('redis is not connected');
     await withTimeout(Promise.all(msgs.map((m) => enqueue(queues, m))), PUBLISH_TIMEOUT_MS);
-    markEnqueued(db, msgs.map((m) => m.id), log);
+    markEnqueued(db, msgs.map((m) => m.id), queues.markBatchMs, log);
   } catch (err) {
     log?.warn({ err, outbox: msgs.map((m) => m.id) }, 'outbox publish deferred to the relay');
   }
 }
 
-const MARK_BATCH_MS = 100;
 const MARK_BATCH_MAX = 500;
 const pendingMarks = new Map<Db, { ids: string[]; timer: NodeJS.Timeout; log?: Logger }>();
 
 /**
- * Marks published rows as enqueued, in batches: one UPDATE every MARK_BATCH_MS (inside the
- * relay's grace at its default of 1 s), not one per request. A mark that comes late or is lost
- * (crash) only lets the relay enqueue the row again under the same job id, and every job is safe
- * to run twice.
+ * Marks published rows as enqueued, in batches: one UPDATE every `batchMs` (OUTBOX_MARK_BATCH_MS,
+ * 100 by default: inside the relay's grace at its default of 1 s), not one per request; 0 marks
+ * each publication's rows at once. A mark that comes late or is lost (crash) only lets the relay
+ * enqueue the row again under the same job id, and every job is safe to run twice.
  */
-function markEnqueued(db: Db, ids: string[], log?: Logger): void {
+function markEnqueued(db: Db, ids: string[], batchMs: number, log?: Logger): void {
   let batch = pendingMarks.get(db);
   if (!batch) {
-    batch = { ids: [], timer: setTimeout(() => void flushMarks(db), MARK_BATCH_MS), log };
+    batch = { ids: [], timer: setTimeout(() => void flushMarks(db), batchMs), log };
     pendingMarks.set(db, batch);
   }
   batch.ids.push(...ids);
-  if (batch.ids.length >= MARK_BATCH_MAX) void flushMarks(db);
+  if (batchMs === 0 || batch.ids.length >= MARK_BATCH_MAX) void flushMarks(db);
 }
 
 async function flushMarks(db: Db): Promise<void> {
@@ -104,24 +105,24 @@ export async function flushOutboxMarks(db: Db): Promise<void> {
  */
 export async function relayOutbox(db: Db, queues: QueueRegistry, graceMs = 1000, batch = 500): Promise<number> {
   return db.transaction(async (trx) => {
-    const rows: (Omit<OutboxMessage, 'payload'> & { payload: JobData })[] = await trx('outbox')
+    const rows: OutboxMessage[] = await OutboxRow.query(trx)
       .whereNull('enqueued_at')
-      .where('created_at', '<', trx.raw(`now() - make_interval(secs => ?)`, [graceMs / 1000]))
+      .where('created_at', '<', raw(`now() - make_interval(secs => ?)`, [graceMs / 1000]))
       .orderBy('created_at')
       .limit(batch)
       .forUpdate()
       .skipLocked();
     if (rows.length === 0) return 0;
     for (const row of rows) await enqueue(queues, row);
-    await trx('outbox').whereIn('id', rows.map((r) => r.id)).update({ enqueued_at: trx.fn.now() });
+    await OutboxRow.query(trx).whereIn('id', rows.map((r) => r.id)).patch({ enqueued_at: raw('now()') });
     return rows.length;
   });
 }
 
 /** Removes relayed rows older than `keepHours`. */
 export async function pruneOutbox(db: Db, keepHours = 24): Promise<number> {
-  return db('outbox')
+  return OutboxRow.query(db)
     .whereNotNull('enqueued_at')
-    .where('enqueued_at', '<', db.raw(`now() - make_interval(hours => ?)`, [keepHours]))
-    .del();
+    .where('enqueued_at', '<', raw(`now() - make_interval(hours => ?)`, [keepHours]))
+    .delete();
 }

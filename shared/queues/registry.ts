@@ -17,6 +17,8 @@ export class QueueRegistry {
   constructor(
     readonly connection: Redis,
     readonly prefix: string,
+    /** how long rows published after commit wait to be marked enqueued together (OUTBOX_MARK_BATCH_MS; shared/queues/outbox.ts) */
+    readonly markBatchMs = 100,
   ) {}
 
   get(name: QueueName): Queue {

@@ -12,7 +12,8 @@ import { applyTrigger, lockRow } from '../operations/transition';
 import { paymentKind } from '../payments/kind';
 import { cardPaymentKind } from '../cards/kind';
 import { QUEUES } from '../queues/names';
-import { REFUNDS, type RefundRow } from './rows';
+import { Refund, RefundStatusChange } from '../db/models';
+import type { RefundRow } from './rows';
 import { refundView, type RefundObject } from './view';
 
 export interface RefundInput {
@@ -52,8 +53,8 @@ export async function createRefund(deps: TransactDeps & { providerWindowMs: numb
       created: nowUnix(),
       ...newOperationFields(deps.providerWindowMs),
     };
-    await trx(REFUNDS).insert(refund);
-    await trx('refund_status_changes').insert({ refund_id: refund.id, from_status: null, to_status: 'pending', reason: 'created' });
+    await Refund.query(trx).insert(refund);
+    await RefundStatusChange.query(trx).insert({ refund_id: refund.id, from_status: null, to_status: 'pending', reason: 'created' });
     const refunded = payment.amount_refunded + amount;
     await applyTrigger(trx, outbox, paymentKind, payment, refundTrigger(payment.amount_charged, refunded), { reason: `refund ${refund.id} created` }, { amount_refunded: refunded });
     await outbox.add(QUEUES.refund, 'send-refund', { refundId: refund.id, requestId });

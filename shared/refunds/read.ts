@@ -1,3 +1,4 @@
+import { Payment, Refund } from '../db/models';
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
 import { NotFound } from '../errors';
@@ -8,8 +9,8 @@ import { refundView } from './view';
 /** GET /v1/payments/{id}/refunds: the payment's refunds in the order they were made; 404 for anyone else's payment. */
 export async function listRefunds(db: Executor, viewer: Caller, paymentId: string) {
   if (!isId('payment', paymentId)) throw new NotFound('Payment');
-  const payment = await db('payments').where({ id: paymentId, merchant_id: viewer.merchantId, environment: viewer.environment }).first('id');
+  const payment = await Payment.query(db).findOne({ id: paymentId, merchant_id: viewer.merchantId, environment: viewer.environment }).select('id');
   if (!payment) throw new NotFound('Payment');
-  const rows: RefundRow[] = await db('refunds').where({ payment_id: paymentId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+  const rows: RefundRow[] = await Refund.query(db).where({ payment_id: paymentId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
   return { object: 'list' as const, data: rows.map(refundView) };
 }

@@ -12,4 +12,5 @@ export interface RefundRow extends OperationRow {
   created: number;
 }
 
+
 export const REFUNDS = 'refunds';

@@ -3,7 +3,8 @@ import { isId } from '../domain/ids';
 import { NotFound } from '../errors';
 import { CURSOR_QUERY, LIMIT_QUERY, pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import type { Caller } from '../domain/caller';
-import { SETTLEMENTS, settlementView, type SettlementRow } from './view';
+import { Settlement } from '../db/models';
+import { settlementView, type SettlementRow } from './view';
 
 /** Read side of settlements: a merchant only ever sees its own batches of its key's environment. */
 
@@ -24,7 +25,7 @@ export const listSettlementsSchema = {
 
 export async function getSettlement(db: Executor, viewer: Caller, id: string) {
   if (!isId('settlement', id)) throw new NotFound('Settlement');
-  const row = await db<SettlementRow>(SETTLEMENTS).where({ id, merchant_id: viewer.merchantId, environment: viewer.environment }).first();
+  const row = await Settlement.query(db).findOne({ id, merchant_id: viewer.merchantId, environment: viewer.environment });
   if (!row) throw new NotFound('Settlement');
   return settlementView(row);
 }
@@ -33,7 +34,7 @@ export async function getSettlement(db: Executor, viewer: Caller, id: string) {
 export async function listSettlements(db: Executor, viewer: Caller, query: ListSettlementsQuery) {
   const limit = parseLimit(query.limit);
   const cursor = parseCursor(query.cursor, 'stl_');
-  const q = db<SettlementRow>(SETTLEMENTS).where({ merchant_id: viewer.merchantId, environment: viewer.environment });
+  const q = Settlement.query(db).where({ merchant_id: viewer.merchantId, environment: viewer.environment });
   const rows: SettlementRow[] = await pageQuery(q, cursor, limit);
   return toPage(rows, limit, settlementView);
 }

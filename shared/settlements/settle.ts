@@ -4,7 +4,8 @@ import { emitEvent } from '../webhooks/fanout';
 import { newId, nowUnix } from '../domain/ids';
 import type { Currency, Environment } from '../domain/ledger';
 import { COVERED_KINDS, lastCutoff, settlementFigures, type CoveredEntry } from '../domain/settlement';
-import { SETTLEMENTS, settlementView, type SettlementRow, type SettlementView } from './view';
+import { LedgerTransaction, Settlement } from '../db/models';
+import { settlementView, type SettlementRow, type SettlementView } from './view';
 
 /**
  * The daily settlement: one batch per merchant, environment and currency whose covered ledger
@@ -30,7 +31,7 @@ export interface SettleOptions {
 /** Settles every group with unsettled transactions before the cut-off; returns the batches made. */
 export async function settle(deps: TransactDeps, { now, cutoffMinutesUtc = 0 }: SettleOptions): Promise<SettlementView[]> {
   const periodEnd = lastCutoff(now, cutoffMinutesUtc);
-  const groups: Group[] = await unsettled(deps.db, periodEnd).distinct('merchant_id', 'environment', 'currency');
+  const groups = (await unsettled(deps.db, periodEnd).distinct('merchant_id', 'environment', 'currency')) as Group[];
   const made: SettlementView[] = [];
   let failed = 0;
   for (const group of groups) {
@@ -50,7 +51,7 @@ export async function settle(deps: TransactDeps, { now, cutoffMinutesUtc = 0 }: 
 
 /** Merchant ledger transactions a batch ending at periodEnd may cover and none has. */
 function unsettled(db: Executor, periodEnd: number) {
-  return db('ledger_transactions')
+  return LedgerTransaction.query(db)
     .whereNull('settlement_id')
     .whereNotNull('merchant_id')
     .whereIn('kind', COVERED_KINDS)
@@ -68,17 +69,17 @@ async function settleGroup(deps: TransactDeps, group: Group, periodEnd: number):
   try {
     return await transact(deps, async (trx, outbox) => {
       await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`settlement/${group.merchant_id}/${group.environment}/${group.currency}`]);
-      const last = (await trx(SETTLEMENTS).where(group).max('period_end as end').first()) as { end: number | null } | undefined;
+      const last = (await Settlement.query(trx).where(group).max('period_end as end').first()) as unknown as { end: number | null } | undefined;
       if (last?.end != null && last.end >= periodEnd) return null;
 
       // the batch row first (zero figures), so the covered transactions can point at it; one
       // UPDATE claims them, so the figures below count exactly the transactions it marked
       const id = newId('settlement');
       const created = nowUnix();
-      await trx(SETTLEMENTS).insert({ id, ...group, period_start: 0, period_end: periodEnd, gross: 0, fees: 0, refunds: 0, payouts: 0, net: 0, count: 0, created, version: 1 });
+      await Settlement.query(trx).insert({ id, ...group, period_start: 0, period_end: periodEnd, gross: 0, fees: 0, refunds: 0, payouts: 0, net: 0, count: 0, created, version: 1 });
       const claimed: { kind: string; created_at: Date }[] = await unsettled(trx, periodEnd)
         .where(group)
-        .update({ settlement_id: id })
+        .patch({ settlement_id: id })
         .returning(['kind', 'created_at']);
       if (claimed.length === 0) throw new NothingToSettle();
 
@@ -101,9 +102,9 @@ async function settleGroup(deps: TransactDeps, group: Group, periodEnd: number):
       // the first batch starts at its oldest transaction; later ones where the previous ended
       // (a reduce, not Math.min(...): a busy merchant's day would exceed the argument limit)
       const oldest = Math.floor(claimed.reduce((min, c) => Math.min(min, c.created_at.getTime()), Infinity) / 1000);
-      const [row]: SettlementRow[] = await trx(SETTLEMENTS)
+      const [row]: SettlementRow[] = await Settlement.query(trx)
         .where({ id })
-        .update({ ...bigintsAsText(figures), period_start: last?.end ?? oldest })
+        .patch({ ...bigintsAsText(figures), period_start: last?.end ?? oldest })
         .returning('*');
       const view = settlementView(row);
       await emitEvent(trx, outbox, {

@@ -19,7 +19,6 @@ export interface SettlementRow {
   version: number;
 }
 
-export const SETTLEMENTS = 'settlements';
 
 /** The settlement object of decisions.md (also the `data.object` of settlement.completed). */
 export function settlementView(s: SettlementRow) {

@@ -4,7 +4,7 @@ import { isId } from '../domain/ids';
 import { NotFound, ValidationFailed } from '../errors';
 import { parseLimit, toPage, type Cursor } from '../db/pagination';
 import { settlementLines, type StatementLine } from '../db/sql/statements';
-import { SETTLEMENTS } from '../settlements/view';
+import { Settlement } from '../db/models';
 
 /**
  * GET /v1/settlements/{id}/transactions: the ledger lines a settlement batch covers, newest
@@ -29,7 +29,7 @@ export async function listSettlementLines(db: Executor, viewer: Caller, settleme
   const limit = parseLimit(query.limit);
   const cursor = parseLineCursor(query.cursor);
   if (!isId('settlement', settlementId)) throw new NotFound('Settlement');
-  const batch = await db(SETTLEMENTS).where({ id: settlementId, merchant_id: viewer.merchantId, environment: viewer.environment }).first('id');
+  const batch = await Settlement.query(db).findOne({ id: settlementId, merchant_id: viewer.merchantId, environment: viewer.environment }).select('id');
   if (!batch) throw new NotFound('Settlement');
   const rows = await settlementLines(db, settlementId, limit + 1, cursor);
   return toPage(rows, limit, lineView);

@@ -1,3 +1,5 @@
+import { raw } from 'objection';
+import { Webhook, WebhookDelivery } from '../db/models';
 import type { Db, Executor } from '../db/knex';
 import type { Environment } from '../db/models';
 import type { EventBody } from '../events/record';
@@ -81,16 +83,16 @@ export async function diagnose(db: Executor, deliveryId: string): Promise<Diagno
 
 /** After the pause, one delivery takes the endpoint's probe; false when another holds it. */
 export async function takeProbe(db: Executor, webhookId: string, leaseMs: number): Promise<boolean> {
-  const n = await db('webhooks')
+  const n = await Webhook.query(db)
     .where({ id: webhookId })
-    .where('breaker_open_until', '<=', db.fn.now())
-    .where((q) => q.whereNull('breaker_probe_until').orWhere('breaker_probe_until', '<=', db.fn.now()))
-    .update({ breaker_probe_until: db.raw(`now() + make_interval(secs => ?)`, [secs(leaseMs)]) });
+    .where('breaker_open_until', '<=', raw('now()'))
+    .where((q) => q.whereNull('breaker_probe_until').orWhere('breaker_probe_until', '<=', raw('now()')))
+    .patch({ breaker_probe_until: raw(`now() + make_interval(secs => ?)`, [secs(leaseMs)]) });
   return n === 1;
 }
 
 export async function releaseProbe(db: Executor, webhookId: string): Promise<void> {
-  await db('webhooks').where({ id: webhookId }).update({ breaker_probe_until: null });
+  await Webhook.query(db).findById(webhookId).patch({ breaker_probe_until: null });
 }
 
 /** Ends a pending delivery without an attempt (its endpoint was disabled, or its last attempt was cut off). */
@@ -163,14 +165,14 @@ export async function overdueDeliveries(db: Executor, dueBefore: Date, limit = 5
 
 /** Finished deliveries (and their attempts) leave after `days` (decisions.md: 30). */
 export async function pruneFinished(db: Db, days = 30, batch = 1000): Promise<number> {
-  return db('webhook_deliveries')
+  return WebhookDelivery.query(db)
     .whereIn(
       'id',
-      db('webhook_deliveries')
+      WebhookDelivery.query()
         .select('id')
         .whereNot('status', 'pending')
-        .where('completed_at', '<', db.raw(`now() - make_interval(days => ?)`, [days]))
+        .where('completed_at', '<', raw(`now() - make_interval(days => ?)`, [days]))
         .limit(batch),
     )
-    .del();
+    .delete();
 }

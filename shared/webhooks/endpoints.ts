@@ -1,3 +1,5 @@
+import { raw } from 'objection';
+import { Merchant, Webhook, WebhookDelivery } from '../db/models';
 import type { Db, Executor } from '../db/knex';
 import type { Environment } from '../db/models';
 import { transact, type TransactDeps } from '../db/transact';
@@ -91,7 +93,7 @@ export function normaliseUrl(raw: string): string {
  * holds the merchant's endpoint lock, so two registrations of one URL cannot both pass.
  */
 async function refuseDuplicate(trx: Executor, merchantId: string, env: Environment, url: string, exceptId?: string): Promise<void> {
-  const rows: { id: string; url: string }[] = await trx('webhooks').where({ merchant_id: merchantId, environment: env }).select('id', 'url');
+  const rows: { id: string; url: string }[] = await Webhook.query(trx).where({ merchant_id: merchantId, environment: env }).select('id', 'url');
   const same = rows.find((r) => r.id !== exceptId && sameUrl(r.url, url));
   if (same) throw new Conflict('webhook-exists', `An endpoint with this URL is already registered for this merchant and environment (${same.id})`);
 }
@@ -111,13 +113,13 @@ async function lockEndpoints(trx: Executor, merchantId: string, env: Environment
 
 export async function createWebhook(db: Db, input: WebhookInput, resolve?: Resolver) {
   checkPatterns(input.events);
-  const merchant = await db('merchants').where({ id: input.merchant_id }).first('id');
+  const merchant = await Merchant.query(db).findById(input.merchant_id).select('id');
   if (!merchant) throw new NotFound('Merchant');
   const url = await checkUrl(input.url, input.environment, resolve);
   return db.transaction(async (trx) => {
     await lockEndpoints(trx, input.merchant_id, input.environment);
     await refuseDuplicate(trx, input.merchant_id, input.environment, url);
-    const [row] = await trx<WebhookRow>('webhooks')
+    const row = await Webhook.query(trx)
       .insert({ id: newId('webhook'), merchant_id: input.merchant_id, environment: input.environment, url, events: input.events })
       .returning('*');
     return webhookView(row);
@@ -125,14 +127,14 @@ export async function createWebhook(db: Db, input: WebhookInput, resolve?: Resol
 }
 
 export async function getWebhook(db: Executor, id: string) {
-  const row = await db<WebhookRow>('webhooks').where({ id }).first();
+  const row = await Webhook.query(db).findById(id);
   if (!row) throw new NotFound('Webhook');
   return webhookView(row);
 }
 
 /** Every endpoint of a merchant, newest first (a merchant has a handful). */
 export async function listWebhooks(db: Executor, merchantId: string) {
-  const rows = await db<WebhookRow>('webhooks').where({ merchant_id: merchantId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]);
+  const rows = await Webhook.query(db).where({ merchant_id: merchantId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]);
   return { object: 'list', data: rows.map((r) => webhookView(r)) };
 }
 
@@ -142,24 +144,24 @@ export async function listWebhooks(db: Executor, merchantId: string) {
  */
 export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, resolve?: Resolver) {
   if (patch.events) checkPatterns(patch.events);
-  const current = await db<WebhookRow>('webhooks').where({ id }).first();
+  const current = await Webhook.query(db).findById(id);
   if (!current) throw new NotFound('Webhook');
   if (patch.url !== undefined) patch = { ...patch, url: await checkUrl(patch.url, current.environment, resolve) };
   return db.transaction(async (trx) => {
     if (patch.url !== undefined) await lockEndpoints(trx, current.merchant_id, current.environment);
-    const w = await trx<WebhookRow>('webhooks').where({ id }).forUpdate().first();
+    const w = await Webhook.query(trx).findById(id).forUpdate();
     if (!w) throw new NotFound('Webhook');
     if (patch.url !== undefined) await refuseDuplicate(trx, w.merchant_id, w.environment, patch.url, w.id);
     const resetBreaker = (patch.url !== undefined && patch.url !== w.url) || (patch.status === 'enabled' && w.status === 'disabled');
-    const [row]: WebhookRow[] = await trx('webhooks')
+    const [row] = await Webhook.query(trx)
       .where({ id })
-      .update({
+      .patch({
         ...(patch.url !== undefined ? { url: patch.url } : {}),
         ...(patch.events !== undefined ? { events: patch.events } : {}),
         ...(patch.status !== undefined ? { status: patch.status } : {}),
         ...(resetBreaker ? { consecutive_failures: 0, breaker_open_until: null, breaker_probe_until: null } : {}),
         version: w.version + 1,
-        updated_at: trx.fn.now(),
+        updated_at: raw('now()'),
       })
       .returning('*');
     return webhookView(row);
@@ -172,7 +174,7 @@ export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, res
  */
 export async function sendTestEvent(deps: TransactDeps, webhookId: string) {
   return transact(deps, async (trx, outbox) => {
-    const w = await trx<WebhookRow>('webhooks').where({ id: webhookId }).first();
+    const w = await Webhook.query(trx).findById(webhookId);
     if (!w) throw new NotFound('Webhook');
     if (w.status !== 'enabled') throw new Conflict('webhook-disabled', 'This webhook is disabled');
     const event = await emitEvent(trx, outbox, {
@@ -183,7 +185,7 @@ export async function sendTestEvent(deps: TransactDeps, webhookId: string) {
       objectVersion: w.version,
       object: { object: 'webhook_test', webhook_id: w.id, message: 'Test event sent by the operator' },
     });
-    const delivery = await trx('webhook_deliveries').where({ event_id: event.id, webhook_id: w.id }).first('id');
-    return { object: 'webhook_test', webhook_id: w.id, event_id: event.id, delivery_id: delivery.id as string };
+    const delivery = await WebhookDelivery.query(trx).findOne({ event_id: event.id, webhook_id: w.id }).select('id');
+    return { object: 'webhook_test', webhook_id: w.id, event_id: event.id, delivery_id: delivery!.id };
   });
 }

@@ -1,3 +1,5 @@
+import { raw } from 'objection';
+import { Event, Webhook, WebhookAttempt, WebhookDelivery } from '../db/models';
 import { unixOf } from '../domain/ids';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
@@ -76,15 +78,15 @@ export async function listDeliveries(
   page: { cursor: Cursor | null; limit: number },
   status?: DeliveryRow['status'],
 ) {
-  const exists = await db('webhooks').where({ id: webhookId }).first('id');
+  const exists = await Webhook.query(db).findById(webhookId).select('id');
   if (!exists) throw new NotFound('Webhook');
-  const q = db('webhook_deliveries').where({ webhook_id: webhookId });
+  const q = WebhookDelivery.query(db).where({ webhook_id: webhookId });
   if (status) q.where({ status });
   const rows: Omit<DeliveryRow, 'event_type'>[] = await pageQuery(q, page.cursor, page.limit);
   const ids = rows.map((r) => r.id);
   const [events, attempts] = await Promise.all([
-    db('events').whereIn('id', rows.map((r) => r.event_id)).select('id', 'type') as Promise<{ id: string; type: string }[]>,
-    db('webhook_attempts').whereIn('delivery_id', ids).orderBy(['round', 'attempt']) as Promise<AttemptRow[]>,
+    Event.query(db).whereIn('id', rows.map((r) => r.event_id)).select('id', 'type'),
+    WebhookAttempt.query(db).whereIn('delivery_id', ids).orderBy(['round', 'attempt']) as unknown as Promise<AttemptRow[]>,
   ]);
   const typeOf = new Map(events.map((e) => [e.id, e.type]));
   const byDelivery = new Map<string, AttemptRow[]>();
@@ -106,16 +108,16 @@ export async function replayDelivery(deps: TransactDeps, deliveryId: string, req
     if (!d) throw new NotFound('Delivery');
     if (d.status !== 'dead') throw new Conflict('delivery-not-dead', `Only a dead delivery can be replayed; this one is ${d.status}`);
     if (d.webhook_status !== 'enabled') throw new Conflict('webhook-disabled', 'This webhook is disabled');
-    await trx('webhook_deliveries').where({ id: deliveryId }).update({
+    await WebhookDelivery.query(trx).findById(deliveryId).patch({
       status: 'pending',
       round: d.round + 1,
       attempts: 0,
-      next_attempt_at: trx.fn.now(),
+      next_attempt_at: raw('now()'),
       lease_until: null,
       last_status_code: null,
       last_error: null,
       completed_at: null,
-      updated_at: trx.fn.now(),
+      updated_at: raw('now()'),
     });
     await outbox.add(QUEUES.webhookSender, DELIVER_JOB, { deliveryId, webhookId: d.webhook_id, round: d.round + 1, requestId });
     return { object: 'webhook_delivery_replay', delivery_id: deliveryId, round: d.round + 1, status: 'pending' };

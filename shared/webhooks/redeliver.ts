@@ -1,3 +1,4 @@
+import { Event, WebhookDelivery } from '../db/models';
 import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
@@ -48,16 +49,16 @@ const COLUMNS = ['id', 'event_id', 'webhook_id', 'status', 'attempts', 'last_sta
 
 async function eventOf(db: Executor, caller: Caller, id: string, lock: boolean): Promise<(EventRow & { redeliveries: number }) | undefined> {
   if (!isEventId(id)) return undefined;
-  const q = db('events').where({ id, merchant_id: caller.merchantId, environment: caller.environment });
+  const q = Event.query(db).findOne({ id, merchant_id: caller.merchantId, environment: caller.environment });
   if (lock) q.forUpdate();
-  return q.first('id', 'merchant_id', 'environment', 'type', 'body', 'redeliveries');
+  return q.select('id', 'merchant_id', 'environment', 'type', 'body', 'redeliveries');
 }
 
 /** Every delivery of one of the caller's events (its own and the redeliveries), newest first; 404 for another's. */
 export async function listEventDeliveries(db: Executor, caller: Caller, eventId: string) {
   const event = await eventOf(db, caller, eventId, false);
   if (!event) throw new NotFound('Event');
-  const rows: DeliveryRow[] = await db('webhook_deliveries')
+  const rows: DeliveryRow[] = await WebhookDelivery.query(db)
     .where({ event_id: event.id })
     .orderBy([
       { column: 'created_at', order: 'desc' },
@@ -83,7 +84,7 @@ export async function redeliverEvent(deps: TransactDeps, caller: Caller, eventId
     const endpoints = await endpointsFor(trx, event);
     if (endpoints.length === 0) return { object: 'list' as const, data: [] };
     const round = event.redeliveries + 1;
-    await trx('events').where({ id: event.id }).update({ redeliveries: round });
+    await Event.query(trx).findById(event.id).patch({ redeliveries: round });
     const inserted = await insertDeliveries(trx, outbox, event, endpoints, round, nowUnix());
     return {
       object: 'list' as const,

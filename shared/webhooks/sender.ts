@@ -37,7 +37,9 @@ export class WebhookSender {
   constructor(private readonly ctx: ServiceContext) {
     const { webhooks } = ctx.config;
     this.leaseMs = webhooks.timeoutMs + LEASE_MARGIN_MS;
-    this.semaphore = new EndpointSemaphore(ctx.redis, ctx.config.queuePrefix, webhooks.endpointConcurrency, this.leaseMs);
+    this.semaphore = new EndpointSemaphore(ctx.redis, ctx.config.queuePrefix, webhooks.endpointConcurrency, this.leaseMs, webhooks.slotHandoffMs);
+    // WEBHOOK_COALESCE=false: every claim and outcome is its own statement (to measure what batching earns)
+    const batching = webhooks.coalesce ? {} : { maxInFlight: Infinity, maxBatch: 1 };
     this.agents = makeAgents();
     this.secrets = new SigningSecrets(ctx.config.secretsKeys);
     this.claims = new Coalescer(async (ids) => {
@@ -49,8 +51,8 @@ export class WebhookSender {
         byId.delete(id);
         return c;
       });
-    });
-    this.outcomes = new Coalescer((items) => finishAttempts(ctx.db, items, webhooks.breakerPauseMs));
+    }, batching.maxInFlight, batching.maxBatch);
+    this.outcomes = new Coalescer((items) => finishAttempts(ctx.db, items, webhooks.breakerPauseMs), batching.maxInFlight, batching.maxBatch);
   }
 
   async deliver(deliveryId: string, webhookId: string): Promise<DeliveryOutcome> {

@@ -102,8 +102,24 @@ export class ContractChecker {
 
 let shared: ContractChecker | null = null;
 
-/** One checker per test process (the document is built once). */
+/**
+ * One checker per test process (the document is built once). With CONTRACT_COVERAGE=1 the
+ * process prints, when it ends, the documented operations no test's checked client received a
+ * success from (e.g. `CONTRACT_COVERAGE=1 npm run test:integration`).
+ */
 export function contract(): ContractChecker {
-  shared ??= new ContractChecker();
+  if (!shared) {
+    const checker = new ContractChecker();
+    shared = checker;
+    if (process.env.CONTRACT_COVERAGE) process.on('exit', () => process.stderr.write(`${coverageReport(checker)}\n`));
+  }
   return shared;
+}
+
+/** The operations and statuses the checked clients received, and the operations never answered 2xx. */
+export function coverageReport(c: ContractChecker): string {
+  const ops = Object.entries(c.doc.paths).flatMap(([template, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${template}`));
+  const succeeded = (op: string) => [...c.seen].some((s) => s.startsWith(`${op} 2`));
+  const missing = ops.filter((op) => !succeeded(op));
+  return [`contract coverage: ${ops.length - missing.length}/${ops.length} operations answered 2xx to a checked client; ${c.seen.size} operation-status pairs seen`, ...missing.map((m) => `  never 2xx: ${m}`)].join('\n');
 }

@@ -8,6 +8,7 @@ import { ServiceClient } from '../../shared/client/signing';
 import { PaymentsApi, type RetryOptions } from '../../shared/client/sdk';
 import { createTestDatabase } from './databases';
 import { checkLedger } from '../../shared/ledger/check';
+import type { Clock } from '../../shared/clock';
 import { startProcess, type RunningProcess } from './processes';
 import { contract } from './contract';
 
@@ -47,9 +48,11 @@ export interface TestEnv {
 
 /**
  * One isolated service per test file: its own database (cloned from the migrated template), its
- * own queue prefix, the web app on a random port, and any worker processes the file starts.
+ * own queue prefix, the web app on a random port, and any worker processes the file starts. The
+ * in-process app reads `opts.clock` (a ManualClock the file moves instead of sleeping: caches,
+ * a revoked key's grace); spawned processes keep the system clock.
  */
-export async function startTestEnv(overrides: Record<string, string> = {}, appOptions: AppOptions = {}): Promise<TestEnv> {
+export async function startTestEnv(overrides: Record<string, string> = {}, appOptions: AppOptions = {}, opts: { clock?: Clock } = {}): Promise<TestEnv> {
   const database = await createTestDatabase();
   const tag = randomBytes(4).toString('hex');
   const baseEnv: Record<string, string> = {
@@ -67,7 +70,7 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
     ...overrides,
   };
   const config = loadConfig({ ...baseEnv, LOG_LEVEL: process.env.TEST_LOG_LEVEL || 'silent' });
-  const services = createContext({ role: 'web', name: 'web-test', config });
+  const services = createContext({ role: 'web', name: 'web-test', config, clock: opts.clock });
   const app = buildApp(services, appOptions);
   const server: Server = await new Promise((resolve) => {
     const s = app.listen(0, '127.0.0.1', () => resolve(s));

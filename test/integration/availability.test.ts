@@ -3,7 +3,7 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { eventually } from '../helpers/processes';
-import { mobilePayment } from './payments.helpers';
+import { aMerchant, aSucceededPayment, balanceOf, mobilePayment, startMoneyEnv } from '../helpers/money';
 
 /**
  * Operator availability (decisions.md "Integrator's kit"): `delayed` from the provider calls the
@@ -125,5 +125,33 @@ describe('operator availability (GET /v1/availability, PUT /admin/operators/{ope
       expect(res.body.error).to.include({ code: 'validation-failed', param });
     }
     expect(await env.services.db('operator_closures').select()).to.deep.equal(before);
+  });
+});
+
+describe('operator closures and refunds (real flow)', function () {
+  this.timeout(60_000);
+  let env: TestEnv;
+  before(async () => {
+    env = await startMoneyEnv();
+  });
+  after(async () => {
+    await env.admin('PUT', '/admin/operators/africell', { refund: 'operational' });
+    await env?.close();
+  });
+
+  it('a closed refund direction refuses the refund (422 operator-unavailable) and takes nothing from the balance', async () => {
+    const { client } = await aMerchant(env);
+    const p = await aSucceededPayment(client, { operator: 'africell' });
+    expect((await env.admin('PUT', '/admin/operators/africell', { refund: 'closed' })).body).to.include({ refund: 'closed', collection: 'operational' });
+    const before = await balanceOf(client);
+    const refused = await client.post(`/v1/payments/${p.id}/refund`, { amount: 1_000 });
+    expect(refused.status).to.equal(422);
+    expect(refused.body.error).to.include({ code: 'operator-unavailable', param: 'operator' });
+    expect(await env.services.db('refunds').where({ payment_id: p.id })).to.have.length(0);
+    expect(await balanceOf(client)).to.deep.equal(before);
+    expect((await client.get(`/v1/payments/${p.id}`)).body).to.include({ status: 'succeeded', amount_refunded: 0 });
+
+    await env.admin('PUT', '/admin/operators/africell', { refund: 'operational' });
+    expect((await client.post(`/v1/payments/${p.id}/refund`, { amount: 1_000 })).status).to.equal(201);
   });
 });

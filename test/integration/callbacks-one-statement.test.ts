@@ -3,7 +3,7 @@ import { startTestEnv, type TestEnv } from '../helpers/env';
 import { applyStoredCallback } from '../../shared/operations/callbacks';
 import { applyCallbackInOneStatement } from '../../shared/operations/oneStatement';
 import { paymentKind } from '../../shared/payments/kind';
-import { callbackBody, createPayment, sendCallback } from './payments.helpers';
+import { callbackBody, aPayment, sendCallback } from '../helpers/money';
 
 /**
  * A callback's transition in one statement (KERNEL_ONE_STATEMENT) writes exactly what the general
@@ -55,13 +55,13 @@ describe('callbacks applied in one statement', () => {
   }
 
   it('writes what the general path writes, and is not taken for a first posting (its accounts do not exist yet)', async () => {
-    const first = await createPayment(client, '243990000001');
+    const first = await aPayment(client, { phone: '243990000001' });
     const cb1 = await stored(first.id);
     // no ledger account of this merchant yet: the general path creates them
     expect(await applyCallbackInOneStatement(env.services, paymentKind, cb1, env.services.log)).to.equal(undefined);
     expect((await applyStoredCallback(env.services, cb1)).outcome).to.equal('applied');
 
-    const second = await createPayment(client, '243990000001');
+    const second = await aPayment(client, { phone: '243990000001' });
     const cb2 = await stored(second.id);
     const fast = await applyCallbackInOneStatement(env.services, paymentKind, cb2, env.services.log);
     expect(fast?.outcome).to.equal('applied');
@@ -85,7 +85,7 @@ describe('callbacks applied in one statement', () => {
   });
 
   it('applies a callback once however many jobs run it at once, and leaves a duplicate to the general path', async () => {
-    const p = await createPayment(client, '243990000001');
+    const p = await aPayment(client, { phone: '243990000001' });
     const cb = await stored(p.id);
     const runs = await Promise.all([1, 2, 3].map(() => applyCallbackInOneStatement(env.services, paymentKind, cb, env.services.log)));
     expect(runs.filter((r) => r?.outcome === 'applied')).to.have.length(1);
@@ -101,7 +101,7 @@ describe('callbacks applied in one statement', () => {
   });
 
   it('writes nothing over a change it did not see (compare-and-set on status and version)', async () => {
-    const p = await createPayment(client, '243990000001');
+    const p = await aPayment(client, { phone: '243990000001' });
     const cb = await stored(p.id, 'failed', { failure_code: 'insufficient-funds', failure_message: 'no money' });
     // another writer moves the row first: the statement finds another version and writes nothing
     const row = await db()('payments').where({ id: p.id }).first();

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { signCallback } from '../../shared/providers/signature';
-import { callbackBody, SANDBOX_SECRET, sendCallback } from './payments.helpers';
+import { callbackBody, SANDBOX_SECRET, sendCallback } from '../helpers/money';
 
 /**
  * POST /callbacks/{provider} on its own (no worker runs here): what is stored, and what is

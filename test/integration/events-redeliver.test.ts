@@ -35,9 +35,14 @@ describe('event redelivery and delivery list (merchant API)', function () {
   }
 
   /** A signed POST with its own X-Timestamp, so repeated redeliveries are not refused as replays. */
+  // counted down from the second this file starts: \`now - n\` would repeat a timestamp whenever the clock ticks between two calls
+  let tsBase = 0;
+  before(() => {
+    tsBase = Math.floor(Date.now() / 1000);
+  });
   let tsOffset = 0;
   const redeliver = (id: string, client = shop.client, body?: unknown) =>
-    client.post(`/v1/events/${id}/redeliver`, body, { timestamp: Math.floor(Date.now() / 1000) - tsOffset++ });
+    client.post(`/v1/events/${id}/redeliver`, body, { timestamp: tsBase - tsOffset++ });
 
   it('sends the event again to every subscribed endpoint (new delivery ids, attempt 1) and lists every delivery newest first', async () => {
     const a = await endpoint(shop.merchant.id, '/a');

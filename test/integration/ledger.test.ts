@@ -5,7 +5,7 @@ import { startTestEnv, type TestEnv } from '../helpers/env';
 import { childEnv, ROOT } from '../helpers/processes';
 import { Unprocessable } from '../../shared/errors';
 import { newId } from '../../shared/domain/ids';
-import { outgoingDebit, outgoingKinds, outgoingSettle, paymentCredit, type Currency } from '../../shared/domain/ledger';
+import { outgoingDebit, outgoingKinds, outgoingDeliver, paymentCredit, type Currency } from '../../shared/domain/ledger';
 import { availableBalances } from '../../shared/ledger/balance';
 import { foldCredits, post, reverse } from '../../shared/ledger/postings';
 import { checkLedger } from '../../shared/ledger/check';
@@ -72,7 +72,7 @@ describe('ledger', () => {
           const referenceId = newId('refund');
           const movement = { referenceId, merchantId: m, environment: 'test' as const, currency: 'CDF' as const, amount: 300 };
           await db().transaction((trx) => post(trx, outgoingDebit('refund', movement)));
-          await db().transaction((trx) => post(trx, outgoingSettle('refund', movement)));
+          await db().transaction((trx) => post(trx, outgoingDeliver('refund', movement)));
         }),
       );
     }

@@ -11,7 +11,7 @@ import { paymentKind } from '../../shared/payments/kind';
 import { payoutKind } from '../../shared/payouts/kind';
 import { openPastBound } from '../../shared/operations/attention';
 import { createLogger } from '../../shared/logger';
-import { callbackBody, createPayment, paymentCredits, sendCallback } from './payments.helpers';
+import { callbackBody, aPayment, paymentCredits, sendCallback } from '../helpers/money';
 
 /**
  * The end of a payment's provider window (decisions.md "Faults and limits"): the service never
@@ -71,7 +71,7 @@ describe('the end of a provider window', () => {
     return sweepOpen(ctx, paymentKind);
   }
   async function aPaymentPastItsWindow() {
-    const p = await createPayment(shop.client, '243990000001');
+    const p = await aPayment(shop.client, { phone: '243990000001' });
     const { window_ends_at } = await row(p.id);
     if (clock.now() < window_ends_at.getTime() + 1) clock.advance(window_ends_at.getTime() + 1 - clock.now());
     return p;
@@ -113,8 +113,8 @@ describe('the end of a provider window', () => {
   });
 
   it('what stays open an hour past its window is listed by GET /admin/attention and counted in /metrics', async () => {
-    const p = await createPayment(shop.client, '243990000001');
-    const fresh = await createPayment(shop.client, '243990000001');
+    const p = await aPayment(shop.client, { phone: '243990000001' });
+    const fresh = await aPayment(shop.client, { phone: '243990000001' });
     // its window ended two hours ago (the row's own deadline: no clock to move in the web process)
     await env.services.db('payments').where({ id: p.id }).update({ window_ends_at: new Date(Date.now() - 2 * 3600_000) });
     const res = await env.admin('GET', '/admin/attention');
@@ -183,7 +183,7 @@ describe('the end of a provider window', () => {
     expect(pushes).not.to.include(p.id);
     expect((await row(p.id)).sent_at).to.equal(null);
     // while its window is open, the same job sends it once
-    const fresh = await createPayment(shop.client, '243990000001');
+    const fresh = await aPayment(shop.client, { phone: '243990000001' });
     const now = new ManualClock(Date.now());
     const open = createContext({ role: 'worker', name: 'window-test-open', config: env.config, clock: now });
     try {
@@ -232,7 +232,7 @@ describe('money out the provider forgets', () => {
   it('a payout open past its bound is logged once an hour, not at every question', async () => {
     const { client } = await env.merchant({ scope: 'full' });
     // money to pay out: a payment the provider reports succeeded at the end of its window
-    const p = await createPayment(client, '243990000001');
+    const p = await aPayment(client, { phone: '243990000001' });
     clock.advance(env.config.providerWindowMs.test + 1000);
     expect(await sweepOpen(ctx, paymentKind)).to.deep.equal({ succeeded: 1 });
     const res = await client.post('/v1/payouts', { amount: 1_000, currency: 'USD', operator: 'vodacom', phone: '243990000001', reference: `po-${p.id}` });

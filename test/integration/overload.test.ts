@@ -4,7 +4,7 @@ import { startTestEnv, type TestEnv } from '../helpers/env';
 import { eventually } from '../helpers/processes';
 import { QUEUES } from '../../shared/queues/names';
 import { readBacklog } from '../../shared/queues/backlog';
-import { callbackBody, createPayment, mobilePayment, sendCallback } from './payments.helpers';
+import { callbackBody, aPayment, mobilePayment, sendCallback } from '../helpers/money';
 
 /**
  * Graceful overload (issue: 500 complete payments a second): while a queue behind the API holds
@@ -34,7 +34,7 @@ describe('graceful overload', () => {
     it('refuses new payments and payouts with 503 and Retry-After, creates nothing, keeps reads and callbacks working, counts what it shed, and takes work again once the queue drains', async () => {
       const { client } = await env.merchant({ scope: 'full' });
       const created = [];
-      for (let i = 0; i < 4; i++) created.push(await createPayment(client, '243990000001'));
+      for (let i = 0; i < 4; i++) created.push(await aPayment(client, { phone: '243990000001' }));
       const backlog = await readBacklog(env.services.queues);
       expect(backlog.find((q) => q.queue === QUEUES.providerPush)!.waiting).to.equal(4);
 

@@ -6,14 +6,14 @@ import { checkLedger } from '../../shared/ledger/check';
 import { availableBalances } from '../../shared/ledger/balance';
 import {
   callbackBody,
-  createPayment,
+  aPayment,
   paymentCredits,
   processedCallbacks,
   sandboxTransaction,
   sendCallback,
   startSandbox,
   waitForStatus,
-} from './payments.helpers';
+} from '../helpers/money';
 
 /**
  * End to end over HTTP: the web app, the sandbox provider, provider-push and callback-reconciler
@@ -56,7 +56,7 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
     };
 
     before(async () => {
-      for (const [name, phone] of Object.entries(numbers)) created[name] = await createPayment(shop.client, phone, { metadata: { case: name } });
+      for (const [name, phone] of Object.entries(numbers)) created[name] = await aPayment(shop.client, { phone: phone, metadata: { case: name } });
       const expected: Record<string, string> = { success: 'succeeded', insufficient: 'failed', refused: 'failed', silent: 'cancelled', refundFails: 'succeeded', other: 'succeeded' };
       await Promise.all(Object.entries(expected).map(async ([name, status]) => (final[name] = await waitForStatus(shop.client, created[name].id, status))));
     });
@@ -158,7 +158,7 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
 
   describe('duplicate, late and stray callbacks', () => {
     it('a repeated success and a late failure change nothing and are recorded', async () => {
-      const p = await waitForStatus(shop.client, (await createPayment(shop.client, '243990000001')).id, 'succeeded');
+      const p = await waitForStatus(shop.client, (await aPayment(shop.client, { phone: '243990000001' })).id, 'succeeded');
       await processedCallbacks(env, p.id, 1);
       const before = await eventually(async () => {
         const row = await env.services.db('payments').where({ id: p.id }).first();
@@ -179,7 +179,7 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
 
     it('out of order: the first outcome wins, a later contrary one is ignored', async () => {
       // 243990000004: the sandbox never answers, so only our callbacks reach this payment
-      const p = await createPayment(shop.client, '243990000004');
+      const p = await aPayment(shop.client, { phone: '243990000004' });
       await eventually(async () => (await env.services.db('payments').where({ id: p.id }).first()).sent_at);
       expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'failed', failure_code: 'client-refused', failure_message: 'Wrong PIN' }))).status).to.equal(200);
       await processedCallbacks(env, p.id, 1);
@@ -202,7 +202,7 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
     });
 
     it('a callback from a provider that does not handle the payment changes nothing', async () => {
-      const p = await createPayment(shop.client, '243990000004');
+      const p = await aPayment(shop.client, { phone: '243990000004' });
       const res = await sendCallback(env.baseUrl, 'airtel-sandbox', callbackBody({ external_id: p.id, status: 'succeeded' }));
       expect(res.status).to.equal(200);
       const [row] = await processedCallbacks(env, p.id, 1);

@@ -5,7 +5,7 @@ import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env
 import { eventually } from '../helpers/processes';
 import { checkLedger } from '../../shared/ledger/check';
 import { QUEUES } from '../../shared/queues/names';
-import { callbackBody, createPayment, paymentCredits, processedCallbacks, sandboxTransaction, sendCallback, startSandbox, waitForStatus } from './payments.helpers';
+import { callbackBody, aPayment, paymentCredits, processedCallbacks, sandboxTransaction, sendCallback, startSandbox, waitForStatus } from '../helpers/money';
 
 const row = (env: TestEnv, id: string) => env.services.db('payments').where({ id }).first();
 const history = async (env: TestEnv, id: string) =>
@@ -33,7 +33,7 @@ describe('provider-push', function () {
 
     it('is retried by another worker with the same idempotency key: one prompt, one callback, one credit', async () => {
       const first = await env.spawn('workers/provider-push/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl });
-      const p = await createPayment(shop.client, '243990000001');
+      const p = await aPayment(shop.client, { phone: '243990000001' });
       // the provider has the push; the worker is still waiting for its answer
       await eventually(() => sandboxTransaction(sandboxUrl, 'vodacom', p.id));
       await first.kill();
@@ -102,7 +102,7 @@ describe('provider-push', function () {
     });
 
     it('a permanent refusal fails the payment with the provider’s code, once, with payment.failed', async () => {
-      const p = await createPayment(shop.client, '243811111111');
+      const p = await aPayment(shop.client, { phone: '243811111111' });
       const failed = await waitForStatus(shop.client, p.id, 'failed');
       expect(failed).to.include({ failure_code: 'msisdn-not-registered', failure_message: 'This number has no mobile-money account', provider_ref: null });
       expect(await history(env, p.id)).to.deep.equal(['processing (created)', 'failed (provider-refused)']);
@@ -111,7 +111,7 @@ describe('provider-push', function () {
     });
 
     it('a timeout is retried with backoff, with our payment id as the idempotency key each time', async () => {
-      const p = await createPayment(shop.client, '243822222222');
+      const p = await aPayment(shop.client, { phone: '243822222222' });
       const pushed = await eventually(async () => {
         const r = await row(env, p.id);
         return r.sent_at ? r : undefined;
@@ -127,7 +127,7 @@ describe('provider-push', function () {
     });
 
     it('a provider error (5xx) is retried too, and the payment stays open until the push is taken', async () => {
-      const p = await createPayment(shop.client, '243833333333');
+      const p = await aPayment(shop.client, { phone: '243833333333' });
       const pushed = await eventually(async () => {
         const r = await row(env, p.id);
         return r.sent_at ? r : undefined;
@@ -155,8 +155,8 @@ describe('provider-push', function () {
     });
 
     it('applies the provider’s outcome at the end of the window: success credited, failure with its code', async () => {
-      const ok = await createPayment(shop.client, '243990000001');
-      const ko = await createPayment(shop.client, '243990000002');
+      const ok = await aPayment(shop.client, { phone: '243990000001' });
+      const ko = await aPayment(shop.client, { phone: '243990000002' });
       const succeeded = await waitForStatus(shop.client, ok.id, 'succeeded');
       const failed = await waitForStatus(shop.client, ko.id, 'failed');
       expect((await sandboxTransaction(sandboxUrl, 'vodacom', ok.id)).sandbox.callbacks_delivered).to.equal(0);
@@ -182,7 +182,7 @@ describe('provider-push', function () {
 
     it('is given a job again by the re-drive and applied once', async () => {
       const shop = await env.merchant({ scope: 'payments' });
-      const p = await createPayment(shop.client, '243990000004');
+      const p = await aPayment(shop.client, { phone: '243990000004' });
       expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'succeeded', provider_ref: 'R-lost' }))).status).to.equal(200);
       // Redis loses the job (flushed, or every attempt failed): only the inbox row remains
       await env.services.queues.get(QUEUES.callbackReconciler).obliterate({ force: true });

@@ -1,3 +1,4 @@
+import { ManualClock } from '../../shared/clock';
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
@@ -19,13 +20,15 @@ const CACHE_WAIT_MS = CACHE_MS + 50;
 
 describe('payments API', () => {
   let env: TestEnv;
+  // the app's caches read this clock: moved past them, not slept through
+  const clock = new ManualClock(Date.now(), true);
   let shop: MerchantFixture;
   const count = async (table: string) => Number((await env.services.db(table).count<{ c: string }[]>('* as c'))[0].c);
 
   before(async () => {
     // rate limiting is the pipeline's concern; this file sends far more than 100 requests a minute per key
     // and merchant terms are cached for CACHE_MS, so that a change reaches the web within a test
-    env = await startTestEnv({ RATE_LIMIT_PER_MINUTE: '100000', CREDENTIAL_CACHE_MS: String(CACHE_MS) });
+    env = await startTestEnv({ RATE_LIMIT_PER_MINUTE: '100000', CREDENTIAL_CACHE_MS: String(CACHE_MS) }, {}, { clock });
     shop = await env.merchant({ scope: 'payments', merchant: { fees: { USD: { percent_bps: 250, fixed: 10 }, CDF: { percent_bps: 100, fixed: 0 } } } });
   });
   after(async () => env.close());
@@ -232,7 +235,7 @@ describe('payments API', () => {
         const created = await pricey.client.post('/v1/payments', small, { idempotencyKey: key });
         expect(created.status).to.equal(201);
         await env.admin('PATCH', `/admin/merchants/${pricey.merchant.id}`, { fees: { USD: { percent_bps: 0, fixed: 500 }, CDF: { percent_bps: 0, fixed: 0 } } });
-        await new Promise((r) => setTimeout(r, CACHE_WAIT_MS));
+        clock.advance(CACHE_WAIT_MS);
         expect((await pricey.client.post('/v1/payments', mm({ amount: 100 }))).status, 'a new payment of 100 is refused now').to.equal(400);
         const again = await pricey.client.post('/v1/payments', small, { idempotencyKey: key });
         expect(again.status).to.equal(201);

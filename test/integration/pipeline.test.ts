@@ -6,6 +6,7 @@ import type { Middleware } from 'koa';
 import { expect } from 'chai';
 import { buildApp } from '../../api/app';
 import { signRequest } from '../../shared/client/signing';
+import { ManualClock } from '../../shared/clock';
 import { createContext } from '../../shared/context';
 import { Conflict, Unprocessable, ValidationFailed } from '../../shared/errors';
 import { idempotentTransact, purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
@@ -110,8 +111,10 @@ const routes = testRoutes.routes() as Middleware;
 
 describe('merchant request pipeline (spec 5.6)', () => {
   let env: TestEnv;
+  // the app's credential cache and the end of a revoked key's grace read this clock: moved, not slept through
+  const clock = new ManualClock(Date.now(), true);
   before(async () => {
-    env = await startTestEnv({ CREDENTIAL_CACHE_MS: String(CACHE_MS), IDEMPOTENCY_WAIT_MS: String(WAIT_MS) }, { extraV1Routes: routes });
+    env = await startTestEnv({ CREDENTIAL_CACHE_MS: String(CACHE_MS), IDEMPOTENCY_WAIT_MS: String(WAIT_MS) }, { extraV1Routes: routes }, { clock });
   });
   after(async () => env.close());
 
@@ -205,7 +208,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
             }
             if (props.includes('ip')) await env.services.db('credentials').where({ id: f.credential.id }).update({ ip_allowlist: ['10.20.30.40'] });
             if (props.includes('suspended')) expect((await env.admin('PATCH', `/admin/merchants/${f.merchant.id}`, { status: 'suspended' })).status).to.equal(200);
-            await sleep(CACHE_MS + 50); // past the credential cache of the requests above
+            clock.advance(CACHE_MS + 50); // past the credential cache of the requests above
             return f;
           })(),
         });
@@ -389,13 +392,13 @@ describe('merchant request pipeline (spec 5.6)', () => {
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
       const rev = await env.admin('POST', `/admin/credentials/${f.credential.id}/revoke`, {});
       expect(rev.status).to.equal(200);
-      await sleep(CACHE_MS + 50);
+      clock.advance(CACHE_MS + 50);
       expect((await f.client.get('/v1/echo')).status, 'in its grace').to.equal(200);
       const replacement = env.client(rev.body.replacement);
       expect((await replacement.post('/v1/echo', { a: 1 })).status).to.equal(200);
       // the grace ends
-      await env.services.db('credentials').where({ id: f.credential.id }).update({ expires_at: new Date(Date.now() - 1000) });
-      await sleep(CACHE_MS + 50);
+      await env.services.db('credentials').where({ id: f.credential.id }).update({ expires_at: new Date(clock.now() - 1000) });
+      clock.advance(CACHE_MS + 50);
       const res = await f.client.get('/v1/echo');
       expect(res.status).to.equal(401);
       expect(res.body.error.code).to.equal('api-key-invalid');
@@ -404,9 +407,9 @@ describe('merchant request pipeline (spec 5.6)', () => {
     it('refuses a key once the end of its grace passes'
       + ' (checked on every request, cached or not)', async () => {
       const f = await env.merchant();
-      await env.services.db('credentials').where({ id: f.credential.id }).update({ revoked_at: new Date(), expires_at: new Date(Date.now() + 600) });
+      await env.services.db('credentials').where({ id: f.credential.id }).update({ revoked_at: new Date(), expires_at: new Date(clock.now() + 600) });
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
-      await sleep(700);
+      clock.advance(700);
       expect((await f.client.get('/v1/echo')).status).to.equal(401);
     });
 
@@ -414,7 +417,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const f = await env.merchant();
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
       expect((await env.admin('POST', `/admin/credentials/${f.credential.id}/revoke`, { immediate: true })).status).to.equal(200);
-      await sleep(CACHE_MS + 50);
+      clock.advance(CACHE_MS + 50);
       const res = await f.client.get('/v1/echo');
       expect(res.status).to.equal(401);
       expect(res.body.error.code).to.equal('api-key-invalid');
@@ -462,12 +465,12 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const f = await env.merchant();
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
       await env.admin('PATCH', `/admin/merchants/${f.merchant.id}`, { status: 'suspended' });
-      await sleep(CACHE_MS + 50);
+      clock.advance(CACHE_MS + 50);
       const res = await f.client.post('/v1/echo', { a: 1 });
       expect(res.status).to.equal(403);
       expect(res.body.error.code).to.equal('merchant-suspended');
       await env.admin('PATCH', `/admin/merchants/${f.merchant.id}`, { status: 'active' });
-      await sleep(CACHE_MS + 50);
+      clock.advance(CACHE_MS + 50);
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
     });
   });

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { TestEnv } from '../helpers/env';
 import { eventually, type RunningProcess } from '../helpers/processes';
 import { aMerchant, aPayment, startMoneyEnv, waitFor } from '../helpers/money';
-import { paymentCredits, sandboxTransaction } from './payments.helpers';
+import { paymentCredits, sandboxTransaction } from '../helpers/money';
 import { startReceiver, type Receiver } from './webhooks-receiver';
 import { ManualClock } from '../../shared/clock';
 import { createContext, type ServiceContext } from '../../shared/context';

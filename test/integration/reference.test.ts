@@ -21,6 +21,8 @@ describe('API reference: GET /v1/openapi.json and /docs', () => {
     const { servers: _committed, ...built } = apiDocument();
     expect(rest).to.deep.equal(JSON.parse(JSON.stringify(built)));
     expect(doc.paths['/v1/payments'].post.operationId).to.equal('createPayment');
+    const viaClient = await (await env.merchant()).client.get('/v1/openapi.json'); // contract-checked like every route
+    expect(viaClient.status).to.equal(200);
   });
 
   it('does not let a bad key or a wrong method through the public routes', async () => {

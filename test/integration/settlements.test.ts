@@ -3,7 +3,7 @@ import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env
 import { eventually } from '../helpers/processes';
 import type { ServiceClient } from '../../shared/client/signing';
 import { newId } from '../../shared/domain/ids';
-import { outgoingDebit, outgoingSettle, paymentCredit, type Currency, type Environment } from '../../shared/domain/ledger';
+import { outgoingDebit, outgoingDeliver, paymentCredit, type Currency, type Environment } from '../../shared/domain/ledger';
 import { lastCutoff } from '../../shared/domain/settlement';
 import { post, reverse } from '../../shared/ledger/postings';
 import { settle } from '../../shared/settlements/settle';
@@ -27,10 +27,10 @@ describe('daily settlement', () => {
       credit: (amountCharged: number, fee: number) =>
         db().transaction((trx) => post(trx, paymentCredit({ ...base, paymentId: newId('payment'), amountCharged, amountNet: amountCharged - fee, fee }))),
       /** a refund or payout debit; `then` settles it (provider confirmed) or returns it (failed) */
-      outgoing: async (kind: 'refund' | 'payout', amount: number, fee: number, then?: 'settle' | 'return') => {
+      outgoing: async (kind: 'refund' | 'payout', amount: number, fee: number, then?: 'deliver' | 'return') => {
         const o = { ...base, referenceId: newId(kind), amount, fee };
         await db().transaction((trx) => post(trx, outgoingDebit(kind, o)));
-        if (then === 'settle') await db().transaction((trx) => post(trx, outgoingSettle(kind, o)));
+        if (then === 'deliver') await db().transaction((trx) => post(trx, outgoingDeliver(kind, o)));
         if (then === 'return') await db().transaction((trx) => reverse(trx, `${kind}_debit`, o.referenceId, `${kind}_return`));
       },
     };
@@ -54,7 +54,7 @@ describe('daily settlement', () => {
     const m = at(a.merchant.id);
     await m.credit(10_000, 250);
     await m.credit(5_000, 100);
-    await m.outgoing('refund', 2_000, 0, 'settle'); // the settle posting leaves available untouched: not covered
+    await m.outgoing('refund', 2_000, 0, 'deliver'); // the deliver posting leaves available untouched: not covered
     await m.outgoing('payout', 3_000, 35);
     await m.outgoing('payout', 1_000, 15, 'return'); // a failed payout gives back its debit
     await at(a.merchant.id, 'test', 'CDF').credit(50_000, 0);
@@ -95,7 +95,7 @@ describe('daily settlement', () => {
     expect(covered.filter((c) => c.settlement_id === usd.id).map((c) => c.kind).sort()).to.deep.equal(
       ['payment_credit', 'payment_credit', 'payout_debit', 'payout_debit', 'payout_return', 'refund_debit'],
     );
-    expect(covered.filter((c) => c.settlement_id === null).map((c) => c.kind)).to.deep.equal(['refund_settle']);
+    expect(covered.filter((c) => c.settlement_id === null).map((c) => c.kind)).to.deep.equal(['refund_deliver']);
   });
 
   it('records settlement.completed carrying the batch', async () => {

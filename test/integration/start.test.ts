@@ -90,8 +90,9 @@ describe('npm start', function () {
     const waits = [1000];
     for (let i = 0; i < 6; i++) waits.push(nextBackoff(waits[waits.length - 1], 10));
     expect(waits).to.deep.equal([1000, 2000, 4000, 8000, 16_000, 30_000, 30_000]);
-    // a process that had run a minute starts again after 1 s
-    expect(nextBackoff(30_000, 60_000)).to.equal(1000);
+    // a process that had run 10 s starts again after 1 s
+    expect(nextBackoff(30_000, 10_000)).to.equal(1000);
+    expect(nextBackoff(4000, 9_000)).to.equal(8000);
   });
 
   it('WEB_CONCURRENCY=2: two web processes serve the one port; one that dies is started again', async () => {

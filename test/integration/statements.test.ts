@@ -22,7 +22,7 @@ describe('statements: settlement lines and the CSV export', function () {
     env = await startMoneyEnv();
     shop = await aMerchant(env, { fees: { USD: { percent_bps: 250, fixed: 10 }, CDF: { percent_bps: 0, fixed: 0 } } });
     const read = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'test', scope: 'read' });
-    reader = new (shop.client.constructor as any)({ baseUrl: env.baseUrl, apiKey: read.body.api_key, secret: read.body.secret });
+    reader = env.client(read.body); // contract-checked like every merchant client
     startedAt = Math.floor(Date.now() / 1000);
 
     // fee 2.5 % + 10: 10,000 → fee 260, net 9,740; 4,000 → 110, 3,890

@@ -4,7 +4,7 @@ import {
   normalise,
   outgoingDebit,
   outgoingKinds,
-  outgoingSettle,
+  outgoingDeliver,
   paymentCredit,
   reversal,
   UnbalancedPosting,
@@ -84,19 +84,19 @@ describe('ledger rules', () => {
       });
 
       it(`${kind}: the settlement sends the amount through the provider and the fee to the platform`, () => {
-        const p = outgoingSettle(kind, { ...base, amount: 700, fee: 20 });
-        expect(p.kind).to.equal(`${kind}_settle`);
+        const p = outgoingDeliver(kind, { ...base, amount: 700, fee: 20 });
+        expect(p.kind).to.equal(`${kind}_deliver`);
         expect(byAccount(p)).to.deep.equal({ 'mer_1/in_transit': -720, 'platform/provider_clearing': 700, 'platform/fees': 20 });
         expect(() => assertBalanced(p)).not.to.throw();
       });
 
       it(`${kind}: without a fee, only the amount moves`, () => {
         expect(byAccount(outgoingDebit(kind, { ...base, amount: 700 }))).to.deep.equal({ 'mer_1/available': -700, 'mer_1/in_transit': 700 });
-        expect(byAccount(outgoingSettle(kind, { ...base, amount: 700, fee: 0 }))).to.deep.equal({ 'mer_1/in_transit': -700, 'platform/provider_clearing': 700 });
+        expect(byAccount(outgoingDeliver(kind, { ...base, amount: 700, fee: 0 }))).to.deep.equal({ 'mer_1/in_transit': -700, 'platform/provider_clearing': 700 });
       });
     }
 
-    it('debit then settle leaves nothing in transit; debit then return gives everything back', () => {
+    it('debit then deliver leaves nothing in transit; debit then return gives everything back', () => {
       const a = { ...base, amount: 700, fee: 20 };
       const net = (...ps: Posting[]) => {
         const total: Record<string, number> = {};
@@ -104,14 +104,14 @@ describe('ledger rules', () => {
         return Object.fromEntries(Object.entries(total).filter(([, v]) => v !== 0));
       };
       const debit = outgoingDebit('payout', a);
-      expect(net(debit, outgoingSettle('payout', a))).to.deep.equal({ 'mer_1/available': -720, 'platform/provider_clearing': 700, 'platform/fees': 20 });
+      expect(net(debit, outgoingDeliver('payout', a))).to.deep.equal({ 'mer_1/available': -720, 'platform/provider_clearing': 700, 'platform/fees': 20 });
       const back = reversal(debit, outgoingKinds('payout').return);
       expect(back.kind).to.equal('payout_return');
       expect(net(debit, back)).to.deep.equal({});
     });
 
     it('names one posting kind per step', () => {
-      expect(outgoingKinds('refund')).to.deep.equal({ debit: 'refund_debit', settle: 'refund_settle', return: 'refund_return' });
+      expect(outgoingKinds('refund')).to.deep.equal({ debit: 'refund_debit', deliver: 'refund_deliver', return: 'refund_return' });
     });
   });
 });

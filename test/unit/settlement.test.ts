@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { outgoingDebit, outgoingSettle, paymentCredit, reversal, type Posting } from '../../shared/domain/ledger';
+import { outgoingDebit, outgoingDeliver, paymentCredit, reversal, type Posting } from '../../shared/domain/ledger';
 import { ConfigError, loadConfig } from '../../shared/config';
 import { lastCutoff, parseDailyTime, settlementFigures, type CoveredKindTotal } from '../../shared/domain/settlement';
 
@@ -69,8 +69,8 @@ describe('settlement figures', () => {
   });
 
   it('refuses a kind no batch covers (settle postings never reach available)', () => {
-    const settled = outgoingSettle('refund', { ...base, referenceId: 're_1', amount: 100 });
-    expect(() => settlementFigures(M, totals([settled]))).to.throw(/refund_settle has no place/);
+    const settled = outgoingDeliver('refund', { ...base, referenceId: 're_1', amount: 100 });
+    expect(() => settlementFigures(M, totals([settled]))).to.throw(/refund_deliver has no place/);
   });
 });
 

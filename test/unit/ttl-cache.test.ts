@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { ManualClock } from '../../shared/clock';
 import { TtlCache } from '../../shared/ttlCache';
 
 describe('TtlCache', () => {
@@ -12,12 +13,14 @@ describe('TtlCache', () => {
   };
 
   it('loads a key once within the TTL, and again after it', async () => {
-    const cache = new TtlCache<string>(40);
+    const clock = new ManualClock();
+    const cache = new TtlCache<string>(40, undefined, clock);
     const { calls, load } = counting();
     expect(await cache.get('a', load('a'))).to.equal('v-a');
+    clock.advance(39);
     expect(await cache.get('a', load('a', 'other'))).to.equal('v-a');
     expect(calls).to.deep.equal(['a']);
-    await new Promise((r) => setTimeout(r, 50));
+    clock.advance(1);
     expect(await cache.get('a', load('a', 'fresh'))).to.equal('fresh');
     expect(calls).to.deep.equal(['a', 'a']);
   });

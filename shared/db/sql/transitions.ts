@@ -11,7 +11,19 @@ import { runSql, sqlStatement, type SqlStatement } from './run';
 export interface TransitionTables {
   name: string;
   table: string;
+  /** when kinds share a table: the column values of this kind's rows (kernel constants) */
+  scope?: Record<string, string>;
   history: { table: string; column: string };
+}
+
+/** The kind's scope as conditions on `alias` (its values are the kernel's constants, quoted as literals). */
+function scopeSql(k: TransitionTables, alias: string): string {
+  return Object.entries(k.scope ?? {})
+    .map(([column, value]) => {
+      if (!/^[a-z_]+$/.test(column) || !/^[a-z_]+$/.test(value)) throw new Error(`kind ${k.name}: scope ${column}=${value} is not a plain name`);
+      return ` and ${alias}.${column} = '${value}'`;
+    })
+    .join('');
 }
 
 /** A stored callback with its operation's row and what its transition needs to know. */
@@ -27,6 +39,42 @@ export interface CallbackWithRow<R> {
 
 const reads = new Map<string, SqlStatement>();
 const writes = new Map<string, SqlStatement>();
+const rows = new Map<string, SqlStatement>();
+const sents = new Map<string, SqlStatement>();
+
+/** One statement per kind, declared on first use. */
+function perKind(cache: Map<string, SqlStatement>, k: TransitionTables, make: () => SqlStatement): SqlStatement {
+  let s = cache.get(k.name);
+  if (!s) cache.set(k.name, (s = make()));
+  return s;
+}
+
+/** An operation's row by id (no lock). */
+export async function findOperation<R>(db: Executor, k: TransitionTables, id: string): Promise<R | undefined> {
+  const [row] = await runSql<R>(db, perKind(rows, k, () => sqlStatement(`find-${k.name}`, `select * from ${k.table} o where o.id = $1${scopeSql(k, 'o')}`)), [id]);
+  return row;
+}
+
+/**
+ * The provider's acceptance of an operation that stays in its status (a payment's push): a
+ * compare-and-set on the status and version it was read with, still unsent. Returns whether it
+ * was written.
+ */
+export async function recordSent(
+  db: Executor,
+  k: TransitionTables,
+  id: string,
+  from: { status: string; version: number },
+  set: { sent_at: Date; provider_ref: string | null; version: number; updated_at: Date },
+): Promise<boolean> {
+  const statement = perKind(sents, k, () =>
+    sqlStatement(
+      `record-sent-${k.name}`,
+      `update ${k.table} set sent_at = $4, provider_ref = $5, version = $6, updated_at = $7 where id = $1 and status = $2 and version = $3 and sent_at is null returning id`,
+    ),
+  );
+  return (await runSql(db, statement, [id, from.status, from.version, set.sent_at, set.provider_ref, set.version, set.updated_at])).length === 1;
+}
 
 function readStatement(k: TransitionTables): SqlStatement {
   let s = reads.get(k.name);
@@ -39,7 +87,7 @@ function readStatement(k: TransitionTables): SqlStatement {
               (select coalesce(json_agg(json_build_object('id', a.id, 'owner', a.owner, 'kind', a.kind)), '[]'::json)
                  from ledger_accounts a where a.environment = o.environment and a.currency = o.currency and a.owner in (o.merchant_id, 'platform')) as cb_accounts
          from provider_callbacks c
-         join ${k.table} o on o.id = c.object_id
+         join ${k.table} o on o.id = c.object_id${scopeSql(k, 'o')}
         where c.id = $1 and c.object_kind = $2`,
     );
     reads.set(k.name, s);

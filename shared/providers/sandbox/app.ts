@@ -42,7 +42,7 @@ interface SandboxTransaction {
   callbackUrl: string;
   outcome: SandboxOutcome;
   /** when the outcome is known (status endpoint) and the callback sent */
-  settlesAt: number;
+  outcomeAt: number;
   /** a payment never answered is `expired` from then on */
   expiresAt: number;
   eventId: string;
@@ -95,8 +95,8 @@ async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> 
 }
 
 function statusView(tx: SandboxTransaction, now: number) {
-  const settled = tx.outcome.status !== 'never' && now >= tx.settlesAt;
-  const outcome = settled ? tx.outcome : undefined;
+  const decided = tx.outcome.status !== 'never' && now >= tx.outcomeAt;
+  const outcome = decided ? tx.outcome : undefined;
   // the client was never prompted to an end: a payment's push lapses with the sandbox's window
   const expired = tx.outcome.status === 'never' && tx.kind === 'payment' && now >= tx.expiresAt;
   return {
@@ -150,7 +150,7 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
       status: tx.outcome.status,
       failure_code: tx.outcome.status === 'failed' ? tx.outcome.failureCode : null,
       failure_message: tx.outcome.status === 'failed' ? tx.outcome.failureMessage : null,
-      occurred_at: Math.floor(tx.settlesAt / 1000),
+      occurred_at: Math.floor(tx.outcomeAt / 1000),
     };
     const raw = JSON.stringify(body);
     tx.callbackAttempts++;
@@ -195,7 +195,7 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
       currency,
       callbackUrl,
       outcome: sandboxOutcome(kind, msisdn),
-      settlesAt: Date.now() + opts.callbackDelayMs,
+      outcomeAt: Date.now() + opts.callbackDelayMs,
       expiresAt: Date.now() + opts.windowMs,
       eventId: `sbxevt_${randomUUID()}`,
       createdAt: Date.now(),
