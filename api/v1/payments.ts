@@ -61,7 +61,13 @@ export const paymentsRoutes = defineRoutes([
       'Mobile money: created `processing`; the client gets a push prompt on the phone. Card: created `pending` with `checkout_url`, where the client pays. The outcome comes by webhook (`payment.succeeded`, `payment.failed`, `payment.cancelled`) or `GET /v1/payments/{id}`. Body at most 100 KB.',
     tag: 'Payments',
     scope: 'payments',
-    body: component('CreatePayment', createPaymentSchema),
+    body: component('CreatePayment', {
+      ...createPaymentSchema,
+      examples: [
+        { amount: 2500, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: 'order-1042', metadata: { cart: '1042' } },
+        { amount: 2500, currency: 'USD', method: 'card', reference: 'order-1043', customer_email: 'client@example.com', customer_name: 'A. Client', return_url: 'https://shop.example.cd/paid' },
+      ],
+    }),
     idempotencyKey: 'required',
     responses: { 201: { description: 'The payment', body: Payment } },
     errors: ['operator-mismatch', 'reference-conflict', 'amount-over-limit', 'operator-unavailable'],

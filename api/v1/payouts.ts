@@ -49,7 +49,10 @@ export const payoutsRoutes = defineRoutes([
     description: 'amount + fee is taken from balance.available at once and given back if the payout fails. Outcome by webhook (`payout.succeeded`, `payout.failed`).',
     tag: 'Payouts',
     scope: 'full',
-    body: component('CreatePayout', createPayoutSchema),
+    body: component('CreatePayout', {
+      ...createPayoutSchema,
+      examples: [{ amount: 10000, currency: 'CDF', operator: 'airtel', phone: '243990000001', reference: 'payout-77', description: 'Seller payout' }],
+    }),
     idempotencyKey: 'required',
     responses: { 201: { description: 'The payout', body: Payout } },
     errors: ['operator-mismatch', 'reference-conflict', 'insufficient-balance', 'operator-unavailable'],

@@ -50,7 +50,7 @@ export const refundsRoutes = defineRoutes([
     tag: 'Refunds',
     scope: 'full',
     params: { id: { description: 'The payment id (`pay_…`)' } },
-    body: component('CreateRefund', refundSchema),
+    body: component('CreateRefund', { ...refundSchema, examples: [{ amount: 500, reason: 'Item out of stock' }, {}] }),
     idempotencyKey: 'optional',
     responses: { 201: { description: 'The refund, `pending` until the provider answers', body: Refund } },
     errors: ['refund-exceeds-refundable', 'payment-not-refundable', 'card-refund-not-supported', 'insufficient-balance', 'operator-unavailable'],

@@ -425,6 +425,28 @@ export interface components {
                 amount: number;
             }[];
         };
+        /**
+         * @example {
+         *       "amount": 2500,
+         *       "currency": "USD",
+         *       "method": "mobile_money",
+         *       "operator": "vodacom",
+         *       "phone": "243990000001",
+         *       "reference": "order-1042",
+         *       "metadata": {
+         *         "cart": "1042"
+         *       }
+         *     }
+         * @example {
+         *       "amount": 2500,
+         *       "currency": "USD",
+         *       "method": "card",
+         *       "reference": "order-1043",
+         *       "customer_email": "client@example.com",
+         *       "customer_name": "A. Client",
+         *       "return_url": "https://shop.example.cd/paid"
+         *     }
+         */
         CreatePayment: {
             amount: number;
             /** @enum {string} */
@@ -447,6 +469,16 @@ export interface components {
             /** @enum {string} */
             fee_bearer?: "merchant" | "customer";
         } & (unknown & unknown);
+        /**
+         * @example {
+         *       "amount": 10000,
+         *       "currency": "CDF",
+         *       "operator": "airtel",
+         *       "phone": "243990000001",
+         *       "reference": "payout-77",
+         *       "description": "Seller payout"
+         *     }
+         */
         CreatePayout: {
             amount: number;
             /** @enum {string} */
@@ -462,6 +494,13 @@ export interface components {
                 [key: string]: string | number | boolean;
             };
         };
+        /**
+         * @example {
+         *       "amount": 500,
+         *       "reason": "Item out of stock"
+         *     }
+         * @example {}
+         */
         CreateRefund: {
             /** @description Minor units; default: all that is not refunded yet */
             amount?: number;

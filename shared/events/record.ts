@@ -1,4 +1,3 @@
-import { Event } from '../db/models';
 import type { Trx } from '../db/knex';
 import { newEventId, nowUnix } from '../domain/ids';
 import type { Environment, EventType } from '../vocabulary';
@@ -62,6 +61,6 @@ export async function recordEvent(
   input: EventInput,
 ): Promise<EventRow> {
   const row = newEventRow(input);
-  await Event.query(trx).insert({ ...row, body: storedBody(row) as unknown as EventBody });
+  await trx('events').insert({ ...row, body: storedBody(row) });
   return row;
 }

@@ -35,7 +35,8 @@ export async function writeOutbox(
   delayMs = 0,
 ): Promise<OutboxMessage> {
   const msg = outboxMessage(queue, jobName, payload, delayMs);
-  await OutboxRow.query(trx).insert(msg);
+  // every flow's jobs pass here (callbacks included): the knex builder, ~40 µs less CPU than the model
+  await trx('outbox').insert({ ...msg, payload: JSON.stringify(msg.payload) });
   return msg;
 }
 

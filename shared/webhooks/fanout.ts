@@ -1,4 +1,3 @@
-import { Webhook, WebhookDelivery } from '../db/models';
 import type { Trx } from '../db/knex';
 import type { OutboxWriter } from '../db/transact';
 import { newId } from '../domain/ids';
@@ -20,7 +19,7 @@ export async function fanOutEvent(trx: Trx, event: EventRow, outbox: OutboxWrite
 
 /** The enabled endpoints of the event's merchant and environment that receive it. */
 export async function endpointsFor(trx: Trx, event: Pick<EventRow, 'merchant_id' | 'environment' | 'type' | 'body'>): Promise<string[]> {
-  const scope = Webhook.query(trx).where({ merchant_id: event.merchant_id, environment: event.environment, status: 'enabled' });
+  const scope = trx('webhooks').where({ merchant_id: event.merchant_id, environment: event.environment, status: 'enabled' });
   if (event.type === 'webhook.test') {
     const rows: { id: string }[] = await scope.where({ id: String(event.body.data.object.webhook_id) }).select('id');
     return rows.map((r) => r.id);
@@ -36,7 +35,7 @@ export async function endpointsFor(trx: Trx, event: Pick<EventRow, 'merchant_id'
 export async function insertDeliveries(trx: Trx, outbox: OutboxWriter, event: Pick<EventRow, 'id'>, webhookIds: string[], redelivery: number, created: number) {
   if (webhookIds.length === 0) return [];
   const deliveries = deliveryRows(event, webhookIds, created, redelivery);
-  await WebhookDelivery.query(trx).insert(deliveries);
+  await trx('webhook_deliveries').insert(deliveries);
   for (const d of deliveries) {
     await outbox.add(QUEUES.webhookSender, DELIVER_JOB, deliverJob(d));
   }

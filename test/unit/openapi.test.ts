@@ -5,6 +5,7 @@ import { v1PublicRouter, v1Router, V1_ROUTES } from '../../api/v1';
 import { apiDocument } from '../../api/openapi/api';
 import { DOCUMENT_FILE, renderDocument, renderTypes, TYPES_FILE } from '../../api/openapi/files';
 import { openApiPath } from '../../api/routeTable';
+import { validator } from '../../shared/validation';
 import { scopeAllows } from '../../api/pipeline/scope';
 import { idempotencyOf } from '../../api/pipeline/request';
 import { ERROR_CODES, type MerchantErrorCode } from '../../api/openapi/errors';
@@ -73,6 +74,19 @@ describe('OpenAPI document (contract)', () => {
     const problems = await lintFromString({ source: renderDocument(), absoluteRef: 'openapi.json', config });
     const errors = problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`);
     expect(errors).to.deep.equal([]);
+  });
+
+  it("shows request examples that the route's own validation accepts", () => {
+    let seen = 0;
+    for (const route of V1_ROUTES) {
+      const body = route.body as { schema?: { examples?: unknown[] }; examples?: unknown[] } | undefined;
+      const schema = (body?.schema ?? body) as { examples?: unknown[] } | undefined;
+      for (const example of schema?.examples ?? []) {
+        seen++;
+        expect(() => validator(schema!)(example), `${route.operationId} ${JSON.stringify(example)}`).to.not.throw();
+      }
+    }
+    expect(seen).to.be.greaterThan(2);
   });
 
   it('resolves every $ref', () => {
