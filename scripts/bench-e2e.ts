@@ -31,7 +31,7 @@
  *   --rates 100,200,300      the steps (per second), in order
  *   --seconds 60             length of each step
  *   --port 3900              the web's port; the sandbox takes port+1, the receiver port+2,
- *                            a private Redis port+3
+ *                            a private Redis port+3, the card sandboxes port+4 and port+5
  *   --database svc_bench_e2e the database (dropped and cloned from the template at start,
  *                            dropped at the end unless --keep)
  *   --redis-url URL          default REDIS_URL or redis://127.0.0.1:6379, with --redis-db
@@ -327,7 +327,7 @@ interface StepResult {
 async function bench(): Promise<void> {
   const o = options();
   const say = (line: string) => process.stdout.write(`${line}\n`);
-  for (const p of [o.port, o.port + 1, o.port + 2, ...(o.privateRedis ? [o.port + 3] : [])]) {
+  for (const p of [o.port, o.port + 1, o.port + 2, o.port + 4, o.port + 5, ...(o.privateRedis ? [o.port + 3] : [])]) {
     if (!(await portFree(p))) throw new Error(`port ${p} is taken: choose another --port`);
   }
   const cleanups: (() => Promise<unknown> | void)[] = [];
@@ -375,6 +375,8 @@ async function bench(): Promise<void> {
       SANDBOX_PROVIDER_PORT: String(o.port + 1),
       SANDBOX_PROVIDER_URL: `http://127.0.0.1:${o.port + 1}`,
       SANDBOX_CALLBACK_DELAY_MS: String(o.callbackDelayMs),
+      CARD_VAULT_PORT: String(o.port + 4),
+      CARD_PROVIDER_PORT: String(o.port + 5),
       ...o.env,
     };
     delete env.ADMIN_PORT;

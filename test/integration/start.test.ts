@@ -31,7 +31,7 @@ describe('npm start', function () {
   before(async () => {
     db = await createTestDatabase();
     [port, adminPort] = [await freePort(), await freePort()];
-    const sandboxPort = await freePort();
+    const [sandboxPort, vaultPort, acquirerPort] = [await freePort(), await freePort(), await freePort()];
     child = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
       cwd: ROOT,
       env: {
@@ -46,6 +46,9 @@ describe('npm start', function () {
         WEB_CONCURRENCY: '2',
         BASE_URL: `http://127.0.0.1:${port}`,
         SANDBOX_PROVIDER_PORT: String(sandboxPort),
+        // the card sandboxes' default ports (4020, 4030) may be taken by another run on this machine
+        CARD_VAULT_PORT: String(vaultPort),
+        CARD_PROVIDER_PORT: String(acquirerPort),
         ADMIN_API_TOKEN: ADMIN_TOKEN,
         LOG_LEVEL: 'info',
       },
