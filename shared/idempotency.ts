@@ -71,13 +71,12 @@ export class IdempotencyKeyHeld extends Error {
 const LOCK_TIMEOUT = '55P03';
 
 /**
- * The values of the one statement that takes a key (shared/db/sql/idempotencyKeys.ts): a new
- * key is inserted; an expired key (not yet purged) is free again; a key left `in_progress` by an
- * older version of this service (which claimed keys before its route) is taken over after its
- * lock passed, by the same request only. One row when the key was taken, none when it is held.
+ * The values of the statement that takes a key (shared/db/sql/idempotencyKeys.ts): a new key is
+ * inserted; an expired key (not yet purged) is free again; a key left `in_progress` by an older
+ * version of this service (which claimed keys before its route) is taken over after its lock
+ * passed, by the same request only. One row when the key was taken, none when it is held.
  * `response` null writes it `in_progress`, to be completed in the same transaction
- * (completeKeyIn); otherwise `completed` with that answer. The statement waits at most `waitMs`
- * for a request holding the key (then fails with a lock timeout: isKeyWaitTimeout).
+ * (completeKeyIn); otherwise `completed` with that answer.
  */
 export function takeKeyValues(key: IdempotentWrite<unknown>, response: StoredResponse | null): unknown[] {
   return [
@@ -91,18 +90,21 @@ export function takeKeyValues(key: IdempotentWrite<unknown>, response: StoredRes
     response?.status ?? null,
     response ? JSON.stringify(response.headers) : null,
     response?.body ?? null,
-    `${Math.max(1, Math.round(key.waitMs))}ms`,
     IDEMPOTENCY_WINDOW_MS,
   ];
 }
 
-/** Runs the key's statement; true when the key was taken. */
+/**
+ * Runs the key's statement alone, waiting at most `waitMs` for a transaction holding the key
+ * (then a lock timeout: isKeyWaitTimeout); true when the key was taken.
+ */
 async function takeKey(db: Executor, key: IdempotentWrite<unknown>, response: StoredResponse | null): Promise<boolean> {
-  return (await runSql(db, TAKE_KEY, takeKeyValues(key, response))).length === 1;
+  const wait = `${Math.max(1, Math.round(key.waitMs))}ms`;
+  return (await runSql(db, TAKE_KEY, [...takeKeyValues(key, response), wait])).length === 1;
 }
 
 /** True when `err` is the key's statement giving up its bounded wait for another request. */
-export function isKeyWaitTimeout(err: unknown): boolean {
+function isKeyWaitTimeout(err: unknown): boolean {
   return (err as { code?: string })?.code === LOCK_TIMEOUT;
 }
 

@@ -18,7 +18,7 @@ import type { PaymentRow } from './rows';
 import type { CreatePaymentInput } from './schemas';
 import { termsCacheFor, type MerchantTerms } from './terms';
 import { paymentView, type PaymentView } from './view';
-import { IdempotencyKeyHeld, isKeyWaitTimeout, takeKeyValues, type IdempotentWrite } from '../idempotency';
+import { IdempotencyKeyHeld, takeKeyValues, type IdempotentWrite } from '../idempotency';
 
 
 /**
@@ -106,7 +106,8 @@ function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Con
  * one statement (shared/db/sql/payments.ts): the key in the route's own transaction
  * (shared/idempotency.ts), in one round trip, the leanest form of the outbox rule
  * (shared/db/transact.ts does the same in several statements). If the key is held by another
- * request, or still held when the key's wait is over, nothing is written (IdempotencyKeyHeld).
+ * request (a duplicate waits for that request's statement, then finds it), nothing is written
+ * (IdempotencyKeyHeld).
  * The push job is enqueued after commit; if that fails, the outbox-relay enqueues it.
  */
 export async function createPayment(
@@ -130,7 +131,6 @@ export async function createPayment(
     if (isUniqueViolation(err, 'payments_reference_unique')) {
       throw new Conflict('reference-conflict', 'This reference is already used by another payment of this merchant', { param: 'reference' });
     }
-    if (isKeyWaitTimeout(err)) throw new IdempotencyKeyHeld();
     throw err;
   }
   if (!created) throw new IdempotencyKeyHeld();

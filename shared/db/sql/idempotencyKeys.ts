@@ -1,31 +1,44 @@
 import { sqlStatement } from './run';
 
-/**
- * The one statement that takes an idempotency key (its rules: shared/idempotency.ts), from `$first`
- * on, twelve values in the order of `takeKeyValues`. Alone, inside a route's transaction, or at
- * the head of a route's statement (`with k as (...)`) that writes the route's work only if it
- * returned a row. While it waits for another transaction holding the key, lock_timeout is the
- * wait's bound (`$first + 10`, e.g. '2000ms'); its RETURNING sets lock_timeout back, so the bound
- * covers this statement only.
- */
-export function takeKeySql(first = 1): string {
-  const [merchant, environment, key, method, path, hash, status, resStatus, resHeaders, resBody, wait, windowMs] = Array.from({ length: 12 }, (_, i) => `$${first + i}`);
-  return `with wait as (select current_setting('lock_timeout') as before, set_config('lock_timeout', ${wait}::text, true))
-       insert into idempotency_keys as k
-         (merchant_id, environment, key, method, path, request_hash, status,
-          response_status, response_headers, response_body, expires_at)
-       select ${merchant}, ${environment}, ${key}::uuid, ${method}, ${path}, ${hash}, ${status}, ${resStatus}::int, ${resHeaders}::jsonb, ${resBody}::bytea, now() + ${windowMs} * interval '1 millisecond' from wait
-       on conflict (merchant_id, environment, key) do update set
+/** The rules of the statement that takes a key (shared/idempotency.ts), shared by both forms. */
+const CONFLICT = `on conflict (merchant_id, environment, key) do update set
          method = excluded.method, path = excluded.path, request_hash = excluded.request_hash,
          status = excluded.status, response_status = excluded.response_status,
          response_headers = excluded.response_headers, response_body = excluded.response_body,
          created_at = now(), locked_until = null, expires_at = excluded.expires_at
        where k.expires_at <= now()
-          or (k.status = 'in_progress' and k.locked_until <= now() and k.request_hash = excluded.request_hash)
-       returning (select set_config('lock_timeout', before, true) from wait) is not null as taken`;
+          or (k.status = 'in_progress' and k.locked_until <= now() and k.request_hash = excluded.request_hash)`;
+
+const COLUMNS = `(merchant_id, environment, key, method, path, request_hash, status,
+          response_status, response_headers, response_body, expires_at)`;
+
+/**
+ * The statement that takes an idempotency key, from `$first` on, KEY_VALUES values in the order
+ * of `takeKeyValues`, to put at the head of a route's one statement (`with k as (...)`) that
+ * writes the route's work only if it returned a row. A request holding the key is waited for as
+ * long as its own statement runs (no bound needed: nothing runs between its statements).
+ */
+export function takeKeySql(first = 1): string {
+  const [merchant, environment, key, method, path, hash, status, resStatus, resHeaders, resBody, windowMs] = Array.from({ length: KEY_VALUES }, (_, i) => `$${first + i}`);
+  return `insert into idempotency_keys as k ${COLUMNS}
+       values (${merchant}, ${environment}, ${key}, ${method}, ${path}, ${hash}, ${status}, ${resStatus}, ${resHeaders}, ${resBody}, now() + ${windowMs} * interval '1 millisecond')
+       ${CONFLICT}
+       returning 1`;
 }
 
-export const TAKE_KEY_VALUES = 12;
+export const KEY_VALUES = 11;
 
-/** The key alone: one row when it was taken, none when another request holds it. */
-export const TAKE_KEY = sqlStatement('take-idempotency-key', takeKeySql(1));
+/**
+ * The key alone, inside a route's transaction or after it (a refusal's answer): the same
+ * statement, waiting at most `$12` (e.g. '2000ms') for a transaction holding the key. lock_timeout
+ * is that bound while the statement waits, and its RETURNING sets it back, so the bound covers
+ * this statement only; past it, the statement fails with a lock timeout (55P03).
+ */
+export const TAKE_KEY = sqlStatement(
+  'take-idempotency-key',
+  `with wait as (select current_setting('lock_timeout') as before, set_config('lock_timeout', $12::text, true))
+       insert into idempotency_keys as k ${COLUMNS}
+       select $1, $2, $3::uuid, $4, $5, $6, $7, $8::int, $9::jsonb, $10::bytea, now() + $11 * interval '1 millisecond' from wait
+       ${CONFLICT}
+       returning (select set_config('lock_timeout', before, true) from wait) is not null as taken`,
+);

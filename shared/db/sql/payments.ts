@@ -1,7 +1,7 @@
 import type { PaymentRow } from '../../payments/rows';
 import type { OutboxMessage } from '../../queues/outbox';
 import { runSql, sqlStatement, type SqlStatement } from './run';
-import { TAKE_KEY_VALUES, takeKeySql } from './idempotencyKeys';
+import { KEY_VALUES, takeKeySql } from './idempotencyKeys';
 import type { Executor } from '../knex';
 
 /** Every column of a new payment, in the order of the statement (a fixed list, not a row's key order). */
@@ -16,7 +16,7 @@ const everyColumn: Exclude<keyof PaymentRow, (typeof COLUMNS)[number]> extends n
 void everyColumn;
 
 function createStatement(withPush: boolean): SqlStatement {
-  let n = TAKE_KEY_VALUES;
+  let n = KEY_VALUES;
   const next = () => `$${++n}`;
   const text = [
     `with k as (${takeKeySql(1)}),`,
