@@ -26,7 +26,8 @@ import { changeOf } from './transition';
  * The write is a compare-and-set under the row lock the UPDATE takes: it happens only while the
  * operation still has the status and version it was read with and the callback is unprocessed,
  * so it is exactly the move `decide` chose for that state, and nothing else changed in between;
- * otherwise nothing is written and the general path decides again under its locks. It is taken
+ * otherwise nothing is written, it is tried once more from a fresh read, and then the general
+ * path decides under its locks. It is taken
  * only for what it covers: a move (not a duplicate, a late or a stay), of a kind with nothing
  * to change beyond its row (no afterMove) and a credit-only posting (no balance to lock) on
  * accounts that exist, by the provider that handles the operation. Anything else returns
@@ -39,6 +40,22 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
   log: Logger,
 ): Promise<{ outcome: 'applied'; callback: StoredCallback } | undefined> {
   if (kind.afterMove || !kind.posting) return undefined;
+  // a write refused because the row changed since it was read (most often the push's acceptance,
+  // recorded while the callback was on its way) is tried once more from a fresh read
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const result = await attemptOnce(ctx, kind, callbackId, log);
+    if (result !== 'changed') return result;
+  }
+  return undefined;
+}
+
+async function attemptOnce<R extends OperationRow>(
+  ctx: ServiceContext,
+  kind: OperationKind<R, any>,
+  callbackId: string,
+  log: Logger,
+): Promise<{ outcome: 'applied'; callback: StoredCallback } | 'changed' | undefined> {
+  if (!kind.posting) return undefined;
   const read = await readCallbackWithRow<R>(ctx.db, kind, callbackId);
   if (!read || read.callback.processed_at) return undefined;
   const { row } = read;
@@ -94,7 +111,7 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
     outbox,
     posting,
   });
-  if (!written) return undefined;
+  if (!written) return 'changed';
   await publishOutbox(ctx.db, ctx.queues, outbox, log);
   return { outcome: 'applied', callback };
 }
