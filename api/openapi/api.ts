@@ -1,6 +1,5 @@
+import type { RouteSpec } from '../routeTable';
 import { buildOpenApi, type OpenApiDocument } from './document';
-// a cycle (v1/index → v1/reference → here → v1/index) that is safe: V1_ROUTES is read only when called
-import { V1_ROUTES } from '../v1';
 
 /** Tags in the order the reference page lists them, with their introductions. */
 export const TAGS = [
@@ -14,15 +13,19 @@ export const TAGS = [
   { name: 'Reference', description: 'This document.' },
 ];
 
-/** The document as committed (shared/client/openapi.json) and as the SDK types are generated from: no server. */
-export function apiDocument(): OpenApiDocument {
-  return buildOpenApi(V1_ROUTES, { prefix: '/v1', tags: TAGS });
+/**
+ * The document of these /v1 routes (api/v1 passes its route table: this module imports no
+ * route). Without a server URL it is the document as committed (shared/client/openapi.json)
+ * and as the SDK types are generated from.
+ */
+export function apiDocument(routes: readonly RouteSpec[], serverUrl?: string): OpenApiDocument {
+  return buildOpenApi(routes, { prefix: '/v1', tags: TAGS, serverUrl });
 }
 
 let served: { url: string; json: string } | null = null;
 
 /** The document GET /v1/openapi.json serves, as JSON text: this service's BASE_URL as its server (built once). */
-export function servedDocument(baseUrl: string): string {
-  if (served?.url !== baseUrl) served = { url: baseUrl, json: JSON.stringify(buildOpenApi(V1_ROUTES, { prefix: '/v1', tags: TAGS, serverUrl: baseUrl })) };
+export function servedDocument(baseUrl: string, routes: readonly RouteSpec[]): string {
+  if (served?.url !== baseUrl) served = { url: baseUrl, json: JSON.stringify(apiDocument(routes, baseUrl)) };
   return served.json;
 }

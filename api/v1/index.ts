@@ -10,6 +10,8 @@ import { refundsRoutes } from './refunds';
 import { reportsRoutes } from './reports';
 import { settlementsRoutes } from './settlements';
 import { referenceRoutes } from './reference';
+import { apiDocument } from '../openapi/api';
+import type { OpenApiDocument } from '../openapi/document';
 
 /**
  * The merchant API under /v1: every group of the route table (api/routeTable.ts). Adding a
@@ -18,11 +20,14 @@ import { referenceRoutes } from './reference';
  * - V1_PUBLIC: answered before the merchant pipeline (no key): the OpenAPI document.
  * - V1_GROUPS: every request first passes the pipeline of spec 5.6 (api/pipeline).
  */
-export const V1_PUBLIC: RouteGroup[] = [referenceRoutes];
+export const V1_PUBLIC: RouteGroup[] = [referenceRoutes(() => V1_ROUTES)];
 export const V1_GROUPS: RouteGroup[] = [balanceRoutes, paymentsRoutes, refundsRoutes, payoutsRoutes, eventsRoutes, settlementsRoutes, phoneNumbersRoutes, availabilityRoutes, reportsRoutes];
 
 /** Every /v1 route, in the order the document lists them. */
 export const V1_ROUTES: readonly RouteSpec[] = [...V1_GROUPS, ...V1_PUBLIC].flatMap((g) => g.routes);
+
+/** The OpenAPI document of the merchant API, as committed and as the SDK types come from (no server). */
+export const v1Document = (): OpenApiDocument => apiDocument(V1_ROUTES);
 
 function mount(groups: RouteGroup[]): Router {
   const router = new Router({ prefix: '/v1' });

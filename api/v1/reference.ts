@@ -1,11 +1,12 @@
-import { defineRoutes, route } from '../routeTable';
+import { defineRoutes, route, type RouteSpec } from '../routeTable';
 import { servedDocument } from '../openapi/api';
 
 /**
- * GET /v1/openapi.json: the OpenAPI 3.1 document of every merchant route, with this service's
- * BASE_URL as its server. Takes no key: it is answered before the merchant pipeline.
+ * GET /v1/openapi.json: the OpenAPI 3.1 document of every merchant route (`routes`, read when
+ * first asked: the table that lists this group), with this service's BASE_URL as its server.
+ * Takes no key: it is answered before the merchant pipeline.
  */
-export const referenceRoutes = defineRoutes([
+export const referenceRoutes = (routes: () => readonly RouteSpec[]) => defineRoutes([
   route({
     method: 'GET',
     path: '/openapi.json',
@@ -18,7 +19,7 @@ export const referenceRoutes = defineRoutes([
     handler(ctx) {
       ctx.set('Cache-Control', 'public, max-age=300');
       ctx.type = 'application/json';
-      ctx.body = servedDocument(ctx.services.config.baseUrl);
+      ctx.body = servedDocument(ctx.services.config.baseUrl, routes());
     },
   }),
 ]);

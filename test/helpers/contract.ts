@@ -1,6 +1,6 @@
 import Ajv2020, { type ValidateFunction } from 'ajv/dist/2020';
 import addFormats from 'ajv-formats';
-import { apiDocument } from '../../api/openapi/api';
+import { v1Document } from '../../api/v1';
 import type { OpenApiDocument } from '../../api/openapi/document';
 import type { ResponseInfo } from '../../shared/client/signing';
 
@@ -27,7 +27,7 @@ export class ContractChecker {
   /** Operations seen answering, by `METHOD template status` (for coverage reports). */
   readonly seen = new Set<string>();
 
-  constructor(readonly doc: OpenApiDocument = apiDocument()) {
+  constructor(readonly doc: OpenApiDocument = v1Document()) {
     addFormats(this.ajv);
     this.ajv.addSchema({ $id: 'openapi.json', components: doc.components });
     for (const [template, item] of Object.entries(doc.paths)) {
