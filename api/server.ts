@@ -1,7 +1,7 @@
 import cluster from 'node:cluster';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import type Koa from 'koa';
-import { getConfig } from '../shared/config';
+import { getConfig, type Config } from '../shared/config';
 import { createContext } from '../shared/context';
 import { createLogger } from '../shared/logger';
 import { nextBackoff } from '../shared/restart';
@@ -14,21 +14,31 @@ import { buildApps } from './app';
  * With ADMIN_PORT set, the operator API, Bull Board and /metrics are served on that port only.
  */
 
-function listen(app: Koa, port: number): Server {
-  const server = app.listen(port);
-  // slow clients cannot hold a connection open: headers within 15 s, the whole request within 30 s
-  server.headersTimeout = 15_000;
-  server.requestTimeout = 30_000;
-  server.keepAliveTimeout = 65_000;
-  return server;
+/**
+ * Slow clients cannot hold a connection open: headers within WEB_HEADERS_TIMEOUT_MS (15 s), the
+ * whole request within WEB_REQUEST_TIMEOUT_MS (30 s). Node checks these bounds only every
+ * `connectionsCheckingInterval` (30 s by default, so a slow client stayed up to 66 s): here every
+ * second.
+ */
+function listen(app: Koa, port: number, config: Config): Server {
+  const server = createServer(
+    {
+      headersTimeout: config.webHeadersTimeoutMs,
+      requestTimeout: config.webRequestTimeoutMs,
+      keepAliveTimeout: 65_000,
+      connectionsCheckingInterval: 1000,
+    },
+    app.callback(),
+  );
+  return server.listen(port);
 }
 
 function serve(): void {
   const services = createContext({ role: 'web', name: 'web', poolMax: 16 });
   const { config } = services;
   const apps = buildApps(services);
-  const servers = [listen(apps.public, config.port)];
-  if (apps.admin && config.adminPort !== null) servers.push(listen(apps.admin, config.adminPort));
+  const servers = [listen(apps.public, config.port, config)];
+  if (apps.admin && config.adminPort !== null) servers.push(listen(apps.admin, config.adminPort, config));
   Promise.all(servers.map((s) => new Promise((r) => s.once('listening', r)))).then(() => {
     services.log.info({ port: config.port, adminPort: config.adminPort ?? undefined }, 'web listening');
   });

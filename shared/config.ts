@@ -70,6 +70,13 @@ export interface Config {
   workerConcurrency: number;
   shutdownTimeoutMs: number;
   /**
+   * Slow clients (api/server.ts): a request's headers must arrive within WEB_HEADERS_TIMEOUT_MS
+   * (15 s) and the whole request within WEB_REQUEST_TIMEOUT_MS (30 s); the server checks open
+   * connections every second, so a slow client is dropped at most a second past its bound.
+   */
+  webHeadersTimeoutMs: number;
+  webRequestTimeoutMs: number;
+  /**
    * OUTBOX_MARK_BATCH_MS: outbox rows published after commit are marked enqueued in one UPDATE
    * per this many ms (at most 500 rows), not one per request; default 100 (inside the relay's 1 s
    * grace), 0: each publication marks its rows at once.
@@ -441,6 +448,8 @@ export function loadConfig(env: Env = process.env): Config {
     trustedProxies: int(env, 'TRUSTED_PROXIES', 0, 0, 10),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10, 1, 1000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
+    webHeadersTimeoutMs: int(env, 'WEB_HEADERS_TIMEOUT_MS', 15_000, 500, 600_000),
+    webRequestTimeoutMs: int(env, 'WEB_REQUEST_TIMEOUT_MS', 30_000, 500, 600_000),
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 10),
     outboxMarkBatchMs: int(env, 'OUTBOX_MARK_BATCH_MS', 100, 0, 1000),
     redrive: { intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000), graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000) },
