@@ -5,7 +5,7 @@ import path from 'node:path';
 import { safeEqual } from '../../crypto/secrets';
 import type { Logger } from '../../logger';
 import type { CallbackWire } from '../../providers/protocol';
-import { signCallback } from '../../providers/signature';
+import { createCallbackSender } from '../../providers/sandbox/callbackSender';
 import { escapeHtml, formatAmount, maskToken } from '../html';
 import { sandboxCardBehaviour } from './cards';
 import { SandboxError, readBody, readJson, sendJson, sendText } from './http';
@@ -73,19 +73,12 @@ const acsStyle = readFileSync(path.join(__dirname, 'assets', 'acs.css'), 'utf8')
 export function createAcquirerServer(opts: AcquirerOptions): http.Server {
   const charges = new Map<string, Charge>();
   const byRef = new Map<string, Charge>();
-  const retryMs = opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000];
-  const timers = new Set<NodeJS.Timeout>();
-  const later = (ms: number, fn: () => void) => {
-    const t = setTimeout(() => {
-      timers.delete(t);
-      fn();
-    }, ms);
-    timers.add(t);
-  };
+  const callbacks = createCallbackSender({ callbackSecret: opts.callbackSecret, retryMs: opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000], log: opts.log });
+  const { later } = callbacks;
 
   const expired = (c: Charge, now = Date.now()) => c.outcome === 'challenge' && c.status === 'pending' && now >= c.challengeEndsAt;
 
-  async function deliver(c: Charge, attempt: number): Promise<void> {
+  function deliver(c: Charge): void {
     if (c.status === 'pending') return;
     const body: CallbackWire = {
       event_id: c.eventId,
@@ -97,35 +90,14 @@ export function createAcquirerServer(opts: AcquirerOptions): http.Server {
       failure_message: c.failureMessage,
       occurred_at: Math.floor(Date.now() / 1000),
     };
-    const raw = JSON.stringify(body);
-    let status = 0;
-    try {
-      const res = await fetch(c.callbackUrl, {
-        method: 'POST',
-        headers: { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(opts.callbackSecret, raw, Math.floor(Date.now() / 1000)) },
-        body: raw,
-        signal: AbortSignal.timeout(10_000),
-        redirect: 'error',
-      });
-      status = res.status;
-      await res.arrayBuffer().catch(() => undefined);
-    } catch {
-      /* network failure: retried below */
-    }
-    if (status >= 200 && status < 300) {
-      c.callbacksDelivered++;
-      return;
-    }
-    opts.log.warn({ externalId: c.externalId, status, attempt }, 'card callback not accepted');
-    const final = status >= 400 && status < 500 && status !== 408 && status !== 429;
-    if (!final && attempt < retryMs.length) later(retryMs[attempt], () => void deliver(c, attempt + 1));
+    void callbacks.send(c.callbackUrl, body, { onDelivered: () => c.callbacksDelivered++ });
   }
 
   function settle(c: Charge, status: 'succeeded' | 'failed', failureCode: string | null, failureMessage: string | null, delayMs: number): void {
     c.status = status;
     c.failureCode = failureCode;
     c.failureMessage = failureMessage;
-    later(delayMs, () => void deliver(c, 0));
+    later(delayMs, () => deliver(c));
   }
 
   const answer = (c: Charge) => ({
@@ -290,6 +262,6 @@ ${state}${forms}</main></body></html>`;
       sendJson(res, 500, { error: { code: 'internal', message: 'acquirer error' } });
     });
   });
-  server.on('close', () => timers.forEach(clearTimeout));
+  server.on('close', () => callbacks.close());
   return server;
 }

@@ -3,11 +3,10 @@ import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import type { Logger } from '../../logger';
 import { safeEqual } from '../../crypto/secrets';
 import { isMsisdn, OPERATORS, type Operator } from '../../domain/msisdn';
-import { signCallback } from '../signature';
-import { HttpClient } from '../../httpClient';
 import type { CallbackWire } from '../protocol';
 import type { ProviderObjectKind } from '../types';
 import { sandboxOutcome, type SandboxOutcome } from './behaviour';
+import { createCallbackSender } from './callbackSender';
 
 /**
  * The sandbox provider: a real HTTP server speaking the provider protocol (../protocol.ts) for
@@ -113,16 +112,8 @@ function statusView(tx: SandboxTransaction, now: number) {
 
 export function createSandboxServer(opts: SandboxOptions): http.Server {
   const transactions = new Map<string, SandboxTransaction>();
-  const retryMs = opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000];
-  const timers = new Set<NodeJS.Timeout>();
-
-  const later = (ms: number, fn: () => void) => {
-    const t = setTimeout(() => {
-      timers.delete(t);
-      fn();
-    }, ms);
-    timers.add(t);
-  };
+  const callbacks = createCallbackSender({ callbackSecret: opts.callbackSecret, retryMs: opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000], log: opts.log });
+  const { later } = callbacks;
 
   // one timer for every transaction's expiry (not one 24-hour timer each): memory and timers stay bounded
   const prune = setInterval(() => {
@@ -137,10 +128,8 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
     transactions.set(tx.externalId, tx);
     if (transactions.size > MAX_KEPT) transactions.delete(transactions.keys().next().value!);
   };
-  // callbacks go out on kept-alive connections (fetch costs several times the CPU of node:http)
-  const client = new HttpClient();
 
-  async function deliver(tx: SandboxTransaction, attempt: number): Promise<void> {
+  function deliver(tx: SandboxTransaction): void {
     if (tx.outcome.status === 'never') return;
     const body: CallbackWire = {
       event_id: tx.eventId,
@@ -152,19 +141,7 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
       failure_message: tx.outcome.status === 'failed' ? tx.outcome.failureMessage : null,
       occurred_at: Math.floor(tx.outcomeAt / 1000),
     };
-    const raw = JSON.stringify(body);
-    tx.callbackAttempts++;
-    // a network failure counts as 0, retried below; redirects are not followed (3xx is a failure)
-    const headers = { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(opts.callbackSecret, raw, Math.floor(Date.now() / 1000)) };
-    const status = await client.request(tx.callbackUrl, { method: 'POST', headers, body: raw, timeoutMs: 10_000 }).then((r) => r.status, () => 0);
-    if (status >= 200 && status < 300) {
-      tx.callbacksDelivered++;
-      return;
-    }
-    opts.log.warn({ externalId: tx.externalId, status, attempt }, 'sandbox callback not accepted');
-    // a 4xx other than 408/429 will not change by asking again
-    const final = status >= 400 && status < 500 && status !== 408 && status !== 429;
-    if (!final && attempt < retryMs.length) later(retryMs[attempt], () => void deliver(tx, attempt + 1));
+    void callbacks.send(tx.callbackUrl, body, { onAttempt: () => tx.callbackAttempts++, onDelivered: () => tx.callbacksDelivered++ });
   }
 
   async function create(operator: Operator, kind: ProviderObjectKind, req: IncomingMessage): Promise<[number, unknown]> {
@@ -204,7 +181,7 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
       callbackAttempts: 0,
     };
     keep(tx);
-    later(opts.callbackDelayMs, () => void deliver(tx, 0));
+    later(opts.callbackDelayMs, () => deliver(tx));
     return [201, { provider_ref: tx.providerRef, status: 'pending' }];
   }
 
@@ -238,9 +215,8 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
       });
   });
   server.on('close', () => {
-    timers.forEach(clearTimeout);
+    callbacks.close();
     clearInterval(prune);
-    client.close();
   });
   return server;
 }

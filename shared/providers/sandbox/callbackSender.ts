@@ -1,0 +1,52 @@
+import type { Logger } from '../../logger';
+import { HttpClient } from '../../httpClient';
+import type { CallbackWire } from '../protocol';
+import { signCallback } from '../signature';
+
+export interface CallbackSenderOptions {
+  callbackSecret: string;
+  /** delays before attempts 2, 3, …; after the last one the sandbox gives up */
+  retryMs: number[];
+  log: Logger;
+}
+
+/**
+ * How every sandbox provider (mobile money, card acquirer) calls `POST /callbacks/{provider}`:
+ * the body signed with the callback secret as a real provider would, over kept-alive
+ * connections, retried after each delay unless the service refused it for good (a 4xx other
+ * than 408/429 will not change by asking again). `later` runs work on a timer that `close`
+ * clears, so a stopped sandbox leaves nothing behind.
+ */
+export function createCallbackSender(opts: CallbackSenderOptions) {
+  const client = new HttpClient();
+  const timers = new Set<NodeJS.Timeout>();
+  const later = (ms: number, fn: () => void) => {
+    const t = setTimeout(() => {
+      timers.delete(t);
+      fn();
+    }, ms);
+    timers.add(t);
+  };
+
+  /** Sends `body` to `url`; `onAttempt` and `onDelivered` feed the sandbox's own counters. */
+  async function send(url: string, body: CallbackWire, hooks: { onAttempt?: () => void; onDelivered: () => void }, attempt = 0): Promise<void> {
+    const raw = JSON.stringify(body);
+    hooks.onAttempt?.();
+    const headers = { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(opts.callbackSecret, raw, Math.floor(Date.now() / 1000)) };
+    // a network failure counts as 0, retried below; redirects are not followed (3xx is a failure)
+    const status = await client.request(url, { method: 'POST', headers, body: raw, timeoutMs: 10_000 }).then((r) => r.status, () => 0);
+    if (status >= 200 && status < 300) return hooks.onDelivered();
+    opts.log.warn({ externalId: body.external_id, status, attempt }, 'sandbox callback not accepted');
+    const final = status >= 400 && status < 500 && status !== 408 && status !== 429;
+    if (!final && attempt < opts.retryMs.length) later(opts.retryMs[attempt]!, () => void send(url, body, hooks, attempt + 1));
+  }
+
+  return {
+    send,
+    later,
+    close() {
+      timers.forEach(clearTimeout);
+      client.close();
+    },
+  };
+}
