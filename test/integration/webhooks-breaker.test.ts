@@ -70,9 +70,11 @@ describe('webhook circuit breaker and per-endpoint bound (real sender)', functio
     const openedAt = row.breaker_opened_at.getTime();
     const openUntil = row.breaker_open_until.getTime();
     // nothing was attempted while open: the only attempts after the opening instant are those
-    // claimed while the opening was being written (in flight then, so at most the endpoint bound)
+    // claimed while the opening was being written: in flight then (the endpoint bound, 2), plus
+    // the slots those freed before the coalesced outcome that opens the breaker committed (a slot
+    // is handed over at once, its outcome written with the next group): at most twice the bound
     const duringPause = attempts.filter((a) => a.started_at.getTime() > openedAt && a.started_at.getTime() < openUntil);
-    expect(duringPause.length).to.be.at.most(2);
+    expect(duringPause.length).to.be.at.most(4);
     for (const a of duringPause) expect(a.started_at.getTime() - openedAt).to.be.below(PAUSE_MS / 4);
     // after the pause, exactly one probe went out alone; the others followed its success
     const afterPause = attempts.filter((a) => a.started_at.getTime() >= openUntil);
