@@ -105,7 +105,7 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
     const locked = await lockRow(trx, kind, id);
     if (!locked) return 'closed';
     const { outcome, row: after } = await applyTrigger(trx, outbox, kind, locked, verdict.trigger, verdict.details);
-    if (outcome === 'applied') log.info({ kind: kind.name, id, status: after.status, reason: verdict.details.reason }, 'operation past its window settled');
+    if (outcome === 'applied') log.info({ kind: kind.name, id, status: after.status, reason: verdict.details.reason }, 'operation past its window decided');
     return outcome === 'applied' ? after.status : outcome;
   });
 }

@@ -408,7 +408,7 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
         const res = await fetch(`${base()}/callbacks/card-sandbox`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...(signature ? { 'X-Provider-Signature': signature } : {}) }, body: raw });
         expect(res.status).to.equal(401);
       }
-      // the mobile-money sandbox's callback URL cannot settle a card payment either
+      // the mobile-money sandbox's callback URL cannot decide a card payment either
       const mm = await fetch(`${base()}/callbacks/vodacom-sandbox`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(SANDBOX_SECRET, raw, now) }, body: raw });
       expect(mm.status).to.equal(200);
       await eventually(async () => (await c.env.services.db('provider_callbacks').where({ object_id: p.id, provider: 'vodacom-sandbox' }).first())?.outcome);
