@@ -1,4 +1,7 @@
+import { raw } from 'objection';
+import { isUniqueViolation } from './db/errors';
 import type { Db } from './db/knex';
+import { RequestSignature, type Environment } from './db/models';
 
 /**
  * Seen signatures (decisions.md "Refund retries"): a signed POST without Idempotency-Key is
@@ -23,21 +26,24 @@ export interface SignedRequest {
  * already recorded (the request is a replay, whether the first one is still running or done).
  */
 export async function acceptSignatureOnce(db: Db, req: SignedRequest, toleranceS: number): Promise<boolean> {
-  const { rows } = await db.raw(
-    `insert into request_signatures (merchant_id, environment, signature, expires_at)
-     values (?, ?, ?, to_timestamp(?))
-     on conflict (merchant_id, environment, signature) do nothing
-     returning 1`,
-    [req.merchantId, req.environment, req.signature, req.timestamp + toleranceS],
-  );
-  return rows.length === 1;
+  try {
+    await RequestSignature.query(db).insert({ ...signatureOf(req), expires_at: new Date((req.timestamp + toleranceS) * 1000) });
+    return true;
+  } catch (err) {
+    if (isUniqueViolation(err, 'request_signatures_pkey')) return false;
+    throw err;
+  }
 }
 
 /** Forgets the signature of a request that was refused (a 4xx: it did nothing), so that it changed nothing. */
 export async function forgetSignature(db: Db, req: SignedRequest): Promise<void> {
-  await db('request_signatures').where({ merchant_id: req.merchantId, environment: req.environment, signature: req.signature }).del();
+  await RequestSignature.query(db).findById([req.merchantId, req.environment, req.signature]).delete();
 }
 
 export async function purgeExpiredSignatures(db: Db): Promise<number> {
-  return db('request_signatures').where('expires_at', '<', db.fn.now()).del();
+  return RequestSignature.query(db).where('expires_at', '<', raw('now()')).delete();
+}
+
+function signatureOf(req: SignedRequest) {
+  return { merchant_id: req.merchantId, environment: req.environment as Environment, signature: req.signature };
 }

@@ -1,4 +1,5 @@
 import type { Db, Executor } from '../db/knex';
+import { OperatorClosure } from '../db/models';
 import { Unprocessable } from '../errors';
 import type { Direction } from '../operations/health';
 import type { Operator } from '../vocabulary';
@@ -17,7 +18,7 @@ let cached: { at: number; closed: Promise<Set<string>> } | undefined;
 const keyOf = (operator: string, direction: Direction) => `${operator}/${direction}`;
 
 export async function loadClosures(db: Executor): Promise<Set<string>> {
-  const rows: { operator: string; direction: Direction }[] = await db('operator_closures').select('operator', 'direction');
+  const rows = await OperatorClosure.query(db).select('operator', 'direction');
   return new Set(rows.map((r) => keyOf(r.operator, r.direction)));
 }
 
@@ -50,8 +51,8 @@ export async function refuseIfClosed(db: Executor, operator: Operator, direction
 export async function setClosures(db: Db, operator: Operator, change: Partial<Record<Direction, 'closed' | 'operational'>>): Promise<void> {
   await db.transaction(async (trx) => {
     for (const [direction, state] of Object.entries(change) as [Direction, 'closed' | 'operational'][]) {
-      if (state === 'closed') await trx('operator_closures').insert({ operator, direction }).onConflict(['operator', 'direction']).ignore();
-      else await trx('operator_closures').where({ operator, direction }).del();
+      if (state === 'closed') await OperatorClosure.query(trx).insert({ operator, direction }).onConflict(['operator', 'direction']).ignore();
+      else await OperatorClosure.query(trx).findById([operator, direction]).delete();
     }
   });
   const closed = loadClosures(db);

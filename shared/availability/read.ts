@@ -1,5 +1,7 @@
 import type { AvailabilityConfig } from '../config';
+import { raw } from 'objection';
 import type { Executor } from '../db/knex';
+import { ProviderHealthBucket } from '../db/models';
 import { DIRECTIONS, type Direction } from '../operations/health';
 import { OPERATORS, type Environment, type Operator } from '../vocabulary';
 import { loadClosures } from './closures';
@@ -28,12 +30,12 @@ export function isDelayed(r: { calls: number; bad: number } | undefined, minCall
 export async function operatorAvailability(db: Executor, environment: Environment, now: number, config: AvailabilityConfig, only?: Operator): Promise<AvailabilityRow[]> {
   const [closed, recent] = await Promise.all([
     loadClosures(db),
-    db('provider_health')
+    ProviderHealthBucket.query(db)
       .where({ environment })
       .where('bucket', '>', new Date(now - config.windowMs))
       .where('bucket', '<=', new Date(now))
       .groupBy('operator', 'direction')
-      .select('operator', 'direction', db.raw('sum(calls)::int as calls'), db.raw('sum(failures + slow)::int as bad')) as Promise<Recent[]>,
+      .select('operator', 'direction', raw('sum(calls)::int as calls'), raw('sum(failures + slow)::int as bad')) as unknown as Promise<Recent[]>,
   ]);
   const byKey = new Map(recent.map((r) => [`${r.operator}/${r.direction}`, r]));
   return (only ? [only] : OPERATORS).map((operator) => {

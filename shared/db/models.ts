@@ -22,6 +22,7 @@ import type { EventRow } from '../events/record';
 import type { WebhookRow } from '../webhooks/endpoints';
 import type { SettlementRow } from '../settlements/view';
 import type { JobData, QueueName } from '../queues/names';
+import type { Direction } from '../operations/health';
 
 export type { Currency, Environment, FeeRule };
 export type Scope = 'read' | 'payments' | 'full';
@@ -198,6 +199,41 @@ export class WebhookAttempt extends Row {
   declare latency_ms: number | null;
   declare error: string | null;
   declare response_excerpt: string | null;
+}
+
+/* Requests and providers: replay records, operator closures, provider health counts. */
+
+/** A signed request accepted once (shared/requestSignatures.ts), kept while it could be replayed. */
+export class RequestSignature extends Row {
+  static override tableName = 'request_signatures';
+  static override idColumn = ['merchant_id', 'environment', 'signature'];
+  declare merchant_id: string;
+  declare environment: Environment;
+  declare signature: string;
+  declare expires_at: Date;
+}
+
+/** An operator direction the service operator closed (shared/availability/closures.ts). */
+export class OperatorClosure extends Row {
+  static override tableName = 'operator_closures';
+  static override idColumn = ['operator', 'direction'];
+  declare operator: string;
+  declare direction: Direction;
+  declare closed_at: Date;
+}
+
+/** Provider call counts per operator, direction, environment and 10-second bucket (shared/operations/health.ts). */
+export class ProviderHealthBucket extends Row {
+  static override tableName = 'provider_health';
+  static override idColumn = ['operator', 'direction', 'environment', 'bucket'];
+  declare operator: string;
+  declare direction: Direction;
+  declare environment: Environment;
+  declare bucket: Date;
+  declare calls: number;
+  declare failures: number;
+  declare slow: number;
+  declare latency_ms_sum: number;
 }
 
 /* Idempotency keys and settings. */

@@ -42,7 +42,7 @@ export async function webhookSecretFor(trx: Executor, merchantId: string, env: E
  */
 export async function rotateWebhookSecret(db: Db, merchantId: string, env: Environment, overlapSeconds: number, keys: SecretsKey[]) {
   return db.transaction(async (trx) => {
-    const merchant = await trx('merchants').where({ id: merchantId }).first('id');
+    const merchant = await Merchant.query(trx).findById(merchantId).select('id');
     if (!merchant) throw new NotFound('Merchant');
     // the row exists from here on (created if the merchant never had one), and is locked
     await webhookSecretFor(trx, merchantId, env, keys);

@@ -1,5 +1,7 @@
 import type { Clock } from '../clock';
+import { raw } from 'objection';
 import type { Db } from '../db/knex';
+import { ProviderHealthBucket } from '../db/models';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
 import type { Provider, ProviderBase, ProviderObjectKind } from '../providers/types';
@@ -89,15 +91,26 @@ export class ProviderHealth {
       const rows = [...this.pending.values()];
       this.pending = new Map();
       try {
-        await this.db.raw(
-          `insert into provider_health as h (operator, direction, environment, bucket, calls, failures, slow, latency_ms_sum)
-           select r.operator, r.direction, r.environment, to_timestamp(r.bucket / 1000.0), r.calls, r.failures, r.slow, r.latency
-             from jsonb_to_recordset(?::jsonb) as r(operator text, direction text, environment text, bucket bigint, calls int, failures int, slow int, latency bigint)
-           on conflict (operator, direction, environment, bucket) do update
-             set calls = h.calls + excluded.calls, failures = h.failures + excluded.failures, slow = h.slow + excluded.slow,
-                 latency_ms_sum = h.latency_ms_sum + excluded.latency_ms_sum`,
-          [JSON.stringify(rows.map((r) => ({ ...r, latency: r.latencyMs })))],
-        );
+        await ProviderHealthBucket.query(this.db)
+          .insert(
+            rows.map((r) => ({
+              operator: r.operator,
+              direction: r.direction,
+              environment: r.environment,
+              bucket: new Date(r.bucket),
+              calls: r.calls,
+              failures: r.failures,
+              slow: r.slow,
+              latency_ms_sum: r.latencyMs,
+            })),
+          )
+          .onConflict(['operator', 'direction', 'environment', 'bucket'])
+          .merge({
+            calls: raw('provider_health.calls + excluded.calls'),
+            failures: raw('provider_health.failures + excluded.failures'),
+            slow: raw('provider_health.slow + excluded.slow'),
+            latency_ms_sum: raw('provider_health.latency_ms_sum + excluded.latency_ms_sum'),
+          });
       } catch (err) {
         this.log.warn({ err: { message: (err as Error).message }, rows: rows.length }, 'provider health counts not written');
       }
@@ -116,5 +129,5 @@ export class ProviderHealth {
 export const HEALTH_KEEP_MS = 26 * 3600 * 1000;
 
 export async function pruneProviderHealth(db: Db, now: number): Promise<number> {
-  return db('provider_health').where('bucket', '<', new Date(now - HEALTH_KEEP_MS)).del();
+  return ProviderHealthBucket.query(db).where('bucket', '<', new Date(now - HEALTH_KEEP_MS)).delete();
 }
