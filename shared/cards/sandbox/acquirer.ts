@@ -17,8 +17,8 @@ import { SandboxError, readBody, readJson, sendJson, sendText } from './http';
  * required with the issuer's challenge page (`/acs/{ref}`: "Complete authentication" / "Fail
  * authentication", the amount, a clear test-page banner), which reports the outcome by callback
  * and sends the client's frame back to our `/checkout/{id}/3ds-return`. A challenge left
- * unanswered for `threeDsWindowMs` is `expired`. The status query is the mobile-money
- * protocol's. State lives in memory: a simulator, restarted empty.
+ * unanswered for `threeDsWindowMs` is `expired`. Asking about a charge
+ * (GET /v1/transactions/{id}) is the mobile-money protocol's. State lives in memory: a simulator, restarted empty.
  */
 
 export interface AcquirerOptions {
