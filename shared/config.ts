@@ -51,12 +51,19 @@ export interface Config {
    * default true. false: always the general path (to compare the two).
    */
   /**
+   * KERNEL_COALESCE: the one-statement reads and writes of concurrent callbacks of one kind share
+   * statements (group commit, shared/coalescer.ts: one read of N callbacks, one write of N
+   * transitions, each still a compare-and-set on its own row); default true. false: every
+   * callback its own read and write (to measure what batching earns).
+   */
+  /**
    * DB_POOL_MIN: connections each process's pool keeps open when idle (at most its maximum);
    * default 2. With 0, every burst after a quiet spell first opens connections (a TLS-less
    * loopback connection still costs Postgres a fork and the process a handshake).
    */
   dbPoolMin: number;
   kernelOneStatement: boolean;
+  kernelCoalesce: boolean;
   dbPreparedStatements: boolean;
   redisUrl: string;
   /** BullMQ key prefix; a Redis Cluster hash tag by default so every queue key lands in one slot. */
@@ -441,6 +448,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
     dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),
     kernelOneStatement: bool(env, 'KERNEL_ONE_STATEMENT', true),
+    kernelCoalesce: bool(env, 'KERNEL_COALESCE', true),
     dbPoolMin: int(env, 'DB_POOL_MIN', 2, 0, 100),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     queuePrefix: env.QUEUE_PREFIX || '{svc}',

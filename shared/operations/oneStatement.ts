@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServiceContext } from '../context';
-import { readCallbackWithRow, writeTransition } from '../db/sql/transitions';
+import { Coalescer } from '../coalescer';
+import { readCallbacksWithRows, writeTransitions, type CallbackWithRow, type TransitionWrite } from '../db/sql/transitions';
 import { allowsNegative, assertBalanced, normalise } from '../domain/ledger';
 import { newEventRow, storedBody } from '../events/record';
 import { accountKey, onlyCredits } from '../ledger/postings';
@@ -32,6 +33,11 @@ import { changeOf } from './transition';
  * to change beyond its row (no afterMove) and a credit-only posting (no balance to lock) on
  * accounts that exist, by the provider that handles the operation. Anything else returns
  * undefined and goes the general way.
+ *
+ * Concurrent callbacks of one kind share their statements (KERNEL_COALESCE, default true): the
+ * reads of the jobs that arrive while a read runs are one read of all their callbacks, and their
+ * writes one write of all their transitions, each still a compare-and-set on its own row (a
+ * write refused for one row leaves the others). A lone callback runs at once, in a batch of one.
  */
 export async function applyCallbackInOneStatement<R extends OperationRow>(
   ctx: ServiceContext,
@@ -49,6 +55,33 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
   return undefined;
 }
 
+interface KindBatches {
+  reads: Coalescer<string, CallbackWithRow<any> | undefined>;
+  writes: Coalescer<TransitionWrite, boolean>;
+}
+
+/** The coalescers of a service's kinds, made on first use (each process has one context; tests have several). */
+const batchesByContext = new WeakMap<ServiceContext, Map<string, KindBatches>>();
+
+function batchesOf(ctx: ServiceContext, kind: OperationKind<any, any>): KindBatches {
+  let byKind = batchesByContext.get(ctx);
+  if (!byKind) batchesByContext.set(ctx, (byKind = new Map()));
+  let batches = byKind.get(kind.name);
+  if (!batches) {
+    // KERNEL_COALESCE=false: every callback its own read and write (to measure what batching earns)
+    const batching = ctx.config.kernelCoalesce ? {} : { maxInFlight: Infinity, maxBatch: 1 };
+    batches = {
+      reads: new Coalescer(async (ids) => {
+        const found = await readCallbacksWithRows(ctx.db, kind, ids);
+        return ids.map((id) => found.get(id));
+      }, batching.maxInFlight, batching.maxBatch),
+      writes: new Coalescer((ws) => writeTransitions(ctx.db, kind, ws), batching.maxInFlight, batching.maxBatch),
+    };
+    byKind.set(kind.name, batches);
+  }
+  return batches;
+}
+
 async function attemptOnce<R extends OperationRow>(
   ctx: ServiceContext,
   kind: OperationKind<R, any>,
@@ -56,7 +89,8 @@ async function attemptOnce<R extends OperationRow>(
   log: Logger,
 ): Promise<{ outcome: 'applied'; callback: StoredCallback } | 'changed' | undefined> {
   if (!kind.posting) return undefined;
-  const read = await readCallbackWithRow<R>(ctx.db, kind, callbackId);
+  const batches = batchesOf(ctx, kind);
+  const read = (await batches.reads.call(callbackId)) as CallbackWithRow<R> | undefined;
   if (!read || read.callback.processed_at) return undefined;
   const { row } = read;
   const provider = ctx.providers.byProviderId(read.callback.provider);
@@ -90,7 +124,7 @@ async function attemptOnce<R extends OperationRow>(
   const deliveries = event ? deliveryRows(event, subscribedEndpoints(read.endpoints, event.type), event.created) : [];
   const outbox = deliveries.map((del) => outboxMessage(QUEUES.webhookSender, DELIVER_JOB, deliverJob(del)));
 
-  const written = await writeTransition(ctx.db, kind, {
+  const written = await batches.writes.call({
     id: row.id,
     from: { status: row.status, version: row.version },
     set: {

@@ -1,5 +1,8 @@
 import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
 import { startTestEnv, type TestEnv } from '../helpers/env';
+import { eventually } from '../helpers/processes';
+import { checkLedger } from '../../shared/ledger/check';
 import { applyStoredCallback } from '../../shared/operations/callbacks';
 import { applyCallbackInOneStatement } from '../../shared/operations/oneStatement';
 import { paymentKind } from '../../shared/payments/kind';
@@ -9,7 +12,8 @@ import { callbackBody, aPayment, sendCallback } from '../helpers/money';
  * A callback's transition in one statement (KERNEL_ONE_STATEMENT) writes exactly what the general
  * path writes (row, history, event, deliveries with their jobs, ledger posting, inbox outcome),
  * and only when it may: once per callback, never over a change it did not see, never for a
- * duplicate or a first posting.
+ * duplicate or a first posting; concurrent callbacks share their read and their write
+ * (KERNEL_COALESCE), each still a compare-and-set on its own row.
  */
 describe('callbacks applied in one statement', () => {
   let env: TestEnv;
@@ -106,8 +110,8 @@ describe('callbacks applied in one statement', () => {
     // another writer moves the row first: the statement finds another version and writes nothing
     const row = await db()('payments').where({ id: p.id }).first();
     await db()('payments').where({ id: p.id }).update({ version: row.version + 1 });
-    const { writeTransition } = await import('../../shared/db/sql/transitions');
-    const wrote = await writeTransition(db(), paymentKind, {
+    const { writeTransitions } = await import('../../shared/db/sql/transitions');
+    const wrote = await writeTransitions(db(), paymentKind, [{
       id: p.id,
       from: { status: 'processing', version: row.version },
       set: { status: 'failed', version: row.version + 1, updated_at: new Date(), completed: 1, failure_code: 'x', failure_message: 'y', provider_ref: null },
@@ -119,8 +123,8 @@ describe('callbacks applied in one statement', () => {
       deliveries: [],
       outbox: [],
       posting: null,
-    });
-    expect(wrote).to.equal(false);
+    }]);
+    expect(wrote).to.deep.equal([false]);
     expect((await db()('payments').where({ id: p.id }).first()).status).to.equal('processing');
     expect((await db()('provider_callbacks').where({ id: cb }).first()).processed_at).to.equal(null);
     // read afresh, the failure is applied with the provider's code
@@ -130,5 +134,76 @@ describe('callbacks applied in one statement', () => {
     expect(after).to.include({ status: 'failed', failure_code: 'insufficient-funds', failure_message: 'no money', version: row.version + 2 });
     expect(await db()('ledger_transactions').where({ reference_id: p.id })).to.have.length(0);
     expect((await db()('events').where({ object_id: p.id }).first()).type).to.equal('payment.failed');
+  });
+
+  it('applies concurrent callbacks in shared statements, each row its own compare-and-set', async () => {
+    const m = await env.merchant({ scope: 'full' });
+    const hook = await env.admin('POST', '/admin/webhooks', { merchant_id: m.merchant.id, url: 'http://127.0.0.1:9/hook', events: ['payment.*'], environment: 'test' });
+    expect(hook.status).to.equal(201);
+    // the merchant's first posting creates its accounts (the general path)
+    const first = await aPayment(m.client);
+    expect((await applyStoredCallback(env.services, await stored(first.id), env.services.log, 'payment')).outcome).to.equal('applied');
+
+    const ids = (await Promise.all(Array.from({ length: 14 }, () => aPayment(m.client)))).map((p) => p.id as string);
+    // changed: another writer moves them after the read; twice: the provider reports it twice; rerun: one callback, two jobs
+    const [changedA, changedB, twice, rerun] = ids.slice(-4);
+    const plain = ids.slice(0, -4);
+    const callbackOf = new Map<string, string>();
+    for (const id of ids) callbackOf.set(id, await stored(id));
+    const again = await stored(twice);
+    const ghost = `pay_${randomUUID()}`;
+    expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: ghost, status: 'succeeded' }))).status).to.equal(200);
+    const ghostCallback = (await db()('provider_callbacks').where({ object_id: ghost }).first()).id as string;
+    const versions = new Map((await db()('payments').whereIn('id', ids).select('id', 'version')).map((r) => [r.id, r.version as number]));
+
+    // another writer holds two rows and changes them once the shared write waits for them: the
+    // first two jobs read alone, the rest in one read (so both held rows are read before the change)
+    const holder = await db().transaction();
+    await holder('payments').whereIn('id', [changedA, changedB]).increment('version', 1);
+    const jobs = [...ids.map((id) => callbackOf.get(id)!), again, callbackOf.get(rerun)!, ghostCallback];
+    const running = Promise.all(jobs.map((cb) => applyStoredCallback(env.services, cb, env.services.log, 'payment')));
+    await eventually(async () => (await db().raw(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rows.length > 0);
+    await holder.commit();
+    const outcomes = (await running).map((r) => r.outcome);
+
+    // each job's answer, and each callback's recorded outcome
+    expect(outcomes.slice(0, ids.length - 2)).to.deep.equal(ids.slice(0, -2).map(() => 'applied'));
+    expect([outcomes[ids.indexOf(twice)], outcomes[ids.length]].sort()).to.deep.equal(['applied', 'duplicate']);
+    expect([outcomes[ids.indexOf(rerun)], outcomes[ids.length + 1]].sort()).to.deep.equal(['already-processed', 'applied']);
+    expect(outcomes[ids.length + 2]).to.equal('unknown-object');
+    const inbox = new Map((await db()('provider_callbacks').whereIn('id', [...callbackOf.values(), again, ghostCallback]).select('id', 'outcome', 'processed_at')).map((r) => [r.id, r]));
+    for (const id of ids.filter((i) => i !== twice)) expect(inbox.get(callbackOf.get(id)!)?.outcome, id).to.equal('applied');
+    expect([inbox.get(callbackOf.get(twice)!)?.outcome, inbox.get(again)?.outcome].sort()).to.deep.equal(['applied', 'duplicate']);
+    expect(inbox.get(ghostCallback)?.outcome).to.equal('unknown-object');
+    expect([...inbox.values()].every((r) => r.processed_at !== null)).to.equal(true);
+
+    // every payment moved once: its row, one history row, one event, its delivery with its job, one posting
+    const rows = new Map((await db()('payments').whereIn('id', ids).select('id', 'status', 'version', 'completed', db().raw('xmin::text as xmin'))).map((r) => [r.id, r]));
+    for (const id of ids) {
+      const row = rows.get(id);
+      const moved = versions.get(id)! + ([changedA, changedB].includes(id) ? 2 : 1);
+      expect(row, id).to.deep.include({ status: 'succeeded', version: moved });
+      const history = await db()('payment_status_changes').where({ payment_id: id, to_status: 'succeeded' }).select('from_status', 'reason');
+      expect(history, id).to.deep.equal([{ from_status: 'processing', reason: 'provider-callback' }]);
+      const events = await db()('events').where({ object_id: id });
+      expect(events.map((e) => [e.type, e.object_version]), id).to.deep.equal([['payment.succeeded', moved]]);
+      const deliveries = await db()('webhook_deliveries').where({ event_id: events[0].id });
+      expect(deliveries.map((d) => d.webhook_id), id).to.deep.equal([hook.body.id]);
+      const jobsOf = await db()('outbox').whereRaw(`payload->>'deliveryId' = ?`, [deliveries[0].id]);
+      expect(jobsOf.map((j) => [j.queue, j.job_name]), id).to.deep.equal([['webhook-sender', 'deliver']]);
+      const tx = await db()('ledger_transactions').where({ reference_id: id });
+      expect(tx, id).to.have.length(1);
+      const entries = await db()('ledger_entries').where({ transaction_id: tx[0].id });
+      expect(entries.length, id).to.be.greaterThan(1);
+    }
+    // a refused write left nothing behind: no event, delivery or job of a move that did not happen
+    expect(await db()('events').where({ merchant_id: m.merchant.id })).to.have.length(ids.length + 1);
+    const orphans = await db().raw(`select o.id from outbox o where o.queue = 'webhook-sender' and not exists (select 1 from webhook_deliveries d where d.id = o.payload->>'deliveryId')`);
+    expect(orphans.rows).to.deep.equal([]);
+    expect(await db()('payments').where({ id: ghost })).to.have.length(0);
+    expect(await checkLedger(db())).to.deep.equal([]);
+    // the plain callbacks shared statements: fewer transactions wrote them than there are payments
+    const writers = new Set(plain.map((id) => rows.get(id).xmin));
+    expect(writers.size).to.be.lessThan(plain.length);
   });
 });

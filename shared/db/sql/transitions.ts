@@ -4,8 +4,9 @@ import { runSql, sqlStatement, type SqlStatement } from './run';
 
 /**
  * The statements of a transition written in one round trip (shared/operations/oneStatement.ts):
- * one read of everything a callback's transition needs, and one write of everything it changes.
- * Built once per kind (its table and history table); the kinds are the kernel's own constants.
+ * one read of everything a batch of callbacks' transitions need, and one write of everything they
+ * change (a batch of one when nothing runs beside it). Built once per kind (its table and history
+ * table); the kinds are the kernel's own constants.
  */
 
 export interface TransitionTables {
@@ -77,65 +78,82 @@ export async function recordSent(
 }
 
 function readStatement(k: TransitionTables): SqlStatement {
-  let s = reads.get(k.name);
-  if (!s) {
-    s = sqlStatement(
-      `read-callback-${k.name}`,
-      `select c.provider as cb_provider, c.raw_body as cb_raw_body, c.processed_at as cb_processed_at, o.*,
+  return perKind(reads, k, () =>
+    sqlStatement(
+      `read-callbacks-${k.name}`,
+      `select c.id as cb_id, c.provider as cb_provider, c.raw_body as cb_raw_body, c.processed_at as cb_processed_at, o.*,
               (select coalesce(json_agg(json_build_object('id', w.id, 'events', w.events)), '[]'::json)
                  from webhooks w where w.merchant_id = o.merchant_id and w.environment = o.environment and w.status = 'enabled') as cb_endpoints,
               (select coalesce(json_agg(json_build_object('id', a.id, 'owner', a.owner, 'kind', a.kind)), '[]'::json)
                  from ledger_accounts a where a.environment = o.environment and a.currency = o.currency and a.owner in (o.merchant_id, 'platform')) as cb_accounts
          from provider_callbacks c
          join ${k.table} o on o.id = c.object_id${scopeSql(k, 'o')}
-        where c.id = $1 and c.object_kind = $2`,
-    );
-    reads.set(k.name, s);
+        where c.id = any(array(select unnest($1::uuid[]))) and c.object_kind = $2`,
+    ),
+  );
+}
+
+/**
+ * Callbacks with their operations and what their transitions need, in one read, by callback id;
+ * a callback that is missing, of another kind or whose operation is missing is not in the map.
+ */
+export async function readCallbacksWithRows<R>(db: Executor, k: TransitionTables, callbackIds: string[]): Promise<Map<string, CallbackWithRow<R>>> {
+  const found = await runSql<Record<string, unknown>>(db, readStatement(k), [callbackIds, k.name]);
+  const byId = new Map<string, CallbackWithRow<R>>();
+  for (const { cb_id, cb_provider, cb_raw_body, cb_processed_at, cb_endpoints, cb_accounts, ...row } of found) {
+    byId.set(cb_id as string, {
+      callback: { provider: cb_provider as string, raw_body: cb_raw_body as string, processed_at: cb_processed_at as Date | null },
+      row: row as R,
+      endpoints: cb_endpoints as CallbackWithRow<R>['endpoints'],
+      accounts: cb_accounts as CallbackWithRow<R>['accounts'],
+    });
   }
-  return s;
+  return byId;
 }
 
-/** The callback, its operation and what the transition needs, in one read; undefined when either is missing. */
-export async function readCallbackWithRow<R>(db: Executor, k: TransitionTables, callbackId: string): Promise<CallbackWithRow<R> | undefined> {
-  const [r] = await runSql<Record<string, unknown>>(db, readStatement(k), [callbackId, k.name]);
-  if (!r) return undefined;
-  const { cb_provider, cb_raw_body, cb_processed_at, cb_endpoints, cb_accounts, ...row } = r;
-  return {
-    callback: { provider: cb_provider as string, raw_body: cb_raw_body as string, processed_at: cb_processed_at as Date | null },
-    row: row as R,
-    endpoints: cb_endpoints as CallbackWithRow<R>['endpoints'],
-    accounts: cb_accounts as CallbackWithRow<R>['accounts'],
-  };
-}
-
+/**
+ * The batch's rows go in as columns (arrays, unnest); its nested lists (deliveries, outbox rows,
+ * postings, ledger entries) as flattened columns carrying their parent's id, each list joined to
+ * the rows that moved (`u`), so a row whose compare-and-set fails writes nothing of its own.
+ */
 function writeStatement(k: TransitionTables): SqlStatement {
-  let s = writes.get(k.name);
-  if (!s) {
-    s = sqlStatement(
-      `write-transition-${k.name}`,
+  return perKind(writes, k, () =>
+    sqlStatement(
+      `write-transitions-${k.name}`,
       `with u as (
-         update ${k.table} set status = $3, version = $4, updated_at = $5, completed = $6, failure_code = $7, failure_message = $8, provider_ref = $9
-          where id = $1 and status = $2 and version = $10
-            and not exists (select 1 from provider_callbacks where id = $11 and processed_at is not null)
-         returning id),
-       h as (insert into ${k.history.table} (${k.history.column}, from_status, to_status, reason, at) select id, $2, $3, $12, clock_timestamp() from u),
+         update ${k.table} o
+            set status = x.status, version = x.version, updated_at = x.updated_at, completed = x.completed,
+                failure_code = x.failure_code, failure_message = x.failure_message, provider_ref = x.provider_ref
+           from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::timestamptz[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::uuid[], $12::text[])
+                  as x(id, from_status, from_version, status, version, updated_at, completed, failure_code, failure_message, provider_ref, callback_id, reason)
+          where o.id = x.id and o.status = x.from_status and o.version = x.from_version
+            and not exists (select 1 from provider_callbacks pc where pc.id = x.callback_id and pc.processed_at is not null)
+         returning o.id, x.from_status, x.status, x.reason, x.callback_id),
+       h as (insert into ${k.history.table} (${k.history.column}, from_status, to_status, reason, at) select id, from_status, status, reason, clock_timestamp() from u),
+       ev as (select v.* from unnest($13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::int[], $19::bigint[], $20::text[])
+                                as v(object_id, id, merchant_id, environment, type, object_version, created, body)
+                join u on u.id = v.object_id),
        e as (insert into events (id, merchant_id, environment, type, object_id, object_version, created, body)
-             select $13, $14, $15, $16, id, $4, $17, $18::jsonb from u where $13::text is not null),
+             select id, merchant_id, environment, type, object_id, object_version, created, body::jsonb from ev),
        d as (insert into webhook_deliveries (id, event_id, webhook_id, created, redelivery)
-             select x.id, $13, x.webhook_id, $17, 0 from u, unnest($19::text[], $20::text[]) as x(id, webhook_id)),
-       o as (insert into outbox (id, queue, job_name, payload, delay_ms)
-             select x.id, x.queue, x.job_name, x.payload::jsonb, x.delay_ms from u, unnest($21::uuid[], $22::text[], $23::text[], $24::text[], $25::int[]) as x(id, queue, job_name, payload, delay_ms)),
+             select x.id, ev.id, x.webhook_id, ev.created, 0 from unnest($21::text[], $22::text[], $23::text[]) as x(object_id, id, webhook_id) join ev on ev.object_id = x.object_id),
+       ob as (insert into outbox (id, queue, job_name, payload, delay_ms)
+             select x.id, x.queue, x.job_name, x.payload::jsonb, x.delay_ms
+               from unnest($24::text[], $25::uuid[], $26::text[], $27::text[], $28::text[], $29::int[]) as x(object_id, id, queue, job_name, payload, delay_ms)
+               join u on u.id = x.object_id),
        t as (insert into ledger_transactions (id, kind, reference_id, environment, currency, merchant_id)
-             select $26, $27, $32, $15, $28, $33 from u where $26::uuid is not null
+             select x.id, x.kind, x.reference_id, x.environment, x.currency, x.merchant_id
+               from unnest($30::text[], $31::uuid[], $32::text[], $33::text[], $34::text[], $35::text[], $36::text[]) as x(object_id, id, kind, reference_id, environment, currency, merchant_id)
+               join u on u.id = x.object_id
              on conflict (kind, reference_id) do nothing returning id),
        l as (insert into ledger_entries (transaction_id, account_id, amount, unfolded)
-             select t.id, x.account_id, x.amount, x.unfolded from t, unnest($29::bigint[], $30::bigint[], $31::boolean[]) as x(account_id, amount, unfolded)),
-       c as (update provider_callbacks set processed_at = now(), outcome = 'applied' where id = $11 and processed_at is null and exists (select 1 from u))
-       select count(*)::int as moved from u`,
-    );
-    writes.set(k.name, s);
-  }
-  return s;
+             select t.id, x.account_id, x.amount, x.unfolded
+               from unnest($37::uuid[], $38::bigint[], $39::bigint[], $40::boolean[]) as x(transaction_id, account_id, amount, unfolded)
+               join t on t.id = x.transaction_id),
+       c as (update provider_callbacks pc set processed_at = now(), outcome = 'applied' from u where pc.id = u.callback_id and pc.processed_at is null)
+       select id from u`,
+    ),
+  );
 }
 
 export interface TransitionWrite {
@@ -155,22 +173,51 @@ export interface TransitionWrite {
 }
 
 /**
- * The row's move with its history row, its event with its deliveries and their outbox rows, its
- * ledger transaction with its entries, and the callback's outcome: one statement, written only
- * while the row still has the status and version it was read with and the callback is not yet
- * processed. Returns whether it was written.
+ * Splits writes into rounds in which no row and no callback appears twice (an UPDATE ... FROM
+ * moves a row once, whatever joins it): a repeated one goes to the next round, which runs after
+ * this one has committed and so sees its move.
  */
-export async function writeTransition(db: Executor, k: TransitionTables, w: TransitionWrite): Promise<boolean> {
-  const s = w.set;
-  const [{ moved }] = await runSql<{ moved: number }>(db, writeStatement(k), [
-    w.id, w.from.status, s.status, s.version, s.updated_at, s.completed, s.failure_code, s.failure_message, s.provider_ref, w.from.version,
-    w.callbackId, w.reason,
-    w.event?.id ?? null, w.merchantId, w.environment, w.event?.type ?? null, w.event?.created ?? null, w.event?.body ?? null,
-    w.deliveries.map((d) => d.id), w.deliveries.map((d) => d.webhook_id),
-    w.outbox.map((m) => m.id), w.outbox.map((m) => m.queue), w.outbox.map((m) => m.job_name), w.outbox.map((m) => JSON.stringify(m.payload)), w.outbox.map((m) => m.delay_ms),
-    w.posting?.id ?? null, w.posting?.kind ?? null, w.posting?.currency ?? null,
-    w.posting?.entries.map((e) => e.account_id) ?? [], w.posting?.entries.map((e) => e.amount) ?? [], w.posting?.entries.map((e) => e.unfolded) ?? [],
-    w.posting?.referenceId ?? null, w.posting?.merchantId ?? null,
-  ]);
-  return moved === 1;
+function rounds(ws: TransitionWrite[]): TransitionWrite[][] {
+  const out: { writes: TransitionWrite[]; keys: Set<string> }[] = [];
+  for (const w of ws) {
+    let round = out.find((r) => !r.keys.has(`row:${w.id}`) && !r.keys.has(`cb:${w.callbackId}`));
+    if (!round) out.push((round = { writes: [], keys: new Set() }));
+    round.writes.push(w);
+    round.keys.add(`row:${w.id}`).add(`cb:${w.callbackId}`);
+  }
+  return out.map((r) => r.writes);
+}
+
+/**
+ * Each row's move with its history row, its event with its deliveries and their outbox rows, its
+ * ledger transaction with its entries, and its callback's outcome: one statement per round (one
+ * for a batch without repeats), each row written only while it still has the status and version
+ * it was read with and its callback is not yet processed; the others commit without it. Returns,
+ * for each write in order, whether it was written.
+ */
+export async function writeTransitions(db: Executor, k: TransitionTables, ws: TransitionWrite[]): Promise<boolean[]> {
+  const moved = new Set<TransitionWrite>();
+  for (const round of rounds(ws)) {
+    const events = round.filter((w) => w.event);
+    const deliveries = round.flatMap((w) => w.deliveries.map((d) => ({ objectId: w.id, ...d })));
+    const outbox = round.flatMap((w) => w.outbox.map((m) => ({ objectId: w.id, ...m })));
+    const postings = round.filter((w) => w.posting);
+    const entries = postings.flatMap((w) => w.posting!.entries.map((e) => ({ transactionId: w.posting!.id, ...e })));
+    const ids = await runSql<{ id: string }>(db, writeStatement(k), [
+      round.map((w) => w.id), round.map((w) => w.from.status), round.map((w) => w.from.version),
+      round.map((w) => w.set.status), round.map((w) => w.set.version), round.map((w) => w.set.updated_at), round.map((w) => w.set.completed),
+      round.map((w) => w.set.failure_code), round.map((w) => w.set.failure_message), round.map((w) => w.set.provider_ref),
+      round.map((w) => w.callbackId), round.map((w) => w.reason),
+      events.map((w) => w.id), events.map((w) => w.event!.id), events.map((w) => w.merchantId), events.map((w) => w.environment),
+      events.map((w) => w.event!.type), events.map((w) => w.set.version), events.map((w) => w.event!.created), events.map((w) => w.event!.body),
+      deliveries.map((d) => d.objectId), deliveries.map((d) => d.id), deliveries.map((d) => d.webhook_id),
+      outbox.map((m) => m.objectId), outbox.map((m) => m.id), outbox.map((m) => m.queue), outbox.map((m) => m.job_name), outbox.map((m) => JSON.stringify(m.payload)), outbox.map((m) => m.delay_ms),
+      postings.map((w) => w.id), postings.map((w) => w.posting!.id), postings.map((w) => w.posting!.kind), postings.map((w) => w.posting!.referenceId),
+      postings.map((w) => w.environment), postings.map((w) => w.posting!.currency), postings.map((w) => w.posting!.merchantId),
+      entries.map((e) => e.transactionId), entries.map((e) => e.account_id), entries.map((e) => e.amount), entries.map((e) => e.unfolded),
+    ]);
+    const done = new Set(ids.map((r) => r.id));
+    for (const w of round) if (done.has(w.id)) moved.add(w);
+  }
+  return ws.map((w) => moved.has(w));
 }

@@ -1,7 +1,9 @@
 /**
  * Coalesces concurrent calls into batches (group commit): a call runs at once when fewer than
  * `maxInFlight` batches are running, otherwise it waits and joins the next batch. An idle
- * sender pays no extra latency; a busy one turns many statements into one.
+ * caller pays no extra latency; a busy one turns many statements into one. Used by the webhook
+ * sender (claims, outcomes) and the callback-reconciler (shared/operations/oneStatement.ts).
+ * `run` answers each input at its position; an error fails every call of its batch.
  */
 export class Coalescer<I, O> {
   private waiting: { input: I; resolve: (o: O) => void; reject: (e: unknown) => void }[] = [];
