@@ -77,6 +77,8 @@ export async function recordSent(
   return (await runSql(db, statement, [id, from.status, from.version, set.sent_at, set.provider_ref, set.version, set.updated_at])).length === 1;
 }
 
+// the ids go through array(select unnest(...)): a custom plan would know how many there are and
+// always look cheaper than the generic one, so Postgres would plan the read at every call
 function readStatement(k: TransitionTables): SqlStatement {
   return perKind(reads, k, () =>
     sqlStatement(
