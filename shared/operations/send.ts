@@ -1,3 +1,4 @@
+import type { Model, PartialModelObject } from 'objection';
 import type { ServiceContext } from '../context';
 import { recordSent } from '../db/sql/transitions';
 import { transact } from '../db/transact';
@@ -90,7 +91,7 @@ async function keepOpen<R extends OperationRow>(ctx: ServiceContext, kind: Opera
   await transact({ db: ctx.db, queues: ctx.queues, log }, async (trx) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked || locked.sent_at || !isOpen(kind.machine, locked.status)) return;
-    await trx(kind.table).where({ id }).update({ ...patch, updated_at: new Date() });
+    await kind.model.query(trx).findById(id).patch({ ...patch, updated_at: new Date() } as PartialModelObject<Model & R>);
   });
 }
 
@@ -113,9 +114,9 @@ export function unsentOperations(kind: OperationKind<any, any, any>): WorkSource
     name: `${kind.name}-send`,
     async find(ctx, olderThan, limit) {
       const now = ctx.clock.now();
-      const q = ctx.db(kind.table).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).whereNull('sent_at').where('created_at', '<', olderThan);
+      const q = kind.model.query(ctx.db).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).whereNull('sent_at').where('created_at', '<', olderThan);
       if (kind.unsentAtWindowEnd === 'ask') q.where('window_ends_at', '>', new Date(now));
-      const rows: OperationRow[] = await q.orderBy('created_at').limit(limit).select('*');
+      const rows: OperationRow[] = await q.orderBy('created_at').limit(limit);
       return rows.filter((r) => kind.sendable(r, now)).map((r) => ({ queue: kind.send.queue, job: kind.send.job, data: { [kind.send.idField]: r.id } }));
     },
   };

@@ -1,3 +1,4 @@
+import { raw, type AnyQueryBuilder } from 'objection';
 import type { ServiceContext } from '../context';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
@@ -43,11 +44,12 @@ function hoursPastBound(row: OperationRow, t: number): number {
 async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any, any>): Promise<Claimed[]> {
   const now = new Date(ctx.clock.now());
   return ctx.db.transaction(async (trx) => {
-    const rows: { id: string; checked_at: Date | null }[] = await trx(kind.table)
+    const rows: { id: string; checked_at: Date | null }[] = await kind.model
+      .query(trx)
       .where(kind.scope ?? {})
       .whereIn('status', kind.machine.open as string[])
       .where('window_ends_at', '<', now)
-      .where((q) =>
+      .where((q: AnyQueryBuilder) =>
         q
           .whereNull('checked_at')
           .orWhereRaw(`checked_at < ?::timestamptz - least(?, ? * power(2, least(checks - 1, 20))) * interval '1 millisecond'`, [now, MAX_RECHECK_MS, ctx.config.askIntervalMs]),
@@ -57,7 +59,7 @@ async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any, any>)
       .forUpdate()
       .skipLocked()
       .select('id', 'checked_at');
-    if (rows.length) await trx(kind.table).whereIn('id', rows.map((r) => r.id)).update({ checked_at: now, checks: trx.raw('checks + 1') });
+    if (rows.length) await kind.model.query(trx).whereIn('id', rows.map((r) => r.id)).patch({ checked_at: now, checks: raw('checks + 1') });
     return rows.map((r) => ({ id: r.id, lastChecked: r.checked_at }));
   });
 }
