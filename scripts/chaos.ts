@@ -26,7 +26,8 @@ import { portOpen } from './local-services';
  * Options: --duration s (300), --base-port p (5200: web p, operator API p+1, sandbox p+2, Redis
  * p+3, webhook receiver p+4), --database-url (postgres://postgres@127.0.0.1:5432/svc_chaos),
  * --redis-url (only when no private redis-server may be started; must name its own database
- * index), --rate payments per second (4), --settle s (300: the bound after the load ends).
+ * index), --rate payments per second (4), --drain s (300: how long, after the load ends, every
+ * object may take to be final and every event to be delivered).
  */
 
 const ROOT = path.resolve(__dirname, '..');
@@ -40,14 +41,14 @@ const { values: opts } = parseArgs({
     'database-url': { type: 'string', default: process.env.CHAOS_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/svc_chaos' },
     'redis-url': { type: 'string' },
     rate: { type: 'string', default: '4' },
-    settle: { type: 'string', default: '300' },
+    drain: { type: 'string', default: '300' },
   },
 });
 const durationS = Number(opts.duration);
 const base = Number(opts['base-port']);
 const rate = Number(opts.rate);
-const settleS = Number(opts.settle);
-for (const [name, v] of [['duration', durationS], ['base-port', base], ['rate', rate], ['settle', settleS]] as const) {
+const drainS = Number(opts.drain);
+for (const [name, v] of [['duration', durationS], ['base-port', base], ['rate', rate], ['drain', drainS]] as const) {
   if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} must be a positive number`);
 }
 const ports = { web: base, admin: base + 1, sandbox: base + 2, redis: base + 3, receiver: base + 4 };
@@ -345,7 +346,7 @@ async function main() {
   ];
   await Promise.all(loops);
   await Promise.all([...inflight]);
-  say(`load over after ${Math.round((Date.now() - start) / 1000)} s; waiting up to ${settleS} s for every object to be final and every event delivered`);
+  say(`load over after ${Math.round((Date.now() - start) / 1000)} s; waiting up to ${drainS} s for every object to be final and every event delivered`);
 
   // ---------------------------------------------------------------- the outcome
   const OPEN = { payments: ['pending', 'processing'], refunds: ['pending'], payouts: ['pending', 'processing'] };
@@ -355,8 +356,8 @@ async function main() {
     return n;
   };
   const undelivered = async () => Number((await db('webhook_deliveries as d').join('events as e', 'e.id', 'd.event_id').where('e.merchant_id', merchant.id).where('d.status', 'pending').count<{ n: string }[]>('* as n'))[0].n);
-  const settleBy = Date.now() + settleS * 1000;
-  while (Date.now() < settleBy && ((await openCount().catch(() => 1)) > 0 || (await undelivered().catch(() => 1)) > 0)) await sleep(2000);
+  const drainBy = Date.now() + drainS * 1000;
+  while (Date.now() < drainBy && ((await openCount().catch(() => 1)) > 0 || (await undelivered().catch(() => 1)) > 0)) await sleep(2000);
   // a delivery may have been received after its row was written
   await sleep(2000);
 

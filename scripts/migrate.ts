@@ -2,7 +2,7 @@ import { getConfig } from '../shared/config';
 import { createDb } from '../shared/db/knex';
 import { ensureDatabase, migrateLatest } from '../shared/db/migrate';
 
-/** `npm run migrate`: creates the database if needed and applies pending migrations. */
+/** `npm run migrate`: creates the database if needed and applies the migrations not applied yet. */
 export async function migrate(databaseUrl = getConfig().databaseUrl): Promise<string[]> {
   await ensureDatabase(databaseUrl, createDb);
   const db = createDb(databaseUrl, 1);

@@ -97,7 +97,7 @@ export interface Config {
   sandboxCallbackSecret: string;
   /** How long an operation may stay open before the sweep asks its provider (PROVIDER_WINDOW_MS, SANDBOX_PROVIDER_WINDOW_MS). */
   providerWindowMs: { live: number; test: number };
-  /** RECONCILE_INTERVAL_MS: how often the sweeps look for open operations to ask about, and the first wait between two questions; default 5000. */
+  /** ASK_INTERVAL_MS: how often the sweeps look for open operations to ask their provider about, and the first wait between two asks; default 5000. */
   askIntervalMs: number;
   payments: PaymentsConfig;
   /** Requests per minute bucket per API key (spec 8: 100). Only the bench raises it; production refuses any other value. */
@@ -294,7 +294,7 @@ export interface ProviderEndpoint {
   callbackSecret: string;
 }
 
-/** Payment flow settings (mobile-money providers, the sandbox, the reconciler). */
+/** Payment flow settings (mobile-money providers, the sandbox, the callback-reconciler). */
 export interface PaymentsConfig {
   /**
    * Live provider of each operator: PROVIDER_<OPERATOR>_URL / _API_KEY / _CALLBACK_SECRET. Outside
@@ -407,6 +407,8 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError(`NODE_ENV must be development, test or production, got "${nodeEnv}"`);
   }
   const production = nodeEnv === 'production';
+  // renamed (one word for asking a provider): an old setting left in place must not fall back silently to the default
+  if ('RECONCILE_INTERVAL_MS' in env) throw new ConfigError('RECONCILE_INTERVAL_MS is now ASK_INTERVAL_MS');
   const port = int(env, 'PORT', 3000, 0, 65535);
   const adminPort = env.ADMIN_PORT ? int(env, 'ADMIN_PORT', 0, 0, 65535) : null;
   if (adminPort !== null && adminPort !== 0 && adminPort === port) {
@@ -462,7 +464,7 @@ export function loadConfig(env: Env = process.env): Config {
       live: int(env, 'PROVIDER_WINDOW_MS', 120_000, 1000),
       test: int(env, 'SANDBOX_PROVIDER_WINDOW_MS', 30_000, 100),
     },
-    askIntervalMs: int(env, 'RECONCILE_INTERVAL_MS', 5000, 50),
+    askIntervalMs: int(env, 'ASK_INTERVAL_MS', 5000, 50),
     payments,
     rateLimitPerMinute,
     credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),

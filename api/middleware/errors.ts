@@ -86,7 +86,7 @@ const PG_FAULT_MESSAGES = /Connection terminated|terminating connection|is not q
 /**
  * Socket errors. A failed connect names its port (the Postgres port of DATABASE_URL tells it);
  * an established connection dropped under a query (read/write ECONNRESET, EPIPE) reaches a
- * request only from pg: ioredis answers its pending commands "Connection is closed" instead.
+ * request only from pg: ioredis answers its commands in flight "Connection is closed" instead.
  */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
 

@@ -58,7 +58,7 @@ export async function acceptToken(deps: TransactDeps, id: string, token: string,
 /**
  * The client's frame came back from the issuer's challenge: the outcome is due now, so the
  * payment's window is brought forward and the card-charge sweep asks the acquirer at its next
- * pass (if the acquirer's callback has not already settled it). The browser's word changes
+ * pass (if the acquirer's callback has not already decided it). The browser's word changes
  * nothing else. False when the payment never had a challenge.
  */
 export async function challengeReturned(db: Executor, id: string, now: number): Promise<boolean> {

@@ -3,7 +3,7 @@ import type { Knex } from 'knex';
 
 const MIGRATIONS_DIR = path.join(__dirname, 'migrations');
 
-/** Applies every pending migration (TypeScript files, loaded through tsx). */
+/** Applies every migration not applied yet (TypeScript files, loaded through tsx). */
 export async function migrateLatest(db: Knex): Promise<string[]> {
   const [, applied] = await db.migrate.latest({ directory: MIGRATIONS_DIR, loadExtensions: ['.ts'] });
   return applied as string[];

@@ -42,7 +42,7 @@ export const providerClearing: AccountRef = { owner: PLATFORM, kind: 'provider_c
  * The platform's accounts are not guarded: no lock, no cached balance, no floor. Every posting
  * of every merchant touches them, and nothing is decided on their balance (the sum of their
  * entries). Merchant accounts are guarded: cached, never negative, locked by the postings that
- * take from them (credits are written pending, without a lock: ledger/postings.ts).
+ * take from them (credits are written unfolded, without a lock: ledger/postings.ts).
  */
 export const allowsNegative = (a: AccountRef) => a.owner === PLATFORM;
 

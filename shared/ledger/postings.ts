@@ -13,7 +13,7 @@ const keyOf = accountKey;
 
 /**
  * A posting that only adds to the merchant's (guarded) accounts, a payment's credit: its entries
- * are written pending and it takes no lock.
+ * are written unfolded and it takes no lock.
  */
 export const onlyCredits = (p: Posting) => p.entries.every((e) => allowsNegative(e.account) || e.amount > 0);
 

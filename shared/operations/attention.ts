@@ -18,8 +18,8 @@ export interface AttentionItem {
   environment: string;
   provider: string | null;
   window_ends_at: number;
-  last_checked: number | null;
-  checks: number;
+  last_asked: number | null;
+  asks: number;
 }
 
 /** Every operation open past its bound, oldest window first. */
@@ -34,9 +34,9 @@ export async function openPastBound(db: Executor, now: number, limit = 500): Pro
       .where('window_ends_at', '<', bound)
       .orderBy('window_ends_at')
       .limit(limit)
-      .select('id', 'status', 'merchant_id', 'environment', 'provider', 'window_ends_at', 'checked_at', 'checks');
+      .select('id', 'status', 'merchant_id', 'environment', 'provider', 'window_ends_at', 'asked_at', 'asks');
     for (const r of rows) {
-      found.push({ object: kind.name, id: r.id, status: r.status, merchant_id: r.merchant_id, environment: r.environment, provider: r.provider, window_ends_at: unixOf(r.window_ends_at)!, last_checked: unixOf(r.checked_at), checks: r.checks, ends: r.window_ends_at });
+      found.push({ object: kind.name, id: r.id, status: r.status, merchant_id: r.merchant_id, environment: r.environment, provider: r.provider, window_ends_at: unixOf(r.window_ends_at)!, last_asked: unixOf(r.asked_at), asks: r.asks, ends: r.window_ends_at });
     }
   }
   return found.sort((a, b) => a.ends.getTime() - b.ends.getTime()).slice(0, limit).map(({ ends: _ends, ...item }) => item);

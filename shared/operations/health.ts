@@ -37,7 +37,7 @@ interface Counts {
 }
 
 export class ProviderHealth {
-  private pending = new Map<string, Counts>();
+  private unflushed = new Map<string, Counts>();
   private timer: NodeJS.Timeout | undefined;
   private flushing: Promise<void> = Promise.resolve();
 
@@ -69,10 +69,10 @@ export class ProviderHealth {
     const bucket = Math.floor(this.clock.now() / BUCKET_MS) * BUCKET_MS;
     const direction = DIRECTION_OF[kind];
     const key = `${provider.operator}/${direction}/${provider.environment}/${bucket}`;
-    let c = this.pending.get(key);
+    let c = this.unflushed.get(key);
     if (!c) {
       c = { operator: provider.operator, direction, environment: provider.environment, bucket, calls: 0, failures: 0, slow: 0, latencyMs: 0 };
-      this.pending.set(key, c);
+      this.unflushed.set(key, c);
     }
     c.calls++;
     if (failed) c.failures++;
@@ -87,9 +87,9 @@ export class ProviderHealth {
   /** Writes the counts gathered so far (also at close). */
   flush(): Promise<void> {
     this.flushing = this.flushing.then(async () => {
-      if (this.pending.size === 0) return;
-      const rows = [...this.pending.values()];
-      this.pending = new Map();
+      if (this.unflushed.size === 0) return;
+      const rows = [...this.unflushed.values()];
+      this.unflushed = new Map();
       try {
         await ProviderHealthBucket.query(this.db)
           .insert(

@@ -36,13 +36,13 @@ export interface OperationRow {
   /** when the provider should have given its outcome; the sweep asks after that */
   window_ends_at: Date;
   /** last time the sweep asked the provider, and how many times it has */
-  checked_at: Date | null;
-  checks: number;
+  asked_at: Date | null;
+  asks: number;
 }
 
 /** Why a trigger happened, and what the provider said with it. */
 export interface TriggerDetails {
-  /** for the status history: created, provider-accepted, provider-callback, provider-refused, reconciliation, ... */
+  /** for the status history: created, provider-accepted, provider-callback, provider-refused, provider-asked, ... */
   reason: string;
   providerRef?: string | null;
   failureCode?: string | null;
@@ -67,7 +67,7 @@ export interface AcceptedStep<R> {
 }
 
 export interface OperationKind<R extends OperationRow = OperationRow, S extends string = string, P = Provider> {
-  /** the provider's word for it (callbacks and status queries name it) */
+  /** the provider's word for it (callbacks and asks name it) */
   name: ProviderObjectKind;
   /** the id kind of its rows, when it is not `name` (a card payment is a `pay_`) */
   idKind?: IdKind;
@@ -122,7 +122,7 @@ export function newOperationFields(windowMs: number, now = Date.now()) {
     completed: null,
     sent_at: null,
     window_ends_at: new Date(now + windowMs),
-    checked_at: null,
-    checks: 0,
+    asked_at: null,
+    asks: 0,
   };
 }

@@ -5,7 +5,7 @@ import { refundKind } from '../refunds/kind';
 import { cardPaymentKind } from '../cards/kind';
 import type { OperationKind } from './kind';
 
-/** Every kind of provider operation, by the provider's word for it (callbacks and status queries name it). */
+/** Every kind of provider operation, by the provider's word for it (callbacks and asks name it). */
 export const KINDS: Record<ProviderObjectKind, OperationKind<any, any, any>> = {
   payment: paymentKind,
   refund: refundKind,

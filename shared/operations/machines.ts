@@ -86,7 +86,7 @@ export type CardPaymentStatus = Exclude<PaymentStatus, 'refunded'>;
  * A card payment (decisions.md "Cards"): `pending` from its creation while the client is on the
  * checkout page; the acquirer's answer to the charge (`sent`) leaves it `pending` until its
  * callback when approved, makes it `processing` while the client is in 3-D Secure, or fails it
- * (declined); the callback (or the status query at its window's end) gives the outcome. It is
+ * (declined); the callback (or asking the acquirer at its window's end) gives the outcome. It is
  * cancelled at the end of the 30-minute checkout window or of the 3-D Secure window. Card
  * payments are never refunded through the API (spec section 4, rule 5): no refund triggers.
  */

@@ -21,8 +21,8 @@ export function moneyOutPolicy<R extends OperationRow & { amount: number; fee?: 
     atWindowEnd(_row, answer) {
       if (answer.kind !== 'status') return 'ask-again';
       const { state, providerRef, failureCode, failureMessage } = answer;
-      if (state === 'succeeded') return { trigger: 'succeed', details: { reason: 'reconciliation', providerRef } };
-      if (state === 'failed' || state === 'cancelled') return { trigger: 'fail', details: { reason: 'reconciliation', providerRef, failureCode, failureMessage } };
+      if (state === 'succeeded') return { trigger: 'succeed', details: { reason: 'provider-asked', providerRef } };
+      if (state === 'failed' || state === 'cancelled') return { trigger: 'fail', details: { reason: 'provider-asked', providerRef, failureCode, failureMessage } };
       return 'ask-again';
     },
     async post(trx: Trx, row: R, effect) {

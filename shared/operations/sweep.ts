@@ -13,7 +13,7 @@ import { applyTrigger, findRow, lockRow } from './transition';
  * (`atWindowEnd`): apply the provider's outcome, end it (a payment may be cancelled), or ask
  * again at a later sweep (money out is never decided by guess). Money out the provider never
  * accepted is sent again (our id is its idempotency key, so nobody is paid twice). Rows are
- * claimed with SKIP LOCKED, so any number of pool copies share the work; `checked_at` spaces
+ * claimed with SKIP LOCKED, so any number of pool copies share the work; `asked_at` spaces
  * out the questions about one operation.
  */
 
@@ -25,7 +25,7 @@ export const MAX_RECHECK_MS = 5 * 60 * 1000;
 /** An operation claimed for a question, with the time it was last asked about before this one. */
 interface Claimed {
   id: string;
-  lastChecked: Date | null;
+  lastAsked: Date | null;
 }
 
 /**
@@ -39,28 +39,28 @@ function hoursPastBound(row: OperationRow, t: number): number {
 
 /**
  * Claims open operations past their window that are due a question: never asked, or asked
- * RECONCILE_INTERVAL_MS × 2^(questions so far) ago, at most MAX_RECHECK_MS.
+ * ASK_INTERVAL_MS × 2^(questions so far) ago, at most MAX_RECHECK_MS.
  */
 async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any, any>): Promise<Claimed[]> {
   const now = new Date(ctx.clock.now());
   return ctx.db.transaction(async (trx) => {
-    const rows: { id: string; checked_at: Date | null }[] = await kind.model
+    const rows: { id: string; asked_at: Date | null }[] = await kind.model
       .query(trx)
       .where(kind.scope ?? {})
       .whereIn('status', kind.machine.open as string[])
       .where('window_ends_at', '<', now)
       .where((q: AnyQueryBuilder) =>
         q
-          .whereNull('checked_at')
-          .orWhereRaw(`checked_at < ?::timestamptz - least(?, ? * power(2, least(checks - 1, 20))) * interval '1 millisecond'`, [now, MAX_RECHECK_MS, ctx.config.askIntervalMs]),
+          .whereNull('asked_at')
+          .orWhereRaw(`asked_at < ?::timestamptz - least(?, ? * power(2, least(asks - 1, 20))) * interval '1 millisecond'`, [now, MAX_RECHECK_MS, ctx.config.askIntervalMs]),
       )
       .orderBy('window_ends_at')
       .limit(BATCH)
       .forUpdate()
       .skipLocked()
-      .select('id', 'checked_at');
-    if (rows.length) await kind.model.query(trx).whereIn('id', rows.map((r) => r.id)).patch({ checked_at: now, checks: raw('checks + 1') });
-    return rows.map((r) => ({ id: r.id, lastChecked: r.checked_at }));
+      .select('id', 'asked_at');
+    if (rows.length) await kind.model.query(trx).whereIn('id', rows.map((r) => r.id)).patch({ asked_at: now, asks: raw('asks + 1') });
+    return rows.map((r) => ({ id: r.id, lastAsked: r.asked_at }));
   });
 }
 
@@ -68,14 +68,14 @@ async function ask(ctx: ServiceContext, kind: OperationKind<any, any, any>, row:
   const provider = row.provider ? ctx.providers.byProviderId(row.provider) : undefined;
   if (!provider) return { kind: 'no-provider' };
   try {
-    return { kind: 'status', ...(await ctx.providerHealth.observe(provider, kind.name, () => provider.status(kind.name, row.id))) } as WindowAnswer;
+    return { kind: 'status', ...(await ctx.providerHealth.observe(provider, kind.name, () => provider.ask(kind.name, row.id))) } as WindowAnswer;
   } catch (err) {
     return { kind: 'unreachable', error: err as Error };
   }
 }
 
 /** One operation past its window: what the sweep did with it. */
-async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, { id, lastChecked }: Claimed, log: Logger): Promise<string> {
+async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, { id, lastAsked }: Claimed, log: Logger): Promise<string> {
   const row = await findRow(ctx.db, kind, id);
   if (!row || !isOpen(kind.machine, row.status)) return 'closed';
   const deps = { db: ctx.db, queues: ctx.queues, log };
@@ -89,7 +89,7 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
   const hours = hoursPastBound(row, now);
   if (hours > 0 && verdict === 'ask-again') {
     // past its bound it is listed by GET /admin/attention; the log says so once an hour, not at every question
-    if (lastChecked === null || hoursPastBound(row, lastChecked.getTime()) < hours) {
+    if (lastAsked === null || hoursPastBound(row, lastAsked.getTime()) < hours) {
       const why = answer.kind === 'status' ? answer.state : answer.kind === 'unreachable' ? 'provider-unreachable' : answer.kind;
       log.error({ kind: kind.name, id, provider: row.provider, status: row.status, hoursPastWindow: Math.floor((now - row.window_ends_at.getTime()) / 3_600_000), providerAnswer: why }, 'operation still open an hour or more past its window: an operator should look (GET /admin/attention)');
     }
@@ -107,7 +107,7 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
     const locked = await lockRow(trx, kind, id);
     if (!locked) return 'closed';
     const { outcome, row: after } = await applyTrigger(trx, outbox, kind, locked, verdict.trigger, verdict.details);
-    if (outcome === 'applied') log.info({ kind: kind.name, id, status: after.status, reason: verdict.details.reason }, 'operation past its window settled');
+    if (outcome === 'applied') log.info({ kind: kind.name, id, status: after.status, reason: verdict.details.reason }, 'operation past its window decided');
     return outcome === 'applied' ? after.status : outcome;
   });
 }

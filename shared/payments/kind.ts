@@ -32,9 +32,9 @@ export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'report
         return 'ask-again';
       case 'status': {
         const { state, providerRef } = answer;
-        if (state === 'succeeded') return { trigger: 'succeed', details: { reason: 'reconciliation', providerRef } };
-        if (state === 'failed') return { trigger: 'fail', details: { reason: 'reconciliation', providerRef, failureCode: answer.failureCode, failureMessage: answer.failureMessage } };
-        if (state === 'cancelled') return { trigger: 'cancel', details: { reason: 'reconciliation', providerRef } };
+        if (state === 'succeeded') return { trigger: 'succeed', details: { reason: 'provider-asked', providerRef } };
+        if (state === 'failed') return { trigger: 'fail', details: { reason: 'provider-asked', providerRef, failureCode: answer.failureCode, failureMessage: answer.failureMessage } };
+        if (state === 'cancelled') return { trigger: 'cancel', details: { reason: 'provider-asked', providerRef } };
         // still pending with the provider: the client may yet approve, so ask again
         if (state === 'pending') return 'ask-again';
         // expired, or never received by the provider: the window is over and no money moved

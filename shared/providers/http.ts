@@ -34,7 +34,7 @@ const RETRYABLE_STATUS = new Set([401, 403, 408, 409, 425, 429]);
 
 /**
  * What every provider adapter shares (./protocol.ts): authenticated calls with our id as the
- * idempotency key, the status query, signed callbacks, and errors classified as ProviderErrors
+ * idempotency key, asking about an operation, signed callbacks, and errors classified as ProviderErrors
  * that say whether another attempt may succeed. The mobile-money adapter (below) and the card
  * acquirer's (shared/cards/acquirer.ts) add their requests.
  */
@@ -49,7 +49,7 @@ export class HttpProviderBase implements ProviderBase {
     this.callbackUrl = opts.callbackUrl;
   }
 
-  async status(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus> {
+  async ask(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus> {
     const res = await this.call('GET', `/v1/transactions/${encodeURIComponent(objectId)}`);
     if (res.status === 404) return { state: 'not_found' };
     const body = this.json(res);

@@ -23,7 +23,7 @@ const APPLY_CALLBACK_JOB = 'apply-callback';
 export async function storeCallback(deps: TransactDeps, provider: ProviderBase, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
   const { db } = deps;
   const id = randomUUID();
-  // the kind lets the reconciler take the one-statement path (shared/operations/oneStatement.ts)
+  // the kind lets the callback-reconciler take the one-statement path (shared/operations/oneStatement.ts)
   const job = outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackId: id, kind: parsed.kind, requestId });
   await insertCallbackWithJob(
     db,

@@ -7,7 +7,7 @@ import type { Operator } from '../domain/msisdn';
  * call repeated after a crash or a timeout never charges or pays a client twice.
  */
 
-/** What a provider moves money for; callbacks and status answers name it, with our id. */
+/** What a provider moves money for; callbacks and answers to an ask name it, with our id. */
 export type ProviderObjectKind = 'payment' | 'refund' | 'payout' | 'card_payment';
 export const PROVIDER_OBJECT_KINDS: ProviderObjectKind[] = ['payment', 'refund', 'payout', 'card_payment'];
 
@@ -64,14 +64,15 @@ export interface ProviderCallback {
   failureMessage: string | null;
 }
 
-/** What every provider does, whatever it moves money for: status queries and signed callbacks. */
+/** What every provider does, whatever it moves money for: asks about an operation and signed callbacks. */
 export interface ProviderBase {
   /** Our name of this provider: the `provider` field of a payment and the {provider} of /callbacks/{provider}. */
   readonly id: string;
   readonly environment: Environment;
   /** Callback URL the provider is told to report to. */
   readonly callbackUrl: string;
-  status(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus>;
+  /** Asks the provider what it knows of one of our open operations (the sweep, at the window's end). */
+  ask(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus>;
   /** True when the callback's signature is this provider's and fresh (anti-replay window). */
   verifyCallback(raw: Buffer, headers: Record<string, string | string[] | undefined>, nowUnix?: number): boolean;
   /** Parses a verified callback; throws CallbackFormatError when it is malformed. */

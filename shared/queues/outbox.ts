@@ -65,7 +65,7 @@ export async function publishOutbox(db: Db, queues: QueueRegistry, msgs: OutboxM
 }
 
 const MARK_BATCH_MAX = 500;
-const pendingMarks = new Map<Db, { ids: string[]; timer: NodeJS.Timeout; log?: Logger }>();
+const batchedMarks = new Map<Db, { ids: string[]; timer: NodeJS.Timeout; log?: Logger }>();
 
 /**
  * Marks published rows as enqueued, in batches: one UPDATE every `batchMs` (OUTBOX_MARK_BATCH_MS,
@@ -74,19 +74,19 @@ const pendingMarks = new Map<Db, { ids: string[]; timer: NodeJS.Timeout; log?: L
  * enqueue the row again under the same job id, and every job is safe to run twice.
  */
 function markEnqueued(db: Db, ids: string[], batchMs: number, log?: Logger): void {
-  let batch = pendingMarks.get(db);
+  let batch = batchedMarks.get(db);
   if (!batch) {
     batch = { ids: [], timer: setTimeout(() => void flushMarks(db), batchMs), log };
-    pendingMarks.set(db, batch);
+    batchedMarks.set(db, batch);
   }
   batch.ids.push(...ids);
   if (batchMs === 0 || batch.ids.length >= MARK_BATCH_MAX) void flushMarks(db);
 }
 
 async function flushMarks(db: Db): Promise<void> {
-  const batch = pendingMarks.get(db);
+  const batch = batchedMarks.get(db);
   if (!batch) return;
-  pendingMarks.delete(db);
+  batchedMarks.delete(db);
   clearTimeout(batch.timer);
   try {
     await db.raw('update outbox set enqueued_at = now() where id = any(?::uuid[])', [batch.ids]);
@@ -95,7 +95,7 @@ async function flushMarks(db: Db): Promise<void> {
   }
 }
 
-/** Writes the pending marks of `db` now (on shutdown, before its pool closes). */
+/** Writes the batched marks of `db` now (on shutdown, before its pool closes). */
 export async function flushOutboxMarks(db: Db): Promise<void> {
   await flushMarks(db);
 }

@@ -72,14 +72,14 @@ export function postWebhook(agents: Agents, req: PostRequest): Promise<AttemptRe
   const body = Buffer.from(req.body, 'utf8');
 
   return new Promise((resolve) => {
-    let settled = false;
+    let done = false;
     let chunks: Buffer[] = [];
     let received = 0;
     let statusCode: number | null = null;
     /** `failure` explains a missing answer; an answer that arrived is judged by its status alone. */
     const finish = (failure: string) => {
-      if (settled) return;
-      settled = true;
+      if (done) return;
+      done = true;
       clearTimeout(timer);
       const redirect = statusCode !== null && statusCode >= 300 && statusCode < 400;
       const error = statusCode === null ? failure : redirect ? 'redirect-not-followed' : null;

@@ -28,7 +28,7 @@ export async function startCardEnv(overrides: Record<string, string> = {}): Prom
     CARD_PROVIDER_PORT: String(providerPort),
     CARD_PROVIDER_URL: providerUrl,
     CARD_SANDBOX_CALLBACK_DELAY_MS: '50',
-    RECONCILE_INTERVAL_MS: '200',
+    ASK_INTERVAL_MS: '200',
     ...overrides,
   });
   const processes = await Promise.all([

@@ -50,10 +50,10 @@ export function sendRaw(baseUrl: string, bytes: Buffer | string, timeoutMs = 500
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(url.port), url.hostname);
     const chunks: Buffer[] = [];
-    let settled = false;
+    let done = false;
     const finish = () => {
-      if (settled) return;
-      settled = true;
+      if (done) return;
+      done = true;
       clearTimeout(timer);
       clearTimeout(halfClose);
       socket.destroy();
@@ -62,8 +62,8 @@ export function sendRaw(baseUrl: string, bytes: Buffer | string, timeoutMs = 500
       resolve({ status: m ? Number(m[1]) : 0, head: text.split('\r\n\r\n')[0] });
     };
     const timer = setTimeout(() => {
-      if (settled) return;
-      settled = true;
+      if (done) return;
+      done = true;
       socket.destroy();
       reject(new Error('no answer from the server in time'));
     }, timeoutMs);

@@ -175,7 +175,7 @@ export async function sendCallback(
   return { status: res.status, body };
 }
 
-/** Waits until every stored callback has been applied by the reconciler; returns their rows, oldest first. */
+/** Waits until every stored callback has been applied by the callback-reconciler; returns their rows, oldest first. */
 export async function processedCallbacks(env: TestEnv, objectId: string, count: number) {
   return eventually(async () => {
     const rows = await env.services.db('provider_callbacks').where({ object_id: objectId }).orderBy('received_at');

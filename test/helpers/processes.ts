@@ -8,7 +8,7 @@ export interface RunningProcess {
   /** Every log line so far (parsed JSON where possible). */
   lines: any[];
   waitForLine(pred: (line: any) => boolean, timeoutMs?: number): Promise<any>;
-  /** SIGTERM, then wait for exit; returns the exit code. */
+  /** SIGTERM, then wait for exit and the last of its output; returns the exit code. */
   stop(signal?: NodeJS.Signals): Promise<number | null>;
   kill(): Promise<void>;
 }
@@ -59,7 +59,9 @@ export function startProcess(entry: string, env: Record<string, string>): Runnin
   };
   child.stdout!.on('data', onData);
   child.stderr!.on('data', onData);
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  // 'close', not 'exit': it comes after the process's output has been read, so a line logged
+  // before exiting is in `lines` once stop() returns, and waitForLine never gives up before it
+  const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
   return {
     child,
     lines,
@@ -76,13 +78,11 @@ export function startProcess(entry: string, env: Record<string, string>): Runnin
       });
     },
     async stop(signal = 'SIGTERM') {
-      if (child.exitCode !== null || child.signalCode !== null) return child.exitCode;
-      child.kill(signal);
+      if (child.exitCode === null && child.signalCode === null) child.kill(signal);
       return exited;
     },
     async kill() {
-      if (child.exitCode !== null || child.signalCode !== null) return;
-      child.kill('SIGKILL');
+      if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
       await exited;
     },
   };

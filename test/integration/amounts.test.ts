@@ -38,9 +38,9 @@ describe('amounts beyond the safe integers', () => {
 
   it('answers GET /v1/balance with the exact balance, unfolded credits and folded alike', async () => {
     const expected = `{"object":"balance","environment":"test","available":[{"currency":"USD","amount":${TOTAL}},{"currency":"CDF","amount":0}],"pending":[{"currency":"USD","amount":0},{"currency":"CDF","amount":0}]}`;
-    const pending = await rawBalance(rich);
-    expect(pending.status, pending.text).to.equal(200);
-    expect(pending.text).to.equal(expected);
+    const unfolded = await rawBalance(rich);
+    expect(unfolded.status, unfolded.text).to.equal(200);
+    expect(unfolded.text).to.equal(expected);
     // folded into the cached balance column (bigint, above 2^53)
     while ((await foldCredits(db())) > 0);
     const [account] = await db()('ledger_accounts').where({ owner: rich.merchant.id, kind: 'available', currency: 'USD' }).select(db().raw('balance::text as balance'));

@@ -23,7 +23,7 @@ describe('provider callback endpoint', () => {
   });
   after(async () => env.close());
 
-  it('stores a verified callback raw, with one reconciler job carrying ids and the kind only, and answers 200 at once', async () => {
+  it('stores a verified callback raw, with one callback-reconciler job carrying ids and the kind only, and answers 200 at once', async () => {
     const id = `pay_${randomUUID()}`;
     // odd spacing and key order: the inbox keeps the bytes as sent
     const raw = `{"status":"succeeded",  "kind":"payment","external_id":"${id}","event_id":"e-1","provider_ref":"R-1","extra":{"x":1}}`;

@@ -241,11 +241,11 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       expect(ret.headers.get('content-security-policy')).to.equal("frame-ancestors 'self'");
       expect(ret.headers.get('cache-control')).to.equal('no-store');
       await waitForRow(c.env, p.id, (r) => r.status === 'succeeded');
-      // the acquirer's callback, or the status query the 3ds-return brought forward, whichever came first
+      // the acquirer's callback, or asking the acquirer (which the 3ds-return brought forward), whichever came first
       const steps = await history(p.id);
       expect(steps.slice(0, 2)).to.deep.equal(['∅→pending (created)', 'pending→processing (3ds-required)']);
       expect(steps.slice(2)).to.have.length(1);
-      expect(steps[2]).to.be.oneOf(['processing→succeeded (provider-callback)', 'processing→succeeded (reconciliation)']);
+      expect(steps[2]).to.be.oneOf(['processing→succeeded (provider-callback)', 'processing→succeeded (provider-asked)']);
       expect((await events(p.id)).map((e) => e.type)).to.deep.equal(['payment.succeeded']);
       expect(await credits(p.id)).to.have.length(1);
     });
@@ -408,7 +408,7 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
         const res = await fetch(`${base()}/callbacks/card-sandbox`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...(signature ? { 'X-Provider-Signature': signature } : {}) }, body: raw });
         expect(res.status).to.equal(401);
       }
-      // the mobile-money sandbox's callback URL cannot settle a card payment either
+      // the mobile-money sandbox's callback URL cannot decide a card payment either
       const mm = await fetch(`${base()}/callbacks/vodacom-sandbox`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(SANDBOX_SECRET, raw, now) }, body: raw });
       expect(mm.status).to.equal(200);
       await eventually(async () => (await c.env.services.db('provider_callbacks').where({ object_id: p.id, provider: 'vodacom-sandbox' }).first())?.outcome);

@@ -49,7 +49,7 @@ describe('the end of a provider window', () => {
     });
     await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
-    env = await startTestEnv({ SANDBOX_PROVIDER_URL: url, PROVIDER_TIMEOUT_MS: '500', RECONCILE_INTERVAL_MS: '1000' });
+    env = await startTestEnv({ SANDBOX_PROVIDER_URL: url, PROVIDER_TIMEOUT_MS: '500', ASK_INTERVAL_MS: '1000' });
     clock = new ManualClock();
     ctx = createContext({ role: 'worker', name: 'window-test', config: env.config, clock });
     shop = await env.merchant({ scope: 'payments' });
@@ -82,16 +82,16 @@ describe('the end of a provider window', () => {
     answers.set(p.id, { status: 'pending' });
     expect(await sweepAfter(0)).to.deep.equal({ deferred: 1 });
     expect((await row(p.id)).status).to.equal('processing');
-    // asked again only after the backoff: RECONCILE_INTERVAL_MS, then twice that, ...
+    // asked again only after the backoff: ASK_INTERVAL_MS, then twice that, ...
     expect(await sweepAfter(500)).to.deep.equal({});
     expect(await sweepAfter(600)).to.deep.equal({ deferred: 1 });
     expect(await sweepAfter(1500)).to.deep.equal({});
     expect(await sweepAfter(600)).to.deep.equal({ deferred: 1 });
-    expect((await row(p.id)).checks).to.equal(3);
+    expect((await row(p.id)).asks).to.equal(3);
     // the client approves late: the next question finds the success
     answers.set(p.id, { status: 'succeeded' });
     expect(await sweepAfter(MAX_RECHECK_MS + 1)).to.deep.equal({ succeeded: 1 });
-    expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→succeeded (reconciliation)']);
+    expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→succeeded (provider-asked)']);
     expect(await events(p.id)).to.deep.equal(['payment.succeeded']);
     expect(await paymentCredits(env, p.id)).to.have.length(1);
   });
@@ -104,12 +104,12 @@ describe('the end of a provider window', () => {
     for (let i = 0; i < 24; i++) await sweepAfter(MAX_RECHECK_MS + 1);
     const r = await row(p.id);
     expect(r).to.include({ status: 'processing', completed: null });
-    expect(r.checks).to.equal(25);
+    expect(r.asks).to.equal(25);
     expect(await events(p.id)).to.deep.equal([]);
     // back, with its word: the payment was cancelled on its side
     answers.set(p.id, { status: 'cancelled' });
     expect(await sweepAfter(MAX_RECHECK_MS + 1)).to.deep.equal({ cancelled: 1 });
-    expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→cancelled (reconciliation)']);
+    expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→cancelled (provider-asked)']);
   });
 
   it('what stays open an hour past its window is listed by GET /admin/attention and counted in /metrics', async () => {
@@ -122,11 +122,13 @@ describe('the end of a provider window', () => {
     const ids = res.body.data.map((i: any) => i.id);
     expect(ids).to.include(p.id);
     expect(ids).not.to.include(fresh.id);
-    expect(res.body.data.find((i: any) => i.id === p.id)).to.include({ object: 'payment', status: 'processing', environment: 'test' });
+    const item = res.body.data.find((i: any) => i.id === p.id);
+    expect(item).to.include({ object: 'payment', status: 'processing', environment: 'test' });
+    expect(item).to.have.all.keys('object', 'id', 'status', 'merchant_id', 'environment', 'provider', 'window_ends_at', 'last_asked', 'asks');
     const metrics = await env.admin('GET', '/metrics');
     expect(metrics.body).to.match(/operations_open_past_bound\{kind="payment"\} [1-9]/);
     expect(metrics.body).to.match(/operations_open_past_bound\{kind="refund"\} 0/);
-    // settled, it leaves the list
+    // decided, it leaves the list
     answers.set(p.id, { status: 'failed' });
     await sweepAfter(MAX_RECHECK_MS + 1);
     const after = await env.admin('GET', '/admin/attention');
@@ -218,7 +220,7 @@ describe('money out the provider forgets', () => {
       });
     });
     await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
-    env = await startTestEnv({ SANDBOX_PROVIDER_URL: `http://127.0.0.1:${(provider.address() as AddressInfo).port}`, PROVIDER_TIMEOUT_MS: '500', RECONCILE_INTERVAL_MS: '1000' });
+    env = await startTestEnv({ SANDBOX_PROVIDER_URL: `http://127.0.0.1:${(provider.address() as AddressInfo).port}`, PROVIDER_TIMEOUT_MS: '500', ASK_INTERVAL_MS: '1000' });
     clock = new ManualClock();
     ctx = createContext({ role: 'worker', name: 'money-out-test', config: env.config, clock });
   });

@@ -26,7 +26,7 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
   let sandboxUrl: string;
 
   before(async () => {
-    env = await startTestEnv({ SANDBOX_CALLBACK_DELAY_MS: '300', SANDBOX_PROVIDER_WINDOW_MS: '4000', RECONCILE_INTERVAL_MS: '250' });
+    env = await startTestEnv({ SANDBOX_CALLBACK_DELAY_MS: '300', SANDBOX_PROVIDER_WINDOW_MS: '4000', ASK_INTERVAL_MS: '250' });
     ({ url: sandboxUrl } = await startSandbox(env));
     await Promise.all([
       env.spawn('workers/provider-push/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl }),

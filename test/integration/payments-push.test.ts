@@ -142,7 +142,7 @@ describe('provider-push', function () {
     let shop: MerchantFixture;
     let sandboxUrl: string;
     before(async () => {
-      env = await startTestEnv({ SANDBOX_PROVIDER_WINDOW_MS: '1500', RECONCILE_INTERVAL_MS: '200' });
+      env = await startTestEnv({ SANDBOX_PROVIDER_WINDOW_MS: '1500', ASK_INTERVAL_MS: '200' });
       ({ url: sandboxUrl } = await startSandbox(env, { SANDBOX_CALLBACK_DELAY_MS: '200' }));
       // the push tells the provider a callback URL nobody answers on, so every callback is lost
       await env.spawn('workers/provider-push/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl, BASE_URL: 'http://127.0.0.1:9' });
@@ -162,8 +162,8 @@ describe('provider-push', function () {
       expect((await sandboxTransaction(sandboxUrl, 'vodacom', ok.id)).sandbox.callbacks_delivered).to.equal(0);
       expect(succeeded.provider_ref).to.be.a('string');
       expect(failed).to.include({ failure_code: 'insufficient-funds' });
-      expect(await history(env, ok.id)).to.deep.equal(['processing (created)', 'succeeded (reconciliation)']);
-      expect(await history(env, ko.id)).to.deep.equal(['processing (created)', 'failed (reconciliation)']);
+      expect(await history(env, ok.id)).to.deep.equal(['processing (created)', 'succeeded (provider-asked)']);
+      expect(await history(env, ko.id)).to.deep.equal(['processing (created)', 'failed (provider-asked)']);
       expect(await paymentCredits(env, ok.id)).to.have.length(1);
       expect((await env.services.db('events').where({ object_id: ok.id })).map((e) => e.type)).to.deep.equal(['payment.succeeded']);
       expect((await env.services.db('events').where({ object_id: ko.id })).map((e) => e.type)).to.deep.equal(['payment.failed']);
@@ -186,7 +186,7 @@ describe('provider-push', function () {
       expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'succeeded', provider_ref: 'R-lost' }))).status).to.equal(200);
       // Redis loses the job (flushed, or every attempt failed): only the inbox row remains
       await env.services.queues.get(QUEUES.callbackReconciler).obliterate({ force: true });
-      await env.spawn('workers/callback-reconciler/index.ts', { RECONCILE_INTERVAL_MS: '200' });
+      await env.spawn('workers/callback-reconciler/index.ts', { ASK_INTERVAL_MS: '200' });
       await env.spawn('workers/outbox-relay/index.ts', { REDRIVE_INTERVAL_MS: '200', REDRIVE_GRACE_MS: '300' });
       const done = await waitForStatus(shop.client, p.id, 'succeeded');
       expect(done.provider_ref).to.equal('R-lost');

@@ -197,7 +197,7 @@ describe('payouts', () => {
     it('a reference already used by the merchant in this environment: 409 reference-conflict', async () => {
       const first = await shop.client.post('/v1/payouts', aPayout({ reference: 'run-2026-11' }));
       expect(first.status).to.equal(201);
-      // its outcome first: a settle posting landing between two snapshots would look like a refused request moving money
+      // its outcome first: a deliver posting landing between two snapshots would look like a refused request moving money
       await final(shop.client, first.body.id);
       await refused(aPayout({ reference: 'run-2026-11', amount: 5 }), 409, 'reference-conflict', 'reference');
       const other = await aMerchant(env);

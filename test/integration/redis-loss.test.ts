@@ -40,7 +40,7 @@ describe('Redis data lost mid-flight: the re-drive carries every open piece of w
   }
 
   before(async () => {
-    env = await startMoneyEnv({ REDRIVE_INTERVAL_MS: '200', REDRIVE_GRACE_MS: '500', RECONCILE_INTERVAL_MS: '250', WEBHOOK_RETRY_DELAYS_MS: '100,100,100,100,100,100,100,100' }, []);
+    env = await startMoneyEnv({ REDRIVE_INTERVAL_MS: '200', REDRIVE_GRACE_MS: '500', ASK_INTERVAL_MS: '250', WEBHOOK_RETRY_DELAYS_MS: '100,100,100,100,100,100,100,100' }, []);
     sandboxUrl = env.config.sandboxProviderUrl;
     rx = await startReceiver();
   });
@@ -109,7 +109,7 @@ describe('Redis data lost mid-flight: the re-drive carries every open piece of w
     });
 
     it('callbacks stored but their jobs lost: every payment succeeds, credited once', async () => {
-      // the sandbox calls back; no reconciler runs, so the callbacks wait in the inbox with their jobs
+      // the sandbox calls back; no callback-reconciler runs, so the callbacks wait in the inbox with their jobs
       await eventually(async () => (await env.services.db('provider_callbacks').whereIn('object_id', payments.map((p) => p.id))).length === count, 20_000);
       await flushQueues();
       await startPool('callback-reconciler');

@@ -11,7 +11,7 @@ describe('refunds', () => {
   const refundRows = (paymentId: string) => db()('refunds').where({ payment_id: paymentId });
   const history = (refundId: string) => db()('refund_status_changes').where({ refund_id: refundId }).orderBy('id').select('from_status', 'to_status', 'reason');
   const eventsOf = (objectId: string) => db()('events').where({ object_id: objectId }).orderBy('object_version').select('type', 'object_version', 'body');
-  const settled = (client: any, paymentId: string) =>
+  const refundsFinal = (client: any, paymentId: string) =>
     waitFor(client, `/v1/payments/${paymentId}/refunds`, (b) => b.data.length > 0 && b.data.every((r: any) => r.status !== 'pending'));
 
   before(async () => {
@@ -52,7 +52,7 @@ describe('refunds', () => {
     const job = await db()('outbox').whereRaw(`payload->>'refundId' = ?`, [r.id]).select('queue', 'payload');
     expect(job).to.deep.equal([{ queue: 'refund', payload: { refundId: r.id, requestId: 'req-refund-1' } }]);
 
-    const list = await settled(client, p.id);
+    const list = await refundsFinal(client, p.id);
     expect(list.object).to.equal('list');
     expect(list.data).to.have.length(1);
     const done = list.data[0];
@@ -93,7 +93,7 @@ describe('refunds', () => {
     expect(rest.body.amount, 'the default is what is left').to.equal(3_800);
     expect((await client.get(`/v1/payments/${p.id}`)).body).to.include({ status: 'refunded', amount_refunded: 5_000 });
 
-    const list = await settled(client, p.id);
+    const list = await refundsFinal(client, p.id);
     expect(list.data.map((r: any) => [r.id, r.amount, r.status])).to.deep.equal([
       [first.body.id, 1_200, 'succeeded'],
       [rest.body.id, 3_800, 'succeeded'],
@@ -114,7 +114,7 @@ describe('refunds', () => {
     expect(res.status).to.equal(201);
     expect((await balanceOf(client)).available).to.deep.equal({ USD: 0, CDF: 0 });
 
-    const list = await settled(client, p.id);
+    const list = await refundsFinal(client, p.id);
     const r = list.data[0];
     expect(r).to.include({ id: res.body.id, status: 'failed', failure_code: 'recipient-inactive', currency: 'CDF', reason: 'cancelled order' });
     expect(r.failure_message).to.be.a('string').and.not.empty;
@@ -143,7 +143,7 @@ describe('refunds', () => {
     // the payment is refundable again, for the whole amount
     const retry = await client.post(`/v1/payments/${p.id}/refund`, { amount: 25_000 });
     expect(retry.status).to.equal(201);
-    await settled(client, p.id);
+    await refundsFinal(client, p.id);
     expect((await balanceOf(client)).available.CDF).to.equal(25_000);
   });
 
@@ -164,7 +164,7 @@ describe('refunds', () => {
     expect(full.status).to.equal(201);
     expect(full.body.amount).to.equal(10_000);
     expect((await balanceOf(client)).available.USD).to.equal(9_740 + 965 - 10_000);
-    await settled(client, p.id);
+    await refundsFinal(client, p.id);
   });
 
   describe('bad requests get their exact error and move no money', () => {
@@ -216,10 +216,10 @@ describe('refunds', () => {
       await refused(`/v1/payments/${paid.id}/refund`, { amount: 3_001 }, 422, 'refund-exceeds-refundable');
       const part = await shop.client.post(`/v1/payments/${paid.id}/refund`, { amount: 1_000 });
       expect(part.status).to.equal(201);
-      // its outcome first: a settle posting landing between two snapshots would look like a refused request moving money
-      await settled(shop.client, paid.id);
+      // its outcome first: a deliver posting landing between two snapshots would look like a refused request moving money
+      await refundsFinal(shop.client, paid.id);
       await refused(`/v1/payments/${paid.id}/refund`, { amount: 2_001 }, 422, 'refund-exceeds-refundable');
-      await settled(shop.client, paid.id); // the next tests compare balances: the provider's answer must not land in between
+      await refundsFinal(shop.client, paid.id); // the next tests compare balances: the provider's answer must not land in between
     });
 
     it('an unknown, malformed or foreign payment: 404 not-found', async () => {
@@ -281,7 +281,7 @@ describe('refunds', () => {
     expect(await checkLedger(db())).to.deep.equal([]);
     expect(await db()('ledger_transactions').where({ merchant_id: merchant.id, kind: 'refund_debit' }).count('* as n')).to.deep.equal([{ n: 10 }]);
 
-    const list = await settled(client, p.id);
+    const list = await refundsFinal(client, p.id);
     expect(list.data).to.have.length(10);
     expect(list.data.every((r: any) => r.status === 'succeeded' && r.amount === 1_000)).to.equal(true);
     expect(await balanceOf(client)).to.deep.equal({ available: { USD: 500, CDF: 0 }, pending: { USD: 0, CDF: 0 } });
@@ -297,7 +297,7 @@ describe('refunds', () => {
     expect(new Set(refusals)).to.deep.equal(new Set(['payment-not-refundable']));
     expect((await balanceOf(client)).available.USD).to.equal(0);
     expect(await checkLedger(db())).to.deep.equal([]);
-    await settled(client, p.id);
+    await refundsFinal(client, p.id);
     expect(await balanceOf(client)).to.deep.equal({ available: { USD: 0, CDF: 0 }, pending: { USD: 0, CDF: 0 } });
   });
 });

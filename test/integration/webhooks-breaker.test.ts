@@ -55,8 +55,8 @@ describe('webhook circuit breaker and per-endpoint bound (real sender)', functio
 
     up = true;
     await eventually(async () => {
-      const pending = await db()('webhook_deliveries').where({ webhook_id: dead.id }).whereNot({ status: 'succeeded' });
-      return pending.length === 0;
+      const notSucceeded = await db()('webhook_deliveries').where({ webhook_id: dead.id }).whereNot({ status: 'succeeded' });
+      return notSucceeded.length === 0;
     }, 30_000);
 
     const closed = (await env.admin('GET', `/admin/webhooks/${dead.id}`)).body;

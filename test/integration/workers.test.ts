@@ -5,7 +5,7 @@ import { eventually } from '../helpers/processes';
 import { freePort } from '../helpers/ports';
 import { transact } from '../../shared/db/transact';
 import { QUEUES } from '../../shared/queues/names';
-import { outboxJobId } from '../../shared/queues/outbox';
+import { outboxJobId, writeOutbox } from '../../shared/queues/outbox';
 
 function startRedis(port: number): Promise<ChildProcess> {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -55,10 +55,14 @@ describe('outbox relay', () => {
     expect(job.name).to.equal('relay-test');
     expect(job.data).to.deep.equal({ marker: 'relay' });
     await eventually(async () => (await env.services.db('outbox').where({ id: msg.id }).first()).enqueued_at);
-    // another relay pass finds nothing left to send: once its job is gone (as after it ran and
-    // was removed), the relay does not enqueue it again (BullMQ's jobId dedupe cannot hide that)
+    // a later relay pass finds nothing left to send: once its job is gone (as after it ran and
+    // was removed), the relay does not enqueue it again (BullMQ's jobId dedupe cannot hide that).
+    // A pass that ran after the removal is seen by a marker row written now with no immediate
+    // enqueue: the relay takes rows oldest first, so once the marker's job exists, the pass
+    // that enqueued it had already enqueued the first row again if it were going to
     await job.remove();
-    await new Promise((r) => setTimeout(r, 600));
+    const marker = await writeOutbox(env.services.db, QUEUES.refund, 'relay-marker', { marker: 'later' });
+    await eventually(() => queue.getJob(outboxJobId(marker.id)), 15_000);
     expect(await queue.getJob(outboxJobId(msg.id)), 'enqueued again by the relay').to.equal(undefined);
   });
 

@@ -100,4 +100,10 @@ describe('config', () => {
     const c = loadConfig({ SECRETS_KEY: `${REAL_KEY},${DEV_SECRETS_KEY}` });
     expect(c.secretsKeys.map((k) => k.id)).to.deep.equal(['k2', 'dev']);
   });
+
+  it('reads ASK_INTERVAL_MS (default 5000) and refuses its old name RECONCILE_INTERVAL_MS rather than ignore it', () => {
+    expect(loadConfig({}).askIntervalMs).to.equal(5000);
+    expect(loadConfig({ ASK_INTERVAL_MS: '200' }).askIntervalMs).to.equal(200);
+    expect(() => loadConfig({ RECONCILE_INTERVAL_MS: '200' })).to.throw(ConfigError, /ASK_INTERVAL_MS/);
+  });
 });

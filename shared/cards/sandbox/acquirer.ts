@@ -17,8 +17,8 @@ import { SandboxError, readBody, readJson, sendJson, sendText } from './http';
  * required with the issuer's challenge page (`/acs/{ref}`: "Complete authentication" / "Fail
  * authentication", the amount, a clear test-page banner), which reports the outcome by callback
  * and sends the client's frame back to our `/checkout/{id}/3ds-return`. A challenge left
- * unanswered for `threeDsWindowMs` is `expired`. The status query is the mobile-money
- * protocol's. State lives in memory: a simulator, restarted empty.
+ * unanswered for `threeDsWindowMs` is `expired`. Asking about a charge
+ * (GET /v1/transactions/{id}) is the mobile-money protocol's. State lives in memory: a simulator, restarted empty.
  */
 
 export interface AcquirerOptions {
@@ -93,7 +93,7 @@ export function createAcquirerServer(opts: AcquirerOptions): http.Server {
     void callbacks.send(c.callbackUrl, body, { onDelivered: () => c.callbacksDelivered++ });
   }
 
-  function settle(c: Charge, status: 'succeeded' | 'failed', failureCode: string | null, failureMessage: string | null, delayMs: number): void {
+  function conclude(c: Charge, status: 'succeeded' | 'failed', failureCode: string | null, failureMessage: string | null, delayMs: number): void {
     c.status = status;
     c.failureCode = failureCode;
     c.failureMessage = failureMessage;
@@ -176,7 +176,7 @@ export function createAcquirerServer(opts: AcquirerOptions): http.Server {
       charges.delete(externalId);
       byRef.delete(c.providerRef);
     });
-    if (c.outcome === 'approved') settle(c, 'succeeded', null, null, opts.callbackDelayMs);
+    if (c.outcome === 'approved') conclude(c, 'succeeded', null, null, opts.callbackDelayMs);
     if (c.outcome === 'declined') {
       // answered at once; no callback (the answer is the outcome)
       c.status = 'failed';
@@ -223,8 +223,8 @@ ${state}${forms}</main></body></html>`;
     await readBody(req, 1024);
     if (expired(c)) return challengePage(res, c);
     if (c.status === 'pending') {
-      if (action === 'complete') settle(c, 'succeeded', null, null, 0);
-      else settle(c, 'failed', 'authentication-failed', 'The client failed 3-D Secure authentication', 0);
+      if (action === 'complete') conclude(c, 'succeeded', null, null, 0);
+      else conclude(c, 'failed', 'authentication-failed', 'The client failed 3-D Secure authentication', 0);
       opts.log.info({ externalId: c.externalId, action }, '3-D Secure answered');
     }
     // back to the merchant's checkout, which asks its server for the outcome

@@ -54,7 +54,7 @@ interface SandboxTransaction {
 
 const PATHS: Record<string, ProviderObjectKind> = { collections: 'payment', refunds: 'refund', payouts: 'payout' };
 const ID_PREFIX: Partial<Record<ProviderObjectKind, string>> = { payment: 'pay_', refund: 're_', payout: 'po_' };
-/** A transaction is kept (status queries, idempotent repeats) this long, and at most MAX_KEPT of them (the oldest go first). */
+/** A transaction is kept (asks about it, idempotent repeats) this long, and at most MAX_KEPT of them (the oldest go first). */
 const KEEP_MS = 24 * 3600 * 1000;
 const MAX_KEPT = 200_000;
 const PRUNE_EVERY_MS = 60_000;

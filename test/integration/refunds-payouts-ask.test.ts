@@ -12,7 +12,7 @@ import { checkLedger } from '../../shared/ledger/check';
  * lost is sent again. Here the refund and payout pools tell the sandbox a callback URL where
  * nothing listens, so every refund and payout callback is lost.
  */
-describe('reconciliation of refunds and payouts whose callback is lost', () => {
+describe('asking the provider about refunds and payouts whose callback is lost', () => {
   let env: TestEnv;
   const db = () => env.services.db;
   let lostCallbacks: Record<string, string>;
@@ -21,7 +21,7 @@ describe('reconciliation of refunds and payouts whose callback is lost', () => {
     env = await startMoneyEnv({}, ['workers/provider-push/index.ts', 'workers/callback-reconciler/index.ts']);
     lostCallbacks = {
       BASE_URL: `http://127.0.0.1:${await freePort()}`,
-      RECONCILE_INTERVAL_MS: '200',
+      ASK_INTERVAL_MS: '200',
     };
     await env.spawn('workers/refund/index.ts', lostCallbacks);
   });
@@ -38,11 +38,11 @@ describe('reconciliation of refunds and payouts whose callback is lost', () => {
   }
 
   after(async () => {
-    expect(await checkLedger(db()), 'ledger:check after the reconciliation file').to.deep.equal([]);
+    expect(await checkLedger(db()), 'ledger:check after the ask file').to.deep.equal([]);
     await env.close();
   });
 
-  it('a refund is settled from the provider status: succeeded, or failed with the money back', async () => {
+  it('a refund is decided by what the provider answers when asked: succeeded, or failed with the money back', async () => {
     const { client } = await aMerchant(env);
     const ok = await aSucceededPayment(client, { amount: 4_000 });
     const refused = await aSucceededPayment(client, { amount: 6_000, phone: '243990000005' });
@@ -57,7 +57,7 @@ describe('reconciliation of refunds and payouts whose callback is lost', () => {
       const history = await db()('refund_status_changes').where({ refund_id: id }).orderBy('id').select('to_status', 'reason');
       expect(history).to.deep.equal([
         { to_status: 'pending', reason: 'created' },
-        { to_status: to, reason: 'reconciliation' },
+        { to_status: to, reason: 'provider-asked' },
       ]);
     }
     expect((await db()('events').where({ object_id: b.id }).pluck('type'))).to.deep.equal(['refund.failed']);
@@ -74,7 +74,7 @@ describe('reconciliation of refunds and payouts whose callback is lost', () => {
     const payout = (over: Record<string, unknown>): Promise<any> =>
       withShortWindow(() => client.post('/v1/payouts', { amount: 1_000, currency: 'USD', operator: 'africell', phone: '243990000001', reference: randomUUID(), ...over }));
 
-    it('a payout whose send job was lost is sent again, then settled from the provider status', async () => {
+    it('a payout whose send job was lost is sent again, then decided by what the provider answers when asked', async () => {
       // created while no payout pool runs; its queued job is then lost
       const res = await payout({});
       expect(res.status).to.equal(201);
@@ -87,23 +87,23 @@ describe('reconciliation of refunds and payouts whose callback is lost', () => {
       expect(history).to.deep.equal([
         { to_status: 'pending', reason: 'created' },
         { to_status: 'processing', reason: 'provider-accepted' },
-        { to_status: 'succeeded', reason: 'reconciliation' },
+        { to_status: 'succeeded', reason: 'provider-asked' },
       ]);
       const resent = await db()('outbox').whereRaw(`payload->>'payoutId' = ?`, [res.body.id]).count('* as n');
       expect(resent[0].n, 'the creation job, then the sweep’s').to.be.at.least(2);
     });
 
-    it('a payout the provider never settles stays processing, its money in transit, however often it is asked', async () => {
+    it('a payout the provider never decides stays processing, its money in transit, however often it is asked', async () => {
       const res = await payout({ phone: '243990000004' });
       expect(res.status).to.equal(201);
       const first = await eventually(async () => {
         const row = await db()('payouts').where({ id: res.body.id }).first();
-        return row.status === 'processing' && row.checked_at ? row.checked_at : undefined;
+        return row.status === 'processing' && row.asked_at ? row.asked_at : undefined;
       });
       // asked again at a later sweep: still no outcome, so nothing changes
       await eventually(async () => {
         const row = await db()('payouts').where({ id: res.body.id }).first();
-        return row.checked_at > first;
+        return row.asked_at > first;
       });
       const row = await db()('payouts').where({ id: res.body.id }).first();
       expect(row).to.include({ status: 'processing', completed: null });
