@@ -1,6 +1,7 @@
 import type { Model, PartialModelObject } from 'objection';
 import type { ServiceContext } from '../context';
-import { recordSent } from '../db/sql/transitions';
+import { poolCoalescer } from '../db/coalescer';
+import { recordSent, type SentRecord } from '../db/sql/transitions';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
@@ -71,7 +72,9 @@ async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceCont
   const d = decide(kind.machine, row.status, 'sent');
   if (d.kind !== 'stay') return undefined;
   const sent = { ...row, ...changeOf(kind, row, d, 'sent', { reason: 'provider-accepted', providerRef }) } as unknown as R & { updated_at: Date };
-  const written = await recordSent(ctx.db, kind, row.id, { status: row.status, version: row.version }, { sent_at: sent.sent_at!, provider_ref: sent.provider_ref, version: sent.version, updated_at: sent.updated_at });
+  // the pushes of concurrent jobs are recorded together (KERNEL_COALESCE)
+  const sents = poolCoalescer<SentRecord, boolean>(ctx.db, `record-sent-${kind.name}`, (records) => recordSent(ctx.db, kind, records), ctx.config.kernelCoalesce);
+  const written = await sents.call({ id: row.id, from: { status: row.status, version: row.version }, set: { sent_at: sent.sent_at!, provider_ref: sent.provider_ref, version: sent.version, updated_at: sent.updated_at } });
   return written ? 'applied' : undefined;
 }
 

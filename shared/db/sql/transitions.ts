@@ -57,25 +57,41 @@ export async function findOperation<R>(db: Executor, k: TransitionTables, id: st
   return row;
 }
 
+export interface SentRecord {
+  id: string;
+  /** the status and version the row was read with: the write happens only if they are still its own, and it is unsent */
+  from: { status: string; version: number };
+  set: { sent_at: Date; provider_ref: string | null; version: number; updated_at: Date };
+}
+
 /**
- * The provider's acceptance of an operation that stays in its status (a payment's push): a
- * compare-and-set on the status and version it was read with, still unsent. Returns whether it
- * was written.
+ * The provider's acceptance of operations that stay in their status (a payment's push), one
+ * statement for many: each row a compare-and-set on the status and version it was read with,
+ * still unsent. Returns, in order, whether each was written; an id given twice is written at
+ * most once, for its first record.
  */
-export async function recordSent(
-  db: Executor,
-  k: TransitionTables,
-  id: string,
-  from: { status: string; version: number },
-  set: { sent_at: Date; provider_ref: string | null; version: number; updated_at: Date },
-): Promise<boolean> {
+export async function recordSent(db: Executor, k: TransitionTables, records: SentRecord[]): Promise<boolean[]> {
   const statement = perKind(sents, k, () =>
     sqlStatement(
       `record-sent-${k.name}`,
-      `update ${k.model.tableName} set sent_at = $4, provider_ref = $5, version = $6, updated_at = $7 where id = $1 and status = $2 and version = $3 and sent_at is null returning id`,
+      `update ${k.model.tableName} o set sent_at = x.sent_at, provider_ref = x.provider_ref, version = x.version, updated_at = x.updated_at
+         from unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::text[], $6::int[], $7::timestamptz[])
+              as x(id, from_status, from_version, sent_at, provider_ref, version, updated_at)
+        where o.id = x.id and o.status = x.from_status and o.version = x.from_version and o.sent_at is null${scopeSql(k, 'o')}
+        returning o.id`,
     ),
   );
-  return (await runSql(db, statement, [id, from.status, from.version, set.sent_at, set.provider_ref, set.version, set.updated_at])).length === 1;
+  // an UPDATE … FROM takes one arbitrary source row per target: only the first record of an id is sent
+  const firsts = [...new Map(records.map((r) => [r.id, r] as const).reverse()).values()];
+  const written = new Set(
+    (
+      await runSql<{ id: string }>(db, statement, [
+        firsts.map((r) => r.id), firsts.map((r) => r.from.status), firsts.map((r) => r.from.version),
+        firsts.map((r) => r.set.sent_at), firsts.map((r) => r.set.provider_ref), firsts.map((r) => r.set.version), firsts.map((r) => r.set.updated_at),
+      ])
+    ).map((r) => r.id),
+  );
+  return records.map((r) => written.delete(r.id));
 }
 
 function readStatement(k: TransitionTables): SqlStatement {
