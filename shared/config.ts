@@ -51,12 +51,19 @@ export interface Config {
    * default true. false: always the general path (to compare the two).
    */
   /**
+   * KERNEL_COALESCE: the kernel's per-operation statements of concurrent jobs (a push's recorded
+   * acceptance, a callback's read and write) share one statement, group-commit style
+   * (shared/db/coalescer.ts): an idle pool pays no extra latency, a busy one commits many moves
+   * at once; default true. false: each its own statement (to measure what it earns).
+   */
+  /**
    * DB_POOL_MIN: connections each process's pool keeps open when idle (at most its maximum);
    * default 2. With 0, every burst after a quiet spell first opens connections (a TLS-less
    * loopback connection still costs Postgres a fork and the process a handshake).
    */
   dbPoolMin: number;
   kernelOneStatement: boolean;
+  kernelCoalesce: boolean;
   dbPreparedStatements: boolean;
   /**
    * TEST_CLOCK_FILE (tests only, refused unless NODE_ENV is test): the process's clock is the
@@ -448,6 +455,7 @@ export function loadConfig(env: Env = process.env): Config {
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
     dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),
     kernelOneStatement: bool(env, 'KERNEL_ONE_STATEMENT', true),
+    kernelCoalesce: bool(env, 'KERNEL_COALESCE', true),
     testClockFile,
     dbPoolMin: int(env, 'DB_POOL_MIN', 2, 0, 100),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),

@@ -1,4 +1,4 @@
-import { Model } from 'objection';
+import { Model, type ModelClass } from 'objection';
 
 /**
  * The data layer (README, Decisions): an objection model per table for its single-table reads
@@ -98,28 +98,27 @@ export class Payout extends Row {
 export interface Payout extends PayoutRow {}
 
 /** A row of a `*_status_changes` table (from, to, reason, at): history as data. */
-class StatusChangeModel extends Row {
-  declare id: number;
-  declare from_status: string | null;
-  declare to_status: string;
-  declare reason: string;
-  declare at: Date;
+export interface StatusChangeRow {
+  id: number;
+  from_status: string | null;
+  to_status: string;
+  reason: string;
+  at: Date;
 }
 
-export class PaymentStatusChange extends StatusChangeModel {
-  static override tableName = 'payment_status_changes';
-  declare payment_id: string;
+/** The model of an operation kind's status history: its table, and `column`, the column naming the operation. */
+export type StatusHistory<C extends string = string> = ModelClass<Model & StatusChangeRow & Record<C, string>> & { readonly column: C };
+
+function statusHistory<C extends string>(tableName: string, column: C): StatusHistory<C> {
+  return class extends Row {
+    static override tableName = tableName;
+    static readonly column = column;
+  } as unknown as StatusHistory<C>;
 }
 
-export class RefundStatusChange extends StatusChangeModel {
-  static override tableName = 'refund_status_changes';
-  declare refund_id: string;
-}
-
-export class PayoutStatusChange extends StatusChangeModel {
-  static override tableName = 'payout_status_changes';
-  declare payout_id: string;
-}
+export const PaymentStatusChange = statusHistory('payment_status_changes', 'payment_id');
+export const RefundStatusChange = statusHistory('refund_status_changes', 'refund_id');
+export const PayoutStatusChange = statusHistory('payout_status_changes', 'payout_id');
 
 /** The inbox of provider callbacks (shared/providers/inbox.ts). */
 export class InboxCallback extends Row {

@@ -32,8 +32,8 @@ export async function startCardEnv(overrides: Record<string, string> = {}): Prom
     ...overrides,
   });
   const processes = await Promise.all([
-    env.spawn('shared/cards/sandbox/vault-server.ts'),
-    env.spawn('shared/cards/sandbox/acquirer-server.ts'),
+    env.spawn('shared/cards/sandbox/vaultServer.ts'),
+    env.spawn('shared/cards/sandbox/acquirerServer.ts'),
     env.spawn('workers/card-charge/index.ts'),
     env.spawn('workers/callback-reconciler/index.ts'),
   ]);

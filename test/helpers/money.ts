@@ -125,7 +125,7 @@ export async function aSucceededCardPayment(env: TestEnv, merchantId: string): P
   return row.id;
 }
 
-/** What the sandbox provider knows of one of our objects (its status endpoint, with its test counters). */
+/** What the sandbox provider knows of one of our objects (what it answers when asked, GET /v1/transactions/{id}, with its test counters). */
 export async function sandboxTransaction(sandboxUrl: string, operator: string, id: string): Promise<any | undefined> {
   const res = await fetch(`${sandboxUrl}/${operator}/v1/transactions/${id}`, { headers: { Authorization: `Bearer ${SANDBOX_API_KEY}` } });
   return res.status === 200 ? res.json() : undefined;

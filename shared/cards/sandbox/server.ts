@@ -7,7 +7,7 @@ import { createAcquirerServer } from './acquirer';
 import { createVaultServer } from './vault';
 
 /**
- * Runs one card sandbox (Procfile `card-vault`: vault.ts, `card-acquirer`: acquirer-server.ts):
+ * Runs one card sandbox (Procfile `card-vault`: vaultServer.ts, `card-acquirer`: acquirerServer.ts):
  * one process each, on its own port, so each has its own origin. Port 0 picks a free port,
  * logged on the 'listening' line.
  */

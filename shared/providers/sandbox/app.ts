@@ -43,7 +43,7 @@ interface SandboxTransaction {
   currency: string;
   callbackUrl: string;
   outcome: SandboxOutcome;
-  /** when the outcome is known (status endpoint) and the callback sent */
+  /** when the outcome is known (to an ask, GET /v1/transactions/{id}) and the callback sent */
   outcomeAt: number;
   /** a payment never answered is `expired` from then on */
   expiresAt: number;
