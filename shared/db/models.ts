@@ -80,22 +80,28 @@ export class WebhookSecret extends Row {
 
 /* Provider operations and their status histories (shared/operations). */
 
+/** The row's own timestamps (not part of the object a resource shows). */
+interface Timestamps {
+  created_at: Date;
+  updated_at: Date;
+}
+
 export class Payment extends Row {
   static override tableName = 'payments';
   static override jsonAttributes = ['metadata'];
 }
-export interface Payment extends PaymentRow {}
+export interface Payment extends PaymentRow, Timestamps {}
 
 export class Refund extends Row {
   static override tableName = 'refunds';
 }
-export interface Refund extends RefundRow {}
+export interface Refund extends RefundRow, Timestamps {}
 
 export class Payout extends Row {
   static override tableName = 'payouts';
   static override jsonAttributes = ['metadata'];
 }
-export interface Payout extends PayoutRow {}
+export interface Payout extends PayoutRow, Timestamps {}
 
 /** A row of a `*_status_changes` table (from, to, reason, at): history as data. */
 export interface StatusChangeRow {
