@@ -14,6 +14,7 @@ import { checkLedger } from '../../shared/ledger/check';
 import { fileClock, type Clock } from '../../shared/clock';
 import { startProcess, type RunningProcess } from './processes';
 import { contract } from './contract';
+import { parsedBody } from './http';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -112,14 +113,7 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
       headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
-    const text = await res.text();
-    let parsed: any = text;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      /* not JSON */
-    }
-    return { status: res.status, headers: res.headers, body: parsed };
+    return { status: res.status, headers: res.headers, body: parsedBody(await res.text()) };
   };
 
   const client: TestEnv['client'] = (credential, url = baseUrl) => testClient(url, credential, !appOptions.extraV1Routes);

@@ -115,7 +115,8 @@ describe('the end of a provider window', () => {
   it('what stays open an hour past its window is listed by GET /admin/attention and counted in /metrics', async () => {
     const p = await aPayment(shop.client, { phone: '243990000001' });
     const fresh = await aPayment(shop.client, { phone: '243990000001' });
-    // its window ended two hours ago (the row's own deadline: no clock to move in the web process)
+    // its window ended two hours ago (its own row moved back: the service's clock moved on would
+    // take the fresh one past its window too)
     await env.services.db('payments').where({ id: p.id }).update({ window_ends_at: new Date(Date.now() - 2 * 3600_000) });
     const res = await env.admin('GET', '/admin/attention');
     expect(res.status).to.equal(200);
