@@ -273,29 +273,29 @@ export class Setting extends Row {
 
 /* The ledger (shared/ledger) and settlements. */
 
+/** The columns of a ledger account, which its balance (the view) has too. */
+interface AccountColumns {
+  id: number;
+  owner: string;
+  environment: Environment;
+  currency: Currency;
+  kind: AccountKind;
+  allow_negative: boolean;
+}
+
 export class LedgerAccount extends Row {
   static override tableName = 'ledger_accounts';
-  declare id: number;
-  declare owner: string;
-  declare environment: Environment;
-  declare currency: Currency;
-  declare kind: AccountKind;
-  declare allow_negative: boolean;
   /** cached balance of a guarded account (its folded entries); 0 on platform accounts */
   declare balance: number | bigint;
 }
+export interface LedgerAccount extends AccountColumns {}
 
 /** A ledger account's balance, defined once (the `ledger_balances` view): exact numeric, read as text. */
 export class LedgerBalance extends Row {
   static override tableName = 'ledger_balances';
-  declare id: number;
-  declare owner: string;
-  declare environment: Environment;
-  declare currency: Currency;
-  declare kind: AccountKind;
-  declare allow_negative: boolean;
   declare balance: string;
 }
+export interface LedgerBalance extends AccountColumns {}
 
 export class LedgerTransaction extends Row {
   static override tableName = 'ledger_transactions';
