@@ -1,7 +1,7 @@
 /**
  * `npm run openapi [-- <file>]`: writes the OpenAPI document of the merchant API (built from the
  * route table, api/openapi) to shared/client/openapi.json (or <file>), and the SDK's types
- * generated from it by openapi-typescript to shared/client/api-types.ts. Both are committed;
+ * generated from it by openapi-typescript to shared/client/apiTypes.ts. Both are committed;
  * test/unit/openapi.test.ts fails while either is stale. Needs no database, Redis or config.
  */
 import { writeFileSync } from 'node:fs';

@@ -1,6 +1,10 @@
+import { readFileSync } from 'node:fs';
+import type { Config } from './config';
+
 /**
  * The time as the service's decisions see it (windows, sweeps, grace periods). Production reads
- * the system clock; a test builds its context with a clock it can move, instead of sleeping.
+ * the system clock; a test moves a clock instead of sleeping: a ManualClock given to a context it
+ * builds, or the file clock of the processes it spawns (fileClock).
  */
 export interface Clock {
   /** milliseconds since the Unix epoch */
@@ -8,6 +12,34 @@ export interface Clock {
 }
 
 export const systemClock: Clock = { now: () => Date.now() };
+
+/**
+ * Tests only: the system clock plus the offset in milliseconds written in `file`, read at each
+ * call, so a test moves the clock of the processes it spawned by rewriting the file (the test's
+ * side: test/helpers/env.ts, `clock`). No file yet: no offset. A process gets it through
+ * TEST_CLOCK_FILE, which the configuration refuses unless NODE_ENV is test.
+ */
+export function fileClock(file: string): Clock {
+  return { now: () => Date.now() + offsetIn(file) };
+}
+
+function offsetIn(file: string): number {
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'ENOENT') return 0;
+    throw err;
+  }
+  const offset = Number(text);
+  if (!Number.isFinite(offset)) throw new Error(`the test clock file ${file} holds no offset in milliseconds: "${text}"`);
+  return offset;
+}
+
+/** The clock of a process with this configuration: the system clock, or a test's file clock. */
+export function clockOf(config: Pick<Config, 'testClockFile'>): Clock {
+  return config.testClockFile ? fileClock(config.testClockFile) : systemClock;
+}
 
 /**
  * A clock a test moves instead of sleeping. It stands still until moved (sweeps and windows: the

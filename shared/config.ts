@@ -51,10 +51,10 @@ export interface Config {
    * default true. false: always the general path (to compare the two).
    */
   /**
-   * KERNEL_COALESCE: the one-statement reads and writes of concurrent callbacks of one kind share
-   * statements (group commit, shared/coalescer.ts: one read of N callbacks, one write of N
-   * transitions, each still a compare-and-set on its own row); default true. false: every
-   * callback its own read and write (to measure what batching earns).
+   * KERNEL_COALESCE: the kernel's per-operation statements of concurrent jobs (a push's recorded
+   * acceptance, a callback's read and write) share one statement, group-commit style
+   * (shared/db/coalescer.ts): an idle pool pays no extra latency, a busy one commits many moves
+   * at once; default true. false: each its own statement (to measure what it earns).
    */
   /**
    * DB_POOL_MIN: connections each process's pool keeps open when idle (at most its maximum);
@@ -65,6 +65,11 @@ export interface Config {
   kernelOneStatement: boolean;
   kernelCoalesce: boolean;
   dbPreparedStatements: boolean;
+  /**
+   * TEST_CLOCK_FILE (tests only, refused unless NODE_ENV is test): the process's clock is the
+   * system clock plus the offset a test writes in this file (shared/clock.ts, fileClock).
+   */
+  testClockFile: string | null;
   redisUrl: string;
   /** BullMQ key prefix; a Redis Cluster hash tag by default so every queue key lands in one slot. */
   queuePrefix: string;
@@ -437,6 +442,8 @@ export function loadConfig(env: Env = process.env): Config {
   if (production && rateLimitPerMinute !== SPEC_RATE_LIMIT_PER_MINUTE) {
     throw new ConfigError(`RATE_LIMIT_PER_MINUTE is fixed at ${SPEC_RATE_LIMIT_PER_MINUTE} by the spec in production`);
   }
+  const testClockFile = env.TEST_CLOCK_FILE || null;
+  if (testClockFile && nodeEnv !== 'test') throw new ConfigError(`TEST_CLOCK_FILE moves the clock in tests only: refused with NODE_ENV=${nodeEnv}`);
   const payments = loadPaymentsConfig(env, production, sandboxProviderUrl, sandboxCallbackSecret);
   if (production) refuseDevelopmentCallbackSecrets(sandboxCallbackSecret, payments);
   return {
@@ -449,6 +456,7 @@ export function loadConfig(env: Env = process.env): Config {
     dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),
     kernelOneStatement: bool(env, 'KERNEL_ONE_STATEMENT', true),
     kernelCoalesce: bool(env, 'KERNEL_COALESCE', true),
+    testClockFile,
     dbPoolMin: int(env, 'DB_POOL_MIN', 2, 0, 100),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
     queuePrefix: env.QUEUE_PREFIX || '{svc}',

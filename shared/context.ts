@@ -6,7 +6,7 @@ import { webRedis, workerRedis } from './queues/connection';
 import { QueueRegistry } from './queues/registry';
 import { flushOutboxMarks } from './queues/outbox';
 import { ProviderRegistry } from './providers/registry';
-import { systemClock, type Clock } from './clock';
+import { clockOf, type Clock } from './clock';
 import { ProviderHealth } from './operations/health';
 
 /** What every process needs: configuration, the Postgres pool, Redis, the queues and a logger. */
@@ -30,6 +30,7 @@ export interface ContextOptions {
   role: 'web' | 'worker';
   name: string;
   poolMax?: number;
+  /** default: the configuration's (the system clock; in tests, TEST_CLOCK_FILE's) */
   clock?: Clock;
 }
 
@@ -42,7 +43,7 @@ export function createContext(opts: ContextOptions): ServiceContext {
   const queues = new QueueRegistry(redis, config.queuePrefix, config.outboxMarkBatchMs);
   let registry: ProviderRegistry | undefined;
   let health: ProviderHealth | undefined;
-  const clock = opts.clock ?? systemClock;
+  const clock = opts.clock ?? clockOf(config);
   return {
     config,
     db,

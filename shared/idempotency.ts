@@ -1,4 +1,6 @@
+import { raw } from 'objection';
 import type { Db, Executor, Trx } from './db/knex';
+import { IdempotencyKey } from './db/models';
 import { runSql } from './db/sql/run';
 import { TAKE_KEY } from './db/sql/idempotencyKeys';
 import { transact, type OutboxWriter, type TransactDeps } from './db/transact';
@@ -18,7 +20,7 @@ import { transact, type OutboxWriter, type TransactDeps } from './db/transact';
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
 export async function purgeExpiredIdempotencyKeys(db: Db): Promise<number> {
-  return db('idempotency_keys').where('expires_at', '<', db.fn.now()).del();
+  return IdempotencyKey.query(db).where('expires_at', '<', raw('now()')).delete();
 }
 
 /** One key: unique per merchant and environment (spec 5.4, architecture rule 5). */
@@ -28,6 +30,9 @@ export interface IdempotencyKeyId {
   /** UUID v4, lower case. */
   key: string;
 }
+
+/** The key's row id (IdempotencyKey.idColumn). */
+const idOf = (id: IdempotencyKeyId) => [id.merchantId, id.environment, id.key];
 
 export interface IdempotentRequest {
   method: string;
@@ -122,9 +127,9 @@ async function takeKeyIn(trx: Trx, key: IdempotentWrite<unknown>): Promise<void>
 
 /** Completes the key taken by takeKeyIn with the route's answer, in the same transaction. */
 async function completeKeyIn(trx: Trx, key: IdempotentWrite<unknown>, response: StoredResponse): Promise<void> {
-  await trx('idempotency_keys')
-    .where({ merchant_id: key.id.merchantId, environment: key.id.environment, key: key.id.key })
-    .update({ status: 'completed', response_status: response.status, response_headers: JSON.stringify(response.headers), response_body: response.body });
+  await IdempotencyKey.query(trx)
+    .findById(idOf(key.id))
+    .patch({ status: 'completed', response_status: response.status, response_headers: response.headers, response_body: response.body });
 }
 
 /**
@@ -144,13 +149,11 @@ export async function idempotentTransact<T>(deps: TransactDeps, key: IdempotentW
 
 /** What a key already held by another request means for this one; null if it is free (released meanwhile). */
 export async function readIdempotencyKey(db: Db, id: IdempotencyKeyId, req: IdempotentRequest): Promise<HeldKey | null> {
-  const row = await db('idempotency_keys')
-    .where({ merchant_id: id.merchantId, environment: id.environment, key: id.key })
-    .first('request_hash', 'status', 'response_status', 'response_headers', 'response_body', 'expires_at');
+  const row = await IdempotencyKey.query(db).findById(idOf(id)).select('request_hash', 'status', 'response_status', 'response_headers', 'response_body', 'expires_at');
   if (!row || new Date(row.expires_at).getTime() <= Date.now()) return null;
   if (row.request_hash !== req.hash) return { kind: 'conflict' };
   if (row.status === 'completed') {
-    return { kind: 'replay', response: { status: row.response_status, headers: row.response_headers ?? {}, body: row.response_body ?? Buffer.alloc(0) } };
+    return { kind: 'replay', response: { status: row.response_status!, headers: row.response_headers ?? {}, body: row.response_body ?? Buffer.alloc(0) } };
   }
   return { kind: 'in-progress' };
 }

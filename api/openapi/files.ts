@@ -3,7 +3,7 @@ import { v1Document } from '../v1';
 
 /** The committed forms of the document: shared/client/openapi.json and the SDK types made from it. */
 export const DOCUMENT_FILE = resolve(__dirname, '../../shared/client/openapi.json');
-export const TYPES_FILE = resolve(__dirname, '../../shared/client/api-types.ts');
+export const TYPES_FILE = resolve(__dirname, '../../shared/client/apiTypes.ts');
 
 export const renderDocument = () => `${JSON.stringify(v1Document(), null, 2)}\n`;
 

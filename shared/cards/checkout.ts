@@ -4,7 +4,8 @@ import { transact, type TransactDeps } from '../db/transact';
 import { isId } from '../domain/ids';
 import { Conflict, NotFound } from '../errors';
 import { lockRow } from '../operations/transition';
-import { PAYMENTS, type PaymentRow } from '../payments/rows';
+import { Payment } from '../db/models';
+import type { PaymentRow } from '../payments/rows';
 import { QUEUES } from '../queues/names';
 import type { CardEndpoints } from '../config';
 import type { Environment } from '../vocabulary';
@@ -27,7 +28,7 @@ export const TOKEN_PATTERN = /^tok_[A-Za-z0-9_-]{8,64}$/;
 /** The card payment with this id, whoever its merchant (the unguessable id is the client's only key). */
 export async function findCheckout(db: Executor, id: string): Promise<CheckoutPayment | undefined> {
   if (!isId('payment', id)) return undefined;
-  return db(`${PAYMENTS} as p`)
+  return db('payments as p')
     .join('merchants as m', 'm.id', 'p.merchant_id')
     .where({ 'p.id': id, 'p.method': 'card' })
     .first('p.*', 'm.name as merchant_name');
@@ -50,7 +51,7 @@ export async function acceptToken(deps: TransactDeps, id: string, token: string,
     if (!p) throw new NotFound('Payment');
     if (p.status !== 'pending' || p.window_ends_at.getTime() <= now) throw new Conflict('payment-not-pending', `This payment is ${p.status === 'pending' ? 'expired' : p.status}: it can no longer be paid`);
     if (charging(p)) throw new Conflict('payment-in-progress', 'A card is already being charged for this payment');
-    await trx(PAYMENTS).where({ id }).update({ checkout_token: token, checkout_error: null, updated_at: new Date() });
+    await Payment.query(trx).findById(id).patch({ checkout_token: token, checkout_error: null, updated_at: new Date() });
     await outbox.add(QUEUES.cardCharge, 'charge', { paymentId: id, requestId });
   });
 }
@@ -64,9 +65,9 @@ export async function acceptToken(deps: TransactDeps, id: string, token: string,
 export async function challengeReturned(db: Executor, id: string, now: number): Promise<boolean> {
   const p = await findCheckout(db, id);
   if (!p || p.challenge_url === null) return false;
-  await db(PAYMENTS)
+  await Payment.query(db)
     .where({ id, status: 'processing', method: 'card' })
     .where('window_ends_at', '>', new Date(now))
-    .update({ window_ends_at: new Date(now) });
+    .patch({ window_ends_at: new Date(now) });
   return true;
 }

@@ -1,7 +1,8 @@
 import type { OperationKind } from '../operations/kind';
 import { cardPaymentMachine, type CardPaymentStatus } from '../operations/machines';
 import { collectionPolicy } from '../payments/kind';
-import { PAYMENTS, type PaymentRow } from '../payments/rows';
+import { Payment, PaymentStatusChange } from '../db/models';
+import type { PaymentRow } from '../payments/rows';
 import { QUEUES } from '../queues/names';
 import { TOKEN_ERRORS, type CardAcquirer, type ChargeAnswer } from './acquirer';
 
@@ -21,9 +22,9 @@ export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
 export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardAcquirer> = {
   name: 'card_payment',
   idKind: 'payment',
-  table: PAYMENTS,
+  model: Payment,
   scope: { method: 'card' },
-  history: { table: 'payment_status_changes', column: 'payment_id' },
+  history: PaymentStatusChange,
   machine: cardPaymentMachine,
   send: { queue: QUEUES.cardCharge, job: 'charge', idField: 'paymentId' },
   providerRefVisible: true,

@@ -1,4 +1,4 @@
-import type { components } from './api-types';
+import type { components } from './apiTypes';
 
 /**
  * Typed errors of the merchant SDK: every non-2xx answer becomes a PaymentsApiError (a subclass

@@ -45,4 +45,4 @@ export {
 } from './errors';
 export { ServiceClient, signRequest, type ClientOptions, type RequestOptions, type ClientResponse, type ResponseInfo } from './signing';
 export { verifyWebhook, webhookSignature, standardSignature, DEFAULT_TOLERANCE_SECONDS, type VerifyResult, type VerifyOptions, type WebhookHeaders } from './webhooks';
-export type { paths, components, operations } from './api-types';
+export type { paths, components, operations } from './apiTypes';

@@ -1,4 +1,4 @@
-import { Model } from 'objection';
+import { Model, type ModelClass } from 'objection';
 
 /**
  * The data layer (README, Decisions): an objection model per table for its single-table reads
@@ -80,46 +80,51 @@ export class WebhookSecret extends Row {
 
 /* Provider operations and their status histories (shared/operations). */
 
+/** The row's own timestamps (not part of the object a resource shows). */
+interface Timestamps {
+  created_at: Date;
+  updated_at: Date;
+}
+
 export class Payment extends Row {
   static override tableName = 'payments';
   static override jsonAttributes = ['metadata'];
 }
-export interface Payment extends PaymentRow {}
+export interface Payment extends PaymentRow, Timestamps {}
 
 export class Refund extends Row {
   static override tableName = 'refunds';
 }
-export interface Refund extends RefundRow {}
+export interface Refund extends RefundRow, Timestamps {}
 
 export class Payout extends Row {
   static override tableName = 'payouts';
   static override jsonAttributes = ['metadata'];
 }
-export interface Payout extends PayoutRow {}
+export interface Payout extends PayoutRow, Timestamps {}
 
 /** A row of a `*_status_changes` table (from, to, reason, at): history as data. */
-class StatusChangeModel extends Row {
-  declare id: number;
-  declare from_status: string | null;
-  declare to_status: string;
-  declare reason: string;
-  declare at: Date;
+export interface StatusChangeRow {
+  id: number;
+  from_status: string | null;
+  to_status: string;
+  reason: string;
+  at: Date;
 }
 
-export class PaymentStatusChange extends StatusChangeModel {
-  static override tableName = 'payment_status_changes';
-  declare payment_id: string;
+/** The model of an operation kind's status history: its table, and `column`, the column naming the operation. */
+export type StatusHistory<C extends string = string> = ModelClass<Model & StatusChangeRow & Record<C, string>> & { readonly column: C };
+
+function statusHistory<C extends string>(tableName: string, column: C): StatusHistory<C> {
+  return class extends Row {
+    static override tableName = tableName;
+    static readonly column = column;
+  } as unknown as StatusHistory<C>;
 }
 
-export class RefundStatusChange extends StatusChangeModel {
-  static override tableName = 'refund_status_changes';
-  declare refund_id: string;
-}
-
-export class PayoutStatusChange extends StatusChangeModel {
-  static override tableName = 'payout_status_changes';
-  declare payout_id: string;
-}
+export const PaymentStatusChange = statusHistory('payment_status_changes', 'payment_id');
+export const RefundStatusChange = statusHistory('refund_status_changes', 'refund_id');
+export const PayoutStatusChange = statusHistory('payout_status_changes', 'payout_id');
 
 /** The inbox of provider callbacks (shared/providers/inbox.ts). */
 export class InboxCallback extends Row {
@@ -268,29 +273,29 @@ export class Setting extends Row {
 
 /* The ledger (shared/ledger) and settlements. */
 
+/** The columns of a ledger account, which its balance (the view) has too. */
+interface AccountColumns {
+  id: number;
+  owner: string;
+  environment: Environment;
+  currency: Currency;
+  kind: AccountKind;
+  allow_negative: boolean;
+}
+
 export class LedgerAccount extends Row {
   static override tableName = 'ledger_accounts';
-  declare id: number;
-  declare owner: string;
-  declare environment: Environment;
-  declare currency: Currency;
-  declare kind: AccountKind;
-  declare allow_negative: boolean;
   /** cached balance of a guarded account (its folded entries); 0 on platform accounts */
   declare balance: number | bigint;
 }
+export interface LedgerAccount extends AccountColumns {}
 
 /** A ledger account's balance, defined once (the `ledger_balances` view): exact numeric, read as text. */
 export class LedgerBalance extends Row {
   static override tableName = 'ledger_balances';
-  declare id: number;
-  declare owner: string;
-  declare environment: Environment;
-  declare currency: Currency;
-  declare kind: AccountKind;
-  declare allow_negative: boolean;
   declare balance: string;
 }
+export interface LedgerBalance extends AccountColumns {}
 
 export class LedgerTransaction extends Row {
   static override tableName = 'ledger_transactions';

@@ -61,6 +61,7 @@ export async function recordEvent(
   input: EventInput,
 ): Promise<EventRow> {
   const row = newEventRow(input);
+  // in the caller's multi-table transaction, on the hot path (a transition's event): the knex builder
   await trx('events').insert({ ...row, body: storedBody(row) });
   return row;
 }

@@ -1,4 +1,5 @@
 import type { Executor } from '../db/knex';
+import { LedgerAccount } from '../db/models';
 
 /**
  * Checks every balance (the `ledger_balances` view, migration 20261125010700) against the sum of
@@ -32,7 +33,7 @@ export async function checkLedger(db: Executor): Promise<string[]> {
     .whereRaw('a.currency <> t.currency or a.environment <> t.environment')
     .select('t.id');
   for (const r of mixed) problems.push(`transaction ${r.id} mixes currencies or environments`);
-  const negative = await db('ledger_accounts').where('allow_negative', false).where('balance', '<', 0).select('id', 'owner', 'balance');
+  const negative = await LedgerAccount.query(db).where('allow_negative', false).where('balance', '<', 0).select('id', 'owner', 'balance');
   for (const r of negative) problems.push(`account ${r.id} (${r.owner}) is negative: ${r.balance}`);
   const unfoldedDebits = await db('ledger_entries as e').join('ledger_accounts as a', 'a.id', 'e.account_id').where('e.unfolded', true).andWhere((q) => q.where('e.amount', '<=', 0).orWhere('a.allow_negative', true)).select('e.id');
   for (const r of unfoldedDebits) problems.push(`entry ${r.id} is unfolded but not a credit to a guarded account`);

@@ -1,5 +1,6 @@
 import type { Executor } from '../db/knex';
 import { unixOf } from '../domain/ids';
+import type { OperationRow } from './kind';
 import { KINDS } from './kinds';
 
 /**
@@ -26,7 +27,8 @@ export async function openPastBound(db: Executor, now: number, limit = 500): Pro
   const bound = new Date(now - ATTENTION_AFTER_MS);
   const found: (AttentionItem & { ends: Date })[] = [];
   for (const kind of Object.values(KINDS)) {
-    const rows = await db(kind.table)
+    const rows: OperationRow[] = await kind.model
+      .query(db)
       .where(kind.scope ?? {})
       .whereIn('status', kind.machine.open as string[])
       .where('window_ends_at', '<', bound)
@@ -45,8 +47,7 @@ export async function countPastBound(db: Executor, now: number): Promise<Record<
   const bound = new Date(now - ATTENTION_AFTER_MS);
   const counts: Record<string, number> = {};
   for (const kind of Object.values(KINDS)) {
-    const [{ n }] = await db(kind.table).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).where('window_ends_at', '<', bound).count<{ n: string }[]>('* as n');
-    counts[kind.name] = Number(n);
+    counts[kind.name] = await kind.model.query(db).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).where('window_ends_at', '<', bound).resultSize();
   }
   return counts;
 }

@@ -9,7 +9,7 @@ import { OPERATORS, type Environment, type Operator } from '../vocabulary';
 
 /**
  * What the kernel learns of providers while it calls them, for operator availability
- * (GET /v1/availability): every provider call the kernel makes (a send, a status question) goes
+ * (GET /v1/availability): every provider call the kernel makes (a send, an ask) goes
  * through `observe`, whatever the kind. A call is a failure when it timed out, could not reach
  * the provider or got an answer worth retrying (5xx and the like); an answer (even a refusal)
  * is a success, slow when it took AVAILABILITY_SLOW_MS or more. Counts are summed in memory and

@@ -1,4 +1,6 @@
+import type { Model, ModelClass } from 'objection';
 import type { Executor, Trx } from '../db/knex';
+import type { StatusHistory } from '../db/models';
 import type { OutboxWriter } from '../db/transact';
 import type { Config } from '../config';
 import type { IdKind } from '../domain/ids';
@@ -69,11 +71,12 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
   name: ProviderObjectKind;
   /** the id kind of its rows, when it is not `name` (a card payment is a `pay_`) */
   idKind?: IdKind;
-  table: string;
+  /** its table's model (shared/db/models.ts), for the kernel's single-table reads and writes off the hot path */
+  model: ModelClass<Model & R>;
   /** when kinds share a table: the column values of this kind's rows (a card payment: method = card) */
   scope?: Record<string, string>;
-  /** its status history: table and the column naming the row */
-  history: { table: string; column: string };
+  /** its status history's model (shared/db/models.ts): the table, and the column naming the row */
+  history: Pick<StatusHistory, 'tableName' | 'column'>;
   machine: Machine<S>;
   /** the queue and job that send it to the provider, and the job's id field */
   send: { queue: QueueName; job: string; idField: string };

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import type { ServiceContext } from '../context';
-import { Coalescer } from '../coalescer';
+import { poolCoalescer } from '../db/coalescer';
 import { readCallbacksWithRows, writeTransitions, type CallbackWithRow, type TransitionWrite } from '../db/sql/transitions';
 import { allowsNegative, assertBalanced, normalise } from '../domain/ledger';
 import { newEventRow, storedBody } from '../events/record';
@@ -55,33 +55,6 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
   return undefined;
 }
 
-interface KindBatches {
-  reads: Coalescer<string, CallbackWithRow<any> | undefined>;
-  writes: Coalescer<TransitionWrite, boolean>;
-}
-
-/** The coalescers of a service's kinds, made on first use (each process has one context; tests have several). */
-const batchesByContext = new WeakMap<ServiceContext, Map<string, KindBatches>>();
-
-function batchesOf(ctx: ServiceContext, kind: OperationKind<any, any>): KindBatches {
-  let byKind = batchesByContext.get(ctx);
-  if (!byKind) batchesByContext.set(ctx, (byKind = new Map()));
-  let batches = byKind.get(kind.name);
-  if (!batches) {
-    // KERNEL_COALESCE=false: every callback its own read and write (to measure what batching earns)
-    const batching = ctx.config.kernelCoalesce ? {} : { maxInFlight: Infinity, maxBatch: 1 };
-    batches = {
-      reads: new Coalescer(async (ids) => {
-        const found = await readCallbacksWithRows(ctx.db, kind, ids);
-        return ids.map((id) => found.get(id));
-      }, batching.maxInFlight, batching.maxBatch),
-      writes: new Coalescer((ws) => writeTransitions(ctx.db, kind, ws), batching.maxInFlight, batching.maxBatch),
-    };
-    byKind.set(kind.name, batches);
-  }
-  return batches;
-}
-
 async function attemptOnce<R extends OperationRow>(
   ctx: ServiceContext,
   kind: OperationKind<R, any>,
@@ -89,8 +62,13 @@ async function attemptOnce<R extends OperationRow>(
   log: Logger,
 ): Promise<{ outcome: 'applied'; callback: StoredCallback } | 'changed' | undefined> {
   if (!kind.posting) return undefined;
-  const batches = batchesOf(ctx, kind);
-  const read = (await batches.reads.call(callbackId)) as CallbackWithRow<R> | undefined;
+  // the reads and the writes of concurrent jobs are shared statements (KERNEL_COALESCE)
+  const reads = poolCoalescer<string, CallbackWithRow<R> | undefined>(ctx.db, `read-callbacks-${kind.name}`, async (ids) => {
+    const found = await readCallbacksWithRows<R>(ctx.db, kind, ids);
+    return ids.map((id) => found.get(id));
+  }, ctx.config.kernelCoalesce);
+  const writes = poolCoalescer<TransitionWrite, boolean>(ctx.db, `write-transitions-${kind.name}`, (ws) => writeTransitions(ctx.db, kind, ws), ctx.config.kernelCoalesce);
+  const read = await reads.call(callbackId);
   if (!read || read.callback.processed_at) return undefined;
   const { row } = read;
   const provider = ctx.providers.byProviderId(read.callback.provider);
@@ -124,7 +102,7 @@ async function attemptOnce<R extends OperationRow>(
   const deliveries = event ? deliveryRows(event, subscribedEndpoints(read.endpoints, event.type), event.created) : [];
   const outbox = deliveries.map((del) => outboxMessage(QUEUES.webhookSender, DELIVER_JOB, deliverJob(del)));
 
-  const written = await batches.writes.call({
+  const written = await writes.call({
     id: row.id,
     from: { status: row.status, version: row.version },
     set: {

@@ -1,5 +1,7 @@
+import type { Model, PartialModelObject } from 'objection';
 import type { ServiceContext } from '../context';
-import { recordSent } from '../db/sql/transitions';
+import { poolCoalescer } from '../db/coalescer';
+import { recordSent, type SentRecord } from '../db/sql/transitions';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
@@ -70,7 +72,9 @@ async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceCont
   const d = decide(kind.machine, row.status, 'sent');
   if (d.kind !== 'stay') return undefined;
   const sent = { ...row, ...changeOf(kind, row, d, 'sent', { reason: 'provider-accepted', providerRef }) } as unknown as R & { updated_at: Date };
-  const written = await recordSent(ctx.db, kind, row.id, { status: row.status, version: row.version }, { sent_at: sent.sent_at!, provider_ref: sent.provider_ref, version: sent.version, updated_at: sent.updated_at });
+  // the pushes of concurrent jobs are recorded together (KERNEL_COALESCE)
+  const sents = poolCoalescer<SentRecord, boolean>(ctx.db, `record-sent-${kind.name}`, (records) => recordSent(ctx.db, kind, records), ctx.config.kernelCoalesce);
+  const written = await sents.call({ id: row.id, from: { status: row.status, version: row.version }, set: { sent_at: sent.sent_at!, provider_ref: sent.provider_ref, version: sent.version, updated_at: sent.updated_at } });
   return written ? 'applied' : undefined;
 }
 
@@ -90,7 +94,7 @@ async function keepOpen<R extends OperationRow>(ctx: ServiceContext, kind: Opera
   await transact({ db: ctx.db, queues: ctx.queues, log }, async (trx) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked || locked.sent_at || !isOpen(kind.machine, locked.status)) return;
-    await trx(kind.table).where({ id }).update({ ...patch, updated_at: new Date() });
+    await kind.model.query(trx).findById(id).patch({ ...patch, updated_at: new Date() } as PartialModelObject<Model & R>);
   });
 }
 
@@ -113,9 +117,9 @@ export function unsentOperations(kind: OperationKind<any, any, any>): WorkSource
     name: `${kind.name}-send`,
     async find(ctx, olderThan, limit) {
       const now = ctx.clock.now();
-      const q = ctx.db(kind.table).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).whereNull('sent_at').where('created_at', '<', olderThan);
+      const q = kind.model.query(ctx.db).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).whereNull('sent_at').where('created_at', '<', olderThan);
       if (kind.unsentAtWindowEnd === 'ask') q.where('window_ends_at', '>', new Date(now));
-      const rows: OperationRow[] = await q.orderBy('created_at').limit(limit).select('*');
+      const rows: OperationRow[] = await q.orderBy('created_at').limit(limit);
       return rows.filter((r) => kind.sendable(r, now)).map((r) => ({ queue: kind.send.queue, job: kind.send.job, data: { [kind.send.idField]: r.id } }));
     },
   };

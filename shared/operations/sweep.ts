@@ -1,3 +1,4 @@
+import { raw, type AnyQueryBuilder } from 'objection';
 import type { ServiceContext } from '../context';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
@@ -13,15 +14,15 @@ import { applyTrigger, findRow, lockRow } from './transition';
  * again at a later sweep (money out is never decided by guess). Money out the provider never
  * accepted is sent again (our id is its idempotency key, so nobody is paid twice). Rows are
  * claimed with SKIP LOCKED, so any number of pool copies share the work; `asked_at` spaces
- * out the questions about one operation.
+ * out the asks about one operation.
  */
 
 const BATCH = 100;
 const PARALLEL = 10;
-/** The longest wait between two questions about one operation (decisions.md "Faults"). */
-export const MAX_RECHECK_MS = 5 * 60 * 1000;
+/** The longest wait between two asks about one operation (decisions.md "Faults"). */
+export const MAX_ASK_INTERVAL_MS = 5 * 60 * 1000;
 
-/** An operation claimed for a question, with the time it was last asked about before this one. */
+/** An operation claimed to be asked about, with the time it was last asked about before this one. */
 interface Claimed {
   id: string;
   lastAsked: Date | null;
@@ -37,27 +38,28 @@ function hoursPastBound(row: OperationRow, t: number): number {
 }
 
 /**
- * Claims open operations past their window that are due a question: never asked, or asked
- * ASK_INTERVAL_MS × 2^(questions so far) ago, at most MAX_RECHECK_MS.
+ * Claims open operations past their window that are due an ask: never asked, or asked
+ * ASK_INTERVAL_MS × 2^(asks so far) ago, at most MAX_ASK_INTERVAL_MS.
  */
 async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any, any>): Promise<Claimed[]> {
   const now = new Date(ctx.clock.now());
   return ctx.db.transaction(async (trx) => {
-    const rows: { id: string; asked_at: Date | null }[] = await trx(kind.table)
+    const rows: { id: string; asked_at: Date | null }[] = await kind.model
+      .query(trx)
       .where(kind.scope ?? {})
       .whereIn('status', kind.machine.open as string[])
       .where('window_ends_at', '<', now)
-      .where((q) =>
+      .where((q: AnyQueryBuilder) =>
         q
           .whereNull('asked_at')
-          .orWhereRaw(`asked_at < ?::timestamptz - least(?, ? * power(2, least(asks - 1, 20))) * interval '1 millisecond'`, [now, MAX_RECHECK_MS, ctx.config.askIntervalMs]),
+          .orWhereRaw(`asked_at < ?::timestamptz - least(?, ? * power(2, least(asks - 1, 20))) * interval '1 millisecond'`, [now, MAX_ASK_INTERVAL_MS, ctx.config.askIntervalMs]),
       )
       .orderBy('window_ends_at')
       .limit(BATCH)
       .forUpdate()
       .skipLocked()
       .select('id', 'asked_at');
-    if (rows.length) await trx(kind.table).whereIn('id', rows.map((r) => r.id)).update({ asked_at: now, asks: trx.raw('asks + 1') });
+    if (rows.length) await kind.model.query(trx).whereIn('id', rows.map((r) => r.id)).patch({ asked_at: now, asks: raw('asks + 1') });
     return rows.map((r) => ({ id: r.id, lastAsked: r.asked_at }));
   });
 }
@@ -86,7 +88,7 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
   const now = ctx.clock.now();
   const hours = hoursPastBound(row, now);
   if (hours > 0 && verdict === 'ask-again') {
-    // past its bound it is listed by GET /admin/attention; the log says so once an hour, not at every question
+    // past its bound it is listed by GET /admin/attention; the log says so once an hour, not at every ask
     if (lastAsked === null || hoursPastBound(row, lastAsked.getTime()) < hours) {
       const why = answer.kind === 'status' ? answer.state : answer.kind === 'unreachable' ? 'provider-unreachable' : answer.kind;
       log.error({ kind: kind.name, id, provider: row.provider, status: row.status, hoursPastWindow: Math.floor((now - row.window_ends_at.getTime()) / 3_600_000), providerAnswer: why }, 'operation still open an hour or more past its window: an operator should look (GET /admin/attention)');
@@ -94,7 +96,7 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
     return 'deferred';
   }
   if (answer.kind === 'unreachable' && verdict === 'ask-again') {
-    log.warn({ kind: kind.name, id, provider: row.provider, err: { message: answer.error.message } }, 'provider status unavailable; will ask again');
+    log.warn({ kind: kind.name, id, provider: row.provider, err: { message: answer.error.message } }, 'provider could not be asked; will ask again');
   }
   if (answer.kind === 'status' && answer.state === 'not_found' && row.sent_at && verdict === 'ask-again') {
     // the provider accepted it, so "not found" is the provider's fault: an operator should look

@@ -3,7 +3,8 @@ import { post } from '../ledger/postings';
 import type { OperationKind } from '../operations/kind';
 import { paymentMachine, type PaymentStatus } from '../operations/machines';
 import { QUEUES } from '../queues/names';
-import { PAYMENTS, type PaymentRow } from './rows';
+import { Payment, PaymentStatusChange } from '../db/models';
+import type { PaymentRow } from './rows';
 import { paymentEventObject } from './view';
 
 const credit = (p: PaymentRow) =>
@@ -56,9 +57,9 @@ export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'report
  */
 export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = {
   name: 'payment',
-  table: PAYMENTS,
+  model: Payment,
   scope: { method: 'mobile_money' },
-  history: { table: 'payment_status_changes', column: 'payment_id' },
+  history: PaymentStatusChange,
   machine: paymentMachine,
   send: { queue: QUEUES.providerPush, job: 'push', idField: 'paymentId' },
   providerRefVisible: true,

@@ -33,6 +33,3 @@ export interface PaymentRow extends OperationRow {
   /** card payments: why the last token was refused (token-invalid, token-expired, token-used, token-foreign) */
   checkout_error: string | null;
 }
-
-
-export const PAYMENTS = 'payments';

@@ -2,14 +2,15 @@ import type { OperationKind } from '../operations/kind';
 import { payoutMachine, type PayoutStatus } from '../operations/machines';
 import { moneyOutPolicy } from '../operations/moneyOut';
 import { QUEUES } from '../queues/names';
-import { PAYOUTS, type PayoutRow } from './rows';
+import { Payout, PayoutStatusChange } from '../db/models';
+import type { PayoutRow } from './rows';
 import { payoutView } from './view';
 
 /** A payout (B2C) as a kind of the operations kernel: sent by the payout pool, `processing` once the provider accepts it. */
 export const payoutKind: OperationKind<PayoutRow, PayoutStatus> = {
   name: 'payout',
-  table: PAYOUTS,
-  history: { table: 'payout_status_changes', column: 'payout_id' },
+  model: Payout,
+  history: PayoutStatusChange,
   machine: payoutMachine,
   send: { queue: QUEUES.payout, job: 'send-payout', idField: 'payoutId' },
   providerRefVisible: false,

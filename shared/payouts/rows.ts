@@ -14,6 +14,3 @@ export interface PayoutRow extends OperationRow {
   metadata: Record<string, unknown>;
   created: number;
 }
-
-
-export const PAYOUTS = 'payouts';

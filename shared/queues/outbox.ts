@@ -1,5 +1,6 @@
 import { raw } from 'objection';
 import { OutboxRow } from '../db/models';
+import { markOutboxEnqueued } from '../db/sql/outbox';
 import { randomUUID } from 'node:crypto';
 import type { Executor, Db } from '../db/knex';
 import type { QueueRegistry } from './registry';
@@ -89,7 +90,7 @@ async function flushMarks(db: Db): Promise<void> {
   batchedMarks.delete(db);
   clearTimeout(batch.timer);
   try {
-    await db.raw('update outbox set enqueued_at = now() where id = any(?::uuid[])', [batch.ids]);
+    await markOutboxEnqueued(db, batch.ids);
   } catch (err) {
     batch.log?.warn({ err: { message: (err as Error).message }, count: batch.ids.length }, 'outbox marks lost; the relay will enqueue those rows again');
   }

@@ -4,7 +4,8 @@ import { moneyOutPolicy } from '../operations/moneyOut';
 import { applyTrigger, findRow, lockRow } from '../operations/transition';
 import { paymentKind } from '../payments/kind';
 import { QUEUES } from '../queues/names';
-import { REFUNDS, type RefundRow } from './rows';
+import { Refund, RefundStatusChange } from '../db/models';
+import type { RefundRow } from './rows';
 import { refundView } from './view';
 
 /**
@@ -16,8 +17,8 @@ import { refundView } from './view';
  */
 export const refundKind: OperationKind<RefundRow, RefundStatus> = {
   name: 'refund',
-  table: REFUNDS,
-  history: { table: 'refund_status_changes', column: 'refund_id' },
+  model: Refund,
+  history: RefundStatusChange,
   machine: refundMachine,
   send: { queue: QUEUES.refund, job: 'send-refund', idField: 'refundId' },
   providerRefVisible: false,

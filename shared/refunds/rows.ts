@@ -11,6 +11,3 @@ export interface RefundRow extends OperationRow {
   phone: string;
   created: number;
 }
-
-
-export const REFUNDS = 'refunds';

@@ -1,10 +1,8 @@
 import { Readable } from 'node:stream';
-import QueryStream from 'pg-query-stream';
-import type pg from 'pg';
 import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { ValidationFailed } from '../errors';
-import { transactionLinesQuery, type StatementLine } from '../db/sql/statements';
+import { transactionLines, type StatementLine } from '../db/sql/statements';
 
 /**
  * GET /v1/reports/transactions.csv?from=&to= (decisions.md "Integrator's kit"): the merchant's
@@ -56,36 +54,20 @@ export function csvLine(l: StatementLine): string {
   return `${[l.created, l.type, l.id, l.source_id, l.reference, l.currency, l.amount, l.fee, l.net, l.status].map(csvField).join(',')}\n`;
 }
 
-/** The knex pool's connection lender (a pg client, handed back when the stream ends). */
-interface ConnectionLender {
-  acquireConnection(): Promise<pg.Client>;
-  releaseConnection(connection: pg.Client): Promise<void>;
-}
-
 async function* lines(db: Executor, caller: Caller, range: ReportRange): AsyncGenerator<string> {
   yield `${CSV_COLUMNS.join(',')}\n`;
-  const client = db.client as unknown as ConnectionLender;
-  const connection = await client.acquireConnection();
-  const { text, values } = transactionLinesQuery(caller.merchantId, caller.environment, range.from, range.to);
-  const rows = connection.query(new QueryStream(text, values, { batchSize: FETCH_ROWS }));
-  try {
-    let batch = '';
-    let n = 0;
-    for await (const row of rows as AsyncIterable<StatementLine>) {
-      batch += csvLine(row);
-      // a few hundred lines per chunk: fewer, larger writes
-      if (++n % 200 === 0) {
-        yield batch;
-        batch = '';
-      }
+  // stopped early (client gone) or failed, the cursor is closed and its connection goes back to the pool (streamSql)
+  let batch = '';
+  let n = 0;
+  for await (const row of transactionLines(db, caller.merchantId, caller.environment, range.from, range.to, FETCH_ROWS)) {
+    batch += csvLine(row);
+    // a few hundred lines per chunk: fewer, larger writes
+    if (++n % 200 === 0) {
+      yield batch;
+      batch = '';
     }
-    if (batch) yield batch;
-  } finally {
-    // stopped early (client gone) or failed: the cursor is closed before the connection goes back to the pool
-    if (!rows.destroyed) rows.destroy();
-    if (!rows.closed) await new Promise<void>((resolve) => rows.once('close', () => resolve()));
-    await client.releaseConnection(connection);
   }
+  if (batch) yield batch;
 }
 
 /** The CSV body, as a stream. */

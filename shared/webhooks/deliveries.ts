@@ -3,7 +3,7 @@ import { Webhook, WebhookDelivery } from '../db/models';
 import type { Db, Executor } from '../db/knex';
 import type { Environment } from '../db/models';
 import type { EventBody } from '../events/record';
-import { claimAttemptsSql, finishAttemptsSql } from '../db/sql/webhookDeliveries';
+import { claimAttemptsSql, diagnoseSql, finishAttemptsSql, markDeadSql } from '../db/sql/webhookDeliveries';
 import { BREAKER_THRESHOLD, MAX_ATTEMPTS, type AttemptVerdict } from './rules';
 import type { AttemptResult } from './http';
 
@@ -11,7 +11,7 @@ import type { AttemptResult } from './http';
  * Delivery rows: Postgres decides every attempt. An attempt is *claimed* by one statement that
  * increments the delivery's attempt counter and sets a lease, only when the delivery is pending,
  * due, not leased, and its endpoint enabled with the breaker closed (or held by this probe), so
- * two jobs for one delivery never send the same attempt (the sender's two hot statements are in
+ * two jobs for one delivery never send the same attempt (the sender's statements are in
  * shared/db/sql/webhookDeliveries.ts). The outcome is written by one statement
  * guarded by (round, attempts): a sender that lost its lease cannot overwrite a newer attempt.
  */
@@ -64,21 +64,8 @@ export interface Diagnosis {
 }
 
 export async function diagnose(db: Executor, deliveryId: string): Promise<Diagnosis | null> {
-  const { rows } = await db.raw(
-    `select d.status, d.attempts,
-            coalesce(d.lease_until > now(), false) as leased,
-            d.next_attempt_at > now() as not_due,
-            greatest(0, extract(epoch from d.next_attempt_at - now()) * 1000)::int as next_attempt_in_ms,
-            w.status as webhook_status,
-            w.breaker_open_until is not null as breaker_tripped,
-            coalesce(w.breaker_open_until > now(), false) as breaker_open,
-            greatest(0, coalesce(extract(epoch from w.breaker_open_until - now()) * 1000, 0))::bigint as breaker_open_for_ms,
-            coalesce(w.breaker_probe_until > now(), false) as probing
-       from webhook_deliveries d join webhooks w on w.id = d.webhook_id
-      where d.id = ?`,
-    [deliveryId],
-  );
-  return rows[0] ?? null;
+  const [row] = await diagnoseSql<Diagnosis>(db, [deliveryId]);
+  return row ?? null;
 }
 
 /** After the pause, one delivery takes the endpoint's probe; false when another holds it. */
@@ -97,16 +84,7 @@ export async function releaseProbe(db: Executor, webhookId: string): Promise<voi
 
 /** Ends a pending delivery without an attempt (its endpoint was disabled, or its last attempt was cut off). */
 export async function markDead(db: Executor, deliveryId: string, reason: string): Promise<void> {
-  await db.raw(
-    `with d as (
-       update webhook_deliveries set status = 'dead', lease_until = null, last_error = ?, completed_at = now(), updated_at = now()
-        where id = ? and status = 'pending' and (lease_until is null or lease_until <= now())
-       returning id
-     )
-     update webhook_attempts a set finished_at = now(), error = 'interrupted'
-       from d where a.delivery_id = d.id and a.finished_at is null`,
-    [reason, deliveryId],
-  );
+  await markDeadSql(db, [reason, deliveryId]);
 }
 
 export interface AttemptOutcome {
@@ -150,17 +128,15 @@ export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breaker
 
 /** Pending deliveries due before `dueBefore` and not in flight (nor held by an open breaker until then): their job may be lost. */
 export async function overdueDeliveries(db: Executor, dueBefore: Date, limit = 500): Promise<{ id: string; webhook_id: string; round: number; attempts: number }[]> {
-  const { rows } = await db.raw(
-    `select d.id, d.webhook_id, d.round, d.attempts
-       from webhook_deliveries d join webhooks w on w.id = d.webhook_id
-      where d.status = 'pending' and d.next_attempt_at < ?
-        and (d.lease_until is null or d.lease_until <= now())
-        and (w.breaker_open_until is null or w.breaker_open_until < ?)
-      order by d.next_attempt_at
-      limit ?`,
-    [dueBefore, dueBefore, limit],
-  );
-  return rows;
+  return db('webhook_deliveries as d')
+    .join('webhooks as w', 'w.id', 'd.webhook_id')
+    .where('d.status', 'pending')
+    .where('d.next_attempt_at', '<', dueBefore)
+    .where((q) => q.whereNull('d.lease_until').orWhere('d.lease_until', '<=', db.fn.now()))
+    .where((q) => q.whereNull('w.breaker_open_until').orWhere('w.breaker_open_until', '<', dueBefore))
+    .orderBy('d.next_attempt_at')
+    .limit(limit)
+    .select('d.id', 'd.webhook_id', 'd.round', 'd.attempts');
 }
 
 /** Finished deliveries (and their attempts) leave after `days` (decisions.md: 30). */

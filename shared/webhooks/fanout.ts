@@ -19,6 +19,7 @@ export async function fanOutEvent(trx: Trx, event: EventRow, outbox: OutboxWrite
 
 /** The enabled endpoints of the event's merchant and environment that receive it. */
 export async function endpointsFor(trx: Trx, event: Pick<EventRow, 'merchant_id' | 'environment' | 'type' | 'body'>): Promise<string[]> {
+  // in the event's multi-table transaction, on the hot path (a transition's fan-out): the knex builder, as below
   const scope = trx('webhooks').where({ merchant_id: event.merchant_id, environment: event.environment, status: 'enabled' });
   if (event.type === 'webhook.test') {
     const rows: { id: string }[] = await scope.where({ id: String(event.body.data.object.webhook_id) }).select('id');

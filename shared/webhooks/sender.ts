@@ -2,7 +2,7 @@ import type { ServiceContext } from '../context';
 import { SigningSecrets, webhookSecretFor } from '../merchants/webhookSecrets';
 import { signatureHeader, standardSignatureHeader } from '../client/webhooks';
 import { claimAttempts, diagnose, finishAttempts, markDead, releaseProbe, takeProbe, type AttemptOutcome, type ClaimedAttempt } from './deliveries';
-import { Coalescer } from '../coalescer';
+import { Coalescer } from '../db/coalescer';
 import { eventEnvelope } from '../events/envelope';
 import { makeAgents, postWebhook, type Agents, type AttemptResult } from './http';
 import { afterAttempt, isSuccess, MAX_ATTEMPTS, type AttemptVerdict } from './rules';

@@ -7,7 +7,7 @@ import { sweepOpen } from '../../shared/operations/sweep';
 import { createCardPayment, paymentRow, startCardEnv, tokenFor, waitForRow, type CardTestEnv } from '../helpers/cards';
 import type { MerchantFixture } from '../helpers/env';
 import { eventually } from '../helpers/processes';
-import { startReceiver, type Receiver } from '../integration/webhooks-receiver';
+import { startReceiver, type Receiver } from '../helpers/webhooks';
 import { launchChromium, type Browser } from './browser';
 
 /**

@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import type { ServiceClient } from '../../shared/client/signing';
 import { startTestEnv, type TestEnv } from './env';
+import { parsedBody } from './http';
 import { freePort } from './ports';
 import { eventually, type RunningProcess } from './processes';
 
@@ -32,8 +33,8 @@ export async function startCardEnv(overrides: Record<string, string> = {}): Prom
     ...overrides,
   });
   const processes = await Promise.all([
-    env.spawn('shared/cards/sandbox/vault-server.ts'),
-    env.spawn('shared/cards/sandbox/acquirer-server.ts'),
+    env.spawn('shared/cards/sandbox/vaultServer.ts'),
+    env.spawn('shared/cards/sandbox/acquirerServer.ts'),
     env.spawn('workers/card-charge/index.ts'),
     env.spawn('workers/callback-reconciler/index.ts'),
   ]);
@@ -74,14 +75,7 @@ export async function pay(baseUrl: string, id: string, body: unknown, headers: R
     headers: { 'Content-Type': 'application/json', Origin: new URL(baseUrl).origin, ...headers },
     body: typeof body === 'string' ? body : JSON.stringify(body),
   });
-  const text = await res.text();
-  let parsed: any = text;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    /* not JSON */
-  }
-  return { status: res.status, headers: res.headers, body: parsed };
+  return { status: res.status, headers: res.headers, body: parsedBody(await res.text()) };
 }
 
 export async function paymentRow(env: TestEnv, id: string) {

@@ -1,7 +1,8 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
-import { createDb } from '../../shared/db/knex';
+import { createDb, type Db } from '../../shared/db/knex';
+import { eventually } from './processes';
 import { migrateLatest } from '../../shared/db/migrate';
 
 /**
@@ -93,4 +94,12 @@ export async function createTestDatabase(): Promise<{ name: string; url: string;
       }
     },
   };
+}
+
+/** Resolves once `n` statements on this test database wait on a lock (e.g. one request waiting for another's key). */
+export async function waitingOnLocks(db: Db, n: number, timeoutMs = 10_000): Promise<void> {
+  await eventually(async () => {
+    const { rows } = await db.raw(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
+    return rows[0].n >= n;
+  }, timeoutMs, 20);
 }

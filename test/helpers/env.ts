@@ -1,6 +1,9 @@
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import { randomBytes } from 'node:crypto';
+import { renameSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { loadConfig, type Config } from '../../shared/config';
 import { createContext, type ServiceContext } from '../../shared/context';
 import { buildApp, type AppOptions } from '../../api/app';
@@ -8,9 +11,10 @@ import { ServiceClient } from '../../shared/client/signing';
 import { PaymentsApi, type RetryOptions } from '../../shared/client/sdk';
 import { createTestDatabase } from './databases';
 import { checkLedger } from '../../shared/ledger/check';
-import type { Clock } from '../../shared/clock';
+import { fileClock, type Clock } from '../../shared/clock';
 import { startProcess, type RunningProcess } from './processes';
 import { contract } from './contract';
+import { parsedBody } from './http';
 
 export const ADMIN_TOKEN = 'test-admin-token-0123456789';
 
@@ -35,6 +39,11 @@ export interface TestEnv {
   baseUrl: string;
   /** Environment variables a spawned process needs to share this file's database and queues. */
   processEnv: Record<string, string>;
+  /**
+   * The clock of the service's processes: every spawned one, and the in-process app unless the
+   * file gave it a clock of its own. It follows the system clock until the test moves it.
+   */
+  clock: Clock & { advance(ms: number): void };
   admin(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: any }>;
   /** A merchant client for this service (contract-checked unless the app has stand-in routes). */
   client(credential: { api_key: string; secret: string }, baseUrl?: string): ServiceClient;
@@ -48,13 +57,29 @@ export interface TestEnv {
 
 /**
  * One isolated service per test file: its own database (cloned from the migrated template), its
- * own queue prefix, the web app on a random port, and any worker processes the file starts. The
- * in-process app reads `opts.clock` (a ManualClock the file moves instead of sleeping: caches,
- * a revoked key's grace); spawned processes keep the system clock.
+ * own queue prefix, the web app on a random port, and any worker processes the file starts. Time
+ * is moved, not slept through: spawned processes read `clock` (TEST_CLOCK_FILE: an offset in a
+ * file of this service, which `clock.advance` rewrites), and so does the in-process app unless
+ * `opts.clock` gives it another (a ManualClock of the file's: caches, a revoked key's grace).
  */
 export async function startTestEnv(overrides: Record<string, string> = {}, appOptions: AppOptions = {}, opts: { clock?: Clock } = {}): Promise<TestEnv> {
   const database = await createTestDatabase();
   const tag = randomBytes(4).toString('hex');
+  const clockFile = path.join(tmpdir(), `svc-test-clock-${tag}`);
+  let offset = 0;
+  const writeOffset = () => {
+    // written whole then renamed: a process reading it meanwhile sees the old offset or the new
+    writeFileSync(`${clockFile}.next`, String(offset));
+    renameSync(`${clockFile}.next`, clockFile);
+  };
+  writeOffset();
+  const clock: TestEnv['clock'] = {
+    now: fileClock(clockFile).now,
+    advance(ms) {
+      offset += ms;
+      writeOffset();
+    },
+  };
   const baseEnv: Record<string, string> = {
     NODE_ENV: 'test',
     DATABASE_URL: database.url,
@@ -63,6 +88,7 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
     ADMIN_API_TOKEN: ADMIN_TOKEN,
     LOG_LEVEL: process.env.TEST_LOG_LEVEL || 'info',
     OUTBOX_RELAY_INTERVAL_MS: '200',
+    TEST_CLOCK_FILE: clockFile,
     // most files create payments with no worker to take their jobs: the overload guard would
     // refuse them after a few seconds (test/integration/overload.test.ts turns it on)
     OVERLOAD_MAX_WAITING: '0',
@@ -87,14 +113,7 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
       headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
-    const text = await res.text();
-    let parsed: any = text;
-    try {
-      parsed = text ? JSON.parse(text) : undefined;
-    } catch {
-      /* not JSON */
-    }
-    return { status: res.status, headers: res.headers, body: parsed };
+    return { status: res.status, headers: res.headers, body: parsedBody(await res.text()) };
   };
 
   const client: TestEnv['client'] = (credential, url = baseUrl) => testClient(url, credential, !appOptions.extraV1Routes);
@@ -104,6 +123,7 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
     services,
     baseUrl,
     processEnv,
+    clock,
     admin,
     client,
     sdk: (credential, retry = {}) =>
@@ -135,6 +155,7 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
       for (let i = 0; i < keys.length; i += 500) await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
       await services.close();
       await database.drop();
+      rmSync(clockFile, { force: true });
       if (ledgerProblems.length) throw new Error(`ledger check failed after this file:\n${ledgerProblems.join('\n')}`);
     },
   };

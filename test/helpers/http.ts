@@ -1,6 +1,16 @@
 import http, { type IncomingHttpHeaders } from 'node:http';
 import net from 'node:net';
 
+/** An answer's body as the tests read it: its JSON when it is JSON, undefined when empty, else its text. */
+export function parsedBody(text: string): any {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text);
+  } catch {
+    return text;
+  }
+}
+
 export interface RawResponse {
   status: number;
   headers: IncomingHttpHeaders;
@@ -24,13 +34,7 @@ export function send(baseUrl: string, method: string, path: string, headers: Rec
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
         const text = Buffer.concat(chunks).toString('utf8');
-        let parsed: any = text;
-        try {
-          parsed = text ? JSON.parse(text) : undefined;
-        } catch {
-          /* not JSON */
-        }
-        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: parsed });
+        resolve({ status: res.statusCode ?? 0, headers: res.headers, text, body: parsedBody(text) });
       });
       res.on('error', reject);
     });

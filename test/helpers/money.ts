@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { startTestEnv, type MerchantFixture, type TestEnv } from './env';
+import { parsedBody } from './http';
 import { freePort } from './ports';
 import { eventually, type RunningProcess } from './processes';
 import type { ServiceClient } from '../../shared/client/signing';
@@ -125,7 +126,7 @@ export async function aSucceededCardPayment(env: TestEnv, merchantId: string): P
   return row.id;
 }
 
-/** What the sandbox provider knows of one of our objects (its status endpoint, with its test counters). */
+/** What the sandbox provider knows of one of our objects (what it answers when asked, GET /v1/transactions/{id}, with its test counters). */
 export async function sandboxTransaction(sandboxUrl: string, operator: string, id: string): Promise<any | undefined> {
   const res = await fetch(`${sandboxUrl}/${operator}/v1/transactions/${id}`, { headers: { Authorization: `Bearer ${SANDBOX_API_KEY}` } });
   return res.status === 200 ? res.json() : undefined;
@@ -165,14 +166,7 @@ export async function sendCallback(
   const signature = o.signature === undefined ? signCallback(o.secret ?? SANDBOX_SECRET, raw, o.timestamp ?? Math.floor(Date.now() / 1000)) : o.signature;
   if (signature !== null) headers['X-Provider-Signature'] = signature;
   const res = await fetch(`${baseUrl}/callbacks/${provider}`, { method: 'POST', headers, body: raw });
-  const text = await res.text();
-  let body: any = text;
-  try {
-    body = JSON.parse(text);
-  } catch {
-    /* not JSON */
-  }
-  return { status: res.status, body };
+  return { status: res.status, body: parsedBody(await res.text()) };
 }
 
 /** Waits until every stored callback has been applied by the callback-reconciler; returns their rows, oldest first. */

@@ -20,8 +20,9 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
   this.timeout(60_000);
   let c: CardTestEnv;
   let shop: MerchantFixture;
-  const TOKEN_TTL_MS = 5000;
-  const THREE_DS_WINDOW_MS = 4000;
+  // a minute each: no test runs into them by being slow; the ones about them move the clock
+  const TOKEN_TTL_MS = 60_000;
+  const THREE_DS_WINDOW_MS = 60_000;
 
   before(async () => {
     c = await startCardEnv({ TRUSTED_PROXIES: '1', CARD_TOKEN_TTL_MS: String(TOKEN_TTL_MS), CARD_3DS_WINDOW_MS: String(THREE_DS_WINDOW_MS) });
@@ -215,7 +216,7 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       expect(row.challenge_url).to.match(new RegExp(`^${c.providerUrl}/acs/SBX-CARD-`));
       expect(await history(p.id)).to.deep.equal(['∅→pending (created)', 'pending→processing (3ds-required)']);
       // the 3-D Secure window
-      expect(row.window_ends_at.getTime() - Date.now()).to.be.within(0, THREE_DS_WINDOW_MS);
+      expect(row.window_ends_at.getTime() - c.env.clock.now()).to.be.within(0, THREE_DS_WINDOW_MS);
       const shown = await page(`/checkout/${p.id}`);
       expect(shown.text).to.include(`id="challenge-frame" src="${row.challenge_url}"`);
       return { p, row };
@@ -263,7 +264,9 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
 
     it('a challenge left unanswered past the 3-D Secure window: the acquirer reports it expired, the sweep cancels it (payment.cancelled)', async () => {
       const { p } = await challenged();
-      const row = await waitForRow(c.env, p.id, (r) => r.status === 'cancelled', THREE_DS_WINDOW_MS + 15_000);
+      // the clock of the acquirer and the sweep past the challenge's window
+      c.env.clock.advance(THREE_DS_WINDOW_MS + 1);
+      const row = await waitForRow(c.env, p.id, (r) => r.status === 'cancelled');
       expect(row.failure_code).to.equal(null);
       expect((await events(p.id)).map((e) => e.type)).to.deep.equal(['payment.cancelled']);
       expect((await history(p.id)).at(-1)).to.equal('processing→cancelled (provider-window-expired)');
@@ -335,7 +338,7 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
     it('an expired token: refused, the payment unchanged', async () => {
       const p = await createCardPayment(shop.client);
       const { token } = await tokenFor(c.vaultUrl, p.id);
-      await new Promise((r) => setTimeout(r, TOKEN_TTL_MS + 300));
+      c.env.clock.advance(TOKEN_TTL_MS + 1); // the vault's clock: past the token's life
       await refusedToken(p, token, 'token-expired');
     });
 

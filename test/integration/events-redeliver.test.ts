@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { eventually } from '../helpers/processes';
-import { emitEvent, startReceiver, type Receiver } from './webhooks-receiver';
+import { emitEvent, startReceiver, type Receiver } from '../helpers/webhooks';
 
 /**
  * POST /v1/events/{id}/redeliver and GET /v1/events/{id}/deliveries (decisions.md

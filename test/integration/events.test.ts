@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { startTestEnv, type TestEnv, type MerchantFixture } from '../helpers/env';
-import { emitEvent } from './webhooks-receiver';
+import { emitEvent } from '../helpers/webhooks';
 
 describe('GET /v1/events (merchant recovery)', () => {
   let env: TestEnv;

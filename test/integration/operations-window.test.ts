@@ -6,7 +6,7 @@ import { ManualClock } from '../../shared/clock';
 import { createContext, type ServiceContext } from '../../shared/context';
 import { applyStoredCallback } from '../../shared/operations/callbacks';
 import { sendOnce } from '../../shared/operations/send';
-import { sweepOpen, MAX_RECHECK_MS } from '../../shared/operations/sweep';
+import { sweepOpen, MAX_ASK_INTERVAL_MS } from '../../shared/operations/sweep';
 import { paymentKind } from '../../shared/payments/kind';
 import { payoutKind } from '../../shared/payouts/kind';
 import { openPastBound } from '../../shared/operations/attention';
@@ -88,9 +88,9 @@ describe('the end of a provider window', () => {
     expect(await sweepAfter(1500)).to.deep.equal({});
     expect(await sweepAfter(600)).to.deep.equal({ deferred: 1 });
     expect((await row(p.id)).asks).to.equal(3);
-    // the client approves late: the next question finds the success
+    // the client approves late: the next ask finds the success
     answers.set(p.id, { status: 'succeeded' });
-    expect(await sweepAfter(MAX_RECHECK_MS + 1)).to.deep.equal({ succeeded: 1 });
+    expect(await sweepAfter(MAX_ASK_INTERVAL_MS + 1)).to.deep.equal({ succeeded: 1 });
     expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→succeeded (provider-asked)']);
     expect(await events(p.id)).to.deep.equal(['payment.succeeded']);
     expect(await paymentCredits(env, p.id)).to.have.length(1);
@@ -100,22 +100,23 @@ describe('the end of a provider window', () => {
     const p = await aPaymentPastItsWindow();
     answers.set(p.id, { error: 503 });
     expect(await sweepAfter(0)).to.deep.equal({ deferred: 1 });
-    // two hours on, questions every 5 minutes at most: still processing
-    for (let i = 0; i < 24; i++) await sweepAfter(MAX_RECHECK_MS + 1);
+    // two hours on, asked every 5 minutes at most: still processing
+    for (let i = 0; i < 24; i++) await sweepAfter(MAX_ASK_INTERVAL_MS + 1);
     const r = await row(p.id);
     expect(r).to.include({ status: 'processing', completed: null });
     expect(r.asks).to.equal(25);
     expect(await events(p.id)).to.deep.equal([]);
     // back, with its word: the payment was cancelled on its side
     answers.set(p.id, { status: 'cancelled' });
-    expect(await sweepAfter(MAX_RECHECK_MS + 1)).to.deep.equal({ cancelled: 1 });
+    expect(await sweepAfter(MAX_ASK_INTERVAL_MS + 1)).to.deep.equal({ cancelled: 1 });
     expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→cancelled (provider-asked)']);
   });
 
   it('what stays open an hour past its window is listed by GET /admin/attention and counted in /metrics', async () => {
     const p = await aPayment(shop.client, { phone: '243990000001' });
     const fresh = await aPayment(shop.client, { phone: '243990000001' });
-    // its window ended two hours ago (the row's own deadline: no clock to move in the web process)
+    // its window ended two hours ago (its own row moved back: the service's clock moved on would
+    // take the fresh one past its window too)
     await env.services.db('payments').where({ id: p.id }).update({ window_ends_at: new Date(Date.now() - 2 * 3600_000) });
     const res = await env.admin('GET', '/admin/attention');
     expect(res.status).to.equal(200);
@@ -130,18 +131,18 @@ describe('the end of a provider window', () => {
     expect(metrics.body).to.match(/operations_open_past_bound\{kind="refund"\} 0/);
     // decided, it leaves the list
     answers.set(p.id, { status: 'failed' });
-    await sweepAfter(MAX_RECHECK_MS + 1);
+    await sweepAfter(MAX_ASK_INTERVAL_MS + 1);
     const after = await env.admin('GET', '/admin/attention');
     expect(after.body.data.map((i: any) => i.id)).not.to.include(p.id);
     answers.set(fresh.id, { status: 'expired' });
-    await sweepAfter(MAX_RECHECK_MS + 1);
+    await sweepAfter(MAX_ASK_INTERVAL_MS + 1);
   });
 
   it('a payment the provider reports expired, or does not know, is cancelled with payment.cancelled', async () => {
     const expired = await aPaymentPastItsWindow();
     const unknown = await aPaymentPastItsWindow();
     answers.set(expired.id, { status: 'expired' });
-    expect(await sweepAfter(MAX_RECHECK_MS + 1)).to.deep.equal({ cancelled: 2 });
+    expect(await sweepAfter(MAX_ASK_INTERVAL_MS + 1)).to.deep.equal({ cancelled: 2 });
     for (const p of [expired, unknown]) {
       expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→cancelled (provider-window-expired)']);
       expect(await events(p.id)).to.deep.equal(['payment.cancelled']);
@@ -152,7 +153,7 @@ describe('the end of a provider window', () => {
   it('a success reported after the cancellation is taken: succeeded (late-success), credited once, payment.succeeded', async () => {
     const p = await aPaymentPastItsWindow();
     answers.set(p.id, { status: 'expired' });
-    await sweepAfter(MAX_RECHECK_MS + 1);
+    await sweepAfter(MAX_ASK_INTERVAL_MS + 1);
     expect((await row(p.id)).status).to.equal('cancelled');
 
     const raw = callbackBody({ external_id: p.id, status: 'succeeded', provider_ref: 'REF-LATE' });
@@ -231,7 +232,7 @@ describe('money out the provider forgets', () => {
     await new Promise((r) => provider.close(r));
   });
 
-  it('a payout open past its bound is logged once an hour, not at every question', async () => {
+  it('a payout open past its bound is logged once an hour, not at every ask', async () => {
     const { client } = await env.merchant({ scope: 'full' });
     // money to pay out: a payment the provider reports succeeded at the end of its window
     const p = await aPayment(client, { phone: '243990000001' });
@@ -246,20 +247,20 @@ describe('money out the provider forgets', () => {
     const lines: any[] = [];
     const log = createLogger('info', 'capture', { write: (s: string) => void lines.push(JSON.parse(s)) });
     const hourly = () => lines.filter((l) => /an hour or more past its window/.test(l.msg));
-    const perQuestion = () => lines.filter((l) => /will ask again/.test(l.msg));
+    const perAsk = () => lines.filter((l) => /will ask again/.test(l.msg));
     // the provider answers pending for the first half hour, then cannot be reached at all
     clock.advance(window_ends_at.getTime() + 1 - clock.now());
-    let questions = 0;
-    // four hours of questions, one every 5 minutes (the longest backoff)
+    let asks = 0;
+    // four hours of asks, one every 5 minutes (the longest backoff)
     for (let k = 0; k < 48; k++) {
       down = clock.now() > window_ends_at.getTime() + 1800_000;
-      questions += (await sweepOpen(ctx, payoutKind, log)).deferred ?? 0;
-      clock.advance(MAX_RECHECK_MS + 1);
+      asks += (await sweepOpen(ctx, payoutKind, log)).deferred ?? 0;
+      clock.advance(MAX_ASK_INTERVAL_MS + 1);
     }
-    expect(questions).to.equal(48);
+    expect(asks).to.equal(48);
     expect((await env.services.db('payouts').where({ id }).first()).status).to.equal('processing');
-    // a warning at each question while the provider cannot be reached, until the bound (an hour past the window)
-    expect(perQuestion()).to.have.length(6);
+    // a warning at each ask while the provider cannot be reached, until the bound (an hour past the window)
+    expect(perAsk()).to.have.length(6);
     // then one line an hour: in the first, second and third hour past the bound
     expect(hourly().map((l) => l.hoursPastWindow)).to.deep.equal([1, 2, 3]);
     expect(hourly()[0]).to.include({ kind: 'payout', id, status: 'processing', providerAnswer: 'provider-unreachable', level: 50 });

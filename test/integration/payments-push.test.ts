@@ -142,7 +142,7 @@ describe('provider-push', function () {
     let shop: MerchantFixture;
     let sandboxUrl: string;
     before(async () => {
-      env = await startTestEnv({ SANDBOX_PROVIDER_WINDOW_MS: '1500', ASK_INTERVAL_MS: '200' });
+      env = await startTestEnv({ ASK_INTERVAL_MS: '200' });
       ({ url: sandboxUrl } = await startSandbox(env, { SANDBOX_CALLBACK_DELAY_MS: '200' }));
       // the push tells the provider a callback URL nobody answers on, so every callback is lost
       await env.spawn('workers/provider-push/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl, BASE_URL: 'http://127.0.0.1:9' });
@@ -157,6 +157,10 @@ describe('provider-push', function () {
     it('applies the provider’s outcome at the end of the window: success credited, failure with its code', async () => {
       const ok = await aPayment(shop.client, { phone: '243990000001' });
       const ko = await aPayment(shop.client, { phone: '243990000002' });
+      // both with the provider, their callbacks lost: the window ends when the clock is moved past it
+      await eventually(async () => (await row(env, ok.id)).sent_at && (await row(env, ko.id)).sent_at);
+      expect((await row(env, ok.id)).status).to.equal('processing');
+      env.clock.advance(env.config.providerWindowMs.test + 1);
       const succeeded = await waitForStatus(shop.client, ok.id, 'succeeded');
       const failed = await waitForStatus(shop.client, ko.id, 'failed');
       expect((await sandboxTransaction(sandboxUrl, 'vodacom', ok.id)).sandbox.callbacks_delivered).to.equal(0);

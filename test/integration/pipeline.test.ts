@@ -10,6 +10,7 @@ import { ManualClock } from '../../shared/clock';
 import { createContext } from '../../shared/context';
 import { Conflict, Unprocessable, ValidationFailed } from '../../shared/errors';
 import { idempotentTransact, purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
+import { waitingOnLocks } from '../helpers/databases';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { send, sendRaw, type RawResponse } from '../helpers/http';
 
@@ -22,7 +23,6 @@ import { send, sendRaw, type RawResponse } from '../helpers/http';
 const CACHE_MS = 150;
 /** How long a request waits for another holding its key (IDEMPOTENCY_WAIT_MS). */
 const WAIT_MS = 1000;
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const nowS = () => Math.floor(Date.now() / 1000);
 
 interface Call {
@@ -117,15 +117,6 @@ describe('merchant request pipeline (spec 5.6)', () => {
     env = await startTestEnv({ CREDENTIAL_CACHE_MS: String(CACHE_MS), IDEMPOTENCY_WAIT_MS: String(WAIT_MS) }, { extraV1Routes: routes }, { clock });
   });
   after(async () => env.close());
-
-  /** Resolves once `n` statements of this test database wait on a lock (a request waiting for another's key). */
-  async function waitingOnLocks(n: number): Promise<void> {
-    for (;;) {
-      const { rows } = await env.services.db.raw(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
-      if (rows[0].n >= n) return;
-      await sleep(20);
-    }
-  }
 
   const idemRows = async () => Number((await env.services.db('idempotency_keys').count<{ c: string }[]>('* as c'))[0].c);
   const callsOf = (m: MerchantFixture) => calls.filter((c) => c.merchantId === m.merchant.id);
@@ -790,7 +781,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
       }
       // another body meanwhile waits too, and is a conflict once the first is done
       const other = f.client.post('/v1/payouts', { mode: 'ok', other: true }, { idempotencyKey: key });
-      await waitingOnLocks(1);
+      await waitingOnLocks(env.services.db, 1);
       g.open();
       expect((await other).body.error.code, 'another body is a conflict').to.equal('idempotency-conflict');
       const done = await first;
@@ -808,7 +799,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const first = f.client.post('/v1/payouts', body, { idempotencyKey: key });
       await g.entered;
       const duplicates = Array.from({ length: 4 }, () => f.client.post('/v1/payouts', body, { idempotencyKey: key }));
-      await waitingOnLocks(4);
+      await waitingOnLocks(env.services.db, 4);
       g.open();
       const done = await first;
       for (const res of await Promise.all(duplicates)) {
@@ -910,7 +901,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const stuck = f.client.post('/v1/payouts', gated, { idempotencyKey: crashedKey });
       await g.entered;
       const takeover = f.client.post('/v1/payouts', gated, { idempotencyKey: crashedKey });
-      await waitingOnLocks(1);
+      await waitingOnLocks(env.services.db, 1);
       const { rows: cut } = await env.services.db.raw(
         `select pg_terminate_backend(pid) from pg_stat_activity where datname = current_database() and state = 'idle in transaction'`,
       );

@@ -10,6 +10,7 @@ import { createContext, type ServiceContext } from '../../shared/context';
 import { createLogger } from '../../shared/logger';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { freePort } from '../helpers/ports';
+import { eventually } from '../helpers/processes';
 
 /**
  * decisions.md "Backends down" (issue 14 #9): Postgres unreachable answers 503
@@ -80,14 +81,11 @@ describe('Postgres unreachable from the web', () => {
         () => null,
         (err: unknown) => err,
       );
-      for (;;) {
+      const pid = await eventually(async () => {
         const { rows } = await env.services.db.raw(`select pid from pg_stat_activity where application_name = 'pg-down-victim' and state = 'active'`);
-        if (rows.length) {
-          await env.services.db.raw('select pg_terminate_backend(?)', [rows[0].pid]);
-          break;
-        }
-        await new Promise((r) => setTimeout(r, 20));
-      }
+        return rows[0]?.pid;
+      }, 10_000, 20);
+      await env.services.db.raw('select pg_terminate_backend(?)', [pid]);
       const err = await running;
       expect(err, 'the query failed').to.be.instanceOf(Error);
       const answer = answerOf(err, env.config.databaseUrl);

@@ -4,7 +4,7 @@ import type { TestEnv } from '../helpers/env';
 import { eventually, type RunningProcess } from '../helpers/processes';
 import { aMerchant, aPayment, startMoneyEnv, waitFor } from '../helpers/money';
 import { paymentCredits, sandboxTransaction } from '../helpers/money';
-import { startReceiver, type Receiver } from './webhooks-receiver';
+import { startReceiver, type Receiver } from '../helpers/webhooks';
 import { ManualClock } from '../../shared/clock';
 import { createContext, type ServiceContext } from '../../shared/context';
 import { checkLedger } from '../../shared/ledger/check';

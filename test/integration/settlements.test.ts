@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
+import { waitingOnLocks } from '../helpers/databases';
 import { eventually, type RunningProcess } from '../helpers/processes';
 import type { ServiceClient } from '../../shared/client/signing';
 import { newId } from '../../shared/domain/ids';
@@ -185,8 +186,8 @@ describe('daily settlement', () => {
   it('the settlement pool settles what the last daily cut-off left, once, with two copies checking at the same moment', async () => {
     const c = await env.merchant({ scope: 'read' });
     await at(c.merchant.id).credit(8_000, 80);
-    // a day old: before the last cut-off at the default 00:00 UTC
-    await db()('ledger_transactions').where({ merchant_id: c.merchant.id }).update({ created_at: new Date((now() - DAY - 60) * 1000) });
+    // the service's clock a day on: the credit is before the last daily cut-off (00:00 UTC) it sees
+    env.clock.advance(DAY * 1000);
     // the two copies are made to run into each other: the test holds the settlements table until
     // both wait on a lock (one for the table, the other for the first copy's group lock), then
     // lets them go. A copy that did not wait for the other would read no batch, make a second
@@ -196,10 +197,7 @@ describe('daily settlement', () => {
     try {
       await hold.raw('lock table settlements in access exclusive mode');
       pools = await Promise.all([1, 2].map(() => env.spawn('workers/settlement/index.ts', { SETTLEMENT_CHECK_INTERVAL_MS: '100' })));
-      await eventually(async () => {
-        const waiting = await db().raw(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
-        return waiting.rows[0].n >= 2;
-      });
+      await waitingOnLocks(db(), 2);
     } finally {
       await hold.commit();
     }
@@ -208,7 +206,7 @@ describe('daily settlement', () => {
       return res.body.data?.length ? res.body : undefined;
     });
     expect(list.data).to.have.length(1);
-    expect(list.data[0]).to.include({ currency: 'USD', gross: 8_000, fees: 80, net: 7_920, count: 1, period_end: lastCutoff(now(), 0) });
+    expect(list.data[0]).to.include({ currency: 'USD', gross: 8_000, fees: 80, net: 7_920, count: 1, period_end: lastCutoff(Math.floor(env.clock.now() / 1000), 0) });
     // a graceful stop lets each copy finish the run in hand: every line either would log is in
     for (const pool of pools) expect(await pool.stop(), 'exit code of a settlement pool').to.equal(0);
     expect(await db()('settlements').where({ merchant_id: c.merchant.id }).count('* as n').first()).to.deep.equal({ n: 1 });

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { newId } from '../../shared/domain/ids';
-import { emitEvent } from './webhooks-receiver';
+import { emitEvent } from '../helpers/webhooks';
 
 describe('operator API: webhook endpoints', () => {
   let env: TestEnv;

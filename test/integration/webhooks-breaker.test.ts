@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { eventually } from '../helpers/processes';
-import { emitEvent, startReceiver, type Receiver } from './webhooks-receiver';
+import { emitEvent, startReceiver, type Receiver } from '../helpers/webhooks';
 
 const PAUSE_MS = 4000;
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { claimAttempts, finishAttempts } from '../../shared/webhooks/deliveries';
-import { emitEvent } from './webhooks-receiver';
+import { emitEvent } from '../helpers/webhooks';
 
 /**
  * The claim and outcome statements on their own (no sender running): each delivery is reached

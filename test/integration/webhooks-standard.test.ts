@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { Webhook } from 'standardwebhooks';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { verifyWebhook } from '../../shared/client/webhooks';
-import { emitEvent, startReceiver, type Receiver, type Received } from './webhooks-receiver';
+import { emitEvent, startReceiver, type Receiver, type Received } from '../helpers/webhooks';
 
 /**
  * Standard Webhooks headers on real deliveries, verified with the `standardwebhooks` library a

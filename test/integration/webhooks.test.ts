@@ -3,7 +3,7 @@ import { startTestEnv, type TestEnv } from '../helpers/env';
 import { eventually } from '../helpers/processes';
 import { verifyWebhook } from '../../shared/client/webhooks';
 import { newId } from '../../shared/domain/ids';
-import { emitEvent, startReceiver, type Behaviour, type Receiver } from './webhooks-receiver';
+import { emitEvent, startReceiver, type Behaviour, type Receiver } from '../helpers/webhooks';
 
 /** Shortened schedule: distinct delays so the order of the retries shows. */
 const DELAYS = [100, 200, 300, 400, 500, 600, 700, 800];

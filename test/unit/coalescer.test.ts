@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { Coalescer } from '../../shared/coalescer';
+import { Coalescer } from '../../shared/db/coalescer';
 
 describe('Coalescer (group commit of concurrent calls)', () => {
   it('runs a lone call at once, and joins the calls that arrive while batches run', async () => {

@@ -31,6 +31,13 @@ describe('config', () => {
     expect(loadConfig(PROD).nodeEnv).to.equal('production');
   });
 
+  it('honours TEST_CLOCK_FILE (a clock tests move) with NODE_ENV=test only', () => {
+    expect(loadConfig({ NODE_ENV: 'test', TEST_CLOCK_FILE: '/tmp/clock' }).testClockFile).to.equal('/tmp/clock');
+    expect(loadConfig({ NODE_ENV: 'test' }).testClockFile).to.equal(null);
+    expect(() => loadConfig({ ...PROD, TEST_CLOCK_FILE: '/tmp/clock' })).to.throw(ConfigError, /TEST_CLOCK_FILE.*production/);
+    expect(() => loadConfig({ TEST_CLOCK_FILE: '/tmp/clock' })).to.throw(ConfigError, /TEST_CLOCK_FILE.*development/);
+  });
+
   it('refuses to start in production while a provider callback secret is a development default', () => {
     // unset: the sandbox (which serves test keys in production too) would verify with the public default
     expect(() => loadConfig({ ...PROD, SANDBOX_CALLBACK_SECRET: '' })).to.throw(ConfigError, /SANDBOX_CALLBACK_SECRET/);

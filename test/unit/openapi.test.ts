@@ -125,9 +125,9 @@ describe('OpenAPI document (contract)', () => {
     }
   });
 
-  it('is committed as built: shared/client/openapi.json and api-types.ts are fresh (run `npm run openapi`)', async function () {
+  it('is committed as built: shared/client/openapi.json and apiTypes.ts are fresh (run `npm run openapi`)', async function () {
     this.timeout(20_000);
     expect(readFileSync(DOCUMENT_FILE, 'utf8') === renderDocument(), 'shared/client/openapi.json is stale: run `npm run openapi`').to.equal(true);
-    expect(readFileSync(TYPES_FILE, 'utf8') === (await renderTypes()), 'shared/client/api-types.ts is stale: run `npm run openapi`').to.equal(true);
+    expect(readFileSync(TYPES_FILE, 'utf8') === (await renderTypes()), 'shared/client/apiTypes.ts is stale: run `npm run openapi`').to.equal(true);
   });
 });

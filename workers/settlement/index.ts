@@ -1,5 +1,4 @@
 import { runPool } from '../bootstrap';
-import { nowUnix } from '../../shared/domain/ids';
 import { foldCredits } from '../../shared/ledger/postings';
 import { settle } from '../../shared/settlements/settle';
 
@@ -19,7 +18,7 @@ void runPool({
     {
       name: 'daily-settlement',
       intervalMs: (ctx) => ctx.config.settlement.checkIntervalMs,
-      run: (ctx) => settle(ctx, { now: nowUnix(), cutoffMinutesUtc: ctx.config.settlement.cutoffMinutesUtc }),
+      run: (ctx) => settle(ctx, { now: Math.floor(ctx.clock.now() / 1000), cutoffMinutesUtc: ctx.config.settlement.cutoffMinutesUtc }),
     },
     {
       name: 'fold-credits',

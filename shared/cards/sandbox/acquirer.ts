@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
+import type { Clock } from '../../clock';
 import { safeEqual } from '../../crypto/secrets';
 import type { Logger } from '../../logger';
 import type { CallbackWire } from '../../providers/protocol';
@@ -33,6 +34,8 @@ export interface AcquirerOptions {
   serviceOrigin: string;
   callbackDelayMs: number;
   threeDsWindowMs: number;
+  /** what decides when a challenge is over (a test moves it: shared/clock.ts) */
+  clock: Clock;
   log: Logger;
   /** delays between callback delivery attempts; default 1 s, 2 s, 4 s, 8 s, 16 s */
   callbackRetryMs?: number[];
@@ -76,7 +79,7 @@ export function createAcquirerServer(opts: AcquirerOptions): http.Server {
   const callbacks = createCallbackSender({ callbackSecret: opts.callbackSecret, retryMs: opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000], log: opts.log });
   const { later } = callbacks;
 
-  const expired = (c: Charge, now = Date.now()) => c.outcome === 'challenge' && c.status === 'pending' && now >= c.challengeEndsAt;
+  const expired = (c: Charge, now = opts.clock.now()) => c.outcome === 'challenge' && c.status === 'pending' && now >= c.challengeEndsAt;
 
   function deliver(c: Charge): void {
     if (c.status === 'pending') return;
@@ -165,7 +168,7 @@ export function createAcquirerServer(opts: AcquirerOptions): http.Server {
       status: 'pending',
       failureCode: null,
       failureMessage: null,
-      challengeEndsAt: Date.now() + opts.threeDsWindowMs,
+      challengeEndsAt: opts.clock.now() + opts.threeDsWindowMs,
       eventId: `sbxevt_${randomUUID()}`,
       requests: 1,
       callbacksDelivered: 0,

@@ -1,12 +1,13 @@
 import type { AddressInfo } from 'node:net';
 import type http from 'node:http';
+import { clockOf } from '../../clock';
 import { getConfig } from '../../config';
 import { createLogger } from '../../logger';
 import { createAcquirerServer } from './acquirer';
 import { createVaultServer } from './vault';
 
 /**
- * Runs one card sandbox (Procfile `card-vault`: vault.ts, `card-acquirer`: acquirer-server.ts):
+ * Runs one card sandbox (Procfile `card-vault`: vaultServer.ts, `card-acquirer`: acquirerServer.ts):
  * one process each, on its own port, so each has its own origin. Port 0 picks a free port,
  * logged on the 'listening' line.
  */
@@ -20,7 +21,7 @@ export function runCardSandbox(which: 'vault' | 'acquirer'): void {
   let server: http.Server;
   let port: number;
   if (which === 'vault') {
-    server = createVaultServer({ serviceOrigin, apiKey: cards.vaultApiKey, tokenTtlMs: cards.tokenTtlMs, log });
+    server = createVaultServer({ serviceOrigin, apiKey: cards.vaultApiKey, tokenTtlMs: cards.tokenTtlMs, clock: clockOf(config), log });
     port = cards.vaultPort;
   } else {
     server = createAcquirerServer({
@@ -32,6 +33,7 @@ export function runCardSandbox(which: 'vault' | 'acquirer'): void {
       serviceOrigin,
       callbackDelayMs: cards.sandboxCallbackDelayMs,
       threeDsWindowMs: cards.threeDsWindowMs,
+      clock: clockOf(config),
       log,
     });
     port = cards.providerPort;

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
 import path from 'node:path';
+import type { Clock } from '../../clock';
 import { safeEqual } from '../../crypto/secrets';
 import type { Logger } from '../../logger';
 import { escapeHtml, maskToken } from '../html';
@@ -24,6 +25,8 @@ export interface VaultOptions {
   /** the key the acquirer redeems tokens with */
   apiKey: string;
   tokenTtlMs: number;
+  /** what decides when a token has expired (a test moves it: shared/clock.ts) */
+  clock: Clock;
   log: Logger;
 }
 
@@ -63,7 +66,7 @@ export function createVaultServer(opts: VaultOptions): http.Server {
   ].join('; ');
 
   const sweep = setInterval(() => {
-    const now = Date.now();
+    const now = opts.clock.now();
     for (const [tok, card] of tokens) if (card.expiresAt < now - 60_000) tokens.delete(tok);
   }, 60_000);
   sweep.unref();
@@ -100,7 +103,7 @@ export function createVaultServer(opts: VaultOptions): http.Server {
     if (typeof body.cvc !== 'string' || !/^[0-9]{3,4}$/.test(body.cvc)) throw new SandboxError(400, 'cvc-invalid', 'the CVC must be 3 digits');
     if (typeof body.payment !== 'string' || !PAYMENT_ID.test(body.payment)) throw new SandboxError(400, 'invalid-request', 'payment must be the payment id');
     const token = `tok_${randomBytes(18).toString('base64url')}`;
-    const card: StoredCard = { number, expMonth: exp.month, expYear: exp.year, brand: brandOf(number), last4: number.slice(-4), payment: body.payment, expiresAt: Date.now() + opts.tokenTtlMs, used: false };
+    const card: StoredCard = { number, expMonth: exp.month, expYear: exp.year, brand: brandOf(number), last4: number.slice(-4), payment: body.payment, expiresAt: opts.clock.now() + opts.tokenTtlMs, used: false };
     tokens.set(token, card);
     opts.log.info({ token: maskToken(token), brand: card.brand }, 'token created');
     return [201, { token, brand: card.brand, last4: card.last4, exp_month: card.expMonth, exp_year: card.expYear }];
@@ -113,7 +116,7 @@ export function createVaultServer(opts: VaultOptions): http.Server {
     if (!card) throw new SandboxError(404, 'token-invalid', 'no such token');
     if (card.payment !== body.payment) throw new SandboxError(403, 'token-foreign', 'the token was issued for another payment');
     if (card.used) throw new SandboxError(409, 'token-used', 'the token was already used');
-    if (Date.now() > card.expiresAt) throw new SandboxError(410, 'token-expired', 'the token has expired');
+    if (opts.clock.now() > card.expiresAt) throw new SandboxError(410, 'token-expired', 'the token has expired');
     card.used = true;
     opts.log.info({ token: maskToken(token) }, 'token redeemed');
     return [200, { number: card.number, brand: card.brand, last4: card.last4, exp_month: card.expMonth, exp_year: card.expYear }];

@@ -1,10 +1,12 @@
 import type pg from 'pg';
+import QueryStream from 'pg-query-stream';
 import { preparesStatements, type Executor } from '../knex';
 
 /**
  * The hand-tuned statements of the hot paths live in this folder, one file per flow, each written
  * once with `$n` placeholders; everything else goes through objection models (single table) or
- * the knex builder (multi-table flows in one transaction). `runSql` is the one way they run.
+ * the knex builder (multi-table flows in one transaction). `runSql` is the one way they run
+ * (`streamSql` when the rows come through a cursor).
  *
  * Prepared statements (DB_PREPARED_STATEMENTS, default true): a statement is sent as a named
  * prepared statement, which Postgres parses and plans once per connection instead of at every
@@ -47,6 +49,26 @@ export async function runSql<R>(db: Executor, statement: SqlStatement, values: u
     const query = preparesStatements(db) ? { name: statement.name, text: statement.text, values } : { text: statement.text, values };
     return (await connection.query(query)).rows as R[];
   } finally {
+    await client.releaseConnection(connection);
+  }
+}
+
+/**
+ * Runs a statement of this folder through a Postgres cursor (`batchSize` rows a fetch) and yields
+ * its rows as they come, on a connection lent for as long as the rows are read: memory stays flat
+ * whatever their number. A consumer that stops early (or fails) closes the cursor, then the
+ * connection goes back to the pool. A cursor's statement is sent unnamed, whatever
+ * DB_PREPARED_STATEMENTS says.
+ */
+export async function* streamSql<R>(db: Executor, statement: SqlStatement, values: unknown[], batchSize: number): AsyncGenerator<R> {
+  const client = db.client as unknown as ConnectionLender;
+  const connection = await client.acquireConnection();
+  const rows = connection.query(new QueryStream(statement.text, values, { batchSize }));
+  try {
+    for await (const row of rows as AsyncIterable<R>) yield row;
+  } finally {
+    if (!rows.destroyed) rows.destroy();
+    if (!rows.closed) await new Promise<void>((resolve) => rows.once('close', () => resolve()));
     await client.releaseConnection(connection);
   }
 }

@@ -1,5 +1,5 @@
 import type { Executor } from '../knex';
-import { runSql, sqlStatement } from './run';
+import { runSql, sqlStatement, streamSql } from './run';
 
 /**
  * Statement lines (decisions.md "Integrator's kit"): the ledger transactions that moved a
@@ -80,13 +80,15 @@ export function settlementLines(db: Executor, settlementId: string, limit: numbe
   return runSql(db, SETTLEMENT_PAGE_BEFORE, [settlementId, limit, after.created]);
 }
 
-/** A merchant's lines of one environment in [from, to) (Unix seconds), oldest first: the CSV export's query, read through a cursor. */
-export function transactionLinesQuery(merchantId: string, environment: string, from: number, to: number): { text: string; values: unknown[] } {
-  return {
-    text: `${LINE}
-      where t.merchant_id = $1 and t.environment = $2 and t.kind in ${STATEMENT_KINDS}
-        and t.created_at >= to_timestamp($3) and t.created_at < to_timestamp($4)
-      order by t.created_at, t.id`,
-    values: [merchantId, environment, from, to],
-  };
+const TRANSACTION_LINES = sqlStatement(
+  'transaction-lines',
+  `${LINE}
+   where t.merchant_id = $1 and t.environment = $2 and t.kind in ${STATEMENT_KINDS}
+     and t.created_at >= to_timestamp($3) and t.created_at < to_timestamp($4)
+   order by t.created_at, t.id`,
+);
+
+/** A merchant's lines of one environment in [from, to) (Unix seconds), oldest first, read through a cursor (the CSV export). */
+export function transactionLines(db: Executor, merchantId: string, environment: string, from: number, to: number, batchSize: number): AsyncGenerator<StatementLine> {
+  return streamSql<StatementLine>(db, TRANSACTION_LINES, [merchantId, environment, from, to], batchSize);
 }

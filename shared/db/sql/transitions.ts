@@ -11,10 +11,12 @@ import { runSql, sqlStatement, type SqlStatement } from './run';
 
 export interface TransitionTables {
   name: string;
-  table: string;
+  /** the kind's table, as its model names it */
+  model: { tableName: string };
   /** when kinds share a table: the column values of this kind's rows (kernel constants) */
   scope?: Record<string, string>;
-  history: { table: string; column: string };
+  /** its history table, as its model names it, and the column naming the row */
+  history: { tableName: string; column: string };
 }
 
 /** The kind's scope as conditions on `alias` (its values are the kernel's constants, quoted as literals). */
@@ -52,29 +54,45 @@ function perKind(cache: Map<string, SqlStatement>, k: TransitionTables, make: ()
 
 /** An operation's row by id (no lock). */
 export async function findOperation<R>(db: Executor, k: TransitionTables, id: string): Promise<R | undefined> {
-  const [row] = await runSql<R>(db, perKind(rows, k, () => sqlStatement(`find-${k.name}`, `select * from ${k.table} o where o.id = $1${scopeSql(k, 'o')}`)), [id]);
+  const [row] = await runSql<R>(db, perKind(rows, k, () => sqlStatement(`find-${k.name}`, `select * from ${k.model.tableName} o where o.id = $1${scopeSql(k, 'o')}`)), [id]);
   return row;
 }
 
+export interface SentRecord {
+  id: string;
+  /** the status and version the row was read with: the write happens only if they are still its own, and it is unsent */
+  from: { status: string; version: number };
+  set: { sent_at: Date; provider_ref: string | null; version: number; updated_at: Date };
+}
+
 /**
- * The provider's acceptance of an operation that stays in its status (a payment's push): a
- * compare-and-set on the status and version it was read with, still unsent. Returns whether it
- * was written.
+ * The provider's acceptance of operations that stay in their status (a payment's push), one
+ * statement for many: each row a compare-and-set on the status and version it was read with,
+ * still unsent. Returns, in order, whether each was written; an id given twice is written at
+ * most once, for its first record.
  */
-export async function recordSent(
-  db: Executor,
-  k: TransitionTables,
-  id: string,
-  from: { status: string; version: number },
-  set: { sent_at: Date; provider_ref: string | null; version: number; updated_at: Date },
-): Promise<boolean> {
+export async function recordSent(db: Executor, k: TransitionTables, records: SentRecord[]): Promise<boolean[]> {
   const statement = perKind(sents, k, () =>
     sqlStatement(
       `record-sent-${k.name}`,
-      `update ${k.table} set sent_at = $4, provider_ref = $5, version = $6, updated_at = $7 where id = $1 and status = $2 and version = $3 and sent_at is null returning id`,
+      `update ${k.model.tableName} o set sent_at = x.sent_at, provider_ref = x.provider_ref, version = x.version, updated_at = x.updated_at
+         from unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::text[], $6::int[], $7::timestamptz[])
+              as x(id, from_status, from_version, sent_at, provider_ref, version, updated_at)
+        where o.id = x.id and o.status = x.from_status and o.version = x.from_version and o.sent_at is null${scopeSql(k, 'o')}
+        returning o.id`,
     ),
   );
-  return (await runSql(db, statement, [id, from.status, from.version, set.sent_at, set.provider_ref, set.version, set.updated_at])).length === 1;
+  // an UPDATE … FROM takes one arbitrary source row per target: only the first record of an id is sent
+  const firsts = [...new Map(records.map((r) => [r.id, r] as const).reverse()).values()];
+  const written = new Set(
+    (
+      await runSql<{ id: string }>(db, statement, [
+        firsts.map((r) => r.id), firsts.map((r) => r.from.status), firsts.map((r) => r.from.version),
+        firsts.map((r) => r.set.sent_at), firsts.map((r) => r.set.provider_ref), firsts.map((r) => r.set.version), firsts.map((r) => r.set.updated_at),
+      ])
+    ).map((r) => r.id),
+  );
+  return records.map((r) => written.delete(r.id));
 }
 
 // the ids go through array(select unnest(...)): a custom plan would know how many there are and
@@ -89,7 +107,7 @@ function readStatement(k: TransitionTables): SqlStatement {
               (select coalesce(json_agg(json_build_object('id', a.id, 'owner', a.owner, 'kind', a.kind)), '[]'::json)
                  from ledger_accounts a where a.environment = o.environment and a.currency = o.currency and a.owner in (o.merchant_id, 'platform')) as cb_accounts
          from provider_callbacks c
-         join ${k.table} o on o.id = c.object_id${scopeSql(k, 'o')}
+         join ${k.model.tableName} o on o.id = c.object_id${scopeSql(k, 'o')}
         where c.id = any(array(select unnest($1::uuid[]))) and c.object_kind = $2`,
     ),
   );
@@ -123,7 +141,7 @@ function writeStatement(k: TransitionTables): SqlStatement {
     sqlStatement(
       `write-transitions-${k.name}`,
       `with u as (
-         update ${k.table} o
+         update ${k.model.tableName} o
             set status = x.status, version = x.version, updated_at = x.updated_at, completed = x.completed,
                 failure_code = x.failure_code, failure_message = x.failure_message, provider_ref = x.provider_ref
            from unnest($1::text[], $2::text[], $3::int[], $4::text[], $5::int[], $6::timestamptz[], $7::bigint[], $8::text[], $9::text[], $10::text[], $11::uuid[], $12::text[])
@@ -131,7 +149,7 @@ function writeStatement(k: TransitionTables): SqlStatement {
           where o.id = x.id and o.status = x.from_status and o.version = x.from_version
             and not exists (select 1 from provider_callbacks pc where pc.id = x.callback_id and pc.processed_at is not null)
          returning o.id, x.from_status, x.status, x.reason, x.callback_id),
-       h as (insert into ${k.history.table} (${k.history.column}, from_status, to_status, reason, at) select id, from_status, status, reason, clock_timestamp() from u),
+       h as (insert into ${k.history.tableName} (${k.history.column}, from_status, to_status, reason, at) select id, from_status, status, reason, clock_timestamp() from u),
        ev as (select v.* from unnest($13::text[], $14::text[], $15::text[], $16::text[], $17::text[], $18::int[], $19::bigint[], $20::text[])
                                 as v(object_id, id, merchant_id, environment, type, object_version, created, body)
                 join u on u.id = v.object_id),

@@ -2,8 +2,8 @@ import { runSql, sqlStatement } from './run';
 import type { Executor } from '../knex';
 
 /**
- * The webhook sender's hot statements: the claim of attempts and the record of their outcomes.
- * Always run on the pool (never in a caller's transaction): each is its own transaction.
+ * The webhook sender's statements: the claim of attempts and the record of their outcomes (its two
+ * hot ones), and what it reads and writes of a delivery it could not claim. Always run on the pool (never in a caller's transaction): each is its own transaction.
  * Their rules are told in shared/webhooks/deliveries.ts.
  */
 
@@ -133,4 +133,40 @@ const FINISH = sqlStatement(
 /** $1 breaker threshold, $2 pause in seconds, $3 the outcomes as JSON (sorted by delivery id). */
 export function finishAttemptsSql<R>(db: Executor, values: [threshold: number, pauseSecs: number, itemsJson: string]): Promise<R[]> {
   return runSql<R>(db, FINISH, values);
+}
+
+const DIAGNOSE = sqlStatement(
+  'webhook_diagnose',
+  `select d.status, d.attempts,
+          coalesce(d.lease_until > now(), false) as leased,
+          d.next_attempt_at > now() as not_due,
+          greatest(0, extract(epoch from d.next_attempt_at - now()) * 1000)::int as next_attempt_in_ms,
+          w.status as webhook_status,
+          w.breaker_open_until is not null as breaker_tripped,
+          coalesce(w.breaker_open_until > now(), false) as breaker_open,
+          greatest(0, coalesce(extract(epoch from w.breaker_open_until - now()) * 1000, 0))::bigint as breaker_open_for_ms,
+          coalesce(w.breaker_probe_until > now(), false) as probing
+     from webhook_deliveries d join webhooks w on w.id = d.webhook_id
+    where d.id = $1`,
+);
+
+/** Why a delivery could not be claimed: its state and its endpoint's ($1 the delivery). */
+export function diagnoseSql<R>(db: Executor, values: [deliveryId: string]): Promise<R[]> {
+  return runSql<R>(db, DIAGNOSE, values);
+}
+
+const MARK_DEAD = sqlStatement(
+  'webhook_mark_dead',
+  `with d as (
+     update webhook_deliveries set status = 'dead', lease_until = null, last_error = $1, completed_at = now(), updated_at = now()
+      where id = $2 and status = 'pending' and (lease_until is null or lease_until <= now())
+     returning id
+   )
+   update webhook_attempts a set finished_at = now(), error = 'interrupted'
+     from d where a.delivery_id = d.id and a.finished_at is null`,
+);
+
+/** Ends a pending, unleased delivery without an attempt, and closes its unfinished attempt ($1 the reason, $2 the delivery). */
+export async function markDeadSql(db: Executor, values: [reason: string, deliveryId: string]): Promise<void> {
+  await runSql(db, MARK_DEAD, values);
 }

@@ -1,5 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Clock } from '../../clock';
 import type { Logger } from '../../logger';
 import { safeEqual } from '../../crypto/secrets';
 import { isMsisdn, OPERATORS, type Operator } from '../../domain/msisdn';
@@ -28,6 +29,8 @@ export interface SandboxOptions {
   callbackRetryMs?: number[];
   /** the sandbox's own window: a payment it never answers reports `expired` once it is over (decisions.md) */
   windowMs: number;
+  /** what decides when an outcome is due and a window over (a test moves it: shared/clock.ts) */
+  clock: Clock;
 }
 
 interface SandboxTransaction {
@@ -40,7 +43,7 @@ interface SandboxTransaction {
   currency: string;
   callbackUrl: string;
   outcome: SandboxOutcome;
-  /** when the outcome is known (status endpoint) and the callback sent */
+  /** when the outcome is known (to an ask, GET /v1/transactions/{id}) and the callback sent */
   outcomeAt: number;
   /** a payment never answered is `expired` from then on */
   expiresAt: number;
@@ -117,7 +120,7 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
 
   // one timer for every transaction's expiry (not one 24-hour timer each): memory and timers stay bounded
   const prune = setInterval(() => {
-    const before = Date.now() - KEEP_MS;
+    const before = opts.clock.now() - KEEP_MS;
     for (const [id, tx] of transactions) {
       if (tx.createdAt >= before) break; // insertion order is creation order
       transactions.delete(id);
@@ -172,10 +175,10 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
       currency,
       callbackUrl,
       outcome: sandboxOutcome(kind, msisdn),
-      outcomeAt: Date.now() + opts.callbackDelayMs,
-      expiresAt: Date.now() + opts.windowMs,
+      outcomeAt: opts.clock.now() + opts.callbackDelayMs,
+      expiresAt: opts.clock.now() + opts.windowMs,
       eventId: `sbxevt_${randomUUID()}`,
-      createdAt: Date.now(),
+      createdAt: opts.clock.now(),
       requests: 1,
       callbacksDelivered: 0,
       callbackAttempts: 0,
@@ -200,7 +203,7 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
     if (req.method === 'GET' && parts.length === 4 && parts[2] === 'transactions') {
       const tx = transactions.get(decodeURIComponent(parts[3]));
       if (!tx || tx.operator !== operator) throw new HttpError(404, 'not-found', 'no such transaction');
-      return [200, statusView(tx, Date.now())];
+      return [200, statusView(tx, opts.clock.now())];
     }
     throw new HttpError(404, 'not-found', 'no such route');
   }

@@ -1,4 +1,5 @@
 import type { AddressInfo } from 'node:net';
+import { clockOf } from '../../clock';
 import { getConfig } from '../../config';
 import { createLogger } from '../../logger';
 import { createSandboxServer } from './app';
@@ -17,6 +18,7 @@ function main(): void {
     callbackDelayMs: config.sandboxCallbackDelayMs,
     pushLatencyMs: config.payments.sandboxPushLatencyMs,
     windowMs: config.providerWindowMs.test,
+    clock: clockOf(config),
     log,
   });
   server.keepAliveTimeout = 65_000;

@@ -1,6 +1,6 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { eventually } from '../helpers/processes';
+import { eventually } from './processes';
 import type { ServiceContext } from '../../shared/context';
 import { transact } from '../../shared/db/transact';
 import { newId } from '../../shared/domain/ids';

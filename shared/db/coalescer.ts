@@ -38,3 +38,18 @@ export class Coalescer<I, O> {
     }
   }
 }
+
+const byPool = new WeakMap<object, Map<string, Coalescer<any, any>>>();
+
+/**
+ * The coalescer `name` of one database pool, built on first use: the jobs of a process share
+ * it, and a second service context (tests) gets its own. `batching` false: every call its own
+ * statement (KERNEL_COALESCE=false, to measure what batching earns).
+ */
+export function poolCoalescer<I, O>(db: object, name: string, run: (inputs: I[]) => Promise<O[]>, batching = true): Coalescer<I, O> {
+  let named = byPool.get(db);
+  if (!named) byPool.set(db, (named = new Map()));
+  let c = named.get(name) as Coalescer<I, O> | undefined;
+  if (!c) named.set(name, (c = batching ? new Coalescer(run) : new Coalescer(run, Infinity, 1)));
+  return c;
+}

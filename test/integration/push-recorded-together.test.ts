@@ -1,0 +1,54 @@
+import { expect } from 'chai';
+import { startTestEnv, type TestEnv } from '../helpers/env';
+import { recordSent, type SentRecord } from '../../shared/db/sql/transitions';
+import { paymentKind } from '../../shared/payments/kind';
+import { aPayment } from '../helpers/money';
+
+/**
+ * The pushes of concurrent jobs are recorded in one statement (KERNEL_COALESCE): each row of
+ * the batch is still its own compare-and-set, so a stale one, a sent one or an id given twice
+ * changes nothing of its own while the others are written.
+ */
+describe('provider acceptances recorded together', () => {
+  let env: TestEnv;
+  let client: Awaited<ReturnType<TestEnv['merchant']>>['client'];
+  const db = () => env.services.db;
+
+  before(async () => {
+    env = await startTestEnv();
+    client = (await env.merchant({ scope: 'full' })).client;
+  });
+  after(() => env.close());
+
+  const record = (p: { id: string; status: string; version: number }, ref: string, version = p.version): SentRecord => ({
+    id: p.id,
+    from: { status: p.status, version },
+    set: { sent_at: new Date(), provider_ref: ref, version: version + 1, updated_at: new Date() },
+  });
+
+  it('writes each compare-and-set of a batch on its own, in order', async () => {
+    const [a, b, c, d] = await Promise.all([1, 2, 3, 4].map((i) => aPayment(client, { phone: `24399000000${i}` })));
+    const rows = await db()('payments').whereIn('id', [a.id, b.id, c.id, d.id]).select('id', 'status', 'version');
+    const row = (id: string) => rows.find((r) => r.id === id)!;
+    // d was sent already: a second acceptance must not overwrite its reference
+    expect(await recordSent(db(), paymentKind, [record(row(d.id), 'REF-D')])).to.deep.equal([true]);
+
+    const written = await recordSent(db(), paymentKind, [
+      record(row(a.id), 'REF-A'),
+      record(row(b.id), 'REF-B-STALE', row(b.id).version + 5), // read at another version
+      record(row(c.id), 'REF-C'),
+      record(row(c.id), 'REF-C-AGAIN'), // the same payment twice in one batch: the first wins
+      record(row(d.id), 'REF-D-AGAIN'),
+      record({ id: 'pay_doesnotexist0000000000', status: 'processing', version: 1 }, 'REF-X'),
+    ]);
+    expect(written).to.deep.equal([true, false, true, false, false, false]);
+
+    const after = await db()('payments').whereIn('id', [a.id, b.id, c.id, d.id]).select('id', 'provider_ref', 'version', 'sent_at');
+    const by = (id: string) => after.find((r) => r.id === id)!;
+    expect(by(a.id)).to.include({ provider_ref: 'REF-A', version: row(a.id).version + 1 });
+    expect(by(a.id).sent_at).to.be.instanceOf(Date);
+    expect(by(b.id)).to.include({ provider_ref: null, version: row(b.id).version, sent_at: null });
+    expect(by(c.id)).to.include({ provider_ref: 'REF-C', version: row(c.id).version + 1 });
+    expect(by(d.id)).to.include({ provider_ref: 'REF-D', version: row(d.id).version + 1 });
+  });
+});
