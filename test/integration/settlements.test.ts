@@ -190,8 +190,8 @@ describe('daily settlement', () => {
     env.clock.advance(DAY * 1000);
     // the two copies are made to run into each other: the test holds the settlements table until
     // both wait on a lock (one for the table, the other for the first copy's group lock), then
-    // lets them go. A copy that did not wait for the other would read no batch, make a second
-    // one and fail on the unique index (logged as an error), or, without the index, leave two
+    // lets them go. A copy that did not wait for the other would read no batch and make a second
+    // one, which the unique index refuses: its run fails, with an error in its log
     const hold = await db().transaction();
     let pools: RunningProcess[] = [];
     try {
