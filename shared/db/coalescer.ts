@@ -15,6 +15,11 @@ export class Coalescer<I, O> {
     private readonly maxBatch = 100,
   ) {}
 
+  /** `batching` false: every call its own run, at once (a setting that measures what batching earns). */
+  static of<I, O>(run: (inputs: I[]) => Promise<O[]>, batching: boolean): Coalescer<I, O> {
+    return batching ? new Coalescer(run) : new Coalescer(run, Infinity, 1);
+  }
+
   call(input: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.waiting.push({ input, resolve, reject });
@@ -50,6 +55,6 @@ export function poolCoalescer<I, O>(db: object, name: string, run: (inputs: I[])
   let named = byPool.get(db);
   if (!named) byPool.set(db, (named = new Map()));
   let c = named.get(name) as Coalescer<I, O> | undefined;
-  if (!c) named.set(name, (c = batching ? new Coalescer(run) : new Coalescer(run, Infinity, 1)));
+  if (!c) named.set(name, (c = Coalescer.of(run, batching)));
   return c;
 }

@@ -38,11 +38,10 @@ export class WebhookSender {
     const { webhooks } = ctx.config;
     this.leaseMs = webhooks.timeoutMs + LEASE_MARGIN_MS;
     this.semaphore = new EndpointSemaphore(ctx.redis, ctx.config.queuePrefix, webhooks.endpointConcurrency, this.leaseMs, webhooks.slotHandoffMs);
-    // WEBHOOK_COALESCE=false: every claim and outcome is its own statement (to measure what batching earns)
-    const batching = webhooks.coalesce ? {} : { maxInFlight: Infinity, maxBatch: 1 };
     this.agents = makeAgents();
     this.secrets = new SigningSecrets(ctx.config.secretsKeys);
-    this.claims = new Coalescer(async (ids) => {
+    // WEBHOOK_COALESCE=false: every claim and outcome is its own statement (to measure what batching earns)
+    this.claims = Coalescer.of(async (ids: string[]) => {
       const claimed = await claimAttempts(ctx.db, ids, this.leaseMs, false);
       const byId = new Map(claimed.map((c) => [c.id, c]));
       // a delivery asked for twice in one batch (two jobs for it) is claimed once, by the first
@@ -51,8 +50,8 @@ export class WebhookSender {
         byId.delete(id);
         return c;
       });
-    }, batching.maxInFlight, batching.maxBatch);
-    this.outcomes = new Coalescer((items) => finishAttempts(ctx.db, items, webhooks.breakerPauseMs), batching.maxInFlight, batching.maxBatch);
+    }, webhooks.coalesce);
+    this.outcomes = Coalescer.of((items: AttemptOutcome[]) => finishAttempts(ctx.db, items, webhooks.breakerPauseMs), webhooks.coalesce);
   }
 
   async deliver(deliveryId: string, webhookId: string): Promise<DeliveryOutcome> {
