@@ -46,6 +46,12 @@
  *   --keep-going             run every step even after one that was not sustained
  *   --json FILE              also write every figure as JSON
  *   --env K=V                extra environment of every service process (repeatable)
+ *   --cpu-prof DIR           the services named by --cpu-prof-services write a V8 CPU profile
+ *                            into DIR/<service> when they stop (node --cpu-prof, one file per
+ *                            thread, the largest is the main thread; one sample every 4 ms;
+ *                            open in Chrome DevTools or speedscope). Profiling costs CPU: the
+ *                            figures of a profiled run are not the service's
+ *   --cpu-prof-services a,b  which services (Procfile names) to profile; default web
  *   --compare K=a,b          a setting on and off in one run: each step runs once per value, in
  *                            turn, each on a stack started afresh with it (interleaved, so that
  *                            the machine's drift touches every value alike); one `max sustained`
@@ -124,6 +130,7 @@ interface Options {
   json?: string;
   env: Record<string, string>;
   compare?: { key: string; values: string[] };
+  cpuProf?: { dir: string; services: string[] };
 }
 
 function options(): Options {
@@ -145,6 +152,8 @@ function options(): Options {
       json: { type: 'string' },
       env: { type: 'string', multiple: true, default: [] },
       compare: { type: 'string' },
+      'cpu-prof': { type: 'string' },
+      'cpu-prof-services': { type: 'string', default: 'web' },
     },
   });
   const num = (name: string, v: string) => {
@@ -190,6 +199,7 @@ function options(): Options {
     keep: values.keep!,
     json: values.json,
     env,
+    cpuProf: values['cpu-prof'] ? { dir: path.resolve(values['cpu-prof']), services: values['cpu-prof-services']!.split(',') } : undefined,
   };
 }
 
@@ -223,8 +233,12 @@ interface Service {
   tail: string[];
 }
 
-function startService(name: string, command: string, env: Record<string, string>): Service {
-  const [bin, ...args] = command.split(/\s+/);
+function startService(name: string, command: string, env: Record<string, string>, cpuProf?: Options['cpuProf']): Service {
+  const [bin, ...rest] = command.split(/\s+/);
+  const profile = cpuProf?.services.includes(name)
+    ? ['--cpu-prof', '--cpu-prof-interval', '4000', '--cpu-prof-dir', path.join(cpuProf.dir, name)]
+    : [];
+  const args = [...profile, ...rest];
   if (bin !== 'node') throw new Error(`Procfile line ${name}: only node commands are run by the bench`);
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...env, PROCESS_NAME: name }, stdio: ['ignore', 'pipe', 'pipe'] });
   const tail: string[] = [];
@@ -409,7 +423,7 @@ async function bench(): Promise<void> {
     let stopping = false;
     const startStack = async (extra: Record<string, string>) => {
       stopping = false;
-      const services = lines.map((l) => startService(l.name, l.command, { ...env, ...extra }));
+      const services = lines.map((l) => startService(l.name, l.command, { ...env, ...extra }, o.cpuProf));
       for (const s of services) {
         s.child.once('exit', (code, signal) => {
           if (!stopping) process.stderr.write(`${s.name} exited (${signal ?? code}): ${s.tail.join('').slice(-1500)}\n`);
