@@ -1,7 +1,7 @@
 import type { Model, PartialModelObject } from 'objection';
 import type { ServiceContext } from '../context';
 import { poolCoalescer } from '../db/coalescer';
-import { recordSent, type SentRecord } from '../db/sql/transitions';
+import { findOperations, recordSent, type SentRecord } from '../db/sql/transitions';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
@@ -9,7 +9,7 @@ import type { ProviderAccepted } from '../providers/types';
 import type { WorkSource } from '../queues/redrive';
 import type { AcceptedStep, OperationKind, OperationRow, TriggerDetails } from './kind';
 import { decide, isOpen } from './machine';
-import { applyTrigger, changeOf, findRow, lockRow, type TriggerOutcome } from './transition';
+import { applyTrigger, changeOf, lockRow, type TriggerOutcome } from './transition';
 
 /** `kept-open`: refused for a reason the client can correct (kind.correctable); still open and unsent. */
 export type SendResult = 'sent' | 'already-sent' | 'not-open' | 'refused' | 'kept-open' | 'unknown';
@@ -22,7 +22,9 @@ export type SendResult = 'sent' | 'already-sent' | 'not-open' | 'refused' | 'kep
  * refusal fails the operation with the provider's code (and gives money out back).
  */
 export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, log: Logger): Promise<SendResult> {
-  const row = await findRow(ctx.db, kind, id);
+  // the reads of concurrent jobs are one statement (KERNEL_COALESCE)
+  const reads = poolCoalescer<string, R | undefined>(ctx.db, `find-${kind.name}`, (ids) => findOperations<R>(ctx.db, kind, ids), ctx.config.kernelCoalesce);
+  const row = await reads.call(id);
   if (!row) {
     log.warn({ kind: kind.name, id }, 'send job for an unknown operation');
     return 'unknown';

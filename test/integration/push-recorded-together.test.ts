@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { startTestEnv, type TestEnv } from '../helpers/env';
-import { recordSent, type SentRecord } from '../../shared/db/sql/transitions';
+import { findOperations, recordSent, type SentRecord } from '../../shared/db/sql/transitions';
+import { refundKind } from '../../shared/refunds/kind';
 import { paymentKind } from '../../shared/payments/kind';
 import { aPayment } from '../helpers/money';
 
@@ -50,5 +51,14 @@ describe('provider acceptances recorded together', () => {
     expect(by(b.id)).to.include({ provider_ref: null, version: row(b.id).version, sent_at: null });
     expect(by(c.id)).to.include({ provider_ref: 'REF-C', version: row(c.id).version + 1 });
     expect(by(d.id)).to.include({ provider_ref: 'REF-D', version: row(d.id).version + 1 });
+  });
+
+  it('reads the rows of concurrent pushes in one statement, in the order asked, of its own kind only', async () => {
+    const [a, b] = await Promise.all([5, 6].map((i) => aPayment(client, { phone: `24399000000${i}` })));
+    const found = await findOperations<{ id: string; amount: number }>(db(), paymentKind, [b.id, 'pay_doesnotexist0000000000', a.id, b.id]);
+    expect(found.map((r) => r?.id)).to.deep.equal([b.id, undefined, a.id, b.id]);
+    expect(found[2]).to.include({ amount: 10_000, phone: '243990000005' });
+    // a payment's id asked of the refunds' table finds nothing
+    expect(await findOperations(db(), refundKind, [a.id])).to.deep.equal([undefined]);
   });
 });

@@ -44,6 +44,7 @@ const reads = new Map<string, SqlStatement>();
 const writes = new Map<string, SqlStatement>();
 const rows = new Map<string, SqlStatement>();
 const sents = new Map<string, SqlStatement>();
+const manyRows = new Map<string, SqlStatement>();
 
 /** One statement per kind, declared on first use. */
 function perKind(cache: Map<string, SqlStatement>, k: TransitionTables, make: () => SqlStatement): SqlStatement {
@@ -56,6 +57,16 @@ function perKind(cache: Map<string, SqlStatement>, k: TransitionTables, make: ()
 export async function findOperation<R>(db: Executor, k: TransitionTables, id: string): Promise<R | undefined> {
   const [row] = await runSql<R>(db, perKind(rows, k, () => sqlStatement(`find-${k.name}`, `select * from ${k.model.tableName} o where o.id = $1${scopeSql(k, 'o')}`)), [id]);
   return row;
+}
+
+/** Operations' rows by id (no lock), one statement for many, in the order of `ids` (undefined: not found). */
+export async function findOperations<R extends { id: string }>(db: Executor, k: TransitionTables, ids: string[]): Promise<(R | undefined)[]> {
+  const statement = perKind(manyRows, k, () =>
+    // the ids go through array(select unnest(...)): see readStatement
+    sqlStatement(`find-many-${k.name}`, `select * from ${k.model.tableName} o where o.id = any(array(select unnest($1::text[])))${scopeSql(k, 'o')}`),
+  );
+  const found = new Map((await runSql<R>(db, statement, [ids])).map((r) => [r.id, r] as const));
+  return ids.map((id) => found.get(id));
 }
 
 export interface SentRecord {
@@ -76,8 +87,8 @@ export async function recordSent(db: Executor, k: TransitionTables, records: Sen
     sqlStatement(
       `record-sent-${k.name}`,
       `update ${k.model.tableName} o set sent_at = x.sent_at, provider_ref = x.provider_ref, version = x.version, updated_at = x.updated_at
-         from unnest($1::text[], $2::text[], $3::int[], $4::timestamptz[], $5::text[], $6::int[], $7::timestamptz[])
-              as x(id, from_status, from_version, sent_at, provider_ref, version, updated_at)
+         from jsonb_to_recordset($1::jsonb)
+              as x(id text, from_status text, from_version int, sent_at timestamptz, provider_ref text, version int, updated_at timestamptz)
         where o.id = x.id and o.status = x.from_status and o.version = x.from_version and o.sent_at is null${scopeSql(k, 'o')}
         returning o.id`,
     ),
@@ -87,8 +98,9 @@ export async function recordSent(db: Executor, k: TransitionTables, records: Sen
   const written = new Set(
     (
       await runSql<{ id: string }>(db, statement, [
-        firsts.map((r) => r.id), firsts.map((r) => r.from.status), firsts.map((r) => r.from.version),
-        firsts.map((r) => r.set.sent_at), firsts.map((r) => r.set.provider_ref), firsts.map((r) => r.set.version), firsts.map((r) => r.set.updated_at),
+        // one jsonb parameter, not arrays: a custom plan would know how many rows unnest gives and
+        // always look cheaper than the generic one, so Postgres would plan this update at every call
+        JSON.stringify(firsts.map((r) => ({ id: r.id, from_status: r.from.status, from_version: r.from.version, ...r.set }))),
       ])
     ).map((r) => r.id),
   );
