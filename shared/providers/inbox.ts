@@ -2,9 +2,10 @@ import { randomUUID } from 'node:crypto';
 import { InboxCallback } from '../db/models';
 import type { TransactDeps } from '../db/transact';
 import { QUEUES } from '../queues/names';
-import { outboxMessage, publishOutbox } from '../queues/outbox';
+import { outboxMessage, publishOutbox, type OutboxMessage } from '../queues/outbox';
 import type { WorkSource } from '../queues/redrive';
-import { insertCallbackWithJob } from '../db/sql/callbacks';
+import { poolCoalescer } from '../db/coalescer';
+import { insertCallbacksWithJobs, type InboxRow } from '../db/sql/callbacks';
 import type { ProviderBase, ProviderCallback } from './types';
 
 /**
@@ -18,16 +19,32 @@ const APPLY_CALLBACK_JOB = 'apply-callback';
 
 /**
  * Stores a verified callback with the job that applies it: one statement (shared/db/sql/callbacks.ts)
- * writes the inbox row and its outbox row; the job is enqueued after commit.
+ * writes the inbox row and its outbox row; the job is enqueued after commit. `together`
+ * (KERNEL_COALESCE): concurrent callbacks share that statement.
  */
-export async function storeCallback(deps: TransactDeps, provider: ProviderBase, raw: Buffer, parsed: ProviderCallback, requestId?: string): Promise<string> {
+export async function storeCallback(
+  deps: TransactDeps & { together: boolean },
+  provider: ProviderBase,
+  raw: Buffer,
+  parsed: ProviderCallback,
+  requestId?: string,
+): Promise<string> {
   const { db } = deps;
   const id = randomUUID();
   // the kind lets the callback-reconciler take the one-statement path (shared/operations/oneStatement.ts)
   const job = outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackId: id, kind: parsed.kind, requestId });
-  await insertCallbackWithJob(
+  // the callbacks of concurrent requests are stored in one statement, one commit (KERNEL_COALESCE)
+  const store = poolCoalescer<{ row: InboxRow; job: OutboxMessage }, void>(
     db,
-    {
+    'store-callbacks',
+    async (items) => {
+      await insertCallbacksWithJobs(db, items);
+      return items.map(() => undefined);
+    },
+    deps.together,
+  );
+  await store.call({
+    row: {
       id,
       provider: provider.id,
       raw_body: raw.toString('utf8'),
@@ -39,7 +56,7 @@ export async function storeCallback(deps: TransactDeps, provider: ProviderBase, 
       provider_ref: parsed.providerRef,
     },
     job,
-  );
+  });
   await publishOutbox(db, deps.queues, [job], deps.log);
   return id;
 }

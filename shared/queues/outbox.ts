@@ -3,6 +3,7 @@ import { OutboxRow } from '../db/models';
 import { markOutboxEnqueued } from '../db/sql/outbox';
 import { randomUUID } from 'node:crypto';
 import type { Executor, Db } from '../db/knex';
+import { poolCoalescer, type Coalescer } from '../db/coalescer';
 import type { QueueRegistry } from './registry';
 import type { JobData, QueueName } from './names';
 import type { Logger } from '../logger';
@@ -44,8 +45,34 @@ export async function writeOutbox(
 /** jobId of an outbox message: its uuid (no ':' and not all digits, as BullMQ requires). */
 export const outboxJobId = (id: string) => `ob-${id}`;
 
+const jobOptions = (msg: OutboxMessage) => ({ jobId: outboxJobId(msg.id), delay: msg.delay_ms || undefined });
+
 async function enqueue(queues: QueueRegistry, msg: OutboxMessage): Promise<void> {
-  await queues.add(msg.queue, msg.job_name, msg.payload, { jobId: outboxJobId(msg.id), delay: msg.delay_ms || undefined });
+  await queues.add(msg.queue, msg.job_name, msg.payload, jobOptions(msg));
+}
+
+/** Many messages, one pipeline per queue. */
+async function enqueueMany(queues: QueueRegistry, msgs: OutboxMessage[]): Promise<void> {
+  const byQueue = new Map<QueueName, OutboxMessage[]>();
+  for (const m of msgs) byQueue.set(m.queue, [...(byQueue.get(m.queue) ?? []), m]);
+  await Promise.all([...byQueue].map(([queue, ms]) => queues.addMany(queue, ms.map((m) => ({ jobName: m.job_name, data: m.payload, opts: jobOptions(m) })))));
+}
+
+/**
+ * The publications of concurrent callers (requests, jobs) of one registry share one pipeline per
+ * queue (shared/db/coalescer.ts: at once when Redis is idle, together when it is busy);
+ * `publishTogether` false (KERNEL_COALESCE): each its own adds.
+ */
+function publisher(queues: QueueRegistry): Coalescer<OutboxMessage[], void> {
+  return poolCoalescer<OutboxMessage[], void>(
+    queues,
+    'outbox-publish',
+    async (publications) => {
+      await enqueueMany(queues, publications.flat());
+      return publications.map(() => undefined);
+    },
+    queues.publishTogether,
+  );
 }
 
 const PUBLISH_TIMEOUT_MS = 2000;
@@ -58,7 +85,7 @@ export async function publishOutbox(db: Db, queues: QueueRegistry, msgs: OutboxM
   if (msgs.length === 0) return;
   try {
     if (!queues.isReady()) throw new Error('redis is not connected');
-    await withTimeout(Promise.all(msgs.map((m) => enqueue(queues, m))), PUBLISH_TIMEOUT_MS);
+    await withTimeout(publisher(queues).call(msgs), PUBLISH_TIMEOUT_MS);
     markEnqueued(db, msgs.map((m) => m.id), queues.markBatchMs, log);
   } catch (err) {
     log?.warn({ err, outbox: msgs.map((m) => m.id) }, 'outbox publish deferred to the relay');

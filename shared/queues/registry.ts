@@ -19,6 +19,8 @@ export class QueueRegistry {
     readonly prefix: string,
     /** how long rows published after commit wait to be marked enqueued together (OUTBOX_MARK_BATCH_MS; shared/queues/outbox.ts) */
     readonly markBatchMs = 100,
+    /** the publications of concurrent callers go to Redis together, one pipeline (KERNEL_COALESCE; shared/queues/outbox.ts) */
+    readonly publishTogether = true,
   ) {}
 
   get(name: QueueName): Queue {
@@ -64,12 +66,26 @@ export class QueueRegistry {
    * does the work: the new one, or the live one the add was folded into.
    */
   async add(name: QueueName, jobName: string, data: JobData, opts: JobsOptions = {}): Promise<string | undefined> {
-    const key = workKey(name, data);
-    const job = await (await this.ready(name)).add(jobName, data, key ? { deduplication: { id: key }, ...opts } : opts);
+    const job = await (await this.ready(name)).add(jobName, data, withWorkKey(name, data, opts));
     return job.id;
+  }
+
+  /** `add` for many jobs of one queue in one pipeline (one write, one answer); one failure fails them all. */
+  async addMany(name: QueueName, jobs: { jobName: string; data: JobData; opts?: JobsOptions }[]): Promise<void> {
+    if (jobs.length === 1) {
+      await this.add(name, jobs[0].jobName, jobs[0].data, jobs[0].opts);
+      return;
+    }
+    await (await this.ready(name)).addBulk(jobs.map((j) => ({ name: j.jobName, data: j.data, opts: withWorkKey(name, j.data, j.opts ?? {}) })));
   }
 
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
   }
+}
+
+/** A job's options with the deduplication on its work's key (`workKey`), when its payload names one. */
+function withWorkKey(name: QueueName, data: JobData, opts: JobsOptions): JobsOptions {
+  const key = workKey(name, data);
+  return key ? { deduplication: { id: key }, ...opts } : opts;
 }

@@ -16,18 +16,27 @@ export interface InboxRow {
 }
 
 const STORE = sqlStatement(
-  'store-callback',
-  `with c as (
+  'store-callbacks',
+  `with x as materialized (
+     select * from jsonb_to_recordset($1::jsonb) as x(
+       id uuid, provider text, raw_body text, verified boolean, provider_event_id text, object_kind text, object_id text, reported_status text, provider_ref text,
+       job_id uuid, job_queue text, job_name text, job_payload jsonb, job_delay_ms int)
+   ), c as (
      insert into provider_callbacks (id, provider, raw_body, verified, provider_event_id, object_kind, object_id, reported_status, provider_ref)
-     values ($1, $2, $3, $4, $5, $6, $7, $8, $9)
+     select id, provider, raw_body, verified, provider_event_id, object_kind, object_id, reported_status, provider_ref from x
    )
-   insert into outbox (id, queue, job_name, payload, delay_ms) values ($10, $11, $12, $13, $14)`,
+   insert into outbox (id, queue, job_name, payload, delay_ms) select job_id, job_queue, job_name, job_payload, job_delay_ms from x`,
 );
 
-/** The inbox row and the outbox row of the job that applies it, in one statement (one round trip, one commit). */
-export async function insertCallbackWithJob(db: Executor, row: InboxRow, job: OutboxMessage): Promise<void> {
+/**
+ * Inbox rows, each with the outbox row of the job that applies it, in one statement (one round
+ * trip, one commit) for however many callbacks arrived together. The batch is one transaction:
+ * it commits whole or not at all (no constraint refuses a single callback).
+ */
+export async function insertCallbacksWithJobs(db: Executor, items: { row: InboxRow; job: OutboxMessage }[]): Promise<void> {
   await runSql(db, STORE, [
-    row.id, row.provider, row.raw_body, row.verified, row.provider_event_id, row.object_kind, row.object_id, row.reported_status, row.provider_ref,
-    job.id, job.queue, job.job_name, JSON.stringify(job.payload), job.delay_ms,
+    JSON.stringify(
+      items.map(({ row, job }) => ({ ...row, job_id: job.id, job_queue: job.queue, job_name: job.job_name, job_payload: job.payload, job_delay_ms: job.delay_ms })),
+    ),
   ]);
 }
