@@ -51,10 +51,12 @@ export interface Config {
    * default true. false: always the general path (to compare the two).
    */
   /**
-   * KERNEL_COALESCE: the kernel's per-operation statements of concurrent jobs (a push's recorded
-   * acceptance, a callback's read and write) share one statement, group-commit style
-   * (shared/db/coalescer.ts): an idle pool pays no extra latency, a busy one commits many moves
-   * at once; default true. false: each its own statement (to measure what it earns).
+   * KERNEL_COALESCE: the hot path's per-operation statements of concurrent jobs and requests (a
+   * push's row read and recorded acceptance, a callback's storing in the web, its read and write
+   * in the callback-reconciler) share one statement, group-commit style (shared/db/coalescer.ts),
+   * and the outbox publications of concurrent callers one Redis pipeline per queue: an idle
+   * process pays no extra latency, a busy one commits many at once; default true. false: each its
+   * own statement and adds (to measure what it earns).
    */
   /**
    * DB_POOL_MIN: connections each process's pool keeps open when idle (at most its maximum);

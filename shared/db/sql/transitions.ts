@@ -86,10 +86,12 @@ export async function recordSent(db: Executor, k: TransitionTables, records: Sen
   const statement = perKind(sents, k, () =>
     sqlStatement(
       `record-sent-${k.name}`,
-      `update ${k.model.tableName} o set sent_at = x.sent_at, provider_ref = x.provider_ref, version = x.version, updated_at = x.updated_at
-         from jsonb_to_recordset($1::jsonb)
-              as x(id text, from_status text, from_version int, sent_at timestamptz, provider_ref text, version int, updated_at timestamptz)
-        where o.id = x.id and o.status = x.from_status and o.version = x.from_version and o.sent_at is null${scopeSql(k, 'o')}
+      `with x as materialized (
+         select * from jsonb_to_recordset($1::jsonb)
+             as x(id text, from_status text, from_version int, sent_at timestamptz, provider_ref text, version int, updated_at timestamptz))
+       update ${k.model.tableName} o set sent_at = x.sent_at, provider_ref = x.provider_ref, version = x.version, updated_at = x.updated_at
+         from x
+        where o.id = any(array(select id from x)) and o.id = x.id and o.status = x.from_status and o.version = x.from_version and o.sent_at is null${scopeSql(k, 'o')}
         returning o.id`,
     ),
   );
@@ -99,7 +101,9 @@ export async function recordSent(db: Executor, k: TransitionTables, records: Sen
     (
       await runSql<{ id: string }>(db, statement, [
         // one jsonb parameter, not arrays: a custom plan would know how many rows unnest gives and
-        // always look cheaper than the generic one, so Postgres would plan this update at every call
+        // always look cheaper than the generic one, so Postgres would plan this update at every call.
+        // The rows are found by id = any(array(...)), through the primary key: joined on x alone, the
+        // generic plan scans the whole table whenever the statistics say few rows are unsent
         JSON.stringify(firsts.map((r) => ({ id: r.id, from_status: r.from.status, from_version: r.from.version, ...r.set }))),
       ])
     ).map((r) => r.id),
