@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServiceContext } from '../context';
 import { poolCoalescer } from '../db/coalescer';
-import { readCallbacksWithRows, writeTransitions, type CallbackWithRow, type TransitionWrite } from '../db/sql/transitions';
+import { markCallbacks, readCallbacksWithRows, writeTransitions, type CallbackMark, type CallbackWithRow, type TransitionWrite } from '../db/sql/transitions';
 import { allowsNegative, assertBalanced, normalise } from '../domain/ledger';
 import { newEventRow, storedBody } from '../events/record';
 import { accountKey, onlyCredits } from '../ledger/postings';
@@ -29,22 +29,26 @@ import { changeOf } from './transition';
  * so it is exactly the move `decide` chose for that state, and nothing else changed in between;
  * otherwise nothing is written, it is tried once more from a fresh read, and then the general
  * path decides under its locks. It is taken
- * only for what it covers: a move (not a duplicate, a late or a stay), of a kind with nothing
+ * only for what it covers: a move (not a stay), of a kind with nothing
  * to change beyond its row (no afterMove) and a credit-only posting (no balance to lock) on
  * accounts that exist, by the provider that handles the operation. Anything else returns
- * undefined and goes the general way.
+ * undefined and goes the general way. A repeat or a late report (the operation already has the
+ * outcome, or another) writes only its callback's outcome, on the same compare-and-set terms.
  *
  * Concurrent callbacks of one kind share their statements (KERNEL_COALESCE, default true): the
  * reads of the jobs that arrive while a read runs are one read of all their callbacks, and their
  * writes one write of all their transitions, each still a compare-and-set on its own row (a
  * write refused for one row leaves the others). A lone callback runs at once, in a batch of one.
  */
+/** What the one-statement path does with a callback: its move, or the outcome of one that changes nothing. */
+type OneStatementOutcome = 'applied' | 'duplicate' | 'ignored-late';
+
 export async function applyCallbackInOneStatement<R extends OperationRow>(
   ctx: ServiceContext,
   kind: OperationKind<R, any>,
   callbackId: string,
   log: Logger,
-): Promise<{ outcome: 'applied'; callback: StoredCallback } | undefined> {
+): Promise<{ outcome: OneStatementOutcome; callback: StoredCallback } | undefined> {
   if (kind.afterMove || !kind.posting) return undefined;
   // a write refused because the row changed since it was read (most often the push's acceptance,
   // recorded while the callback was on its way) is tried once more from a fresh read
@@ -60,7 +64,7 @@ async function attemptOnce<R extends OperationRow>(
   kind: OperationKind<R, any>,
   callbackId: string,
   log: Logger,
-): Promise<{ outcome: 'applied'; callback: StoredCallback } | 'changed' | undefined> {
+): Promise<{ outcome: OneStatementOutcome; callback: StoredCallback } | 'changed' | undefined> {
   if (!kind.posting) return undefined;
   // the reads and the writes of concurrent jobs are shared statements (KERNEL_COALESCE)
   const reads = poolCoalescer<string, CallbackWithRow<R> | undefined>(ctx.db, `read-callbacks-${kind.name}`, async (ids) => {
@@ -76,6 +80,14 @@ async function attemptOnce<R extends OperationRow>(
   const callback: StoredCallback = { ...parseCallbackBody(Buffer.from(read.callback.raw_body, 'utf8')), id: callbackId, provider: read.callback.provider };
   const trigger = kind.reported(callback.status);
   const d = decide(kind.machine, row.status, trigger);
+  if (d.kind === 'duplicate' || d.kind === 'late') {
+    // a repeat (providers send again when we answer slowly) or a report on a closed operation
+    // changes nothing but its own outcome: one shared statement, no transaction of its own
+    const outcome = d.kind === 'duplicate' ? 'duplicate' : 'ignored-late';
+    const marks = poolCoalescer<CallbackMark, boolean>(ctx.db, `mark-callbacks-${kind.name}`, (ms) => markCallbacks(ctx.db, kind, ms), ctx.config.kernelCoalesce);
+    const marked = await marks.call({ callbackId, outcome, id: row.id, from: { status: row.status, version: row.version } });
+    return marked ? { outcome, callback } : 'changed';
+  }
   if (d.kind !== 'move') return undefined;
   const details = { reason: 'provider-callback', providerRef: callback.providerRef, failureCode: callback.failureCode, failureMessage: callback.failureMessage };
   const updated = { ...row, ...changeOf(kind, row, d, trigger, details) } as R;

@@ -12,7 +12,7 @@ import { callbackBody, aPayment, sendCallback } from '../helpers/money';
  * A callback's transition in one statement (KERNEL_ONE_STATEMENT) writes exactly what the general
  * path writes (row, history, event, deliveries with their jobs, ledger posting, inbox outcome),
  * and only when it may: once per callback, never over a change it did not see, never for a
- * duplicate or a first posting; concurrent callbacks share their read and their write
+ * first posting; a repeat or a late report only gets its outcome; concurrent callbacks share their read and their write
  * (KERNEL_COALESCE), each still a compare-and-set on its own row.
  */
 describe('callbacks applied in one statement', () => {
@@ -88,7 +88,7 @@ describe('callbacks applied in one statement', () => {
     expect(api2.completed).to.be.a('number');
   });
 
-  it('applies a callback once however many jobs run it at once, and leaves a duplicate to the general path', async () => {
+  it('applies a callback once however many jobs run it at once, and marks a repeat and a late report without changing anything', async () => {
     const p = await aPayment(client, { phone: '243990000001' });
     const cb = await stored(p.id);
     const runs = await Promise.all([1, 2, 3].map(() => applyCallbackInOneStatement(env.services, paymentKind, cb, env.services.log)));
@@ -97,11 +97,29 @@ describe('callbacks applied in one statement', () => {
     expect(await db()('ledger_transactions').where({ reference_id: p.id })).to.have.length(1);
     expect(await db()('events').where({ object_id: p.id })).to.have.length(1);
 
-    // the provider says it again: a duplicate, decided and recorded by the general path
-    const again = await stored(p.id);
-    expect(await applyCallbackInOneStatement(env.services, paymentKind, again, env.services.log)).to.equal(undefined);
-    expect((await applyStoredCallback(env.services, again, env.services.log, 'payment')).outcome).to.equal('duplicate');
-    expect((await db()('provider_callbacks').where({ id: again }).first()).outcome).to.equal('duplicate');
+    const before = await written(p.id);
+    const row = await db()('payments').where({ id: p.id }).first();
+
+    // the provider says it again, twice at once: one outcome `duplicate` each, nothing else written
+    const again = [await stored(p.id), await stored(p.id)];
+    const repeats = await Promise.all(again.map((id) => applyCallbackInOneStatement(env.services, paymentKind, id, env.services.log)));
+    expect(repeats.map((r) => r?.outcome)).to.deep.equal(['duplicate', 'duplicate']);
+    for (const id of again) expect(await db()('provider_callbacks').where({ id }).first()).to.include({ outcome: 'duplicate' }).and.to.have.property('processed_at').that.is.instanceOf(Date);
+    // a failure reported after the success: ignored as late
+    const late = await stored(p.id, 'failed', { failure_code: 'insufficient-funds' });
+    expect((await applyStoredCallback(env.services, late, env.services.log, 'payment')).outcome).to.equal('ignored-late');
+    expect((await db()('provider_callbacks').where({ id: late }).first()).outcome).to.equal('ignored-late');
+    const after = await written(p.id);
+    expect(after.inbox.filter((c) => c.outcome === 'applied')).to.have.length(1);
+    expect({ ...after, inbox: [] }).to.deep.equal({ ...before, inbox: [] });
+    expect(await db()('payments').where({ id: p.id }).first()).to.deep.equal(row);
+
+    // a repeat decided on a version the row no longer has marks nothing (compare-and-set), and is decided afresh
+    const stale = await stored(p.id);
+    const { markCallbacks } = await import('../../shared/db/sql/transitions');
+    expect(await markCallbacks(db(), paymentKind, [{ callbackId: stale, outcome: 'duplicate', id: p.id, from: { status: 'succeeded', version: row.version - 1 } }])).to.deep.equal([false]);
+    expect((await db()('provider_callbacks').where({ id: stale }).first()).processed_at).to.equal(null);
+    expect((await applyCallbackInOneStatement(env.services, paymentKind, stale, env.services.log))?.outcome).to.equal('duplicate');
   });
 
   it('writes nothing over a change it did not see (compare-and-set on status and version)', async () => {

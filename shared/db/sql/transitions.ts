@@ -45,6 +45,7 @@ const writes = new Map<string, SqlStatement>();
 const rows = new Map<string, SqlStatement>();
 const sents = new Map<string, SqlStatement>();
 const manyRows = new Map<string, SqlStatement>();
+const marks = new Map<string, SqlStatement>();
 
 /** One statement per kind, declared on first use. */
 function perKind(cache: Map<string, SqlStatement>, k: TransitionTables, make: () => SqlStatement): SqlStatement {
@@ -257,3 +258,42 @@ export async function writeTransitions(db: Executor, k: TransitionTables, ws: Tr
   }
   return ws.map((w) => moved.has(w));
 }
+
+/** A callback that changes nothing (a repeat, a late report): its outcome, and the row state that decided it. */
+export interface CallbackMark {
+  callbackId: string;
+  outcome: 'duplicate' | 'ignored-late';
+  /** the operation and the status and version it was read with: the mark is written only if they are still its own */
+  id: string;
+  from: { status: string; version: number };
+}
+
+/**
+ * The outcomes of callbacks that change nothing, one statement for many: each callback is marked
+ * processed only while it is unprocessed and its operation still has the status and version its
+ * outcome was decided on (the operation's row is share-locked meanwhile, as the general path
+ * locks it). Returns, in order, whether each was marked.
+ */
+export async function markCallbacks(db: Executor, k: TransitionTables, ms: CallbackMark[]): Promise<boolean[]> {
+  const statement = perKind(marks, k, () =>
+    sqlStatement(
+      `mark-callbacks-${k.name}`,
+      `with x as materialized (
+         select * from jsonb_to_recordset($1::jsonb) as x(callback_id uuid, outcome text, id text, from_status text, from_version int))
+       update provider_callbacks pc set processed_at = now(), outcome = x.outcome
+         from x
+        where pc.id = any(array(select callback_id from x)) and pc.id = x.callback_id and pc.processed_at is null
+          and exists (select 1 from ${k.model.tableName} o
+                       where o.id = x.id and o.status = x.from_status and o.version = x.from_version${scopeSql(k, 'o')}
+                       for key share)
+        returning pc.id`,
+    ),
+  );
+  const marked = new Set(
+    (await runSql<{ id: string }>(db, statement, [JSON.stringify(ms.map((m) => ({ callback_id: m.callbackId, outcome: m.outcome, id: m.id, from_status: m.from.status, from_version: m.from.version })))])).map(
+      (r) => r.id,
+    ),
+  );
+  return ms.map((m) => marked.delete(m.callbackId));
+}
+
