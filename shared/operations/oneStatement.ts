@@ -41,14 +41,14 @@ import { changeOf } from './transition';
  * write refused for one row leaves the others). A lone callback runs at once, in a batch of one.
  */
 /** What the one-statement path does with a callback: its move, or the outcome of one that changes nothing. */
-type OneStatementOutcome = 'applied' | 'duplicate' | 'ignored-late';
+type OneStatementOutcome = 'applied' | 'duplicate' | 'ignored-late' | 'already-processed';
 
 export async function applyCallbackInOneStatement<R extends OperationRow>(
   ctx: ServiceContext,
   kind: OperationKind<R, any>,
   callbackId: string,
   log: Logger,
-): Promise<{ outcome: OneStatementOutcome; callback: StoredCallback } | undefined> {
+): Promise<{ outcome: OneStatementOutcome; callback?: StoredCallback } | undefined> {
   if (kind.afterMove || !kind.posting) return undefined;
   // a write refused because the row changed since it was read (most often the push's acceptance,
   // recorded while the callback was on its way) is tried once more from a fresh read
@@ -64,7 +64,7 @@ async function attemptOnce<R extends OperationRow>(
   kind: OperationKind<R, any>,
   callbackId: string,
   log: Logger,
-): Promise<{ outcome: OneStatementOutcome; callback: StoredCallback } | 'changed' | undefined> {
+): Promise<{ outcome: OneStatementOutcome; callback?: StoredCallback } | 'changed' | undefined> {
   if (!kind.posting) return undefined;
   // the reads and the writes of concurrent jobs are shared statements (KERNEL_COALESCE)
   const reads = poolCoalescer<string, CallbackWithRow<R> | undefined>(ctx.db, `read-callbacks-${kind.name}`, async (ids) => {
@@ -73,7 +73,9 @@ async function attemptOnce<R extends OperationRow>(
   }, ctx.config.kernelCoalesce);
   const writes = poolCoalescer<TransitionWrite, boolean>(ctx.db, `write-transitions-${kind.name}`, (ws) => writeTransitions(ctx.db, kind, ws), ctx.config.kernelCoalesce);
   const read = await reads.call(callbackId);
-  if (!read || read.callback.processed_at) return undefined;
+  if (!read) return undefined;
+  // a job run again (the relay's or the re-drive's copy): the outcome is committed, nothing to do
+  if (read.callback.processed_at) return { outcome: 'already-processed' };
   const { row } = read;
   const provider = ctx.providers.byProviderId(read.callback.provider);
   if (!provider || row.provider !== provider.id || row.environment !== provider.environment) return undefined;

@@ -69,7 +69,7 @@ describe('callbacks applied in one statement', () => {
     const cb2 = await stored(second.id);
     const fast = await applyCallbackInOneStatement(env.services, paymentKind, cb2, env.services.log);
     expect(fast?.outcome).to.equal('applied');
-    expect(fast?.callback.objectId).to.equal(second.id);
+    expect(fast?.callback?.objectId).to.equal(second.id);
 
     const general = await written(first.id);
     const one = await written(second.id);
@@ -92,7 +92,7 @@ describe('callbacks applied in one statement', () => {
     const p = await aPayment(client, { phone: '243990000001' });
     const cb = await stored(p.id);
     const runs = await Promise.all([1, 2, 3].map(() => applyCallbackInOneStatement(env.services, paymentKind, cb, env.services.log)));
-    expect(runs.filter((r) => r?.outcome === 'applied')).to.have.length(1);
+    expect(runs.map((r) => r?.outcome).sort()).to.deep.equal(['already-processed', 'already-processed', 'applied']);
     expect((await applyStoredCallback(env.services, cb)).outcome).to.equal('already-processed');
     expect(await db()('ledger_transactions').where({ reference_id: p.id })).to.have.length(1);
     expect(await db()('events').where({ object_id: p.id })).to.have.length(1);
