@@ -133,6 +133,15 @@ interface Options {
   cpuProf?: { dir: string; services: string[] };
 }
 
+/** --cpu-prof-services: Procfile names, each one known. */
+function profiledServices(list: string): string[] {
+  const known = parseProcfile(readFileSync(path.join(ROOT, 'Procfile'), 'utf8')).map((l) => l.name);
+  const names = list.split(',').map((n) => n.trim()).filter(Boolean);
+  const unknown = names.filter((n) => !known.includes(n));
+  if (!names.length || unknown.length) throw new Error(`--cpu-prof-services takes Procfile names (${known.join(', ')}), got ${list}`);
+  return names;
+}
+
 function options(): Options {
   const { values } = parseArgs({
     options: {
@@ -161,6 +170,7 @@ function options(): Options {
     if (!Number.isFinite(n) || n < 0) throw new Error(`--${name} must be a number, got ${v}`);
     return n;
   };
+  if (!values['cpu-prof'] && process.argv.some((a) => a.startsWith('--cpu-prof-services'))) throw new Error('--cpu-prof-services needs --cpu-prof DIR');
   const rates = values.rates!.split(',').map((r) => num('rates', r.trim()));
   if (!rates.length || rates.some((r) => r <= 0)) throw new Error('--rates must be positive numbers, e.g. 100,200,300');
   if (!/^[a-z_][a-z0-9_]*$/.test(values.database!)) throw new Error('--database must be a plain lowercase name');
@@ -199,7 +209,7 @@ function options(): Options {
     keep: values.keep!,
     json: values.json,
     env,
-    cpuProf: values['cpu-prof'] ? { dir: path.resolve(values['cpu-prof']), services: values['cpu-prof-services']!.split(',') } : undefined,
+    cpuProf: values['cpu-prof'] ? { dir: path.resolve(values['cpu-prof']), services: profiledServices(values['cpu-prof-services']!) } : undefined,
   };
 }
 

@@ -52,8 +52,8 @@ export interface Config {
    */
   /**
    * KERNEL_COALESCE: the hot path's per-operation statements of concurrent jobs and requests (a
-   * push's row read and recorded acceptance, a callback's storing in the web, its read and write
-   * in the callback-reconciler) share one statement, group-commit style (shared/db/coalescer.ts),
+   * push's row read and recorded acceptance, a callback's storing in the web, its read, its write
+   * or its mark as a repeat in the callback-reconciler) share one statement, group-commit style (shared/db/coalescer.ts),
    * and the outbox publications of concurrent callers one Redis pipeline per queue: an idle
    * process pays no extra latency, a busy one commits many at once; default true. false: each its
    * own statement and adds (to measure what it earns).

@@ -2,7 +2,9 @@
  * Coalesces concurrent calls into batches (group commit): a call runs at once when fewer than
  * `maxInFlight` batches are running, otherwise it waits and joins the next batch. An idle
  * caller pays no extra latency; a busy one turns many statements into one. Used by the webhook
- * sender (claims, outcomes) and the callback-reconciler (shared/operations/oneStatement.ts).
+ * sender (claims, outcomes), the kernel (a push's read and acceptance, a callback's read, write
+ * and mark: shared/operations), the web's callback store (shared/providers/inbox.ts) and the
+ * outbox publisher (shared/queues/outbox.ts).
  * `run` answers each input at its position; an error fails every call of its batch.
  */
 export class Coalescer<I, O> {
@@ -47,8 +49,8 @@ export class Coalescer<I, O> {
 const byPool = new WeakMap<object, Map<string, Coalescer<any, any>>>();
 
 /**
- * The coalescer `name` of one database pool, built on first use: the jobs of a process share
- * it, and a second service context (tests) gets its own. `batching` false: every call its own
+ * The coalescer `name` of one database pool (or queue registry), built on first use: the jobs
+ * and requests of a process share it, and a second service context (tests) gets its own. `batching` false: every call its own
  * statement (KERNEL_COALESCE=false, to measure what batching earns).
  */
 export function poolCoalescer<I, O>(db: object, name: string, run: (inputs: I[]) => Promise<O[]>, batching = true): Coalescer<I, O> {

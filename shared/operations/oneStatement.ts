@@ -15,6 +15,9 @@ import type { OperationKind, OperationRow } from './kind';
 import { decide } from './machine';
 import { changeOf } from './transition';
 
+/** What the one-statement path does with a callback: its move, or the outcome of one that changes nothing. */
+type OneStatementOutcome = 'applied' | 'duplicate' | 'ignored-late' | 'already-processed';
+
 /**
  * A callback's transition in two round trips and no explicit transaction (KERNEL_ONE_STATEMENT,
  * default true): one read (the callback, its operation, the merchant's endpoints and ledger
@@ -40,9 +43,6 @@ import { changeOf } from './transition';
  * writes one write of all their transitions, each still a compare-and-set on its own row (a
  * write refused for one row leaves the others). A lone callback runs at once, in a batch of one.
  */
-/** What the one-statement path does with a callback: its move, or the outcome of one that changes nothing. */
-type OneStatementOutcome = 'applied' | 'duplicate' | 'ignored-late' | 'already-processed';
-
 export async function applyCallbackInOneStatement<R extends OperationRow>(
   ctx: ServiceContext,
   kind: OperationKind<R, any>,

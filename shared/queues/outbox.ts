@@ -60,8 +60,7 @@ async function enqueueMany(queues: QueueRegistry, msgs: OutboxMessage[]): Promis
 
 /**
  * The publications of concurrent callers (requests, jobs) of one registry share one pipeline per
- * queue (shared/db/coalescer.ts: at once when Redis is idle, together when it is busy);
- * `publishTogether` false (KERNEL_COALESCE): each its own adds.
+ * queue (shared/db/coalescer.ts: at once when Redis is idle, together when it is busy).
  */
 function publisher(queues: QueueRegistry): Coalescer<OutboxMessage[], void> {
   return poolCoalescer<OutboxMessage[], void>(
@@ -71,7 +70,6 @@ function publisher(queues: QueueRegistry): Coalescer<OutboxMessage[], void> {
       await enqueueMany(queues, publications.flat());
       return publications.map(() => undefined);
     },
-    queues.publishTogether,
   );
 }
 
@@ -85,7 +83,9 @@ export async function publishOutbox(db: Db, queues: QueueRegistry, msgs: OutboxM
   if (msgs.length === 0) return;
   try {
     if (!queues.isReady()) throw new Error('redis is not connected');
-    await withTimeout(publisher(queues).call(msgs), PUBLISH_TIMEOUT_MS);
+    // publishTogether false (KERNEL_COALESCE): each message its own add, to measure what the pipeline earns
+    const published: Promise<unknown> = queues.publishTogether ? publisher(queues).call(msgs) : Promise.all(msgs.map((m) => enqueue(queues, m)));
+    await withTimeout(published, PUBLISH_TIMEOUT_MS);
     markEnqueued(db, msgs.map((m) => m.id), queues.markBatchMs, log);
   } catch (err) {
     log?.warn({ err, outbox: msgs.map((m) => m.id) }, 'outbox publish deferred to the relay');

@@ -70,7 +70,7 @@ export class QueueRegistry {
     return job.id;
   }
 
-  /** `add` for many jobs of one queue in one pipeline (one write, one answer); one failure fails them all. */
+  /** `add` for many jobs of one queue in one pipeline (one write, one answer); one failure rejects the call (the others may be added: a re-add under the same jobId is a no-op). */
   async addMany(name: QueueName, jobs: { jobName: string; data: JobData; opts?: JobsOptions }[]): Promise<void> {
     if (jobs.length === 1) {
       await this.add(name, jobs[0].jobName, jobs[0].data, jobs[0].opts);

@@ -107,7 +107,7 @@ describe('callbacks applied in one statement', () => {
     for (const id of again) expect(await db()('provider_callbacks').where({ id }).first()).to.include({ outcome: 'duplicate' }).and.to.have.property('processed_at').that.is.instanceOf(Date);
     // a failure reported after the success: ignored as late
     const late = await stored(p.id, 'failed', { failure_code: 'insufficient-funds' });
-    expect((await applyStoredCallback(env.services, late, env.services.log, 'payment')).outcome).to.equal('ignored-late');
+    expect((await applyCallbackInOneStatement(env.services, paymentKind, late, env.services.log))?.outcome).to.equal('ignored-late');
     expect((await db()('provider_callbacks').where({ id: late }).first()).outcome).to.equal('ignored-late');
     const after = await written(p.id);
     expect(after.inbox.filter((c) => c.outcome === 'applied')).to.have.length(1);

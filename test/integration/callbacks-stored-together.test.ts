@@ -8,8 +8,8 @@ import { callbackBody, sendCallback } from '../helpers/money';
 
 /**
  * The callbacks of concurrent requests are stored in one statement, one commit (KERNEL_COALESCE),
- * and their jobs go to Redis in one pipeline: each callback still gets its inbox row, its outbox
- * row and its job; a batch commits whole or not at all. Rows written by one statement share a
+ * and their jobs are published together: each callback still gets its inbox row, its outbox row
+ * and its job; a batch commits whole or not at all. Rows written by one statement share a
  * transaction id (xmin), which is how the test sees the batches.
  */
 describe('provider callbacks stored together', () => {

@@ -270,9 +270,10 @@ export interface CallbackMark {
 
 /**
  * The outcomes of callbacks that change nothing, one statement for many: each callback is marked
- * processed only while it is unprocessed and its operation still has the status and version its
- * outcome was decided on (the operation's row is share-locked meanwhile, as the general path
- * locks it). Returns, in order, whether each was marked.
+ * processed only while it is unprocessed and its operation still has, in the statement's
+ * snapshot, the status and version its outcome was decided on (the mark orders before any move
+ * committed after it; a repeat or a late report stays one whatever comes next, so no row lock is
+ * taken). Returns, in order, whether each was marked.
  */
 export async function markCallbacks(db: Executor, k: TransitionTables, ms: CallbackMark[]): Promise<boolean[]> {
   const statement = perKind(marks, k, () =>
@@ -284,8 +285,7 @@ export async function markCallbacks(db: Executor, k: TransitionTables, ms: Callb
          from x
         where pc.id = any(array(select callback_id from x)) and pc.id = x.callback_id and pc.processed_at is null
           and exists (select 1 from ${k.model.tableName} o
-                       where o.id = x.id and o.status = x.from_status and o.version = x.from_version${scopeSql(k, 'o')}
-                       for key share)
+                       where o.id = x.id and o.status = x.from_status and o.version = x.from_version${scopeSql(k, 'o')})
         returning pc.id`,
     ),
   );
