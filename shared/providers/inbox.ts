@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { InboxCallback } from '../db/models';
 import type { TransactDeps } from '../db/transact';
 import { QUEUES } from '../queues/names';
+import type { Logger } from '../logger';
 import { outboxMessage, publishOutbox, type OutboxMessage } from '../queues/outbox';
 import type { WorkSource } from '../queues/redrive';
 import { poolCoalescer } from '../db/coalescer';
@@ -17,10 +18,43 @@ import type { ProviderBase, ProviderCallback } from './types';
 export const CALLBACKS = 'provider_callbacks';
 const APPLY_CALLBACK_JOB = 'apply-callback';
 
+/** The most callbacks one callback-reconciler job names. */
+export const CALLBACKS_PER_JOB = 100;
+
+interface Arrival {
+  row: InboxRow;
+  requestId?: string;
+  log?: Logger;
+}
+
+/**
+ * The jobs that apply stored callbacks: a lone callback's job names it (`callbackId`, with its
+ * request id for the logs); callbacks stored together are applied by one job per kind
+ * (`callbackIds`, comma-separated), whose callbacks the callback-reconciler applies together
+ * (shared reads and writes, shared/operations/oneStatement.ts). The kind lets it take the
+ * one-statement path.
+ */
+function jobsFor(arrivals: Arrival[]): OutboxMessage[] {
+  if (arrivals.length === 1) {
+    const [{ row, requestId }] = arrivals;
+    return [outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackId: row.id, kind: row.object_kind, requestId })];
+  }
+  const byKind = new Map<string, string[]>();
+  for (const { row } of arrivals) byKind.set(row.object_kind, [...(byKind.get(row.object_kind) ?? []), row.id]);
+  return [...byKind].flatMap(([kind, ids]) => {
+    const jobs: OutboxMessage[] = [];
+    for (let i = 0; i < ids.length; i += CALLBACKS_PER_JOB) {
+      jobs.push(outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackIds: ids.slice(i, i + CALLBACKS_PER_JOB).join(','), kind }));
+    }
+    return jobs;
+  });
+}
+
 /**
  * Stores a verified callback with the job that applies it: one statement (shared/db/sql/callbacks.ts)
  * writes the inbox row and its outbox row; the job is enqueued after commit. `together`
- * (KERNEL_COALESCE): concurrent callbacks share that statement.
+ * (KERNEL_COALESCE): the callbacks of concurrent requests share that statement, its commit and
+ * their jobs (one per kind).
  */
 export async function storeCallback(
   deps: TransactDeps & { together: boolean },
@@ -29,17 +63,16 @@ export async function storeCallback(
   parsed: ProviderCallback,
   requestId?: string,
 ): Promise<string> {
-  const { db } = deps;
+  const { db, queues } = deps;
   const id = randomUUID();
-  // the kind lets the callback-reconciler take the one-statement path (shared/operations/oneStatement.ts)
-  const job = outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackId: id, kind: parsed.kind, requestId });
-  // the callbacks of concurrent requests are stored in one statement, one commit (KERNEL_COALESCE)
-  const store = poolCoalescer<{ row: InboxRow; job: OutboxMessage }, void>(
+  const store = poolCoalescer<Arrival, void>(
     db,
     'store-callbacks',
-    async (items) => {
-      await insertCallbacksWithJobs(db, items);
-      return items.map(() => undefined);
+    async (arrivals) => {
+      const jobs = jobsFor(arrivals);
+      await insertCallbacksWithJobs(db, arrivals.map((a) => a.row), jobs);
+      await publishOutbox(db, queues, jobs, arrivals[0].log);
+      return arrivals.map(() => undefined);
     },
     deps.together,
   );
@@ -55,9 +88,9 @@ export async function storeCallback(
       reported_status: parsed.status,
       provider_ref: parsed.providerRef,
     },
-    job,
+    requestId,
+    log: deps.log,
   });
-  await publishOutbox(db, deps.queues, [job], deps.log);
   return id;
 }
 

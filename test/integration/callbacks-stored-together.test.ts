@@ -4,13 +4,16 @@ import { startTestEnv, type TestEnv } from '../helpers/env';
 import { insertCallbacksWithJobs } from '../../shared/db/sql/callbacks';
 import { outboxJobId, outboxMessage } from '../../shared/queues/outbox';
 import { QUEUES } from '../../shared/queues/names';
-import { callbackBody, sendCallback } from '../helpers/money';
+import { guardCallbackJob } from '../../workers/callback-reconciler/job';
+import { eventually } from '../helpers/processes';
+import { checkLedger } from '../../shared/ledger/check';
+import { aPayment, callbackBody, sendCallback } from '../helpers/money';
 
 /**
  * The callbacks of concurrent requests are stored in one statement, one commit (KERNEL_COALESCE),
- * and their jobs are published together: each callback still gets its inbox row, its outbox row
- * and its job; a batch commits whole or not at all. Rows written by one statement share a
- * transaction id (xmin), which is how the test sees the batches.
+ * with one job for those of a kind: each callback is still named by exactly one job, whose outbox
+ * row commits with it and which is enqueued; a batch commits whole or not at all. Rows written by
+ * one statement share a transaction id (xmin), which is how the test sees the batches.
  */
 describe('provider callbacks stored together', () => {
   const burst = async (env: TestEnv, n: number) => {
@@ -19,17 +22,19 @@ describe('provider callbacks stored together', () => {
     expect(answers.map((a) => a.status)).to.deep.equal(ids.map(() => 200));
     const rows: { id: string; xmin: string }[] = await env.services.db('provider_callbacks').whereIn('object_id', ids).select('id', 'xmin');
     expect(rows).to.have.length(n);
-    const jobs: { id: string; xmin: string; payload: { callbackId: string } }[] = await env.services.db('outbox')
-      .whereRaw(`payload->>'callbackId' = any(?)`, [rows.map((r) => r.id)])
+    const jobs: { id: string; xmin: string; payload: Record<string, string> }[] = await env.services.db('outbox')
+      .where({ queue: QUEUES.callbackReconciler })
+      .whereIn('xmin', [...new Set(rows.map((r) => r.xmin))])
       .select('id', 'xmin', 'payload');
-    // every callback has its job row, written in its callback's transaction
-    expect(jobs.map((j) => j.payload.callbackId).sort()).to.deep.equal(rows.map((r) => r.id).sort());
-    for (const j of jobs) expect(j.xmin).to.equal(rows.find((r) => r.id === j.payload.callbackId)!.xmin);
-    // and its BullMQ job, under the outbox id
+    // every callback is named by exactly one job, written in its callback's transaction, of its kind
+    const named = jobs.flatMap((j) => guardCallbackJob(j.payload).callbackIds.map((callbackId) => ({ callbackId, xmin: j.xmin, kind: j.payload.kind })));
+    expect(named.map((x) => x.callbackId).sort()).to.deep.equal(rows.map((r) => r.id).sort());
+    for (const x of named) expect(x).to.include({ xmin: rows.find((r) => r.id === x.callbackId)!.xmin, kind: 'payment' });
+    // and each job is enqueued under its outbox id
     const queue = env.services.queues.get(QUEUES.callbackReconciler);
     const queued = await Promise.all(jobs.map((j) => queue.getJob(outboxJobId(j.id))));
-    expect(queued.map((q) => q?.data.callbackId).sort()).to.deep.equal(rows.map((r) => r.id).sort());
-    return new Set(rows.map((r) => r.xmin)).size;
+    expect(queued.map((q) => q?.data)).to.deep.equal(jobs.map((j) => j.payload));
+    return { commits: new Set(rows.map((r) => r.xmin)).size, jobs: jobs.length };
   };
 
   describe('KERNEL_COALESCE=true', () => {
@@ -37,25 +42,22 @@ describe('provider callbacks stored together', () => {
     before(async () => (env = await startTestEnv()));
     after(() => env.close());
 
-    it('a burst of 30 callbacks: every one stored with its job, in fewer commits than callbacks', async () => {
-      expect(await burst(env, 30)).to.be.below(30);
+    it('a burst of 30 callbacks: every one stored with a job naming it, in fewer commits and jobs than callbacks', async () => {
+      const { commits, jobs } = await burst(env, 30);
+      expect(commits).to.be.below(30);
+      expect(jobs).to.equal(commits);
     });
 
     it('a batch that Postgres refuses writes none of its rows', async () => {
-      const item = () => {
-        const id = randomUUID();
-        return {
-          row: { id, provider: 'vodacom-sandbox', raw_body: '{}', verified: true, provider_event_id: null, object_kind: 'payment', object_id: `pay_${randomUUID()}`, reported_status: 'succeeded', provider_ref: null },
-          job: outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackId: id, kind: 'payment' }),
-        };
-      };
-      const a = item();
-      const b = { ...item(), row: { ...a.row, object_id: `pay_${randomUUID()}` } }; // the same inbox id twice
+      const row = () => ({ id: randomUUID(), provider: 'vodacom-sandbox', raw_body: '{}', verified: true, provider_event_id: null, object_kind: 'payment', object_id: `pay_${randomUUID()}`, reported_status: 'succeeded', provider_ref: null });
+      const a = row();
+      const b = { ...row(), id: a.id }; // the same inbox id twice
+      const job = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackIds: `${a.id},${b.id}`, kind: 'payment' });
       let refused: unknown;
-      await insertCallbacksWithJobs(env.services.db, [a, b]).catch((err) => (refused = err));
+      await insertCallbacksWithJobs(env.services.db, [a, b], [job]).catch((err) => (refused = err));
       expect(String(refused)).to.match(/duplicate key/);
-      expect(await env.services.db('provider_callbacks').where({ id: a.row.id })).to.have.length(0);
-      expect(await env.services.db('outbox').whereIn('id', [a.job.id, b.job.id])).to.have.length(0);
+      expect(await env.services.db('provider_callbacks').where({ id: a.id })).to.have.length(0);
+      expect(await env.services.db('outbox').where({ id: job.id })).to.have.length(0);
     });
   });
 
@@ -64,8 +66,38 @@ describe('provider callbacks stored together', () => {
     before(async () => (env = await startTestEnv({ KERNEL_COALESCE: 'false' })));
     after(() => env.close());
 
-    it('each callback its own commit', async () => {
-      expect(await burst(env, 12)).to.equal(12);
+    it('each callback its own commit and its own job', async () => {
+      expect(await burst(env, 12)).to.deep.equal({ commits: 12, jobs: 12 });
+    });
+  });
+
+  describe('applied by the callback-reconciler', () => {
+    let env: TestEnv;
+    before(async () => {
+      env = await startTestEnv();
+      await env.spawn('workers/callback-reconciler/index.ts');
+    });
+    after(async () => {
+      expect(await checkLedger(env.services.db)).to.deep.equal([]);
+      await env.close();
+    });
+
+    it('a job naming many callbacks applies each once: every payment succeeds, credited once', async function () {
+      this.timeout(30_000);
+      const { client } = await env.merchant({ scope: 'full' });
+      const payments = await Promise.all(Array.from({ length: 20 }, (_, i) => aPayment(client, { phone: `2439900000${String(i).padStart(2, '0')}` })));
+      const ids = payments.map((p) => p.id as string);
+      const answers = await Promise.all(ids.map((id) => sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: id, status: 'succeeded', provider_ref: `R-${id}` }))));
+      expect(answers.map((a) => a.status)).to.deep.equal(ids.map(() => 200));
+      const jobs = await env.services.db('outbox').where({ queue: QUEUES.callbackReconciler }).whereRaw(`payload->>'callbackIds' is not null`);
+      expect(jobs.length, 'callbacks stored together share a job').to.be.above(0);
+      await eventually(async () => (await env.services.db('provider_callbacks').whereIn('object_id', ids).whereNotNull('processed_at')).length === ids.length, 20_000);
+      const outcomes = await env.services.db('provider_callbacks').whereIn('object_id', ids).select('outcome');
+      expect(outcomes.map((o) => o.outcome)).to.deep.equal(ids.map(() => 'applied'));
+      const rows = await env.services.db('payments').whereIn('id', ids).select('status');
+      expect(rows.map((r) => r.status)).to.deep.equal(ids.map(() => 'succeeded'));
+      const credits = await env.services.db('ledger_transactions').whereIn('reference_id', ids).select('reference_id');
+      expect(credits.map((c) => c.reference_id).sort()).to.deep.equal([...ids].sort());
     });
   });
 });

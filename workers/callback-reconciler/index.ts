@@ -21,13 +21,23 @@ void runPool({
     queue: QUEUES.callbackReconciler,
     guard: guardCallbackJob,
     async process(ctx, data) {
-      const log = ctx.log.child({ requestId: data.requestId, callbackId: data.callbackId });
-      const { outcome, callback } = await applyStoredCallback(ctx, data.callbackId, log, data.kind);
-      const facts = { outcome, kind: callback?.kind, objectId: callback?.objectId, status: callback?.status, provider: callback?.provider };
-      // anything but a clean application is worth an operator's eye
-      if (outcome === 'applied' || outcome === 'already-processed') log.info(facts, 'callback processed');
-      else log.warn(facts, 'callback recorded without effect');
-      return outcome;
+      // the callbacks of one job are applied together: their reads and writes are shared statements
+      const settled = await Promise.allSettled(
+        data.callbackIds.map(async (callbackId: string) => {
+          const log = ctx.log.child({ requestId: data.requestId, callbackId });
+          const { outcome, callback } = await applyStoredCallback(ctx, callbackId, log, data.kind);
+          const facts = { outcome, kind: callback?.kind, objectId: callback?.objectId, status: callback?.status, provider: callback?.provider };
+          // anything but a clean application is worth an operator's eye
+          if (outcome === 'applied' || outcome === 'already-processed') log.info(facts, 'callback processed');
+          else log.warn(facts, 'callback recorded without effect');
+          return outcome;
+        }),
+      );
+      // one that failed fails the job: it runs again, and the callbacks already applied are found processed
+      const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');
+      if (failed) throw failed.reason;
+      const outcomes = settled.map((s) => (s as PromiseFulfilledResult<string>).value);
+      return outcomes.length === 1 ? outcomes[0] : outcomes;
     },
     workerOptions: { lockDuration: lockMs, stalledInterval: lockMs },
   },

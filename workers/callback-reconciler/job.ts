@@ -1,21 +1,31 @@
 import { UnrecoverableError } from 'bullmq';
 import { UUID_V4_RE } from '../../shared/domain/ids';
 import { KINDS } from '../../shared/operations/kinds';
+import { CALLBACKS_PER_JOB } from '../../shared/providers/inbox';
 import type { ProviderObjectKind } from '../../shared/providers/types';
 
-/** Payload of a callback-reconciler job: the inbox row's id only. */
+/**
+ * Payload of a callback-reconciler job: inbox row ids only. A lone callback's job names it
+ * (`callbackId`); the job of callbacks stored together names them all (`callbackIds`,
+ * comma-separated, at most CALLBACKS_PER_JOB), of one kind.
+ */
 export interface CallbackJob {
-  callbackId: string;
-  /** the operation's kind, as the provider named it (absent from older jobs) */
+  callbackIds: string[];
+  /** the operations' kind, as the provider named it (absent from older jobs) */
   kind?: ProviderObjectKind;
   requestId?: string;
 }
 
+const invalid = () => new UnrecoverableError('callback-reconciler job without a valid callbackId or callbackIds');
+
 export function guardCallbackJob(data: unknown): CallbackJob {
-  const d = data as Partial<CallbackJob> | null;
-  if (!d || typeof d.callbackId !== 'string' || !UUID_V4_RE.test(d.callbackId)) {
-    throw new UnrecoverableError('callback-reconciler job without a valid callbackId');
-  }
+  const d = data as { callbackId?: unknown; callbackIds?: unknown; kind?: unknown; requestId?: unknown } | null;
+  if (!d) throw invalid();
+  let ids: string[];
+  if (typeof d.callbackId === 'string' && d.callbackIds === undefined) ids = [d.callbackId];
+  else if (typeof d.callbackIds === 'string' && d.callbackId === undefined) ids = d.callbackIds.split(',');
+  else throw invalid();
+  if (ids.length > CALLBACKS_PER_JOB || ids.some((id) => !UUID_V4_RE.test(id)) || new Set(ids).size !== ids.length) throw invalid();
   const kind = typeof d.kind === 'string' && Object.hasOwn(KINDS, d.kind) ? (d.kind as ProviderObjectKind) : undefined;
-  return { callbackId: d.callbackId, kind, requestId: typeof d.requestId === 'string' ? d.requestId : undefined };
+  return { callbackIds: ids, kind, requestId: typeof d.requestId === 'string' ? d.requestId : undefined };
 }
