@@ -231,6 +231,12 @@ export interface OverloadConfig {
   maxWaiting: number;
   /** OVERLOAD_MAX_WAIT_MS: age of a queue's oldest waiting job above which creation is refused; default 5000. */
   maxWaitMs: number;
+  /**
+   * OVERLOAD_MAX_IN_FLIGHT: merchant API requests a web process is handling (received, not yet
+   * answered; provider callbacks are not counted) above which creation is refused; default 256. It catches the overload the queues cannot show: a
+   * machine so busy that the work is late before it reaches a queue (the web answers slowly).
+   */
+  maxInFlight: number;
   /** OVERLOAD_SAMPLE_MS: how often a web process reads the queues (a cached sample between reads); default 500. */
   sampleMs: number;
   /** OVERLOAD_RETRY_AFTER_S: the Retry-After of a refused request, seconds; default 5. */
@@ -241,6 +247,7 @@ export function loadOverloadConfig(env: Env): OverloadConfig {
   return {
     maxWaiting: int(env, 'OVERLOAD_MAX_WAITING', 10_000, 0),
     maxWaitMs: int(env, 'OVERLOAD_MAX_WAIT_MS', 5000, 0),
+    maxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 256, 0),
     sampleMs: int(env, 'OVERLOAD_SAMPLE_MS', 500, 10, 60_000),
     retryAfterS: int(env, 'OVERLOAD_RETRY_AFTER_S', 5, 1, 3600),
   };

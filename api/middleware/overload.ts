@@ -11,8 +11,9 @@ import { canonicalPath } from '../pipeline/request';
 const GUARDED = new Set(['/v1/payments', '/v1/payouts']);
 
 export interface Overloaded {
-  reason: 'queue-depth' | 'queue-wait';
-  queue: string;
+  reason: 'queue-depth' | 'queue-wait' | 'in-flight';
+  /** the queue behind, for the queue reasons */
+  queue?: string;
 }
 
 /** How long the first request after a quiet spell waits for a fresh sample before letting the request through. */
@@ -73,21 +74,31 @@ export class OverloadMonitor {
 
 /**
  * 503 `service-unavailable` with Retry-After for POST /v1/payments and POST /v1/payouts while
- * the work behind the API falls behind, before any other step (no key lookup, no body read);
+ * the work behind the API falls behind (its queues), or while this process handles more than
+ * OVERLOAD_MAX_IN_FLIGHT merchant requests at once, before any other step (no key lookup, no body read);
  * every other request, provider callbacks included, goes on. Counted in
  * `http_requests_shed_total{route, reason}`.
  */
 export function overload(services: ServiceContext, metrics: Metrics): Middleware {
   const cfg = services.config.overload;
   const monitor = new OverloadMonitor(services, cfg);
-  if (!monitor.enabled) return (_ctx, next) => next();
+  if (!monitor.enabled && cfg.maxInFlight === 0) return (_ctx, next) => next();
+  // the merchant API requests this process is handling (callbacks are routed before this guard)
+  let inFlight = 0;
   return async (ctx, next) => {
-    if (ctx.method !== 'POST') return next();
-    const route = canonicalPath(ctx.path);
-    if (!GUARDED.has(route)) return next();
-    const over = await monitor.check();
-    if (!over) return next();
-    metrics.shed.inc({ route, reason: over.reason });
-    throw new Unavailable('service-unavailable', 'The service is overloaded; retry later', cfg.retryAfterS);
+    inFlight++;
+    try {
+      const route = ctx.method === 'POST' ? canonicalPath(ctx.path) : undefined;
+      if (route && GUARDED.has(route)) {
+        const over: Overloaded | null = cfg.maxInFlight > 0 && inFlight > cfg.maxInFlight ? { reason: 'in-flight' } : await monitor.check();
+        if (over) {
+          metrics.shed.inc({ route, reason: over.reason });
+          throw new Unavailable('service-unavailable', 'The service is overloaded; retry later', cfg.retryAfterS);
+        }
+      }
+      await next();
+    } finally {
+      inFlight--;
+    }
   };
 }

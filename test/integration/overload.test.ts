@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
+import net from 'node:net';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { eventually } from '../helpers/processes';
 import { QUEUES } from '../../shared/queues/names';
@@ -108,6 +109,51 @@ describe('graceful overload', () => {
       const oldest = (await readBacklog(env.services.queues)).find((q) => q.queue === QUEUES.providerPush)!;
       expect(oldest.oldestWaitMs).to.be.above(300);
       expect(await shedCount(env, '/v1/payments', 'queue-wait')).to.be.at.least(1);
+    });
+  });
+
+  describe('more merchant requests in flight than OVERLOAD_MAX_IN_FLIGHT', () => {
+    let env: TestEnv;
+    before(async () => {
+      env = await startTestEnv({ OVERLOAD_MAX_WAITING: '0', OVERLOAD_MAX_WAIT_MS: '0', OVERLOAD_MAX_IN_FLIGHT: '3' });
+    });
+    after(() => env.close());
+
+    /** A POST /v1/payments whose body never ends: it stays in flight until its socket is closed. */
+    function hanging(apiKey: string): Promise<net.Socket> {
+      return new Promise((resolve, reject) => {
+        const url = new URL(env.baseUrl);
+        const socket = net.connect(Number(url.port), url.hostname, () => {
+          // a fresh timestamp: the pipeline then waits for the body (its signature covers it)
+          const ts = Math.floor(Date.now() / 1000);
+          socket.write(
+            `POST /v1/payments HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${apiKey}\r\nX-Timestamp: ${ts}\r\nX-Signature: v1=${'0'.repeat(64)}\r\n` +
+              `Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"amount"`,
+          );
+          resolve(socket);
+        });
+        socket.on('error', reject);
+      });
+    }
+
+    it('refuses creation at once while the process is that busy, keeps reads working, and takes work again once the requests end', async () => {
+      const { client, credential } = await env.merchant({ scope: 'full' });
+      const sockets = await Promise.all([1, 2, 3].map(() => hanging(credential.api_key)));
+      const before = Number((await env.services.db('payments').count('* as n'))[0].n);
+      const refused = await eventually(async () => {
+        const res = await client.post('/v1/payments', mobilePayment('243990000001'));
+        return res.status === 503 ? res : undefined;
+      });
+      expect(refused.body.error.code).to.equal('service-unavailable');
+      expect(refused.headers.get('retry-after')).to.equal('5');
+      expect((await client.post('/v1/payouts', aPayout())).status).to.equal(503);
+      expect(Number((await env.services.db('payments').count('* as n'))[0].n)).to.equal(before);
+      expect((await client.get('/v1/payments')).status).to.equal(200);
+      expect(await shedCount(env, '/v1/payments', 'in-flight')).to.be.at.least(1);
+      expect(await shedCount(env, '/v1/payouts', 'in-flight')).to.equal(1);
+
+      for (const s of sockets) s.destroy();
+      await eventually(async () => (await client.post('/v1/payments', mobilePayment('243990000001'))).status === 201);
     });
   });
 });
