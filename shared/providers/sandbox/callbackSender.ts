@@ -18,7 +18,10 @@ export interface CallbackSenderOptions {
  * clears, so a stopped sandbox leaves nothing behind.
  */
 export function createCallbackSender(opts: CallbackSenderOptions) {
-  const client = new HttpClient();
+  // a provider calling back hundreds of times a second keeps as many connections open: with 64,
+  // callbacks waited in the sandbox for a free one once the web answered in over 300 ms at
+  // 200/s, timed out and were sent again (bench:e2e)
+  const client = new HttpClient(256);
   const timers = new Set<NodeJS.Timeout>();
   const later = (ms: number, fn: () => void) => {
     const t = setTimeout(() => {
