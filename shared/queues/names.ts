@@ -23,7 +23,9 @@ export interface JobData {
 /**
  * The field of a job's payload naming the piece of work it does: one piece of work (a payment's
  * push, a refund, a payout, a stored callback, a webhook delivery's round) has at most one live
- * job, whoever adds it (the writer after commit, the outbox relay, the re-drive).
+ * job, whoever adds it (the writer after commit, the outbox relay, the re-drive). The job of
+ * callbacks stored together (`callbackIds`) has no key: should the re-drive give one of them a
+ * job of its own (still unapplied past its grace), the later run finds it processed.
  */
 const WORK_FIELD: Record<QueueName, string> = {
   [QUEUES.providerPush]: 'paymentId',
