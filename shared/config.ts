@@ -53,8 +53,9 @@ export interface Config {
   /**
    * KERNEL_COALESCE: the hot path's per-operation statements of concurrent jobs and requests (a
    * push's row read and recorded acceptance, a callback's storing in the web, its read, its write
-   * or its mark as a repeat in the callback-reconciler) share one statement, group-commit style (shared/db/coalescer.ts),
-   * and the outbox publications of concurrent callers one Redis pipeline per queue: an idle
+   * or its mark as a repeat in the callback-reconciler) share one statement, group-commit style
+   * (shared/db/coalescer.ts), and the outbox publications of concurrent callers one Redis
+   * pipeline per queue; callbacks stored together share one callback-reconciler job: an idle
    * process pays no extra latency, a busy one commits many at once; default true. false: each its
    * own statement and adds (to measure what it earns).
    */
@@ -233,8 +234,9 @@ export interface OverloadConfig {
   maxWaitMs: number;
   /**
    * OVERLOAD_MAX_IN_FLIGHT: merchant API requests a web process is handling (received, not yet
-   * answered; provider callbacks are not counted) above which creation is refused; default 256. It catches the overload the queues cannot show: a
-   * machine so busy that the work is late before it reaches a queue (the web answers slowly).
+   * answered; provider callbacks are not counted) above which creation is refused; default 256.
+   * It catches the overload the queues cannot show: a machine so busy that the work is late
+   * before it reaches a queue (the web answers slowly).
    */
   maxInFlight: number;
   /** OVERLOAD_SAMPLE_MS: how often a web process reads the queues (a cached sample between reads); default 500. */

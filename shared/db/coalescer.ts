@@ -50,8 +50,9 @@ const byPool = new WeakMap<object, Map<string, Coalescer<any, any>>>();
 
 /**
  * The coalescer `name` of one database pool (or queue registry), built on first use: the jobs
- * and requests of a process share it, and a second service context (tests) gets its own. `batching` false: every call its own
- * statement (KERNEL_COALESCE=false, to measure what batching earns).
+ * and requests of a process share it, and a second service context (tests) gets its own.
+ * `batching` false: every call its own statement (KERNEL_COALESCE=false, to measure what
+ * batching earns).
  */
 export function poolCoalescer<I, O>(db: object, name: string, run: (inputs: I[]) => Promise<O[]>, batching = true): Coalescer<I, O> {
   let named = byPool.get(db);

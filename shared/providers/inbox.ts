@@ -40,7 +40,11 @@ function jobsFor(arrivals: Arrival[]): OutboxMessage[] {
     return [outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackId: row.id, kind: row.object_kind, requestId })];
   }
   const byKind = new Map<string, string[]>();
-  for (const { row } of arrivals) byKind.set(row.object_kind, [...(byKind.get(row.object_kind) ?? []), row.id]);
+  for (const { row } of arrivals) {
+    const ids = byKind.get(row.object_kind);
+    if (ids) ids.push(row.id);
+    else byKind.set(row.object_kind, [row.id]);
+  }
   return [...byKind].flatMap(([kind, ids]) => {
     const jobs: OutboxMessage[] = [];
     for (let i = 0; i < ids.length; i += CALLBACKS_PER_JOB) {

@@ -47,6 +47,12 @@ const sents = new Map<string, SqlStatement>();
 const manyRows = new Map<string, SqlStatement>();
 const marks = new Map<string, SqlStatement>();
 
+/** For each key in order, whether the statement returned it (a key given twice counts once, for its first). */
+function returnedInOrder(keys: string[], returned: { id: string }[]): boolean[] {
+  const ids = new Set(returned.map((r) => r.id));
+  return keys.map((k) => ids.delete(k));
+}
+
 /** One statement per kind, declared on first use. */
 function perKind(cache: Map<string, SqlStatement>, k: TransitionTables, make: () => SqlStatement): SqlStatement {
   let s = cache.get(k.name);
@@ -98,18 +104,14 @@ export async function recordSent(db: Executor, k: TransitionTables, records: Sen
   );
   // an UPDATE … FROM takes one arbitrary source row per target: only the first record of an id is sent
   const firsts = [...new Map(records.map((r) => [r.id, r] as const).reverse()).values()];
-  const written = new Set(
-    (
-      await runSql<{ id: string }>(db, statement, [
-        // one jsonb parameter, not arrays: a custom plan would know how many rows unnest gives and
-        // always look cheaper than the generic one, so Postgres would plan this update at every call.
-        // The rows are found by id = any(array(...)), through the primary key: joined on x alone, the
-        // generic plan scans the whole table whenever the statistics say few rows are unsent
-        JSON.stringify(firsts.map((r) => ({ id: r.id, from_status: r.from.status, from_version: r.from.version, ...r.set }))),
-      ])
-    ).map((r) => r.id),
-  );
-  return records.map((r) => written.delete(r.id));
+  // one jsonb parameter, not arrays: a custom plan would know how many rows unnest gives and
+  // always look cheaper than the generic one, so Postgres would plan this update at every call.
+  // The rows are found by id = any(array(...)), through the primary key: joined on x alone, the
+  // generic plan scans the whole table whenever the statistics say few rows are unsent
+  const returned = await runSql<{ id: string }>(db, statement, [
+    JSON.stringify(firsts.map((r) => ({ id: r.id, from_status: r.from.status, from_version: r.from.version, ...r.set }))),
+  ]);
+  return returnedInOrder(records.map((r) => r.id), returned);
 }
 
 // the ids go through array(select unnest(...)): a custom plan would know how many there are and
@@ -289,11 +291,6 @@ export async function markCallbacks(db: Executor, k: TransitionTables, ms: Callb
         returning pc.id`,
     ),
   );
-  const marked = new Set(
-    (await runSql<{ id: string }>(db, statement, [JSON.stringify(ms.map((m) => ({ callback_id: m.callbackId, outcome: m.outcome, id: m.id, from_status: m.from.status, from_version: m.from.version })))])).map(
-      (r) => r.id,
-    ),
-  );
-  return ms.map((m) => marked.delete(m.callbackId));
+  const rows = ms.map((m) => ({ callback_id: m.callbackId, outcome: m.outcome, id: m.id, from_status: m.from.status, from_version: m.from.version }));
+  return returnedInOrder(ms.map((m) => m.callbackId), await runSql<{ id: string }>(db, statement, [JSON.stringify(rows)]));
 }
-
