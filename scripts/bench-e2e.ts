@@ -59,9 +59,10 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
+import os from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
@@ -240,25 +241,30 @@ function cpuMs(pid: number): number | undefined {
 interface Service {
   name: string;
   child: ChildProcess;
-  tail: string[];
+  /** the end of its log, for an error message */
+  tail: () => string;
 }
 
-function startService(name: string, command: string, env: Record<string, string>, cpuProf?: Options['cpuProf']): Service {
+/**
+ * A Procfile line as a child process. Its output goes to a file of `logDir`, as an operator's
+ * process manager would keep it: no pipe for the bench to read, which would take the machine's
+ * CPU from the service it measures.
+ */
+function startService(name: string, command: string, env: Record<string, string>, logDir: string, cpuProf?: Options['cpuProf']): Service {
   const [bin, ...rest] = command.split(/\s+/);
   const profile = cpuProf?.services.includes(name)
     ? ['--cpu-prof', '--cpu-prof-interval', '4000', '--cpu-prof-dir', path.join(cpuProf.dir, name)]
     : [];
   const args = [...profile, ...rest];
   if (bin !== 'node') throw new Error(`Procfile line ${name}: only node commands are run by the bench`);
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...env, PROCESS_NAME: name }, stdio: ['ignore', 'pipe', 'pipe'] });
-  const tail: string[] = [];
-  const keep = (d: Buffer) => {
-    // the output is read (a full pipe would block the process) and only its end kept for errors
-    tail.push(d.toString('utf8'));
-    if (tail.length > 20) tail.shift();
+  const logFile = path.join(logDir, `${name}.log`);
+  const fd = openSync(logFile, 'a');
+  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...env, PROCESS_NAME: name }, stdio: ['ignore', fd, fd] });
+  closeSync(fd);
+  const tail = () => {
+    const text = readFileSync(logFile);
+    return text.subarray(Math.max(0, text.length - 1500)).toString('utf8');
   };
-  child.stdout!.on('data', keep);
-  child.stderr!.on('data', keep);
   return { name, child, tail };
 }
 
@@ -392,6 +398,8 @@ async function bench(): Promise<void> {
     const syncCommit = (await admin.raw('show synchronous_commit')).rows[0].synchronous_commit;
     if (autovacuum !== 'on') say(`WARNING: autovacuum is ${autovacuum} on this Postgres: the bench runs VACUUM ANALYZE between steps, but a long step still bloats`);
     const databaseUrl = `${SERVER_URL}/${o.database}`;
+    const logDir = mkdtempSync(path.join(os.tmpdir(), 'bench-e2e-logs-'));
+    say(`service logs: ${logDir}/<process>.log`);
 
     const env: Record<string, string> = {
       ...(process.env as Record<string, string>),
@@ -433,10 +441,10 @@ async function bench(): Promise<void> {
     let stopping = false;
     const startStack = async (extra: Record<string, string>) => {
       stopping = false;
-      const services = lines.map((l) => startService(l.name, l.command, { ...env, ...extra }, o.cpuProf));
+      const services = lines.map((l) => startService(l.name, l.command, { ...env, ...extra }, logDir, o.cpuProf));
       for (const s of services) {
         s.child.once('exit', (code, signal) => {
-          if (!stopping) process.stderr.write(`${s.name} exited (${signal ?? code}): ${s.tail.join('').slice(-1500)}\n`);
+          if (!stopping) process.stderr.write(`${s.name} exited (${signal ?? code}): ${s.tail()}\n`);
         });
       }
       const stop = async () => {
