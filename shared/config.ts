@@ -97,6 +97,12 @@ export interface Config {
    * grace), 0: each publication marks its rows at once.
    */
   outboxMarkBatchMs: number;
+  /**
+   * QUEUE_BATCH_MAX: jobs published together (one pipeline of concurrent callers' outbox
+   * messages) travel as one BullMQ job of at most this many, each naming one piece of work and
+   * due at once (shared/queues/batch.ts); default 50, 1: each its own job.
+   */
+  queueBatchMax: number;
   outboxRelayIntervalMs: number;
   /**
    * The re-drive (shared/queues/redrive.ts): every `intervalMs` (5 s) the outbox-relay pool gives
@@ -481,6 +487,7 @@ export function loadConfig(env: Env = process.env): Config {
     webRequestTimeoutMs: int(env, 'WEB_REQUEST_TIMEOUT_MS', 30_000, 500, 600_000),
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 10),
     outboxMarkBatchMs: int(env, 'OUTBOX_MARK_BATCH_MS', 100, 0, 1000),
+    queueBatchMax: int(env, 'QUEUE_BATCH_MAX', 50, 1, 1000),
     redrive: { intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000), graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000) },
     webhookRetryDelaysMs: delays(env, production),
     sandboxProviderUrl,

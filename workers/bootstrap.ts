@@ -1,7 +1,9 @@
-import { Worker, type Job, type WorkerOptions } from 'bullmq';
+import { DelayedError, UnrecoverableError, Worker, type Job, type WorkerOptions } from 'bullmq';
 import { getConfig } from '../shared/config';
 import { createContext, type ServiceContext } from '../shared/context';
-import type { QueueName } from '../shared/queues/names';
+import { batchElements, isBatch, type QueuedJob } from '../shared/queues/batch';
+import type { JobData, QueueName } from '../shared/queues/names';
+import { DEFAULT_JOB_OPTIONS } from '../shared/queues/registry';
 import { workerRedis } from '../shared/queues/connection';
 
 /**
@@ -14,8 +16,87 @@ export interface PoolProcessor<T> {
   queue: QueueName;
   /** Asserts the job payload (treated as unknown: older code may have queued it). */
   guard(data: unknown): T;
-  process(ctx: ServiceContext, data: T, job: Job): Promise<unknown>;
+  /** Does the job's work; `later(ms)` asks for the same work to run again after a wait, spending no attempt. */
+  process(ctx: ServiceContext, data: T): Promise<unknown>;
   workerOptions?: Partial<WorkerOptions>;
+}
+
+/** What a processor returns when its work must wait (an endpoint's slot, a retry's delay). */
+export interface Later {
+  later: number;
+  reason: string;
+}
+
+export const later = (delayMs: number, reason: string): Later => ({ later: Math.max(1, Math.round(delayMs)), reason });
+
+const isLater = (v: unknown): v is Later => typeof v === 'object' && v !== null && typeof (v as Later).later === 'number';
+
+/**
+ * At most `size` pieces of work of batches in flight in a process, whatever the number of batch
+ * jobs (each element waits its turn): a batch runs as many at once as single jobs would (the
+ * pool's concurrency), so a webhook endpoint's slots or a provider see the same load.
+ */
+export class Slots {
+  private free: number;
+  private readonly waiting: (() => void)[] = [];
+
+  constructor(size: number) {
+    this.free = size;
+  }
+
+  async run<T>(work: () => Promise<T>): Promise<T> {
+    if (this.free > 0) this.free--;
+    else await new Promise<void>((r) => this.waiting.push(r));
+    try {
+      return await work();
+    } finally {
+      const next = this.waiting.shift();
+      if (next) next();
+      else this.free++;
+    }
+  }
+}
+
+/** A job's run: one piece of work, or each element of a batch (shared/queues/batch.ts). */
+async function runJob(ctx: ServiceContext, p: PoolProcessor<unknown>, job: Job, slots: Slots): Promise<unknown> {
+  if (isBatch(job.data)) return runBatch(ctx, p, job, batchElements(job.data), slots);
+  const result = await p.process(ctx, p.guard(job.data));
+  if (!isLater(result)) return result;
+  // the same job sleeps until its next chance: no new job, and no attempt spent
+  await job.moveToDelayed(Date.now() + result.later, job.token);
+  throw new DelayedError(result.reason);
+}
+
+/** First retry of an element given a job of its own: the queue's backoff. */
+const RETRY_DELAY_MS = (DEFAULT_JOB_OPTIONS.backoff as { delay: number }).delay;
+
+/**
+ * The elements of a batch, together, each as the job it stands for. One that fails or must wait
+ * is given a job of its own (its retries, its wait); one its guard refuses is logged and dropped,
+ * as its own job would have been. If those adds fail the batch fails, and runs again.
+ */
+async function runBatch(ctx: ServiceContext, p: PoolProcessor<unknown>, job: Job, elements: JobData[], slots: Slots): Promise<unknown[]> {
+  const settled = await Promise.allSettled(elements.map((data) => slots.run(async () => p.process(ctx, p.guard(data)))));
+  const own: QueuedJob[] = [];
+  const results = settled.map((s, i) => {
+    const data = elements[i];
+    if (s.status === 'fulfilled') {
+      if (!isLater(s.value)) return s.value;
+      own.push({ jobName: job.name, data, opts: { delay: s.value.later } });
+      return s.value.reason;
+    }
+    const err = s.reason as Error;
+    const fields = { queue: p.queue, jobId: job.id, jobName: job.name, element: i, requestId: data?.requestId, err: { message: err.message, name: err.name } };
+    if (err instanceof UnrecoverableError) {
+      ctx.log.error(fields, 'job of a batch refused');
+      return 'refused';
+    }
+    ctx.log.warn(fields, 'job of a batch failed; it is retried as a job of its own');
+    own.push({ jobName: job.name, data, opts: { delay: RETRY_DELAY_MS } });
+    return 'retried';
+  });
+  if (own.length) await ctx.queues.addMany(p.queue, own);
+  return results;
 }
 
 export interface PoolLoop {
@@ -59,12 +140,10 @@ export async function runPool(def: PoolDefinition): Promise<void> {
 
   if (def.processor) {
     const p = typeof def.processor === 'function' ? def.processor(ctx) : def.processor;
+    const slots = new Slots(concurrency);
     worker = new Worker(
       p.queue,
-      async (job) => {
-        const data = p.guard(job.data);
-        return p.process(ctx, data, job);
-      },
+      (job) => runJob(ctx, p, job, slots),
       {
         connection: workerRedis(config.redisUrl),
         prefix: config.queuePrefix,

@@ -25,7 +25,8 @@ export interface JobData {
  * push, a refund, a payout, a stored callback, a webhook delivery's round) has at most one live
  * job, whoever adds it (the writer after commit, the outbox relay, the re-drive). The job of
  * callbacks stored together (`callbackIds`) has no key: should the re-drive give one of them a
- * job of its own (still unapplied past its grace), the later run finds it processed.
+ * job of its own (still unapplied past its grace), the later run finds it processed. Nor has a
+ * batch of jobs published together (shared/queues/batch.ts), for the same reason.
  */
 const WORK_FIELD: Record<QueueName, string> = {
   [QUEUES.providerPush]: 'paymentId',

@@ -4,6 +4,7 @@ import { markOutboxEnqueued } from '../db/sql/outbox';
 import { randomUUID } from 'node:crypto';
 import type { Executor, Db } from '../db/knex';
 import { poolCoalescer, type Coalescer } from '../db/coalescer';
+import { inBatches } from './batch';
 import type { QueueRegistry } from './registry';
 import type { JobData, QueueName } from './names';
 import type { Logger } from '../logger';
@@ -51,11 +52,15 @@ async function enqueue(queues: QueueRegistry, msg: OutboxMessage): Promise<void>
   await queues.add(msg.queue, msg.job_name, msg.payload, jobOptions(msg));
 }
 
-/** Many messages, one pipeline per queue. */
+/** Many messages, one pipeline per queue; those that may travel together in batches (shared/queues/batch.ts). */
 async function enqueueMany(queues: QueueRegistry, msgs: OutboxMessage[]): Promise<void> {
   const byQueue = new Map<QueueName, OutboxMessage[]>();
   for (const m of msgs) byQueue.set(m.queue, [...(byQueue.get(m.queue) ?? []), m]);
-  await Promise.all([...byQueue].map(([queue, ms]) => queues.addMany(queue, ms.map((m) => ({ jobName: m.job_name, data: m.payload, opts: jobOptions(m) })))));
+  await Promise.all(
+    [...byQueue].map(([queue, ms]) =>
+      queues.addMany(queue, inBatches(queue, ms.map((m) => ({ id: m.id, jobName: m.job_name, data: m.payload, opts: jobOptions(m) })), queues.batchMax)),
+    ),
+  );
 }
 
 /**

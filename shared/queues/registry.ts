@@ -1,5 +1,6 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
+import { isBatch, type QueuedData, type QueuedJob } from './batch';
 import { ALL_QUEUES, workKey, type JobData, type QueueName } from './names';
 
 /** Default job options: bounded history so Redis never grows without end. */
@@ -21,6 +22,8 @@ export class QueueRegistry {
     readonly markBatchMs = 100,
     /** the publications of concurrent callers go to Redis together, one pipeline (KERNEL_COALESCE; shared/queues/outbox.ts) */
     readonly publishTogether = true,
+    /** at most this many jobs published together travel as one (QUEUE_BATCH_MAX; shared/queues/batch.ts); 1: each its own */
+    readonly batchMax = 1,
   ) {}
 
   get(name: QueueName): Queue {
@@ -65,13 +68,13 @@ export class QueueRegistry {
    * completes or fails, and recovered when Redis lost the job. Returns the id of the job that
    * does the work: the new one, or the live one the add was folded into.
    */
-  async add(name: QueueName, jobName: string, data: JobData, opts: JobsOptions = {}): Promise<string | undefined> {
+  async add(name: QueueName, jobName: string, data: QueuedData, opts: JobsOptions = {}): Promise<string | undefined> {
     const job = await (await this.ready(name)).add(jobName, data, withWorkKey(name, data, opts));
     return job.id;
   }
 
   /** `add` for many jobs of one queue in one pipeline (one write, one answer); one failure rejects the call (the others may be added: a re-add under the same jobId is a no-op). */
-  async addMany(name: QueueName, jobs: { jobName: string; data: JobData; opts?: JobsOptions }[]): Promise<void> {
+  async addMany(name: QueueName, jobs: QueuedJob[]): Promise<void> {
     if (jobs.length === 1) {
       await this.add(name, jobs[0].jobName, jobs[0].data, jobs[0].opts);
       return;
@@ -84,8 +87,8 @@ export class QueueRegistry {
   }
 }
 
-/** A job's options with the deduplication on its work's key (`workKey`), when its payload names one. */
-function withWorkKey(name: QueueName, data: JobData, opts: JobsOptions): JobsOptions {
-  const key = workKey(name, data);
+/** A job's options with the deduplication on its work's key (`workKey`), when its payload names one (a batch's does not). */
+function withWorkKey(name: QueueName, data: QueuedData, opts: JobsOptions): JobsOptions {
+  const key = isBatch(data) ? undefined : workKey(name, data as JobData);
   return key ? { deduplication: { id: key }, ...opts } : opts;
 }

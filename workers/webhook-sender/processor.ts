@@ -1,11 +1,11 @@
-import { DelayedError, UnrecoverableError, type Job } from 'bullmq';
-import type { PoolProcessor } from '../bootstrap';
+import { UnrecoverableError } from 'bullmq';
+import { later, type PoolProcessor } from '../bootstrap';
 import type { ServiceContext } from '../../shared/context';
 import { isId } from '../../shared/domain/ids';
 import { QUEUES } from '../../shared/queues/names';
 import { WebhookSender } from '../../shared/webhooks/sender';
 
-/** webhook-sender: one job per delivery; it sleeps (delayed) between attempts and while it waits. */
+/** webhook-sender: one job per delivery (or a batch of them: shared/queues/batch.ts); it sleeps (delayed) between attempts and while it waits. */
 
 export interface DeliverJob {
   deliveryId: string;
@@ -27,12 +27,10 @@ export function webhookSenderProcessor(ctx: ServiceContext): PoolProcessor<Deliv
   return {
     queue: QUEUES.webhookSender,
     guard: guardDeliverJob,
-    async process(_ctx, data, job: Job) {
+    async process(_ctx, data) {
       const outcome = await sender.deliver(data.deliveryId, data.webhookId);
-      if (outcome.kind === 'done') return outcome.reason;
-      // the same job sleeps until its next chance: no new job, and no attempt spent
-      await job.moveToDelayed(Date.now() + outcome.delayMs, job.token);
-      throw new DelayedError(outcome.reason);
+      // a wait spends no attempt: the job sleeps until its next chance (workers/bootstrap.ts)
+      return outcome.kind === 'done' ? outcome.reason : later(outcome.delayMs, outcome.reason);
     },
     // a killed sender's job (its delivery's only live job) is picked up again within 15 s
     workerOptions: { lockDuration: 10_000, stalledInterval: 5_000 },

@@ -1,0 +1,75 @@
+import { UnrecoverableError, type JobsOptions } from 'bullmq';
+import { workKey, type JobData, type QueueName } from './names';
+
+/**
+ * Jobs published together travel together (QUEUE_BATCH_MAX). When one publication (one
+ * pipeline of concurrent callers' outbox messages, shared/queues/outbox.ts) holds several jobs
+ * of one queue and name, each naming one piece of work (its `workKey`) and due at once, they go
+ * to Redis as one BullMQ job whose payload lists theirs: `{ batch: [payload, ...] }`. The worker
+ * runs each element as the job it stands for (workers/bootstrap.ts), together, so their
+ * statements are shared as well; BullMQ's cost (add, fetch, lock, finish, events) is paid once
+ * for the batch instead of once per piece of work.
+ *
+ * An element that fails, or must wait (a webhook endpoint's slot, a retry's delay), is given a
+ * job of its own, with the usual retries and its work key; the batch completes. If even that add
+ * fails, the batch fails and runs again: every element is safe to run twice. A batch job has no
+ * work key; should the re-drive or the relay give one of its elements a job of its own, the later
+ * run finds the work done.
+ */
+
+export interface BatchData {
+  batch: JobData[];
+}
+
+/** A payload of one job, or of a batch. */
+export type QueuedData = JobData | BatchData;
+
+/** A job to add, as QueueRegistry.addMany takes it. */
+export interface QueuedJob {
+  jobName: string;
+  data: QueuedData;
+  opts?: JobsOptions;
+}
+
+/** The most elements a batch payload may hold (the guard of any pool refuses more). */
+export const BATCH_LIMIT = 1000;
+
+/** jobId of a batch: its first message's outbox id, marked apart from that message's own job. */
+export const batchJobId = (firstOutboxId: string) => `obb-${firstOutboxId}`;
+
+export function isBatch(data: unknown): data is BatchData {
+  return typeof data === 'object' && data !== null && Array.isArray((data as BatchData).batch);
+}
+
+/** The elements of a batch payload, each still to pass its pool's guard. */
+export function batchElements(data: BatchData): JobData[] {
+  if (data.batch.length === 0 || data.batch.length > BATCH_LIMIT) throw new UnrecoverableError(`a batch job holds 1 to ${BATCH_LIMIT} jobs`);
+  return data.batch;
+}
+
+/** A job that stands for one piece of work and runs at once: it may go in a batch. */
+export function batchable(queue: QueueName, job: { data: JobData; opts?: JobsOptions }): boolean {
+  return !job.opts?.delay && workKey(queue, job.data) !== undefined;
+}
+
+/**
+ * The jobs of one queue as they go to Redis: the batchable ones of each name in batches of at
+ * most `max` (each batch's id from its first job's id), the others (and batches of one) as they
+ * are. `max` 1: every job as it is.
+ */
+export function inBatches(queue: QueueName, jobs: (QueuedJob & { data: JobData; id: string })[], max: number): QueuedJob[] {
+  if (max <= 1 || jobs.length < 2) return jobs;
+  const out: QueuedJob[] = [];
+  const byName = new Map<string, (typeof jobs)[number][]>();
+  for (const j of jobs) {
+    if (!batchable(queue, j)) out.push(j);
+    else byName.set(j.jobName, [...(byName.get(j.jobName) ?? []), j]);
+  }
+  for (const [jobName, group] of byName) {
+    for (let i = 0; i < group.length; i += max) {
+      const chunk = group.slice(i, i + max);
+      out.push(chunk.length === 1 ? chunk[0] : { jobName, data: { batch: chunk.map((j) => j.data) }, opts: { jobId: batchJobId(chunk[0].id) } });
+    }
+  }
+  return out;
+}

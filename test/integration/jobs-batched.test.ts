@@ -1,0 +1,133 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import type { Job } from 'bullmq';
+import { startTestEnv, type TestEnv } from '../helpers/env';
+import { aMerchant, aPayment, sandboxTransaction, startSandbox } from '../helpers/money';
+import { freePort } from '../helpers/ports';
+import { eventually } from '../helpers/processes';
+import { outboxJobId, outboxMessage, publishOutbox } from '../../shared/queues/outbox';
+import { batchJobId } from '../../shared/queues/batch';
+import { QUEUES } from '../../shared/queues/names';
+
+/**
+ * Jobs published together travel as one BullMQ job (QUEUE_BATCH_MAX, shared/queues/batch.ts):
+ * the batch holds their payloads, the worker runs each as the job it stands for, and one that
+ * fails or must wait gets a job of its own.
+ */
+describe('jobs published together travel as one batch job', function () {
+  this.timeout(60_000);
+
+  const pushes = (n: number) => Array.from({ length: n }, () => outboxMessage(QUEUES.providerPush, 'push', { paymentId: `pay_${randomUUID()}`, requestId: 'req_1' }));
+  /** Publishes as a writer does after commit (the registry's connection up first: publishOutbox leaves a cold one to the relay). */
+  const publish = async (env: TestEnv, msgs: ReturnType<typeof outboxMessage>[]) => {
+    await env.services.queues.ready(QUEUES.providerPush);
+    await publishOutbox(env.services.db, env.services.queues, msgs);
+  };
+  const jobsOf = async (env: TestEnv) => {
+    const jobs = await env.services.queues.get(QUEUES.providerPush).getJobs(['waiting', 'delayed', 'prioritized']);
+    return jobs.map((j) => ({ id: j.id, data: j.data, delayed: j.delay > 0 })).sort((a, b) => String(a.id).localeCompare(String(b.id)));
+  };
+
+  describe('publication', () => {
+    it('QUEUE_BATCH_MAX=3: pushes published together go in batches of at most 3; a batch of one and a delayed job stay single', async () => {
+      const env = await startTestEnv({ QUEUE_BATCH_MAX: '3' });
+      try {
+        const now = pushes(7);
+        const delayed = outboxMessage(QUEUES.providerPush, 'push', { paymentId: `pay_${randomUUID()}` }, 60_000);
+        // a payload naming no one piece of work (callbacks stored together) is never put in a batch
+        const callbacks = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackIds: `${randomUUID()},${randomUUID()}`, kind: 'payment' });
+        const lone = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackId: randomUUID(), kind: 'payment' });
+        await publish(env, [...now, delayed, callbacks, lone]);
+        const expected = [
+          { id: batchJobId(now[0].id), data: { batch: now.slice(0, 3).map((m) => m.payload) }, delayed: false },
+          { id: batchJobId(now[3].id), data: { batch: now.slice(3, 6).map((m) => m.payload) }, delayed: false },
+          { id: outboxJobId(now[6].id), data: now[6].payload, delayed: false },
+          { id: outboxJobId(delayed.id), data: delayed.payload, delayed: true },
+        ].sort((a, b) => a.id.localeCompare(b.id));
+        expect(await jobsOf(env)).to.deep.equal(expected);
+        const reconciler = await env.services.queues.get(QUEUES.callbackReconciler).getJobs(['waiting']);
+        expect(reconciler.map((j) => j.data).sort((a, b) => String(a.callbackId).localeCompare(String(b.callbackId)))).to.deep.equal(
+          [callbacks.payload, lone.payload].sort((a, b) => String(a.callbackId).localeCompare(String(b.callbackId))),
+        );
+      } finally {
+        await env.close();
+      }
+    });
+
+    it('QUEUE_BATCH_MAX=1: each job its own, deduplicated on its work', async () => {
+      const env = await startTestEnv({ QUEUE_BATCH_MAX: '1' });
+      try {
+        const now = pushes(4);
+        await publish(env, now);
+        expect(await jobsOf(env)).to.deep.equal(now.map((m) => ({ id: outboxJobId(m.id), data: m.payload, delayed: false })).sort((a, b) => a.id.localeCompare(b.id)));
+      } finally {
+        await env.close();
+      }
+    });
+  });
+
+  describe('run by the provider-push pool', () => {
+    let env: TestEnv;
+    let sandboxPort: number;
+    let sandboxUrl: string;
+    let client: Awaited<ReturnType<typeof aMerchant>>['client'];
+
+    before(async () => {
+      // the sandbox provider is down until the test starts it
+      sandboxPort = await freePort();
+      sandboxUrl = `http://127.0.0.1:${sandboxPort}`;
+      env = await startTestEnv({ SANDBOX_PROVIDER_PORT: String(sandboxPort), SANDBOX_PROVIDER_URL: sandboxUrl, SANDBOX_CALLBACK_DELAY_MS: '60000', RATE_LIMIT_PER_MINUTE: '100000' });
+      ({ client } = await aMerchant(env));
+    });
+    after(() => env.close());
+
+    /** A batch job added as the publisher adds it, and its answer once it has finished. */
+    const runBatch = async (payloads: Record<string, string>[]): Promise<Job> => {
+      const id = batchJobId(randomUUID());
+      await env.services.queues.addMany(QUEUES.providerPush, [{ jobName: 'push', data: { batch: payloads }, opts: { jobId: id } }]);
+      const queue = env.services.queues.get(QUEUES.providerPush);
+      return eventually(async () => {
+        const job = await queue.getJob(id);
+        return job?.finishedOn ? job : undefined;
+      }, 20_000);
+    };
+
+    it('each element runs as its own job: one that fails is retried by a job of its own, one its guard refuses is dropped', async () => {
+      // payments created while no pool runs; their own jobs are removed, so only the batch pushes them
+      const [first, second, third] = await Promise.all([aPayment(client), aPayment(client), aPayment(client)]);
+      await env.services.queues.get(QUEUES.providerPush).obliterate({ force: true });
+      await env.spawn('workers/provider-push/index.ts');
+
+      const failing = await runBatch([{ paymentId: first.id, requestId: 'req_batch' }, { paymentId: 'not-a-payment-id' }]);
+      expect(failing.failedReason ?? null).to.equal(null);
+      expect(failing.returnvalue).to.deep.equal(['retried', 'refused']);
+      // the provider could not be reached: the payment has a job of its own, delayed by the queue's backoff, and is unsent
+      const own = await eventually(async () => (await env.services.queues.get(QUEUES.providerPush).getJobs(['delayed', 'waiting', 'active', 'failed'])).find((j) => j.data.paymentId === first.id));
+      expect(own.data).to.deep.equal({ paymentId: first.id, requestId: 'req_batch' });
+      expect((await env.services.db('payments').where({ id: first.id }).first()).sent_at).to.equal(null);
+
+      // once the provider is up, that job prompts the client once
+      await startSandbox(env, { SANDBOX_PROVIDER_PORT: String(sandboxPort), SANDBOX_CALLBACK_DELAY_MS: '60000' });
+      await eventually(async () => (await env.services.db('payments').where({ id: first.id }).first()).sent_at, 20_000);
+      expect((await sandboxTransaction(sandboxUrl, 'vodacom', first.id)).sandbox.requests).to.equal(1);
+
+      // a batch of two: both prompted once, the batch's answer is each element's
+      const done = await runBatch([{ paymentId: second.id }, { paymentId: third.id }]);
+      expect(done.returnvalue).to.deep.equal(['sent', 'sent']);
+      for (const p of [second, third]) expect((await sandboxTransaction(sandboxUrl, 'vodacom', p.id)).sandbox.requests).to.equal(1);
+
+      // run again (a batch is safe to run twice): nothing is sent again
+      const again = await runBatch([{ paymentId: second.id }, { paymentId: third.id }, { paymentId: first.id }]);
+      expect(again.returnvalue).to.deep.equal(['already-sent', 'already-sent', 'already-sent']);
+      for (const p of [first, second, third]) expect((await sandboxTransaction(sandboxUrl, 'vodacom', p.id)).sandbox.requests).to.equal(1);
+    });
+
+    it('a batch payload that is not a list of 1 to 1000 jobs fails at once, without retries', async () => {
+      for (const batch of [[], Array.from({ length: 1001 }, () => ({ paymentId: `pay_${randomUUID()}` }))]) {
+        const job = await runBatch(batch);
+        expect(job.failedReason).to.match(/a batch job holds 1 to 1000 jobs/);
+        expect(job.attemptsMade).to.equal(1);
+      }
+    });
+  });
+});
