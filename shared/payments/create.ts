@@ -2,7 +2,9 @@ import type { Caller } from '../domain/caller';
 import type { Clock } from '../clock';
 import type { Config } from '../config';
 import { isUniqueViolation } from '../db/errors';
-import { insertPaymentWithKey } from '../db/sql/payments';
+import { insertPaymentsWithKeys, insertPaymentWithKey, type NewPayment } from '../db/sql/payments';
+import { poolCoalescer } from '../db/coalescer';
+import type { Executor } from '../db/knex';
 import type { TransactDeps } from '../db/transact';
 import { FeeError, splitFees } from '../domain/fees';
 import { newId } from '../domain/ids';
@@ -107,7 +109,8 @@ function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Con
  * (shared/idempotency.ts), in one round trip, the leanest form of the outbox rule
  * (shared/db/transact.ts does the same in several statements). If the key is held by another
  * request (a duplicate waits for that request's statement, then finds it), nothing is written
- * (IdempotencyKeyHeld).
+ * (IdempotencyKeyHeld). The POSTs of concurrent requests share that statement and its commit
+ * (KERNEL_COALESCE: insertPaymentsWithKeys), each row still written only if its own key was taken.
  * The push job is enqueued after commit; if that fails, the outbox-relay enqueues it.
  */
 export async function createPayment(
@@ -126,7 +129,9 @@ export async function createPayment(
     row.method === 'mobile_money' ? outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId }) : null;
   let created: boolean;
   try {
-    created = await insertPaymentWithKey(db, takeKeyValues(key, key.encode(view)), row, push);
+    const write: NewPayment = { keyValues: takeKeyValues(key, key.encode(view)), row, push };
+    // the POSTs of concurrent requests share one statement and one commit (KERNEL_COALESCE)
+    created = deps.config.kernelCoalesce ? written(await poolCoalescer(db, 'create-payment', (writes: NewPayment[]) => writeTogether(db, writes)).call(write)) : await writeAlone(db, write);
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
       throw new Conflict('reference-conflict', 'This reference is already used by another payment of this merchant', { param: 'reference' });
@@ -136,4 +141,27 @@ export async function createPayment(
   if (!created) throw new IdempotencyKeyHeld();
   if (push) await publishOutbox(db, deps.queues, [push], deps.log);
   return view;
+}
+
+const writeAlone = (db: Executor, w: NewPayment) => insertPaymentWithKey(db, w.keyValues, w.row, w.push);
+
+/**
+ * The writes of concurrent POSTs in one statement. If Postgres refuses it (one payment's
+ * reference already used, one key twice), nothing was written and each runs alone, so each gets
+ * its own answer; an error of one is handed to its own caller.
+ */
+async function writeTogether(db: Executor, writes: NewPayment[]): Promise<PromiseSettledResult<boolean>[]> {
+  if (writes.length > 1) {
+    try {
+      return (await insertPaymentsWithKeys(db, writes)).map((value) => ({ status: 'fulfilled', value }));
+    } catch {
+      // each alone, below
+    }
+  }
+  return Promise.allSettled(writes.map((w) => writeAlone(db, w)));
+}
+
+function written(result: PromiseSettledResult<boolean>): boolean {
+  if (result.status === 'rejected') throw result.reason;
+  return result.value;
 }

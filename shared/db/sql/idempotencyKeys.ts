@@ -29,6 +29,21 @@ export function takeKeySql(first = 1): string {
 export const KEY_VALUES = 11;
 
 /**
+ * The statement that takes many keys at once, from the rows of `source` (a CTE of the caller's
+ * statement with the columns merchant_id, environment, key, method, path, request_hash, status,
+ * response_status, response_headers (text), response_body (base64), window_ms), in key order so
+ * that two such statements never wait on each other's keys crosswise. Returns the keys taken.
+ */
+export function takeKeysSql(source: string): string {
+  return `insert into idempotency_keys as k ${COLUMNS}
+       select merchant_id, environment, key, method, path, request_hash, status, response_status,
+              response_headers::jsonb, decode(response_body, 'base64'), now() + window_ms * interval '1 millisecond'
+         from ${source} order by merchant_id, environment, key
+       ${CONFLICT}
+       returning k.merchant_id, k.environment, k.key`;
+}
+
+/**
  * The key alone, inside a route's transaction or after it (a refusal's answer): the same
  * statement, waiting at most `$12` (e.g. '2000ms') for a transaction holding the key. lock_timeout
  * is that bound while the statement waits, and its RETURNING sets it back, so the bound covers

@@ -1,0 +1,79 @@
+import { expect } from 'chai';
+import { randomUUID } from 'node:crypto';
+import { startTestEnv, type TestEnv } from '../helpers/env';
+import { mobilePayment } from '../helpers/money';
+
+/**
+ * The POSTs of concurrent requests are written in one statement, one commit (KERNEL_COALESCE):
+ * each payment still comes with its own key, status change and push, and a refused row (a
+ * reference already used) fails only its own request. Rows written by one statement share a
+ * transaction id (xmin), which is how the test sees the commits.
+ */
+describe('payments created together', () => {
+  // the text of the metadata is kept as sent: its key order (jsonb would sort the keys)
+  const metadata = { zeta: 'sent first', alpha: 'sent second', m: 'é "quoted"' };
+
+  const burst = async (env: TestEnv, client: Awaited<ReturnType<TestEnv['merchant']>>['client'], bodies: Record<string, unknown>[]) => {
+    const answers = await Promise.all(bodies.map((b) => client.post('/v1/payments', b, { idempotencyKey: randomUUID() })));
+    const created = answers.filter((a) => a.status === 201).map((a) => a.body.id as string);
+    const db = env.services.db;
+    const payments: { id: string; xmin: string; metadata: string }[] = await db('payments').whereIn('id', created).select('id', 'xmin', db.raw('metadata::text as metadata'));
+    const changes: { payment_id: string; xmin: string }[] = await db('payment_status_changes').whereIn('payment_id', created).select('payment_id', 'xmin');
+    const pushes: { paymentId: string; xmin: string }[] = await db('outbox').whereRaw(`payload->>'paymentId' = any(?)`, [created]).select(db.raw(`payload->>'paymentId' as "paymentId"`), 'xmin');
+    return { answers, created, payments, changes, pushes };
+  };
+
+  describe('KERNEL_COALESCE=true', () => {
+    let env: TestEnv;
+    let client: Awaited<ReturnType<TestEnv['merchant']>>['client'];
+    before(async () => {
+      env = await startTestEnv({ RATE_LIMIT_PER_MINUTE: '100000' });
+      client = (await env.merchant({ scope: 'full' })).client;
+    });
+    after(() => env.close());
+
+    it('a burst of 24: each payment with its one status change and push in its own commit, in fewer commits than payments', async () => {
+      const bodies = Array.from({ length: 24 }, () => mobilePayment('243990000001', { metadata }));
+      const { answers, created, payments, changes, pushes } = await burst(env, client, bodies);
+      expect(answers.map((a) => a.status)).to.deep.equal(bodies.map(() => 201));
+      expect(payments).to.have.length(24);
+      for (const p of payments) {
+        expect(p.metadata).to.equal(JSON.stringify(metadata));
+        expect(changes.filter((c) => c.payment_id === p.id).map((c) => c.xmin)).to.deep.equal([p.xmin]);
+        expect(pushes.filter((o) => o.paymentId === p.id).map((o) => o.xmin)).to.deep.equal([p.xmin]);
+      }
+      expect(new Set(payments.map((p) => p.xmin)).size, 'commits').to.be.below(24);
+      // what each request was answered is what a GET answers, metadata text and all
+      for (const a of answers) {
+        const got = await client.get(`/v1/payments/${a.body.id}`);
+        expect(got.body).to.deep.equal(a.body);
+        expect(got.text).to.contain(`"metadata":${JSON.stringify(metadata)}`);
+      }
+      expect(new Set(created).size).to.equal(24);
+    });
+
+    it('one request of a burst reusing a reference gets 409 reference-conflict; the others are created', async () => {
+      const used = mobilePayment('243990000001');
+      expect((await client.post('/v1/payments', used)).status).to.equal(201);
+      const bodies = Array.from({ length: 12 }, (_, i) => (i === 5 ? mobilePayment('243990000001', { reference: used.reference, amount: 4_242 }) : mobilePayment('243990000001')));
+      const { answers, payments } = await burst(env, client, bodies);
+      expect(answers.map((a) => a.status)).to.deep.equal(bodies.map((_, i) => (i === 5 ? 409 : 201)));
+      expect(answers[5].body.error.code).to.equal('reference-conflict');
+      expect(payments).to.have.length(11);
+      expect(await env.services.db('payments').where({ reference: used.reference }).select('amount')).to.deep.equal([{ amount: 10_000 }]);
+    });
+  });
+
+  describe('KERNEL_COALESCE=false', () => {
+    let env: TestEnv;
+    before(async () => (env = await startTestEnv({ KERNEL_COALESCE: 'false', RATE_LIMIT_PER_MINUTE: '100000' })));
+    after(() => env.close());
+
+    it('each payment its own commit', async () => {
+      const { client } = await env.merchant({ scope: 'full' });
+      const { answers, payments } = await burst(env, client, Array.from({ length: 12 }, () => mobilePayment('243990000001', { metadata })));
+      expect(answers.map((a) => a.status), answers[0].text).to.deep.equal(answers.map(() => 201));
+      expect(new Set(payments.map((p) => p.xmin)).size).to.equal(12);
+    });
+  });
+});
