@@ -32,9 +32,9 @@ export const later = (delayMs: number, reason: string): Later => ({ later: Math.
 const isLater = (v: unknown): v is Later => typeof v === 'object' && v !== null && typeof (v as Later).later === 'number';
 
 /**
- * At most `size` pieces of work of batches in flight in a process, whatever the number of batch
- * jobs (each element waits its turn): a batch runs as many at once as single jobs would (the
- * pool's concurrency), so a webhook endpoint's slots or a provider see the same load.
+ * At most `size` pieces of work in flight in a process, whether they came as jobs of their own
+ * or in batches (each element waits its turn): a batch runs as many at once as single jobs would
+ * (the pool's concurrency), so a webhook endpoint's slots or a provider see the same load.
  */
 export class Slots {
   private free: number;
@@ -60,7 +60,7 @@ export class Slots {
 /** A job's run: one piece of work, or each element of a batch (shared/queues/batch.ts). */
 async function runJob(ctx: ServiceContext, p: PoolProcessor<unknown>, job: Job, slots: Slots): Promise<unknown> {
   if (isBatch(job.data)) return runBatch(ctx, p, job, batchElements(job.data), slots);
-  const result = await p.process(ctx, p.guard(job.data));
+  const result = await slots.run(() => p.process(ctx, p.guard(job.data)));
   if (!isLater(result)) return result;
   // the same job sleeps until its next chance: no new job, and no attempt spent
   await job.moveToDelayed(Date.now() + result.later, job.token);
@@ -85,7 +85,7 @@ async function runBatch(ctx: ServiceContext, p: PoolProcessor<unknown>, job: Job
       own.push({ jobName: job.name, data, opts: { delay: s.value.later } });
       return s.value.reason;
     }
-    const err = s.reason as Error;
+    const err = s.reason instanceof Error ? s.reason : new Error(String(s.reason));
     const fields = { queue: p.queue, jobId: job.id, jobName: job.name, element: i, requestId: data?.requestId, err: { message: err.message, name: err.name } };
     if (err instanceof UnrecoverableError) {
       ctx.log.error(fields, 'job of a batch refused');
@@ -95,6 +95,8 @@ async function runBatch(ctx: ServiceContext, p: PoolProcessor<unknown>, job: Job
     own.push({ jobName: job.name, data, opts: { delay: RETRY_DELAY_MS } });
     return 'retried';
   });
+  // the batch gives back its elements' work keys, so that their own jobs (and later re-drives) take them
+  await ctx.queues.releaseWork(p.queue, String(job.id), elements);
   if (own.length) await ctx.queues.addMany(p.queue, own);
   return results;
 }

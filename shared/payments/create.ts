@@ -5,6 +5,7 @@ import { isUniqueViolation } from '../db/errors';
 import { insertPaymentsWithKeys, insertPaymentWithKey, type NewPayment } from '../db/sql/payments';
 import { poolCoalescer } from '../db/coalescer';
 import type { Executor } from '../db/knex';
+import type { Logger } from '../logger';
 import type { TransactDeps } from '../db/transact';
 import { FeeError, splitFees } from '../domain/fees';
 import { newId } from '../domain/ids';
@@ -131,7 +132,7 @@ export async function createPayment(
   try {
     const write: NewPayment = { keyValues: takeKeyValues(key, key.encode(view)), row, push };
     // the POSTs of concurrent requests share one statement and one commit (KERNEL_COALESCE)
-    created = deps.config.kernelCoalesce ? written(await poolCoalescer(db, 'create-payment', (writes: NewPayment[]) => writeTogether(db, writes)).call(write)) : await writeAlone(db, write);
+    created = deps.config.kernelCoalesce ? written(await poolCoalescer(db, 'create-payment', (writes: Write[]) => writeTogether(db, writes)).call({ ...write, log: deps.log })) : await writeAlone(db, write);
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
       throw new Conflict('reference-conflict', 'This reference is already used by another payment of this merchant', { param: 'reference' });
@@ -145,17 +146,21 @@ export async function createPayment(
 
 const writeAlone = (db: Executor, w: NewPayment) => insertPaymentWithKey(db, w.keyValues, w.row, w.push);
 
+/** A POST's writes with its request's logger. */
+type Write = NewPayment & { log?: Logger };
+
 /**
  * The writes of concurrent POSTs in one statement. If Postgres refuses it (one payment's
  * reference already used, one key twice), nothing was written and each runs alone, so each gets
  * its own answer; an error of one is handed to its own caller.
  */
-async function writeTogether(db: Executor, writes: NewPayment[]): Promise<PromiseSettledResult<boolean>[]> {
+async function writeTogether(db: Executor, writes: Write[]): Promise<PromiseSettledResult<boolean>[]> {
   if (writes.length > 1) {
     try {
       return (await insertPaymentsWithKeys(db, writes)).map((value) => ({ status: 'fulfilled', value }));
-    } catch {
-      // each alone, below
+    } catch (err) {
+      // each alone, below; a refusal that comes often (not the odd reused reference) is worth a look
+      writes[0].log?.warn({ count: writes.length, code: (err as { code?: string }).code, err: { message: (err as Error).message } }, 'payments created together (this request among them) refused; each is written alone');
     }
   }
   return Promise.allSettled(writes.map((w) => writeAlone(db, w)));

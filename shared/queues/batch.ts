@@ -10,11 +10,12 @@ import { workKey, type JobData, type QueueName } from './names';
  * statements are shared as well; BullMQ's cost (add, fetch, lock, finish, events) is paid once
  * for the batch instead of once per piece of work.
  *
- * An element that fails, or must wait (a webhook endpoint's slot, a retry's delay), is given a
- * job of its own, with the usual retries and its work key; the batch completes. If even that add
- * fails, the batch fails and runs again: every element is safe to run twice. A batch job has no
- * work key; should the re-drive or the relay give one of its elements a job of its own, the later
- * run finds the work done.
+ * Each element's work key (`workKey`, BullMQ's deduplication id) is held by the batch while it
+ * runs, so the relay or the re-drive cannot give that work a second live job meanwhile, as for a
+ * job of its own (QueueRegistry.addMany); an element whose work has a live job already is left
+ * out. An element that fails, or must wait (a webhook endpoint's slot, a retry's delay), gives
+ * its key back and is given a job of its own, with the usual retries; the batch completes. If
+ * even that add fails, the batch fails and runs again: every element is safe to run twice.
  */
 
 export interface BatchData {
@@ -30,6 +31,13 @@ export interface QueuedJob {
   data: QueuedData;
   opts?: JobsOptions;
 }
+
+/**
+ * How long a batch holds its elements' work keys at most (shared/queues/registry.ts, holdWork):
+ * the worker gives each back when its element finishes; a batch that dies lets its work go to
+ * the re-drive once this has passed.
+ */
+export const BATCH_HOLD_MS = 300_000;
 
 /** The most elements a batch payload may hold (the guard of any pool refuses more). */
 export const BATCH_LIMIT = 1000;

@@ -1,6 +1,6 @@
 import { Queue, type JobsOptions } from 'bullmq';
 import type { Redis } from 'ioredis';
-import { isBatch, type QueuedData, type QueuedJob } from './batch';
+import { BATCH_HOLD_MS, isBatch, type QueuedData, type QueuedJob } from './batch';
 import { ALL_QUEUES, workKey, type JobData, type QueueName } from './names';
 
 /** Default job options: bounded history so Redis never grows without end. */
@@ -10,6 +10,9 @@ export const DEFAULT_JOB_OPTIONS: JobsOptions = {
   attempts: 8,
   backoff: { type: 'exponential', delay: 1000 },
 };
+
+/** Deletes a work key only while the batch that took it still holds it. */
+const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end return 0`;
 
 /** One BullMQ Queue per name, sharing one connection. */
 export class QueueRegistry {
@@ -73,13 +76,59 @@ export class QueueRegistry {
     return job.id;
   }
 
-  /** `add` for many jobs of one queue in one pipeline (one write, one answer); one failure rejects the call (the others may be added: a re-add under the same jobId is a no-op). */
+  /**
+   * `add` for many jobs of one queue in one pipeline (one write, one answer); one failure rejects
+   * the call (the others may be added: a re-add under the same jobId is a no-op). A batch's
+   * elements first take their work's keys (`holdWork`); an element whose work has a live job
+   * already is left out, as its own add would have been folded into that job.
+   */
   async addMany(name: QueueName, jobs: QueuedJob[]): Promise<void> {
-    if (jobs.length === 1) {
-      await this.add(name, jobs[0].jobName, jobs[0].data, jobs[0].opts);
+    const queue = await this.ready(name);
+    const held: QueuedJob[] = [];
+    for (const j of jobs) {
+      if (!isBatch(j.data)) held.push(j);
+      else {
+        const batch = await this.holdWork(queue, name, j.opts?.jobId ?? '', j.data.batch);
+        if (batch.length) held.push({ ...j, data: { batch } });
+      }
+    }
+    if (held.length === 1 && !isBatch(held[0].data)) {
+      await this.add(name, held[0].jobName, held[0].data, held[0].opts);
       return;
     }
-    await (await this.ready(name)).addBulk(jobs.map((j) => ({ name: j.jobName, data: j.data, opts: withWorkKey(name, j.data, j.opts ?? {}) })));
+    if (held.length) await queue.addBulk(held.map((j) => ({ name: j.jobName, data: j.data, opts: withWorkKey(name, j.data, j.opts ?? {}) })));
+  }
+
+  /**
+   * The work keys of a batch's elements, taken for the batch (`batchJobId`) as BullMQ's
+   * deduplication takes them for a job of its own, so the relay or the re-drive cannot give that
+   * work a second live job while the batch holds it. Each key is held for BATCH_HOLD_MS at most
+   * (a batch that dies lets its work go to the re-drive then) and given back by the worker as
+   * each element finishes (`releaseWork`). Returns the elements whose key was free.
+   */
+  private async holdWork(queue: Queue, name: QueueName, batchId: string, elements: JobData[]): Promise<JobData[]> {
+    const keyed = elements.filter((e) => workKey(name, e) !== undefined);
+    const pipeline = this.connection.pipeline();
+    for (const e of keyed) pipeline.set(`${queue.keys.de}:${workKey(name, e)}`, batchId, 'PX', BATCH_HOLD_MS, 'NX');
+    const answers = keyed.length ? ((await pipeline.exec()) ?? []) : [];
+    const taken = new Set<JobData>();
+    keyed.forEach((e, i) => {
+      const [err, ok] = answers[i] ?? [new Error('no answer from Redis'), null];
+      if (err) throw err;
+      if (ok === 'OK') taken.add(e);
+    });
+    // an element without a work key (none is batched so) is kept as it is
+    return elements.filter((e) => taken.has(e) || workKey(name, e) === undefined);
+  }
+
+  /** Gives back the work keys a batch held for these elements (only where the batch still holds them). */
+  async releaseWork(name: QueueName, batchId: string, elements: JobData[]): Promise<void> {
+    const keys = elements.map((e) => workKey(name, e)).filter((k): k is string => k !== undefined);
+    if (!keys.length) return;
+    const queue = await this.ready(name);
+    const pipeline = this.connection.pipeline();
+    for (const k of keys) pipeline.eval(RELEASE, 1, `${queue.keys.de}:${k}`, batchId);
+    for (const [err] of (await pipeline.exec()) ?? []) if (err) throw err;
   }
 
   async close(): Promise<void> {

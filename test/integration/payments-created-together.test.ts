@@ -40,7 +40,8 @@ describe('payments created together', () => {
       for (const p of payments) {
         expect(p.metadata).to.equal(JSON.stringify(metadata));
         expect(changes.filter((c) => c.payment_id === p.id).map((c) => c.xmin)).to.deep.equal([p.xmin]);
-        expect(pushes.filter((o) => o.paymentId === p.id).map((o) => o.xmin)).to.deep.equal([p.xmin]);
+        // one push row each (its xmin moves when the row is marked enqueued)
+        expect(pushes.filter((o) => o.paymentId === p.id)).to.have.length(1);
       }
       expect(new Set(payments.map((p) => p.xmin)).size, 'commits').to.be.below(24);
       // what each request was answered is what a GET answers, metadata text and all
