@@ -59,7 +59,7 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { closeSync, mkdtempSync, openSync, readFileSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -262,8 +262,15 @@ function startService(name: string, command: string, env: Record<string, string>
   const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...env, PROCESS_NAME: name }, stdio: ['ignore', fd, fd] });
   closeSync(fd);
   const tail = () => {
-    const text = readFileSync(logFile);
-    return text.subarray(Math.max(0, text.length - 1500)).toString('utf8');
+    const f = openSync(logFile, 'r');
+    try {
+      const size = fstatSync(f).size;
+      const end = Buffer.alloc(Math.min(size, 1500));
+      readSync(f, end, 0, end.length, size - end.length);
+      return end.toString('utf8');
+    } finally {
+      closeSync(f);
+    }
   };
   return { name, child, tail };
 }

@@ -5,7 +5,11 @@ import { isId } from '../../shared/domain/ids';
 import { QUEUES } from '../../shared/queues/names';
 import { WebhookSender } from '../../shared/webhooks/sender';
 
-/** webhook-sender: one job per delivery (or a batch of them: shared/queues/batch.ts); it sleeps (delayed) between attempts and while it waits. */
+/**
+ * webhook-sender: one job per delivery (or a batch of them: shared/queues/batch.ts). A delivery's
+ * own job sleeps (delayed) between attempts and while it waits; one that came in a batch is given
+ * a delayed job of its own instead.
+ */
 
 export interface DeliverJob {
   deliveryId: string;
