@@ -107,19 +107,20 @@ export class QueueRegistry {
    * each element finishes (`releaseWork`). Returns the elements whose key was free.
    */
   private async holdWork(queue: Queue, name: QueueName, batchId: string, elements: JobData[]): Promise<JobData[]> {
-    const keyed = elements.filter((e) => workKey(name, e) !== undefined);
+    const keys = elements.map((e) => workKey(name, e));
     const pipeline = this.connection.pipeline();
-    for (const e of keyed) pipeline.set(`${queue.keys.de}:${workKey(name, e)}`, batchId, 'PX', BATCH_HOLD_MS, 'NX');
-    const answers = keyed.length ? ((await pipeline.exec()) ?? []) : [];
-    const taken = new Set<JobData>();
-    keyed.forEach((e, i) => {
-      const [err, ok] = answers[i] ?? [new Error('no answer from Redis'), null];
-      if (err) throw err;
-      if (ok === 'OK') taken.add(e);
-    });
+    for (const k of keys) if (k !== undefined) pipeline.set(`${queue.keys.de}:${k}`, batchId, 'PX', BATCH_HOLD_MS, 'NX');
+    const answers = pipeline.length ? ((await pipeline.exec()) ?? []) : [];
+    let next = 0;
     // an element without a work key (none is batched so) is kept as it is
-    return elements.filter((e) => taken.has(e) || workKey(name, e) === undefined);
+    return elements.filter((_, i) => {
+      if (keys[i] === undefined) return true;
+      const [err, ok] = answers[next++] ?? [new Error('no answer from Redis'), null];
+      if (err) throw err;
+      return ok === 'OK';
+    });
   }
+
 
   /** Gives back the work keys a batch held for these elements (only where the batch still holds them). */
   async releaseWork(name: QueueName, batchId: string, elements: JobData[]): Promise<void> {
