@@ -59,7 +59,7 @@
  */
 import { fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { closeSync, fstatSync, mkdtempSync, openSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import { closeSync, fstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -233,6 +233,24 @@ function cpuMs(pid: number): number | undefined {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     return (Number(fields[11]) + Number(fields[12])) * TICK_MS;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * CPU ms of a service: its process with the children it waited for, and its live descendants
+ * (the web's cluster workers with WEB_CONCURRENCY > 1); undefined once it is gone.
+ */
+function serviceCpuMs(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    let ms = (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_MS;
+    for (const task of readdirSync(`/proc/${pid}/task`)) {
+      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean)) ms += serviceCpuMs(Number(child)) ?? 0;
+    }
+    return ms;
   } catch {
     return undefined;
   }
@@ -425,7 +443,8 @@ async function bench(): Promise<void> {
       ...o.env,
     };
     delete env.ADMIN_PORT;
-    delete env.WEB_CONCURRENCY;
+    // one web process unless the run asks for more (--env or --compare WEB_CONCURRENCY=…)
+    if (!o.env.WEB_CONCURRENCY) delete env.WEB_CONCURRENCY;
     const config = loadConfig(env);
     const ctx = createContext({ role: 'worker', name: 'bench-e2e', config: { ...config, logLevel: 'silent' }, poolMax: 2 });
     cleanups.push(() => ctx.close());
@@ -511,7 +530,7 @@ async function bench(): Promise<void> {
       let next = 0;
       const created = new Map<string, number>(); // payment id → when its POST left
       const statuses: Record<string, number> = {};
-      const cpu0 = new Map(services.map((s) => [s.name, cpuMs(s.child.pid!) ?? 0]));
+      const cpu0 = new Map(services.map((s) => [s.name, serviceCpuMs(s.child.pid!) ?? 0]));
       const self0 = process.cpuUsage();
       const rcv0 = cpuMs(receiverChild.pid!) ?? 0;
       const redis0 = await redisCpuMs(redis);
@@ -577,7 +596,7 @@ async function bench(): Promise<void> {
       const e2e = [...firstReceipt].map(([id, at]) => at - created.get(id)!).sort((a, b) => a - b);
       const n = created.size || 1;
       const cpu: Record<string, number> = {};
-      for (const s of services) cpu[s.name] = ((cpuMs(s.child.pid!) ?? cpu0.get(s.name)!) - cpu0.get(s.name)!) / n;
+      for (const s of services) cpu[s.name] = ((serviceCpuMs(s.child.pid!) ?? cpu0.get(s.name)!) - cpu0.get(s.name)!) / n;
       for (const [group, ms] of pg.byGroup()) cpu[group] = ms / n;
       cpu['redis-server'] = (redis1.cpu - redis0.cpu) / n;
       const self = process.cpuUsage(self0);
