@@ -18,7 +18,7 @@ import { buildApps } from './app';
  * Slow clients cannot hold a connection open: headers within WEB_HEADERS_TIMEOUT_MS (15 s), the
  * whole request within WEB_REQUEST_TIMEOUT_MS (30 s). Node checks these bounds only every
  * `connectionsCheckingInterval` (30 s by default, so a slow client stayed up to 66 s): here every
- * second.
+ * second. New connections wait in a queue of WEB_LISTEN_BACKLOG (4096), not Node's 511.
  */
 function listen(app: Koa, port: number, config: Config): Server {
   const server = createServer(
@@ -30,7 +30,8 @@ function listen(app: Koa, port: number, config: Config): Server {
     },
     app.callback(),
   );
-  return server.listen(port);
+  // a burst of new connections waits in the kernel's queue instead of having its SYNs dropped
+  return server.listen({ port, backlog: config.webListenBacklog });
 }
 
 function serve(): void {

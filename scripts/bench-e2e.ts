@@ -103,7 +103,7 @@ function receiver(): void {
     });
   });
   server.keepAliveTimeout = 65_000;
-  server.listen(Number(process.env.RECEIVER_PORT), '127.0.0.1', () => process.send!({ ready: true }));
+  server.listen({ port: Number(process.env.RECEIVER_PORT), host: '127.0.0.1', backlog: 4096 }, () => process.send!({ ready: true }));
   process.on('message', (m: { cmd: string }) => {
     if (m.cmd === 'take') {
       process.send!({ receipts });
@@ -225,6 +225,14 @@ function portFree(port: number): Promise<boolean> {
     s.once('connect', () => (s.destroy(), resolve(false)));
     s.once('error', () => resolve(true));
   });
+}
+
+/** TcpExt ListenOverflows of the machine: SYNs dropped because a listen queue was full. */
+function listenOverflows(): number {
+  const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n').filter((l) => l.startsWith('TcpExt:'));
+  const [names, values] = lines.map((l) => l.trim().split(/\s+/));
+  const i = names?.indexOf('ListenOverflows') ?? -1;
+  return i > 0 ? Number(values[i]) : 0;
 }
 
 /** utime + stime of a process, ms; undefined once it is gone. */
@@ -366,6 +374,8 @@ interface StepResult {
   createdPerS: number;
   errors: number;
   statuses: Record<string, number>;
+  /** SYNs the kernel dropped because a listen queue was full (machine-wide, TcpExt ListenOverflows) */
+  listenOverflows: number;
   webhooksPerS: number;
   postP50: number;
   postP99: number;
@@ -534,6 +544,7 @@ async function bench(): Promise<void> {
       const self0 = process.cpuUsage();
       const rcv0 = cpuMs(receiverChild.pid!) ?? 0;
       const redis0 = await redisCpuMs(redis);
+      const overflows0 = listenOverflows();
       const xacts = async () => Number((await ctx.db.raw('select xact_commit + xact_rollback as n from pg_stat_database where datname = ?', [o.database])).rows[0].n);
       const xact0 = await xacts();
       await pg.begin();
@@ -578,6 +589,7 @@ async function bench(): Promise<void> {
       receipts.push(...(await take()));
       await pg.sample();
       const redis1 = await redisCpuMs(redis);
+      const overflows1 = listenOverflows();
       await sleep(600); // Postgres flushes its statistics every 500 ms at most
       const xact1 = await xacts();
 
@@ -618,6 +630,7 @@ async function bench(): Promise<void> {
         createdPerS,
         errors: total - created.size,
         statuses,
+        listenOverflows: overflows1 - overflows0,
         webhooksPerS,
         postP50: percentile(run.latencies, 50),
         postP99: percentile(run.latencies, 99),
@@ -668,6 +681,7 @@ async function bench(): Promise<void> {
           `${o.compare ? `${variant.label.padEnd(width)}  ` : ''}${f0(rate).padStart(6)}  ${f0(r.createdPerS).padStart(9)}  ${f0(r.webhooksPerS).padStart(10)}  ${f1(r.postP50).padStart(6)}ms  ${f1(r.postP99).padStart(6)}ms  ${f0(r.e2eP50).padStart(5)}ms  ${f0(r.e2eP99).padStart(5)}ms  ${String(r.lost).padStart(5)}  ${String(r.duplicates).padStart(3)}  ${f1(r.drainS).padStart(7)}  ${String(r.backlogGrowth).padStart(8)}  ${f1(cpuTotal).padStart(14)}  ${(r.sustained ? 'yes' : 'NO').padStart(9)}  ${r.load}`,
         );
         if (r.errors) say(`        answers: ${JSON.stringify(r.statuses)}`);
+        if (r.listenOverflows) say(`        listen queues overflowed: ${r.listenOverflows} SYNs dropped (clients retry 1, 3, 7 s later)`);
         const cpuLine = Object.entries(r.cpuMsPerPayment)
           .filter(([, v]) => v >= 0.05)
           .sort((a, b) => b[1] - a[1])

@@ -92,6 +92,12 @@ export interface Config {
   webHeadersTimeoutMs: number;
   webRequestTimeoutMs: number;
   /**
+   * WEB_LISTEN_BACKLOG: connections the kernel keeps waiting for the web to accept (Node's
+   * default is 511); default 4096, capped by net.core.somaxconn. A burst of new connections past
+   * a full queue has its SYNs dropped, and those clients retry 1, 3, 7, 15 s later.
+   */
+  webListenBacklog: number;
+  /**
    * OUTBOX_MARK_BATCH_MS: outbox rows published after commit are marked enqueued in one UPDATE
    * per this many ms (at most 500 rows), not one per request; default 100 (inside the relay's 1 s
    * grace), 0: each publication marks its rows at once.
@@ -485,6 +491,7 @@ export function loadConfig(env: Env = process.env): Config {
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
     webHeadersTimeoutMs: int(env, 'WEB_HEADERS_TIMEOUT_MS', 15_000, 500, 600_000),
     webRequestTimeoutMs: int(env, 'WEB_REQUEST_TIMEOUT_MS', 30_000, 500, 600_000),
+    webListenBacklog: int(env, 'WEB_LISTEN_BACKLOG', 4096, 1, 65_535),
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 10),
     outboxMarkBatchMs: int(env, 'OUTBOX_MARK_BATCH_MS', 100, 0, 1000),
     queueBatchMax: int(env, 'QUEUE_BATCH_MAX', 50, 1, 1000),

@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { execFileSync } from 'node:child_process';
 import net from 'node:net';
 import { ADMIN_TOKEN, startTestEnv, type TestEnv } from '../helpers/env';
 import { freePort } from '../helpers/ports';
@@ -16,7 +17,7 @@ describe('web process: slow clients', () => {
   before(async () => {
     env = await startTestEnv();
     port = await freePort();
-    await env.spawn('api/server.ts', { PORT: String(port), WEB_HEADERS_TIMEOUT_MS: '1000', WEB_REQUEST_TIMEOUT_MS: '2000' });
+    await env.spawn('api/server.ts', { PORT: String(port), WEB_HEADERS_TIMEOUT_MS: '1000', WEB_REQUEST_TIMEOUT_MS: '2000', WEB_LISTEN_BACKLOG: '1234' });
   });
   after(() => env.close());
 
@@ -36,6 +37,11 @@ describe('web process: slow clients', () => {
       }, 10_000).unref();
     });
   }
+
+  it('listens with a queue of WEB_LISTEN_BACKLOG new connections (the Send-Q of a listening socket), not Node\'s 511', () => {
+    const [line] = execFileSync('ss', ['-ltnH', `sport = :${port}`], { encoding: 'utf8' }).trim().split('\n');
+    expect(line.split(/\s+/)[2]).to.equal('1234');
+  });
 
   it('answers a whole request at once', async () => {
     const res = await fetch(`http://127.0.0.1:${port}/health/live`);

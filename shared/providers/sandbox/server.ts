@@ -22,7 +22,8 @@ function main(): void {
     log,
   });
   server.keepAliveTimeout = 65_000;
-  server.listen(config.sandboxProviderPort, '127.0.0.1', () => {
+  // as a provider's front would: a burst of pushes waits to be accepted rather than being dropped
+  server.listen({ port: config.sandboxProviderPort, host: '127.0.0.1', backlog: 4096 }, () => {
     const { port } = server.address() as AddressInfo;
     log.info({ port, url: `http://127.0.0.1:${port}` }, 'sandbox provider listening');
   });
