@@ -83,7 +83,9 @@ export function prepared(count: number, make: () => LoadRequest): () => LoadRequ
 export const nowMs = () => performance.timeOrigin + performance.now();
 
 function sender(port: number, connections: number, opts: SendOptions = {}) {
-  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  // every connection opened is kept for reuse (Node keeps 256 idle ones by default and closes the
+  // rest, so a burst past 256 in flight made the next burst open connections again)
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections, maxFreeSockets: connections });
   const result = (seconds: number): LoadResult => ({ seconds, ok: 0, errors: 0, latencies: [] });
   const send = (r: LoadRequest, into: LoadResult): Promise<void> =>
     new Promise((resolve) => {
