@@ -13,23 +13,29 @@ import { aPayment, callbackBody, sendCallback } from '../helpers/money';
  * The callbacks of concurrent requests are stored in one statement, one commit (KERNEL_COALESCE),
  * with one job for those of a kind: each callback is still named by exactly one job, whose outbox
  * row commits with it and which is enqueued; a batch commits whole or not at all. Rows written by
- * one statement share a transaction id (xmin), which is how the test sees the batches.
+ * one statement share a transaction id (xmin), which is how the test sees the batches, and a
+ * transaction start time (now()), which ties each job to its callbacks.
  */
 describe('provider callbacks stored together', () => {
   const burst = async (env: TestEnv, n: number) => {
     const ids = Array.from({ length: n }, () => `pay_${randomUUID()}`);
     const answers = await Promise.all(ids.map((id) => sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: id, status: 'succeeded' }))));
     expect(answers.map((a) => a.status)).to.deep.equal(ids.map(() => 200));
-    const rows: { id: string; xmin: string }[] = await env.services.db('provider_callbacks').whereIn('object_id', ids).select('id', 'xmin');
+    const db = env.services.db;
+    // received_at and created_at default to now(), the start time of the writing transaction; an
+    // outbox row's xmin moves when it is marked enqueued (OUTBOX_MARK_BATCH_MS), its created_at does not
+    const rows: { id: string; xmin: string; at: string }[] = await db('provider_callbacks').whereIn('object_id', ids)
+      .select('id', 'xmin', db.raw('received_at::text as at'));
     expect(rows).to.have.length(n);
-    const jobs: { id: string; xmin: string; payload: Record<string, string> }[] = await env.services.db('outbox')
+    const callbackIds = rows.map((r) => r.id);
+    const jobs: { id: string; at: string; payload: Record<string, string> }[] = await db('outbox')
       .where({ queue: QUEUES.callbackReconciler })
-      .whereIn('xmin', [...new Set(rows.map((r) => r.xmin))])
-      .select('id', 'xmin', 'payload');
+      .where((q) => q.whereRaw(`payload->>'callbackId' = any(?)`, [callbackIds]).orWhereRaw(`string_to_array(payload->>'callbackIds', ',') && ?::text[]`, [callbackIds]))
+      .select('id', db.raw('created_at::text as at'), 'payload');
     // every callback is named by exactly one job, written in its callback's transaction, of its kind
-    const named = jobs.flatMap((j) => guardCallbackJob(j.payload).callbackIds.map((callbackId) => ({ callbackId, xmin: j.xmin, kind: j.payload.kind })));
-    expect(named.map((x) => x.callbackId).sort()).to.deep.equal(rows.map((r) => r.id).sort());
-    for (const x of named) expect(x).to.include({ xmin: rows.find((r) => r.id === x.callbackId)!.xmin, kind: 'payment' });
+    const named = jobs.flatMap((j) => guardCallbackJob(j.payload).callbackIds.map((callbackId) => ({ callbackId, at: j.at, kind: j.payload.kind })));
+    expect(named.map((x) => x.callbackId).sort()).to.deep.equal([...callbackIds].sort());
+    for (const x of named) expect(x).to.include({ at: rows.find((r) => r.id === x.callbackId)!.at, kind: 'payment' });
     // and each job is enqueued under its outbox id
     const queue = env.services.queues.get(QUEUES.callbackReconciler);
     const queued = await Promise.all(jobs.map((j) => queue.getJob(outboxJobId(j.id))));
