@@ -65,6 +65,33 @@ export interface LoadResult {
   errors: number;
   /** latencies of every answer, ms, ascending */
   latencies: number[];
+  /** where the slowest 1% of answered requests spent their time (means, ms) */
+  slowest?: RequestPhases;
+}
+
+/**
+ * A request's time from its send to its answer's end, in turn: waiting in the client for a
+ * connection of the pool, opening a new one (0 when one was reused), writing the request, waiting
+ * for the answer's headers, reading its body.
+ */
+export interface RequestPhases {
+  queued: number;
+  connect: number;
+  write: number;
+  wait: number;
+  read: number;
+}
+
+function meanPhases(all: RequestPhases[]): RequestPhases {
+  const sum = (k: keyof RequestPhases) => all.reduce((a, p) => a + p[k], 0) / (all.length || 1);
+  return { queued: sum('queued'), connect: sum('connect'), write: sum('write'), wait: sum('wait'), read: sum('read') };
+}
+
+/** The slowest 1% of `timed` (latency, phases), their phases averaged. */
+function slowestPhases(timed: [number, RequestPhases][]): RequestPhases | undefined {
+  if (!timed.length) return undefined;
+  const sorted = [...timed].sort((a, b) => b[0] - a[0]);
+  return meanPhases(sorted.slice(0, Math.max(1, Math.ceil(sorted.length / 100))).map(([, p]) => p));
 }
 
 export const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
@@ -87,23 +114,36 @@ function sender(port: number, connections: number, opts: SendOptions = {}) {
   // rest, so a burst past 256 in flight made the next burst open connections again)
   const agent = new http.Agent({ keepAlive: true, maxSockets: connections, maxFreeSockets: connections });
   const result = (seconds: number): LoadResult => ({ seconds, ok: 0, errors: 0, latencies: [] });
+  const timed: [number, RequestPhases][] = [];
   const send = (r: LoadRequest, into: LoadResult): Promise<void> =>
     new Promise((resolve) => {
       const started = performance.now();
+      let socketAt = NaN;
+      let connectedAt = NaN;
+      let writtenAt = NaN;
       const headers = r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) };
       const req = http.request({ host: '127.0.0.1', port, method: r.method, path: r.path, headers, agent, timeout: opts.timeoutMs }, (res) => {
+        const headersAt = performance.now();
         const chunks: Buffer[] = [];
         if (opts.onAnswer) res.on('data', (c: Buffer) => chunks.push(c));
         else res.resume();
         res.on('end', () => {
-          const latency = performance.now() - started;
+          const now = performance.now();
+          const latency = now - started;
           into.latencies.push(latency);
+          const connected = Number.isNaN(connectedAt) ? socketAt : connectedAt;
+          timed.push([latency, { queued: socketAt - started, connect: connected - socketAt, write: writtenAt - connected, wait: headersAt - writtenAt, read: now - headersAt }]);
           if (res.statusCode! >= 200 && res.statusCode! < 300) into.ok++;
           else into.errors++;
           opts.onAnswer?.(res.statusCode!, Buffer.concat(chunks), performance.timeOrigin + started, latency);
           resolve();
         });
       });
+      req.on('socket', (socket) => {
+        socketAt = performance.now();
+        if (socket.connecting) socket.once('connect', () => (connectedAt = performance.now()));
+      });
+      req.on('finish', () => (writtenAt = performance.now()));
       req.on('timeout', () => req.destroy(new Error('timeout')));
       req.on('error', () => {
         into.errors++;
@@ -112,12 +152,14 @@ function sender(port: number, connections: number, opts: SendOptions = {}) {
       });
       req.end(r.body);
     });
-  return { agent, result, send };
+  /** the phases of the slowest 1% answered since the last call */
+  const phases = () => slowestPhases(timed.splice(0));
+  return { agent, result, send, phases };
 }
 
 /** Closed loop: `connections` clients, each sending its next request when the last is answered. */
 export async function closedLoop(port: number, opts: { connections: number; seconds: number; next: () => LoadRequest }): Promise<LoadResult> {
-  const { agent, result, send } = sender(port, opts.connections);
+  const { agent, result, send, phases } = sender(port, opts.connections);
   const out = result(opts.seconds);
   const end = performance.now() + opts.seconds * 1000;
   await Promise.all(
@@ -127,6 +169,7 @@ export async function closedLoop(port: number, opts: { connections: number; seco
   );
   agent.destroy();
   out.latencies.sort((a, b) => a - b);
+  out.slowest = phases();
   return out;
 }
 
@@ -136,7 +179,7 @@ export async function closedLoop(port: number, opts: { connections: number; seco
  * fires its connections together, in bursts, which measures the bursts.)
  */
 export async function openLoop(port: number, opts: { rate: number; seconds: number; next: () => LoadRequest; maxInFlight?: number } & SendOptions): Promise<LoadResult> {
-  const { agent, result, send } = sender(port, opts.maxInFlight ?? 1000, opts);
+  const { agent, result, send, phases } = sender(port, opts.maxInFlight ?? 1000, opts);
   const out = result(opts.seconds);
   const total = Math.round(opts.rate * opts.seconds);
   const start = performance.now();
@@ -150,5 +193,6 @@ export async function openLoop(port: number, opts: { rate: number; seconds: numb
   await Promise.all(inFlight);
   agent.destroy();
   out.latencies.sort((a, b) => a - b);
+  out.slowest = phases();
   return out;
 }

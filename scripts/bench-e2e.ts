@@ -74,7 +74,7 @@ import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { ALL_QUEUES } from '../shared/queues/names';
 import { createWebhook } from '../shared/webhooks/endpoints';
 import { prepareTemplate, SERVER_URL } from '../test/helpers/databases';
-import { nowMs, openLoop, percentile, runBench, type LoadRequest } from './bench-common';
+import { nowMs, openLoop, percentile, runBench, type LoadRequest, type RequestPhases } from './bench-common';
 import { parseProcfile } from './start';
 
 const ROOT = path.resolve(__dirname, '..');
@@ -379,6 +379,8 @@ interface StepResult {
   webhooksPerS: number;
   postP50: number;
   postP99: number;
+  /** where the slowest 1% of POSTs spent their time (bench-common RequestPhases) */
+  postSlowest?: RequestPhases;
   e2eP50: number;
   e2eP99: number;
   lost: number;
@@ -634,6 +636,7 @@ async function bench(): Promise<void> {
         webhooksPerS,
         postP50: percentile(run.latencies, 50),
         postP99: percentile(run.latencies, 99),
+        postSlowest: run.slowest,
         e2eP50: percentile(e2e, 50),
         e2eP99: percentile(e2e, 99),
         lost: created.size - firstReceipt.size,
@@ -681,6 +684,10 @@ async function bench(): Promise<void> {
           `${o.compare ? `${variant.label.padEnd(width)}  ` : ''}${f0(rate).padStart(6)}  ${f0(r.createdPerS).padStart(9)}  ${f0(r.webhooksPerS).padStart(10)}  ${f1(r.postP50).padStart(6)}ms  ${f1(r.postP99).padStart(6)}ms  ${f0(r.e2eP50).padStart(5)}ms  ${f0(r.e2eP99).padStart(5)}ms  ${String(r.lost).padStart(5)}  ${String(r.duplicates).padStart(3)}  ${f1(r.drainS).padStart(7)}  ${String(r.backlogGrowth).padStart(8)}  ${f1(cpuTotal).padStart(14)}  ${(r.sustained ? 'yes' : 'NO').padStart(9)}  ${r.load}`,
         );
         if (r.errors) say(`        answers: ${JSON.stringify(r.statuses)}`);
+        if (r.postSlowest) {
+          const p = r.postSlowest;
+          say(`        slowest 1% of POSTs (mean ms): ${f1(p.queued)} waiting for a client connection, ${f1(p.connect)} connecting, ${f1(p.write)} writing, ${f1(p.wait)} waiting for the answer, ${f1(p.read)} reading it`);
+        }
         if (r.listenOverflows) say(`        listen queues overflowed: ${r.listenOverflows} SYNs dropped (clients retry 1, 3, 7 s later)`);
         const cpuLine = Object.entries(r.cpuMsPerPayment)
           .filter(([, v]) => v >= 0.05)
