@@ -73,6 +73,22 @@ describe('logger', () => {
     expect(line.note).to.equal('paid by 243*****0000');
   });
 
+  it('removes those fields at any depth and from a child logger’s bindings, and keeps the rest of the line', () => {
+    const out = capture((log) =>
+      log.child({ token: 'tok_child_binding', merchant: { id: 'm_1', secret: 'whsec_bindingbindingbinding' } }).info(
+        { job: { attempt: { request: { headers: { 'x-service-signature': 'sig_deep_value' } } } }, list: [{ password: 'pw_in_array' }, { card: { number: '4111111111111111' } }], status: 201, ms: 1.5 },
+        'done',
+      ),
+    );
+    expect(out).not.to.match(/tok_child_binding|whsec_binding|sig_deep_value|pw_in_array|4111111111111111/);
+    const line = JSON.parse(out.trim());
+    expect(line.token).to.equal('[redacted]');
+    expect(line.merchant).to.deep.equal({ id: 'm_1', secret: '[redacted]' });
+    expect(line.job.attempt.request.headers['x-service-signature']).to.equal('[redacted]');
+    expect(line.list).to.deep.equal([{ password: '[redacted]' }, { card: '[redacted]' }]);
+    expect(line).to.include({ status: 201, ms: 1.5, msg: 'done', name: 'test' });
+  });
+
   it('masks errors too: message, stack and driver details', () => {
     const err = Object.assign(new Error('client 243990000001 a.b@mail.cd key svc_test_abcdefghijkl'), { detail: 'Key (phone)=(243812345678) already exists', code: '23505' });
     const out = capture((log) => log.error({ err }, 'failed'));
