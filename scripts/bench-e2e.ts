@@ -64,6 +64,7 @@ import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { signRequest } from '../shared/client/signing';
@@ -381,6 +382,8 @@ interface StepResult {
   postP99: number;
   /** where the slowest 1% of POSTs spent their time (bench-common RequestPhases) */
   postSlowest?: RequestPhases;
+  /** the load generator's event-loop delay during the load (p99, max), ms */
+  benchLoopDelayMs: { p99: number; max: number };
   e2eP50: number;
   e2eP99: number;
   lost: number;
@@ -557,6 +560,9 @@ async function bench(): Promise<void> {
         void queueDepths(redis, prefix).then((d) => depths.push({ t: (nowMs() - start) / 1000, depths: d }), () => undefined);
       }, 1000);
       const receipts: Receipt[] = [];
+      // the load generator's own event loop: a late loop makes answers look late
+      const loopDelay = monitorEventLoopDelay({ resolution: 10 });
+      loopDelay.enable();
       const collector = setInterval(() => void take().then((r) => receipts.push(...r)), 500);
       const run = await openLoop(o.port, {
         rate,
@@ -570,6 +576,7 @@ async function bench(): Promise<void> {
         },
       });
       const loadEnd = nowMs();
+      loopDelay.disable();
       // drain: until every created payment's webhook arrived (or --drain-max)
       const got = () => new Set(receipts.map((r) => r[0]));
       let drained = false;
@@ -637,6 +644,7 @@ async function bench(): Promise<void> {
         postP50: percentile(run.latencies, 50),
         postP99: percentile(run.latencies, 99),
         postSlowest: run.slowest,
+        benchLoopDelayMs: { p99: loopDelay.percentile(99) / 1e6, max: loopDelay.max / 1e6 },
         e2eP50: percentile(e2e, 50),
         e2eP99: percentile(e2e, 99),
         lost: created.size - firstReceipt.size,
@@ -686,7 +694,7 @@ async function bench(): Promise<void> {
         if (r.errors) say(`        answers: ${JSON.stringify(r.statuses)}`);
         if (r.postSlowest) {
           const p = r.postSlowest;
-          say(`        slowest 1% of POSTs (mean ms): ${f1(p.queued)} waiting for a client connection, ${f1(p.connect)} connecting, ${f1(p.write)} writing, ${f1(p.wait)} waiting for the answer, ${f1(p.read)} reading it`);
+          say(`        slowest 1% of POSTs (mean ms): ${f1(p.queued)} waiting for a client connection, ${f1(p.connect)} connecting, ${f1(p.write)} writing, ${f1(p.wait)} waiting for the answer, ${f1(p.read)} reading it; the load generator's event loop late by ${f1(r.benchLoopDelayMs.p99)} ms (p99), ${f1(r.benchLoopDelayMs.max)} ms (max)`);
         }
         if (r.listenOverflows) say(`        listen queues overflowed: ${r.listenOverflows} SYNs dropped (clients retry 1, 3, 7 s later)`);
         const cpuLine = Object.entries(r.cpuMsPerPayment)

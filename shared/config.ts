@@ -83,6 +83,12 @@ export interface Config {
   /** Number of reverse proxies in front of the web process whose X-Forwarded-For is trusted (0: use the socket). */
   trustedProxies: number;
   workerConcurrency: number;
+  /**
+   * WORKER_NICE: the niceness worker pools give themselves at start (default 0: left as it is).
+   * With 5, on a busy machine the web, which clients wait on, is served first and the pools take
+   * what it leaves: shorter POSTs, but the work waits in the queues instead (workers/priority.ts).
+   */
+  workerNice: number;
   shutdownTimeoutMs: number;
   /**
    * Slow clients (api/server.ts): a request's headers must arrive within WEB_HEADERS_TIMEOUT_MS
@@ -488,6 +494,7 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'warn' : 'info'),
     trustedProxies: int(env, 'TRUSTED_PROXIES', 0, 0, 10),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10, 1, 1000),
+    workerNice: int(env, 'WORKER_NICE', 0, 0, 19),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
     webHeadersTimeoutMs: int(env, 'WEB_HEADERS_TIMEOUT_MS', 15_000, 500, 600_000),
     webRequestTimeoutMs: int(env, 'WEB_REQUEST_TIMEOUT_MS', 30_000, 500, 600_000),
