@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { mobilePayment } from '../helpers/money';
+import { insertPaymentsWithKeys, type NewPayment } from '../../shared/db/sql/payments';
 
 /**
  * The POSTs of concurrent requests are written in one statement, one commit (KERNEL_COALESCE):
@@ -65,6 +66,35 @@ describe('payments created together', () => {
     });
   });
 
+  describe('two batches sharing references (insertPaymentsWithKeys)', () => {
+    let env: TestEnv;
+    before(async () => (env = await startTestEnv()));
+    after(() => env.close());
+
+    it('written in one order: the second waits for the first and is refused for the reference, never a deadlock', async function () {
+      this.timeout(30_000);
+      const { client } = await env.merchant({ scope: 'full' });
+      const db = env.services.db;
+      const made = await client.post('/v1/payments', mobilePayment('243990000001'));
+      const template = await db('payments').where({ id: made.body.id }).first();
+      const batch = (refs: string[]): NewPayment[] =>
+        refs.map((reference) => ({
+          keyValues: [template.merchant_id, template.environment, randomUUID(), 'POST', '/v1/payments', 'h', 'in_progress', null, null, null, 60_000],
+          row: { ...template, id: `pay_${randomUUID()}`, reference },
+          push: null,
+        }));
+      for (let round = 0; round < 5; round++) {
+        const refs = Array.from({ length: 300 }, (_, i) => `crosswise-${round}-${String(i).padStart(3, '0')}`);
+        // the same references, one batch in each order, at the same time
+        const results = await Promise.allSettled([insertPaymentsWithKeys(db, batch(refs)), insertPaymentsWithKeys(db, batch([...refs].reverse()))]);
+        const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => (r.reason as { code?: string }).code);
+        expect(refused, `round ${round}`).to.deep.equal(['23505']);
+        expect(results.find((r) => r.status === 'fulfilled')).to.deep.include({ value: refs.map(() => true) });
+        expect((await db('payments').where('reference', 'like', `crosswise-${round}-%`).count({ n: '*' }))[0].n).to.equal(300);
+      }
+    });
+  });
+
   describe('KERNEL_COALESCE=false', () => {
     let env: TestEnv;
     before(async () => (env = await startTestEnv({ KERNEL_COALESCE: 'false', RATE_LIMIT_PER_MINUTE: '100000' })));
@@ -75,6 +105,9 @@ describe('payments created together', () => {
       const { answers, payments } = await burst(env, client, Array.from({ length: 12 }, () => mobilePayment('243990000001', { metadata })));
       expect(answers.map((a) => a.status), answers[0].text).to.deep.equal(answers.map(() => 201));
       expect(new Set(payments.map((p) => p.xmin)).size).to.equal(12);
+      // no card yet is SQL NULL, as the batch statement writes it (not the JSON null)
+      const cards = await env.services.db('payments').whereIn('id', payments.map((p) => p.id)).select(env.services.db.raw('card is null as none'));
+      expect(cards.map((c) => c.none)).to.deep.equal(payments.map(() => true));
     });
   });
 });

@@ -39,7 +39,8 @@ const WITHOUT_PUSH = createStatement(false);
 export async function insertPaymentWithKey(db: Executor, keyValues: unknown[], row: PaymentRow, push: OutboxMessage | null): Promise<boolean> {
   const values = [
     ...keyValues,
-    ...COLUMNS.map((c) => (c === 'metadata' || c === 'card' ? JSON.stringify(row[c]) : row[c])),
+    // metadata keeps its text (json); no card yet is SQL NULL, as the batch statement writes it
+    ...COLUMNS.map((c) => (c === 'metadata' || (c === 'card' && row.card !== null) ? JSON.stringify(row[c]) : row[c])),
     row.status,
     ...(push ? [push.id, push.queue, push.job_name, JSON.stringify(push.payload), push.delay_ms] : []),
   ];
@@ -60,6 +61,9 @@ export interface NewPayment {
  * its status change and outbox row written only if its key was taken. Returns, per POST, whether
  * its payment was written. A refusal of any row (a reference already used, a key twice in the
  * batch) fails the whole statement, and nothing is written: the caller then runs each alone.
+ * Keys (takeKeysSql) and payments (by merchant, environment, reference: the unique index) are
+ * written in one order, so two batches that share references wait for each other instead of
+ * deadlocking.
  */
 const CREATE_MANY = sqlStatement(
   'create-payments',
@@ -70,7 +74,9 @@ const CREATE_MANY = sqlStatement(
     `k as (${takeKeysSql('x')}),`,
     `t as materialized (select x.* from x join k on k.merchant_id = x.merchant_id and k.environment = x.environment and k.key = x.key),`,
     `p as (insert into payments (${COLUMNS.join(', ')}) select ${COLUMNS.map((c) => `r.${c}`).join(', ')}
-           from t cross join lateral json_populate_record(null::payments, t.payment) r returning id, status),`,
+           from t cross join lateral json_populate_record(null::payments, t.payment) r
+           order by r.merchant_id, r.environment, r.reference
+           returning id, status),`,
     `c as (insert into payment_status_changes (payment_id, from_status, to_status, reason) select id, null, status, 'created' from p),`,
     `o as (insert into outbox (id, queue, job_name, payload, delay_ms)
            select (push->>'id')::uuid, push->>'queue', push->>'job_name', (push->>'payload')::jsonb, (push->>'delay_ms')::int from t where push is not null)`,
