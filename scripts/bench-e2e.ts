@@ -11,9 +11,11 @@
  * Load: open loop (bench-common.ts: requests leave evenly spaced whatever the answers), one step
  * per rate given, each for --seconds, signed POST /v1/payments spread round-robin over enough
  * API keys of one merchant to stay under the spec's 100 requests a minute per key (the rate
- * limit stays as in production). After each step the bench waits for the backlog to drain, then
- * runs VACUUM ANALYZE on its database (autovacuum is often off on development servers: the bench
- * warns when it is).
+ * limit stays as in production). A stack starts with a warm-up of 10 s at up to 100/s (JIT,
+ * pools, caches, and tables of about a thousand rows: Postgres keeps a connection's generic plan
+ * until an ANALYZE, and a plan made for empty tables scans them whole as they grow), then VACUUM
+ * ANALYZE. After each step the bench waits for the backlog to drain, then runs VACUUM ANALYZE on
+ * its database (autovacuum is often off on development servers: the bench warns when it is).
  *
  * Per step: created/s (201s), webhooks/s (payment.succeeded receipts during the step), POST p50
  * and p99, creation → webhook p50 and p99 (from the moment the POST left to the receipt), lost
@@ -680,7 +682,9 @@ async function bench(): Promise<void> {
         if (!stack || variants.length > 1) {
           await stack?.stop();
           stack = await startStack(variant.env);
-          await runStep(Math.min(50, o.rates[0]), 5, stack.services); // warm-up: JIT, pools, credential caches
+          // warm-up: JIT, pools, credential caches, and tables of some thousand rows for the ANALYZE
+          // below, so that the first step's prepared statements do not keep plans made for empty tables
+          await runStep(Math.min(100, o.rates[0]), 10, stack.services);
           await ctx.db.raw('vacuum analyze');
         }
         const r = await runStep(rate, o.seconds, stack.services);
