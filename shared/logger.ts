@@ -2,8 +2,8 @@ import pino, { type DestinationStream, type Logger } from 'pino';
 
 /**
  * Structured JSON logs. Secrets, API keys, signatures, Authorization and request bodies are
- * removed by field name, at any depth; phone numbers, e-mail addresses and card numbers are masked wherever they
- * appear in a logged string.
+ * removed by field name, at any depth; phone numbers, e-mail addresses and card numbers are
+ * masked wherever they appear in a logged string.
  */
 
 /**
