@@ -1,7 +1,7 @@
 import getRawBody from 'raw-body';
 import type { Context } from 'koa';
 import { BadRequest, PayloadTooLarge, UnsupportedMediaType, ValidationFailed } from '../shared/errors';
-import { badText, strictUtf8, TEXT_PROBLEM_MESSAGE } from '../shared/text';
+import { badText, strictUtf8, textProblem, TEXT_PROBLEM_MESSAGE } from '../shared/text';
 
 /** Global body cap of spec 5.6 step 1 / section 8. */
 export const GLOBAL_BODY_LIMIT = 500 * 1024 * 1024;
@@ -37,22 +37,80 @@ export async function readRawBody(ctx: Context, limit = DEFAULT_BODY_LIMIT): Pro
 
 /**
  * JSON of UTF-8 bytes. Invalid UTF-8 (which a lenient decode would silently replace) is invalid
- * JSON too; a string or key holding NUL or a lone surrogate is 400 validation-failed naming it
- * (shared/text.ts: Postgres could not keep it as sent).
+ * JSON too; a string or key holding NUL or a lone surrogate is 400 validation-failed naming where
+ * (shared/text.ts: Postgres could not keep it as sent), never echoing the refused key: `metadata`
+ * for anything inside metadata, else the path to the nearest clean key. A number written with a
+ * fraction or an exponent that a double rounds to an integer (`1000.0`, `1e3`,
+ * `1000000000000.0000001`) is 400 validation-failed on its field, outside metadata whose values
+ * are free (decisions.md "Integers are integers in the text"): every other number of a body is an
+ * amount, a fee, a limit or a count.
  */
 export function parseJson(raw: Buffer): unknown {
+  let text: string;
   let value: unknown;
   try {
-    value = JSON.parse(strictUtf8.decode(raw));
+    text = strictUtf8.decode(raw);
+    value = JSON.parse(text);
   } catch {
     throw new BadRequest('invalid-json', 'The request body is not valid JSON');
   }
   const bad = badText(value);
   if (bad) {
-    const param = bad.path || 'body';
+    const keys = bad.path ? bad.path.split('.') : [];
+    const badKey = keys.findIndex((k) => textProblem(k) !== null);
+    const clean = keys[0] === 'metadata' ? ['metadata'] : badKey === -1 ? keys : keys.slice(0, badKey);
+    const param = clean.join('.') || 'body';
     throw new ValidationFailed(param, `${param} ${TEXT_PROBLEM_MESSAGE[bad.problem]}`);
   }
+  const written = roundedNumber(text);
+  if (written) throw new ValidationFailed(written, `${written} must be an integer, written without a fraction or an exponent`);
   return value;
+}
+
+/** Whether a number token's text has a fraction or an exponent while its value is an integer. */
+const roundsToInteger = (token: string) => /[.eE]/.test(token) && Number.isInteger(Number(token));
+
+/**
+ * The dotted path of the first number of a valid JSON text written with a fraction or an
+ * exponent whose value is an integer, outside `metadata`; null when there is none. A scan of
+ * the text beside JSON.parse (which keeps no source text on Node 20): containers and keys are
+ * followed, strings skipped. Most bodies have no digit next to '.', 'e' or 'E' and skip it.
+ */
+export function roundedNumber(text: string): string | null {
+  if (!/\d[.eE]/.test(text)) return null;
+  type Frame = { keys: boolean; key: string; index: number };
+  const stack: Frame[] = [];
+  const path = () => stack.map((f) => (f.keys ? f.key : String(f.index))).join('.');
+  let expectKey = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '"') {
+      let j = i + 1;
+      while (text[j] !== '"') j += text[j] === '\\' ? 2 : 1;
+      if (expectKey) stack[stack.length - 1].key = JSON.parse(text.slice(i, j + 1));
+      i = j;
+    } else if (c === '{') {
+      stack.push({ keys: true, key: '', index: 0 });
+      expectKey = true;
+    } else if (c === '[') {
+      stack.push({ keys: false, key: '', index: 0 });
+      expectKey = false;
+    } else if (c === '}' || c === ']') {
+      stack.pop();
+    } else if (c === ':') {
+      expectKey = false;
+    } else if (c === ',') {
+      const top = stack[stack.length - 1];
+      if (top.keys) expectKey = true;
+      else top.index++;
+    } else if (c === '-' || (c >= '0' && c <= '9')) {
+      let j = i + 1;
+      while (j < text.length && /[0-9eE.+-]/.test(text[j])) j++;
+      if (roundsToInteger(text.slice(i, j)) && !(stack[0]?.keys && stack[0].key === 'metadata')) return path() || 'body';
+      i = j - 1;
+    }
+  }
+  return null;
 }
 
 /** Where a string or key holds U+0000, or null (query strings: see requestTarget). */

@@ -460,9 +460,10 @@ export function loadConfig(env: Env = process.env): Config {
   if (production && secretsKeyRaw.split(',').some((k) => k.trim() === DEV_SECRETS_KEY)) {
     throw new ConfigError('SECRETS_KEY must be set to a real key in production (the development key is refused)');
   }
-  if (production && adminApiToken === DEV_ADMIN_API_TOKEN) {
+  if (production && adminApiToken.trim() === DEV_ADMIN_API_TOKEN) {
     throw new ConfigError('ADMIN_API_TOKEN must be set in production (the development token is refused)');
   }
+  if (production && adminApiToken.trim().length < 32) throw new ConfigError('ADMIN_API_TOKEN must be at least 32 characters in production');
   if (adminApiToken.length < 16) throw new ConfigError('ADMIN_API_TOKEN must be at least 16 characters');
   const sandboxProviderPort = int(env, 'SANDBOX_PROVIDER_PORT', 4010, 0, 65535);
   const sandboxProviderUrl = url(env, 'SANDBOX_PROVIDER_URL', `http://127.0.0.1:${sandboxProviderPort}`, ['http:', 'https:']);

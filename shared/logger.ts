@@ -20,13 +20,16 @@ const REDACTED_KEYS = new Set([
 /*
  * What is masked inside free text, and nothing else: ids, amounts, counts, ports, timestamps and
  * every other number stay readable, or error messages would be useless.
- * - MSISDNs: 243 + 9 digits, also written +243… or 00243… (the last four digits stay);
+ * - MSISDNs: 243 + 9 digits, also written +243… or 00243…, and the national form 0 + 9 digits
+ *   (the last four digits stay);
  * - e-mail addresses (the first character and the domain stay);
  * - card-like numbers: 13 to 19 digits in one run, or in the usual groups (4-4-4-4[-3],
  *   4-6-5) separated by single spaces or dashes (the last four digits stay);
  * - API keys and secrets: svc_test_, svc_live_, sk_, whsec_ (base64 included) keep their prefix.
  */
 const MSISDN = /(?<![\d+])(\+|00)?(243)\d{5}(\d{4})(?!\d)/g;
+/** the national form of a DRC mobile number: 0, an 8x or 9x prefix, 7 digits */
+const NATIONAL = /(?<![\d+])0([89]\d)\d{3}(\d{4})(?!\d)/g;
 const EMAIL = /\b([A-Za-z0-9._%+-])[A-Za-z0-9._%+-]*@([A-Za-z0-9.-]+\.[A-Za-z]{2,})\b/g;
 const CARD = /(?<!\d)(?:\d{13,19}|\d{4}([ -])\d{4}\1\d{4}\1\d{1,4}(?:\1\d{1,3})?|\d{4}([ -])\d{6}\2\d{5})(?!\d)/g;
 const API_KEY = /\b(svc_(?:test|live)_|sk_|whsec_)[A-Za-z0-9_+/=-]{8,}/g;
@@ -46,11 +49,38 @@ export function maskText(text: string): string {
   return text
     .replace(API_KEY, '$1[redacted]')
     .replace(MSISDN, (_m, plus: string | undefined, cc: string, last: string) => `${plus ?? ''}${cc}*****${last}`)
+    .replace(NATIONAL, '0*****$2')
     .replace(EMAIL, '$1***@$2')
     .replace(CARD, maskCard);
 }
 
 const REDACTED = '[redacted]';
+
+/** A path segment that is a phone number in any spelling: digits with spaces, dots, dashes, brackets or a plus, 7 digits or more. */
+const PHONE_SEGMENT = /^[+\d\s().-]+$/;
+
+/**
+ * A request path as it may be logged: every segment that reads as a phone number, whatever its
+ * spelling (`0812345678`, `%2B243%2081%20234%205678`, `243-81-234-5678`, `(0)81.234.56.78`), is
+ * masked after percent-decoding, keeping its last four digits; the rest of the path is masked
+ * like any text. Ids (`pay_…`) hold letters and stay readable.
+ */
+export function maskPath(path: string): string {
+  return path
+    .split('/')
+    .map((segment) => {
+      let decoded = segment;
+      try {
+        decoded = decodeURIComponent(segment);
+      } catch {
+        // not percent-encoded text: judged as it is
+      }
+      const digits = decoded.replace(/\D/g, '');
+      if (PHONE_SEGMENT.test(decoded) && digits.length >= 7) return `*****${digits.slice(-4)}`;
+      return maskText(segment);
+    })
+    .join('/');
+}
 
 function maskValue(value: unknown, depth = 0): unknown {
   if (typeof value === 'string') return maskText(value);

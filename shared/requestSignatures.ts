@@ -1,15 +1,14 @@
 import { raw } from 'objection';
-import { isUniqueViolation } from './db/errors';
 import type { Db } from './db/knex';
 import { RequestSignature, type Environment } from './db/models';
 
 /**
- * Seen signatures (decisions.md "Refund retries"): a signed POST without Idempotency-Key is
- * accepted once. Its signature covers its timestamp, method, path and body, so the same
- * signature is the same request sent again; it can be sent again only while its timestamp is
- * within the tolerance, so a record is kept until then. The record lives in Postgres, the one
- * source of truth: a Redis record lost to a flush or a restart without persistence would let a
- * replay act twice.
+ * Used signatures (decisions.md "Replayed signed requests"): the Idempotency-Key header is not
+ * signed, so a signature, not a key, identifies a request, and an accepted signature acts at most
+ * once. Its signature covers its timestamp, method, path and body; it can be sent again only
+ * while its timestamp is within the tolerance, so a record is kept until then, with the key it
+ * was first accepted with. The record lives in Postgres, the one source of truth: a Redis record
+ * lost to a flush or a restart without persistence would let a replay act twice.
  */
 
 export interface SignedRequest {
@@ -19,23 +18,32 @@ export interface SignedRequest {
   signature: string;
   /** X-Timestamp, Unix seconds. */
   timestamp: number;
+  /** The Idempotency-Key presented (lower case), or null. */
+  idempotencyKey: string | null;
 }
 
 /**
- * Records the signature, in one statement committed before the route runs; false when it was
- * already recorded (the request is a replay, whether the first one is still running or done).
+ * What a signature's record says of this request:
+ * - `first`: the signature is new, now recorded (committed before the route runs);
+ * - `same-key`: it was accepted before with this very Idempotency-Key, which answers it;
+ * - `replayed`: it was accepted before, and this request has no key or another one.
  */
-export async function acceptSignatureOnce(db: Db, req: SignedRequest, toleranceS: number): Promise<boolean> {
-  try {
-    await RequestSignature.query(db).insert({ ...signatureOf(req), expires_at: new Date((req.timestamp + toleranceS) * 1000) });
-    return true;
-  } catch (err) {
-    if (isUniqueViolation(err, 'request_signatures_pkey')) return false;
-    throw err;
-  }
+export type SignatureUse = 'first' | 'same-key' | 'replayed';
+
+export async function useSignature(db: Db, req: SignedRequest, toleranceS: number): Promise<SignatureUse> {
+  const inserted = await db(RequestSignature.tableName)
+    .insert({ ...idOf(req), idempotency_key: req.idempotencyKey, expires_at: new Date((req.timestamp + toleranceS) * 1000) })
+    .onConflict(['merchant_id', 'environment', 'signature'])
+    .ignore()
+    .returning('signature');
+  if (inserted.length) return 'first';
+  const seen = await RequestSignature.query(db).findById([req.merchantId, req.environment, req.signature]).select('idempotency_key');
+  // purged between the two statements: its timestamp has left the tolerance, the timestamp step refuses it next time
+  if (!seen) return 'replayed';
+  return req.idempotencyKey !== null && seen.idempotency_key === req.idempotencyKey ? 'same-key' : 'replayed';
 }
 
-/** Forgets the signature of a request that was refused (a 4xx: it did nothing), so that it changed nothing. */
+/** Forgets the signature of a request that was refused and left no record (it did nothing), so that it changed nothing. */
 export async function forgetSignature(db: Db, req: SignedRequest): Promise<void> {
   await RequestSignature.query(db).findById([req.merchantId, req.environment, req.signature]).delete();
 }
@@ -44,6 +52,6 @@ export async function purgeExpiredSignatures(db: Db): Promise<number> {
   return RequestSignature.query(db).where('expires_at', '<', raw('now()')).delete();
 }
 
-function signatureOf(req: SignedRequest) {
+function idOf(req: SignedRequest) {
   return { merchant_id: req.merchantId, environment: req.environment as Environment, signature: req.signature };
 }

@@ -10,8 +10,10 @@ import { MAX_AMOUNT } from './money';
 export const ajv = new Ajv({ allErrors: false, strict: true, coerceTypes: false, useDefaults: false });
 addFormats(ajv);
 
+/** Anything wrong inside metadata names `metadata` (decisions.md "Metadata keys"): its keys are the merchant's text, never echoed. */
 function paramOf(err: ErrorObject): string {
   const base = err.instancePath.replace(/^\//, '').replace(/\//g, '.');
+  if (base === 'metadata' || base.startsWith('metadata.')) return 'metadata';
   const child =
     (err.params as { missingProperty?: string }).missingProperty ??
     (err.params as { additionalProperty?: string }).additionalProperty;

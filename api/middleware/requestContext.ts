@@ -1,12 +1,15 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
+import { maskPath } from '../../shared/logger';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
  * X-Request-Id: the caller's when it is a sane token, else a new one; echoed on every response
  * and bound to the request's logger (and from there into the jobs it enqueues). One access log
- * line per request: method, path, status, time; never headers or bodies.
+ * line per request: method, the route's template (`/v1/phone-numbers/:number`) when a route
+ * answered, the path with every phone number in it masked whatever its spelling, status, time;
+ * never headers, query strings or bodies.
  */
 export const requestContext: Middleware = async (ctx, next) => {
   const incoming = ctx.get('X-Request-Id');
@@ -19,6 +22,7 @@ export const requestContext: Middleware = async (ctx, next) => {
     await next();
   } finally {
     const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    ctx.state.log.info({ method: ctx.method, path: ctx.path, status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+    const route = (ctx as unknown as { _matchedRoute?: unknown })._matchedRoute;
+    ctx.state.log.info({ method: ctx.method, ...(typeof route === 'string' ? { route } : {}), path: maskPath(ctx.path), status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
   }
 };

@@ -30,9 +30,10 @@ import { uniform401 } from './unauthorized';
  *   8. signature       401 signature-invalid (signed methods)
  *      scope           403 insufficient-scope (spec 5.5)
  *      json            415 unsupported-media-type / 400 invalid-json; fills ctx.state.body
+ *      replayGuard     a signed POST whose signature was accepted before, with no key or another
+ *                      key than its first use: 409 request-replayed
  *   9. idempotency     POST /v1/payments and /v1/payouts (required), a refund (optional):
  *                      409 idempotency-conflict / idempotency-in-progress, or the stored answer
- *      replayGuard     a signed POST without Idempotency-Key: 409 request-replayed the second time
  *  10. the route
  */
 export function merchantPipeline(services: ServiceContext): Middleware {
@@ -49,7 +50,7 @@ export function merchantPipeline(services: ServiceContext): Middleware {
     signature,
     scope,
     json,
-    idempotency,
     replayGuard,
+    idempotency,
   ]);
 }

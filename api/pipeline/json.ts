@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
-import { UnsupportedMediaType } from '../../shared/errors';
+import { BadRequest, UnsupportedMediaType } from '../../shared/errors';
 import { parseJson, requireJsonContentType } from '../body';
-import { JSON_METHODS } from './request';
+import { idempotencyOf, JSON_METHODS } from './request';
 
 const unsupported = (message: string) => new UnsupportedMediaType(message);
 
@@ -10,12 +10,15 @@ const unsupported = (message: string) => new UnsupportedMediaType(message);
  * be `application/json` in UTF-8 and not content-encoded (415 unsupported-media-type), even with
  * an empty body (spec: a POST without application/json is 415; an empty refund request must not
  * refund the whole payment by accident), and valid JSON (400 invalid-json); the value goes to
- * ctx.state.body. An empty body declared `application/json` reads as `{}` (a full refund may
- * send nothing).
+ * ctx.state.body. A POST that moves money (payments, refunds, payouts: the routes that take an
+ * Idempotency-Key) needs a JSON object: an empty body is 400 invalid-json whatever its
+ * Content-Type (decisions.md "Empty bodies"; a full refund is asked with `{}`). On the routes
+ * that take no fields, an empty body declared `application/json` reads as `{}`.
  */
 export const json: Middleware = async (ctx, next) => {
   if (!JSON_METHODS.has(ctx.method)) return next();
   const raw = ctx.state.rawBody ?? Buffer.alloc(0);
+  if (raw.length === 0 && idempotencyOf(ctx.method, ctx.path)) throw new BadRequest('invalid-json', 'The body must be a JSON object; a full refund is asked with {}');
   requireJsonContentType(ctx);
   if (raw.length === 0) {
     ctx.state.body = {};

@@ -30,6 +30,8 @@ export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardA
   providerRefVisible: true,
   // charged only with a token the checkout posted, and never after the checkout window
   sendable: (p, now) => p.status === 'pending' && p.checkout_token !== null && p.window_ends_at.getTime() > now,
+  // no token posted, none being charged, no charge answered: the acquirer cannot have charged it
+  neverSent: (p) => p.status === 'pending' && p.checkout_token === null && p.sent_at === null,
   request: (acquirer, p) => acquirer.charge({ paymentId: p.id, token: p.checkout_token!, amount: p.amount_charged, currency: p.currency, description: p.description }),
   accepted(_p, answer, { config, now }) {
     const a = answer as ChargeAnswer;

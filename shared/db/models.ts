@@ -215,6 +215,8 @@ export class RequestSignature extends Row {
   declare merchant_id: string;
   declare environment: Environment;
   declare signature: string;
+  /** the Idempotency-Key (lower case) the signature was first accepted with, if any */
+  declare idempotency_key: string | null;
   declare expires_at: Date;
 }
 

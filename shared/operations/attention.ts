@@ -4,13 +4,23 @@ import type { OperationRow } from './kind';
 import { KINDS } from './kinds';
 
 /**
- * What an operator should look at (GET /admin/attention, decisions.md "Faults"): operations
- * still open an hour after their provider window ended. The sweep keeps asking their provider;
- * a person may have to call it.
+ * What an operator should look at (GET /admin/attention, decisions.md "Faults"):
+ * - `open-past-bound`: operations still open an hour after their provider window ended. The
+ *   sweep keeps asking their provider; a person may have to call it.
+ * - `late-success`: a provider reported success after it had said failed, or after the
+ *   cancellation: the payment was taken (decisions.md "Late success"); the provider contradicted
+ *   itself, so a person checks.
+ * - `never-sent`: a correctly signed report about an operation never sent to that provider (a
+ *   card payment never charged): recorded and not applied.
+ * Contradictions stay listed for REVIEW_MS after they happened.
  */
 export const ATTENTION_AFTER_MS = 60 * 60 * 1000;
+export const REVIEW_MS = 30 * 24 * 3600 * 1000;
+
+export type AttentionReason = 'open-past-bound' | 'late-success' | 'never-sent';
 
 export interface AttentionItem {
+  reason: AttentionReason;
   object: string;
   id: string;
   status: string;
@@ -20,6 +30,51 @@ export interface AttentionItem {
   window_ends_at: number;
   last_asked: number | null;
   asks: number;
+}
+
+const COLUMNS = ['id', 'status', 'merchant_id', 'environment', 'provider', 'window_ends_at', 'asked_at', 'asks'].map((c) => `o.${c}`);
+
+function itemOf(reason: AttentionReason, object: string, r: OperationRow): AttentionItem {
+  return { reason, object, id: r.id, status: r.status, merchant_id: r.merchant_id, environment: r.environment, provider: r.provider, window_ends_at: unixOf(r.window_ends_at)!, last_asked: unixOf(r.asked_at), asks: r.asks };
+}
+
+/** What a provider contradicted within REVIEW_MS: late successes and reports about operations never sent, newest first. */
+async function contradictions(db: Executor, now: number, limit: number): Promise<AttentionItem[]> {
+  const since = new Date(now - REVIEW_MS);
+  const found: { item: AttentionItem; at: Date }[] = [];
+  for (const kind of Object.values(KINDS)) {
+    const table = kind.model.tableName;
+    const scope = Object.fromEntries(Object.entries(kind.scope ?? {}).map(([k, v]) => [`o.${k}`, v]));
+    if (kind.machine.corrections) {
+      const late = await db(`${kind.history.tableName} as h`)
+        .join(`${table} as o`, 'o.id', `h.${kind.history.column}`)
+        .where(scope)
+        .where('h.reason', 'late-success')
+        .where('h.at', '>=', since)
+        .orderBy('h.at', 'desc')
+        .limit(limit)
+        .select(...COLUMNS, 'h.at as at');
+      for (const r of late) found.push({ item: itemOf('late-success', kind.name, r), at: r.at });
+    }
+    if (kind.neverSent) {
+      const reports = await db('provider_callbacks as c')
+        .join(`${table} as o`, 'o.id', 'c.object_id')
+        .where(scope)
+        .where({ 'c.outcome': 'never-sent', 'c.object_kind': kind.name })
+        .where('c.received_at', '>=', since)
+        .orderBy('c.received_at', 'desc')
+        .limit(limit)
+        .select(...COLUMNS, 'c.received_at as at');
+      for (const r of reports) found.push({ item: itemOf('never-sent', kind.name, r), at: r.at });
+    }
+  }
+  return found.sort((a, b) => b.at.getTime() - a.at.getTime()).map((f) => f.item);
+}
+
+/** What an operator should look at: operations open past their bound (oldest window first), then what providers contradicted (newest first). */
+export async function attentionList(db: Executor, now: number, limit = 500): Promise<AttentionItem[]> {
+  const open = await openPastBound(db, now, limit);
+  return [...open, ...(await contradictions(db, now, limit))].slice(0, limit);
 }
 
 /** Every operation open past its bound, oldest window first. */
@@ -36,7 +91,7 @@ export async function openPastBound(db: Executor, now: number, limit = 500): Pro
       .limit(limit)
       .select('id', 'status', 'merchant_id', 'environment', 'provider', 'window_ends_at', 'asked_at', 'asks');
     for (const r of rows) {
-      found.push({ object: kind.name, id: r.id, status: r.status, merchant_id: r.merchant_id, environment: r.environment, provider: r.provider, window_ends_at: unixOf(r.window_ends_at)!, last_asked: unixOf(r.asked_at), asks: r.asks, ends: r.window_ends_at });
+      found.push({ ...itemOf('open-past-bound', kind.name, r), ends: r.window_ends_at });
     }
   }
   return found.sort((a, b) => a.ends.getTime() - b.ends.getTime()).slice(0, limit).map(({ ends: _ends, ...item }) => item);

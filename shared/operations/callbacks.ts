@@ -15,7 +15,9 @@ export type CallbackOutcome =
   /** no operation of ours has this id */
   | 'unknown-object'
   /** the operation is not handled by the provider that called (another provider or environment) */
-  | 'provider-mismatch';
+  | 'provider-mismatch'
+  /** a report about an operation never sent to that provider: recorded, listed for review, not applied */
+  | 'never-sent';
 
 /**
  * Applies a verified provider callback to its operation, under the row lock, in the caller's
@@ -27,6 +29,7 @@ export async function applyCallback<R extends OperationRow>(trx: Trx, outbox: Ou
   const row = await lockRow(trx, kind, cb.objectId);
   if (!row) return 'unknown-object';
   if (row.provider !== provider.id || row.environment !== provider.environment) return 'provider-mismatch';
+  if (kind.neverSent?.(row)) return 'never-sent';
   const { outcome } = await applyTrigger(trx, outbox, kind, row, kind.reported(cb.status), {
     reason: 'provider-callback',
     providerRef: cb.providerRef,

@@ -93,6 +93,13 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
   correctable?(row: R, err: ProviderError): Partial<R> | null;
   /** whether the kernel may send it at `now` (e.g. mobile money only, card payments are charged otherwise) */
   sendable(row: R, now: number): boolean;
+  /**
+   * True while the operation was never sent to its provider (a card payment whose checkout posted
+   * no token and that was never charged): a provider's report about it is recorded, listed in
+   * GET /admin/attention and not applied (decisions.md "Late success"). Absent: a report may
+   * overtake the recording of the acceptance (a mobile-money callback before the push's answer).
+   */
+  neverSent?(row: R): boolean;
   /** the trigger of a provider's reported status */
   reported(status: 'succeeded' | 'failed' | 'cancelled'): Trigger;
   /** an unsent operation at its window's end: sent again (money out), or asked about */

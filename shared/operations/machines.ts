@@ -5,6 +5,17 @@ import type { Machine } from './machine';
  * test/unit/operations-machine.test.ts). Statuses are the ones the API shows.
  */
 
+/**
+ * A provider that reports success after it said the collection failed, or after it was
+ * cancelled, contradicts itself, and the money is real: the collection becomes `succeeded`
+ * (decisions.md "Late success"), the one move out of a final status, listed for review
+ * (shared/operations/attention.ts).
+ */
+const LATE_SUCCESS = {
+  cancelled: { succeed: { to: 'succeeded', reason: 'late-success' } },
+  failed: { succeed: { to: 'succeeded', reason: 'late-success' } },
+} as const;
+
 export type PaymentStatus = 'pending' | 'processing' | 'succeeded' | 'failed' | 'cancelled' | 'refunded';
 export type RefundStatus = 'pending' | 'succeeded' | 'failed';
 export type PayoutStatus = 'pending' | 'processing' | 'succeeded' | 'failed';
@@ -38,8 +49,8 @@ export const paymentMachine: Machine<PaymentStatus> = {
     failed: { event: 'payment.failed', effect: null },
     cancelled: { event: 'payment.cancelled', effect: null },
   },
-  // the money is real: a success reported after the payment was cancelled is taken (decisions.md "Late success")
-  corrections: { cancelled: { succeed: { to: 'succeeded', reason: 'late-success' } } },
+  // the money is real: a success reported after the payment was cancelled or failed is taken (decisions.md "Late success")
+  corrections: LATE_SUCCESS,
 };
 
 /** A refund: `pending` from its creation (the money already left available) until the provider's outcome. */
@@ -108,6 +119,6 @@ export const cardPaymentMachine: Machine<CardPaymentStatus> = {
     failed: { event: 'payment.failed', effect: null },
     cancelled: { event: 'payment.cancelled', effect: null },
   },
-  // the money is real: a success reported after the payment was cancelled is taken (decisions.md "Late success")
-  corrections: { cancelled: { succeed: { to: 'succeeded', reason: 'late-success' } } },
+  // the money is real: a success reported after the payment was cancelled or failed is taken (decisions.md "Late success")
+  corrections: LATE_SUCCESS,
 };

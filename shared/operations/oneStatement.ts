@@ -78,7 +78,7 @@ async function attemptOnce<R extends OperationRow>(
   if (read.callback.processed_at) return { outcome: 'already-processed' };
   const { row } = read;
   const provider = ctx.providers.byProviderId(read.callback.provider);
-  if (!provider || row.provider !== provider.id || row.environment !== provider.environment) return undefined;
+  if (!provider || row.provider !== provider.id || row.environment !== provider.environment || kind.neverSent?.(row)) return undefined;
   const callback: StoredCallback = { ...parseCallbackBody(Buffer.from(read.callback.raw_body, 'utf8')), id: callbackId, provider: read.callback.provider };
   const trigger = kind.reported(callback.status);
   const d = decide(kind.machine, row.status, trigger);

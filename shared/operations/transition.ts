@@ -62,6 +62,10 @@ export function changeOf<R extends OperationRow>(
   if (d.to === 'failed') {
     change.failure_code = details.failureCode ?? 'provider-failed';
     change.failure_message = details.failureMessage ?? `The provider reported a failure`;
+  } else if (row.failure_code) {
+    // a late success corrects a failure: the failure it reported no longer stands
+    change.failure_code = null;
+    change.failure_message = null;
   }
   return change;
 }

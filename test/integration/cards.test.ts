@@ -421,6 +421,31 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
     });
   });
 
+  describe('a provider that contradicts what we did (decisions.md "Late success")', () => {
+    it('a correctly signed success for a card payment never charged: recorded, listed in /admin/attention, not applied, no credit', async () => {
+      const p = await createCardPayment(shop.client);
+      const now = Math.floor(Date.now() / 1000);
+      const raw = JSON.stringify({ event_id: `x_${randomUUID()}`, kind: 'card_payment', external_id: p.id, provider_ref: 'CH-NEVER', status: 'succeeded', failure_code: null, failure_message: null, occurred_at: now });
+      const res = await fetch(`${base()}/callbacks/card-sandbox`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(CARD_SECRET, raw, now) }, body: raw });
+      expect(res.status).to.equal(200);
+      const cb = await eventually(async () => {
+        const row = await c.env.services.db('provider_callbacks').where({ object_id: p.id }).first();
+        return row?.processed_at ? row : undefined;
+      });
+      expect(cb.outcome).to.equal('never-sent');
+      expect(await paymentRow(c.env, p.id)).to.include({ status: 'pending', version: 1 });
+      expect(await credits(p.id)).to.have.length(0);
+      expect(await events(p.id)).to.have.length(0);
+      const attention = await c.env.admin('GET', '/admin/attention');
+      expect(attention.body.data.find((i: any) => i.id === p.id)).to.include({ reason: 'never-sent', object: 'card_payment', status: 'pending' });
+      // the client can still pay it, and then the acquirer's word counts
+      const { token } = await tokenFor(c.vaultUrl, p.id, '4242424242424242');
+      expect((await pay(base(), p.id, { token }, newIp())).status).to.equal(202);
+      await waitForRow(c.env, p.id, (r) => r.status === 'succeeded');
+      expect(await credits(p.id)).to.have.length(1);
+    });
+  });
+
   // a suite of its own, so that it runs after every flow above (mocha runs a suite's own tests before its nested suites)
   describe('after every flow', () => {
     it('no card number anywhere in the service: rows, jobs, callbacks, events, or any process log', async () => {

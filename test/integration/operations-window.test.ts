@@ -125,7 +125,8 @@ describe('the end of a provider window', () => {
     expect(ids).not.to.include(fresh.id);
     const item = res.body.data.find((i: any) => i.id === p.id);
     expect(item).to.include({ object: 'payment', status: 'processing', environment: 'test' });
-    expect(item).to.have.all.keys('object', 'id', 'status', 'merchant_id', 'environment', 'provider', 'window_ends_at', 'last_asked', 'asks');
+    expect(item).to.include({ reason: 'open-past-bound' });
+    expect(item).to.have.all.keys('reason', 'object', 'id', 'status', 'merchant_id', 'environment', 'provider', 'window_ends_at', 'last_asked', 'asks');
     const metrics = await env.admin('GET', '/metrics');
     expect(metrics.body).to.match(/operations_open_past_bound\{kind="payment"\} [1-9]/);
     expect(metrics.body).to.match(/operations_open_past_bound\{kind="refund"\} 0/);
@@ -178,6 +179,39 @@ describe('the end of a provider window', () => {
     const third = (await env.services.db('provider_callbacks').where({ object_id: p.id }).orderBy('received_at'))[2];
     expect((await applyStoredCallback(ctx, third.id)).outcome).to.equal('ignored-late');
     expect((await row(p.id)).status).to.equal('succeeded');
+  });
+
+  it('a success reported after the provider said failed is taken: succeeded (late-success), credited once, payment.succeeded, listed for review', async () => {
+    const p = await aPayment(shop.client, { phone: '243990000001' });
+    const failed = callbackBody({ external_id: p.id, status: 'failed', failure_code: 'insufficient-funds' });
+    expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', failed)).status).to.equal(200);
+    const [first] = await env.services.db('provider_callbacks').where({ object_id: p.id });
+    expect((await applyStoredCallback(ctx, first.id)).outcome).to.equal('applied');
+    expect(await row(p.id)).to.include({ status: 'failed', failure_code: 'insufficient-funds' });
+    const before = await env.admin('GET', '/admin/attention');
+    expect(before.body.data.map((i: any) => i.id)).not.to.include(p.id);
+
+    // the same provider now says the money moved: it contradicts itself, and the money is real
+    const succeeded = callbackBody({ external_id: p.id, status: 'succeeded', provider_ref: 'REF-AFTER-FAIL' });
+    expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', succeeded)).status).to.equal(200);
+    const second = (await env.services.db('provider_callbacks').where({ object_id: p.id }).orderBy('received_at'))[1];
+    // the job names its kind, as the reconciler's jobs do: the one-statement path decides the same
+    expect((await applyStoredCallback(ctx, second.id, ctx.log, 'payment')).outcome).to.equal('applied');
+    const r = await row(p.id);
+    expect(r).to.include({ status: 'succeeded', failure_code: null, failure_message: null });
+    expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→failed (provider-callback)', 'failed→succeeded (late-success)']);
+    expect(await events(p.id)).to.deep.equal(['payment.failed', 'payment.succeeded']);
+    expect(await paymentCredits(env, p.id)).to.have.length(1);
+    const view = await shop.client.get(`/v1/payments/${p.id}`);
+    expect(view.body).to.include({ status: 'succeeded', failure_code: null });
+    const listed = await env.admin('GET', '/admin/attention');
+    const item = listed.body.data.find((i: any) => i.id === p.id);
+    expect(item).to.include({ reason: 'late-success', object: 'payment', status: 'succeeded' });
+    // reported again: a duplicate, credited still once
+    await sendCallback(env.baseUrl, 'vodacom-sandbox', succeeded);
+    const third = (await env.services.db('provider_callbacks').where({ object_id: p.id }).orderBy('received_at'))[2];
+    expect((await applyStoredCallback(ctx, third.id)).outcome).to.equal('duplicate');
+    expect(await paymentCredits(env, p.id)).to.have.length(1);
   });
 
   it('a payment whose window has ended is never pushed to the client', async () => {

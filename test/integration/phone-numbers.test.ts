@@ -1,4 +1,7 @@
 import { expect } from 'chai';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../shared/logger';
+import { send } from '../helpers/http';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 
 /** GET /v1/phone-numbers/{number} through the merchant pipeline (decisions.md "Integrator's kit"). */
@@ -14,6 +17,33 @@ describe('number lookup (GET /v1/phone-numbers/{number})', function () {
   after(() => env?.close());
 
   const lookup = (typed: string, client = shop.client) => client.get(`/v1/phone-numbers/${encodeURIComponent(typed)}`);
+
+  it('never writes the number in clear in the access log, whatever its spelling (issue 22 #4): the route template and a masked path', async () => {
+    const lines: string[] = [];
+    const memory = new Writable({ write: (chunk, _enc, cb) => (lines.push(chunk.toString()), cb()) });
+    const services = env.services as { log: typeof env.services.log };
+    const quiet = services.log;
+    services.log = createLogger('info', 'web-test', memory);
+    try {
+      const spellings = ['0812345678', '%2B243%2081%20234%205678', '243-81-234-5678', '(0)81.234.56.78', '%2B243812345678', '00243812345678', '243812345678'];
+      for (const spelling of spellings) {
+        // sent as typed, percent-encoding and all (fetch would re-encode brackets)
+        const res = await shop.client.get(`/v1/phone-numbers/${spelling}`);
+        expect(res.status, spelling).to.equal(200);
+        expect(res.body.msisdn).to.equal('243812345678');
+      }
+      // refused before any route (no key): still masked
+      expect((await send(env.baseUrl, 'GET', '/v1/phone-numbers/0812345678')).status).to.equal(401);
+      const access = lines.map((l) => JSON.parse(l)).filter((l) => l.msg === 'request');
+      expect(access).to.have.length(spellings.length + 1);
+      for (const line of access) expect(line.path).to.equal('/v1/phone-numbers/*****5678');
+      expect(access[0].route).to.equal('/v1/phone-numbers/:number');
+      const all = lines.join('\n');
+      for (const clear of ['812345678', '81 234', '81-234', '81.234', '81%20234', '%2081']) expect(all).not.to.include(clear);
+    } finally {
+      services.log = quiet;
+    }
+  });
 
   it('normalises what people type and names the operator, with a read key', async () => {
     const table: [string, string, string][] = [

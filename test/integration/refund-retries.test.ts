@@ -30,7 +30,13 @@ describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () 
       ...(body.length ? { 'Content-Type': 'application/json' } : {}),
       ...extra,
     };
-    return () => send(env.baseUrl, 'POST', path, headers, body.length ? body : undefined);
+    return async () => ({ ...(await send(env.baseUrl, 'POST', path, headers, body.length ? body : undefined)), sentHeaders: headers });
+  }
+
+  /** A captured request sent again: its X-Timestamp, X-Signature and body, with `extra` in place of its Idempotency-Key. */
+  function replayOf(f: MerchantFixture, path: string, body: string, captured: Record<string, string>, extra: Record<string, string>) {
+    const { 'Idempotency-Key': _dropped, ...kept } = captured;
+    return send(env.baseUrl, 'POST', path, { ...kept, ...extra }, body);
   }
 
   it('refuses the same signed refund request sent again with 409 request-replayed: one refund', async () => {
@@ -122,17 +128,80 @@ describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () 
     expect((await balanceOf(shop.client)).available.USD).to.equal(8_500);
   });
 
-  it('answers 415 unsupported-media-type to a signed POST with an empty body and no Content-Type, and refunds nothing', async () => {
+  it('answers 400 invalid-json to a refund with an empty body, whatever its Content-Type, and refunds nothing; {} is a full refund (issue 22 #5)', async () => {
     const shop = await aMerchant(env);
     const p = await aSucceededPayment(shop.client, { amount: 10_000 });
-    const empty = await signedRequest(shop, `/v1/payments/${p.id}/refund`, '')();
-    expect(empty.status).to.equal(415);
-    expect(empty.body.error.code).to.equal('unsupported-media-type');
+    // decisions.md "Empty bodies": a money-moving POST needs a JSON object
+    const contentTypes: Record<string, string>[] = [{}, { 'Content-Type': 'application/json' }, { 'Content-Type': 'text/plain' }];
+    for (const headers of contentTypes) {
+      const empty = await signedRequest(shop, `/v1/payments/${p.id}/refund`, '', headers)();
+      expect(empty.status, JSON.stringify(headers)).to.equal(400);
+      expect(empty.body.error.code).to.equal('invalid-json');
+    }
     expect(await refundsOf(p.id)).to.have.length(0);
     expect((await shop.client.get(`/v1/payments/${p.id}`)).body).to.include({ status: 'succeeded', amount_refunded: 0 });
-    // declared JSON, an empty body reads as {}: a full refund, as asked
-    const full = await signedRequest(shop, `/v1/payments/${p.id}/refund`, '', { 'Content-Type': 'application/json' })();
+    // the refusal changed nothing: the same signed request is not taken as a replay of itself
+    const again = await signedRequest(shop, `/v1/payments/${p.id}/refund`, '', { 'Content-Type': 'application/json' })();
+    expect(again.body.error.code).to.equal('invalid-json');
+    const full = await signedRequest(shop, `/v1/payments/${p.id}/refund`, '{}', { 'Content-Type': 'application/json' })();
     expect(full.status, full.text).to.equal(201);
     expect(full.body.amount).to.equal(10_000);
+  });
+
+  it('refuses a captured signed refund sent again with new Idempotency-Keys (409 request-replayed): one refund', async () => {
+    const shop = await aMerchant(env);
+    const p = await aSucceededPayment(shop.client, { amount: 10_000 });
+    const path = `/v1/payments/${p.id}/refund`;
+    const body = JSON.stringify({ amount: 100 });
+    const first = await signedRequest(shop, path, body, { 'Idempotency-Key': randomUUID() })();
+    expect(first.status, first.text).to.equal(201);
+    // the eavesdropper keeps X-Timestamp, X-Signature and the body, and puts a fresh key each time
+    for (let i = 0; i < 5; i++) {
+      const again = await replayOf(shop, path, body, first.sentHeaders, { 'Idempotency-Key': randomUUID() });
+      expect(again.status, again.text).to.equal(409);
+      expect(again.body.error.code).to.equal('request-replayed');
+    }
+    const noKey = await replayOf(shop, path, body, first.sentHeaders, {});
+    expect(noKey.status).to.equal(409);
+    expect(noKey.body.error.code).to.equal('request-replayed');
+    expect(await refundsOf(p.id)).to.deep.equal([{ id: first.body.id, amount: 100 }]);
+    expect((await balanceOf(shop.client)).available.USD).to.equal(9_900);
+  });
+
+  it('refuses a signed refund captured without a key and sent again with one (409 request-replayed): one refund', async () => {
+    const shop = await aMerchant(env);
+    const p = await aSucceededPayment(shop.client, { amount: 10_000 });
+    const path = `/v1/payments/${p.id}/refund`;
+    const body = JSON.stringify({ amount: 100 });
+    const first = await signedRequest(shop, path, body)();
+    expect(first.status, first.text).to.equal(201);
+    const keys = [randomUUID(), randomUUID(), randomUUID()];
+    for (const key of keys) {
+      const again = await replayOf(shop, path, body, first.sentHeaders, { 'Idempotency-Key': key });
+      expect(again.status, again.text).to.equal(409);
+      expect(again.body.error.code).to.equal('request-replayed');
+    }
+    expect(await refundsOf(p.id)).to.have.length(1);
+    // refused before the key was looked at: none of the keys is held
+    expect(await env.services.db('idempotency_keys').whereIn('key', keys)).to.have.length(0);
+  });
+
+  it('refuses a captured signed payment and payout sent again with a new Idempotency-Key: one of each', async () => {
+    const shop = await aMerchant(env);
+    await aSucceededPayment(shop.client, { amount: 10_000 });
+    const pay = JSON.stringify({ amount: 500, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `r-${randomUUID()}` });
+    const payFirst = await signedRequest(shop, '/v1/payments', pay, { 'Idempotency-Key': randomUUID() })();
+    expect(payFirst.status, payFirst.text).to.equal(201);
+    const payAgain = await replayOf(shop, '/v1/payments', pay, payFirst.sentHeaders, { 'Idempotency-Key': randomUUID() });
+    expect(payAgain.status).to.equal(409);
+    expect(payAgain.body.error.code).to.equal('request-replayed');
+    const out = JSON.stringify({ amount: 100, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `o-${randomUUID()}` });
+    const outFirst = await signedRequest(shop, '/v1/payouts', out, { 'Idempotency-Key': randomUUID() })();
+    expect(outFirst.status, outFirst.text).to.equal(201);
+    const outAgain = await replayOf(shop, '/v1/payouts', out, outFirst.sentHeaders, { 'Idempotency-Key': randomUUID() });
+    expect(outAgain.status).to.equal(409);
+    expect(outAgain.body.error.code).to.equal('request-replayed');
+    expect(await env.services.db('payouts').where({ merchant_id: shop.merchant.id })).to.have.length(1);
+    expect(await env.services.db('payments').where({ merchant_id: shop.merchant.id, amount: 500 })).to.have.length(1);
   });
 });

@@ -6,7 +6,7 @@ const REAL_KEY = `k2:${Buffer.alloc(32, 7).toString('base64')}`;
 const PROD = {
   NODE_ENV: 'production',
   SECRETS_KEY: REAL_KEY,
-  ADMIN_API_TOKEN: 'a-real-production-token',
+  ADMIN_API_TOKEN: 'a-real-production-token-of-32-chars',
   SANDBOX_CALLBACK_SECRET: 'a-real-sandbox-callback-secret',
   CARD_CALLBACK_SECRET: 'a-real-card-callback-secret',
   CARD_VAULT_API_KEY: 'a-real-card-vault-key',
@@ -29,6 +29,13 @@ describe('config', () => {
     expect(() => loadConfig({ ...PROD, ADMIN_API_TOKEN: '' })).to.throw(ConfigError, /ADMIN_API_TOKEN/);
     expect(() => loadConfig({ ...PROD, SECRETS_KEY: `${REAL_KEY},${DEV_SECRETS_KEY}` })).to.throw(ConfigError, /SECRETS_KEY/);
     expect(loadConfig(PROD).nodeEnv).to.equal('production');
+    // issue 22 #5: the development token with spaces around it, or a short one, is refused too
+    for (const token of [`${DEV_ADMIN_API_TOKEN} `, ` ${DEV_ADMIN_API_TOKEN}`, `${DEV_ADMIN_API_TOKEN}\t`]) {
+      expect(() => loadConfig({ ...PROD, ADMIN_API_TOKEN: token })).to.throw(ConfigError, /development token is refused/);
+    }
+    expect(() => loadConfig({ ...PROD, ADMIN_API_TOKEN: 'x'.repeat(31) })).to.throw(ConfigError, /at least 32 characters in production/);
+    expect(() => loadConfig({ ...PROD, ADMIN_API_TOKEN: `${'x'.repeat(31)}   ` })).to.throw(ConfigError, /at least 32/);
+    expect(loadConfig({ ...PROD, ADMIN_API_TOKEN: 'x'.repeat(32) }).adminApiToken).to.equal('x'.repeat(32));
   });
 
   it('honours TEST_CLOCK_FILE (a clock tests move) with NODE_ENV=test only', () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Writable } from 'node:stream';
-import { createLogger, maskText, type Logger } from '../../shared/logger';
+import { createLogger, maskPath, maskText, type Logger } from '../../shared/logger';
 
 function capture(fn: (log: Logger) => void): string {
   const chunks: string[] = [];
@@ -30,6 +30,21 @@ describe('logger', () => {
     );
     expect(maskText('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw+/abc= end')).to.equal('whsec_[redacted] end');
     expect(maskText('sk_live+abc/def=ghi', )).to.equal('sk_[redacted]');
+  });
+
+  it('masks the national form of a DRC number in text, and a phone number in a path whatever its spelling (issue 22 #4)', () => {
+    expect(maskText('looked up 0812345678 and 0990000001')).to.equal('looked up 0*****5678 and 0*****0001');
+    const spellings = ['0812345678', '%2B243%2081%20234%205678', '243-81-234-5678', '(0)81.234.56.78', '%2B243812345678', '00243812345678', '243812345678', '081%20234%2056%2078', '%280%2981.234.56.78'];
+    for (const spelling of spellings) {
+      const masked = maskPath(`/v1/phone-numbers/${spelling}`);
+      expect(masked, spelling).to.equal('/v1/phone-numbers/*****5678');
+    }
+    // ids and route words stay readable
+    const id = 'pay_0b7c2a9e-3d4f-4a1b-9c8d-123456789012';
+    expect(maskPath(`/v1/payments/${id}/refund`)).to.equal(`/v1/payments/${id}/refund`);
+    expect(maskPath('/v1/events/evt_0b7c2a9e-3d4f-4a1b-9c8d-123456789012_1764000000_ab12')).to.equal('/v1/events/evt_0b7c2a9e-3d4f-4a1b-9c8d-123456789012_1764000000_ab12');
+    expect(maskPath('/v1/payments?limit=5')).to.equal('/v1/payments?limit=5');
+    expect(maskPath('/%E0%A4%A')).to.equal('/%E0%A4%A');
   });
 
   it('leaves every other number of a message readable: ids, amounts, counts, ports, times', () => {

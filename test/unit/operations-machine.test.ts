@@ -51,7 +51,8 @@ const PAYMENT: Record<string, Record<Trigger, D>> = {
     refund_in_full: move('refunded'),
     refund_reopened: STAY,
   },
-  failed: { sent: LATE, start_3ds: LATE, succeed: LATE, fail: DUP, cancel: LATE, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
+  // a success after a failure contradicts the failure: the money moved, taken like a late success after a cancellation
+  failed: { sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: DUP, cancel: LATE, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
   // the provider's late success is money that moved: taken, credited, announced (decisions.md)
   cancelled: { sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: LATE, cancel: DUP, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
   refunded: {
@@ -112,7 +113,7 @@ const CARD: Record<string, Record<Trigger, D>> = {
     cancel: move('cancelled', 'payment.cancelled', null, true),
   } as Record<Trigger, D>,
   succeeded: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: DUP, fail: LATE, cancel: LATE } as Record<Trigger, D>,
-  failed: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: LATE, fail: DUP, cancel: LATE } as Record<Trigger, D>,
+  failed: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: DUP, cancel: LATE } as Record<Trigger, D>,
   // a success the acquirer reports after the cancellation is money that moved (decisions.md "Late success")
   cancelled: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: LATE, cancel: DUP } as Record<Trigger, D>,
 };

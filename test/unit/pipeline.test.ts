@@ -161,7 +161,7 @@ describe('pipeline pure rules', () => {
     it('is 100 per minute by default and cannot be changed in production', () => {
       expect(loadConfig({}).rateLimitPerMinute).to.equal(100);
       expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '5000' }).rateLimitPerMinute).to.equal(5000);
-      const prod = { NODE_ENV: 'production', SECRETS_KEY: `k:${Buffer.alloc(32, 7).toString('base64')}`, ADMIN_API_TOKEN: 'a-real-admin-token-0123', SANDBOX_CALLBACK_SECRET: 'a-real-sandbox-callback-secret', CARD_CALLBACK_SECRET: 'a-real-card-callback-secret', CARD_VAULT_API_KEY: 'a-real-card-vault-key' };
+      const prod = { NODE_ENV: 'production', SECRETS_KEY: `k:${Buffer.alloc(32, 7).toString('base64')}`, ADMIN_API_TOKEN: 'a-real-admin-token-0123456789abcd', SANDBOX_CALLBACK_SECRET: 'a-real-sandbox-callback-secret', CARD_CALLBACK_SECRET: 'a-real-card-callback-secret', CARD_VAULT_API_KEY: 'a-real-card-vault-key' };
       expect(loadConfig(prod).rateLimitPerMinute).to.equal(100);
       expect(() => loadConfig({ ...prod, RATE_LIMIT_PER_MINUTE: '101' })).to.throw(/RATE_LIMIT_PER_MINUTE/);
     });

@@ -29,7 +29,7 @@ describe('webhook delivery rules', () => {
       const base = { NODE_ENV: 'test', ADMIN_API_TOKEN: 'x'.repeat(20) };
       expect(loadConfig(base).webhookRetryDelaysMs).to.deep.equal(SPEC_MS);
       expect(loadConfig({ ...base, WEBHOOK_RETRY_DELAYS_MS: '1,2,3,4,5,6,7,8' }).webhookRetryDelaysMs).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8]);
-      const prod = { NODE_ENV: 'production', ADMIN_API_TOKEN: 'y'.repeat(20), SECRETS_KEY: `k:${Buffer.alloc(32, 7).toString('base64')}`, SANDBOX_CALLBACK_SECRET: 'z'.repeat(32), CARD_CALLBACK_SECRET: 'c'.repeat(32), CARD_VAULT_API_KEY: 'v'.repeat(32) };
+      const prod = { NODE_ENV: 'production', ADMIN_API_TOKEN: 'y'.repeat(32), SECRETS_KEY: `k:${Buffer.alloc(32, 7).toString('base64')}`, SANDBOX_CALLBACK_SECRET: 'z'.repeat(32), CARD_CALLBACK_SECRET: 'c'.repeat(32), CARD_VAULT_API_KEY: 'v'.repeat(32) };
       expect(loadConfig(prod).webhooks).to.include({ timeoutMs: 10_000, breakerPauseMs: 3_600_000 });
       expect(() => loadConfig({ ...prod, WEBHOOK_RETRY_DELAYS_MS: '1,2,3,4,5,6,7,8' })).to.throw(/shorten/);
       expect(() => loadConfig({ ...prod, WEBHOOK_TIMEOUT_MS: '1000' })).to.throw(/WEBHOOK_TIMEOUT_MS/);

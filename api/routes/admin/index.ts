@@ -11,7 +11,7 @@ import {
   updateMerchant,
   type MerchantInput,
 } from '../../../shared/merchants/service';
-import { openPastBound } from '../../../shared/operations/attention';
+import { attentionList } from '../../../shared/operations/attention';
 import { getMaintenance, setMaintenance } from '../../../shared/settings';
 import { rememberMaintenance } from '../../middleware/maintenance';
 import {
@@ -80,7 +80,7 @@ export const adminRouter = new Router({ prefix: '/admin' })
     [ctx.body] = await operatorAvailability(db, 'live', clock.now(), config.availability, operator);
   })
   .get('/attention', async (ctx) => {
-    ctx.body = { object: 'list', data: await openPastBound(ctx.services.db, ctx.services.clock.now()) };
+    ctx.body = { object: 'list', data: await attentionList(ctx.services.db, ctx.services.clock.now()) };
   })
   .get('/maintenance', async (ctx) => {
     ctx.body = await getMaintenance(ctx.services.db);
