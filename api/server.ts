@@ -1,4 +1,5 @@
 import cluster from 'node:cluster';
+import { beatForSupervisor } from '../shared/heartbeat';
 import { createServer, type Server } from 'node:http';
 import type Koa from 'koa';
 import { getConfig, type Config } from '../shared/config';
@@ -99,5 +100,7 @@ function supervise(count: number): void {
 
 process.env.PROCESS_NAME ||= 'web';
 const concurrency = getConfig().webConcurrency;
+// the supervisor hears from the primary; a cluster's web processes answer to it
+if (cluster.isPrimary) beatForSupervisor();
 if (cluster.isPrimary && concurrency > 1) supervise(concurrency);
 else serve();

@@ -4,11 +4,13 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureLocalServices } from './local-services';
 import { nextBackoff } from '../shared/restart';
+import { HEARTBEAT, heartbeatTimeoutMs, STARTING_GRACE_MS } from '../shared/heartbeat';
 
 /**
  * `npm start`: makes sure Postgres and Redis answer (starting private ones if needed), applies
- * migrations, then supervises every Procfile line with prefixed output. A process that dies is
- * started again after a backoff (1 s, doubling to 30 s while it keeps dying; back to 1 s once it
+ * migrations, then supervises every Procfile line with prefixed output. A process that dies, or
+ * that stops answering (no heartbeat for HEARTBEAT_TIMEOUT_MS, 30 s: shared/heartbeat.ts; it is
+ * then killed, logged), is started again after a backoff (1 s, doubling to 30 s while it keeps dying; back to 1 s once it
  * has run 10 s), each restart logged; only Ctrl-C (SIGINT) or SIGTERM stops everything,
  * gracefully. `--scale pool=n` (repeatable) runs n copies of a line, as an operator would in
  * production; `--scale web=n` sets WEB_CONCURRENCY (n web processes on the one port, node:cluster).
@@ -74,7 +76,12 @@ async function main() {
     label: string;
     child: ChildProcess | null;
     restart: NodeJS.Timeout | null;
+    /** when the child last said it lives (shared/heartbeat.ts), or started; `beating` once it has said so */
+    lastBeat: number;
+    beating: boolean;
   }
+  // a process that stops answering is killed and started again, like one that dies
+  const silenceAllowed = (s: Supervised) => (s.beating ? heartbeatTimeoutMs(env) : STARTING_GRACE_MS);
   const supervised: Supervised[] = [];
   let stopping = false;
 
@@ -98,7 +105,7 @@ async function main() {
     const copies = scale.get(line.name) ?? 1;
     for (let n = 1; n <= copies; n++) {
       const label = copies > 1 ? `${line.name}.${n}` : line.name;
-      const s: Supervised = { label, child: null, restart: null };
+      const s: Supervised = { label, child: null, restart: null, lastBeat: 0, beating: false };
       let backoff = 0;
       const run = () => {
         s.restart = null;
@@ -106,9 +113,17 @@ async function main() {
         const child = spawn('sh', ['-c', `exec ${line.command}`], {
           cwd: ROOT,
           env: { ...env, PROCESS_NAME: line.name },
-          stdio: ['ignore', 'pipe', 'pipe'],
+          // the IPC channel carries the child's heartbeats (sh execs node, which inherits it)
+          stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
         });
         s.child = child;
+        s.lastBeat = startedAt;
+        s.beating = false;
+        child.on('message', (m: { type?: unknown }) => {
+          if (m?.type !== HEARTBEAT) return;
+          s.lastBeat = Date.now();
+          s.beating = true;
+        });
         say(`${label} started (pid ${child.pid})`);
         child.stdout!.on('data', prefixer(label.padEnd(width), COLORS[i % COLORS.length], process.stdout));
         child.stderr!.on('data', prefixer(label.padEnd(width), COLORS[i % COLORS.length], process.stderr));
@@ -129,6 +144,16 @@ async function main() {
       run();
     }
   });
+  setInterval(() => {
+    if (stopping) return;
+    for (const s of supervised) {
+      const silentMs = Date.now() - s.lastBeat;
+      if (!s.child || silentMs <= silenceAllowed(s)) continue;
+      say(`${s.label} sent no heartbeat for ${Math.round(silentMs / 1000)} s (pid ${s.child.pid}); killing it`);
+      s.lastBeat = Date.now(); // one kill per silence: its exit restarts it
+      s.child.kill('SIGKILL');
+    }
+  }, 1000).unref();
   process.on('SIGINT', () => stopAll('SIGINT'));
   process.on('SIGTERM', () => stopAll('SIGTERM'));
 }

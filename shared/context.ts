@@ -1,6 +1,6 @@
 import type { Redis } from 'ioredis';
 import { getConfig, type Config } from './config';
-import { createDb, type Db } from './db/knex';
+import { createDb, WAITS, type Db } from './db/knex';
 import { createLogger, type Logger } from './logger';
 import { webRedis, workerRedis } from './queues/connection';
 import { QueueRegistry } from './queues/registry';
@@ -36,7 +36,7 @@ export interface ContextOptions {
 
 export function createContext(opts: ContextOptions): ServiceContext {
   const config = opts.config ?? getConfig();
-  const db = createDb(config.databaseUrl, opts.poolMax, { preparedStatements: config.dbPreparedStatements, poolMin: config.dbPoolMin });
+  const db = createDb(config.databaseUrl, opts.poolMax, { preparedStatements: config.dbPreparedStatements, poolMin: config.dbPoolMin, waits: WAITS[opts.role] });
   const redis = opts.role === 'web' ? webRedis(config.redisUrl) : workerRedis(config.redisUrl);
   const log = createLogger(config.logLevel, opts.name);
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));

@@ -1,4 +1,5 @@
 import { DelayedError, UnrecoverableError, Worker, type Job, type WorkerOptions } from 'bullmq';
+import { beatForSupervisor } from '../shared/heartbeat';
 import { getConfig } from '../shared/config';
 import { createContext, type ServiceContext } from '../shared/context';
 import { batchElements, isBatch, type QueuedJob } from '../shared/queues/batch';
@@ -129,6 +130,7 @@ export function concurrencyFor(pool: string, fallback: number, env = process.env
 
 export async function runPool(def: PoolDefinition): Promise<void> {
   process.env.PROCESS_NAME ||= def.name;
+  beatForSupervisor();
   const config = getConfig();
   const concurrency = concurrencyFor(def.name, def.defaultConcurrency ?? config.workerConcurrency);
   // a job holds at most one connection at a time; the cap keeps every pool of `npm start`

@@ -82,7 +82,8 @@ export function sendError(ctx: Context, err: DomainError | HttpError): void {
 /** Codes of Postgres refusing or losing the connection: class 08, shutdowns, too many connections. */
 const PG_FAULT_CODES = /^(08...|57P0[1-3]|53300)$/;
 /** Errors of the pg driver and knex's pool when Postgres is gone or cannot be reached. */
-const PG_FAULT_MESSAGES = /Connection terminated|terminating connection|is not queryable|Timeout acquiring a connection|the database system is (starting up|shutting down|in recovery mode)/i;
+// `timeout expired`: pg's own word for a connection that did not open within connectionTimeoutMillis (shared/db/knex.ts)
+const PG_FAULT_MESSAGES = /Connection terminated|terminating connection|is not queryable|Timeout acquiring a connection|^timeout expired$|the database system is (starting up|shutting down|in recovery mode)/i;
 /**
  * Socket errors. A failed connect names its port (the Postgres port of DATABASE_URL tells it);
  * an established connection dropped under a query (read/write ECONNRESET, EPIPE) reaches a
@@ -116,6 +117,11 @@ export function isPostgresDown(err: unknown, databaseUrl: string): boolean {
 function isRedisDown(err: unknown): boolean {
   const msg = (err as Error)?.message ?? '';
   return /Stream isn't writeable|Connection is closed|ECONNREFUSED|enableOfflineQueue|max retries per request/i.test(msg);
+}
+
+/** Postgres or Redis failed under the request: answered 503, and nothing more is asked of them for it. */
+export function isBackendFault(err: unknown, databaseUrl: string): boolean {
+  return !(err instanceof DomainError) && (isPostgresDown(err, databaseUrl) || isRedisDown(err));
 }
 
 const unavailable = () => new Unavailable('service-unavailable', 'The service is temporarily unavailable', 5);

@@ -11,7 +11,7 @@ import {
   type IdempotentWrite,
   type StoredResponse,
 } from '../../shared/idempotency';
-import { httpError, sendError } from '../middleware/errors';
+import { httpError, isBackendFault, sendError } from '../middleware/errors';
 import { canonicalPath, idempotencyOf } from './request';
 
 /** Response headers kept with the response and replayed (with the status and exact body bytes). */
@@ -139,6 +139,8 @@ export const idempotency: Middleware = async (ctx, next) => {
   } catch (err) {
     key.stored = undefined; // encoded for the route's transaction, which did not commit
     if (err instanceof IdempotencyKeyHeld) return answerHeld(ctx, await held());
+    // a backend down: answered 503 at once, not after another bounded wait for the key
+    if (isBackendFault(err, config.databaseUrl)) throw err;
     if (!(err instanceof DomainError) || releasesKey(httpError(err).status)) {
       // the key is looked at only now: a key already used wins over this request's 400 or 5xx
       // (same request: its stored answer; another: idempotency-conflict), as in spec order

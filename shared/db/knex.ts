@@ -1,4 +1,6 @@
 import knexFactory, { type Knex } from 'knex';
+import type { Socket } from 'node:net';
+import { Readable } from 'node:stream';
 import pg from 'pg';
 
 // bigint (int8) columns come back as strings by default. Amounts, fees and limits are at most
@@ -21,17 +23,66 @@ export interface DbOptions {
   preparedStatements?: boolean;
   /** connections the pool keeps open when idle (DB_POOL_MIN, default 2): a burst finds them warm */
   poolMin?: number;
+  /** bounded waits of a service process (createContext); scripts (migrations, tools) wait as long as their statements take */
+  waits?: DbWaits;
+}
+
+/**
+ * Bounded waits (decisions.md "Faults and limits": a partition is an outage, not a hang). A
+ * caller waits at most `acquireMs` for a connection of the pool (or for a new one to open), and
+ * a statement sent on a connection that then receives nothing for `silentMs` is taken as a lost
+ * connection: the socket is destroyed, the statement fails (its transaction with it), and the
+ * pool drops the connection. A web request's two waits add up to at most 5 s (then 503
+ * service-unavailable); a worker's job fails and is retried. A cursor is paced by its reader and
+ * is not judged by silence. TCP keep-alive finds idle pooled connections that died.
+ */
+export interface DbWaits {
+  acquireMs: number;
+  silentMs: number;
+}
+export const WAITS: Record<'web' | 'worker', DbWaits> = {
+  web: { acquireMs: 2000, silentMs: 3000 },
+  // settlement and sweeps may read for long: a worker only needs to fail rather than hang
+  worker: { acquireMs: 10_000, silentMs: 30_000 },
+};
+
+/** pg's client, with the two fields of its own that tell whether a statement awaits an answer. */
+type PgClient = pg.Client & { connection: { stream: Socket }; _activeQuery: unknown; _queryQueue: unknown[] };
+
+/** Destroys a connection whose statement has received nothing for `silentMs` (DbWaits). */
+function watchSilence(connection: PgClient, silentMs: number): void {
+  const socket = connection.connection.stream;
+  socket.setTimeout(silentMs);
+  socket.on('timeout', () => {
+    const active = connection._activeQuery;
+    const waiting = (active && !(active instanceof Readable)) || connection._queryQueue.length > 0;
+    if (waiting) socket.destroy(new Error(`Connection terminated: Postgres sent nothing for ${silentMs} ms`));
+  });
 }
 
 /** Per pool (its knex config object, which its transactions share): whether statements are prepared. */
 const prepared = new WeakMap<object, boolean>();
 
 export function createDb(databaseUrl: string, poolMax = 10, opts: DbOptions = {}): Knex {
+  const waits = opts.waits;
   const db = knexFactory({
     client: 'pg',
-    connection: { connectionString: databaseUrl, application_name: process.env.PROCESS_NAME || 'svc' },
-    pool: { min: Math.min(opts.poolMin ?? 0, poolMax), max: poolMax },
-    acquireConnectionTimeout: 10_000,
+    connection: {
+      connectionString: databaseUrl,
+      application_name: process.env.PROCESS_NAME || 'svc',
+      connectionTimeoutMillis: waits?.acquireMs ?? 0,
+      keepAlive: true,
+      keepAliveInitialDelayMillis: 10_000,
+    },
+    pool: {
+      min: Math.min(opts.poolMin ?? 0, poolMax),
+      max: poolMax,
+      afterCreate(connection: PgClient, done: (err: Error | null, connection: PgClient) => void) {
+        if (waits) watchSilence(connection, waits.silentMs);
+        done(null, connection);
+      },
+    },
+    acquireConnectionTimeout: waits?.acquireMs ?? 10_000,
   });
   prepared.set(db.client.config, opts.preparedStatements ?? true);
   return db;

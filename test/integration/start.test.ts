@@ -51,6 +51,8 @@ describe('npm start', function () {
         CARD_PROVIDER_PORT: String(acquirerPort),
         ADMIN_API_TOKEN: ADMIN_TOKEN,
         LOG_LEVEL: 'info',
+        // a process silent for 6 s is taken as stuck (30 s in production)
+        HEARTBEAT_TIMEOUT_MS: '6000',
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -86,6 +88,18 @@ describe('npm start', function () {
     expect(again).not.to.equal(pid);
     // the new one works: it reports its loops started
     await eventually(async () => (output.match(/^outbox-relay\s*\| .*"loop":"relay".*periodic task started/gm) ?? []).length === 2, 30_000, 100);
+  });
+
+  it('kills and starts again a process that stops answering (SIGSTOP: no heartbeat), and logs it (issue 22 #5)', async () => {
+    const [pid] = pidsOf('settlement');
+    process.kill(pid, 'SIGSTOP');
+    await eventually(async () => pidsOf('settlement').length === 2, 30_000, 100);
+    expect(output).to.match(new RegExp(`^start \\| settlement sent no heartbeat for [0-9]+ s \\(pid ${pid}\\); killing it$`, 'm'));
+    expect(output).to.match(/^start \| settlement exited \(SIGKILL\); restarting in 1 s$/m);
+    expect(() => process.kill(pid, 0), 'the stopped process is gone').to.throw();
+    // processes that keep answering are left alone
+    expect(pidsOf('outbox-relay').length).to.be.at.most(2);
+    expect(pidsOf('provider-push')).to.have.length(1);
   });
 
   it('waits 1 s after a first death, doubling to 30 s while a process keeps dying', () => {

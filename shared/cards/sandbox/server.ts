@@ -1,3 +1,4 @@
+import { beatForSupervisor } from '../../heartbeat';
 import type { AddressInfo } from 'node:net';
 import type http from 'node:http';
 import { clockOf } from '../../clock';
@@ -12,6 +13,7 @@ import { createVaultServer } from './vault';
  * logged on the 'listening' line.
  */
 export function runCardSandbox(which: 'vault' | 'acquirer'): void {
+  beatForSupervisor();
   const name = `card-${which}`;
   process.env.PROCESS_NAME ||= name;
   const config = getConfig();

@@ -1,3 +1,4 @@
+import { beatForSupervisor } from '../../heartbeat';
 import type { AddressInfo } from 'node:net';
 import { clockOf } from '../../clock';
 import { getConfig } from '../../config';
@@ -9,6 +10,7 @@ import { createSandboxServer } from './app';
  * for test keys on SANDBOX_PROVIDER_PORT (0 picks a free port, logged on the 'listening' line).
  */
 function main(): void {
+  beatForSupervisor();
   process.env.PROCESS_NAME ||= 'sandbox-provider';
   const config = getConfig();
   const log = createLogger(config.logLevel, 'sandbox-provider');
