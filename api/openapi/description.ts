@@ -25,7 +25,8 @@ for await (const p of api.payments.list({ status: 'succeeded' })) console.log(p.
 
 Every request carries the API key as a Bearer token: \`Authorization: Bearer svc_test_…\`.
 A key has one scope: \`read\` (GET only), \`payments\` (read plus creating payments) or
-\`full\` (everything, including refunds and payouts).
+\`full\` (everything, including refunds and payouts). A request that is not authenticated is
+401 with \`WWW-Authenticate: Bearer realm="api"\`.
 
 ## Signing requests
 
@@ -56,6 +57,8 @@ lost can always be retried with the same key. Retry, waiting \`Retry-After\` sec
 429 \`rate-limit-exceeded\` (100 requests a minute per key), 503 (\`maintenance\`,
 \`service-unavailable\`) and 409 \`idempotency-in-progress\` (same key); never on other 4xx.
 A signed POST sent twice without a key is refused with 409 \`request-replayed\`.
+Answers counted against the rate limit carry \`X-RateLimit-Limit\`, \`X-RateLimit-Remaining\` and
+\`X-RateLimit-Reset\` (Unix seconds when the minute's count starts again).
 
 ## Errors
 

@@ -84,6 +84,13 @@ const STATUS_TEXT: Record<number, string> = {
 
 const REQUEST_ID_HEADER = { $ref: '#/components/headers/X-Request-Id' };
 const RETRY_AFTER_HEADER = { $ref: '#/components/headers/Retry-After' };
+/**
+ * The headers of the rate-limit step (api/pipeline/rateLimit.ts): on every answer of a merchant
+ * route that passed it, success or refusal (429 included), never on a 401 (uniform401 removes them).
+ */
+export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'] as const;
+const rateLimitHeaders = (route: RouteSpec, status: number) =>
+  route.scope === 'none' || status === 401 ? {} : Object.fromEntries(RATE_LIMIT_HEADERS.map((h) => [h, { $ref: `#/components/headers/${h}` }]));
 
 function operationOf(route: RouteSpec, prefix: string, schemas: Map<string, JsonSchema>) {
   const parameters: unknown[] = [];
@@ -115,6 +122,7 @@ function operationOf(route: RouteSpec, prefix: string, schemas: Map<string, Json
       description: r.description,
       headers: {
         'X-Request-Id': REQUEST_ID_HEADER,
+        ...rateLimitHeaders(route, Number(status)),
         ...(route.idempotencyKey ? { 'Idempotent-Replayed': { $ref: '#/components/headers/Idempotent-Replayed' } } : {}),
         ...Object.fromEntries(Object.entries(r.headers ?? {}).map(([h, d]) => [h, { description: d.description, schema: d.schema ?? { type: 'string' } }])),
       },
@@ -126,7 +134,12 @@ function operationOf(route: RouteSpec, prefix: string, schemas: Map<string, Json
     responses[String(status)] = {
       description: `${STATUS_TEXT[status] ?? 'Error'}. Codes:\n\n${codes.map((c) => `- \`${c}\`: ${ERROR_CODES[c].when}`).join('\n')}`,
       'x-error-codes': codes,
-      headers: { 'X-Request-Id': REQUEST_ID_HEADER, ...(retry ? { 'Retry-After': RETRY_AFTER_HEADER } : {}) },
+      headers: {
+        'X-Request-Id': REQUEST_ID_HEADER,
+        ...rateLimitHeaders(route, status),
+        ...(retry ? { 'Retry-After': RETRY_AFTER_HEADER } : {}),
+        ...(status === 401 ? { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } } : {}),
+      },
       content: { 'application/json': { schema: refs(ErrorBody, schemas) } },
     };
   }
@@ -210,7 +223,26 @@ export function buildOpenApi(routes: readonly RouteSpec[], opts: BuildOptions = 
       },
       headers: {
         'X-Request-Id': { description: 'The request id (also in error bodies); quote it to support.', schema: { type: 'string' } },
-        'Retry-After': { description: 'Seconds to wait before retrying.', schema: { type: 'string', pattern: '^[0-9]+$' } },
+        'Retry-After': {
+          description: 'Seconds to wait before retrying: on 429 `rate-limit-exceeded` (to the end of the rate-limit window), 503 (`maintenance`, `service-unavailable`) and 409 `idempotency-in-progress`. Not on 429 `redelivery-limit`, which is final.',
+          schema: { type: 'string', pattern: '^[0-9]+$' },
+        },
+        'X-RateLimit-Limit': {
+          description: `Requests allowed per API key in one rate-limit window of 60 s (100). Sent on every answer that passed the rate-limit step: every success, 429, and the refusals of the later steps and of the route. Not on 401s, nor on a refusal that comes before the request is counted (e.g. 403 \`ip-not-allowed\` or \`merchant-suspended\`, 503 \`maintenance\`, 503 \`service-unavailable\` when the count cannot be kept).`,
+          schema: { type: 'string', pattern: '^[0-9]+$' },
+        },
+        'X-RateLimit-Remaining': {
+          description: 'Requests this API key has left in the current window, this one counted (0 when the limit is reached). Sent with X-RateLimit-Limit.',
+          schema: { type: 'string', pattern: '^[0-9]+$' },
+        },
+        'X-RateLimit-Reset': {
+          description: "Unix seconds at which the current window ends and the key's count starts again (a window opens with the key's first request in it and lasts 60 s). Sent with X-RateLimit-Limit.",
+          schema: { type: 'string', pattern: '^[0-9]+$' },
+        },
+        'WWW-Authenticate': {
+          description: 'The authentication challenge of every 401, whichever check refused: `Bearer realm="api"`.',
+          schema: { type: 'string' },
+        },
         'Idempotent-Replayed': { description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.', schema: { type: 'string' } },
       },
     },

@@ -18,7 +18,11 @@ export const Balance = component('Balance', {
     object: { const: 'balance' },
     environment: ENVIRONMENT,
     available: { ...AMOUNTS, description: 'Per currency: what refunds and payouts may take, and what the next settlement pays' },
-    pending: { ...AMOUNTS, description: 'Per currency: credited but not yet available' },
+    pending: {
+      ...AMOUNTS,
+      description:
+        "Per currency: refunds and payouts in transit, the amount (plus a payout's fee) that each took from `available` when it was created and that is with the provider until its outcome: it leaves for good when the provider confirms and returns to `available` if the refund or payout fails. Incoming payments never pass here: a succeeded payment's net amount is credited to `available` at once",
+    },
   },
 });
 

@@ -129,7 +129,7 @@ export const eventsRoutes = defineRoutes([
     path: '/events/:id/redeliver',
     operationId: 'redeliverEvent',
     summary: 'Send an event again',
-    description: `Sends the event again to every endpoint of this environment that subscribes to its type today: a new delivery (new id, attempt 1) per endpoint. At most ${MAX_REDELIVERIES} redeliveries per event. No body (or \`{}\`).`,
+    description: `Sends the event again to every endpoint of this environment that subscribes to its type today: a new delivery (new id, attempt 1) per endpoint. At most ${MAX_REDELIVERIES} redeliveries per event. Takes no fields: send \`{}\` or an empty body, with \`Content-Type: application/json\` either way (without it, even an empty body is 415 \`unsupported-media-type\`); any other body is 400 (\`invalid-json\` if it is not JSON, \`validation-failed\` for any field or a value that is not an object).`,
     tag: 'Events',
     scope: 'full',
     params: { id: EVENT_ID },

@@ -9,6 +9,10 @@ import { validator } from '../../shared/validation';
 import { scopeAllows } from '../../api/pipeline/scope';
 import { idempotencyOf } from '../../api/pipeline/request';
 import { ERROR_CODES, type MerchantErrorCode } from '../../api/openapi/errors';
+import { rateLimit } from '../../api/pipeline/rateLimit';
+import { unauthorized } from '../../api/pipeline/unauthorized';
+import { httpError } from '../../api/middleware/errors';
+import { TooManyRequests, Unavailable } from '../../shared/errors';
 
 /**
  * The route half of the contract test: the routers' registered routes and the OpenAPI document
@@ -123,6 +127,45 @@ describe('OpenAPI document (contract)', () => {
       const path = `/v1${r.path.replace(/:[A-Za-z_]+/g, 'x_1')}`;
       expect(idempotencyOf(r.method, path), `${r.method} ${path}`).to.equal(r.idempotencyKey);
     }
+  });
+
+  it('describes the headers the pipeline sends: rate-limit headers, WWW-Authenticate on 401, Retry-After', async () => {
+    // the names as the steps set them, not a copy: the rate-limit step on a GET while Redis is
+    // not ready (it counts in process then), and the headers of a 401, a 429 and a 503
+    const sent: Record<string, string> = {};
+    const services = { config: { rateLimitPerMinute: 100, queuePrefix: 'openapi-test' }, redis: { status: 'end' } } as never;
+    const ctx = { method: 'GET', state: { auth: { credentialId: 'c' }, log: { warn() {}, error() {} } }, set: (h: Record<string, string>) => Object.assign(sent, h) };
+    await rateLimit(services)(ctx as never, async () => undefined);
+    const rateHeaders = Object.keys(sent);
+    expect(rateHeaders).to.include.members(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']);
+    const on401 = Object.keys(httpError(unauthorized('auth-required')).headers);
+    expect(on401).to.include('WWW-Authenticate');
+    const retry = [
+      ...Object.keys(httpError(new TooManyRequests('rate-limit-exceeded', 'x', 1)).headers),
+      ...Object.keys(httpError(new Unavailable('maintenance', 'x', 1)).headers),
+    ];
+    expect(retry).to.include('Retry-After');
+
+    for (const name of [...rateHeaders, ...on401, ...retry]) {
+      expect((doc.components.headers[name] as { description?: string })?.description, `components.headers.${name}`).to.be.a('string').and.not.equal('');
+    }
+    let checked = 0;
+    for (const [path, item] of Object.entries(doc.paths)) {
+      for (const [method, op] of Object.entries(item) as [string, any][]) {
+        for (const [status, r] of Object.entries(op.responses) as [string, any][]) {
+          const where = `${method.toUpperCase()} ${path} ${status}`;
+          const headers = Object.keys(r.headers ?? {});
+          const merchant = op['x-scope'] !== 'none';
+          // a 401 leaves without the rate-limit headers (api/pipeline/unauthorized.ts)
+          for (const h of rateHeaders) expect(headers.includes(h), `${where} ${h}`).to.equal(merchant && status !== '401');
+          if (status === '401') for (const h of on401) expect(headers, where).to.include(h);
+          if (status === '429' || status === '503') for (const h of retry) expect(headers, where).to.include(h);
+          for (const h of [...rateHeaders, ...on401, ...retry].filter((x) => headers.includes(x))) expect(r.headers[h].$ref, `${where} ${h}`).to.equal(`#/components/headers/${h}`);
+          checked++;
+        }
+      }
+    }
+    expect(checked).to.be.greaterThan(50);
   });
 
   it('is committed as built: shared/client/openapi.json and apiTypes.ts are fresh (run `npm run openapi`)', async function () {

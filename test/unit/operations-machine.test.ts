@@ -120,10 +120,10 @@ const CARD: Record<string, Record<Trigger, D>> = {
 
 /** The only (status, trigger) pairs that post to the ledger. */
 const MONEY_MOVES: Record<string, string[]> = {
-  payment: ['pending+succeed', 'processing+succeed', 'cancelled+succeed'],
+  payment: ['pending+succeed', 'processing+succeed', 'failed+succeed', 'cancelled+succeed'],
   refund: ['pending+succeed', 'pending+fail'],
   payout: ['pending+succeed', 'pending+fail', 'processing+succeed', 'processing+fail'],
-  card_payment: ['pending+succeed', 'processing+succeed', 'cancelled+succeed'],
+  card_payment: ['pending+succeed', 'processing+succeed', 'failed+succeed', 'cancelled+succeed'],
 };
 
 const KINDS: [string, Machine<any>, Record<string, Record<Trigger, D>>][] = [
