@@ -26,7 +26,7 @@ export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:prov
     if (!(err instanceof CallbackFormatError)) throw err;
     throw err.notJson ? new BadRequest('invalid-json', 'The callback body is not valid JSON in UTF-8, or holds a NUL character or a lone surrogate') : new ValidationFailed('body', err.message);
   }
-  const id = await storeCallback({ db: ctx.services.db, queues: ctx.services.queues, log: ctx.state.log, together: ctx.services.config.kernelCoalesce }, provider, raw, parsed, ctx.state.requestId);
+  const id = await storeCallback({ db: ctx.services.db, queues: ctx.services.queues, log: ctx.state.log }, provider, raw, parsed, ctx.state.requestId);
   ctx.state.log.info({ callbackId: id, provider: provider.id, kind: parsed.kind, objectId: parsed.objectId }, 'callback stored');
   ctx.body = { received: true };
 });

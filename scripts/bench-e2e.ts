@@ -59,7 +59,7 @@
  *                            the machine's drift touches every value alike); one `max sustained`
  *                            line per value
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { closeSync, fstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
 import http from 'node:http';
@@ -479,7 +479,8 @@ async function bench(): Promise<void> {
       keys.push({ apiKey: c.api_key, secret: c.secret });
     }
 
-    // the stack: every Procfile line, with a variant's settings on top
+    // the stack: every Procfile line (the compiled build, built again first if a source is newer), with a variant's settings on top
+    execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.js'), '--if-stale'], { cwd: ROOT, stdio: 'inherit' });
     const lines = parseProcfile(readFileSync(path.join(ROOT, 'Procfile'), 'utf8'));
     let stopping = false;
     const startStack = async (extra: Record<string, string>) => {

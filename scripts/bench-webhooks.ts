@@ -16,8 +16,7 @@
  * BENCH_SENDERS (default 1) runs that many sender processes. BENCH_ENDPOINTS (default 1, at most 7) spreads the events over that many endpoints of one
  * merchant, each subscribed to its own event type. Uses a throwaway database cloned from the
  * migrated template on TEST_DATABASE_SERVER_URL's server, and REDIS_URL. The service's WEBHOOK_*,
- * OUTBOX_*, DB_* and KERNEL_* settings in the bench's environment reach the sender (to compare one
- * on and off).
+ * OUTBOX_* and DB_* settings in the bench's environment reach the sender.
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
@@ -134,8 +133,8 @@ const latency = (r: { latencies: number[] }) => `event row to receipt p50 ${pct(
 async function main(): Promise<void> {
   const database = await createTestDatabase();
   const env: Record<string, string> = {
-    // the service's settings given to the bench (WEBHOOK_COALESCE=false npm run bench:webhooks) reach the sender too
-    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(WEBHOOK|OUTBOX|DB|KERNEL)_/.test(k)) as [string, string][]),
+    // the service's settings given to the bench (WEBHOOK_ENDPOINT_CONCURRENCY=32 npm run bench:webhooks) reach the sender too
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(WEBHOOK|OUTBOX|DB)_/.test(k)) as [string, string][]),
     NODE_ENV: 'development',
     DATABASE_URL: database.url,
     REDIS_URL: process.env.REDIS_URL || 'redis://127.0.0.1:6379',

@@ -1,4 +1,4 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
@@ -16,7 +16,8 @@ import { HEARTBEAT, heartbeatTimeoutMs, STARTING_GRACE_MS } from '../shared/hear
  * production; `--scale web=n` sets WEB_CONCURRENCY (n web processes on the one port, node:cluster).
  */
 
-const ROOT = path.resolve(__dirname, '..');
+/** The project's folder, whether this runs as scripts/start.ts (tsx) or compiled as build/scripts/start.js. */
+const ROOT = path.resolve(__dirname, __dirname.includes(`${path.sep}build${path.sep}`) ? '../..' : '..');
 const COLORS = [36, 33, 32, 35, 34, 91, 92, 93, 94, 95, 96];
 
 export interface ProcLine {
@@ -66,6 +67,9 @@ async function main() {
   }
   await ensureLocalServices(env, say);
 
+  // the Procfile runs the compiled build (scripts/build.js): built again first when a source is newer
+  execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.js'), '--if-stale'], { cwd: ROOT, stdio: 'inherit' });
+  // migrations stay TypeScript run by tsx: knex records each by its file name
   const migrate = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { cwd: ROOT, env, stdio: 'inherit' });
   const code = await new Promise<number | null>((r) => migrate.on('exit', r));
   if (code !== 0) process.exit(code ?? 1);

@@ -41,32 +41,16 @@ export interface Config {
   baseUrl: string;
   databaseUrl: string;
   /**
-   * DB_PREPARED_STATEMENTS: the hot paths' hand-tuned statements (shared/db/sql) run as named
-   * prepared statements; default true. false behind a pooler in transaction mode that does not
-   * track them (PgBouncer before 1.21, or without max_prepared_statements).
-   */
-  /**
-   * KERNEL_ONE_STATEMENT: a provider callback that moves a payment is written in one statement
-   * after one read (shared/operations/oneStatement.ts) instead of a transaction of a dozen;
-   * default true. false: always the general path (to compare the two).
-   */
-  /**
-   * KERNEL_COALESCE: the hot path's per-operation statements of concurrent jobs and requests (a
-   * push's row read and recorded acceptance, a callback's storing in the web, its read, its write
-   * or its mark as a repeat in the callback-reconciler) share one statement, group-commit style
-   * (shared/db/coalescer.ts), and the outbox publications of concurrent callers one Redis
-   * pipeline per queue; callbacks stored together share one callback-reconciler job: an idle
-   * process pays no extra latency, a busy one commits many at once; default true. false: each its
-   * own statement and adds (to measure what it earns).
-   */
-  /**
    * DB_POOL_MIN: connections each process's pool keeps open when idle (at most its maximum);
    * default 2. With 0, every burst after a quiet spell first opens connections (a TLS-less
    * loopback connection still costs Postgres a fork and the process a handshake).
    */
   dbPoolMin: number;
-  kernelOneStatement: boolean;
-  kernelCoalesce: boolean;
+  /**
+   * DB_PREPARED_STATEMENTS: the hot paths' hand-tuned statements (shared/db/sql) run as named
+   * prepared statements; default true. false behind a pooler in transaction mode that does not
+   * track them (PgBouncer before 1.21, or without max_prepared_statements).
+   */
   dbPreparedStatements: boolean;
   /**
    * TEST_CLOCK_FILE (tests only, refused unless NODE_ENV is test): the process's clock is the
@@ -83,12 +67,6 @@ export interface Config {
   /** Number of reverse proxies in front of the web process whose X-Forwarded-For is trusted (0: use the socket). */
   trustedProxies: number;
   workerConcurrency: number;
-  /**
-   * WORKER_NICE: the niceness worker pools give themselves at start (default 0: left as it is).
-   * With 5, on a busy machine the web, which clients wait on, is served first and the pools take
-   * what it leaves: shorter POSTs, but the work waits in the queues instead (workers/priority.ts).
-   */
-  workerNice: number;
   shutdownTimeoutMs: number;
   /**
    * Slow clients (api/server.ts): a request's headers must arrive within WEB_HEADERS_TIMEOUT_MS
@@ -103,18 +81,6 @@ export interface Config {
    * a full queue has its SYNs dropped, and those clients retry 1, 3, 7, 15 s later.
    */
   webListenBacklog: number;
-  /**
-   * OUTBOX_MARK_BATCH_MS: outbox rows published after commit are marked enqueued in one UPDATE
-   * per this many ms (at most 500 rows), not one per request; default 100 (inside the relay's 1 s
-   * grace), 0: each publication marks its rows at once.
-   */
-  outboxMarkBatchMs: number;
-  /**
-   * QUEUE_BATCH_MAX: jobs published together (one pipeline of concurrent callers' outbox
-   * messages) travel as one BullMQ job of at most this many, each naming one piece of work and
-   * due at once (shared/queues/batch.ts); default 50, 1: each its own job.
-   */
-  queueBatchMax: number;
   outboxRelayIntervalMs: number;
   /**
    * The re-drive (shared/queues/redrive.ts): every `intervalMs` (5 s) the outbox-relay pool gives
@@ -296,10 +262,6 @@ export interface WebhooksConfig {
   breakerPauseMs: number;
   /** Attempts in flight at once to one endpoint, across every sender process; default 16. */
   endpointConcurrency: number;
-  /** WEBHOOK_SLOT_HANDOFF_MS: a freed endpoint slot younger than this goes straight to a waiting job of the same sender; default 1000, 0 off. */
-  slotHandoffMs: number;
-  /** WEBHOOK_COALESCE: concurrent claims and outcomes of one sender share statements; default true. */
-  coalesce: boolean;
 }
 
 export const SPEC_WEBHOOK_TIMEOUT_MS = 10_000;
@@ -318,8 +280,6 @@ export function loadWebhooksConfig(env: Env, production: boolean): WebhooksConfi
     timeoutMs,
     breakerPauseMs,
     endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1, 1000),
-    slotHandoffMs: int(env, 'WEBHOOK_SLOT_HANDOFF_MS', 1000, 0, 60_000),
-    coalesce: bool(env, 'WEBHOOK_COALESCE', true),
   };
 }
 
@@ -484,8 +444,6 @@ export function loadConfig(env: Env = process.env): Config {
     baseUrl: url(env, 'BASE_URL', `http://127.0.0.1:${port}`, ['http:', 'https:']),
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
     dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),
-    kernelOneStatement: bool(env, 'KERNEL_ONE_STATEMENT', true),
-    kernelCoalesce: bool(env, 'KERNEL_COALESCE', true),
     testClockFile,
     dbPoolMin: int(env, 'DB_POOL_MIN', 2, 0, 100),
     redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
@@ -495,14 +453,11 @@ export function loadConfig(env: Env = process.env): Config {
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'warn' : 'info'),
     trustedProxies: int(env, 'TRUSTED_PROXIES', 0, 0, 10),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10, 1, 1000),
-    workerNice: int(env, 'WORKER_NICE', 0, 0, 19),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
     webHeadersTimeoutMs: int(env, 'WEB_HEADERS_TIMEOUT_MS', 15_000, 500, 600_000),
     webRequestTimeoutMs: int(env, 'WEB_REQUEST_TIMEOUT_MS', 30_000, 500, 600_000),
     webListenBacklog: int(env, 'WEB_LISTEN_BACKLOG', 4096, 1, 65_535),
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 10),
-    outboxMarkBatchMs: int(env, 'OUTBOX_MARK_BATCH_MS', 100, 0, 1000),
-    queueBatchMax: int(env, 'QUEUE_BATCH_MAX', 50, 1, 1000),
     redrive: { intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000), graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000) },
     webhookRetryDelaysMs: delays(env, production),
     sandboxProviderUrl,

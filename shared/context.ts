@@ -40,7 +40,7 @@ export function createContext(opts: ContextOptions): ServiceContext {
   const redis = opts.role === 'web' ? webRedis(config.redisUrl) : workerRedis(config.redisUrl);
   const log = createLogger(config.logLevel, opts.name);
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));
-  const queues = new QueueRegistry(redis, config.queuePrefix, config.outboxMarkBatchMs, config.kernelCoalesce, config.queueBatchMax);
+  const queues = new QueueRegistry(redis, config.queuePrefix);
   let registry: ProviderRegistry | undefined;
   let health: ProviderHealth | undefined;
   const clock = opts.clock ?? clockOf(config);

@@ -6,7 +6,6 @@ import { batchElements, isBatch, type QueuedJob } from '../shared/queues/batch';
 import type { JobData, QueueName } from '../shared/queues/names';
 import { DEFAULT_JOB_OPTIONS } from '../shared/queues/registry';
 import { workerRedis } from '../shared/queues/connection';
-import { lowerPriority } from './priority';
 
 /**
  * The shared entry point of every worker pool: connections, concurrency from the environment
@@ -136,7 +135,6 @@ export async function runPool(def: PoolDefinition): Promise<void> {
   // a job holds at most one connection at a time; the cap keeps every pool of `npm start`
   // within Postgres's default 100 connections (scale copies with a pooler in front of Postgres)
   const poolMax = def.processor ? Math.min(concurrency, MAX_POOL) + 2 : 3;
-  const nice = lowerPriority(config.workerNice);
   const ctx = createContext({ role: 'worker', name: def.name, config, poolMax });
   const { log } = ctx;
   let worker: Worker | undefined;
@@ -164,7 +162,7 @@ export async function runPool(def: PoolDefinition): Promise<void> {
       );
     });
     worker.on('error', (err) => log.warn({ err: { message: err.message } }, 'worker error'));
-    log.info({ queue: p.queue, concurrency, nice }, 'worker pool started');
+    log.info({ queue: p.queue, concurrency }, 'worker pool started');
   }
 
   for (const loop of def.loops ?? []) {

@@ -17,11 +17,6 @@ export class Coalescer<I, O> {
     private readonly maxBatch = 100,
   ) {}
 
-  /** `batching` false: every call its own run, at once (a setting that measures what batching earns). */
-  static of<I, O>(run: (inputs: I[]) => Promise<O[]>, batching: boolean): Coalescer<I, O> {
-    return batching ? new Coalescer(run) : new Coalescer(run, Infinity, 1);
-  }
-
   call(input: I): Promise<O> {
     return new Promise<O>((resolve, reject) => {
       this.waiting.push({ input, resolve, reject });
@@ -51,13 +46,11 @@ const byPool = new WeakMap<object, Map<string, Coalescer<any, any>>>();
 /**
  * The coalescer `name` of one database pool (or queue registry), built on first use: the jobs
  * and requests of a process share it, and a second service context (tests) gets its own.
- * `batching` false: every call its own statement (KERNEL_COALESCE=false, to measure what
- * batching earns).
  */
-export function poolCoalescer<I, O>(db: object, name: string, run: (inputs: I[]) => Promise<O[]>, batching = true): Coalescer<I, O> {
+export function poolCoalescer<I, O>(db: object, name: string, run: (inputs: I[]) => Promise<O[]>): Coalescer<I, O> {
   let named = byPool.get(db);
   if (!named) byPool.set(db, (named = new Map()));
   let c = named.get(name) as Coalescer<I, O> | undefined;
-  if (!c) named.set(name, (c = Coalescer.of(run, batching)));
+  if (!c) named.set(name, (c = new Coalescer(run)));
   return c;
 }

@@ -58,7 +58,7 @@ export interface ProcessedCallback {
 export async function applyStoredCallback(ctx: ServiceContext, callbackId: string, log: Logger = ctx.log, kindHint?: ProviderObjectKind): Promise<ProcessedCallback> {
   // the job names its operation's kind: a move of a simple kind is written in one statement
   const hinted = kindHint && KINDS[kindHint];
-  if (hinted && ctx.config.kernelOneStatement) {
+  if (hinted) {
     const done = await applyCallbackInOneStatement(ctx, hinted, callbackId, log);
     if (done) return done;
   }

@@ -19,8 +19,7 @@ import { changeOf } from './transition';
 type OneStatementOutcome = 'applied' | 'duplicate' | 'ignored-late' | 'already-processed';
 
 /**
- * A callback's transition in two round trips and no explicit transaction (KERNEL_ONE_STATEMENT,
- * default true): one read (the callback, its operation, the merchant's endpoints and ledger
+ * A callback's transition in two round trips and no explicit transaction: one read (the callback, its operation, the merchant's endpoints and ledger
  * accounts), `decide` and the kernel's pure pieces in the process (changeOf, newEventRow,
  * deliveryRows, the kind's posting), then one statement that writes the move, its history row,
  * its event with its deliveries and their outbox rows, its ledger posting and the callback's
@@ -38,7 +37,7 @@ type OneStatementOutcome = 'applied' | 'duplicate' | 'ignored-late' | 'already-p
  * undefined and goes the general way. A repeat or a late report (the operation already has the
  * outcome, or another) writes only its callback's outcome, on the same compare-and-set terms.
  *
- * Concurrent callbacks of one kind share their statements (KERNEL_COALESCE, default true): the
+ * Concurrent callbacks of one kind share their statements (shared/db/coalescer.ts): the
  * reads of the jobs that arrive while a read runs are one read of all their callbacks, and their
  * writes one write of all their transitions, each still a compare-and-set on its own row (a
  * write refused for one row leaves the others). A lone callback runs at once, in a batch of one.
@@ -66,12 +65,12 @@ async function attemptOnce<R extends OperationRow>(
   log: Logger,
 ): Promise<{ outcome: OneStatementOutcome; callback?: StoredCallback } | 'changed' | undefined> {
   if (!kind.posting) return undefined;
-  // the reads and the writes of concurrent jobs are shared statements (KERNEL_COALESCE)
+  // the reads and the writes of concurrent jobs are shared statements
   const reads = poolCoalescer<string, CallbackWithRow<R> | undefined>(ctx.db, `read-callbacks-${kind.name}`, async (ids) => {
     const found = await readCallbacksWithRows<R>(ctx.db, kind, ids);
     return ids.map((id) => found.get(id));
-  }, ctx.config.kernelCoalesce);
-  const writes = poolCoalescer<TransitionWrite, boolean>(ctx.db, `write-transitions-${kind.name}`, (ws) => writeTransitions(ctx.db, kind, ws), ctx.config.kernelCoalesce);
+  });
+  const writes = poolCoalescer<TransitionWrite, boolean>(ctx.db, `write-transitions-${kind.name}`, (ws) => writeTransitions(ctx.db, kind, ws));
   const read = await reads.call(callbackId);
   if (!read) return undefined;
   // a job run again (the relay's or the re-drive's copy): the outcome is committed, nothing to do
@@ -86,7 +85,7 @@ async function attemptOnce<R extends OperationRow>(
     // a repeat (providers send again when we answer slowly) or a report on a closed operation
     // changes nothing but its own outcome: one shared statement, no transaction of its own
     const outcome = d.kind === 'duplicate' ? 'duplicate' : 'ignored-late';
-    const marks = poolCoalescer<CallbackMark, boolean>(ctx.db, `mark-callbacks-${kind.name}`, (ms) => markCallbacks(ctx.db, kind, ms), ctx.config.kernelCoalesce);
+    const marks = poolCoalescer<CallbackMark, boolean>(ctx.db, `mark-callbacks-${kind.name}`, (ms) => markCallbacks(ctx.db, kind, ms));
     const marked = await marks.call({ callbackId, outcome, id: row.id, from: { status: row.status, version: row.version } });
     return marked ? { outcome, callback } : 'changed';
   }

@@ -22,8 +22,8 @@ export type SendResult = 'sent' | 'already-sent' | 'not-open' | 'refused' | 'kep
  * refusal fails the operation with the provider's code (and gives money out back).
  */
 export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, log: Logger): Promise<SendResult> {
-  // the reads of concurrent jobs are one statement (KERNEL_COALESCE)
-  const reads = poolCoalescer<string, R | undefined>(ctx.db, `find-${kind.name}`, (ids) => findOperations<R>(ctx.db, kind, ids), ctx.config.kernelCoalesce);
+  // the reads of concurrent jobs are one statement
+  const reads = poolCoalescer<string, R | undefined>(ctx.db, `find-${kind.name}`, (ids) => findOperations<R>(ctx.db, kind, ids));
   const row = await reads.call(id);
   if (!row) {
     log.warn({ kind: kind.name, id }, 'send job for an unknown operation');
@@ -65,17 +65,16 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
 
 /**
  * The provider's acceptance of an operation it does not move (a payment's push: `sent` is a
- * stay), in one statement (KERNEL_ONE_STATEMENT): a compare-and-set on the status and version
+ * stay), in one statement: a compare-and-set on the status and version
  * the row was read with, still unsent. Undefined when it does not apply or the row changed
  * meanwhile: the general path below decides under the row lock.
  */
 async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, row: R, providerRef: string): Promise<TriggerOutcome | undefined> {
-  if (!ctx.config.kernelOneStatement) return undefined;
   const d = decide(kind.machine, row.status, 'sent');
   if (d.kind !== 'stay') return undefined;
   const sent = { ...row, ...changeOf(kind, row, d, 'sent', { reason: 'provider-accepted', providerRef }) } as unknown as R & { updated_at: Date };
-  // the pushes of concurrent jobs are recorded together (KERNEL_COALESCE)
-  const sents = poolCoalescer<SentRecord, boolean>(ctx.db, `record-sent-${kind.name}`, (records) => recordSent(ctx.db, kind, records), ctx.config.kernelCoalesce);
+  // the pushes of concurrent jobs are recorded together
+  const sents = poolCoalescer<SentRecord, boolean>(ctx.db, `record-sent-${kind.name}`, (records) => recordSent(ctx.db, kind, records));
   const written = await sents.call({ id: row.id, from: { status: row.status, version: row.version }, set: { sent_at: sent.sent_at!, provider_ref: sent.provider_ref, version: sent.version, updated_at: sent.updated_at } });
   return written ? 'applied' : undefined;
 }

@@ -111,7 +111,7 @@ function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Con
  * (shared/db/transact.ts does the same in several statements). If the key is held by another
  * request (a duplicate waits for that request's statement, then finds it), nothing is written
  * (IdempotencyKeyHeld). The POSTs of concurrent requests share that statement and its commit
- * (KERNEL_COALESCE: insertPaymentsWithKeys), each row still written only if its own key was taken.
+ * (insertPaymentsWithKeys), each row still written only if its own key was taken.
  * The push job is enqueued after commit; if that fails, the outbox-relay enqueues it.
  */
 export async function createPayment(
@@ -131,8 +131,8 @@ export async function createPayment(
   let created: boolean;
   try {
     const write: NewPayment = { keyValues: takeKeyValues(key, key.encode(view)), row, push };
-    // the POSTs of concurrent requests share one statement and one commit (KERNEL_COALESCE)
-    created = deps.config.kernelCoalesce ? written(await poolCoalescer(db, 'create-payment', (writes: Write[]) => writeTogether(db, writes)).call({ ...write, log: deps.log })) : await writeAlone(db, write);
+    // the POSTs of concurrent requests share one statement and one commit
+    created = written(await poolCoalescer(db, 'create-payment', (writes: Write[]) => writeTogether(db, writes)).call({ ...write, log: deps.log }));
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
       throw new Conflict('reference-conflict', 'This reference is already used by another payment of this merchant', { param: 'reference' });

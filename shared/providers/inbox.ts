@@ -56,12 +56,11 @@ function jobsFor(arrivals: Arrival[]): OutboxMessage[] {
 
 /**
  * Stores a verified callback with the job that applies it: one statement (shared/db/sql/callbacks.ts)
- * writes the inbox row and its outbox row; the job is enqueued after commit. `together`
- * (KERNEL_COALESCE): the callbacks of concurrent requests share that statement, its commit and
- * their jobs (one per kind).
+ * writes the inbox row and its outbox row; the job is enqueued after commit. The callbacks of
+ * concurrent requests share that statement, its commit and their jobs (one per kind).
  */
 export async function storeCallback(
-  deps: TransactDeps & { together: boolean },
+  deps: TransactDeps,
   provider: ProviderBase,
   raw: Buffer,
   parsed: ProviderCallback,
@@ -78,7 +77,6 @@ export async function storeCallback(
       await publishOutbox(db, queues, jobs, arrivals[0].log);
       return arrivals.map(() => undefined);
     },
-    deps.together,
   );
   await store.call({
     row: {

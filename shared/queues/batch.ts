@@ -2,7 +2,7 @@ import { UnrecoverableError, type JobsOptions } from 'bullmq';
 import { workKey, type JobData, type QueueName } from './names';
 
 /**
- * Jobs published together travel together (QUEUE_BATCH_MAX). When one publication (one
+ * Jobs published together travel together (at most BATCH_MAX a job). When one publication (one
  * pipeline of concurrent callers' outbox messages, shared/queues/outbox.ts) holds several jobs
  * of one queue and name, each naming one piece of work (its `workKey`) and due at once, they go
  * to Redis as one BullMQ job whose payload lists theirs: `{ batch: [payload, ...] }`. The worker
@@ -39,6 +39,9 @@ export interface QueuedJob {
  */
 export const BATCH_HOLD_MS = 300_000;
 
+/** The most jobs published together that travel as one batch job. */
+export const BATCH_MAX = 50;
+
 /** The most elements a batch payload may hold (the guard of any pool refuses more). */
 export const BATCH_LIMIT = 1000;
 
@@ -62,11 +65,11 @@ export function batchable(queue: QueueName, job: { data: JobData; opts?: JobsOpt
 
 /**
  * The jobs of one queue as they go to Redis: the batchable ones of each name in batches of at
- * most `max` (each batch's id from its first job's id), the others (and batches of one) as they
- * are. `max` 1: every job as it is.
+ * most BATCH_MAX (each batch's id from its first job's id), the others (and batches of one) as
+ * they are.
  */
-export function inBatches(queue: QueueName, jobs: (QueuedJob & { data: JobData; id: string })[], max: number): QueuedJob[] {
-  if (max <= 1 || jobs.length < 2) return jobs;
+export function inBatches(queue: QueueName, jobs: (QueuedJob & { data: JobData; id: string })[]): QueuedJob[] {
+  if (jobs.length < 2) return jobs;
   const out: QueuedJob[] = [];
   const byName = new Map<string, (typeof jobs)[number][]>();
   for (const j of jobs) {
@@ -74,8 +77,8 @@ export function inBatches(queue: QueueName, jobs: (QueuedJob & { data: JobData; 
     else byName.set(j.jobName, [...(byName.get(j.jobName) ?? []), j]);
   }
   for (const [jobName, group] of byName) {
-    for (let i = 0; i < group.length; i += max) {
-      const chunk = group.slice(i, i + max);
+    for (let i = 0; i < group.length; i += BATCH_MAX) {
+      const chunk = group.slice(i, i + BATCH_MAX);
       out.push(chunk.length === 1 ? chunk[0] : { jobName, data: { batch: chunk.map((j) => j.data) }, opts: { jobId: batchJobId(chunk[0].id) } });
     }
   }

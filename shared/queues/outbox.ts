@@ -58,7 +58,7 @@ async function enqueueMany(queues: QueueRegistry, msgs: OutboxMessage[]): Promis
   for (const m of msgs) byQueue.set(m.queue, [...(byQueue.get(m.queue) ?? []), m]);
   await Promise.all(
     [...byQueue].map(([queue, ms]) =>
-      queues.addMany(queue, inBatches(queue, ms.map((m) => ({ id: m.id, jobName: m.job_name, data: m.payload, opts: jobOptions(m) })), queues.batchMax)),
+      queues.addMany(queue, inBatches(queue, ms.map((m) => ({ id: m.id, jobName: m.job_name, data: m.payload, opts: jobOptions(m) })))),
     ),
   );
 }
@@ -88,32 +88,31 @@ export async function publishOutbox(db: Db, queues: QueueRegistry, msgs: OutboxM
   if (msgs.length === 0) return;
   try {
     if (!queues.isReady()) throw new Error('redis is not connected');
-    // publishTogether false (KERNEL_COALESCE): each message its own add, to measure what the pipeline earns
-    const published: Promise<unknown> = queues.publishTogether ? publisher(queues).call(msgs) : Promise.all(msgs.map((m) => enqueue(queues, m)));
-    await withTimeout(published, PUBLISH_TIMEOUT_MS);
-    markEnqueued(db, msgs.map((m) => m.id), queues.markBatchMs, log);
+    await withTimeout(publisher(queues).call(msgs), PUBLISH_TIMEOUT_MS);
+    markEnqueued(db, msgs.map((m) => m.id), log);
   } catch (err) {
     log?.warn({ err, outbox: msgs.map((m) => m.id) }, 'outbox publish deferred to the relay');
   }
 }
 
+/** How long rows published after commit wait to be marked enqueued together (inside the relay's 1 s grace). */
+const MARK_BATCH_MS = 100;
 const MARK_BATCH_MAX = 500;
 const batchedMarks = new Map<Db, { ids: string[]; timer: NodeJS.Timeout; log?: Logger }>();
 
 /**
- * Marks published rows as enqueued, in batches: one UPDATE every `batchMs` (OUTBOX_MARK_BATCH_MS,
- * 100 by default: inside the relay's grace at its default of 1 s), not one per request; 0 marks
- * each publication's rows at once. A mark that comes late or is lost (crash) only lets the relay
- * enqueue the row again under the same job id, and every job is safe to run twice.
+ * Marks published rows as enqueued, in batches: one UPDATE every MARK_BATCH_MS (or per
+ * MARK_BATCH_MAX rows), not one per request. A mark that comes late or is lost (crash) only lets
+ * the relay enqueue the row again under the same job id, and every job is safe to run twice.
  */
-function markEnqueued(db: Db, ids: string[], batchMs: number, log?: Logger): void {
+function markEnqueued(db: Db, ids: string[], log?: Logger): void {
   let batch = batchedMarks.get(db);
   if (!batch) {
-    batch = { ids: [], timer: setTimeout(() => void flushMarks(db), batchMs), log };
+    batch = { ids: [], timer: setTimeout(() => void flushMarks(db), MARK_BATCH_MS), log };
     batchedMarks.set(db, batch);
   }
   batch.ids.push(...ids);
-  if (batchMs === 0 || batch.ids.length >= MARK_BATCH_MAX) void flushMarks(db);
+  if (batch.ids.length >= MARK_BATCH_MAX) void flushMarks(db);
 }
 
 async function flushMarks(db: Db): Promise<void> {

@@ -18,16 +18,7 @@ const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call
 export class QueueRegistry {
   private readonly queues = new Map<QueueName, Queue>();
 
-  constructor(
-    readonly connection: Redis,
-    readonly prefix: string,
-    /** how long rows published after commit wait to be marked enqueued together (OUTBOX_MARK_BATCH_MS; shared/queues/outbox.ts) */
-    readonly markBatchMs = 100,
-    /** the publications of concurrent callers go to Redis together, one pipeline (KERNEL_COALESCE; shared/queues/outbox.ts) */
-    readonly publishTogether = true,
-    /** at most this many jobs published together travel as one (QUEUE_BATCH_MAX; shared/queues/batch.ts); 1: each its own */
-    readonly batchMax = 1,
-  ) {}
+  constructor(readonly connection: Redis, readonly prefix: string) {}
 
   get(name: QueueName): Queue {
     let q = this.queues.get(name);

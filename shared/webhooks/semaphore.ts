@@ -27,7 +27,7 @@ const MIN_WAIT_MS = 5;
 const WAITER_TTL_MS = 2 * MAX_WAIT_MS;
 const FAST_ENDPOINT_MS = 50;
 const LOCAL_WAIT_MS = 200;
-/** The default of WEBHOOK_SLOT_HANDOFF_MS. */
+/** How long after it was taken a freed slot may be handed to a waiting job of this process instead of going back to Redis. */
 export const HANDOFF_MS = 1000;
 
 const ACQUIRE = `
@@ -109,13 +109,11 @@ export class EndpointSemaphore {
     private readonly limit: number,
     /** How long one attempt may hold a slot before its process is presumed dead. */
     attemptLeaseMs: number,
-    /** How long after it was taken a freed slot may be handed to a waiting job of this process (WEBHOOK_SLOT_HANDOFF_MS; 0: never, always back to Redis). */
-    private readonly handoffMs = HANDOFF_MS,
   ) {
     redis.defineCommand('webhookSlotAcquire', { numberOfKeys: 3, lua: ACQUIRE });
     redis.defineCommand('webhookSlotRelease', { numberOfKeys: 3, lua: RELEASE });
     this.redis = redis as Scripted;
-    this.leaseMs = attemptLeaseMs + handoffMs;
+    this.leaseMs = attemptLeaseMs + HANDOFF_MS;
   }
 
   private keys(webhookId: string) {
@@ -148,7 +146,7 @@ export class EndpointSemaphore {
       slot.latencyMs += latencyMs;
     }
     const next = this.nextWaiter(slot.webhookId);
-    if (next && Date.now() - slot.takenAt < this.handoffMs) {
+    if (next && Date.now() - slot.takenAt < HANDOFF_MS) {
       if (next.member) slot.served.push(next.member);
       next.wake(slot);
       return;

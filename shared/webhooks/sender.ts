@@ -37,11 +37,10 @@ export class WebhookSender {
   constructor(private readonly ctx: ServiceContext) {
     const { webhooks } = ctx.config;
     this.leaseMs = webhooks.timeoutMs + LEASE_MARGIN_MS;
-    this.semaphore = new EndpointSemaphore(ctx.redis, ctx.config.queuePrefix, webhooks.endpointConcurrency, this.leaseMs, webhooks.slotHandoffMs);
+    this.semaphore = new EndpointSemaphore(ctx.redis, ctx.config.queuePrefix, webhooks.endpointConcurrency, this.leaseMs);
     this.agents = makeAgents();
     this.secrets = new SigningSecrets(ctx.config.secretsKeys);
-    // WEBHOOK_COALESCE=false: every claim and outcome is its own statement (to measure what batching earns)
-    this.claims = Coalescer.of(async (ids: string[]) => {
+    this.claims = new Coalescer(async (ids: string[]) => {
       const claimed = await claimAttempts(ctx.db, ids, this.leaseMs, false);
       const byId = new Map(claimed.map((c) => [c.id, c]));
       // a delivery asked for twice in one batch (two jobs for it) is claimed once, by the first
@@ -50,8 +49,8 @@ export class WebhookSender {
         byId.delete(id);
         return c;
       });
-    }, webhooks.coalesce);
-    this.outcomes = Coalescer.of((items: AttemptOutcome[]) => finishAttempts(ctx.db, items, webhooks.breakerPauseMs), webhooks.coalesce);
+    });
+    this.outcomes = new Coalescer((items: AttemptOutcome[]) => finishAttempts(ctx.db, items, webhooks.breakerPauseMs));
   }
 
   async deliver(deliveryId: string, webhookId: string): Promise<DeliveryOutcome> {

@@ -9,11 +9,11 @@ import { paymentKind } from '../../shared/payments/kind';
 import { callbackBody, aPayment, sendCallback } from '../helpers/money';
 
 /**
- * A callback's transition in one statement (KERNEL_ONE_STATEMENT) writes exactly what the general
+ * A callback's transition in one statement (shared/operations/oneStatement.ts) writes exactly what the general
  * path writes (row, history, event, deliveries with their jobs, ledger posting, inbox outcome),
  * and only when it may: once per callback, never over a change it did not see, never for a
  * first posting; a repeat or a late report only gets its outcome; concurrent callbacks share their read and their write
- * (KERNEL_COALESCE), each still a compare-and-set on its own row.
+ * (shared/db/coalescer.ts), each still a compare-and-set on its own row.
  */
 describe('callbacks applied in one statement', () => {
   let env: TestEnv;

@@ -10,7 +10,7 @@ import { checkLedger } from '../../shared/ledger/check';
 import { aPayment, callbackBody, sendCallback } from '../helpers/money';
 
 /**
- * The callbacks of concurrent requests are stored in one statement, one commit (KERNEL_COALESCE),
+ * The callbacks of concurrent requests are stored in one statement, one commit (shared/db/coalescer.ts),
  * with one job for those of a kind: each callback is still named by exactly one job, whose outbox
  * row commits with it and which is enqueued; a batch commits whole or not at all. Rows written by
  * one statement share a transaction id (xmin), which is how the test sees the batches, and a
@@ -23,7 +23,7 @@ describe('provider callbacks stored together', () => {
     expect(answers.map((a) => a.status)).to.deep.equal(ids.map(() => 200));
     const db = env.services.db;
     // received_at and created_at default to now(), the start time of the writing transaction; an
-    // outbox row's xmin moves when it is marked enqueued (OUTBOX_MARK_BATCH_MS), its created_at does not
+    // outbox row's xmin moves when it is marked enqueued (batched, shared/queues/outbox.ts), its created_at does not
     const rows: { id: string; xmin: string; at: string }[] = await db('provider_callbacks').whereIn('object_id', ids)
       .select('id', 'xmin', db.raw('received_at::text as at'));
     expect(rows).to.have.length(n);
@@ -43,7 +43,7 @@ describe('provider callbacks stored together', () => {
     return { commits: new Set(rows.map((r) => r.xmin)).size, jobs: jobs.length };
   };
 
-  describe('KERNEL_COALESCE=true', () => {
+  describe('stored through the web', () => {
     let env: TestEnv;
     before(async () => (env = await startTestEnv()));
     after(() => env.close());
@@ -64,16 +64,6 @@ describe('provider callbacks stored together', () => {
       expect(String(refused)).to.match(/duplicate key/);
       expect(await env.services.db('provider_callbacks').where({ id: a.id })).to.have.length(0);
       expect(await env.services.db('outbox').where({ id: job.id })).to.have.length(0);
-    });
-  });
-
-  describe('KERNEL_COALESCE=false', () => {
-    let env: TestEnv;
-    before(async () => (env = await startTestEnv({ KERNEL_COALESCE: 'false' })));
-    after(() => env.close());
-
-    it('each callback its own commit and its own job', async () => {
-      expect(await burst(env, 12)).to.deep.equal({ commits: 12, jobs: 12 });
     });
   });
 

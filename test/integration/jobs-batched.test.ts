@@ -6,11 +6,11 @@ import { aMerchant, aPayment, sandboxTransaction, startSandbox } from '../helper
 import { freePort } from '../helpers/ports';
 import { eventually } from '../helpers/processes';
 import { outboxJobId, outboxMessage, publishOutbox } from '../../shared/queues/outbox';
-import { batchJobId } from '../../shared/queues/batch';
+import { BATCH_MAX, batchJobId } from '../../shared/queues/batch';
 import { QUEUES } from '../../shared/queues/names';
 
 /**
- * Jobs published together travel as one BullMQ job (QUEUE_BATCH_MAX, shared/queues/batch.ts):
+ * Jobs published together travel as one BullMQ job (at most BATCH_MAX, shared/queues/batch.ts):
  * the batch holds their payloads, the worker runs each as the job it stands for, and one that
  * fails or must wait gets a job of its own.
  */
@@ -29,19 +29,19 @@ describe('jobs published together travel as one batch job', function () {
   };
 
   describe('publication', () => {
-    it('QUEUE_BATCH_MAX=3: pushes published together go in batches of at most 3; a batch of one and a delayed job stay single', async () => {
-      const env = await startTestEnv({ QUEUE_BATCH_MAX: '3' });
+    it(`pushes published together go in batches of at most ${BATCH_MAX}; a batch of one and a delayed job stay single`, async () => {
+      const env = await startTestEnv();
       try {
-        const now = pushes(7);
+        const now = pushes(2 * BATCH_MAX + 1);
         const delayed = outboxMessage(QUEUES.providerPush, 'push', { paymentId: `pay_${randomUUID()}` }, 60_000);
         // a payload naming no one piece of work (callbacks stored together) is never put in a batch
         const callbacks = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackIds: `${randomUUID()},${randomUUID()}`, kind: 'payment' });
         const lone = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackId: randomUUID(), kind: 'payment' });
         await publish(env, [...now, delayed, callbacks, lone]);
         const expected = [
-          { id: batchJobId(now[0].id), data: { batch: now.slice(0, 3).map((m) => m.payload) }, delayed: false },
-          { id: batchJobId(now[3].id), data: { batch: now.slice(3, 6).map((m) => m.payload) }, delayed: false },
-          { id: outboxJobId(now[6].id), data: now[6].payload, delayed: false },
+          { id: batchJobId(now[0].id), data: { batch: now.slice(0, BATCH_MAX).map((m) => m.payload) }, delayed: false },
+          { id: batchJobId(now[BATCH_MAX].id), data: { batch: now.slice(BATCH_MAX, 2 * BATCH_MAX).map((m) => m.payload) }, delayed: false },
+          { id: outboxJobId(now[2 * BATCH_MAX].id), data: now[2 * BATCH_MAX].payload, delayed: false },
           { id: outboxJobId(delayed.id), data: delayed.payload, delayed: true },
         ].sort((a, b) => a.id.localeCompare(b.id));
         expect(await jobsOf(env)).to.deep.equal(expected);
@@ -55,7 +55,7 @@ describe('jobs published together travel as one batch job', function () {
     });
 
     it("a batch holds its elements' work: a later add of that work folds into it; work that has a live job is left out of it", async () => {
-      const env = await startTestEnv({ QUEUE_BATCH_MAX: '3' });
+      const env = await startTestEnv();
       try {
         const [alone] = pushes(1);
         await publish(env, [alone]);
@@ -71,17 +71,6 @@ describe('jobs published together travel as one batch job', function () {
         // the re-drive's add of b's work is folded into the batch
         expect(await env.services.queues.add(QUEUES.providerPush, 'push', { paymentId: b.payload.paymentId }, { jobId: `rd-${randomUUID()}` })).to.equal(batchJobId(again.id));
         expect((await jobsOf(env)).length).to.equal(2);
-      } finally {
-        await env.close();
-      }
-    });
-
-    it('QUEUE_BATCH_MAX=1: each job its own, deduplicated on its work', async () => {
-      const env = await startTestEnv({ QUEUE_BATCH_MAX: '1' });
-      try {
-        const now = pushes(4);
-        await publish(env, now);
-        expect(await jobsOf(env)).to.deep.equal(now.map((m) => ({ id: outboxJobId(m.id), data: m.payload, delayed: false })).sort((a, b) => a.id.localeCompare(b.id)));
       } finally {
         await env.close();
       }

@@ -5,7 +5,7 @@ import { mobilePayment } from '../helpers/money';
 import { insertPaymentsWithKeys, type NewPayment } from '../../shared/db/sql/payments';
 
 /**
- * The POSTs of concurrent requests are written in one statement, one commit (KERNEL_COALESCE):
+ * The POSTs of concurrent requests are written in one statement, one commit (shared/db/coalescer.ts):
  * each payment still comes with its own key, status change and push, and a refused row (a
  * reference already used) fails only its own request. Rows written by one statement share a
  * transaction id (xmin), which is how the test sees the commits.
@@ -24,7 +24,7 @@ describe('payments created together', () => {
     return { answers, created, payments, changes, pushes };
   };
 
-  describe('KERNEL_COALESCE=true', () => {
+  describe('through the API', () => {
     let env: TestEnv;
     let client: Awaited<ReturnType<TestEnv['merchant']>>['client'];
     before(async () => {
@@ -45,6 +45,9 @@ describe('payments created together', () => {
         expect(pushes.filter((o) => o.paymentId === p.id)).to.have.length(1);
       }
       expect(new Set(payments.map((p) => p.xmin)).size, 'commits').to.be.below(24);
+      // no card yet is SQL NULL, as the lone statement writes it (not the JSON null)
+      const cards = await env.services.db('payments').whereIn('id', created).select(env.services.db.raw('card is null as none'));
+      expect(cards.map((c) => c.none)).to.deep.equal(created.map(() => true));
       // what each request was answered is what a GET answers, metadata text and all
       for (const a of answers) {
         const got = await client.get(`/v1/payments/${a.body.id}`);
@@ -52,6 +55,14 @@ describe('payments created together', () => {
         expect(got.text).to.contain(`"metadata":${JSON.stringify(metadata)}`);
       }
       expect(new Set(created).size).to.equal(24);
+    });
+
+    it('a lone POST is written alone, its card SQL NULL as a batch writes it', async () => {
+      const lone = await client.post('/v1/payments', mobilePayment('243990000001', { metadata }));
+      expect(lone.status).to.equal(201);
+      const row = await env.services.db('payments').where({ id: lone.body.id }).first(env.services.db.raw('card is null as none'), env.services.db.raw('metadata::text as metadata'));
+      expect(row).to.deep.equal({ none: true, metadata: JSON.stringify(metadata) });
+      expect((await client.get(`/v1/payments/${lone.body.id}`)).body).to.deep.equal(lone.body);
     });
 
     it('one request of a burst reusing a reference gets 409 reference-conflict; the others are created', async () => {
@@ -92,22 +103,6 @@ describe('payments created together', () => {
         expect(results.find((r) => r.status === 'fulfilled')).to.deep.include({ value: refs.map(() => true) });
         expect((await db('payments').where('reference', 'like', `crosswise-${round}-%`).count({ n: '*' }))[0].n).to.equal(300);
       }
-    });
-  });
-
-  describe('KERNEL_COALESCE=false', () => {
-    let env: TestEnv;
-    before(async () => (env = await startTestEnv({ KERNEL_COALESCE: 'false', RATE_LIMIT_PER_MINUTE: '100000' })));
-    after(() => env.close());
-
-    it('each payment its own commit', async () => {
-      const { client } = await env.merchant({ scope: 'full' });
-      const { answers, payments } = await burst(env, client, Array.from({ length: 12 }, () => mobilePayment('243990000001', { metadata })));
-      expect(answers.map((a) => a.status), answers[0].text).to.deep.equal(answers.map(() => 201));
-      expect(new Set(payments.map((p) => p.xmin)).size).to.equal(12);
-      // no card yet is SQL NULL, as the batch statement writes it (not the JSON null)
-      const cards = await env.services.db('payments').whereIn('id', payments.map((p) => p.id)).select(env.services.db.raw('card is null as none'));
-      expect(cards.map((c) => c.none)).to.deep.equal(payments.map(() => true));
     });
   });
 });

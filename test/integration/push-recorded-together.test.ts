@@ -6,7 +6,7 @@ import { paymentKind } from '../../shared/payments/kind';
 import { aPayment } from '../helpers/money';
 
 /**
- * The pushes of concurrent jobs are recorded in one statement (KERNEL_COALESCE): each row of
+ * The pushes of concurrent jobs are recorded in one statement (shared/db/coalescer.ts): each row of
  * the batch is still its own compare-and-set, so a stale one, a sent one or an id given twice
  * changes nothing of its own while the others are written.
  */

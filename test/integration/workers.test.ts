@@ -1,7 +1,5 @@
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
-import os from 'node:os';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { eventually } from '../helpers/processes';
 import { freePort } from '../helpers/ports';
@@ -106,28 +104,6 @@ describe('worker bootstrap', () => {
     expect(row?.value).to.deep.equal({ done: true });
     const fresh = await env.services.queues.get(QUEUES.refund).getJob(job.id!);
     expect(await fresh!.getState()).to.equal('completed');
-  });
-
-  /** The niceness of each thread of a process (field 19 of /proc/PID/task/TID/stat). */
-  const threadNiceness = (pid: number) =>
-    readdirSync(`/proc/${pid}/task`).map((tid) => Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[16]));
-
-  it('runs at WORKER_NICE, every thread of it, so that the web is served first on a busy machine', async () => {
-    const worker = await env.spawn('test/fixtures/slow-pool.ts', { WORKER_NICE: '5' });
-    const started = await worker.waitForLine((l) => l.msg === 'worker pool started');
-    expect(started.nice).to.equal(5);
-    const niceness = threadNiceness(worker.child.pid!);
-    expect(niceness.length).to.be.above(1);
-    expect(niceness.every((n) => n >= 5), `threads' niceness ${niceness}`).to.equal(true);
-    expect(os.getPriority(process.pid), 'the test process itself').to.equal(0);
-    await worker.stop();
-  });
-
-  it('leaves its priority as it is by default (WORKER_NICE=0)', async () => {
-    const worker = await env.spawn('test/fixtures/slow-pool.ts');
-    expect((await worker.waitForLine((l) => l.msg === 'worker pool started')).nice).to.equal(0);
-    expect(threadNiceness(worker.child.pid!).every((n) => n === 0)).to.equal(true);
-    await worker.stop();
   });
 
   it('logs a line for a failed job, without its payload', async () => {

@@ -56,7 +56,7 @@ export interface NewPayment {
 }
 
 /**
- * Many POSTs' writes in one statement, one commit (group commit, KERNEL_COALESCE): the rows come
+ * Many POSTs' writes in one statement, one commit (group commit): the rows come
  * as one json parameter (json, not jsonb: a payment's metadata keeps its text), each payment and
  * its status change and outbox row written only if its key was taken. Returns, per POST, whether
  * its payment was written. A refusal of any row (a reference already used, a key twice in the
