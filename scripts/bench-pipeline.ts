@@ -9,9 +9,14 @@
  *            JSON) in front of the same trivial route, on real Postgres and Redis
  *
  * The servers run in a child process, autocannon in this one, so the load generator does not
- * take the servers' CPU. Signed POSTs come from a precomputed set (distinct bodies, timestamps
- * valid for the run). The merchant's rate limit is raised (RATE_LIMIT_PER_MINUTE, refused in
- * production). Every response must be 2xx or the figures are void.
+ * take the servers' CPU. Every POST is built and signed when autocannon sends it (its
+ * setupRequest hook): a new body (a unique reference) with the current X-Timestamp, since a
+ * signature acts at most once (api/pipeline/replay.ts: the same signed POST again is 409
+ * request-replayed), so the pipeline POST run includes the replay guard's record of each
+ * signature. The bare POST runs send the same freshly built, signed requests (the bare server
+ * ignores the headers), so both sides cost the load generator the same. The merchant's rate limit
+ * is raised (RATE_LIMIT_PER_MINUTE, refused in production). Every response must be 2xx or the
+ * figures are void.
  *
  * Options (environment): BENCH_DURATION seconds per run (default 5), BENCH_ROUNDS interleaved
  * rounds of the four runs (default 3; medians are reported), BENCH_CONNECTIONS (default 32). Uses DATABASE server of TEST_DATABASE_SERVER_URL (a throwaway database cloned
@@ -19,7 +24,7 @@
  */
 import { fork, type ChildProcess } from 'node:child_process';
 import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
+import { createServer, type Server } from 'node:http';
 import autocannon from 'autocannon';
 import Koa, { type Middleware } from 'koa';
 import Router from '@koa/router';
@@ -39,9 +44,20 @@ interface Ready {
   secret: string;
 }
 
+/**
+ * Requests still being handled: a load run ends by cutting its connections, not by waiting for
+ * their answers, so the servers stop only once these are done (the pipeline's would otherwise
+ * still be waiting for a Postgres connection when the pool closes).
+ */
+let handling = 0;
 const listen = (app: Koa): Promise<Server> =>
   new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
+    const handle = app.callback();
+    const s = createServer((req, res) => {
+      handling++;
+      void Promise.resolve(handle(req, res)).finally(() => handling--);
+    });
+    s.listen(0, '127.0.0.1', () => resolve(s));
   });
 const portOf = (s: Server) => (s.address() as AddressInfo).port;
 
@@ -83,6 +99,7 @@ async function serve(): Promise<void> {
     await Promise.all([bareServer, appServer].map((s) => new Promise((r) => s.close(r))));
     bareServer.closeAllConnections();
     appServer.closeAllConnections();
+    for (let waited = 0; handling > 0 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
     const keys = await services.redis.keys(`${config.queuePrefix}:*`).catch(() => [] as string[]);
     if (keys.length) await services.redis.del(...keys).catch(() => undefined);
     await services.close();
@@ -106,25 +123,31 @@ async function bench(): Promise<void> {
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
   });
 
-  /** A fresh signed set per run: its timestamp stays valid (5 minutes) for the run. */
-  const signedPosts = () => {
-    const ts = String(Math.floor(Date.now() / 1000));
-    return Array.from({ length: 1000 }, (_, i) => {
-      const body = JSON.stringify({ amount: 1000 + i, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `bench-${i}` });
+  /**
+   * A POST built and signed as it is sent, never twice the same: a unique reference per request
+   * (a counter over the whole process), the timestamp of its sending.
+   */
+  let sent = 0;
+  const signedPost = (): autocannon.Request => ({
+    method: 'POST',
+    path: '/v1/bench',
+    setupRequest: (req) => {
+      const n = sent++;
+      const body = JSON.stringify({ amount: 1000 + (n % 1000), currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `bench-${n}` });
+      const ts = String(Math.floor(Date.now() / 1000));
       return {
-        method: 'POST' as const,
-        path: '/v1/bench',
+        ...req,
         body,
         headers: {
+          ...req.headers,
           authorization: `Bearer ${ready.apiKey}`,
           'content-type': 'application/json',
           'x-timestamp': ts,
           'x-signature': signRequest(ready.secret, ts, 'POST', '/v1/bench', body),
         },
       };
-    });
-  };
-  const barePosts = signedPosts().map((p) => ({ method: p.method, path: p.path, body: p.body, headers: { 'content-type': 'application/json' } }));
+    },
+  });
 
   async function run(name: string, port: number, opts: Partial<autocannon.Options>) {
     const base = { url: `http://127.0.0.1:${port}`, connections, pipelining: 1, ...opts } as autocannon.Options;
@@ -140,8 +163,8 @@ async function bench(): Promise<void> {
     const cases = [
       { name: 'bare     GET ', port: ready.bare, opts: () => ({ url: `http://127.0.0.1:${ready.bare}/v1/bench`, method: 'GET' as const }) },
       { name: 'pipeline GET ', port: ready.pipeline, opts: () => ({ url: `http://127.0.0.1:${ready.pipeline}/v1/bench`, method: 'GET' as const, headers: auth }) },
-      { name: 'bare     POST', port: ready.bare, opts: () => ({ requests: barePosts }) },
-      { name: 'pipeline POST', port: ready.pipeline, opts: () => ({ requests: signedPosts() }) },
+      { name: 'bare     POST', port: ready.bare, opts: () => ({ requests: [signedPost()] }) },
+      { name: 'pipeline POST', port: ready.pipeline, opts: () => ({ requests: [signedPost()] }) },
     ];
     // interleaved rounds: on a shared machine the load drifts, and a ratio of two runs far apart would measure the drift
     const perRound: Awaited<ReturnType<typeof run>>[][] = [];

@@ -9,7 +9,9 @@ import path from 'node:path';
  * binaries are missing, says exactly what to install.
  */
 
-const DATA = path.resolve(__dirname, '..', '.data');
+/** The project's folder, whether this runs as scripts/*.ts (tsx) or compiled under build/scripts (npm start). */
+export const PROJECT_ROOT = path.resolve(__dirname, __dirname.includes(`${path.sep}build${path.sep}`) ? '../..' : '..');
+const DATA = path.join(PROJECT_ROOT, '.data');
 const PRIVATE_PG_PORT = 54329;
 const PRIVATE_REDIS_PORT = 63799;
 

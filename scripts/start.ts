@@ -2,7 +2,7 @@ import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { ensureLocalServices } from './local-services';
+import { ensureLocalServices, PROJECT_ROOT } from './local-services';
 import { nextBackoff } from '../shared/restart';
 import { HEARTBEAT, heartbeatTimeoutMs, STARTING_GRACE_MS } from '../shared/heartbeat';
 
@@ -16,8 +16,7 @@ import { HEARTBEAT, heartbeatTimeoutMs, STARTING_GRACE_MS } from '../shared/hear
  * production; `--scale web=n` sets WEB_CONCURRENCY (n web processes on the one port, node:cluster).
  */
 
-/** The project's folder, whether this runs as scripts/start.ts (tsx) or compiled as build/scripts/start.js. */
-const ROOT = path.resolve(__dirname, __dirname.includes(`${path.sep}build${path.sep}`) ? '../..' : '..');
+const ROOT = PROJECT_ROOT;
 const COLORS = [36, 33, 32, 35, 34, 91, 92, 93, 94, 95, 96];
 
 export interface ProcLine {

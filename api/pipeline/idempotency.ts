@@ -101,6 +101,24 @@ function answerOf(ctx: Context): StoredResponse | null {
 }
 
 /**
+ * The Idempotency-Key of a request on a route that takes one, lower case; undefined where the
+ * route takes none or it is optional and absent. 400 idempotency-key-required / -invalid when
+ * required and missing, or not a UUID v4 (checked before the replay guard too: a request that
+ * breaks these rules is refused for them, whatever its signature's past).
+ */
+export function presentedKey(ctx: Context): string | undefined {
+  const rule = idempotencyOf(ctx.method, ctx.path);
+  if (!rule) return undefined;
+  const presented = ctx.get('Idempotency-Key');
+  if (!presented) {
+    if (rule === 'optional') return undefined;
+    throw new BadRequest('idempotency-key-required', 'The Idempotency-Key header is required');
+  }
+  if (!UUID_V4_RE.test(presented)) throw new BadRequest('idempotency-key-invalid', 'The Idempotency-Key must be a UUID v4');
+  return presented.toLowerCase();
+}
+
+/**
  * Step 9 (spec 5.4, 5.6.9; decisions.md "Refund retries"): an Idempotency-Key (UUID v4) is
  * required on POST /v1/payments and /v1/payouts (400 idempotency-key-required / -invalid) and
  * optional on POST /v1/payments/{id}/refund, and held in Postgres per merchant, environment and
@@ -114,20 +132,14 @@ function answerOf(ctx: Context): StoredResponse | null {
  * then answers (as in the spec's order).
  */
 export const idempotency: Middleware = async (ctx, next) => {
-  const rule = idempotencyOf(ctx.method, ctx.path);
-  if (!rule) return next();
-  const presented = ctx.get('Idempotency-Key');
-  if (!presented) {
-    if (rule === 'optional') return next();
-    throw new BadRequest('idempotency-key-required', 'The Idempotency-Key header is required');
-  }
-  if (!UUID_V4_RE.test(presented)) throw new BadRequest('idempotency-key-invalid', 'The Idempotency-Key must be a UUID v4');
+  const presented = presentedKey(ctx);
+  if (!presented) return next();
 
   const { db, config } = ctx.services;
   const auth = ctx.state.auth!;
   const key: RequestKey = {
     write: {
-      id: { merchantId: auth.merchantId, environment: auth.environment, key: presented.toLowerCase() },
+      id: { merchantId: auth.merchantId, environment: auth.environment, key: presented },
       request: { method: ctx.method, path: canonicalPath(ctx.path), hash: requestHash(ctx.method, ctx.path, ctx.state.rawBody ?? Buffer.alloc(0)) },
       waitMs: config.idempotencyWaitMs,
     },

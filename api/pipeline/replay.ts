@@ -2,8 +2,7 @@ import type { Middleware } from 'koa';
 import { Conflict, DomainError } from '../../shared/errors';
 import { forgetSignature, useSignature, type SignedRequest } from '../../shared/requestSignatures';
 import { httpError } from '../middleware/errors';
-import { releasesKey } from './idempotency';
-import { idempotencyOf } from './request';
+import { presentedKey, releasesKey } from './idempotency';
 import { TIMESTAMP_TOLERANCE_S } from './timestamp';
 
 /**
@@ -26,7 +25,7 @@ export const replayGuard: Middleware = async (ctx, next) => {
   const auth = ctx.state.auth!;
   const { db } = ctx.services;
   // a key counts only where the route takes one (elsewhere it is ignored, and so is it here)
-  const key = (idempotencyOf(ctx.method, ctx.path) && ctx.get('Idempotency-Key').toLowerCase()) || null;
+  const key = presentedKey(ctx) ?? null;
   const signed: SignedRequest = {
     merchantId: auth.merchantId,
     environment: auth.environment,

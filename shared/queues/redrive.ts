@@ -9,7 +9,7 @@ import type { JobData, QueueName } from './names';
  * source for its open work older than REDRIVE_GRACE_MS (pushes not sent, callbacks not applied,
  * refunds and payouts not sent, webhook deliveries due) and adds a job for each. The add is
  * folded into the work's live job when it has one (BullMQ deduplication on the work's key,
- * `workKey`), so only work whose job is missing gets a new one: after a flush, a restart without
+ * `workKey`, or a batch's hold on it), so only work whose job is missing gets a new one: after a flush, a restart without
  * persistence or a failover, everything open is carried on within seconds, and nothing runs
  * twice at once. It runs on a timer of its own pool, not as a BullMQ job scheduler, so the loss
  * of Redis's data cannot take it away too.
@@ -44,7 +44,7 @@ export async function redrive(ctx: ServiceContext, sources: WorkSource[], log: L
         work.slice(i, i + PARALLEL).map(async (w) => {
           const jobId = `rd-${randomUUID()}`;
           // an id other than ours: the work's live job took the add
-          return (await ctx.queues.add(w.queue, w.job, w.data, { jobId })) === jobId;
+          return (await ctx.queues.addUnlessHeld(w.queue, w.job, w.data, { jobId })) === jobId;
         }),
       );
       n += results.filter(Boolean).length;

@@ -68,6 +68,17 @@ export class QueueRegistry {
   }
 
   /**
+   * `add` for work found open in Postgres (the re-drive): also folded into a batch that holds
+   * the work (`holdWork`), whose id is returned. A hold is only a hint against running one piece
+   * of work twice at once; every job is safe to run twice.
+   */
+  async addUnlessHeld(name: QueueName, jobName: string, data: JobData, opts: JobsOptions = {}): Promise<string | undefined> {
+    const key = workKey(name, data);
+    const holder = key === undefined ? null : await this.connection.get(this.holdKey(name, key));
+    return holder ?? this.add(name, jobName, data, opts);
+  }
+
+  /**
    * `add` for many jobs of one queue in one pipeline (one write, one answer); one failure rejects
    * the call (the others may be added: a re-add under the same jobId is a no-op). A batch's
    * elements first take their work's keys (`holdWork`); an element whose work has a live job
@@ -79,7 +90,7 @@ export class QueueRegistry {
     for (const j of jobs) {
       if (!isBatch(j.data)) held.push(j);
       else {
-        const batch = await this.holdWork(queue, name, j.opts?.jobId ?? '', j.data.batch);
+        const batch = await this.holdWork(name, j.opts?.jobId ?? '', j.data.batch);
         if (batch.length) held.push({ ...j, data: { batch } });
       }
     }
@@ -91,35 +102,46 @@ export class QueueRegistry {
   }
 
   /**
-   * The work keys of a batch's elements, taken for the batch (`batchJobId`) as BullMQ's
-   * deduplication takes them for a job of its own, so the relay or the re-drive cannot give that
-   * work a second live job while the batch holds it. Each key is held for BATCH_HOLD_MS at most
-   * (a batch that dies lets its work go to the re-drive then) and given back by the worker as
-   * each element finishes (`releaseWork`). Returns the elements whose key was free.
+   * A batch's hold on one piece of work: a key of ours (never one of BullMQ's) beside its queue's
+   * keys, under the same prefix and so in the same hash slot of a Redis Cluster.
    */
-  private async holdWork(queue: Queue, name: QueueName, batchId: string, elements: JobData[]): Promise<JobData[]> {
+  private holdKey(name: QueueName, key: string): string {
+    return `${this.prefix}:${name}:held:${key}`;
+  }
+
+  /**
+   * Takes the work keys of a batch's elements for the batch (`batchJobId`), so that the re-drive
+   * (`addUnlessHeld`) does not give that work a second live job while the batch holds it; an
+   * element whose work another batch holds, or that has a live job of its own, is left out. Each key is held for BATCH_HOLD_MS at most (a batch that dies lets its
+   * work go to the re-drive then) and given back by the worker as each element finishes
+   * (`releaseWork`). Returns the elements taken.
+   */
+  private async holdWork(name: QueueName, batchId: string, elements: JobData[]): Promise<JobData[]> {
     const keys = elements.map((e) => workKey(name, e));
     const pipeline = this.connection.pipeline();
-    for (const k of keys) if (k !== undefined) pipeline.set(`${queue.keys.de}:${k}`, batchId, 'PX', BATCH_HOLD_MS, 'NX');
+    for (const k of keys) if (k !== undefined) pipeline.set(this.holdKey(name, k), batchId, 'PX', BATCH_HOLD_MS, 'NX');
     const answers = pipeline.length ? ((await pipeline.exec()) ?? []) : [];
     let next = 0;
     // an element without a work key (none is batched so) is kept as it is
-    return elements.filter((_, i) => {
+    const held = elements.filter((_, i) => {
       if (keys[i] === undefined) return true;
       const [err, ok] = answers[next++] ?? [new Error('no answer from Redis'), null];
       if (err) throw err;
       return ok === 'OK';
     });
+    // work with a live job of its own (BullMQ's deduplication, asked through its API) stays with that job
+    const queue = await this.ready(name);
+    const live = await Promise.all(held.map((e) => (workKey(name, e) === undefined ? null : queue.getDeduplicationJobId(workKey(name, e)!))));
+    if (live.some(Boolean)) await this.releaseWork(name, batchId, held.filter((_, i) => live[i]));
+    return held.filter((_, i) => !live[i]);
   }
-
 
   /** Gives back the work keys a batch held for these elements (only where the batch still holds them). */
   async releaseWork(name: QueueName, batchId: string, elements: JobData[]): Promise<void> {
     const keys = elements.map((e) => workKey(name, e)).filter((k): k is string => k !== undefined);
     if (!keys.length) return;
-    const queue = await this.ready(name);
     const pipeline = this.connection.pipeline();
-    for (const k of keys) pipeline.eval(RELEASE, 1, `${queue.keys.de}:${k}`, batchId);
+    for (const k of keys) pipeline.eval(RELEASE, 1, this.holdKey(name, k), batchId);
     for (const [err] of (await pipeline.exec()) ?? []) if (err) throw err;
   }
 

@@ -16,8 +16,9 @@ describe('the NUL character in input', () => {
   after(async () => env.close());
 
   const cases: [string, Record<string, unknown>, string][] = [
-    ['a metadata value', { metadata: { order: 'a\u0000b' } }, 'metadata.order'],
-    ['a metadata key', { metadata: { 'or\u0000der': 'x' } }, 'metadata.or\u0000der'],
+    // anything inside metadata names `metadata`: the merchant's key is never echoed, least of all a refused one
+    ['a metadata value', { metadata: { order: 'a\u0000b' } }, 'metadata'],
+    ['a metadata key', { metadata: { 'or\u0000der': 'x' } }, 'metadata'],
     ['the reference', { reference: 'ref\u0000' }, 'reference'],
     ['the description', { description: '\u0000' }, 'description'],
   ];
@@ -27,6 +28,7 @@ describe('the NUL character in input', () => {
       expect(res.status).to.equal(400);
       expect(res.body.error.code).to.equal('validation-failed');
       expect(res.body.error.param).to.equal(param);
+      expect(res.body.error.message).not.to.include('\u0000');
       expect(Number((await env.services.db('payments').count('* as count'))[0].count)).to.equal(0);
     });
   }
@@ -49,8 +51,8 @@ describe('the NUL character in input', () => {
     const lone: [string, Record<string, unknown>, string][] = [
       ['the description (high surrogate)', { description: 'caf\ud800' }, 'description'],
       ['the reference (low surrogate)', { reference: '\udc00ref' }, 'reference'],
-      ['a metadata value', { metadata: { order: 'x\udbff' } }, 'metadata.order'],
-      ['a metadata key', { metadata: { ['k\ud800']: 'x' } }, 'metadata.k\ud800'],
+      ['a metadata value', { metadata: { order: 'x\udbff' } }, 'metadata'],
+      ['a metadata key', { metadata: { ['k\ud800']: 'x' } }, 'metadata'],
     ];
     for (const [where, extra, param] of lone) {
       it(`refuses one in ${where} with 400 validation-failed, and creates nothing`, async () => {

@@ -177,19 +177,19 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
       expect((await events(p.id)).map((e) => e.type)).to.deep.equal(['payment.succeeded']);
     });
 
-    it('out of order: the first outcome wins, a later contrary one is ignored', async () => {
+    it('out of order: a failure reported after the success is recorded and ignored (a success after a failure is a late success: operations-window)', async () => {
       // 243990000004: the sandbox never answers, so only our callbacks reach this payment
       const p = await aPayment(shop.client, { phone: '243990000004' });
       await eventually(async () => (await env.services.db('payments').where({ id: p.id }).first()).sent_at);
-      expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'failed', failure_code: 'client-refused', failure_message: 'Wrong PIN' }))).status).to.equal(200);
-      await processedCallbacks(env, p.id, 1);
       expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'succeeded' }))).status).to.equal(200);
+      await processedCallbacks(env, p.id, 1);
+      expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'failed', failure_code: 'client-refused', failure_message: 'Wrong PIN' }))).status).to.equal(200);
       const rows = await processedCallbacks(env, p.id, 2);
       expect(rows.map((r) => r.outcome)).to.deep.equal(['applied', 'ignored-late']);
       const after = (await shop.client.get(`/v1/payments/${p.id}`)).body;
-      expect(after).to.include({ status: 'failed', failure_code: 'client-refused', failure_message: 'Wrong PIN' });
-      expect(await paymentCredits(env, p.id)).to.have.length(0);
-      expect((await events(p.id)).map((e) => e.type)).to.deep.equal(['payment.failed']);
+      expect(after).to.include({ status: 'succeeded', failure_code: null, failure_message: null });
+      expect(await paymentCredits(env, p.id)).to.have.length(1);
+      expect((await events(p.id)).map((e) => e.type)).to.deep.equal(['payment.succeeded']);
     });
 
     it('a callback for an unknown payment is stored and reported, not a 500', async () => {

@@ -27,7 +27,7 @@ describe('refunds', () => {
     const p = await aSucceededPayment(client);
     expect(await balanceOf(client)).to.deep.equal({ available: { USD: 10_000, CDF: 0 }, pending: { USD: 0, CDF: 0 } });
 
-    const res = await client.post(`/v1/payments/${p.id}/refund`, undefined, { headers: { 'X-Request-Id': 'req-refund-1' } });
+    const res = await client.post(`/v1/payments/${p.id}/refund`, {}, { headers: { 'X-Request-Id': 'req-refund-1' } });
     expect(res.status).to.equal(201);
     const r = res.body;
     expect(r.id).to.match(RE_ID);
