@@ -4,6 +4,7 @@ import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom
 import type { ServiceContext } from '../shared/context';
 import { countPastBound } from '../shared/operations/attention';
 import { BOARD_PATH } from './board';
+import { KINDS } from '../shared/operationKinds';
 
 /** Methods kept as label values; anything else (Node accepts a few dozen) is counted as OTHER. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -75,7 +76,7 @@ export function createMetrics(services: ServiceContext): Metrics {
     registers: [registry],
     async collect() {
       this.reset();
-      const counts = await countPastBound(services.db, services.clock.now()).catch(() => undefined);
+      const counts = await countPastBound(services.db, KINDS, services.clock.now()).catch(() => undefined);
       for (const [kind, n] of Object.entries(counts ?? {})) this.set({ kind }, n);
     },
   });

@@ -18,7 +18,7 @@ import { ServiceClient } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
 import { createContext } from '../shared/context';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
-import { createTestDatabase } from '../test/helpers/databases';
+import { createTestDatabase } from './lib/databases';
 import { benchEnv, closedLoop, percentile, runBench } from './bench-common';
 
 interface Ready {

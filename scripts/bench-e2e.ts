@@ -76,7 +76,7 @@ import { createDb } from '../shared/db/knex';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { ALL_QUEUES } from '../shared/queues/names';
 import { createWebhook } from '../shared/webhooks/endpoints';
-import { prepareTemplate, SERVER_URL } from '../test/helpers/databases';
+import { prepareTemplate, SERVER_URL } from './lib/databases';
 import { nowMs, openLoop, percentile, runBench, type LoadRequest, type RequestPhases } from './bench-common';
 import { parseProcfile } from './start';
 

@@ -29,7 +29,7 @@ import { paymentCredit } from '../shared/domain/ledger';
 import { checkLedger } from '../shared/ledger/check';
 import { post } from '../shared/ledger/postings';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
-import { createTestDatabase } from '../test/helpers/databases';
+import { createTestDatabase } from './lib/databases';
 
 const SEED = 1_000_000_000; // minor units per merchant and per payment: never short during a run
 

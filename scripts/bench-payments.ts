@@ -37,7 +37,7 @@ import { benchEnv, closedLoop, openLoop, percentile, prepared, runBench, type Lo
 import { createContext } from '../shared/context';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { QUEUES } from '../shared/queues/names';
-import { createTestDatabase } from '../test/helpers/databases';
+import { createTestDatabase } from './lib/databases';
 
 const ROOT = path.resolve(__dirname, '..');
 

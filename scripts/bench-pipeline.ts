@@ -35,7 +35,7 @@ import { loadConfig } from '../shared/config';
 import { benchEnv, runBench } from './bench-common';
 import { createContext } from '../shared/context';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
-import { createTestDatabase } from '../test/helpers/databases';
+import { createTestDatabase } from './lib/databases';
 
 interface Ready {
   bare: number;

@@ -17,8 +17,8 @@ import path from 'node:path';
 import { loadConfig } from '../shared/config';
 import { createContext } from '../shared/context';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
-import { createTestDatabase } from '../test/helpers/databases';
-import { freePort } from '../test/helpers/ports';
+import { createTestDatabase } from './lib/databases';
+import { freePort } from './lib/ports';
 import { benchEnv } from './bench-common';
 
 const LINES = Number(process.env.BENCH_LINES || 1_000_000);

@@ -27,11 +27,11 @@ import { createContext, type ServiceContext } from '../shared/context';
 import { transact } from '../shared/db/transact';
 import { newId } from '../shared/domain/ids';
 import type { EventType } from '../shared/vocabulary';
-import { emitEvent } from '../shared/webhooks/fanout';
+import { emitEvent } from '../shared/events/fanout';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { createWebhook } from '../shared/webhooks/endpoints';
-import { createTestDatabase } from '../test/helpers/databases';
-import { startProcess, type RunningProcess } from '../test/helpers/processes';
+import { createTestDatabase } from './lib/databases';
+import { startProcess, type RunningProcess } from './lib/processes';
 
 const EVENTS = Number(process.env.BENCH_EVENTS || 5000);
 const RATE = Number(process.env.BENCH_RATE || 200);

@@ -8,8 +8,15 @@ import { TIMESTAMP_TOLERANCE_S } from '../api/pipeline/timestamp';
  * The chaos drill's replays of signed requests (decisions.md "Replayed signed requests"): an
  * accepted signed POST sent again, byte for byte with its X-Timestamp and X-Signature, within the
  * tolerance, must be refused with 409 `request-replayed` and create nothing when it carries a new
- * Idempotency-Key or none, and get its first answer again when it carries the key of its first use.
+ * Idempotency-Key or none (on a route whose key is required, none is refused before the
+ * signature is looked at: 400 `idempotency-key-required`), and get its first answer again when it
+ * carries the key of its first use.
  */
+
+/** A refusal of a replay: the replay's own code, or the missing required key's. */
+const refusedReplay = (res: ClientResponse | undefined, key: string | null) =>
+  (res?.status === 409 && res.body?.error?.code === 'request-replayed') ||
+  (key === null && res?.status === 400 && res.body?.error?.code === 'idempotency-key-required');
 
 /** The row a request creates, found by the unique field the drill gave it. */
 export interface Identity {
@@ -51,7 +58,7 @@ export class SignedPoster {
 export interface ReplayTally {
   /** replays with a new key or none */
   tried: number;
-  /** of those, answered 409 request-replayed */
+  /** of those, refused (409 request-replayed; without a required key, 400 idempotency-key-required) */
   refused: number;
   /** rows beyond the one the first use created */
   acted: number;
@@ -76,7 +83,7 @@ export class Replays {
     for (const [label, key] of [['new key', randomUUID()], ['no key', null]] as const) {
       this.tally.tried++;
       const res = await this.answer(sent, key);
-      if (res?.status === 409 && res.body?.error?.code === 'request-replayed') this.tally.refused++;
+      if (refusedReplay(res, key)) this.tally.refused++;
       else this.other(label, res);
     }
     this.tally.acted += Math.max(0, (await countOf(this.db, sent.identity)) - 1);

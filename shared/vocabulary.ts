@@ -25,3 +25,16 @@ export const EVENT_TYPES = [
   'webhook.test',
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
+
+/** The statuses each kind of operation shows (its state machine: shared/operations/machines.ts). */
+export type PaymentStatus = 'pending' | 'processing' | 'succeeded' | 'failed' | 'cancelled' | 'refunded';
+export type CardPaymentStatus = Exclude<PaymentStatus, 'refunded'>;
+export type RefundStatus = 'pending' | 'succeeded' | 'failed';
+export type PayoutStatus = 'pending' | 'processing' | 'succeeded' | 'failed';
+
+/** An operator's directions (GET /v1/availability, operator closures). */
+export type Direction = 'collection' | 'payout' | 'refund';
+export const DIRECTIONS: Direction[] = ['collection', 'payout', 'refund'];
+
+/** A value of a payment's or payout's `metadata`. */
+export type MetadataValue = string | number | boolean;

@@ -1,8 +1,8 @@
 import type { Db, Executor } from '../db/knex';
 import { OperatorClosure } from '../db/models';
 import { Unprocessable } from '../errors';
-import type { Direction } from '../operations/health';
 import type { Operator } from '../vocabulary';
+import type { Direction } from '../vocabulary';
 
 /**
  * Closures the service operator sets (PUT /admin/operators/{operator}), e.g. during a provider's

@@ -5,11 +5,11 @@ import { isId } from '../domain/ids';
 import { Conflict, NotFound } from '../errors';
 import { lockRow } from '../operations/transition';
 import { Payment } from '../db/models';
-import type { PaymentRow } from '../payments/rows';
 import { QUEUES } from '../queues/names';
 import type { CardEndpoints } from '../config';
 import type { Environment } from '../vocabulary';
 import { cardPaymentKind } from './kind';
+import type { PaymentRow } from '../db/rows';
 
 /**
  * What the hosted checkout (api/checkout) does with a card payment, apart from rendering it:

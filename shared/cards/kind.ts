@@ -1,10 +1,11 @@
 import type { OperationKind } from '../operations/kind';
-import { cardPaymentMachine, type CardPaymentStatus } from '../operations/machines';
+import { cardPaymentMachine } from '../operations/machines';
 import { collectionPolicy } from '../payments/kind';
 import { Payment, PaymentStatusChange } from '../db/models';
-import type { PaymentRow } from '../payments/rows';
 import { QUEUES } from '../queues/names';
-import { TOKEN_ERRORS, type CardAcquirer, type ChargeAnswer } from './acquirer';
+import { TOKEN_ERRORS, type CardAcquirer, type ChargeAnswer } from '../providers/cardAcquirer';
+import type { PaymentRow } from '../db/rows';
+import type { CardPaymentStatus } from '../vocabulary';
 
 /** A card payment not paid within 30 minutes of its creation is cancelled (decisions.md). */
 export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;

@@ -15,14 +15,9 @@ import { Model, type ModelClass } from 'objection';
 
 import type { AccountKind, Currency, Environment } from '../domain/ledger';
 import type { FeeRule } from '../domain/fees';
-import type { PaymentRow } from '../payments/rows';
-import type { RefundRow } from '../refunds/rows';
-import type { PayoutRow } from '../payouts/rows';
-import type { EventRow } from '../events/record';
-import type { WebhookRow } from '../webhooks/endpoints';
-import type { SettlementRow } from '../settlements/view';
 import type { JobData, QueueName } from '../queues/names';
-import type { Direction } from '../operations/health';
+import type { EventRow, PaymentRow, PayoutRow, RefundRow, SettlementRow, WebhookRow } from './rows';
+import type { Direction } from '../vocabulary';
 
 export type { Currency, Environment, FeeRule };
 export type Scope = 'read' | 'payments' | 'full';

@@ -1,4 +1,4 @@
-import type { EventBody } from './record';
+import type { EventBody } from '../db/rows';
 
 /**
  * The event envelope of spec 6.2 in its documented key order (Postgres jsonb does not keep key

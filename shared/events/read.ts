@@ -3,9 +3,9 @@ import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { UUID_V4_RE } from '../domain/ids';
 import { NotFound, ValidationFailed } from '../errors';
-import type { EventBody } from './record';
 import { pageQuery, toPage, type Cursor } from '../db/pagination';
 import { eventEnvelope } from './envelope';
+import type { EventBody } from '../db/rows';
 
 /**
  * Merchant recovery (GET /v1/events): every event of the caller's merchant and environment,

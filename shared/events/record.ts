@@ -2,15 +2,9 @@ import type { Trx } from '../db/knex';
 import { newEventId, nowUnix } from '../domain/ids';
 import type { Environment, EventType } from '../vocabulary';
 import { exactJson } from '../money';
+import type { EventBody, EventRow } from '../db/rows';
 
 export type { EventType };
-
-export interface EventBody {
-  id: string;
-  type: EventType;
-  created: number;
-  data: { object: Record<string, unknown>; object_version: number };
-}
 
 export interface EventInput {
   merchantId: string;
@@ -21,20 +15,10 @@ export interface EventInput {
   object: Record<string, unknown>;
 }
 
-export interface EventRow {
-  id: string;
-  merchant_id: string;
-  environment: 'test' | 'live';
-  type: EventType;
-  object_id: string;
-  object_version: number;
-  created: number;
-  body: EventBody;
-}
 
 /**
  * Writes an event (envelope of spec 6.2 plus `data.object_version`) in the caller's transaction.
- * Flows emit events with their webhook deliveries through emitEvent (shared/webhooks/fanout.ts).
+ * Flows emit events with their webhook deliveries through emitEvent (shared/events/fanout.ts).
  */
 /** A new event's row (pure): its id, creation time and envelope. */
 export function newEventRow(input: EventInput): EventRow {

@@ -1,7 +1,10 @@
 import type { Executor } from '../db/knex';
 import { unixOf } from '../domain/ids';
-import type { OperationRow } from './kind';
-import { KINDS } from './kinds';
+import type { OperationKind } from './kind';
+
+/** The kinds of operation to look at (the composition root's registry: shared/operationKinds.ts). */
+type KindTable = Record<string, OperationKind<any, any, any>>;
+import type { OperationRow } from '../db/rows';
 
 /**
  * What an operator should look at (GET /admin/attention, decisions.md "Faults"):
@@ -39,10 +42,10 @@ function itemOf(reason: AttentionReason, object: string, r: OperationRow): Atten
 }
 
 /** What a provider contradicted within REVIEW_MS: late successes and reports about operations never sent, newest first. */
-async function contradictions(db: Executor, now: number, limit: number): Promise<AttentionItem[]> {
+async function contradictions(db: Executor, kinds: KindTable, now: number, limit: number): Promise<AttentionItem[]> {
   const since = new Date(now - REVIEW_MS);
   const found: { item: AttentionItem; at: Date }[] = [];
-  for (const kind of Object.values(KINDS)) {
+  for (const kind of Object.values(kinds)) {
     const table = kind.model.tableName;
     const scope = Object.fromEntries(Object.entries(kind.scope ?? {}).map(([k, v]) => [`o.${k}`, v]));
     if (kind.machine.corrections) {
@@ -72,16 +75,16 @@ async function contradictions(db: Executor, now: number, limit: number): Promise
 }
 
 /** What an operator should look at: operations open past their bound (oldest window first), then what providers contradicted (newest first). */
-export async function attentionList(db: Executor, now: number, limit = 500): Promise<AttentionItem[]> {
-  const open = await openPastBound(db, now, limit);
-  return [...open, ...(await contradictions(db, now, limit))].slice(0, limit);
+export async function attentionList(db: Executor, kinds: KindTable, now: number, limit = 500): Promise<AttentionItem[]> {
+  const open = await openPastBound(db, kinds, now, limit);
+  return [...open, ...(await contradictions(db, kinds, now, limit))].slice(0, limit);
 }
 
 /** Every operation open past its bound, oldest window first. */
-export async function openPastBound(db: Executor, now: number, limit = 500): Promise<AttentionItem[]> {
+export async function openPastBound(db: Executor, kinds: KindTable, now: number, limit = 500): Promise<AttentionItem[]> {
   const bound = new Date(now - ATTENTION_AFTER_MS);
   const found: (AttentionItem & { ends: Date })[] = [];
-  for (const kind of Object.values(KINDS)) {
+  for (const kind of Object.values(kinds)) {
     const rows: OperationRow[] = await kind.model
       .query(db)
       .where(kind.scope ?? {})
@@ -98,10 +101,10 @@ export async function openPastBound(db: Executor, now: number, limit = 500): Pro
 }
 
 /** How many operations of each kind are open past their bound (the /metrics gauge). */
-export async function countPastBound(db: Executor, now: number): Promise<Record<string, number>> {
+export async function countPastBound(db: Executor, kinds: KindTable, now: number): Promise<Record<string, number>> {
   const bound = new Date(now - ATTENTION_AFTER_MS);
   const counts: Record<string, number> = {};
-  for (const kind of Object.values(KINDS)) {
+  for (const kind of Object.values(kinds)) {
     counts[kind.name] = await kind.model.query(db).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).where('window_ends_at', '<', bound).resultSize();
   }
   return counts;

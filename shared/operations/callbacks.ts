@@ -3,11 +3,11 @@ import type { Trx } from '../db/knex';
 import { transact, type OutboxWriter } from '../db/transact';
 import type { Logger } from '../logger';
 import { parseCallbackBody } from '../providers/protocol';
-import type { ProviderBase, ProviderCallback, ProviderObjectKind } from '../providers/types';
-import type { OperationKind, OperationRow } from './kind';
-import { KINDS } from './kinds';
+import type { ProviderBase, ProviderCallback, ProviderObjectKind, StoredCallback } from '../providers/types';
+import type { OperationKind } from './kind';
 import { applyTrigger, lockRow, type TriggerOutcome } from './transition';
 import { applyCallbackInOneStatement } from './oneStatement';
+import type { OperationRow } from '../db/rows';
 
 /** What applying a callback did; every stored callback ends with one (kept on its inbox row). */
 export type CallbackOutcome =
@@ -39,11 +39,6 @@ export async function applyCallback<R extends OperationRow>(trx: Trx, outbox: Ou
   return outcome;
 }
 
-export interface StoredCallback extends ProviderCallback {
-  /** inbox row id */
-  id: string;
-  provider: string;
-}
 
 export interface ProcessedCallback {
   outcome: CallbackOutcome | 'already-processed';
@@ -55,9 +50,15 @@ export interface ProcessedCallback {
  * marked processed with its outcome in the same transaction as the change it causes, so a job
  * run twice applies it once.
  */
-export async function applyStoredCallback(ctx: ServiceContext, callbackId: string, log: Logger = ctx.log, kindHint?: ProviderObjectKind): Promise<ProcessedCallback> {
+export async function applyStoredCallback(
+  ctx: ServiceContext,
+  kinds: Record<ProviderObjectKind, OperationKind<any, any, any>>,
+  callbackId: string,
+  log: Logger = ctx.log,
+  kindHint?: ProviderObjectKind,
+): Promise<ProcessedCallback> {
   // the job names its operation's kind: a move of a simple kind is written in one statement
-  const hinted = kindHint && KINDS[kindHint];
+  const hinted = kindHint && kinds[kindHint];
   if (hinted) {
     const done = await applyCallbackInOneStatement(ctx, hinted, callbackId, log);
     if (done) return done;
@@ -68,7 +69,7 @@ export async function applyStoredCallback(ctx: ServiceContext, callbackId: strin
     if (!row) throw new Error(`callback ${callbackId} is not in the inbox`);
     if (row.processed_at) return { outcome: 'already-processed' as const };
     const provider = ctx.providers.byProviderId(row.provider);
-    const kind = KINDS[row.object_kind as ProviderObjectKind];
+    const kind = kinds[row.object_kind as ProviderObjectKind];
     // a missing kind or provider is a deployment fault: throwing keeps the callback for a retry
     if (!provider) throw new Error(`callback ${callbackId}: provider ${row.provider} is not configured`);
     if (!kind) throw new Error(`callback ${callbackId}: no operation kind ${row.object_kind}`);

@@ -6,6 +6,7 @@ import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
 import type { Provider, ProviderBase, ProviderObjectKind } from '../providers/types';
 import { OPERATORS, type Environment, type Operator } from '../vocabulary';
+import type { Direction } from '../vocabulary';
 
 /**
  * What the kernel learns of providers while it calls them, for operator availability
@@ -18,8 +19,6 @@ import { OPERATORS, type Environment, type Operator } from '../vocabulary';
  * (figures about providers, never money).
  */
 
-export type Direction = 'collection' | 'payout' | 'refund';
-export const DIRECTIONS: Direction[] = ['collection', 'payout', 'refund'];
 export const DIRECTION_OF: Record<ProviderObjectKind, Direction> = { payment: 'collection', refund: 'refund', payout: 'payout', card_payment: 'collection' };
 
 export const BUCKET_MS = 10_000;

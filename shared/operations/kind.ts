@@ -7,8 +7,8 @@ import type { IdKind } from '../domain/ids';
 import type { ProviderError } from '../providers/errors';
 import type { Provider, ProviderAccepted, ProviderObjectKind } from '../providers/types';
 import type { QueueName } from '../queues/names';
-import type { Currency, Environment } from '../vocabulary';
 import type { Posting } from '../domain/ledger';
+import type { OperationRow } from '../db/rows';
 import type { LedgerEffect, Machine, Trigger } from './machine';
 
 /**
@@ -17,28 +17,6 @@ import type { LedgerEffect, Machine, Trigger } from './machine';
  * what differs: its table, its statuses, its provider call, its postings, its event object, and
  * what ends it at the window's end.
  */
-
-/** The columns every operation's row has. */
-export interface OperationRow {
-  id: string;
-  merchant_id: string;
-  environment: Environment;
-  status: string;
-  currency: Currency;
-  provider: string | null;
-  provider_ref: string | null;
-  failure_code: string | null;
-  failure_message: string | null;
-  version: number;
-  completed: number | null;
-  /** when the provider accepted the request (null until then) */
-  sent_at: Date | null;
-  /** when the provider should have given its outcome; the sweep asks after that */
-  window_ends_at: Date;
-  /** last time the sweep asked the provider, and how many times it has */
-  asked_at: Date | null;
-  asks: number;
-}
 
 /** Why a trigger happened, and what the provider said with it. */
 export interface TriggerDetails {

@@ -1,3 +1,4 @@
+import type { CardPaymentStatus, PaymentStatus, PayoutStatus, RefundStatus } from '../vocabulary';
 import type { Machine } from './machine';
 
 /**
@@ -16,9 +17,6 @@ const LATE_SUCCESS = {
   failed: { succeed: { to: 'succeeded', reason: 'late-success' } },
 } as const;
 
-export type PaymentStatus = 'pending' | 'processing' | 'succeeded' | 'failed' | 'cancelled' | 'refunded';
-export type RefundStatus = 'pending' | 'succeeded' | 'failed';
-export type PayoutStatus = 'pending' | 'processing' | 'succeeded' | 'failed';
 
 /**
  * A collection. Mobile money is created `processing` (the push follows at once); a card payment
@@ -90,8 +88,6 @@ export const payoutMachine: Machine<PayoutStatus> = {
     failed: { event: 'payout.failed', effect: 'return' },
   },
 };
-
-export type CardPaymentStatus = Exclude<PaymentStatus, 'refunded'>;
 
 /**
  * A card payment (decisions.md "Cards"): `pending` from its creation while the client is on the

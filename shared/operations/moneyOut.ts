@@ -2,7 +2,8 @@ import type { Trx } from '../db/knex';
 import { outgoingKinds, outgoingDeliver, type OutgoingKind } from '../domain/ledger';
 import { post, reverse } from '../ledger/postings';
 import type { Trigger } from './machine';
-import type { OperationKind, OperationRow } from './kind';
+import type { OperationKind } from './kind';
+import type { OperationRow } from '../db/rows';
 
 /**
  * What refunds and payouts (money leaving a merchant's balance for a client) share as kinds:

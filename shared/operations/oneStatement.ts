@@ -7,13 +7,14 @@ import { newEventRow, storedBody } from '../events/record';
 import { accountKey, onlyCredits } from '../ledger/postings';
 import type { Logger } from '../logger';
 import { parseCallbackBody } from '../providers/protocol';
+import type { StoredCallback } from '../providers/types';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, publishOutbox } from '../queues/outbox';
-import { DELIVER_JOB, deliverJob, deliveryRows, subscribedEndpoints } from '../webhooks/fanout';
-import type { StoredCallback } from './callbacks';
-import type { OperationKind, OperationRow } from './kind';
+import { DELIVER_JOB, deliverJob, deliveryRows, subscribedEndpoints } from '../events/fanout';
+import type { OperationKind } from './kind';
 import { decide } from './machine';
 import { changeOf } from './transition';
+import type { OperationRow } from '../db/rows';
 
 /** What the one-statement path does with a callback: its move, or the outcome of one that changes nothing. */
 type OneStatementOutcome = 'applied' | 'duplicate' | 'ignored-late' | 'already-processed';

@@ -7,9 +7,10 @@ import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
 import type { ProviderAccepted } from '../providers/types';
 import type { WorkSource } from '../queues/redrive';
-import type { AcceptedStep, OperationKind, OperationRow, TriggerDetails } from './kind';
+import type { AcceptedStep, OperationKind, TriggerDetails } from './kind';
 import { decide, isOpen } from './machine';
 import { applyTrigger, changeOf, lockRow, type TriggerOutcome } from './transition';
+import type { OperationRow } from '../db/rows';
 
 /** `kept-open`: refused for a reason the client can correct (kind.correctable); still open and unsent. */
 export type SendResult = 'sent' | 'already-sent' | 'not-open' | 'refused' | 'kept-open' | 'unknown';
@@ -116,9 +117,8 @@ async function refuse<R extends OperationRow>(ctx: ServiceContext, kind: Operati
 export function unsentOperations(kind: OperationKind<any, any, any>): WorkSource {
   return {
     name: `${kind.name}-send`,
-    async find(ctx, olderThan, limit) {
-      const now = ctx.clock.now();
-      const q = kind.model.query(ctx.db).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).whereNull('sent_at').where('created_at', '<', olderThan);
+    async find(db, { now, olderThan }, limit) {
+      const q = kind.model.query(db).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).whereNull('sent_at').where('created_at', '<', olderThan);
       if (kind.unsentAtWindowEnd === 'ask') q.where('window_ends_at', '>', new Date(now));
       const rows: OperationRow[] = await q.orderBy('created_at').limit(limit);
       return rows.filter((r) => kind.sendable(r, now)).map((r) => ({ queue: kind.send.queue, job: kind.send.job, data: { [kind.send.idField]: r.id } }));

@@ -2,10 +2,11 @@ import { raw, type AnyQueryBuilder } from 'objection';
 import type { ServiceContext } from '../context';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
-import type { OperationKind, OperationRow, WindowAnswer } from './kind';
+import type { OperationKind, WindowAnswer } from './kind';
 import { ATTENTION_AFTER_MS } from './attention';
 import { isOpen } from './machine';
 import { applyTrigger, findRow, lockRow } from './transition';
+import type { OperationRow } from '../db/rows';
 
 /**
  * The sweep: no operation stays open without being asked about. Once an open operation's window

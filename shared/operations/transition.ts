@@ -3,9 +3,10 @@ import { updateWithHistory } from '../db/sql/statusChange';
 import { findOperation } from '../db/sql/transitions';
 import type { OutboxWriter } from '../db/transact';
 import { nowUnix } from '../domain/ids';
-import { emitEvent } from '../webhooks/fanout';
+import { emitEvent } from '../events/fanout';
 import { decide, type Decision, type Trigger } from './machine';
-import type { OperationKind, OperationRow, TriggerDetails } from './kind';
+import type { OperationKind, TriggerDetails } from './kind';
+import type { OperationRow } from '../db/rows';
 
 /**
  * The one place an operation changes after its creation. The caller holds the transaction and

@@ -13,15 +13,15 @@ import { operatorAccepts } from '../domain/msisdn';
 import { refuseIfClosed } from '../availability/closures';
 import { BadRequest, Conflict, Unauthenticated, Unprocessable, ValidationFailed } from '../errors';
 import { providerIdFor } from '../providers/registry';
-import { cardAcquirerIdFor } from '../cards/acquirer';
+import { cardAcquirerIdFor } from '../providers/cardAcquirer';
 import { CARD_CHECKOUT_WINDOW_MS } from '../cards/kind';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, publishOutbox, type OutboxMessage } from '../queues/outbox';
-import type { PaymentRow } from './rows';
 import type { CreatePaymentInput } from './schemas';
 import { termsCacheFor, type MerchantTerms } from './terms';
 import { paymentView, type PaymentView } from './view';
 import { IdempotencyKeyHeld, takeKeyValues, type IdempotentWrite } from '../idempotency';
+import type { PaymentRow } from '../db/rows';
 
 
 /**

@@ -1,11 +1,12 @@
 import { paymentCredit } from '../domain/ledger';
 import { post } from '../ledger/postings';
 import type { OperationKind } from '../operations/kind';
-import { paymentMachine, type PaymentStatus } from '../operations/machines';
+import { paymentMachine } from '../operations/machines';
 import { QUEUES } from '../queues/names';
 import { Payment, PaymentStatusChange } from '../db/models';
-import type { PaymentRow } from './rows';
 import { paymentEventObject } from './view';
+import type { PaymentRow } from '../db/rows';
+import type { PaymentStatus } from '../vocabulary';
 
 const credit = (p: PaymentRow) =>
   paymentCredit({ paymentId: p.id, merchantId: p.merchant_id, environment: p.environment, currency: p.currency, amountCharged: p.amount_charged, amountNet: p.amount_net, fee: p.fee });

@@ -4,9 +4,9 @@ import { isId } from '../domain/ids';
 import { NotFound } from '../errors';
 import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import { Payment } from '../db/models';
-import type { PaymentRow } from './rows';
 import type { ListPaymentsQuery } from './schemas';
 import { paymentView } from './view';
+import type { PaymentRow } from '../db/rows';
 
 /** Read side of payments: a merchant only ever sees its own payments of its key's environment. */
 

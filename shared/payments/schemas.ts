@@ -1,9 +1,11 @@
 import { MONEY } from '../validation';
 import { CURSOR_QUERY, LIMIT_QUERY } from '../db/pagination';
 import { MSISDN_PATTERN, OPERATORS, type Operator } from '../domain/msisdn';
-import { paymentMachine, type PaymentStatus } from '../operations/machines';
+import { paymentMachine } from '../operations/machines';
 import type { Currency } from '../domain/ledger';
 import type { FeeBearer } from '../domain/fees';
+import type { PaymentStatus } from '../vocabulary';
+import type { MetadataValue } from '../vocabulary';
 
 /**
  * Request schemas of the payment routes (spec 2.2, decisions.md); also the source of the API
@@ -11,7 +13,6 @@ import type { FeeBearer } from '../domain/fees';
  * fees, limits) are checked by shared/payments/create.ts.
  */
 
-export type MetadataValue = string | number | boolean;
 
 export interface CreatePaymentInput {
   amount: number;

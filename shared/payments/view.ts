@@ -1,4 +1,4 @@
-import type { PaymentRow } from './rows';
+import type { PaymentRow } from '../db/rows';
 
 /** The fields the API object and the event object share, in their documented order. */
 function common(p: PaymentRow) {

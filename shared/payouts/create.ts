@@ -15,8 +15,8 @@ import { newOperationFields } from '../operations/kind';
 import { QUEUES } from '../queues/names';
 import type { PayoutInput } from './schemas';
 import { Merchant, Payout, PayoutStatusChange } from '../db/models';
-import type { PayoutRow } from './rows';
 import { payoutView, type PayoutObject } from './view';
+import type { PayoutRow } from '../db/rows';
 
 
 /**

@@ -1,10 +1,11 @@
 import type { OperationKind } from '../operations/kind';
-import { payoutMachine, type PayoutStatus } from '../operations/machines';
+import { payoutMachine } from '../operations/machines';
 import { moneyOutPolicy } from '../operations/moneyOut';
 import { QUEUES } from '../queues/names';
 import { Payout, PayoutStatusChange } from '../db/models';
-import type { PayoutRow } from './rows';
 import { payoutView } from './view';
+import type { PayoutRow } from '../db/rows';
+import type { PayoutStatus } from '../vocabulary';
 
 /** A payout (B2C) as a kind of the operations kernel: sent by the payout pool, `processing` once the provider accepts it. */
 export const payoutKind: OperationKind<PayoutRow, PayoutStatus> = {

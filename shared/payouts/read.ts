@@ -5,8 +5,8 @@ import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import type { Caller } from '../domain/caller';
 import { Payout } from '../db/models';
 import type { ListPayoutsQuery } from './schemas';
-import type { PayoutRow } from './rows';
 import { payoutView } from './view';
+import type { PayoutRow } from '../db/rows';
 
 /** Read side of payouts: a merchant only ever sees its own payouts of its key's environment. */
 

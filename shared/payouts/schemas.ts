@@ -1,9 +1,10 @@
 import type { Currency } from '../domain/ledger';
 import { MSISDN_PATTERN, OPERATORS, type Operator } from '../domain/msisdn';
-import { payoutMachine, type PayoutStatus } from '../operations/machines';
-import { createPaymentSchema, type MetadataValue } from '../payments/schemas';
+import { payoutMachine } from '../operations/machines';
+import { createPaymentSchema } from '../payments/schemas';
 import { MONEY } from '../validation';
 import { CURSOR_QUERY, LIMIT_QUERY } from '../db/pagination';
+import type { MetadataValue, PayoutStatus } from '../vocabulary';
 
 /**
  * Request schemas of the payout routes (decisions.md); reference and metadata follow the same

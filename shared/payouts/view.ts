@@ -1,4 +1,4 @@
-import type { PayoutRow } from './rows';
+import type { PayoutRow } from '../db/rows';
 
 
 /** The payout object of decisions.md (also the `data.object` of payout events). */

@@ -103,8 +103,8 @@ export async function storeCallback(
  */
 export const unappliedCallbacks: WorkSource = {
   name: 'callbacks',
-  async find(ctx, olderThan, limit) {
-    const rows: { id: string }[] = await InboxCallback.query(ctx.db).whereNull('processed_at').where('received_at', '<', olderThan).orderBy('received_at').limit(limit).select('id');
+  async find(db, { olderThan }, limit) {
+    const rows: { id: string }[] = await InboxCallback.query(db).whereNull('processed_at').where('received_at', '<', olderThan).orderBy('received_at').limit(limit).select('id');
     return rows.map((r) => ({ queue: QUEUES.callbackReconciler, job: APPLY_CALLBACK_JOB, data: { callbackId: r.id } }));
   },
 };

@@ -1,7 +1,7 @@
 import type { Config } from '../config';
 import type { Environment } from '../domain/ledger';
 import { OPERATORS, type Operator } from '../domain/msisdn';
-import { cardAcquirerIdFor, HttpCardAcquirer, isCardAcquirer, type CardAcquirer } from '../cards/acquirer';
+import { cardAcquirerIdFor, HttpCardAcquirer, isCardAcquirer, type CardAcquirer } from './cardAcquirer';
 import { HttpProvider } from './http';
 import type { Provider, ProviderBase } from './types';
 import { HttpClient } from '../httpClient';

@@ -64,6 +64,13 @@ export interface ProviderCallback {
   failureMessage: string | null;
 }
 
+/** A callback as the inbox keeps it: what the provider reported, its inbox row id and the provider that sent it. */
+export interface StoredCallback extends ProviderCallback {
+  /** inbox row id */
+  id: string;
+  provider: string;
+}
+
 /** What every provider does, whatever it moves money for: asks about an operation and signed callbacks. */
 export interface ProviderBase {
   /** Our name of this provider: the `provider` field of a payment and the {provider} of /callbacks/{provider}. */

@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
-import type { ServiceContext } from '../context';
+import type { Db } from '../db/knex';
 import type { Logger } from '../logger';
 import type { JobData, QueueName } from './names';
+import type { QueueRegistry } from './registry';
 
 /**
  * The re-drive (decisions.md "Faults and limits", Redis data lost): Postgres is the truth of open
@@ -25,26 +26,36 @@ export interface OpenWork {
 /** Where one kind of open work is found in Postgres. */
 export interface WorkSource {
   name: string;
-  /** open work that should have been picked up before `olderThan`, oldest first, at most `limit` */
-  find(ctx: ServiceContext, olderThan: Date, limit: number): Promise<OpenWork[]>;
+  /** open work that should have been picked up before `olderThan`, oldest first, at most `limit`; `now` is the process's clock */
+  find(db: Db, at: { now: number; olderThan: Date }, limit: number): Promise<OpenWork[]>;
+}
+
+/** What a pass needs: the store of open work, the queues, the clock, how old work must be to count as lost. */
+export interface RedriveDeps {
+  db: Db;
+  queues: QueueRegistry;
+  now: number;
+  graceMs: number;
+  log: Logger;
 }
 
 const BATCH = 1000;
 const PARALLEL = 50;
 
 /** One pass over every source; returns the jobs added per source (work that had lost its job). */
-export async function redrive(ctx: ServiceContext, sources: WorkSource[], log: Logger = ctx.log): Promise<Record<string, number>> {
-  const olderThan = new Date(ctx.clock.now() - ctx.config.redrive.graceMs);
+export async function redrive(deps: RedriveDeps, sources: WorkSource[]): Promise<Record<string, number>> {
+  const { db, queues, now, log } = deps;
+  const olderThan = new Date(now - deps.graceMs);
   const added: Record<string, number> = {};
   for (const source of sources) {
-    const work = await source.find(ctx, olderThan, BATCH);
+    const work = await source.find(db, { now, olderThan }, BATCH);
     let n = 0;
     for (let i = 0; i < work.length; i += PARALLEL) {
       const results = await Promise.all(
         work.slice(i, i + PARALLEL).map(async (w) => {
           const jobId = `rd-${randomUUID()}`;
           // an id other than ours: the work's live job took the add
-          return (await ctx.queues.addUnlessHeld(w.queue, w.job, w.data, { jobId })) === jobId;
+          return (await queues.addUnlessHeld(w.queue, w.job, w.data, { jobId })) === jobId;
         }),
       );
       n += results.filter(Boolean).length;

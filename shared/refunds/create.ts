@@ -13,8 +13,8 @@ import { paymentKind } from '../payments/kind';
 import { cardPaymentKind } from '../cards/kind';
 import { QUEUES } from '../queues/names';
 import { Refund, RefundStatusChange } from '../db/models';
-import type { RefundRow } from './rows';
 import { refundView, type RefundObject } from './view';
+import type { RefundRow } from '../db/rows';
 
 export interface RefundInput {
   amount?: number;

@@ -1,12 +1,13 @@
 import type { OperationKind } from '../operations/kind';
-import { refundMachine, type RefundStatus } from '../operations/machines';
+import { refundMachine } from '../operations/machines';
 import { moneyOutPolicy } from '../operations/moneyOut';
 import { applyTrigger, findRow, lockRow } from '../operations/transition';
 import { paymentKind } from '../payments/kind';
 import { QUEUES } from '../queues/names';
 import { Refund, RefundStatusChange } from '../db/models';
-import type { RefundRow } from './rows';
 import { refundView } from './view';
+import type { RefundRow } from '../db/rows';
+import type { RefundStatus } from '../vocabulary';
 
 /**
  * A refund as a kind of the operations kernel: sent to the payment's provider by the refund pool,

@@ -3,8 +3,8 @@ import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
 import { NotFound } from '../errors';
 import type { Caller } from '../domain/caller';
-import type { RefundRow } from './rows';
 import { refundView } from './view';
+import type { RefundRow } from '../db/rows';
 
 /** GET /v1/payments/{id}/refunds: the payment's refunds in the order they were made; 404 for anyone else's payment. */
 export async function listRefunds(db: Executor, viewer: Caller, paymentId: string) {

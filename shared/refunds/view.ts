@@ -1,4 +1,4 @@
-import type { RefundRow } from './rows';
+import type { RefundRow } from '../db/rows';
 
 
 /** The refund object of spec 2.3 (also the `data.object` of refund events), plus the failure fields. */

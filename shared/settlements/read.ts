@@ -4,7 +4,8 @@ import { NotFound } from '../errors';
 import { CURSOR_QUERY, LIMIT_QUERY, pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import type { Caller } from '../domain/caller';
 import { Settlement } from '../db/models';
-import { settlementView, type SettlementRow } from './view';
+import { settlementView } from './view';
+import type { SettlementRow } from '../db/rows';
 
 /** Read side of settlements: a merchant only ever sees its own batches of its key's environment. */
 

@@ -1,11 +1,12 @@
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
-import { emitEvent } from '../webhooks/fanout';
+import { emitEvent } from '../events/fanout';
 import { newId, nowUnix } from '../domain/ids';
 import type { Currency, Environment } from '../domain/ledger';
 import { COVERED_KINDS, lastCutoff, settlementFigures, type CoveredEntry } from '../domain/settlement';
 import { LedgerTransaction, Settlement } from '../db/models';
-import { settlementView, type SettlementRow, type SettlementView } from './view';
+import { settlementView, type SettlementView } from './view';
+import type { SettlementRow } from '../db/rows';
 
 /**
  * The daily settlement: one batch per merchant, environment and currency whose covered ledger

@@ -1,23 +1,8 @@
 import type { Currency, Environment } from '../domain/ledger';
 import type { Exact } from '../money';
+import type { SettlementRow } from '../db/rows';
 
 /** A row of `settlements` (bigint columns arrive as numbers, or bigints beyond 2^53 - 1: shared/db/knex.ts). */
-export interface SettlementRow {
-  id: string;
-  merchant_id: string;
-  environment: Environment;
-  currency: Currency;
-  period_start: number;
-  period_end: number;
-  gross: Exact;
-  fees: Exact;
-  refunds: Exact;
-  payouts: Exact;
-  net: Exact;
-  count: number;
-  created: number;
-  version: number;
-}
 
 
 /** The settlement object of decisions.md (also the `data.object` of settlement.completed). */

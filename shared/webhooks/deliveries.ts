@@ -2,10 +2,10 @@ import { raw } from 'objection';
 import { Webhook, WebhookDelivery } from '../db/models';
 import type { Db, Executor } from '../db/knex';
 import type { Environment } from '../db/models';
-import type { EventBody } from '../events/record';
 import { claimAttemptsSql, diagnoseSql, finishAttemptsSql, markDeadSql } from '../db/sql/webhookDeliveries';
 import { BREAKER_THRESHOLD, MAX_ATTEMPTS, type AttemptVerdict } from './rules';
 import type { AttemptResult } from './http';
+import type { EventBody } from '../db/rows';
 
 /**
  * Delivery rows: Postgres decides every attempt. An attempt is *claimed* by one statement that

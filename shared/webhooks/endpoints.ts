@@ -5,28 +5,14 @@ import type { Environment } from '../db/models';
 import { transact, type TransactDeps } from '../db/transact';
 import { newId, unixOf } from '../domain/ids';
 import { Conflict, NotFound, ValidationFailed } from '../errors';
-import { emitEvent } from './fanout';
+import { emitEvent } from '../events/fanout';
 import { destinationProblem, type Resolver } from './destination';
-import { patternProblem } from './patterns';
+import { patternProblem } from '../events/patterns';
 import { breakerState } from './rules';
+import type { WebhookRow } from '../db/rows';
 
 /** Operator-side management of webhook endpoints (decisions.md, admin API). */
 
-export interface WebhookRow {
-  id: string;
-  merchant_id: string;
-  environment: Environment;
-  url: string;
-  events: string[];
-  status: 'enabled' | 'disabled';
-  version: number;
-  consecutive_failures: number;
-  breaker_opened_at: Date | null;
-  breaker_open_until: Date | null;
-  breaker_probe_until: Date | null;
-  created_at: Date;
-  updated_at: Date;
-}
 
 export interface WebhookInput {
   merchant_id: string;

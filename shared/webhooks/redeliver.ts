@@ -4,9 +4,9 @@ import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { nowUnix } from '../domain/ids';
 import { NotFound, TooManyRequests } from '../errors';
-import type { EventRow } from '../events/record';
 import { isEventId } from '../events/read';
-import { endpointsFor, insertDeliveries } from './fanout';
+import { endpointsFor, insertDeliveries } from '../events/fanout';
+import type { EventRow } from '../db/rows';
 
 /**
  * The merchant's side of deliveries (decisions.md "Integrator's kit"): an event's deliveries,

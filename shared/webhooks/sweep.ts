@@ -1,7 +1,7 @@
 import type { WorkSource } from '../queues/redrive';
 import { QUEUES } from '../queues/names';
 import { overdueDeliveries } from './deliveries';
-import { DELIVER_JOB } from './fanout';
+import { DELIVER_JOB } from '../events/fanout';
 
 /**
  * The re-drive's source of webhook deliveries (shared/queues/redrive.ts): a pending delivery
@@ -11,8 +11,8 @@ import { DELIVER_JOB } from './fanout';
  */
 export const dueDeliveries: WorkSource = {
   name: 'deliveries',
-  async find(ctx, olderThan, limit) {
-    const rows = await overdueDeliveries(ctx.db, olderThan, limit);
+  async find(db, { olderThan }, limit) {
+    const rows = await overdueDeliveries(db, olderThan, limit);
     return rows.map((d) => ({ queue: QUEUES.webhookSender, job: DELIVER_JOB, data: { deliveryId: d.id, webhookId: d.webhook_id, round: d.round } }));
   },
 };

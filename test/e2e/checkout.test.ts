@@ -6,7 +6,7 @@ import { createContext } from '../../shared/context';
 import { sweepOpen } from '../../shared/operations/sweep';
 import { createCardPayment, paymentRow, startCardEnv, tokenFor, waitForRow, type CardTestEnv } from '../helpers/cards';
 import type { MerchantFixture } from '../helpers/env';
-import { eventually } from '../helpers/processes';
+import { eventually } from '../../scripts/lib/processes';
 import { startReceiver, type Receiver } from '../helpers/webhooks';
 import { launchChromium, type Browser } from './browser';
 

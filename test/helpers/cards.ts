@@ -3,8 +3,8 @@ import { expect } from 'chai';
 import type { ServiceClient } from '../../shared/client/signing';
 import { startTestEnv, type TestEnv } from './env';
 import { parsedBody } from './http';
-import { freePort } from './ports';
-import { eventually, type RunningProcess } from './processes';
+import { freePort } from '../../scripts/lib/ports';
+import { eventually, type RunningProcess } from '../../scripts/lib/processes';
 
 /** The three origins of a card test (decisions.md "Cards"): the service, the sandbox vault, the sandbox acquirer, and the pools behind them. */
 export interface CardTestEnv {

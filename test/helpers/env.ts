@@ -9,10 +9,10 @@ import { createContext, type ServiceContext } from '../../shared/context';
 import { buildApp, type AppOptions } from '../../api/app';
 import { ServiceClient } from '../../shared/client/signing';
 import { PaymentsApi, type RetryOptions } from '../../shared/client/sdk';
-import { createTestDatabase } from './databases';
+import { createTestDatabase } from '../../scripts/lib/databases';
 import { checkLedger } from '../../shared/ledger/check';
 import { fileClock, type Clock } from '../../shared/clock';
-import { startProcess, type RunningProcess } from './processes';
+import { startProcess, type RunningProcess } from '../../scripts/lib/processes';
 import { contract } from './contract';
 import { parsedBody } from './http';
 

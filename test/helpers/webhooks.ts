@@ -1,11 +1,11 @@
 import http, { type IncomingHttpHeaders, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { eventually } from './processes';
+import { eventually } from '../../scripts/lib/processes';
 import type { ServiceContext } from '../../shared/context';
 import { transact } from '../../shared/db/transact';
 import { newId } from '../../shared/domain/ids';
 import type { EventType } from '../../shared/vocabulary';
-import { emitEvent as emitEventIn } from '../../shared/webhooks/fanout';
+import { emitEvent as emitEventIn } from '../../shared/events/fanout';
 
 /**
  * A merchant's webhook receiver on loopback (a real HTTP server), whose behaviour each test

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
-import { eventually } from '../helpers/processes';
+import { eventually } from '../../scripts/lib/processes';
 import { aMerchant, aSucceededPayment, balanceOf, mobilePayment, startMoneyEnv } from '../helpers/money';
 
 /**

@@ -1,12 +1,13 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { startTestEnv, type TestEnv } from '../helpers/env';
-import { eventually } from '../helpers/processes';
+import { eventually } from '../../scripts/lib/processes';
 import { checkLedger } from '../../shared/ledger/check';
 import { applyStoredCallback } from '../../shared/operations/callbacks';
 import { applyCallbackInOneStatement } from '../../shared/operations/oneStatement';
 import { paymentKind } from '../../shared/payments/kind';
 import { callbackBody, aPayment, sendCallback } from '../helpers/money';
+import { KINDS } from '../../shared/operationKinds';
 
 /**
  * A callback's transition in one statement (shared/operations/oneStatement.ts) writes exactly what the general
@@ -63,7 +64,7 @@ describe('callbacks applied in one statement', () => {
     const cb1 = await stored(first.id);
     // no ledger account of this merchant yet: the general path creates them
     expect(await applyCallbackInOneStatement(env.services, paymentKind, cb1, env.services.log)).to.equal(undefined);
-    expect((await applyStoredCallback(env.services, cb1)).outcome).to.equal('applied');
+    expect((await applyStoredCallback(env.services, KINDS, cb1)).outcome).to.equal('applied');
 
     const second = await aPayment(client, { phone: '243990000001' });
     const cb2 = await stored(second.id);
@@ -93,7 +94,7 @@ describe('callbacks applied in one statement', () => {
     const cb = await stored(p.id);
     const runs = await Promise.all([1, 2, 3].map(() => applyCallbackInOneStatement(env.services, paymentKind, cb, env.services.log)));
     expect(runs.map((r) => r?.outcome).sort()).to.deep.equal(['already-processed', 'already-processed', 'applied']);
-    expect((await applyStoredCallback(env.services, cb)).outcome).to.equal('already-processed');
+    expect((await applyStoredCallback(env.services, KINDS, cb)).outcome).to.equal('already-processed');
     expect(await db()('ledger_transactions').where({ reference_id: p.id })).to.have.length(1);
     expect(await db()('events').where({ object_id: p.id })).to.have.length(1);
 
@@ -160,7 +161,7 @@ describe('callbacks applied in one statement', () => {
     expect(hook.status).to.equal(201);
     // the merchant's first posting creates its accounts (the general path)
     const first = await aPayment(m.client);
-    expect((await applyStoredCallback(env.services, await stored(first.id), env.services.log, 'payment')).outcome).to.equal('applied');
+    expect((await applyStoredCallback(env.services, KINDS, await stored(first.id), env.services.log, 'payment')).outcome).to.equal('applied');
 
     const ids = (await Promise.all(Array.from({ length: 14 }, () => aPayment(m.client)))).map((p) => p.id as string);
     // changed: another writer moves them after the read; twice: the provider reports it twice; rerun: one callback, two jobs
@@ -179,7 +180,7 @@ describe('callbacks applied in one statement', () => {
     const holder = await db().transaction();
     await holder('payments').whereIn('id', [changedA, changedB]).increment('version', 1);
     const jobs = [...ids.map((id) => callbackOf.get(id)!), again, callbackOf.get(rerun)!, ghostCallback];
-    const running = Promise.all(jobs.map((cb) => applyStoredCallback(env.services, cb, env.services.log, 'payment')));
+    const running = Promise.all(jobs.map((cb) => applyStoredCallback(env.services, KINDS, cb, env.services.log, 'payment')));
     await eventually(async () => (await db().raw(`select 1 from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`)).rows.length > 0);
     await holder.commit();
     const outcomes = (await running).map((r) => r.outcome);

@@ -5,7 +5,7 @@ import { insertCallbacksWithJobs } from '../../shared/db/sql/callbacks';
 import { outboxJobId, outboxMessage } from '../../shared/queues/outbox';
 import { QUEUES } from '../../shared/queues/names';
 import { guardCallbackJob } from '../../workers/callback-reconciler/job';
-import { eventually } from '../helpers/processes';
+import { eventually } from '../../scripts/lib/processes';
 import { checkLedger } from '../../shared/ledger/check';
 import { aPayment, callbackBody, sendCallback } from '../helpers/money';
 

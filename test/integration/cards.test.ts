@@ -7,7 +7,7 @@ import { sweepOpen } from '../../shared/operations/sweep';
 import { signCallback } from '../../shared/providers/signature';
 import { CARD_SECRET, createCardPayment, cardPaymentBody, pay, paymentRow, startCardEnv, tokenFor, VAULT_KEY, waitForRow, type CardTestEnv } from '../helpers/cards';
 import type { MerchantFixture } from '../helpers/env';
-import { eventually } from '../helpers/processes';
+import { eventually } from '../../scripts/lib/processes';
 import { SANDBOX_SECRET } from '../helpers/money';
 
 /**

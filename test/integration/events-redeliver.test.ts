@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
-import { eventually } from '../helpers/processes';
+import { eventually } from '../../scripts/lib/processes';
 import { emitEvent, startReceiver, type Receiver } from '../helpers/webhooks';
 
 /**

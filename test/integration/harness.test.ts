@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { startTestEnv, type TestEnv } from '../helpers/env';
-import { startProcess } from '../helpers/processes';
+import { startProcess } from '../../scripts/lib/processes';
 
 /**
  * Style guide rule 17: tests pin their settings. A process a test starts reads exactly the

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { startTestEnv, type TestEnv } from '../helpers/env';
-import { childEnv, ROOT } from '../helpers/processes';
+import { childEnv, ROOT } from '../../scripts/lib/processes';
 import { Unprocessable } from '../../shared/errors';
 import { newId } from '../../shared/domain/ids';
 import { outgoingDebit, outgoingKinds, outgoingDeliver, paymentCredit, type Currency } from '../../shared/domain/ledger';

@@ -12,6 +12,7 @@ import { payoutKind } from '../../shared/payouts/kind';
 import { openPastBound } from '../../shared/operations/attention';
 import { createLogger } from '../../shared/logger';
 import { callbackBody, aPayment, paymentCredits, sendCallback } from '../helpers/money';
+import { KINDS } from '../../shared/operationKinds';
 
 /**
  * The end of a payment's provider window (decisions.md "Faults and limits"): the service never
@@ -160,12 +161,12 @@ describe('the end of a provider window', () => {
     const raw = callbackBody({ external_id: p.id, status: 'succeeded', provider_ref: 'REF-LATE' });
     expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', raw)).status).to.equal(200);
     const [cb] = await env.services.db('provider_callbacks').where({ object_id: p.id });
-    expect((await applyStoredCallback(ctx, cb.id)).outcome).to.equal('applied');
+    expect((await applyStoredCallback(ctx, KINDS, cb.id)).outcome).to.equal('applied');
     // the same callback again changes nothing
     const again = await sendCallback(env.baseUrl, 'vodacom-sandbox', raw);
     expect(again.status).to.equal(200);
     const second = (await env.services.db('provider_callbacks').where({ object_id: p.id }).orderBy('received_at'))[1];
-    expect((await applyStoredCallback(ctx, second.id)).outcome).to.equal('duplicate');
+    expect((await applyStoredCallback(ctx, KINDS, second.id)).outcome).to.equal('duplicate');
 
     const r = await row(p.id);
     expect(r).to.include({ status: 'succeeded', failure_code: null });
@@ -177,7 +178,7 @@ describe('the end of a provider window', () => {
     const late = callbackBody({ external_id: p.id, status: 'failed', failure_code: 'client-refused' });
     await sendCallback(env.baseUrl, 'vodacom-sandbox', late);
     const third = (await env.services.db('provider_callbacks').where({ object_id: p.id }).orderBy('received_at'))[2];
-    expect((await applyStoredCallback(ctx, third.id)).outcome).to.equal('ignored-late');
+    expect((await applyStoredCallback(ctx, KINDS, third.id)).outcome).to.equal('ignored-late');
     expect((await row(p.id)).status).to.equal('succeeded');
   });
 
@@ -186,7 +187,7 @@ describe('the end of a provider window', () => {
     const failed = callbackBody({ external_id: p.id, status: 'failed', failure_code: 'insufficient-funds' });
     expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', failed)).status).to.equal(200);
     const [first] = await env.services.db('provider_callbacks').where({ object_id: p.id });
-    expect((await applyStoredCallback(ctx, first.id)).outcome).to.equal('applied');
+    expect((await applyStoredCallback(ctx, KINDS, first.id)).outcome).to.equal('applied');
     expect(await row(p.id)).to.include({ status: 'failed', failure_code: 'insufficient-funds' });
     const before = await env.admin('GET', '/admin/attention');
     expect(before.body.data.map((i: any) => i.id)).not.to.include(p.id);
@@ -196,7 +197,7 @@ describe('the end of a provider window', () => {
     expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', succeeded)).status).to.equal(200);
     const second = (await env.services.db('provider_callbacks').where({ object_id: p.id }).orderBy('received_at'))[1];
     // the job names its kind, as the reconciler's jobs do: the one-statement path decides the same
-    expect((await applyStoredCallback(ctx, second.id, ctx.log, 'payment')).outcome).to.equal('applied');
+    expect((await applyStoredCallback(ctx, KINDS, second.id, ctx.log, 'payment')).outcome).to.equal('applied');
     const r = await row(p.id);
     expect(r).to.include({ status: 'succeeded', failure_code: null, failure_message: null });
     expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→failed (provider-callback)', 'failed→succeeded (late-success)']);
@@ -210,7 +211,7 @@ describe('the end of a provider window', () => {
     // reported again: a duplicate, credited still once
     await sendCallback(env.baseUrl, 'vodacom-sandbox', succeeded);
     const third = (await env.services.db('provider_callbacks').where({ object_id: p.id }).orderBy('received_at'))[2];
-    expect((await applyStoredCallback(ctx, third.id)).outcome).to.equal('duplicate');
+    expect((await applyStoredCallback(ctx, KINDS, third.id)).outcome).to.equal('duplicate');
     expect(await paymentCredits(env, p.id)).to.have.length(1);
   });
 
@@ -299,6 +300,6 @@ describe('money out the provider forgets', () => {
     expect(hourly().map((l) => l.hoursPastWindow)).to.deep.equal([1, 2, 3]);
     expect(hourly()[0]).to.include({ kind: 'payout', id, status: 'processing', providerAnswer: 'provider-unreachable', level: 50 });
     // it is listed for an operator meanwhile
-    expect((await openPastBound(env.services.db, clock.now())).map((i) => i.id)).to.include(id);
+    expect((await openPastBound(env.services.db, KINDS, clock.now())).map((i) => i.id)).to.include(id);
   });
 });

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import net from 'node:net';
 import { startTestEnv, type TestEnv } from '../helpers/env';
-import { eventually } from '../helpers/processes';
+import { eventually } from '../../scripts/lib/processes';
 import { QUEUES } from '../../shared/queues/names';
 import { readBacklog } from '../../shared/queues/backlog';
 import { callbackBody, aPayment, mobilePayment, sendCallback } from '../helpers/money';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
-import { eventually } from '../helpers/processes';
+import { eventually } from '../../scripts/lib/processes';
 import { checkLedger } from '../../shared/ledger/check';
 import { availableBalances } from '../../shared/ledger/balance';
 import {

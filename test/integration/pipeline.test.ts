@@ -10,7 +10,7 @@ import { ManualClock } from '../../shared/clock';
 import { createContext } from '../../shared/context';
 import { Conflict, Unprocessable, ValidationFailed } from '../../shared/errors';
 import { idempotentTransact, purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
-import { waitingOnLocks } from '../helpers/databases';
+import { waitingOnLocks } from '../../scripts/lib/databases';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { send, sendRaw, type RawResponse } from '../helpers/http';
 

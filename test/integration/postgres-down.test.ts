@@ -9,8 +9,8 @@ import { loadConfig } from '../../shared/config';
 import { createContext, type ServiceContext } from '../../shared/context';
 import { createLogger } from '../../shared/logger';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
-import { freePort } from '../helpers/ports';
-import { eventually } from '../helpers/processes';
+import { freePort } from '../../scripts/lib/ports';
+import { eventually } from '../../scripts/lib/processes';
 
 /**
  * decisions.md "Backends down" (issue 14 #9): Postgres unreachable answers 503

@@ -7,7 +7,7 @@ import { createContext, type ServiceContext } from '../../shared/context';
 import { callbackBody, sendCallback, startMoneyEnv, aMerchant, aSucceededPayment, mobilePayment } from '../helpers/money';
 import type { MerchantFixture, TestEnv } from '../helpers/env';
 import { startTcpProxy, type TcpProxy } from '../../scripts/chaos-proxy';
-import { freePort } from '../helpers/ports';
+import { freePort } from '../../scripts/lib/ports';
 
 /**
  * decisions.md "Bounded waits" (issue 22 #2): a Postgres partition (connections open, nothing

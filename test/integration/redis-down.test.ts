@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
-import { freePort } from '../helpers/ports';
+import { freePort } from '../../scripts/lib/ports';
 
 /**
  * decisions.md, Faults and limits: with Redis unreachable, writes get 503 service-unavailable

@@ -1,14 +1,14 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import type { TestEnv } from '../helpers/env';
-import { eventually, type RunningProcess } from '../helpers/processes';
+import { eventually, type RunningProcess } from '../../scripts/lib/processes';
 import { aMerchant, aPayment, startMoneyEnv, waitFor } from '../helpers/money';
 import { paymentCredits, sandboxTransaction } from '../helpers/money';
 import { startReceiver, type Receiver } from '../helpers/webhooks';
 import { ManualClock } from '../../shared/clock';
 import { createContext, type ServiceContext } from '../../shared/context';
 import { checkLedger } from '../../shared/ledger/check';
-import { KINDS } from '../../shared/operations/kinds';
+import { KINDS } from '../../shared/operationKinds';
 import { unsentOperations } from '../../shared/operations/send';
 import { unappliedCallbacks } from '../../shared/providers/inbox';
 import { redrive } from '../../shared/queues/redrive';
@@ -69,16 +69,16 @@ describe('Redis data lost mid-flight: the re-drive carries every open piece of w
       clock.advance(Date.now() - clock.now());
       await env.services.db('payments').whereIn('id', payments.map((p) => p.id)).update({ created_at: new Date(clock.now() - 60_000) });
       // their push jobs wait in Redis (no provider-push pool runs): nothing to add
-      expect(await redrive(ctx, sources)).to.deep.equal({});
+      expect(await redrive({ db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log }, sources)).to.deep.equal({});
       await flushQueues();
-      expect(await redrive(ctx, sources)).to.deep.equal({ 'payment-send': 3 });
-      expect(await redrive(ctx, sources)).to.deep.equal({});
+      expect(await redrive({ db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log }, sources)).to.deep.equal({ 'payment-send': 3 });
+      expect(await redrive({ db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log }, sources)).to.deep.equal({});
       const waiting = await ctx.queues.get('provider-push').getJobs(['waiting']);
       expect(waiting.map((j) => j.data.paymentId).sort()).to.deep.equal(payments.map((p) => p.id).sort());
       // not yet older than the grace: left to the writer and the relay
       const fresh = await aPayment(client);
       await flushQueues();
-      expect(await redrive(ctx, sources)).to.deep.equal({ 'payment-send': 3 });
+      expect(await redrive({ db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log }, sources)).to.deep.equal({ 'payment-send': 3 });
       expect((await ctx.queues.get('provider-push').getJobs(['waiting'])).map((j) => j.data.paymentId)).not.to.include(fresh.id);
       // cancel them at the provider's end: the next stage starts from a clean slate
       await env.services.db('payments').whereIn('id', [...payments, fresh].map((p) => p.id)).update({ window_ends_at: new Date(Date.now() - 1000) });

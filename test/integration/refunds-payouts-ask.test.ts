@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import type { TestEnv } from '../helpers/env';
-import { freePort } from '../helpers/ports';
-import { eventually } from '../helpers/processes';
+import { freePort } from '../../scripts/lib/ports';
+import { eventually } from '../../scripts/lib/processes';
 import { aMerchant, aSucceededPayment, balanceOf, startMoneyEnv, waitFor } from '../helpers/money';
 import { checkLedger } from '../../shared/ledger/check';
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
-import { waitingOnLocks } from '../helpers/databases';
-import { eventually, type RunningProcess } from '../helpers/processes';
+import { waitingOnLocks } from '../../scripts/lib/databases';
+import { eventually, type RunningProcess } from '../../scripts/lib/processes';
 import type { ServiceClient } from '../../shared/client/signing';
 import { newId } from '../../shared/domain/ids';
 import { outgoingDebit, outgoingDeliver, paymentCredit, type Currency, type Environment } from '../../shared/domain/ledger';

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createDb, type Db } from '../../shared/db/knex';
 import { runSql, sqlStatement } from '../../shared/db/sql/run';
-import { createTestDatabase } from '../helpers/databases';
+import { createTestDatabase } from '../../scripts/lib/databases';
 
 /** shared/db/sql: the one runner of the hand-tuned statements, and its prepared-statement switch. */
 describe('shared/db/sql runner', () => {

@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { execFileSync } from 'node:child_process';
 import net from 'node:net';
 import { ADMIN_TOKEN, startTestEnv, type TestEnv } from '../helpers/env';
-import { freePort } from '../helpers/ports';
+import { freePort } from '../../scripts/lib/ports';
 
 /**
  * Slow clients (issue 14 #11): the web process (api/server.ts, as the Procfile runs it) drops a

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { startTestEnv, type TestEnv } from '../helpers/env';
-import { eventually } from '../helpers/processes';
+import { eventually } from '../../scripts/lib/processes';
 import { emitEvent, startReceiver, type Receiver } from '../helpers/webhooks';
 
 const PAUSE_MS = 4000;

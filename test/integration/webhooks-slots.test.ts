@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
-import { eventually } from '../helpers/processes';
+import { eventually } from '../../scripts/lib/processes';
 import { EndpointSemaphore, HANDOFF_MS, type SlotGrant } from '../../shared/webhooks/semaphore';
 
 /**

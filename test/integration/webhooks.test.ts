@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { startTestEnv, type TestEnv } from '../helpers/env';
-import { eventually } from '../helpers/processes';
+import { eventually } from '../../scripts/lib/processes';
 import { verifyWebhook } from '../../shared/client/webhooks';
 import { newId } from '../../shared/domain/ids';
 import { emitEvent, startReceiver, type Behaviour, type Receiver } from '../helpers/webhooks';

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { startTestEnv, type TestEnv } from '../helpers/env';
-import { eventually } from '../helpers/processes';
-import { freePort } from '../helpers/ports';
+import { eventually } from '../../scripts/lib/processes';
+import { freePort } from '../../scripts/lib/ports';
 import { transact } from '../../shared/db/transact';
 import { QUEUES } from '../../shared/queues/names';
 import { outboxJobId, writeOutbox } from '../../shared/queues/outbox';

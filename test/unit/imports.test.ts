@@ -3,20 +3,71 @@ import path from 'node:path';
 import madge from 'madge';
 
 /**
- * No import circle (issue 11): every module of the service, its scripts and its tests is read
- * with madge; `import type` is skipped (it leaves no edge at run time). A circle fails here with
- * its path.
+ * The layers of the code point one way (architecture.md), type imports included: a module may
+ * import its own layer or the layers below it, never one above, and nothing forms a circle.
+ *
+ *   5  api/, workers/, scripts/     the entry points and tools (scripts never import test/)
+ *   4  feature modules              shared/payments, refunds, payouts, cards, webhooks, merchants, …
+ *   3  the kernel                   shared/operations, and the process context (shared/context.ts)
+ *   2  what the kernel writes to    shared/providers, shared/events, shared/ledger
+ *   1  the stores                   shared/db, shared/queues
+ *   0  the vocabulary               config, clock, errors, vocabulary, logger, money, text, domain, crypto…
+ *
+ * The kind registry (shared/operationKinds.ts) is a feature-level module the entry points hand to
+ * the kernel. Tests (test/) may import any layer.
  */
+const BASE = /^shared\/(config|clock|errors|vocabulary|logger|money|text|timeout|ttlCache|validation|httpClient|restart|heartbeat)\.ts$|^shared\/(domain|crypto)\//;
+
+export function layerOf(file: string): number {
+  if (/^(api|workers|scripts|test)\//.test(file)) return 5;
+  if (file.startsWith('shared/operations/') || file === 'shared/context.ts') return 3;
+  if (/^shared\/(providers|events|ledger)\//.test(file)) return 2;
+  if (/^shared\/(db|queues)\//.test(file)) return 1;
+  if (BASE.test(file)) return 0;
+  return 4;
+}
+
+/** Every import that goes against the layers: up a layer, from scripts into test/, or from shared into an entry point. */
+export function crossings(graph: Record<string, string[]>): string[] {
+  const bad: string[] = [];
+  for (const [from, tos] of Object.entries(graph)) {
+    for (const to of tos) {
+      const up = layerOf(to) > layerOf(from);
+      const intoTests = !from.startsWith('test/') && to.startsWith('test/');
+      if (up || intoTests) bad.push(`${from} → ${to}`);
+    }
+  }
+  return bad;
+}
+
 describe('module graph', () => {
-  it('has no import circle', async function () {
+  const root = path.join(__dirname, '..', '..');
+  let graph: Awaited<ReturnType<typeof madge>>;
+  before(async function () {
     this.timeout(60_000);
-    const root = path.join(__dirname, '..', '..');
-    const graph = await madge(['api', 'shared', 'workers', 'scripts', 'test'].map((d) => path.join(root, d)), {
+    graph = await madge(['api', 'shared', 'workers', 'scripts', 'test'].map((d) => path.join(root, d)), {
       baseDir: root,
       fileExtensions: ['ts'],
       tsConfig: path.join(root, 'tsconfig.json'),
-      detectiveOptions: { ts: { skipTypeImports: true } },
+      // `import type` counts: a type from a higher layer is a dependency on it all the same
+      detectiveOptions: { ts: { skipTypeImports: false } },
     });
+  });
+
+  it('has no import circle, type imports included', () => {
     expect(graph.circular().map((c) => c.join(' → '))).to.deep.equal([]);
+  });
+
+  it('has every import pointing down the layers (or within one), and no script importing test/', () => {
+    expect(crossings(graph.obj())).to.deep.equal([]);
+  });
+
+  it('finds a crossing when there is one (the check can fail)', () => {
+    expect(crossings({ 'shared/db/models.ts': ['shared/payments/view.ts'], 'scripts/bench-e2e.ts': ['test/helpers/env.ts'], 'shared/operations/send.ts': ['shared/operationKinds.ts'] })).to.deep.equal([
+      'shared/db/models.ts → shared/payments/view.ts',
+      'scripts/bench-e2e.ts → test/helpers/env.ts',
+      'shared/operations/send.ts → shared/operationKinds.ts',
+    ]);
+    expect(crossings({ 'shared/payments/view.ts': ['shared/db/rows.ts', 'shared/operations/kind.ts'], 'test/unit/x.test.ts': ['api/app.ts'] })).to.deep.equal([]);
   });
 });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { SPEC_WEBHOOK_DELAYS_S, loadConfig } from '../../shared/config';
-import { patternMatches, patternProblem, subscribes, SUBSCRIBABLE_EVENT_TYPES } from '../../shared/webhooks/patterns';
+import { patternMatches, patternProblem, subscribes, SUBSCRIBABLE_EVENT_TYPES } from '../../shared/events/patterns';
 import { afterAttempt, breakerState, isSuccess, MAX_ATTEMPTS } from '../../shared/webhooks/rules';
 import { saturatedWaitMs } from '../../shared/webhooks/semaphore';
 

@@ -5,6 +5,7 @@ import { QUEUES } from '../../shared/queues/names';
 import { runPool } from '../bootstrap';
 import { sweepLoop } from '../operations';
 import { guardCallbackJob } from './job';
+import { KINDS } from '../../shared/operationKinds';
 
 /**
  * callback-reconciler: applies each stored provider callback through the operations kernel
@@ -25,7 +26,7 @@ void runPool({
       const settled = await Promise.allSettled(
         data.callbackIds.map(async (callbackId: string) => {
           const log = ctx.log.child({ requestId: data.requestId, callbackId });
-          const { outcome, callback } = await applyStoredCallback(ctx, callbackId, log, data.kind);
+          const { outcome, callback } = await applyStoredCallback(ctx, KINDS, callbackId, log, data.kind);
           const facts = { outcome, kind: callback?.kind, objectId: callback?.objectId, status: callback?.status, provider: callback?.provider };
           // anything but a clean application is worth an operator's eye
           if (outcome === 'applied' || outcome === 'already-processed') log.info(facts, 'callback processed');

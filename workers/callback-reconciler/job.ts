@@ -1,6 +1,6 @@
 import { UnrecoverableError } from 'bullmq';
 import { UUID_V4_RE } from '../../shared/domain/ids';
-import { KINDS } from '../../shared/operations/kinds';
+import { KINDS } from '../../shared/operationKinds';
 import { CALLBACKS_PER_JOB } from '../../shared/providers/inbox';
 import type { ProviderObjectKind } from '../../shared/providers/types';
 

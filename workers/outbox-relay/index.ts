@@ -1,13 +1,17 @@
+import type { ServiceContext } from '../../shared/context';
 import { runPool } from '../bootstrap';
 import { relayOutbox, pruneOutbox } from '../../shared/queues/outbox';
 import { redrive, type WorkSource } from '../../shared/queues/redrive';
 import { purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
 import { pruneProviderHealth } from '../../shared/operations/health';
-import { KINDS } from '../../shared/operations/kinds';
+import { KINDS } from '../../shared/operationKinds';
 import { unsentOperations } from '../../shared/operations/send';
 import { unappliedCallbacks } from '../../shared/providers/inbox';
 import { purgeExpiredSignatures } from '../../shared/requestSignatures';
 import { dueDeliveries } from '../../shared/webhooks/sweep';
+
+/** A re-drive pass's view of the process: its store, queues, clock and grace. */
+const redriveDeps = (ctx: ServiceContext) => ({ db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log });
 
 /** Every kind of open work Postgres knows, for the re-drive: sends, callbacks, deliveries. */
 const OPEN_WORK: WorkSource[] = [...Object.values(KINDS).map(unsentOperations), unappliedCallbacks, dueDeliveries];
@@ -32,7 +36,7 @@ void runPool({
         while (n > 0);
       },
     },
-    { name: 'redrive', intervalMs: (ctx) => ctx.config.redrive.intervalMs, run: (ctx) => redrive(ctx, OPEN_WORK) },
+    { name: 'redrive', intervalMs: (ctx) => ctx.config.redrive.intervalMs, run: (ctx) => redrive(redriveDeps(ctx), OPEN_WORK) },
     {
       name: 'housekeeping',
       intervalMs: () => 60_000,

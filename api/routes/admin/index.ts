@@ -25,9 +25,10 @@ import {
 } from './schemas';
 import { setClosures } from '../../../shared/availability/closures';
 import { operatorAvailability } from '../../../shared/availability/read';
-import type { Direction } from '../../../shared/operations/health';
 import { OPERATORS, type Operator } from '../../../shared/vocabulary';
 import { DEFAULT_ROTATION_OVERLAP_SECONDS, rotateWebhookSecret } from '../../../shared/merchants/webhookSecrets';
+import type { Direction } from '../../../shared/vocabulary';
+import { KINDS } from '../../../shared/operationKinds';
 
 const validateCreateMerchant = validator<MerchantInput & { name: string }>(createMerchantSchema);
 const validateUpdateMerchant = validator<MerchantInput>(updateMerchantSchema);
@@ -80,7 +81,7 @@ export const adminRouter = new Router({ prefix: '/admin' })
     [ctx.body] = await operatorAvailability(db, 'live', clock.now(), config.availability, operator);
   })
   .get('/attention', async (ctx) => {
-    ctx.body = { object: 'list', data: await attentionList(ctx.services.db, ctx.services.clock.now()) };
+    ctx.body = { object: 'list', data: await attentionList(ctx.services.db, KINDS, ctx.services.clock.now()) };
   })
   .get('/maintenance', async (ctx) => {
     ctx.body = await getMaintenance(ctx.services.db);

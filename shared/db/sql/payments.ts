@@ -1,8 +1,8 @@
-import type { PaymentRow } from '../../payments/rows';
 import type { OutboxMessage } from '../../queues/outbox';
 import { runSql, sqlStatement, type SqlStatement } from './run';
 import { KEY_VALUES, takeKeySql, takeKeysSql } from './idempotencyKeys';
 import type { Executor } from '../knex';
+import type { PaymentRow } from '../rows';
 
 /** Every column of a new payment, in the order of the statement (a fixed list, not a row's key order). */
 const COLUMNS = [

@@ -1,9 +1,10 @@
 import type { Trx } from '../db/knex';
 import type { OutboxWriter } from '../db/transact';
 import { newId } from '../domain/ids';
-import { recordEvent, type EventInput, type EventRow } from '../events/record';
+import { recordEvent, type EventInput } from './record';
 import { QUEUES } from '../queues/names';
 import { subscribes } from './patterns';
+import type { EventRow } from '../db/rows';
 
 /** Job name of the webhook-sender queue; its payload is {deliveryId, webhookId}. */
 export const DELIVER_JOB = 'deliver';

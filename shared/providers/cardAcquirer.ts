@@ -1,7 +1,8 @@
-import { HttpProviderBase, type HttpProviderBaseOptions } from '../providers/http';
-import { retryable } from '../providers/errors';
-import type { ProviderAccepted, ProviderBase } from '../providers/types';
+import { HttpProviderBase, type HttpProviderBaseOptions } from './http';
+import { retryable } from './errors';
+import type { ProviderAccepted, ProviderBase } from './types';
 import type { Currency, Environment } from '../vocabulary';
+import type { CardDetails } from '../db/rows';
 
 /**
  * The card acquirer, as the service drives it (decisions.md "Cards"): it charges a vault token
@@ -23,12 +24,6 @@ export const cardAcquirerIdFor = (environment: Environment) => (environment === 
 /** Refusals of the token, not of the card: the payment stays payable and the client tries again. */
 export const TOKEN_ERRORS = ['token-invalid', 'token-expired', 'token-used', 'token-foreign'] as const;
 
-export interface CardDetails {
-  brand: string;
-  last4: string;
-  exp_month: number;
-  exp_year: number;
-}
 
 export interface ChargeRequest {
   paymentId: string;

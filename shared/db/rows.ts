@@ -1,0 +1,152 @@
+import type { FeeBearer } from '../domain/fees';
+import type { Exact } from '../money';
+import type {
+  Currency,
+  Environment,
+  EventType,
+  MetadataValue,
+  Operator,
+  PaymentStatus,
+  PayoutStatus,
+  RefundStatus,
+} from '../vocabulary';
+
+/**
+ * The rows of the service's tables as the data layer reads them (bigint columns arrive as
+ * numbers, or exact bigints beyond 2^53: shared/db/knex.ts). They live with the tables, below
+ * every module that uses them; the models (models.ts) take their fields from here.
+ */
+
+/** The columns every operation's row has. */
+export interface OperationRow {
+  id: string;
+  merchant_id: string;
+  environment: Environment;
+  status: string;
+  currency: Currency;
+  provider: string | null;
+  provider_ref: string | null;
+  failure_code: string | null;
+  failure_message: string | null;
+  version: number;
+  completed: number | null;
+  /** when the provider accepted the request (null until then) */
+  sent_at: Date | null;
+  /** when the provider should have given its outcome; the sweep asks after that */
+  window_ends_at: Date;
+  /** last time the sweep asked the provider, and how many times it has */
+  asked_at: Date | null;
+  asks: number;
+}
+
+/** A row of `payments` (bigint columns arrive as numbers, see shared/db/knex.ts). */
+export interface PaymentRow extends OperationRow {
+  status: PaymentStatus;
+  method: 'mobile_money' | 'card';
+  amount: number;
+  amount_charged: number;
+  amount_net: number;
+  fee: number;
+  fee_bearer: FeeBearer;
+  amount_refunded: number;
+  reference: string;
+  description: string | null;
+  metadata: Record<string, MetadataValue>;
+  operator: Operator | null;
+  phone: string | null;
+  customer_email: string | null;
+  customer_name: string | null;
+  return_url: string | null;
+  created: number;
+  /** card payments: what the acquirer reported of the card (null until charged) */
+  card: CardDetails | null;
+  /** card payments: the vault token posted by the checkout, until the charge job has used it */
+  checkout_token: string | null;
+  /** card payments: the issuer's 3-D Secure page while the challenge is under way (kept after it) */
+  challenge_url: string | null;
+  /** card payments: why the last token was refused (token-invalid, token-expired, token-used, token-foreign) */
+  checkout_error: string | null;
+}
+
+export interface CardDetails {
+  brand: string;
+  last4: string;
+  exp_month: number;
+  exp_year: number;
+}
+
+/** A row of `refunds` (bigint columns arrive as numbers, see shared/db/knex.ts). */
+export interface RefundRow extends OperationRow {
+  payment_id: string;
+  status: RefundStatus;
+  amount: number;
+  reason: string | null;
+  operator: string;
+  phone: string;
+  created: number;
+}
+
+/** A row of `payouts` (bigint columns arrive as numbers, see shared/db/knex.ts). */
+export interface PayoutRow extends OperationRow {
+  status: PayoutStatus;
+  amount: number;
+  fee: number;
+  method: 'mobile_money';
+  operator: string;
+  phone: string;
+  reference: string;
+  description: string | null;
+  metadata: Record<string, unknown>;
+  created: number;
+}
+
+export interface EventBody {
+  id: string;
+  type: EventType;
+  created: number;
+  data: { object: Record<string, unknown>; object_version: number };
+}
+
+export interface EventRow {
+  id: string;
+  merchant_id: string;
+  environment: 'test' | 'live';
+  type: EventType;
+  object_id: string;
+  object_version: number;
+  created: number;
+  body: EventBody;
+}
+
+export interface WebhookRow {
+  id: string;
+  merchant_id: string;
+  environment: Environment;
+  url: string;
+  events: string[];
+  status: 'enabled' | 'disabled';
+  version: number;
+  consecutive_failures: number;
+  breaker_opened_at: Date | null;
+  breaker_open_until: Date | null;
+  breaker_probe_until: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface SettlementRow {
+  id: string;
+  merchant_id: string;
+  environment: Environment;
+  currency: Currency;
+  period_start: number;
+  period_end: number;
+  gross: Exact;
+  fees: Exact;
+  refunds: Exact;
+  payouts: Exact;
+  net: Exact;
+  count: number;
+  created: number;
+  version: number;
+}
