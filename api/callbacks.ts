@@ -16,7 +16,7 @@ export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:prov
   const provider = ctx.services.providers.byProviderId(ctx.params.provider);
   if (!provider) throw new NotFound('Provider');
   const raw = await readRawBody(ctx, CALLBACK_BODY_LIMIT);
-  if (!provider.verifyCallback(raw, ctx.headers)) {
+  if (!provider.verifyCallback(raw, ctx.headers, Math.floor(ctx.services.clock.now() / 1000))) {
     throw new Unauthenticated('signature-invalid', 'The callback signature is missing, invalid or expired');
   }
   let parsed;
@@ -26,7 +26,7 @@ export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:prov
     if (!(err instanceof CallbackFormatError)) throw err;
     throw err.notJson ? new BadRequest('invalid-json', 'The callback body is not valid JSON in UTF-8, or holds a NUL character or a lone surrogate') : new ValidationFailed('body', err.message);
   }
-  const id = await storeCallback({ db: ctx.services.db, queues: ctx.services.queues, log: ctx.state.log }, provider, raw, parsed, ctx.state.requestId);
+  const id = await storeCallback({ db: ctx.services.db, queues: ctx.services.queues, log: ctx.state.log, clock: ctx.services.clock }, provider, raw, parsed, ctx.state.requestId);
   ctx.state.log.info({ callbackId: id, provider: provider.id, kind: parsed.kind, objectId: parsed.objectId }, 'callback stored');
   ctx.body = { received: true };
 });

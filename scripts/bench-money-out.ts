@@ -24,7 +24,7 @@ import { signRequest } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
 import { benchEnv, runBench } from './bench-common';
 import { createContext } from '../shared/context';
-import { newId, nowUnix } from '../shared/domain/ids';
+import { newId } from '../shared/domain/ids';
 import { paymentCredit } from '../shared/domain/ledger';
 import { checkLedger } from '../shared/ledger/check';
 import { post } from '../shared/ledger/postings';
@@ -62,8 +62,8 @@ async function seedPayment(db: ReturnType<typeof createContext>['db'], merchantI
       operator: 'vodacom',
       phone: '243990000001',
       provider: 'vodacom-sandbox',
-      created: nowUnix(),
-      completed: nowUnix(),
+      created: Math.floor(Date.now() / 1000),
+      completed: Math.floor(Date.now() / 1000),
       window_ends_at: new Date(),
     });
     await post(trx, paymentCredit({ paymentId: id, merchantId, environment: 'test', currency: 'USD', amountCharged: SEED, amountNet: SEED, fee: 0 }));

@@ -83,7 +83,7 @@ async function writeEvents(ctx: ServiceContext, merchantId: string, count: numbe
     for (let i = 0; i < count; i++) {
       const objectId = newId('payment');
       const type = TYPES[started.size % ENDPOINTS];
-      const e = await emitEvent(trx, outbox, { merchantId, environment: 'test', type, objectId, objectVersion: 1, object: { id: objectId, object: 'payment', amount_charged: 1000 } });
+      const e = await emitEvent(trx, outbox, { merchantId, environment: 'test', type, objectId, objectVersion: 1, object: { id: objectId, object: 'payment', amount_charged: 1000 }, at: ctx.clock.now() });
       started.set(e.id, t0);
     }
   });

@@ -149,8 +149,12 @@ export async function idempotentTransact<T>(deps: TransactDeps, key: IdempotentW
 
 /** What a key already held by another request means for this one; null if it is free (released meanwhile). */
 export async function readIdempotencyKey(db: Db, id: IdempotencyKeyId, req: IdempotentRequest): Promise<HeldKey | null> {
-  const row = await IdempotencyKey.query(db).findById(idOf(id)).select('request_hash', 'status', 'response_status', 'response_headers', 'response_body', 'expires_at');
-  if (!row || new Date(row.expires_at).getTime() <= Date.now()) return null;
+  // Postgres's now() is the truth of a key's expiry, as in the statement that takes a key (shared/db/sql/idempotencyKeys.ts)
+  const row = await IdempotencyKey.query(db)
+    .findById(idOf(id))
+    .where('expires_at', '>', raw('now()'))
+    .select('request_hash', 'status', 'response_status', 'response_headers', 'response_body');
+  if (!row) return null;
   if (row.request_hash !== req.hash) return { kind: 'conflict' };
   if (row.status === 'completed') {
     return { kind: 'replay', response: { status: row.response_status!, headers: row.response_headers ?? {}, body: row.response_body ?? Buffer.alloc(0) } };

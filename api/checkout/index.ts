@@ -132,7 +132,7 @@ export function checkoutRouter(services: ServiceContext): Router {
     const extra = Object.keys(body).find((k) => k !== 'token');
     if (extra) throw new ValidationFailed(extra, `${extra} is not allowed`);
     if (typeof body.token !== 'string' || !TOKEN_PATTERN.test(body.token)) throw new ValidationFailed('token', 'token must be a card token (tok_…)');
-    await acceptToken({ db: services.db, queues: services.queues, log: ctx.state.log }, p.id, body.token, services.clock.now(), ctx.state.requestId);
+    await acceptToken({ db: services.db, queues: services.queues, log: ctx.state.log, clock: services.clock }, p.id, body.token, services.clock.now(), ctx.state.requestId);
     ctx.status = 202;
     ctx.body = { status: 'pending', charging: true };
   });

@@ -13,6 +13,7 @@ export function timestampFresh(raw: string, nowS: number): boolean {
 
 /** Step 7 (spec 5.6.7): X-Timestamp on signed methods; missing, not an integer, or |now - ts| >= 300 s → 401 timestamp-expired. */
 export const timestamp: Middleware = async (ctx, next) => {
+  // the merchant signs with its wall clock, so freshness is judged against the wall clock
   if (SIGNED_METHODS.has(ctx.method) && !timestampFresh(ctx.get('X-Timestamp'), Math.floor(Date.now() / 1000))) {
     throw unauthorized('timestamp-expired');
   }

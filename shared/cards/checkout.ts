@@ -51,7 +51,7 @@ export async function acceptToken(deps: TransactDeps, id: string, token: string,
     if (!p) throw new NotFound('Payment');
     if (p.status !== 'pending' || p.window_ends_at.getTime() <= now) throw new Conflict('payment-not-pending', `This payment is ${p.status === 'pending' ? 'expired' : p.status}: it can no longer be paid`);
     if (charging(p)) throw new Conflict('payment-in-progress', 'A card is already being charged for this payment');
-    await Payment.query(trx).findById(id).patch({ checkout_token: token, checkout_error: null, updated_at: new Date() });
+    await Payment.query(trx).findById(id).patch({ checkout_token: token, checkout_error: null, updated_at: new Date(now) });
     await outbox.add(QUEUES.cardCharge, 'charge', { paymentId: id, requestId });
   });
 }

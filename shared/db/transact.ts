@@ -3,6 +3,7 @@ import type { QueueRegistry } from '../queues/registry';
 import type { Logger } from '../logger';
 import { publishOutbox, writeOutbox, type OutboxMessage } from '../queues/outbox';
 import type { JobData, QueueName } from '../queues/names';
+import type { Clock } from '../clock';
 
 /** Collects the jobs a transaction wants; they are enqueued only once it has committed. */
 export interface OutboxWriter {
@@ -13,6 +14,8 @@ export interface TransactDeps {
   db: Db;
   queues: QueueRegistry;
   log?: Logger;
+  /** the process's clock: every stamp a flow writes comes from it (Postgres's now() only where a comment says why) */
+  clock: Clock;
 }
 
 /** Postgres gave up this transaction to let another go on (deadlock, serialization): nothing of it is left, so it may run again. */

@@ -35,7 +35,6 @@ export function newEventId(objectId: string, createdUnix: number): string {
   return `evt_${uuid}_${createdUnix}_${randomBytes(4).toString('hex')}`;
 }
 
-export const nowUnix = () => Math.floor(Date.now() / 1000);
 
 /** Unix seconds of a stored instant (null stays null). */
 export const unixOf = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);

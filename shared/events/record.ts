@@ -1,5 +1,5 @@
 import type { Trx } from '../db/knex';
-import { newEventId, nowUnix } from '../domain/ids';
+import { newEventId } from '../domain/ids';
 import type { Environment, EventType } from '../vocabulary';
 import { exactJson } from '../money';
 import type { EventBody, EventRow } from '../db/rows';
@@ -13,6 +13,8 @@ export interface EventInput {
   objectId: string;
   objectVersion: number;
   object: Record<string, unknown>;
+  /** when the change it announces happened, from the process's clock (ms) */
+  at: number;
 }
 
 
@@ -22,7 +24,7 @@ export interface EventInput {
  */
 /** A new event's row (pure): its id, creation time and envelope. */
 export function newEventRow(input: EventInput): EventRow {
-  const created = nowUnix();
+  const created = Math.floor(input.at / 1000);
   const id = newEventId(input.objectId, created);
   const body: EventBody = { id, type: input.type, created, data: { object: input.object, object_version: input.objectVersion } };
   return {

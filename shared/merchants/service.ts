@@ -73,11 +73,11 @@ export async function createMerchant(db: Executor, input: MerchantInput & { name
   return merchantView(m);
 }
 
-export async function updateMerchant(db: Db, id: string, input: MerchantInput) {
+export async function updateMerchant(db: Db, id: string, input: MerchantInput, now: number) {
   return db.transaction(async (trx) => {
     const m = await Merchant.query(trx).findById(id).forUpdate();
     if (!m) throw new NotFound('Merchant');
-    const patch: Partial<Merchant> = { updated_at: new Date() };
+    const patch: Partial<Merchant> = { updated_at: new Date(now) };
     if (input.name !== undefined) patch.name = input.name;
     if (input.status !== undefined) patch.status = input.status;
     if (input.fee_bearer !== undefined) patch.fee_bearer = input.fee_bearer;
@@ -151,11 +151,12 @@ export async function issueCredential(
  * working for 7 days, or stops at once with `immediate`. Revoking a key still in its grace
  * period with `immediate` ends the grace; any other repeat is a 409.
  */
-export async function revokeCredential(db: Db, id: string, immediate: boolean, keys: SecretsKey[]) {
+export async function revokeCredential(db: Db, id: string, immediate: boolean, keys: SecretsKey[], nowMs: number) {
   return db.transaction(async (trx) => {
     const c = await Credential.query(trx).findById(id).forUpdate();
     if (!c) throw new NotFound('Credential');
-    const now = new Date();
+    // the clock the credential check reads (api/pipeline/credentials.ts) decides the grace
+    const now = new Date(nowMs);
     if (c.revoked_at) {
       if (!immediate || (c.expires_at && c.expires_at <= now)) {
         throw new Conflict('credential-revoked', 'This credential is already revoked');

@@ -49,7 +49,9 @@ export async function rotateWebhookSecret(db: Db, merchantId: string, env: Envir
     const current = await WebhookSecret.query(trx).findOne({ merchant_id: merchantId, environment: env }).forUpdate();
     const plain = newWebhookSecret();
     const enc = encryptSecret(plain, keys);
-    const now = new Date();
+    // Postgres's now() is the truth here: the sender compares previous_expires_at with it (shared/db/sql/webhookDeliveries.ts)
+    const { rows } = await trx.raw('select now() as now');
+    const now = new Date(rows[0].now);
     const previousExpires = overlapSeconds > 0 ? new Date(now.getTime() + overlapSeconds * 1000) : null;
     await WebhookSecret.query(trx)
       .findById(current!.id)

@@ -22,6 +22,8 @@ import type { LedgerEffect, Machine, Trigger } from './machine';
 export interface TriggerDetails {
   /** for the status history: created, provider-accepted, provider-callback, provider-refused, provider-asked, ... */
   reason: string;
+  /** when it happened, from the process's clock (ms): the change's stamps (updated_at, sent_at, completed, its event's created) */
+  at: number;
   providerRef?: string | null;
   failureCode?: string | null;
   failureMessage?: string | null;
@@ -34,7 +36,7 @@ export type WindowAnswer =
   | { kind: 'no-provider' };
 
 /** What the sweep does about it: a trigger, or ask again at a later sweep. */
-export type WindowVerdict = { trigger: Trigger; details: TriggerDetails } | 'ask-again';
+export type WindowVerdict = { trigger: Trigger; details: Omit<TriggerDetails, 'at'> } | 'ask-again';
 
 /** What the provider's acceptance of a request does: a trigger (default `sent`), with what it reported. */
 export interface AcceptedStep<R> {
@@ -94,11 +96,11 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
    */
   posting?(row: R, effect: LedgerEffect): Posting;
   /** what a move changes beyond its own row (a refund's payment), in the same transaction, before the event */
-  afterMove?(trx: Trx, outbox: OutboxWriter, row: R, to: S): Promise<void>;
+  afterMove?(trx: Trx, outbox: OutboxWriter, row: R, to: S, at: number): Promise<void>;
 }
 
-/** The kernel's columns of a new operation: not sent yet, no outcome, version 1, its provider window from `now`. */
-export function newOperationFields(windowMs: number, now = Date.now()) {
+/** The kernel's columns of a new operation: not sent yet, no outcome, version 1, its provider window from `now` (the process's clock). */
+export function newOperationFields(windowMs: number, now: number) {
   return {
     provider_ref: null,
     failure_code: null,

@@ -91,7 +91,7 @@ async function attemptOnce<R extends OperationRow>(
     return marked ? { outcome, callback } : 'changed';
   }
   if (d.kind !== 'move') return undefined;
-  const details = { reason: 'provider-callback', providerRef: callback.providerRef, failureCode: callback.failureCode, failureMessage: callback.failureMessage };
+  const details = { reason: 'provider-callback', providerRef: callback.providerRef, failureCode: callback.failureCode, failureMessage: callback.failureMessage, at: ctx.clock.now() };
   const updated = { ...row, ...changeOf(kind, row, d, trigger, details) } as R;
 
   let posting = null;
@@ -111,7 +111,7 @@ async function attemptOnce<R extends OperationRow>(
     };
   }
   const event = d.event
-    ? newEventRow({ merchantId: row.merchant_id, environment: row.environment, type: d.event, objectId: row.id, objectVersion: updated.version, object: kind.eventObject(updated) })
+    ? newEventRow({ merchantId: row.merchant_id, environment: row.environment, type: d.event, objectId: row.id, objectVersion: updated.version, object: kind.eventObject(updated), at: details.at })
     : null;
   const deliveries = event ? deliveryRows(event, subscribedEndpoints(read.endpoints, event.type), event.created) : [];
   const outbox = deliveries.map((del) => outboxMessage(QUEUES.webhookSender, DELIVER_JOB, deliverJob(del)));

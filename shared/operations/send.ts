@@ -35,7 +35,7 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
 
   const provider = row.provider ? ctx.providers.byProviderId(row.provider) : undefined;
   if (!provider) {
-    await refuse(ctx, kind, id, { reason: 'provider-refused', failureCode: 'operator-unavailable', failureMessage: `No provider ${row.provider ?? ''} is configured` }, log);
+    await refuse(ctx, kind, id, { reason: 'provider-refused', failureCode: 'operator-unavailable', failureMessage: `No provider ${row.provider ?? ''} is configured`, at: ctx.clock.now() }, log);
     return 'refused';
   }
   let answer: ProviderAccepted;
@@ -49,17 +49,19 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
         log.warn({ kind: kind.name, id, code: err.code }, 'refused by the provider for a reason the client can correct; still open');
         return 'kept-open';
       }
-      await refuse(ctx, kind, id, { reason: 'provider-refused', failureCode: err.code, failureMessage: err.message }, log);
+      await refuse(ctx, kind, id, { reason: 'provider-refused', failureCode: err.code, failureMessage: err.message, at: ctx.clock.now() }, log);
       return 'refused';
     }
     throw err;
   }
   const providerRef = answer.providerRef;
-  const step: AcceptedStep<R> = kind.accepted?.(row, answer, { config: ctx.config, now: ctx.clock.now() }) ?? { trigger: 'sent' };
+  const at = ctx.clock.now();
+  const step: AcceptedStep<R> = kind.accepted?.(row, answer, { config: ctx.config, now: at }) ?? { trigger: 'sent' };
   // a plain acceptance may take the one-statement path; one the kind reads more into (3-D Secure, a decline) is decided under the lock
   const plain = step.trigger === 'sent' && !step.patch && !step.details;
   const outcome =
-    (plain ? await recordSentInOneStatement(ctx, kind, row, providerRef) : undefined) ?? (await apply(ctx, kind, id, step, { reason: 'provider-accepted', providerRef, ...step.details }, log));
+    (plain ? await recordSentInOneStatement(ctx, kind, row, providerRef, at) : undefined) ??
+    (await apply(ctx, kind, id, step, { reason: 'provider-accepted', providerRef, ...step.details, at }, log));
   log.info({ kind: kind.name, id, provider: provider.id, outcome }, outcome === 'applied' ? 'sent to the provider' : 'already recorded as sent');
   return outcome === 'applied' ? 'sent' : 'already-sent';
 }
@@ -70,10 +72,10 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
  * the row was read with, still unsent. Undefined when it does not apply or the row changed
  * meanwhile: the general path below decides under the row lock.
  */
-async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, row: R, providerRef: string): Promise<TriggerOutcome | undefined> {
+async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, row: R, providerRef: string, at: number): Promise<TriggerOutcome | undefined> {
   const d = decide(kind.machine, row.status, 'sent');
   if (d.kind !== 'stay') return undefined;
-  const sent = { ...row, ...changeOf(kind, row, d, 'sent', { reason: 'provider-accepted', providerRef }) } as unknown as R & { updated_at: Date };
+  const sent = { ...row, ...changeOf(kind, row, d, 'sent', { reason: 'provider-accepted', providerRef, at }) } as unknown as R & { updated_at: Date };
   // the pushes of concurrent jobs are recorded together
   const sents = poolCoalescer<SentRecord, boolean>(ctx.db, `record-sent-${kind.name}`, (records) => recordSent(ctx.db, kind, records));
   const written = await sents.call({ id: row.id, from: { status: row.status, version: row.version }, set: { sent_at: sent.sent_at!, provider_ref: sent.provider_ref, version: sent.version, updated_at: sent.updated_at } });
@@ -82,26 +84,26 @@ async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceCont
 
 /** Records the provider's acceptance under the row lock; a second run finds sent_at and changes nothing. */
 async function apply<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, step: AcceptedStep<R>, details: TriggerDetails, log: Logger): Promise<TriggerOutcome> {
-  return transact({ db: ctx.db, queues: ctx.queues, log }, async (trx, outbox) => {
+  return transact({ db: ctx.db, queues: ctx.queues, clock: ctx.clock, log }, async (trx, outbox) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked || locked.sent_at) return 'duplicate';
     // `sent` records sent_at itself; another trigger of the acceptance (3-D Secure, a decline) records it with its patch
-    const patch = step.trigger === 'sent' ? (step.patch ?? {}) : ({ ...step.patch, sent_at: new Date() } as Partial<R>);
+    const patch = step.trigger === 'sent' ? (step.patch ?? {}) : ({ ...step.patch, sent_at: new Date(details.at) } as Partial<R>);
     return (await applyTrigger(trx, outbox, kind, locked, step.trigger, details, patch)).outcome;
   });
 }
 
 /** A refusal the client can correct: the row keeps its status and stays unsent; only the kind's columns change. */
 async function keepOpen<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, patch: Partial<R>, log: Logger): Promise<void> {
-  await transact({ db: ctx.db, queues: ctx.queues, log }, async (trx) => {
+  await transact({ db: ctx.db, queues: ctx.queues, clock: ctx.clock, log }, async (trx) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked || locked.sent_at || !isOpen(kind.machine, locked.status)) return;
-    await kind.model.query(trx).findById(id).patch({ ...patch, updated_at: new Date() } as PartialModelObject<Model & R>);
+    await kind.model.query(trx).findById(id).patch({ ...patch, updated_at: new Date(ctx.clock.now()) } as PartialModelObject<Model & R>);
   });
 }
 
 async function refuse<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, details: TriggerDetails, log: Logger): Promise<void> {
-  const outcome = await transact({ db: ctx.db, queues: ctx.queues, log }, async (trx, outbox) => {
+  const outcome = await transact({ db: ctx.db, queues: ctx.queues, clock: ctx.clock, log }, async (trx, outbox) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked) return 'duplicate';
     return (await applyTrigger(trx, outbox, kind, locked, 'fail', details)).outcome;

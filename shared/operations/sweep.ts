@@ -79,7 +79,7 @@ async function ask(ctx: ServiceContext, kind: OperationKind<any, any, any>, row:
 async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, { id, lastAsked }: Claimed, log: Logger): Promise<string> {
   const row = await findRow(ctx.db, kind, id);
   if (!row || !isOpen(kind.machine, row.status)) return 'closed';
-  const deps = { db: ctx.db, queues: ctx.queues, log };
+  const deps = { db: ctx.db, queues: ctx.queues, clock: ctx.clock, log };
   if (!row.sent_at && kind.unsentAtWindowEnd === 'resend') {
     await transact(deps, (_trx, outbox) => outbox.add(kind.send.queue, kind.send.job, { [kind.send.idField]: id }));
     return 'resent';
@@ -107,7 +107,7 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
   return transact(deps, async (trx, outbox) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked) return 'closed';
-    const { outcome, row: after } = await applyTrigger(trx, outbox, kind, locked, verdict.trigger, verdict.details);
+    const { outcome, row: after } = await applyTrigger(trx, outbox, kind, locked, verdict.trigger, { ...verdict.details, at: now });
     if (outcome === 'applied') log.info({ kind: kind.name, id, status: after.status, reason: verdict.details.reason }, 'operation past its window decided');
     return outcome === 'applied' ? after.status : outcome;
   });

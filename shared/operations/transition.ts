@@ -2,7 +2,6 @@ import type { Executor, Trx } from '../db/knex';
 import { updateWithHistory } from '../db/sql/statusChange';
 import { findOperation } from '../db/sql/transitions';
 import type { OutboxWriter } from '../db/transact';
-import { nowUnix } from '../domain/ids';
 import { emitEvent } from '../events/fanout';
 import { decide, type Decision, type Trigger } from './machine';
 import type { OperationKind, TriggerDetails } from './kind';
@@ -48,10 +47,10 @@ export function changeOf<R extends OperationRow>(
   details: TriggerDetails,
   patch: Partial<R> = {},
 ): Record<string, unknown> {
-  const change: Record<string, unknown> = { ...patch, updated_at: new Date() };
+  const change: Record<string, unknown> = { ...patch, updated_at: new Date(details.at) };
   const firstRef = details.providerRef && !row.provider_ref ? details.providerRef : null;
   if (firstRef) change.provider_ref = firstRef;
-  if (trigger === 'sent') change.sent_at = new Date();
+  if (trigger === 'sent') change.sent_at = new Date(details.at);
   if (d.kind === 'stay') {
     const changesObject = Object.keys(patch).length > 0 || (firstRef !== null && kind.providerRefVisible);
     if (changesObject) change.version = row.version + 1;
@@ -59,7 +58,7 @@ export function changeOf<R extends OperationRow>(
   }
   change.status = d.to;
   change.version = row.version + 1;
-  if (d.completes) change.completed = nowUnix();
+  if (d.completes) change.completed = Math.floor(details.at / 1000);
   if (d.to === 'failed') {
     change.failure_code = details.failureCode ?? 'provider-failed';
     change.failure_message = details.failureMessage ?? `The provider reported a failure`;
@@ -97,7 +96,7 @@ export async function applyTrigger<R extends OperationRow>(
   }
   const reason = d.correction ?? details.reason;
   const updated = await updateWithHistory<R>(trx, kind.model.tableName, row.id, change, { table: kind.history.tableName, column: kind.history.column, from: row.status, to: d.to, reason });
-  if (kind.afterMove) await kind.afterMove(trx, outbox, updated, d.to);
+  if (kind.afterMove) await kind.afterMove(trx, outbox, updated, d.to, details.at);
   if (d.event) {
     await emitEvent(trx, outbox, {
       merchantId: row.merchant_id,
@@ -106,6 +105,7 @@ export async function applyTrigger<R extends OperationRow>(
       objectId: row.id,
       objectVersion: updated.version,
       object: kind.eventObject(updated),
+      at: details.at,
     });
   }
   if (d.effect) await kind.post(trx, updated, d.effect);

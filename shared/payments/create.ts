@@ -28,7 +28,7 @@ import type { PaymentRow } from '../db/rows';
  * The payment row a request asks for, or the 400/422 of decisions.md. Pure: the caller has
  * loaded the merchant's terms.
  */
-export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, caller: Caller, config: Config, now = Date.now()): PaymentRow {
+export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, caller: Caller, config: Config, now: number): PaymentRow {
   const mobile = input.method === 'mobile_money';
   if (!mobile) checkCardRequest(input, caller, config);
   if (mobile && !operatorAccepts(caller.environment, input.operator!, input.phone!)) {
@@ -123,7 +123,7 @@ export async function createPayment(
   const { db } = deps;
   const terms = await termsCacheFor(db, deps.config.credentialCacheMs, deps.clock).get(db, caller.merchantId);
   if (!terms) throw new Unauthenticated('api-key-invalid');
-  const row = buildPayment(input, terms, caller, deps.config);
+  const row = buildPayment(input, terms, caller, deps.config, deps.clock.now());
   if (row.operator) await refuseIfClosed(db, row.operator, 'collection');
   const view = paymentView(row, deps.config.baseUrl);
   const push: OutboxMessage | null =

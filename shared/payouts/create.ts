@@ -2,7 +2,7 @@ import { isUniqueViolation } from '../db/errors';
 import type { TransactDeps } from '../db/transact';
 import { idempotentTransact, type IdempotentWrite } from '../idempotency';
 import { feeFor, type FeeRule } from '../domain/fees';
-import { newId, nowUnix } from '../domain/ids';
+import { newId } from '../domain/ids';
 import { outgoingDebit, type Currency } from '../domain/ledger';
 import type { Caller } from '../domain/caller';
 import { operatorAccepts } from '../domain/msisdn';
@@ -32,6 +32,7 @@ export async function createPayout(deps: TransactDeps & { providerWindowMs: numb
   await refuseIfClosed(deps.db, input.operator, 'payout');
   try {
     return await idempotentTransact(deps, key, async (trx, outbox) => {
+      const now = deps.clock.now();
       const merchant = (await Merchant.query(trx).findById(viewer.merchantId).select('fees'))!;
       const fee = feeFor(input.amount, merchant.fees[input.currency]);
       // decisions.md: every amount and fee is at most 10^12 minor units
@@ -51,8 +52,8 @@ export async function createPayout(deps: TransactDeps & { providerWindowMs: numb
         description: input.description ?? null,
         metadata: input.metadata ?? {},
         provider: providerIdFor(viewer.environment, input.operator),
-        created: nowUnix(),
-        ...newOperationFields(deps.providerWindowMs),
+        created: Math.floor(now / 1000),
+        ...newOperationFields(deps.providerWindowMs, now),
       };
       await Payout.query(trx).insert(payout);
       await PayoutStatusChange.query(trx).insert({ payout_id: payout.id, from_status: null, to_status: 'pending', reason: 'created' });

@@ -77,7 +77,7 @@ export class HttpProviderBase implements ProviderBase {
     }
   }
 
-  verifyCallback(raw: Buffer, headers: Record<string, string | string[] | undefined>, nowUnix = Math.floor(Date.now() / 1000)): boolean {
+  verifyCallback(raw: Buffer, headers: Record<string, string | string[] | undefined>, nowUnix: number): boolean {
     const header = headers[CALLBACK_SIGNATURE_HEADER];
     return verifyCallbackSignature(this.opts.callbackSecret, raw, Array.isArray(header) ? undefined : header, nowUnix);
   }

@@ -81,7 +81,7 @@ export interface ProviderBase {
   /** Asks the provider what it knows of one of our open operations (the sweep, at the window's end). */
   ask(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus>;
   /** True when the callback's signature is this provider's and fresh (anti-replay window). */
-  verifyCallback(raw: Buffer, headers: Record<string, string | string[] | undefined>, nowUnix?: number): boolean;
+  verifyCallback(raw: Buffer, headers: Record<string, string | string[] | undefined>, nowUnix: number): boolean;
   /** Parses a verified callback; throws CallbackFormatError when it is malformed. */
   parseCallback(raw: Buffer): ProviderCallback;
 }

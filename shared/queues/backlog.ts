@@ -16,6 +16,7 @@ export interface QueueBacklog {
   oldestWaitMs: number | null;
 }
 
+// BullMQ stamps its jobs with the wall clock, so their age is read against it
 export async function readBacklog(queues: QueueRegistry, now = Date.now(), names: readonly QueueName[] = ALL_QUEUES): Promise<QueueBacklog[]> {
   const redis = queues.connection;
   const heads = redis.pipeline();

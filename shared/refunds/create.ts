@@ -2,7 +2,7 @@ import type { TransactDeps } from '../db/transact';
 import { idempotentTransact, type IdempotentWrite } from '../idempotency';
 import type { Caller } from '../domain/caller';
 import { closures, refuseClosed } from '../availability/closures';
-import { isId, newId, nowUnix } from '../domain/ids';
+import { isId, newId } from '../domain/ids';
 import { outgoingDebit } from '../domain/ledger';
 import { refundAmount, refundTrigger } from '../domain/refund';
 import { NotFound } from '../errors';
@@ -33,6 +33,7 @@ export async function createRefund(deps: TransactDeps & { providerWindowMs: numb
   // read before the transaction: no second connection is needed while the payment is locked
   const closed = await closures(deps.db);
   return idempotentTransact(deps, key, async (trx, outbox) => {
+    const now = deps.clock.now();
     // a card payment is its own kind: found only to be refused (422 card-refund-not-supported)
     const payment = (await lockRow(trx, paymentKind, paymentId)) ?? (await lockRow(trx, cardPaymentKind, paymentId));
     if (!payment || payment.merchant_id !== viewer.merchantId || payment.environment !== viewer.environment) throw new NotFound('Payment');
@@ -50,13 +51,13 @@ export async function createRefund(deps: TransactDeps & { providerWindowMs: numb
       operator: payment.operator!,
       phone: payment.phone!,
       provider: payment.provider,
-      created: nowUnix(),
-      ...newOperationFields(deps.providerWindowMs),
+      created: Math.floor(now / 1000),
+      ...newOperationFields(deps.providerWindowMs, now),
     };
     await Refund.query(trx).insert(refund);
     await RefundStatusChange.query(trx).insert({ refund_id: refund.id, from_status: null, to_status: 'pending', reason: 'created' });
     const refunded = payment.amount_refunded + amount;
-    await applyTrigger(trx, outbox, paymentKind, payment, refundTrigger(payment.amount_charged, refunded), { reason: `refund ${refund.id} created` }, { amount_refunded: refunded });
+    await applyTrigger(trx, outbox, paymentKind, payment, refundTrigger(payment.amount_charged, refunded), { reason: `refund ${refund.id} created`, at: now }, { amount_refunded: refunded });
     await outbox.add(QUEUES.refund, 'send-refund', { refundId: refund.id, requestId });
     // last, so the merchant's accounts stay locked only until the commit; 422 insufficient-balance undoes the rest
     await post(trx, outgoingDebit('refund', { referenceId: refund.id, merchantId: viewer.merchantId, environment: viewer.environment, currency: refund.currency, amount }));

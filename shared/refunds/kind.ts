@@ -30,9 +30,9 @@ export const refundKind: OperationKind<RefundRow, RefundStatus> = {
   },
   ...moneyOutPolicy<RefundRow>('refund'),
   eventObject: refundView,
-  async afterMove(trx, outbox, r, to) {
+  async afterMove(trx, outbox, r, to, at) {
     if (to !== 'failed') return;
     const payment = (await lockRow(trx, paymentKind, r.payment_id))!;
-    await applyTrigger(trx, outbox, paymentKind, payment, 'refund_reopened', { reason: `refund ${r.id} failed` }, { amount_refunded: payment.amount_refunded - r.amount });
+    await applyTrigger(trx, outbox, paymentKind, payment, 'refund_reopened', { reason: `refund ${r.id} failed`, at }, { amount_refunded: payment.amount_refunded - r.amount });
   },
 };

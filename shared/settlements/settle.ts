@@ -1,7 +1,7 @@
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { emitEvent } from '../events/fanout';
-import { newId, nowUnix } from '../domain/ids';
+import { newId } from '../domain/ids';
 import type { Currency, Environment } from '../domain/ledger';
 import { COVERED_KINDS, lastCutoff, settlementFigures, type CoveredEntry } from '../domain/settlement';
 import { LedgerTransaction, Settlement } from '../db/models';
@@ -76,7 +76,7 @@ async function settleGroup(deps: TransactDeps, group: Group, periodEnd: number):
       // the batch row first (zero figures), so the covered transactions can point at it; one
       // UPDATE claims them, so the figures below count exactly the transactions it marked
       const id = newId('settlement');
-      const created = nowUnix();
+      const created = Math.floor(deps.clock.now() / 1000);
       await Settlement.query(trx).insert({ id, ...group, period_start: 0, period_end: periodEnd, gross: 0, fees: 0, refunds: 0, payouts: 0, net: 0, count: 0, created, version: 1 });
       const claimed: { kind: string; created_at: Date }[] = await unsettled(trx, periodEnd)
         .where(group)
@@ -115,6 +115,7 @@ async function settleGroup(deps: TransactDeps, group: Group, periodEnd: number):
         objectId: id,
         objectVersion: row.version,
         object: view,
+        at: created * 1000,
       });
       return view;
     });

@@ -28,6 +28,7 @@ export interface WebhookPatch {
 }
 
 
+// the breaker's times are stamped by Postgres's now() (the sender's statements): read against the wall clock, as Postgres's is
 export function webhookView(w: WebhookRow, nowMs = Date.now()) {
   return {
     id: w.id,
@@ -170,6 +171,7 @@ export async function sendTestEvent(deps: TransactDeps, webhookId: string) {
       objectId: w.id,
       objectVersion: w.version,
       object: { object: 'webhook_test', webhook_id: w.id, message: 'Test event sent by the operator' },
+      at: deps.clock.now(),
     });
     const delivery = await WebhookDelivery.query(trx).findOne({ event_id: event.id, webhook_id: w.id }).select('id');
     return { object: 'webhook_test', webhook_id: w.id, event_id: event.id, delivery_id: delivery!.id };

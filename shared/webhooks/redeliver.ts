@@ -2,7 +2,6 @@ import { Event, WebhookDelivery } from '../db/models';
 import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
-import { nowUnix } from '../domain/ids';
 import { NotFound, TooManyRequests } from '../errors';
 import { isEventId } from '../events/read';
 import { endpointsFor, insertDeliveries } from '../events/fanout';
@@ -85,7 +84,7 @@ export async function redeliverEvent(deps: TransactDeps, caller: Caller, eventId
     if (endpoints.length === 0) return { object: 'list' as const, data: [] };
     const round = event.redeliveries + 1;
     await Event.query(trx).findById(event.id).patch({ redeliveries: round });
-    const inserted = await insertDeliveries(trx, outbox, event, endpoints, round, nowUnix());
+    const inserted = await insertDeliveries(trx, outbox, event, endpoints, round, Math.floor(deps.clock.now() / 1000));
     return {
       object: 'list' as const,
       data: inserted.map((d) => merchantDeliveryView({ ...d, status: 'pending', attempts: 0, last_status_code: null, last_error: null })),

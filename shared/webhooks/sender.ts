@@ -114,6 +114,7 @@ export class WebhookSender {
     const body = JSON.stringify(
       eventEnvelope({ id: claim.event_id, type: claim.event_type, created: claim.event_created, object_version: claim.object_version, body: claim.event_body }),
     );
+    // the receiver checks the signing time against its own wall clock (Standard Webhooks' tolerance)
     const timestamp = Math.floor(Date.now() / 1000);
     const secrets = await this.secretsFor(claim);
     return postWebhook(this.agents, {

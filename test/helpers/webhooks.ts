@@ -94,7 +94,7 @@ export async function emitEvent(
   opts: { type?: EventType; environment?: 'test' | 'live'; object?: Record<string, unknown>; objectVersion?: number } = {},
 ) {
   const objectId = newId('payment');
-  return transact({ db: services.db, queues: services.queues }, (trx, outbox) =>
+  return transact(services, (trx, outbox) =>
     emitEventIn(trx, outbox, {
       merchantId,
       environment: opts.environment ?? 'test',
@@ -102,6 +102,7 @@ export async function emitEvent(
       objectId,
       objectVersion: opts.objectVersion ?? 3,
       object: opts.object ?? { id: objectId, object: 'payment', status: 'succeeded', amount_charged: 5000, currency: 'USD' },
+      at: services.clock.now(),
     }),
   );
 }

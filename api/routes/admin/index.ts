@@ -52,7 +52,7 @@ export const adminRouter = new Router({ prefix: '/admin' })
   .patch('/merchants/:id', async (ctx) => {
     if (!isId('merchant', ctx.params.id)) throw new NotFound('Merchant');
     const input = validateUpdateMerchant(await readJson(ctx));
-    ctx.body = await updateMerchant(ctx.services.db, ctx.params.id, input);
+    ctx.body = await updateMerchant(ctx.services.db, ctx.params.id, input, ctx.services.clock.now());
   })
   .post('/merchants/:id/credentials', async (ctx) => {
     if (!isId('merchant', ctx.params.id)) throw new NotFound('Merchant');
@@ -69,7 +69,7 @@ export const adminRouter = new Router({ prefix: '/admin' })
   .post('/credentials/:id/revoke', async (ctx) => {
     if (!isId('credential', ctx.params.id)) throw new NotFound('Credential');
     const input = validateRevoke(await readJson(ctx));
-    ctx.body = await revokeCredential(ctx.services.db, ctx.params.id, input.immediate === true, ctx.services.config.secretsKeys);
+    ctx.body = await revokeCredential(ctx.services.db, ctx.params.id, input.immediate === true, ctx.services.config.secretsKeys, ctx.services.clock.now());
   })
   // closes or opens an operator's directions; answers its availability row (live providers' figures)
   .put('/operators/:operator', async (ctx) => {
