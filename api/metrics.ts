@@ -2,7 +2,11 @@ import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { ServiceContext } from '../shared/context';
-import { countPastBound } from '../shared/operations/attention';
+import { attentionList, countPastBound, type AttentionReason } from '../shared/operations/attention';
+import type { OperationKind } from '../shared/operations/kind';
+import { checkLedger } from '../shared/ledger/check';
+import { readBacklog } from '../shared/queues/backlog';
+import { operatorLabel } from '../shared/metrics/providerCalls';
 import { BOARD_PATH } from './board';
 import { KINDS } from '../shared/operationKinds';
 
@@ -31,8 +35,9 @@ export function routeLabel(ctx: Context, routers: Router[]): string {
 
 /**
  * GET /metrics (admin token): Prometheus text. Request counts and latency by route pattern
- * (never by raw path: ids would explode the label set), queue depths read at scrape time, and
- * the process's default metrics.
+ * (never by raw path: ids would explode the label set), queue depths read at scrape time, what
+ * Postgres says about operations, webhooks and the ledger (storeMetrics below), and the
+ * process's default metrics. The pools serve their own (shared/metrics/server.ts).
  */
 export interface Metrics {
   /** Counts and times every request; the routers give the templates requests are labelled by. */
@@ -81,6 +86,21 @@ export function createMetrics(services: ServiceContext): Metrics {
     },
   });
 
+  new Gauge({
+    name: 'queue_oldest_waiting_seconds',
+    help: 'Age of the oldest job waiting for a worker, per queue (0: none waiting)',
+    labelNames: ['queue'],
+    registers: [registry],
+    async collect() {
+      this.reset();
+      if (!services.queues.isReady()) return;
+      const backlog = await readBacklog(services.queues).catch(() => []);
+      for (const q of backlog) this.set({ queue: q.queue }, (q.oldestWaitMs ?? 0) / 1000);
+    },
+  });
+
+  storeMetrics(registry, services);
+
   const shed = new Counter({
     name: 'http_requests_shed_total',
     help: 'Requests answered 503 service-unavailable because the work behind the API fell behind (OVERLOAD_*)',
@@ -104,4 +124,162 @@ export function createMetrics(services: ServiceContext): Metrics {
     ctx.body = await registry.metrics();
   };
   return { record, serve, registry, shed };
+}
+
+/** Rows a scrape reads at most per kind from its status history; the rest wait for the next scrape. */
+const TAIL_LIMIT = 10_000;
+/** How often the ledger check runs at most (it reads every entry: not at every scrape). */
+const LEDGER_CHECK_EVERY_MS = 10 * 60 * 1000;
+const ATTENTION_REASONS: AttentionReason[] = ['open-past-bound', 'late-success', 'never-sent'];
+
+/**
+ * What Postgres says, read at scrape time (no kernel code records it, and a restart loses
+ * nothing but the counters' start):
+ * - operation_time_to_final_seconds{kind, operator, status}: from creation to the final status,
+ *   for each operation that reached one since the previous scrape (its history row closing it:
+ *   read by id from where the last scrape stopped). Its `_count` counts operations by final
+ *   status. Counted from this process's first scrape; every web process counts the same rows,
+ *   so take the max across web instances, never the sum.
+ * - operation_oldest_open_age_seconds{kind}, operation_oldest_open_past_window_seconds{kind},
+ *   attention_items{reason} (GET /admin/attention),
+ *   webhook_deliveries_pending, webhook_endpoints_breaker_open;
+ * - webhook_deliveries_finished_total{outcome}: deliveries that succeeded or went dead since
+ *   this process's first scrape (by completed_at);
+ * - ledger_check_problems and ledger_check_last_run_timestamp_seconds: `npm run ledger:check`,
+ *   run in the background at most every LEDGER_CHECK_EVERY_MS, started by a scrape.
+ * One scrape reads once, statement after statement (one connection), whatever asks for it.
+ */
+function storeMetrics(registry: Registry, services: ServiceContext): void {
+  const { db } = services;
+  const kinds = Object.values(KINDS) as OperationKind<any, any, any>[];
+  const timeToFinal = new Histogram({
+    name: 'operation_time_to_final_seconds',
+    help: 'Time from creation to final status of payments, card payments, refunds and payouts finalized since this web process started (max across web instances)',
+    labelNames: ['kind', 'operator', 'status'] as const,
+    buckets: [1, 2, 5, 10, 20, 30, 60, 120, 300, 900, 1800, 3600, 4 * 3600],
+    registers: [registry],
+    collect: () => read(),
+  });
+  const oldestOpen = new Gauge({
+    name: 'operation_oldest_open_age_seconds',
+    help: 'Age of the oldest operation still open (not final), per kind; 0 when none is open',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    collect: () => read(),
+  });
+  const pastWindow = new Gauge({
+    name: 'operation_oldest_open_past_window_seconds',
+    help: 'How long past its provider window the open operation whose window ended first is, per kind; 0 when none is past',
+    labelNames: ['kind'] as const,
+    registers: [registry],
+    collect: () => read(),
+  });
+  const attention = new Gauge({
+    name: 'attention_items',
+    help: 'Items of GET /admin/attention by reason (at most 500 in all)',
+    labelNames: ['reason'] as const,
+    registers: [registry],
+    collect: () => read(),
+  });
+  const pending = new Gauge({ name: 'webhook_deliveries_pending', help: 'Webhook deliveries not yet succeeded or dead', registers: [registry], collect: () => read() });
+  const breakers = new Gauge({ name: 'webhook_endpoints_breaker_open', help: 'Enabled webhook endpoints whose circuit breaker is open', registers: [registry], collect: () => read() });
+  const finished = new Counter({
+    name: 'webhook_deliveries_finished_total',
+    help: 'Webhook deliveries that reached an outcome (succeeded, dead) since this web process started (max across web instances)',
+    labelNames: ['outcome'] as const,
+    registers: [registry],
+    collect: () => read(),
+  });
+  const ledgerProblems = new Gauge({ name: 'ledger_check_problems', help: 'Problems the last ledger check found (0: balances match their entries, every transaction sums to zero)', registers: [registry], collect: () => read() });
+  const ledgerLastRun = new Gauge({ name: 'ledger_check_last_run_timestamp_seconds', help: 'When the last ledger check finished (Unix seconds; 0: not yet)', registers: [registry] });
+
+  const historyMarks = new Map<string, number>();
+  let deliveriesMark: string | undefined;
+  let ledgerStartedAt = 0;
+  let reading: Promise<void> | undefined;
+
+  /** The closing history rows of a kind since its mark (none at the first call, which only sets it). */
+  const finalizedSince = async (kind: OperationKind<any, any, any>) => {
+    const open = kind.machine.open as string[];
+    const history = kind.history.tableName;
+    const [{ hi }] = await db(history).max('id as hi');
+    const mark = historyMarks.get(kind.name);
+    historyMarks.set(kind.name, Number(hi ?? 0));
+    if (mark === undefined || hi === null) return;
+    const scope = Object.fromEntries(Object.entries(kind.scope ?? {}).map(([k, v]) => [`o.${k}`, v]));
+    const rows: { id: number; status: string; provider: string | null; seconds: number }[] = await db(`${history} as h`)
+      .join(`${kind.model.tableName} as o`, 'o.id', `h.${kind.history.column}`)
+      .where(scope)
+      .where('h.id', '>', mark)
+      .where('h.id', '<=', hi)
+      .whereNotIn('h.to_status', open)
+      .where((q) => q.whereNull('h.from_status').orWhereIn('h.from_status', open))
+      .orderBy('h.id')
+      .limit(TAIL_LIMIT)
+      .select('h.id', 'h.to_status as status', 'o.provider', db.raw('greatest(0, extract(epoch from h.at - o.created_at))::float8 as seconds'));
+    if (rows.length === TAIL_LIMIT) historyMarks.set(kind.name, Number(rows[rows.length - 1].id));
+    for (const r of rows) {
+      const provider = r.provider ? services.providers.byProviderId(r.provider) : undefined;
+      const operator = provider ? operatorLabel(provider) : r.provider ? 'other' : 'none';
+      timeToFinal.observe({ kind: kind.name, operator, status: r.status }, Number(r.seconds));
+    }
+  };
+
+  const readDeliveries = async () => {
+    const done = () => db('webhook_deliveries').whereNot('status', 'pending');
+    if (deliveriesMark === undefined) {
+      const [{ mark }] = await done().select(db.raw(`coalesce(max(completed_at), '-infinity')::text as mark`));
+      deliveriesMark = mark;
+      return;
+    }
+    // the mark stays Postgres's own text: a JS Date would drop the microseconds
+    const rows: { status: string; n: number; mark: string }[] = await done()
+      .where('completed_at', '>', db.raw('?::timestamptz', [deliveriesMark]))
+      .groupBy('status')
+      .select('status', db.raw('count(*)::int as n'), db.raw('(max(max(completed_at)) over ())::text as mark'));
+    for (const r of rows) finished.inc({ outcome: r.status }, r.n);
+    if (rows.length) deliveriesMark = rows[0].mark;
+  };
+
+  const runLedgerCheck = () => {
+    if (Date.now() - ledgerStartedAt < LEDGER_CHECK_EVERY_MS) return;
+    ledgerStartedAt = Date.now();
+    checkLedger(db).then(
+      (problems) => {
+        ledgerProblems.set(problems.length);
+        ledgerLastRun.set(Date.now() / 1000);
+      },
+      (err: Error) => services.log.warn({ err: { message: err.message } }, 'ledger check for /metrics failed'),
+    );
+  };
+
+  const readAll = async () => {
+    runLedgerCheck();
+    for (const kind of kinds) await finalizedSince(kind);
+    // the service's clock, as the sweeps and the attention list read it
+    const now = new Date(services.clock.now());
+    for (const kind of kinds) {
+      const [{ age, past }] = await db(kind.model.tableName)
+        .where(kind.scope ?? {})
+        .whereIn('status', kind.machine.open as string[])
+        .select(
+          db.raw('coalesce(extract(epoch from ?::timestamptz - min(created_at)), 0)::float8 as age', [now]),
+          db.raw('coalesce(extract(epoch from ?::timestamptz - min(window_ends_at)), 0)::float8 as past', [now]),
+        );
+      oldestOpen.set({ kind: kind.name }, Math.max(0, Number(age)));
+      pastWindow.set({ kind: kind.name }, Math.max(0, Number(past)));
+    }
+    const items = await attentionList(db, KINDS, now.getTime(), 500);
+    for (const reason of ATTENTION_REASONS) attention.set({ reason }, items.filter((i) => i.reason === reason).length);
+    const [{ n: pendingNow }] = await db('webhook_deliveries').where('status', 'pending').count({ n: '*' });
+    pending.set(Number(pendingNow));
+    const [{ n: open }] = await db('webhooks').where('status', 'enabled').where('breaker_open_until', '>', db.raw('now()')).count({ n: '*' });
+    breakers.set(Number(open));
+    await readDeliveries();
+  };
+
+  const read = (): Promise<void> =>
+    (reading ??= readAll()
+      .catch((err: Error) => services.log.warn({ err: { message: err.message } }, 'metrics from Postgres not read'))
+      .finally(() => (reading = undefined)));
 }

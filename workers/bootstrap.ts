@@ -6,6 +6,8 @@ import { batchElements, isBatch, type QueuedJob } from '../shared/queues/batch';
 import type { JobData, QueueName } from '../shared/queues/names';
 import { DEFAULT_JOB_OPTIONS } from '../shared/queues/registry';
 import { workerRedis } from '../shared/queues/connection';
+import { recordJobs } from '../shared/metrics/jobs';
+import { serveProcessMetrics } from '../shared/metrics/server';
 
 /**
  * The shared entry point of every worker pool: connections, concurrency from the environment
@@ -64,6 +66,7 @@ async function runJob(ctx: ServiceContext, p: PoolProcessor<unknown>, job: Job, 
   const result = await slots.run(() => p.process(ctx, p.guard(job.data)));
   if (!isLater(result)) return result;
   // the same job sleeps until its next chance: no new job, and no attempt spent
+  // BullMQ's delays run on the wall clock of Redis's clients
   await job.moveToDelayed(Date.now() + result.later, job.token);
   throw new DelayedError(result.reason);
 }
@@ -162,6 +165,7 @@ export async function runPool(def: PoolDefinition): Promise<void> {
       );
     });
     worker.on('error', (err) => log.warn({ err: { message: err.message } }, 'worker error'));
+    recordJobs(worker, p.queue);
     log.info({ queue: p.queue, concurrency }, 'worker pool started');
   }
 
@@ -180,6 +184,9 @@ export async function runPool(def: PoolDefinition): Promise<void> {
     timers.push(setTimeout(tick, 0));
     log.info({ loop: loop.name, intervalMs: loop.intervalMs(ctx) }, 'periodic task started');
   }
+
+  // GET /metrics on the pool's own port (METRICS_PORT_BASE + its offset, or <POOL>_METRICS_PORT)
+  void serveProcessMetrics(def.name, log);
 
   const shutdown = async (signal: string) => {
     if (stopping) return;

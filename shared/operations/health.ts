@@ -4,6 +4,7 @@ import type { Db } from '../db/knex';
 import { ProviderHealthBucket } from '../db/models';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
+import { timeProviderCall } from '../metrics/providerCalls';
 import type { Provider, ProviderBase, ProviderObjectKind } from '../providers/types';
 import { OPERATORS, type Environment, type Operator } from '../vocabulary';
 import type { Direction } from '../vocabulary';
@@ -49,6 +50,7 @@ export class ProviderHealth {
 
   /** Runs one provider call for an operation of `kind`, counting its outcome; the call's result or error passes through. */
   async observe<T>(provider: ProviderBase, kind: ProviderObjectKind, call: () => Promise<T>): Promise<T> {
+    call = timeProviderCall(provider, kind, call); // provider_call_duration_seconds (shared/metrics)
     const started = performance.now();
     try {
       const result = await call();

@@ -1,0 +1,65 @@
+import { Histogram } from 'prom-client';
+import { OPERATORS } from '../vocabulary';
+import { processRegistry } from './registry';
+
+/**
+ * Every provider call of the operations kernel (a send, an ask), timed by operator, kind and
+ * outcome. Recorded through `timeProviderCall`, which shared/operations/health.ts wraps around
+ * each call it observes. Label values come from closed sets only:
+ * - operator: vodacom, airtel, orange, africell, or `card` for the card acquirer;
+ * - kind: payment, refund, payout, card_payment;
+ * - environment: test, live;
+ * - outcome: `answered` (the provider took the request or told what it knows), `refused` (it
+ *   answered with a permanent refusal), `timeout` (no answer within PROVIDER_TIMEOUT_MS),
+ *   `error` (unreachable, 5xx, a protocol error: worth retrying).
+ */
+export const providerCallDuration = new Histogram({
+  name: 'provider_call_duration_seconds',
+  help: 'Provider calls of the operations kernel (sends and asks), by operator, kind, environment and outcome',
+  labelNames: ['operator', 'kind', 'environment', 'outcome'] as const,
+  buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30],
+  registers: [processRegistry],
+});
+
+const KINDS = new Set(['payment', 'refund', 'payout', 'card_payment']);
+const ENVIRONMENTS = new Set(['test', 'live']);
+
+/** What the kernel knows of the provider it calls (shared/providers/types.ts ProviderBase, and Provider's operator). */
+interface CalledProvider {
+  readonly id: string;
+  readonly environment: string;
+  readonly operator?: string;
+}
+
+export function operatorLabel(provider: CalledProvider): string {
+  if (provider.operator && (OPERATORS as string[]).includes(provider.operator)) return provider.operator;
+  return provider.id.startsWith('card') ? 'card' : 'other';
+}
+
+/** A provider error carries `retryable` and `code` (shared/providers/errors.ts); anything else is an error. */
+function outcomeOf(err: unknown): 'refused' | 'timeout' | 'error' {
+  const e = err as { retryable?: unknown; code?: unknown } | null;
+  if (e && e.retryable === false) return 'refused';
+  if (e && e.code === 'provider-timeout') return 'timeout';
+  return 'error';
+}
+
+/** The same call, timed into provider_call_duration_seconds; its result or error passes through. */
+export function timeProviderCall<T>(provider: CalledProvider, kind: string, call: () => Promise<T>): () => Promise<T> {
+  const labels = {
+    operator: operatorLabel(provider),
+    kind: KINDS.has(kind) ? kind : 'other',
+    environment: ENVIRONMENTS.has(provider.environment) ? provider.environment : 'other',
+  };
+  return async () => {
+    const end = providerCallDuration.startTimer(labels);
+    try {
+      const result = await call();
+      end({ outcome: 'answered' });
+      return result;
+    } catch (err) {
+      end({ outcome: outcomeOf(err) });
+      throw err;
+    }
+  };
+}

@@ -1,0 +1,57 @@
+import { createServer, type Server } from 'node:http';
+import { collectDefaultMetrics } from 'prom-client';
+import type { Logger } from '../logger';
+import { COPIES_PER_BLOCK, metricsPortFor } from './ports';
+import { processRegistry } from './registry';
+
+function listen(server: Server, port: number): Promise<boolean> {
+  return new Promise((resolve, reject) => {
+    const onError = (err: NodeJS.ErrnoException) => {
+      server.off('listening', onListening);
+      if (err.code === 'EADDRINUSE') resolve(false);
+      else reject(err);
+    };
+    const onListening = () => {
+      server.off('error', onError);
+      resolve(true);
+    };
+    server.once('error', onError);
+    server.once('listening', onListening);
+    server.listen(port);
+  });
+}
+
+/**
+ * GET /metrics of a worker pool process, on its port (ports.ts): what it records (jobs, provider
+ * calls) and Node's process metrics. Off unless a port is configured. A copy that finds the port
+ * taken by another copy of its pool takes the next free one of the block. Metrics never stop a
+ * pool: when no port can be had, it says so and runs on without them.
+ */
+export async function serveProcessMetrics(pool: string, log: Logger, env: Record<string, string | undefined> = process.env): Promise<Server | null> {
+  const first = metricsPortFor(pool, env);
+  if (first === null) return null;
+  collectDefaultMetrics({ register: processRegistry });
+  const server = createServer((req, res) => {
+    if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
+      res.writeHead(404).end();
+      return;
+    }
+    processRegistry.metrics().then(
+      (text) => res.writeHead(200, { 'Content-Type': processRegistry.contentType }).end(text),
+      (err: Error) => res.writeHead(500).end(err.message),
+    );
+  });
+  try {
+    for (let port = first; port < first + COPIES_PER_BLOCK && port <= 65535; port++) {
+      if (await listen(server, port)) {
+        server.unref();
+        log.info({ port }, 'metrics listening');
+        return server;
+      }
+    }
+    log.warn({ ports: `${first}-${first + COPIES_PER_BLOCK - 1}` }, 'metrics not served: every port of this pool is taken');
+  } catch (err) {
+    log.warn({ port: first, err: { message: (err as Error).message } }, 'metrics not served');
+  }
+  return null;
+}
