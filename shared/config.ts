@@ -223,7 +223,13 @@ export interface OverloadConfig {
    * before it reaches a queue (the web answers slowly).
    */
   maxInFlight: number;
-  /** OVERLOAD_SAMPLE_MS: how often a web process reads the queues (a cached sample between reads); default 500. */
+  /**
+   * OVERLOAD_MAX_LAG_MS: the web process's event-loop delay (p99 over the last OVERLOAD_SAMPLE_MS)
+   * above which creation is refused; default 200. Past saturation the loop is late before the
+   * queues are: this refuses at once, before the body is read, and keeps GETs and callbacks fast.
+   */
+  maxLagMs: number;
+  /** OVERLOAD_SAMPLE_MS: how often a web process reads the queues and its event-loop delay (a cached sample between reads); default 500. */
   sampleMs: number;
   /** OVERLOAD_RETRY_AFTER_S: the Retry-After of a refused request, seconds; default 5. */
   retryAfterS: number;
@@ -234,6 +240,7 @@ export function loadOverloadConfig(env: Env): OverloadConfig {
     maxWaiting: int(env, 'OVERLOAD_MAX_WAITING', 10_000, 0),
     maxWaitMs: int(env, 'OVERLOAD_MAX_WAIT_MS', 5000, 0),
     maxInFlight: int(env, 'OVERLOAD_MAX_IN_FLIGHT', 256, 0),
+    maxLagMs: int(env, 'OVERLOAD_MAX_LAG_MS', 200, 0),
     sampleMs: int(env, 'OVERLOAD_SAMPLE_MS', 500, 10, 60_000),
     retryAfterS: int(env, 'OVERLOAD_RETRY_AFTER_S', 5, 1, 3600),
   };

@@ -1,4 +1,5 @@
 import type { Middleware } from 'koa';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { OverloadConfig } from '../../shared/config';
 import type { ServiceContext } from '../../shared/context';
 import { Unavailable } from '../../shared/errors';
@@ -11,7 +12,7 @@ import { canonicalPath } from '../pipeline/request';
 const GUARDED = new Set(['/v1/payments', '/v1/payouts']);
 
 export interface Overloaded {
-  reason: 'queue-depth' | 'queue-wait' | 'in-flight';
+  reason: 'queue-depth' | 'queue-wait' | 'in-flight' | 'event-loop-lag';
   /** the queue behind, for the queue reasons */
   queue?: string;
 }
@@ -73,24 +74,46 @@ export class OverloadMonitor {
 }
 
 /**
+ * The delay of this process's event loop: the p99 of the last `windowMs` (ms), read once per
+ * window; the sampler stops with the process (unref'd).
+ */
+function eventLoopLag(windowMs: number): () => number {
+  const histogram = monitorEventLoopDelay({ resolution: 10 });
+  histogram.enable();
+  let p99 = 0;
+  setInterval(() => {
+    p99 = histogram.count > 0 ? histogram.percentile(99) / 1e6 : 0;
+    histogram.reset();
+  }, windowMs).unref();
+  return () => p99;
+}
+
+/**
  * 503 `service-unavailable` with Retry-After for POST /v1/payments and POST /v1/payouts while
- * the work behind the API falls behind (its queues), or while this process handles more than
- * OVERLOAD_MAX_IN_FLIGHT merchant requests at once, before any other step (no key lookup, no body read);
- * every other request, provider callbacks included, goes on. Counted in
- * `http_requests_shed_total{route, reason}`.
+ * the work behind the API falls behind (its queues), while this process's event loop is late
+ * (OVERLOAD_MAX_LAG_MS), or while it handles more than OVERLOAD_MAX_IN_FLIGHT merchant requests
+ * at once: before any other step (no key lookup, no body read), so a refusal costs almost
+ * nothing and the process stays responsive. Every other request, provider callbacks included
+ * (routed before this guard), goes on. Counted in `http_requests_shed_total{route, reason}`.
  */
 export function overload(services: ServiceContext, metrics: Metrics): Middleware {
   const cfg = services.config.overload;
   const monitor = new OverloadMonitor(services, cfg);
-  if (!monitor.enabled && cfg.maxInFlight === 0) return (_ctx, next) => next();
+  if (!monitor.enabled && cfg.maxInFlight === 0 && cfg.maxLagMs === 0) return (_ctx, next) => next();
+  const lag = cfg.maxLagMs > 0 ? eventLoopLag(cfg.sampleMs) : () => 0;
   // the merchant API requests this process is handling (callbacks are routed before this guard)
   let inFlight = 0;
+  const overloaded = async (): Promise<Overloaded | null> => {
+    if (cfg.maxInFlight > 0 && inFlight > cfg.maxInFlight) return { reason: 'in-flight' };
+    if (cfg.maxLagMs > 0 && lag() > cfg.maxLagMs) return { reason: 'event-loop-lag' };
+    return monitor.check();
+  };
   return async (ctx, next) => {
     inFlight++;
     try {
       const route = ctx.method === 'POST' ? canonicalPath(ctx.path) : undefined;
       if (route && GUARDED.has(route)) {
-        const over: Overloaded | null = cfg.maxInFlight > 0 && inFlight > cfg.maxInFlight ? { reason: 'in-flight' } : await monitor.check();
+        const over = await overloaded();
         if (over) {
           metrics.shed.inc({ route, reason: over.reason });
           throw new Unavailable('service-unavailable', 'The service is overloaded; retry later', cfg.retryAfterS);

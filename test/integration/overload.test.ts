@@ -158,4 +158,52 @@ describe('graceful overload', () => {
       await eventually(async () => (await client.post('/v1/payments', mobilePayment('243990000001'))).status === 201);
     });
   });
+
+  describe('an event loop later than OVERLOAD_MAX_LAG_MS', () => {
+    let env: TestEnv;
+    before(async () => {
+      env = await startTestEnv({ OVERLOAD_MAX_WAITING: '0', OVERLOAD_MAX_WAIT_MS: '0', OVERLOAD_MAX_IN_FLIGHT: '0', OVERLOAD_MAX_LAG_MS: '50', OVERLOAD_SAMPLE_MS: '200' });
+    });
+    after(() => env.close());
+
+    /** Keeps this process's event loop (the in-process web's) late: it runs 150 ms at a time for `ms`. */
+    async function busyFor(ms: number) {
+      const end = Date.now() + ms;
+      while (Date.now() < end) {
+        const until = Date.now() + 150;
+        while (Date.now() < until) {
+          // the web's loop is as late as a saturated one
+        }
+        await new Promise((r) => setImmediate(r));
+      }
+    }
+
+    it('refuses creation before the body is read, keeps GETs and provider callbacks working, and takes work again once the loop is on time', async () => {
+      const { client, credential } = await env.merchant({ scope: 'full' });
+      const p = await aPayment(client, { phone: '243990000001' });
+      await busyFor(600);
+      // a POST whose body never comes is answered at once: the refusal does not wait for the body
+      const url = new URL(env.baseUrl);
+      const head = await new Promise<string>((resolve, reject) => {
+        const socket = net.connect(Number(url.port), url.hostname, () => {
+          socket.write(`POST /v1/payments HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${credential.api_key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`);
+        });
+        socket.once('data', (d) => {
+          resolve(d.toString());
+          socket.destroy();
+        });
+        socket.on('error', reject);
+      });
+      expect(head).to.match(/^HTTP\/1.1 503/);
+      expect(head).to.match(/retry-after: 5/i);
+      expect(head).to.include('service-unavailable');
+      expect(await shedCount(env, '/v1/payments', 'event-loop-lag')).to.be.at.least(1);
+      // reads and provider callbacks are never refused for it
+      expect((await client.get(`/v1/payments/${p.id}`)).status).to.equal(200);
+      const callback = await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'succeeded' }));
+      expect(callback.status).to.equal(200);
+      // the loop on time again (the next sample): creation is taken again
+      await eventually(async () => (await client.post('/v1/payments', mobilePayment('243990000001'))).status === 201, 5000, 100);
+    });
+  });
 });
