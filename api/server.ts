@@ -3,7 +3,7 @@ import { beatForSupervisor } from '../shared/heartbeat';
 import { createServer, type Server } from 'node:http';
 import type Koa from 'koa';
 import { getConfig, type Config } from '../shared/config';
-import { createContext } from '../shared/context';
+import { checkDeployment, createContext } from '../shared/context';
 import { createLogger } from '../shared/logger';
 import { nextBackoff } from '../shared/restart';
 import { buildApps } from './app';
@@ -102,5 +102,11 @@ process.env.PROCESS_NAME ||= 'web';
 const concurrency = getConfig().webConcurrency;
 // the supervisor hears from the primary; a cluster's web processes answer to it
 if (cluster.isPrimary) beatForSupervisor();
-if (cluster.isPrimary && concurrency > 1) supervise(concurrency);
-else serve();
+const start = () => (cluster.isPrimary && concurrency > 1 ? supervise(concurrency) : serve());
+// a bad deployment (prepared statements behind PgBouncer, a cluster node down) is refused before anything listens
+if (cluster.isPrimary) {
+  checkDeployment(getConfig()).then(start, (err: Error) => {
+    process.stderr.write(`web refused to start: ${err.message}\n`);
+    process.exit(1);
+  });
+} else start();

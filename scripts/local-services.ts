@@ -42,9 +42,10 @@ function which(bin: string): string | undefined {
   return undefined;
 }
 
-const isRoot = () => process.getuid?.() === 0;
+export const isRoot = () => process.getuid?.() === 0;
 
-function asPostgresUser(cmd: string, args: string[]): void {
+/** Runs a server that refuses root (initdb, pg_ctl, pgbouncer) as the postgres user when this runs as root. */
+export function asPostgresUser(cmd: string, args: string[]): void {
   if (isRoot()) execFileSync('runuser', ['-u', 'postgres', '--', cmd, ...args], { stdio: 'inherit' });
   else execFileSync(cmd, args, { stdio: 'inherit' });
 }

@@ -3,6 +3,8 @@ import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureLocalServices, PROJECT_ROOT } from './local-services';
+import { loadConfig } from '../shared/config';
+import { checkDeployment } from '../shared/context';
 import { nextBackoff } from '../shared/restart';
 import { HEARTBEAT, heartbeatTimeoutMs, STARTING_GRACE_MS } from '../shared/heartbeat';
 
@@ -65,6 +67,8 @@ async function main() {
     scale.delete('web');
   }
   await ensureLocalServices(env, say);
+  // refused here once, with what to change, rather than by every process as it starts
+  await checkDeployment(loadConfig(env));
 
   // the Procfile runs the compiled build (scripts/build.js): built again first when a source is newer
   execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.js'), '--if-stale'], { cwd: ROOT, stdio: 'inherit' });

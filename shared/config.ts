@@ -382,6 +382,44 @@ function url(env: Env, name: string, fallback: string, protocols: string[]): str
   return raw.replace(/\/$/, '');
 }
 
+/**
+ * REDIS_URL: one Redis (`redis://host:port/db`, `rediss://…`) or a Redis Cluster
+ * (`redis-cluster://h1:p1,h2:p2,h3:p3`: any of its nodes; shared/queues/connection.ts).
+ */
+function redisUrl(env: Env): string {
+  const raw = env.REDIS_URL || 'redis://127.0.0.1:6379';
+  if (!raw.startsWith('redis-cluster://')) return url(env, 'REDIS_URL', raw, ['redis:', 'rediss:']);
+  if (clusterNodes(raw).some((n) => !n.host || !Number.isInteger(n.port) || n.port < 1 || n.port > 65_535)) {
+    throw new ConfigError('REDIS_URL redis-cluster://host:port,host:port,… must list its nodes as host:port');
+  }
+  return raw;
+}
+
+/** The nodes a redis-cluster:// URL lists. */
+export function clusterNodes(redisUrl: string): { host: string; port: number }[] {
+  return redisUrl
+    .slice('redis-cluster://'.length)
+    .split(',')
+    .map((hp) => {
+      const [host, port] = hp.trim().replace(/\/$/, '').split(':');
+      return { host, port: Number(port) };
+    });
+}
+
+/**
+ * QUEUE_PREFIX (default `svc`): the namespace of every Redis key of this deployment. Each queue's
+ * keys are under `<prefix>:{<queue>}` (its own hash tag: shared/queues/names.ts), so on a Redis
+ * Cluster one queue stays in one slot and the queues spread over the shards; a prefix that is a
+ * hash tag itself would put every queue in one slot, and is refused on a cluster.
+ */
+function queuePrefix(env: Env): string {
+  const prefix = env.QUEUE_PREFIX || 'svc';
+  if ((env.REDIS_URL ?? '').startsWith('redis-cluster://') && /[{}]/.test(prefix)) {
+    throw new ConfigError(`QUEUE_PREFIX ${prefix} holds a hash tag: on a Redis Cluster every queue takes its own ({queue}), so the prefix must have none`);
+  }
+  return prefix;
+}
+
 export function parseSecretsKeys(raw: string): SecretsKey[] {
   const keys = raw.split(',').map((part) => {
     const m = /^([A-Za-z0-9_-]{1,32}):([A-Za-z0-9+/=]+)$/.exec(part.trim());
@@ -453,8 +491,8 @@ export function loadConfig(env: Env = process.env): Config {
     dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),
     testClockFile,
     dbPoolMin: int(env, 'DB_POOL_MIN', 2, 0, 100),
-    redisUrl: url(env, 'REDIS_URL', 'redis://127.0.0.1:6379', ['redis:', 'rediss:']),
-    queuePrefix: env.QUEUE_PREFIX || '{svc}',
+    redisUrl: redisUrl(env),
+    queuePrefix: queuePrefix(env),
     secretsKeys: parseSecretsKeys(secretsKeyRaw),
     adminApiToken,
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'warn' : 'info'),

@@ -1,8 +1,8 @@
-import type { Redis } from 'ioredis';
 import { getConfig, type Config } from './config';
 import { createDb, WAITS, type Db } from './db/knex';
 import { createLogger, type Logger } from './logger';
-import { webRedis, workerRedis } from './queues/connection';
+import { checkClusterNodes, webRedis, workerRedis, type RedisClient } from './queues/connection';
+import { checkPooler } from './db/pooler';
 import { QueueRegistry } from './queues/registry';
 import { flushOutboxMarks } from './queues/outbox';
 import { ProviderRegistry } from './providers/registry';
@@ -13,7 +13,7 @@ import { ProviderHealth } from './operations/health';
 export interface ServiceContext {
   config: Config;
   db: Db;
-  redis: Redis;
+  redis: RedisClient;
   queues: QueueRegistry;
   log: Logger;
   /** the providers of this configuration, built on first use (the web process learns its base URL at start) */
@@ -67,4 +67,13 @@ export function createContext(opts: ContextOptions): ServiceContext {
       await db.destroy();
     },
   };
+}
+
+/**
+ * What a process checks of its deployment before it starts, refusing a bad one with what to
+ * change (issue 25): prepared statements on behind PgBouncer, a Redis Cluster URL naming a node
+ * that does not answer. (A hash-tagged QUEUE_PREFIX on a cluster is refused by the configuration.)
+ */
+export async function checkDeployment(config: Config): Promise<void> {
+  await Promise.all([checkPooler(config.databaseUrl, config.dbPreparedStatements), checkClusterNodes(config.redisUrl)]);
 }

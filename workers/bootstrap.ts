@@ -1,13 +1,14 @@
 import { DelayedError, UnrecoverableError, Worker, type Job, type WorkerOptions } from 'bullmq';
 import { beatForSupervisor } from '../shared/heartbeat';
 import { getConfig } from '../shared/config';
-import { createContext, type ServiceContext } from '../shared/context';
+import { checkDeployment, createContext, type ServiceContext } from '../shared/context';
 import { batchElements, isBatch, type QueuedJob } from '../shared/queues/batch';
 import type { JobData, QueueName } from '../shared/queues/names';
 import { DEFAULT_JOB_OPTIONS } from '../shared/queues/registry';
 import { workerRedis } from '../shared/queues/connection';
 import { recordJobs } from '../shared/metrics/jobs';
 import { serveProcessMetrics } from '../shared/metrics/server';
+import { queueKeyPrefix } from '../shared/queues/names';
 
 /**
  * The shared entry point of every worker pool: connections, concurrency from the environment
@@ -134,6 +135,10 @@ export async function runPool(def: PoolDefinition): Promise<void> {
   process.env.PROCESS_NAME ||= def.name;
   beatForSupervisor();
   const config = getConfig();
+  await checkDeployment(config).catch((err: Error) => {
+    process.stderr.write(`${def.name} refused to start: ${err.message}\n`);
+    process.exit(1);
+  });
   const concurrency = concurrencyFor(def.name, def.defaultConcurrency ?? config.workerConcurrency);
   // a job holds at most one connection at a time; the cap keeps every pool of `npm start`
   // within Postgres's default 100 connections (scale copies with a pooler in front of Postgres)
@@ -153,7 +158,7 @@ export async function runPool(def: PoolDefinition): Promise<void> {
       (job) => runJob(ctx, p, job, slots),
       {
         connection: workerRedis(config.redisUrl),
-        prefix: config.queuePrefix,
+        prefix: queueKeyPrefix(config.queuePrefix, p.queue),
         concurrency,
         ...p.workerOptions,
       },

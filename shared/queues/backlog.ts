@@ -4,7 +4,7 @@ import { ALL_QUEUES, type QueueName } from './names';
 /**
  * The backlog behind the API: per queue, the jobs waiting for a worker and how long the oldest of
  * them has waited. Jobs sleeping (delayed: a retry's backoff, a webhook waiting for its next
- * attempt) or in hand (active) are not waiting. Two round trips for every queue together.
+ * attempt) or in hand (active) are not waiting.
  */
 export interface QueueBacklog {
   queue: QueueName;
@@ -16,33 +16,16 @@ export interface QueueBacklog {
   oldestWaitMs: number | null;
 }
 
-// BullMQ stamps its jobs with the wall clock, so their age is read against it
+// BullMQ stamps its jobs with the wall clock, so their age is read against it. Asked through
+// BullMQ's public API, one queue at a time (each queue's keys are in its own Redis Cluster slot).
 export async function readBacklog(queues: QueueRegistry, now = Date.now(), names: readonly QueueName[] = ALL_QUEUES): Promise<QueueBacklog[]> {
-  const redis = queues.connection;
-  const heads = redis.pipeline();
-  for (const name of names) {
-    const wait = queues.get(name).toKey('wait');
-    heads.llen(wait);
-    // workers take from the right: the last element has waited longest
-    heads.lindex(wait, -1);
-  }
-  const res = (await heads.exec()) ?? [];
-  const jobs = redis.pipeline();
-  const oldest: { i: number; key: string }[] = [];
-  names.forEach((name, i) => {
-    const id = res[i * 2 + 1]?.[1] as string | null;
-    if (id) {
-      const key = queues.get(name).toKey(id);
-      oldest.push({ i, key });
-      jobs.hmget(key, 'timestamp', 'delay', 'processedOn');
-    }
-  });
-  const fields = oldest.length ? ((await jobs.exec()) ?? []) : [];
-  const out: QueueBacklog[] = names.map((queue, i) => ({ queue, waiting: Number(res[i * 2]?.[1] ?? 0), oldestWaitMs: null }));
-  oldest.forEach(({ i }, j) => {
-    const [timestamp, delay, processedOn] = (fields[j]?.[1] as (string | null)[] | undefined) ?? [];
-    if (!timestamp || processedOn) return;
-    out[i].oldestWaitMs = Math.max(0, now - Number(timestamp) - Number(delay ?? 0));
-  });
-  return out;
+  return Promise.all(
+    names.map(async (queue) => {
+      const q = queues.get(queue);
+      // oldest first: the next job a worker takes
+      const [waiting, [oldest]] = await Promise.all([q.getWaitingCount(), q.getJobs(['waiting'], 0, 0, true)]);
+      const fresh = oldest && !oldest.processedOn;
+      return { queue, waiting, oldestWaitMs: fresh ? Math.max(0, now - oldest.timestamp - (oldest.delay ?? 0)) : null };
+    }),
+  );
 }

@@ -44,3 +44,10 @@ export function workKey(queue: QueueName, data: JobData): string | undefined {
   // an operator's replay starts a new round of a delivery: a job of its own
   return queue === QUEUES.webhookSender ? `${id}.${typeof data.round === 'number' ? data.round : 1}` : id;
 }
+
+/**
+ * The prefix of a queue's Redis keys: the deployment's prefix and the queue's own hash tag, so
+ * that on a Redis Cluster all of one queue's keys (BullMQ's and ours beside them) share a slot
+ * and different queues spread over the shards.
+ */
+export const queueKeyPrefix = (prefix: string, queue: QueueName) => `${prefix}:{${queue}}`;

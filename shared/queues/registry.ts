@@ -1,7 +1,7 @@
 import { Queue, type JobsOptions } from 'bullmq';
-import type { Redis } from 'ioredis';
 import { BATCH_HOLD_MS, isBatch, type QueuedData, type QueuedJob } from './batch';
-import { ALL_QUEUES, workKey, type JobData, type QueueName } from './names';
+import type { RedisClient } from './connection';
+import { ALL_QUEUES, queueKeyPrefix, workKey, type JobData, type QueueName } from './names';
 
 /** Default job options: bounded history so Redis never grows without end. */
 export const DEFAULT_JOB_OPTIONS: JobsOptions = {
@@ -18,12 +18,12 @@ const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call
 export class QueueRegistry {
   private readonly queues = new Map<QueueName, Queue>();
 
-  constructor(readonly connection: Redis, readonly prefix: string) {}
+  constructor(readonly connection: RedisClient, readonly prefix: string) {}
 
   get(name: QueueName): Queue {
     let q = this.queues.get(name);
     if (!q) {
-      q = new Queue(name, { connection: this.connection, prefix: this.prefix, defaultJobOptions: DEFAULT_JOB_OPTIONS });
+      q = new Queue(name, { connection: this.connection, prefix: queueKeyPrefix(this.prefix, name), defaultJobOptions: DEFAULT_JOB_OPTIONS });
       // connection errors reach callers through the failed command; the shared client logs them once
       q.on('error', () => undefined);
       this.queues.set(name, q);
@@ -106,7 +106,7 @@ export class QueueRegistry {
    * keys, under the same prefix and so in the same hash slot of a Redis Cluster.
    */
   private holdKey(name: QueueName, key: string): string {
-    return `${this.prefix}:${name}:held:${key}`;
+    return `${queueKeyPrefix(this.prefix, name)}:held:${key}`;
   }
 
   /**

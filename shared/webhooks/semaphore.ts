@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Redis } from 'ioredis';
+import type { RedisClient } from '../queues/connection';
 
 /**
  * Per-endpoint concurrency bound, shared by every sender process: at most `limit` attempts in
@@ -62,7 +62,7 @@ for i = 4, #ARGV do redis.call('ZREM', KEYS[3], ARGV[i]) end
 return 1
 `;
 
-type Scripted = Redis & {
+type Scripted = RedisClient & {
   webhookSlotAcquire(k1: string, k2: string, k3: string, lease: number, limit: number, token: string, member: string, stale: number): Promise<[number, number, number]>;
   webhookSlotRelease(k1: string, k2: string, k3: string, token: string, latency: number, n: number, ...served: string[]): Promise<number>;
 };
@@ -104,7 +104,7 @@ export class EndpointSemaphore {
   private readonly held = new Map<string, number>();
 
   constructor(
-    redis: Redis,
+    redis: RedisClient,
     private readonly prefix: string,
     private readonly limit: number,
     /** How long one attempt may hold a slot before its process is presumed dead. */
@@ -117,7 +117,8 @@ export class EndpointSemaphore {
   }
 
   private keys(webhookId: string) {
-    const base = `${this.prefix}:webhook-slots:${webhookId}`;
+    // one endpoint's keys share a hash tag: its scripts touch only them, in one Redis Cluster slot
+    const base = `${this.prefix}:{webhook-slots:${webhookId}}`;
     return { holders: `${base}:holders`, waiters: `${base}:waiters`, avg: `${base}:avg-ms` };
   }
 

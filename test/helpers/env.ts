@@ -62,8 +62,10 @@ export interface TestEnv {
  * file of this service, which `clock.advance` rewrites), and so does the in-process app unless
  * `opts.clock` gives it another (a ManualClock of the file's: caches, a revoked key's grace).
  */
-export async function startTestEnv(overrides: Record<string, string> = {}, appOptions: AppOptions = {}, opts: { clock?: Clock } = {}): Promise<TestEnv> {
+export async function startTestEnv(overrides: Record<string, string> = {}, appOptions: AppOptions = {}, opts: { clock?: Clock; databaseThrough?: number } = {}): Promise<TestEnv> {
   const database = await createTestDatabase();
+  // a pooler in front of Postgres (opts.databaseThrough: its port) reaches the same database
+  const databaseUrl = opts.databaseThrough ? Object.assign(new URL(database.url), { port: String(opts.databaseThrough) }).toString() : database.url;
   const tag = randomBytes(4).toString('hex');
   const clockFile = path.join(tmpdir(), `svc-test-clock-${tag}`);
   let offset = 0;
@@ -82,7 +84,7 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
   };
   const baseEnv: Record<string, string> = {
     NODE_ENV: 'test',
-    DATABASE_URL: database.url,
+    DATABASE_URL: databaseUrl,
     REDIS_URL: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
     QUEUE_PREFIX: `{t${tag}}`,
     ADMIN_API_TOKEN: ADMIN_TOKEN,

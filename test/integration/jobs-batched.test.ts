@@ -7,7 +7,7 @@ import { freePort } from '../../scripts/lib/ports';
 import { eventually } from '../../scripts/lib/processes';
 import { outboxJobId, outboxMessage, publishOutbox } from '../../shared/queues/outbox';
 import { BATCH_MAX, batchJobId } from '../../shared/queues/batch';
-import { QUEUES } from '../../shared/queues/names';
+import { QUEUES, queueKeyPrefix } from '../../shared/queues/names';
 
 /**
  * Jobs published together travel as one BullMQ job (at most BATCH_MAX, shared/queues/batch.ts):
@@ -129,7 +129,7 @@ describe('jobs published together travel as one batch job', function () {
       const done = await runBatch([{ paymentId: second.id }, { paymentId: third.id }]);
       expect(done.returnvalue).to.deep.equal(['sent', 'sent']);
       // the batch gave its elements' work keys back
-      for (const p of [second, third]) expect(await env.services.redis.get(`${env.config.queuePrefix}:${QUEUES.providerPush}:held:${p.id}`)).to.equal(null);
+      for (const p of [second, third]) expect(await env.services.redis.get(`${queueKeyPrefix(env.config.queuePrefix, QUEUES.providerPush)}:held:${p.id}`)).to.equal(null);
       for (const p of [second, third]) expect((await sandboxTransaction(sandboxUrl, 'vodacom', p.id)).sandbox.requests).to.equal(1);
 
       // run again (a batch is safe to run twice): nothing is sent again
