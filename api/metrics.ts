@@ -50,6 +50,7 @@ export interface Metrics {
 
 export function createMetrics(services: ServiceContext): Metrics {
   const registry = new Registry();
+  if (services.config.nodeName) registry.setDefaultLabels({ node: services.config.nodeName });
   collectDefaultMetrics({ register: registry });
   const labelNames = ['method', 'route', 'status'] as const;
   const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered', labelNames, registers: [registry] });

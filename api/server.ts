@@ -1,3 +1,5 @@
+// first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
+import '../shared/tracing/register';
 import cluster from 'node:cluster';
 import { beatForSupervisor } from '../shared/heartbeat';
 import { createServer, type Server } from 'node:http';

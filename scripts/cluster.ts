@@ -1,5 +1,5 @@
-import { execFileSync, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { chownSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { asPostgresUser, isRoot, portOpen, PROJECT_ROOT } from './local-services';
@@ -11,19 +11,44 @@ import { asPostgresUser, isRoot, portOpen, PROJECT_ROOT } from './local-services
  * transaction pooling in front of the machine's Postgres. Ports from `--base-port p` (7100, or
  * CLUSTER_BASE_PORT): Redis p … p+5, PgBouncer p+6. Files under .data/cluster-<p>/. `up` prints
  * the settings that point the service at it; `down` stops what `up` started.
+ *
+ * `up --nodes 2` also runs the service as two nodes, as on two machines: each a whole `npm start`
+ * (every Procfile line once, compiled) on ports of its own (node i: p+10i+10 web, +1 operator API,
+ * +2 sandbox provider, +3 card vault, +4 card acquirer), named node-a, node-b in logs and
+ * metrics, sharing the cluster and Postgres through PgBouncer, behind HAProxy on p+7
+ * health-checking /health/ready. BASE_URL is HAProxy's, so callbacks, checkout pages and 3-D
+ * Secure returns reach whichever node answers. The providers are outside the service: both nodes
+ * use node-a's sandboxes (a provider keeps its own state), node-b's run unused.
  */
 
 export interface Topology {
   redisPorts: number[];
   pgbouncerPort: number;
+  haproxyPort: number;
   dir: string;
+  /** the service's nodes, when it runs as several */
+  nodes: NodePorts[];
 }
 
-export function topologyAt(basePort: number): Topology {
+export interface NodePorts {
+  name: string;
+  web: number;
+  admin: number;
+  sandbox: number;
+  vault: number;
+  acquirer: number;
+}
+
+export function topologyAt(basePort: number, nodeCount = 0): Topology {
   return {
     redisPorts: Array.from({ length: 6 }, (_, i) => basePort + i),
     pgbouncerPort: basePort + 6,
+    haproxyPort: basePort + 7,
     dir: path.join(PROJECT_ROOT, '.data', `cluster-${basePort}`),
+    nodes: Array.from({ length: nodeCount }, (_, i) => {
+      const b = basePort + 10 * (i + 1);
+      return { name: `node-${String.fromCharCode(97 + i)}`, web: b, admin: b + 1, sandbox: b + 2, vault: b + 3, acquirer: b + 4 };
+    }),
   };
 }
 
@@ -114,8 +139,89 @@ export async function clusterUp(t: Topology, postgres = { host: '127.0.0.1', por
   await waitFor(`PgBouncer on ${t.pgbouncerPort}`, () => portOpen(t.pgbouncerPort));
 }
 
+/** The settings of one node of the service on the topology (database `database`). */
+export function nodeEnv(t: Topology, node: NodePorts, database: string): Record<string, string> {
+  const providers = t.nodes[0];
+  return {
+    ...topologyEnv(t, database),
+    NODE_NAME: node.name,
+    PORT: String(node.web),
+    ADMIN_PORT: String(node.admin),
+    BASE_URL: `http://127.0.0.1:${t.haproxyPort}`,
+    SANDBOX_PROVIDER_PORT: String(node.sandbox),
+    SANDBOX_PROVIDER_URL: `http://127.0.0.1:${providers.sandbox}`,
+    CARD_VAULT_PORT: String(node.vault),
+    CARD_VAULT_URL: `http://127.0.0.1:${providers.vault}`,
+    CARD_PROVIDER_PORT: String(node.acquirer),
+    CARD_PROVIDER_URL: `http://127.0.0.1:${providers.acquirer}`,
+  };
+}
+
+/** Starts one node (a whole compiled `npm start`) in the background; its output goes to <dir>/<node>.log. */
+export function startNode(t: Topology, node: NodePorts, env: Record<string, string>): number {
+  const out = openSync(path.join(t.dir, `${node.name}.log`), 'a');
+  const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'build/scripts/start.js')], { cwd: PROJECT_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', out, out], detached: true });
+  child.unref();
+  writeFileSync(path.join(t.dir, `${node.name}.pid`), String(child.pid));
+  return child.pid!;
+}
+
+/** Stops a node started by startNode (SIGTERM to its supervisor, which stops every process of it). */
+export async function stopNode(t: Topology, node: NodePorts, signal: NodeJS.Signals = 'SIGTERM'): Promise<void> {
+  const pidFile = path.join(t.dir, `${node.name}.pid`);
+  if (!existsSync(pidFile)) return;
+  const pid = Number(readFileSync(pidFile, 'utf8'));
+  try {
+    // the supervisor leads its own process group (detached): SIGKILL reaches every process of the node
+    process.kill(signal === 'SIGKILL' ? -pid : pid, signal);
+  } catch {
+    // already gone
+  }
+  await waitFor(`${node.name} to stop`, async () => !(await portOpen(node.web)), 40_000);
+  rmSync(pidFile, { force: true });
+}
+
+/** HAProxy in front of the nodes' web ports, health-checking /health/ready. */
+function startHaproxy(t: Topology): void {
+  const haproxy = need('haproxy', 'haproxy');
+  const cfg = path.join(t.dir, 'haproxy.cfg');
+  writeFileSync(
+    cfg,
+    [
+      'global',
+      `  pidfile ${path.join(t.dir, 'haproxy.pid')}`,
+      'defaults',
+      '  mode http',
+      '  timeout connect 2s',
+      '  timeout client 60s',
+      '  timeout server 60s',
+      '  retries 2',
+      '  option redispatch',
+      'frontend web',
+      `  bind 127.0.0.1:${t.haproxyPort}`,
+      '  default_backend nodes',
+      'backend nodes',
+      '  option httpchk GET /health/ready',
+      '  http-check expect status 200',
+      '  default-server inter 1s fall 2 rise 2',
+      ...t.nodes.map((n) => `  server ${n.name} 127.0.0.1:${n.web} check`),
+      '',
+    ].join('\n'),
+  );
+  execFileSync(haproxy, ['-D', '-f', cfg]);
+}
+
 /** Stops what clusterUp started (by the pid files under its folder) and removes its files. */
 export async function clusterDown(t: Topology): Promise<void> {
+  for (const node of t.nodes) await stopNode(t, node);
+  const haproxyPid = path.join(t.dir, 'haproxy.pid');
+  if (existsSync(haproxyPid)) {
+    try {
+      process.kill(Number(readFileSync(haproxyPid, 'utf8').trim()), 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  }
   for (const port of t.redisPorts) spawnSync('redis-cli', ['-p', String(port), 'shutdown', 'nosave'], { stdio: 'ignore' });
   const pidFile = path.join(t.dir, 'pgbouncer', 'pgbouncer.pid');
   if (existsSync(pidFile)) {
@@ -125,19 +231,39 @@ export async function clusterDown(t: Topology): Promise<void> {
       // already gone
     }
   }
-  await waitFor('the topology to stop', async () => !(await Promise.all([...t.redisPorts, t.pgbouncerPort].map((p) => portOpen(p)))).some(Boolean), 10_000);
+  await waitFor('the topology to stop', async () => !(await Promise.all([...t.redisPorts, t.pgbouncerPort, t.haproxyPort].map((p) => portOpen(p)))).some(Boolean), 10_000);
   rmSync(t.dir, { recursive: true, force: true });
 }
 
 async function main() {
-  const { values, positionals } = parseArgs({ allowPositionals: true, options: { 'base-port': { type: 'string', default: process.env.CLUSTER_BASE_PORT || '7100' } } });
+  const { values, positionals } = parseArgs({
+    allowPositionals: true,
+    options: { 'base-port': { type: 'string', default: process.env.CLUSTER_BASE_PORT || '7100' }, nodes: { type: 'string', default: '0' }, database: { type: 'string', default: 'svc_cluster' } },
+  });
   const base = Number(values['base-port']);
   if (!Number.isInteger(base) || base < 1024 || base > 65_000) throw new Error('--base-port must be a port between 1024 and 65000');
-  const t = topologyAt(base);
+  const nodeCount = Number(values.nodes);
+  if (!Number.isInteger(nodeCount) || nodeCount < 0 || nodeCount > 4) throw new Error('--nodes must be 0 to 4');
+  // down finds the nodes by their pid files, whatever --nodes says
+  const t = topologyAt(base, positionals[0] === 'down' ? 4 : nodeCount);
   if (positionals[0] === 'up') {
     await clusterUp(t);
-    process.stdout.write(`cluster | Redis Cluster on ${t.redisPorts.join(', ')}, PgBouncer (transaction pooling) on ${t.pgbouncerPort}; run the service on it with:\n`);
-    for (const [k, v] of Object.entries(topologyEnv(t, 'svc_payments'))) process.stdout.write(`export ${k}=${v}\n`);
+    process.stdout.write(`cluster | Redis Cluster on ${t.redisPorts.join(', ')}, PgBouncer (transaction pooling) on ${t.pgbouncerPort}\n`);
+    if (t.nodes.length) {
+      execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build.js'), '--if-stale'], { cwd: PROJECT_ROOT, stdio: 'inherit' });
+      for (const node of t.nodes) {
+        const pid = startNode(t, node, nodeEnv(t, node, values.database!));
+        // one after the other: the first migrates the database
+        await waitFor(`${node.name} (web on ${node.web})`, async () => (await fetch(`http://127.0.0.1:${node.web}/health/ready`).catch(() => null))?.status === 200, 120_000);
+        process.stdout.write(`cluster | ${node.name} (pid ${pid}): web ${node.web}, operator API ${node.admin}; log ${path.join(t.dir, `${node.name}.log`)}\n`);
+      }
+      startHaproxy(t);
+      await waitFor(`HAProxy on ${t.haproxyPort}`, async () => (await fetch(`http://127.0.0.1:${t.haproxyPort}/health/ready`).catch(() => null))?.status === 200, 30_000);
+      process.stdout.write(`cluster | HAProxy on ${t.haproxyPort} in front of ${t.nodes.map((n) => n.name).join(', ')}: the service is http://127.0.0.1:${t.haproxyPort}\n`);
+    } else {
+      process.stdout.write('cluster | run the service on it with:\n');
+      for (const [k, v] of Object.entries(topologyEnv(t, 'svc_payments'))) process.stdout.write(`export ${k}=${v}\n`);
+    }
   } else if (positionals[0] === 'down') {
     await clusterDown(t);
     process.stdout.write(`cluster | stopped the topology on ${t.redisPorts[0]}-${t.pgbouncerPort}\n`);

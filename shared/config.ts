@@ -38,6 +38,11 @@ export interface Config {
   adminPort: number | null;
   /** WEB_CONCURRENCY: web processes sharing the port(s) through node:cluster; default 1 (no cluster). */
   webConcurrency: number;
+  /**
+   * NODE_NAME: which node (machine) of a deployment this process belongs to, as logs and metrics
+   * name it (`node`); unset on one machine.
+   */
+  nodeName: string | null;
   baseUrl: string;
   databaseUrl: string;
   /**
@@ -382,6 +387,14 @@ function url(env: Env, name: string, fallback: string, protocols: string[]): str
   return raw.replace(/\/$/, '');
 }
 
+function nodeName(env: Env): string | null {
+  const name = env.NODE_NAME?.trim();
+  if (!name) return null;
+  // a label value from a closed set: the operator's own short name
+  if (!/^[A-Za-z0-9_.-]{1,40}$/.test(name)) throw new ConfigError('NODE_NAME must be 1 to 40 letters, digits, dots, dashes or underscores');
+  return name;
+}
+
 /**
  * REDIS_URL: one Redis (`redis://host:port/db`, `rediss://…`) or a Redis Cluster
  * (`redis-cluster://h1:p1,h2:p2,h3:p3`: any of its nodes; shared/queues/connection.ts).
@@ -486,6 +499,7 @@ export function loadConfig(env: Env = process.env): Config {
     port,
     adminPort,
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
+    nodeName: nodeName(env),
     baseUrl: url(env, 'BASE_URL', `http://127.0.0.1:${port}`, ['http:', 'https:']),
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
     dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),

@@ -38,7 +38,9 @@ export function createContext(opts: ContextOptions): ServiceContext {
   const config = opts.config ?? getConfig();
   const db = createDb(config.databaseUrl, opts.poolMax, { preparedStatements: config.dbPreparedStatements, poolMin: config.dbPoolMin, waits: WAITS[opts.role] });
   const redis = opts.role === 'web' ? webRedis(config.redisUrl) : workerRedis(config.redisUrl);
-  const log = createLogger(config.logLevel, opts.name);
+  const root = createLogger(config.logLevel, opts.name);
+  // every line of a process of a multi-node deployment names its node
+  const log = config.nodeName ? root.child({ node: config.nodeName }) : root;
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));
   const queues = new QueueRegistry(redis, config.queuePrefix);
   let registry: ProviderRegistry | undefined;

@@ -1,4 +1,5 @@
 import pino, { type DestinationStream, type Logger } from 'pino';
+import { traceFields, tracingOn } from './tracing/spans';
 
 /**
  * Structured JSON logs. Secrets, API keys, signatures, Authorization and request bodies are
@@ -97,13 +98,23 @@ function maskValue(value: unknown, depth = 0): unknown {
   return out;
 }
 
-export function createLogger(level = process.env.LOG_LEVEL || 'info', name?: string, destination?: DestinationStream): Logger {
+const masked = (obj: Record<string, unknown>) => maskValue(obj) as Record<string, unknown>;
+
+/**
+ * With traces on (shared/tracing), each line also names the active span: `trace_id` and
+ * `span_id`, added after the masking (a trace id may hold a run of digits that reads as a card
+ * number). With traces off the formatter is the mask alone: no work per line.
+ */
+const maskedWithTrace = (obj: Record<string, unknown>) => Object.assign(masked(obj), traceFields());
+
+/** `traced` (default: whether this process started traces) adds the active span's ids to every line. */
+export function createLogger(level = process.env.LOG_LEVEL || 'info', name?: string, destination?: DestinationStream, traced = tracingOn()): Logger {
   const options: pino.LoggerOptions = {
     level,
     name,
     base: { pid: process.pid },
     // every logged object: REDACTED_KEYS removed, strings masked (a child's bindings: below)
-    formatters: { log: (obj) => maskValue(obj) as Record<string, unknown> },
+    formatters: { log: traced ? maskedWithTrace : masked },
     // errors are already plain and masked by the formatter above (pino's default would relabel them)
     serializers: { err: (err: unknown) => err },
     hooks: {

@@ -7,8 +7,10 @@ import type { JobData, QueueName } from '../shared/queues/names';
 import { DEFAULT_JOB_OPTIONS } from '../shared/queues/registry';
 import { workerRedis } from '../shared/queues/connection';
 import { recordJobs } from '../shared/metrics/jobs';
+import { processRegistry } from '../shared/metrics/registry';
 import { serveProcessMetrics } from '../shared/metrics/server';
 import { queueKeyPrefix } from '../shared/queues/names';
+import { inSpan, jobTelemetry } from '../shared/tracing/spans';
 
 /**
  * The shared entry point of every worker pool: connections, concurrency from the environment
@@ -81,7 +83,14 @@ const RETRY_DELAY_MS = (DEFAULT_JOB_OPTIONS.backoff as { delay: number }).delay;
  * as its own job would have been. If those adds fail the batch fails, and runs again.
  */
 async function runBatch(ctx: ServiceContext, p: PoolProcessor<unknown>, job: Job, elements: JobData[], slots: Slots): Promise<unknown[]> {
-  const settled = await Promise.allSettled(elements.map((data) => slots.run(async () => p.process(ctx, p.guard(data)))));
+  // each element continues its own trace (its outbox row's), linked to the batch's job
+  const settled = await Promise.allSettled(
+    elements.map((data) =>
+      inSpan(`process ${p.queue} element`, { parent: data?.traceparent, consumer: true, attributes: { 'messaging.destination.name': p.queue, 'messaging.batch.message_count': elements.length } }, () =>
+        slots.run(async () => p.process(ctx, p.guard(data))),
+      ),
+    ),
+  );
   const own: QueuedJob[] = [];
   const results = settled.map((s, i) => {
     const data = elements[i];
@@ -158,6 +167,8 @@ export async function runPool(def: PoolDefinition): Promise<void> {
       (job) => runJob(ctx, p, job, slots),
       {
         connection: workerRedis(config.redisUrl),
+        // with traces on (bullmq-otel), each job's run continues the trace its data carries
+        telemetry: jobTelemetry(),
         prefix: queueKeyPrefix(config.queuePrefix, p.queue),
         concurrency,
         ...p.workerOptions,
@@ -191,6 +202,7 @@ export async function runPool(def: PoolDefinition): Promise<void> {
   }
 
   // GET /metrics on the pool's own port (METRICS_PORT_BASE + its offset, or <POOL>_METRICS_PORT)
+  if (config.nodeName) processRegistry.setDefaultLabels({ node: config.nodeName });
   void serveProcessMetrics(def.name, log);
 
   const shutdown = async (signal: string) => {

@@ -148,6 +148,8 @@ export class OutboxRow extends Row {
   declare job_name: string;
   declare payload: JobData;
   declare delay_ms: number;
+  /** the trace context of the span that wrote the row (shared/tracing); null with traces off */
+  declare traceparent: string | null;
   declare created_at: Date;
   declare enqueued_at: Date | null;
 }

@@ -9,6 +9,7 @@ import type { QueueRegistry } from './registry';
 import type { JobData, QueueName } from './names';
 import type { Logger } from '../logger';
 import { withTimeout } from '../timeout';
+import { traceparentNow } from '../tracing/spans';
 
 /**
  * Outbox (architecture rule 1): a job that follows from a database change is written as a row
@@ -23,11 +24,24 @@ export interface OutboxMessage {
   job_name: string;
   payload: JobData;
   delay_ms: number;
+  /**
+   * The trace context of the span that wrote the row (W3C traceparent; null with traces off):
+   * its job, enqueued now or by the relay later, continues that trace (shared/tracing).
+   */
+  traceparent: string | null;
 }
 
-/** A new outbox message (not yet written). */
-export function outboxMessage(queue: QueueName, jobName: string, payload: JobData, delayMs = 0): OutboxMessage {
-  return { id: randomUUID(), queue, job_name: jobName, payload, delay_ms: delayMs };
+/**
+ * A new outbox message (not yet written). Its trace context is the caller's active span: made
+ * in the request's or the job's own context (not in a batch shared with others), or given.
+ */
+export function outboxMessage(queue: QueueName, jobName: string, payload: JobData, delayMs = 0, traceparent = traceparentNow()): OutboxMessage {
+  return { id: randomUUID(), queue, job_name: jobName, payload, delay_ms: delayMs, traceparent };
+}
+
+/** The job's data: the payload, and the trace context when there is one (read by QueueRegistry and the batch runner). */
+export function outboxJobData(msg: Pick<OutboxMessage, 'payload' | 'traceparent'>): JobData {
+  return msg.traceparent ? { ...msg.payload, traceparent: msg.traceparent } : msg.payload;
 }
 
 export async function writeOutbox(
@@ -49,7 +63,7 @@ export const outboxJobId = (id: string) => `ob-${id}`;
 const jobOptions = (msg: OutboxMessage) => ({ jobId: outboxJobId(msg.id), delay: msg.delay_ms || undefined });
 
 async function enqueue(queues: QueueRegistry, msg: OutboxMessage): Promise<void> {
-  await queues.add(msg.queue, msg.job_name, msg.payload, jobOptions(msg));
+  await queues.add(msg.queue, msg.job_name, outboxJobData(msg), jobOptions(msg));
 }
 
 /** Many messages, one pipeline per queue; those that may travel together in batches (shared/queues/batch.ts). */
@@ -58,7 +72,7 @@ async function enqueueMany(queues: QueueRegistry, msgs: OutboxMessage[]): Promis
   for (const m of msgs) byQueue.set(m.queue, [...(byQueue.get(m.queue) ?? []), m]);
   await Promise.all(
     [...byQueue].map(([queue, ms]) =>
-      queues.addMany(queue, inBatches(queue, ms.map((m) => ({ id: m.id, jobName: m.job_name, data: m.payload, opts: jobOptions(m) })))),
+      queues.addMany(queue, inBatches(queue, ms.map((m) => ({ id: m.id, jobName: m.job_name, data: outboxJobData(m), opts: jobOptions(m) })))),
     ),
   );
 }

@@ -2,6 +2,7 @@ import { Queue, type JobsOptions } from 'bullmq';
 import { BATCH_HOLD_MS, isBatch, type QueuedData, type QueuedJob } from './batch';
 import type { RedisClient } from './connection';
 import { ALL_QUEUES, queueKeyPrefix, workKey, type JobData, type QueueName } from './names';
+import { jobTelemetry, jobTraceOptions, tracingOn, withTraceparent } from '../tracing/spans';
 
 /** Default job options: bounded history so Redis never grows without end. */
 export const DEFAULT_JOB_OPTIONS: JobsOptions = {
@@ -23,7 +24,8 @@ export class QueueRegistry {
   get(name: QueueName): Queue {
     let q = this.queues.get(name);
     if (!q) {
-      q = new Queue(name, { connection: this.connection, prefix: queueKeyPrefix(this.prefix, name), defaultJobOptions: DEFAULT_JOB_OPTIONS });
+      // telemetry (bullmq-otel) only with traces on: each job then carries its trace context
+      q = new Queue(name, { connection: this.connection, prefix: queueKeyPrefix(this.prefix, name), defaultJobOptions: DEFAULT_JOB_OPTIONS, telemetry: jobTelemetry() });
       // connection errors reach callers through the failed command; the shared client logs them once
       q.on('error', () => undefined);
       this.queues.set(name, q);
@@ -63,7 +65,9 @@ export class QueueRegistry {
    * does the work: the new one, or the live one the add was folded into.
    */
   async add(name: QueueName, jobName: string, data: QueuedData, opts: JobsOptions = {}): Promise<string | undefined> {
-    const job = await (await this.ready(name)).add(jobName, data, withWorkKey(name, data, opts));
+    const queue = await this.ready(name);
+    // a job that carries the trace context of its outbox row is added as part of that trace
+    const job = await withTraceparent(traceparentOf(data), () => queue.add(jobName, data, withWorkKey(name, data, opts)));
     return job.id;
   }
 
@@ -98,7 +102,7 @@ export class QueueRegistry {
       await this.add(name, held[0].jobName, held[0].data, held[0].opts);
       return;
     }
-    if (held.length) await queue.addBulk(held.map((j) => ({ name: j.jobName, data: j.data, opts: withWorkKey(name, j.data, j.opts ?? {}) })));
+    if (held.length) await queue.addBulk(held.map((j) => ({ name: j.jobName, data: j.data, opts: { ...withWorkKey(name, j.data, j.opts ?? {}), ...traceOptions(j.data) } })));
   }
 
   /**
@@ -148,6 +152,21 @@ export class QueueRegistry {
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
   }
+}
+
+/** The trace context a job's payload carries (shared/queues/outbox.ts outboxJobData), if any. */
+function traceparentOf(data: QueuedData): unknown {
+  return isBatch(data) ? undefined : data.traceparent;
+}
+
+/**
+ * With traces on, the trace of each job added together in one call: its own payload's (addBulk
+ * would give them all the caller's); a batch, whose elements each carry theirs, starts its own.
+ */
+function traceOptions(data: QueuedData): JobsOptions {
+  if (!tracingOn()) return {};
+  if (isBatch(data)) return { telemetry: { omitContext: true } };
+  return jobTraceOptions(data.traceparent) ?? {};
 }
 
 /** A job's options with the deduplication on its work's key (`workKey`), when its payload names one (a batch's does not). */

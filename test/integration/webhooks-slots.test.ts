@@ -21,7 +21,7 @@ describe('per-endpoint slots shared by sender processes (real Redis)', () => {
     return new EndpointSemaphore(client, prefix, limit, attemptLeaseMs);
   }
   const newEndpoint = () => `wh_slots${++endpoints}`;
-  const key = (webhookId: string, part: 'holders' | 'waiters' | 'avg-ms') => `${prefix}:webhook-slots:${webhookId}:${part}`;
+  const key = (webhookId: string, part: 'holders' | 'waiters' | 'avg-ms') => `${prefix}:{webhook-slots:${webhookId}}:${part}`;
   const holders = (webhookId: string) => redis.zrange(key(webhookId, 'holders'), '0', '-1');
   const waiting = (webhookId: string) => redis.zrange(key(webhookId, 'waiters'), '0', '-1');
   function slotOf(grant: SlotGrant) {

@@ -11,12 +11,12 @@ import madge from 'madge';
  *   3  the kernel                   shared/operations, and the process context (shared/context.ts)
  *   2  what the kernel writes to    shared/providers, shared/events, shared/ledger
  *   1  the stores                   shared/db, shared/queues
- *   0  the vocabulary               config, clock, errors, vocabulary, logger, metrics, money, text, domain, crypto…
+ *   0  the vocabulary               config, clock, errors, vocabulary, logger, metrics, tracing, money, text, domain, crypto…
  *
  * The kind registry (shared/operationKinds.ts) is a feature-level module the entry points hand to
  * the kernel. Tests (test/) may import any layer.
  */
-const BASE = /^shared\/(config|clock|errors|vocabulary|logger|money|text|timeout|ttlCache|validation|httpClient|restart|heartbeat)\.ts$|^shared\/(domain|crypto|metrics)\//;
+const BASE = /^shared\/(config|clock|errors|vocabulary|logger|money|text|timeout|ttlCache|validation|httpClient|restart|heartbeat)\.ts$|^shared\/(domain|crypto|metrics|tracing)\//;
 
 export function layerOf(file: string): number {
   if (/^(api|workers|scripts|test)\//.test(file)) return 5;

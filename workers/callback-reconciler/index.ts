@@ -1,3 +1,5 @@
+// first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
+import '../../shared/tracing/register';
 import { getConfig } from '../../shared/config';
 import { applyStoredCallback } from '../../shared/operations/callbacks';
 import { paymentKind } from '../../shared/payments/kind';

@@ -1,3 +1,5 @@
+// first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
+import '../../shared/tracing/register';
 import type { ServiceContext } from '../../shared/context';
 import { runPool } from '../bootstrap';
 import { relayOutbox, pruneOutbox } from '../../shared/queues/outbox';

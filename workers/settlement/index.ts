@@ -1,3 +1,5 @@
+// first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
+import '../../shared/tracing/register';
 import { runPool } from '../bootstrap';
 import { foldCredits } from '../../shared/ledger/postings';
 import { settle } from '../../shared/settlements/settle';

@@ -1,3 +1,5 @@
+// first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
+import '../../shared/tracing/register';
 import { runPool } from '../bootstrap';
 import { pruneFinished } from '../../shared/webhooks/deliveries';
 import { webhookSenderProcessor } from './processor';

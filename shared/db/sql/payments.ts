@@ -22,7 +22,7 @@ function createStatement(withPush: boolean): SqlStatement {
     `with k as (${takeKeySql(1)}),`,
     `p as (insert into payments (${COLUMNS.join(', ')}) select ${COLUMNS.map(next).join(', ')} where exists (select 1 from k) returning id),`,
     `c as (insert into payment_status_changes (payment_id, from_status, to_status, reason) select id, null, ${next()}, 'created' from p)`,
-    withPush ? `, o as (insert into outbox (id, queue, job_name, payload, delay_ms) select ${next()}, ${next()}, ${next()}, ${next()}, ${next()} from p)` : '',
+    withPush ? `, o as (insert into outbox (id, queue, job_name, payload, delay_ms, traceparent) select ${next()}, ${next()}, ${next()}, ${next()}, ${next()}, ${next()} from p)` : '',
     'select count(*)::int as created from p',
   ].join('\n');
   return sqlStatement(withPush ? 'create-payment-with-push' : 'create-payment', text);
@@ -42,7 +42,7 @@ export async function insertPaymentWithKey(db: Executor, keyValues: unknown[], r
     // metadata keeps its text (json); no card yet is SQL NULL, as the batch statement writes it
     ...COLUMNS.map((c) => (c === 'metadata' || (c === 'card' && row.card !== null) ? JSON.stringify(row[c]) : row[c])),
     row.status,
-    ...(push ? [push.id, push.queue, push.job_name, JSON.stringify(push.payload), push.delay_ms] : []),
+    ...(push ? [push.id, push.queue, push.job_name, JSON.stringify(push.payload), push.delay_ms, push.traceparent] : []),
   ];
   const [{ created }] = await runSql<{ created: number }>(db, push ? WITH_PUSH : WITHOUT_PUSH, values);
   return created === 1;
@@ -78,8 +78,8 @@ const CREATE_MANY = sqlStatement(
            order by r.merchant_id, r.environment, r.reference
            returning id, status),`,
     `c as (insert into payment_status_changes (payment_id, from_status, to_status, reason) select id, null, status, 'created' from p),`,
-    `o as (insert into outbox (id, queue, job_name, payload, delay_ms)
-           select (push->>'id')::uuid, push->>'queue', push->>'job_name', (push->>'payload')::jsonb, (push->>'delay_ms')::int from t where push is not null)`,
+    `o as (insert into outbox (id, queue, job_name, payload, delay_ms, traceparent)
+           select (push->>'id')::uuid, push->>'queue', push->>'job_name', (push->>'payload')::jsonb, (push->>'delay_ms')::int, push->>'traceparent' from t where push is not null)`,
     'select i from t',
   ].join('\n'),
 );

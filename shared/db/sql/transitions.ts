@@ -176,18 +176,18 @@ function writeStatement(k: TransitionTables): SqlStatement {
              select id, merchant_id, environment, type, object_id, object_version, created, body::jsonb from ev),
        d as (insert into webhook_deliveries (id, event_id, webhook_id, created, redelivery)
              select x.id, ev.id, x.webhook_id, ev.created, 0 from unnest($21::text[], $22::text[], $23::text[]) as x(object_id, id, webhook_id) join ev on ev.object_id = x.object_id),
-       ob as (insert into outbox (id, queue, job_name, payload, delay_ms)
-             select x.id, x.queue, x.job_name, x.payload::jsonb, x.delay_ms
-               from unnest($24::text[], $25::uuid[], $26::text[], $27::text[], $28::text[], $29::int[]) as x(object_id, id, queue, job_name, payload, delay_ms)
+       ob as (insert into outbox (id, queue, job_name, payload, delay_ms, traceparent)
+             select x.id, x.queue, x.job_name, x.payload::jsonb, x.delay_ms, x.traceparent
+               from unnest($24::text[], $25::uuid[], $26::text[], $27::text[], $28::text[], $29::int[], $30::text[]) as x(object_id, id, queue, job_name, payload, delay_ms, traceparent)
                join u on u.id = x.object_id),
        t as (insert into ledger_transactions (id, kind, reference_id, environment, currency, merchant_id)
              select x.id, x.kind, x.reference_id, x.environment, x.currency, x.merchant_id
-               from unnest($30::text[], $31::uuid[], $32::text[], $33::text[], $34::text[], $35::text[], $36::text[]) as x(object_id, id, kind, reference_id, environment, currency, merchant_id)
+               from unnest($31::text[], $32::uuid[], $33::text[], $34::text[], $35::text[], $36::text[], $37::text[]) as x(object_id, id, kind, reference_id, environment, currency, merchant_id)
                join u on u.id = x.object_id
              on conflict (kind, reference_id) do nothing returning id),
        l as (insert into ledger_entries (transaction_id, account_id, amount, unfolded)
              select t.id, x.account_id, x.amount, x.unfolded
-               from unnest($37::uuid[], $38::bigint[], $39::bigint[], $40::boolean[]) as x(transaction_id, account_id, amount, unfolded)
+               from unnest($38::uuid[], $39::bigint[], $40::bigint[], $41::boolean[]) as x(transaction_id, account_id, amount, unfolded)
                join t on t.id = x.transaction_id),
        c as (update provider_callbacks pc set processed_at = now(), outcome = 'applied' from u where pc.id = u.callback_id and pc.processed_at is null)
        select id from u`,
@@ -250,7 +250,7 @@ export async function writeTransitions(db: Executor, k: TransitionTables, ws: Tr
       events.map((w) => w.id), events.map((w) => w.event!.id), events.map((w) => w.merchantId), events.map((w) => w.environment),
       events.map((w) => w.event!.type), events.map((w) => w.set.version), events.map((w) => w.event!.created), events.map((w) => w.event!.body),
       deliveries.map((d) => d.objectId), deliveries.map((d) => d.id), deliveries.map((d) => d.webhook_id),
-      outbox.map((m) => m.objectId), outbox.map((m) => m.id), outbox.map((m) => m.queue), outbox.map((m) => m.job_name), outbox.map((m) => JSON.stringify(m.payload)), outbox.map((m) => m.delay_ms),
+      outbox.map((m) => m.objectId), outbox.map((m) => m.id), outbox.map((m) => m.queue), outbox.map((m) => m.job_name), outbox.map((m) => JSON.stringify(m.payload)), outbox.map((m) => m.delay_ms), outbox.map((m) => m.traceparent),
       postings.map((w) => w.id), postings.map((w) => w.posting!.id), postings.map((w) => w.posting!.kind), postings.map((w) => w.posting!.referenceId),
       postings.map((w) => w.environment), postings.map((w) => w.posting!.currency), postings.map((w) => w.posting!.merchantId),
       entries.map((e) => e.transactionId), entries.map((e) => e.account_id), entries.map((e) => e.amount), entries.map((e) => e.unfolded),

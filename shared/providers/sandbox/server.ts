@@ -1,3 +1,5 @@
+// first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
+import '../../tracing/register';
 import { beatForSupervisor } from '../../heartbeat';
 import type { AddressInfo } from 'node:net';
 import { clockOf } from '../../clock';
