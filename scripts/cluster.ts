@@ -177,7 +177,16 @@ export async function stopNode(t: Topology, node: NodePorts, signal: NodeJS.Sign
   } catch {
     // already gone
   }
-  await waitFor(`${node.name} to stop`, async () => !(await portOpen(node.web)), 40_000);
+  const gone = () => {
+    try {
+      process.kill(pid, 0);
+      return false;
+    } catch {
+      return true;
+    }
+  };
+  // the supervisor exits once every process of the node has (it kills what is left after 30 s)
+  await waitFor(`${node.name} to stop`, gone, 45_000);
   rmSync(pidFile, { force: true });
 }
 

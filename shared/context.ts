@@ -8,6 +8,7 @@ import { flushOutboxMarks } from './queues/outbox';
 import { ProviderRegistry } from './providers/registry';
 import { clockOf, type Clock } from './clock';
 import { ProviderHealth } from './operations/health';
+import { flushTraces } from './tracing/spans';
 
 /** What every process needs: configuration, the Postgres pool, Redis, the queues and a logger. */
 export interface ServiceContext {
@@ -67,6 +68,8 @@ export function createContext(opts: ContextOptions): ServiceContext {
       await queues.close().catch(() => undefined);
       redis.disconnect();
       await db.destroy();
+      // the spans still buffered leave before the process does (nothing to do with traces off)
+      await flushTraces();
     },
   };
 }

@@ -8,6 +8,7 @@ import type { WorkSource } from '../queues/redrive';
 import { poolCoalescer } from '../db/coalescer';
 import { insertCallbacksWithJobs, type InboxRow } from '../db/sql/callbacks';
 import type { ProviderBase, ProviderCallback } from './types';
+import { traceparentNow } from '../tracing/spans';
 
 /**
  * Inbox of provider callbacks (architecture rule 2). The web process stores a verified callback
@@ -25,6 +26,8 @@ interface Arrival {
   row: InboxRow;
   requestId?: string;
   log?: Logger;
+  /** the trace context of the callback's request (shared/tracing), taken in its own context */
+  traceparent: string | null;
 }
 
 /**
@@ -32,23 +35,27 @@ interface Arrival {
  * request id for the logs); callbacks stored together are applied by one job per kind
  * (`callbackIds`, comma-separated), whose callbacks the callback-reconciler applies together
  * (shared reads and writes, shared/operations/oneStatement.ts). The kind lets it take the
- * one-statement path.
+ * one-statement path. With traces on, a lone callback's job continues its request's trace; a
+ * shared job lists each callback's own (`traceparents`, comma-separated, in the order of
+ * `callbackIds`), and the reconciler applies each in its own.
  */
 function jobsFor(arrivals: Arrival[]): OutboxMessage[] {
   if (arrivals.length === 1) {
-    const [{ row, requestId }] = arrivals;
-    return [outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackId: row.id, kind: row.object_kind, requestId })];
+    const [{ row, requestId, traceparent }] = arrivals;
+    return [outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackId: row.id, kind: row.object_kind, requestId }, 0, traceparent)];
   }
-  const byKind = new Map<string, string[]>();
-  for (const { row } of arrivals) {
-    const ids = byKind.get(row.object_kind);
-    if (ids) ids.push(row.id);
-    else byKind.set(row.object_kind, [row.id]);
+  const byKind = new Map<string, Arrival[]>();
+  for (const a of arrivals) {
+    const same = byKind.get(a.row.object_kind);
+    if (same) same.push(a);
+    else byKind.set(a.row.object_kind, [a]);
   }
-  return [...byKind].flatMap(([kind, ids]) => {
+  return [...byKind].flatMap(([kind, all]) => {
     const jobs: OutboxMessage[] = [];
-    for (let i = 0; i < ids.length; i += CALLBACKS_PER_JOB) {
-      jobs.push(outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackIds: ids.slice(i, i + CALLBACKS_PER_JOB).join(','), kind }));
+    for (let i = 0; i < all.length; i += CALLBACKS_PER_JOB) {
+      const some = all.slice(i, i + CALLBACKS_PER_JOB);
+      const traced = some.some((a) => a.traceparent) ? { traceparents: some.map((a) => a.traceparent ?? '').join(',') } : {};
+      jobs.push(outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackIds: some.map((a) => a.row.id).join(','), kind, ...traced }, 0, null));
     }
     return jobs;
   });
@@ -92,6 +99,7 @@ export async function storeCallback(
     },
     requestId,
     log: deps.log,
+    traceparent: traceparentNow(),
   });
   return id;
 }

@@ -104,11 +104,14 @@ export interface SpanOptions {
  * recorded on the span.
  * With traces off, `fn` runs as it is.
  */
-export async function inSpan<T>(name: string, opts: SpanOptions, fn: (facts: (f: SpanFacts) => void) => Promise<T>): Promise<T> {
-  if (!tracing) return fn(ignore);
-  const { api, tracer } = tracing;
+export function inSpan<T>(name: string, opts: SpanOptions, fn: (facts: (f: SpanFacts) => void) => Promise<T>): Promise<T> {
+  return tracing ? traced(tracing, name, opts, fn) : fn(ignore);
+}
+
+async function traced<T>(t: Tracing, name: string, opts: SpanOptions, fn: (facts: (f: SpanFacts) => void) => Promise<T>): Promise<T> {
+  const { api, tracer } = t;
   const active = api.context.active();
-  const parent = opts.parent === undefined ? undefined : contextOf(tracing, opts.parent);
+  const parent = opts.parent === undefined ? undefined : contextOf(t, opts.parent);
   const linked = parent ? api.trace.getSpanContext(active) : undefined;
   const span = tracer.startSpan(
     name,

@@ -8,6 +8,7 @@ import { runPool } from '../bootstrap';
 import { sweepLoop } from '../operations';
 import { guardCallbackJob } from './job';
 import { KINDS } from '../../shared/operationKinds';
+import { inSpan } from '../../shared/tracing/spans';
 
 /**
  * callback-reconciler: applies each stored provider callback through the operations kernel
@@ -26,15 +27,26 @@ void runPool({
     async process(ctx, data) {
       // the callbacks of one job are applied together: their reads and writes are shared statements
       const settled = await Promise.allSettled(
-        data.callbackIds.map(async (callbackId: string) => {
-          const log = ctx.log.child({ requestId: data.requestId, callbackId });
-          const { outcome, callback } = await applyStoredCallback(ctx, KINDS, callbackId, log, data.kind);
-          const facts = { outcome, kind: callback?.kind, objectId: callback?.objectId, status: callback?.status, provider: callback?.provider };
-          // anything but a clean application is worth an operator's eye
-          if (outcome === 'applied' || outcome === 'already-processed') log.info(facts, 'callback processed');
-          else log.warn(facts, 'callback recorded without effect');
-          return outcome;
-        }),
+        // with traces on, each callback's transition is a span of its payment's trace: the job's
+        // own, or (callbacks stored together) the callback's request's
+        data.callbackIds.map((callbackId: string, i: number) =>
+          inSpan('apply-callback', { parent: data.traceparents?.[i] || undefined, attributes: { 'svc_payments.callback.id': callbackId } }, async (span) => {
+            const log = ctx.log.child({ requestId: data.requestId, callbackId });
+            const { outcome, callback } = await applyStoredCallback(ctx, KINDS, callbackId, log, data.kind);
+            const facts = { outcome, kind: callback?.kind, objectId: callback?.objectId, status: callback?.status, provider: callback?.provider };
+            span({
+              'svc_payments.callback.outcome': outcome,
+              'svc_payments.operation.kind': callback?.kind,
+              'svc_payments.operation.id': callback?.objectId,
+              'svc_payments.callback.status': callback?.status,
+              'svc_payments.provider': callback?.provider,
+            });
+            // anything but a clean application is worth an operator's eye
+            if (outcome === 'applied' || outcome === 'already-processed') log.info(facts, 'callback processed');
+            else log.warn(facts, 'callback recorded without effect');
+            return outcome;
+          }),
+        ),
       );
       // one that failed fails the job: it runs again, and the callbacks already applied are found processed
       const failed = settled.find((s): s is PromiseRejectedResult => s.status === 'rejected');

@@ -14,12 +14,14 @@ export interface CallbackJob {
   /** the operations' kind, as the provider named it (absent from older jobs) */
   kind?: ProviderObjectKind;
   requestId?: string;
+  /** with traces on, a shared job's callbacks' own trace contexts, in the order of callbackIds (shared/providers/inbox.ts) */
+  traceparents?: string[];
 }
 
 const invalid = () => new UnrecoverableError('callback-reconciler job without a valid callbackId or callbackIds');
 
 export function guardCallbackJob(data: unknown): CallbackJob {
-  const d = data as { callbackId?: unknown; callbackIds?: unknown; kind?: unknown; requestId?: unknown } | null;
+  const d = data as { callbackId?: unknown; callbackIds?: unknown; kind?: unknown; requestId?: unknown; traceparents?: unknown } | null;
   if (!d) throw invalid();
   let ids: string[];
   if (typeof d.callbackId === 'string' && d.callbackIds === undefined) ids = [d.callbackId];
@@ -27,5 +29,12 @@ export function guardCallbackJob(data: unknown): CallbackJob {
   else throw invalid();
   if (ids.length > CALLBACKS_PER_JOB || ids.some((id) => !UUID_V4_RE.test(id)) || new Set(ids).size !== ids.length) throw invalid();
   const kind = typeof d.kind === 'string' && Object.hasOwn(KINDS, d.kind) ? (d.kind as ProviderObjectKind) : undefined;
-  return { callbackIds: ids, kind, requestId: typeof d.requestId === 'string' ? d.requestId : undefined };
+  // trace contexts are a help, never a reason to refuse the work: a list that does not match is dropped
+  const traceparents = typeof d.traceparents === 'string' ? d.traceparents.split(',') : undefined;
+  return {
+    callbackIds: ids,
+    kind,
+    requestId: typeof d.requestId === 'string' ? d.requestId : undefined,
+    ...(traceparents?.length === ids.length ? { traceparents } : {}),
+  };
 }
