@@ -89,3 +89,15 @@ export async function scanLogForLeaks(file: string, known: KnownSecrets, maxExam
   }
   return scan;
 }
+
+/** scanLogForLeaks over several logs (one per node of a topology), added up. */
+export async function scanLogsForLeaks(files: string[], known: KnownSecrets, maxExamples = 5): Promise<LeakScan> {
+  const total: LeakScan = { lines: 0, leaks: 0, examples: [] };
+  for (const file of files) {
+    const scan = await scanLogForLeaks(file, known, maxExamples - total.examples.length);
+    total.lines += scan.lines;
+    total.leaks += scan.leaks;
+    total.examples.push(...scan.examples);
+  }
+  return total;
+}

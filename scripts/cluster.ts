@@ -69,7 +69,7 @@ function need(bin: string, pkg: string): string {
   throw new Error(`${bin} is not installed: apt-get install -y ${pkg}`);
 }
 
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
+export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     if (await check()) return;
@@ -83,59 +83,72 @@ function clusterOk(port: number): boolean {
   return r.status === 0 && /cluster_state:ok/.test(r.stdout) && /cluster_slots_assigned:16384/.test(r.stdout);
 }
 
+/** The pid file of the redis-server on `port` (it stays after a kill -9; the next start writes it again). */
+export const redisPidFile = (t: Topology, port: number) => path.join(t.dir, `redis-${port}.pid`);
+export const pgbouncerPidFile = (t: Topology) => path.join(t.dir, 'pgbouncer', 'pgbouncer.pid');
+
+/**
+ * Starts the cluster's redis-server on `port` in the background. Started again after a crash, it
+ * reads the same cluster config file (nodes-<port>.conf) and so rejoins the cluster as the node it
+ * was (a replica of whichever took its slots over).
+ */
+export function startRedisNode(t: Topology, port: number): void {
+  execFileSync(need('redis-server', 'redis-server'), [
+    '--port', String(port), '--bind', '127.0.0.1', '--daemonize', 'yes', '--dir', t.dir,
+    '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000',
+    '--save', '', '--appendonly', 'no', '--pidfile', redisPidFile(t, port), '--logfile', path.join(t.dir, `redis-${port}.log`),
+  ]);
+}
+
+/** Starts PgBouncer (transaction pooling, in front of `postgres`) in the background, writing its ini first (the same each time). */
+export function startPgbouncer(t: Topology, postgres = { host: '127.0.0.1', port: 5432 }): void {
+  // PgBouncer refuses to run as root: its own folder belongs to the postgres user then, as a private Postgres's does
+  const dir = path.join(t.dir, 'pgbouncer');
+  mkdirSync(dir, { recursive: true });
+  const ini = path.join(dir, 'pgbouncer.ini');
+  const files: Record<string, string> = {
+    'userlist.txt': '"postgres" ""\n',
+    'pgbouncer.ini': [
+      '[databases]',
+      `* = host=${postgres.host} port=${postgres.port}`,
+      '[pgbouncer]',
+      'listen_addr = 127.0.0.1',
+      `listen_port = ${t.pgbouncerPort}`,
+      `unix_socket_dir = ${dir}`,
+      'auth_type = trust',
+      `auth_file = ${path.join(dir, 'userlist.txt')}`,
+      'pool_mode = transaction',
+      'max_client_conn = 2000',
+      'default_pool_size = 40',
+      `pidfile = ${pgbouncerPidFile(t)}`,
+      `logfile = ${path.join(dir, 'pgbouncer.log')}`,
+      // node-postgres sends extra_float_digits at start; this PgBouncer (1.18) refuses unknown parameters
+      'ignore_startup_parameters = extra_float_digits',
+      '',
+    ].join('\n'),
+  };
+  for (const [name, text] of Object.entries(files)) writeFileSync(path.join(dir, name), text);
+  if (isRoot()) {
+    const [uid, gid] = ['-u', '-g'].map((flag) => Number(execFileSync('id', [flag, 'postgres']).toString()));
+    for (const p of [dir, ...Object.keys(files).map((name) => path.join(dir, name))]) chownSync(p, uid, gid);
+  }
+  asPostgresUser(need('pgbouncer', 'pgbouncer'), ['-d', ini]);
+}
+
 /** Starts the Redis Cluster and PgBouncer of `t` (each only if its port is free), and waits until they answer. */
 export async function clusterUp(t: Topology, postgres = { host: '127.0.0.1', port: 5432 }): Promise<void> {
-  const redisServer = need('redis-server', 'redis-server');
+  need('redis-server', 'redis-server');
   need('redis-cli', 'redis-tools');
-  const pgbouncer = need('pgbouncer', 'pgbouncer');
+  need('pgbouncer', 'pgbouncer');
   mkdirSync(t.dir, { recursive: true });
-  for (const port of t.redisPorts) {
-    if (await portOpen(port)) continue;
-    execFileSync(redisServer, [
-      '--port', String(port), '--bind', '127.0.0.1', '--daemonize', 'yes', '--dir', t.dir,
-      '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000',
-      '--save', '', '--appendonly', 'no', '--pidfile', path.join(t.dir, `redis-${port}.pid`), '--logfile', path.join(t.dir, `redis-${port}.log`),
-    ]);
-  }
+  for (const port of t.redisPorts) if (!(await portOpen(port))) startRedisNode(t, port);
   for (const port of t.redisPorts) await waitFor(`redis-server on ${port}`, () => portOpen(port));
   if (!clusterOk(t.redisPorts[0])) {
     execFileSync('redis-cli', ['--cluster', 'create', ...t.redisPorts.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { stdio: 'ignore' });
   }
   await waitFor('the Redis Cluster (every slot served)', () => t.redisPorts.every(clusterOk), 30_000);
 
-  if (!(await portOpen(t.pgbouncerPort))) {
-    // PgBouncer refuses to run as root: its own folder belongs to the postgres user then, as a private Postgres's does
-    const dir = path.join(t.dir, 'pgbouncer');
-    mkdirSync(dir, { recursive: true });
-    const ini = path.join(dir, 'pgbouncer.ini');
-    const files: Record<string, string> = {
-      'userlist.txt': '"postgres" ""\n',
-      'pgbouncer.ini': [
-        '[databases]',
-        `* = host=${postgres.host} port=${postgres.port}`,
-        '[pgbouncer]',
-        'listen_addr = 127.0.0.1',
-        `listen_port = ${t.pgbouncerPort}`,
-        `unix_socket_dir = ${dir}`,
-        'auth_type = trust',
-        `auth_file = ${path.join(dir, 'userlist.txt')}`,
-        'pool_mode = transaction',
-        'max_client_conn = 2000',
-        'default_pool_size = 40',
-        `pidfile = ${path.join(dir, 'pgbouncer.pid')}`,
-        `logfile = ${path.join(dir, 'pgbouncer.log')}`,
-        // node-postgres sends extra_float_digits at start; this PgBouncer (1.18) refuses unknown parameters
-        'ignore_startup_parameters = extra_float_digits',
-        '',
-      ].join('\n'),
-    };
-    for (const [name, text] of Object.entries(files)) writeFileSync(path.join(dir, name), text);
-    if (isRoot()) {
-      const [uid, gid] = ['-u', '-g'].map((flag) => Number(execFileSync('id', [flag, 'postgres']).toString()));
-      for (const p of [dir, ...Object.keys(files).map((name) => path.join(dir, name))]) chownSync(p, uid, gid);
-    }
-    asPostgresUser(pgbouncer, ['-d', ini]);
-  }
+  if (!(await portOpen(t.pgbouncerPort))) startPgbouncer(t, postgres);
   await waitFor(`PgBouncer on ${t.pgbouncerPort}`, () => portOpen(t.pgbouncerPort));
 }
 
@@ -157,10 +170,17 @@ export function nodeEnv(t: Topology, node: NodePorts, database: string): Record<
   };
 }
 
-/** Starts one node (a whole compiled `npm start`) in the background; its output goes to <dir>/<node>.log. */
-export function startNode(t: Topology, node: NodePorts, env: Record<string, string>): number {
+/**
+ * Starts one node (a whole compiled `npm start`) in the background; its output goes to
+ * <dir>/<node>.log. With `cgroup` (a cgroup v2 folder), every process of the node runs in it from
+ * its first instruction, every socket of the node with it (the chaos drill cuts a node off by it).
+ */
+export function startNode(t: Topology, node: NodePorts, env: Record<string, string>, options: { cgroup?: string } = {}): number {
   const out = openSync(path.join(t.dir, `${node.name}.log`), 'a');
-  const child = spawn(process.execPath, [path.join(PROJECT_ROOT, 'build/scripts/start.js')], { cwd: PROJECT_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', out, out], detached: true });
+  const supervisor = [process.execPath, path.join(PROJECT_ROOT, 'build/scripts/start.js')];
+  // sh joins the cgroup, then becomes the supervisor (exec: the same pid, the same process group)
+  const [command, ...args] = options.cgroup ? ['sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', options.cgroup, ...supervisor] : supervisor;
+  const child = spawn(command, args, { cwd: PROJECT_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', out, out], detached: true });
   child.unref();
   writeFileSync(path.join(t.dir, `${node.name}.pid`), String(child.pid));
   return child.pid!;
@@ -191,7 +211,7 @@ export async function stopNode(t: Topology, node: NodePorts, signal: NodeJS.Sign
 }
 
 /** HAProxy in front of the nodes' web ports, health-checking /health/ready. */
-function startHaproxy(t: Topology): void {
+export function startHaproxy(t: Topology): void {
   const haproxy = need('haproxy', 'haproxy');
   const cfg = path.join(t.dir, 'haproxy.cfg');
   writeFileSync(
@@ -232,7 +252,7 @@ export async function clusterDown(t: Topology): Promise<void> {
     }
   }
   for (const port of t.redisPorts) spawnSync('redis-cli', ['-p', String(port), 'shutdown', 'nosave'], { stdio: 'ignore' });
-  const pidFile = path.join(t.dir, 'pgbouncer', 'pgbouncer.pid');
+  const pidFile = pgbouncerPidFile(t);
   if (existsSync(pidFile)) {
     try {
       process.kill(Number(readFileSync(pidFile, 'utf8').trim()), 'SIGTERM');

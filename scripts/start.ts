@@ -67,8 +67,6 @@ async function main() {
     scale.delete('web');
   }
   await ensureLocalServices(env, say);
-  // refused here once, with what to change, rather than by every process as it starts
-  await checkDeployment(loadConfig(env));
 
   // the Procfile runs the compiled build (scripts/build.js): built again first when a source is newer
   execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.js'), '--if-stale'], { cwd: ROOT, stdio: 'inherit' });
@@ -76,6 +74,8 @@ async function main() {
   const migrate = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { cwd: ROOT, env, stdio: 'inherit' });
   const code = await new Promise<number | null>((r) => migrate.on('exit', r));
   if (code !== 0) process.exit(code ?? 1);
+  // a bad deployment is refused here once, with what to change, rather than by every process as it starts
+  await checkDeployment(loadConfig(env));
 
   const lines = parseProcfile(readFileSync(path.join(ROOT, 'Procfile'), 'utf8'));
   const width = Math.max(...lines.map((l) => l.name.length)) + 2;

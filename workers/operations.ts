@@ -4,6 +4,7 @@ import type { OperationKind } from '../shared/operations/kind';
 import { sendOnce } from '../shared/operations/send';
 import { sweepOpen } from '../shared/operations/sweep';
 import type { PoolLoop, PoolProcessor } from './bootstrap';
+import { inSpan } from '../shared/tracing/spans';
 
 /**
  * The two pieces of work every provider operation needs from a pool: a job that sends it to its
@@ -32,7 +33,13 @@ export function sendProcessor(kind: OperationKind<any, any, any>, lockMs: number
   return {
     queue: kind.send.queue,
     guard: sendJobGuard(kind),
-    process: (ctx, data) => sendOnce(ctx, kind, data.id, ctx.log.child({ requestId: data.requestId, [kind.send.idField]: data.id })),
+    // with traces on, a span naming the operation: its trace is found by its id
+    process: (ctx, data) =>
+      inSpan(`send ${kind.name}`, { attributes: { 'svc_payments.operation.kind': kind.name, 'svc_payments.operation.id': data.id } }, async (facts) => {
+        const result = await sendOnce(ctx, kind, data.id, ctx.log.child({ requestId: data.requestId, [kind.send.idField]: data.id }));
+        facts({ 'svc_payments.send.result': result });
+        return result;
+      }),
     // a killed worker's job is picked up again once its lock expires
     workerOptions: { lockDuration: lockMs, stalledInterval: lockMs },
   };

@@ -102,7 +102,12 @@ export class QueueRegistry {
       await this.add(name, held[0].jobName, held[0].data, held[0].opts);
       return;
     }
-    if (held.length) await queue.addBulk(held.map((j) => ({ name: j.jobName, data: j.data, opts: { ...withWorkKey(name, j.data, j.opts ?? {}), ...traceOptions(j.data) } })));
+    const traced = tracingOn();
+    const optsOf = (j: QueuedJob) => {
+      const opts = withWorkKey(name, j.data, j.opts ?? {});
+      return traced ? { ...opts, ...traceOptions(j.data) } : opts;
+    };
+    if (held.length) await queue.addBulk(held.map((j) => ({ name: j.jobName, data: j.data, opts: optsOf(j) })));
   }
 
   /**
@@ -160,11 +165,10 @@ function traceparentOf(data: QueuedData): unknown {
 }
 
 /**
- * With traces on, the trace of each job added together in one call: its own payload's (addBulk
+ * The trace of each job added together in one call (traces on): its own payload's (addBulk
  * would give them all the caller's); a batch, whose elements each carry theirs, starts its own.
  */
 function traceOptions(data: QueuedData): JobsOptions {
-  if (!tracingOn()) return {};
   if (isBatch(data)) return { telemetry: { omitContext: true } };
   return jobTraceOptions(data.traceparent) ?? {};
 }

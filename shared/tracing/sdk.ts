@@ -49,7 +49,7 @@ import { tracingStarted } from './spans';
 const ROOT = path.resolve(__dirname, '..', '..');
 
 /** A root span of kind INTERNAL is BullMQ's housekeeping (an empty poll, a stalled-jobs check): not a trace worth keeping. */
-class QuietRoots implements Sampler {
+export class QuietRoots implements Sampler {
   constructor(private readonly inner: Sampler) {}
 
   shouldSample(context: api.Context, traceId: string, name: string, kind: api.SpanKind, attributes: api.Attributes, links: api.Link[]): SamplingResult {
@@ -102,7 +102,8 @@ function exportingProcessors(env: Record<string, string | undefined>): SpanProce
       process.stderr.write(`tracing: OTEL_TRACES_EXPORTER=${name} is not supported here (otlp, console); ignored\n`);
       continue;
     }
-    const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL ?? env.OTEL_EXPORTER_OTLP_PROTOCOL ?? 'http/protobuf').trim();
+    // an empty variable (a copied .env.example) counts as unset
+    const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || 'http/protobuf').trim();
     if (protocol !== 'http/json' && protocol !== 'http/protobuf') {
       process.stderr.write(`tracing: OTLP protocol ${protocol} is not supported here (http/protobuf, http/json); using http/protobuf\n`);
     }
@@ -174,8 +175,8 @@ class Scrubber implements SpanProcessor {
   async shutdown(): Promise<void> {}
 }
 
-/** Requests that are not a payment's journey: probes and scrapes. */
-const UNTRACED_PATHS = /^\/(health\/|metrics(\/|\?|$))/;
+/** Requests that are not a payment's journey: probes, scrapes, and Bull Board's polling. */
+export const UNTRACED_PATHS = /^\/(health\/|metrics(\/|\?|$)|admin\/queues(\/|\?|$))/;
 
 /** Starts the SDK; returns false (and the process runs untraced) if it could not. */
 export function startTracing(env: Record<string, string | undefined> = process.env): boolean {

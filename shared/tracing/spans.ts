@@ -22,9 +22,13 @@ interface Tracing {
 
 let tracing: Tracing | null = null;
 
-/** Called once by the SDK (./sdk.ts) when traces are on. */
-export function tracingStarted(api: typeof OTel, flush: () => Promise<void>): void {
-  tracing = { api, tracer: api.trace.getTracer('svc-payments'), flush };
+/** Called once by the SDK (./sdk.ts) when traces are on; returns what turns them off again (tests). */
+export function tracingStarted(api: typeof OTel, flush: () => Promise<void>): () => void {
+  const started: Tracing = { api, tracer: api.trace.getTracer('svc-payments'), flush };
+  tracing = started;
+  return () => {
+    if (tracing === started) tracing = null;
+  };
 }
 
 export function tracingOn(): boolean {

@@ -1,0 +1,239 @@
+import { execFileSync } from 'node:child_process';
+import { copyFileSync, existsSync, writeFileSync } from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import knex, { type Knex } from 'knex';
+import { ServiceClient } from '../shared/client/signing';
+import { clusterDown, clusterUp, nodeEnv, startHaproxy, startNode, stopNode, topologyAt, waitFor, type NodePorts, type Topology } from './cluster';
+import { PROJECT_ROOT, portOpen } from './local-services';
+import { NodeCutoffs, processesIn } from './chaos-cutoff';
+import { killRedisMaster, killWholeNode, restartPgbouncer, type FaultOutcome } from './chaos-faults';
+import { scanLogsForLeaks } from './chaos-leaks';
+import { ADMIN_TOKEN, createDrillMerchant, lookUpPhoneSpellings, MerchantLoad, operatorApi, SANDBOX_PROVIDER_KEY, say, sleep, startReceiver, type DrillMerchant } from './chaos-merchant';
+import { probeUntil, type PartitionProbes } from './chaos-partition';
+import { takenPorts } from './chaos-ports';
+import { SignedPoster } from './chaos-replays';
+import { assessOutcome, boundedAnswersCheck, logLeaksCheck, printReport, waitUntilFinal, type Check } from './chaos-report';
+
+/**
+ * `npm run chaos -- --topology cluster --duration 180 --base-port 7400`: the fault drill across
+ * the distributed topology of scripts/cluster.ts. It brings the topology up on --base-port p (a
+ * Redis Cluster of 3 masters and 3 replicas, PgBouncer in transaction pooling in front of the
+ * Postgres of --database-url, and two nodes, node-a and node-b, each a whole `npm start`, behind
+ * HAProxy; a Redis Cluster or PgBouncer already up on those ports is used as it is, nodes already
+ * running there are stopped and replaced by the drill's), sends the single-machine drill's load
+ * (chaos-merchant.ts: payments, refunds, payouts, signed replays) through HAProxy, and breaks
+ * things, one fault after the other, each at its share of --duration (or once the one before is
+ * over; the load goes on until both the duration and the last fault are over):
+ *   10 %  kill -9 of node-b, every process of it (its supervisor leads its own process group),
+ *         and 10 s later node-b started again (ready before the next fault);
+ *   35 %  a Redis master with a replica killed (kill -9 of its redis-server): the replica must
+ *         take over; 20 s later it is started again on its port with its cluster config file and
+ *         must rejoin as a replica of the promoted one;
+ *   55 %  PgBouncer killed (kill -9) and started again 2 s later with the same ini;
+ *   70 %  node-a cut off from Redis and Postgres for 20 s: a network cut, not a freeze. Every
+ *         process of a node runs in a cgroup of its own, and iptables drops every packet between
+ *         node-a's sockets and the Redis, PgBouncer and Postgres ports (chaos-cutoff.ts); the
+ *         node's processes go on running and answering. Meanwhile requests are timed, through
+ *         HAProxy and straight at node-a (chaos-partition.ts).
+ * node-b is the node killed, node-a the one cut off: node-a runs the sandbox providers that both
+ * nodes use (cluster.ts nodeEnv). They stand for the providers, outside the service: a kill -9 of
+ * node-a would wipe their memory of what they did, which the provider check compares with. The
+ * cut leaves them running (they use neither Redis nor Postgres).
+ *
+ * Then it waits for every object to be final and every event delivered, stops the nodes and
+ * prints the single-machine drill's tables (chaos-report.ts): objects lost and doubled; webhook
+ * events, ledger, provider (node-a's sandbox), signed replays; `node-a cut off`, every timed
+ * request answered within 7 s; one row per other fault, whether it went as a real one would;
+ * log leaks, over both nodes' logs. Whatever happens, it then stops the topology (clusterDown)
+ * and removes its iptables chain and cgroups. Exit code 1 on anything lost or doubled or any
+ * failed check; 2 when the drill cannot run (iptables or cgroup v2 missing, a port taken, the
+ * topology not starting).
+ *
+ * Ports from p: the topology's (Redis p…p+5, PgBouncer p+6, HAProxy p+7, node-a p+10…p+14,
+ * node-b p+20…p+24) and the webhook receiver p+100. Its files are under .data/cluster-<p>/ while
+ * it runs; the nodes' logs are kept as $TMPDIR/chaos-topology-<p>-<node>.log.
+ */
+
+export interface TopologyDrillOptions {
+  durationS: number;
+  base: number;
+  /** the Postgres behind PgBouncer and the database of the drill (the drill itself reads it directly) */
+  databaseUrl: string;
+  rate: number;
+  drainS: number;
+}
+
+const APP_NAME = 'chaos-drill';
+const CUT_S = 20;
+const NODE_DOWN_MS = 10_000;
+const REDIS_MASTER_DOWN_MS = 20_000;
+const PGBOUNCER_DOWN_MS = 2000;
+
+/** The settings of a node of the drill: the topology's, and the drill's operator token, provider key, rate limit and log level. */
+function drillNodeEnv(t: Topology, node: NodePorts, database: string): Record<string, string> {
+  return {
+    ...nodeEnv(t, node, database),
+    NODE_ENV: 'development',
+    // queue keys of the drill's own, whatever a Redis Cluster already up on these ports holds
+    QUEUE_PREFIX: 'chaos',
+    SANDBOX_PROVIDER_API_KEY: SANDBOX_PROVIDER_KEY,
+    ADMIN_API_TOKEN: ADMIN_TOKEN,
+    RATE_LIMIT_PER_MINUTE: '1000000',
+    // info: the access log (one line per request) is part of what the leak scan reads
+    LOG_LEVEL: 'info',
+  };
+}
+
+const nodeLog = (t: Topology, node: NodePorts) => path.join(t.dir, `${node.name}.log`);
+const keptLog = (t: Topology, node: NodePorts) => path.join(os.tmpdir(), `chaos-topology-${t.redisPorts[0]}-${node.name}.log`);
+const answersReady = async (port: number) => (await fetch(`http://127.0.0.1:${port}/health/ready`).catch(() => null))?.status === 200;
+
+export async function runTopologyDrill(o: TopologyDrillOptions): Promise<number> {
+  const t = topologyAt(o.base, 2);
+  let cutoffs: NodeCutoffs;
+  try {
+    cutoffs = NodeCutoffs.prepare(o.base);
+  } catch (err) {
+    return cannotRun(`a node cannot be cut off on this machine: ${(err as Error).message}`);
+  }
+  // nodes of a topology already up on these ports (npm run cluster:up) give way to the drill's
+  for (const node of t.nodes) await stopNode(t, node);
+  const taken = await takenPorts(Object.fromEntries([...t.nodes.flatMap((n) => Object.entries(n).filter(([k]) => k !== 'name').map(([k, port]) => [`${n.name} ${k}`, port])), ['webhook receiver', o.base + 100]]));
+  if (taken.length) {
+    cutoffs.release();
+    return cannotRun(`${taken.map(({ role, port }) => `port ${port} (${role})`).join(', ')} taken: choose another --base-port`);
+  }
+  const cleanUp = async () => {
+    for (const node of t.nodes) if (existsSync(nodeLog(t, node))) copyFileSync(nodeLog(t, node), keptLog(t, node));
+    await clusterDown(t).catch((err) => process.stderr.write(`chaos: cluster:down failed: ${err.message}\n`));
+    cutoffs.release();
+  };
+  const interrupted = () => void cleanUp().then(() => process.exit(130));
+  process.once('SIGINT', interrupted);
+  process.once('SIGTERM', interrupted);
+  try {
+    return await drill(t, o, cutoffs);
+  } catch (err) {
+    return cannotRun((err as Error).stack ?? (err as Error).message);
+  } finally {
+    process.off('SIGINT', interrupted);
+    process.off('SIGTERM', interrupted);
+    await cleanUp();
+    say(`topology on ${o.base} stopped; the nodes' logs are kept: ${t.nodes.map((n) => keptLog(t, n)).join(', ')}`);
+  }
+}
+
+function cannotRun(reason: string): number {
+  process.stderr.write(`chaos failed: ${reason}\n`);
+  return 2;
+}
+
+async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs): Promise<number> {
+  const [nodeA, nodeB] = t.nodes;
+  const dbUrl = new URL(o.databaseUrl);
+  const database = dbUrl.pathname.slice(1);
+  const postgres = { host: dbUrl.hostname, port: Number(dbUrl.port || 5432) };
+  const serviceUrl = `http://127.0.0.1:${t.haproxyPort}`;
+
+  say(`topology on ${o.base}: Redis Cluster ${t.redisPorts[0]}-${t.redisPorts[5]}, PgBouncer ${t.pgbouncerPort} in front of ${postgres.host}:${postgres.port}, database ${database}`);
+  await clusterUp(t, postgres);
+  execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build.js'), '--if-stale'], { cwd: PROJECT_ROOT, stdio: 'inherit' });
+  /** Starts `node` in its cgroup and waits until it is ready. */
+  const startDrillNode = async (node: NodePorts) => {
+    startNode(t, node, drillNodeEnv(t, node, database), { cgroup: cutoffs.cgroupOf(node.name) });
+    await waitFor(`${node.name} (web on ${node.web})`, () => answersReady(node.web), 180_000);
+  };
+  for (const node of t.nodes) {
+    writeFileSync(nodeLog(t, node), ''); // a log of this run only
+    // one after the other: the first migrates the database
+    await startDrillNode(node);
+  }
+  if (!(await portOpen(t.haproxyPort))) startHaproxy(t);
+  await waitFor(`HAProxy on ${t.haproxyPort}`, () => answersReady(t.haproxyPort), 30_000);
+  say(`${t.nodes.map((n) => `${n.name} (web ${n.web}, log ${nodeLog(t, n)})`).join(', ')} behind HAProxy: the service is ${serviceUrl}`);
+
+  const { server: receiver, received } = await startReceiver(o.base + 100);
+  const db: Knex = knex({ client: 'pg', connection: { connectionString: o.databaseUrl, application_name: APP_NAME }, pool: { min: 0, max: 4 } });
+  const merchant = await createDrillMerchant(operatorApi(`http://127.0.0.1:${nodeA.admin}`, ADMIN_TOKEN), serviceUrl, `http://127.0.0.1:${o.base + 100}/hook`);
+  const poster = new SignedPoster(merchant.client);
+  const load = new MerchantLoad(poster, db, merchant.id);
+  const lookups = await lookUpPhoneSpellings(merchant.client);
+  say(`merchant ${merchant.id}; load through HAProxy and faults for ${o.durationS} s`);
+
+  const start = Date.now();
+  const at = (share: number) => sleep(Math.max(0, start + share * o.durationS * 1000 - Date.now()));
+  const faultChecks: Check[] = [];
+  /** Runs one fault; one that throws is a failed check, and the drill goes on. */
+  const record = async (name: string, fault: () => Promise<FaultOutcome>) => {
+    const f = await fault().catch((err: Error) => ({ ok: false, detail: err.message }));
+    faultChecks.push({ name, ok: f.ok, detail: f.detail });
+  };
+  const straightAtNodeA = nodeClient(merchant, nodeA);
+  let cut: PartitionProbes | undefined;
+  let cutProcesses = 0;
+  const cutOffNodeA = async () => {
+    const refundable = await load.refundablePayments(10);
+    cutProcesses = processesIn(cutoffs.cgroupOf(nodeA.name)).length;
+    say(`${nodeA.name} cut off from Redis and Postgres for ${CUT_S} s (iptables drops the packets of its ${cutProcesses} processes' sockets)`);
+    cut = await probeUntil(cutoffs.cut(nodeA.name, [...t.redisPorts, t.pgbouncerPort, postgres.port], CUT_S * 1000), {
+      ...named(load.probes(merchant.client, poster, refundable, 'the cut-off'), 'via HAProxy'),
+      ...named(load.probes(straightAtNodeA.client, straightAtNodeA.poster, refundable, 'the cut-off'), `at ${nodeA.name}`),
+    });
+    say(`${nodeA.name} cut-off over`);
+  };
+  const faults = (async () => {
+    await at(0.1);
+    await record(`fault: kill -9 ${nodeB.name}`, () => killWholeNode(t, nodeB, () => processesIn(cutoffs.cgroupOf(nodeB.name)), NODE_DOWN_MS, () => startDrillNode(nodeB)));
+    await at(0.35);
+    await record('fault: Redis master', () => killRedisMaster(t, REDIS_MASTER_DOWN_MS));
+    await at(0.55);
+    await record('fault: PgBouncer restart', () => restartPgbouncer(t, postgres, PGBOUNCER_DOWN_MS));
+    await at(0.7);
+    // its outcome is the check of the requests timed meanwhile ('not run' if it could not be done)
+    await cutOffNodeA().catch((err: Error) => say(`${nodeA.name} cut-off failed: ${err.message}`));
+  })();
+  let faultsOver = false;
+  void faults.finally(() => (faultsOver = true));
+  const end = start + o.durationS * 1000;
+  await Promise.all([load.run(o.rate, () => Date.now() < end || !faultsOver), faults]);
+  const loadS = Math.round((Date.now() - start) / 1000);
+  await load.settled();
+  say(`load over after ${loadS} s; waiting up to ${o.drainS} s for every object to be final and every event delivered`);
+
+  await waitUntilFinal(db, merchant.id, o.drainS);
+  const outcome = await assessOutcome(db, merchant.id, load, received, { url: `http://127.0.0.1:${nodeA.sandbox}`, apiKey: SANDBOX_PROVIDER_KEY });
+  const checks = [...outcome.checks, boundedAnswersCheck(`${nodeA.name} cut off (network, ${CUT_S} s)`, cut), ...faultChecks];
+  await db.destroy();
+  receiver.close();
+  // stopped gracefully, so that their logs are whole
+  for (const node of t.nodes) await stopNode(t, node);
+  const { api_key, secret, webhook_secret } = merchant.credential;
+  const leaks = await scanLogsForLeaks(
+    t.nodes.map((n) => nodeLog(t, n)),
+    { values: [api_key, secret, webhook_secret, ADMIN_TOKEN], signatures: new Set([...poster.signatures, ...straightAtNodeA.poster.signatures]) },
+  );
+  checks.push(logLeaksCheck(leaks, lookups));
+
+  return printReport({
+    headline:
+      `chaos drill across the topology (Redis Cluster 3 masters + 3 replicas, PgBouncer, ${t.nodes.length} nodes behind HAProxy): ${loadS} s of load through HAProxy (--duration ${o.durationS}, longer if a fault ran late); ` +
+      `faults: kill -9 of ${nodeB.name} and its restart, a Redis master killed and restarted as a replica, PgBouncer killed and restarted, ${nodeA.name} cut off from Redis and Postgres for ${CUT_S} s (a network cut: iptables DROP by cgroup, ${cutProcesses} processes; not a freeze)`,
+    outcome,
+    tally: load.tally,
+    checks,
+    leaks,
+    logs: `node logs: ${t.nodes.map((n) => keptLog(t, n)).join(', ')}`,
+  });
+}
+
+/** The drill's merchant, signing its requests to one node directly rather than through HAProxy. */
+function nodeClient(merchant: DrillMerchant, node: NodePorts): { client: ServiceClient; poster: SignedPoster } {
+  const client = new ServiceClient({ baseUrl: `http://127.0.0.1:${node.web}`, apiKey: merchant.credential.api_key, secret: merchant.credential.secret });
+  return { client, poster: new SignedPoster(client) };
+}
+
+/** The probes, each name followed by `where` (the same request sent two ways). */
+function named<T>(probes: Record<string, T>, where: string): Record<string, T> {
+  return Object.fromEntries(Object.entries(probes).map(([name, probe]) => [`${name} ${where}`, probe]));
+}
