@@ -74,7 +74,7 @@ import { loadConfig } from '../shared/config';
 import { createContext, type ServiceContext } from '../shared/context';
 import { createDb } from '../shared/db/knex';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
-import { ALL_QUEUES } from '../shared/queues/names';
+import { ALL_QUEUES, queueKeyPrefix } from '../shared/queues/names';
 import { createWebhook } from '../shared/webhooks/endpoints';
 import { prepareTemplate, SERVER_URL } from './lib/databases';
 import { nowMs, openLoop, percentile, runBench, type LoadRequest, type RequestPhases } from './bench-common';
@@ -239,6 +239,16 @@ function listenOverflows(): number {
 }
 
 /** utime + stime of a process, ms; undefined once it is gone. */
+/** The share of the machine's CPU time that was busy between two readings. */
+const busyShare = (a: { all: number; idle: number }, b: { all: number; idle: number }) => (b.all > a.all ? 1 - (b.idle - a.idle) / (b.all - a.all) : 0);
+
+/** The machine's CPU time so far, all and idle (jiffies of /proc/stat's cpu line). */
+function machineCpu(): { all: number; idle: number } {
+  const [, ...fields] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/);
+  const n = fields.map(Number);
+  return { all: n.reduce((a, b) => a + b, 0), idle: n[3] + (n[4] ?? 0) };
+}
+
 function cpuMs(pid: number): number | undefined {
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
@@ -356,10 +366,12 @@ async function redisCpuMs(redis: Redis): Promise<{ cpu: number; commands: number
 async function queueDepths(redis: Redis, prefix: string): Promise<Record<string, number>> {
   const p = redis.pipeline();
   for (const q of ALL_QUEUES) {
-    p.llen(`${prefix}:${q}:wait`);
-    p.llen(`${prefix}:${q}:active`);
-    p.zcard(`${prefix}:${q}:delayed`);
-    p.zcard(`${prefix}:${q}:prioritized`);
+    // a queue's keys are under its own hash tag (queueKeyPrefix)
+    const key = (part: string) => `${queueKeyPrefix(prefix, q)}:${q}:${part}`;
+    p.llen(key('wait'));
+    p.llen(key('active'));
+    p.zcard(key('delayed'));
+    p.zcard(key('prioritized'));
   }
   const res = (await p.exec()) ?? [];
   const out: Record<string, number> = {};
@@ -400,6 +412,8 @@ interface StepResult {
   redisTopCommands: [string, number][];
   depths: { t: number; depths: Record<string, number> }[];
   load: string;
+  /** the machine's busy share over the step and its drain (/proc/stat: 1 - idle and iowait time over all time) */
+  busy: number;
 }
 
 async function bench(): Promise<void> {
@@ -549,6 +563,7 @@ async function bench(): Promise<void> {
       const created = new Map<string, number>(); // payment id → when its POST left
       const statuses: Record<string, number> = {};
       const cpu0 = new Map(services.map((s) => [s.name, serviceCpuMs(s.child.pid!) ?? 0]));
+      const machine0 = machineCpu();
       const self0 = process.cpuUsage();
       const rcv0 = cpuMs(receiverChild.pid!) ?? 0;
       const redis0 = await redisCpuMs(redis);
@@ -665,6 +680,7 @@ async function bench(): Promise<void> {
           .slice(0, 8),
         depths,
         load,
+        busy: busyShare(machine0, machineCpu()),
       };
     };
 
@@ -675,7 +691,7 @@ async function bench(): Promise<void> {
     const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
     const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
     const width = Math.max(4, ...variants.map((v) => v.label.length));
-    say(`\n${o.compare ? `${'variant'.padEnd(width)}  ` : ''}  rate  created/s  webhooks/s  POST p50  POST p99  e2e p50  e2e p99   lost  dup  drain s  backlog+  CPU ms/payment  sustained  load`);
+    say(`\n${o.compare ? `${'variant'.padEnd(width)}  ` : ''}  rate  created/s  webhooks/s  POST p50  POST p99  e2e p50  e2e p99   lost  dup  drain s  backlog+  CPU ms/payment  busy  sustained  load`);
     const failed = new Set<string>();
     for (const rate of o.rates) {
       for (const variant of variants) {
@@ -694,7 +710,7 @@ async function bench(): Promise<void> {
           .filter(([name]) => !name.startsWith('bench'))
           .reduce((sum, [, v]) => sum + v, 0);
         say(
-          `${o.compare ? `${variant.label.padEnd(width)}  ` : ''}${f0(rate).padStart(6)}  ${f0(r.createdPerS).padStart(9)}  ${f0(r.webhooksPerS).padStart(10)}  ${f1(r.postP50).padStart(6)}ms  ${f1(r.postP99).padStart(6)}ms  ${f0(r.e2eP50).padStart(5)}ms  ${f0(r.e2eP99).padStart(5)}ms  ${String(r.lost).padStart(5)}  ${String(r.duplicates).padStart(3)}  ${f1(r.drainS).padStart(7)}  ${String(r.backlogGrowth).padStart(8)}  ${f1(cpuTotal).padStart(14)}  ${(r.sustained ? 'yes' : 'NO').padStart(9)}  ${r.load}`,
+          `${o.compare ? `${variant.label.padEnd(width)}  ` : ''}${f0(rate).padStart(6)}  ${f0(r.createdPerS).padStart(9)}  ${f0(r.webhooksPerS).padStart(10)}  ${f1(r.postP50).padStart(6)}ms  ${f1(r.postP99).padStart(6)}ms  ${f0(r.e2eP50).padStart(5)}ms  ${f0(r.e2eP99).padStart(5)}ms  ${String(r.lost).padStart(5)}  ${String(r.duplicates).padStart(3)}  ${f1(r.drainS).padStart(7)}  ${String(r.backlogGrowth).padStart(8)}  ${f1(cpuTotal).padStart(14)}  ${`${Math.round(r.busy * 100)}%`.padStart(4)}  ${(r.sustained ? 'yes' : 'NO').padStart(9)}  ${r.load}`,
         );
         if (r.errors) say(`        answers: ${JSON.stringify(r.statuses)}`);
         if (r.postSlowest) {
