@@ -69,6 +69,8 @@ const CUT_S = 20;
 const NODE_DOWN_MS = 10_000;
 const REDIS_MASTER_DOWN_MS = 20_000;
 const PGBOUNCER_DOWN_MS = 2000;
+/** the webhook receiver's port is --base-port + this */
+const RECEIVER_OFFSET = 100;
 
 /** The settings of a node of the drill: the topology's, and the drill's operator token, provider key, rate limit and log level. */
 function drillNodeEnv(t: Topology, node: NodePorts, database: string): Record<string, string> {
@@ -97,12 +99,10 @@ export async function runTopologyDrill(o: TopologyDrillOptions): Promise<number>
   } catch (err) {
     return cannotRun(`a node cannot be cut off on this machine: ${(err as Error).message}`);
   }
-  // nodes of a topology already up on these ports (npm run cluster:up) give way to the drill's
-  for (const node of t.nodes) await stopNode(t, node);
-  const taken = await takenPorts(Object.fromEntries([...t.nodes.flatMap((n) => Object.entries(n).filter(([k]) => k !== 'name').map(([k, port]) => [`${n.name} ${k}`, port])), ['webhook receiver', o.base + 100]]));
-  if (taken.length) {
+  const refusal = await takeOverPorts(t, o.base + RECEIVER_OFFSET).catch((err: Error) => err.message);
+  if (refusal) {
     cutoffs.release();
-    return cannotRun(`${taken.map(({ role, port }) => `port ${port} (${role})`).join(', ')} taken: choose another --base-port`);
+    return cannotRun(refusal);
   }
   const cleanUp = async () => {
     for (const node of t.nodes) if (existsSync(nodeLog(t, node))) copyFileSync(nodeLog(t, node), keptLog(t, node));
@@ -122,6 +122,18 @@ export async function runTopologyDrill(o: TopologyDrillOptions): Promise<number>
     await cleanUp();
     say(`topology on ${o.base} stopped; the nodes' logs are kept: ${t.nodes.map((n) => keptLog(t, n)).join(', ')}`);
   }
+}
+
+/**
+ * Makes way for the drill's nodes and webhook receiver: nodes of a topology already up on these
+ * ports (npm run cluster:up) are stopped; why the drill cannot run when a port is still taken.
+ */
+async function takeOverPorts(t: Topology, receiverPort: number): Promise<string | undefined> {
+  for (const node of t.nodes) await stopNode(t, node);
+  const ports: Record<string, number> = { 'webhook receiver': receiverPort };
+  for (const { name, ...ofNode } of t.nodes) for (const [role, port] of Object.entries(ofNode)) ports[`${name} ${role}`] = port;
+  const taken = await takenPorts(ports);
+  return taken.length ? `${taken.map(({ role, port }) => `port ${port} (${role})`).join(', ')} taken: choose another --base-port` : undefined;
 }
 
 function cannotRun(reason: string): number {
@@ -153,9 +165,10 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs)
   await waitFor(`HAProxy on ${t.haproxyPort}`, () => answersReady(t.haproxyPort), 30_000);
   say(`${t.nodes.map((n) => `${n.name} (web ${n.web}, log ${nodeLog(t, n)})`).join(', ')} behind HAProxy: the service is ${serviceUrl}`);
 
-  const { server: receiver, received } = await startReceiver(o.base + 100);
+  const receiverPort = o.base + RECEIVER_OFFSET;
+  const { server: receiver, received } = await startReceiver(receiverPort);
   const db: Knex = knex({ client: 'pg', connection: { connectionString: o.databaseUrl, application_name: APP_NAME }, pool: { min: 0, max: 4 } });
-  const merchant = await createDrillMerchant(operatorApi(`http://127.0.0.1:${nodeA.admin}`, ADMIN_TOKEN), serviceUrl, `http://127.0.0.1:${o.base + 100}/hook`);
+  const merchant = await createDrillMerchant(operatorApi(`http://127.0.0.1:${nodeA.admin}`, ADMIN_TOKEN), serviceUrl, `http://127.0.0.1:${receiverPort}/hook`);
   const poster = new SignedPoster(merchant.client);
   const load = new MerchantLoad(poster, db, merchant.id);
   const lookups = await lookUpPhoneSpellings(merchant.client);
