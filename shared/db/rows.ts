@@ -1,5 +1,5 @@
 import type { FeeBearer } from '../domain/fees';
-import type { Exact } from '../money';
+import type { SettlementFigures } from '../domain/settlement';
 import type {
   Currency,
   Environment,
@@ -134,19 +134,14 @@ export interface WebhookRow {
   updated_at: Date;
 }
 
-export interface SettlementRow {
+/** A row of `settlements`: its figures (gross, fees, refunds, payouts, net, count) as the domain sums them. */
+export interface SettlementRow extends SettlementFigures {
   id: string;
   merchant_id: string;
   environment: Environment;
   currency: Currency;
   period_start: number;
   period_end: number;
-  gross: Exact;
-  fees: Exact;
-  refunds: Exact;
-  payouts: Exact;
-  net: Exact;
-  count: number;
   created: number;
   version: number;
 }
