@@ -17,6 +17,21 @@ const LATE_SUCCESS = {
   failed: { succeed: { to: 'succeeded', reason: 'late-success' } },
 } as const;
 
+/**
+ * What every collection (mobile money or card) reports and reaches: the provider's words, the
+ * events and the credit of its outcomes, and the late success the money forces.
+ */
+const COLLECTION_OUTCOMES = {
+  outcomes: ['sent', 'start_3ds', 'succeed', 'fail', 'cancel'],
+  reached: {
+    succeeded: { event: 'payment.succeeded', effect: 'credit' },
+    failed: { event: 'payment.failed', effect: null },
+    cancelled: { event: 'payment.cancelled', effect: null },
+  },
+  // the money is real: a success reported after the payment was cancelled or failed is taken (decisions.md "Late success")
+  corrections: LATE_SUCCESS,
+} satisfies Pick<Machine<CardPaymentStatus>, 'outcomes' | 'reached' | 'corrections'>;
+
 
 /**
  * A collection. Mobile money is created `processing` (the push follows at once); a card payment
@@ -41,14 +56,7 @@ export const paymentMachine: Machine<PaymentStatus> = {
     cancel: ['cancelled'],
     refund_in_full: ['refunded'],
   },
-  outcomes: ['sent', 'start_3ds', 'succeed', 'fail', 'cancel'],
-  reached: {
-    succeeded: { event: 'payment.succeeded', effect: 'credit' },
-    failed: { event: 'payment.failed', effect: null },
-    cancelled: { event: 'payment.cancelled', effect: null },
-  },
-  // the money is real: a success reported after the payment was cancelled or failed is taken (decisions.md "Late success")
-  corrections: LATE_SUCCESS,
+  ...COLLECTION_OUTCOMES,
 };
 
 /** A refund: `pending` from its creation (the money already left available) until the provider's outcome. */
@@ -109,12 +117,5 @@ export const cardPaymentMachine: Machine<CardPaymentStatus> = {
   },
   // the challenge is the acceptance of the charge: in `processing` both have happened
   already: { sent: ['processing'], start_3ds: ['processing'], succeed: ['succeeded'], fail: ['failed'], cancel: ['cancelled'] },
-  outcomes: ['sent', 'start_3ds', 'succeed', 'fail', 'cancel'],
-  reached: {
-    succeeded: { event: 'payment.succeeded', effect: 'credit' },
-    failed: { event: 'payment.failed', effect: null },
-    cancelled: { event: 'payment.cancelled', effect: null },
-  },
-  // the money is real: a success reported after the payment was cancelled or failed is taken (decisions.md "Late success")
-  corrections: LATE_SUCCESS,
+  ...COLLECTION_OUTCOMES,
 };
