@@ -181,7 +181,9 @@ describe('graceful overload', () => {
     it('refuses creation before the body is read, keeps GETs and provider callbacks working, and takes work again once the loop is on time', async () => {
       const { client, credential } = await env.merchant({ scope: 'full' });
       const p = await aPayment(client, { phone: '243990000001' });
-      await busyFor(600);
+      // the loop stays late while the request is handled (the busy chunks yield between them)
+      const busy = busyFor(1500);
+      await new Promise((r) => setTimeout(r, 400));
       // a POST whose body never comes is answered at once: the refusal does not wait for the body
       const url = new URL(env.baseUrl);
       const head = await new Promise<string>((resolve, reject) => {
@@ -194,6 +196,7 @@ describe('graceful overload', () => {
         });
         socket.on('error', reject);
       });
+      await busy;
       expect(head).to.match(/^HTTP\/1.1 503/);
       expect(head).to.match(/retry-after: 5/i);
       expect(head).to.include('service-unavailable');

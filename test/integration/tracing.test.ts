@@ -303,11 +303,13 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
     expect(job.span.parentSpanId).to.equal(relayed.span.spanId);
   });
 
-  it('loads none of the SDK and writes no trace_id while no OTEL_* variable turns traces on', async () => {
+  it('loads none of the SDK and writes no trace_id while no OTEL_* variable turns traces on', async function () {
+    // three processes that each load the web app and the worker bootstrap: slow on a busy machine
+    this.timeout(240_000);
     const run = async (extra: Record<string, string>) => {
       const p = startProcess('test/fixtures/tracing-state.ts', { ...env.processEnv, ...extra });
       try {
-        const state = await p.waitForLine((l) => l?.msg === 'tracing state');
+        const state = await p.waitForLine((l) => l?.msg === 'tracing state', 60_000);
         return { state, line: p.lines.find((l) => l?.msg === 'a line') };
       } finally {
         await p.kill();
