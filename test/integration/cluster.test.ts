@@ -126,6 +126,14 @@ describe('on a Redis Cluster and PgBouncer (real workers)', function () {
     expect(masters.length, 'masters holding queue keys').to.be.at.least(2);
   });
 
+  it('serves Bull Board against the cluster: every queue listed with its counts', async () => {
+    const res = await env.admin('GET', '/admin/queues/api/queues?activeQueue=&page=1&jobsPerPage=10');
+    expect(res.status).to.equal(200);
+    const queues: { name: string; counts: Record<string, number> }[] = res.body.queues;
+    expect(queues.map((q) => q.name).sort()).to.deep.equal(['callback-reconciler', 'card-charge', 'payout', 'provider-push', 'refund', 'webhook-sender']);
+    expect(queues.find((q) => q.name === 'provider-push')!.counts.completed).to.be.at.least(1);
+  });
+
   it('refuses bad configurations at start: prepared statements behind PgBouncer, a cluster node down, a hash-tagged prefix', async () => {
     const base = { ...env.processEnv };
     await checkDeployment(loadConfig(base));
