@@ -37,20 +37,24 @@ function killed(pid: number | undefined): boolean {
 }
 
 /**
- * kill -9 of every process of `node` (stopNode with SIGKILL: to its supervisor's process group),
- * then, `downMs` later, `startAgain` (which resolves once the node is ready).
+ * kill -9 of every process of `node` (stopNode with SIGKILL: to its supervisor's process group);
+ * every one of `processes()` must be gone within 10 s. `downMs` after the kill, `startAgain`
+ * (which resolves once the node is ready).
  */
 export async function killWholeNode(t: Topology, node: NodePorts, processes: () => number[], downMs: number, startAgain: () => Promise<void>): Promise<FaultOutcome> {
   const count = processes().length;
+  const killedAt = Date.now();
   await stopNode(t, node, 'SIGKILL');
-  const left = processes().length;
-  say(`kill -9 of ${node.name}: ${count} processes, ${left} left; started again in ${downMs / 1000} s`);
-  await sleep(downMs);
-  const started = Date.now();
+  // the supervisor is gone; a process killed with it may take a moment more to exit
+  const allGone = await waitFor(`every process of ${node.name} to be gone`, () => processes().length === 0, 10_000).then(() => true, () => false);
+  const gone = allGone ? `all gone within ${seconds(Date.now() - killedAt)}` : `${processes().length} still there after 10 s`;
+  say(`kill -9 of ${node.name}: ${count} processes, ${gone}; started again ${downMs / 1000} s after the kill`);
+  await sleep(Math.max(0, killedAt + downMs - Date.now()));
+  const restartedAt = Date.now();
   await startAgain();
-  const detail = `${count} processes killed (${left} left); started again after ${seconds(downMs)}, ready ${seconds(Date.now() - started)} later`;
-  say(`${node.name} ${detail}`);
-  return { ok: count > 1 && left === 0, detail };
+  const detail = `${count} processes killed, ${gone}; started again ${seconds(restartedAt - killedAt)} after the kill, ready ${seconds(Date.now() - restartedAt)} later`;
+  say(`${node.name}: ${detail}`);
+  return { ok: count > 1 && allGone, detail };
 }
 
 interface RedisRole {

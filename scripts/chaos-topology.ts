@@ -142,27 +142,18 @@ function cannotRun(reason: string): number {
 }
 
 async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs): Promise<number> {
-  const [nodeA, nodeB] = t.nodes;
+  const [nodeA] = t.nodes;
   const dbUrl = new URL(o.databaseUrl);
   const database = dbUrl.pathname.slice(1);
   const postgres = { host: dbUrl.hostname, port: Number(dbUrl.port || 5432) };
   const serviceUrl = `http://127.0.0.1:${t.haproxyPort}`;
-
-  say(`topology on ${o.base}: Redis Cluster ${t.redisPorts[0]}-${t.redisPorts[5]}, PgBouncer ${t.pgbouncerPort} in front of ${postgres.host}:${postgres.port}, database ${database}`);
-  await clusterUp(t, postgres);
-  execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build.js'), '--if-stale'], { cwd: PROJECT_ROOT, stdio: 'inherit' });
   /** Starts `node` in its cgroup and waits until it is ready. */
   const startDrillNode = async (node: NodePorts) => {
     startNode(t, node, drillNodeEnv(t, node, database), { cgroup: cutoffs.cgroupOf(node.name) });
     await waitFor(`${node.name} (web on ${node.web})`, () => answersReady(node.web), 180_000);
   };
-  for (const node of t.nodes) {
-    writeFileSync(nodeLog(t, node), ''); // a log of this run only
-    // one after the other: the first migrates the database
-    await startDrillNode(node);
-  }
-  if (!(await portOpen(t.haproxyPort))) startHaproxy(t);
-  await waitFor(`HAProxy on ${t.haproxyPort}`, () => answersReady(t.haproxyPort), 30_000);
+  say(`topology on ${o.base}: Redis Cluster ${t.redisPorts[0]}-${t.redisPorts[5]}, PgBouncer ${t.pgbouncerPort} in front of ${postgres.host}:${postgres.port}, database ${database}`);
+  await bringUp(t, postgres, startDrillNode);
   say(`${t.nodes.map((n) => `${n.name} (web ${n.web}, log ${nodeLog(t, n)})`).join(', ')} behind HAProxy: the service is ${serviceUrl}`);
 
   const receiverPort = o.base + RECEIVER_OFFSET;
@@ -172,51 +163,36 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs)
   const poster = new SignedPoster(merchant.client);
   const load = new MerchantLoad(poster, db, merchant.id);
   const lookups = await lookUpPhoneSpellings(merchant.client);
+  const straightAtNodeA = nodeClient(merchant, nodeA);
   say(`merchant ${merchant.id}; load through HAProxy and faults for ${o.durationS} s`);
 
-  const start = Date.now();
-  const at = (share: number) => sleep(Math.max(0, start + share * o.durationS * 1000 - Date.now()));
-  const faultChecks: Check[] = [];
-  /** Runs one fault; one that throws is a failed check, and the drill goes on. */
-  const record = async (name: string, fault: () => Promise<FaultOutcome>) => {
-    const f = await fault().catch((err: Error) => ({ ok: false, detail: err.message }));
-    faultChecks.push({ name, ok: f.ok, detail: f.detail });
-  };
-  const straightAtNodeA = nodeClient(merchant, nodeA);
-  let cut: PartitionProbes | undefined;
-  let cutProcesses = 0;
-  const cutOffNodeA = async () => {
-    const refundable = await load.refundablePayments(10);
-    cutProcesses = processesIn(cutoffs.cgroupOf(nodeA.name)).length;
-    say(`${nodeA.name} cut off from Redis and Postgres for ${CUT_S} s (iptables drops the packets of its ${cutProcesses} processes' sockets)`);
-    cut = await probeUntil(cutoffs.cut(nodeA.name, [...t.redisPorts, t.pgbouncerPort, postgres.port], CUT_S * 1000), {
-      ...named(load.probes(merchant.client, poster, refundable, 'the cut-off'), 'via HAProxy'),
-      ...named(load.probes(straightAtNodeA.client, straightAtNodeA.poster, refundable, 'the cut-off'), `at ${nodeA.name}`),
-    });
-    say(`${nodeA.name} cut-off over`);
-  };
-  const faults = (async () => {
-    await at(0.1);
-    await record(`fault: kill -9 ${nodeB.name}`, () => killWholeNode(t, nodeB, () => processesIn(cutoffs.cgroupOf(nodeB.name)), NODE_DOWN_MS, () => startDrillNode(nodeB)));
-    await at(0.35);
-    await record('fault: Redis master', () => killRedisMaster(t, REDIS_MASTER_DOWN_MS));
-    await at(0.55);
-    await record('fault: PgBouncer restart', () => restartPgbouncer(t, postgres, PGBOUNCER_DOWN_MS));
-    await at(0.7);
-    // its outcome is the check of the requests timed meanwhile ('not run' if it could not be done)
-    await cutOffNodeA().catch((err: Error) => say(`${nodeA.name} cut-off failed: ${err.message}`));
-  })();
+  const startedAt = Date.now();
+  const faults = breakThings({
+    t,
+    startedAt,
+    durationS: o.durationS,
+    cutoffs,
+    postgres,
+    startNode: startDrillNode,
+    cutProbes: async () => {
+      const refundable = await load.refundablePayments(10);
+      return {
+        ...named(load.probes(merchant.client, poster, refundable, 'the cut-off'), 'via HAProxy'),
+        ...named(load.probes(straightAtNodeA.client, straightAtNodeA.poster, refundable, 'the cut-off'), `at ${nodeA.name}`),
+      };
+    },
+  });
   let faultsOver = false;
   void faults.finally(() => (faultsOver = true));
-  const end = start + o.durationS * 1000;
-  await Promise.all([load.run(o.rate, () => Date.now() < end || !faultsOver), faults]);
-  const loadS = Math.round((Date.now() - start) / 1000);
+  const end = startedAt + o.durationS * 1000;
+  const [, broken] = await Promise.all([load.run(o.rate, () => Date.now() < end || !faultsOver), faults]);
+  const loadS = Math.round((Date.now() - startedAt) / 1000);
   await load.settled();
   say(`load over after ${loadS} s; waiting up to ${o.drainS} s for every object to be final and every event delivered`);
 
   await waitUntilFinal(db, merchant.id, o.drainS);
   const outcome = await assessOutcome(db, merchant.id, load, received, { url: `http://127.0.0.1:${nodeA.sandbox}`, apiKey: SANDBOX_PROVIDER_KEY });
-  const checks = [...outcome.checks, boundedAnswersCheck(`${nodeA.name} cut off (network, ${CUT_S} s)`, cut), ...faultChecks];
+  const checks = [...outcome.checks, boundedAnswersCheck(`${nodeA.name} cut off (network, ${CUT_S} s)`, broken.cut), ...broken.checks];
   await db.destroy();
   receiver.close();
   // stopped gracefully, so that their logs are whole
@@ -231,13 +207,73 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs)
   return printReport({
     headline:
       `chaos drill across the topology (Redis Cluster 3 masters + 3 replicas, PgBouncer, ${t.nodes.length} nodes behind HAProxy): ${loadS} s of load through HAProxy (--duration ${o.durationS}, longer if a fault ran late); ` +
-      `faults: kill -9 of ${nodeB.name} and its restart, a Redis master killed and restarted as a replica, PgBouncer killed and restarted, ${nodeA.name} cut off from Redis and Postgres for ${CUT_S} s (a network cut: iptables DROP by cgroup, ${cutProcesses} processes; not a freeze)`,
+      `faults: kill -9 of ${t.nodes[1].name} and its restart, a Redis master killed and restarted as a replica, PgBouncer killed and restarted, ${nodeA.name} cut off from Redis and Postgres for ${CUT_S} s (a network cut: iptables DROP by cgroup, ${broken.cutProcesses} processes; not a freeze)`,
     outcome,
     tally: load.tally,
     checks,
     leaks,
     logs: `node logs: ${t.nodes.map((n) => keptLog(t, n)).join(', ')}`,
   });
+}
+
+/** The Redis Cluster and PgBouncer (as clusterUp starts them), the nodes one after the other (the first migrates the database), then HAProxy. */
+async function bringUp(t: Topology, postgres: { host: string; port: number }, startDrillNode: (node: NodePorts) => Promise<void>): Promise<void> {
+  await clusterUp(t, postgres);
+  execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build.js'), '--if-stale'], { cwd: PROJECT_ROOT, stdio: 'inherit' });
+  for (const node of t.nodes) {
+    writeFileSync(nodeLog(t, node), ''); // a log of this run only
+    await startDrillNode(node);
+  }
+  if (!(await portOpen(t.haproxyPort))) startHaproxy(t);
+  await waitFor(`HAProxy on ${t.haproxyPort}`, () => answersReady(t.haproxyPort), 30_000);
+}
+
+interface FaultPlan {
+  t: Topology;
+  startedAt: number;
+  durationS: number;
+  cutoffs: NodeCutoffs;
+  postgres: { host: string; port: number };
+  /** starts a node again after its kill -9, and waits until it is ready */
+  startNode: (node: NodePorts) => Promise<void>;
+  /** the requests timed, once a second each, while node-a is cut off */
+  cutProbes: () => Promise<Parameters<typeof probeUntil>[1]>;
+}
+
+/**
+ * The faults, one after the other, each at its share of the duration or once the one before is
+ * over: a check for each but the cut-off, whose outcome is the requests timed meanwhile
+ * (undefined, so 'not run', if it could not be done).
+ */
+async function breakThings(f: FaultPlan): Promise<{ checks: Check[]; cut: PartitionProbes | undefined; cutProcesses: number }> {
+  const { t, cutoffs } = f;
+  const [nodeA, nodeB] = t.nodes;
+  const at = (share: number) => sleep(Math.max(0, f.startedAt + share * f.durationS * 1000 - Date.now()));
+  const checks: Check[] = [];
+  /** A fault that throws is a failed check, and the drill goes on. */
+  const record = async (name: string, fault: () => Promise<FaultOutcome>) => {
+    const { ok, detail } = await fault().catch((err: Error) => ({ ok: false, detail: err.message }));
+    checks.push({ name, ok, detail });
+  };
+
+  await at(0.1);
+  await record(`fault: kill -9 ${nodeB.name}`, () => killWholeNode(t, nodeB, () => processesIn(cutoffs.cgroupOf(nodeB.name)), NODE_DOWN_MS, () => f.startNode(nodeB)));
+  await at(0.35);
+  await record('fault: Redis master', () => killRedisMaster(t, REDIS_MASTER_DOWN_MS));
+  await at(0.55);
+  await record('fault: PgBouncer restart', () => restartPgbouncer(t, f.postgres, PGBOUNCER_DOWN_MS));
+  await at(0.7);
+  const cutProcesses = processesIn(cutoffs.cgroupOf(nodeA.name)).length;
+  let cut: PartitionProbes | undefined;
+  try {
+    const probes = await f.cutProbes();
+    say(`${nodeA.name} cut off from Redis and Postgres for ${CUT_S} s (iptables drops the packets of its ${cutProcesses} processes' sockets)`);
+    cut = await probeUntil(cutoffs.cut(nodeA.name, [...t.redisPorts, t.pgbouncerPort, f.postgres.port], CUT_S * 1000), probes);
+    say(`${nodeA.name} cut-off over`);
+  } catch (err) {
+    say(`${nodeA.name} cut-off failed: ${(err as Error).message}`);
+  }
+  return { checks, cut, cutProcesses };
 }
 
 /** The drill's merchant, signing its requests to one node directly rather than through HAProxy. */
