@@ -3,6 +3,10 @@ import { BadRequest, NotFound, Unauthenticated, ValidationFailed } from '../shar
 import { CallbackFormatError } from '../shared/providers/errors';
 import { storeCallback } from '../shared/providers/inbox';
 import { readRawBody } from './body';
+import type { Db } from '../shared/db/knex';
+import { KINDS } from '../shared/operationKinds';
+import type { ProviderObjectKind } from '../shared/providers/types';
+import { tracingOn, withTraceparent } from '../shared/tracing/spans';
 
 /** No provider notification comes near this; the cap bounds what an anonymous caller makes us buffer. */
 export const CALLBACK_BODY_LIMIT = 64 * 1024;
@@ -26,7 +30,18 @@ export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:prov
     if (!(err instanceof CallbackFormatError)) throw err;
     throw err.notJson ? new BadRequest('invalid-json', 'The callback body is not valid JSON in UTF-8, or holds a NUL character or a lone surrogate') : new ValidationFailed('body', err.message);
   }
-  const id = await storeCallback({ db: ctx.services.db, queues: ctx.services.queues, log: ctx.state.log, clock: ctx.services.clock }, provider, raw, parsed, ctx.state.requestId);
+  // a provider that forwards no trace context (a live one): the callback joins the trace its operation was created in
+  const joined = ctx.get('traceparent') ? null : await operationTraceparent(ctx.services.db, parsed.kind, parsed.objectId);
+  const deps = { db: ctx.services.db, queues: ctx.services.queues, log: ctx.state.log, clock: ctx.services.clock };
+  const id = await withTraceparent(joined, () => storeCallback(deps, provider, raw, parsed, ctx.state.requestId));
   ctx.state.log.info({ callbackId: id, provider: provider.id, kind: parsed.kind, objectId: parsed.objectId }, 'callback stored');
   ctx.body = { received: true };
 });
+
+/** The trace context an operation was created in; nothing is read while traces are off. */
+async function operationTraceparent(db: Db, kind: ProviderObjectKind, id: string): Promise<string | null> {
+  const model = tracingOn() ? KINDS[kind]?.model : undefined;
+  if (!model) return null;
+  const row = (await model.query(db).findById(id).select('traceparent').catch(() => undefined)) as { traceparent?: string | null } | undefined;
+  return row?.traceparent ?? null;
+}

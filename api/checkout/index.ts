@@ -10,6 +10,7 @@ import { withTimeout } from '../../shared/timeout';
 import { parseJson, readRawBody, requireJsonContentType } from '../body';
 import { pickLang, type Lang } from './i18n';
 import { checkoutPage, noChallengePage, notFoundPage, returnLink, threeDsReturnPage } from './pages';
+import { withTraceparent } from '../../shared/tracing/spans';
 
 /**
  * The hosted card checkout (decisions.md "Cards"), outside the merchant pipeline: the client's
@@ -132,7 +133,11 @@ export function checkoutRouter(services: ServiceContext): Router {
     const extra = Object.keys(body).find((k) => k !== 'token');
     if (extra) throw new ValidationFailed(extra, `${extra} is not allowed`);
     if (typeof body.token !== 'string' || !TOKEN_PATTERN.test(body.token)) throw new ValidationFailed('token', 'token must be a card token (tok_…)');
-    await acceptToken({ db: services.db, queues: services.queues, log: ctx.state.log, clock: services.clock }, p.id, body.token, services.clock.now(), ctx.state.requestId);
+    const token = body.token;
+    // the client's payment joins the trace the merchant created it in
+    await withTraceparent(p.traceparent, () =>
+      acceptToken({ db: services.db, queues: services.queues, log: ctx.state.log, clock: services.clock }, p.id, token, services.clock.now(), ctx.state.requestId),
+    );
     ctx.status = 202;
     ctx.body = { status: 'pending', charging: true };
   });

@@ -37,6 +37,8 @@ export interface OperationRow {
   /** last time the sweep asked the provider, and how many times it has */
   asked_at: Date | null;
   asks: number;
+  /** the trace context it was created in (W3C traceparent; null with traces off): later work on it joins that trace */
+  traceparent: string | null;
 }
 
 /** A row of `payments` (bigint columns arrive as numbers, see shared/db/knex.ts). */

@@ -9,6 +9,7 @@ import type { Provider, ProviderAccepted, ProviderObjectKind } from '../provider
 import type { QueueName } from '../queues/names';
 import type { Posting } from '../domain/ledger';
 import type { OperationRow } from '../db/rows';
+import { traceparentNow } from '../tracing/spans';
 import type { LedgerEffect, Machine, Trigger } from './machine';
 
 /**
@@ -111,5 +112,6 @@ export function newOperationFields(windowMs: number, now: number) {
     window_ends_at: new Date(now + windowMs),
     asked_at: null,
     asks: 0,
+    traceparent: traceparentNow(),
   };
 }

@@ -22,6 +22,7 @@ import { termsCacheFor, type MerchantTerms } from './terms';
 import { paymentView, type PaymentView } from './view';
 import { IdempotencyKeyHeld, takeKeyValues, type IdempotentWrite } from '../idempotency';
 import type { PaymentRow } from '../db/rows';
+import { newOperationFields } from '../operations/kind';
 
 
 /**
@@ -70,16 +71,8 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
     customer_name: input.customer_name ?? null,
     return_url: input.return_url ?? null,
     provider: mobile ? providerIdFor(caller.environment, input.operator!) : cardAcquirerIdFor(caller.environment),
-    provider_ref: null,
-    failure_code: null,
-    failure_message: null,
-    version: 1,
     created: Math.floor(now / 1000),
-    completed: null,
-    sent_at: null,
-    window_ends_at: new Date(now + windowMs),
-    asked_at: null,
-    asks: 0,
+    ...newOperationFields(windowMs, now),
     card: null,
     checkout_token: null,
     challenge_url: null,

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import { ManualClock } from '../../shared/clock';
 import { cardPaymentKind } from '../../shared/cards/kind';
 import { createContext, type ServiceContext } from '../../shared/context';
-import { sweepOpen } from '../../shared/operations/sweep';
+import { MAX_ASK_INTERVAL_MS, sweepOpen } from '../../shared/operations/sweep';
 import { signCallback } from '../../shared/providers/signature';
 import { CARD_SECRET, createCardPayment, cardPaymentBody, pay, paymentRow, startCardEnv, tokenFor, VAULT_KEY, waitForRow, type CardTestEnv } from '../helpers/cards';
 import type { MerchantFixture } from '../helpers/env';
@@ -278,8 +278,10 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       const clock = new ManualClock(Date.now() + 31 * 60_000);
       const ctx: ServiceContext = createContext({ role: 'worker', name: 'cards-test', config: c.env.config, clock });
       try {
-        // the card-charge pool sweeps too (its clock not moved): a row it holds at that moment is skipped (SKIP LOCKED), so sweep until it is decided
+        // sweep until it is decided: the card-charge pool sweeps too (a row it holds is skipped), and an ask the
+        // acquirer did not answer in time (a loaded machine) is asked again once its backoff is over
         await eventually(async () => {
+          clock.advance(MAX_ASK_INTERVAL_MS + 1);
           await sweepOpen(ctx, cardPaymentKind);
           return (await paymentRow(c.env, p.id)).status === 'cancelled';
         }, 10_000, 100);

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { startReceiver, type Receiver } from '../helpers/webhooks';
-import { aMerchant, mobilePayment, waitForStatus } from '../helpers/money';
+import { aMerchant, callbackBody, mobilePayment, sendCallback, waitForStatus } from '../helpers/money';
 import { freePort } from '../../scripts/lib/ports';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { eventually, startProcess, type RunningProcess } from '../../scripts/lib/processes';
@@ -255,6 +255,29 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
       'callback-reconciler: apply-callback',
     ]);
     expect(transition.attrs).to.include({ 'svc_payments.operation.kind': 'refund', 'svc_payments.callback.outcome': 'applied' });
+  });
+
+  it('joins a callback that carries no trace context (a live provider) to the trace its payment was created in', async () => {
+    const shop = await aMerchant(env);
+    const web = env.client(shop.credential, webUrlOf(processes.web));
+    // the sandbox never answers this number: the only callback is the one sent here, as a live provider would (no traceparent)
+    const created = await web.post('/v1/payments', mobilePayment('243990000004'));
+    expect(created.status, JSON.stringify(created.body)).to.equal(201);
+    const id = created.body.id;
+    // the payment keeps the trace it was created in: its request's
+    const { traceparent } = await env.services.db('payments').where({ id }).first('traceparent');
+    const traceId = String(traceparent).split('-')[1];
+    const request = await eventually(async () => collector.spans.find((s) => s.process === 'web' && s.span.kind === SERVER && s.attrs['url.path'] === '/v1/payments' && s.span.traceId === traceId));
+    expect(request.attrs['http.request.method']).to.equal('POST');
+    const sent = await sendCallback(webUrlOf(processes.web), 'vodacom-sandbox', callbackBody({ external_id: id, status: 'succeeded', provider_ref: 'LIVE-1' }));
+    expect(sent.status).to.equal(200);
+    await waitForStatus(web, id, 'succeeded');
+    const transition = await eventually(
+      async () => collector.spans.find((s) => s.process === 'callback-reconciler' && s.span.name === 'apply-callback' && s.attrs['svc_payments.operation.id'] === id),
+      20_000,
+    );
+    expect(transition.span.traceId, 'the callback joined the payment trace').to.equal(traceId);
+    expect(transition.attrs).to.include({ 'svc_payments.callback.outcome': 'applied' });
   });
 
   it("continues each element's own trace in a batch job, and a row's trace when the relay enqueues it", async () => {

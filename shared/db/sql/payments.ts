@@ -10,6 +10,7 @@ const COLUMNS = [
   'fee_bearer', 'amount_refunded', 'reference', 'description', 'metadata', 'operator', 'phone', 'customer_email',
   'customer_name', 'return_url', 'provider', 'provider_ref', 'failure_code', 'failure_message', 'version', 'created',
   'completed', 'sent_at', 'window_ends_at', 'asked_at', 'asks', 'card', 'checkout_token', 'challenge_url', 'checkout_error',
+  'traceparent',
 ] as const satisfies readonly (keyof PaymentRow)[];
 // a column added to PaymentRow but not to COLUMNS fails the type check here
 const everyColumn: Exclude<keyof PaymentRow, (typeof COLUMNS)[number]> extends never ? true : never = true;
