@@ -230,8 +230,9 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
     expect(asked.status, JSON.stringify(asked.body)).to.equal(201);
     const refundId = asked.body.id;
 
-    const request = await eventually(async () =>
-      collector.spans.find((s) => s.process === 'web' && s.span.kind === SERVER && s.attrs['url.path'] === `/v1/payments/${paid.body.id}/refund`),
+    const request = await eventually(
+      async () => collector.spans.find((s) => s.process === 'web' && s.span.kind === SERVER && s.attrs['url.path'] === `/v1/payments/${paid.body.id}/refund`),
+      20_000,
     );
     const transition = await eventually(
       async () => collector.spans.find((s) => s.span.traceId === request.span.traceId && s.span.name === 'apply-callback' && s.attrs['svc_payments.operation.id'] === refundId),
@@ -333,7 +334,9 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
       const p = startProcess('test/fixtures/tracing-state.ts', { ...env.processEnv, ...extra });
       try {
         const state = await p.waitForLine((l) => l?.msg === 'tracing state', 60_000);
-        return { state, line: p.lines.find((l) => l?.msg === 'a line') };
+        // the logger's line may reach the pipe after the state line (written straight to stdout)
+        const line = await p.waitForLine((l) => l?.msg === 'a line', 10_000);
+        return { state, line };
       } finally {
         await p.kill();
       }
