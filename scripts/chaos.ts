@@ -15,6 +15,7 @@ import { startTcpProxy } from './chaos-proxy';
 import { SignedPoster } from './chaos-replays';
 import { assessOutcome, boundedAnswersCheck, logLeaksCheck, printReport, waitUntilFinal } from './chaos-report';
 import { runTopologyDrill } from './chaos-topology';
+import { pidAlive } from './lib/processes';
 
 /**
  * `npm run chaos -- --duration 300`: an operator's fault drill. It starts the whole service
@@ -174,7 +175,7 @@ function startService(env: Record<string, string>): ChildProcess {
       const started = /^start \| (\S+) started \(pid (\d+)\)/.exec(line);
       if (started) pids.set(Number(started[2]), started[1]);
       const exited = /^start \| (\S+) exited/.exec(line);
-      if (exited) for (const [pid, name] of pids) if (name === exited[1] && !alive(pid)) pids.delete(pid);
+      if (exited) for (const [pid, name] of pids) if (name === exited[1] && !pidAlive(pid)) pids.delete(pid);
       const inUse = portInUseIn(line);
       if (inUse !== undefined) cannotRun(`a service process could not listen: ${portsTaken([inUse])}`);
     }
@@ -183,19 +184,11 @@ function startService(env: Record<string, string>): ChildProcess {
   child.stderr!.on('data', onData);
   return child;
 }
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 /** Service processes that may be killed: every pool, the web primary and its web processes (never the sandbox: it is the provider). */
 function targets(): { pid: number; name: string }[] {
   const list: { pid: number; name: string }[] = [];
   for (const [pid, name] of pids) {
-    if (name === 'sandbox-provider' || !alive(pid)) continue;
+    if (name === 'sandbox-provider' || !pidAlive(pid)) continue;
     list.push({ pid, name });
     if (name === 'web') {
       try {

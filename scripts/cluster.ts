@@ -3,6 +3,7 @@ import { chownSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, write
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { asPostgresUser, isRoot, portOpen, PROJECT_ROOT } from './local-services';
+import { pidAlive } from './lib/processes';
 
 /**
  * `npm run cluster:up` / `npm run cluster:down`: the distributed topology on this machine, from
@@ -197,16 +198,8 @@ export async function stopNode(t: Topology, node: NodePorts, signal: NodeJS.Sign
   } catch {
     // already gone
   }
-  const gone = () => {
-    try {
-      process.kill(pid, 0);
-      return false;
-    } catch {
-      return true;
-    }
-  };
   // the supervisor exits once every process of the node has (it kills what is left after 30 s)
-  await waitFor(`${node.name} to stop`, gone, 45_000);
+  await waitFor(`${node.name} to stop`, () => !pidAlive(pid), 45_000);
   rmSync(pidFile, { force: true });
 }
 

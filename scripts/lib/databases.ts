@@ -2,7 +2,7 @@ import { createHash, randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
 import path from 'node:path';
 import { createDb, type Db } from '../../shared/db/knex';
-import { eventually } from './processes';
+import { eventually, pidAlive } from './processes';
 import { migrateLatest } from '../../shared/db/migrate';
 
 /**
@@ -22,14 +22,6 @@ function templateName(): string {
 
 const admin = () => createDb(`${SERVER_URL}/postgres`, 1);
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** Creates the template if missing (under an advisory lock: several runs may start together). */
 export async function prepareTemplate(): Promise<string> {

@@ -103,3 +103,13 @@ export async function eventually<T>(fn: () => Promise<T | undefined | null | fal
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }
+
+/** Whether a process of this machine is alive (signal 0 tests it without touching it). */
+export function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}
