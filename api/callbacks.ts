@@ -32,7 +32,7 @@ export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:prov
   }
   // a provider that forwards no trace context (a live one): the callback joins the trace its operation was created in
   const joined = ctx.get('traceparent') ? null : await operationTraceparent(ctx.services.db, parsed.kind, parsed.objectId);
-  const deps = { db: ctx.services.db, queues: ctx.services.queues, log: ctx.state.log, clock: ctx.services.clock };
+  const deps = { db: ctx.services.db, outbox: ctx.services.outbox, batches: ctx.services.batches, log: ctx.state.log, clock: ctx.services.clock };
   const id = await withTraceparent(joined, () => storeCallback(deps, provider, raw, parsed, ctx.state.requestId));
   ctx.state.log.info({ callbackId: id, provider: provider.id, kind: parsed.kind, objectId: parsed.objectId }, 'callback stored');
   ctx.body = { received: true };

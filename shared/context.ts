@@ -4,7 +4,8 @@ import { createLogger, type Logger } from './logger';
 import { checkClusterNodes, webRedis, workerRedis, type RedisClient } from './queues/connection';
 import { checkPooler } from './db/pooler';
 import { QueueRegistry } from './queues/registry';
-import { flushOutboxMarks } from './queues/outbox';
+import { OutboxPublisher } from './queues/outbox';
+import { Batches } from './db/coalescer';
 import { ProviderRegistry } from './providers/registry';
 import { clockOf, type Clock } from './clock';
 import { ProviderHealth } from './operations/health';
@@ -16,6 +17,10 @@ export interface ServiceContext {
   db: Db;
   redis: RedisClient;
   queues: QueueRegistry;
+  /** enqueues the outbox rows of committed transactions, and marks them in batches */
+  outbox: OutboxPublisher;
+  /** the process's coalescers: concurrent requests and jobs share statements (shared/db/coalescer.ts) */
+  batches: Batches;
   log: Logger;
   /** the providers of this configuration, built on first use (the web process learns its base URL at start) */
   readonly providers: ProviderRegistry;
@@ -44,6 +49,7 @@ export function createContext(opts: ContextOptions): ServiceContext {
   const log = config.nodeName ? root.child({ node: config.nodeName }) : root;
   redis.on('error', (err) => log.warn({ err: { message: err.message } }, 'redis connection error'));
   const queues = new QueueRegistry(redis, config.queuePrefix);
+  const outbox = new OutboxPublisher(db, queues, log);
   let registry: ProviderRegistry | undefined;
   let health: ProviderHealth | undefined;
   const clock = opts.clock ?? clockOf(config);
@@ -52,6 +58,8 @@ export function createContext(opts: ContextOptions): ServiceContext {
     db,
     redis,
     queues,
+    outbox,
+    batches: new Batches(),
     log,
     get providers() {
       return (registry ??= new ProviderRegistry(config));
@@ -64,7 +72,7 @@ export function createContext(opts: ContextOptions): ServiceContext {
     clock,
     async close() {
       await health?.close().catch(() => undefined);
-      await flushOutboxMarks(db).catch(() => undefined);
+      await outbox.flushMarks();
       await queues.close().catch(() => undefined);
       redis.disconnect();
       await db.destroy();

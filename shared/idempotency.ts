@@ -4,6 +4,7 @@ import { IdempotencyKey } from './db/models';
 import { runSql } from './db/sql/run';
 import { TAKE_KEY } from './db/sql/idempotencyKeys';
 import { transact, type OutboxWriter, type TransactDeps } from './db/transact';
+import type { KeyRow } from './db/sql/transitions';
 
 /**
  * Idempotency keys (spec 5.4), one mode for every route that takes them: the key is written in
@@ -97,6 +98,14 @@ export function takeKeyValues(key: IdempotentWrite<unknown>, response: StoredRes
     response?.body ?? null,
     IDEMPOTENCY_WINDOW_MS,
   ];
+}
+
+/** The key and its answer as a creation carries it into the writer (shared/db/sql/transitions.ts). */
+export function keyRow(key: IdempotentWrite<unknown>, response: StoredResponse | null): KeyRow {
+  const [merchant_id, environment, id, method, path, request_hash, status, response_status, response_headers, body, window_ms] = takeKeyValues(key, response) as [
+    string, string, string, string, string, string, string, number | null, string | null, Buffer | null, number,
+  ];
+  return { merchant_id, environment, key: id, method, path, request_hash, status, response_status, response_headers, response_body: body?.toString('base64') ?? null, window_ms };
 }
 
 /**

@@ -136,7 +136,7 @@ export function checkoutRouter(services: ServiceContext): Router {
     const token = body.token;
     // the client's payment joins the trace the merchant created it in
     await withTraceparent(p.traceparent, () =>
-      acceptToken({ db: services.db, queues: services.queues, log: ctx.state.log, clock: services.clock }, p.id, token, services.clock.now(), ctx.state.requestId),
+      acceptToken({ db: services.db, outbox: services.outbox, log: ctx.state.log, clock: services.clock }, p.id, token, services.clock.now(), ctx.state.requestId),
     );
     ctx.status = 202;
     ctx.body = { status: 'pending', charging: true };

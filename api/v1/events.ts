@@ -137,8 +137,8 @@ export const eventsRoutes = defineRoutes([
     responses: { 202: { description: 'The new deliveries', body: WebhookDeliveryList } },
     errors: ['redelivery-limit'],
     async handler(ctx) {
-      const { db, queues, clock } = ctx.services;
-      ctx.body = await redeliverEvent({ db, queues, clock, log: ctx.state.log }, callerOf(ctx), ctx.params.id);
+      const { db, outbox, clock } = ctx.services;
+      ctx.body = await redeliverEvent({ db, outbox, clock, log: ctx.state.log }, callerOf(ctx), ctx.params.id);
       ctx.status = 202;
     },
   }),

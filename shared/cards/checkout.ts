@@ -3,8 +3,7 @@ import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { isId } from '../domain/ids';
 import { Conflict, NotFound } from '../errors';
-import { lockRow } from '../operations/transition';
-import { Payment } from '../db/models';
+import { lockRow, writeColumns } from '../operations/transition';
 import { QUEUES } from '../queues/names';
 import type { CardEndpoints } from '../config';
 import type { Environment } from '../vocabulary';
@@ -51,7 +50,7 @@ export async function acceptToken(deps: TransactDeps, id: string, token: string,
     if (!p) throw new NotFound('Payment');
     if (p.status !== 'pending' || p.window_ends_at.getTime() <= now) throw new Conflict('payment-not-pending', `This payment is ${p.status === 'pending' ? 'expired' : p.status}: it can no longer be paid`);
     if (charging(p)) throw new Conflict('payment-in-progress', 'A card is already being charged for this payment');
-    await Payment.query(trx).findById(id).patch({ checkout_token: token, checkout_error: null, updated_at: new Date(now) });
+    await writeColumns(trx, cardPaymentKind, [{ row: p, patch: { checkout_token: token, checkout_error: null, updated_at: new Date(now) } as Partial<PaymentRow> }]);
     await outbox.add(QUEUES.cardCharge, 'charge', { paymentId: id, requestId });
   });
 }
@@ -65,9 +64,7 @@ export async function acceptToken(deps: TransactDeps, id: string, token: string,
 export async function challengeReturned(db: Executor, id: string, now: number): Promise<boolean> {
   const p = await findCheckout(db, id);
   if (!p || p.challenge_url === null) return false;
-  await Payment.query(db)
-    .where({ id, status: 'processing', method: 'card' })
-    .where('window_ends_at', '>', new Date(now))
-    .patch({ window_ends_at: new Date(now) });
+  // still in the challenge: its outcome is due now (a row changed meanwhile has moved on, and needs no ask brought forward)
+  if (p.status === 'processing' && p.window_ends_at.getTime() > now) await writeColumns(db, cardPaymentKind, [{ row: p, patch: { window_ends_at: new Date(now) } }]);
   return true;
 }

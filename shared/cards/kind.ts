@@ -1,10 +1,10 @@
-import type { OperationKind } from '../operations/kind';
+import { defineKind, type OperationKind } from '../operations/kind';
 import { cardPaymentMachine } from '../operations/machines';
 import { collectionPolicy } from '../payments/kind';
 import { Payment, PaymentStatusChange } from '../db/models';
 import { QUEUES } from '../queues/names';
 import { TOKEN_ERRORS, type CardAcquirer, type ChargeAnswer } from '../providers/cardAcquirer';
-import type { PaymentRow } from '../db/rows';
+import { PAYMENT_COLUMNS, type PaymentRow } from '../db/rows';
 import type { CardPaymentStatus } from '../vocabulary';
 
 /** A card payment not paid within 30 minutes of its creation is cancelled (decisions.md). */
@@ -20,30 +20,34 @@ export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
  * the client may try again. The credit, the events and the window's end are those of every
  * collection (collectionPolicy).
  */
-export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardAcquirer> = {
-  name: 'card_payment',
-  idKind: 'payment',
-  model: Payment,
-  scope: { method: 'card' },
-  history: PaymentStatusChange,
-  machine: cardPaymentMachine,
-  send: { queue: QUEUES.cardCharge, job: 'charge', idField: 'paymentId' },
-  providerRefVisible: true,
-  // charged only with a token the checkout posted, and never after the checkout window
-  sendable: (p, now) => p.status === 'pending' && p.checkout_token !== null && p.window_ends_at.getTime() > now,
-  // no token posted, none being charged, no charge answered: the acquirer cannot have charged it
-  neverSent: (p) => p.status === 'pending' && p.checkout_token === null && p.sent_at === null,
-  request: (acquirer, p) => acquirer.charge({ paymentId: p.id, token: p.checkout_token!, amount: p.amount_charged, currency: p.currency, description: p.description }),
-  accepted(_p, answer, { config, now }) {
-    const a = answer as ChargeAnswer;
-    const charged: Partial<PaymentRow> = { checkout_token: null, checkout_error: null, card: a.card };
-    if (a.outcome === 'challenge') {
-      // the client now has the 3-D Secure window (default 10 minutes) to answer the issuer
-      return { trigger: 'start_3ds', details: { reason: '3ds-required' }, patch: { ...charged, challenge_url: a.challengeUrl, window_ends_at: new Date(now + config.cards.threeDsWindowMs) } };
-    }
-    if (a.outcome === 'declined') return { trigger: 'fail', details: { reason: 'card-declined', failureCode: a.failureCode, failureMessage: a.failureMessage }, patch: charged };
-    return { trigger: 'sent', patch: charged };
+export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardAcquirer> = defineKind<PaymentRow, CardPaymentStatus, CardAcquirer>(
+  {
+    name: 'card_payment',
+    idKind: 'payment',
+    model: Payment,
+    scope: { method: 'card' },
+    history: PaymentStatusChange,
+    machine: cardPaymentMachine,
+    send: { queue: QUEUES.cardCharge, job: 'charge', idField: 'paymentId' },
+    providerRefVisible: true,
+    // charged only with a token the checkout posted, and never after the checkout window
+    sendable: (p, now) => p.status === 'pending' && p.checkout_token !== null && p.window_ends_at.getTime() > now,
+    // no token posted, none being charged, no charge answered: the acquirer cannot have charged it
+    neverSent: (p) => p.status === 'pending' && p.checkout_token === null && p.sent_at === null,
+    request: (acquirer, p) => acquirer.charge({ paymentId: p.id, token: p.checkout_token!, amount: p.amount_charged, currency: p.currency, description: p.description }),
+    accepted(_p, answer, { config, now }) {
+      const a = answer as ChargeAnswer;
+      const charged: Partial<PaymentRow> = { checkout_token: null, checkout_error: null, card: a.card };
+      if (a.outcome === 'challenge') {
+        // the client now has the 3-D Secure window (default 10 minutes) to answer the issuer
+        return { trigger: 'start_3ds', details: { reason: '3ds-required' }, patch: { ...charged, challenge_url: a.challengeUrl, window_ends_at: new Date(now + config.cards.threeDsWindowMs) } };
+      }
+      if (a.outcome === 'declined') return { trigger: 'fail', details: { reason: 'card-declined', failureCode: a.failureCode, failureMessage: a.failureMessage }, patch: charged };
+      return { trigger: 'sent', patch: charged };
+    },
+    correctable: (_p, err) => ((TOKEN_ERRORS as readonly string[]).includes(err.code) ? { checkout_token: null, checkout_error: err.code } : null),
+    ...collectionPolicy,
   },
-  correctable: (_p, err) => ((TOKEN_ERRORS as readonly string[]).includes(err.code) ? { checkout_token: null, checkout_error: err.code } : null),
-  ...collectionPolicy,
-};
+  PAYMENT_COLUMNS,
+  ['merchant_id', 'environment', 'reference'],
+);

@@ -2,9 +2,8 @@
  * Coalesces concurrent calls into batches (group commit): a call runs at once when fewer than
  * `maxInFlight` batches are running, otherwise it waits and joins the next batch. An idle
  * caller pays no extra latency; a busy one turns many statements into one. Used by the webhook
- * sender (claims, outcomes), the kernel (a push's read and acceptance, a callback's read, write
- * and mark: shared/operations), the web's callback store (shared/providers/inbox.ts) and the
- * outbox publisher (shared/queues/outbox.ts).
+ * sender (claims, outcomes), the kernel (reads, the writer, marks: shared/operations), the web's
+ * callback store (shared/providers/inbox.ts) and the outbox publisher (shared/queues/outbox.ts).
  * `run` answers each input at its position; an error fails every call of its batch.
  */
 export class Coalescer<I, O> {
@@ -41,16 +40,17 @@ export class Coalescer<I, O> {
   }
 }
 
-const byPool = new WeakMap<object, Map<string, Coalescer<any, any>>>();
-
 /**
- * The coalescer `name` of one database pool (or queue registry), built on first use: the jobs
- * and requests of a process share it, and a second service context (tests) gets its own.
+ * The named coalescers of one process (its service context's `batches`): the jobs and requests of
+ * a process share each, and a second service context (tests) has its own.
  */
-export function poolCoalescer<I, O>(db: object, name: string, run: (inputs: I[]) => Promise<O[]>): Coalescer<I, O> {
-  let named = byPool.get(db);
-  if (!named) byPool.set(db, (named = new Map()));
-  let c = named.get(name) as Coalescer<I, O> | undefined;
-  if (!c) named.set(name, (c = new Coalescer(run)));
-  return c;
+export class Batches {
+  private readonly named = new Map<string, Coalescer<any, any>>();
+
+  /** The coalescer `name`, built with `run` on first use. */
+  get<I, O>(name: string, run: (inputs: I[]) => Promise<O[]>): Coalescer<I, O> {
+    let c = this.named.get(name) as Coalescer<I, O> | undefined;
+    if (!c) this.named.set(name, (c = new Coalescer(run)));
+    return c;
+  }
 }

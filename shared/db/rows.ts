@@ -1,5 +1,6 @@
 import type { FeeBearer } from '../domain/fees';
 import type { SettlementFigures } from '../domain/settlement';
+import type { JobData, QueueName } from '../queues/names';
 import type {
   Currency,
   Environment,
@@ -101,6 +102,39 @@ export interface PayoutRow extends OperationRow {
   metadata: Record<string, unknown>;
   created: number;
 }
+
+/** A row of the outbox (shared/queues/outbox.ts): a job that follows from a change, written with it. */
+export interface OutboxMessage {
+  id: string;
+  queue: QueueName;
+  job_name: string;
+  payload: JobData;
+  delay_ms: number;
+  /**
+   * The trace context of the span that wrote the row (W3C traceparent; null with traces off):
+   * its job, enqueued now or by the relay later, continues that trace (shared/tracing).
+   */
+  traceparent: string | null;
+}
+
+/** Exactly the keys of a row type, as a list (a key missing from the list, or one too many, fails the type check). */
+type ColumnsOf<R> = readonly (keyof R & string)[];
+const columns = <R>() => <const C extends ColumnsOf<R>>(list: C & ([Exclude<keyof R, C[number]>] extends [never] ? unknown : never)) => list;
+
+const OPERATION_COLUMNS = [
+  'id', 'merchant_id', 'environment', 'status', 'currency', 'provider', 'provider_ref', 'failure_code', 'failure_message', 'version',
+  'completed', 'sent_at', 'window_ends_at', 'asked_at', 'asks', 'traceparent',
+] as const satisfies ColumnsOf<OperationRow>;
+
+/** The columns of each operation's table that a row of its type holds (the writer's: shared/db/sql/transitions.ts). */
+export const PAYMENT_COLUMNS = columns<PaymentRow>()([
+  ...OPERATION_COLUMNS, 'method', 'amount', 'amount_charged', 'amount_net', 'fee', 'fee_bearer', 'amount_refunded', 'reference', 'description',
+  'metadata', 'operator', 'phone', 'customer_email', 'customer_name', 'return_url', 'created', 'card', 'checkout_token', 'challenge_url', 'checkout_error',
+]);
+export const REFUND_COLUMNS = columns<RefundRow>()([...OPERATION_COLUMNS, 'payment_id', 'amount', 'reason', 'operator', 'phone', 'created']);
+export const PAYOUT_COLUMNS = columns<PayoutRow>()([
+  ...OPERATION_COLUMNS, 'amount', 'fee', 'method', 'operator', 'phone', 'reference', 'description', 'metadata', 'created',
+]);
 
 export interface EventBody {
   id: string;

@@ -1,18 +1,21 @@
 import type { Db, Trx } from './knex';
-import type { QueueRegistry } from '../queues/registry';
 import type { Logger } from '../logger';
-import { publishOutbox, writeOutbox, type OutboxMessage } from '../queues/outbox';
+import { writeOutbox, type OutboxMessage, type OutboxPublisher } from '../queues/outbox';
 import type { JobData, QueueName } from '../queues/names';
 import type { Clock } from '../clock';
 
 /** Collects the jobs a transaction wants; they are enqueued only once it has committed. */
 export interface OutboxWriter {
+  /** writes a job's outbox row now */
   add(queue: QueueName, jobName: string, payload: JobData, delayMs?: number): Promise<OutboxMessage>;
+  /** rows the writer wrote with the flow's change (shared/db/sql/transitions.ts), to enqueue as well */
+  written(msgs: OutboxMessage[]): void;
 }
 
 export interface TransactDeps {
   db: Db;
-  queues: QueueRegistry;
+  /** the process's outbox publisher (enqueues what a transaction wrote, once it has committed) */
+  outbox: OutboxPublisher;
   log?: Logger;
   /** the process's clock: every stamp a flow writes comes from it (Postgres's now() only where a comment says why) */
   clock: Clock;
@@ -53,9 +56,12 @@ async function transactOnce<T>(deps: TransactDeps, fn: (trx: Trx, outbox: Outbox
         written.push(msg);
         return msg;
       },
+      written(msgs) {
+        written.push(...msgs);
+      },
     };
     return fn(trx, outbox);
   });
-  await publishOutbox(deps.db, deps.queues, written, deps.log);
+  await deps.outbox.publish(written, deps.log);
   return result;
 }

@@ -18,16 +18,17 @@ export async function fanOutEvent(trx: Trx, event: EventRow, outbox: OutboxWrite
   await insertDeliveries(trx, outbox, event, await endpointsFor(trx, event), 0, event.created);
 }
 
+/** The enabled endpoints of a merchant and environment, with the events each takes. */
+export async function enabledEndpoints(trx: Trx, merchantId: string, environment: string): Promise<{ id: string; events: string[] }[]> {
+  // in the event's multi-table transaction, on the hot path (a transition's fan-out): the knex builder, as below
+  return trx('webhooks').where({ merchant_id: merchantId, environment, status: 'enabled' }).select('id', 'events');
+}
+
 /** The enabled endpoints of the event's merchant and environment that receive it. */
 export async function endpointsFor(trx: Trx, event: Pick<EventRow, 'merchant_id' | 'environment' | 'type' | 'body'>): Promise<string[]> {
-  // in the event's multi-table transaction, on the hot path (a transition's fan-out): the knex builder, as below
-  const scope = trx('webhooks').where({ merchant_id: event.merchant_id, environment: event.environment, status: 'enabled' });
-  if (event.type === 'webhook.test') {
-    const rows: { id: string }[] = await scope.where({ id: String(event.body.data.object.webhook_id) }).select('id');
-    return rows.map((r) => r.id);
-  }
-  const rows: { id: string; events: string[] }[] = await scope.select('id', 'events');
-  return subscribedEndpoints(rows, event.type);
+  const endpoints = await enabledEndpoints(trx, event.merchant_id, event.environment);
+  if (event.type === 'webhook.test') return endpoints.filter((e) => e.id === String(event.body.data.object.webhook_id)).map((e) => e.id);
+  return subscribedEndpoints(endpoints, event.type);
 }
 
 /**

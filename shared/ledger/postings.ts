@@ -38,6 +38,12 @@ async function accountIds(trx: Trx, env: Environment, currency: Currency, refs: 
   return find();
 }
 
+/** The ids of a posting's accounts by accountKey, created on first use (the writer's credits: shared/operations/transition.ts). */
+export async function postingAccountIds(trx: Trx, posting: Posting): Promise<Map<string, number>> {
+  const p = normalise(posting);
+  return accountIds(trx, p.environment, p.currency, p.entries.map((e) => e.account));
+}
+
 /**
  * Posts once per (kind, referenceId): a second call for the same object is a no-op that
  * returns false, so a job that runs twice moves money once.

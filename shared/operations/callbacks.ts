@@ -71,7 +71,7 @@ export async function applyStoredCallback(
     const done = await applyCallbackInOneStatement(ctx, hinted, callbackId, log);
     if (done) return done;
   }
-  return transact({ db: ctx.db, queues: ctx.queues, clock: ctx.clock, log }, async (trx, outbox) => {
+  return transact({ db: ctx.db, outbox: ctx.outbox, clock: ctx.clock, log }, async (trx, outbox) => {
     // the general path of every callback: the knex builder, ~40 µs less CPU per query than the model
     const row = await trx('provider_callbacks').where({ id: callbackId }).forUpdate().first();
     if (!row) throw new Error(`callback ${callbackId} is not in the inbox`);

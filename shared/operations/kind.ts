@@ -9,6 +9,7 @@ import type { Provider, ProviderAccepted, ProviderObjectKind } from '../provider
 import type { QueueName } from '../queues/names';
 import type { Posting } from '../domain/ledger';
 import type { OperationRow } from '../db/rows';
+import { operationSql, type OperationSql } from '../db/sql/transitions';
 import { traceparentNow } from '../tracing/spans';
 import type { LedgerEffect, Machine, Trigger } from './machine';
 
@@ -89,15 +90,37 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
   atWindowEnd(row: R, answer: WindowAnswer): WindowVerdict;
   /** the object its events carry */
   eventObject(row: R): Record<string, unknown>;
-  /** writes the posting of a ledger effect */
-  post(trx: Trx, row: R, effect: LedgerEffect): Promise<void>;
   /**
    * The posting of a ledger effect as data, for a kind whose postings are one balanced posting
-   * each (a payment's credit): lets the kernel write a transition in one statement (oneStatement.ts).
+   * each (a payment's credit): a credit is written by the writer with the change itself.
    */
   posting?(row: R, effect: LedgerEffect): Posting;
+  /** writes the posting of a ledger effect, for a kind without `posting` (money out reverses what it took) */
+  post?(trx: Trx, row: R, effect: LedgerEffect): Promise<void>;
+  /** its statements (the writer's, shared/db/sql/transitions.ts), built with the kind (defineKind) */
+  sql: OperationSql;
   /** what a move changes beyond its own row (a refund's payment), in the same transaction, before the event */
   afterMove?(trx: Trx, outbox: OutboxWriter, row: R, to: S, at: number): Promise<void>;
+}
+
+/**
+ * A kind with its statements: its table's `columns` (shared/db/rows.ts), and the order its new
+ * rows are inserted in when a unique value other than the id could be shared by two batches.
+ */
+export function defineKind<R extends OperationRow, S extends string, P = Provider>(
+  spec: Omit<OperationKind<R, S, P>, 'sql'>,
+  columns: readonly string[],
+  insertOrder: readonly string[] = ['id'],
+): OperationKind<R, S, P> {
+  const tables = {
+    name: spec.name,
+    table: spec.model.tableName,
+    scope: spec.scope,
+    history: { table: spec.history.tableName, column: spec.history.column },
+    columns,
+    insertOrder: insertOrder.map((c) => `r.${c}`).join(', '),
+  };
+  return { ...spec, sql: operationSql(tables) };
 }
 
 /** The kernel's columns of a new operation: not sent yet, no outcome, version 1, its provider window from `now` (the process's clock). */

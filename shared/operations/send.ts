@@ -1,7 +1,5 @@
-import type { Model, PartialModelObject } from 'objection';
 import type { ServiceContext } from '../context';
-import { poolCoalescer } from '../db/coalescer';
-import { findOperations, recordSent, type SentRecord } from '../db/sql/transitions';
+import { findOperations } from '../db/sql/transitions';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
@@ -9,7 +7,7 @@ import type { ProviderAccepted } from '../providers/types';
 import type { WorkSource } from '../queues/redrive';
 import type { AcceptedStep, OperationKind, TriggerDetails } from './kind';
 import { decide, isOpen } from './machine';
-import { applyTrigger, changeOf, lockRow, type TriggerOutcome } from './transition';
+import { applyTrigger, changeOf, lockRow, operationWrite, writeAlone, writeColumns, type TriggerOutcome } from './transition';
 import type { OperationRow } from '../db/rows';
 
 /** `kept-open`: refused for a reason the client can correct (kind.correctable); still open and unsent. */
@@ -24,7 +22,7 @@ export type SendResult = 'sent' | 'already-sent' | 'not-open' | 'refused' | 'kep
  */
 export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, log: Logger): Promise<SendResult> {
   // the reads of concurrent jobs are one statement
-  const reads = poolCoalescer<string, R | undefined>(ctx.db, `find-${kind.name}`, (ids) => findOperations<R>(ctx.db, kind, ids));
+  const reads = ctx.batches.get(`find-${kind.name}`, (ids: string[]) => findOperations<R>(ctx.db, kind.sql, ids));
   const row = await reads.call(id);
   if (!row) {
     log.warn({ kind: kind.name, id }, 'send job for an unknown operation');
@@ -60,7 +58,7 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
   // a plain acceptance may take the one-statement path; one the kind reads more into (3-D Secure, a decline) is decided under the lock
   const plain = step.trigger === 'sent' && !step.patch && !step.details;
   const outcome =
-    (plain ? await recordSentInOneStatement(ctx, kind, row, providerRef, at) : undefined) ??
+    (plain ? await recordSentAlone(ctx, kind, row, providerRef, at) : undefined) ??
     (await apply(ctx, kind, id, step, { reason: 'provider-accepted', providerRef, ...step.details, at }, log));
   log.info({ kind: kind.name, id, provider: provider.id, outcome }, outcome === 'applied' ? 'sent to the provider' : 'already recorded as sent');
   return outcome === 'applied' ? 'sent' : 'already-sent';
@@ -68,23 +66,21 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
 
 /**
  * The provider's acceptance of an operation it does not move (a payment's push: `sent` is a
- * stay), in one statement: a compare-and-set on the status and version
- * the row was read with, still unsent. Undefined when it does not apply or the row changed
- * meanwhile: the general path below decides under the row lock.
+ * stay), without a lock: the writer's compare-and-set on the status and version the row was read
+ * with, still unsent, in the batch of concurrent pushes. Undefined when it does not apply or the
+ * row changed meanwhile: the locked path below decides.
  */
-async function recordSentInOneStatement<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, row: R, providerRef: string, at: number): Promise<TriggerOutcome | undefined> {
+async function recordSentAlone<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, row: R, providerRef: string, at: number): Promise<TriggerOutcome | undefined> {
   const d = decide(kind.machine, row.status, 'sent');
   if (d.kind !== 'stay') return undefined;
-  const sent = { ...row, ...changeOf(kind, row, d, 'sent', { reason: 'provider-accepted', providerRef, at }) } as unknown as R & { updated_at: Date };
-  // the pushes of concurrent jobs are recorded together
-  const sents = poolCoalescer<SentRecord, boolean>(ctx.db, `record-sent-${kind.name}`, (records) => recordSent(ctx.db, kind, records));
-  const written = await sents.call({ id: row.id, from: { status: row.status, version: row.version }, set: { sent_at: sent.sent_at!, provider_ref: sent.provider_ref, version: sent.version, updated_at: sent.updated_at } });
-  return written ? 'applied' : undefined;
+  const details = { reason: 'provider-accepted', providerRef, at };
+  const write = operationWrite(kind, row, d, 'sent', details, changeOf(kind, row, d, 'sent', details), { endpoints: [], posting: null });
+  return (await writeAlone(ctx, kind, write)) ? 'applied' : undefined;
 }
 
 /** Records the provider's acceptance under the row lock; a second run finds sent_at and changes nothing. */
 async function apply<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, step: AcceptedStep<R>, details: TriggerDetails, log: Logger): Promise<TriggerOutcome> {
-  return transact({ db: ctx.db, queues: ctx.queues, clock: ctx.clock, log }, async (trx, outbox) => {
+  return transact({ db: ctx.db, outbox: ctx.outbox, clock: ctx.clock, log }, async (trx, outbox) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked || locked.sent_at) return 'duplicate';
     // `sent` records sent_at itself; another trigger of the acceptance (3-D Secure, a decline) records it with its patch
@@ -95,15 +91,15 @@ async function apply<R extends OperationRow>(ctx: ServiceContext, kind: Operatio
 
 /** A refusal the client can correct: the row keeps its status and stays unsent; only the kind's columns change. */
 async function keepOpen<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, patch: Partial<R>, log: Logger): Promise<void> {
-  await transact({ db: ctx.db, queues: ctx.queues, clock: ctx.clock, log }, async (trx) => {
+  await transact({ db: ctx.db, outbox: ctx.outbox, clock: ctx.clock, log }, async (trx) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked || locked.sent_at || !isOpen(kind.machine, locked.status)) return;
-    await kind.model.query(trx).findById(id).patch({ ...patch, updated_at: new Date(ctx.clock.now()) } as PartialModelObject<Model & R>);
+    await writeColumns(trx, kind, [{ row: locked, patch: { ...patch, updated_at: new Date(ctx.clock.now()) } }]);
   });
 }
 
 async function refuse<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, details: TriggerDetails, log: Logger): Promise<void> {
-  const outcome = await transact({ db: ctx.db, queues: ctx.queues, clock: ctx.clock, log }, async (trx, outbox) => {
+  const outcome = await transact({ db: ctx.db, outbox: ctx.outbox, clock: ctx.clock, log }, async (trx, outbox) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked) return 'duplicate';
     return (await applyTrigger(trx, outbox, kind, locked, 'fail', details)).outcome;

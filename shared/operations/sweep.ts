@@ -5,7 +5,7 @@ import type { Logger } from '../logger';
 import type { OperationKind, WindowAnswer } from './kind';
 import { ATTENTION_AFTER_MS } from './attention';
 import { isOpen } from './machine';
-import { applyTrigger, findRow, lockRow } from './transition';
+import { applyTrigger, findRow, lockRow, writeColumns } from './transition';
 import type { OperationRow } from '../db/rows';
 
 /**
@@ -45,7 +45,7 @@ function hoursPastBound(row: OperationRow, t: number): number {
 async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any, any>): Promise<Claimed[]> {
   const now = new Date(ctx.clock.now());
   return ctx.db.transaction(async (trx) => {
-    const rows: { id: string; asked_at: Date | null }[] = await kind.model
+    const rows: OperationRow[] = await kind.model
       .query(trx)
       .where(kind.scope ?? {})
       .whereIn('status', kind.machine.open as string[])
@@ -59,8 +59,8 @@ async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any, any>)
       .limit(BATCH)
       .forUpdate()
       .skipLocked()
-      .select('id', 'asked_at');
-    if (rows.length) await kind.model.query(trx).whereIn('id', rows.map((r) => r.id)).patch({ asked_at: now, asks: raw('asks + 1') });
+      .select('id', 'merchant_id', 'environment', 'status', 'version', 'asked_at', 'asks');
+    await writeColumns(trx, kind, rows.map((row) => ({ row, patch: { asked_at: now, asks: row.asks + 1 } })));
     return rows.map((r) => ({ id: r.id, lastAsked: r.asked_at }));
   });
 }
@@ -79,7 +79,7 @@ async function ask(ctx: ServiceContext, kind: OperationKind<any, any, any>, row:
 async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, { id, lastAsked }: Claimed, log: Logger): Promise<string> {
   const row = await findRow(ctx.db, kind, id);
   if (!row || !isOpen(kind.machine, row.status)) return 'closed';
-  const deps = { db: ctx.db, queues: ctx.queues, clock: ctx.clock, log };
+  const deps = { db: ctx.db, outbox: ctx.outbox, clock: ctx.clock, log };
   if (!row.sent_at && kind.unsentAtWindowEnd === 'resend') {
     await transact(deps, (_trx, outbox) => outbox.add(kind.send.queue, kind.send.job, { [kind.send.idField]: id }));
     return 'resent';

@@ -1,18 +1,34 @@
+import { randomUUID } from 'node:crypto';
+import type { ServiceContext } from '../context';
 import type { Executor, Trx } from '../db/knex';
-import { updateWithHistory } from '../db/sql/statusChange';
-import { findOperation } from '../db/sql/transitions';
+import { findOperation, writeOperations, type CreditPosting, type OperationWrite } from '../db/sql/transitions';
 import type { OutboxWriter } from '../db/transact';
-import { emitEvent } from '../events/fanout';
+import { allowsNegative, assertBalanced, normalise, type Posting } from '../domain/ledger';
+import { DELIVER_JOB, deliverJob, deliveryRows, enabledEndpoints, subscribedEndpoints } from '../events/fanout';
+import { newEventRow, storedBody } from '../events/record';
+import { accountKey, onlyCredits, post, postingAccountIds } from '../ledger/postings';
+import { QUEUES } from '../queues/names';
+import { outboxMessage } from '../queues/outbox';
 import { decide, type Decision, type Trigger } from './machine';
 import type { OperationKind, TriggerDetails } from './kind';
 import type { OperationRow } from '../db/rows';
+import type { Logger } from '../logger';
 
 /**
- * The one place an operation changes after its creation. The caller holds the transaction and
- * the row's lock (lockRow); `decide` says what the trigger does, and the change, its history
- * row, what it changes beyond its row (afterMove), its event with its webhook deliveries and its
- * ledger posting are written together, in that order: the posting last, so that the merchant's
- * accounts it locks are held only until the commit.
+ * Every change of an operation, its creation included: `decide` (the machine, pure) says what a
+ * trigger does, `operationWrite` (pure) turns that into the writer's terms (the row's change,
+ * its history row, its event with its webhook deliveries and their outbox rows, its ledger
+ * credit), and the writer (shared/db/sql/transitions.ts) carries it out as a compare-and-set on
+ * the status and version the row was read with, in one statement. Two callers, one writer:
+ *
+ * - under the row's lock (`applyTrigger`), inside a flow's transaction: what changes beyond the
+ *   row (a refund's payment, `afterMove`) and a posting that takes from a merchant's balance
+ *   (which locks its accounts, shared/ledger/postings.ts) follow in that transaction, the
+ *   posting last, so that the accounts are held only until the commit;
+ * - without a lock (`writeAlone`), for what needs nothing else: a callback's move of a kind with
+ *   no afterMove and a credit-only posting, a push's acceptance, a payment's creation. The
+ *   writes of concurrent jobs and requests share one statement and one commit (the context's
+ *   batches); one refused because its row changed since it was read is decided again.
  */
 
 /** What applying a trigger did (also a stored callback's outcome). */
@@ -21,39 +37,32 @@ export type TriggerOutcome = 'applied' | 'duplicate' | 'ignored-late';
 export class IllegalTransition extends Error {}
 
 export async function findRow<R extends OperationRow>(db: Executor, kind: OperationKind<R, any, any>, id: string): Promise<R | undefined> {
-  return findOperation<R>(db, kind, id);
+  return findOperation<R>(db, kind.sql, id);
 }
 
 /**
- * Reads a row under SELECT ... FOR UPDATE: every change of an operation happens behind this lock.
- * It and the transition's writes below are part of the caller's multi-table transaction (the row,
- * its history, event and posting, a callback's inbox row) on the hot path (a push, a callback):
- * the knex builder on that transaction, not the models (about half their CPU per statement).
+ * Reads a row under SELECT ... FOR UPDATE: every change of an operation made beside others in a
+ * flow's transaction happens behind this lock.
  */
 export async function lockRow<R extends OperationRow>(trx: Trx, kind: OperationKind<R, any, any>, id: string): Promise<R | undefined> {
   return trx<R>(kind.model.tableName).where({ ...kind.scope, id } as any).forUpdate().first() as Promise<R | undefined>;
 }
+
+type Taken = Extract<Decision<string>, { kind: 'move' | 'stay' }>;
 
 /**
  * What a taken trigger writes on its row (pure): `patch`, then updated_at, the first
  * provider_ref, sent_at for `sent`; for a move the status, version, completed and failure; for a
  * stay the version when the object changes.
  */
-export function changeOf<R extends OperationRow>(
-  kind: OperationKind<R, any>,
-  row: R,
-  d: Extract<Decision<string>, { kind: 'move' | 'stay' }>,
-  trigger: Trigger,
-  details: TriggerDetails,
-  patch: Partial<R> = {},
-): Record<string, unknown> {
+export function changeOf<R extends OperationRow>(kind: OperationKind<R, any>, row: R, d: Taken, trigger: Trigger, details: TriggerDetails, patch: Partial<R> = {}): Record<string, unknown> {
   const change: Record<string, unknown> = { ...patch, updated_at: new Date(details.at) };
   const firstRef = details.providerRef && !row.provider_ref ? details.providerRef : null;
   if (firstRef) change.provider_ref = firstRef;
   if (trigger === 'sent') change.sent_at = new Date(details.at);
   if (d.kind === 'stay') {
     const changesObject = Object.keys(patch).length > 0 || (firstRef !== null && kind.providerRefVisible);
-    if (changesObject) change.version = row.version + 1;
+    change.version = changesObject ? row.version + 1 : row.version;
     return change;
   }
   change.status = d.to;
@@ -70,9 +79,126 @@ export function changeOf<R extends OperationRow>(
   return change;
 }
 
+/** The ids of the ledger accounts a credit posts to, by accountKey. */
+export type AccountIds = Map<string, number>;
+
+/** A credit posting with its accounts' ids; undefined when one of them does not exist yet. */
+export function creditPosting(p: Posting, ids: AccountIds): CreditPosting | undefined {
+  const n = normalise(p);
+  assertBalanced(n);
+  if (n.entries.some((e) => !ids.has(accountKey(e.account)))) return undefined;
+  return {
+    id: randomUUID(),
+    kind: n.kind,
+    referenceId: n.referenceId,
+    merchantId: n.merchantId,
+    currency: n.currency,
+    entries: n.entries.map((e) => ({ account_id: ids.get(accountKey(e.account))!, amount: e.amount, unfolded: !allowsNegative(e.account) })),
+  };
+}
+
+/** What the writer needs beside the decision: the merchant's enabled endpoints, the credit with its accounts, the callback. */
+export interface WriteInputs {
+  endpoints: { id: string; events: string[] }[];
+  posting: CreditPosting | null;
+  callbackId?: string | null;
+}
+
+/** A taken trigger in the writer's terms (pure); `change` is its changeOf. */
+export function operationWrite<R extends OperationRow>(
+  kind: OperationKind<R, any, any>,
+  row: R,
+  d: Taken,
+  trigger: Trigger,
+  details: TriggerDetails,
+  change: Record<string, unknown>,
+  inputs: WriteInputs,
+): OperationWrite {
+  const updated = { ...row, ...change } as R;
+  const event =
+    d.kind === 'move' && d.event
+      ? newEventRow({ merchantId: row.merchant_id, environment: row.environment, type: d.event, objectId: row.id, objectVersion: updated.version, object: kind.eventObject(updated), at: details.at })
+      : null;
+  const deliveries = event ? deliveryRows(event, subscribedEndpoints(inputs.endpoints, event.type), event.created) : [];
+  return {
+    id: row.id,
+    from: { status: row.status, version: row.version },
+    // the provider's acceptance is recorded once
+    unsent: trigger === 'sent',
+    patch: change,
+    history: d.kind === 'move' ? { to: d.to, reason: d.correction ?? details.reason } : null,
+    callbackId: inputs.callbackId ?? null,
+    merchantId: row.merchant_id,
+    environment: row.environment,
+    event: event && { id: event.id, type: event.type, created: event.created, body: storedBody(event) },
+    deliveries,
+    outbox: deliveries.map((del) => outboxMessage(QUEUES.webhookSender, DELIVER_JOB, deliverJob(del))),
+    posting: inputs.posting,
+  };
+}
+
+/** A new row of `kind` in the writer's terms: its history row `created`, and the jobs that follow it. */
+export function creationWrite<R extends OperationRow>(row: R, outbox: OperationWrite['outbox'], key: OperationWrite['key'] = null): OperationWrite {
+  return { id: row.id, from: null, patch: row as unknown as Record<string, unknown>, history: { to: row.status, reason: 'created' }, key, merchantId: row.merchant_id, environment: row.environment, event: null, deliveries: [], outbox, posting: null };
+}
+
 /**
- * Applies `trigger` to a locked row. `patch` carries what the trigger changes besides the status
- * (a payment's amount_refunded); it is written whenever the trigger is taken.
+ * Columns written beside the machine (an ask's stamp, a posted card token, a correctable
+ * refusal's columns, a 3-D Secure return's window): no move, no history, no event, the version
+ * kept; each the writer's compare-and-set on the row as it was read. Returns whether each was written.
+ */
+export async function writeColumns<R extends OperationRow>(db: Executor, kind: OperationKind<R, any, any>, changes: { row: R; patch: Partial<R> }[]): Promise<boolean[]> {
+  if (changes.length === 0) return [];
+  return writeOperations(
+    db,
+    kind.sql,
+    changes.map(({ row, patch }) => ({
+      id: row.id,
+      from: { status: row.status, version: row.version },
+      patch: patch as Record<string, unknown>,
+      history: null,
+      merchantId: row.merchant_id,
+      environment: row.environment,
+      event: null,
+      deliveries: [],
+      outbox: [],
+      posting: null,
+    })),
+  );
+}
+
+/** Creates a row of `kind` in the caller's transaction, with the jobs that follow it (enqueued once it commits). */
+export async function createRow<R extends OperationRow>(trx: Trx, outbox: OutboxWriter, kind: OperationKind<R, any, any>, row: R, jobs: OperationWrite['outbox']): Promise<void> {
+  await writeOperations(trx, kind.sql, [creationWrite(row, jobs)]);
+  outbox.written(jobs);
+}
+
+/**
+ * Writes without a lock, in the batch of whatever runs beside it (one statement, one commit).
+ * If Postgres refuses the batch (one payment's reference already used, one key twice), nothing
+ * was written and each write runs alone, so each gets its own answer. Resolves whether the write
+ * was written (false: its compare-and-set found the row changed, or its key was held).
+ */
+export async function writeAlone(ctx: Pick<ServiceContext, 'db' | 'batches'> & { log?: Logger }, kind: OperationKind<any, any, any>, write: OperationWrite): Promise<boolean> {
+  const batch = ctx.batches.get(`write-${kind.name}`, async (ws: OperationWrite[]): Promise<PromiseSettledResult<boolean>[]> => {
+    if (ws.length > 1) {
+      try {
+        return (await writeOperations(ctx.db, kind.sql, ws)).map((value) => ({ status: 'fulfilled', value }));
+      } catch (err) {
+        ctx.log?.warn({ kind: kind.name, count: ws.length, code: (err as { code?: string }).code, err: { message: (err as Error).message } }, 'writes batched together refused; each is written alone');
+      }
+    }
+    return Promise.all(ws.map((w) => writeOperations(ctx.db, kind.sql, [w]).then(([value]): PromiseSettledResult<boolean> => ({ status: 'fulfilled', value }), (reason): PromiseSettledResult<boolean> => ({ status: 'rejected', reason }))));
+  });
+  const result = await batch.call(write);
+  if (result.status === 'rejected') throw result.reason;
+  return result.value;
+}
+
+/**
+ * Applies `trigger` to a row locked by the caller, in its transaction. `patch` carries what the
+ * trigger changes besides the status (a payment's amount_refunded); it is written whenever the
+ * trigger is taken.
  */
 export async function applyTrigger<R extends OperationRow>(
   trx: Trx,
@@ -89,25 +215,18 @@ export async function applyTrigger<R extends OperationRow>(
   if (d.kind === 'late') return { outcome: 'ignored-late', row };
 
   const change = changeOf(kind, row, d, trigger, details, patch);
-  if (d.kind === 'stay') {
-    // in the caller's multi-table transaction, on the hot path (a push): the knex builder (see lockRow)
-    const [updated] = await trx(kind.model.tableName).where({ id: row.id }).update(change).returning('*');
-    return { outcome: 'applied', row: updated as R };
-  }
-  const reason = d.correction ?? details.reason;
-  const updated = await updateWithHistory<R>(trx, kind.model.tableName, row.id, change, { table: kind.history.tableName, column: kind.history.column, from: row.status, to: d.to, reason });
-  if (kind.afterMove) await kind.afterMove(trx, outbox, updated, d.to, details.at);
-  if (d.event) {
-    await emitEvent(trx, outbox, {
-      merchantId: row.merchant_id,
-      environment: row.environment,
-      type: d.event,
-      objectId: row.id,
-      objectVersion: updated.version,
-      object: kind.eventObject(updated),
-      at: details.at,
-    });
-  }
-  if (d.effect) await kind.post(trx, updated, d.effect);
+  const updated = { ...row, ...change } as R;
+  const effect = d.kind === 'move' ? d.effect : null;
+  const credit = effect && kind.posting ? kind.posting(updated, effect) : undefined;
+  const posting = credit && onlyCredits(normalise(credit)) ? creditPosting(credit, await postingAccountIds(trx, credit)) : undefined;
+  const eventType = d.kind === 'move' ? d.event : null;
+  const endpoints = eventType ? await enabledEndpoints(trx, row.merchant_id, row.environment) : [];
+  const write = operationWrite(kind, row, d, trigger, details, change, { endpoints, posting: posting ?? null });
+  const [written] = await writeOperations(trx, kind.sql, [write]);
+  if (!written) throw new Error(`${kind.name} ${row.id} changed under its lock`);
+  outbox.written(write.outbox);
+  if (d.kind === 'move' && kind.afterMove) await kind.afterMove(trx, outbox, updated, d.to, details.at);
+  // a posting that takes from a merchant's balance locks its accounts: last, held until the commit
+  if (effect && !posting) await (credit ? post(trx, credit) : kind.post!(trx, updated, effect));
   return { outcome: 'applied', row: updated };
 }

@@ -1,11 +1,7 @@
 import type { Caller } from '../domain/caller';
-import type { Clock } from '../clock';
 import type { Config } from '../config';
 import { isUniqueViolation } from '../db/errors';
-import { insertPaymentsWithKeys, insertPaymentWithKey, type NewPayment } from '../db/sql/payments';
-import { poolCoalescer } from '../db/coalescer';
-import type { Executor } from '../db/knex';
-import type { Logger } from '../logger';
+import type { Batches } from '../db/coalescer';
 import type { TransactDeps } from '../db/transact';
 import { FeeError, splitFees } from '../domain/fees';
 import { newId } from '../domain/ids';
@@ -14,15 +10,17 @@ import { refuseIfClosed } from '../availability/closures';
 import { BadRequest, Conflict, Unauthenticated, Unprocessable, ValidationFailed } from '../errors';
 import { providerIdFor } from '../providers/registry';
 import { cardAcquirerIdFor } from '../providers/cardAcquirer';
-import { CARD_CHECKOUT_WINDOW_MS } from '../cards/kind';
 import { QUEUES } from '../queues/names';
-import { outboxMessage, publishOutbox, type OutboxMessage } from '../queues/outbox';
+import { outboxMessage, type OutboxMessage } from '../queues/outbox';
 import type { CreatePaymentInput } from './schemas';
 import { termsCacheFor, type MerchantTerms } from './terms';
 import { paymentView, type PaymentView } from './view';
-import { IdempotencyKeyHeld, takeKeyValues, type IdempotentWrite } from '../idempotency';
+import { IdempotencyKeyHeld, keyRow, type IdempotentWrite } from '../idempotency';
 import type { PaymentRow } from '../db/rows';
 import { newOperationFields } from '../operations/kind';
+import { creationWrite, writeAlone } from '../operations/transition';
+import { paymentKind } from './kind';
+import { CARD_CHECKOUT_WINDOW_MS, cardPaymentKind } from '../cards/kind';
 
 
 /**
@@ -99,16 +97,15 @@ function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Con
 /**
  * POST /v1/payments. The idempotency key with its answer (the payment as `key` encodes it), the
  * payment, its first status change and (mobile money) the outbox row of its push are written by
- * one statement (shared/db/sql/payments.ts): the key in the route's own transaction
- * (shared/idempotency.ts), in one round trip, the leanest form of the outbox rule
- * (shared/db/transact.ts does the same in several statements). If the key is held by another
- * request (a duplicate waits for that request's statement, then finds it), nothing is written
- * (IdempotencyKeyHeld). The POSTs of concurrent requests share that statement and its commit
- * (insertPaymentsWithKeys), each row still written only if its own key was taken.
- * The push job is enqueued after commit; if that fails, the outbox-relay enqueues it.
+ * the kernel's writer in one statement, in the batch of concurrent POSTs (transition.ts
+ * `writeAlone`): the key in the route's own transaction (shared/idempotency.ts), in one round
+ * trip, each row written only if its own key was taken. If the key is held by another request (a
+ * duplicate waits for that request's statement, then finds it), nothing is written
+ * (IdempotencyKeyHeld). The push job is enqueued after commit; if that fails, the outbox-relay
+ * enqueues it.
  */
 export async function createPayment(
-  deps: TransactDeps & { config: Config; clock?: Clock },
+  deps: TransactDeps & { config: Config; batches: Batches },
   caller: Caller,
   input: CreatePaymentInput,
   key: IdempotentWrite<PaymentView>,
@@ -119,13 +116,11 @@ export async function createPayment(
   const row = buildPayment(input, terms, caller, deps.config, deps.clock.now());
   if (row.operator) await refuseIfClosed(db, row.operator, 'collection');
   const view = paymentView(row, deps.config.baseUrl);
-  const push: OutboxMessage | null =
-    row.method === 'mobile_money' ? outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId }) : null;
+  const push: OutboxMessage[] = row.method === 'mobile_money' ? [outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId })] : [];
+  const kind = row.method === 'mobile_money' ? paymentKind : cardPaymentKind;
   let created: boolean;
   try {
-    const write: NewPayment = { keyValues: takeKeyValues(key, key.encode(view)), row, push };
-    // the POSTs of concurrent requests share one statement and one commit
-    created = written(await poolCoalescer(db, 'create-payment', (writes: Write[]) => writeTogether(db, writes)).call({ ...write, log: deps.log }));
+    created = await writeAlone({ db, batches: deps.batches, log: deps.log }, kind, creationWrite(row, push, keyRow(key, key.encode(view))));
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
       throw new Conflict('reference-conflict', 'This reference is already used by another payment of this merchant', { param: 'reference' });
@@ -133,33 +128,6 @@ export async function createPayment(
     throw err;
   }
   if (!created) throw new IdempotencyKeyHeld();
-  if (push) await publishOutbox(db, deps.queues, [push], deps.log);
+  await deps.outbox.publish(push, deps.log);
   return view;
-}
-
-const writeAlone = (db: Executor, w: NewPayment) => insertPaymentWithKey(db, w.keyValues, w.row, w.push);
-
-/** A POST's writes with its request's logger. */
-type Write = NewPayment & { log?: Logger };
-
-/**
- * The writes of concurrent POSTs in one statement. If Postgres refuses it (one payment's
- * reference already used, one key twice), nothing was written and each runs alone, so each gets
- * its own answer; an error of one is handed to its own caller.
- */
-async function writeTogether(db: Executor, writes: Write[]): Promise<PromiseSettledResult<boolean>[]> {
-  if (writes.length > 1) {
-    try {
-      return (await insertPaymentsWithKeys(db, writes)).map((value) => ({ status: 'fulfilled', value }));
-    } catch (err) {
-      // each alone, below; a refusal that comes often (not the odd reused reference) is worth a look
-      writes[0].log?.warn({ count: writes.length, code: (err as { code?: string }).code, err: { message: (err as Error).message } }, 'payments created together (this request among them) refused; each is written alone');
-    }
-  }
-  return Promise.allSettled(writes.map((w) => writeAlone(db, w)));
-}
-
-function written(result: PromiseSettledResult<boolean>): boolean {
-  if (result.status === 'rejected') throw result.reason;
-  return result.value;
 }

@@ -1,11 +1,10 @@
 import { paymentCredit } from '../domain/ledger';
-import { post } from '../ledger/postings';
-import type { OperationKind } from '../operations/kind';
+import { defineKind, type OperationKind } from '../operations/kind';
 import { paymentMachine } from '../operations/machines';
 import { QUEUES } from '../queues/names';
 import { Payment, PaymentStatusChange } from '../db/models';
 import { paymentEventObject } from './view';
-import type { PaymentRow } from '../db/rows';
+import { PAYMENT_COLUMNS, type PaymentRow } from '../db/rows';
 import type { PaymentStatus } from '../vocabulary';
 
 const credit = (p: PaymentRow) =>
@@ -20,7 +19,7 @@ const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } a
  * it over (failed, cancelled, expired) or unknown to it; while the provider still reports it
  * pending, or cannot be reached, it is asked again (decisions.md "Faults").
  */
-export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'reported' | 'unsentAtWindowEnd' | 'atWindowEnd' | 'eventObject' | 'posting' | 'post'> = {
+export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'reported' | 'unsentAtWindowEnd' | 'atWindowEnd' | 'eventObject' | 'posting'> = {
   reported: (status) => REPORTED[status],
   unsentAtWindowEnd: 'ask',
   atWindowEnd(_p, answer) {
@@ -46,9 +45,6 @@ export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'report
   eventObject: paymentEventObject,
   // a payment's one ledger effect is its credit
   posting: credit,
-  async post(trx, p) {
-    await post(trx, credit(p));
-  },
 };
 
 /**
@@ -56,16 +52,21 @@ export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'report
  * the provider-push pool, never after its window has ended. Card payments share the table and
  * are their own kind (shared/cards/kind.ts).
  */
-export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = {
-  name: 'payment',
-  model: Payment,
-  scope: { method: 'mobile_money' },
-  history: PaymentStatusChange,
-  machine: paymentMachine,
-  send: { queue: QUEUES.providerPush, job: 'push', idField: 'paymentId' },
-  providerRefVisible: true,
-  // a push after the window would prompt a client for a payment about to be cancelled
-  sendable: (p, now) => p.method === 'mobile_money' && p.window_ends_at.getTime() > now,
-  request: (provider, p) => provider.push({ paymentId: p.id, amount: p.amount_charged, currency: p.currency, msisdn: p.phone!, description: p.description }),
-  ...collectionPolicy,
-};
+export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = defineKind<PaymentRow, PaymentStatus>(
+  {
+    name: 'payment',
+    model: Payment,
+    scope: { method: 'mobile_money' },
+    history: PaymentStatusChange,
+    machine: paymentMachine,
+    send: { queue: QUEUES.providerPush, job: 'push', idField: 'paymentId' },
+    providerRefVisible: true,
+    // a push after the window would prompt a client for a payment about to be cancelled
+    sendable: (p, now) => p.method === 'mobile_money' && p.window_ends_at.getTime() > now,
+    request: (provider, p) => provider.push({ paymentId: p.id, amount: p.amount_charged, currency: p.currency, msisdn: p.phone!, description: p.description }),
+    ...collectionPolicy,
+  },
+  PAYMENT_COLUMNS,
+  // two batches of new payments that share a reference wait for each other instead of deadlocking
+  ['merchant_id', 'environment', 'reference'],
+);

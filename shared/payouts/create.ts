@@ -14,7 +14,10 @@ import { providerIdFor } from '../providers/registry';
 import { newOperationFields } from '../operations/kind';
 import { QUEUES } from '../queues/names';
 import type { PayoutInput } from './schemas';
-import { Merchant, Payout, PayoutStatusChange } from '../db/models';
+import { Merchant } from '../db/models';
+import { createRow } from '../operations/transition';
+import { outboxMessage } from '../queues/outbox';
+import { payoutKind } from './kind';
 import { payoutView, type PayoutObject } from './view';
 import type { PayoutRow } from '../db/rows';
 
@@ -55,9 +58,7 @@ export async function createPayout(deps: TransactDeps & { providerWindowMs: numb
         created: Math.floor(now / 1000),
         ...newOperationFields(deps.providerWindowMs, now),
       };
-      await Payout.query(trx).insert(payout);
-      await PayoutStatusChange.query(trx).insert({ payout_id: payout.id, from_status: null, to_status: 'pending', reason: 'created' });
-      await outbox.add(QUEUES.payout, 'send-payout', { payoutId: payout.id, requestId });
+      await createRow(trx, outbox, payoutKind, payout, [outboxMessage(QUEUES.payout, 'send-payout', { payoutId: payout.id, requestId })]);
       // last, so the merchant's accounts stay locked only until the commit; 422 insufficient-balance undoes the rest
       await post(trx, outgoingDebit('payout', { referenceId: payout.id, merchantId: viewer.merchantId, environment: viewer.environment, currency: payout.currency, amount: payout.amount, fee }));
       return payoutView(payout);

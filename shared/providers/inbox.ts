@@ -3,9 +3,9 @@ import { InboxCallback } from '../db/models';
 import type { TransactDeps } from '../db/transact';
 import { QUEUES } from '../queues/names';
 import type { Logger } from '../logger';
-import { outboxMessage, publishOutbox, type OutboxMessage } from '../queues/outbox';
+import { outboxMessage, type OutboxMessage } from '../queues/outbox';
 import type { WorkSource } from '../queues/redrive';
-import { poolCoalescer } from '../db/coalescer';
+import type { Batches } from '../db/coalescer';
 import { insertCallbacksWithJobs, type InboxRow } from '../db/sql/callbacks';
 import type { ProviderBase, ProviderCallback } from './types';
 import { traceparentNow } from '../tracing/spans';
@@ -67,24 +67,20 @@ function jobsFor(arrivals: Arrival[]): OutboxMessage[] {
  * concurrent requests share that statement, its commit and their jobs (one per kind).
  */
 export async function storeCallback(
-  deps: TransactDeps,
+  deps: TransactDeps & { batches: Batches },
   provider: ProviderBase,
   raw: Buffer,
   parsed: ProviderCallback,
   requestId?: string,
 ): Promise<string> {
-  const { db, queues } = deps;
+  const { db, outbox } = deps;
   const id = randomUUID();
-  const store = poolCoalescer<Arrival, void>(
-    db,
-    'store-callbacks',
-    async (arrivals) => {
-      const jobs = jobsFor(arrivals);
-      await insertCallbacksWithJobs(db, arrivals.map((a) => a.row), jobs);
-      await publishOutbox(db, queues, jobs, arrivals[0].log);
-      return arrivals.map(() => undefined);
-    },
-  );
+  const store = deps.batches.get('store-callbacks', async (arrivals: Arrival[]) => {
+    const jobs = jobsFor(arrivals);
+    await insertCallbacksWithJobs(db, arrivals.map((a) => a.row), jobs);
+    await outbox.publish(jobs, arrivals[0].log);
+    return arrivals.map(() => undefined);
+  });
   await store.call({
     row: {
       id,

@@ -3,10 +3,12 @@ import { OutboxRow } from '../db/models';
 import { markOutboxEnqueued } from '../db/sql/outbox';
 import { randomUUID } from 'node:crypto';
 import type { Executor, Db } from '../db/knex';
-import { poolCoalescer, type Coalescer } from '../db/coalescer';
+import { Coalescer } from '../db/coalescer';
+import { insertOutbox } from '../db/sql/transitions';
 import { inBatches } from './batch';
 import type { QueueRegistry } from './registry';
 import type { JobData, QueueName } from './names';
+import type { OutboxMessage } from '../db/rows';
 import type { Logger } from '../logger';
 import { withTimeout } from '../timeout';
 import { traceparentNow } from '../tracing/spans';
@@ -18,18 +20,7 @@ import { traceparentNow } from '../tracing/spans';
  * commit, and no committed change loses its job.
  */
 
-export interface OutboxMessage {
-  id: string;
-  queue: QueueName;
-  job_name: string;
-  payload: JobData;
-  delay_ms: number;
-  /**
-   * The trace context of the span that wrote the row (W3C traceparent; null with traces off):
-   * its job, enqueued now or by the relay later, continues that trace (shared/tracing).
-   */
-  traceparent: string | null;
-}
+export type { OutboxMessage };
 
 /**
  * A new outbox message (not yet written). Its trace context is the caller's active span: made
@@ -44,16 +35,10 @@ export function outboxJobData(msg: Pick<OutboxMessage, 'payload' | 'traceparent'
   return msg.traceparent ? { ...msg.payload, traceparent: msg.traceparent } : msg.payload;
 }
 
-export async function writeOutbox(
-  trx: Executor,
-  queue: QueueName,
-  jobName: string,
-  payload: JobData,
-  delayMs = 0,
-): Promise<OutboxMessage> {
+/** Writes a new message in the caller's transaction (shared/db/transact.ts's OutboxWriter). */
+export async function writeOutbox(trx: Executor, queue: QueueName, jobName: string, payload: JobData, delayMs = 0): Promise<OutboxMessage> {
   const msg = outboxMessage(queue, jobName, payload, delayMs);
-  // every flow's jobs pass here (callbacks included): the knex builder, ~40 µs less CPU than the model
-  await trx('outbox').insert({ ...msg, payload: JSON.stringify(msg.payload) });
+  await insertOutbox(trx, [msg]);
   return msg;
 }
 
@@ -77,73 +62,67 @@ async function enqueueMany(queues: QueueRegistry, msgs: OutboxMessage[]): Promis
   );
 }
 
-/**
- * The publications of concurrent callers (requests, jobs) of one registry share one pipeline per
- * queue (shared/db/coalescer.ts: at once when Redis is idle, together when it is busy).
- */
-function publisher(queues: QueueRegistry): Coalescer<OutboxMessage[], void> {
-  return poolCoalescer<OutboxMessage[], void>(
-    queues,
-    'outbox-publish',
-    async (publications) => {
-      await enqueueMany(queues, publications.flat());
-      return publications.map(() => undefined);
-    },
-  );
-}
-
 const PUBLISH_TIMEOUT_MS = 2000;
-
-/**
- * Enqueues messages just committed and marks them; a failure (Redis down) is logged and left to
- * the relay, so the caller's answer never depends on Redis being up.
- */
-export async function publishOutbox(db: Db, queues: QueueRegistry, msgs: OutboxMessage[], log?: Logger): Promise<void> {
-  if (msgs.length === 0) return;
-  try {
-    if (!queues.isReady()) throw new Error('redis is not connected');
-    await withTimeout(publisher(queues).call(msgs), PUBLISH_TIMEOUT_MS);
-    markEnqueued(db, msgs.map((m) => m.id), log);
-  } catch (err) {
-    log?.warn({ err, outbox: msgs.map((m) => m.id) }, 'outbox publish deferred to the relay');
-  }
-}
-
 /** How long rows published after commit wait to be marked enqueued together (inside the relay's 1 s grace). */
 const MARK_BATCH_MS = 100;
 const MARK_BATCH_MAX = 500;
-const batchedMarks = new Map<Db, { ids: string[]; timer: NodeJS.Timeout; log?: Logger }>();
 
 /**
- * Marks published rows as enqueued, in batches: one UPDATE every MARK_BATCH_MS (or per
- * MARK_BATCH_MAX rows), not one per request. A mark that comes late or is lost (crash) only lets
- * the relay enqueue the row again under the same job id, and every job is safe to run twice.
+ * The process's publisher of committed outbox rows (one per service context, which closes it).
+ * The publications of concurrent callers (requests, jobs) share one pipeline per queue
+ * (shared/db/coalescer.ts: at once when Redis is idle, together when it is busy), and the rows
+ * are marked enqueued in batches: one UPDATE every MARK_BATCH_MS (or per MARK_BATCH_MAX rows),
+ * not one per request. A mark that comes late or is lost (crash) only lets the relay enqueue the
+ * row again under the same job id, and every job is safe to run twice.
  */
-function markEnqueued(db: Db, ids: string[], log?: Logger): void {
-  let batch = batchedMarks.get(db);
-  if (!batch) {
-    batch = { ids: [], timer: setTimeout(() => void flushMarks(db), MARK_BATCH_MS), log };
-    batchedMarks.set(db, batch);
-  }
-  batch.ids.push(...ids);
-  if (batch.ids.length >= MARK_BATCH_MAX) void flushMarks(db);
-}
+export class OutboxPublisher {
+  private readonly enqueues: Coalescer<OutboxMessage[], void>;
+  private marks: { ids: string[]; timer: NodeJS.Timeout } | undefined;
 
-async function flushMarks(db: Db): Promise<void> {
-  const batch = batchedMarks.get(db);
-  if (!batch) return;
-  batchedMarks.delete(db);
-  clearTimeout(batch.timer);
-  try {
-    await markOutboxEnqueued(db, batch.ids);
-  } catch (err) {
-    batch.log?.warn({ err: { message: (err as Error).message }, count: batch.ids.length }, 'outbox marks lost; the relay will enqueue those rows again');
+  constructor(
+    private readonly db: Db,
+    readonly queues: QueueRegistry,
+    private readonly log: Logger,
+  ) {
+    this.enqueues = new Coalescer(async (publications: OutboxMessage[][]) => {
+      await enqueueMany(queues, publications.flat());
+      return publications.map((): void => undefined);
+    });
   }
-}
 
-/** Writes the batched marks of `db` now (on shutdown, before its pool closes). */
-export async function flushOutboxMarks(db: Db): Promise<void> {
-  await flushMarks(db);
+  /**
+   * Enqueues messages just committed and marks them; a failure (Redis down) is logged and left
+   * to the relay, so the caller's answer never depends on Redis being up.
+   */
+  async publish(msgs: OutboxMessage[], log: Logger = this.log): Promise<void> {
+    if (msgs.length === 0) return;
+    try {
+      if (!this.queues.isReady()) throw new Error('redis is not connected');
+      await withTimeout(this.enqueues.call(msgs), PUBLISH_TIMEOUT_MS);
+      this.markEnqueued(msgs.map((m) => m.id));
+    } catch (err) {
+      log.warn({ err, outbox: msgs.map((m) => m.id) }, 'outbox publish deferred to the relay');
+    }
+  }
+
+  private markEnqueued(ids: string[]): void {
+    this.marks ??= { ids: [], timer: setTimeout(() => void this.flushMarks(), MARK_BATCH_MS) };
+    this.marks.ids.push(...ids);
+    if (this.marks.ids.length >= MARK_BATCH_MAX) void this.flushMarks();
+  }
+
+  /** Writes the batched marks now (on close, before the pool closes). */
+  async flushMarks(): Promise<void> {
+    const batch = this.marks;
+    if (!batch) return;
+    this.marks = undefined;
+    clearTimeout(batch.timer);
+    try {
+      await markOutboxEnqueued(this.db, batch.ids);
+    } catch (err) {
+      this.log.warn({ err: { message: (err as Error).message }, count: batch.ids.length }, 'outbox marks lost; the relay will enqueue those rows again');
+    }
+  }
 }
 
 /**

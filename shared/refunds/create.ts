@@ -8,11 +8,12 @@ import { refundAmount, refundTrigger } from '../domain/refund';
 import { NotFound } from '../errors';
 import { post } from '../ledger/postings';
 import { newOperationFields } from '../operations/kind';
-import { applyTrigger, lockRow } from '../operations/transition';
+import { applyTrigger, createRow, lockRow } from '../operations/transition';
+import { outboxMessage } from '../queues/outbox';
+import { refundKind } from './kind';
 import { paymentKind } from '../payments/kind';
 import { cardPaymentKind } from '../cards/kind';
 import { QUEUES } from '../queues/names';
-import { Refund, RefundStatusChange } from '../db/models';
 import { refundView, type RefundObject } from './view';
 import type { RefundRow } from '../db/rows';
 
@@ -54,11 +55,9 @@ export async function createRefund(deps: TransactDeps & { providerWindowMs: numb
       created: Math.floor(now / 1000),
       ...newOperationFields(deps.providerWindowMs, now),
     };
-    await Refund.query(trx).insert(refund);
-    await RefundStatusChange.query(trx).insert({ refund_id: refund.id, from_status: null, to_status: 'pending', reason: 'created' });
+    await createRow(trx, outbox, refundKind, refund, [outboxMessage(QUEUES.refund, 'send-refund', { refundId: refund.id, requestId })]);
     const refunded = payment.amount_refunded + amount;
     await applyTrigger(trx, outbox, paymentKind, payment, refundTrigger(payment.amount_charged, refunded), { reason: `refund ${refund.id} created`, at: now }, { amount_refunded: refunded });
-    await outbox.add(QUEUES.refund, 'send-refund', { refundId: refund.id, requestId });
     // last, so the merchant's accounts stay locked only until the commit; 422 insufficient-balance undoes the rest
     await post(trx, outgoingDebit('refund', { referenceId: refund.id, merchantId: viewer.merchantId, environment: viewer.environment, currency: refund.currency, amount }));
     return refundView(refund);

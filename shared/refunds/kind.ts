@@ -1,4 +1,4 @@
-import type { OperationKind } from '../operations/kind';
+import { defineKind, type OperationKind } from '../operations/kind';
 import { refundMachine } from '../operations/machines';
 import { moneyOutPolicy } from '../operations/moneyOut';
 import { applyTrigger, findRow, lockRow } from '../operations/transition';
@@ -6,7 +6,7 @@ import { paymentKind } from '../payments/kind';
 import { QUEUES } from '../queues/names';
 import { Refund, RefundStatusChange } from '../db/models';
 import { refundView } from './view';
-import type { RefundRow } from '../db/rows';
+import { REFUND_COLUMNS, type RefundRow } from '../db/rows';
 import type { RefundStatus } from '../vocabulary';
 
 /**
@@ -16,23 +16,26 @@ import type { RefundStatus } from '../vocabulary';
  * then payment, then ledger accounts (creation takes payment, then accounts), so the flows never
  * wait on each other in a circle.
  */
-export const refundKind: OperationKind<RefundRow, RefundStatus> = {
-  name: 'refund',
-  model: Refund,
-  history: RefundStatusChange,
-  machine: refundMachine,
-  send: { queue: QUEUES.refund, job: 'send-refund', idField: 'refundId' },
-  providerRefVisible: false,
-  sendable: () => true,
-  async request(provider, r, db) {
-    const payment = (await findRow(db, paymentKind, r.payment_id))!;
-    return provider.refund({ refundId: r.id, paymentId: payment.id, paymentProviderRef: payment.provider_ref, amount: r.amount, currency: r.currency, msisdn: r.phone });
+export const refundKind: OperationKind<RefundRow, RefundStatus> = defineKind<RefundRow, RefundStatus>(
+  {
+    name: 'refund',
+    model: Refund,
+    history: RefundStatusChange,
+    machine: refundMachine,
+    send: { queue: QUEUES.refund, job: 'send-refund', idField: 'refundId' },
+    providerRefVisible: false,
+    sendable: () => true,
+    async request(provider, r, db) {
+      const payment = (await findRow(db, paymentKind, r.payment_id))!;
+      return provider.refund({ refundId: r.id, paymentId: payment.id, paymentProviderRef: payment.provider_ref, amount: r.amount, currency: r.currency, msisdn: r.phone });
+    },
+    ...moneyOutPolicy<RefundRow>('refund'),
+    eventObject: refundView,
+    async afterMove(trx, outbox, r, to, at) {
+      if (to !== 'failed') return;
+      const payment = (await lockRow(trx, paymentKind, r.payment_id))!;
+      await applyTrigger(trx, outbox, paymentKind, payment, 'refund_reopened', { reason: `refund ${r.id} failed`, at }, { amount_refunded: payment.amount_refunded - r.amount });
+    },
   },
-  ...moneyOutPolicy<RefundRow>('refund'),
-  eventObject: refundView,
-  async afterMove(trx, outbox, r, to, at) {
-    if (to !== 'failed') return;
-    const payment = (await lockRow(trx, paymentKind, r.payment_id))!;
-    await applyTrigger(trx, outbox, paymentKind, payment, 'refund_reopened', { reason: `refund ${r.id} failed`, at }, { amount_refunded: payment.amount_refunded - r.amount });
-  },
-};
+  REFUND_COLUMNS,
+);

@@ -64,7 +64,7 @@ describe('amounts beyond the safe integers', () => {
     const ghost = newId('merchant');
     await credit(ghost, 500);
     const tomorrow = Math.floor(Date.now() / 1000) + 86_400;
-    const made = await settle({ db: db(), queues: env.services.queues, clock: env.services.clock, log: env.services.log }, { now: tomorrow });
+    const made = await settle({ db: db(), outbox: env.services.outbox, clock: env.services.clock, log: env.services.log }, { now: tomorrow });
     expect(made).to.have.length(2);
     const rows = await db()('settlements').select('merchant_id', 'id', db().raw('gross::text as gross'), db().raw('net::text as net'), db().raw('payouts::text as payouts'), 'count');
     expect(rows.map((r) => r.merchant_id).sort()).to.deep.equal([rich.merchant.id, plain.merchant.id].sort());

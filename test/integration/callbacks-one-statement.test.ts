@@ -118,7 +118,7 @@ describe('callbacks applied in one statement', () => {
     // a repeat decided on a version the row no longer has marks nothing (compare-and-set), and is decided afresh
     const stale = await stored(p.id);
     const { markCallbacks } = await import('../../shared/db/sql/transitions');
-    expect(await markCallbacks(db(), paymentKind, [{ callbackId: stale, outcome: 'duplicate', id: p.id, from: { status: 'succeeded', version: row.version - 1 } }])).to.deep.equal([false]);
+    expect(await markCallbacks(db(), paymentKind.sql, [{ callbackId: stale, outcome: 'duplicate', id: p.id, from: { status: 'succeeded', version: row.version - 1 } }])).to.deep.equal([false]);
     expect((await db()('provider_callbacks').where({ id: stale }).first()).processed_at).to.equal(null);
     expect((await applyCallbackInOneStatement(env.services, paymentKind, stale, env.services.log))?.outcome).to.equal('duplicate');
   });
@@ -129,12 +129,12 @@ describe('callbacks applied in one statement', () => {
     // another writer moves the row first: the statement finds another version and writes nothing
     const row = await db()('payments').where({ id: p.id }).first();
     await db()('payments').where({ id: p.id }).update({ version: row.version + 1 });
-    const { writeTransitions } = await import('../../shared/db/sql/transitions');
-    const wrote = await writeTransitions(db(), paymentKind, [{
+    const { writeOperations } = await import('../../shared/db/sql/transitions');
+    const wrote = await writeOperations(db(), paymentKind.sql, [{
       id: p.id,
       from: { status: 'processing', version: row.version },
-      set: { status: 'failed', version: row.version + 1, updated_at: new Date(), completed: 1, failure_code: 'x', failure_message: 'y', provider_ref: null },
-      reason: 'provider-callback',
+      patch: { status: 'failed', version: row.version + 1, updated_at: new Date(), completed: 1, failure_code: 'x', failure_message: 'y' },
+      history: { to: 'failed', reason: 'provider-callback' },
       callbackId: cb,
       merchantId: row.merchant_id,
       environment: row.environment,

@@ -5,7 +5,7 @@ import { startTestEnv, type TestEnv } from '../helpers/env';
 import { aMerchant, aPayment, sandboxTransaction, startSandbox } from '../helpers/money';
 import { freePort } from '../../scripts/lib/ports';
 import { eventually } from '../../scripts/lib/processes';
-import { outboxJobId, outboxMessage, publishOutbox } from '../../shared/queues/outbox';
+import { outboxJobId, outboxMessage } from '../../shared/queues/outbox';
 import { BATCH_MAX, batchJobId } from '../../shared/queues/batch';
 import { QUEUES, queueKeyPrefix } from '../../shared/queues/names';
 
@@ -18,10 +18,10 @@ describe('jobs published together travel as one batch job', function () {
   this.timeout(60_000);
 
   const pushes = (n: number) => Array.from({ length: n }, () => outboxMessage(QUEUES.providerPush, 'push', { paymentId: `pay_${randomUUID()}`, requestId: 'req_1' }));
-  /** Publishes as a writer does after commit (the registry's connection up first: publishOutbox leaves a cold one to the relay). */
+  /** Publishes as a writer does after commit (the registry's connection up first: publish leaves a cold one to the relay). */
   const publish = async (env: TestEnv, msgs: ReturnType<typeof outboxMessage>[]) => {
     await env.services.queues.ready(QUEUES.providerPush);
-    await publishOutbox(env.services.db, env.services.queues, msgs);
+    await env.services.outbox.publish(msgs);
   };
   const jobsOf = async (env: TestEnv) => {
     const jobs = await env.services.queues.get(QUEUES.providerPush).getJobs(['waiting', 'delayed', 'prioritized']);

@@ -2,10 +2,12 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { mobilePayment } from '../helpers/money';
-import { insertPaymentsWithKeys, type NewPayment } from '../../shared/db/sql/payments';
+import { writeOperations, type OperationWrite } from '../../shared/db/sql/transitions';
+import { creationWrite } from '../../shared/operations/transition';
+import { paymentKind } from '../../shared/payments/kind';
 
 /**
- * The POSTs of concurrent requests are written in one statement, one commit (shared/db/coalescer.ts):
+ * The POSTs of concurrent requests are written by the kernel's writer in one statement, one commit:
  * each payment still comes with its own key, status change and push, and a refused row (a
  * reference already used) fails only its own request. Rows written by one statement share a
  * transaction id (xmin), which is how the test sees the commits.
@@ -77,7 +79,7 @@ describe('payments created together', () => {
     });
   });
 
-  describe('two batches sharing references (insertPaymentsWithKeys)', () => {
+  describe('two batches sharing references (the writer)', () => {
     let env: TestEnv;
     before(async () => (env = await startTestEnv()));
     after(() => env.close());
@@ -88,12 +90,14 @@ describe('payments created together', () => {
       const db = env.services.db;
       const made = await client.post('/v1/payments', mobilePayment('243990000001'));
       const template = await db('payments').where({ id: made.body.id }).first();
-      const batch = (refs: string[]): NewPayment[] =>
-        refs.map((reference) => ({
-          keyValues: [template.merchant_id, template.environment, randomUUID(), 'POST', '/v1/payments', 'h', 'in_progress', null, null, null, 60_000],
-          row: { ...template, id: `pay_${randomUUID()}`, reference },
-          push: null,
-        }));
+      const batch = (refs: string[]): OperationWrite[] =>
+        refs.map((reference) =>
+          creationWrite({ ...template, id: `pay_${randomUUID()}`, reference }, [], {
+            merchant_id: template.merchant_id, environment: template.environment, key: randomUUID(), method: 'POST', path: '/v1/payments', request_hash: 'h',
+            status: 'in_progress', response_status: null, response_headers: null, response_body: null, window_ms: 60_000,
+          }),
+        );
+      const insertPaymentsWithKeys = (_db: unknown, ws: OperationWrite[]) => writeOperations(db, paymentKind.sql, ws);
       for (let round = 0; round < 5; round++) {
         const refs = Array.from({ length: 300 }, (_, i) => `crosswise-${round}-${String(i).padStart(3, '0')}`);
         // the same references, one batch in each order, at the same time

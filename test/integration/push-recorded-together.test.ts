@@ -1,12 +1,12 @@
 import { expect } from 'chai';
 import { startTestEnv, type TestEnv } from '../helpers/env';
-import { findOperations, recordSent, type SentRecord } from '../../shared/db/sql/transitions';
+import { findOperations, writeOperations, type OperationWrite } from '../../shared/db/sql/transitions';
 import { refundKind } from '../../shared/refunds/kind';
 import { paymentKind } from '../../shared/payments/kind';
 import { aPayment } from '../helpers/money';
 
 /**
- * The pushes of concurrent jobs are recorded in one statement (shared/db/coalescer.ts): each row of
+ * The pushes of concurrent jobs are recorded by the writer in one statement (shared/db/sql/transitions.ts): each row of
  * the batch is still its own compare-and-set, so a stale one, a sent one or an id given twice
  * changes nothing of its own while the others are written.
  */
@@ -21,20 +21,30 @@ describe('provider acceptances recorded together', () => {
   });
   after(() => env.close());
 
-  const record = (p: { id: string; status: string; version: number }, ref: string, version = p.version): SentRecord => ({
+  /** The writer's form of a push's acceptance (a stay, written only while the row is unsent). */
+  const record = (p: { id: string; status: string; version: number }, ref: string, version = p.version): OperationWrite => ({
     id: p.id,
     from: { status: p.status, version },
-    set: { sent_at: new Date(), provider_ref: ref, version: version + 1, updated_at: new Date() },
+    unsent: true,
+    patch: { sent_at: new Date(), provider_ref: ref, version: version + 1, updated_at: new Date() },
+    history: null,
+    merchantId: 'm',
+    environment: 'test',
+    event: null,
+    deliveries: [],
+    outbox: [],
+    posting: null,
   });
+  const recordSent = (ws: OperationWrite[]) => writeOperations(db(), paymentKind.sql, ws);
 
   it('writes each compare-and-set of a batch on its own, in order', async () => {
     const [a, b, c, d] = await Promise.all([1, 2, 3, 4].map((i) => aPayment(client, { phone: `24399000000${i}` })));
     const rows = await db()('payments').whereIn('id', [a.id, b.id, c.id, d.id]).select('id', 'status', 'version');
     const row = (id: string) => rows.find((r) => r.id === id)!;
     // d was sent already: a second acceptance must not overwrite its reference
-    expect(await recordSent(db(), paymentKind, [record(row(d.id), 'REF-D')])).to.deep.equal([true]);
+    expect(await recordSent([record(row(d.id), 'REF-D')])).to.deep.equal([true]);
 
-    const written = await recordSent(db(), paymentKind, [
+    const written = await recordSent([
       record(row(a.id), 'REF-A'),
       record(row(b.id), 'REF-B-STALE', row(b.id).version + 5), // read at another version
       record(row(c.id), 'REF-C'),
@@ -55,10 +65,10 @@ describe('provider acceptances recorded together', () => {
 
   it('reads the rows of concurrent pushes in one statement, in the order asked, of its own kind only', async () => {
     const [a, b] = await Promise.all([5, 6].map((i) => aPayment(client, { phone: `24399000000${i}` })));
-    const found = await findOperations<{ id: string; amount: number }>(db(), paymentKind, [b.id, 'pay_doesnotexist0000000000', a.id, b.id]);
+    const found = await findOperations<{ id: string; amount: number }>(db(), paymentKind.sql, [b.id, 'pay_doesnotexist0000000000', a.id, b.id]);
     expect(found.map((r) => r?.id)).to.deep.equal([b.id, undefined, a.id, b.id]);
     expect(found[2]).to.include({ amount: 10_000, phone: '243990000005' });
     // a payment's id asked of the refunds' table finds nothing
-    expect(await findOperations(db(), refundKind, [a.id])).to.deep.equal([undefined]);
+    expect(await findOperations(db(), refundKind.sql, [a.id])).to.deep.equal([undefined]);
   });
 });

@@ -18,7 +18,7 @@ describe('daily settlement', () => {
   let aLive: ServiceClient;
   let b: MerchantFixture;
   const db = () => env.services.db;
-  const deps = () => ({ db: db(), queues: env.services.queues, log: env.services.log, clock: env.services.clock });
+  const deps = () => ({ db: db(), outbox: env.services.outbox, log: env.services.log, clock: env.services.clock });
   const now = () => Math.floor(Date.now() / 1000);
 
   /** Postings straight through the ledger, as the payment, refund and payout flows write them. */

@@ -44,7 +44,7 @@ describe('statements: settlement lines and the CSV export', function () {
     await waitFor(shop.client, `/v1/payouts/${ids.payout}`, (b) => b.status === 'succeeded');
     await waitFor(shop.client, `/v1/payouts/${ids.failing}`, (b) => b.status === 'failed');
 
-    await settle({ db: env.services.db, queues: env.services.queues, log: env.services.log, clock: env.services.clock }, { now: Math.floor(Date.now() / 1000) + 86_400 });
+    await settle({ db: env.services.db, outbox: env.services.outbox, log: env.services.log, clock: env.services.clock }, { now: Math.floor(Date.now() / 1000) + 86_400 });
     const listed = await reader.get('/v1/settlements');
     batch = listed.body.data.find((b: any) => b.currency === 'USD');
     expect(batch, JSON.stringify(listed.body)).to.be.an('object');

@@ -8,7 +8,7 @@ import { aMerchant, callbackBody, mobilePayment, sendCallback, waitForStatus } f
 import { freePort } from '../../scripts/lib/ports';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { eventually, startProcess, type RunningProcess } from '../../scripts/lib/processes';
-import { outboxMessage, publishOutbox } from '../../shared/queues/outbox';
+import { outboxMessage } from '../../shared/queues/outbox';
 import { QUEUES } from '../../shared/queues/names';
 
 /**
@@ -296,7 +296,7 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
     // element with the trace of the row it came from (running again, each finds its payment sent)
     const [tp1, trace1, span1] = aTraceparent();
     const [tp2, trace2, span2] = aTraceparent();
-    await publishOutbox(env.services.db, env.services.queues, [
+    await env.services.outbox.publish([
       outboxMessage(QUEUES.providerPush, 'push', { paymentId: ids[0] }, 0, tp1),
       outboxMessage(QUEUES.providerPush, 'push', { paymentId: ids[1] }, 0, tp2),
     ]);

@@ -19,7 +19,7 @@ describe('transact: a deadlock victim is run again', () => {
   });
 
   it('both transactions commit once each; the victim ran twice', async () => {
-    const deps = { db: env.services.db, queues: env.services.queues, clock: env.services.clock };
+    const deps = { db: env.services.db, outbox: env.services.outbox, clock: env.services.clock };
     const runs = { a: 0, b: 0 };
     let arrived = 0;
     let release!: () => void;

@@ -1,6 +1,7 @@
-import type { OutboxMessage } from '../../queues/outbox';
+import type { OutboxMessage } from '../rows';
 import type { Executor } from '../knex';
 import { runSql, sqlStatement } from './run';
+import { outboxInsertSql } from './transitions';
 
 /** A verified provider callback as the inbox stores it. */
 export interface InboxRow {
@@ -22,8 +23,7 @@ const STORE = sqlStatement(
      select * from jsonb_to_recordset($1::jsonb) as x(
        id uuid, provider text, raw_body text, verified boolean, provider_event_id text, object_kind text, object_id text, reported_status text, provider_ref text)
    )
-   insert into outbox (id, queue, job_name, payload, delay_ms, traceparent)
-   select * from jsonb_to_recordset($2::jsonb) as j(id uuid, queue text, job_name text, payload jsonb, delay_ms int, traceparent text)`,
+   ${outboxInsertSql('jsonb_to_recordset($2::jsonb) as j(id uuid, queue text, job_name text, payload jsonb, delay_ms int, traceparent text)')}`,
 );
 
 /**

@@ -13,22 +13,6 @@ const COLUMNS = `(merchant_id, environment, key, method, path, request_hash, sta
           response_status, response_headers, response_body, expires_at)`;
 
 /**
- * The statement that takes an idempotency key, from `$first` on, KEY_VALUES values in the order
- * of `takeKeyValues`, to put at the head of a route's one statement (`with k as (...)`) that
- * writes the route's work only if it returned a row. A request holding the key is waited for as
- * long as its own statement runs (no bound needed: nothing runs between its statements).
- */
-export function takeKeySql(first = 1): string {
-  const [merchant, environment, key, method, path, hash, status, resStatus, resHeaders, resBody, windowMs] = Array.from({ length: KEY_VALUES }, (_, i) => `$${first + i}`);
-  return `insert into idempotency_keys as k ${COLUMNS}
-       values (${merchant}, ${environment}, ${key}, ${method}, ${path}, ${hash}, ${status}, ${resStatus}, ${resHeaders}, ${resBody}, now() + ${windowMs} * interval '1 millisecond')
-       ${CONFLICT}
-       returning 1`;
-}
-
-export const KEY_VALUES = 11;
-
-/**
  * The statement that takes many keys at once, from the rows of `source` (a CTE of the caller's
  * statement with the columns merchant_id, environment, key, method, path, request_hash, status,
  * response_status, response_headers (text), response_body (base64), window_ms), in key order so
