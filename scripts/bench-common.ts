@@ -1,5 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import http from 'node:http';
+import Koa from 'koa';
+import getRawBody from 'raw-body';
 
 /**
  * What every bench script shares: the environment of a throwaway service (its own database and
@@ -46,14 +48,24 @@ export interface LoadRequest {
   body?: string;
 }
 
-/** Called with every answer of a run that asks for it (status, body, when it was sent, latency ms); status 0: no answer. */
-export type OnAnswer = (status: number, body: Buffer, sentAtMs: number, latencyMs: number) => void;
+/**
+ * Called with every answer of a run that asks for it (status, body, when it was sent, latency ms,
+ * the answer's headers or why there was none); status 0: no answer.
+ */
+export type OnAnswer = (status: number, body: Buffer, sentAtMs: number, latencyMs: number, info: AnswerInfo) => void;
+
+export interface AnswerInfo {
+  /** the answer's headers (none without an answer) */
+  headers?: http.IncomingHttpHeaders;
+  /** without an answer: `timeout` (cut after SendOptions.timeoutMs), else the error's code (ECONNRESET, ECONNREFUSED, …) */
+  error?: string;
+}
 
 /** Options of a load run beside its shape. */
 export interface SendOptions {
   /** reads each answer's body and hands it over (otherwise bodies are discarded unread) */
   onAnswer?: OnAnswer;
-  /** a request still unanswered after this long is cut and counted as an error */
+  /** a request still unanswered this long after it was sent is cut and counted as an error (error `timeout`) */
   timeoutMs?: number;
 }
 
@@ -121,13 +133,28 @@ function sender(port: number, connections: number, opts: SendOptions = {}) {
       let socketAt = NaN;
       let connectedAt = NaN;
       let writtenAt = NaN;
+      let timedOut = false;
+      let settled = false;
+      // a whole-request deadline (not the socket's idle timeout): the time waiting for a pooled connection counts too
+      const timer = opts.timeoutMs ? setTimeout(() => ((timedOut = true), req.destroy(new Error('timeout'))), opts.timeoutMs) : undefined;
+      const failed = (err: Error & { code?: string }) => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        into.errors++;
+        opts.onAnswer?.(0, Buffer.alloc(0), performance.timeOrigin + started, performance.now() - started, { error: timedOut ? 'timeout' : (err.code ?? err.message) });
+        resolve();
+      };
       const headers = r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) };
-      const req = http.request({ host: '127.0.0.1', port, method: r.method, path: r.path, headers, agent, timeout: opts.timeoutMs }, (res) => {
+      const req = http.request({ host: '127.0.0.1', port, method: r.method, path: r.path, headers, agent }, (res) => {
         const headersAt = performance.now();
         const chunks: Buffer[] = [];
         if (opts.onAnswer) res.on('data', (c: Buffer) => chunks.push(c));
         else res.resume();
         res.on('end', () => {
+          if (settled) return;
+          settled = true;
+          clearTimeout(timer);
           const now = performance.now();
           const latency = now - started;
           into.latencies.push(latency);
@@ -135,21 +162,19 @@ function sender(port: number, connections: number, opts: SendOptions = {}) {
           timed.push([latency, { queued: socketAt - started, connect: connected - socketAt, write: writtenAt - connected, wait: headersAt - writtenAt, read: now - headersAt }]);
           if (res.statusCode! >= 200 && res.statusCode! < 300) into.ok++;
           else into.errors++;
-          opts.onAnswer?.(res.statusCode!, Buffer.concat(chunks), performance.timeOrigin + started, latency);
+          opts.onAnswer?.(res.statusCode!, Buffer.concat(chunks), performance.timeOrigin + started, latency, { headers: res.headers });
           resolve();
         });
+        // cut while its body was coming (the deadline, or the server closed the connection)
+        res.on('error', failed);
+        res.on('close', () => (res.complete ? undefined : failed(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }))));
       });
       req.on('socket', (socket) => {
         socketAt = performance.now();
         if (socket.connecting) socket.once('connect', () => (connectedAt = performance.now()));
       });
       req.on('finish', () => (writtenAt = performance.now()));
-      req.on('timeout', () => req.destroy(new Error('timeout')));
-      req.on('error', () => {
-        into.errors++;
-        opts.onAnswer?.(0, Buffer.alloc(0), performance.timeOrigin + started, performance.now() - started);
-        resolve();
-      });
+      req.on('error', failed);
       req.end(r.body);
     });
   /** the phases of the slowest 1% answered since the last call */
@@ -196,3 +221,26 @@ export async function openLoop(port: number, opts: { rate: number; seconds: numb
   out.slowest = phases();
   return out;
 }
+
+/**
+ * The bare Koa app the benches hold the service against: one route that reads the body with
+ * raw-body, parses it and answers 201, no middleware. What a POST costs with nothing of the
+ * service in it, on this machine.
+ */
+export function bareKoaApp(): Koa {
+  const bare = new Koa();
+  bare.use(async (ctx) => {
+    const raw = await getRawBody(ctx.req, { limit: 100 * 1024 });
+    ctx.status = 201;
+    ctx.body = { ok: true, got: Object.keys(JSON.parse(raw.toString('utf8'))).length };
+  });
+  return bare;
+}
+
+/** The request sent to the bare app: a payment's body, unsigned. */
+export const BARE_REQUEST: LoadRequest = {
+  method: 'POST',
+  path: '/v1/payments',
+  headers: { 'content-type': 'application/json' },
+  body: JSON.stringify({ amount: 10_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: 'bench' }),
+};
