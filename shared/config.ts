@@ -556,20 +556,15 @@ function refuseDevelopmentCallbackSecrets(sandboxSecret: string, payments: Payme
   }
 }
 
-let cached: Config | undefined;
-
-/** The process's configuration; exits with a clear message on a bad value. */
+/** The process's configuration, read from its environment; exits with a clear message on a bad value. */
 export function getConfig(): Config {
-  if (!cached) {
-    try {
-      cached = loadConfig();
-    } catch (err) {
-      if (err instanceof ConfigError) {
-        process.stderr.write(`Configuration error: ${err.message}\n`);
-        process.exit(78);
-      }
-      throw err;
+  try {
+    return loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) {
+      process.stderr.write(`Configuration error: ${err.message}\n`);
+      process.exit(78);
     }
+    throw err;
   }
-  return cached;
 }

@@ -6,6 +6,7 @@ import { checkPooler } from './db/pooler';
 import { QueueRegistry } from './queues/registry';
 import { OutboxPublisher } from './queues/outbox';
 import { Batches } from './db/coalescer';
+import { Caches } from './ttlCache';
 import { ProviderRegistry } from './providers/registry';
 import { clockOf, type Clock } from './clock';
 import { ProviderHealth } from './operations/health';
@@ -21,6 +22,8 @@ export interface ServiceContext {
   outbox: OutboxPublisher;
   /** the process's coalescers: concurrent requests and jobs share statements (shared/db/coalescer.ts) */
   batches: Batches;
+  /** the process's caches (merchant terms, operator closures, the maintenance flag, documents), each with its TTL */
+  caches: Caches;
   log: Logger;
   /** the providers of this configuration, built on first use (the web process learns its base URL at start) */
   readonly providers: ProviderRegistry;
@@ -53,13 +56,15 @@ export function createContext(opts: ContextOptions): ServiceContext {
   let registry: ProviderRegistry | undefined;
   let health: ProviderHealth | undefined;
   const clock = opts.clock ?? clockOf(config);
-  return {
+  const context: ServiceContext = {
     config,
     db,
     redis,
     queues,
     outbox,
     batches: new Batches(),
+    // read the context's clock at each call: a test may swap it
+    caches: new Caches({ now: () => context.clock.now() }),
     log,
     get providers() {
       return (registry ??= new ProviderRegistry(config));
@@ -80,6 +85,7 @@ export function createContext(opts: ContextOptions): ServiceContext {
       await flushTraces();
     },
   };
+  return context;
 }
 
 /**

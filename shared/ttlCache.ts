@@ -36,4 +36,27 @@ export class TtlCache<V> {
     }
     return value;
   }
+
+  /** Keeps `value` for `key` from now on (the process that changed it sees the change at once). */
+  set(key: string, value: Promise<V>): void {
+    this.entries.delete(key);
+    this.entries.set(key, { at: this.clock.now(), value });
+  }
+}
+
+/**
+ * The process's caches by name (its service context's `caches`, created with it): each module
+ * names its own, with its TTL, and a second service context (tests) has its own.
+ */
+export class Caches {
+  private readonly named = new Map<string, TtlCache<unknown>>();
+
+  constructor(private readonly clock: Clock) {}
+
+  /** The cache `name`, built on first use with its TTL (Infinity: kept for the life of the process) and its size. */
+  ttl<V>(name: string, ttlMs: number, maxEntries?: number): TtlCache<V> {
+    let c = this.named.get(name) as TtlCache<V> | undefined;
+    if (!c) this.named.set(name, (c = new TtlCache<V>(ttlMs, maxEntries, this.clock) as TtlCache<unknown> as TtlCache<V>));
+    return c;
+  }
 }

@@ -1,13 +1,15 @@
 import type { Middleware } from 'koa';
 import { Unavailable } from '../../shared/errors';
 import { getMaintenance, type MaintenanceFlag } from '../../shared/settings';
+import type { Caches } from '../../shared/ttlCache';
 
 const CACHE_MS = 1000;
-let cached: { flag: MaintenanceFlag; at: number } | undefined;
+/** The flag as this process knows it (the context's caches): at most CACHE_MS old. */
+const flagCache = (caches: Caches) => caches.ttl<MaintenanceFlag>('maintenance', CACHE_MS, 1);
 
 /** Lets this process see a flag change at once (other processes within CACHE_MS). */
-export function rememberMaintenance(flag: MaintenanceFlag): void {
-  cached = { flag, at: Date.now() };
+export function rememberMaintenance(caches: Caches, flag: MaintenanceFlag): void {
+  flagCache(caches).set('flag', Promise.resolve(flag));
 }
 
 // (provider callbacks are mounted before this step: they stay up too)
@@ -16,10 +18,7 @@ const EXEMPT = /^\/(admin|health|metrics)(\/|$)/;
 /** 503 `maintenance` with Retry-After while the flag is on; admin routes, health, metrics and provider callbacks stay up. */
 export const maintenance: Middleware = async (ctx, next) => {
   if (EXEMPT.test(ctx.path)) return next();
-  if (!cached || Date.now() - cached.at > CACHE_MS) {
-    rememberMaintenance(await getMaintenance(ctx.services.db));
-  }
-  const flag = cached!.flag;
+  const flag = await flagCache(ctx.services.caches).get('flag', () => getMaintenance(ctx.services.db));
   if (flag.enabled) {
     throw new Unavailable('maintenance', 'The service is under maintenance', flag.retry_after);
   }

@@ -1,3 +1,4 @@
+import type { Caches } from '../../shared/ttlCache';
 import type { RouteSpec } from '../routeTable';
 import { buildOpenApi, type OpenApiDocument } from './document';
 
@@ -22,10 +23,7 @@ export function apiDocument(routes: readonly RouteSpec[], serverUrl?: string): O
   return buildOpenApi(routes, { prefix: '/v1', tags: TAGS, serverUrl });
 }
 
-let served: { url: string; json: string } | null = null;
-
-/** The document GET /v1/openapi.json serves, as JSON text: this service's BASE_URL as its server (built once). */
-export function servedDocument(baseUrl: string, routes: readonly RouteSpec[]): string {
-  if (served?.url !== baseUrl) served = { url: baseUrl, json: JSON.stringify(apiDocument(routes, baseUrl)) };
-  return served.json;
+/** The document GET /v1/openapi.json serves, as JSON text: this service's BASE_URL as its server (built once per process, in its caches). */
+export function servedDocument(caches: Caches, baseUrl: string, routes: readonly RouteSpec[]): Promise<string> {
+  return caches.ttl<string>('openapi-document', Infinity, 1).get(baseUrl, async () => JSON.stringify(apiDocument(routes, baseUrl)));
 }

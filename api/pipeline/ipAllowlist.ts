@@ -10,18 +10,12 @@ export function normaliseIp(ip: string): string {
   return m ? m[1] : ip;
 }
 
-const lists = new WeakMap<string[], BlockList>();
-
 function blockListOf(allowlist: string[]): BlockList {
-  let list = lists.get(allowlist);
-  if (!list) {
-    list = new BlockList();
-    for (const raw of allowlist) {
-      const ip = normaliseIp(raw);
-      if (isIPv4(ip)) list.addAddress(ip, 'ipv4');
-      else if (isIPv6(ip)) list.addAddress(ip, 'ipv6');
-    }
-    lists.set(allowlist, list);
+  const list = new BlockList();
+  for (const raw of allowlist) {
+    const ip = normaliseIp(raw);
+    if (isIPv4(ip)) list.addAddress(ip, 'ipv4');
+    else if (isIPv6(ip)) list.addAddress(ip, 'ipv6');
   }
   return list;
 }

@@ -48,8 +48,6 @@ const PAGE = `<!doctype html>
  */
 const REDOCLY_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
 
-let bundle: string | null = null;
-
 export const docsRouter = new Router()
   .get('/docs', (ctx) => {
     ctx.set('Content-Security-Policy', DOCS_CSP);
@@ -57,8 +55,9 @@ export const docsRouter = new Router()
     ctx.type = 'text/html; charset=utf-8';
     ctx.body = PAGE;
   })
-  .get(DOCS_SCRIPT_PATH, (ctx) => {
-    bundle ??= readFileSync(REDOC_BUNDLE, 'utf8').replaceAll(`"${REDOCLY_LOGO}"`, '""');
+  .get(DOCS_SCRIPT_PATH, async (ctx) => {
+    // read once per process (its caches)
+    const bundle = await ctx.services.caches.ttl<string>('docs-bundle', Infinity, 1).get('redoc', async () => readFileSync(REDOC_BUNDLE, 'utf8').replaceAll(`"${REDOCLY_LOGO}"`, '""'));
     ctx.set('Cache-Control', 'public, max-age=86400');
     ctx.type = 'application/javascript; charset=utf-8';
     ctx.body = bundle;

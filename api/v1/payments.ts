@@ -72,9 +72,9 @@ export const paymentsRoutes = defineRoutes([
     responses: { 201: { description: 'The payment', body: Payment } },
     errors: ['operator-mismatch', 'reference-conflict', 'amount-over-limit', 'operator-unavailable'],
     async handler(ctx, { body }) {
-      const { db, outbox, batches, config, clock } = ctx.services;
+      const { db, outbox, batches, caches, config, clock } = ctx.services;
       // the Idempotency-Key (required: the pipeline checked it) is written with the payment
-      ctx.body = await createPayment({ db, outbox, batches, config, clock, log: ctx.state.log }, callerOf(ctx), body, idempotentWrite(ctx, 201)!);
+      ctx.body = await createPayment({ db, outbox, batches, caches, config, clock, log: ctx.state.log }, callerOf(ctx), body, idempotentWrite(ctx, 201)!);
       ctx.status = 201;
     },
   }),

@@ -57,9 +57,9 @@ export const payoutsRoutes = defineRoutes([
     responses: { 201: { description: 'The payout', body: Payout } },
     errors: ['operator-mismatch', 'reference-conflict', 'insufficient-balance', 'operator-unavailable'],
     async handler(ctx, { body }) {
-      const { db, outbox, batches, config, clock } = ctx.services;
+      const { db, outbox, caches, config, clock } = ctx.services;
       const providerWindowMs = config.providerWindowMs[callerOf(ctx).environment];
-      ctx.body = await createPayout({ db, outbox, clock, log: ctx.state.log, providerWindowMs }, callerOf(ctx), body, ctx.state.requestId, idempotentWrite(ctx, 201));
+      ctx.body = await createPayout({ db, outbox, caches, clock, log: ctx.state.log, providerWindowMs }, callerOf(ctx), body, ctx.state.requestId, idempotentWrite(ctx, 201));
       ctx.status = 201;
     },
   }),

@@ -16,10 +16,10 @@ export const referenceRoutes = (routes: () => readonly RouteSpec[]) => defineRou
     tag: 'Reference',
     scope: 'none',
     responses: { 200: { description: 'The OpenAPI document', body: { type: 'object', description: 'OpenAPI 3.1' } } },
-    handler(ctx) {
+    async handler(ctx) {
       ctx.set('Cache-Control', 'public, max-age=300');
       ctx.type = 'application/json';
-      ctx.body = servedDocument(ctx.services.config.baseUrl, routes());
+      ctx.body = await servedDocument(ctx.services.caches, ctx.services.config.baseUrl, routes());
     },
   }),
 ]);

@@ -55,9 +55,9 @@ export const refundsRoutes = defineRoutes([
     responses: { 201: { description: 'The refund, `pending` until the provider answers', body: Refund } },
     errors: ['refund-exceeds-refundable', 'payment-not-refundable', 'card-refund-not-supported', 'insufficient-balance', 'operator-unavailable'],
     async handler(ctx, { body }) {
-      const { db, outbox, batches, config, clock } = ctx.services;
+      const { db, outbox, caches, config, clock } = ctx.services;
       const providerWindowMs = config.providerWindowMs[callerOf(ctx).environment];
-      ctx.body = await createRefund({ db, outbox, clock, log: ctx.state.log, providerWindowMs }, callerOf(ctx), ctx.params.id, body, ctx.state.requestId, idempotentWrite(ctx, 201));
+      ctx.body = await createRefund({ db, outbox, caches, clock, log: ctx.state.log, providerWindowMs }, callerOf(ctx), ctx.params.id, body, ctx.state.requestId, idempotentWrite(ctx, 201));
       ctx.status = 201;
     },
   }),

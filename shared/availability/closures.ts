@@ -3,19 +3,26 @@ import { OperatorClosure } from '../db/models';
 import { Unprocessable } from '../errors';
 import type { Operator } from '../vocabulary';
 import type { Direction } from '../vocabulary';
+import type { Caches } from '../ttlCache';
 
 /**
  * Closures the service operator sets (PUT /admin/operators/{operator}), e.g. during a provider's
  * maintenance: while an operator's direction is closed, creations for it are refused with 422
  * `operator-unavailable` instead of a push that cannot succeed. Closures hold in both
- * environments. Creations read them from a per-process copy at most CACHE_MS old; the process
- * that set them sees the change at once.
+ * environments. Creations read them from a per-process copy at most CACHE_MS old (the context's
+ * caches); the process that set them sees the change at once.
  */
 
 const CACHE_MS = 1000;
-let cached: { at: number; closed: Promise<Set<string>> } | undefined;
+const cacheOf = (caches: Caches) => caches.ttl<Set<string>>('operator-closures', CACHE_MS, 1);
 
 const keyOf = (operator: string, direction: Direction) => `${operator}/${direction}`;
+
+/** What reading the closures needs: the database and the process's caches. */
+export interface ClosureDeps {
+  db: Executor;
+  caches: Caches;
+}
 
 export async function loadClosures(db: Executor): Promise<Set<string>> {
   const rows = await OperatorClosure.query(db).select('operator', 'direction');
@@ -23,16 +30,8 @@ export async function loadClosures(db: Executor): Promise<Set<string>> {
 }
 
 /** The closed operator directions, as this process knows them (at most CACHE_MS old). */
-export function closures(db: Executor): Promise<Set<string>> {
-  if (!cached || Date.now() - cached.at > CACHE_MS) {
-    const closed = loadClosures(db);
-    const entry = { at: Date.now(), closed };
-    cached = entry;
-    closed.catch(() => {
-      if (cached === entry) cached = undefined;
-    });
-  }
-  return cached.closed;
+export function closures(deps: ClosureDeps): Promise<Set<string>> {
+  return cacheOf(deps.caches).get('all', () => loadClosures(deps.db));
 }
 
 /** 422 `operator-unavailable` when the operator's direction is in `closed` (from `closures`). */
@@ -43,12 +42,12 @@ export function refuseClosed(closed: Set<string>, operator: Operator, direction:
 }
 
 /** 422 `operator-unavailable` while the operator's direction is closed. */
-export async function refuseIfClosed(db: Executor, operator: Operator, direction: Direction): Promise<void> {
-  refuseClosed(await closures(db), operator, direction);
+export async function refuseIfClosed(deps: ClosureDeps, operator: Operator, direction: Direction): Promise<void> {
+  refuseClosed(await closures(deps), operator, direction);
 }
 
 /** Closes (`closed`) or opens (`operational`) some directions of an operator. */
-export async function setClosures(db: Db, operator: Operator, change: Partial<Record<Direction, 'closed' | 'operational'>>): Promise<void> {
+export async function setClosures({ db, caches }: { db: Db; caches: Caches }, operator: Operator, change: Partial<Record<Direction, 'closed' | 'operational'>>): Promise<void> {
   await db.transaction(async (trx) => {
     for (const [direction, state] of Object.entries(change) as [Direction, 'closed' | 'operational'][]) {
       if (state === 'closed') await OperatorClosure.query(trx).insert({ operator, direction }).onConflict(['operator', 'direction']).ignore();
@@ -56,6 +55,6 @@ export async function setClosures(db: Db, operator: Operator, change: Partial<Re
     }
   });
   const closed = loadClosures(db);
-  cached = { at: Date.now(), closed };
+  cacheOf(caches).set('all', closed);
   await closed;
 }

@@ -60,8 +60,10 @@ function watchSilence(connection: PgClient, silentMs: number): void {
   });
 }
 
-/** Per pool (its knex config object, which its transactions share): whether statements are prepared. */
-const prepared = new WeakMap<object, boolean>();
+/** Whether statements are prepared: kept in the pool's knex config (which its transactions share), beside knex's own settings. */
+interface PoolConfig {
+  preparedStatements?: boolean;
+}
 
 export function createDb(databaseUrl: string, poolMax = 10, opts: DbOptions = {}): Knex {
   const waits = opts.waits;
@@ -83,12 +85,12 @@ export function createDb(databaseUrl: string, poolMax = 10, opts: DbOptions = {}
       },
     },
     acquireConnectionTimeout: waits?.acquireMs ?? 10_000,
-  });
-  prepared.set(db.client.config, opts.preparedStatements ?? true);
+    preparedStatements: opts.preparedStatements ?? true,
+  } as Knex.Config & PoolConfig);
   return db;
 }
 
 /** Whether `db` (a pool or one of its transactions) sends shared/db/sql's statements prepared. */
 export function preparesStatements(db: Executor): boolean {
-  return prepared.get(db.client.config) ?? true;
+  return (db.client.config as PoolConfig).preparedStatements ?? true;
 }

@@ -2,6 +2,7 @@ import type { Caller } from '../domain/caller';
 import type { Config } from '../config';
 import { isUniqueViolation } from '../db/errors';
 import type { Batches } from '../db/coalescer';
+import type { Caches } from '../ttlCache';
 import type { TransactDeps } from '../db/transact';
 import { FeeError, splitFees } from '../domain/fees';
 import { newId } from '../domain/ids';
@@ -13,7 +14,7 @@ import { cardAcquirerIdFor } from '../providers/cardAcquirer';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, type OutboxMessage } from '../queues/outbox';
 import type { CreatePaymentInput } from './schemas';
-import { termsCacheFor, type MerchantTerms } from './terms';
+import { merchantTerms, type MerchantTerms } from './terms';
 import { paymentView, type PaymentView } from './view';
 import { IdempotencyKeyHeld, keyRow, type IdempotentWrite } from '../idempotency';
 import type { PaymentRow } from '../db/rows';
@@ -105,16 +106,16 @@ function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Con
  * enqueues it.
  */
 export async function createPayment(
-  deps: TransactDeps & { config: Config; batches: Batches },
+  deps: TransactDeps & { config: Config; batches: Batches; caches: Caches },
   caller: Caller,
   input: CreatePaymentInput,
   key: IdempotentWrite<PaymentView>,
 ): Promise<PaymentView> {
   const { db } = deps;
-  const terms = await termsCacheFor(db, deps.config.credentialCacheMs, deps.clock).get(db, caller.merchantId);
+  const terms = await merchantTerms(deps, deps.config.credentialCacheMs, caller.merchantId);
   if (!terms) throw new Unauthenticated('api-key-invalid');
   const row = buildPayment(input, terms, caller, deps.config, deps.clock.now());
-  if (row.operator) await refuseIfClosed(db, row.operator, 'collection');
+  if (row.operator) await refuseIfClosed(deps, row.operator, 'collection');
   const view = paymentView(row, deps.config.baseUrl);
   const push: OutboxMessage[] = row.method === 'mobile_money' ? [outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId })] : [];
   const kind = row.method === 'mobile_money' ? paymentKind : cardPaymentKind;

@@ -1,5 +1,6 @@
 import { isUniqueViolation } from '../db/errors';
 import type { TransactDeps } from '../db/transact';
+import type { Caches } from '../ttlCache';
 import { idempotentTransact, type IdempotentWrite } from '../idempotency';
 import { feeFor, type FeeRule } from '../domain/fees';
 import { newId } from '../domain/ids';
@@ -28,11 +29,11 @@ import type { PayoutRow } from '../db/rows';
  * the currency) from available (422 insufficient-balance), and queues it for the payout pool. A reference already used by this
  * merchant in this environment is 409 reference-conflict, checked first.
  */
-export async function createPayout(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, input: PayoutInput, requestId?: string, key?: IdempotentWrite<PayoutObject>): Promise<PayoutObject> {
+export async function createPayout(deps: TransactDeps & { providerWindowMs: number; caches: Caches }, viewer: Caller, input: PayoutInput, requestId?: string, key?: IdempotentWrite<PayoutObject>): Promise<PayoutObject> {
   if (!operatorAccepts(viewer.environment, input.operator, input.phone)) {
     throw new BadRequest('operator-mismatch', `The number does not belong to ${input.operator}`, 'phone');
   }
-  await refuseIfClosed(deps.db, input.operator, 'payout');
+  await refuseIfClosed(deps, input.operator, 'payout');
   try {
     return await idempotentTransact(deps, key, async (trx, outbox) => {
       const now = deps.clock.now();

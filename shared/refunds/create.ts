@@ -1,4 +1,5 @@
 import type { TransactDeps } from '../db/transact';
+import type { Caches } from '../ttlCache';
 import { idempotentTransact, type IdempotentWrite } from '../idempotency';
 import type { Caller } from '../domain/caller';
 import { closures, refuseClosed } from '../availability/closures';
@@ -29,10 +30,10 @@ export interface RefundInput {
  * refunded amount, `refunded` once refunds cover amount_charged), queues the call to the
  * provider, and takes the amount from available (422 insufficient-balance undoes it all).
  */
-export async function createRefund(deps: TransactDeps & { providerWindowMs: number }, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string, key?: IdempotentWrite<RefundObject>): Promise<RefundObject> {
+export async function createRefund(deps: TransactDeps & { providerWindowMs: number; caches: Caches }, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string, key?: IdempotentWrite<RefundObject>): Promise<RefundObject> {
   if (!isId('payment', paymentId)) throw new NotFound('Payment');
   // read before the transaction: no second connection is needed while the payment is locked
-  const closed = await closures(deps.db);
+  const closed = await closures(deps);
   return idempotentTransact(deps, key, async (trx, outbox) => {
     const now = deps.clock.now();
     // a card payment is its own kind: found only to be refused (422 card-refund-not-supported)

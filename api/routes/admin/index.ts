@@ -76,7 +76,7 @@ export const adminRouter = new Router({ prefix: '/admin' })
     const operator = ctx.params.operator as Operator;
     if (!OPERATORS.includes(operator)) throw new ValidationFailed('operator', `operator must be one of: ${OPERATORS.join(', ')}`);
     const change = validateClosures(await readJson(ctx));
-    await setClosures(ctx.services.db, operator, change);
+    await setClosures(ctx.services, operator, change);
     const { db, clock, config } = ctx.services;
     [ctx.body] = await operatorAvailability(db, 'live', clock.now(), config.availability, operator);
   })
@@ -89,6 +89,6 @@ export const adminRouter = new Router({ prefix: '/admin' })
   .put('/maintenance', async (ctx) => {
     const input = validateMaintenance(await readJson(ctx));
     const flag = await setMaintenance(ctx.services.db, { enabled: input.enabled, retry_after: input.retry_after ?? 300 });
-    rememberMaintenance(flag);
+    rememberMaintenance(ctx.services.caches, flag);
     ctx.body = flag;
   });
