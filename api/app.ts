@@ -80,9 +80,10 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
   if (merchant) {
     // provider callbacks are stored even during maintenance: a provider may not send them twice
     app.use(callbacksRouter.routes() as Middleware);
-    app.use(maintenance);
-    // after callbacks (never refused: a provider may not send them again) and maintenance
+    // after callbacks (never refused: a provider may not send them again), before anything that
+    // may wait (the maintenance flag's read): a request is counted in flight from its arrival
     app.use(overload(services, metrics));
+    app.use(maintenance);
   }
   app.use(healthRouter.routes() as Middleware);
   if (operator) {

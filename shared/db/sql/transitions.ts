@@ -48,7 +48,10 @@ export interface OperationSql {
   find: SqlStatement;
   findMany: SqlStatement;
   readCallbacks: SqlStatement;
-  write: SqlStatement;
+  /** the writer's statement, in its three shapes (writeStatement) */
+  create: SqlStatement;
+  createKeyed: SqlStatement;
+  change: SqlStatement;
   mark: SqlStatement;
 }
 
@@ -81,10 +84,6 @@ export async function insertOutbox(db: Executor, msgs: OutboxMessage[]): Promise
 /** The statements of a kind (its tables' names are the kernel's constants). */
 export function operationSql(k: OperationTables): OperationSql {
   const t = plain(k.table);
-  const cols = k.columns.map(plain);
-  const h = { table: plain(k.history.table), column: plain(k.history.column) };
-  // every column a change may set (a row's columns and updated_at), written from the patch over the row itself
-  const changeable = [...cols.filter((c) => c !== 'id'), 'updated_at'];
   return {
     tables: k,
     find: sqlStatement(`find-${k.name}`, `select * from ${t} o where o.id = $1${scopeSql(k, 'o')}`),
@@ -102,55 +101,9 @@ export function operationSql(k: OperationTables): OperationSql {
          join ${t} o on o.id = c.object_id${scopeSql(k, 'o')}
         where c.id = any(array(select unnest($1::uuid[]))) and c.object_kind = $2`,
     ),
-    // json parameters, not arrays: one text whatever the batch, planned once per connection (a
-    // custom plan would know how many rows there are and always look cheaper than the generic
-    // one). The rows are found by id = any(array(...)), through the primary key: joined on x
-    // alone, the generic plan scans the whole table whenever the statistics say few rows match
-    write: sqlStatement(
-      `write-${k.name}`,
-      `with x as materialized (
-         select * from json_to_recordset($1::json)
-             as x(id text, from_status text, from_version int, unsent boolean, patch json, to_status text, reason text, callback_id uuid, key json)),
-       k as (${takeKeysSql(`(select kk.* from x cross join lateral json_to_record(x.key) as kk(merchant_id text, environment text, key uuid, method text, path text,
-                 request_hash text, status text, response_status int, response_headers text, response_body text, window_ms bigint) where x.key is not null) xk`)}),
-       i as (insert into ${t} (${cols.join(', ')})
-             select ${cols.map((c) => `r.${c}`).join(', ')}
-               from x cross join lateral json_populate_record(null::${t}, x.patch) r
-              where x.from_status is null
-                and (x.key is null or exists (select 1 from k where k.merchant_id = x.key->>'merchant_id' and k.environment = x.key->>'environment' and k.key = (x.key->>'key')::uuid))
-              order by ${k.insertOrder}
-             returning id, status),
-       u as (update ${t} o set (${changeable.join(', ')}) = (select ${changeable.map((c) => `r.${c}`).join(', ')} from json_populate_record(o, x.patch) r)
-               from x
-              where o.id = any(array(select id from x where from_status is not null)) and o.id = x.id
-                and o.status = x.from_status and o.version = x.from_version and (o.sent_at is null or x.unsent is not true)
-                and not exists (select 1 from provider_callbacks pc where pc.id = x.callback_id and pc.processed_at is not null)${scopeSql(k, 'o')}
-             returning o.id, x.from_status, x.to_status, x.reason, x.callback_id),
-       m as (select id, null::text as from_status, status as to_status, 'created' as reason, null::uuid as callback_id from i
-             union all select * from u),
-       h as (insert into ${h.table} (${h.column}, from_status, to_status, reason, at)
-             select id, from_status, to_status, reason, clock_timestamp() from m where to_status is not null),
-       ev as (select v.* from json_to_recordset($2::json)
-                                as v(object_id text, id text, merchant_id text, environment text, type text, object_version int, created bigint, body text)
-                join m on m.id = v.object_id),
-       e as (insert into events (id, merchant_id, environment, type, object_id, object_version, created, body)
-             select id, merchant_id, environment, type, object_id, object_version, created, body::jsonb from ev),
-       d as (insert into webhook_deliveries (id, event_id, webhook_id, created, redelivery)
-             select x.id, ev.id, x.webhook_id, ev.created, 0 from json_to_recordset($3::json) as x(object_id text, id text, webhook_id text) join ev on ev.object_id = x.object_id),
-       ob as (${outboxInsertSql(`(select x.* from json_to_recordset($4::json)
-                 as x(object_id text, id uuid, queue text, job_name text, payload jsonb, delay_ms int, traceparent text) join m on m.id = x.object_id) o`)}),
-       lt as (insert into ledger_transactions (id, kind, reference_id, environment, currency, merchant_id)
-             select x.id, x.kind, x.reference_id, x.environment, x.currency, x.merchant_id
-               from json_to_recordset($5::json) as x(object_id text, id uuid, kind text, reference_id text, environment text, currency text, merchant_id text)
-               join m on m.id = x.object_id
-             on conflict (kind, reference_id) do nothing returning id),
-       le as (insert into ledger_entries (transaction_id, account_id, amount, unfolded)
-             select lt.id, x.account_id, x.amount, x.unfolded
-               from json_to_recordset($6::json) as x(transaction_id uuid, account_id bigint, amount bigint, unfolded boolean)
-               join lt on lt.id = x.transaction_id),
-       c as (update provider_callbacks pc set processed_at = now(), outcome = 'applied' from m where pc.id = m.callback_id and pc.processed_at is null)
-       select id from m`,
-    ),
+    create: writeStatement(k, 'create'),
+    createKeyed: writeStatement(k, 'create-keyed'),
+    change: writeStatement(k, 'change'),
     // a repeat or a late report: see markCallbacks
     mark: sqlStatement(
       `mark-callbacks-${k.name}`,
@@ -164,6 +117,80 @@ export function operationSql(k: OperationTables): OperationSql {
         returning pc.id`,
     ),
   };
+}
+
+type WriteShape = 'create' | 'create-keyed' | 'change';
+
+/**
+ * The writer's statement of a kind. One text, built here, in three shapes that differ only in
+ * how the rows are written (`m`: what was written), so that a statement opens no table it does
+ * not write: `create` (new rows), `create-keyed` (new rows, each under its idempotency key,
+ * written only if the key was taken) and `change` (the compare-and-set). json parameters, not
+ * arrays: one text whatever the batch, planned once per connection (a custom plan would know how
+ * many rows there are and always look cheaper than the generic one).
+ */
+function writeStatement(k: OperationTables, shape: WriteShape): SqlStatement {
+  const t = plain(k.table);
+  const cols = k.columns.map(plain);
+  const h = { table: plain(k.history.table), column: plain(k.history.column) };
+  // every column a change may set (a row's columns and updated_at), written from the patch over the row itself
+  const changeable = [...cols.filter((c) => c !== 'id'), 'updated_at'];
+  const rows =
+    shape === 'change'
+      ? // the rows are found by id = any(array(...)), through the primary key: joined on x alone,
+        // the generic plan scans the whole table whenever the statistics say few rows match
+        `x as materialized (select * from json_to_recordset($1::json)
+             as x(id text, from_status text, from_version int, unsent boolean, patch json, to_status text, reason text, callback_id uuid)),
+       m as (update ${t} o set (${changeable.join(', ')}) = (select ${changeable.map((c) => `r.${c}`).join(', ')} from json_populate_record(o, x.patch) r)
+               from x
+              where o.id = any(array(select id from x)) and o.id = x.id
+                and o.status = x.from_status and o.version = x.from_version and (o.sent_at is null or x.unsent is not true)
+                and not exists (select 1 from provider_callbacks pc where pc.id = x.callback_id and pc.processed_at is not null)${scopeSql(k, 'o')}
+             returning o.id, x.from_status, x.to_status, x.reason, x.callback_id)`
+      : `${
+          shape === 'create'
+            ? 'x as materialized (select * from json_to_recordset($1::json) as x(id text, patch json)),'
+            : // the keys' columns beside each row, as takeKeysSql reads them
+              `x as materialized (select * from json_to_recordset($1::json) as x(id text, patch json, merchant_id text, environment text, key uuid, method text,
+             path text, request_hash text, status text, response_status int, response_headers text, response_body text, window_ms bigint)),
+       k as (${takeKeysSql('x')}),`
+        }
+       m as (insert into ${t} (${cols.join(', ')})
+             select ${cols.map((c) => `r.${c}`).join(', ')}
+               from x cross join lateral json_populate_record(null::${t}, x.patch) r
+              ${shape === 'create-keyed' ? 'where exists (select 1 from k where k.merchant_id = x.merchant_id and k.environment = x.environment and k.key = x.key)' : ''}
+              order by ${k.insertOrder}
+             returning id, null::text as from_status, status as to_status, 'created' as reason)`;
+  const outbox = `ob as (${outboxInsertSql(`(select x.* from json_to_recordset($2::json)
+                 as x(object_id text, id uuid, queue text, job_name text, payload jsonb, delay_ms int, traceparent text) join m on m.id = x.object_id) o`)})`;
+  const history = `h as (insert into ${h.table} (${h.column}, from_status, to_status, reason, at)
+             select id, from_status, to_status, reason, clock_timestamp() from m where to_status is not null)`;
+  // a change's event with its deliveries, its credit and its callback's outcome (a creation has none)
+  const effects =
+    shape !== 'change'
+      ? ''
+      : `,
+       ev as (select v.* from json_to_recordset($3::json)
+                                as v(object_id text, id text, merchant_id text, environment text, type text, object_version int, created bigint, body text)
+                join m on m.id = v.object_id),
+       e as (insert into events (id, merchant_id, environment, type, object_id, object_version, created, body)
+             select id, merchant_id, environment, type, object_id, object_version, created, body::jsonb from ev),
+       d as (insert into webhook_deliveries (id, event_id, webhook_id, created, redelivery)
+             select x.id, ev.id, x.webhook_id, ev.created, 0 from json_to_recordset($4::json) as x(object_id text, id text, webhook_id text) join ev on ev.object_id = x.object_id),
+       lt as (insert into ledger_transactions (id, kind, reference_id, environment, currency, merchant_id)
+             select x.id, x.kind, x.reference_id, x.environment, x.currency, x.merchant_id
+               from json_to_recordset($5::json) as x(object_id text, id uuid, kind text, reference_id text, environment text, currency text, merchant_id text)
+               join m on m.id = x.object_id
+             on conflict (kind, reference_id) do nothing returning id),
+       le as (insert into ledger_entries (transaction_id, account_id, amount, unfolded)
+             select lt.id, x.account_id, x.amount, x.unfolded
+               from json_to_recordset($6::json) as x(transaction_id uuid, account_id bigint, amount bigint, unfolded boolean)
+               join lt on lt.id = x.transaction_id),
+       c as (update provider_callbacks pc set processed_at = now(), outcome = 'applied' from m where pc.id = m.callback_id and pc.processed_at is null)`;
+  return sqlStatement(`${shape}-${k.name}`, `with ${rows},
+       ${history},
+       ${outbox}${effects}
+       select id from m`);
 }
 
 /** For each key in order, whether the statement returned it (a key given twice counts once, for its first). */
@@ -288,33 +315,38 @@ function rounds(ws: OperationWrite[]): OperationWrite[][] {
  */
 export async function writeOperations(db: Executor, k: OperationSql, ws: OperationWrite[]): Promise<boolean[]> {
   const written = new Set<OperationWrite>();
-  for (const round of rounds(ws)) {
-    const ids = await runSql<{ id: string }>(db, k.write, [
-      JSON.stringify(
-        round.map((w) => ({
-          id: w.id,
-          from_status: w.from?.status ?? null,
-          from_version: w.from?.version ?? null,
-          unsent: w.unsent ?? false,
-          patch: w.patch,
-          to_status: w.history?.to ?? null,
-          reason: w.history?.reason ?? null,
-          callback_id: w.callbackId ?? null,
-          key: w.key ?? null,
-        })),
-      ),
-      JSON.stringify(round.filter((w) => w.event).map((w) => ({ object_id: w.id, merchant_id: w.merchantId, environment: w.environment, object_version: w.patch.version, ...w.event }))),
-      JSON.stringify(round.flatMap((w) => w.deliveries.map((d) => ({ object_id: w.id, ...d })))),
-      JSON.stringify(round.flatMap((w) => w.outbox.map((m) => ({ object_id: w.id, ...m })))),
-      JSON.stringify(
-        round
-          .filter((w) => w.posting)
-          .map((w) => ({ object_id: w.id, id: w.posting!.id, kind: w.posting!.kind, reference_id: w.posting!.referenceId, environment: w.environment, currency: w.posting!.currency, merchant_id: w.posting!.merchantId })),
-      ),
-      JSON.stringify(round.flatMap((w) => (w.posting ? w.posting.entries.map((e) => ({ transaction_id: w.posting!.id, ...e })) : []))),
-    ]);
+  const creations = ws.filter((w) => w.from === null);
+  for (const w of creations) {
+    if (w.event || w.posting || w.callbackId) throw new Error(`a creation (${w.id}) has no event, posting or callback`);
+  }
+  const keyed = creations.filter((w) => w.key);
+  const batches: [SqlStatement, OperationWrite[]][] = [
+    [k.createKeyed, keyed],
+    [k.create, creations.filter((w) => !w.key)],
+    ...rounds(ws.filter((w) => w.from !== null)).map((round): [SqlStatement, OperationWrite[]] => [k.change, round]),
+  ];
+  for (const [statement, batch] of batches) {
+    if (batch.length === 0) continue;
+    const change = statement === k.change;
+    const rows = batch.map((w) =>
+      change
+        ? { id: w.id, from_status: w.from!.status, from_version: w.from!.version, unsent: w.unsent ?? false, patch: w.patch, to_status: w.history?.to ?? null, reason: w.history?.reason ?? null, callback_id: w.callbackId ?? null }
+        : { id: w.id, patch: w.patch, ...w.key },
+    );
+    const outbox = batch.flatMap((w) => w.outbox.map((m) => ({ object_id: w.id, ...m })));
+    const effects = change
+      ? [
+          batch.filter((w) => w.event).map((w) => ({ object_id: w.id, merchant_id: w.merchantId, environment: w.environment, object_version: w.patch.version, ...w.event })),
+          batch.flatMap((w) => w.deliveries.map((d) => ({ object_id: w.id, ...d }))),
+          batch
+            .filter((w) => w.posting)
+            .map((w) => ({ object_id: w.id, id: w.posting!.id, kind: w.posting!.kind, reference_id: w.posting!.referenceId, environment: w.environment, currency: w.posting!.currency, merchant_id: w.posting!.merchantId })),
+          batch.flatMap((w) => (w.posting ? w.posting.entries.map((e) => ({ transaction_id: w.posting!.id, ...e })) : [])),
+        ]
+      : [];
+    const ids = await runSql<{ id: string }>(db, statement, [rows, outbox, ...effects].map((v) => JSON.stringify(v)));
     const done = new Set(ids.map((r) => r.id));
-    for (const w of round) if (done.has(w.id)) written.add(w);
+    for (const w of batch) if (done.has(w.id)) written.add(w);
   }
   return ws.map((w) => written.has(w));
 }
