@@ -74,7 +74,7 @@ export class OverloadMonitor {
 }
 
 /**
- * The delay of this process's event loop (ms): the p99 of the last whole `windowMs`, or of the
+ * The delay of this process's event loop (ms): the p90 of the last whole `windowMs`, or of the
  * window under way when it is already worse (a loop that turns late is seen at once). The
  * sampler stops with the process (unref'd).
  */
@@ -82,13 +82,13 @@ function eventLoopLag(windowMs: number): () => number {
   // 50 wake-ups a second: a late loop shows as long samples, an idle one costs next to nothing
   const histogram = monitorEventLoopDelay({ resolution: 20 });
   histogram.enable();
-  const p99 = () => (histogram.count > 0 ? histogram.percentile(99) / 1e6 : 0);
+  const p90 = () => (histogram.count > 0 ? histogram.percentile(90) / 1e6 : 0);
   let last = 0;
   setInterval(() => {
-    last = p99();
+    last = p90();
     histogram.reset();
   }, windowMs).unref();
-  return () => Math.max(last, p99());
+  return () => Math.max(last, p90());
 }
 
 /**

@@ -96,6 +96,7 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
     OVERLOAD_MAX_WAITING: '0',
     OVERLOAD_MAX_WAIT_MS: '0',
     OVERLOAD_MAX_LAG_MS: '0',
+    OVERLOAD_MAX_IN_FLIGHT: '0',
     ...overrides,
   };
   const config = loadConfig({ ...baseEnv, LOG_LEVEL: process.env.TEST_LOG_LEVEL || 'silent' });
