@@ -137,9 +137,14 @@ export function operationWrite<R extends OperationRow>(
   };
 }
 
+/** A write of the row alone: no event, delivery, job or posting. */
+function rowWrite(row: OperationRow, from: OperationWrite['from'], patch: Record<string, unknown>, history: OperationWrite['history']): OperationWrite {
+  return { id: row.id, from, patch, history, merchantId: row.merchant_id, environment: row.environment, event: null, deliveries: [], outbox: [], posting: null };
+}
+
 /** A new row of `kind` in the writer's terms: its history row `created`, and the jobs that follow it. */
 export function creationWrite<R extends OperationRow>(row: R, outbox: OperationWrite['outbox'], key: OperationWrite['key'] = null): OperationWrite {
-  return { id: row.id, from: null, patch: row as unknown as Record<string, unknown>, history: { to: row.status, reason: 'created' }, key, merchantId: row.merchant_id, environment: row.environment, event: null, deliveries: [], outbox, posting: null };
+  return { ...rowWrite(row, null, row as unknown as Record<string, unknown>, { to: row.status, reason: 'created' }), outbox, key };
 }
 
 /**
@@ -149,22 +154,7 @@ export function creationWrite<R extends OperationRow>(row: R, outbox: OperationW
  */
 export async function writeColumns<R extends OperationRow>(db: Executor, kind: OperationKind<R, any, any>, changes: { row: R; patch: Partial<R> }[]): Promise<boolean[]> {
   if (changes.length === 0) return [];
-  return writeOperations(
-    db,
-    kind.sql,
-    changes.map(({ row, patch }) => ({
-      id: row.id,
-      from: { status: row.status, version: row.version },
-      patch: patch as Record<string, unknown>,
-      history: null,
-      merchantId: row.merchant_id,
-      environment: row.environment,
-      event: null,
-      deliveries: [],
-      outbox: [],
-      posting: null,
-    })),
-  );
+  return writeOperations(db, kind.sql, changes.map(({ row, patch }) => rowWrite(row, { status: row.status, version: row.version }, patch as Record<string, unknown>, null)));
 }
 
 /** Creates a row of `kind` in the caller's transaction, with the jobs that follow it (enqueued once it commits). */
