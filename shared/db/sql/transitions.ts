@@ -48,10 +48,11 @@ export interface OperationSql {
   find: SqlStatement;
   findMany: SqlStatement;
   readCallbacks: SqlStatement;
-  /** the writer's statement, in its three shapes (writeStatement) */
+  /** the writer's statement, in its four shapes (writeStatement) */
   create: SqlStatement;
   createKeyed: SqlStatement;
   change: SqlStatement;
+  changeRow: SqlStatement;
   mark: SqlStatement;
 }
 
@@ -104,6 +105,7 @@ export function operationSql(k: OperationTables): OperationSql {
     create: writeStatement(k, 'create'),
     createKeyed: writeStatement(k, 'create-keyed'),
     change: writeStatement(k, 'change'),
+    changeRow: writeStatement(k, 'change-row'),
     // a repeat or a late report: see markCallbacks
     mark: sqlStatement(
       `mark-callbacks-${k.name}`,
@@ -119,13 +121,14 @@ export function operationSql(k: OperationTables): OperationSql {
   };
 }
 
-type WriteShape = 'create' | 'create-keyed' | 'change';
+type WriteShape = 'create' | 'create-keyed' | 'change' | 'change-row';
 
 /**
- * The writer's statement of a kind. One text, built here, in three shapes that differ only in
- * how the rows are written (`m`: what was written), so that a statement opens no table it does
- * not write: `create` (new rows), `create-keyed` (new rows, each under its idempotency key,
- * written only if the key was taken) and `change` (the compare-and-set). json parameters, not
+ * The writer's statement of a kind. One text, built here, in four shapes, so that a statement
+ * opens no table it does not write: `create` (new rows), `create-keyed` (new rows, each under its
+ * idempotency key, written only if the key was taken), `change` (the compare-and-set, with its
+ * history, event, deliveries, outbox rows, credit and callback) and `change-row` (the
+ * compare-and-set alone: a push's acceptance, columns beside the machine). json parameters, not
  * arrays: one text whatever the batch, planned once per connection (a custom plan would know how
  * many rows there are and always look cheaper than the generic one).
  */
@@ -136,7 +139,7 @@ function writeStatement(k: OperationTables, shape: WriteShape): SqlStatement {
   // every column a change may set (a row's columns and updated_at), written from the patch over the row itself
   const changeable = [...cols.filter((c) => c !== 'id'), 'updated_at'];
   const rows =
-    shape === 'change'
+    shape === 'change' || shape === 'change-row'
       ? // the rows are found by id = any(array(...)), through the primary key: joined on x alone,
         // the generic plan scans the whole table whenever the statistics say few rows match
         `x as materialized (select * from json_to_recordset($1::json)
@@ -187,9 +190,10 @@ function writeStatement(k: OperationTables, shape: WriteShape): SqlStatement {
                from json_to_recordset($6::json) as x(transaction_id uuid, account_id bigint, amount bigint, unfolded boolean)
                join lt on lt.id = x.transaction_id),
        c as (update provider_callbacks pc set processed_at = now(), outcome = 'applied' from m where pc.id = m.callback_id and pc.processed_at is null)`;
-  return sqlStatement(`${shape}-${k.name}`, `with ${rows},
+  const writes = shape === 'change-row' ? rows : `${rows},
        ${history},
-       ${outbox}${effects}
+       ${outbox}${effects}`;
+  return sqlStatement(`${shape}-${k.name}`, `with ${writes}
        select id from m`);
 }
 
@@ -290,6 +294,9 @@ export interface OperationWrite {
   posting: CreditPosting | null;
 }
 
+/** A change of the row alone: no history, event, delivery, job, posting or callback. */
+const rowOnly = (w: OperationWrite) => !w.history && !w.event && w.deliveries.length === 0 && w.outbox.length === 0 && !w.posting && !w.callbackId;
+
 /**
  * Splits writes into rounds in which no row and no callback appears twice (an UPDATE ... FROM
  * moves a row once, whatever joins it): a repeated one goes to the next round, which runs after
@@ -323,13 +330,14 @@ export async function writeOperations(db: Executor, k: OperationSql, ws: Operati
   const batches: [SqlStatement, OperationWrite[]][] = [
     [k.createKeyed, keyed],
     [k.create, creations.filter((w) => !w.key)],
-    ...rounds(ws.filter((w) => w.from !== null)).map((round): [SqlStatement, OperationWrite[]] => [k.change, round]),
+    ...rounds(ws.filter((w) => w.from !== null)).map((round): [SqlStatement, OperationWrite[]] => [round.every(rowOnly) ? k.changeRow : k.change, round]),
   ];
   for (const [statement, batch] of batches) {
     if (batch.length === 0) continue;
     const change = statement === k.change;
+    const changeRow = statement === k.changeRow;
     const rows = batch.map((w) =>
-      change
+      change || changeRow
         ? { id: w.id, from_status: w.from!.status, from_version: w.from!.version, unsent: w.unsent ?? false, patch: w.patch, to_status: w.history?.to ?? null, reason: w.history?.reason ?? null, callback_id: w.callbackId ?? null }
         : { id: w.id, patch: w.patch, ...w.key },
     );
@@ -344,7 +352,7 @@ export async function writeOperations(db: Executor, k: OperationSql, ws: Operati
           batch.flatMap((w) => (w.posting ? w.posting.entries.map((e) => ({ transaction_id: w.posting!.id, ...e })) : [])),
         ]
       : [];
-    const ids = await runSql<{ id: string }>(db, statement, [rows, outbox, ...effects].map((v) => JSON.stringify(v)));
+    const ids = await runSql<{ id: string }>(db, statement, (changeRow ? [rows] : [rows, outbox, ...effects]).map((v) => JSON.stringify(v)));
     const done = new Set(ids.map((r) => r.id));
     for (const w of batch) if (done.has(w.id)) written.add(w);
   }
