@@ -1,4 +1,4 @@
-import { raw, type AnyQueryBuilder } from 'objection';
+import type { AnyQueryBuilder } from 'objection';
 import type { ServiceContext } from '../context';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
