@@ -28,12 +28,11 @@ import { randomUUID } from 'node:crypto';
 import type { AddressInfo } from 'node:net';
 import type { Server } from 'node:http';
 import path from 'node:path';
-import Koa from 'koa';
-import getRawBody from 'raw-body';
+import type Koa from 'koa';
 import { buildApp } from '../api/app';
 import { signRequest } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
-import { benchEnv, closedLoop, openLoop, percentile, prepared, runBench, type LoadRequest, type LoadResult } from './bench-common';
+import { BARE_REQUEST, bareKoaApp, benchEnv, closedLoop, openLoop, percentile, prepared, runBench, type LoadRequest, type LoadResult } from './bench-common';
 import { createContext } from '../shared/context';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { QUEUES } from '../shared/queues/names';
@@ -80,12 +79,7 @@ async function serve(): Promise<void> {
   const config = loadConfig({ ...baseEnv, LOG_LEVEL: 'silent' });
   const services = createContext({ role: 'web', name: 'bench', config, poolMax: 4 });
 
-  const bare = new Koa();
-  bare.use(async (ctx) => {
-    const raw = await getRawBody(ctx.req, { limit: 100 * 1024 });
-    ctx.status = 201;
-    ctx.body = { ok: true, got: Object.keys(JSON.parse(raw.toString('utf8'))).length };
-  });
+  const bare = bareKoaApp();
   const merchant = await createMerchant(services.db, { name: 'Bench merchant', fees: { USD: { percent_bps: 250, fixed: 10 } } });
   const cred = await issueCredential(services.db, merchant.id, { environment: 'test', scope: 'payments' }, config.secretsKeys);
   const bareServer = await listen(bare);
@@ -204,12 +198,7 @@ async function bench(): Promise<void> {
       },
     };
   };
-  const bareRequest: LoadRequest = {
-    method: 'POST',
-    path: '/v1/payments',
-    headers: { 'content-type': 'application/json' },
-    body: JSON.stringify({ amount: 10_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: 'bench' }),
-  };
+  const bareRequest = BARE_REQUEST;
 
   const summary = (name: string, r: LoadResult) => ({
     name,
