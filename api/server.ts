@@ -17,6 +17,9 @@ import { buildApps } from './app';
  * With ADMIN_PORT set, the operator API, Bull Board and /metrics are served on that port only.
  */
 
+/** The process's configuration, read once. */
+const config = getConfig();
+
 /**
  * Slow clients cannot hold a connection open: headers within WEB_HEADERS_TIMEOUT_MS (15 s), the
  * whole request within WEB_REQUEST_TIMEOUT_MS (30 s). Node checks these bounds only every
@@ -38,8 +41,7 @@ function listen(app: Koa, port: number, config: Config): Server {
 }
 
 function serve(): void {
-  const services = createContext({ role: 'web', name: 'web', poolMax: 16 });
-  const { config } = services;
+  const services = createContext({ role: 'web', name: 'web', config, poolMax: 16 });
   const apps = buildApps(services);
   const servers = [listen(apps.public, config.port, config)];
   if (apps.admin && config.adminPort !== null) servers.push(listen(apps.admin, config.adminPort, config));
@@ -65,7 +67,6 @@ function serve(): void {
 }
 
 function supervise(count: number): void {
-  const config = getConfig();
   const log = createLogger(config.logLevel, 'web-primary');
   let stopping = false;
   const backoff = new Map<number, number>();
@@ -101,13 +102,13 @@ function supervise(count: number): void {
 }
 
 process.env.PROCESS_NAME ||= 'web';
-const concurrency = getConfig().webConcurrency;
+const concurrency = config.webConcurrency;
 // the supervisor hears from the primary; a cluster's web processes answer to it
 if (cluster.isPrimary) beatForSupervisor();
 const start = () => (cluster.isPrimary && concurrency > 1 ? supervise(concurrency) : serve());
 // a bad deployment (prepared statements behind PgBouncer, a cluster node down) is refused before anything listens
 if (cluster.isPrimary) {
-  checkDeployment(getConfig()).then(start, (err: Error) => {
+  checkDeployment(config).then(start, (err: Error) => {
     process.stderr.write(`web refused to start: ${err.message}\n`);
     process.exit(1);
   });

@@ -1,13 +1,12 @@
 import type { ServiceContext } from '../context';
 import { markCallbacks, readCallbacksWithRows, type CallbackMark, type CallbackWithRow } from '../db/sql/transitions';
-import { accountKey, onlyCredits } from '../ledger/postings';
+import { accountKey } from '../ledger/postings';
 import type { Logger } from '../logger';
-import { normalise } from '../domain/ledger';
 import { parseCallbackBody } from '../providers/protocol';
 import type { StoredCallback } from '../providers/types';
 import type { OperationKind } from './kind';
 import { decide } from './machine';
-import { changeOf, creditPosting, operationWrite, writeAlone } from './transition';
+import { changeOf, creditOnly, creditPosting, operationWrite, writeAlone } from './transition';
 import type { OperationRow } from '../db/rows';
 
 /** What the one-statement path does with a callback: its move, or the outcome of one that changes nothing. */
@@ -85,8 +84,8 @@ async function attemptOnce<R extends OperationRow>(
   const change = changeOf(kind, row, d, trigger, details);
   let posting = null;
   if (d.effect) {
-    const credit = kind.posting({ ...row, ...change } as R, d.effect);
-    if (!onlyCredits(normalise(credit))) return undefined;
+    const credit = creditOnly(kind.posting({ ...row, ...change } as R, d.effect));
+    if (!credit) return undefined;
     // a first posting creates its accounts: the locked path
     posting = creditPosting(credit, new Map(read.accounts.map((a) => [accountKey(a), Number(a.id)])));
     if (!posting) return undefined;

@@ -82,10 +82,15 @@ export function changeOf<R extends OperationRow>(kind: OperationKind<R, any>, ro
 /** The ids of the ledger accounts a credit posts to, by accountKey. */
 export type AccountIds = Map<string, number>;
 
-/** A credit posting with its accounts' ids; undefined when one of them does not exist yet. */
-export function creditPosting(p: Posting, ids: AccountIds): CreditPosting | undefined {
+/** A posting, normalised and checked balanced, when it only credits (the writer writes it with the change); otherwise undefined. */
+export function creditOnly(p: Posting): Posting | undefined {
   const n = normalise(p);
   assertBalanced(n);
+  return onlyCredits(n) ? n : undefined;
+}
+
+/** A credit (creditOnly's) with its accounts' ids; undefined when one of them does not exist yet. */
+export function creditPosting(n: Posting, ids: AccountIds): CreditPosting | undefined {
   if (n.entries.some((e) => !ids.has(accountKey(e.account)))) return undefined;
   return {
     id: randomUUID(),
@@ -207,8 +212,9 @@ export async function applyTrigger<R extends OperationRow>(
   const change = changeOf(kind, row, d, trigger, details, patch);
   const updated = { ...row, ...change } as R;
   const effect = d.kind === 'move' ? d.effect : null;
-  const credit = effect && kind.posting ? kind.posting(updated, effect) : undefined;
-  const posting = credit && onlyCredits(normalise(credit)) ? creditPosting(credit, await postingAccountIds(trx, credit)) : undefined;
+  const pure = effect && kind.posting ? kind.posting(updated, effect) : undefined;
+  const credit = pure && creditOnly(pure);
+  const posting = credit ? creditPosting(credit, await postingAccountIds(trx, credit)) : undefined;
   const eventType = d.kind === 'move' ? d.event : null;
   const endpoints = eventType ? await enabledEndpoints(trx, row.merchant_id, row.environment) : [];
   const write = operationWrite(kind, row, d, trigger, details, change, { endpoints, posting: posting ?? null });
@@ -217,6 +223,6 @@ export async function applyTrigger<R extends OperationRow>(
   outbox.written(write.outbox);
   if (d.kind === 'move' && kind.afterMove) await kind.afterMove(trx, outbox, updated, d.to, details.at);
   // a posting that takes from a merchant's balance locks its accounts: last, held until the commit
-  if (effect && !posting) await (credit ? post(trx, credit) : kind.post!(trx, updated, effect));
+  if (effect && !posting) await (pure ? post(trx, pure) : kind.post!(trx, updated, effect));
   return { outcome: 'applied', row: updated };
 }
