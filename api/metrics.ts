@@ -1,12 +1,13 @@
 import type Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ServiceContext } from '../shared/context';
 import { attentionList, countPastBound, type AttentionReason } from '../shared/operations/attention';
 import type { OperationKind } from '../shared/operations/kind';
 import { checkLedger } from '../shared/ledger/check';
 import { readBacklog } from '../shared/queues/backlog';
 import { operatorLabel } from '../shared/metrics/providerCalls';
+import { collectProcessMetrics } from '../shared/metrics/registry';
 import { BOARD_PATH } from './board';
 import { KINDS } from '../shared/operationKinds';
 
@@ -51,7 +52,7 @@ export interface Metrics {
 export function createMetrics(services: ServiceContext): Metrics {
   const registry = new Registry();
   if (services.config.nodeName) registry.setDefaultLabels({ node: services.config.nodeName });
-  collectDefaultMetrics({ register: registry });
+  collectProcessMetrics(registry);
   const labelNames = ['method', 'route', 'status'] as const;
   const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered', labelNames, registers: [registry] });
   const duration = new Histogram({

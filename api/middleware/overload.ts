@@ -73,22 +73,41 @@ export class OverloadMonitor {
   }
 }
 
+/** Windows without a question after which the event-loop sampler stops (10 s at the default 500 ms). */
+const QUIET_WINDOWS = 20;
+
 /**
  * The delay of this process's event loop (ms): the p90 of the last whole `windowMs`, or of the
- * window under way when it is already worse (a loop that turns late is seen at once). The
- * sampler stops with the process (unref'd).
+ * window under way when it is already worse (a loop that turns late is seen at once). Sampled
+ * only while it is asked: the first question after a quiet spell starts the sampler (it answers
+ * 0 until a sample exists: a loop that was idle is not late), and QUIET_WINDOWS windows without a
+ * question stop it, so an idle web does not wake up for it.
  */
 function eventLoopLag(windowMs: number): () => number {
-  // 50 wake-ups a second: a late loop shows as long samples, an idle one costs next to nothing
+  // 50 wake-ups a second while sampling: a late loop shows as long samples
   const histogram = monitorEventLoopDelay({ resolution: 20 });
-  histogram.enable();
   const p90 = () => (histogram.count > 0 ? histogram.percentile(90) / 1e6 : 0);
   let last = 0;
-  setInterval(() => {
+  let quiet = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const endWindow = () => {
     last = p90();
     histogram.reset();
-  }, windowMs).unref();
-  return () => Math.max(last, p90());
+    if (++quiet >= QUIET_WINDOWS) {
+      histogram.disable();
+      clearInterval(timer);
+      timer = undefined;
+      last = 0;
+    }
+  };
+  return () => {
+    quiet = 0;
+    if (!timer) {
+      histogram.enable();
+      timer = setInterval(endWindow, windowMs).unref();
+    }
+    return Math.max(last, p90());
+  };
 }
 
 /**

@@ -1,8 +1,7 @@
 import { createServer, type Server } from 'node:http';
-import { collectDefaultMetrics } from 'prom-client';
 import type { Logger } from '../logger';
 import { COPIES_PER_BLOCK, metricsPortFor } from './ports';
-import { processRegistry } from './registry';
+import { collectProcessMetrics, processRegistry } from './registry';
 
 function listen(server: Server, port: number): Promise<boolean> {
   return new Promise((resolve, reject) => {
@@ -30,7 +29,7 @@ function listen(server: Server, port: number): Promise<boolean> {
 export async function serveProcessMetrics(pool: string, log: Logger, env: Record<string, string | undefined> = process.env): Promise<Server | null> {
   const first = metricsPortFor(pool, env);
   if (first === null) return null;
-  collectDefaultMetrics({ register: processRegistry });
+  collectProcessMetrics(processRegistry);
   const server = createServer((req, res) => {
     if (req.method !== 'GET' || (req.url ?? '').split('?')[0] !== '/metrics') {
       res.writeHead(404).end();
