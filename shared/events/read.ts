@@ -12,7 +12,6 @@ import type { EventBody } from '../db/rows';
  * newest first, in the same envelope as the webhook body, so anything missed can be caught up.
  */
 
-
 /** `evt_<uuid>_<unix seconds>_<8 hex>` (decisions.md). */
 export function isEventId(id: string): boolean {
   const m = /^evt_([0-9a-f-]{36})_\d{1,12}_[0-9a-f]{8}$/.exec(id);

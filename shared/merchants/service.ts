@@ -28,7 +28,6 @@ export interface MerchantInput {
   status?: 'active' | 'suspended';
 }
 
-
 export function merchantView(m: Merchant) {
   return {
     id: m.id,

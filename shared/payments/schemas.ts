@@ -13,7 +13,6 @@ import type { MetadataValue } from '../vocabulary';
  * fees, limits) are checked by shared/payments/create.ts.
  */
 
-
 export interface CreatePaymentInput {
   amount: number;
   currency: Currency;

@@ -13,7 +13,6 @@ import type { WebhookRow } from '../db/rows';
 
 /** Operator-side management of webhook endpoints (decisions.md, admin API). */
 
-
 export interface WebhookInput {
   merchant_id: string;
   url: string;
@@ -26,7 +25,6 @@ export interface WebhookPatch {
   events?: string[];
   status?: 'enabled' | 'disabled';
 }
-
 
 // the breaker's times are stamped by Postgres's now() (the sender's statements): read against the wall clock, as Postgres's is
 export function webhookView(w: WebhookRow, nowMs = Date.now()) {

@@ -37,7 +37,6 @@ interface AttemptRow {
   response_excerpt: string | null;
 }
 
-
 function attemptView(a: AttemptRow) {
   return {
     round: a.round,
