@@ -2,8 +2,8 @@ import { Event } from '../db/models';
 import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { UUID_V4_RE } from '../domain/ids';
-import { NotFound, ValidationFailed } from '../errors';
-import { pageQuery, toPage, type Cursor } from '../db/pagination';
+import { NotFound } from '../errors';
+import { cursorOf, pageQuery, toPage, type Cursor } from '../db/pagination';
 import { eventEnvelope } from './envelope';
 import type { EventBody } from '../db/rows';
 
@@ -19,12 +19,7 @@ export function isEventId(id: string): boolean {
 }
 
 /** The cursor of payments' lists (`<created>.<id>`), with an event id after the dot. */
-export function parseEventCursor(raw: string | undefined): Cursor | null {
-  if (raw === undefined) return null;
-  const m = /^(\d{1,12})(?:\.(.+))?$/.exec(raw);
-  if (!m || (m[2] !== undefined && !isEventId(m[2]))) throw new ValidationFailed('cursor', 'cursor must be the next_cursor of a previous page');
-  return { created: Number(m[1]), id: m[2] ?? null };
-}
+export const parseEventCursor = (raw: string | undefined) => cursorOf(raw, isEventId);
 
 interface EventRecord {
   id: string;

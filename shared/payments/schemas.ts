@@ -4,8 +4,7 @@ import { MSISDN_PATTERN, OPERATORS, type Operator } from '../domain/msisdn';
 import { paymentMachine } from '../operations/machines';
 import type { Currency } from '../domain/ledger';
 import type { FeeBearer } from '../domain/fees';
-import type { PaymentStatus } from '../vocabulary';
-import type { MetadataValue } from '../vocabulary';
+import type { MetadataValue, PaymentStatus } from '../vocabulary';
 
 /**
  * Request schemas of the payment routes (spec 2.2, decisions.md); also the source of the API

@@ -2,7 +2,7 @@ import { raw } from 'objection';
 import { Webhook, WebhookDelivery } from '../db/models';
 import type { Db, Executor } from '../db/knex';
 import type { Environment } from '../db/models';
-import { claimAttemptsSql, diagnoseSql, finishAttemptsSql, markDeadSql } from '../db/sql/webhookDeliveries';
+import { claimAttemptsSql, finishAttemptsSql } from '../db/sql/webhookDeliveries';
 import { BREAKER_THRESHOLD, MAX_ATTEMPTS, type AttemptVerdict } from './rules';
 import type { AttemptResult } from './http';
 import type { EventBody } from '../db/rows';
@@ -49,25 +49,6 @@ export async function claimAttempts(db: Db, deliveryIds: string[], leaseMs: numb
   return claimAttemptsSql<ClaimedAttempt>(db, asProbe, [secs(leaseMs), JSON.stringify([...new Set(deliveryIds)].sort()), MAX_ATTEMPTS]);
 }
 
-/** Why a delivery could not be claimed, as seen by Postgres (its clock decides what is due). */
-export interface Diagnosis {
-  status: 'pending' | 'succeeded' | 'dead';
-  attempts: number;
-  leased: boolean;
-  not_due: boolean;
-  next_attempt_in_ms: number;
-  webhook_status: 'enabled' | 'disabled';
-  breaker_tripped: boolean;
-  breaker_open: boolean;
-  breaker_open_for_ms: number;
-  probing: boolean;
-}
-
-export async function diagnose(db: Executor, deliveryId: string): Promise<Diagnosis | null> {
-  const [row] = await diagnoseSql<Diagnosis>(db, [deliveryId]);
-  return row ?? null;
-}
-
 /** After the pause, one delivery takes the endpoint's probe; false when another holds it. */
 export async function takeProbe(db: Executor, webhookId: string, leaseMs: number): Promise<boolean> {
   const n = await Webhook.query(db)
@@ -80,11 +61,6 @@ export async function takeProbe(db: Executor, webhookId: string, leaseMs: number
 
 export async function releaseProbe(db: Executor, webhookId: string): Promise<void> {
   await Webhook.query(db).findById(webhookId).patch({ breaker_probe_until: null });
-}
-
-/** Ends a pending delivery without an attempt (its endpoint was disabled, or its last attempt was cut off). */
-export async function markDead(db: Executor, deliveryId: string, reason: string): Promise<void> {
-  await markDeadSql(db, [reason, deliveryId]);
 }
 
 export interface AttemptOutcome {

@@ -59,10 +59,7 @@ export async function listEventDeliveries(db: Executor, caller: Caller, eventId:
   if (!event) throw new NotFound('Event');
   const rows: DeliveryRow[] = await WebhookDelivery.query(db)
     .where({ event_id: event.id })
-    .orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
+    .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
     .select(COLUMNS);
   return { object: 'list' as const, data: rows.map(merchantDeliveryView) };
 }

@@ -1,7 +1,8 @@
 import type { ServiceContext } from '../context';
 import { SigningSecrets, webhookSecretFor } from '../merchants/webhookSecrets';
 import { signatureHeader, standardSignatureHeader } from '../client/webhooks';
-import { claimAttempts, diagnose, finishAttempts, markDead, releaseProbe, takeProbe, type AttemptOutcome, type ClaimedAttempt } from './deliveries';
+import { claimAttempts, finishAttempts, releaseProbe, takeProbe, type AttemptOutcome, type ClaimedAttempt } from './deliveries';
+import { diagnose, markDead } from '../db/sql/webhookDeliveries';
 import { Coalescer } from '../db/coalescer';
 import { eventEnvelope } from '../events/envelope';
 import { makeAgents, postWebhook, type Agents, type AttemptResult } from './http';

@@ -197,12 +197,6 @@ function writeStatement(k: OperationTables, shape: WriteShape): SqlStatement {
        select id from m`);
 }
 
-/** For each key in order, whether the statement returned it (a key given twice counts once, for its first). */
-function returnedInOrder(keys: string[], returned: { id: string }[]): boolean[] {
-  const ids = new Set(returned.map((r) => r.id));
-  return keys.map((k) => ids.delete(k));
-}
-
 /** An operation's row by id (no lock). */
 export async function findOperation<R>(db: Executor, k: OperationSql, id: string): Promise<R | undefined> {
   const [row] = await runSql<R>(db, k.find, [id]);
@@ -377,5 +371,7 @@ export interface CallbackMark {
  */
 export async function markCallbacks(db: Executor, k: OperationSql, ms: CallbackMark[]): Promise<boolean[]> {
   const rows = ms.map((m) => ({ callback_id: m.callbackId, outcome: m.outcome, id: m.id, from_status: m.from.status, from_version: m.from.version }));
-  return returnedInOrder(ms.map((m) => m.callbackId), await runSql<{ id: string }>(db, k.mark, [JSON.stringify(rows)]));
+  const marked = new Set((await runSql<{ id: string }>(db, k.mark, [JSON.stringify(rows)])).map((r) => r.id));
+  // a callback given twice counts once, for its first
+  return ms.map((m) => marked.delete(m.callbackId));
 }
