@@ -15,16 +15,8 @@ import type { EventRow } from '../db/rows';
 /** Redeliveries a merchant may ask for, per event. */
 export const MAX_REDELIVERIES = 10;
 
-interface DeliveryRow {
-  id: string;
-  event_id: string;
-  webhook_id: string;
-  status: 'pending' | 'succeeded' | 'dead';
-  attempts: number;
-  last_status_code: number | null;
-  last_error: string | null;
-  created: number;
-}
+const COLUMNS = ['id', 'event_id', 'webhook_id', 'status', 'attempts', 'last_status_code', 'last_error', 'created'] as const;
+type DeliveryRow = Pick<WebhookDelivery, (typeof COLUMNS)[number]>;
 
 /**
  * The delivery object. `failed`: the last attempt failed and another is scheduled (the stored
@@ -43,8 +35,6 @@ export function merchantDeliveryView(d: DeliveryRow) {
     created: Number(d.created),
   };
 }
-
-const COLUMNS = ['id', 'event_id', 'webhook_id', 'status', 'attempts', 'last_status_code', 'last_error', 'created'];
 
 async function eventOf(db: Executor, caller: Caller, id: string, lock: boolean): Promise<(EventRow & { redeliveries: number }) | undefined> {
   if (!isEventId(id)) return undefined;
