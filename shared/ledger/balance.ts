@@ -3,8 +3,7 @@ import { LedgerBalance } from '../db/models';
 import type { Executor } from '../db/knex';
 import type { AccountKind, Currency, Environment } from '../domain/ledger';
 import { exact, type Exact } from '../money';
-
-const CURRENCIES: Currency[] = ['USD', 'CDF'];
+import { CURRENCIES } from '../vocabulary';
 
 /**
  * A merchant's accounts with their balances, as the `ledger_balances` view defines them (the

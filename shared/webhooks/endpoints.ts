@@ -1,7 +1,6 @@
 import { raw } from 'objection';
-import { Merchant, Webhook, WebhookDelivery } from '../db/models';
+import { Merchant, Webhook, WebhookDelivery, type Environment } from '../db/models';
 import type { Db, Executor } from '../db/knex';
-import type { Environment } from '../db/models';
 import { transact, type TransactDeps } from '../db/transact';
 import { newId, unixOf } from '../domain/ids';
 import { Conflict, NotFound, ValidationFailed } from '../errors';
