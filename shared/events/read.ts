@@ -5,7 +5,7 @@ import { UUID_V4_RE } from '../domain/ids';
 import { NotFound } from '../errors';
 import { cursorOf, pageQuery, toPage, type Cursor } from '../db/pagination';
 import { eventEnvelope } from './envelope';
-import type { EventBody } from '../db/rows';
+import type { EventRow } from '../db/rows';
 
 /**
  * Merchant recovery (GET /v1/events): every event of the caller's merchant and environment,
@@ -21,15 +21,8 @@ export function isEventId(id: string): boolean {
 /** The cursor of payments' lists (`<created>.<id>`), with an event id after the dot. */
 export const parseEventCursor = (raw: string | undefined) => cursorOf(raw, isEventId);
 
-interface EventRecord {
-  id: string;
-  type: string;
-  created: number;
-  object_version: number;
-  body: EventBody;
-}
-
-const COLUMNS = ['id', 'type', 'created', 'object_version', 'body'];
+const COLUMNS = ['id', 'type', 'created', 'object_version', 'body'] as const;
+type EventRecord = Pick<EventRow, (typeof COLUMNS)[number]>;
 
 export async function listEvents(db: Executor, caller: Caller, query: { type?: string; cursor: Cursor | null; limit: number }) {
   const q = Event.query(db).where({ merchant_id: caller.merchantId, environment: caller.environment }).select(COLUMNS);
