@@ -44,12 +44,7 @@ function deliveryView(d: WebhookDelivery, eventType: string, attempts: WebhookAt
 }
 
 /** An endpoint's deliveries, newest first, each with its event type and all its attempts. */
-export async function listDeliveries(
-  db: Executor,
-  webhookId: string,
-  page: { cursor: Cursor | null; limit: number },
-  status?: WebhookDelivery['status'],
-) {
+export async function listDeliveries(db: Executor, webhookId: string, page: { cursor: Cursor | null; limit: number }, status?: WebhookDelivery['status']) {
   const exists = await Webhook.query(db).findById(webhookId).select('id');
   if (!exists) throw new NotFound('Webhook');
   const q = WebhookDelivery.query(db).where({ webhook_id: webhookId });

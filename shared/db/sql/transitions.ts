@@ -79,7 +79,7 @@ const INSERT_OUTBOX = sqlStatement('outbox-insert', outboxInsertSql(OUTBOX_ROWS)
 
 /** Outbox rows on their own (shared/queues/outbox.ts: a flow's jobs written in its transaction). */
 export async function insertOutbox(db: Executor, msgs: OutboxMessage[]): Promise<void> {
-  await runSql(db, INSERT_OUTBOX, [JSON.stringify(msgs.map((m) => ({ ...m, payload: m.payload })))]);
+  await runSql(db, INSERT_OUTBOX, [JSON.stringify(msgs)]);
 }
 
 /** The statements of a kind (its tables' names are the kernel's constants). */
