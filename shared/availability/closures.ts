@@ -1,8 +1,7 @@
 import type { Db, Executor } from '../db/knex';
 import { OperatorClosure } from '../db/models';
 import { Unprocessable } from '../errors';
-import type { Operator } from '../vocabulary';
-import type { Direction } from '../vocabulary';
+import type { Direction, Operator } from '../vocabulary';
 import type { Caches } from '../ttlCache';
 
 /**

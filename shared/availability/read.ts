@@ -2,9 +2,8 @@ import type { AvailabilityConfig } from '../config';
 import { raw } from 'objection';
 import type { Executor } from '../db/knex';
 import { ProviderHealthBucket } from '../db/models';
-import { OPERATORS, type Environment, type Operator } from '../vocabulary';
+import { DIRECTIONS, OPERATORS, type Direction, type Environment, type Operator } from '../vocabulary';
 import { loadClosures } from './closures';
-import { DIRECTIONS, type Direction } from '../vocabulary';
 
 /**
  * Operator availability (GET /v1/availability, decisions.md "Integrator's kit"): per operator

@@ -67,7 +67,7 @@ interface PoolConfig {
 
 export function createDb(databaseUrl: string, poolMax = 10, opts: DbOptions = {}): Knex {
   const waits = opts.waits;
-  const db = knexFactory({
+  return knexFactory({
     client: 'pg',
     connection: {
       connectionString: databaseUrl,
@@ -87,7 +87,6 @@ export function createDb(databaseUrl: string, poolMax = 10, opts: DbOptions = {}
     acquireConnectionTimeout: waits?.acquireMs ?? 10_000,
     preparedStatements: opts.preparedStatements ?? true,
   } as Knex.Config & PoolConfig);
-  return db;
 }
 
 /** Whether `db` (a pool or one of its transactions) sends shared/db/sql's statements prepared. */

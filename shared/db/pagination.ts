@@ -30,14 +30,17 @@ export function parseLimit(raw: string | undefined): number {
   return n;
 }
 
+/** A cursor whose id is `idPrefix` and a UUID v4. */
 export function parseCursor(raw: string | undefined, idPrefix: string): Cursor | null {
+  return cursorOf(raw, (id) => id.startsWith(idPrefix) && UUID_V4_RE.test(id.slice(idPrefix.length)));
+}
+
+/** `<created>` or `<created>.<id>`, with an id `validId` accepts; 400 otherwise. */
+export function cursorOf(raw: string | undefined, validId: (id: string) => boolean): Cursor | null {
   if (raw === undefined) return null;
   const m = /^([0-9]{1,12})(?:\.(.+))?$/.exec(raw);
-  const id = m?.[2];
-  if (!m || (id !== undefined && !(id.startsWith(idPrefix) && UUID_V4_RE.test(id.slice(idPrefix.length))))) {
-    throw new ValidationFailed('cursor', 'cursor must be the next_cursor of a previous page');
-  }
-  return { created: Number(m[1]), id: id ?? null };
+  if (!m || (m[2] !== undefined && !validId(m[2]))) throw new ValidationFailed('cursor', 'cursor must be the next_cursor of a previous page');
+  return { created: Number(m[1]), id: m[2] ?? null };
 }
 
 export const encodeCursor = (item: { created: number; id: string }) => `${item.created}.${item.id}`;

@@ -13,12 +13,6 @@ export interface FeeRule {
 
 export type FeeBearer = 'merchant' | 'customer';
 
-export interface FeeSplit {
-  fee: number;
-  amountCharged: number;
-  amountNet: number;
-}
-
 /** round_half_up(n / d) for non-negative integers n and positive d. */
 export function divRoundHalfUp(n: bigint, d: bigint): bigint {
   if (n < 0n || d <= 0n) throw new RangeError('divRoundHalfUp expects n >= 0 and d > 0');
@@ -36,7 +30,7 @@ export class FeeError extends Error {}
  * Splits a payment's amount into what the client pays and what the merchant receives. Throws a
  * FeeError when the merchant would receive less than 1 or a total leaves the safe integers.
  */
-export function splitFees(amount: number, rule: FeeRule, bearer: FeeBearer): FeeSplit {
+export function splitFees(amount: number, rule: FeeRule, bearer: FeeBearer) {
   const fee = feeFor(amount, rule);
   const split =
     bearer === 'merchant'

@@ -35,6 +35,5 @@ export function newEventId(objectId: string, createdUnix: number): string {
   return `evt_${uuid}_${createdUnix}_${randomBytes(4).toString('hex')}`;
 }
 
-
 /** Unix seconds of a stored instant (null stays null). */
 export const unixOf = (d: Date | null) => (d ? Math.floor(d.getTime() / 1000) : null);

@@ -70,20 +70,18 @@ export function normalise(p: Posting): Posting {
   return { ...p, entries: [...byAccount.values()].filter((e) => e.amount !== 0) };
 }
 
+/** A merchant's posting of `kind` about one object, normalised. */
+function merchantPosting(kind: string, a: { referenceId: string; merchantId: string; environment: Environment; currency: Currency }, entries: Posting['entries']): Posting {
+  return normalise({ kind, referenceId: a.referenceId, environment: a.environment, currency: a.currency, merchantId: a.merchantId, entries });
+}
+
 /** A succeeded payment: the provider holds amount_charged; the merchant gets net, the platform the fee. */
 export function paymentCredit(a: { paymentId: string; merchantId: string; environment: Environment; currency: Currency; amountCharged: number; amountNet: number; fee: number }): Posting {
-  return normalise({
-    kind: 'payment_credit',
-    referenceId: a.paymentId,
-    environment: a.environment,
-    currency: a.currency,
-    merchantId: a.merchantId,
-    entries: [
-      { account: providerClearing, amount: -a.amountCharged },
-      { account: merchantAvailable(a.merchantId), amount: a.amountNet },
-      { account: platformFees, amount: a.fee },
-    ],
-  });
+  return merchantPosting('payment_credit', { ...a, referenceId: a.paymentId }, [
+    { account: providerClearing, amount: -a.amountCharged },
+    { account: merchantAvailable(a.merchantId), amount: a.amountNet },
+    { account: platformFees, amount: a.fee },
+  ]);
 }
 
 /** What leaves a merchant's balance for a client: a refund, or a payout with its fee. */
@@ -103,34 +101,20 @@ export const outgoingKinds = (kind: OutgoingKind) => ({ debit: `${kind}_debit`, 
 /** At creation: amount + fee leave available and wait in transit. */
 export function outgoingDebit(kind: OutgoingKind, a: Outgoing): Posting {
   const total = a.amount + (a.fee ?? 0);
-  return normalise({
-    kind: outgoingKinds(kind).debit,
-    referenceId: a.referenceId,
-    environment: a.environment,
-    currency: a.currency,
-    merchantId: a.merchantId,
-    entries: [
-      { account: merchantAvailable(a.merchantId), amount: -total },
-      { account: merchantInTransit(a.merchantId), amount: total },
-    ],
-  });
+  return merchantPosting(outgoingKinds(kind).debit, a, [
+    { account: merchantAvailable(a.merchantId), amount: -total },
+    { account: merchantInTransit(a.merchantId), amount: total },
+  ]);
 }
 
 /** The provider confirmed: the amount goes out through the provider, the fee to the platform. */
 export function outgoingDeliver(kind: OutgoingKind, a: Outgoing): Posting {
   const fee = a.fee ?? 0;
-  return normalise({
-    kind: outgoingKinds(kind).deliver,
-    referenceId: a.referenceId,
-    environment: a.environment,
-    currency: a.currency,
-    merchantId: a.merchantId,
-    entries: [
-      { account: merchantInTransit(a.merchantId), amount: -(a.amount + fee) },
-      { account: providerClearing, amount: a.amount },
-      { account: platformFees, amount: fee },
-    ],
-  });
+  return merchantPosting(outgoingKinds(kind).deliver, a, [
+    { account: merchantInTransit(a.merchantId), amount: -(a.amount + fee) },
+    { account: providerClearing, amount: a.amount },
+    { account: platformFees, amount: fee },
+  ]);
 }
 
 /** The exact reverse of a posting: a failed refund or payout gives back what its debit took. */

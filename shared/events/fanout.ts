@@ -9,15 +9,6 @@ import type { EventRow } from '../db/rows';
 /** Job name of the webhook-sender queue; its payload is {deliveryId, webhookId}. */
 export const DELIVER_JOB = 'deliver';
 
-/**
- * Webhook fan-out: one delivery row per matching enabled endpoint of the event's merchant and
- * environment, with its outbox job, in the transaction that wrote the event; nothing is sent
- * from here. A `webhook.test` event goes only to the endpoint it names.
- */
-export async function fanOutEvent(trx: Trx, event: EventRow, outbox: OutboxWriter): Promise<void> {
-  await insertDeliveries(trx, outbox, event, await endpointsFor(trx, event), 0, event.created);
-}
-
 /** The enabled endpoints of a merchant and environment, with the events each takes. */
 export async function enabledEndpoints(trx: Trx, merchantId: string, environment: string): Promise<{ id: string; events: string[] }[]> {
   // in the event's multi-table transaction, on the hot path (a transition's fan-out): the knex builder, as below
@@ -39,9 +30,7 @@ export async function insertDeliveries(trx: Trx, outbox: OutboxWriter, event: Pi
   if (webhookIds.length === 0) return [];
   const deliveries = deliveryRows(event, webhookIds, created, redelivery);
   await trx('webhook_deliveries').insert(deliveries);
-  for (const d of deliveries) {
-    await outbox.add(QUEUES.webhookSender, DELIVER_JOB, deliverJob(d));
-  }
+  for (const d of deliveries) await outbox.add(QUEUES.webhookSender, DELIVER_JOB, deliverJob(d));
   return deliveries;
 }
 
@@ -63,9 +52,13 @@ export const deliveryRows = (event: Pick<EventRow, 'id'>, webhookIds: string[], 
 /** The sender's job of a delivery. */
 export const deliverJob = (d: DeliveryRow) => ({ deliveryId: d.id, webhookId: d.webhook_id });
 
-/** Writes an event and its webhook deliveries (with their jobs) in the caller's transaction: how every flow emits an event. */
+/**
+ * Writes an event and its webhook deliveries in the caller's transaction: how every flow emits an
+ * event. One delivery row per matching enabled endpoint, with its outbox job; nothing is sent from
+ * here. A `webhook.test` event goes only to the endpoint it names.
+ */
 export async function emitEvent(trx: Trx, outbox: OutboxWriter, input: EventInput): Promise<EventRow> {
   const row = await recordEvent(trx, input);
-  await fanOutEvent(trx, row, outbox);
+  await insertDeliveries(trx, outbox, row, await endpointsFor(trx, row), 0, row.created);
   return row;
 }

@@ -6,8 +6,6 @@ import { EVENT_TYPES, type EventType } from '../vocabulary';
  * sends it to one endpoint by name.
  */
 
-export { EVENT_TYPES };
-
 export const SUBSCRIBABLE_EVENT_TYPES: readonly EventType[] = EVENT_TYPES.filter((t) => t !== 'webhook.test');
 
 export const PATTERN_RE = /^[a-z*][a-z_.*]{0,99}$/;

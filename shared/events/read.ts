@@ -2,16 +2,15 @@ import { Event } from '../db/models';
 import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { UUID_V4_RE } from '../domain/ids';
-import { NotFound, ValidationFailed } from '../errors';
-import { pageQuery, toPage, type Cursor } from '../db/pagination';
+import { NotFound } from '../errors';
+import { cursorOf, pageQuery, toPage, type Cursor } from '../db/pagination';
 import { eventEnvelope } from './envelope';
-import type { EventBody } from '../db/rows';
+import type { EventRow } from '../db/rows';
 
 /**
  * Merchant recovery (GET /v1/events): every event of the caller's merchant and environment,
  * newest first, in the same envelope as the webhook body, so anything missed can be caught up.
  */
-
 
 /** `evt_<uuid>_<unix seconds>_<8 hex>` (decisions.md). */
 export function isEventId(id: string): boolean {
@@ -20,22 +19,10 @@ export function isEventId(id: string): boolean {
 }
 
 /** The cursor of payments' lists (`<created>.<id>`), with an event id after the dot. */
-export function parseEventCursor(raw: string | undefined): Cursor | null {
-  if (raw === undefined) return null;
-  const m = /^(\d{1,12})(?:\.(.+))?$/.exec(raw);
-  if (!m || (m[2] !== undefined && !isEventId(m[2]))) throw new ValidationFailed('cursor', 'cursor must be the next_cursor of a previous page');
-  return { created: Number(m[1]), id: m[2] ?? null };
-}
+export const parseEventCursor = (raw: string | undefined) => cursorOf(raw, isEventId);
 
-interface EventRecord {
-  id: string;
-  type: string;
-  created: number;
-  object_version: number;
-  body: EventBody;
-}
-
-const COLUMNS = ['id', 'type', 'created', 'object_version', 'body'];
+const COLUMNS = ['id', 'type', 'created', 'object_version', 'body'] as const;
+type EventRecord = Pick<EventRow, (typeof COLUMNS)[number]>;
 
 export async function listEvents(db: Executor, caller: Caller, query: { type?: string; cursor: Cursor | null; limit: number }) {
   const q = Event.query(db).where({ merchant_id: caller.merchantId, environment: caller.environment }).select(COLUMNS);

@@ -4,8 +4,6 @@ import type { Environment, EventType } from '../vocabulary';
 import { exactJson } from '../money';
 import type { EventBody, EventRow } from '../db/rows';
 
-export type { EventType };
-
 export interface EventInput {
   merchantId: string;
   environment: Environment;
@@ -17,12 +15,7 @@ export interface EventInput {
   at: number;
 }
 
-
-/**
- * Writes an event (envelope of spec 6.2 plus `data.object_version`) in the caller's transaction.
- * Flows emit events with their webhook deliveries through emitEvent (shared/events/fanout.ts).
- */
-/** A new event's row (pure): its id, creation time and envelope. */
+/** A new event's row (pure): its id, creation time and envelope (spec 6.2 plus `data.object_version`). */
 export function newEventRow(input: EventInput): EventRow {
   const created = Math.floor(input.at / 1000);
   const id = newEventId(input.objectId, created);
@@ -42,10 +35,11 @@ export function newEventRow(input: EventInput): EventRow {
 /** The stored form of an event's body. exactJson: a settlement's figures beyond 2^53 - 1 (bigints) are stored with every digit. */
 export const storedBody = (row: EventRow) => exactJson(row.body);
 
-export async function recordEvent(
-  trx: Trx,
-  input: EventInput,
-): Promise<EventRow> {
+/**
+ * Writes an event in the caller's transaction. Flows emit events with their webhook deliveries
+ * through emitEvent (shared/events/fanout.ts).
+ */
+export async function recordEvent(trx: Trx, input: EventInput): Promise<EventRow> {
   const row = newEventRow(input);
   // in the caller's multi-table transaction, on the hot path (a transition's event): the knex builder
   await trx('events').insert({ ...row, body: storedBody(row) });

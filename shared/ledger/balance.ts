@@ -3,8 +3,7 @@ import { LedgerBalance } from '../db/models';
 import type { Executor } from '../db/knex';
 import type { AccountKind, Currency, Environment } from '../domain/ledger';
 import { exact, type Exact } from '../money';
-
-const CURRENCIES: Currency[] = ['USD', 'CDF'];
+import { CURRENCIES } from '../vocabulary';
 
 /**
  * A merchant's accounts with their balances, as the `ledger_balances` view defines them (the
@@ -39,8 +38,6 @@ export async function balanceOf(db: Executor, merchantId: string, environment: E
   const rows = await merchantAccounts(db, merchantId, environment);
   const amounts = (kind: 'available' | 'in_transit') =>
     CURRENCIES.map((currency) => ({ currency, amount: rows.find((r) => r.kind === kind && r.currency === currency)?.balance ?? (0 as Exact) }));
-  const available = amounts('available');
-  const inTransit = amounts('in_transit');
   // the spec names the in-transit amounts `pending`
-  return { object: 'balance' as const, environment, available, pending: inTransit };
+  return { object: 'balance' as const, environment, available: amounts('available'), pending: amounts('in_transit') };
 }

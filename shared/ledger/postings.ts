@@ -9,7 +9,6 @@ import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, t
 
 /** An account's key in the maps of account ids: owner/kind (environment and currency are the posting's). */
 export const accountKey = (a: { owner: string; kind: string }) => `${a.owner}/${a.kind}`;
-const keyOf = accountKey;
 
 /**
  * A posting that only adds to the merchant's (guarded) accounts, a payment's credit: its entries
@@ -26,14 +25,14 @@ async function accountIds(trx: Trx, env: Environment, currency: Currency, refs: 
         for (const a of refs) q.orWhere({ owner: a.owner, kind: a.kind });
       })
       .select('id', 'owner', 'kind');
-    return new Map(rows.map((r) => [keyOf(r), r.id]));
+    return new Map(rows.map((r) => [accountKey(r), r.id]));
   };
   const found = await find();
   if (found.size === refs.length) return found;
   // in one fixed order, so that two first postings cannot wait on each other
   const rows = refs
     .map((a) => ({ owner: a.owner, kind: a.kind, environment: env, currency, allow_negative: allowsNegative(a) }))
-    .sort((a, b) => (keyOf(a) < keyOf(b) ? -1 : 1));
+    .sort((a, b) => (accountKey(a) < accountKey(b) ? -1 : 1));
   await LedgerAccount.query(trx).insert(rows).onConflict(['owner', 'environment', 'currency', 'kind']).ignore();
   return find();
 }
@@ -64,7 +63,7 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
   const p = normalise(posting);
   assertBalanced(p);
   const ids = await accountIds(trx, p.environment, p.currency, p.entries.map((e) => e.account));
-  const moves = p.entries.map((e) => ({ id: ids.get(keyOf(e.account))!, amount: e.amount, guarded: !allowsNegative(e.account) }));
+  const moves = p.entries.map((e) => ({ id: ids.get(accountKey(e.account))!, amount: e.amount, guarded: !allowsNegative(e.account) }));
   const guarded = moves.filter((m) => m.guarded);
   const creditsOnly = onlyCredits(p);
   const transaction = { id: randomUUID(), kind: p.kind, reference_id: p.referenceId, environment: p.environment, currency: p.currency, merchant_id: p.merchantId };

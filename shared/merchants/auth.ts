@@ -26,17 +26,7 @@ export async function findCredentialForAuth(db: Executor, apiKeyHash: string, ke
   const row = await db('credentials as c')
     .join('merchants as m', 'm.id', 'c.merchant_id')
     .where('c.api_key_hash', apiKeyHash)
-    .first(
-      'c.id',
-      'c.merchant_id',
-      'c.environment',
-      'c.scope',
-      'c.ip_allowlist',
-      'c.secret_ciphertext',
-      'c.secret_key_id',
-      'c.expires_at',
-      'm.status as merchant_status',
-    );
+    .first('c.id', 'c.merchant_id', 'c.environment', 'c.scope', 'c.ip_allowlist', 'c.secret_ciphertext', 'c.secret_key_id', 'c.expires_at', 'm.status as merchant_status');
   if (!row) return null;
   return {
     credentialId: row.id,

@@ -6,10 +6,10 @@ import { Credential, Merchant, type Currency, type Environment, type FeeRule, ty
 import { newId, unixOf } from '../domain/ids';
 import { Conflict, NotFound, ValidationFailed } from '../errors';
 import { webhookSecretFor } from './webhookSecrets';
+import { CURRENCIES } from '../vocabulary';
 
 /** Operator-side management of merchants and their credentials (decisions.md, admin API). */
 
-export const CURRENCIES: Currency[] = ['USD', 'CDF'];
 export const REVOCATION_GRACE_MS = 7 * 24 * 3600 * 1000;
 const NO_FEE: FeeRule = { percent_bps: 0, fixed: 0 };
 /**
@@ -27,7 +27,6 @@ export interface MerchantInput {
   per_tx_limit_cdf?: number | null;
   status?: 'active' | 'suspended';
 }
-
 
 export function merchantView(m: Merchant) {
   return {

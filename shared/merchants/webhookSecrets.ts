@@ -74,7 +74,10 @@ export async function rotateWebhookSecret(db: Db, merchantId: string, env: Envir
   });
 }
 
-/** The stored form of the secrets that sign a delivery: the current one, and the replaced one while its overlap lasts. */
+/**
+ * The stored form of the secrets that sign a delivery, encrypted: the current one (null: none
+ * stored yet), and the replaced one while its rotation overlap lasts (else null).
+ */
 export interface SigningSecretsRow {
   secret_ciphertext: string | null;
   secret_key_id: string | null;

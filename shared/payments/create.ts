@@ -23,7 +23,6 @@ import { creationWrite, writeAlone } from '../operations/transition';
 import { paymentKind } from './kind';
 import { CARD_CHECKOUT_WINDOW_MS, cardPaymentKind } from '../cards/kind';
 
-
 /**
  * The payment row a request asks for, or the 400/422 of decisions.md. Pure: the caller has
  * loaded the merchant's terms.
@@ -93,7 +92,6 @@ function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Con
     if (!config.cards.live) throw new ValidationFailed('method', 'card payments are not configured for live keys');
   }
 }
-
 
 /**
  * POST /v1/payments. The idempotency key with its answer (the payment as `key` encodes it), the

@@ -7,9 +7,6 @@ import { paymentEventObject } from './view';
 import { PAYMENT_COLUMNS, type PaymentRow } from '../db/rows';
 import type { PaymentStatus } from '../vocabulary';
 
-const credit = (p: PaymentRow) =>
-  paymentCredit({ paymentId: p.id, merchantId: p.merchant_id, environment: p.environment, currency: p.currency, amountCharged: p.amount_charged, amountNet: p.amount_net, fee: p.fee });
-
 const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } as const;
 
 /**
@@ -44,7 +41,8 @@ export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'report
   },
   eventObject: paymentEventObject,
   // a payment's one ledger effect is its credit
-  posting: credit,
+  posting: (p) =>
+    paymentCredit({ paymentId: p.id, merchantId: p.merchant_id, environment: p.environment, currency: p.currency, amountCharged: p.amount_charged, amountNet: p.amount_net, fee: p.fee }),
 };
 
 /**

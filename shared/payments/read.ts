@@ -10,7 +10,6 @@ import type { PaymentRow } from '../db/rows';
 
 /** Read side of payments: a merchant only ever sees its own payments of its key's environment. */
 
-
 export async function getPayment(db: Executor, viewer: Caller, id: string, baseUrl: string) {
   if (!isId('payment', id)) throw new NotFound('Payment');
   const row = await Payment.query(db).findOne({ id, merchant_id: viewer.merchantId, environment: viewer.environment });

@@ -4,15 +4,13 @@ import { MSISDN_PATTERN, OPERATORS, type Operator } from '../domain/msisdn';
 import { paymentMachine } from '../operations/machines';
 import type { Currency } from '../domain/ledger';
 import type { FeeBearer } from '../domain/fees';
-import type { PaymentStatus } from '../vocabulary';
-import type { MetadataValue } from '../vocabulary';
+import type { MetadataValue, PaymentStatus } from '../vocabulary';
 
 /**
  * Request schemas of the payment routes (spec 2.2, decisions.md); also the source of the API
  * description. Cross-field rules that need the merchant or the environment (operator prefix,
  * fees, limits) are checked by shared/payments/create.ts.
  */
-
 
 export interface CreatePaymentInput {
   amount: number;

@@ -22,7 +22,6 @@ import { payoutKind } from './kind';
 import { payoutView, type PayoutObject } from './view';
 import type { PayoutRow } from '../db/rows';
 
-
 /**
  * POST /v1/payouts: in one transaction, with its Idempotency-Key (`key`, shared/idempotency.ts),
  * writes the payout `pending` with its history, takes amount + fee (the merchant's fee rule for

@@ -1,8 +1,7 @@
 import type { Currency } from '../domain/ledger';
-import { MSISDN_PATTERN, OPERATORS, type Operator } from '../domain/msisdn';
+import type { Operator } from '../domain/msisdn';
 import { payoutMachine } from '../operations/machines';
 import { createPaymentSchema } from '../payments/schemas';
-import { MONEY } from '../validation';
 import { CURSOR_QUERY, LIMIT_QUERY } from '../db/pagination';
 import type { MetadataValue, PayoutStatus } from '../vocabulary';
 
@@ -31,11 +30,11 @@ export const createPayoutSchema = {
   additionalProperties: false,
   required: ['amount', 'currency', 'operator', 'phone', 'reference'],
   properties: {
-    amount: MONEY,
-    currency: { type: 'string', enum: ['USD', 'CDF'] },
+    amount: paymentFields.amount,
+    currency: paymentFields.currency,
     method: { type: 'string', enum: ['mobile_money'] },
-    operator: { type: 'string', enum: OPERATORS },
-    phone: { type: 'string', pattern: MSISDN_PATTERN },
+    operator: paymentFields.operator,
+    phone: paymentFields.phone,
     reference: paymentFields.reference,
     description: paymentFields.description,
     metadata: paymentFields.metadata,

@@ -1,6 +1,5 @@
 import type { PayoutRow } from '../db/rows';
 
-
 /** The payout object of decisions.md (also the `data.object` of payout events). */
 export function payoutView(p: PayoutRow) {
   return {

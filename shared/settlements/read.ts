@@ -18,10 +18,7 @@ export interface ListSettlementsQuery {
 export const listSettlementsSchema = {
   type: 'object',
   additionalProperties: false,
-  properties: {
-    limit: LIMIT_QUERY,
-    cursor: CURSOR_QUERY,
-  },
+  properties: { limit: LIMIT_QUERY, cursor: CURSOR_QUERY },
 } as const;
 
 export async function getSettlement(db: Executor, viewer: Caller, id: string) {

@@ -1,9 +1,4 @@
-import type { Currency, Environment } from '../domain/ledger';
-import type { Exact } from '../money';
 import type { SettlementRow } from '../db/rows';
-
-/** A row of `settlements` (bigint columns arrive as numbers, or bigints beyond 2^53 - 1: shared/db/knex.ts). */
-
 
 /** The settlement object of decisions.md (also the `data.object` of settlement.completed). */
 export function settlementView(s: SettlementRow) {

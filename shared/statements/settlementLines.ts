@@ -1,8 +1,8 @@
 import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { isId } from '../domain/ids';
-import { NotFound, ValidationFailed } from '../errors';
-import { parseLimit, toPage, type Cursor } from '../db/pagination';
+import { NotFound } from '../errors';
+import { cursorOf, parseLimit, toPage } from '../db/pagination';
 import { settlementLines, type StatementLine } from '../db/sql/statements';
 import { Settlement } from '../db/models';
 
@@ -14,20 +14,13 @@ import { Settlement } from '../db/models';
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
-export function parseLineCursor(raw: string | undefined): Cursor | null {
-  if (raw === undefined) return null;
-  const m = /^(\d{1,12})(?:\.(.+))?$/.exec(raw);
-  if (!m || (m[2] !== undefined && !UUID.test(m[2]))) throw new ValidationFailed('cursor', 'cursor must be the next_cursor of a previous page');
-  return { created: Number(m[1]), id: m[2] ?? null };
-}
-
 export function lineView(l: StatementLine) {
   return { id: l.id, type: l.type, source_id: l.source_id, amount: l.amount, fee: l.fee, net: l.net, currency: l.currency, created: l.created };
 }
 
 export async function listSettlementLines(db: Executor, viewer: Caller, settlementId: string, query: { limit?: string; cursor?: string }) {
   const limit = parseLimit(query.limit);
-  const cursor = parseLineCursor(query.cursor);
+  const cursor = cursorOf(query.cursor, (id) => UUID.test(id));
   if (!isId('settlement', settlementId)) throw new NotFound('Settlement');
   const batch = await Settlement.query(db).findOne({ id: settlementId, merchant_id: viewer.merchantId, environment: viewer.environment }).select('id');
   if (!batch) throw new NotFound('Settlement');

@@ -1,11 +1,11 @@
 import { raw } from 'objection';
-import { Webhook, WebhookDelivery } from '../db/models';
+import { Webhook, WebhookDelivery, type Environment } from '../db/models';
 import type { Db, Executor } from '../db/knex';
-import type { Environment } from '../db/models';
-import { claimAttemptsSql, diagnoseSql, finishAttemptsSql, markDeadSql } from '../db/sql/webhookDeliveries';
+import { claimAttemptsSql, finishAttemptsSql } from '../db/sql/webhookDeliveries';
 import { BREAKER_THRESHOLD, MAX_ATTEMPTS, type AttemptVerdict } from './rules';
 import type { AttemptResult } from './http';
 import type { EventBody } from '../db/rows';
+import type { SigningSecretsRow } from '../merchants/webhookSecrets';
 
 /**
  * Delivery rows: Postgres decides every attempt. An attempt is *claimed* by one statement that
@@ -16,7 +16,8 @@ import type { EventBody } from '../db/rows';
  * guarded by (round, attempts): a sender that lost its lease cannot overwrite a newer attempt.
  */
 
-export interface ClaimedAttempt {
+/** A claimed attempt, with what sending it needs (its signing secrets as the claim read them). */
+export interface ClaimedAttempt extends SigningSecretsRow {
   id: string;
   event_id: string;
   webhook_id: string;
@@ -30,42 +31,13 @@ export interface ClaimedAttempt {
   event_created: number;
   object_version: number;
   event_body: EventBody;
-  /** the merchant's signing secrets, encrypted (null: none stored yet) */
-  secret_ciphertext: string | null;
-  secret_key_id: string | null;
-  /** the replaced secret while its rotation overlap lasts, else null */
-  previous_ciphertext: string | null;
-  previous_key_id: string | null;
 }
 
 const secs = (ms: number) => ms / 1000;
 
-/**
- * Claims the next attempt of each listed delivery that may be attempted now; returns those
- * claimed. One statement (shared/db/sql/webhookDeliveries.ts: why its plan does not depend on
- * statistics); ids are locked in sorted order, so concurrent claims cannot deadlock.
- */
+/** Claims the next attempt of each listed delivery that may be attempted now (one statement: shared/db/sql/webhookDeliveries.ts). */
 export async function claimAttempts(db: Db, deliveryIds: string[], leaseMs: number, asProbe: boolean): Promise<ClaimedAttempt[]> {
   return claimAttemptsSql<ClaimedAttempt>(db, asProbe, [secs(leaseMs), JSON.stringify([...new Set(deliveryIds)].sort()), MAX_ATTEMPTS]);
-}
-
-/** Why a delivery could not be claimed, as seen by Postgres (its clock decides what is due). */
-export interface Diagnosis {
-  status: 'pending' | 'succeeded' | 'dead';
-  attempts: number;
-  leased: boolean;
-  not_due: boolean;
-  next_attempt_in_ms: number;
-  webhook_status: 'enabled' | 'disabled';
-  breaker_tripped: boolean;
-  breaker_open: boolean;
-  breaker_open_for_ms: number;
-  probing: boolean;
-}
-
-export async function diagnose(db: Executor, deliveryId: string): Promise<Diagnosis | null> {
-  const [row] = await diagnoseSql<Diagnosis>(db, [deliveryId]);
-  return row ?? null;
 }
 
 /** After the pause, one delivery takes the endpoint's probe; false when another holds it. */
@@ -82,11 +54,6 @@ export async function releaseProbe(db: Executor, webhookId: string): Promise<voi
   await Webhook.query(db).findById(webhookId).patch({ breaker_probe_until: null });
 }
 
-/** Ends a pending delivery without an attempt (its endpoint was disabled, or its last attempt was cut off). */
-export async function markDead(db: Executor, deliveryId: string, reason: string): Promise<void> {
-  await markDeadSql(db, [reason, deliveryId]);
-}
-
 export interface AttemptOutcome {
   claim: ClaimedAttempt;
   result: AttemptResult;
@@ -98,10 +65,9 @@ export interface AttemptOutcome {
  * endpoint's breaker, in one statement. The breaker sees an endpoint's outcomes in the order
  * given: a success closes it and resets the count; each failure after the last success counts;
  * reaching 20 in a row, or a failed probe, opens it for the pause; a failure while it is open
- * (an attempt already in flight when it opened) leaves the pause as it is. Rows are found through
- * their primary keys (see claimAttempts); deliveries, then endpoints, are locked in id order, so
- * batches from several senders never deadlock. Returns each delivery's new status, or null where
- * that attempt's lease had been lost to a newer attempt.
+ * (an attempt already in flight when it opened) leaves the pause as it is (locks and plan:
+ * shared/db/sql/webhookDeliveries.ts). Returns each delivery's new status, or null where that
+ * attempt's lease had been lost to a newer attempt.
  */
 export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breakerPauseMs: number): Promise<(AttemptVerdict['status'] | null)[]> {
   const items = outcomes.map(({ claim, result, verdict }, seq) => ({

@@ -87,12 +87,11 @@ export function checkedLookup(env: Environment, resolve: Resolver = systemResolv
       (addresses) => {
         const why = addressesProblem(addresses, env);
         if (why) return callback(new DestinationRefused(`destination ${why}`), '', 0);
-        const family = (a: string) => isIP(a);
         if (options.all) {
-          const all: LookupAddress[] = addresses.map((address) => ({ address, family: family(address) }));
+          const all: LookupAddress[] = addresses.map((address) => ({ address, family: isIP(address) }));
           return (callback as unknown as (e: null, a: LookupAddress[]) => void)(null, all);
         }
-        callback(null, addresses[0], family(addresses[0]));
+        callback(null, addresses[0], isIP(addresses[0]));
       },
       (err: NodeJS.ErrnoException) => callback(err, '', 0),
     );

@@ -1,7 +1,6 @@
 import { raw } from 'objection';
-import { Merchant, Webhook, WebhookDelivery } from '../db/models';
+import { Merchant, Webhook, WebhookDelivery, type Environment } from '../db/models';
 import type { Db, Executor } from '../db/knex';
-import type { Environment } from '../db/models';
 import { transact, type TransactDeps } from '../db/transact';
 import { newId, unixOf } from '../domain/ids';
 import { Conflict, NotFound, ValidationFailed } from '../errors';
@@ -12,7 +11,6 @@ import { breakerState } from './rules';
 import type { WebhookRow } from '../db/rows';
 
 /** Operator-side management of webhook endpoints (decisions.md, admin API). */
-
 
 export interface WebhookInput {
   merchant_id: string;
@@ -26,7 +24,6 @@ export interface WebhookPatch {
   events?: string[];
   status?: 'enabled' | 'disabled';
 }
-
 
 // the breaker's times are stamped by Postgres's now() (the sender's statements): read against the wall clock, as Postgres's is
 export function webhookView(w: WebhookRow, nowMs = Date.now()) {

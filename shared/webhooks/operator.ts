@@ -10,35 +10,7 @@ import { DELIVER_JOB } from '../events/fanout';
 
 /** What the operator sees of deliveries and attempts, and the replay of a dead delivery. */
 
-interface DeliveryRow {
-  id: string;
-  event_id: string;
-  webhook_id: string;
-  status: 'pending' | 'succeeded' | 'dead';
-  round: number;
-  attempts: number;
-  next_attempt_at: Date;
-  last_status_code: number | null;
-  last_error: string | null;
-  created: number;
-  completed_at: Date | null;
-  event_type: string;
-}
-
-interface AttemptRow {
-  delivery_id: string;
-  round: number;
-  attempt: number;
-  started_at: Date;
-  finished_at: Date | null;
-  status_code: number | null;
-  latency_ms: number | null;
-  error: string | null;
-  response_excerpt: string | null;
-}
-
-
-function attemptView(a: AttemptRow) {
+function attemptView(a: WebhookAttempt) {
   return {
     round: a.round,
     attempt: a.attempt,
@@ -51,13 +23,13 @@ function attemptView(a: AttemptRow) {
   };
 }
 
-function deliveryView(d: DeliveryRow, attempts: AttemptRow[]) {
+function deliveryView(d: WebhookDelivery, eventType: string, attempts: WebhookAttempt[]) {
   return {
     id: d.id,
     object: 'webhook_delivery',
     webhook_id: d.webhook_id,
     event_id: d.event_id,
-    event_type: d.event_type,
+    event_type: eventType,
     status: d.status,
     // attempts made in the current round (a replay starts again from 1); every round's attempts are listed below
     attempt_count: d.attempts,
@@ -72,26 +44,20 @@ function deliveryView(d: DeliveryRow, attempts: AttemptRow[]) {
 }
 
 /** An endpoint's deliveries, newest first, each with its event type and all its attempts. */
-export async function listDeliveries(
-  db: Executor,
-  webhookId: string,
-  page: { cursor: Cursor | null; limit: number },
-  status?: DeliveryRow['status'],
-) {
+export async function listDeliveries(db: Executor, webhookId: string, page: { cursor: Cursor | null; limit: number }, status?: WebhookDelivery['status']) {
   const exists = await Webhook.query(db).findById(webhookId).select('id');
   if (!exists) throw new NotFound('Webhook');
   const q = WebhookDelivery.query(db).where({ webhook_id: webhookId });
   if (status) q.where({ status });
-  const rows: Omit<DeliveryRow, 'event_type'>[] = await pageQuery(q, page.cursor, page.limit);
-  const ids = rows.map((r) => r.id);
+  const rows = await pageQuery(q, page.cursor, page.limit);
   const [events, attempts] = await Promise.all([
     Event.query(db).whereIn('id', rows.map((r) => r.event_id)).select('id', 'type'),
-    WebhookAttempt.query(db).whereIn('delivery_id', ids).orderBy(['round', 'attempt']) as unknown as Promise<AttemptRow[]>,
+    WebhookAttempt.query(db).whereIn('delivery_id', rows.map((r) => r.id)).orderBy(['round', 'attempt']),
   ]);
   const typeOf = new Map(events.map((e) => [e.id, e.type]));
-  const byDelivery = new Map<string, AttemptRow[]>();
+  const byDelivery = new Map<string, WebhookAttempt[]>();
   for (const a of attempts) byDelivery.set(a.delivery_id, [...(byDelivery.get(a.delivery_id) ?? []), a]);
-  return toPage(rows, page.limit, (r) => deliveryView({ ...r, event_type: typeOf.get(r.event_id) ?? '' }, byDelivery.get(r.id) ?? []));
+  return toPage(rows, page.limit, (r) => deliveryView(r, typeOf.get(r.event_id) ?? '', byDelivery.get(r.id) ?? []));
 }
 
 /**

@@ -15,16 +15,8 @@ import type { EventRow } from '../db/rows';
 /** Redeliveries a merchant may ask for, per event. */
 export const MAX_REDELIVERIES = 10;
 
-interface DeliveryRow {
-  id: string;
-  event_id: string;
-  webhook_id: string;
-  status: 'pending' | 'succeeded' | 'dead';
-  attempts: number;
-  last_status_code: number | null;
-  last_error: string | null;
-  created: number;
-}
+const COLUMNS = ['id', 'event_id', 'webhook_id', 'status', 'attempts', 'last_status_code', 'last_error', 'created'] as const;
+type DeliveryRow = Pick<WebhookDelivery, (typeof COLUMNS)[number]>;
 
 /**
  * The delivery object. `failed`: the last attempt failed and another is scheduled (the stored
@@ -44,8 +36,6 @@ export function merchantDeliveryView(d: DeliveryRow) {
   };
 }
 
-const COLUMNS = ['id', 'event_id', 'webhook_id', 'status', 'attempts', 'last_status_code', 'last_error', 'created'];
-
 async function eventOf(db: Executor, caller: Caller, id: string, lock: boolean): Promise<(EventRow & { redeliveries: number }) | undefined> {
   if (!isEventId(id)) return undefined;
   const q = Event.query(db).findOne({ id, merchant_id: caller.merchantId, environment: caller.environment });
@@ -59,10 +49,7 @@ export async function listEventDeliveries(db: Executor, caller: Caller, eventId:
   if (!event) throw new NotFound('Event');
   const rows: DeliveryRow[] = await WebhookDelivery.query(db)
     .where({ event_id: event.id })
-    .orderBy([
-      { column: 'created_at', order: 'desc' },
-      { column: 'id', order: 'desc' },
-    ])
+    .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
     .select(COLUMNS);
   return { object: 'list' as const, data: rows.map(merchantDeliveryView) };
 }

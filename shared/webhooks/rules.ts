@@ -10,10 +10,7 @@ export const MAX_ATTEMPTS = 8;
 /** Consecutive failed attempts on one endpoint that open its circuit breaker (spec 6.5.4). */
 export const BREAKER_THRESHOLD = 20;
 
-export type AttemptVerdict =
-  | { status: 'succeeded' }
-  | { status: 'pending'; retryInMs: number }
-  | { status: 'dead' };
+export type AttemptVerdict = { status: 'succeeded' } | { status: 'pending'; retryInMs: number } | { status: 'dead' };
 
 /** Any 2xx succeeds; everything else (3xx included: redirects are not followed) fails. */
 export const isSuccess = (statusCode: number | null) => statusCode !== null && statusCode >= 200 && statusCode < 300;

@@ -1,7 +1,8 @@
 import type { ServiceContext } from '../context';
 import { SigningSecrets, webhookSecretFor } from '../merchants/webhookSecrets';
 import { signatureHeader, standardSignatureHeader } from '../client/webhooks';
-import { claimAttempts, diagnose, finishAttempts, markDead, releaseProbe, takeProbe, type AttemptOutcome, type ClaimedAttempt } from './deliveries';
+import { claimAttempts, finishAttempts, releaseProbe, takeProbe, type AttemptOutcome, type ClaimedAttempt } from './deliveries';
+import { diagnose, markDead } from '../db/sql/webhookDeliveries';
 import { Coalescer } from '../db/coalescer';
 import { eventEnvelope } from '../events/envelope';
 import { makeAgents, postWebhook, type Agents, type AttemptResult } from './http';
@@ -102,21 +103,15 @@ export class WebhookSender {
     return wait(100, 'claim-raced');
   }
 
-  /**
-   * The secrets that sign this attempt, as the claim read them (so a rotation applies to the
-   * next attempt): the current one, and the replaced one while its overlap lasts.
-   */
-  private async secretsFor(claim: ClaimedAttempt): Promise<string[]> {
-    return this.secrets.of(claim) ?? [await webhookSecretFor(this.ctx.db, claim.merchant_id, claim.environment, this.ctx.config.secretsKeys)];
-  }
-
   private async send(claim: ClaimedAttempt): Promise<AttemptResult> {
     const body = JSON.stringify(
       eventEnvelope({ id: claim.event_id, type: claim.event_type, created: claim.event_created, object_version: claim.object_version, body: claim.event_body }),
     );
     // the receiver checks the signing time against its own wall clock (Standard Webhooks' tolerance)
     const timestamp = Math.floor(Date.now() / 1000);
-    const secrets = await this.secretsFor(claim);
+    // signed with the secrets as the claim read them (a rotation applies to the next attempt):
+    // the current one, and the replaced one while its overlap lasts
+    const secrets = this.secrets.of(claim) ?? [await webhookSecretFor(this.ctx.db, claim.merchant_id, claim.environment, this.ctx.config.secretsKeys)];
     return postWebhook(this.agents, {
       url: claim.url,
       environment: claim.environment,

@@ -22,11 +22,6 @@ export interface EntryRow {
   unfolded: boolean;
 }
 
-export interface Move {
-  id: number;
-  amount: number;
-}
-
 /** `t`: the transaction row, returned only when the posting is new (unique per kind and reference): $1..$6 */
 const TRANSACTION = `t as (insert into ledger_transactions (id, kind, reference_id, environment, currency, merchant_id)
           values ($1, $2, $3, $4, $5, $6) on conflict (kind, reference_id) do nothing returning id)`;
@@ -74,7 +69,7 @@ export async function insertPosting(db: Executor, posting: PostingRow, rows: Ent
 }
 
 /** A posting that moves guarded accounts: whether it was new, and how many of `moves` moved (fewer: one would go below zero). */
-export async function insertPostingAndMove(db: Executor, posting: PostingRow, rows: EntryRow[], moves: Move[]): Promise<{ posted: boolean; moved: number }> {
+export async function insertPostingAndMove(db: Executor, posting: PostingRow, rows: EntryRow[], moves: { id: number; amount: number }[]): Promise<{ posted: boolean; moved: number }> {
   const [r] = await runSql<{ posted: number; moved: number }>(db, POST_AND_MOVE, [
     ...postingValues(posting),
     moves.map((m) => m.id),

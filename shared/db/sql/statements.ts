@@ -49,29 +49,16 @@ export interface StatementLine {
   created: number;
 }
 
-const SETTLEMENT_PAGE = sqlStatement(
-  'settlement-lines',
-  `${LINE}
-   where t.settlement_id = $1 and t.kind in ${STATEMENT_KINDS}
+/** A page of a settlement's lines ($1 the settlement, $2 the limit), `after` the condition on $3. */
+const settlementPage = (name: string, after: string) =>
+  sqlStatement(name, `${LINE}
+   where t.settlement_id = $1 and t.kind in ${STATEMENT_KINDS}${after}
    order by t.created_at desc, t.id desc
-   limit $2`,
-);
+   limit $2`);
+const SETTLEMENT_PAGE = settlementPage('settlement-lines', '');
 // after the cursor's line: its exact instant comes from its row, so lines of one second are neither skipped nor repeated
-const SETTLEMENT_PAGE_AFTER = sqlStatement(
-  'settlement-lines-after',
-  `${LINE}
-   where t.settlement_id = $1 and t.kind in ${STATEMENT_KINDS}
-     and (t.created_at, t.id) < (select c.created_at, c.id from ledger_transactions c where c.id = $3::uuid)
-   order by t.created_at desc, t.id desc
-   limit $2`,
-);
-const SETTLEMENT_PAGE_BEFORE = sqlStatement(
-  'settlement-lines-before',
-  `${LINE}
-   where t.settlement_id = $1 and t.kind in ${STATEMENT_KINDS} and t.created_at < to_timestamp($3)
-   order by t.created_at desc, t.id desc
-   limit $2`,
-);
+const SETTLEMENT_PAGE_AFTER = settlementPage('settlement-lines-after', ' and (t.created_at, t.id) < (select c.created_at, c.id from ledger_transactions c where c.id = $3::uuid)');
+const SETTLEMENT_PAGE_BEFORE = settlementPage('settlement-lines-before', ' and t.created_at < to_timestamp($3)');
 
 /** One page of a settlement's lines, newest first (`limit` rows; ask one more to know if there are more). */
 export function settlementLines(db: Executor, settlementId: string, limit: number, after: { created: number; id: string | null } | null): Promise<StatementLine[]> {

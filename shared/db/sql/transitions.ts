@@ -79,7 +79,7 @@ const INSERT_OUTBOX = sqlStatement('outbox-insert', outboxInsertSql(OUTBOX_ROWS)
 
 /** Outbox rows on their own (shared/queues/outbox.ts: a flow's jobs written in its transaction). */
 export async function insertOutbox(db: Executor, msgs: OutboxMessage[]): Promise<void> {
-  await runSql(db, INSERT_OUTBOX, [JSON.stringify(msgs.map((m) => ({ ...m, payload: m.payload })))]);
+  await runSql(db, INSERT_OUTBOX, [JSON.stringify(msgs)]);
 }
 
 /** The statements of a kind (its tables' names are the kernel's constants). */
@@ -195,12 +195,6 @@ function writeStatement(k: OperationTables, shape: WriteShape): SqlStatement {
        ${outbox}${effects}`;
   return sqlStatement(`${shape}-${k.name}`, `with ${writes}
        select id from m`);
-}
-
-/** For each key in order, whether the statement returned it (a key given twice counts once, for its first). */
-function returnedInOrder(keys: string[], returned: { id: string }[]): boolean[] {
-  const ids = new Set(returned.map((r) => r.id));
-  return keys.map((k) => ids.delete(k));
 }
 
 /** An operation's row by id (no lock). */
@@ -377,5 +371,7 @@ export interface CallbackMark {
  */
 export async function markCallbacks(db: Executor, k: OperationSql, ms: CallbackMark[]): Promise<boolean[]> {
   const rows = ms.map((m) => ({ callback_id: m.callbackId, outcome: m.outcome, id: m.id, from_status: m.from.status, from_version: m.from.version }));
-  return returnedInOrder(ms.map((m) => m.callbackId), await runSql<{ id: string }>(db, k.mark, [JSON.stringify(rows)]));
+  const marked = new Set((await runSql<{ id: string }>(db, k.mark, [JSON.stringify(rows)])).map((r) => r.id));
+  // a callback given twice counts once, for its first
+  return ms.map((m) => marked.delete(m.callbackId));
 }

@@ -150,9 +150,23 @@ const DIAGNOSE = sqlStatement(
     where d.id = $1`,
 );
 
-/** Why a delivery could not be claimed: its state and its endpoint's ($1 the delivery). */
-export function diagnoseSql<R>(db: Executor, values: [deliveryId: string]): Promise<R[]> {
-  return runSql<R>(db, DIAGNOSE, values);
+/** Why a delivery could not be claimed, as seen by Postgres (its clock decides what is due): its state and its endpoint's. */
+export interface Diagnosis {
+  status: 'pending' | 'succeeded' | 'dead';
+  attempts: number;
+  leased: boolean;
+  not_due: boolean;
+  next_attempt_in_ms: number;
+  webhook_status: 'enabled' | 'disabled';
+  breaker_tripped: boolean;
+  breaker_open: boolean;
+  breaker_open_for_ms: number;
+  probing: boolean;
+}
+
+export async function diagnose(db: Executor, deliveryId: string): Promise<Diagnosis | null> {
+  const [row] = await runSql<Diagnosis>(db, DIAGNOSE, [deliveryId]);
+  return row ?? null;
 }
 
 const MARK_DEAD = sqlStatement(
@@ -166,7 +180,10 @@ const MARK_DEAD = sqlStatement(
      from d where a.delivery_id = d.id and a.finished_at is null`,
 );
 
-/** Ends a pending, unleased delivery without an attempt, and closes its unfinished attempt ($1 the reason, $2 the delivery). */
-export async function markDeadSql(db: Executor, values: [reason: string, deliveryId: string]): Promise<void> {
-  await runSql(db, MARK_DEAD, values);
+/**
+ * Ends a pending, unleased delivery without an attempt (its endpoint was disabled, or its last
+ * attempt was cut off), and closes its unfinished attempt.
+ */
+export async function markDead(db: Executor, deliveryId: string, reason: string): Promise<void> {
+  await runSql(db, MARK_DEAD, [reason, deliveryId]);
 }
