@@ -130,14 +130,11 @@ export class OutboxPublisher {
  * had its chance). Safe with many relay copies: rows are claimed with SKIP LOCKED.
  */
 export async function relayOutbox(db: Db, queues: QueueRegistry, graceMs = 1000, batch = 500): Promise<number> {
+  const missed = (q: Db) => OutboxRow.query(q).whereNull('enqueued_at').where('created_at', '<', raw(`now() - make_interval(secs => ?)`, [graceMs / 1000]));
+  // nearly always nothing is missed: one statement says so, without a transaction's three round trips
+  if (!(await missed(db).select(raw('1')).first())) return 0;
   return db.transaction(async (trx) => {
-    const rows: OutboxMessage[] = await OutboxRow.query(trx)
-      .whereNull('enqueued_at')
-      .where('created_at', '<', raw(`now() - make_interval(secs => ?)`, [graceMs / 1000]))
-      .orderBy('created_at')
-      .limit(batch)
-      .forUpdate()
-      .skipLocked();
+    const rows: OutboxMessage[] = await missed(trx).orderBy('created_at').limit(batch).forUpdate().skipLocked();
     if (rows.length === 0) return 0;
     for (const row of rows) await enqueue(queues, row);
     await OutboxRow.query(trx).whereIn('id', rows.map((r) => r.id)).patch({ enqueued_at: raw('now()') });
