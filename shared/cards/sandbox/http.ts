@@ -46,5 +46,3 @@ export async function readJson(req: IncomingMessage, max?: number): Promise<Reco
   }
   throw new SandboxError(400, 'invalid-request', 'body must be a JSON object');
 }
-
-export const originOf = (url: string) => new URL(url).origin;
