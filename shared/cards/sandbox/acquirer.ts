@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Clock } from '../../clock';
 import { safeEqual } from '../../crypto/secrets';
@@ -9,7 +9,7 @@ import type { CallbackWire } from '../../providers/protocol';
 import { createCallbackSender } from '../../providers/sandbox/callbackSender';
 import { escapeHtml, formatAmount, maskToken } from '../html';
 import { sandboxCardBehaviour } from './cards';
-import { SandboxError, readBody, readJson, sendJson, sendText } from './http';
+import { SandboxError, readBody, readJson, sandboxServer, sendJson, sendText } from '../../providers/sandbox/http';
 
 /**
  * The sandbox card acquirer, on its own origin, with the issuer's 3-D Secure page. It charges a
@@ -73,7 +73,7 @@ const TOKEN = /^tok_[A-Za-z0-9_-]{1,64}$/;
 const TOKEN_ERRORS = new Set(['token-invalid', 'token-expired', 'token-used', 'token-foreign']);
 const acsStyle = readFileSync(path.join(__dirname, 'assets', 'acs.css'), 'utf8');
 
-export function createAcquirerServer(opts: AcquirerOptions): http.Server {
+export function createAcquirerServer(opts: AcquirerOptions): Server {
   const charges = new Map<string, Charge>();
   const byRef = new Map<string, Charge>();
   const callbacks = createCallbackSender({ callbackSecret: opts.callbackSecret, retryMs: opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000], log: opts.log });
@@ -258,13 +258,7 @@ ${state}${forms}</main></body></html>`;
     throw new SandboxError(404, 'not-found', 'no such route');
   }
 
-  const server = http.createServer((req, res) => {
-    route(req, res).catch((err) => {
-      if (err instanceof SandboxError) return sendJson(res, err.status, { error: { code: err.code, message: err.message } });
-      opts.log.error({ err: { message: (err as Error).message } }, 'acquirer error');
-      sendJson(res, 500, { error: { code: 'internal', message: 'acquirer error' } });
-    });
-  });
+  const server = sandboxServer('acquirer', opts.log, route);
   server.on('close', () => callbacks.close());
   return server;
 }
