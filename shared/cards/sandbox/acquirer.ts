@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Clock } from '../../clock';
+import type { CardDetails } from '../../db/rows';
 import { safeEqual } from '../../crypto/secrets';
 import type { Logger } from '../../logger';
 import type { CallbackWire } from '../../providers/protocol';
@@ -41,13 +42,6 @@ export interface AcquirerOptions {
   callbackRetryMs?: number[];
 }
 
-interface CardSummary {
-  brand: string;
-  last4: string;
-  exp_month: number;
-  exp_year: number;
-}
-
 interface Charge {
   externalId: string;
   providerRef: string;
@@ -56,7 +50,7 @@ interface Charge {
   description: string | null;
   callbackUrl: string;
   returnUrl: string;
-  card: CardSummary;
+  card: CardDetails;
   outcome: 'approved' | 'declined' | 'challenge';
   status: 'pending' | 'succeeded' | 'failed';
   failureCode: string | null;
@@ -113,7 +107,7 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
   });
 
   /** The card behind a token, from the vault (once); a refused token is the vault's code. */
-  async function redeem(token: string, payment: string): Promise<CardSummary & { number: string }> {
+  async function redeem(token: string, payment: string): Promise<CardDetails & { number: string }> {
     let res: Response;
     try {
       res = await fetch(`${opts.vaultUrl}/v1/tokens/${encodeURIComponent(token)}/redeem`, {

@@ -55,15 +55,7 @@ export function createVaultServer(opts: VaultOptions): Server {
   const tokens = new Map<string, StoredCard>();
   const script = asset('fields.js');
   const style = asset('fields.css');
-  const csp = [
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "connect-src 'self'",
-    "form-action 'none'",
-    "base-uri 'none'",
-    `frame-ancestors ${opts.serviceOrigin}`,
-  ].join('; ');
+  const csp = `default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors ${opts.serviceOrigin}`;
 
   const sweep = setInterval(() => {
     const now = opts.clock.now();
