@@ -127,8 +127,7 @@ export function createSandboxServer(opts: SandboxOptions): Server {
     if (typeof externalId !== 'string' || !externalId.startsWith(ID_PREFIX[kind]!) || externalId.length > 100) {
       throw new SandboxError(400, 'invalid-request', `external_id must be our ${kind} id`);
     }
-    const key = req.headers['idempotency-key'];
-    if (key !== externalId) throw new SandboxError(400, 'invalid-request', 'Idempotency-Key must equal external_id');
+    if (req.headers['idempotency-key'] !== externalId) throw new SandboxError(400, 'invalid-request', 'Idempotency-Key must equal external_id');
     const existing = transactions.get(externalId);
     if (existing) {
       existing.requests++;
@@ -167,8 +166,7 @@ export function createSandboxServer(opts: SandboxOptions): Server {
     const parts = url.pathname.split('/').filter(Boolean);
     const operator = parts[0] as Operator;
     if (!OPERATORS.includes(operator) || parts[1] !== 'v1') throw new SandboxError(404, 'not-found', 'no such route');
-    const auth = req.headers.authorization ?? '';
-    if (!safeEqual(auth, `Bearer ${opts.apiKey}`)) throw new SandboxError(401, 'unauthorized', 'bad API key');
+    if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`)) throw new SandboxError(401, 'unauthorized', 'bad API key');
     if (req.method === 'POST' && parts.length === 3 && PATHS[parts[2]]) {
       const answer = await create(operator, PATHS[parts[2]], req);
       if (opts.pushLatencyMs > 0) await new Promise((r) => setTimeout(r, opts.pushLatencyMs));
