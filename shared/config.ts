@@ -27,114 +27,23 @@ export interface SecretsKey {
   key: Buffer;
 }
 
-export interface Config {
-  nodeEnv: 'development' | 'test' | 'production';
-  /** The public port: merchant API, provider callbacks, health (PORT, default 3000). */
-  port: number;
-  /**
-   * ADMIN_PORT: when set, the operator API (/admin/*), Bull Board and /metrics are served on this
-   * port only (and answer 404 on PORT); unset (default), they share PORT.
-   */
-  adminPort: number | null;
-  /** WEB_CONCURRENCY: web processes sharing the port(s) through node:cluster; default 1 (no cluster). */
-  webConcurrency: number;
-  /**
-   * NODE_NAME: which node (machine) of a deployment this process belongs to, as logs and metrics
-   * name it (`node`); unset on one machine.
-   */
-  nodeName: string | null;
-  baseUrl: string;
-  databaseUrl: string;
-  /**
-   * DB_POOL_MIN: connections each process's pool keeps open when idle (at most its maximum);
-   * default 2. With 0, every burst after a quiet spell first opens connections (a TLS-less
-   * loopback connection still costs Postgres a fork and the process a handshake).
-   */
-  dbPoolMin: number;
-  /**
-   * DB_PREPARED_STATEMENTS: the hot paths' hand-tuned statements (shared/db/sql) run as named
-   * prepared statements; default true. false behind a pooler in transaction mode that does not
-   * track them (PgBouncer before 1.21, or without max_prepared_statements).
-   */
-  dbPreparedStatements: boolean;
-  /**
-   * TEST_CLOCK_FILE (tests only, refused unless NODE_ENV is test): the process's clock is the
-   * system clock plus the offset a test writes in this file (shared/clock.ts, fileClock).
-   */
-  testClockFile: string | null;
-  redisUrl: string;
-  /** BullMQ key prefix; a Redis Cluster hash tag by default so every queue key lands in one slot. */
-  queuePrefix: string;
-  /** First key encrypts; every listed key decrypts (rotation). */
-  secretsKeys: SecretsKey[];
-  adminApiToken: string;
-  logLevel: string;
-  /** Number of reverse proxies in front of the web process whose X-Forwarded-For is trusted (0: use the socket). */
-  trustedProxies: number;
-  workerConcurrency: number;
-  shutdownTimeoutMs: number;
-  /**
-   * Slow clients (api/server.ts): a request's headers must arrive within WEB_HEADERS_TIMEOUT_MS
-   * (15 s) and the whole request within WEB_REQUEST_TIMEOUT_MS (30 s); the server checks open
-   * connections every second, so a slow client is dropped at most a second past its bound.
-   */
-  webHeadersTimeoutMs: number;
-  webRequestTimeoutMs: number;
-  /**
-   * WEB_LISTEN_BACKLOG: connections the kernel keeps waiting for the web to accept (Node's
-   * default is 511); default 4096, capped by net.core.somaxconn. A burst of new connections past
-   * a full queue has its SYNs dropped, and those clients retry 1, 3, 7, 15 s later.
-   */
-  webListenBacklog: number;
-  outboxRelayIntervalMs: number;
-  /**
-   * The re-drive (shared/queues/redrive.ts): every `intervalMs` (5 s) the outbox-relay pool gives
-   * a job to every open piece of work older than `graceMs` (5 s) that has none (Redis lost it).
-   */
-  redrive: { intervalMs: number; graceMs: number };
-  /** Webhook retry delays in milliseconds (decisions.md: attempt n+1 after delay n). */
-  webhookRetryDelaysMs: number[];
-  sandboxProviderUrl: string;
-  sandboxProviderPort: number;
-  sandboxCallbackDelayMs: number;
-  /** Shared secret the sandbox provider signs its callbacks with. */
-  sandboxCallbackSecret: string;
-  /** How long an operation may stay open before the sweep asks its provider (PROVIDER_WINDOW_MS, SANDBOX_PROVIDER_WINDOW_MS). */
-  providerWindowMs: { live: number; test: number };
-  /** ASK_INTERVAL_MS: how often the sweeps look for open operations to ask their provider about, and the first wait between two asks; default 5000. */
-  askIntervalMs: number;
-  payments: PaymentsConfig;
-  /** Requests per minute bucket per API key (spec 8: 100). Only the bench raises it; production refuses any other value. */
-  rateLimitPerMinute: number;
-  /** How long a web process keeps a looked-up credential (and its merchant status) in memory; default 5000. */
-  credentialCacheMs: number;
-  /** How long a request waits for another request holding its Idempotency-Key before 409 idempotency-in-progress; default 2000. */
-  idempotencyWaitMs: number;
-  webhooks: WebhooksConfig;
-  settlement: SettlementConfig;
-  cards: CardsConfig;
-  overload: OverloadConfig;
-  availability: AvailabilityConfig;
-}
+/** The process's configuration (loadConfig): each setting is documented where it is read. */
+export type Config = ReturnType<typeof loadConfig>;
 
 /**
  * Operator availability (GET /v1/availability): an operator's direction is `delayed` when, over
  * the last `windowMs` of provider calls in that environment, at least `minCalls` were made and
  * at least half of them failed (timeout, unreachable, 5xx) or took `slowMs` or more.
  */
-export interface AvailabilityConfig {
-  /** AVAILABILITY_WINDOW_MS: how far back provider calls count; default 300000 (5 minutes), at least 10000. */
-  windowMs: number;
-  /** AVAILABILITY_MIN_CALLS: fewer calls than this in the window say nothing (operational); default 3. */
-  minCalls: number;
-  /** AVAILABILITY_SLOW_MS: a provider answer this slow counts against the operator; default 5000. */
-  slowMs: number;
-}
+export type AvailabilityConfig = ReturnType<typeof loadAvailabilityConfig>;
 
-export function loadAvailabilityConfig(env: Env): AvailabilityConfig {
+export function loadAvailabilityConfig(env: Env) {
   return {
+    /** how far back provider calls count */
     windowMs: int(env, 'AVAILABILITY_WINDOW_MS', 300_000, 10_000, 86_400_000),
+    /** fewer calls than this in the window say nothing (operational) */
     minCalls: int(env, 'AVAILABILITY_MIN_CALLS', 3, 1, 1_000_000),
+    /** a provider answer this slow counts against the operator */
     slowMs: int(env, 'AVAILABILITY_SLOW_MS', 5000, 1, 600_000),
   };
 }
@@ -150,27 +59,10 @@ export interface CardEndpoints {
 }
 
 /** Card payments (decisions.md "Cards (hosted checkout)"): three parties, three origins. */
-export interface CardsConfig {
-  /** test keys: the sandbox vault and acquirer (CARD_VAULT_URL, CARD_PROVIDER_URL, CARD_PROVIDER_API_KEY, CARD_CALLBACK_SECRET) */
-  sandbox: CardEndpoints;
-  /** live keys: CARD_LIVE_*; outside production the sandbox when unset, in production absent unless set */
-  live: CardEndpoints | null;
-  /** ports the sandbox vault and acquirer listen on (CARD_VAULT_PORT, CARD_PROVIDER_PORT; 0: any free port) */
-  vaultPort: number;
-  providerPort: number;
-  /** the key the sandbox acquirer redeems tokens with at the sandbox vault (CARD_VAULT_API_KEY) */
-  vaultApiKey: string;
-  /** how long a sandbox token can be used (CARD_TOKEN_TTL_MS, default 15 minutes) */
-  tokenTtlMs: number;
-  /** how long the client has for 3-D Secure (CARD_3DS_WINDOW_MS, default 10 minutes) */
-  threeDsWindowMs: number;
-  /** the sandbox acquirer's delay before its callback (CARD_SANDBOX_CALLBACK_DELAY_MS, default 200) */
-  sandboxCallbackDelayMs: number;
-}
-
-export function loadCardsConfig(env: Env, production: boolean): CardsConfig {
+export function loadCardsConfig(env: Env, production: boolean) {
   const vaultPort = int(env, 'CARD_VAULT_PORT', 4020, 0, 65535);
   const providerPort = int(env, 'CARD_PROVIDER_PORT', 4030, 0, 65535);
+  // test keys: the sandbox vault and acquirer
   const sandbox: CardEndpoints = {
     vaultUrl: url(env, 'CARD_VAULT_URL', `http://127.0.0.1:${vaultPort}`, ['http:', 'https:']),
     providerUrl: url(env, 'CARD_PROVIDER_URL', `http://127.0.0.1:${providerPort}`, ['http:', 'https:']),
@@ -193,6 +85,7 @@ export function loadCardsConfig(env: Env, production: boolean): CardsConfig {
         production
         ? null
         : { ...sandbox };
+  // the key the sandbox acquirer redeems tokens with at the sandbox vault
   const vaultApiKey = env.CARD_VAULT_API_KEY || DEV_CARD_VAULT_API_KEY;
   if (production) {
     if (DEV_CALLBACK_SECRETS.includes(sandbox.callbackSecret)) throw new ConfigError('CARD_CALLBACK_SECRET must be set in production (the development callback secret is refused)');
@@ -202,11 +95,15 @@ export function loadCardsConfig(env: Env, production: boolean): CardsConfig {
   return {
     sandbox,
     live,
+    /** ports the sandbox vault and acquirer listen on (0: any free port) */
     vaultPort,
     providerPort,
     vaultApiKey,
+    /** how long a sandbox token can be used */
     tokenTtlMs: int(env, 'CARD_TOKEN_TTL_MS', 15 * 60_000, 100, 3_600_000),
+    /** how long the client has for 3-D Secure */
     threeDsWindowMs: int(env, 'CARD_3DS_WINDOW_MS', 10 * 60_000, 1000, 3_600_000),
+    /** the sandbox acquirer's delay before its callback */
     sandboxCallbackDelayMs: int(env, 'CARD_SANDBOX_CALLBACK_DELAY_MS', 200, 0, 60_000),
   };
 }
@@ -257,35 +154,23 @@ export function loadOverloadConfig(env: Env): OverloadConfig {
 }
 
 /** The daily settlement (decisions.md "Balance and settlement"). */
-export interface SettlementConfig {
-  /** Daily cut-off, minutes after midnight UTC, from SETTLEMENT_TIME_UTC "HH:MM"; default "00:00". */
-  cutoffMinutesUtc: number;
-  /** How often the settlement pool checks whether the cut-off has passed; default 60000. */
-  checkIntervalMs: number;
-}
-
-export function loadSettlementConfig(env: Env): SettlementConfig {
+export function loadSettlementConfig(env: Env) {
   const time = env.SETTLEMENT_TIME_UTC || '00:00';
+  // minutes after midnight UTC
   const cutoffMinutesUtc = parseDailyTime(time);
   if (cutoffMinutesUtc === null) throw new ConfigError(`SETTLEMENT_TIME_UTC must be HH:MM (UTC, 00:00 to 23:59), got "${time}"`);
+  // how often the settlement pool checks whether the cut-off has passed
   return { cutoffMinutesUtc, checkIntervalMs: int(env, 'SETTLEMENT_CHECK_INTERVAL_MS', 60_000, 50, 3_600_000) };
-}
-
-/** Webhook delivery settings beside webhookRetryDelaysMs (spec 6.5, decisions.md). */
-export interface WebhooksConfig {
-  /** One attempt's deadline (decisions.md: 10 s); production refuses any other value. */
-  timeoutMs: number;
-  /** How long an open circuit breaker holds an endpoint's deliveries (spec: 1 hour); production refuses any other value. */
-  breakerPauseMs: number;
-  /** Attempts in flight at once to one endpoint, across every sender process; default 16. */
-  endpointConcurrency: number;
 }
 
 export const SPEC_WEBHOOK_TIMEOUT_MS = 10_000;
 export const SPEC_WEBHOOK_BREAKER_PAUSE_MS = 3_600_000;
 
-export function loadWebhooksConfig(env: Env, production: boolean): WebhooksConfig {
+/** Webhook delivery settings beside webhookRetryDelaysMs (spec 6.5, decisions.md). */
+export function loadWebhooksConfig(env: Env, production: boolean) {
+  // one attempt's deadline (decisions.md: 10 s)
   const timeoutMs = int(env, 'WEBHOOK_TIMEOUT_MS', SPEC_WEBHOOK_TIMEOUT_MS, 100, 120_000);
+  // how long an open circuit breaker holds an endpoint's deliveries (spec: 1 hour)
   const breakerPauseMs = int(env, 'WEBHOOK_BREAKER_PAUSE_MS', SPEC_WEBHOOK_BREAKER_PAUSE_MS, 100);
   if (production && timeoutMs !== SPEC_WEBHOOK_TIMEOUT_MS) {
     throw new ConfigError(`WEBHOOK_TIMEOUT_MS is fixed at ${SPEC_WEBHOOK_TIMEOUT_MS} by decisions.md in production`);
@@ -296,6 +181,7 @@ export function loadWebhooksConfig(env: Env, production: boolean): WebhooksConfi
   return {
     timeoutMs,
     breakerPauseMs,
+    /** attempts in flight at once to one endpoint, across every sender process */
     endpointConcurrency: int(env, 'WEBHOOK_ENDPOINT_CONCURRENCY', 16, 1, 1000),
   };
 }
@@ -306,31 +192,18 @@ export class ConfigError extends Error {}
 export const PROVIDER_OPERATORS = ['vodacom', 'airtel', 'orange', 'africell'] as const;
 
 /** Where one operator's live provider is reached, and how its callbacks are verified. */
-export interface ProviderEndpoint {
+interface ProviderEndpoint {
   url: string;
   apiKey: string;
   callbackSecret: string;
 }
 
-/** Payment flow settings (mobile-money providers, the sandbox, the callback-reconciler). */
-export interface PaymentsConfig {
-  /**
-   * Live provider of each operator: PROVIDER_<OPERATOR>_URL / _API_KEY / _CALLBACK_SECRET. Outside
-   * production an unset operator defaults to the sandbox; in production it is absent.
-   */
-  liveProviders: Partial<Record<(typeof PROVIDER_OPERATORS)[number], ProviderEndpoint>>;
-  /** API key the sandbox provider expects from us (SANDBOX_PROVIDER_API_KEY). */
-  sandboxProviderApiKey: string;
-  /** Timeout of one call to a provider; default 10000. */
-  providerTimeoutMs: number;
-  /** Simulated sandbox latency before it answers a push; default 0. */
-  sandboxPushLatencyMs: number;
-  /** BullMQ lock of a provider-push / callback-reconciler job: a killed worker's job is retried after it; default 30000. */
-  paymentJobLockMs: number;
-}
-
-function providerEndpoints(env: Env, production: boolean, sandboxUrl: string, sandboxApiKey: string, sandboxSecret: string): PaymentsConfig['liveProviders'] {
-  const out: PaymentsConfig['liveProviders'] = {};
+/**
+ * Live provider of each operator: PROVIDER_<OPERATOR>_URL / _API_KEY / _CALLBACK_SECRET. Outside
+ * production an unset operator defaults to the sandbox; in production it is absent.
+ */
+function providerEndpoints(env: Env, production: boolean, sandboxUrl: string, sandboxApiKey: string, sandboxSecret: string) {
+  const out: Partial<Record<(typeof PROVIDER_OPERATORS)[number], ProviderEndpoint>> = {};
   for (const op of PROVIDER_OPERATORS) {
     const prefix = `PROVIDER_${op.toUpperCase()}`;
     const given = ['URL', 'API_KEY', 'CALLBACK_SECRET'].filter((suffix) => env[`${prefix}_${suffix}`]);
@@ -349,13 +222,18 @@ function providerEndpoints(env: Env, production: boolean, sandboxUrl: string, sa
   return out;
 }
 
-export function loadPaymentsConfig(env: Env, production: boolean, sandboxUrl: string, sandboxSecret: string): PaymentsConfig {
+/** Payment flow settings (mobile-money providers, the sandbox, the callback-reconciler). */
+export function loadPaymentsConfig(env: Env, production: boolean, sandboxUrl: string, sandboxSecret: string) {
+  // the API key the sandbox provider expects from us
   const sandboxProviderApiKey = env.SANDBOX_PROVIDER_API_KEY || 'sandbox-provider-key';
   return {
     liveProviders: providerEndpoints(env, production, sandboxUrl, sandboxProviderApiKey, sandboxSecret),
     sandboxProviderApiKey,
+    /** timeout of one call to a provider */
     providerTimeoutMs: int(env, 'PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000),
+    /** simulated sandbox latency before it answers a push */
     sandboxPushLatencyMs: int(env, 'SANDBOX_PUSH_LATENCY_MS', 0, 0, 120_000),
+    /** BullMQ lock of a provider-push / callback-reconciler job: a killed worker's job is retried after it */
     paymentJobLockMs: int(env, 'PAYMENT_JOB_LOCK_MS', 30_000, 500),
   };
 }
@@ -465,15 +343,17 @@ function delays(env: Env, production: boolean): number[] {
   return parsed;
 }
 
-export function loadConfig(env: Env = process.env): Config {
-  const nodeEnv = (env.NODE_ENV || 'development') as Config['nodeEnv'];
+export function loadConfig(env: Env = process.env) {
+  const nodeEnv = (env.NODE_ENV || 'development') as 'development' | 'test' | 'production';
   if (!['development', 'test', 'production'].includes(nodeEnv)) {
     throw new ConfigError(`NODE_ENV must be development, test or production, got "${nodeEnv}"`);
   }
   const production = nodeEnv === 'production';
   // renamed (one word for asking a provider): an old setting left in place must not fall back silently to the default
   if ('RECONCILE_INTERVAL_MS' in env) throw new ConfigError('RECONCILE_INTERVAL_MS is now ASK_INTERVAL_MS');
+  // the public port: merchant API, provider callbacks, health
   const port = int(env, 'PORT', 3000, 0, 65535);
+  // when set, the operator API (/admin/*), Bull Board and /metrics are served on this port only (and answer 404 on PORT)
   const adminPort = env.ADMIN_PORT ? int(env, 'ADMIN_PORT', 0, 0, 65535) : null;
   if (adminPort !== null && adminPort !== 0 && adminPort === port) {
     throw new ConfigError(`ADMIN_PORT must differ from PORT (${port}): the operator API is served on its own port`);
@@ -490,11 +370,14 @@ export function loadConfig(env: Env = process.env): Config {
   if (adminApiToken.length < 16) throw new ConfigError('ADMIN_API_TOKEN must be at least 16 characters');
   const sandboxProviderPort = int(env, 'SANDBOX_PROVIDER_PORT', 4010, 0, 65535);
   const sandboxProviderUrl = url(env, 'SANDBOX_PROVIDER_URL', `http://127.0.0.1:${sandboxProviderPort}`, ['http:', 'https:']);
+  // the shared secret the sandbox provider signs its callbacks with
   const sandboxCallbackSecret = env.SANDBOX_CALLBACK_SECRET || DEV_SANDBOX_CALLBACK_SECRET;
+  // requests per minute bucket per API key (spec 8: 100); only the bench raises it
   const rateLimitPerMinute = int(env, 'RATE_LIMIT_PER_MINUTE', SPEC_RATE_LIMIT_PER_MINUTE, 1);
   if (production && rateLimitPerMinute !== SPEC_RATE_LIMIT_PER_MINUTE) {
     throw new ConfigError(`RATE_LIMIT_PER_MINUTE is fixed at ${SPEC_RATE_LIMIT_PER_MINUTE} by the spec in production`);
   }
+  // tests only: the process's clock is the system clock plus the offset a test writes in this file (shared/clock.ts, fileClock)
   const testClockFile = env.TEST_CLOCK_FILE || null;
   if (testClockFile && nodeEnv !== 'test') throw new ConfigError(`TEST_CLOCK_FILE moves the clock in tests only: refused with NODE_ENV=${nodeEnv}`);
   const payments = loadPaymentsConfig(env, production, sandboxProviderUrl, sandboxCallbackSecret);
@@ -503,39 +386,73 @@ export function loadConfig(env: Env = process.env): Config {
     nodeEnv,
     port,
     adminPort,
+    /** web processes sharing the port(s) through node:cluster (1: no cluster) */
     webConcurrency: int(env, 'WEB_CONCURRENCY', 1, 1, 64),
+    /** which node (machine) of a deployment this process belongs to, as logs and metrics name it (`node`); unset on one machine */
     nodeName: nodeName(env),
     baseUrl: url(env, 'BASE_URL', `http://127.0.0.1:${port}`, ['http:', 'https:']),
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
+    /**
+     * The hot paths' hand-tuned statements (shared/db/sql) run as named prepared statements; false
+     * behind a pooler in transaction mode that does not track them (PgBouncer before 1.21, or
+     * without max_prepared_statements).
+     */
     dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),
     testClockFile,
+    /**
+     * Connections each process's pool keeps open when idle (at most its maximum). With 0, every
+     * burst after a quiet spell first opens connections (a TLS-less loopback connection still
+     * costs Postgres a fork and the process a handshake).
+     */
     dbPoolMin: int(env, 'DB_POOL_MIN', 2, 0, 100),
     redisUrl: redisUrl(env),
+    /** BullMQ key prefix */
     queuePrefix: queuePrefix(env),
+    /** the first key encrypts; every listed key decrypts (rotation) */
     secretsKeys: parseSecretsKeys(secretsKeyRaw),
     adminApiToken,
     logLevel: env.LOG_LEVEL || (nodeEnv === 'test' ? 'warn' : 'info'),
+    /** reverse proxies in front of the web process whose X-Forwarded-For is trusted (0: use the socket) */
     trustedProxies: int(env, 'TRUSTED_PROXIES', 0, 0, 10),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10, 1, 1000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
+    /**
+     * Slow clients (api/server.ts): a request's headers must arrive within webHeadersTimeoutMs and
+     * the whole request within webRequestTimeoutMs; the server checks open connections every
+     * second, so a slow client is dropped at most a second past its bound.
+     */
     webHeadersTimeoutMs: int(env, 'WEB_HEADERS_TIMEOUT_MS', 15_000, 500, 600_000),
     webRequestTimeoutMs: int(env, 'WEB_REQUEST_TIMEOUT_MS', 30_000, 500, 600_000),
+    /**
+     * Connections the kernel keeps waiting for the web to accept (Node's default is 511), capped
+     * by net.core.somaxconn. A burst of new connections past a full queue has its SYNs dropped,
+     * and those clients retry 1, 3, 7, 15 s later.
+     */
     webListenBacklog: int(env, 'WEB_LISTEN_BACKLOG', 4096, 1, 65_535),
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 10),
+    /**
+     * The re-drive (shared/queues/redrive.ts): every `intervalMs` the outbox-relay pool gives a job
+     * to every open piece of work older than `graceMs` that has none (Redis lost it).
+     */
     redrive: { intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000), graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000) },
+    /** webhook retry delays in milliseconds (decisions.md: attempt n+1 after delay n) */
     webhookRetryDelaysMs: delays(env, production),
     sandboxProviderUrl,
     sandboxProviderPort,
     sandboxCallbackDelayMs: int(env, 'SANDBOX_CALLBACK_DELAY_MS', 3000, 0),
     sandboxCallbackSecret,
+    /** how long an operation may stay open before the sweep asks its provider */
     providerWindowMs: {
       live: int(env, 'PROVIDER_WINDOW_MS', 120_000, 1000),
       test: int(env, 'SANDBOX_PROVIDER_WINDOW_MS', 30_000, 100),
     },
+    /** how often the sweeps look for open operations to ask their provider about, and the first wait between two asks */
     askIntervalMs: int(env, 'ASK_INTERVAL_MS', 5000, 50),
     payments,
     rateLimitPerMinute,
+    /** how long a web process keeps a looked-up credential (and its merchant status) in memory */
     credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),
+    /** how long a request waits for another request holding its Idempotency-Key before 409 idempotency-in-progress */
     idempotencyWaitMs: int(env, 'IDEMPOTENCY_WAIT_MS', 2000, 1, 30_000),
     webhooks: loadWebhooksConfig(env, production),
     settlement: loadSettlementConfig(env),
@@ -550,7 +467,7 @@ export function loadConfig(env: Env = process.env): Config {
  * anyone could sign a callback with it (decisions.md, Faults: bad callbacks). The sandbox provider
  * runs in production too (test keys), so its secret counts as well.
  */
-function refuseDevelopmentCallbackSecrets(sandboxSecret: string, payments: PaymentsConfig): void {
+function refuseDevelopmentCallbackSecrets(sandboxSecret: string, payments: Config['payments']): void {
   if (DEV_CALLBACK_SECRETS.includes(sandboxSecret)) {
     throw new ConfigError('SANDBOX_CALLBACK_SECRET must be set in production (the development callback secret is refused)');
   }

@@ -109,29 +109,23 @@ export function keyRow(key: IdempotentWrite<unknown>, response: StoredResponse |
 }
 
 /**
- * Runs the key's statement alone, waiting at most `waitMs` for a transaction holding the key
- * (then a lock timeout: isKeyWaitTimeout); true when the key was taken.
+ * Runs the key's statement alone, waiting at most `waitMs` for a transaction holding the key;
+ * true when the key was taken, false when another request holds it (or still did when the wait,
+ * a lock timeout, ran out).
  */
 async function takeKey(db: Executor, key: IdempotentWrite<unknown>, response: StoredResponse | null): Promise<boolean> {
   const wait = `${Math.max(1, Math.round(key.waitMs))}ms`;
-  return (await runSql(db, TAKE_KEY, [...takeKeyValues(key, response), wait])).length === 1;
-}
-
-/** True when `err` is the key's statement giving up its bounded wait for another request. */
-function isKeyWaitTimeout(err: unknown): boolean {
-  return (err as { code?: string })?.code === LOCK_TIMEOUT;
+  try {
+    return (await runSql(db, TAKE_KEY, [...takeKeyValues(key, response), wait])).length === 1;
+  } catch (err) {
+    if ((err as { code?: string })?.code === LOCK_TIMEOUT) return false;
+    throw err;
+  }
 }
 
 /** Takes the key `in_progress` inside the route's transaction (first statement); IdempotencyKeyHeld if another request holds it. */
 async function takeKeyIn(trx: Trx, key: IdempotentWrite<unknown>): Promise<void> {
-  let taken: boolean;
-  try {
-    taken = await takeKey(trx, key, null);
-  } catch (err) {
-    if (isKeyWaitTimeout(err)) throw new IdempotencyKeyHeld();
-    throw err;
-  }
-  if (!taken) throw new IdempotencyKeyHeld();
+  if (!(await takeKey(trx, key, null))) throw new IdempotencyKeyHeld();
 }
 
 /** Completes the key taken by takeKeyIn with the route's answer, in the same transaction. */
@@ -176,11 +170,6 @@ export async function readIdempotencyKey(db: Db, id: IdempotencyKeyId, req: Idem
  * one statement after the route's transaction ended; false if another request took the key
  * meanwhile (that request's answer stands).
  */
-export async function storeIdempotentResponse(db: Db, key: IdempotentWrite<unknown>, response: StoredResponse): Promise<boolean> {
-  try {
-    return await takeKey(db, key, response);
-  } catch (err) {
-    if (isKeyWaitTimeout(err)) return false;
-    throw err;
-  }
+export function storeIdempotentResponse(db: Db, key: IdempotentWrite<unknown>, response: StoredResponse): Promise<boolean> {
+  return takeKey(db, key, response);
 }

@@ -20,16 +20,13 @@ export function exact(value: string | number | bigint): Exact {
     if (!Number.isSafeInteger(value)) throw new RangeError(`${value} is not a safe integer`);
     return value;
   }
-  const big = BigInt(value);
-  return narrow(big);
+  return narrow(BigInt(value));
 }
 
 /** A bigint as a number when it is a safe integer. */
 export function narrow(big: bigint): Exact {
   return big >= BigInt(Number.MIN_SAFE_INTEGER) && big <= BigInt(Number.MAX_SAFE_INTEGER) ? Number(big) : big;
 }
-
-export const big = (v: Exact): bigint => BigInt(v);
 
 // a marker no real string can hold (NUL is refused at every edge, and the token is random)
 const TOKEN = randomBytes(8).toString('hex');

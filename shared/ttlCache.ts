@@ -1,10 +1,5 @@
 import { systemClock, type Clock } from './clock';
 
-interface Entry<V> {
-  at: number;
-  value: Promise<V>;
-}
-
 /**
  * Values kept in this process for `ttlMs` (0: nothing kept), by key, for the request path's
  * lookups (credentials, merchant terms): a change in Postgres reaches every process within that
@@ -12,7 +7,7 @@ interface Entry<V> {
  * `maxEntries` the least recently loaded key goes. Time is the service context's clock.
  */
 export class TtlCache<V> {
-  private readonly entries = new Map<string, Entry<V>>();
+  private readonly entries = new Map<string, { at: number; value: Promise<V> }>();
 
   constructor(
     private readonly ttlMs: number,

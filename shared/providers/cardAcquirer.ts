@@ -24,7 +24,6 @@ export const cardAcquirerIdFor = (environment: Environment) => (environment === 
 /** Refusals of the token, not of the card: the payment stays payable and the client tries again. */
 export const TOKEN_ERRORS = ['token-invalid', 'token-expired', 'token-used', 'token-foreign'] as const;
 
-
 export interface ChargeRequest {
   paymentId: string;
   token: string;

@@ -59,11 +59,9 @@ export class HttpProviderBase implements ProviderBase {
     const providerRef = typeof b.provider_ref === 'string' ? b.provider_ref : null;
     switch (b.status) {
       case 'pending':
-        return { state: 'pending', providerRef };
       case 'expired':
-        return { state: 'expired', providerRef };
       case 'succeeded':
-        return { state: 'succeeded', providerRef };
+        return { state: b.status, providerRef };
       case 'failed':
       case 'cancelled':
         return {
@@ -132,6 +130,9 @@ export class HttpProviderBase implements ProviderBase {
   }
 }
 
+/** The fields a collection and a payout send alike. */
+const transfer = (req: PushRequest | PayoutRequest) => ({ amount: req.amount, currency: req.currency, msisdn: req.msisdn, description: req.description ?? null });
+
 /** The one adapter of the mobile-money provider protocol, used for every operator in both environments; only its configuration differs. */
 export class HttpProvider extends HttpProviderBase implements Provider {
   readonly operator: Operator;
@@ -142,12 +143,7 @@ export class HttpProvider extends HttpProviderBase implements Provider {
   }
 
   push(req: PushRequest): Promise<ProviderAccepted> {
-    return this.accepted('/v1/collections', req.paymentId, {
-      amount: req.amount,
-      currency: req.currency,
-      msisdn: req.msisdn,
-      description: req.description ?? null,
-    });
+    return this.accepted('/v1/collections', req.paymentId, transfer(req));
   }
 
   refund(req: RefundRequest): Promise<ProviderAccepted> {
@@ -161,12 +157,7 @@ export class HttpProvider extends HttpProviderBase implements Provider {
   }
 
   payout(req: PayoutRequest): Promise<ProviderAccepted> {
-    return this.accepted('/v1/payouts', req.payoutId, {
-      amount: req.amount,
-      currency: req.currency,
-      msisdn: req.msisdn,
-      description: req.description ?? null,
-    });
+    return this.accepted('/v1/payouts', req.payoutId, transfer(req));
   }
 
   private async accepted(path: string, externalId: string, fields: Record<string, unknown>): Promise<ProviderAccepted> {

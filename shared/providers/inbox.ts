@@ -16,7 +16,6 @@ import { traceparentNow } from '../tracing/spans';
  * stored callback exactly once, through the operations kernel (shared/operations/callbacks.ts), and records the outcome.
  */
 
-export const CALLBACKS = 'provider_callbacks';
 const APPLY_CALLBACK_JOB = 'apply-callback';
 
 /** The most callbacks one callback-reconciler job names. */

@@ -20,10 +20,11 @@ export class ProviderRegistry {
 
   constructor(config: Config) {
     const common = { timeoutMs: config.payments.providerTimeoutMs, client: new HttpClient() };
+    const callbackUrl = (id: string) => `${config.baseUrl}/callbacks/${id}`;
+    const add = (provider: ProviderBase) => this.byId.set(provider.id, provider);
     for (const operator of OPERATORS) {
       const sandboxId = providerIdFor('test', operator);
-      this.byId.set(
-        sandboxId,
+      add(
         new HttpProvider({
           ...common,
           id: sandboxId,
@@ -32,26 +33,18 @@ export class ProviderRegistry {
           url: `${config.sandboxProviderUrl}/${operator}`,
           apiKey: config.payments.sandboxProviderApiKey,
           callbackSecret: config.sandboxCallbackSecret,
-          callbackUrl: `${config.baseUrl}/callbacks/${sandboxId}`,
+          callbackUrl: callbackUrl(sandboxId),
         }),
       );
       const live = config.payments.liveProviders[operator];
-      if (live) {
-        const liveId = providerIdFor('live', operator);
-        this.byId.set(
-          liveId,
-          new HttpProvider({ ...common, id: liveId, environment: 'live', operator, ...live, callbackUrl: `${config.baseUrl}/callbacks/${liveId}` }),
-        );
-      }
+      const liveId = providerIdFor('live', operator);
+      if (live) add(new HttpProvider({ ...common, id: liveId, environment: 'live', operator, ...live, callbackUrl: callbackUrl(liveId) }));
     }
     // the card acquirer of each environment (decisions.md "Cards"): test keys the sandbox, live keys the configured one
     for (const [environment, endpoints] of [['test', config.cards.sandbox], ['live', config.cards.live]] as const) {
       if (!endpoints) continue;
       const id = cardAcquirerIdFor(environment);
-      this.byId.set(
-        id,
-        new HttpCardAcquirer({ ...common, id, environment, url: endpoints.providerUrl, vaultUrl: endpoints.vaultUrl, baseUrl: config.baseUrl, apiKey: endpoints.apiKey, callbackSecret: endpoints.callbackSecret, callbackUrl: `${config.baseUrl}/callbacks/${id}` }),
-      );
+      add(new HttpCardAcquirer({ ...common, id, environment, url: endpoints.providerUrl, vaultUrl: endpoints.vaultUrl, baseUrl: config.baseUrl, apiKey: endpoints.apiKey, callbackSecret: endpoints.callbackSecret, callbackUrl: callbackUrl(id) }));
     }
   }
 

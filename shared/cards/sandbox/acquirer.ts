@@ -1,15 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Clock } from '../../clock';
+import type { CardDetails } from '../../db/rows';
 import { safeEqual } from '../../crypto/secrets';
 import type { Logger } from '../../logger';
 import type { CallbackWire } from '../../providers/protocol';
 import { createCallbackSender } from '../../providers/sandbox/callbackSender';
 import { escapeHtml, formatAmount, maskToken } from '../html';
 import { sandboxCardBehaviour } from './cards';
-import { SandboxError, readBody, readJson, sendJson, sendText } from './http';
+import { SandboxError, readBody, readJson, sandboxServer, sendJson, sendText } from '../../providers/sandbox/http';
 
 /**
  * The sandbox card acquirer, on its own origin, with the issuer's 3-D Secure page. It charges a
@@ -41,13 +42,6 @@ export interface AcquirerOptions {
   callbackRetryMs?: number[];
 }
 
-interface CardSummary {
-  brand: string;
-  last4: string;
-  exp_month: number;
-  exp_year: number;
-}
-
 interface Charge {
   externalId: string;
   providerRef: string;
@@ -56,7 +50,7 @@ interface Charge {
   description: string | null;
   callbackUrl: string;
   returnUrl: string;
-  card: CardSummary;
+  card: CardDetails;
   outcome: 'approved' | 'declined' | 'challenge';
   status: 'pending' | 'succeeded' | 'failed';
   failureCode: string | null;
@@ -73,7 +67,7 @@ const TOKEN = /^tok_[A-Za-z0-9_-]{1,64}$/;
 const TOKEN_ERRORS = new Set(['token-invalid', 'token-expired', 'token-used', 'token-foreign']);
 const acsStyle = readFileSync(path.join(__dirname, 'assets', 'acs.css'), 'utf8');
 
-export function createAcquirerServer(opts: AcquirerOptions): http.Server {
+export function createAcquirerServer(opts: AcquirerOptions): Server {
   const charges = new Map<string, Charge>();
   const byRef = new Map<string, Charge>();
   const callbacks = createCallbackSender({ callbackSecret: opts.callbackSecret, retryMs: opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000], log: opts.log });
@@ -113,7 +107,7 @@ export function createAcquirerServer(opts: AcquirerOptions): http.Server {
   });
 
   /** The card behind a token, from the vault (once); a refused token is the vault's code. */
-  async function redeem(token: string, payment: string): Promise<CardSummary & { number: string }> {
+  async function redeem(token: string, payment: string): Promise<CardDetails & { number: string }> {
     let res: Response;
     try {
       res = await fetch(`${opts.vaultUrl}/v1/tokens/${encodeURIComponent(token)}/redeem`, {
@@ -258,13 +252,7 @@ ${state}${forms}</main></body></html>`;
     throw new SandboxError(404, 'not-found', 'no such route');
   }
 
-  const server = http.createServer((req, res) => {
-    route(req, res).catch((err) => {
-      if (err instanceof SandboxError) return sendJson(res, err.status, { error: { code: err.code, message: err.message } });
-      opts.log.error({ err: { message: (err as Error).message } }, 'acquirer error');
-      sendJson(res, 500, { error: { code: 'internal', message: 'acquirer error' } });
-    });
-  });
+  const server = sandboxServer('acquirer', opts.log, route);
   server.on('close', () => callbacks.close());
   return server;
 }

@@ -1,6 +1,5 @@
 import { beatForSupervisor } from '../../heartbeat';
 import type { AddressInfo } from 'node:net';
-import type http from 'node:http';
 import { clockOf } from '../../clock';
 import { getConfig } from '../../config';
 import { createLogger } from '../../logger';
@@ -18,30 +17,26 @@ export function runCardSandbox(which: 'vault' | 'acquirer'): void {
   process.env.PROCESS_NAME ||= name;
   const config = getConfig();
   const log = createLogger(config.logLevel, name);
-  const cards = config.cards;
+  const { cards } = config;
   const serviceOrigin = new URL(config.baseUrl).origin;
-  let server: http.Server;
-  let port: number;
-  if (which === 'vault') {
-    server = createVaultServer({ serviceOrigin, apiKey: cards.vaultApiKey, tokenTtlMs: cards.tokenTtlMs, clock: clockOf(config), log });
-    port = cards.vaultPort;
-  } else {
-    server = createAcquirerServer({
-      apiKey: cards.sandbox.apiKey,
-      callbackSecret: cards.sandbox.callbackSecret,
-      vaultUrl: cards.sandbox.vaultUrl,
-      vaultApiKey: cards.vaultApiKey,
-      publicUrl: cards.sandbox.providerUrl,
-      serviceOrigin,
-      callbackDelayMs: cards.sandboxCallbackDelayMs,
-      threeDsWindowMs: cards.threeDsWindowMs,
-      clock: clockOf(config),
-      log,
-    });
-    port = cards.providerPort;
-  }
+  const clock = clockOf(config);
+  const server =
+    which === 'vault'
+      ? createVaultServer({ serviceOrigin, apiKey: cards.vaultApiKey, tokenTtlMs: cards.tokenTtlMs, clock, log })
+      : createAcquirerServer({
+          apiKey: cards.sandbox.apiKey,
+          callbackSecret: cards.sandbox.callbackSecret,
+          vaultUrl: cards.sandbox.vaultUrl,
+          vaultApiKey: cards.vaultApiKey,
+          publicUrl: cards.sandbox.providerUrl,
+          serviceOrigin,
+          callbackDelayMs: cards.sandboxCallbackDelayMs,
+          threeDsWindowMs: cards.threeDsWindowMs,
+          clock,
+          log,
+        });
   server.keepAliveTimeout = 65_000;
-  server.listen(port, '127.0.0.1', () => {
+  server.listen(which === 'vault' ? cards.vaultPort : cards.providerPort, '127.0.0.1', () => {
     const { port: bound } = server.address() as AddressInfo;
     log.info({ port: bound, url: `http://127.0.0.1:${bound}` }, `${name} listening`);
   });

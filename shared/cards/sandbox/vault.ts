@@ -1,13 +1,13 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import path from 'node:path';
 import type { Clock } from '../../clock';
 import { safeEqual } from '../../crypto/secrets';
 import type { Logger } from '../../logger';
 import { escapeHtml, maskToken } from '../html';
 import { brandOf, luhnValid, parseExpiry } from './cards';
-import { SandboxError, readJson, sendJson, sendText } from './http';
+import { SandboxError, readJson, sandboxServer, sendJson, sendText } from '../../providers/sandbox/http';
 
 /**
  * The sandbox card-tokenisation provider (the vault), on its own origin. It serves the card-field
@@ -51,19 +51,11 @@ const TEXT = {
   en: { title: 'Card', number: 'Card number', exp: 'Expiry (MM/YY)', csc: 'Security code (CVC)', 'card-invalid': 'Invalid card number.', 'expiry-invalid': 'Invalid or past expiry date (MM/YY).', 'cvc-invalid': 'The security code must have 3 digits.', network: 'The card service does not answer. Please try again.' },
 } as const;
 
-export function createVaultServer(opts: VaultOptions): http.Server {
+export function createVaultServer(opts: VaultOptions): Server {
   const tokens = new Map<string, StoredCard>();
   const script = asset('fields.js');
   const style = asset('fields.css');
-  const csp = [
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "connect-src 'self'",
-    "form-action 'none'",
-    "base-uri 'none'",
-    `frame-ancestors ${opts.serviceOrigin}`,
-  ].join('; ');
+  const csp = `default-src 'none'; script-src 'self'; style-src 'self'; connect-src 'self'; form-action 'none'; base-uri 'none'; frame-ancestors ${opts.serviceOrigin}`;
 
   const sweep = setInterval(() => {
     const now = opts.clock.now();
@@ -136,13 +128,7 @@ export function createVaultServer(opts: VaultOptions): http.Server {
     throw new SandboxError(404, 'not-found', 'no such route');
   }
 
-  const server = http.createServer((req, res) => {
-    route(req, res).catch((err) => {
-      if (err instanceof SandboxError) return sendJson(res, err.status, { error: { code: err.code, message: err.message } });
-      opts.log.error({ err: { message: (err as Error).message } }, 'vault error');
-      sendJson(res, 500, { error: { code: 'internal', message: 'vault error' } });
-    });
-  });
+  const server = sandboxServer('vault', opts.log, route);
   server.on('close', () => clearInterval(sweep));
   return server;
 }

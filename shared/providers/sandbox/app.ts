@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Clock } from '../../clock';
 import type { Logger } from '../../logger';
 import { safeEqual } from '../../crypto/secrets';
@@ -8,6 +8,7 @@ import type { CallbackWire } from '../protocol';
 import type { ProviderObjectKind } from '../types';
 import { sandboxOutcome, type SandboxOutcome } from './behaviour';
 import { createCallbackSender } from './callbackSender';
+import { jsonObject, readBody, sandboxServer, SandboxError } from './http';
 
 /**
  * The sandbox provider: a real HTTP server speaking the provider protocol (../protocol.ts) for
@@ -61,39 +62,12 @@ const ID_PREFIX: Partial<Record<ProviderObjectKind, string>> = { payment: 'pay_'
 const KEEP_MS = 24 * 3600 * 1000;
 const MAX_KEPT = 200_000;
 const PRUNE_EVERY_MS = 60_000;
-const MAX_BODY = 16 * 1024;
 
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    readonly code: string,
-    message: string,
-  ) {
-    super(message);
-  }
-}
-
+/** The provider's answers carry no headers but their type and length. */
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = JSON.stringify(body);
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
   res.end(text);
-}
-
-async function readJson(req: IncomingMessage): Promise<Record<string, unknown>> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_BODY) throw new HttpError(413, 'payload-too-large', 'body too large');
-    chunks.push(chunk as Buffer);
-  }
-  try {
-    const body = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-    if (body && typeof body === 'object' && !Array.isArray(body)) return body;
-  } catch {
-    /* falls through */
-  }
-  throw new HttpError(400, 'invalid-request', 'body must be a JSON object');
 }
 
 function statusView(tx: SandboxTransaction, now: number) {
@@ -113,7 +87,7 @@ function statusView(tx: SandboxTransaction, now: number) {
   };
 }
 
-export function createSandboxServer(opts: SandboxOptions): http.Server {
+export function createSandboxServer(opts: SandboxOptions): Server {
   const transactions = new Map<string, SandboxTransaction>();
   const callbacks = createCallbackSender({ callbackSecret: opts.callbackSecret, retryMs: opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000], log: opts.log });
   const { later } = callbacks;
@@ -148,23 +122,22 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
   }
 
   async function create(operator: Operator, kind: ProviderObjectKind, req: IncomingMessage): Promise<[number, unknown]> {
-    const body = await readJson(req);
+    const body = jsonObject(await readBody(req));
     const externalId = body.external_id;
     if (typeof externalId !== 'string' || !externalId.startsWith(ID_PREFIX[kind]!) || externalId.length > 100) {
-      throw new HttpError(400, 'invalid-request', `external_id must be our ${kind} id`);
+      throw new SandboxError(400, 'invalid-request', `external_id must be our ${kind} id`);
     }
-    const key = req.headers['idempotency-key'];
-    if (key !== externalId) throw new HttpError(400, 'invalid-request', 'Idempotency-Key must equal external_id');
+    if (req.headers['idempotency-key'] !== externalId) throw new SandboxError(400, 'invalid-request', 'Idempotency-Key must equal external_id');
     const existing = transactions.get(externalId);
     if (existing) {
       existing.requests++;
       return [200, { provider_ref: existing.providerRef, status: 'pending' }];
     }
     const { amount, currency, msisdn, callback_url: callbackUrl } = body;
-    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) throw new HttpError(400, 'invalid-amount', 'amount must be a positive integer');
-    if (currency !== 'USD' && currency !== 'CDF') throw new HttpError(400, 'invalid-currency', 'currency must be USD or CDF');
-    if (typeof msisdn !== 'string' || !isMsisdn(msisdn)) throw new HttpError(400, 'invalid-msisdn', 'msisdn must be 243 followed by 9 digits');
-    if (typeof callbackUrl !== 'string' || !/^https?:\/\//.test(callbackUrl)) throw new HttpError(400, 'invalid-request', 'callback_url must be an http(s) URL');
+    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) throw new SandboxError(400, 'invalid-amount', 'amount must be a positive integer');
+    if (currency !== 'USD' && currency !== 'CDF') throw new SandboxError(400, 'invalid-currency', 'currency must be USD or CDF');
+    if (typeof msisdn !== 'string' || !isMsisdn(msisdn)) throw new SandboxError(400, 'invalid-msisdn', 'msisdn must be 243 followed by 9 digits');
+    if (typeof callbackUrl !== 'string' || !/^https?:\/\//.test(callbackUrl)) throw new SandboxError(400, 'invalid-request', 'callback_url must be an http(s) URL');
     const tx: SandboxTransaction = {
       kind,
       operator,
@@ -188,13 +161,12 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
     return [201, { provider_ref: tx.providerRef, status: 'pending' }];
   }
 
-  async function route(req: IncomingMessage): Promise<[number, unknown]> {
+  async function answer(req: IncomingMessage): Promise<[number, unknown]> {
     const url = new URL(req.url ?? '/', 'http://sandbox');
     const parts = url.pathname.split('/').filter(Boolean);
     const operator = parts[0] as Operator;
-    if (!OPERATORS.includes(operator) || parts[1] !== 'v1') throw new HttpError(404, 'not-found', 'no such route');
-    const auth = req.headers.authorization ?? '';
-    if (!safeEqual(auth, `Bearer ${opts.apiKey}`)) throw new HttpError(401, 'unauthorized', 'bad API key');
+    if (!OPERATORS.includes(operator) || parts[1] !== 'v1') throw new SandboxError(404, 'not-found', 'no such route');
+    if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`)) throw new SandboxError(401, 'unauthorized', 'bad API key');
     if (req.method === 'POST' && parts.length === 3 && PATHS[parts[2]]) {
       const answer = await create(operator, PATHS[parts[2]], req);
       if (opts.pushLatencyMs > 0) await new Promise((r) => setTimeout(r, opts.pushLatencyMs));
@@ -202,21 +174,13 @@ export function createSandboxServer(opts: SandboxOptions): http.Server {
     }
     if (req.method === 'GET' && parts.length === 4 && parts[2] === 'transactions') {
       const tx = transactions.get(decodeURIComponent(parts[3]));
-      if (!tx || tx.operator !== operator) throw new HttpError(404, 'not-found', 'no such transaction');
+      if (!tx || tx.operator !== operator) throw new SandboxError(404, 'not-found', 'no such transaction');
       return [200, statusView(tx, opts.clock.now())];
     }
-    throw new HttpError(404, 'not-found', 'no such route');
+    throw new SandboxError(404, 'not-found', 'no such route');
   }
 
-  const server = http.createServer((req, res) => {
-    route(req)
-      .then(([status, body]) => send(res, status, body))
-      .catch((err) => {
-        if (err instanceof HttpError) return send(res, err.status, { error: { code: err.code, message: err.message } });
-        opts.log.error({ err: { message: (err as Error).message } }, 'sandbox error');
-        send(res, 500, { error: { code: 'internal', message: 'sandbox error' } });
-      });
-  });
+  const server = sandboxServer('sandbox', opts.log, async (req, res) => send(res, ...(await answer(req))), send);
   server.on('close', () => {
     callbacks.close();
     clearInterval(prune);

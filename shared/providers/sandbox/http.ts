@@ -1,6 +1,7 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import http, { type IncomingMessage, type ServerResponse } from 'node:http';
+import type { Logger } from '../../logger';
 
-/** What the card sandboxes (vault, acquirer) share as small HTTP servers. */
+/** What the sandboxes (mobile-money provider, card vault and acquirer) share as small HTTP servers. */
 
 export class SandboxError extends Error {
   constructor(
@@ -11,6 +12,8 @@ export class SandboxError extends Error {
     super(message);
   }
 }
+
+type Send = (res: ServerResponse, status: number, body: unknown) => void;
 
 export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   const text = JSON.stringify(body);
@@ -37,7 +40,11 @@ export async function readBody(req: IncomingMessage, max = 16 * 1024): Promise<s
 
 export async function readJson(req: IncomingMessage, max?: number): Promise<Record<string, unknown>> {
   if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new SandboxError(415, 'unsupported-media-type', 'send application/json');
-  const text = await readBody(req, max);
+  return jsonObject(await readBody(req, max));
+}
+
+/** The text as a JSON object (400 otherwise). */
+export function jsonObject(text: string): Record<string, unknown> {
   try {
     const body = JSON.parse(text);
     if (body && typeof body === 'object' && !Array.isArray(body)) return body;
@@ -47,4 +54,13 @@ export async function readJson(req: IncomingMessage, max?: number): Promise<Reco
   throw new SandboxError(400, 'invalid-request', 'body must be a JSON object');
 }
 
-export const originOf = (url: string) => new URL(url).origin;
+/** A sandbox's server: a SandboxError thrown by `route` is its error answer; anything else is logged and answered 500. */
+export function sandboxServer(name: string, log: Logger, route: (req: IncomingMessage, res: ServerResponse) => Promise<void>, send: Send = sendJson): http.Server {
+  return http.createServer((req, res) => {
+    route(req, res).catch((err) => {
+      if (err instanceof SandboxError) return send(res, err.status, { error: { code: err.code, message: err.message } });
+      log.error({ err: { message: (err as Error).message } }, `${name} error`);
+      send(res, 500, { error: { code: 'internal', message: `${name} error` } });
+    });
+  });
+}
