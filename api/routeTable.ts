@@ -85,7 +85,11 @@ export function route<B = Record<string, never>, Q = Record<string, never>>(spec
   return spec as unknown as RouteSpec;
 }
 
-const schemaOf = (s: Component | JsonSchema): JsonSchema => ('component' in s && 'schema' in s ? (s as Component).schema : (s as JsonSchema));
+export function isComponent(x: unknown): x is Component {
+  if (!x || typeof x !== 'object') return false;
+  const o = x as Record<string, unknown>;
+  return typeof o.component === 'string' && typeof o.schema === 'object' && Object.keys(o).length === 2;
+}
 
 /**
  * Registers each route on a new router: the body (POST/PUT/PATCH) and the query are validated
@@ -95,7 +99,7 @@ const schemaOf = (s: Component | JsonSchema): JsonSchema => ('component' in s &&
 export function defineRoutes(routes: RouteSpec[], opts: RouterOptions = {}): RouteGroup {
   const router = new Router(opts);
   for (const spec of routes) {
-    const body: Validator<unknown> | null = spec.body ? validator(schemaOf(spec.body)) : null;
+    const body: Validator<unknown> | null = spec.body ? validator(isComponent(spec.body) ? spec.body.schema : spec.body) : null;
     const query: Validator<unknown> | null = spec.query ? validator(spec.query) : null;
     router.register(spec.path, [spec.method], async (ctx: Context) => {
       const input = {

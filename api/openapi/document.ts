@@ -1,4 +1,4 @@
-import { openApiPath, type Component, type JsonSchema, type RouteSpec } from '../routeTable';
+import { isComponent, openApiPath, type JsonSchema, type RouteSpec } from '../routeTable';
 import { ERROR_CODES, type MerchantErrorCode, IDEMPOTENCY_ERRORS, PIPELINE_ERRORS, QUERY_ERRORS, SIGNED_ERRORS } from './errors';
 import { ErrorBody } from './schemas';
 import { API_DESCRIPTION } from './description';
@@ -10,8 +10,20 @@ import { API_DESCRIPTION } from './description';
  * same routes give the same bytes (shared/client/openapi.json is this document, committed).
  */
 
-export const OPENAPI_VERSION = '3.1.0';
-export const API_VERSION = '1.0.0';
+/** The path prefix of every merchant route. */
+const PREFIX = '/v1';
+
+/** Tags in the order the reference page lists them, with their introductions. */
+const TAGS = [
+  { name: 'Payments', description: 'Collect money by mobile money (a push prompt on the client\'s phone) or card (a hosted checkout page).' },
+  { name: 'Refunds', description: 'Give a succeeded mobile-money payment back, whole or in part.' },
+  { name: 'Payouts', description: 'Send money from your balance to a mobile-money wallet.' },
+  { name: 'Balance and settlements', description: 'Your balance per currency and the daily settlement batches.' },
+  { name: 'Events', description: 'Everything sent to your webhooks: read back what was missed, see each delivery, send an event again.' },
+  { name: 'Operators', description: 'Which operators and directions are working now.' },
+  { name: 'Phone numbers', description: 'What a client typed, as the `phone` to send and its operator.' },
+  { name: 'Reference', description: 'This document.' },
+];
 
 export interface OpenApiDocument {
   openapi: string;
@@ -24,12 +36,6 @@ export interface OpenApiDocument {
 }
 
 const SIGNED = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
-export function isComponent(x: unknown): x is Component {
-  if (!x || typeof x !== 'object') return false;
-  const o = x as Record<string, unknown>;
-  return typeof o.component === 'string' && typeof o.schema === 'object' && Object.keys(o).length === 2;
-}
 
 /** Replaces every component inside a schema by a $ref, collecting its schema once under its name. */
 function refs(schema: unknown, into: Map<string, JsonSchema>): unknown {
@@ -92,11 +98,11 @@ export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining',
 const rateLimitHeaders = (route: RouteSpec, status: number) =>
   route.scope === 'none' || status === 401 ? {} : Object.fromEntries(RATE_LIMIT_HEADERS.map((h) => [h, { $ref: `#/components/headers/${h}` }]));
 
-function operationOf(route: RouteSpec, prefix: string, schemas: Map<string, JsonSchema>) {
+function operationOf(route: RouteSpec, schemas: Map<string, JsonSchema>) {
   const parameters: unknown[] = [];
   for (const name of route.path.match(/:([A-Za-z0-9_]+)/g)?.map((p) => p.slice(1)) ?? []) {
     const p = route.params?.[name];
-    if (!p) throw new Error(`${route.method} ${prefix}${route.path}: path parameter ${name} is not described`);
+    if (!p) throw new Error(`${route.method} ${PREFIX}${route.path}: path parameter ${name} is not described`);
     parameters.push({ name, in: 'path', required: true, description: p.description, schema: refs(p.schema ?? { type: 'string' }, schemas) });
   }
   if (route.query) {
@@ -161,17 +167,12 @@ function operationOf(route: RouteSpec, prefix: string, schemas: Map<string, Json
   };
 }
 
-export interface BuildOptions {
-  /** The path prefix the routes are mounted under. */
-  prefix?: string;
-  /** `servers[0].url` (the service's BASE_URL when served); a `{baseUrl}` variable in the committed file. */
-  serverUrl?: string;
-  /** Group descriptions by tag name, in the order the reference lists them. */
-  tags?: { name: string; description?: string }[];
-}
-
-export function buildOpenApi(routes: readonly RouteSpec[], opts: BuildOptions = {}): OpenApiDocument {
-  const prefix = opts.prefix ?? '/v1';
+/**
+ * The document of these /v1 routes (api/v1 passes its route table: this module imports no route).
+ * `serverUrl` is `servers[0].url` (the service's BASE_URL when served); without it, a `{baseUrl}`
+ * variable: the document as committed (shared/client/openapi.json) and as the SDK types come from.
+ */
+export function apiDocument(routes: readonly RouteSpec[], serverUrl?: string): OpenApiDocument {
   const schemas = new Map<string, JsonSchema>();
   refs(ErrorBody, schemas);
   const paths: OpenApiDocument['paths'] = {};
@@ -179,25 +180,24 @@ export function buildOpenApi(routes: readonly RouteSpec[], opts: BuildOptions = 
   for (const route of routes) {
     if (ids.has(route.operationId)) throw new Error(`operationId ${route.operationId} is used twice`);
     ids.add(route.operationId);
-    const path = prefix + openApiPath(route.path);
+    const path = PREFIX + openApiPath(route.path);
     paths[path] ??= {};
-    paths[path][route.method.toLowerCase()] = operationOf(route, prefix, schemas);
+    paths[path][route.method.toLowerCase()] = operationOf(route, schemas);
   }
-  const tagNames = [...new Set(routes.map((r) => r.tag))];
-  const described = new Map((opts.tags ?? []).map((t) => [t.name, t]));
-  const tags = [...(opts.tags ?? []).filter((t) => tagNames.includes(t.name)), ...tagNames.filter((n) => !described.has(n)).map((name) => ({ name }))];
+  const tagNames = new Set(routes.map((r) => r.tag));
+  const undescribed = [...tagNames].filter((name) => !TAGS.some((t) => t.name === name));
   return {
-    openapi: OPENAPI_VERSION,
+    openapi: '3.1.0',
     info: {
       title: 'Payments API',
-      version: API_VERSION,
+      version: '1.0.0',
       summary: 'Mobile-money and card payments, refunds, payouts and signed webhooks for merchants in the DRC.',
       description: API_DESCRIPTION,
     },
-    servers: opts.serverUrl
-      ? [{ url: opts.serverUrl }]
+    servers: serverUrl
+      ? [{ url: serverUrl }]
       : [{ url: '{baseUrl}', description: "The service's BASE_URL", variables: { baseUrl: { default: 'http://127.0.0.1:3000', description: 'BASE_URL of the deployment' } } }],
-    tags,
+    tags: [...TAGS.filter((t) => tagNames.has(t.name)), ...undescribed.map((name) => ({ name }))],
     paths,
     components: {
       schemas: Object.fromEntries([...schemas.entries()].sort(([a], [b]) => a.localeCompare(b))),

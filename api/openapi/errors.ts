@@ -51,26 +51,12 @@ export const ERROR_CODES: Record<MerchantErrorCode, { status: number; when: stri
 
 /** What any authenticated merchant request may be answered, whatever its route (spec 5.6). */
 export const PIPELINE_ERRORS = [
-  'auth-required',
-  'api-key-invalid',
-  'ip-not-allowed',
-  'merchant-suspended',
-  'rate-limit-exceeded',
-  'not-found',
-  'maintenance',
-  'service-unavailable',
+  'auth-required', 'api-key-invalid', 'ip-not-allowed', 'merchant-suspended', 'rate-limit-exceeded', 'not-found', 'maintenance', 'service-unavailable',
 ] as const satisfies readonly MerchantErrorCode[];
 
 /** What a signed request (POST, PUT, PATCH, DELETE) may be answered besides (spec 5.6 steps 7-8, body steps). */
 export const SIGNED_ERRORS = [
-  'timestamp-expired',
-  'signature-invalid',
-  'insufficient-scope',
-  'payload-too-large',
-  'invalid-body',
-  'unsupported-media-type',
-  'invalid-json',
-  'validation-failed',
+  'timestamp-expired', 'signature-invalid', 'insufficient-scope', 'payload-too-large', 'invalid-body', 'unsupported-media-type', 'invalid-json', 'validation-failed',
 ] as const satisfies readonly MerchantErrorCode[];
 
 /** GET routes with a query schema, or a path id, may be refused a parameter. */

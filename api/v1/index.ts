@@ -10,8 +10,7 @@ import { refundsRoutes } from './refunds';
 import { reportsRoutes } from './reports';
 import { settlementsRoutes } from './settlements';
 import { referenceRoutes } from './reference';
-import { apiDocument } from '../openapi/api';
-import type { OpenApiDocument } from '../openapi/document';
+import { apiDocument, type OpenApiDocument } from '../openapi/document';
 
 /**
  * The merchant API under /v1: every group of the route table (api/routeTable.ts). Adding a

@@ -1,10 +1,10 @@
 import { defineRoutes, route, type RouteSpec } from '../routeTable';
-import { servedDocument } from '../openapi/api';
+import { apiDocument } from '../openapi/document';
 
 /**
  * GET /v1/openapi.json: the OpenAPI 3.1 document of every merchant route (`routes`, read when
- * first asked: the table that lists this group), with this service's BASE_URL as its server.
- * Takes no key: it is answered before the merchant pipeline.
+ * first asked: the table that lists this group), with this service's BASE_URL as its server
+ * (built once per process, in its caches). Takes no key: it is answered before the merchant pipeline.
  */
 export const referenceRoutes = (routes: () => readonly RouteSpec[]) => defineRoutes([
   route({
@@ -17,9 +17,10 @@ export const referenceRoutes = (routes: () => readonly RouteSpec[]) => defineRou
     scope: 'none',
     responses: { 200: { description: 'The OpenAPI document', body: { type: 'object', description: 'OpenAPI 3.1' } } },
     async handler(ctx) {
+      const { caches, config } = ctx.services;
       ctx.set('Cache-Control', 'public, max-age=300');
       ctx.type = 'application/json';
-      ctx.body = await servedDocument(ctx.services.caches, ctx.services.config.baseUrl, routes());
+      ctx.body = await caches.ttl<string>('openapi-document', Infinity, 1).get(config.baseUrl, async () => JSON.stringify(apiDocument(routes(), config.baseUrl)));
     },
   }),
 ]);
