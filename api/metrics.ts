@@ -154,45 +154,33 @@ const ATTENTION_REASONS: AttentionReason[] = ['open-past-bound', 'late-success',
 function storeMetrics(registry: Registry, services: ServiceContext): void {
   const { db } = services;
   const kinds = Object.values(KINDS) as OperationKind<any, any, any>[];
+  const collect = () => read();
+  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Gauge({ name, help, labelNames, registers: [registry], collect });
   const timeToFinal = new Histogram({
     name: 'operation_time_to_final_seconds',
     help: 'Time from creation to final status of payments, card payments, refunds and payouts finalized since this web process started (max across web instances)',
     labelNames: ['kind', 'operator', 'status'] as const,
     buckets: [1, 2, 5, 10, 20, 30, 60, 120, 300, 900, 1800, 3600, 4 * 3600],
     registers: [registry],
-    collect: () => read(),
+    collect,
   });
-  const oldestOpen = new Gauge({
-    name: 'operation_oldest_open_age_seconds',
-    help: 'Age of the oldest operation still open (not final), per kind; 0 when none is open',
-    labelNames: ['kind'] as const,
-    registers: [registry],
-    collect: () => read(),
-  });
-  const pastWindow = new Gauge({
-    name: 'operation_oldest_open_past_window_seconds',
-    help: 'How long past its provider window the open operation whose window ended first is, per kind; 0 when none is past',
-    labelNames: ['kind'] as const,
-    registers: [registry],
-    collect: () => read(),
-  });
-  const attention = new Gauge({
-    name: 'attention_items',
-    help: 'Items of GET /admin/attention by reason (at most 500 in all)',
-    labelNames: ['reason'] as const,
-    registers: [registry],
-    collect: () => read(),
-  });
-  const pending = new Gauge({ name: 'webhook_deliveries_pending', help: 'Webhook deliveries not yet succeeded or dead', registers: [registry], collect: () => read() });
-  const breakers = new Gauge({ name: 'webhook_endpoints_breaker_open', help: 'Enabled webhook endpoints whose circuit breaker is open', registers: [registry], collect: () => read() });
+  const oldestOpen = gauge('operation_oldest_open_age_seconds', 'Age of the oldest operation still open (not final), per kind; 0 when none is open', ['kind']);
+  const pastWindow = gauge(
+    'operation_oldest_open_past_window_seconds',
+    'How long past its provider window the open operation whose window ended first is, per kind; 0 when none is past',
+    ['kind'],
+  );
+  const attention = gauge('attention_items', 'Items of GET /admin/attention by reason (at most 500 in all)', ['reason']);
+  const pending = gauge('webhook_deliveries_pending', 'Webhook deliveries not yet succeeded or dead');
+  const breakers = gauge('webhook_endpoints_breaker_open', 'Enabled webhook endpoints whose circuit breaker is open');
   const finished = new Counter({
     name: 'webhook_deliveries_finished_total',
     help: 'Webhook deliveries that reached an outcome (succeeded, dead) since this web process started (max across web instances)',
     labelNames: ['outcome'] as const,
     registers: [registry],
-    collect: () => read(),
+    collect,
   });
-  const ledgerProblems = new Gauge({ name: 'ledger_check_problems', help: 'Problems the last ledger check found (0: balances match their entries, every transaction sums to zero)', registers: [registry], collect: () => read() });
+  const ledgerProblems = gauge('ledger_check_problems', 'Problems the last ledger check found (0: balances match their entries, every transaction sums to zero)');
   const ledgerLastRun = new Gauge({ name: 'ledger_check_last_run_timestamp_seconds', help: 'When the last ledger check finished (Unix seconds; 0: not yet)', registers: [registry] });
 
   const historyMarks = new Map<string, number>();

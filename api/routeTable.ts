@@ -1,6 +1,6 @@
-import Router, { type RouterOptions } from '@koa/router';
+import Router from '@koa/router';
 import type { Context } from 'koa';
-import { validator, type Validator } from '../shared/validation';
+import { validator } from '../shared/validation';
 import type { MerchantErrorCode } from './openapi/errors';
 
 /**
@@ -23,11 +23,6 @@ export interface Component {
 
 export const component = (name: string, schema: JsonSchema): Component => ({ component: name, schema });
 
-/** The least scope a route needs (spec 5.5); `none` for the routes that take no key. */
-export type RouteScope = 'none' | 'read' | 'payments' | 'full';
-
-export type HttpMethod = 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
-
 export interface ResponseSpec {
   description: string;
   /** The JSON body (a component or an inline schema); with `contentType`, the body of that type. */
@@ -38,13 +33,8 @@ export interface ResponseSpec {
   headers?: Record<string, { description: string; schema?: JsonSchema }>;
 }
 
-export interface RouteInput<B, Q> {
-  body: B;
-  query: Q;
-}
-
 export interface RouteSpec<B = unknown, Q = unknown> {
-  method: HttpMethod;
+  method: 'GET' | 'POST' | 'PUT' | 'PATCH' | 'DELETE';
   /** The path as the router writes it, relative to its prefix (`/payments/:id`). */
   path: string;
   /** Unique, stable: the SDK's and the generated types' name for the operation. */
@@ -53,7 +43,8 @@ export interface RouteSpec<B = unknown, Q = unknown> {
   description?: string;
   /** The group the reference page lists it under (`Payments`, `Events`...). */
   tag: string;
-  scope: RouteScope;
+  /** The least scope a route needs (spec 5.5); `none` for the routes that take no key. */
+  scope: 'none' | 'read' | 'payments' | 'full';
   /** Path parameters by name (every `:name` of the path). */
   params?: Record<string, { description: string; schema?: JsonSchema }>;
   /** ajv object schema of the query string; its properties are the documented query parameters. */
@@ -71,7 +62,7 @@ export interface RouteSpec<B = unknown, Q = unknown> {
    */
   errors?: readonly MerchantErrorCode[];
   /** Runs after the body and query were validated; sets ctx.body / ctx.status. */
-  handler: (ctx: Context, input: RouteInput<B, Q>) => Promise<void> | void;
+  handler: (ctx: Context, input: { body: B; query: Q }) => Promise<void> | void;
 }
 
 /** A group of routes: the koa router that serves them and their declarations. */
@@ -96,18 +87,14 @@ export function isComponent(x: unknown): x is Component {
  * with the very schemas the document shows (400 validation-failed naming the field), then the
  * handler runs.
  */
-export function defineRoutes(routes: RouteSpec[], opts: RouterOptions = {}): RouteGroup {
-  const router = new Router(opts);
+export function defineRoutes(routes: RouteSpec[]): RouteGroup {
+  const router = new Router();
   for (const spec of routes) {
-    const body: Validator<unknown> | null = spec.body ? validator(isComponent(spec.body) ? spec.body.schema : spec.body) : null;
-    const query: Validator<unknown> | null = spec.query ? validator(spec.query) : null;
+    const body = spec.body ? validator(isComponent(spec.body) ? spec.body.schema : spec.body) : null;
+    const query = spec.query ? validator(spec.query) : null;
     router.register(spec.path, [spec.method], async (ctx: Context) => {
-      const input = {
-        // the pipeline has parsed the JSON body (an empty one reads as {})
-        body: body ? body(ctx.state.body) : undefined,
-        query: query ? query({ ...ctx.query }) : undefined,
-      };
-      await spec.handler(ctx, input);
+      // the pipeline has parsed the JSON body (an empty one reads as {})
+      await spec.handler(ctx, { body: body?.(ctx.state.body), query: query?.({ ...ctx.query }) });
     });
   }
   return { router, routes };

@@ -5,9 +5,10 @@ import type { Context, Middleware } from 'koa';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import { acceptToken, cardEndpoints, challengeReturned, charging, findCheckout, TOKEN_PATTERN } from '../../shared/cards/checkout';
 import type { ServiceContext } from '../../shared/context';
-import { BadRequest, Forbidden, NotFound, TooManyRequests, Unavailable, ValidationFailed } from '../../shared/errors';
+import { BadRequest, Forbidden, NotFound, TooManyRequests, ValidationFailed } from '../../shared/errors';
 import { withTimeout } from '../../shared/timeout';
 import { parseJson, readRawBody, requireJsonContentType } from '../body';
+import { unavailable } from '../middleware/errors';
 import { pickLang, type Lang } from './i18n';
 import { checkoutPage, noChallengePage, notFoundPage, returnLink, threeDsReturnPage } from './pages';
 import { withTraceparent } from '../../shared/tracing/spans';
@@ -76,7 +77,7 @@ function payLimiter(services: ServiceContext) {
       if (err instanceof RateLimiterRes) {
         throw new TooManyRequests('rate-limit-exceeded', `At most ${PAY_LIMIT_PER_MINUTE} payment attempts a minute`, Math.max(1, Math.ceil(err.msBeforeNext / 1000)));
       }
-      throw new Unavailable('service-unavailable', 'The service is temporarily unavailable', 5);
+      throw unavailable();
     }
   };
 }

@@ -124,7 +124,8 @@ export function isBackendFault(err: unknown, databaseUrl: string): boolean {
   return !(err instanceof DomainError) && (isPostgresDown(err, databaseUrl) || isRedisDown(err));
 }
 
-const unavailable = () => new Unavailable('service-unavailable', 'The service is temporarily unavailable', 5);
+/** Postgres or Redis not answering: 503, retry in 5 s. */
+export const unavailable = () => new Unavailable('service-unavailable', 'The service is temporarily unavailable', 5);
 
 /**
  * What a thrown error is answered with: a domain error by its code; a backend fault 503; an

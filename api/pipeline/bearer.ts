@@ -1,8 +1,8 @@
 import type { Middleware } from 'koa';
+import type { ServiceContext } from '../../shared/context';
 import { hashApiKey, hmacHex } from '../../shared/crypto/secrets';
-import { credentialUsable } from '../../shared/merchants/auth';
-import type { Clock } from '../../shared/clock';
-import type { CredentialCache } from './credentials';
+import { credentialUsable, findCredentialForAuth, type CredentialForAuth } from '../../shared/merchants/auth';
+import { TtlCache } from '../../shared/ttlCache';
 import { unauthorized } from './unauthorized';
 
 const BEARER = /^Bearer +(\S+) *$/i;
@@ -22,8 +22,14 @@ function decoyWork(method: string, path: string): void {
  * → 401 auth-required. The key is looked up by its SHA-256; unknown, past its end (a revoked key
  * works until its grace ends), or sent with the other environment's prefix → 401
  * api-key-invalid. Fills ctx.state.auth.
+ *
+ * Credentials are kept by key hash in this process for CREDENTIAL_CACHE_MS (default 5 s):
+ * revocation and merchant suspension reach every web process within that time. Unknown hashes
+ * are remembered too (a client retrying a bad key costs one query per TTL). The decrypted
+ * secret sits there, in memory only.
  */
-export function bearer(credentials: CredentialCache, clock: Clock): Middleware {
+export function bearer({ db, config, clock }: ServiceContext): Middleware {
+  const credentials = new TtlCache<CredentialForAuth | null>(config.credentialCacheMs, undefined, clock);
   return async (ctx, next) => {
     const header = BEARER.exec(ctx.get('Authorization'));
     if (!header) {
@@ -34,7 +40,7 @@ export function bearer(credentials: CredentialCache, clock: Clock): Middleware {
     const token = header[1];
     const hash = hashApiKey(token);
     const shape = API_KEY.exec(token);
-    const found = shape ? await credentials.get(hash) : null;
+    const found = shape ? await credentials.get(hash, () => findCredentialForAuth(db, hash, config.secretsKeys)) : null;
     if (!found || found.environment !== shape![1] || !credentialUsable(found, clock.now())) {
       decoyWork(ctx.method, ctx.path);
       throw unauthorized('api-key-invalid');

@@ -4,7 +4,6 @@ import type { ServiceContext } from '../../shared/context';
 import { bearer } from './bearer';
 import { contentLength } from './contentLength';
 import { idempotency } from './idempotency';
-import { CredentialCache } from './credentials';
 import { ipAllowlist } from './ipAllowlist';
 import { json } from './json';
 import { merchantStatus } from './merchantStatus';
@@ -37,11 +36,10 @@ import { uniform401 } from './unauthorized';
  *  10. the route
  */
 export function merchantPipeline(services: ServiceContext): Middleware {
-  const credentials = new CredentialCache(services.db, services.config.secretsKeys, services.config.credentialCacheMs, services.clock);
   return compose([
     uniform401,
     contentLength,
-    bearer(credentials, services.clock),
+    bearer(services),
     ipAllowlist,
     merchantStatus,
     rateLimit(services),

@@ -1,20 +1,27 @@
 import type { Middleware } from 'koa';
 import { RateLimiterMemory, RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { ServiceContext } from '../../shared/context';
-import { TooManyRequests, Unavailable } from '../../shared/errors';
+import { TooManyRequests } from '../../shared/errors';
 import { withTimeout } from '../../shared/timeout';
+import { unavailable } from '../middleware/errors';
 
 /** A Redis call slower than this answers 503: a stalled Redis must not hang every request. */
 const REDIS_TIMEOUT_MS = 2000;
-
-const unavailable = () =>
-  new Unavailable('service-unavailable', 'The service is temporarily unavailable', 5);
 
 /** Requests that change nothing: they keep working while Redis is unreachable (decisions.md, Faults). */
 const READS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
 /** At most one "Redis unreachable" log line per process and interval, not one per request. */
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
 
+/** A limiter's count of this request, and whether it went over (the limiter rejects with the count then). */
+async function counted(consumed: Promise<RateLimiterRes>): Promise<{ res: RateLimiterRes; exceeded: boolean }> {
+  try {
+    return { res: await consumed, exceeded: false };
+  } catch (err) {
+    if (!(err instanceof RateLimiterRes)) throw err;
+    return { res: err, exceeded: true };
+  }
+}
 
 /**
  * Step 6 (spec 5.6.6): RATE_LIMIT_PER_MINUTE (100) requests per API key per one-minute bucket,
@@ -40,31 +47,22 @@ export function rateLimit(services: ServiceContext): Middleware {
   const fallback = new RateLimiterMemory({ points: limit, duration: 60 });
   let lastOutageLog = 0;
   return async (ctx, next) => {
-    let res: RateLimiterRes;
-    let exceeded = false;
+    const key = ctx.state.auth!.credentialId;
+    let count;
     try {
-      res = await withTimeout(limiter.consume(ctx.state.auth!.credentialId), REDIS_TIMEOUT_MS);
+      count = await counted(withTimeout(limiter.consume(key), REDIS_TIMEOUT_MS));
     } catch (err) {
-      if (err instanceof RateLimiterRes) {
-        res = err;
-        exceeded = true;
-      } else if (READS.has(ctx.method)) {
-        if (Date.now() - lastOutageLog > OUTAGE_LOG_INTERVAL_MS) {
-          lastOutageLog = Date.now();
-          ctx.state.log.warn({ err: { message: (err as Error)?.message } }, 'rate limiter: Redis unreachable, reads counted in process');
-        }
-        try {
-          res = await fallback.consume(ctx.state.auth!.credentialId);
-        } catch (over) {
-          if (!(over instanceof RateLimiterRes)) throw over;
-          res = over;
-          exceeded = true;
-        }
-      } else {
+      if (!READS.has(ctx.method)) {
         ctx.state.log.error({ err: { message: (err as Error)?.message } }, 'rate limiter unavailable');
         throw unavailable();
       }
+      if (Date.now() - lastOutageLog > OUTAGE_LOG_INTERVAL_MS) {
+        lastOutageLog = Date.now();
+        ctx.state.log.warn({ err: { message: (err as Error)?.message } }, 'rate limiter: Redis unreachable, reads counted in process');
+      }
+      count = await counted(fallback.consume(key));
     }
+    const { res, exceeded } = count;
     const msLeft = Math.max(0, res.msBeforeNext);
     ctx.set({
       'X-RateLimit-Limit': String(limit),

@@ -154,7 +154,7 @@ export async function revokeCredential(db: Db, id: string, immediate: boolean, k
   return db.transaction(async (trx) => {
     const c = await Credential.query(trx).findById(id).forUpdate();
     if (!c) throw new NotFound('Credential');
-    // the clock the credential check reads (api/pipeline/credentials.ts) decides the grace
+    // the clock the credential check reads (api/pipeline/bearer.ts) decides the grace
     const now = new Date(nowMs);
     if (c.revoked_at) {
       if (!immediate || (c.expires_at && c.expires_at <= now)) {
