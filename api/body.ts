@@ -123,9 +123,7 @@ export function requireJsonContentType(ctx: Context): void {
   const matched = ctx.request.is('application/json');
   // Koa sees no type on a request without a body (null): the header itself is judged then
   const json = matched === null ? ctx.request.type.trim().toLowerCase() === 'application/json' : matched !== false;
-  if (!json) {
-    throw new UnsupportedMediaType('Content-Type must be application/json');
-  }
+  if (!json) throw new UnsupportedMediaType('Content-Type must be application/json');
 }
 
 /** Reads and parses a JSON body (admin routes; the merchant pipeline has its own ordered steps). */

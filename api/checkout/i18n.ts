@@ -85,8 +85,6 @@ export const TEXT = {
   },
 } as const;
 
-export type Texts = (typeof TEXT)[Lang];
-
 /** `?lang=fr|en` first, then the best of French and English in Accept-Language, else French. */
 export function pickLang(query: unknown, acceptLanguage: string | undefined): Lang {
   if (query === 'fr' || query === 'en') return query;

@@ -19,8 +19,6 @@ const EXEMPT = /^\/(admin|health|metrics)(\/|$)/;
 export const maintenance: Middleware = async (ctx, next) => {
   if (EXEMPT.test(ctx.path)) return next();
   const flag = await flagCache(ctx.services.caches).get('flag', () => getMaintenance(ctx.services.db));
-  if (flag.enabled) {
-    throw new Unavailable('maintenance', 'The service is under maintenance', flag.retry_after);
-  }
+  if (flag.enabled) throw new Unavailable('maintenance', 'The service is under maintenance', flag.retry_after);
   return next();
 };

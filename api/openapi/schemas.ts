@@ -8,11 +8,8 @@ import { ERROR_CODES } from './errors';
  * objects themselves are declared next to their routes (api/v1/*.ts).
  */
 
-export const nullable = (schema: JsonSchema): JsonSchema => {
-  const type = schema.type;
-  if (typeof type === 'string') return { ...schema, type: [type, 'null'] };
-  return { anyOf: [schema, { type: 'null' }] };
-};
+export const nullable = (schema: JsonSchema): JsonSchema =>
+  typeof schema.type === 'string' ? { ...schema, type: [schema.type, 'null'] } : { anyOf: [schema, { type: 'null' }] };
 
 export const UNIX_SECONDS: JsonSchema = { type: 'integer', description: 'Unix seconds' };
 export const MINOR_UNITS: JsonSchema = { type: 'integer', description: 'Minor units of the currency (cents, centimes)' };
@@ -36,10 +33,7 @@ export const pageOf = (name: string, item: Component): Component =>
       object: { const: 'list' },
       data: { type: 'array', items: item },
       has_more: { type: 'boolean' },
-      next_cursor: {
-        type: ['string', 'null'],
-        description: 'Pass as `cursor` to get the next page; null on the last page',
-      },
+      next_cursor: { type: ['string', 'null'], description: 'Pass as `cursor` to get the next page; null on the last page' },
     },
   });
 

@@ -3,14 +3,7 @@ import { Stream } from 'node:stream';
 import type { Context, Middleware } from 'koa';
 import { UUID_V4_RE } from '../../shared/domain/ids';
 import { BadRequest, Conflict, DomainError } from '../../shared/errors';
-import {
-  IdempotencyKeyHeld,
-  readIdempotencyKey,
-  storeIdempotentResponse,
-  type HeldKey,
-  type IdempotentWrite,
-  type StoredResponse,
-} from '../../shared/idempotency';
+import { IdempotencyKeyHeld, readIdempotencyKey, storeIdempotentResponse, type HeldKey, type IdempotentWrite, type StoredResponse } from '../../shared/idempotency';
 import { httpError, isBackendFault, sendError } from '../middleware/errors';
 import { canonicalPath, idempotencyOf } from './request';
 

@@ -34,8 +34,6 @@ export function ipAllowed(allowlist: string[] | null, clientIp: string): boolean
  * `proxy` and `maxIpsCount`); never a forged header otherwise.
  */
 export const ipAllowlist: Middleware = async (ctx, next) => {
-  if (!ipAllowed(ctx.state.auth!.ipAllowlist, ctx.ip)) {
-    throw new Forbidden('ip-not-allowed', 'The client address is not allowed for this API key');
-  }
+  if (!ipAllowed(ctx.state.auth!.ipAllowlist, ctx.ip)) throw new Forbidden('ip-not-allowed', 'The client address is not allowed for this API key');
   return next();
 };

@@ -3,8 +3,6 @@ import { BadRequest, UnsupportedMediaType } from '../../shared/errors';
 import { parseJson, requireJsonContentType } from '../body';
 import { idempotencyOf, JSON_METHODS } from './request';
 
-const unsupported = (message: string) => new UnsupportedMediaType(message);
-
 /**
  * Content type and JSON, only after the signature has been checked: POST/PATCH/PUT requests must
  * be `application/json` in UTF-8 and not content-encoded (415 unsupported-media-type), even with
@@ -25,9 +23,9 @@ export const json: Middleware = async (ctx, next) => {
     return next();
   }
   const charset = ctx.request.charset.toLowerCase();
-  if (charset && charset !== 'utf-8' && charset !== 'utf8') throw unsupported('The body must be JSON in UTF-8');
+  if (charset && charset !== 'utf-8' && charset !== 'utf8') throw new UnsupportedMediaType('The body must be JSON in UTF-8');
   const encoding = ctx.get('Content-Encoding').toLowerCase();
-  if (encoding && encoding !== 'identity') throw unsupported('Content-Encoding is not supported');
+  if (encoding && encoding !== 'identity') throw new UnsupportedMediaType('Content-Encoding is not supported');
   ctx.state.body = parseJson(raw);
   return next();
 };

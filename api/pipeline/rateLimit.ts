@@ -69,9 +69,7 @@ export function rateLimit(services: ServiceContext): Middleware {
       'X-RateLimit-Remaining': String(res.remainingPoints),
       'X-RateLimit-Reset': String(Math.ceil((Date.now() + msLeft) / 1000)),
     });
-    if (exceeded) {
-      throw new TooManyRequests('rate-limit-exceeded', 'Too many requests for this API key', Math.max(1, Math.ceil(msLeft / 1000)));
-    }
+    if (exceeded) throw new TooManyRequests('rate-limit-exceeded', 'Too many requests for this API key', Math.max(1, Math.ceil(msLeft / 1000)));
     return next();
   };
 }

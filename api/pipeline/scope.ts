@@ -20,8 +20,6 @@ export function scopeAllows(scope: Scope, method: string, path: string): boolean
  * and a refused request never parses a body or reserves an idempotency key.
  */
 export const scope: Middleware = async (ctx, next) => {
-  if (!scopeAllows(ctx.state.auth!.scope, ctx.method, ctx.path)) {
-    throw new Forbidden('insufficient-scope', "This API key's scope does not allow this request");
-  }
+  if (!scopeAllows(ctx.state.auth!.scope, ctx.method, ctx.path)) throw new Forbidden('insufficient-scope', "This API key's scope does not allow this request");
   return next();
 };

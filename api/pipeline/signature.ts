@@ -19,14 +19,8 @@ export function signatureValid(secret: string, timestamp: string, method: string
  */
 export const signature: Middleware = async (ctx, next) => {
   if (SIGNED_METHODS.has(ctx.method)) {
-    const ok = signatureValid(
-      ctx.state.auth!.secret,
-      ctx.get('X-Timestamp'),
-      ctx.method,
-      ctx.path,
-      ctx.state.rawBody ?? Buffer.alloc(0),
-      ctx.get('X-Signature'),
-    );
+    const body = ctx.state.rawBody ?? Buffer.alloc(0);
+    const ok = signatureValid(ctx.state.auth!.secret, ctx.get('X-Timestamp'), ctx.method, ctx.path, body, ctx.get('X-Signature'));
     if (!ok) throw unauthorized('signature-invalid');
   }
   return next();

@@ -1,8 +1,6 @@
 import type { Middleware } from 'koa';
 import { Unauthenticated, type UnauthenticatedCode } from '../../shared/errors';
 
-export type UnauthorizedCode = UnauthenticatedCode;
-
 /** The challenge of every merchant 401, whichever step refused. */
 const CHALLENGE = 'Bearer realm="api"';
 
@@ -10,7 +8,7 @@ const CHALLENGE = 'Bearer realm="api"';
 const STEP_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset', 'Retry-After'];
 
 /** A merchant 401: the code says which check failed, with its one fixed message, and nothing more. */
-export function unauthorized(code: UnauthorizedCode): Unauthenticated {
+export function unauthorized(code: UnauthenticatedCode): Unauthenticated {
   return new Unauthenticated(code, undefined, CHALLENGE);
 }
 
@@ -24,9 +22,7 @@ export const uniform401: Middleware = async (ctx, next) => {
   try {
     await next();
   } catch (err) {
-    if (err instanceof Unauthenticated) {
-      for (const h of STEP_HEADERS) ctx.remove(h);
-    }
+    if (err instanceof Unauthenticated) for (const h of STEP_HEADERS) ctx.remove(h);
     throw err;
   }
 };

@@ -1,7 +1,6 @@
 import Router from '@koa/router';
 import { withTimeout } from '../../shared/timeout';
 
-
 /** /health/live: the process answers. /health/ready: Postgres and Redis answer too. */
 export const healthRouter = new Router({ prefix: '/health' })
   .get('/live', (ctx) => {

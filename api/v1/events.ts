@@ -62,12 +62,6 @@ const redeliverSchema = { type: 'object', additionalProperties: false, propertie
 
 const EVENT_ID = { description: 'The event id (`evt_…`)' };
 
-interface ListEventsQuery {
-  type?: string;
-  limit?: string;
-  cursor?: string;
-}
-
 const listEventsSchema = {
   type: 'object',
   additionalProperties: false,
@@ -80,7 +74,7 @@ const listEventsSchema = {
 
 /** Events of the key's merchant and environment (decisions.md), for merchants catching up. */
 export const eventsRoutes = defineRoutes([
-  route<never, ListEventsQuery>({
+  route<never, { type?: string; limit?: string; cursor?: string }>({
     method: 'GET',
     path: '/events',
     operationId: 'listEvents',

@@ -1,42 +1,93 @@
 import Router from '@koa/router';
 import { readJson } from '../../body';
-import { validator } from '../../../shared/validation';
+import { MONEY, validator } from '../../../shared/validation';
+import { MAX_AMOUNT } from '../../../shared/money';
 import { isId } from '../../../shared/domain/ids';
 import { NotFound, ValidationFailed } from '../../../shared/errors';
-import {
-  createMerchant,
-  getMerchant,
-  issueCredential,
-  revokeCredential,
-  updateMerchant,
-  type MerchantInput,
-} from '../../../shared/merchants/service';
+import { createMerchant, getMerchant, issueCredential, revokeCredential, updateMerchant, type MerchantInput } from '../../../shared/merchants/service';
 import { attentionList } from '../../../shared/operations/attention';
 import { getMaintenance, setMaintenance } from '../../../shared/settings';
 import { rememberMaintenance } from '../../middleware/maintenance';
-import {
-  createMerchantSchema,
-  issueCredentialSchema,
-  maintenanceSchema,
-  revokeCredentialSchema,
-  operatorClosuresSchema,
-  rotateWebhookSecretSchema,
-  updateMerchantSchema,
-} from './schemas';
 import { setClosures } from '../../../shared/availability/closures';
 import { operatorAvailability } from '../../../shared/availability/read';
-import { OPERATORS, type Operator } from '../../../shared/vocabulary';
+import { OPERATORS, type Direction, type Operator } from '../../../shared/vocabulary';
 import { DEFAULT_ROTATION_OVERLAP_SECONDS, rotateWebhookSecret } from '../../../shared/merchants/webhookSecrets';
-import type { Direction } from '../../../shared/vocabulary';
 import { KINDS } from '../../../shared/operationKinds';
 
-const validateCreateMerchant = validator<MerchantInput & { name: string }>(createMerchantSchema);
-const validateUpdateMerchant = validator<MerchantInput>(updateMerchantSchema);
-const validateIssue = validator<{ environment: 'test' | 'live'; scope: 'read' | 'payments' | 'full'; ip_allowlist?: string[] }>(issueCredentialSchema);
-const validateRevoke = validator<{ immediate?: boolean }>(revokeCredentialSchema);
-const validateRotate = validator<{ environment: 'test' | 'live'; overlap_seconds?: number }>(rotateWebhookSecretSchema);
-const validateClosures = validator<Partial<Record<Direction, 'closed' | 'operational'>>>(operatorClosuresSchema);
-const validateMaintenance = validator<{ enabled: boolean; retry_after?: number }>(maintenanceSchema);
+const FEE_RULE = {
+  type: 'object',
+  additionalProperties: false,
+  required: ['percent_bps', 'fixed'],
+  properties: {
+    percent_bps: { type: 'integer', minimum: 0, maximum: 10000 },
+    fixed: { type: 'integer', minimum: 0, maximum: MAX_AMOUNT },
+  },
+} as const;
+
+/** A per-transaction limit: 1 to 10^12 minor units, or null (no limit of the merchant's own; amounts stay at most 10^12). */
+const LIMIT = { anyOf: [MONEY, { type: 'null' }] } as const;
+
+const MERCHANT_FIELDS = {
+  name: { type: 'string', minLength: 1, maxLength: 200 },
+  fee_bearer: { type: 'string', enum: ['merchant', 'customer'] },
+  fees: { type: 'object', additionalProperties: false, properties: { USD: FEE_RULE, CDF: FEE_RULE } },
+  per_tx_limit_usd: LIMIT,
+  per_tx_limit_cdf: LIMIT,
+} as const;
+
+const ENVIRONMENT = { type: 'string', enum: ['test', 'live'] } as const;
+const DIRECTION_STATE = { type: 'string', enum: ['closed', 'operational'] } as const;
+
+const validateCreateMerchant = validator<MerchantInput & { name: string }>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['name'],
+  properties: MERCHANT_FIELDS,
+});
+
+const validateUpdateMerchant = validator<MerchantInput>({
+  type: 'object',
+  additionalProperties: false,
+  properties: { ...MERCHANT_FIELDS, status: { type: 'string', enum: ['active', 'suspended'] } },
+});
+
+const validateIssue = validator<{ environment: 'test' | 'live'; scope: 'read' | 'payments' | 'full'; ip_allowlist?: string[] }>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['environment', 'scope'],
+  properties: {
+    environment: ENVIRONMENT,
+    scope: { type: 'string', enum: ['read', 'payments', 'full'] },
+    ip_allowlist: { type: 'array', maxItems: 100, items: { type: 'string', maxLength: 64 } },
+  },
+});
+
+const validateRevoke = validator<{ immediate?: boolean }>({ type: 'object', additionalProperties: false, properties: { immediate: { type: 'boolean' } } });
+
+const validateRotate = validator<{ environment: 'test' | 'live'; overlap_seconds?: number }>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['environment'],
+  properties: {
+    environment: ENVIRONMENT,
+    // how long the replaced secret keeps signing beside the new one; at most 30 days
+    overlap_seconds: { type: 'integer', minimum: 0, maximum: 2_592_000 },
+  },
+});
+
+const validateClosures = validator<Partial<Record<Direction, 'closed' | 'operational'>>>({
+  type: 'object',
+  additionalProperties: false,
+  minProperties: 1,
+  properties: { collection: DIRECTION_STATE, payout: DIRECTION_STATE, refund: DIRECTION_STATE },
+});
+
+const validateMaintenance = validator<{ enabled: boolean; retry_after?: number }>({
+  type: 'object',
+  additionalProperties: false,
+  required: ['enabled'],
+  properties: { enabled: { type: 'boolean' }, retry_after: { type: 'integer', minimum: 1, maximum: 86400 } },
+});
 
 /** Operator API (decisions.md); mounted behind adminAuth. Webhook routes join in their own module. */
 export const adminRouter = new Router({ prefix: '/admin' })

@@ -34,7 +34,7 @@ const validatePatch = validator<WebhookPatch>({
 
 const DELIVERY_STATUSES = ['pending', 'succeeded', 'dead'] as const;
 
-/** A query parameter given twice arrives as an array: only one value is meaningful. */
+/** The webhook id of the path; 404 when it cannot be one. */
 function webhookId(id: string): string {
   if (!isId('webhook', id)) throw new NotFound('Webhook');
   return id;
@@ -49,9 +49,7 @@ export const webhooksAdminRouter = new Router({ prefix: '/admin' })
   })
   .get('/webhooks', async (ctx) => {
     const merchantId = lastValue(ctx.query.merchant_id);
-    if (typeof merchantId !== 'string' || !isId('merchant', merchantId)) {
-      throw new ValidationFailed('merchant_id', 'merchant_id (mer_...) is required');
-    }
+    if (typeof merchantId !== 'string' || !isId('merchant', merchantId)) throw new ValidationFailed('merchant_id', 'merchant_id (mer_...) is required');
     ctx.body = await listWebhooks(ctx.services.db, merchantId);
   })
   .get('/webhooks/:id', async (ctx) => {
@@ -68,12 +66,10 @@ export const webhooksAdminRouter = new Router({ prefix: '/admin' })
   })
   .get('/webhooks/:id/deliveries', async (ctx) => {
     const id = webhookId(ctx.params.id);
-    const status = lastValue(ctx.query.status);
-    if (status !== undefined && !DELIVERY_STATUSES.includes(status as (typeof DELIVERY_STATUSES)[number])) {
-      throw new ValidationFailed('status', `status must be one of: ${DELIVERY_STATUSES.join(', ')}`);
-    }
+    const status = lastValue(ctx.query.status) as (typeof DELIVERY_STATUSES)[number] | undefined;
+    if (status !== undefined && !DELIVERY_STATUSES.includes(status)) throw new ValidationFailed('status', `status must be one of: ${DELIVERY_STATUSES.join(', ')}`);
     const page = { limit: parseLimit(lastValue(ctx.query.limit)), cursor: parseCursor(lastValue(ctx.query.cursor), 'whd_') };
-    ctx.body = await listDeliveries(ctx.services.db, id, page, status as (typeof DELIVERY_STATUSES)[number] | undefined);
+    ctx.body = await listDeliveries(ctx.services.db, id, page, status);
   })
   .post('/deliveries/:id/replay', async (ctx) => {
     if (!isId('delivery', ctx.params.id)) throw new NotFound('Delivery');
