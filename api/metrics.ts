@@ -136,20 +136,13 @@ const ATTENTION_REASONS: AttentionReason[] = ['open-past-bound', 'late-success',
 
 /**
  * What Postgres says, read at scrape time (no kernel code records it, and a restart loses
- * nothing but the counters' start):
- * - operation_time_to_final_seconds{kind, operator, status}: from creation to the final status,
- *   for each operation that reached one since the previous scrape (its history row closing it:
- *   read by id from where the last scrape stopped). Its `_count` counts operations by final
- *   status. Counted from this process's first scrape; every web process counts the same rows,
- *   so take the max across web instances, never the sum.
- * - operation_oldest_open_age_seconds{kind}, operation_oldest_open_past_window_seconds{kind},
- *   attention_items{reason} (GET /admin/attention),
- *   webhook_deliveries_pending, webhook_endpoints_breaker_open;
- * - webhook_deliveries_finished_total{outcome}: deliveries that succeeded or went dead since
- *   this process's first scrape (by completed_at);
- * - ledger_check_problems and ledger_check_last_run_timestamp_seconds: `npm run ledger:check`,
- *   run in the background at most every LEDGER_CHECK_EVERY_MS, started by a scrape.
- * One scrape reads once, statement after statement (one connection), whatever asks for it.
+ * nothing but the counters' start). operation_time_to_final_seconds observes each operation
+ * whose closing history row came since the previous scrape (read by id from where it stopped),
+ * webhook_deliveries_finished_total the deliveries completed since then: both count from this
+ * process's first scrape, and every web process counts the same rows (take the max across web
+ * instances, never the sum). The ledger check (`npm run ledger:check`) runs in the background,
+ * started by a scrape, at most every LEDGER_CHECK_EVERY_MS. One scrape reads once, statement
+ * after statement (one connection), whatever asks for it.
  */
 function storeMetrics(registry: Registry, services: ServiceContext): void {
   const { db } = services;

@@ -2,6 +2,7 @@ import { isComponent, openApiPath, type JsonSchema, type RouteSpec } from '../ro
 import { ERROR_CODES, type MerchantErrorCode, IDEMPOTENCY_ERRORS, PIPELINE_ERRORS, QUERY_ERRORS, SIGNED_ERRORS } from './errors';
 import { ErrorBody } from './schemas';
 import { API_DESCRIPTION } from './description';
+import { SIGNED_METHODS } from '../pipeline/request';
 
 /**
  * The OpenAPI 3.1 document of the merchant API, built from the route table (api/routeTable.ts):
@@ -35,29 +36,24 @@ export interface OpenApiDocument {
   security: Record<string, string[]>[];
 }
 
-const SIGNED = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
-
 /** Replaces every component inside a schema by a $ref, collecting its schema once under its name. */
 function refs(schema: unknown, into: Map<string, JsonSchema>): unknown {
   if (isComponent(schema)) {
-    const known = into.get(schema.component);
-    if (!known) {
+    if (!into.has(schema.component)) {
       into.set(schema.component, {}); // placeholder first: a component may refer to itself
       into.set(schema.component, refs(schema.schema, into) as JsonSchema);
     }
     return { $ref: `#/components/schemas/${schema.component}` };
   }
   if (Array.isArray(schema)) return schema.map((s) => refs(s, into));
-  if (schema && typeof schema === 'object') {
-    return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, refs(v, into)]));
-  }
+  if (schema && typeof schema === 'object') return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, refs(v, into)]));
   return schema;
 }
 
 /** The codes a route may answer, by status: the pipeline's, its method's, its own. */
 export function errorCodesOf(route: RouteSpec): Map<number, MerchantErrorCode[]> {
   const codes = new Set<MerchantErrorCode>(route.scope === 'none' ? [] : PIPELINE_ERRORS);
-  if (SIGNED.has(route.method)) {
+  if (SIGNED_METHODS.has(route.method)) {
     for (const c of SIGNED_ERRORS) codes.add(c);
     if (route.idempotencyKey) for (const c of IDEMPOTENCY_ERRORS) if (c !== 'idempotency-key-required' || route.idempotencyKey === 'required') codes.add(c);
     if (route.idempotencyKey !== 'required') codes.add('request-replayed');
@@ -68,9 +64,8 @@ export function errorCodesOf(route: RouteSpec): Map<number, MerchantErrorCode[]>
   for (const c of route.errors ?? []) codes.add(c);
   const byStatus = new Map<number, MerchantErrorCode[]>();
   for (const code of codes) {
-    const known = ERROR_CODES[code];
-    if (!known) throw new Error(`${route.method} ${route.path}: error code ${code} is not in api/openapi/errors.ts`);
-    byStatus.set(known.status, [...(byStatus.get(known.status) ?? []), code]);
+    const { status } = ERROR_CODES[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
   }
   return new Map([...byStatus.entries()].sort(([a], [b]) => a - b));
 }
@@ -88,15 +83,14 @@ const STATUS_TEXT: Record<number, string> = {
   503: 'Unavailable (Retry-After in seconds)',
 };
 
-const REQUEST_ID_HEADER = { $ref: '#/components/headers/X-Request-Id' };
-const RETRY_AFTER_HEADER = { $ref: '#/components/headers/Retry-After' };
+const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
 /**
  * The headers of the rate-limit step (api/pipeline/rateLimit.ts): on every answer of a merchant
  * route that passed it, success or refusal (429 included), never on a 401 (uniform401 removes them).
  */
 export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'] as const;
 const rateLimitHeaders = (route: RouteSpec, status: number) =>
-  route.scope === 'none' || status === 401 ? {} : Object.fromEntries(RATE_LIMIT_HEADERS.map((h) => [h, { $ref: `#/components/headers/${h}` }]));
+  route.scope === 'none' || status === 401 ? {} : Object.fromEntries(RATE_LIMIT_HEADERS.map((h) => [h, header(h)]));
 
 function operationOf(route: RouteSpec, schemas: Map<string, JsonSchema>) {
   const parameters: unknown[] = [];
@@ -113,7 +107,7 @@ function operationOf(route: RouteSpec, schemas: Map<string, JsonSchema>) {
       parameters.push({ name, in: 'query', required: required.includes(name), ...(description ? { description } : {}), schema: refs(rest, schemas) });
     }
   }
-  if (SIGNED.has(route.method)) {
+  if (SIGNED_METHODS.has(route.method)) {
     parameters.push({ $ref: '#/components/parameters/X-Timestamp' }, { $ref: '#/components/parameters/X-Signature' });
   }
   if (route.idempotencyKey) {
@@ -127,9 +121,9 @@ function operationOf(route: RouteSpec, schemas: Map<string, JsonSchema>) {
     responses[status] = {
       description: r.description,
       headers: {
-        'X-Request-Id': REQUEST_ID_HEADER,
+        'X-Request-Id': header('X-Request-Id'),
         ...rateLimitHeaders(route, Number(status)),
-        ...(route.idempotencyKey ? { 'Idempotent-Replayed': { $ref: '#/components/headers/Idempotent-Replayed' } } : {}),
+        ...(route.idempotencyKey ? { 'Idempotent-Replayed': header('Idempotent-Replayed') } : {}),
         ...Object.fromEntries(Object.entries(r.headers ?? {}).map(([h, d]) => [h, { description: d.description, schema: d.schema ?? { type: 'string' } }])),
       },
       ...(r.body ? { content: { [type]: { schema: refs(r.body, schemas) } } } : {}),
@@ -141,10 +135,10 @@ function operationOf(route: RouteSpec, schemas: Map<string, JsonSchema>) {
       description: `${STATUS_TEXT[status] ?? 'Error'}. Codes:\n\n${codes.map((c) => `- \`${c}\`: ${ERROR_CODES[c].when}`).join('\n')}`,
       'x-error-codes': codes,
       headers: {
-        'X-Request-Id': REQUEST_ID_HEADER,
+        'X-Request-Id': header('X-Request-Id'),
         ...rateLimitHeaders(route, status),
-        ...(retry ? { 'Retry-After': RETRY_AFTER_HEADER } : {}),
-        ...(status === 401 ? { 'WWW-Authenticate': { $ref: '#/components/headers/WWW-Authenticate' } } : {}),
+        ...(retry ? { 'Retry-After': header('Retry-After') } : {}),
+        ...(status === 401 ? { 'WWW-Authenticate': header('WWW-Authenticate') } : {}),
       },
       content: { 'application/json': { schema: refs(ErrorBody, schemas) } },
     };
@@ -153,7 +147,7 @@ function operationOf(route: RouteSpec, schemas: Map<string, JsonSchema>) {
   const scopeText =
     route.scope === 'none'
       ? 'No API key needed.'
-      : `Scope: \`${route.scope}\`${route.scope === 'read' ? ' (any key)' : route.scope === 'payments' ? ' or `full`' : ''}.${SIGNED.has(route.method) ? ' Signed (X-Timestamp, X-Signature).' : ''}`;
+      : `Scope: \`${route.scope}\`${route.scope === 'read' ? ' (any key)' : route.scope === 'payments' ? ' or `full`' : ''}.${SIGNED_METHODS.has(route.method) ? ' Signed (X-Timestamp, X-Signature).' : ''}`;
   return {
     operationId: route.operationId,
     summary: route.summary,

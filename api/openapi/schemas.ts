@@ -23,48 +23,39 @@ export const idOf = (kind: IdKind, description?: string): JsonSchema => ({
   ...(description ? { description } : {}),
 });
 
+/**
+ * An object of exactly these properties, every one required but those named `optional`: the
+ * document lists `required` in the order of the properties.
+ */
+export const closedObject = (properties: Record<string, JsonSchema | Component>, optional: string[] = []): JsonSchema => ({
+  type: 'object',
+  additionalProperties: false,
+  required: Object.keys(properties).filter((k) => !optional.includes(k)),
+  properties,
+});
+
 /** `{object: "list", data, has_more, next_cursor}`: a cursor-paginated list (decisions.md Cursor). */
 export const pageOf = (name: string, item: Component): Component =>
-  component(name, {
-    type: 'object',
-    additionalProperties: false,
-    required: ['object', 'data', 'has_more', 'next_cursor'],
-    properties: {
-      object: { const: 'list' },
-      data: { type: 'array', items: item },
-      has_more: { type: 'boolean' },
-      next_cursor: { type: ['string', 'null'], description: 'Pass as `cursor` to get the next page; null on the last page' },
-    },
-  });
+  component(name, closedObject({
+    object: { const: 'list' },
+    data: { type: 'array', items: item },
+    has_more: { type: 'boolean' },
+    next_cursor: { type: ['string', 'null'], description: 'Pass as `cursor` to get the next page; null on the last page' },
+  }));
 
 /** `{object: "list", data}`: a whole, unpaginated list. */
 export const listOf = (name: string, item: Component): Component =>
-  component(name, {
-    type: 'object',
-    additionalProperties: false,
-    required: ['object', 'data'],
-    properties: { object: { const: 'list' }, data: { type: 'array', items: item } },
-  });
+  component(name, closedObject({ object: { const: 'list' }, data: { type: 'array', items: item } }));
 
 /** The error body of decisions.md (Errors), the same for every status. */
-export const ErrorBody = component('Error', {
-  type: 'object',
-  additionalProperties: false,
-  required: ['error'],
-  properties: {
-    error: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['code', 'message', 'request_id'],
-      properties: {
-        code: { type: 'string', enum: Object.keys(ERROR_CODES), description: 'Stable, machine-readable code (each response lists those it may carry)' },
-        message: { type: 'string', description: 'Human text; may change' },
-        param: { type: 'string', description: 'The field at fault, where one is' },
-        request_id: { type: 'string', description: 'Also in the X-Request-Id header; quote it to support' },
-      },
-    },
-  },
-});
+export const ErrorBody = component('Error', closedObject({
+  error: closedObject({
+    code: { type: 'string', enum: Object.keys(ERROR_CODES), description: 'Stable, machine-readable code (each response lists those it may carry)' },
+    message: { type: 'string', description: 'Human text; may change' },
+    param: { type: 'string', description: 'The field at fault, where one is' },
+    request_id: { type: 'string', description: 'Also in the X-Request-Id header; quote it to support' },
+  }, ['param']),
+}));
 
 /** Metadata as echoed: the keys and values the merchant sent. */
 export const METADATA: JsonSchema = {

@@ -1,6 +1,6 @@
 import { callerOf } from './caller';
 import { component, defineRoutes, route } from '../routeTable';
-import { listOf } from '../openapi/schemas';
+import { closedObject, listOf } from '../openapi/schemas';
 import { refuseQuery } from '../query';
 import { operatorAvailability } from '../../shared/availability/read';
 import { OPERATORS } from '../../shared/vocabulary';
@@ -12,17 +12,12 @@ const STATUS = {
 };
 
 /** One operator's availability per direction (decisions.md "Integrator's kit"). */
-export const OperatorAvailability = component('OperatorAvailability', {
-  type: 'object',
-  additionalProperties: false,
-  required: ['operator', 'collection', 'payout', 'refund'],
-  properties: {
-    operator: { type: 'string', enum: OPERATORS },
-    collection: { ...STATUS, description: `Payments. ${STATUS.description}` },
-    payout: { ...STATUS, description: 'Payouts' },
-    refund: { ...STATUS, description: 'Refunds' },
-  },
-});
+export const OperatorAvailability = component('OperatorAvailability', closedObject({
+  operator: { type: 'string', enum: OPERATORS },
+  collection: { ...STATUS, description: `Payments. ${STATUS.description}` },
+  payout: { ...STATUS, description: 'Payouts' },
+  refund: { ...STATUS, description: 'Refunds' },
+}));
 
 /** Operator availability of the key's environment (decisions.md "Integrator's kit"). */
 export const availabilityRoutes = defineRoutes([

@@ -1,30 +1,22 @@
 import { callerOf } from './caller';
 import { component, defineRoutes, route } from '../routeTable';
-import { CURRENCY, ENVIRONMENT, MINOR_UNITS } from '../openapi/schemas';
+import { closedObject, CURRENCY, ENVIRONMENT, MINOR_UNITS } from '../openapi/schemas';
 import { balanceOf } from '../../shared/ledger/balance';
 import { exactJson } from '../../shared/money';
 
-const AMOUNTS = {
-  type: 'array',
-  items: { type: 'object', additionalProperties: false, required: ['currency', 'amount'], properties: { currency: CURRENCY, amount: MINOR_UNITS } },
-};
+const AMOUNTS = { type: 'array', items: closedObject({ currency: CURRENCY, amount: MINOR_UNITS }) };
 
 /** The balance object (decisions.md Balance and settlement). */
-export const Balance = component('Balance', {
-  type: 'object',
-  additionalProperties: false,
-  required: ['object', 'environment', 'available', 'pending'],
-  properties: {
-    object: { const: 'balance' },
-    environment: ENVIRONMENT,
-    available: { ...AMOUNTS, description: 'Per currency: what refunds and payouts may take, and what the next settlement pays' },
-    pending: {
-      ...AMOUNTS,
-      description:
-        "Per currency: refunds and payouts in transit, the amount (plus a payout's fee) that each took from `available` when it was created and that is with the provider until its outcome: it leaves for good when the provider confirms and returns to `available` if the refund or payout fails. Incoming payments never pass here: a succeeded payment's net amount is credited to `available` at once",
-    },
+export const Balance = component('Balance', closedObject({
+  object: { const: 'balance' },
+  environment: ENVIRONMENT,
+  available: { ...AMOUNTS, description: 'Per currency: what refunds and payouts may take, and what the next settlement pays' },
+  pending: {
+    ...AMOUNTS,
+    description:
+      "Per currency: refunds and payouts in transit, the amount (plus a payout's fee) that each took from `available` when it was created and that is with the provider until its outcome: it leaves for good when the provider confirms and returns to `available` if the refund or payout fails. Incoming payments never pass here: a succeeded payment's net amount is credited to `available` at once",
   },
-});
+}));
 
 /** GET /v1/balance (scope read): the balance of the key's merchant in the key's environment, exact at any size. */
 export const balanceRoutes = defineRoutes([

@@ -1,6 +1,6 @@
 import { callerOf } from './caller';
 import { component, defineRoutes, route } from '../routeTable';
-import { idOf, listOf, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
+import { closedObject, idOf, listOf, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
 import { CURSOR_QUERY, LIMIT_QUERY, parseLimit } from '../../shared/db/pagination';
 import { getEvent, listEvents, parseEventCursor } from '../../shared/events/read';
 import { EVENT_TYPES } from '../../shared/vocabulary';
@@ -8,52 +8,37 @@ import { listEventDeliveries, MAX_REDELIVERIES, redeliverEvent } from '../../sha
 import { refuseQuery } from '../query';
 
 /** The event envelope (spec 6.2), as webhook deliveries send it. */
-export const Event = component('Event', {
-  type: 'object',
-  additionalProperties: false,
-  required: ['id', 'type', 'created', 'data'],
-  properties: {
-    id: { type: 'string', pattern: '^evt_', description: '`evt_<object uuid>_<unix seconds>_<random>`' },
-    type: { type: 'string', enum: EVENT_TYPES },
-    created: UNIX_SECONDS,
-    data: {
+export const Event = component('Event', closedObject({
+  id: { type: 'string', pattern: '^evt_', description: '`evt_<object uuid>_<unix seconds>_<random>`' },
+  type: { type: 'string', enum: EVENT_TYPES },
+  created: UNIX_SECONDS,
+  data: closedObject({
+    object: {
       type: 'object',
-      additionalProperties: false,
-      required: ['object', 'object_version'],
-      properties: {
-        object: {
-          type: 'object',
-          description:
-            'The payment (with `customer` and `completed_at` in place of the API fields), refund, payout or settlement object, or for webhook.test `{object: "webhook_test", webhook_id, message}`',
-        },
-        object_version: { type: 'integer', description: 'Grows with each change of the object: drop an event older than one already applied' },
-      },
+      description:
+        'The payment (with `customer` and `completed_at` in place of the API fields), refund, payout or settlement object, or for webhook.test `{object: "webhook_test", webhook_id, message}`',
     },
-  },
-});
+    object_version: { type: 'integer', description: 'Grows with each change of the object: drop an event older than one already applied' },
+  }),
+}));
 
 export const EventList = pageOf('EventList', Event);
 
 /** The delivery object (decisions.md "Integrator's kit"). */
-export const WebhookDelivery = component('WebhookDelivery', {
-  type: 'object',
-  additionalProperties: false,
-  required: ['id', 'object', 'event_id', 'webhook_id', 'status', 'attempts', 'last_response_status', 'created'],
-  properties: {
-    id: idOf('delivery', 'The delivery id: X-Service-Delivery-Id and webhook-id of its requests'),
-    object: { const: 'webhook_delivery' },
-    event_id: { type: 'string', pattern: '^evt_' },
-    webhook_id: idOf('webhook', 'The endpoint'),
-    status: {
-      type: 'string',
-      enum: ['pending', 'succeeded', 'failed', 'dead'],
-      description: '`failed`: the last attempt failed and another is scheduled; `dead`: no attempt is left',
-    },
-    attempts: { type: 'integer', minimum: 0 },
-    last_response_status: nullable({ type: 'integer', description: 'HTTP status of the last attempt; null before one, or when it got no answer' }),
-    created: UNIX_SECONDS,
+export const WebhookDelivery = component('WebhookDelivery', closedObject({
+  id: idOf('delivery', 'The delivery id: X-Service-Delivery-Id and webhook-id of its requests'),
+  object: { const: 'webhook_delivery' },
+  event_id: { type: 'string', pattern: '^evt_' },
+  webhook_id: idOf('webhook', 'The endpoint'),
+  status: {
+    type: 'string',
+    enum: ['pending', 'succeeded', 'failed', 'dead'],
+    description: '`failed`: the last attempt failed and another is scheduled; `dead`: no attempt is left',
   },
-});
+  attempts: { type: 'integer', minimum: 0 },
+  last_response_status: nullable({ type: 'integer', description: 'HTTP status of the last attempt; null before one, or when it got no answer' }),
+  created: UNIX_SECONDS,
+}));
 
 export const WebhookDeliveryList = listOf('WebhookDeliveryList', WebhookDelivery);
 

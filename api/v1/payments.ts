@@ -1,6 +1,6 @@
 import { callerOf } from './caller';
 import { component, defineRoutes, route } from '../routeTable';
-import { CURRENCY, ENVIRONMENT, idOf, METADATA, MINOR_UNITS, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
+import { closedObject, CURRENCY, ENVIRONMENT, idOf, METADATA, MINOR_UNITS, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
 import { createPayment } from '../../shared/payments/create';
 import { idempotentWrite } from '../pipeline/idempotency';
 import { getPayment, listPayments } from '../../shared/payments/read';
@@ -8,43 +8,32 @@ import { createPaymentSchema, listPaymentsSchema, type CreatePaymentInput, type 
 import { paymentMachine } from '../../shared/operations/machines';
 
 /** The payment object (spec 2.2, decisions.md Payments and Cards). */
-export const Payment = component('Payment', {
-  type: 'object',
-  additionalProperties: false,
-  required: [
-    'id', 'object', 'status', 'method', 'environment', 'currency', 'amount_charged', 'amount_net', 'fee', 'fee_bearer',
-    'amount_refunded', 'reference', 'provider', 'provider_ref', 'failure_code', 'failure_message', 'created', 'completed', 'metadata',
-  ],
-  properties: {
-    id: idOf('payment'),
-    object: { const: 'payment' },
-    status: { type: 'string', enum: paymentMachine.statuses },
-    method: { type: 'string', enum: ['mobile_money', 'card'] },
-    environment: ENVIRONMENT,
-    currency: CURRENCY,
-    amount_charged: { ...MINOR_UNITS, description: 'What the client pays' },
-    amount_net: { ...MINOR_UNITS, description: 'What the merchant is credited' },
-    fee: MINOR_UNITS,
-    fee_bearer: { type: 'string', enum: ['merchant', 'customer'] },
-    amount_refunded: { ...MINOR_UNITS, description: 'Sum of the pending and succeeded refunds' },
-    reference: { type: 'string' },
-    provider: nullable({ type: 'string', description: "The provider handling the payment" }),
-    provider_ref: nullable({ type: 'string', description: "The provider's reference, once it has one" }),
-    failure_code: nullable({ type: 'string' }),
-    failure_message: nullable({ type: 'string' }),
-    created: UNIX_SECONDS,
-    completed: nullable(UNIX_SECONDS),
-    metadata: METADATA,
-    checkout_url: { type: 'string', format: 'uri', description: 'Card payments: where to send the client' },
-    card: nullable({
-      type: 'object',
-      additionalProperties: false,
-      required: ['brand', 'last4', 'exp_month', 'exp_year'],
-      properties: { brand: { type: 'string' }, last4: { type: 'string' }, exp_month: { type: 'integer' }, exp_year: { type: 'integer' } },
-      description: 'Card payments, once charged',
-    }),
-  },
-});
+export const Payment = component('Payment', closedObject({
+  id: idOf('payment'),
+  object: { const: 'payment' },
+  status: { type: 'string', enum: paymentMachine.statuses },
+  method: { type: 'string', enum: ['mobile_money', 'card'] },
+  environment: ENVIRONMENT,
+  currency: CURRENCY,
+  amount_charged: { ...MINOR_UNITS, description: 'What the client pays' },
+  amount_net: { ...MINOR_UNITS, description: 'What the merchant is credited' },
+  fee: MINOR_UNITS,
+  fee_bearer: { type: 'string', enum: ['merchant', 'customer'] },
+  amount_refunded: { ...MINOR_UNITS, description: 'Sum of the pending and succeeded refunds' },
+  reference: { type: 'string' },
+  provider: nullable({ type: 'string', description: "The provider handling the payment" }),
+  provider_ref: nullable({ type: 'string', description: "The provider's reference, once it has one" }),
+  failure_code: nullable({ type: 'string' }),
+  failure_message: nullable({ type: 'string' }),
+  created: UNIX_SECONDS,
+  completed: nullable(UNIX_SECONDS),
+  metadata: METADATA,
+  checkout_url: { type: 'string', format: 'uri', description: 'Card payments: where to send the client' },
+  card: nullable({
+    ...closedObject({ brand: { type: 'string' }, last4: { type: 'string' }, exp_month: { type: 'integer' }, exp_year: { type: 'integer' } }),
+    description: 'Card payments, once charged',
+  }),
+}, ['checkout_url', 'card']));
 
 export const PaymentList = pageOf('PaymentList', Payment);
 

@@ -1,6 +1,6 @@
 import { callerOf } from './caller';
 import { component, defineRoutes, route } from '../routeTable';
-import { CURRENCY, ENVIRONMENT, idOf, METADATA, MINOR_UNITS, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
+import { closedObject, CURRENCY, ENVIRONMENT, idOf, METADATA, MINOR_UNITS, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
 import { createPayout } from '../../shared/payouts/create';
 import { idempotentWrite } from '../pipeline/idempotency';
 import { getPayout, listPayouts } from '../../shared/payouts/read';
@@ -9,33 +9,25 @@ import { payoutMachine } from '../../shared/operations/machines';
 import { OPERATORS } from '../../shared/vocabulary';
 
 /** The payout object (decisions.md Payouts). */
-export const Payout = component('Payout', {
-  type: 'object',
-  additionalProperties: false,
-  required: [
-    'id', 'object', 'status', 'amount', 'fee', 'currency', 'method', 'operator', 'phone', 'reference', 'description',
-    'environment', 'failure_code', 'failure_message', 'created', 'completed', 'metadata',
-  ],
-  properties: {
-    id: idOf('payout'),
-    object: { const: 'payout' },
-    status: { type: 'string', enum: payoutMachine.statuses },
-    amount: MINOR_UNITS,
-    fee: MINOR_UNITS,
-    currency: CURRENCY,
-    method: { const: 'mobile_money' },
-    operator: { type: 'string', enum: OPERATORS },
-    phone: { type: 'string', description: 'MSISDN: 243 and 9 digits' },
-    reference: { type: 'string' },
-    description: nullable({ type: 'string' }),
-    environment: ENVIRONMENT,
-    failure_code: nullable({ type: 'string' }),
-    failure_message: nullable({ type: 'string' }),
-    created: UNIX_SECONDS,
-    completed: nullable(UNIX_SECONDS),
-    metadata: METADATA,
-  },
-});
+export const Payout = component('Payout', closedObject({
+  id: idOf('payout'),
+  object: { const: 'payout' },
+  status: { type: 'string', enum: payoutMachine.statuses },
+  amount: MINOR_UNITS,
+  fee: MINOR_UNITS,
+  currency: CURRENCY,
+  method: { const: 'mobile_money' },
+  operator: { type: 'string', enum: OPERATORS },
+  phone: { type: 'string', description: 'MSISDN: 243 and 9 digits' },
+  reference: { type: 'string' },
+  description: nullable({ type: 'string' }),
+  environment: ENVIRONMENT,
+  failure_code: nullable({ type: 'string' }),
+  failure_message: nullable({ type: 'string' }),
+  created: UNIX_SECONDS,
+  completed: nullable(UNIX_SECONDS),
+  metadata: METADATA,
+}));
 
 export const PayoutList = pageOf('PayoutList', Payout);
 

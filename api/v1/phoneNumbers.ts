@@ -1,21 +1,17 @@
 import { component, defineRoutes, route } from '../routeTable';
+import { closedObject } from '../openapi/schemas';
 import { lookupPhoneNumber, PhoneNumberProblem } from '../../shared/domain/msisdn';
 import { ValidationFailed } from '../../shared/errors';
 import { OPERATORS } from '../../shared/vocabulary';
 import { refuseQuery } from '../query';
 
 /** The phone_number object (decisions.md "Integrator's kit"). */
-export const PhoneNumber = component('PhoneNumber', {
-  type: 'object',
-  additionalProperties: false,
-  required: ['object', 'input', 'msisdn', 'operator'],
-  properties: {
-    object: { const: 'phone_number' },
-    input: { type: 'string', description: 'The number as given' },
-    msisdn: { type: 'string', pattern: '^243[0-9]{9}$', description: 'The `phone` form: 243 and 9 digits' },
-    operator: { type: 'string', enum: OPERATORS, description: 'The operator its prefix belongs to' },
-  },
-});
+export const PhoneNumber = component('PhoneNumber', closedObject({
+  object: { const: 'phone_number' },
+  input: { type: 'string', description: 'The number as given' },
+  msisdn: { type: 'string', pattern: '^243[0-9]{9}$', description: 'The `phone` form: 243 and 9 digits' },
+  operator: { type: 'string', enum: OPERATORS, description: 'The operator its prefix belongs to' },
+}));
 
 /** Number lookup (decisions.md "Integrator's kit"): what people type, as the MSISDN and its operator. */
 export const phoneNumbersRoutes = defineRoutes([

@@ -1,6 +1,6 @@
 import { callerOf } from './caller';
 import { component, defineRoutes, route } from '../routeTable';
-import { CURRENCY, idOf, listOf, MINOR_UNITS, nullable, UNIX_SECONDS } from '../openapi/schemas';
+import { closedObject, CURRENCY, idOf, listOf, MINOR_UNITS, nullable, UNIX_SECONDS } from '../openapi/schemas';
 import { createRefund, type RefundInput } from '../../shared/refunds/create';
 import { idempotentWrite } from '../pipeline/idempotency';
 import { listRefunds } from '../../shared/refunds/read';
@@ -17,24 +17,19 @@ const refundSchema = {
 } as const;
 
 /** The refund object (spec 2.3, plus the failure fields). */
-export const Refund = component('Refund', {
-  type: 'object',
-  additionalProperties: false,
-  required: ['id', 'object', 'transaction_id', 'amount', 'currency', 'reason', 'status', 'failure_code', 'failure_message', 'created', 'completed'],
-  properties: {
-    id: idOf('refund'),
-    object: { const: 'refund' },
-    transaction_id: idOf('payment', 'The refunded payment'),
-    amount: MINOR_UNITS,
-    currency: CURRENCY,
-    reason: nullable({ type: 'string' }),
-    status: { type: 'string', enum: refundMachine.statuses },
-    failure_code: nullable({ type: 'string' }),
-    failure_message: nullable({ type: 'string' }),
-    created: UNIX_SECONDS,
-    completed: nullable(UNIX_SECONDS),
-  },
-});
+export const Refund = component('Refund', closedObject({
+  id: idOf('refund'),
+  object: { const: 'refund' },
+  transaction_id: idOf('payment', 'The refunded payment'),
+  amount: MINOR_UNITS,
+  currency: CURRENCY,
+  reason: nullable({ type: 'string' }),
+  status: { type: 'string', enum: refundMachine.statuses },
+  failure_code: nullable({ type: 'string' }),
+  failure_message: nullable({ type: 'string' }),
+  created: UNIX_SECONDS,
+  completed: nullable(UNIX_SECONDS),
+}));
 
 export const RefundList = listOf('RefundList', Refund);
 
