@@ -14,22 +14,16 @@ export const PAYMENT_BODY_LIMIT = 100 * 1024;
  */
 export const V1_BODY_LIMIT = 1024 * 1024;
 
-/**
- * 413 closes the connection: otherwise Node would drain (read and discard) the rest of a body
- * it refused, up to 500 MB, to keep the connection alive.
- */
-export const payloadTooLarge = () => new PayloadTooLarge();
-
 /** Reads the exact request bytes once (signatures cover them), with a limit; 413 above it. */
 export async function readRawBody(ctx: Context, limit = DEFAULT_BODY_LIMIT): Promise<Buffer> {
   if (ctx.state.rawBody) return ctx.state.rawBody;
   const declared = ctx.request.length;
-  if (declared !== undefined && declared > limit) throw payloadTooLarge();
+  if (declared !== undefined && declared > limit) throw new PayloadTooLarge();
   try {
     ctx.state.rawBody = await getRawBody(ctx.req, { limit, length: declared });
   } catch (err) {
     const e = err as { type?: string; status?: number };
-    if (e.type === 'entity.too.large') throw payloadTooLarge();
+    if (e.type === 'entity.too.large') throw new PayloadTooLarge();
     throw new BadRequest('invalid-body', 'The request body could not be read');
   }
   return ctx.state.rawBody;

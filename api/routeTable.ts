@@ -29,8 +29,6 @@ export interface ResponseSpec {
   body?: Component | JsonSchema;
   /** Default `application/json`. */
   contentType?: string;
-  /** Response headers worth documenting beyond those every response carries. */
-  headers?: Record<string, { description: string; schema?: JsonSchema }>;
 }
 
 export interface RouteSpec<B = unknown, Q = unknown> {
@@ -46,7 +44,7 @@ export interface RouteSpec<B = unknown, Q = unknown> {
   /** The least scope a route needs (spec 5.5); `none` for the routes that take no key. */
   scope: 'none' | 'read' | 'payments' | 'full';
   /** Path parameters by name (every `:name` of the path). */
-  params?: Record<string, { description: string; schema?: JsonSchema }>;
+  params?: Record<string, { description: string }>;
   /** ajv object schema of the query string; its properties are the documented query parameters. */
   query?: JsonSchema;
   /** ajv schema of the JSON body (POST/PUT/PATCH); validated before the handler runs. */

@@ -97,7 +97,7 @@ function operationOf(route: RouteSpec, schemas: Map<string, JsonSchema>) {
   for (const name of route.path.match(/:([A-Za-z0-9_]+)/g)?.map((p) => p.slice(1)) ?? []) {
     const p = route.params?.[name];
     if (!p) throw new Error(`${route.method} ${PREFIX}${route.path}: path parameter ${name} is not described`);
-    parameters.push({ name, in: 'path', required: true, description: p.description, schema: refs(p.schema ?? { type: 'string' }, schemas) });
+    parameters.push({ name, in: 'path', required: true, description: p.description, schema: { type: 'string' } });
   }
   if (route.query) {
     const props = (route.query.properties ?? {}) as Record<string, JsonSchema>;
@@ -124,7 +124,6 @@ function operationOf(route: RouteSpec, schemas: Map<string, JsonSchema>) {
         'X-Request-Id': header('X-Request-Id'),
         ...rateLimitHeaders(route, Number(status)),
         ...(route.idempotencyKey ? { 'Idempotent-Replayed': header('Idempotent-Replayed') } : {}),
-        ...Object.fromEntries(Object.entries(r.headers ?? {}).map(([h, d]) => [h, { description: d.description, schema: d.schema ?? { type: 'string' } }])),
       },
       ...(r.body ? { content: { [type]: { schema: refs(r.body, schemas) } } } : {}),
     };

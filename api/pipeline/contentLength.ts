@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
-import { GLOBAL_BODY_LIMIT, payloadTooLarge } from '../body';
+import { PayloadTooLarge } from '../../shared/errors';
+import { GLOBAL_BODY_LIMIT } from '../body';
 
 /**
  * Step 1 (spec 5.6.1): a declared Content-Length above 500 MB is refused with 413 before a byte
@@ -9,6 +10,6 @@ import { GLOBAL_BODY_LIMIT, payloadTooLarge } from '../body';
  */
 export const contentLength: Middleware = async (ctx, next) => {
   const declared = ctx.req.headers['content-length'];
-  if (declared !== undefined && Number(declared) > GLOBAL_BODY_LIMIT) throw payloadTooLarge();
+  if (declared !== undefined && Number(declared) > GLOBAL_BODY_LIMIT) throw new PayloadTooLarge();
   return next();
 };

@@ -1,5 +1,6 @@
 import { callerOf } from './caller';
 import { defineRoutes, route } from '../routeTable';
+import { closedObject } from '../openapi/schemas';
 import { CSV_COLUMNS, MAX_REPORT_SECONDS, parseReportRange, transactionsCsv } from '../../shared/statements/csv';
 
 const UNIX_QUERY = { type: 'string', pattern: '^[0-9]{1,11}$', description: 'Unix seconds' } as const;
@@ -14,12 +15,7 @@ export const reportsRoutes = defineRoutes([
     description: `The ledger lines of the key's environment created from \`from\` (included) to \`to\` (excluded), oldest first, streamed as CSV with a header line: \`${CSV_COLUMNS.join(',')}\`. At most 31 days (${MAX_REPORT_SECONDS} s) at once. Text fields that a spreadsheet would read as a formula start with an apostrophe.`,
     tag: 'Balance and settlements',
     scope: 'read',
-    query: {
-      type: 'object',
-      additionalProperties: false,
-      required: ['from', 'to'],
-      properties: { from: UNIX_QUERY, to: { ...UNIX_QUERY, description: 'Unix seconds, after `from`, at most 31 days later' } },
-    },
+    query: closedObject({ from: UNIX_QUERY, to: { ...UNIX_QUERY, description: 'Unix seconds, after `from`, at most 31 days later' } }),
     responses: { 200: { description: 'The CSV file', contentType: 'text/csv', body: { type: 'string' } } },
     errors: ['validation-failed'],
     async handler(ctx) {
