@@ -107,12 +107,6 @@ export function roundedNumber(text: string): string | null {
   return null;
 }
 
-/** Where a string or key holds U+0000, or null (query strings: see requestTarget). */
-export function pathOfNul(root: unknown): string | null {
-  const bad = badText(root);
-  return bad && bad.problem === 'nul' ? bad.path : null;
-}
-
 export function requireJsonContentType(ctx: Context): void {
   const matched = ctx.request.is('application/json');
   // Koa sees no type on a request without a body (null): the header itself is judged then

@@ -1,24 +1,15 @@
 import type { Logger } from '../shared/logger';
 import type { ServiceContext } from '../shared/context';
+import type { CredentialForAuth } from '../shared/merchants/auth';
 import type { RequestKey } from './pipeline/idempotency';
 
 /** What middleware leaves on ctx.state / ctx for later steps. */
-export interface MerchantAuth {
-  credentialId: string;
-  merchantId: string;
-  environment: 'test' | 'live';
-  scope: 'read' | 'payments' | 'full';
-  ipAllowlist: string[] | null;
-  merchantStatus: 'active' | 'suspended';
-  /** Decrypted signing secret (sk_), kept in memory only. */
-  secret: string;
-}
-
 declare module 'koa' {
   interface DefaultState {
     requestId: string;
     log: Logger;
-    auth?: MerchantAuth;
+    /** The key the bearer step authenticated (its decrypted secret kept in memory only). */
+    auth?: Omit<CredentialForAuth, 'expiresAtMs'>;
     /** Exact bytes of the request body, read once by the body step. */
     rawBody?: Buffer;
     body?: unknown;

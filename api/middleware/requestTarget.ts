@@ -1,7 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import type { Middleware } from 'koa';
 import { BadRequest, ValidationFailed } from '../../shared/errors';
-import { pathOfNul } from '../body';
+import { badText } from '../../shared/text';
 
 const refused = new WeakSet<IncomingMessage>();
 
@@ -26,7 +26,7 @@ export const acceptTarget: Middleware = (ctx, next) => {
 export const refuseBadTarget: Middleware = (ctx, next) => {
   if (refused.has(ctx.req)) throw new BadRequest('bad-request', 'The request target is not a valid URL');
   // a NUL in a query value would reach Postgres, which refuses it: answer 400 here instead
-  const param = pathOfNul(ctx.query);
-  if (param !== null) throw new ValidationFailed(param, `${param} must not contain the NUL character`);
+  const bad = badText(ctx.query);
+  if (bad?.problem === 'nul') throw new ValidationFailed(bad.path, `${bad.path} must not contain the NUL character`);
   return next();
 };

@@ -1,6 +1,5 @@
 import type { Middleware } from 'koa';
 
-export const SERVER_NAME = 'Service';
 const THREEDS_RETURN = /^\/checkout\/[^/]+\/3ds-return\/?$/;
 
 const COMMON: Record<string, string> = {
@@ -8,7 +7,7 @@ const COMMON: Record<string, string> = {
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
   'Permissions-Policy': 'geolocation=(), microphone=(), camera=()',
-  Server: SERVER_NAME,
+  Server: 'Service',
 };
 
 /** Security headers of spec 5.7 on every response, errors included; never a cookie. */
