@@ -12,7 +12,6 @@ export function rememberMaintenance(caches: Caches, flag: MaintenanceFlag): void
   flagCache(caches).set('flag', Promise.resolve(flag));
 }
 
-// (provider callbacks are mounted before this step: they stay up too)
 const EXEMPT = /^\/(admin|health|metrics)(\/|$)/;
 
 /** 503 `maintenance` with Retry-After while the flag is on; admin routes, health, metrics and provider callbacks stay up. */

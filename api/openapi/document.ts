@@ -11,7 +11,6 @@ import { SIGNED_METHODS } from '../pipeline/request';
  * same routes give the same bytes (shared/client/openapi.json is this document, committed).
  */
 
-/** The path prefix of every merchant route. */
 const PREFIX = '/v1';
 
 /** Tags in the order the reference page lists them, with their introductions. */

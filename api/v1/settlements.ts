@@ -48,7 +48,6 @@ export const settlementsRoutes = defineRoutes([
     params: { id: { description: 'The settlement id (`stl_…`)' } },
     responses: { 200: { description: 'The settlement', body: Settlement } },
     async handler(ctx) {
-      // figures are exact at any size (a bigint beyond 2^53 - 1 is written with every digit)
       ctx.type = 'application/json';
       ctx.body = exactJson(await getSettlement(ctx.services.db, callerOf(ctx), ctx.params.id));
     },
