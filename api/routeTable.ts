@@ -23,6 +23,14 @@ export interface Component {
 
 export const component = (name: string, schema: JsonSchema): Component => ({ component: name, schema });
 
+/** An object of exactly these properties, every one required (in their order) but those named `optional`. */
+export const closedObject = (properties: Record<string, JsonSchema | Component>, optional: string[] = []): JsonSchema => ({
+  type: 'object',
+  additionalProperties: false,
+  required: Object.keys(properties).filter((k) => !optional.includes(k)),
+  properties,
+});
+
 export interface ResponseSpec {
   description: string;
   /** The JSON body (a component or an inline schema); with `contentType`, the body of that type. */

@@ -1,4 +1,4 @@
-import { component, type Component, type JsonSchema } from '../routeTable';
+import { closedObject, component, type Component, type JsonSchema } from '../routeTable';
 import { CURRENCIES, ENVIRONMENTS } from '../../shared/vocabulary';
 import { ID_PREFIX, type IdKind } from '../../shared/domain/ids';
 import { ERROR_CODES } from './errors';
@@ -21,17 +21,6 @@ export const idOf = (kind: IdKind, description?: string): JsonSchema => ({
   type: 'string',
   pattern: `^${ID_PREFIX[kind]}[0-9a-f-]{36}$`,
   ...(description ? { description } : {}),
-});
-
-/**
- * An object of exactly these properties, every one required but those named `optional`: the
- * document lists `required` in the order of the properties.
- */
-export const closedObject = (properties: Record<string, JsonSchema | Component>, optional: string[] = []): JsonSchema => ({
-  type: 'object',
-  additionalProperties: false,
-  required: Object.keys(properties).filter((k) => !optional.includes(k)),
-  properties,
 });
 
 /** `{object: "list", data, has_more, next_cursor}`: a cursor-paginated list (decisions.md Cursor). */

@@ -45,15 +45,9 @@ export function bearer({ db, config, clock }: ServiceContext): Middleware {
       decoyWork(ctx.method, ctx.path);
       throw unauthorized('api-key-invalid');
     }
-    ctx.state.auth = {
-      credentialId: found.credentialId,
-      merchantId: found.merchantId,
-      environment: found.environment,
-      scope: found.scope,
-      ipAllowlist: found.ipAllowlist,
-      merchantStatus: found.merchantStatus,
-      secret: found.secret,
-    };
+    // the request's own copy (never the cached object), without the end checked above
+    const { expiresAtMs, ...auth } = found;
+    ctx.state.auth = auth;
     return next();
   };
 }

@@ -1,6 +1,6 @@
 import { callerOf } from './caller';
-import { component, defineRoutes, route } from '../routeTable';
-import { closedObject, listOf } from '../openapi/schemas';
+import { closedObject, component, defineRoutes, route } from '../routeTable';
+import { listOf } from '../openapi/schemas';
 import { refuseQuery } from '../query';
 import { operatorAvailability } from '../../shared/availability/read';
 import { OPERATORS } from '../../shared/vocabulary';

@@ -1,6 +1,6 @@
 import { callerOf } from './caller';
-import { component, defineRoutes, route } from '../routeTable';
-import { closedObject, CURRENCY, ENVIRONMENT, MINOR_UNITS } from '../openapi/schemas';
+import { closedObject, component, defineRoutes, route } from '../routeTable';
+import { CURRENCY, ENVIRONMENT, MINOR_UNITS } from '../openapi/schemas';
 import { balanceOf } from '../../shared/ledger/balance';
 import { exactJson } from '../../shared/money';
 

@@ -1,6 +1,6 @@
 import { callerOf } from './caller';
-import { component, defineRoutes, route } from '../routeTable';
-import { closedObject, idOf, listOf, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
+import { closedObject, component, defineRoutes, route } from '../routeTable';
+import { idOf, listOf, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
 import { CURSOR_QUERY, LIMIT_QUERY, parseLimit } from '../../shared/db/pagination';
 import { getEvent, listEvents, parseEventCursor } from '../../shared/events/read';
 import { EVENT_TYPES } from '../../shared/vocabulary';
@@ -41,9 +41,6 @@ export const WebhookDelivery = component('WebhookDelivery', closedObject({
 }));
 
 export const WebhookDeliveryList = listOf('WebhookDeliveryList', WebhookDelivery);
-
-/** POST /v1/events/{id}/redeliver takes no fields (an empty body or `{}`). */
-const redeliverSchema = { type: 'object', additionalProperties: false, properties: {} } as const;
 
 const EVENT_ID = { description: 'The event id (`evt_…`)' };
 
@@ -112,7 +109,7 @@ export const eventsRoutes = defineRoutes([
     tag: 'Events',
     scope: 'full',
     params: { id: EVENT_ID },
-    body: redeliverSchema,
+    body: { type: 'object', additionalProperties: false, properties: {} },
     responses: { 202: { description: 'The new deliveries', body: WebhookDeliveryList } },
     errors: ['redelivery-limit'],
     async handler(ctx) {

@@ -1,6 +1,6 @@
 import { callerOf } from './caller';
-import { component, defineRoutes, route } from '../routeTable';
-import { closedObject, CURRENCY, ENVIRONMENT, idOf, METADATA, MINOR_UNITS, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
+import { closedObject, component, defineRoutes, route } from '../routeTable';
+import { CURRENCY, ENVIRONMENT, idOf, METADATA, MINOR_UNITS, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
 import { createPayout } from '../../shared/payouts/create';
 import { idempotentWrite } from '../pipeline/idempotency';
 import { getPayout, listPayouts } from '../../shared/payouts/read';

@@ -1,5 +1,4 @@
-import { component, defineRoutes, route } from '../routeTable';
-import { closedObject } from '../openapi/schemas';
+import { closedObject, component, defineRoutes, route } from '../routeTable';
 import { lookupPhoneNumber, PhoneNumberProblem } from '../../shared/domain/msisdn';
 import { ValidationFailed } from '../../shared/errors';
 import { OPERATORS } from '../../shared/vocabulary';

@@ -1,6 +1,6 @@
 import { callerOf } from './caller';
-import { component, defineRoutes, route } from '../routeTable';
-import { closedObject, CURRENCY, idOf, listOf, MINOR_UNITS, nullable, UNIX_SECONDS } from '../openapi/schemas';
+import { closedObject, component, defineRoutes, route } from '../routeTable';
+import { CURRENCY, idOf, listOf, MINOR_UNITS, nullable, UNIX_SECONDS } from '../openapi/schemas';
 import { createRefund, type RefundInput } from '../../shared/refunds/create';
 import { idempotentWrite } from '../pipeline/idempotency';
 import { listRefunds } from '../../shared/refunds/read';

@@ -1,6 +1,5 @@
 import { callerOf } from './caller';
-import { defineRoutes, route } from '../routeTable';
-import { closedObject } from '../openapi/schemas';
+import { closedObject, defineRoutes, route } from '../routeTable';
 import { CSV_COLUMNS, MAX_REPORT_SECONDS, parseReportRange, transactionsCsv } from '../../shared/statements/csv';
 
 const UNIX_QUERY = { type: 'string', pattern: '^[0-9]{1,11}$', description: 'Unix seconds' } as const;

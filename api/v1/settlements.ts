@@ -1,6 +1,6 @@
 import { callerOf } from './caller';
-import { component, defineRoutes, route } from '../routeTable';
-import { closedObject, CURRENCY, ENVIRONMENT, idOf, MINOR_UNITS, pageOf, UNIX_SECONDS } from '../openapi/schemas';
+import { closedObject, component, defineRoutes, route } from '../routeTable';
+import { CURRENCY, ENVIRONMENT, idOf, MINOR_UNITS, pageOf, UNIX_SECONDS } from '../openapi/schemas';
 import { getSettlement, listSettlements, listSettlementsSchema, type ListSettlementsQuery } from '../../shared/settlements/read';
 import { exactJson } from '../../shared/money';
 import { listSettlementLines } from '../../shared/statements/settlementLines';

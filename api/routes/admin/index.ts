@@ -1,5 +1,6 @@
 import Router from '@koa/router';
 import { readJson } from '../../body';
+import { closedObject } from '../../routeTable';
 import { MONEY, validator } from '../../../shared/validation';
 import { MAX_AMOUNT } from '../../../shared/money';
 import { isId } from '../../../shared/domain/ids';
@@ -51,29 +52,19 @@ const validateUpdateMerchant = validator<MerchantInput>({
   properties: { ...MERCHANT_FIELDS, status: { type: 'string', enum: ['active', 'suspended'] } },
 });
 
-const validateIssue = validator<{ environment: 'test' | 'live'; scope: 'read' | 'payments' | 'full'; ip_allowlist?: string[] }>({
-  type: 'object',
-  additionalProperties: false,
-  required: ['environment', 'scope'],
-  properties: {
-    environment: ENVIRONMENT,
-    scope: { type: 'string', enum: ['read', 'payments', 'full'] },
-    ip_allowlist: { type: 'array', maxItems: 100, items: { type: 'string', maxLength: 64 } },
-  },
-});
+const validateIssue = validator<{ environment: 'test' | 'live'; scope: 'read' | 'payments' | 'full'; ip_allowlist?: string[] }>(closedObject({
+  environment: ENVIRONMENT,
+  scope: { type: 'string', enum: ['read', 'payments', 'full'] },
+  ip_allowlist: { type: 'array', maxItems: 100, items: { type: 'string', maxLength: 64 } },
+}, ['ip_allowlist']));
 
 const validateRevoke = validator<{ immediate?: boolean }>({ type: 'object', additionalProperties: false, properties: { immediate: { type: 'boolean' } } });
 
-const validateRotate = validator<{ environment: 'test' | 'live'; overlap_seconds?: number }>({
-  type: 'object',
-  additionalProperties: false,
-  required: ['environment'],
-  properties: {
-    environment: ENVIRONMENT,
-    // how long the replaced secret keeps signing beside the new one; at most 30 days
-    overlap_seconds: { type: 'integer', minimum: 0, maximum: 2_592_000 },
-  },
-});
+const validateRotate = validator<{ environment: 'test' | 'live'; overlap_seconds?: number }>(closedObject({
+  environment: ENVIRONMENT,
+  // how long the replaced secret keeps signing beside the new one; at most 30 days
+  overlap_seconds: { type: 'integer', minimum: 0, maximum: 2_592_000 },
+}, ['overlap_seconds']));
 
 const validateClosures = validator<Partial<Record<Direction, 'closed' | 'operational'>>>({
   type: 'object',
@@ -82,12 +73,9 @@ const validateClosures = validator<Partial<Record<Direction, 'closed' | 'operati
   properties: { collection: DIRECTION_STATE, payout: DIRECTION_STATE, refund: DIRECTION_STATE },
 });
 
-const validateMaintenance = validator<{ enabled: boolean; retry_after?: number }>({
-  type: 'object',
-  additionalProperties: false,
-  required: ['enabled'],
-  properties: { enabled: { type: 'boolean' }, retry_after: { type: 'integer', minimum: 1, maximum: 86400 } },
-});
+const validateMaintenance = validator<{ enabled: boolean; retry_after?: number }>(
+  closedObject({ enabled: { type: 'boolean' }, retry_after: { type: 'integer', minimum: 1, maximum: 86400 } }, ['retry_after']),
+);
 
 /** Operator API (decisions.md); mounted behind adminAuth. Webhook routes join in their own module. */
 export const adminRouter = new Router({ prefix: '/admin' })

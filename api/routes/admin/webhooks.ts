@@ -1,6 +1,7 @@
 import Router from '@koa/router';
 import { lastValue } from '../../query';
 import { readJson } from '../../body';
+import { closedObject } from '../../routeTable';
 import { validator } from '../../../shared/validation';
 import { isId } from '../../../shared/domain/ids';
 import { NotFound, ValidationFailed } from '../../../shared/errors';
@@ -13,17 +14,12 @@ import { listDeliveries, replayDelivery } from '../../../shared/webhooks/operato
 const EVENTS = { type: 'array', minItems: 1, maxItems: 20, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 100 } } as const;
 const URL_FIELD = { type: 'string', minLength: 1, maxLength: 2048 } as const;
 
-const validateCreate = validator<WebhookInput>({
-  type: 'object',
-  additionalProperties: false,
-  required: ['merchant_id', 'url', 'events', 'environment'],
-  properties: {
-    merchant_id: { type: 'string', maxLength: 100 },
-    url: URL_FIELD,
-    events: EVENTS,
-    environment: { type: 'string', enum: ['test', 'live'] },
-  },
-});
+const validateCreate = validator<WebhookInput>(closedObject({
+  merchant_id: { type: 'string', maxLength: 100 },
+  url: URL_FIELD,
+  events: EVENTS,
+  environment: { type: 'string', enum: ['test', 'live'] },
+}));
 
 const validatePatch = validator<WebhookPatch>({
   type: 'object',
