@@ -1,5 +1,5 @@
 import { isComponent, openApiPath, type JsonSchema, type RouteSpec } from '../routeTable';
-import { ERROR_CODES, type MerchantErrorCode, IDEMPOTENCY_ERRORS, PIPELINE_ERRORS, QUERY_ERRORS, SIGNED_ERRORS } from './errors';
+import { ERROR_CODES, type MerchantErrorCode, IDEMPOTENCY_ERRORS, PIPELINE_ERRORS, SIGNED_ERRORS } from './errors';
 import { ErrorBody } from './schemas';
 import { API_DESCRIPTION } from './description';
 import { SIGNED_METHODS } from '../pipeline/request';
@@ -57,7 +57,7 @@ export function errorCodesOf(route: RouteSpec): Map<number, MerchantErrorCode[]>
     if (route.idempotencyKey) for (const c of IDEMPOTENCY_ERRORS) if (c !== 'idempotency-key-required' || route.idempotencyKey === 'required') codes.add(c);
     if (route.idempotencyKey !== 'required') codes.add('request-replayed');
   } else if (route.query) {
-    for (const c of QUERY_ERRORS) codes.add(c);
+    codes.add('validation-failed'); // a GET refused a query parameter
   }
   if (route.scope !== 'none' && route.scope !== 'read') codes.add('insufficient-scope');
   for (const c of route.errors ?? []) codes.add(c);

@@ -59,8 +59,5 @@ export const SIGNED_ERRORS = [
   'timestamp-expired', 'signature-invalid', 'insufficient-scope', 'payload-too-large', 'invalid-body', 'unsupported-media-type', 'invalid-json', 'validation-failed',
 ] as const satisfies readonly MerchantErrorCode[];
 
-/** GET routes with a query schema, or a path id, may be refused a parameter. */
-export const QUERY_ERRORS = ['validation-failed'] as const satisfies readonly MerchantErrorCode[];
-
 /** A POST taking an Idempotency-Key (spec 5.4, decisions.md Faults). */
 export const IDEMPOTENCY_ERRORS = ['idempotency-key-required', 'idempotency-key-invalid', 'idempotency-conflict', 'idempotency-in-progress'] as const satisfies readonly MerchantErrorCode[];

@@ -15,15 +15,7 @@ import { OPERATORS, type Direction, type Operator } from '../../../shared/vocabu
 import { DEFAULT_ROTATION_OVERLAP_SECONDS, rotateWebhookSecret } from '../../../shared/merchants/webhookSecrets';
 import { KINDS } from '../../../shared/operationKinds';
 
-const FEE_RULE = {
-  type: 'object',
-  additionalProperties: false,
-  required: ['percent_bps', 'fixed'],
-  properties: {
-    percent_bps: { type: 'integer', minimum: 0, maximum: 10000 },
-    fixed: { type: 'integer', minimum: 0, maximum: MAX_AMOUNT },
-  },
-} as const;
+const FEE_RULE = closedObject({ percent_bps: { type: 'integer', minimum: 0, maximum: 10000 }, fixed: { type: 'integer', minimum: 0, maximum: MAX_AMOUNT } });
 
 /** A per-transaction limit: 1 to 10^12 minor units, or null (no limit of the merchant's own; amounts stay at most 10^12). */
 const LIMIT = { anyOf: [MONEY, { type: 'null' }] } as const;
