@@ -1,48 +1,29 @@
 import type { Context, Middleware } from 'koa';
 import { BadRequest, DomainError, NotFound, Unavailable, type ErrorCode } from '../../shared/errors';
 
-/** The HTTP status of every error code: the one place statuses are known (decisions.md "Errors", spec 7). */
+/** `codes`, each answered with `status`. */
+const answered = <C extends ErrorCode>(status: number, codes: C[]) => Object.fromEntries(codes.map((c) => [c, status])) as Record<C, number>;
+
+/**
+ * The HTTP status of every error code: the one place statuses are known (decisions.md "Errors",
+ * spec 7). The type makes a code without a status a compile error.
+ */
 export const ERROR_STATUS: Record<ErrorCode, number> = {
-  'invalid-json': 400,
-  'validation-failed': 400,
-  'operator-mismatch': 400,
-  'idempotency-key-required': 400,
-  'idempotency-key-invalid': 400,
-  'bad-request': 400,
-  'invalid-body': 400,
-  'auth-required': 401,
-  'api-key-invalid': 401,
-  'timestamp-expired': 401,
-  'signature-invalid': 401,
-  'insufficient-scope': 403,
-  'ip-not-allowed': 403,
-  'merchant-suspended': 403,
-  'origin-not-allowed': 403,
-  'not-found': 404,
-  'method-not-allowed': 405,
-  'idempotency-conflict': 409,
-  'idempotency-in-progress': 409,
-  'reference-conflict': 409,
-  'request-replayed': 409,
-  'webhook-exists': 409,
-  'webhook-disabled': 409,
-  'delivery-not-dead': 409,
-  'credential-revoked': 409,
-  'payment-not-pending': 409,
-  'payment-in-progress': 409,
-  'payload-too-large': 413,
-  'unsupported-media-type': 415,
-  'refund-exceeds-refundable': 422,
-  'payment-not-refundable': 422,
-  'card-refund-not-supported': 422,
-  'amount-over-limit': 422,
-  'insufficient-balance': 422,
-  'operator-unavailable': 422,
-  'rate-limit-exceeded': 429,
-  'redelivery-limit': 429,
-  'internal-error': 500,
-  maintenance: 503,
-  'service-unavailable': 503,
+  ...answered(400, ['invalid-json', 'validation-failed', 'operator-mismatch', 'idempotency-key-required', 'idempotency-key-invalid', 'bad-request', 'invalid-body']),
+  ...answered(401, ['auth-required', 'api-key-invalid', 'timestamp-expired', 'signature-invalid']),
+  ...answered(403, ['insufficient-scope', 'ip-not-allowed', 'merchant-suspended', 'origin-not-allowed']),
+  ...answered(404, ['not-found']),
+  ...answered(405, ['method-not-allowed']),
+  ...answered(409, [
+    'idempotency-conflict', 'idempotency-in-progress', 'reference-conflict', 'request-replayed',
+    'webhook-exists', 'webhook-disabled', 'delivery-not-dead', 'credential-revoked', 'payment-not-pending', 'payment-in-progress',
+  ]),
+  ...answered(413, ['payload-too-large']),
+  ...answered(415, ['unsupported-media-type']),
+  ...answered(422, ['refund-exceeds-refundable', 'payment-not-refundable', 'card-refund-not-supported', 'amount-over-limit', 'insufficient-balance', 'operator-unavailable']),
+  ...answered(429, ['rate-limit-exceeded', 'redelivery-limit']),
+  ...answered(500, ['internal-error']),
+  ...answered(503, ['maintenance', 'service-unavailable']),
 };
 
 /** An error as it is answered. */
