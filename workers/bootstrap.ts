@@ -11,6 +11,7 @@ import { processRegistry } from '../shared/metrics/registry';
 import { serveProcessMetrics } from '../shared/metrics/server';
 import { queueKeyPrefix } from '../shared/queues/names';
 import { inSpan, jobTelemetry } from '../shared/tracing/spans';
+import { lowerPriority, POOL_NICENESS } from './priority';
 
 /**
  * The shared entry point of every worker pool: connections, concurrency from the environment
@@ -149,6 +150,7 @@ export async function runPool(def: PoolDefinition): Promise<void> {
     process.exit(1);
   });
   const concurrency = concurrencyFor(def.name, def.defaultConcurrency ?? config.workerConcurrency);
+  const nice = lowerPriority(Number(process.env.EXPERIMENT_NICE ?? POOL_NICENESS));
   // a job holds at most one connection at a time; the cap keeps every pool of `npm start`
   // within Postgres's default 100 connections (scale copies with a pooler in front of Postgres)
   const poolMax = def.processor ? Math.min(concurrency, MAX_POOL) + 2 : 3;
@@ -182,7 +184,7 @@ export async function runPool(def: PoolDefinition): Promise<void> {
     });
     worker.on('error', (err) => log.warn({ err: { message: err.message } }, 'worker error'));
     recordJobs(worker, p.queue);
-    log.info({ queue: p.queue, concurrency }, 'worker pool started');
+    log.info({ queue: p.queue, concurrency, nice }, 'worker pool started');
   }
 
   for (const loop of def.loops ?? []) {

@@ -1,11 +1,14 @@
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import os from 'node:os';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { eventually } from '../../scripts/lib/processes';
 import { freePort } from '../../scripts/lib/ports';
 import { transact } from '../../shared/db/transact';
 import { QUEUES } from '../../shared/queues/names';
 import { outboxJobId, writeOutbox } from '../../shared/queues/outbox';
+import { POOL_NICENESS } from '../../workers/priority';
 
 function startRedis(port: number): Promise<ChildProcess> {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -104,6 +107,21 @@ describe('worker bootstrap', () => {
     expect(row?.value).to.deep.equal({ done: true });
     const fresh = await env.services.queues.get(QUEUES.refund).getJob(job.id!);
     expect(await fresh!.getState()).to.equal('completed');
+  });
+
+  /** The niceness of each thread of a process (field 19 of /proc/PID/task/TID/stat). */
+  const threadNiceness = (pid: number) =>
+    readdirSync(`/proc/${pid}/task`).map((tid) => Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[16]));
+
+  it('runs nicer than the web, every thread of it, so that the web is served first on a shared machine', async () => {
+    const worker = await env.spawn('test/fixtures/slow-pool.ts');
+    const started = await worker.waitForLine((l) => l.msg === 'worker pool started');
+    expect(started.nice).to.equal(POOL_NICENESS);
+    const niceness = threadNiceness(worker.child.pid!);
+    expect(niceness.length).to.be.above(1);
+    expect(niceness.every((n) => n >= POOL_NICENESS), `threads' niceness ${niceness}`).to.equal(true);
+    expect(os.getPriority(process.pid), 'the test process (and its in-process web) itself').to.equal(0);
+    await worker.stop();
   });
 
   it('logs a line for a failed job, without its payload', async () => {

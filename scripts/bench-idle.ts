@@ -1,0 +1,135 @@
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { parseArgs } from 'node:util';
+import { Redis } from 'ioredis';
+import { ROOT } from './lib/processes';
+import { createTestDatabase } from './lib/databases';
+
+/**
+ * `npm run bench:idle`: what the whole stack costs when nothing happens. Runs `npm start`'s
+ * supervisor (compiled, as in production) on a fresh database and ports of its own, times
+ * `/health/ready` from the start, lets it settle, then reads every process of the stack over
+ * --seconds from /proc: resident memory (RSS, and PSS: pages shared between processes, such as
+ * node's own code, counted once; their sum is what the machine gives the stack) and CPU (% of
+ * one core). Prints one line per process and the totals, then stops the stack.
+ *
+ * Options: --port 3950 (the web; the sandboxes take port+1 … port+3), --seconds 30, --settle 10,
+ * --redis-url redis://127.0.0.1:6379/9.
+ */
+
+const TICK_MS = 10; // USER_HZ: /proc's CPU times are in hundredths of a second
+
+const { values } = parseArgs({
+  options: {
+    port: { type: 'string', default: '3950' },
+    seconds: { type: 'string', default: '30' },
+    settle: { type: 'string', default: '10' },
+    'redis-url': { type: 'string', default: 'redis://127.0.0.1:6379/9' },
+  },
+});
+const port = Number(values.port);
+const seconds = Number(values.seconds);
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+interface Proc {
+  pid: number;
+  command: string;
+}
+
+/** The processes of the group `pgid` (the supervisor and every child it started). */
+function group(pgid: number): Proc[] {
+  const out: Proc[] = [];
+  for (const name of readdirSync('/proc')) {
+    const pid = Number(name);
+    if (!pid) continue;
+    try {
+      const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+      if (Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[2]) !== pgid) continue;
+      out.push({ pid, command: readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ').trim() });
+    } catch {
+      // ended meanwhile
+    }
+  }
+  return out;
+}
+
+const cpuTicks = (pid: number) => {
+  const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return Number(fields[11]) + Number(fields[12]); // utime + stime
+};
+const kb = (file: string, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(file, 'utf8'))?.[1] ?? 0);
+
+async function main(): Promise<void> {
+  const db = await createTestDatabase();
+  const env = {
+    ...process.env,
+    NODE_ENV: 'development',
+    LOG_LEVEL: 'warn',
+    PORT: String(port),
+    BASE_URL: `http://127.0.0.1:${port}`,
+    DATABASE_URL: db.url,
+    REDIS_URL: values['redis-url']!,
+    QUEUE_PREFIX: `idle${port}`,
+    SANDBOX_PROVIDER_PORT: String(port + 1),
+    SANDBOX_PROVIDER_URL: `http://127.0.0.1:${port + 1}`,
+    CARD_VAULT_PORT: String(port + 2),
+    CARD_VAULT_URL: `http://127.0.0.1:${port + 2}`,
+    CARD_PROVIDER_PORT: String(port + 3),
+    CARD_PROVIDER_URL: `http://127.0.0.1:${port + 3}`,
+  };
+  const started = performance.now();
+  const stack = spawn('npm', ['start', '--silent'], { cwd: ROOT, env, detached: true, stdio: 'ignore' });
+  const stop = () => {
+    try {
+      process.kill(-stack.pid!, 'SIGTERM');
+    } catch {
+      // already gone
+    }
+  };
+  process.on('SIGINT', () => (stop(), process.exit(130)));
+  try {
+    for (;;) {
+      const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then((r) => r.ok, () => false);
+      if (ready) break;
+      if (performance.now() - started > 120_000) throw new Error('the stack was not ready within 120 s');
+      await sleep(100);
+    }
+    console.log(`ready ${((performance.now() - started) / 1000).toFixed(1)} s after npm start (a warm database: cloned from the migrated template)`);
+    await sleep(Number(values.settle) * 1000);
+    const before = new Map(group(stack.pid!).map((p) => [p.pid, cpuTicks(p.pid)]));
+    await sleep(seconds * 1000);
+    let rss = 0;
+    let pss = 0;
+    let ticks = 0;
+    const rows: string[] = [];
+    for (const p of group(stack.pid!)) {
+      if (!before.has(p.pid)) continue;
+      const r = kb(`/proc/${p.pid}/status`, 'VmRSS');
+      const s = kb(`/proc/${p.pid}/smaps_rollup`, 'Pss');
+      const t = cpuTicks(p.pid) - before.get(p.pid)!;
+      rss += r;
+      pss += s;
+      ticks += t;
+      const cpu = (100 * t * TICK_MS) / (seconds * 1000);
+      rows.push(`${(r / 1024).toFixed(0).padStart(6)} MB ${(s / 1024).toFixed(0).padStart(6)} MB ${cpu.toFixed(2).padStart(6)} %  ${p.command.slice(0, 70)}`);
+    }
+    console.log(`   RSS    PSS    CPU  process (over ${seconds} s, after ${values.settle} s settling)`);
+    for (const row of rows) console.log(row);
+    console.log(`total: ${rows.length} processes, RSS ${(rss / 1024).toFixed(0)} MB, PSS ${(pss / 1024).toFixed(0)} MB, CPU ${((100 * ticks * TICK_MS) / (seconds * 1000)).toFixed(2)} % of one core`);
+  } finally {
+    stop();
+    await new Promise((r) => (stack.exitCode === null ? stack.once('exit', r) : r(null)));
+    await sleep(1000);
+    await db.drop();
+    // the stack's own keys only (never a flush: the Redis may be shared)
+    const redis = new Redis(values['redis-url']!);
+    const keys = await redis.keys(`${env.QUEUE_PREFIX}:*`);
+    if (keys.length) await redis.del(...keys);
+    redis.disconnect();
+  }
+}
+
+void main().catch((err) => {
+  console.error(err);
+  process.exit(1);
+});
