@@ -150,7 +150,7 @@ export async function runPool(def: PoolDefinition): Promise<void> {
     process.exit(1);
   });
   const concurrency = concurrencyFor(def.name, def.defaultConcurrency ?? config.workerConcurrency);
-  const nice = lowerPriority(Number(process.env.EXPERIMENT_NICE ?? POOL_NICENESS));
+  const nice = lowerPriority(POOL_NICENESS);
   // a job holds at most one connection at a time; the cap keeps every pool of `npm start`
   // within Postgres's default 100 connections (scale copies with a pooler in front of Postgres)
   const poolMax = def.processor ? Math.min(concurrency, MAX_POOL) + 2 : 3;
