@@ -10,14 +10,13 @@ import { afterAttempt, isSuccess, MAX_ATTEMPTS, type AttemptVerdict } from './ru
 import { EndpointSemaphore } from './semaphore';
 
 /**
- * One run of a delivery job: take an endpoint slot, claim the next attempt in Postgres, POST,
- * record the outcome. Whatever stops a claim (not due, breaker open, endpoint full) turns into a
- * wait that spends no attempt; the worker moves the job to delayed for that long.
+ * One run of a delivery job: take an endpoint slot, claim the next attempt in Postgres, POST, record
+ * the outcome. Whatever stops a claim (not due, breaker open, endpoint full) is a wait, no attempt spent.
  */
 
 export type DeliveryOutcome = { kind: 'done'; reason: string } | { kind: 'wait'; delayMs: number; reason: string };
 
-export const USER_AGENT = 'Service-Webhook/1.0';
+const USER_AGENT = 'Service-Webhook/1.0';
 /** How long past its deadline an attempt's lease lasts before its sender is presumed dead. */
 const LEASE_MARGIN_MS = 5000;
 /** While another delivery probes a half-open endpoint, the others look again this often. */
