@@ -61,20 +61,16 @@ async function checkUrl(url: string, env: Environment, resolve?: Resolver): Prom
 }
 
 /**
- * The one spelling of an endpoint URL, stored and compared: the WHATWG serialisation, which
- * lowercases the scheme and host, drops the scheme's default port, makes an empty path `/` and
- * writes IP addresses in their canonical form. Path and query keep their case (servers may
- * tell them apart). `HTTPS://Hooks.Example.com:443` and `https://hooks.example.com/` are one
- * endpoint.
+ * The one spelling of an endpoint URL, stored and compared: the WHATWG serialisation (scheme and host
+ * lowercased, default port dropped, empty path `/`, canonical IPs); path and query keep their case.
  */
-export function normaliseUrl(raw: string): string {
+function normaliseUrl(raw: string): string {
   return new URL(raw).href;
 }
 
 /**
- * 409 `webhook-exists` when another endpoint of the merchant in this environment has the same
- * normalised URL (rows stored before normalisation are compared normalised too). The caller
- * holds the merchant's endpoint lock, so two registrations of one URL cannot both pass.
+ * 409 `webhook-exists` when another endpoint of the merchant and environment has the same normalised
+ * URL. The caller holds the merchant's endpoint lock, so two registrations of one URL cannot both pass.
  */
 async function refuseDuplicate(trx: Executor, merchantId: string, env: Environment, url: string, exceptId?: string): Promise<void> {
   const rows: { id: string; url: string }[] = await Webhook.query(trx).where({ merchant_id: merchantId, environment: env }).select('id', 'url');
@@ -82,6 +78,7 @@ async function refuseDuplicate(trx: Executor, merchantId: string, env: Environme
   if (same) throw new Conflict('webhook-exists', `An endpoint with this URL is already registered for this merchant and environment (${same.id})`);
 }
 
+/** Rows stored before normalisation are compared normalised too. */
 function sameUrl(stored: string, url: string): boolean {
   try {
     return normaliseUrl(stored) === url;
@@ -122,10 +119,7 @@ export async function listWebhooks(db: Executor, merchantId: string) {
   return { object: 'list', data: rows.map((r) => webhookView(r)) };
 }
 
-/**
- * Changes url, events or status. A new URL is checked like a new endpoint. A new URL, or
- * enabling again, closes the circuit breaker: the operator has acted on the endpoint.
- */
+/** Changes url, events or status. A new URL, or enabling again, closes the breaker: the operator has acted. */
 export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, resolve?: Resolver) {
   if (patch.events) checkPatterns(patch.events);
   const current = await Webhook.query(db).findById(id);
@@ -140,9 +134,7 @@ export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, res
     const [row] = await Webhook.query(trx)
       .where({ id })
       .patch({
-        ...(patch.url !== undefined ? { url: patch.url } : {}),
-        ...(patch.events !== undefined ? { events: patch.events } : {}),
-        ...(patch.status !== undefined ? { status: patch.status } : {}),
+        ...patch,
         ...(resetBreaker ? { consecutive_failures: 0, breaker_open_until: null, breaker_probe_until: null } : {}),
         version: w.version + 1,
         updated_at: raw('now()'),
@@ -152,10 +144,7 @@ export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, res
   });
 }
 
-/**
- * Sends a `webhook.test` event to this endpoint only (decisions.md body); it is a real event of
- * the merchant, listed by GET /v1/events. A disabled endpoint receives nothing: 409.
- */
+/** A `webhook.test` event to this endpoint only (decisions.md), a real event listed by GET /v1/events; 409 when disabled. */
 export async function sendTestEvent(deps: TransactDeps, webhookId: string) {
   return transact(deps, async (trx, outbox) => {
     const w = await Webhook.query(trx).findById(webhookId);
