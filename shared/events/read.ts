@@ -7,10 +7,7 @@ import { cursorOf, pageQuery, toPage, type Cursor } from '../db/pagination';
 import { eventEnvelope } from './envelope';
 import type { EventRow } from '../db/rows';
 
-/**
- * Merchant recovery (GET /v1/events): every event of the caller's merchant and environment,
- * newest first, in the same envelope as the webhook body, so anything missed can be caught up.
- */
+/** GET /v1/events: the caller's events, newest first, in the webhook envelope, to catch up on anything missed. */
 
 /** `evt_<uuid>_<unix seconds>_<8 hex>` (decisions.md). */
 export function isEventId(id: string): boolean {
