@@ -70,9 +70,11 @@ function normaliseUrl(raw: string): string {
 
 /**
  * 409 `webhook-exists` when another endpoint of the merchant and environment has the same normalised
- * URL. The caller holds the merchant's endpoint lock, so two registrations of one URL cannot both pass.
+ * URL. Takes the merchant's endpoint lock (held until the transaction ends) first, so two
+ * registrations of one URL cannot both pass.
  */
 async function refuseDuplicate(trx: Executor, merchantId: string, env: Environment, url: string, exceptId?: string): Promise<void> {
+  await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`webhooks/${merchantId}/${env}`]);
   const rows: { id: string; url: string }[] = await Webhook.query(trx).where({ merchant_id: merchantId, environment: env }).select('id', 'url');
   const same = rows.find((r) => r.id !== exceptId && sameUrl(r.url, url));
   if (same) throw new Conflict('webhook-exists', `An endpoint with this URL is already registered for this merchant and environment (${same.id})`);
@@ -87,18 +89,12 @@ function sameUrl(stored: string, url: string): boolean {
   }
 }
 
-/** Serialises endpoint registrations of one merchant and environment until the transaction ends. */
-async function lockEndpoints(trx: Executor, merchantId: string, env: Environment): Promise<void> {
-  await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`webhooks/${merchantId}/${env}`]);
-}
-
 export async function createWebhook(db: Db, input: WebhookInput, resolve?: Resolver) {
   checkPatterns(input.events);
   const merchant = await Merchant.query(db).findById(input.merchant_id).select('id');
   if (!merchant) throw new NotFound('Merchant');
   const url = await checkUrl(input.url, input.environment, resolve);
   return db.transaction(async (trx) => {
-    await lockEndpoints(trx, input.merchant_id, input.environment);
     await refuseDuplicate(trx, input.merchant_id, input.environment, url);
     const row = await Webhook.query(trx)
       .insert({ id: newId('webhook'), merchant_id: input.merchant_id, environment: input.environment, url, events: input.events })
@@ -126,10 +122,10 @@ export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, res
   if (!current) throw new NotFound('Webhook');
   if (patch.url !== undefined) patch = { ...patch, url: await checkUrl(patch.url, current.environment, resolve) };
   return db.transaction(async (trx) => {
-    if (patch.url !== undefined) await lockEndpoints(trx, current.merchant_id, current.environment);
+    // merchant and environment never change: the current row's are the locked row's
+    if (patch.url !== undefined) await refuseDuplicate(trx, current.merchant_id, current.environment, patch.url, id);
     const w = await Webhook.query(trx).findById(id).forUpdate();
     if (!w) throw new NotFound('Webhook');
-    if (patch.url !== undefined) await refuseDuplicate(trx, w.merchant_id, w.environment, patch.url, w.id);
     const resetBreaker = (patch.url !== undefined && patch.url !== w.url) || (patch.status === 'enabled' && w.status === 'disabled');
     const [row] = await Webhook.query(trx)
       .where({ id })
