@@ -2,10 +2,9 @@ import { Event, WebhookDelivery } from '../db/models';
 import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
-import { NotFound, TooManyRequests } from '../errors';
-import { isEventId } from '../events/read';
+import { TooManyRequests } from '../errors';
+import { findEvent } from '../events/read';
 import { endpointsFor, insertDeliveries } from '../events/fanout';
-import type { EventRow } from '../db/rows';
 
 /** The merchant's side of deliveries (decisions.md "Integrator's kit"): list an event's, send it again. */
 
@@ -30,19 +29,9 @@ function merchantDeliveryView(d: DeliveryRow) {
   };
 }
 
-/** One of the caller's events; 404 for another's. */
-async function eventOf(db: Executor, caller: Caller, id: string, lock: boolean): Promise<EventRow & { redeliveries: number }> {
-  if (!isEventId(id)) throw new NotFound('Event');
-  const q = Event.query(db).findOne({ id, merchant_id: caller.merchantId, environment: caller.environment });
-  if (lock) q.forUpdate();
-  const event = await q.select('id', 'merchant_id', 'environment', 'type', 'body', 'redeliveries');
-  if (!event) throw new NotFound('Event');
-  return event;
-}
-
 /** Every delivery of one of the caller's events (its own and the redeliveries), newest first. */
 export async function listEventDeliveries(db: Executor, caller: Caller, eventId: string) {
-  const event = await eventOf(db, caller, eventId, false);
+  const event = await findEvent(db, caller, eventId, ['id']);
   const rows: DeliveryRow[] = await WebhookDelivery.query(db)
     .where({ event_id: event.id })
     .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
@@ -57,7 +46,7 @@ export async function listEventDeliveries(db: Executor, caller: Caller, eventId:
  */
 export async function redeliverEvent(deps: TransactDeps, caller: Caller, eventId: string) {
   return transact(deps, async (trx, outbox) => {
-    const event = await eventOf(trx, caller, eventId, true);
+    const event = await findEvent(trx, caller, eventId, ['id', 'merchant_id', 'environment', 'type', 'body', 'redeliveries'], true);
     if (event.redeliveries >= MAX_REDELIVERIES) {
       throw new TooManyRequests('redelivery-limit', `This event has been redelivered ${MAX_REDELIVERIES} times already, the most allowed; it stays listed by GET /v1/events/${event.id}`);
     }

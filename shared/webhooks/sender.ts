@@ -4,7 +4,7 @@ import { signatureHeader, standardSignatureHeader } from '../client/webhooks';
 import { claimAttempts, finishAttempts, releaseProbe, takeProbe, type AttemptOutcome, type ClaimedAttempt } from './deliveries';
 import { diagnose, markDead } from '../db/sql/webhookDeliveries';
 import { Coalescer } from '../db/coalescer';
-import { eventEnvelope } from '../events/envelope';
+import { eventEnvelope } from '../events/read';
 import { makeAgents, postWebhook, type Agents, type AttemptResult } from './http';
 import { afterAttempt, isSuccess, MAX_ATTEMPTS, type AttemptVerdict } from './rules';
 import { EndpointSemaphore } from './semaphore';
