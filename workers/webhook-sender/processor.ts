@@ -3,7 +3,7 @@ import { later, type PoolProcessor } from '../bootstrap';
 import type { ServiceContext } from '../../shared/context';
 import { isId } from '../../shared/domain/ids';
 import { QUEUES } from '../../shared/queues/names';
-import { WebhookSender } from '../../shared/webhooks/sender';
+import { webhookSender } from '../../shared/webhooks/sender';
 
 /**
  * webhook-sender: one job per delivery (or a batch of them: shared/queues/batch.ts). A delivery's
@@ -27,12 +27,12 @@ export function guardDeliverJob(data: unknown): DeliverJob {
 
 /** The processor of a pool, with its sender built once at start-up. */
 export function webhookSenderProcessor(ctx: ServiceContext): PoolProcessor<DeliverJob> {
-  const sender = new WebhookSender(ctx);
+  const deliver = webhookSender(ctx);
   return {
     queue: QUEUES.webhookSender,
     guard: guardDeliverJob,
     async process(_ctx, data) {
-      const outcome = await sender.deliver(data.deliveryId, data.webhookId);
+      const outcome = await deliver(data.deliveryId, data.webhookId);
       // a wait spends no attempt: the job sleeps until its next chance (workers/bootstrap.ts)
       return outcome.kind === 'done' ? outcome.reason : later(outcome.delayMs, outcome.reason);
     },
