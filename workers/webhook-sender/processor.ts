@@ -14,7 +14,6 @@ import { webhookSender } from '../../shared/webhooks/sender';
 export interface DeliverJob {
   deliveryId: string;
   webhookId: string;
-  requestId?: string;
 }
 
 export function guardDeliverJob(data: unknown): DeliverJob {
@@ -22,7 +21,7 @@ export function guardDeliverJob(data: unknown): DeliverJob {
   if (!d || typeof d.deliveryId !== 'string' || !isId('delivery', d.deliveryId) || typeof d.webhookId !== 'string' || !isId('webhook', d.webhookId)) {
     throw new UnrecoverableError('webhook-sender job needs a deliveryId (whd_) and a webhookId (wh_)');
   }
-  return { deliveryId: d.deliveryId, webhookId: d.webhookId, requestId: typeof d.requestId === 'string' ? d.requestId : undefined };
+  return { deliveryId: d.deliveryId, webhookId: d.webhookId };
 }
 
 /** The processor of a pool, with its sender built once at start-up. */
