@@ -6,9 +6,8 @@ import { QUEUES } from '../../shared/queues/names';
 import { webhookSender } from '../../shared/webhooks/sender';
 
 /**
- * webhook-sender: one job per delivery (or a batch of them: shared/queues/batch.ts). A delivery's
- * own job sleeps (delayed) between attempts and while it waits; one that came in a batch is given
- * a delayed job of its own instead.
+ * webhook-sender: one job per delivery (or a batch: shared/queues/batch.ts), which sleeps (delayed)
+ * between attempts and while it waits; a delivery that came in a batch gets a delayed job of its own.
  */
 
 export interface DeliverJob {
