@@ -44,16 +44,6 @@ export const WebhookDeliveryList = listOf('WebhookDeliveryList', WebhookDelivery
 
 const EVENT_ID = { description: 'The event id (`evt_…`)' };
 
-const listEventsSchema = {
-  type: 'object',
-  additionalProperties: false,
-  properties: {
-    type: { type: 'string', enum: EVENT_TYPES, description: 'Only events of this type' },
-    limit: LIMIT_QUERY,
-    cursor: CURSOR_QUERY,
-  },
-} as const;
-
 /** Events of the key's merchant and environment (decisions.md), for merchants catching up. */
 export const eventsRoutes = defineRoutes([
   route<never, { type?: string; limit?: string; cursor?: string }>({
@@ -64,7 +54,11 @@ export const eventsRoutes = defineRoutes([
     description: 'Every event of the key\'s merchant and environment, newest first, in the webhook envelope: catch up on anything missed.',
     tag: 'Events',
     scope: 'read',
-    query: listEventsSchema,
+    query: {
+      type: 'object',
+      additionalProperties: false,
+      properties: { type: { type: 'string', enum: EVENT_TYPES, description: 'Only events of this type' }, limit: LIMIT_QUERY, cursor: CURSOR_QUERY },
+    },
     responses: { 200: { description: 'A page of events', body: EventList } },
     async handler(ctx, { query }) {
       const page = { type: query.type, limit: parseLimit(query.limit), cursor: parseEventCursor(query.cursor) };

@@ -22,10 +22,7 @@ export async function endpointsFor(trx: Trx, event: Pick<EventRow, 'merchant_id'
   return subscribedEndpoints(endpoints, event.type);
 }
 
-/**
- * One new delivery per endpoint, with its job: `redelivery` 0 is the event's own fan-out, n the
- * merchant's n-th redelivery of it (each a new delivery id, starting at attempt 1).
- */
+/** One new delivery per endpoint, with its job; `redelivery` 0 is the event's own fan-out, n the merchant's n-th. */
 export async function insertDeliveries(trx: Trx, outbox: OutboxWriter, event: Pick<EventRow, 'id'>, webhookIds: string[], redelivery: number, created: number) {
   if (webhookIds.length === 0) return [];
   const deliveries = deliveryRows(event, webhookIds, created, redelivery);
@@ -34,28 +31,19 @@ export async function insertDeliveries(trx: Trx, outbox: OutboxWriter, event: Pi
   return deliveries;
 }
 
-export interface DeliveryRow {
-  id: string;
-  event_id: string;
-  webhook_id: string;
-  created: number;
-  redelivery: number;
-}
-
 /** The endpoints (enabled, of the event's merchant and environment) an event other than `webhook.test` goes to. */
 export const subscribedEndpoints = (endpoints: { id: string; events: string[] }[], type: string) => endpoints.filter((r) => subscribes(r.events, type)).map((r) => r.id);
 
 /** One new delivery per endpoint (pure). */
-export const deliveryRows = (event: Pick<EventRow, 'id'>, webhookIds: string[], created: number, redelivery = 0): DeliveryRow[] =>
+export const deliveryRows = (event: Pick<EventRow, 'id'>, webhookIds: string[], created: number, redelivery = 0) =>
   webhookIds.map((webhookId) => ({ id: newId('delivery'), event_id: event.id, webhook_id: webhookId, created, redelivery }));
 
 /** The sender's job of a delivery. */
-export const deliverJob = (d: DeliveryRow) => ({ deliveryId: d.id, webhookId: d.webhook_id });
+export const deliverJob = (d: { id: string; webhook_id: string }) => ({ deliveryId: d.id, webhookId: d.webhook_id });
 
 /**
- * Writes an event and its webhook deliveries in the caller's transaction: how every flow emits an
- * event. One delivery row per matching enabled endpoint, with its outbox job; nothing is sent from
- * here. A `webhook.test` event goes only to the endpoint it names.
+ * Writes an event and its webhook deliveries (one per matching enabled endpoint, with its outbox job)
+ * in the caller's transaction: how every flow emits an event. Nothing is sent from here.
  */
 export async function emitEvent(trx: Trx, outbox: OutboxWriter, input: EventInput): Promise<EventRow> {
   const row = await recordEvent(trx, input);

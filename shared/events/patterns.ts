@@ -10,16 +10,9 @@ export const SUBSCRIBABLE_EVENT_TYPES: readonly EventType[] = EVENT_TYPES.filter
 
 export const PATTERN_RE = /^[a-z*][a-z_.*]{0,99}$/;
 
-function toRegExp(pattern: string): RegExp {
-  const body = pattern
-    .split('*')
-    .map((part) => part.replace(/[.]/g, '\\.'))
-    .join('.*');
-  return new RegExp(`^${body}$`);
-}
-
 export function patternMatches(pattern: string, type: string): boolean {
-  return toRegExp(pattern).test(type);
+  const body = pattern.split('*').map((part) => part.replace(/[.]/g, '\\.')).join('.*');
+  return new RegExp(`^${body}$`).test(type);
 }
 
 /** True when one of an endpoint's patterns covers the event type. */

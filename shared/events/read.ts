@@ -4,18 +4,27 @@ import type { Executor } from '../db/knex';
 import { UUID_V4_RE } from '../domain/ids';
 import { NotFound } from '../errors';
 import { cursorOf, pageQuery, toPage, type Cursor } from '../db/pagination';
-import { eventEnvelope } from './envelope';
-import type { EventRow } from '../db/rows';
+import type { EventBody, EventRow } from '../db/rows';
 
-/**
- * Merchant recovery (GET /v1/events): every event of the caller's merchant and environment,
- * newest first, in the same envelope as the webhook body, so anything missed can be caught up.
- */
+/** GET /v1/events: the caller's events, newest first, in the webhook envelope, to catch up on anything missed. */
 
 /** `evt_<uuid>_<unix seconds>_<8 hex>` (decisions.md). */
-export function isEventId(id: string): boolean {
+function isEventId(id: string): boolean {
   const m = /^evt_([0-9a-f-]{36})_\d{1,12}_[0-9a-f]{8}$/.exec(id);
   return m !== null && UUID_V4_RE.test(m[1]);
+}
+
+/**
+ * The event envelope of spec 6.2 in its documented key order (Postgres jsonb does not keep key
+ * order), exactly as webhook deliveries send it and GET /v1/events returns it.
+ */
+export function eventEnvelope(row: { id: string; type: string; created: number | string; object_version: number; body: EventBody }): EventBody {
+  return {
+    id: row.id,
+    type: row.type as EventBody['type'],
+    created: Number(row.created),
+    data: { object: row.body.data.object, object_version: row.object_version },
+  };
 }
 
 /** The cursor of payments' lists (`<created>.<id>`), with an event id after the dot. */
@@ -31,10 +40,16 @@ export async function listEvents(db: Executor, caller: Caller, query: { type?: s
   return toPage(rows, query.limit, eventEnvelope);
 }
 
-/** One event; 404 when it belongs to another merchant or environment. */
-export async function getEvent(db: Executor, caller: Caller, id: string) {
+/** One of the caller's events, its `columns` read (the row locked when asked); 404 for another merchant's or environment's. */
+export async function findEvent(db: Executor, caller: Caller, id: string, columns: readonly string[], lock = false): Promise<Event> {
   if (!isEventId(id)) throw new NotFound('Event');
-  const row: EventRecord | undefined = await Event.query(db).findOne({ id, merchant_id: caller.merchantId, environment: caller.environment }).select(COLUMNS);
+  const q = Event.query(db).findOne({ id, merchant_id: caller.merchantId, environment: caller.environment }).select(columns);
+  if (lock) q.forUpdate();
+  const row = await q;
   if (!row) throw new NotFound('Event');
-  return eventEnvelope(row);
+  return row;
+}
+
+export async function getEvent(db: Executor, caller: Caller, id: string) {
+  return eventEnvelope(await findEvent(db, caller, id, COLUMNS));
 }

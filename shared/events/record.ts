@@ -35,10 +35,7 @@ export function newEventRow(input: EventInput): EventRow {
 /** The stored form of an event's body. exactJson: a settlement's figures beyond 2^53 - 1 (bigints) are stored with every digit. */
 export const storedBody = (row: EventRow) => exactJson(row.body);
 
-/**
- * Writes an event in the caller's transaction. Flows emit events with their webhook deliveries
- * through emitEvent (shared/events/fanout.ts).
- */
+/** Writes an event in the caller's transaction (flows use emitEvent, which adds its deliveries). */
 export async function recordEvent(trx: Trx, input: EventInput): Promise<EventRow> {
   const row = newEventRow(input);
   // in the caller's multi-table transaction, on the hot path (a transition's event): the knex builder

@@ -3,8 +3,7 @@ import { isIP } from 'node:net';
 /**
  * Which IP addresses a live endpoint may reach (decisions.md: never loopback, private, link-local
  * or cloud metadata). Pure: the caller resolves names. IPv6 forms that embed an IPv4 address
- * (mapped ::ffff:a.b.c.d, translated ::ffff:0:a.b.c.d, compatible ::a.b.c.d, NAT64 64:ff9b::/96 and
- * 64:ff9b:1::/48, 6to4, Teredo) are judged by the address they carry, in any spelling.
+ * (embeddedV4 below) are judged by the address they carry, in any spelling.
  */
 
 type Range = [bytes: number[], prefixBits: number, why: string];
@@ -45,12 +44,8 @@ function inRange(bytes: number[], [base, bits]: Range): boolean {
   return true;
 }
 
-function v4Bytes(ip: string): number[] {
-  return ip.split('.').map(Number);
-}
-
 /** 16 bytes of an IPv6 address in any textual form (with `::`, with a trailing dotted quad). */
-export function v6Bytes(ip: string): number[] {
+function v6Bytes(ip: string): number[] {
   // a trailing dotted quad is two groups written in decimal: rewrite it as hex first
   const text = ip
     .toLowerCase()
@@ -82,7 +77,7 @@ function embeddedV4(b: number[]): number[] | null {
 /** Why a live endpoint may not reach `ip`, or null when it is a public unicast address. */
 export function addressProblem(ip: string): string | null {
   const family = isIP(ip.replace(/%.*$/, ''));
-  if (family === 4) return v4Problem(v4Bytes(ip));
+  if (family === 4) return v4Problem(ip.split('.').map(Number));
   if (family !== 6) return 'not an IP address';
   const b = v6Bytes(ip);
   if (b.every((x) => x === 0)) return 'unspecified';

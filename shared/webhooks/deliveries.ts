@@ -1,7 +1,8 @@
 import { raw } from 'objection';
 import { Webhook, WebhookDelivery, type Environment } from '../db/models';
 import type { Db, Executor } from '../db/knex';
-import { claimAttemptsSql, finishAttemptsSql } from '../db/sql/webhookDeliveries';
+import { CLAIM, CLAIM_AS_PROBE, FINISH } from '../db/sql/webhookDeliveries';
+import { runSql } from '../db/sql/run';
 import { BREAKER_THRESHOLD, MAX_ATTEMPTS, type AttemptVerdict } from './rules';
 import type { AttemptResult } from './http';
 import type { EventBody } from '../db/rows';
@@ -11,9 +12,9 @@ import type { SigningSecretsRow } from '../merchants/webhookSecrets';
  * Delivery rows: Postgres decides every attempt. An attempt is *claimed* by one statement that
  * increments the delivery's attempt counter and sets a lease, only when the delivery is pending,
  * due, not leased, and its endpoint enabled with the breaker closed (or held by this probe), so
- * two jobs for one delivery never send the same attempt (the sender's statements are in
- * shared/db/sql/webhookDeliveries.ts). The outcome is written by one statement
+ * two jobs for one delivery never send the same attempt. The outcome is written by one statement
  * guarded by (round, attempts): a sender that lost its lease cannot overwrite a newer attempt.
+ * (Statements: shared/db/sql/webhookDeliveries.ts.)
  */
 
 /** A claimed attempt, with what sending it needs (its signing secrets as the claim read them). */
@@ -35,9 +36,9 @@ export interface ClaimedAttempt extends SigningSecretsRow {
 
 const secs = (ms: number) => ms / 1000;
 
-/** Claims the next attempt of each listed delivery that may be attempted now (one statement: shared/db/sql/webhookDeliveries.ts). */
+/** Claims the next attempt of each listed delivery that may be attempted now. */
 export async function claimAttempts(db: Db, deliveryIds: string[], leaseMs: number, asProbe: boolean): Promise<ClaimedAttempt[]> {
-  return claimAttemptsSql<ClaimedAttempt>(db, asProbe, [secs(leaseMs), JSON.stringify([...new Set(deliveryIds)].sort()), MAX_ATTEMPTS]);
+  return runSql<ClaimedAttempt>(db, asProbe ? CLAIM_AS_PROBE : CLAIM, [secs(leaseMs), JSON.stringify([...new Set(deliveryIds)].sort()), MAX_ATTEMPTS]);
 }
 
 /** After the pause, one delivery takes the endpoint's probe; false when another holds it. */
@@ -64,10 +65,9 @@ export interface AttemptOutcome {
  * Records attempts' outcomes, moves each delivery on (next attempt, succeeded or dead) and each
  * endpoint's breaker, in one statement. The breaker sees an endpoint's outcomes in the order
  * given: a success closes it and resets the count; each failure after the last success counts;
- * reaching 20 in a row, or a failed probe, opens it for the pause; a failure while it is open
- * (an attempt already in flight when it opened) leaves the pause as it is (locks and plan:
- * shared/db/sql/webhookDeliveries.ts). Returns each delivery's new status, or null where that
- * attempt's lease had been lost to a newer attempt.
+ * reaching 20 in a row, or a failed probe, opens it for the pause; a failure while it is open (an
+ * attempt in flight when it opened) leaves the pause as it is. Returns each delivery's new status,
+ * or null where that attempt's lease had been lost to a newer attempt.
  */
 export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breakerPauseMs: number): Promise<(AttemptVerdict['status'] | null)[]> {
   const items = outcomes.map(({ claim, result, verdict }, seq) => ({
@@ -87,7 +87,7 @@ export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breaker
   }));
   // deliveries are locked in id order, as claims lock them; `seq` keeps the order of the outcomes
   items.sort((x, y) => (x.delivery_id < y.delivery_id ? -1 : x.delivery_id > y.delivery_id ? 1 : 0));
-  const rows = await finishAttemptsSql<{ id: string; status: AttemptVerdict['status'] }>(db, [BREAKER_THRESHOLD, secs(breakerPauseMs), JSON.stringify(items)]);
+  const rows = await runSql<{ id: string; status: AttemptVerdict['status'] }>(db, FINISH, [BREAKER_THRESHOLD, secs(breakerPauseMs), JSON.stringify(items)]);
   const status = new Map(rows.map((r) => [r.id, r.status]));
   return outcomes.map((o) => status.get(o.claim.id) ?? null);
 }

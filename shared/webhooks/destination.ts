@@ -5,9 +5,9 @@ import { addressProblem } from './addresses';
 
 /**
  * Where a webhook may be sent (decisions.md): live endpoints must be https and must not reach
- * loopback, private, link-local or metadata addresses; test endpoints may use http and loopback,
- * but no other internal address (a test key must not turn the sender into a probe of the
- * service's own network). Judged after DNS resolution, at registration and on every connection.
+ * loopback, private, link-local or metadata addresses; test endpoints may use http and loopback but
+ * no other internal address (a test key must not make the sender a probe of the service's own
+ * network). Judged after DNS resolution, at registration and on every connection.
  */
 
 export class DestinationRefused extends Error {
@@ -17,13 +17,13 @@ export class DestinationRefused extends Error {
 /** Resolves a host name to every address it has (injectable so unit tests do no I/O). */
 export type Resolver = (host: string) => Promise<string[]>;
 
-export const systemResolver: Resolver = (host) =>
+const systemResolver: Resolver = (host) =>
   new Promise((resolve, reject) =>
     dnsLookup(host, { all: true, verbatim: true }, (err, addrs) => (err ? reject(err) : resolve(addrs.map((a) => a.address)))),
   );
 
 /** Why `ip` may not be reached by an endpoint of `env`, or null. */
-export function refusal(ip: string, env: Environment): string | null {
+function refusal(ip: string, env: Environment): string | null {
   const why = addressProblem(ip);
   return env === 'test' && why === 'loopback' ? null : why;
 }
@@ -67,19 +67,14 @@ export async function destinationProblem(raw: string, env: Environment, resolve:
   if (textual) return textual;
   const host = hostOf(new URL(raw));
   if (isIP(host)) return null;
-  let addresses: string[];
-  try {
-    addresses = await resolve(host);
-  } catch {
-    return 'does not resolve';
-  }
+  // a name that fails to resolve is refused as one that resolves to nothing
+  const addresses = await resolve(host).catch((): string[] => []);
   return addressesProblem(addresses, env);
 }
 
 /**
  * A `lookup` for the sender's connections: the addresses are checked in the very lookup the socket
- * connects with, so a DNS answer that changes between check and connect (rebinding) cannot
- * slip a private address in.
+ * connects with, so a DNS answer that changes between check and connect (rebinding) slips nothing in.
  */
 export function checkedLookup(env: Environment, resolve: Resolver = systemResolver): LookupFunction {
   return (hostname, options, callback) => {

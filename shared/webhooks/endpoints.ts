@@ -61,27 +61,26 @@ async function checkUrl(url: string, env: Environment, resolve?: Resolver): Prom
 }
 
 /**
- * The one spelling of an endpoint URL, stored and compared: the WHATWG serialisation, which
- * lowercases the scheme and host, drops the scheme's default port, makes an empty path `/` and
- * writes IP addresses in their canonical form. Path and query keep their case (servers may
- * tell them apart). `HTTPS://Hooks.Example.com:443` and `https://hooks.example.com/` are one
- * endpoint.
+ * The one spelling of an endpoint URL, stored and compared: the WHATWG serialisation (scheme and host
+ * lowercased, default port dropped, empty path `/`, canonical IPs); path and query keep their case.
  */
-export function normaliseUrl(raw: string): string {
+function normaliseUrl(raw: string): string {
   return new URL(raw).href;
 }
 
 /**
- * 409 `webhook-exists` when another endpoint of the merchant in this environment has the same
- * normalised URL (rows stored before normalisation are compared normalised too). The caller
- * holds the merchant's endpoint lock, so two registrations of one URL cannot both pass.
+ * 409 `webhook-exists` when another endpoint of the merchant and environment has the same normalised
+ * URL. Takes the merchant's endpoint lock (held until the transaction ends) first, so two
+ * registrations of one URL cannot both pass.
  */
 async function refuseDuplicate(trx: Executor, merchantId: string, env: Environment, url: string, exceptId?: string): Promise<void> {
+  await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`webhooks/${merchantId}/${env}`]);
   const rows: { id: string; url: string }[] = await Webhook.query(trx).where({ merchant_id: merchantId, environment: env }).select('id', 'url');
   const same = rows.find((r) => r.id !== exceptId && sameUrl(r.url, url));
   if (same) throw new Conflict('webhook-exists', `An endpoint with this URL is already registered for this merchant and environment (${same.id})`);
 }
 
+/** Rows stored before normalisation are compared normalised too. */
 function sameUrl(stored: string, url: string): boolean {
   try {
     return normaliseUrl(stored) === url;
@@ -90,18 +89,12 @@ function sameUrl(stored: string, url: string): boolean {
   }
 }
 
-/** Serialises endpoint registrations of one merchant and environment until the transaction ends. */
-async function lockEndpoints(trx: Executor, merchantId: string, env: Environment): Promise<void> {
-  await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`webhooks/${merchantId}/${env}`]);
-}
-
 export async function createWebhook(db: Db, input: WebhookInput, resolve?: Resolver) {
   checkPatterns(input.events);
   const merchant = await Merchant.query(db).findById(input.merchant_id).select('id');
   if (!merchant) throw new NotFound('Merchant');
   const url = await checkUrl(input.url, input.environment, resolve);
   return db.transaction(async (trx) => {
-    await lockEndpoints(trx, input.merchant_id, input.environment);
     await refuseDuplicate(trx, input.merchant_id, input.environment, url);
     const row = await Webhook.query(trx)
       .insert({ id: newId('webhook'), merchant_id: input.merchant_id, environment: input.environment, url, events: input.events })
@@ -122,27 +115,22 @@ export async function listWebhooks(db: Executor, merchantId: string) {
   return { object: 'list', data: rows.map((r) => webhookView(r)) };
 }
 
-/**
- * Changes url, events or status. A new URL is checked like a new endpoint. A new URL, or
- * enabling again, closes the circuit breaker: the operator has acted on the endpoint.
- */
+/** Changes url, events or status. A new URL, or enabling again, closes the breaker: the operator has acted. */
 export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, resolve?: Resolver) {
   if (patch.events) checkPatterns(patch.events);
   const current = await Webhook.query(db).findById(id);
   if (!current) throw new NotFound('Webhook');
   if (patch.url !== undefined) patch = { ...patch, url: await checkUrl(patch.url, current.environment, resolve) };
   return db.transaction(async (trx) => {
-    if (patch.url !== undefined) await lockEndpoints(trx, current.merchant_id, current.environment);
+    // merchant and environment never change: the current row's are the locked row's
+    if (patch.url !== undefined) await refuseDuplicate(trx, current.merchant_id, current.environment, patch.url, id);
     const w = await Webhook.query(trx).findById(id).forUpdate();
     if (!w) throw new NotFound('Webhook');
-    if (patch.url !== undefined) await refuseDuplicate(trx, w.merchant_id, w.environment, patch.url, w.id);
     const resetBreaker = (patch.url !== undefined && patch.url !== w.url) || (patch.status === 'enabled' && w.status === 'disabled');
     const [row] = await Webhook.query(trx)
       .where({ id })
       .patch({
-        ...(patch.url !== undefined ? { url: patch.url } : {}),
-        ...(patch.events !== undefined ? { events: patch.events } : {}),
-        ...(patch.status !== undefined ? { status: patch.status } : {}),
+        ...patch,
         ...(resetBreaker ? { consecutive_failures: 0, breaker_open_until: null, breaker_probe_until: null } : {}),
         version: w.version + 1,
         updated_at: raw('now()'),
@@ -152,10 +140,7 @@ export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, res
   });
 }
 
-/**
- * Sends a `webhook.test` event to this endpoint only (decisions.md body); it is a real event of
- * the merchant, listed by GET /v1/events. A disabled endpoint receives nothing: 409.
- */
+/** A `webhook.test` event to this endpoint only (decisions.md), a real event listed by GET /v1/events; 409 when disabled. */
 export async function sendTestEvent(deps: TransactDeps, webhookId: string) {
   return transact(deps, async (trx, outbox) => {
     const w = await Webhook.query(trx).findById(webhookId);

@@ -62,7 +62,6 @@ function errorCode(err: NodeJS.ErrnoException): string {
 
 export function postWebhook(agents: Agents, req: PostRequest): Promise<AttemptResult> {
   const started = performance.now();
-  const elapsed = () => Math.round(performance.now() - started);
   // checked again before every attempt: the stored URL is re-judged, literal addresses included
   const refused = urlProblem(req.url, req.environment);
   if (refused) return Promise.resolve({ statusCode: null, latencyMs: 0, error: `destination-not-allowed: url ${refused}`, excerpt: null });
@@ -85,7 +84,7 @@ export function postWebhook(agents: Agents, req: PostRequest): Promise<AttemptRe
       const error = statusCode === null ? failure : redirect ? 'redirect-not-followed' : null;
       const excerpt = excerptOf(Buffer.concat(chunks));
       chunks = [];
-      resolve({ statusCode, latencyMs: elapsed(), error, excerpt });
+      resolve({ statusCode, latencyMs: Math.round(performance.now() - started), error, excerpt });
     };
     const request = (secure ? https : http).request(
       {

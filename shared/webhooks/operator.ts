@@ -60,10 +60,7 @@ export async function listDeliveries(db: Executor, webhookId: string, page: { cu
   return toPage(rows, page.limit, (r) => deliveryView(r, typeOf.get(r.event_id) ?? '', byDelivery.get(r.id) ?? []));
 }
 
-/**
- * Sends a dead delivery again from attempt 1, same delivery id (a new round); only dead ones,
- * and only to an enabled endpoint.
- */
+/** Sends a dead delivery again from attempt 1 in a new round (same delivery id), to an enabled endpoint only. */
 export async function replayDelivery(deps: TransactDeps, deliveryId: string, requestId?: string) {
   return transact(deps, async (trx, outbox) => {
     const d = await trx('webhook_deliveries as d')

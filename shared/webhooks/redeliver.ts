@@ -2,15 +2,11 @@ import { Event, WebhookDelivery } from '../db/models';
 import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
-import { NotFound, TooManyRequests } from '../errors';
-import { isEventId } from '../events/read';
+import { TooManyRequests } from '../errors';
+import { findEvent } from '../events/read';
 import { endpointsFor, insertDeliveries } from '../events/fanout';
-import type { EventRow } from '../db/rows';
 
-/**
- * The merchant's side of deliveries (decisions.md "Integrator's kit"): an event's deliveries,
- * and sending an event again to the endpoints that subscribe to it today.
- */
+/** The merchant's side of deliveries (decisions.md "Integrator's kit"): list an event's, send it again. */
 
 /** Redeliveries a merchant may ask for, per event. */
 export const MAX_REDELIVERIES = 10;
@@ -18,11 +14,8 @@ export const MAX_REDELIVERIES = 10;
 const COLUMNS = ['id', 'event_id', 'webhook_id', 'status', 'attempts', 'last_status_code', 'last_error', 'created'] as const;
 type DeliveryRow = Pick<WebhookDelivery, (typeof COLUMNS)[number]>;
 
-/**
- * The delivery object. `failed`: the last attempt failed and another is scheduled (the stored
- * status is still pending); `dead`: no attempt is left.
- */
-export function merchantDeliveryView(d: DeliveryRow) {
+/** The delivery object. `failed`: the last attempt failed, another is scheduled (stored as pending). */
+function merchantDeliveryView(d: DeliveryRow) {
   const failedLast = d.attempts > 0 && (d.last_error !== null || d.last_status_code !== null);
   return {
     id: d.id,
@@ -36,17 +29,9 @@ export function merchantDeliveryView(d: DeliveryRow) {
   };
 }
 
-async function eventOf(db: Executor, caller: Caller, id: string, lock: boolean): Promise<(EventRow & { redeliveries: number }) | undefined> {
-  if (!isEventId(id)) return undefined;
-  const q = Event.query(db).findOne({ id, merchant_id: caller.merchantId, environment: caller.environment });
-  if (lock) q.forUpdate();
-  return q.select('id', 'merchant_id', 'environment', 'type', 'body', 'redeliveries');
-}
-
-/** Every delivery of one of the caller's events (its own and the redeliveries), newest first; 404 for another's. */
+/** Every delivery of one of the caller's events (its own and the redeliveries), newest first. */
 export async function listEventDeliveries(db: Executor, caller: Caller, eventId: string) {
-  const event = await eventOf(db, caller, eventId, false);
-  if (!event) throw new NotFound('Event');
+  const event = await findEvent(db, caller, eventId, ['id']);
   const rows: DeliveryRow[] = await WebhookDelivery.query(db)
     .where({ event_id: event.id })
     .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
@@ -55,15 +40,13 @@ export async function listEventDeliveries(db: Executor, caller: Caller, eventId:
 }
 
 /**
- * Sends one of the caller's events again: a new delivery (new id, attempt 1) to each enabled
- * endpoint of its environment that subscribes to its type now. The event row is locked, so two
- * requests at once count twice and the cap holds: the 11th gets 429 `redelivery-limit`. A
- * request that finds no endpoint sends nothing and is not counted.
+ * Sends one of the caller's events again: a new delivery (new id, attempt 1) to each enabled endpoint
+ * of its environment that subscribes to its type now. The event row is locked, so two requests at
+ * once count twice and the cap holds. A request that finds no endpoint is not counted.
  */
 export async function redeliverEvent(deps: TransactDeps, caller: Caller, eventId: string) {
   return transact(deps, async (trx, outbox) => {
-    const event = await eventOf(trx, caller, eventId, true);
-    if (!event) throw new NotFound('Event');
+    const event = await findEvent(trx, caller, eventId, ['id', 'merchant_id', 'environment', 'type', 'body', 'redeliveries'], true);
     if (event.redeliveries >= MAX_REDELIVERIES) {
       throw new TooManyRequests('redelivery-limit', `This event has been redelivered ${MAX_REDELIVERIES} times already, the most allowed; it stays listed by GET /v1/events/${event.id}`);
     }

@@ -15,10 +15,7 @@ export type AttemptVerdict = { status: 'succeeded' } | { status: 'pending'; retr
 /** Any 2xx succeeds; everything else (3xx included: redirects are not followed) fails. */
 export const isSuccess = (statusCode: number | null) => statusCode !== null && statusCode >= 200 && statusCode < 300;
 
-/**
- * What follows attempt `attempt` (1..8): attempt n+1 after the n-th delay, dead after attempt 8
- * (the schedule's last delay has no attempt left to precede, decisions.md).
- */
+/** What follows attempt n (1..8): attempt n+1 after the n-th delay; dead after 8 (the last delay goes unused, decisions.md). */
 export function afterAttempt(attempt: number, succeeded: boolean, delaysMs: readonly number[]): AttemptVerdict {
   if (!Number.isInteger(attempt) || attempt < 1 || attempt > MAX_ATTEMPTS) throw new RangeError(`attempt ${attempt} is outside 1..${MAX_ATTEMPTS}`);
   if (succeeded) return { status: 'succeeded' };

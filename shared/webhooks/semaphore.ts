@@ -4,22 +4,19 @@ import type { RedisClient } from '../queues/connection';
 /**
  * Per-endpoint concurrency bound, shared by every sender process: at most `limit` attempts in
  * flight to one endpoint, so a slow endpoint holds at most that many sender slots. A job that
- * finds its endpoint full is delayed (no attempt spent), for longer the further back it waits,
- * scaled by the endpoint's recent attempt time: a fast endpoint's jobs retry within milliseconds,
- * a slow one's back off up to MAX_WAIT_MS instead of spinning through the queue.
+ * finds its endpoint full is delayed (no attempt spent), the longer the further back it waits and
+ * the slower the endpoint's recent attempts (up to MAX_WAIT_MS), instead of spinning through the queue.
  *
- * Redis keys (ids only): holders, a sorted set of tokens scored by when they were taken (a holder
- * older than the lease is a dead process and is dropped); waiters, deliveries scored by when they
- * first waited (their rank orders the waits); and the endpoint's moving average attempt time.
+ * Redis keys (ids only): holders, tokens scored by when they were taken (one older than the lease
+ * is a dead process's, dropped); waiters, deliveries scored by their first wait (rank orders the
+ * waits); and the endpoint's moving average attempt time.
  *
- * Within a process: a job that finds a fast endpoint (recent attempts under FAST_ENDPOINT_MS) full
- * waits here, up to LOCAL_WAIT_MS, for a slot this process frees, rather than going round the
- * queue; a slow or hanging endpoint's jobs are delayed at once, so they never hold sender slots
- * while they wait. A slot freed while such a job waits is handed straight to it, without a trip
- * to Redis, as long as the slot was taken less than HANDOFF_MS ago; an older one goes back to
- * Redis (where other processes can take it) and the waiter asks Redis again. A busy endpoint thus
- * costs Redis two commands per slot and HANDOFF_MS, not two per delivery. The lease covers an
- * attempt plus HANDOFF_MS, so a slot handed on is never dropped as a dead holder's.
+ * Within a process, a job of a fast endpoint (recent attempts under FAST_ENDPOINT_MS) that finds it
+ * full waits up to LOCAL_WAIT_MS for a slot this process frees; a slow or hanging endpoint's jobs
+ * are delayed at once, never holding sender slots while they wait. A slot freed while such a job
+ * waits, taken under HANDOFF_MS ago, is handed straight to it (a busy endpoint costs Redis two
+ * commands per slot, not per delivery); an older one goes back to Redis for every process. The
+ * lease covers an attempt plus HANDOFF_MS, so a slot handed on is never dropped as a dead holder's.
  */
 
 const MAX_WAIT_MS = 30_000;
@@ -99,7 +96,7 @@ export function saturatedWaitMs(rank: number, limit: number, avgMs: number, rand
 export class EndpointSemaphore {
   private readonly redis: Scripted;
   private readonly leaseMs: number;
-  private readonly waiters = new Map<string, Waiter[]>();
+  private readonly waiters = new Map<string, Set<Waiter>>();
   /** Slots of each endpoint this process holds in Redis (one handed on is still held). */
   private readonly held = new Map<string, number>();
 
@@ -137,10 +134,7 @@ export class EndpointSemaphore {
     }
   }
 
-  /**
-   * Gives the slot back after an attempt that took `latencyMs` (-1 when none was made): to a job
-   * of this process waiting for the endpoint while the slot is young, otherwise to Redis.
-   */
+  /** Gives the slot back after an attempt of `latencyMs` (-1: none): to a waiting job here while young, else to Redis. */
   async release(slot: Slot, latencyMs: number): Promise<void> {
     if (latencyMs >= 0) {
       slot.attempts++;
@@ -181,6 +175,10 @@ export class EndpointSemaphore {
   /** Resolves with a slot handed over here, 'returned' when one went back to Redis, 'timeout' after `ms`. */
   private freedHere(webhookId: string, member: string | undefined, ms: number): Promise<Slot | 'returned' | 'timeout'> {
     return new Promise((resolve) => {
+      const timer = setTimeout(() => {
+        this.nextWaiter(webhookId, waiter);
+        resolve('timeout');
+      }, Math.max(0, ms));
       const waiter: Waiter = {
         member,
         wake: (slot) => {
@@ -188,23 +186,16 @@ export class EndpointSemaphore {
           resolve(slot);
         },
       };
-      const timer = setTimeout(() => {
-        const queue = this.waiters.get(webhookId) ?? [];
-        const i = queue.indexOf(waiter);
-        if (i >= 0) queue.splice(i, 1);
-        if (queue.length === 0) this.waiters.delete(webhookId);
-        resolve('timeout');
-      }, Math.max(0, ms));
-      const queue = this.waiters.get(webhookId);
-      if (queue) queue.push(waiter);
-      else this.waiters.set(webhookId, [waiter]);
+      this.waiters.set(webhookId, (this.waiters.get(webhookId) ?? new Set()).add(waiter));
     });
   }
 
-  private nextWaiter(webhookId: string): Waiter | undefined {
+  /** Takes `waiter`, or else the first waiting, out of the endpoint's queue. */
+  private nextWaiter(webhookId: string, waiter?: Waiter): Waiter | undefined {
     const queue = this.waiters.get(webhookId);
-    const next = queue?.shift();
-    if (queue?.length === 0) this.waiters.delete(webhookId);
+    const next = waiter ?? queue?.values().next().value;
+    if (next) queue?.delete(next);
+    if (queue?.size === 0) this.waiters.delete(webhookId);
     return next;
   }
 }

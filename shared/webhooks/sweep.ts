@@ -4,10 +4,9 @@ import { overdueDeliveries } from './deliveries';
 import { DELIVER_JOB } from '../events/fanout';
 
 /**
- * The re-drive's source of webhook deliveries (shared/queues/redrive.ts): a pending delivery
- * past due and not in flight should be in a sender's hands; one whose job was lost (Redis lost
- * its data, a job failed for good on an infrastructure error) gets a new one for its round.
- * Postgres decides what is pending; the attempt's claim makes a duplicate harmless.
+ * The re-drive's source of webhook deliveries (shared/queues/redrive.ts): a pending delivery past
+ * due and not in flight whose job was lost (Redis lost its data, a job failed for good) gets a new
+ * one for its round. Postgres decides what is pending; the attempt's claim makes a duplicate harmless.
  */
 export const dueDeliveries: WorkSource = {
   name: 'deliveries',

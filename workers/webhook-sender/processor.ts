@@ -3,18 +3,16 @@ import { later, type PoolProcessor } from '../bootstrap';
 import type { ServiceContext } from '../../shared/context';
 import { isId } from '../../shared/domain/ids';
 import { QUEUES } from '../../shared/queues/names';
-import { WebhookSender } from '../../shared/webhooks/sender';
+import { webhookSender } from '../../shared/webhooks/sender';
 
 /**
- * webhook-sender: one job per delivery (or a batch of them: shared/queues/batch.ts). A delivery's
- * own job sleeps (delayed) between attempts and while it waits; one that came in a batch is given
- * a delayed job of its own instead.
+ * webhook-sender: one job per delivery (or a batch: shared/queues/batch.ts), which sleeps (delayed)
+ * between attempts and while it waits; a delivery that came in a batch gets a delayed job of its own.
  */
 
 export interface DeliverJob {
   deliveryId: string;
   webhookId: string;
-  requestId?: string;
 }
 
 export function guardDeliverJob(data: unknown): DeliverJob {
@@ -22,17 +20,17 @@ export function guardDeliverJob(data: unknown): DeliverJob {
   if (!d || typeof d.deliveryId !== 'string' || !isId('delivery', d.deliveryId) || typeof d.webhookId !== 'string' || !isId('webhook', d.webhookId)) {
     throw new UnrecoverableError('webhook-sender job needs a deliveryId (whd_) and a webhookId (wh_)');
   }
-  return { deliveryId: d.deliveryId, webhookId: d.webhookId, requestId: typeof d.requestId === 'string' ? d.requestId : undefined };
+  return { deliveryId: d.deliveryId, webhookId: d.webhookId };
 }
 
 /** The processor of a pool, with its sender built once at start-up. */
 export function webhookSenderProcessor(ctx: ServiceContext): PoolProcessor<DeliverJob> {
-  const sender = new WebhookSender(ctx);
+  const deliver = webhookSender(ctx);
   return {
     queue: QUEUES.webhookSender,
     guard: guardDeliverJob,
     async process(_ctx, data) {
-      const outcome = await sender.deliver(data.deliveryId, data.webhookId);
+      const outcome = await deliver(data.deliveryId, data.webhookId);
       // a wait spends no attempt: the job sleeps until its next chance (workers/bootstrap.ts)
       return outcome.kind === 'done' ? outcome.reason : later(outcome.delayMs, outcome.reason);
     },

@@ -2,20 +2,19 @@ import { runSql, sqlStatement } from './run';
 import type { Executor } from '../knex';
 
 /**
- * The webhook sender's statements: the claim of attempts and the record of their outcomes (its two
- * hot ones), and what it reads and writes of a delivery it could not claim. Always run on the pool (never in a caller's transaction): each is its own transaction.
- * Their rules are told in shared/webhooks/deliveries.ts.
+ * The webhook sender's statements (rules: shared/webhooks/deliveries.ts), each run on the pool as
+ * its own transaction, never in a caller's.
  */
 
 /**
  * Claims the next attempt of each listed delivery that may be attempted now; returns those claimed.
- * Every row is reached through its primary key (a lateral lookup per id), never through a scan of
- * the pending deliveries, so the plan does not hang on statistics (a backlog written since the
- * last ANALYZE looks tiny to the planner, which then scanned all of it for every batch). Postgres
- * keeps one generic plan for it, instead of planning it again on every call, only if no parameter
- * makes a call's own plan look cheaper: the ids come as JSON (whose length the planner never
- * guesses) and the probe's claim is its own statement. Ids are locked in sorted order, so
- * concurrent claims cannot deadlock.
+ * $1 lease in seconds, $2 the delivery ids as a JSON array (sorted, unique), $3 the attempts limit.
+ * Every row is reached through its primary key (a lateral lookup per id), never a scan of the
+ * pending deliveries, so the plan does not hang on statistics (a backlog written since the last
+ * ANALYZE looks tiny to the planner, which then scanned all of it for every batch). Postgres keeps
+ * one generic plan only if no parameter makes a call's own plan look cheaper: the ids come as JSON
+ * (whose length the planner never guesses) and the probe's claim is its own statement. Ids are
+ * locked in sorted order, so concurrent claims cannot deadlock.
  */
 function claimStatement(asProbe: boolean) {
   // a probe may claim while the breaker is still tripped, as long as it holds the endpoint's probe
@@ -59,21 +58,16 @@ function claimStatement(asProbe: boolean) {
   );
 }
 
-const CLAIM = claimStatement(false);
-const CLAIM_AS_PROBE = claimStatement(true);
-
-/** $1 lease in seconds, $2 the delivery ids as a JSON array (sorted, unique), $3 the attempts limit. */
-export function claimAttemptsSql<R>(db: Executor, asProbe: boolean, values: [leaseSecs: number, idsJson: string, maxAttempts: number]): Promise<R[]> {
-  return runSql<R>(db, asProbe ? CLAIM_AS_PROBE : CLAIM, values);
-}
+export const CLAIM = claimStatement(false);
+export const CLAIM_AS_PROBE = claimStatement(true);
 
 /**
- * Records attempts' outcomes and moves each delivery and each endpoint's breaker, in one
- * statement (the rules: finishAttempts in shared/webhooks/deliveries.ts). Rows are found through
- * their primary keys, as in the claim; deliveries, then endpoints, are locked in id order, so
- * batches from several senders never deadlock.
+ * Records attempts' outcomes, moves each delivery and each endpoint's breaker. $1 breaker threshold,
+ * $2 pause in seconds, $3 the outcomes as JSON (sorted by delivery id). Rows are found through their
+ * primary keys, as in the claim; deliveries, then endpoints, are locked in id order, so batches
+ * from several senders never deadlock.
  */
-const FINISH = sqlStatement(
+export const FINISH = sqlStatement(
   'webhook_finish_attempts',
   `with p as materialized (
        select $1::int as threshold, make_interval(secs => $2) as pause
@@ -130,11 +124,6 @@ const FINISH = sqlStatement(
      select id, status from d`,
 );
 
-/** $1 breaker threshold, $2 pause in seconds, $3 the outcomes as JSON (sorted by delivery id). */
-export function finishAttemptsSql<R>(db: Executor, values: [threshold: number, pauseSecs: number, itemsJson: string]): Promise<R[]> {
-  return runSql<R>(db, FINISH, values);
-}
-
 const DIAGNOSE = sqlStatement(
   'webhook_diagnose',
   `select d.status, d.attempts,
@@ -180,10 +169,7 @@ const MARK_DEAD = sqlStatement(
      from d where a.delivery_id = d.id and a.finished_at is null`,
 );
 
-/**
- * Ends a pending, unleased delivery without an attempt (its endpoint was disabled, or its last
- * attempt was cut off), and closes its unfinished attempt.
- */
+/** Ends a pending, unleased delivery without an attempt (endpoint disabled, last attempt cut off); closes its open attempt. */
 export async function markDead(db: Executor, deliveryId: string, reason: string): Promise<void> {
   await runSql(db, MARK_DEAD, [reason, deliveryId]);
 }
