@@ -38,8 +38,6 @@ export interface AcquirerOptions {
   /** what decides when a challenge is over (a test moves it: shared/clock.ts) */
   clock: Clock;
   log: Logger;
-  /** delays between callback delivery attempts; default 1 s, 2 s, 4 s, 8 s, 16 s */
-  callbackRetryMs?: number[];
 }
 
 interface Charge {
@@ -70,7 +68,7 @@ const acsStyle = readFileSync(path.join(__dirname, 'assets', 'acs.css'), 'utf8')
 export function createAcquirerServer(opts: AcquirerOptions): Server {
   const charges = new Map<string, Charge>();
   const byRef = new Map<string, Charge>();
-  const callbacks = createCallbackSender({ callbackSecret: opts.callbackSecret, retryMs: opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000], log: opts.log });
+  const callbacks = createCallbackSender(opts.callbackSecret, opts.log);
   const { later } = callbacks;
 
   const expired = (c: Charge, now = opts.clock.now()) => c.outcome === 'challenge' && c.status === 'pending' && now >= c.challengeEndsAt;

@@ -26,8 +26,6 @@ export interface SandboxOptions {
   /** simulated latency before answering a create request */
   pushLatencyMs: number;
   log: Logger;
-  /** delays between callback delivery attempts; default 1 s, 2 s, 4 s, 8 s, 16 s */
-  callbackRetryMs?: number[];
   /** the sandbox's own window: a payment it never answers reports `expired` once it is over (decisions.md) */
   windowMs: number;
   /** what decides when an outcome is due and a window over (a test moves it: shared/clock.ts) */
@@ -89,7 +87,7 @@ function statusView(tx: SandboxTransaction, now: number) {
 
 export function createSandboxServer(opts: SandboxOptions): Server {
   const transactions = new Map<string, SandboxTransaction>();
-  const callbacks = createCallbackSender({ callbackSecret: opts.callbackSecret, retryMs: opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000], log: opts.log });
+  const callbacks = createCallbackSender(opts.callbackSecret, opts.log);
   const { later } = callbacks;
 
   // one timer for every transaction's expiry (not one 24-hour timer each): memory and timers stay bounded
