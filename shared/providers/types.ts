@@ -71,19 +71,15 @@ export interface StoredCallback extends ProviderCallback {
   provider: string;
 }
 
-/** What every provider does, whatever it moves money for: asks about an operation and signed callbacks. */
+/** What every provider does, whatever it moves money for: asks about an operation and verifies its callbacks. */
 export interface ProviderBase {
   /** Our name of this provider: the `provider` field of a payment and the {provider} of /callbacks/{provider}. */
   readonly id: string;
   readonly environment: Environment;
-  /** Callback URL the provider is told to report to. */
-  readonly callbackUrl: string;
   /** Asks the provider what it knows of one of our open operations (the sweep, at the window's end). */
   ask(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus>;
   /** True when the callback's signature is this provider's and fresh (anti-replay window). */
   verifyCallback(raw: Buffer, headers: Record<string, string | string[] | undefined>, nowUnix: number): boolean;
-  /** Parses a verified callback; throws CallbackFormatError when it is malformed. */
-  parseCallback(raw: Buffer): ProviderCallback;
 }
 
 /** A mobile-money provider (one operator in one environment). */
