@@ -44,7 +44,6 @@ interface Charge {
   providerRef: string;
   amount: number;
   currency: string;
-  description: string | null;
   callbackUrl: string;
   returnUrl: string;
   card: CardDetails;
@@ -128,7 +127,7 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
       existing.requests++;
       return [200, answer(existing)];
     }
-    const { token, amount, currency, callback_url: callbackUrl, return_url: returnUrl, description } = body;
+    const { token, amount, currency, callback_url: callbackUrl, return_url: returnUrl } = body;
     if (typeof token !== 'string' || !TOKEN.test(token)) throw new SandboxError(422, 'token-invalid', 'token must be a vault token');
     if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) throw new SandboxError(400, 'invalid-amount', 'amount must be a positive integer');
     if (currency !== 'USD' && currency !== 'CDF') throw new SandboxError(400, 'invalid-currency', 'currency must be USD or CDF');
@@ -147,7 +146,6 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
       providerRef: `SBX-CARD-${randomUUID()}`,
       amount,
       currency,
-      description: typeof description === 'string' ? description : null,
       callbackUrl: callbackUrl as string,
       returnUrl: returnUrl as string,
       card: { brand: card.brand, last4: card.last4, exp_month: card.exp_month, exp_year: card.exp_year },

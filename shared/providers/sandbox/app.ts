@@ -37,9 +37,6 @@ interface SandboxTransaction {
   operator: Operator;
   externalId: string;
   providerRef: string;
-  msisdn: string;
-  amount: number;
-  currency: string;
   callbackUrl: string;
   outcome: SandboxOutcome;
   /** when the outcome is known (to an ask, GET /v1/transactions/{id}) and the callback sent */
@@ -141,9 +138,6 @@ export function createSandboxServer(opts: SandboxOptions): Server {
       operator,
       externalId,
       providerRef: `SBX-${operator.slice(0, 3).toUpperCase()}-${randomUUID()}`,
-      msisdn,
-      amount,
-      currency,
       callbackUrl,
       outcome: sandboxOutcome(kind, msisdn),
       outcomeAt: opts.clock.now() + opts.callbackDelayMs,
