@@ -5,11 +5,8 @@ import type { Currency, Environment } from '../vocabulary';
 import type { CardDetails } from '../db/rows';
 
 /**
- * The card acquirer, as the service drives it (decisions.md "Cards"): it charges a vault token
- * with our payment id as its idempotency key, answers approved, declined or "3-D Secure
- * required" (with the issuer's challenge page), and reports outcomes by signed callback like a
- * mobile-money provider (same protocol, kind `card_payment`). The sandbox acquirer and a live
- * one are driven by this one adapter; only the configuration differs.
+ * The card acquirer's adapter, sandbox and live alike (decisions.md "Cards"). Outcomes come by
+ * signed callback as a mobile-money provider's do (same protocol, kind `card_payment`).
  *
  *   POST {base}/v1/charges  {external_id, token, amount, currency, description, return_url, callback_url}
  *        headers: Authorization: Bearer <api key>, Idempotency-Key: <external_id>

@@ -29,9 +29,8 @@ const RETRYABLE_STATUS = new Set([401, 403, 408, 409, 425, 429]);
 
 /**
  * What every provider adapter shares (./protocol.ts): authenticated calls with our id as the
- * idempotency key, asking about an operation, signed callbacks, and errors classified as ProviderErrors
- * that say whether another attempt may succeed. The mobile-money adapter (below) and the card
- * acquirer's (shared/cards/acquirer.ts) add their requests.
+ * idempotency key, asks, signed callbacks, and ProviderErrors that say whether another attempt
+ * may succeed. The mobile-money adapter (below) and the card acquirer's add their requests.
  */
 export class HttpProviderBase implements ProviderBase {
   readonly id: string;

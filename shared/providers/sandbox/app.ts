@@ -11,12 +11,10 @@ import { createCallbackSender } from './callbackSender';
 import { jsonObject, readBody, sandboxServer, SandboxError } from './http';
 
 /**
- * The sandbox provider: a real HTTP server speaking the provider protocol (../protocol.ts) for
- * the four operators (/{operator}/v1/...). It takes a request, answers at once, and after the
- * callback delay reports the outcome of the sandbox table to the request's callback_url with a
- * signed body, retrying while our service does not answer 2xx. The same external id twice
- * returns the first answer and sends no second prompt or callback (idempotency key = our id).
- * Its state lives in memory: it is a simulator, restarted empty.
+ * The sandbox provider: the provider protocol (../protocol.ts) for the four operators
+ * (/{operator}/v1/...). It answers at once and, after the callback delay, reports the sandbox
+ * table's outcome by signed callback. The same external id twice returns the first answer and
+ * sends no second prompt or callback. State lives in memory: a simulator, restarted empty.
  */
 
 export interface SandboxOptions {

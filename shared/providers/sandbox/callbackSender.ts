@@ -7,11 +7,9 @@ import { signCallback } from '../signature';
 const RETRY_MS = [1000, 2000, 4000, 8000, 16000];
 
 /**
- * How every sandbox provider (mobile money, card acquirer) calls `POST /callbacks/{provider}`:
- * the body signed with the callback secret as a real provider would, over kept-alive
- * connections, retried after each delay unless the service refused it for good (a 4xx other
- * than 408/429 will not change by asking again). `later` runs work on a timer that `close`
- * clears, so a stopped sandbox leaves nothing behind.
+ * How the sandboxes call `POST /callbacks/{provider}`: signed as a real provider would, retried
+ * unless refused for good (a 4xx other than 408/429 will not change by asking again). `close`
+ * clears the timers of `later`, so a stopped sandbox leaves nothing behind.
  */
 export function createCallbackSender(callbackSecret: string, log: Logger) {
   // a provider calling back hundreds of times a second keeps as many connections open: with 64,
