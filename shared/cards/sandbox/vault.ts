@@ -10,13 +10,11 @@ import { brandOf, luhnValid, parseExpiry } from './cards';
 import { SandboxError, readJson, sandboxServer, sendJson, sendText } from '../../providers/sandbox/http';
 
 /**
- * The sandbox card-tokenisation provider (the vault), on its own origin. It serves the card-field
- * iframe (`GET /fields`, its script and style) that the checkout page frames, and the token API
- * the iframe calls on its own origin (`POST /v1/tokens`: card → `tok_…`, kept `tokenTtlMs`,
- * single use). The acquirer redeems a token server to server (`POST /v1/tokens/{token}/redeem`,
- * with the vault's API key), once, for the payment it was issued for. The vault knows nothing
- * of the service but its origin (the only parent its iframe talks to). Card numbers and CVCs
- * live in its memory only, never in a log line; tokens are logged by their first characters.
+ * The sandbox card vault, on its own origin: the card-field iframe the checkout frames
+ * (`GET /fields`), the token API it calls (`POST /v1/tokens`: card → single-use `tok_…`), and
+ * the acquirer's redemption (`POST /v1/tokens/{token}/redeem`, with the vault's API key, once,
+ * for the payment it was issued for). Card numbers and CVCs live in its memory only, never in a
+ * log line; tokens are logged by their first characters.
  */
 
 export interface VaultOptions {
