@@ -2,6 +2,7 @@ import Router from '@koa/router';
 import { BadRequest, NotFound, Unauthenticated, ValidationFailed } from '../shared/errors';
 import { CallbackFormatError } from '../shared/providers/errors';
 import { storeCallback } from '../shared/providers/inbox';
+import { parseCallbackBody } from '../shared/providers/protocol';
 import { readRawBody } from './body';
 import type { Db } from '../shared/db/knex';
 import { KINDS } from '../shared/operationKinds';
@@ -25,7 +26,7 @@ export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:prov
   }
   let parsed;
   try {
-    parsed = provider.parseCallback(raw);
+    parsed = parseCallbackBody(raw);
   } catch (err) {
     if (!(err instanceof CallbackFormatError)) throw err;
     throw err.notJson ? new BadRequest('invalid-json', 'The callback body is not valid JSON in UTF-8, or holds a NUL character or a lone surrogate') : new ValidationFailed('body', err.message);

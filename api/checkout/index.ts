@@ -15,12 +15,9 @@ import { withTraceparent } from '../../shared/tracing/spans';
 
 /**
  * The hosted card checkout (decisions.md "Cards"), outside the merchant pipeline: the client's
- * browser has no key. GET /checkout/{id} (every state has a page), POST /checkout/{id}/pay (the
- * vault token, same-origin JSON; 409 once no longer payable; 10 a minute per client IP),
- * GET /checkout/{id}/status (what the page polls), GET /checkout/{id}/3ds-return (where the
- * issuer's challenge lands), and the page's own script and stylesheet. Headers: spec 5.7 (set
- * by securityHeaders), a CSP allowing scripts from the service only and frames from the vault
- * and acquirer only, Cache-Control: no-store, never a cookie.
+ * browser has no key. The page (every state has one), POST /pay (the vault token, same-origin
+ * JSON), /status (what the page polls), /3ds-return (where the issuer's challenge lands) and
+ * the page's assets. Headers: spec 5.7 (securityHeaders), the CSP below, no-store, no cookie.
  */
 
 /** decisions.md: POST /checkout/{id}/pay is limited to 10 a minute per client IP. */
@@ -33,11 +30,7 @@ const ASSETS: Record<string, { type: string; body: Buffer }> = {
   'checkout.css': { type: 'text/css; charset=utf-8', body: asset('checkout.css') },
 };
 
-/**
- * The page's policy: its own scripts and styles only, no plugins, no base or form elsewhere,
- * frames from the vault and the acquirer only, plus 'self' for /checkout/{id}/3ds-return, which
- * the issuer's challenge frame lands on; the page itself may not be framed.
- */
+/** Own scripts and styles only; frames from the vault and acquirer, and 'self' for the 3ds-return the challenge lands on; never framed. */
 export function checkoutCsp(frameOrigins: string[]): string {
   return [
     "default-src 'none'",
@@ -148,7 +141,7 @@ export function checkoutRouter(services: ServiceContext): Router {
     const id = ctx.params.id;
     const p = await findCheckout(services.db, id);
     if (!p) return html(ctx, 404, notFoundPage(lang));
-    if (!(await challengeReturned(services.db, id, services.clock.now()))) return html(ctx, 409, noChallengePage(id, lang));
+    if (!(await challengeReturned(services.db, p, services.clock.now()))) return html(ctx, 409, noChallengePage(id, lang));
     html(ctx, 200, threeDsReturnPage(id, lang));
   });
   return router;

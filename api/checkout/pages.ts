@@ -4,10 +4,8 @@ import type { CardEndpoints } from '../../shared/config';
 import { TEXT, type Lang } from './i18n';
 
 /**
- * The checkout's HTML, rendered on the server for every state of a card payment (decisions.md
- * "Cards"): the card form (pending), the charge under way, the 3-D Secure frame (processing),
- * and each outcome with the way back to the merchant. Mobile first, no framework, no inline
- * script or style: one script and one stylesheet of the service's own (the CSP allows no other).
+ * The checkout's HTML for every state of a card payment (decisions.md "Cards"), rendered on the
+ * server. No inline script or style: one script and one stylesheet of our own (the CSP allows no other).
  */
 
 export const ASSETS_PATH = '/checkout/assets';

@@ -1,20 +1,17 @@
-import type { Config } from '../config';
+import type { CardEndpoints, Config } from '../config';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { isId } from '../domain/ids';
 import { Conflict, NotFound } from '../errors';
 import { lockRow, writeColumns } from '../operations/transition';
 import { QUEUES } from '../queues/names';
-import type { CardEndpoints } from '../config';
 import type { Environment } from '../vocabulary';
 import { cardPaymentKind } from './kind';
 import type { PaymentRow } from '../db/rows';
 
 /**
- * What the hosted checkout (api/checkout) does with a card payment, apart from rendering it:
- * find it with its merchant's name, take the vault token the page posts (stored with the charge
- * job, one transaction), and hear that the client came back from 3-D Secure (the outcome is
- * asked of the acquirer, never taken from the browser).
+ * What the hosted checkout (api/checkout) does with a card payment, apart from rendering it.
+ * The outcome of 3-D Secure is asked of the acquirer, never taken from the browser.
  */
 
 export interface CheckoutPayment extends PaymentRow {
@@ -39,11 +36,7 @@ export const cardEndpoints = (config: Config, environment: Environment): CardEnd
 /** The charge of this payment is under way: a token waits for the job, or the acquirer has answered. */
 export const charging = (p: PaymentRow) => p.status === 'pending' && (p.checkout_token !== null || p.sent_at !== null);
 
-/**
- * POST /checkout/{id}/pay: stores the token with the charge job (card-charge pool), under the
- * row lock. 409 once the payment has left `pending` (or its window is over), and while an
- * earlier token is being charged.
- */
+/** POST /checkout/{id}/pay: stores the token with the charge job under the row lock; 409 once not payable, or while a token is charged. */
 export async function acceptToken(deps: TransactDeps, id: string, token: string, now: number, requestId?: string): Promise<void> {
   await transact(deps, async (trx, outbox) => {
     const p = await lockRow(trx, cardPaymentKind, id);
@@ -56,15 +49,13 @@ export async function acceptToken(deps: TransactDeps, id: string, token: string,
 }
 
 /**
- * The client's frame came back from the issuer's challenge: the outcome is due now, so the
- * payment's window is brought forward and the card-charge sweep asks the acquirer at its next
- * pass (if the acquirer's callback has not already decided it). The browser's word changes
- * nothing else. False when the payment never had a challenge.
+ * The client's frame came back from the issuer's challenge (false when the payment never had
+ * one): its window is brought forward so the card-charge sweep asks the acquirer at its next
+ * pass, unless the acquirer's callback decides first. The browser's word changes nothing else.
  */
-export async function challengeReturned(db: Executor, id: string, now: number): Promise<boolean> {
-  const p = await findCheckout(db, id);
-  if (!p || p.challenge_url === null) return false;
-  // still in the challenge: its outcome is due now (a row changed meanwhile has moved on, and needs no ask brought forward)
+export async function challengeReturned(db: Executor, p: CheckoutPayment, now: number): Promise<boolean> {
+  if (p.challenge_url === null) return false;
+  // a row that has moved on from the challenge needs no ask brought forward
   if (p.status === 'processing' && p.window_ends_at.getTime() > now) await writeColumns(db, cardPaymentKind, [{ row: p, patch: { window_ends_at: new Date(now) } }]);
   return true;
 }

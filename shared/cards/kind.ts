@@ -12,13 +12,9 @@ export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
 
 /**
  * The card charge as a kind of the operations kernel: a collection whose provider is the
- * acquirer. The checkout's POST /checkout/{id}/pay stores the vault token with the charge job
- * (card-charge pool); the job charges it once (the payment id is the acquirer's idempotency key).
- * The acquirer's answer: approved (still `pending`, its callback makes it `succeeded`), 3-D Secure
- * required (`processing`, for the 3-D Secure window), declined (`failed`, `card-declined`). A
- * refused token (forged, expired, used, another payment's) changes nothing but `checkout_error`:
- * the client may try again. The credit, the events and the window's end are those of every
- * collection (collectionPolicy).
+ * acquirer, charged once per posted token (the payment id is the idempotency key). Approved stays
+ * `pending` until its callback; 3-D Secure is `processing`; declined is `failed`. A refused token
+ * changes nothing but `checkout_error`: the client may try again.
  */
 export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardAcquirer> = defineKind<PaymentRow, CardPaymentStatus, CardAcquirer>(
   {

@@ -122,7 +122,7 @@ export function isRetryable(status: number, code: string | undefined): boolean {
 export class PaymentsApi {
   /** The signing transport (raw answers, no retries): for requests the SDK has no method for. */
   readonly http: ServiceClient;
-  private readonly retry: Required<Omit<RetryOptions, 'sleep'>> & { sleep: (ms: number) => Promise<void> };
+  private readonly retry: Required<RetryOptions>;
 
   constructor(opts: PaymentsApiOptions) {
     this.http = new ServiceClient(opts);
@@ -134,11 +134,7 @@ export class PaymentsApi {
     };
   }
 
-  /**
-   * One API call: signed, with the body serialised once (the same bytes on every attempt), an
-   * Idempotency-Key on every POST (the same on every attempt), retried on 429 / 503 / 409
-   * idempotency-in-progress after Retry-After; a non-2xx answer throws its typed error.
-   */
+  /** One API call: the same body bytes and Idempotency-Key on every attempt; a non-2xx answer throws its typed error. */
   async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, o: CallInternals = {}): Promise<T> {
     const raw = body === undefined ? undefined : JSON.stringify(body);
     const idempotencyKey = method === 'POST' ? (o.idempotencyKey ?? randomUUID()) : undefined;

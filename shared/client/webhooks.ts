@@ -35,12 +35,9 @@ export function signatureHeader(secrets: string | string[], timestamp: number, r
  * several secrets are separated by a space. A merchant verifies with any Standard Webhooks
  * library, e.g. `new Webhook(secret).verify(rawBody, headers)` of the `standardwebhooks` package.
  */
-export function standardWebhookKey(secret: string): Buffer {
-  return Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
-}
-
 export function standardSignature(secret: string, id: string, timestamp: number, rawBody: string | Buffer): string {
-  return `v1,${createHmac('sha256', standardWebhookKey(secret)).update(`${id}.${timestamp}.`).update(rawBody).digest('base64')}`;
+  const key = Buffer.from(secret.startsWith('whsec_') ? secret.slice('whsec_'.length) : secret, 'base64');
+  return `v1,${createHmac('sha256', key).update(`${id}.${timestamp}.`).update(rawBody).digest('base64')}`;
 }
 
 /** The `webhook-signature` header value: one entry per secret, space-separated. */

@@ -5,11 +5,8 @@ import type { Currency, Environment } from '../vocabulary';
 import type { CardDetails } from '../db/rows';
 
 /**
- * The card acquirer, as the service drives it (decisions.md "Cards"): it charges a vault token
- * with our payment id as its idempotency key, answers approved, declined or "3-D Secure
- * required" (with the issuer's challenge page), and reports outcomes by signed callback like a
- * mobile-money provider (same protocol, kind `card_payment`). The sandbox acquirer and a live
- * one are driven by this one adapter; only the configuration differs.
+ * The card acquirer's adapter, sandbox and live alike (decisions.md "Cards"). Outcomes come by
+ * signed callback as a mobile-money provider's do (same protocol, kind `card_payment`).
  *
  *   POST {base}/v1/charges  {external_id, token, amount, currency, description, return_url, callback_url}
  *        headers: Authorization: Bearer <api key>, Idempotency-Key: <external_id>
@@ -42,14 +39,8 @@ export interface ChargeAnswer extends ProviderAccepted {
 }
 
 export interface CardAcquirer extends ProviderBase {
-  /** origin of the card-field iframe and token API the checkout page frames */
-  readonly vaultUrl: string;
-  /** origin of the acquirer (and its issuer pages) */
-  readonly providerUrl: string;
   charge(req: ChargeRequest): Promise<ChargeAnswer>;
 }
-
-export const isCardAcquirer = (p: ProviderBase | undefined): p is CardAcquirer => !!p && typeof (p as CardAcquirer).charge === 'function';
 
 function cardOf(v: unknown): CardDetails | null {
   const c = v as Partial<CardDetails> | null | undefined;
@@ -64,17 +55,12 @@ function cardOf(v: unknown): CardDetails | null {
 const str = (v: unknown, max = 500) => (typeof v === 'string' && v.length <= max ? v : null);
 
 export class HttpCardAcquirer extends HttpProviderBase implements CardAcquirer {
-  readonly vaultUrl: string;
-  readonly providerUrl: string;
-
-  /** the service's public URL: the issuer's challenge sends the client back to {baseUrl}/checkout/{id}/3ds-return */
-  private readonly baseUrl: string;
-
-  constructor(opts: HttpProviderBaseOptions & { vaultUrl: string; baseUrl: string }) {
+  constructor(
+    opts: HttpProviderBaseOptions,
+    /** the service's public URL: the issuer's challenge sends the client back to {baseUrl}/checkout/{id}/3ds-return */
+    private readonly baseUrl: string,
+  ) {
     super(opts);
-    this.vaultUrl = opts.vaultUrl;
-    this.providerUrl = opts.url;
-    this.baseUrl = opts.baseUrl;
   }
 
   async charge(req: ChargeRequest): Promise<ChargeAnswer> {
@@ -93,7 +79,7 @@ export class HttpCardAcquirer extends HttpProviderBase implements CardAcquirer {
     if (outcome === 'challenge') {
       // the checkout frames this page: it must be on the acquirer's own origin (the page's CSP allows no other)
       const raw = str(body.challenge_url, 2048);
-      if (!raw || !URL.canParse(raw) || new URL(raw).origin !== new URL(this.providerUrl).origin) {
+      if (!raw || !URL.canParse(raw) || new URL(raw).origin !== new URL(this.opts.url).origin) {
         throw retryable('provider-protocol', `${this.id} asked for 3-D Secure without a challenge page on its origin`);
       }
       challengeUrl = raw;

@@ -1,7 +1,6 @@
 import type { Environment } from '../domain/ledger';
 import type { Operator } from '../domain/msisdn';
 import { permanent, retryable, ProviderError } from './errors';
-import { parseCallbackBody } from './protocol';
 import { CALLBACK_SIGNATURE_HEADER, verifyCallbackSignature } from './signature';
 import type { HttpAnswer, HttpClient } from '../httpClient';
 import type { PayoutRequest, Provider, ProviderAccepted, ProviderBase, ProviderObjectKind, ProviderStatus, PushRequest, RefundRequest } from './types';
@@ -19,10 +18,6 @@ export interface HttpProviderBaseOptions {
   client: HttpClient;
 }
 
-export interface HttpProviderOptions extends HttpProviderBaseOptions {
-  operator: Operator;
-}
-
 interface ErrorBody {
   error?: { code?: unknown; message?: unknown };
 }
@@ -34,19 +29,16 @@ const RETRYABLE_STATUS = new Set([401, 403, 408, 409, 425, 429]);
 
 /**
  * What every provider adapter shares (./protocol.ts): authenticated calls with our id as the
- * idempotency key, asking about an operation, signed callbacks, and errors classified as ProviderErrors
- * that say whether another attempt may succeed. The mobile-money adapter (below) and the card
- * acquirer's (shared/cards/acquirer.ts) add their requests.
+ * idempotency key, asks, signed callbacks, and ProviderErrors that say whether another attempt
+ * may succeed. The mobile-money adapter (below) and the card acquirer's add their requests.
  */
 export class HttpProviderBase implements ProviderBase {
   readonly id: string;
   readonly environment: Environment;
-  readonly callbackUrl: string;
 
   constructor(protected readonly opts: HttpProviderBaseOptions) {
     this.id = opts.id;
     this.environment = opts.environment;
-    this.callbackUrl = opts.callbackUrl;
   }
 
   async ask(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus> {
@@ -80,13 +72,9 @@ export class HttpProviderBase implements ProviderBase {
     return verifyCallbackSignature(this.opts.callbackSecret, raw, Array.isArray(header) ? undefined : header, nowUnix);
   }
 
-  parseCallback(raw: Buffer) {
-    return parseCallbackBody(raw);
-  }
-
   /** POSTs a request under our id (its idempotency key); the 2xx answer's body, with a provider_ref. */
   protected async create(path: string, externalId: string, fields: Record<string, unknown>): Promise<ProviderAccepted & { body: Record<string, unknown> }> {
-    const res = await this.call('POST', path, { external_id: externalId, ...fields, callback_url: this.callbackUrl }, externalId);
+    const res = await this.call('POST', path, { external_id: externalId, ...fields, callback_url: this.opts.callbackUrl }, externalId);
     const body = this.json(res);
     if (!ok(res)) throw this.failure(res.status, body);
     const ref = (body as { provider_ref?: unknown }).provider_ref;
@@ -137,7 +125,7 @@ const transfer = (req: PushRequest | PayoutRequest) => ({ amount: req.amount, cu
 export class HttpProvider extends HttpProviderBase implements Provider {
   readonly operator: Operator;
 
-  constructor(opts: HttpProviderOptions) {
+  constructor(opts: HttpProviderBaseOptions & { operator: Operator }) {
     super(opts);
     this.operator = opts.operator;
   }

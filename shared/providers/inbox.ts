@@ -11,9 +11,8 @@ import type { ProviderBase, ProviderCallback } from './types';
 import { traceparentNow } from '../tracing/spans';
 
 /**
- * Inbox of provider callbacks (architecture rule 2). The web process stores a verified callback
- * raw, with the job that applies it, and answers at once; the callback-reconciler applies each
- * stored callback exactly once, through the operations kernel (shared/operations/callbacks.ts), and records the outcome.
+ * Inbox of provider callbacks (architecture rule 2): the web stores a verified callback raw with
+ * the job that applies it and answers at once; the callback-reconciler applies each exactly once.
  */
 
 const APPLY_CALLBACK_JOB = 'apply-callback';
@@ -30,13 +29,10 @@ interface Arrival {
 }
 
 /**
- * The jobs that apply stored callbacks: a lone callback's job names it (`callbackId`, with its
- * request id for the logs); callbacks stored together are applied by one job per kind
- * (`callbackIds`, comma-separated), whose callbacks the callback-reconciler applies together
- * (shared reads and writes, shared/operations/oneStatement.ts). The kind lets it take the
- * one-statement path. With traces on, a lone callback's job continues its request's trace; a
- * shared job lists each callback's own (`traceparents`, comma-separated, in the order of
- * `callbackIds`), and the reconciler applies each in its own.
+ * A lone callback's job names it (`callbackId`, with its request id and trace); callbacks stored
+ * together get one job per kind (`callbackIds`, comma-separated), applied together on the
+ * one-statement path (shared/operations/oneStatement.ts), with each one's trace in
+ * `traceparents` (comma-separated, in the same order) when traces are on.
  */
 function jobsFor(arrivals: Arrival[]): OutboxMessage[] {
   if (arrivals.length === 1) {
@@ -61,9 +57,8 @@ function jobsFor(arrivals: Arrival[]): OutboxMessage[] {
 }
 
 /**
- * Stores a verified callback with the job that applies it: one statement (shared/db/sql/callbacks.ts)
- * writes the inbox row and its outbox row; the job is enqueued after commit. The callbacks of
- * concurrent requests share that statement, its commit and their jobs (one per kind).
+ * Stores a verified callback and its outbox row in one statement (shared/db/sql/callbacks.ts); the
+ * job is enqueued after commit. Concurrent requests share that statement, its commit and jobs.
  */
 export async function storeCallback(
   deps: TransactDeps & { batches: Batches },
@@ -100,9 +95,8 @@ export async function storeCallback(
 }
 
 /**
- * The re-drive's source of callbacks (shared/queues/redrive.ts): stored but still not applied
- * (their job was lost with Redis, or failed every attempt), each with the job that applies it.
- * Safe beside a live job: applyStoredCallback locks the inbox row and applies it once.
+ * The re-drive's source (shared/queues/redrive.ts): callbacks stored but not applied (their job
+ * lost with Redis, or failed every attempt). Safe beside a live job: the apply locks the row.
  */
 export const unappliedCallbacks: WorkSource = {
   name: 'callbacks',

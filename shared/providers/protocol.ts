@@ -52,9 +52,8 @@ const callbackSchema = {
 const validateCallback = ajv.compile(callbackSchema);
 
 /**
- * A callback body is UTF-8 JSON without NUL or lone surrogates (decisions.md, Faults: bad
- * callbacks); anything else is `notJson` (400 invalid-json, nothing stored): the inbox keeps the
- * raw text, which Postgres could not store as sent.
+ * A callback body is UTF-8 JSON without NUL or lone surrogates (decisions.md, Faults): anything
+ * else is `notJson` (400, nothing stored), as the inbox keeps raw text Postgres could not store.
  */
 export function parseCallbackBody(raw: Buffer): ProviderCallback {
   let body: unknown;

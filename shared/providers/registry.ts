@@ -1,9 +1,9 @@
 import type { Config } from '../config';
 import type { Environment } from '../domain/ledger';
 import { OPERATORS, type Operator } from '../domain/msisdn';
-import { cardAcquirerIdFor, HttpCardAcquirer, isCardAcquirer, type CardAcquirer } from './cardAcquirer';
+import { cardAcquirerIdFor, HttpCardAcquirer } from './cardAcquirer';
 import { HttpProvider } from './http';
-import type { Provider, ProviderBase } from './types';
+import type { ProviderBase } from './types';
 import { HttpClient } from '../httpClient';
 
 /**
@@ -44,23 +44,12 @@ export class ProviderRegistry {
     for (const [environment, endpoints] of [['test', config.cards.sandbox], ['live', config.cards.live]] as const) {
       if (!endpoints) continue;
       const id = cardAcquirerIdFor(environment);
-      add(new HttpCardAcquirer({ ...common, id, environment, url: endpoints.providerUrl, vaultUrl: endpoints.vaultUrl, baseUrl: config.baseUrl, apiKey: endpoints.apiKey, callbackSecret: endpoints.callbackSecret, callbackUrl: callbackUrl(id) }));
+      add(new HttpCardAcquirer({ ...common, id, environment, url: endpoints.providerUrl, apiKey: endpoints.apiKey, callbackSecret: endpoints.callbackSecret, callbackUrl: callbackUrl(id) }, config.baseUrl));
     }
   }
 
   /** The provider with this id, if configured (the {provider} of /callbacks/{provider}). */
   byProviderId(id: string): ProviderBase | undefined {
     return this.byId.get(id);
-  }
-
-  /** The provider for an operator in an environment; undefined when live is not configured for it. */
-  for(environment: Environment, operator: Operator): Provider | undefined {
-    return this.byId.get(providerIdFor(environment, operator)) as Provider | undefined;
-  }
-
-  /** The card acquirer of an environment; undefined when live cards are not configured. */
-  cardAcquirer(environment: Environment): CardAcquirer | undefined {
-    const p = this.byId.get(cardAcquirerIdFor(environment));
-    return isCardAcquirer(p) ? p : undefined;
   }
 }

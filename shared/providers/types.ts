@@ -2,9 +2,9 @@ import type { Environment, Currency } from '../domain/ledger';
 import type { Operator } from '../domain/msisdn';
 
 /**
- * The one interface every mobile-money provider is driven through (architecture: providers).
- * Each call carries our own object id (pay_, re_, po_) as the provider's idempotency key, so a
- * call repeated after a crash or a timeout never charges or pays a client twice.
+ * How every provider is driven (architecture: providers). Each call carries our own object id as
+ * the provider's idempotency key, so a call repeated after a crash or a timeout never charges or
+ * pays a client twice.
  */
 
 /** What a provider moves money for; callbacks and answers to an ask name it, with our id. */
@@ -64,26 +64,21 @@ export interface ProviderCallback {
   failureMessage: string | null;
 }
 
-/** A callback as the inbox keeps it: what the provider reported, its inbox row id and the provider that sent it. */
+/** A callback as the inbox keeps it, with its inbox row id and the provider that sent it. */
 export interface StoredCallback extends ProviderCallback {
-  /** inbox row id */
   id: string;
   provider: string;
 }
 
-/** What every provider does, whatever it moves money for: asks about an operation and signed callbacks. */
+/** What every provider does, whatever it moves money for: asks about an operation and verifies its callbacks. */
 export interface ProviderBase {
   /** Our name of this provider: the `provider` field of a payment and the {provider} of /callbacks/{provider}. */
   readonly id: string;
   readonly environment: Environment;
-  /** Callback URL the provider is told to report to. */
-  readonly callbackUrl: string;
-  /** Asks the provider what it knows of one of our open operations (the sweep, at the window's end). */
+  /** What the provider knows of one of our open operations (the sweep, at the window's end). */
   ask(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus>;
   /** True when the callback's signature is this provider's and fresh (anti-replay window). */
   verifyCallback(raw: Buffer, headers: Record<string, string | string[] | undefined>, nowUnix: number): boolean;
-  /** Parses a verified callback; throws CallbackFormatError when it is malformed. */
-  parseCallback(raw: Buffer): ProviderCallback;
 }
 
 /** A mobile-money provider (one operator in one environment). */

@@ -6,10 +6,8 @@ import { runPool } from '../bootstrap';
 import { sendProcessor, sweepLoop } from '../operations';
 
 /**
- * card-charge: charges each card payment's token through its acquirer, once per payment (the
- * payment id is the acquirer's idempotency key; shared/operations/send.ts), and sweeps the card
- * payments past their checkout or 3-D Secure window (the acquirer is asked; a payment it has no
- * outcome for is cancelled). Any number of copies may run.
+ * card-charge: charges each posted token once (the payment id is the acquirer's idempotency key)
+ * and sweeps card payments past their window. Any number of copies may run.
  */
 void runPool({
   name: 'card-charge',

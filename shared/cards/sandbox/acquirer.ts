@@ -6,6 +6,7 @@ import type { Clock } from '../../clock';
 import type { CardDetails } from '../../db/rows';
 import { safeEqual } from '../../crypto/secrets';
 import type { Logger } from '../../logger';
+import { TOKEN_ERRORS } from '../../providers/cardAcquirer';
 import type { CallbackWire } from '../../providers/protocol';
 import { createCallbackSender } from '../../providers/sandbox/callbackSender';
 import { escapeHtml, formatAmount, maskToken } from '../html';
@@ -13,14 +14,12 @@ import { sandboxCardBehaviour } from './cards';
 import { SandboxError, readBody, readJson, sandboxServer, sendJson, sendText } from '../../providers/sandbox/http';
 
 /**
- * The sandbox card acquirer, on its own origin, with the issuer's 3-D Secure page. It charges a
- * vault token (redeemed at the vault, server to server) with our payment id as its idempotency
- * key and answers at once: approved (its signed callback follows), declined, or 3-D Secure
- * required with the issuer's challenge page (`/acs/{ref}`: "Complete authentication" / "Fail
- * authentication", the amount, a clear test-page banner), which reports the outcome by callback
- * and sends the client's frame back to our `/checkout/{id}/3ds-return`. A challenge left
- * unanswered for `threeDsWindowMs` is `expired`. Asking about a charge
- * (GET /v1/transactions/{id}) is the mobile-money protocol's. State lives in memory: a simulator, restarted empty.
+ * The sandbox card acquirer, on its own origin. It charges a vault token (redeemed at the vault,
+ * server to server) with our payment id as its idempotency key and answers at once: approved
+ * (its signed callback follows), declined, or 3-D Secure required with the issuer's test page
+ * (`/acs/{ref}`), which reports the outcome by callback and sends the client's frame back to
+ * our `/checkout/{id}/3ds-return`; a challenge unanswered for `threeDsWindowMs` is `expired`.
+ * State lives in memory: a simulator, restarted empty.
  */
 
 export interface AcquirerOptions {
@@ -38,8 +37,6 @@ export interface AcquirerOptions {
   /** what decides when a challenge is over (a test moves it: shared/clock.ts) */
   clock: Clock;
   log: Logger;
-  /** delays between callback delivery attempts; default 1 s, 2 s, 4 s, 8 s, 16 s */
-  callbackRetryMs?: number[];
 }
 
 interface Charge {
@@ -47,7 +44,6 @@ interface Charge {
   providerRef: string;
   amount: number;
   currency: string;
-  description: string | null;
   callbackUrl: string;
   returnUrl: string;
   card: CardDetails;
@@ -64,37 +60,32 @@ interface Charge {
 const KEEP_MS = 24 * 3600 * 1000;
 const CHARGE_ID = /^pay_[0-9a-f-]{36}$/;
 const TOKEN = /^tok_[A-Za-z0-9_-]{1,64}$/;
-const TOKEN_ERRORS = new Set(['token-invalid', 'token-expired', 'token-used', 'token-foreign']);
 const acsStyle = readFileSync(path.join(__dirname, 'assets', 'acs.css'), 'utf8');
 
 export function createAcquirerServer(opts: AcquirerOptions): Server {
   const charges = new Map<string, Charge>();
   const byRef = new Map<string, Charge>();
-  const callbacks = createCallbackSender({ callbackSecret: opts.callbackSecret, retryMs: opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000], log: opts.log });
+  const callbacks = createCallbackSender(opts.callbackSecret, opts.log);
   const { later } = callbacks;
 
   const expired = (c: Charge, now = opts.clock.now()) => c.outcome === 'challenge' && c.status === 'pending' && now >= c.challengeEndsAt;
 
-  function deliver(c: Charge): void {
-    if (c.status === 'pending') return;
-    const body: CallbackWire = {
-      event_id: c.eventId,
-      kind: 'card_payment',
-      external_id: c.externalId,
-      provider_ref: c.providerRef,
-      status: c.status,
-      failure_code: c.failureCode,
-      failure_message: c.failureMessage,
-      occurred_at: Math.floor(Date.now() / 1000),
-    };
-    void callbacks.send(c.callbackUrl, body, { onDelivered: () => c.callbacksDelivered++ });
-  }
-
+  /** Decides a pending charge; its signed callback follows after `delayMs`. */
   function conclude(c: Charge, status: 'succeeded' | 'failed', failureCode: string | null, failureMessage: string | null, delayMs: number): void {
-    c.status = status;
-    c.failureCode = failureCode;
-    c.failureMessage = failureMessage;
-    later(delayMs, () => deliver(c));
+    Object.assign(c, { status, failureCode, failureMessage });
+    later(delayMs, () => {
+      const body: CallbackWire = {
+        event_id: c.eventId,
+        kind: 'card_payment',
+        external_id: c.externalId,
+        provider_ref: c.providerRef,
+        status,
+        failure_code: failureCode,
+        failure_message: failureMessage,
+        occurred_at: Math.floor(Date.now() / 1000),
+      };
+      void callbacks.send(c.callbackUrl, body, { onDelivered: () => c.callbacksDelivered++ });
+    });
   }
 
   const answer = (c: Charge) => ({
@@ -122,7 +113,7 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
     const body = (await res.json().catch(() => ({}))) as any;
     if (res.ok) return body;
     const code = body?.error?.code;
-    if (TOKEN_ERRORS.has(code)) throw new SandboxError(422, code, body.error.message ?? 'token refused');
+    if (TOKEN_ERRORS.includes(code)) throw new SandboxError(422, code, body.error.message ?? 'token refused');
     throw new SandboxError(503, 'vault-unavailable', `the vault answered ${res.status}`);
   }
 
@@ -136,7 +127,7 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
       existing.requests++;
       return [200, answer(existing)];
     }
-    const { token, amount, currency, callback_url: callbackUrl, return_url: returnUrl, description } = body;
+    const { token, amount, currency, callback_url: callbackUrl, return_url: returnUrl } = body;
     if (typeof token !== 'string' || !TOKEN.test(token)) throw new SandboxError(422, 'token-invalid', 'token must be a vault token');
     if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) throw new SandboxError(400, 'invalid-amount', 'amount must be a positive integer');
     if (currency !== 'USD' && currency !== 'CDF') throw new SandboxError(400, 'invalid-currency', 'currency must be USD or CDF');
@@ -149,19 +140,20 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
     const raced = charges.get(externalId);
     if (raced) return [200, answer(raced)];
     const behaviour = sandboxCardBehaviour(card.number);
+    const declined = behaviour === 'decline';
     const c: Charge = {
       externalId,
       providerRef: `SBX-CARD-${randomUUID()}`,
       amount,
       currency,
-      description: typeof description === 'string' ? description : null,
       callbackUrl: callbackUrl as string,
       returnUrl: returnUrl as string,
       card: { brand: card.brand, last4: card.last4, exp_month: card.exp_month, exp_year: card.exp_year },
-      outcome: behaviour === 'approve' ? 'approved' : behaviour === 'decline' ? 'declined' : 'challenge',
-      status: 'pending',
-      failureCode: null,
-      failureMessage: null,
+      outcome: behaviour === 'approve' ? 'approved' : declined ? 'declined' : 'challenge',
+      // a decline is answered at once, with no callback (the answer is the outcome)
+      status: declined ? 'failed' : 'pending',
+      failureCode: declined ? 'card-declined' : null,
+      failureMessage: declined ? 'The card was declined by the issuer' : null,
       challengeEndsAt: opts.clock.now() + opts.threeDsWindowMs,
       eventId: `sbxevt_${randomUUID()}`,
       requests: 1,
@@ -174,12 +166,6 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
       byRef.delete(c.providerRef);
     });
     if (c.outcome === 'approved') conclude(c, 'succeeded', null, null, opts.callbackDelayMs);
-    if (c.outcome === 'declined') {
-      // answered at once; no callback (the answer is the outcome)
-      c.status = 'failed';
-      c.failureCode = 'card-declined';
-      c.failureMessage = 'The card was declined by the issuer';
-    }
     return [201, answer(c)];
   }
 

@@ -10,13 +10,11 @@ import { brandOf, luhnValid, parseExpiry } from './cards';
 import { SandboxError, readJson, sandboxServer, sendJson, sendText } from '../../providers/sandbox/http';
 
 /**
- * The sandbox card-tokenisation provider (the vault), on its own origin. It serves the card-field
- * iframe (`GET /fields`, its script and style) that the checkout page frames, and the token API
- * the iframe calls on its own origin (`POST /v1/tokens`: card → `tok_…`, kept `tokenTtlMs`,
- * single use). The acquirer redeems a token server to server (`POST /v1/tokens/{token}/redeem`,
- * with the vault's API key), once, for the payment it was issued for. The vault knows nothing
- * of the service but its origin (the only parent its iframe talks to). Card numbers and CVCs
- * live in its memory only, never in a log line; tokens are logged by their first characters.
+ * The sandbox card vault, on its own origin: the card-field iframe the checkout frames
+ * (`GET /fields`), the token API it calls (`POST /v1/tokens`: card → single-use `tok_…`), and
+ * the acquirer's redemption (`POST /v1/tokens/{token}/redeem`, with the vault's API key, once,
+ * for the payment it was issued for). Card numbers and CVCs live in its memory only, never in a
+ * log line; tokens are logged by their first characters.
  */
 
 export interface VaultOptions {
@@ -85,8 +83,8 @@ export function createVaultServer(opts: VaultOptions): Server {
 
   async function createToken(req: IncomingMessage): Promise<[number, unknown]> {
     // the token API serves the vault's own iframe only
-    const origin = req.headers.origin;
-    if (origin !== undefined && !isOwnOrigin(req, origin)) throw new SandboxError(403, 'origin-not-allowed', 'tokens are created by the vault’s own card fields');
+    const { origin, host } = req.headers;
+    if (origin !== undefined && origin !== `http://${host}` && origin !== `https://${host}`) throw new SandboxError(403, 'origin-not-allowed', 'tokens are created by the vault’s own card fields');
     const body = await readJson(req, 4096);
     const number = typeof body.number === 'string' ? body.number.replace(/[\s-]/g, '') : '';
     if (!luhnValid(number)) throw new SandboxError(400, 'card-invalid', 'the card number is not valid');
@@ -131,9 +129,4 @@ export function createVaultServer(opts: VaultOptions): Server {
   const server = sandboxServer('vault', opts.log, route);
   server.on('close', () => clearInterval(sweep));
   return server;
-}
-
-/** The vault's own origin, as the request reached it. */
-function isOwnOrigin(req: IncomingMessage, origin: string): boolean {
-  return origin === `http://${req.headers.host}` || origin === `https://${req.headers.host}`;
 }

@@ -11,12 +11,10 @@ import { createCallbackSender } from './callbackSender';
 import { jsonObject, readBody, sandboxServer, SandboxError } from './http';
 
 /**
- * The sandbox provider: a real HTTP server speaking the provider protocol (../protocol.ts) for
- * the four operators (/{operator}/v1/...). It takes a request, answers at once, and after the
- * callback delay reports the outcome of the sandbox table to the request's callback_url with a
- * signed body, retrying while our service does not answer 2xx. The same external id twice
- * returns the first answer and sends no second prompt or callback (idempotency key = our id).
- * Its state lives in memory: it is a simulator, restarted empty.
+ * The sandbox provider: the provider protocol (../protocol.ts) for the four operators
+ * (/{operator}/v1/...). It answers at once and, after the callback delay, reports the sandbox
+ * table's outcome by signed callback. The same external id twice returns the first answer and
+ * sends no second prompt or callback. State lives in memory: a simulator, restarted empty.
  */
 
 export interface SandboxOptions {
@@ -26,8 +24,6 @@ export interface SandboxOptions {
   /** simulated latency before answering a create request */
   pushLatencyMs: number;
   log: Logger;
-  /** delays between callback delivery attempts; default 1 s, 2 s, 4 s, 8 s, 16 s */
-  callbackRetryMs?: number[];
   /** the sandbox's own window: a payment it never answers reports `expired` once it is over (decisions.md) */
   windowMs: number;
   /** what decides when an outcome is due and a window over (a test moves it: shared/clock.ts) */
@@ -39,9 +35,6 @@ interface SandboxTransaction {
   operator: Operator;
   externalId: string;
   providerRef: string;
-  msisdn: string;
-  amount: number;
-  currency: string;
   callbackUrl: string;
   outcome: SandboxOutcome;
   /** when the outcome is known (to an ask, GET /v1/transactions/{id}) and the callback sent */
@@ -89,7 +82,7 @@ function statusView(tx: SandboxTransaction, now: number) {
 
 export function createSandboxServer(opts: SandboxOptions): Server {
   const transactions = new Map<string, SandboxTransaction>();
-  const callbacks = createCallbackSender({ callbackSecret: opts.callbackSecret, retryMs: opts.callbackRetryMs ?? [1000, 2000, 4000, 8000, 16000], log: opts.log });
+  const callbacks = createCallbackSender(opts.callbackSecret, opts.log);
   const { later } = callbacks;
 
   // one timer for every transaction's expiry (not one 24-hour timer each): memory and timers stay bounded
@@ -143,9 +136,6 @@ export function createSandboxServer(opts: SandboxOptions): Server {
       operator,
       externalId,
       providerRef: `SBX-${operator.slice(0, 3).toUpperCase()}-${randomUUID()}`,
-      msisdn,
-      amount,
-      currency,
       callbackUrl,
       outcome: sandboxOutcome(kind, msisdn),
       outcomeAt: opts.clock.now() + opts.callbackDelayMs,

@@ -12,23 +12,13 @@ export type SandboxOutcome =
   | { status: 'failed'; failureCode: string; failureMessage: string }
   | { status: 'never' };
 
+const failed = (failureCode: string, failureMessage: string): SandboxOutcome => ({ status: 'failed', failureCode, failureMessage });
+
 export function sandboxOutcome(kind: ProviderObjectKind, msisdn: string): SandboxOutcome {
-  switch (msisdn) {
-    case '243990000002':
-      return kind === 'payment'
-        ? { status: 'failed', failureCode: 'insufficient-funds', failureMessage: 'The client has insufficient funds' }
-        : { status: 'succeeded' };
-    case '243990000003':
-      return kind === 'payment'
-        ? { status: 'failed', failureCode: 'client-refused', failureMessage: 'The client refused the payment (wrong PIN)' }
-        : { status: 'succeeded' };
-    case '243990000004':
-      return { status: 'never' };
-    case '243990000005':
-      return kind === 'payment'
-        ? { status: 'succeeded' }
-        : { status: 'failed', failureCode: 'recipient-inactive', failureMessage: 'The recipient number is inactive' };
-    default:
-      return { status: 'succeeded' };
-  }
+  const payment = kind === 'payment';
+  if (msisdn === '243990000002' && payment) return failed('insufficient-funds', 'The client has insufficient funds');
+  if (msisdn === '243990000003' && payment) return failed('client-refused', 'The client refused the payment (wrong PIN)');
+  if (msisdn === '243990000004') return { status: 'never' };
+  if (msisdn === '243990000005' && !payment) return failed('recipient-inactive', 'The recipient number is inactive');
+  return { status: 'succeeded' };
 }

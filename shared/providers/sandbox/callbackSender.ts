@@ -3,21 +3,15 @@ import { HttpClient } from '../../httpClient';
 import type { CallbackWire } from '../protocol';
 import { signCallback } from '../signature';
 
-export interface CallbackSenderOptions {
-  callbackSecret: string;
-  /** delays before attempts 2, 3, …; after the last one the sandbox gives up */
-  retryMs: number[];
-  log: Logger;
-}
+/** Delays before attempts 2, 3, …; after the last one the sandbox gives up. */
+const RETRY_MS = [1000, 2000, 4000, 8000, 16000];
 
 /**
- * How every sandbox provider (mobile money, card acquirer) calls `POST /callbacks/{provider}`:
- * the body signed with the callback secret as a real provider would, over kept-alive
- * connections, retried after each delay unless the service refused it for good (a 4xx other
- * than 408/429 will not change by asking again). `later` runs work on a timer that `close`
- * clears, so a stopped sandbox leaves nothing behind.
+ * How the sandboxes call `POST /callbacks/{provider}`: signed as a real provider would, retried
+ * unless refused for good (a 4xx other than 408/429 will not change by asking again). `close`
+ * clears the timers of `later`, so a stopped sandbox leaves nothing behind.
  */
-export function createCallbackSender(opts: CallbackSenderOptions) {
+export function createCallbackSender(callbackSecret: string, log: Logger) {
   // a provider calling back hundreds of times a second keeps as many connections open: with 64,
   // callbacks waited in the sandbox for a free one once the web answered in over 300 ms at
   // 200/s, timed out and were sent again (bench:e2e)
@@ -35,13 +29,13 @@ export function createCallbackSender(opts: CallbackSenderOptions) {
   async function send(url: string, body: CallbackWire, hooks: { onAttempt?: () => void; onDelivered: () => void }, attempt = 0): Promise<void> {
     const raw = JSON.stringify(body);
     hooks.onAttempt?.();
-    const headers = { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(opts.callbackSecret, raw, Math.floor(Date.now() / 1000)) };
+    const headers = { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(callbackSecret, raw, Math.floor(Date.now() / 1000)) };
     // a network failure counts as 0, retried below; redirects are not followed (3xx is a failure)
     const status = await client.request(url, { method: 'POST', headers, body: raw, timeoutMs: 10_000 }).then((r) => r.status, () => 0);
     if (status >= 200 && status < 300) return hooks.onDelivered();
-    opts.log.warn({ externalId: body.external_id, status, attempt }, 'sandbox callback not accepted');
+    log.warn({ externalId: body.external_id, status, attempt }, 'sandbox callback not accepted');
     const final = status >= 400 && status < 500 && status !== 408 && status !== 429;
-    if (!final && attempt < opts.retryMs.length) later(opts.retryMs[attempt]!, () => void send(url, body, hooks, attempt + 1));
+    if (!final && attempt < RETRY_MS.length) later(RETRY_MS[attempt]!, () => void send(url, body, hooks, attempt + 1));
   }
 
   return {

@@ -1,5 +1,8 @@
 import http, { type IncomingMessage, type ServerResponse } from 'node:http';
-import type { Logger } from '../../logger';
+import type { AddressInfo } from 'node:net';
+import { getConfig, type Config } from '../../config';
+import { beatForSupervisor } from '../../heartbeat';
+import { createLogger, type Logger } from '../../logger';
 
 /** What the sandboxes (mobile-money provider, card vault and acquirer) share as small HTTP servers. */
 
@@ -63,4 +66,28 @@ export function sandboxServer(name: string, log: Logger, route: (req: IncomingMe
       send(res, 500, { error: { code: 'internal', message: `${name} error` } });
     });
   });
+}
+
+/**
+ * Runs a sandbox as its own process (Procfile), on its own port and so its own origin; port 0
+ * picks a free port, logged on the listening line.
+ */
+export function runSandbox(name: string, listening: string, make: (config: Config, log: Logger) => { server: http.Server; port: number; backlog?: number }): void {
+  beatForSupervisor();
+  process.env.PROCESS_NAME ||= name;
+  const config = getConfig();
+  const log = createLogger(config.logLevel, name);
+  const { server, port, backlog } = make(config, log);
+  server.keepAliveTimeout = 65_000;
+  server.listen({ port, host: '127.0.0.1', backlog }, () => {
+    const { port: bound } = server.address() as AddressInfo;
+    log.info({ port: bound, url: `http://127.0.0.1:${bound}` }, listening);
+  });
+  const stop = () => {
+    server.close(() => process.exit(0));
+    server.closeIdleConnections();
+    setTimeout(() => process.exit(0), 2000).unref();
+  };
+  process.on('SIGTERM', stop);
+  process.on('SIGINT', stop);
 }
