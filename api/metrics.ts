@@ -34,22 +34,15 @@ export function routeLabel(ctx: Context, routers: Router[]): string {
   return UNMATCHED;
 }
 
+export type Metrics = ReturnType<typeof createMetrics>;
+
 /**
  * GET /metrics (admin token): Prometheus text. Request counts and latency by route pattern
  * (never by raw path: ids would explode the label set), queue depths read at scrape time, what
  * Postgres says about operations, webhooks and the ledger (storeMetrics below), and the
  * process's default metrics. The pools serve their own (shared/metrics/server.ts).
  */
-export interface Metrics {
-  /** Counts and times every request; the routers give the templates requests are labelled by. */
-  record(routers: Router[]): Middleware;
-  serve: Middleware;
-  registry: Registry;
-  /** requests refused by the overload guard (api/middleware/overload.ts), by route and reason */
-  shed: Counter<'route' | 'reason'>;
-}
-
-export function createMetrics(services: ServiceContext): Metrics {
+export function createMetrics(services: ServiceContext) {
   const registry = new Registry();
   if (services.config.nodeName) registry.setDefaultLabels({ node: services.config.nodeName });
   collectProcessMetrics(registry);
@@ -103,6 +96,7 @@ export function createMetrics(services: ServiceContext): Metrics {
 
   storeMetrics(registry, services);
 
+  // requests refused by the overload guard (api/middleware/overload.ts), by route and reason
   const shed = new Counter({
     name: 'http_requests_shed_total',
     help: 'Requests answered 503 service-unavailable because the work behind the API fell behind (OVERLOAD_*)',
@@ -110,6 +104,7 @@ export function createMetrics(services: ServiceContext): Metrics {
     registers: [registry],
   });
 
+  // counts and times every request; the routers give the templates requests are labelled by
   const record = (routers: Router[]): Middleware => async (ctx, next) => {
     const end = duration.startTimer();
     try {

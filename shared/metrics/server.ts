@@ -1,23 +1,18 @@
+import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { Logger } from '../logger';
 import { COPIES_PER_BLOCK, metricsPortFor } from './ports';
 import { collectProcessMetrics, processRegistry } from './registry';
 
-function listen(server: Server, port: number): Promise<boolean> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException) => {
-      server.off('listening', onListening);
-      if (err.code === 'EADDRINUSE') resolve(false);
-      else reject(err);
-    };
-    const onListening = () => {
-      server.off('error', onError);
-      resolve(true);
-    };
-    server.once('error', onError);
-    server.once('listening', onListening);
-    server.listen(port);
-  });
+/** Listens on `port`: false when another process has it. */
+async function listen(server: Server, port: number): Promise<boolean> {
+  try {
+    await once(server.listen(port), 'listening');
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') return false;
+    throw err;
+  }
 }
 
 /**
