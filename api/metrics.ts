@@ -55,43 +55,33 @@ export function createMetrics(services: ServiceContext) {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [registry],
   });
-  new Gauge({
-    name: 'queue_jobs',
-    help: 'Jobs per queue and state',
-    labelNames: ['queue', 'state'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      for (const q of services.queues.all()) {
-        const counts = await q.getJobCounts('waiting', 'active', 'delayed', 'failed').catch(() => undefined);
-        for (const [state, n] of Object.entries(counts ?? {})) this.set({ queue: q.name, state }, n);
-      }
-    },
+  /** A gauge `read` sets afresh at each scrape. */
+  const scraped = (name: string, help: string, labelNames: string[], read: (gauge: Gauge) => Promise<void>) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        await read(this);
+      },
+    });
+  scraped('queue_jobs', 'Jobs per queue and state', ['queue', 'state'], async (gauge) => {
+    for (const q of services.queues.all()) {
+      const counts = await q.getJobCounts('waiting', 'active', 'delayed', 'failed').catch(() => undefined);
+      for (const [state, n] of Object.entries(counts ?? {})) gauge.set({ queue: q.name, state }, n);
+    }
   });
-
-  new Gauge({
-    name: 'operations_open_past_bound',
-    help: 'Payments, refunds and payouts still open an hour after their provider window (GET /admin/attention)',
-    labelNames: ['kind'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      const counts = await countPastBound(services.db, KINDS, services.clock.now()).catch(() => undefined);
-      for (const [kind, n] of Object.entries(counts ?? {})) this.set({ kind }, n);
-    },
+  const pastBoundHelp = 'Payments, refunds and payouts still open an hour after their provider window (GET /admin/attention)';
+  scraped('operations_open_past_bound', pastBoundHelp, ['kind'], async (gauge) => {
+    const counts = await countPastBound(services.db, KINDS, services.clock.now()).catch(() => undefined);
+    for (const [kind, n] of Object.entries(counts ?? {})) gauge.set({ kind }, n);
   });
-
-  new Gauge({
-    name: 'queue_oldest_waiting_seconds',
-    help: 'Age of the oldest job waiting for a worker, per queue (0: none waiting)',
-    labelNames: ['queue'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      if (!services.queues.isReady()) return;
-      const backlog = await readBacklog(services.queues).catch(() => []);
-      for (const q of backlog) this.set({ queue: q.queue }, (q.oldestWaitMs ?? 0) / 1000);
-    },
+  scraped('queue_oldest_waiting_seconds', 'Age of the oldest job waiting for a worker, per queue (0: none waiting)', ['queue'], async (gauge) => {
+    if (!services.queues.isReady()) return;
+    const backlog = await readBacklog(services.queues).catch(() => []);
+    for (const q of backlog) gauge.set({ queue: q.queue }, (q.oldestWaitMs ?? 0) / 1000);
   });
 
   storeMetrics(registry, services);
