@@ -16,10 +16,9 @@ async function listen(server: Server, port: number): Promise<boolean> {
 }
 
 /**
- * GET /metrics of a worker pool process, on its port (ports.ts): what it records (jobs, provider
- * calls) and Node's process metrics. Off unless a port is configured. A copy that finds the port
- * taken by another copy of its pool takes the next free one of the block. Metrics never stop a
- * pool: when no port can be had, it says so and runs on without them.
+ * GET /metrics of a worker pool process on its port (ports.ts), off unless one is configured; a
+ * copy that finds it taken takes the next free one of the block. Metrics never stop a pool: with
+ * no port to be had, it says so and runs on without them.
  */
 export async function serveProcessMetrics(pool: string, log: Logger, env: Record<string, string | undefined> = process.env): Promise<Server | null> {
   const first = metricsPortFor(pool, env);
