@@ -56,18 +56,16 @@ function loadCardsConfig(env: Env, production: boolean) {
   const given = liveNames.filter((n) => env[n]);
   if (given.length > 0 && given.length < liveNames.length) throw new ConfigError(`${liveNames.join(', ')} must be set together`);
   const protocols = production ? ['https:'] : ['http:', 'https:'];
-  const live: CardEndpoints | null =
-    given.length > 0
-      ? {
-          vaultUrl: url(env, 'CARD_LIVE_VAULT_URL', '', protocols),
-          providerUrl: url(env, 'CARD_LIVE_PROVIDER_URL', '', protocols),
-          apiKey: env.CARD_LIVE_PROVIDER_API_KEY!,
-          callbackSecret: env.CARD_LIVE_CALLBACK_SECRET!,
-        }
-      : // production never falls back to the sandbox; elsewhere live keys reach it, so they work end to end locally
-        production
-        ? null
-        : { ...sandbox };
+  // unset, production never falls back to the sandbox; elsewhere live keys reach it, so they work end to end locally
+  let live: CardEndpoints | null = production ? null : { ...sandbox };
+  if (given.length > 0) {
+    live = {
+      vaultUrl: url(env, 'CARD_LIVE_VAULT_URL', '', protocols),
+      providerUrl: url(env, 'CARD_LIVE_PROVIDER_URL', '', protocols),
+      apiKey: env.CARD_LIVE_PROVIDER_API_KEY!,
+      callbackSecret: env.CARD_LIVE_CALLBACK_SECRET!,
+    };
+  }
   const vaultApiKey = env.CARD_VAULT_API_KEY || DEV_CARD_VAULT_API_KEY;
   if (production) {
     if (DEV_CALLBACK_SECRETS.includes(sandbox.callbackSecret)) throw new ConfigError('CARD_CALLBACK_SECRET must be set in production (the development callback secret is refused)');

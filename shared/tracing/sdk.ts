@@ -19,7 +19,6 @@ import {
   type Sampler,
   type SamplingResult,
   type Span,
-  type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace';
 import { maskPath, maskText } from '../logger';
@@ -90,27 +89,24 @@ function exportingProcessors(env: Record<string, string | undefined>): SpanProce
   for (const name of names.length ? names : ['otlp']) {
     if (name === 'console') {
       processors.push(new SimpleSpanProcessor({ exporter: new ConsoleSpanExporter() }));
-      continue;
-    }
-    if (name !== 'otlp') {
+    } else if (name !== 'otlp') {
       process.stderr.write(`tracing: OTEL_TRACES_EXPORTER=${name} is not supported here (otlp, console); ignored\n`);
-      continue;
+    } else {
+      // an empty variable (a copied .env.example) counts as unset
+      const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || 'http/protobuf').trim();
+      if (protocol !== 'http/json' && protocol !== 'http/protobuf') {
+        process.stderr.write(`tracing: OTLP protocol ${protocol} is not supported here (http/protobuf, http/json); using http/protobuf\n`);
+      }
+      processors.push(
+        new BatchSpanProcessor({
+          exporter: protocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter(),
+          scheduledDelayMillis: number(env, 'OTEL_BSP_SCHEDULE_DELAY'),
+          maxQueueSize: number(env, 'OTEL_BSP_MAX_QUEUE_SIZE'),
+          maxExportBatchSize: number(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE'),
+          exportTimeoutMillis: number(env, 'OTEL_BSP_EXPORT_TIMEOUT'),
+        }),
+      );
     }
-    // an empty variable (a copied .env.example) counts as unset
-    const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || 'http/protobuf').trim();
-    if (protocol !== 'http/json' && protocol !== 'http/protobuf') {
-      process.stderr.write(`tracing: OTLP protocol ${protocol} is not supported here (http/protobuf, http/json); using http/protobuf\n`);
-    }
-    const exporter: SpanExporter = protocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter();
-    processors.push(
-      new BatchSpanProcessor({
-        exporter,
-        scheduledDelayMillis: number(env, 'OTEL_BSP_SCHEDULE_DELAY'),
-        maxQueueSize: number(env, 'OTEL_BSP_MAX_QUEUE_SIZE'),
-        maxExportBatchSize: number(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE'),
-        exportTimeoutMillis: number(env, 'OTEL_BSP_EXPORT_TIMEOUT'),
-      }),
-    );
   }
   return processors;
 }
