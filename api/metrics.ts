@@ -13,13 +13,11 @@ import { KINDS } from '../shared/operationKinds';
 
 /** Methods kept as label values; anything else (Node accepts a few dozen) is counted as OTHER. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
-export const UNMATCHED = 'unmatched';
 
 /**
- * The route label of a request: the template of the route it reached (`/v1/payments/:id`), or of
- * the route its path would reach when a step refused it before any router ran (a 401 or 429 of
- * the pipeline), or `unmatched`. Never the raw path: every distinct label value is a new series
- * kept for the life of the process, so a client sending random paths must not create any.
+ * The route label of a request: the template of the route it reached or would reach (a 401 or
+ * 429 of the pipeline comes before any router), or `unmatched`. Never the raw path: every label
+ * value is a series kept for the life of the process, so random paths must not create any.
  */
 export function routeLabel(ctx: Context, routers: Router[]): string {
   const matched = (ctx as unknown as { _matchedRoute?: unknown })._matchedRoute;
@@ -31,7 +29,7 @@ export function routeLabel(ctx: Context, routers: Router[]): string {
     const layers = router.match(path, ctx.method).path.filter((l) => l.methods.length > 0);
     if (layers.length) return String(layers[layers.length - 1].path);
   }
-  return UNMATCHED;
+  return 'unmatched';
 }
 
 export type Metrics = ReturnType<typeof createMetrics>;

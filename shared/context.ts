@@ -25,9 +25,9 @@ export interface ServiceContext {
   /** the process's caches (merchant terms, operator closures, the maintenance flag, documents), each with its TTL */
   caches: Caches;
   log: Logger;
-  /** the providers of this configuration, built on first use (the web process learns its base URL at start) */
+  /** built on first use (the web process learns its base URL at start) */
   readonly providers: ProviderRegistry;
-  /** every provider call the kernel makes is counted here, for operator availability; built on first use */
+  /** every provider call the kernel makes, counted for operator availability; built on first use */
   readonly providerHealth: ProviderHealth;
   clock: Clock;
   close(): Promise<void>;
@@ -86,11 +86,7 @@ export function createContext(opts: ContextOptions): ServiceContext {
   return context;
 }
 
-/**
- * What a process checks of its deployment before it starts, refusing a bad one with what to
- * change (issue 25): prepared statements on behind PgBouncer, a Redis Cluster URL naming a node
- * that does not answer. (A hash-tagged QUEUE_PREFIX on a cluster is refused by the configuration.)
- */
+/** Refuses a bad deployment before start, saying what to change (issue 25): prepared statements behind PgBouncer, a dead Redis Cluster node. */
 export async function checkDeployment(config: Config): Promise<void> {
   await Promise.all([checkPooler(config.databaseUrl, config.dbPreparedStatements), checkClusterNodes(config.redisUrl)]);
 }

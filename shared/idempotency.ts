@@ -49,11 +49,7 @@ export interface StoredResponse {
   body: Buffer;
 }
 
-/**
- * What a route needs to write its key: the key, the request it stands for, how long to wait for
- * another request holding it, and how the web layer encodes the route's result as its answer
- * (shared code never builds response bytes).
- */
+/** What a route needs to write its key; the web layer encodes the result (shared code never builds response bytes). */
 export interface IdempotentWrite<T> {
   id: IdempotencyKeyId;
   request: IdempotentRequest;
@@ -64,10 +60,7 @@ export interface IdempotentWrite<T> {
 /** What a key already held by another request means for this one. */
 export type HeldKey = { kind: 'replay'; response: StoredResponse } | { kind: 'conflict' } | { kind: 'in-progress' };
 
-/**
- * Thrown by a route whose key another request holds (committed, or still running past the wait):
- * nothing was written; the request is answered by the key (readIdempotencyKey).
- */
+/** Thrown by a route whose key another request holds (committed, or running past the wait): nothing was written. */
 export class IdempotencyKeyHeld extends Error {
   constructor() {
     super('idempotency key held by another request');
