@@ -1,8 +1,6 @@
 /**
- * Domain errors: what went wrong, in the vocabulary of decisions.md, without HTTP. Code under
- * shared/ throws these; api/middleware/errors.ts alone maps each to its status, headers and the
- * error body. An error code is one of ErrorCode: a typo at a throw site does not compile, and each
- * class accepts only the codes of its kind.
+ * Domain errors in the vocabulary of decisions.md, without HTTP: api/middleware/errors.ts alone
+ * maps each to its status, headers and body. Each class accepts only the codes of its kind.
  */
 
 /** Codes of the 401 answers (spec 7; decisions.md: one fixed message each). */
