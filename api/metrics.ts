@@ -13,13 +13,11 @@ import { KINDS } from '../shared/operationKinds';
 
 /** Methods kept as label values; anything else (Node accepts a few dozen) is counted as OTHER. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
-export const UNMATCHED = 'unmatched';
 
 /**
- * The route label of a request: the template of the route it reached (`/v1/payments/:id`), or of
- * the route its path would reach when a step refused it before any router ran (a 401 or 429 of
- * the pipeline), or `unmatched`. Never the raw path: every distinct label value is a new series
- * kept for the life of the process, so a client sending random paths must not create any.
+ * The route label of a request: the template of the route it reached or would reach (a 401 or
+ * 429 of the pipeline comes before any router), or `unmatched`. Never the raw path: every label
+ * value is a series kept for the life of the process, so random paths must not create any.
  */
 export function routeLabel(ctx: Context, routers: Router[]): string {
   const matched = (ctx as unknown as { _matchedRoute?: unknown })._matchedRoute;
@@ -31,8 +29,10 @@ export function routeLabel(ctx: Context, routers: Router[]): string {
     const layers = router.match(path, ctx.method).path.filter((l) => l.methods.length > 0);
     if (layers.length) return String(layers[layers.length - 1].path);
   }
-  return UNMATCHED;
+  return 'unmatched';
 }
+
+export type Metrics = ReturnType<typeof createMetrics>;
 
 /**
  * GET /metrics (admin token): Prometheus text. Request counts and latency by route pattern
@@ -40,16 +40,7 @@ export function routeLabel(ctx: Context, routers: Router[]): string {
  * Postgres says about operations, webhooks and the ledger (storeMetrics below), and the
  * process's default metrics. The pools serve their own (shared/metrics/server.ts).
  */
-export interface Metrics {
-  /** Counts and times every request; the routers give the templates requests are labelled by. */
-  record(routers: Router[]): Middleware;
-  serve: Middleware;
-  registry: Registry;
-  /** requests refused by the overload guard (api/middleware/overload.ts), by route and reason */
-  shed: Counter<'route' | 'reason'>;
-}
-
-export function createMetrics(services: ServiceContext): Metrics {
+export function createMetrics(services: ServiceContext) {
   const registry = new Registry();
   if (services.config.nodeName) registry.setDefaultLabels({ node: services.config.nodeName });
   collectProcessMetrics(registry);
@@ -62,47 +53,38 @@ export function createMetrics(services: ServiceContext): Metrics {
     buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 10],
     registers: [registry],
   });
-  new Gauge({
-    name: 'queue_jobs',
-    help: 'Jobs per queue and state',
-    labelNames: ['queue', 'state'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      for (const q of services.queues.all()) {
-        const counts = await q.getJobCounts('waiting', 'active', 'delayed', 'failed').catch(() => undefined);
-        for (const [state, n] of Object.entries(counts ?? {})) this.set({ queue: q.name, state }, n);
-      }
-    },
+  /** A gauge `read` sets afresh at each scrape. */
+  const scraped = (name: string, help: string, labelNames: string[], read: (gauge: Gauge) => Promise<void>) =>
+    new Gauge({
+      name,
+      help,
+      labelNames,
+      registers: [registry],
+      async collect() {
+        this.reset();
+        await read(this);
+      },
+    });
+  scraped('queue_jobs', 'Jobs per queue and state', ['queue', 'state'], async (gauge) => {
+    for (const q of services.queues.all()) {
+      const counts = await q.getJobCounts('waiting', 'active', 'delayed', 'failed').catch(() => undefined);
+      for (const [state, n] of Object.entries(counts ?? {})) gauge.set({ queue: q.name, state }, n);
+    }
   });
-
-  new Gauge({
-    name: 'operations_open_past_bound',
-    help: 'Payments, refunds and payouts still open an hour after their provider window (GET /admin/attention)',
-    labelNames: ['kind'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      const counts = await countPastBound(services.db, KINDS, services.clock.now()).catch(() => undefined);
-      for (const [kind, n] of Object.entries(counts ?? {})) this.set({ kind }, n);
-    },
+  const pastBoundHelp = 'Payments, refunds and payouts still open an hour after their provider window (GET /admin/attention)';
+  scraped('operations_open_past_bound', pastBoundHelp, ['kind'], async (gauge) => {
+    const counts = await countPastBound(services.db, KINDS, services.clock.now()).catch(() => undefined);
+    for (const [kind, n] of Object.entries(counts ?? {})) gauge.set({ kind }, n);
   });
-
-  new Gauge({
-    name: 'queue_oldest_waiting_seconds',
-    help: 'Age of the oldest job waiting for a worker, per queue (0: none waiting)',
-    labelNames: ['queue'],
-    registers: [registry],
-    async collect() {
-      this.reset();
-      if (!services.queues.isReady()) return;
-      const backlog = await readBacklog(services.queues).catch(() => []);
-      for (const q of backlog) this.set({ queue: q.queue }, (q.oldestWaitMs ?? 0) / 1000);
-    },
+  scraped('queue_oldest_waiting_seconds', 'Age of the oldest job waiting for a worker, per queue (0: none waiting)', ['queue'], async (gauge) => {
+    if (!services.queues.isReady()) return;
+    const backlog = await readBacklog(services.queues).catch(() => []);
+    for (const q of backlog) gauge.set({ queue: q.queue }, (q.oldestWaitMs ?? 0) / 1000);
   });
 
   storeMetrics(registry, services);
 
+  // requests refused by the overload guard (api/middleware/overload.ts), by route and reason
   const shed = new Counter({
     name: 'http_requests_shed_total',
     help: 'Requests answered 503 service-unavailable because the work behind the API fell behind (OVERLOAD_*)',
@@ -110,6 +92,7 @@ export function createMetrics(services: ServiceContext): Metrics {
     registers: [registry],
   });
 
+  // counts and times every request; the routers give the templates requests are labelled by
   const record = (routers: Router[]): Middleware => async (ctx, next) => {
     const end = duration.startTimer();
     try {

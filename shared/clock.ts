@@ -14,10 +14,9 @@ export interface Clock {
 export const systemClock: Clock = { now: () => Date.now() };
 
 /**
- * Tests only: the system clock plus the offset in milliseconds written in `file`, read at each
- * call, so a test moves the clock of the processes it spawned by rewriting the file (the test's
- * side: test/helpers/env.ts, `clock`). No file yet: no offset. A process gets it through
- * TEST_CLOCK_FILE, which the configuration refuses unless NODE_ENV is test.
+ * Tests only (TEST_CLOCK_FILE): the system clock plus the offset in milliseconds written in
+ * `file` (none while there is no file), read at each call, so a test moves the clock of the
+ * processes it spawned by rewriting the file (test/helpers/env.ts, `clock`).
  */
 export function fileClock(file: string): Clock {
   return { now: () => Date.now() + offsetIn(file) };
@@ -42,10 +41,9 @@ export function clockOf(config: Pick<Config, 'testClockFile'>): Clock {
 }
 
 /**
- * A clock a test moves instead of sleeping. It stands still until moved (sweeps and windows: the
- * test decides every instant), or with `running` it follows the system clock plus what the test
- * advanced (an in-process app whose other instants are the wall clock's, such as the end of a
- * revoked key's grace written by the service).
+ * A clock a test moves instead of sleeping: it stands still until moved, or with `running` it
+ * follows the system clock plus what the test advanced (for an in-process app whose other
+ * instants are the wall clock's).
  */
 export class ManualClock implements Clock {
   private offset: number;

@@ -1,31 +1,25 @@
 /**
- * One typed configuration, read from the environment once at start-up.
- * A bad value stops the process with a message naming the variable; every variable has a
- * development default (listed in .env.example), and the development secrets are refused in
- * production.
+ * One typed configuration, read from the environment once at start-up. A bad value stops the
+ * process with a message naming the variable; every variable has a development default (listed
+ * in .env.example), and the development secrets are refused in production.
  */
 
 import { parseDailyTime } from './domain/settlement';
 
+// development secrets that ship with the code (public): production refuses each of them
 export const DEV_SECRETS_KEY = 'dev:ZGV2ZWxvcG1lbnQtb25seS1rZXktZG8tbm90LXVzZSE=';
 export const DEV_ADMIN_API_TOKEN = 'dev-admin-token-change-me';
-/** The sandbox provider's development callback secret: public, so production refuses it for any provider. */
 export const DEV_SANDBOX_CALLBACK_SECRET = 'sandbox-callback-secret';
-/** The card sandbox acquirer's development callback secret (public, refused in production). */
 export const DEV_CARD_CALLBACK_SECRET = 'card-sandbox-callback-secret';
-/** The development key the sandbox acquirer redeems tokens with at the sandbox vault (refused in production). */
+/** the key the sandbox acquirer redeems tokens with at the sandbox vault */
 export const DEV_CARD_VAULT_API_KEY = 'card-vault-key-change-me';
-/** Every callback secret that ships with the code; production refuses each of them. */
-export const DEV_CALLBACK_SECRETS: readonly string[] = [DEV_SANDBOX_CALLBACK_SECRET, DEV_CARD_CALLBACK_SECRET];
+const DEV_CALLBACK_SECRETS: readonly string[] = [DEV_SANDBOX_CALLBACK_SECRET, DEV_CARD_CALLBACK_SECRET];
 /** The spec's webhook delays (6.5), in seconds; attempt n+1 follows failed attempt n by delay n. */
 export const SPEC_WEBHOOK_DELAYS_S = [1, 5, 30, 300, 1800, 7200, 21600, 86400];
 /** Spec 8: requests per minute per API key. */
 export const SPEC_RATE_LIMIT_PER_MINUTE = 100;
 
-export interface SecretsKey {
-  id: string;
-  key: Buffer;
-}
+export type SecretsKey = { id: string; key: Buffer };
 
 /** The process's configuration (loadConfig): each setting is documented where it is read. */
 export type Config = ReturnType<typeof loadConfig>;
@@ -35,18 +29,7 @@ export type Config = ReturnType<typeof loadConfig>;
  * the last `windowMs` of provider calls in that environment, at least `minCalls` were made and
  * at least half of them failed (timeout, unreachable, 5xx) or took `slowMs` or more.
  */
-export type AvailabilityConfig = ReturnType<typeof loadAvailabilityConfig>;
-
-export function loadAvailabilityConfig(env: Env) {
-  return {
-    /** how far back provider calls count */
-    windowMs: int(env, 'AVAILABILITY_WINDOW_MS', 300_000, 10_000, 86_400_000),
-    /** fewer calls than this in the window say nothing (operational) */
-    minCalls: int(env, 'AVAILABILITY_MIN_CALLS', 3, 1, 1_000_000),
-    /** a provider answer this slow counts against the operator */
-    slowMs: int(env, 'AVAILABILITY_SLOW_MS', 5000, 1, 600_000),
-  };
-}
+export type AvailabilityConfig = Config['availability'];
 
 /** Where one environment's card vault and acquirer are, and how the acquirer's callbacks are verified. */
 export interface CardEndpoints {
@@ -59,7 +42,7 @@ export interface CardEndpoints {
 }
 
 /** Card payments (decisions.md "Cards (hosted checkout)"): three parties, three origins. */
-export function loadCardsConfig(env: Env, production: boolean) {
+function loadCardsConfig(env: Env, production: boolean) {
   const vaultPort = int(env, 'CARD_VAULT_PORT', 4020, 0, 65535);
   const providerPort = int(env, 'CARD_PROVIDER_PORT', 4030, 0, 65535);
   // test keys: the sandbox vault and acquirer
@@ -73,19 +56,16 @@ export function loadCardsConfig(env: Env, production: boolean) {
   const given = liveNames.filter((n) => env[n]);
   if (given.length > 0 && given.length < liveNames.length) throw new ConfigError(`${liveNames.join(', ')} must be set together`);
   const protocols = production ? ['https:'] : ['http:', 'https:'];
-  const live: CardEndpoints | null =
-    given.length > 0
-      ? {
-          vaultUrl: url(env, 'CARD_LIVE_VAULT_URL', '', protocols),
-          providerUrl: url(env, 'CARD_LIVE_PROVIDER_URL', '', protocols),
-          apiKey: env.CARD_LIVE_PROVIDER_API_KEY!,
-          callbackSecret: env.CARD_LIVE_CALLBACK_SECRET!,
-        }
-      : // production never falls back to the sandbox; elsewhere live keys reach it, so they work end to end locally
-        production
-        ? null
-        : { ...sandbox };
-  // the key the sandbox acquirer redeems tokens with at the sandbox vault
+  // unset, production never falls back to the sandbox; elsewhere live keys reach it, so they work end to end locally
+  let live: CardEndpoints | null = production ? null : { ...sandbox };
+  if (given.length > 0) {
+    live = {
+      vaultUrl: url(env, 'CARD_LIVE_VAULT_URL', '', protocols),
+      providerUrl: url(env, 'CARD_LIVE_PROVIDER_URL', '', protocols),
+      apiKey: env.CARD_LIVE_PROVIDER_API_KEY!,
+      callbackSecret: env.CARD_LIVE_CALLBACK_SECRET!,
+    };
+  }
   const vaultApiKey = env.CARD_VAULT_API_KEY || DEV_CARD_VAULT_API_KEY;
   if (production) {
     if (DEV_CALLBACK_SECRETS.includes(sandbox.callbackSecret)) throw new ConfigError('CARD_CALLBACK_SECRET must be set in production (the development callback secret is refused)');
@@ -107,7 +87,6 @@ export function loadCardsConfig(env: Env, production: boolean) {
     sandboxCallbackDelayMs: int(env, 'CARD_SANDBOX_CALLBACK_DELAY_MS', 200, 0, 60_000),
   };
 }
-
 /**
  * Graceful overload (README "Overload"): while the work behind the API falls behind, POST
  * /v1/payments and POST /v1/payouts answer 503 service-unavailable at once instead of queueing
@@ -153,7 +132,7 @@ export function loadOverloadConfig(env: Env): OverloadConfig {
 }
 
 /** The daily settlement (decisions.md "Balance and settlement"). */
-export function loadSettlementConfig(env: Env) {
+function loadSettlementConfig(env: Env) {
   const time = env.SETTLEMENT_TIME_UTC || '00:00';
   // minutes after midnight UTC
   const cutoffMinutesUtc = parseDailyTime(time);
@@ -166,7 +145,7 @@ export const SPEC_WEBHOOK_TIMEOUT_MS = 10_000;
 export const SPEC_WEBHOOK_BREAKER_PAUSE_MS = 3_600_000;
 
 /** Webhook delivery settings beside webhookRetryDelaysMs (spec 6.5, decisions.md). */
-export function loadWebhooksConfig(env: Env, production: boolean) {
+function loadWebhooksConfig(env: Env, production: boolean) {
   // one attempt's deadline (decisions.md: 10 s)
   const timeoutMs = int(env, 'WEBHOOK_TIMEOUT_MS', SPEC_WEBHOOK_TIMEOUT_MS, 100, 120_000);
   // how long an open circuit breaker holds an endpoint's deliveries (spec: 1 hour)
@@ -190,19 +169,14 @@ export class ConfigError extends Error {}
 /** The four mobile-money operators of decisions.md. */
 export const PROVIDER_OPERATORS = ['vodacom', 'airtel', 'orange', 'africell'] as const;
 
-/** Where one operator's live provider is reached, and how its callbacks are verified. */
-interface ProviderEndpoint {
-  url: string;
-  apiKey: string;
-  callbackSecret: string;
-}
-
 /**
- * Live provider of each operator: PROVIDER_<OPERATOR>_URL / _API_KEY / _CALLBACK_SECRET. Outside
- * production an unset operator defaults to the sandbox; in production it is absent.
+ * Payment flow settings: the live provider of each operator (PROVIDER_<OPERATOR>_URL / _API_KEY /
+ * _CALLBACK_SECRET), the sandbox, the callback-reconciler.
  */
-function providerEndpoints(env: Env, production: boolean, sandboxUrl: string, sandboxApiKey: string, sandboxSecret: string) {
-  const out: Partial<Record<(typeof PROVIDER_OPERATORS)[number], ProviderEndpoint>> = {};
+function loadPaymentsConfig(env: Env, production: boolean, sandboxUrl: string, sandboxSecret: string) {
+  // the API key the sandbox provider expects from us
+  const sandboxProviderApiKey = env.SANDBOX_PROVIDER_API_KEY || 'sandbox-provider-key';
+  const liveProviders: Partial<Record<(typeof PROVIDER_OPERATORS)[number], { url: string; apiKey: string; callbackSecret: string }>> = {};
   for (const op of PROVIDER_OPERATORS) {
     const prefix = `PROVIDER_${op.toUpperCase()}`;
     const given = ['URL', 'API_KEY', 'CALLBACK_SECRET'].filter((suffix) => env[`${prefix}_${suffix}`]);
@@ -212,21 +186,14 @@ function providerEndpoints(env: Env, production: boolean, sandboxUrl: string, sa
     // production never falls back to the sandbox: an operator left unconfigured takes no live payment
     if (production && given.length === 0) continue;
     // elsewhere the live providers default to the sandbox, so live keys work end to end locally
-    out[op] = {
+    liveProviders[op] = {
       url: url(env, `${prefix}_URL`, `${sandboxUrl}/${op}`, production ? ['https:'] : ['http:', 'https:']),
-      apiKey: env[`${prefix}_API_KEY`] || sandboxApiKey,
+      apiKey: env[`${prefix}_API_KEY`] || sandboxProviderApiKey,
       callbackSecret: env[`${prefix}_CALLBACK_SECRET`] || sandboxSecret,
     };
   }
-  return out;
-}
-
-/** Payment flow settings (mobile-money providers, the sandbox, the callback-reconciler). */
-export function loadPaymentsConfig(env: Env, production: boolean, sandboxUrl: string, sandboxSecret: string) {
-  // the API key the sandbox provider expects from us
-  const sandboxProviderApiKey = env.SANDBOX_PROVIDER_API_KEY || 'sandbox-provider-key';
-  return {
-    liveProviders: providerEndpoints(env, production, sandboxUrl, sandboxProviderApiKey, sandboxSecret),
+  const payments = {
+    liveProviders,
     sandboxProviderApiKey,
     /** timeout of one call to a provider */
     providerTimeoutMs: int(env, 'PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000),
@@ -235,6 +202,17 @@ export function loadPaymentsConfig(env: Env, production: boolean, sandboxUrl: st
     /** BullMQ lock of a provider-push / callback-reconciler job: a killed worker's job is retried after it */
     paymentJobLockMs: int(env, 'PAYMENT_JOB_LOCK_MS', 30_000, 500),
   };
+  // a callback secret that ships with the code lets anyone sign a callback (decisions.md, Faults:
+  // bad callbacks); the sandbox provider runs in production too (test keys), so its secret counts
+  if (production && DEV_CALLBACK_SECRETS.includes(sandboxSecret)) {
+    throw new ConfigError('SANDBOX_CALLBACK_SECRET must be set in production (the development callback secret is refused)');
+  }
+  for (const [op, p] of Object.entries(liveProviders)) {
+    if (production && p && DEV_CALLBACK_SECRETS.includes(p.callbackSecret)) {
+      throw new ConfigError(`PROVIDER_${op.toUpperCase()}_CALLBACK_SECRET must not be a development callback secret in production`);
+    }
+  }
+  return payments;
 }
 
 type Env = Record<string, string | undefined>;
@@ -302,10 +280,9 @@ export function clusterNodes(redisUrl: string): { host: string; port: number }[]
 }
 
 /**
- * QUEUE_PREFIX (default `svc`): the namespace of every Redis key of this deployment. Each queue's
- * keys are under `<prefix>:{<queue>}` (its own hash tag: shared/queues/names.ts), so on a Redis
- * Cluster one queue stays in one slot and the queues spread over the shards; a prefix that is a
- * hash tag itself would put every queue in one slot, and is refused on a cluster.
+ * QUEUE_PREFIX: the namespace of every Redis key. Each queue's keys are under `<prefix>:{<queue>}`
+ * (shared/queues/names.ts), one slot per queue on a Redis Cluster; a hash-tag prefix would put
+ * every queue in one slot, and is refused on a cluster.
  */
 function queuePrefix(env: Env): string {
   const prefix = env.QUEUE_PREFIX || 'svc';
@@ -380,7 +357,6 @@ export function loadConfig(env: Env = process.env) {
   const testClockFile = env.TEST_CLOCK_FILE || null;
   if (testClockFile && nodeEnv !== 'test') throw new ConfigError(`TEST_CLOCK_FILE moves the clock in tests only: refused with NODE_ENV=${nodeEnv}`);
   const payments = loadPaymentsConfig(env, production, sandboxProviderUrl, sandboxCallbackSecret);
-  if (production) refuseDevelopmentCallbackSecrets(sandboxCallbackSecret, payments);
   return {
     nodeEnv,
     port,
@@ -391,18 +367,10 @@ export function loadConfig(env: Env = process.env) {
     nodeName: nodeName(env),
     baseUrl: url(env, 'BASE_URL', `http://127.0.0.1:${port}`, ['http:', 'https:']),
     databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
-    /**
-     * The hot paths' hand-tuned statements (shared/db/sql) run as named prepared statements; false
-     * behind a pooler in transaction mode that does not track them (PgBouncer before 1.21, or
-     * without max_prepared_statements).
-     */
+    /** shared/db/sql runs named prepared statements; false behind a transaction-mode pooler that does not track them (PgBouncer before 1.21, or without max_prepared_statements) */
     dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),
     testClockFile,
-    /**
-     * Connections each process's pool keeps open when idle (at most its maximum). With 0, every
-     * burst after a quiet spell first opens connections (a TLS-less loopback connection still
-     * costs Postgres a fork and the process a handshake).
-     */
+    /** connections each pool keeps open when idle; with 0, a burst after a quiet spell first opens connections (a Postgres fork and a handshake each) */
     dbPoolMin: int(env, 'DB_POOL_MIN', 2, 0, 100),
     redisUrl: redisUrl(env),
     /** BullMQ key prefix */
@@ -415,24 +383,13 @@ export function loadConfig(env: Env = process.env) {
     trustedProxies: int(env, 'TRUSTED_PROXIES', 0, 0, 10),
     workerConcurrency: int(env, 'WORKER_CONCURRENCY', 10, 1, 1000),
     shutdownTimeoutMs: int(env, 'SHUTDOWN_TIMEOUT_MS', 25_000, 100),
-    /**
-     * Slow clients (api/server.ts): a request's headers must arrive within webHeadersTimeoutMs and
-     * the whole request within webRequestTimeoutMs; the server checks open connections every
-     * second, so a slow client is dropped at most a second past its bound.
-     */
+    /** slow clients (api/server.ts): headers and whole request within these; checked every second, so dropped at most a second late */
     webHeadersTimeoutMs: int(env, 'WEB_HEADERS_TIMEOUT_MS', 15_000, 500, 600_000),
     webRequestTimeoutMs: int(env, 'WEB_REQUEST_TIMEOUT_MS', 30_000, 500, 600_000),
-    /**
-     * Connections the kernel keeps waiting for the web to accept (Node's default is 511), capped
-     * by net.core.somaxconn. A burst of new connections past a full queue has its SYNs dropped,
-     * and those clients retry 1, 3, 7, 15 s later.
-     */
+    /** connections the kernel queues for accept (Node's default 511; capped by net.core.somaxconn): past it SYNs drop and clients retry 1, 3, 7, 15 s later */
     webListenBacklog: int(env, 'WEB_LISTEN_BACKLOG', 4096, 1, 65_535),
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 1000, 10),
-    /**
-     * The re-drive (shared/queues/redrive.ts): every `intervalMs` the outbox-relay pool gives a job
-     * to every open piece of work older than `graceMs` that has none (Redis lost it).
-     */
+    /** the re-drive (shared/queues/redrive.ts): every `intervalMs`, a job for each open piece of work older than `graceMs` that has none (Redis lost it) */
     redrive: { intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000), graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000) },
     /** webhook retry delays in milliseconds (decisions.md: attempt n+1 after delay n) */
     webhookRetryDelaysMs: delays(env, production),
@@ -457,24 +414,15 @@ export function loadConfig(env: Env = process.env) {
     settlement: loadSettlementConfig(env),
     cards: loadCardsConfig(env, production),
     overload: loadOverloadConfig(env),
-    availability: loadAvailabilityConfig(env),
+    availability: {
+      /** how far back provider calls count */
+      windowMs: int(env, 'AVAILABILITY_WINDOW_MS', 300_000, 10_000, 86_400_000),
+      /** fewer calls than this in the window say nothing (operational) */
+      minCalls: int(env, 'AVAILABILITY_MIN_CALLS', 3, 1, 1_000_000),
+      /** a provider answer this slow counts against the operator */
+      slowMs: int(env, 'AVAILABILITY_SLOW_MS', 5000, 1, 600_000),
+    },
   };
-}
-
-/**
- * Production refuses to start while any provider callback secret is one that ships with the code:
- * anyone could sign a callback with it (decisions.md, Faults: bad callbacks). The sandbox provider
- * runs in production too (test keys), so its secret counts as well.
- */
-function refuseDevelopmentCallbackSecrets(sandboxSecret: string, payments: Config['payments']): void {
-  if (DEV_CALLBACK_SECRETS.includes(sandboxSecret)) {
-    throw new ConfigError('SANDBOX_CALLBACK_SECRET must be set in production (the development callback secret is refused)');
-  }
-  for (const [op, p] of Object.entries(payments.liveProviders)) {
-    if (p && DEV_CALLBACK_SECRETS.includes(p.callbackSecret)) {
-      throw new ConfigError(`PROVIDER_${op.toUpperCase()}_CALLBACK_SECRET must not be a development callback secret in production`);
-    }
-  }
 }
 
 /** The process's configuration, read from its environment; exits with a clear message on a bad value. */

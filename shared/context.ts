@@ -1,4 +1,4 @@
-import { getConfig, type Config } from './config';
+import type { Config } from './config';
 import { createDb, WAITS, type Db } from './db/knex';
 import { createLogger, type Logger } from './logger';
 import { checkClusterNodes, webRedis, workerRedis, type RedisClient } from './queues/connection';
@@ -25,16 +25,16 @@ export interface ServiceContext {
   /** the process's caches (merchant terms, operator closures, the maintenance flag, documents), each with its TTL */
   caches: Caches;
   log: Logger;
-  /** the providers of this configuration, built on first use (the web process learns its base URL at start) */
+  /** built on first use (the web process learns its base URL at start) */
   readonly providers: ProviderRegistry;
-  /** every provider call the kernel makes is counted here, for operator availability; built on first use */
+  /** every provider call the kernel makes, counted for operator availability; built on first use */
   readonly providerHealth: ProviderHealth;
   clock: Clock;
   close(): Promise<void>;
 }
 
 export interface ContextOptions {
-  config?: Config;
+  config: Config;
   /** 'web' gets a fail-fast Redis client; workers get a blocking one. */
   role: 'web' | 'worker';
   name: string;
@@ -44,7 +44,7 @@ export interface ContextOptions {
 }
 
 export function createContext(opts: ContextOptions): ServiceContext {
-  const config = opts.config ?? getConfig();
+  const { config } = opts;
   const db = createDb(config.databaseUrl, opts.poolMax, { preparedStatements: config.dbPreparedStatements, poolMin: config.dbPoolMin, waits: WAITS[opts.role] });
   const redis = opts.role === 'web' ? webRedis(config.redisUrl) : workerRedis(config.redisUrl);
   const root = createLogger(config.logLevel, opts.name);
@@ -55,7 +55,8 @@ export function createContext(opts: ContextOptions): ServiceContext {
   const outbox = new OutboxPublisher(db, queues, log);
   let registry: ProviderRegistry | undefined;
   let health: ProviderHealth | undefined;
-  const clock = opts.clock ?? clockOf(config);
+  // the context's clock read at each call: a test may swap it
+  const now: Clock = { now: () => context.clock.now() };
   const context: ServiceContext = {
     config,
     db,
@@ -63,18 +64,15 @@ export function createContext(opts: ContextOptions): ServiceContext {
     queues,
     outbox,
     batches: new Batches(),
-    // read the context's clock at each call: a test may swap it
-    caches: new Caches({ now: () => context.clock.now() }),
+    caches: new Caches(now),
     log,
     get providers() {
       return (registry ??= new ProviderRegistry(config));
     },
     get providerHealth() {
-      // reads the context's clock at each call: a test may swap it
-      const now = { now: () => this.clock.now() };
       return (health ??= new ProviderHealth(db, now, config.availability.slowMs, log));
     },
-    clock,
+    clock: opts.clock ?? clockOf(config),
     async close() {
       await health?.close().catch(() => undefined);
       await outbox.flushMarks();
@@ -88,11 +86,7 @@ export function createContext(opts: ContextOptions): ServiceContext {
   return context;
 }
 
-/**
- * What a process checks of its deployment before it starts, refusing a bad one with what to
- * change (issue 25): prepared statements on behind PgBouncer, a Redis Cluster URL naming a node
- * that does not answer. (A hash-tagged QUEUE_PREFIX on a cluster is refused by the configuration.)
- */
+/** Refuses a bad deployment before start, saying what to change (issue 25): prepared statements behind PgBouncer, a dead Redis Cluster node. */
 export async function checkDeployment(config: Config): Promise<void> {
   await Promise.all([checkPooler(config.databaseUrl, config.dbPreparedStatements), checkClusterNodes(config.redisUrl)]);
 }

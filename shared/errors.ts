@@ -1,8 +1,6 @@
 /**
- * Domain errors: what went wrong, in the vocabulary of decisions.md, without HTTP. Code under
- * shared/ throws these; api/middleware/errors.ts alone maps each to its status, headers and the
- * error body. An error code is one of ErrorCode: a typo at a throw site does not compile, and each
- * class accepts only the codes of its kind.
+ * Domain errors in the vocabulary of decisions.md, without HTTP: api/middleware/errors.ts alone
+ * maps each to its status, headers and body. Each class accepts only the codes of its kind.
  */
 
 /** Codes of the 401 answers (spec 7; decisions.md: one fixed message each). */
@@ -63,7 +61,7 @@ export type ErrorCode =
 export abstract class DomainError<C extends ErrorCode = ErrorCode> extends Error {
   /** Seconds after which the same request may succeed (a wait, a maintenance, a limit), if known. */
   readonly retryAfter?: number;
-  protected constructor(
+  constructor(
     readonly code: C,
     message: string,
     /** The one request field at fault, if any. */
@@ -83,11 +81,7 @@ export class ValidationFailed extends DomainError<'validation-failed'> {
 }
 
 /** The request cannot be taken as it is (other than a field's rule). */
-export class BadRequest extends DomainError<BadRequestCode> {
-  constructor(code: BadRequestCode, message: string, param?: string) {
-    super(code, message, param);
-  }
-}
+export class BadRequest extends DomainError<BadRequestCode> {}
 
 const UNAUTHENTICATED_MESSAGES: Record<UnauthenticatedCode, string> = {
   'auth-required': 'Authentication is required',
@@ -109,11 +103,7 @@ export class Unauthenticated extends DomainError<UnauthenticatedCode> {
 }
 
 /** The caller is known but may not do this. */
-export class Forbidden extends DomainError<ForbiddenCode> {
-  constructor(code: ForbiddenCode, message: string) {
-    super(code, message);
-  }
-}
+export class Forbidden extends DomainError<ForbiddenCode> {}
 
 /** No such object for this caller (another merchant's or environment's objects included), or no such route. */
 export class NotFound extends DomainError<'not-found'> {
@@ -155,11 +145,7 @@ export class UnsupportedMediaType extends DomainError<'unsupported-media-type'> 
 }
 
 /** Well formed, but a business rule refuses it. */
-export class Unprocessable extends DomainError<UnprocessableCode> {
-  constructor(code: UnprocessableCode, message: string, param?: string) {
-    super(code, message, param);
-  }
-}
+export class Unprocessable extends DomainError<UnprocessableCode> {}
 
 /** A limit of requests is reached. */
 export class TooManyRequests extends DomainError<TooManyCode> {

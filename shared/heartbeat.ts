@@ -1,10 +1,8 @@
 /**
  * Liveness under `npm start` (decisions.md "Processes"): a supervised process tells its
- * supervisor (scripts/start.ts), over the IPC channel it was started with, six times per
- * HEARTBEAT_TIMEOUT_MS (30 s: every 5 s) that its event loop still turns. A process that stops
- * answering (SIGSTOPped, stuck in a loop) stops beating; past the timeout without a beat the
- * supervisor kills it and starts it again. Before its first beat a process is starting (loading,
- * compiling) and has STARTING_GRACE_MS. Outside a supervisor (no IPC channel) this does nothing.
+ * supervisor (scripts/start.ts) over IPC, six times per HEARTBEAT_TIMEOUT_MS, that its event loop
+ * still turns; past the timeout without a beat (SIGSTOPped, stuck in a loop) it is killed and
+ * started again. Before its first beat a process has STARTING_GRACE_MS. Without IPC: nothing.
  */
 export const HEARTBEAT = 'heartbeat';
 export const STARTING_GRACE_MS = 60_000;

@@ -39,6 +39,10 @@ export class HttpClient {
     return new Promise((resolve, reject) => {
       const secure = url.startsWith('https:');
       const headers = call.body === undefined ? call.headers : { ...call.headers, 'Content-Length': String(Buffer.byteLength(call.body)) };
+      const fail = (err: Error) => {
+        clearTimeout(timer);
+        reject(err);
+      };
       const onResponse = (res: http.IncomingMessage) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
@@ -46,24 +50,14 @@ export class HttpClient {
           clearTimeout(timer);
           resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) });
         });
-        res.on('error', (err) => {
-          clearTimeout(timer);
-          reject(err);
-        });
+        res.on('error', fail);
       };
-      let req: http.ClientRequest;
-      try {
-        req = secure
-          ? https.request(url, { method: call.method, headers, agent: this.agents.https }, onResponse)
-          : http.request(url, { method: call.method, headers, agent: this.agents.http }, onResponse);
-      } catch (err) {
-        return reject(err);
-      }
+      // a bad URL throws here, which rejects the promise
+      const req = secure
+        ? https.request(url, { method: call.method, headers, agent: this.agents.https }, onResponse)
+        : http.request(url, { method: call.method, headers, agent: this.agents.http }, onResponse);
       const timer = setTimeout(() => req.destroy(new HttpTimeout(`no answer within ${call.timeoutMs} ms`)), call.timeoutMs);
-      req.on('error', (err) => {
-        clearTimeout(timer);
-        reject(err);
-      });
+      req.on('error', fail);
       req.end(call.body);
     });
   }

@@ -49,11 +49,7 @@ export interface StoredResponse {
   body: Buffer;
 }
 
-/**
- * What a route needs to write its key: the key, the request it stands for, how long to wait for
- * another request holding it, and how the web layer encodes the route's result as its answer
- * (shared code never builds response bytes).
- */
+/** What a route needs to write its key; the web layer encodes the result (shared code never builds response bytes). */
 export interface IdempotentWrite<T> {
   id: IdempotencyKeyId;
   request: IdempotentRequest;
@@ -64,10 +60,7 @@ export interface IdempotentWrite<T> {
 /** What a key already held by another request means for this one. */
 export type HeldKey = { kind: 'replay'; response: StoredResponse } | { kind: 'conflict' } | { kind: 'in-progress' };
 
-/**
- * Thrown by a route whose key another request holds (committed, or still running past the wait):
- * nothing was written; the request is answered by the key (readIdempotencyKey).
- */
+/** Thrown by a route whose key another request holds (committed, or running past the wait): nothing was written. */
 export class IdempotencyKeyHeld extends Error {
   constructor() {
     super('idempotency key held by another request');
@@ -79,10 +72,9 @@ const LOCK_TIMEOUT = '55P03';
 /**
  * The values of the statement that takes a key (shared/db/sql/idempotencyKeys.ts): a new key is
  * inserted; an expired key (not yet purged) is free again; a key left `in_progress` by an older
- * version of this service (which claimed keys before its route) is taken over after its lock
- * passed, by the same request only. One row when the key was taken, none when it is held.
- * `response` null writes it `in_progress`, to be completed in the same transaction
- * (completeKeyIn); otherwise `completed` with that answer.
+ * version of this service is taken over after its lock passed, by the same request only.
+ * `response` null writes it `in_progress` (completed later in the same transaction); otherwise
+ * `completed` with that answer.
  */
 export function takeKeyValues(key: IdempotentWrite<unknown>, response: StoredResponse | null): unknown[] {
   return [
@@ -123,29 +115,21 @@ async function takeKey(db: Executor, key: IdempotentWrite<unknown>, response: St
   }
 }
 
-/** Takes the key `in_progress` inside the route's transaction (first statement); IdempotencyKeyHeld if another request holds it. */
-async function takeKeyIn(trx: Trx, key: IdempotentWrite<unknown>): Promise<void> {
-  if (!(await takeKey(trx, key, null))) throw new IdempotencyKeyHeld();
-}
-
-/** Completes the key taken by takeKeyIn with the route's answer, in the same transaction. */
-async function completeKeyIn(trx: Trx, key: IdempotentWrite<unknown>, response: StoredResponse): Promise<void> {
-  await IdempotencyKey.query(trx)
-    .findById(idOf(key.id))
-    .patch({ status: 'completed', response_status: response.status, response_headers: response.headers, response_body: response.body });
-}
-
 /**
- * `transact` for a route that may carry an Idempotency-Key: the key is the transaction's first
- * statement and is completed with the encoded result before the commit, so the key and the work
- * commit together or not at all. Without a key, plain `transact`.
+ * `transact` for a route that may carry an Idempotency-Key: the key is taken `in_progress` by the
+ * transaction's first statement (IdempotencyKeyHeld if another request holds it) and completed
+ * with the encoded result before the commit, so the key and the work commit together or not at
+ * all. Without a key, plain `transact`.
  */
 export async function idempotentTransact<T>(deps: TransactDeps, key: IdempotentWrite<T> | undefined, fn: (trx: Trx, outbox: OutboxWriter) => Promise<T>): Promise<T> {
   if (!key) return transact(deps, fn);
   return transact(deps, async (trx, outbox) => {
-    await takeKeyIn(trx, key);
+    if (!(await takeKey(trx, key, null))) throw new IdempotencyKeyHeld();
     const result = await fn(trx, outbox);
-    await completeKeyIn(trx, key, key.encode(result));
+    const response = key.encode(result);
+    await IdempotencyKey.query(trx)
+      .findById(idOf(key.id))
+      .patch({ status: 'completed', response_status: response.status, response_headers: response.headers, response_body: response.body });
     return result;
   });
 }

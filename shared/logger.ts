@@ -2,16 +2,10 @@ import pino, { type DestinationStream, type Logger } from 'pino';
 import { traceFields, tracingOn } from './tracing/spans';
 
 /**
- * Structured JSON logs. Secrets, API keys, signatures, Authorization and request bodies are
- * removed by field name, at any depth; phone numbers, e-mail addresses and card numbers are
- * masked wherever they appear in a logged string.
- */
-
-/**
- * Fields whose value is never written, at any depth of a logged object (their value becomes
- * '[redacted]'): credentials, signatures, request bodies, card data. Checked by the formatter's
- * walk below, which also masks every string; pino's own path-based redaction cost 12 µs a line
- * (7 times the rest of a line's logging) and only looked two levels deep.
+ * Structured JSON logs. Fields whose value is never written, at any depth of a logged object
+ * (their value becomes '[redacted]'): credentials, signatures, request bodies, card data. Checked
+ * by the formatter's walk below, which also masks every string; pino's own path-based redaction
+ * cost 12 µs a line (7 times the rest of a line's logging) and only looked two levels deep.
  */
 const REDACTED_KEYS = new Set([
   'authorization', 'secret', 'api_key', 'apiKey', 'webhook_secret', 'token', 'password',
@@ -61,10 +55,9 @@ const REDACTED = '[redacted]';
 const PHONE_SEGMENT = /^[+\d\s().-]+$/;
 
 /**
- * A request path as it may be logged: every segment that reads as a phone number, whatever its
- * spelling (`0812345678`, `%2B243%2081%20234%205678`, `243-81-234-5678`, `(0)81.234.56.78`), is
- * masked after percent-decoding, keeping its last four digits; the rest of the path is masked
- * like any text. Ids (`pay_…`) hold letters and stay readable.
+ * A request path as it may be logged: a segment that reads as a phone number in any spelling
+ * (`%2B243%2081%20234%205678`, `(0)81.234.56.78`) keeps only its last four digits once
+ * percent-decoded; the rest is masked like any text (ids such as `pay_…` stay readable).
  */
 export function maskPath(path: string): string {
   return path
@@ -100,11 +93,7 @@ function maskValue(value: unknown, depth = 0): unknown {
 
 const masked = (obj: Record<string, unknown>) => maskValue(obj) as Record<string, unknown>;
 
-/**
- * With traces on (shared/tracing), each line also names the active span: `trace_id` and
- * `span_id`, added after the masking (a trace id may hold a run of digits that reads as a card
- * number). With traces off the formatter is the mask alone: no work per line.
- */
+/** With traces on, each line also names the active span, added after the masking (a trace id may hold a run of digits that reads as a card number). */
 const maskedWithTrace = (obj: Record<string, unknown>) => Object.assign(masked(obj), traceFields());
 
 /** `traced` (default: whether this process started traces) adds the active span's ids to every line. */

@@ -1,12 +1,10 @@
 import { randomBytes } from 'node:crypto';
 
 /**
- * Money beyond the safe integers. Every amount, fee, fixed fee and limit a request or the
- * operator may give is at most MAX_AMOUNT (10^12 minor units; decisions.md, Faults and limits),
- * so each one is a safe integer. Sums of them (balances, settlement figures) are not bounded:
- * they are summed in Postgres, read as text and kept exact as an `Exact`: a number while it is a
- * safe integer, a bigint beyond. JSON answers write a bigint as a plain JSON number with every
- * digit (exactJson), never rounded and never as text.
+ * Money beyond the safe integers. Every amount, fee and limit given is at most MAX_AMOUNT (10^12
+ * minor units; decisions.md, Faults and limits), a safe integer. Sums of them (balances,
+ * settlement figures) are unbounded: summed in Postgres, read as text and kept as an `Exact`
+ * (a bigint beyond the safe integers), and written in JSON as a plain number with every digit.
  */
 
 export const MAX_AMOUNT = 1_000_000_000_000;

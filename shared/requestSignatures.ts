@@ -4,11 +4,10 @@ import { RequestSignature, type Environment } from './db/models';
 
 /**
  * Used signatures (decisions.md "Replayed signed requests"): the Idempotency-Key header is not
- * signed, so a signature, not a key, identifies a request, and an accepted signature acts at most
- * once. Its signature covers its timestamp, method, path and body; it can be sent again only
- * while its timestamp is within the tolerance, so a record is kept until then, with the key it
- * was first accepted with. The record lives in Postgres, the one source of truth: a Redis record
- * lost to a flush or a restart without persistence would let a replay act twice.
+ * signed, so a signature identifies a request, and an accepted signature acts at most once. A
+ * record is kept, with the key it was first accepted with, while its timestamp is within the
+ * tolerance. It lives in Postgres: a Redis record lost to a flush or a restart without
+ * persistence would let a replay act twice.
  */
 
 export interface SignedRequest {

@@ -1,8 +1,7 @@
 /**
- * The restart backoff of a supervised process (decisions.md "Faults and limits"): 1 s after its
- * first death, doubling at each death after that up to 30 s; a process that ran 10 s before
- * dying starts again after 1 s. Used by `npm start` (scripts/start.ts) for every Procfile line
- * and by the web's cluster primary (api/server.ts) for its web processes.
+ * The restart backoff of a supervised process (decisions.md "Faults and limits"), for `npm start`
+ * and the web's cluster primary: 1 s after its first death, doubling up to 30 s; a process that
+ * ran 10 s before dying starts again after 1 s.
  */
 export const FIRST_BACKOFF_MS = 1000;
 export const MAX_BACKOFF_MS = 30_000;

@@ -30,29 +30,19 @@ export const TEXT_PROBLEM_MESSAGE: Record<TextProblem, string> = {
  * stack: a deeply nested body must not overflow the call stack.
  */
 export function badText(root: unknown): { path: string; problem: TextProblem } | null {
-  interface Node {
-    value: unknown;
-    key: string;
-    parent: Node | null;
-  }
-  const pathOf = (n: Node | null): string => {
-    const keys: string[] = [];
-    for (let at = n; at && at.parent; at = at.parent) keys.push(at.key);
-    return keys.reverse().join('.');
-  };
-  const stack: Node[] = [{ value: root, key: '', parent: null }];
+  // the root's path is undefined: a key directly under it is its own path, even ''
+  const stack: { value: unknown; path?: string }[] = [{ value: root }];
   while (stack.length) {
-    const node = stack.pop()!;
-    const { value } = node;
+    const { value, path } = stack.pop()!;
     if (typeof value === 'string') {
       const problem = textProblem(value);
-      if (problem) return { path: pathOf(node), problem };
+      if (problem) return { path: path ?? '', problem };
     } else if (value !== null && typeof value === 'object') {
       for (const [k, v] of Object.entries(value)) {
-        const child: Node = { value: v, key: k, parent: node };
+        const child = path === undefined ? k : `${path}.${k}`;
         const problem = textProblem(k);
-        if (problem) return { path: pathOf(child), problem };
-        stack.push(child);
+        if (problem) return { path: child, problem };
+        stack.push({ value: v, path: child });
       }
     }
   }

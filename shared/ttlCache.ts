@@ -39,10 +39,7 @@ export class TtlCache<V> {
   }
 }
 
-/**
- * The process's caches by name (its service context's `caches`, created with it): each module
- * names its own, with its TTL, and a second service context (tests) has its own.
- */
+/** The caches of a service context by name: each module names its own, with its TTL. */
 export class Caches {
   private readonly named = new Map<string, TtlCache<unknown>>();
 

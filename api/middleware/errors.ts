@@ -62,8 +62,7 @@ export function sendError(ctx: Context, err: DomainError | HttpError): void {
 
 /** Codes of Postgres refusing or losing the connection: class 08, shutdowns, too many connections. */
 const PG_FAULT_CODES = /^(08...|57P0[1-3]|53300)$/;
-/** Errors of the pg driver and knex's pool when Postgres is gone or cannot be reached. */
-// `timeout expired`: pg's own word for a connection that did not open within connectionTimeoutMillis (shared/db/knex.ts)
+// pg and knex's pool when Postgres is gone (`timeout expired`: a connection not open within connectionTimeoutMillis)
 const PG_FAULT_MESSAGES = /Connection terminated|terminating connection|is not queryable|Timeout acquiring a connection|^timeout expired$|the database system is (starting up|shutting down|in recovery mode)/i;
 /**
  * Socket errors. A failed connect names its port (the Postgres port of DATABASE_URL tells it);
@@ -110,8 +109,7 @@ export const unavailable = () => new Unavailable('service-unavailable', 'The ser
 
 /**
  * What a thrown error is answered with: a domain error by its code; a backend fault 503; an
- * error Koa or a library raised for the client (status < 500, exposed) as a 400/404; anything
- * else 500. `log` says which of the last ones to log.
+ * exposed client error of Koa or a library as a 400/404; anything else 500. `log`: what to log.
  */
 export function answerOf(err: unknown, databaseUrl: string): { error: DomainError | HttpError; log?: 'postgres' | 'redis' | 'unhandled' } {
   if (err instanceof DomainError) return { error: err };

@@ -1,15 +1,10 @@
 /**
- * Where each worker pool serves its Prometheus metrics. Pools are separate processes with
- * registries of their own (prom-client aggregates only node:cluster workers), so each listens on
- * a port of its own; the web keeps its /metrics on PORT or ADMIN_PORT (api/metrics.ts).
- *
- * - `METRICS_PORT_BASE` (unset or 0: no pool serves metrics): pool P listens on
- *   METRICS_PORT_BASE + METRICS_PORT_OFFSETS[P]. One environment serves every line of `npm start`
- *   and of a Procfile runner, and the ports stay fixed, so a static scrape configuration finds
- *   them (ops/prometheus/prometheus.yml: base 9400).
+ * Where each worker pool serves its Prometheus metrics: pools are separate processes with
+ * registries of their own (prom-client aggregates only node:cluster workers), so each has a port.
+ * - `METRICS_PORT_BASE` (unset or 0: off): pool P listens on METRICS_PORT_BASE +
+ *   METRICS_PORT_OFFSETS[P], fixed ports a static scrape configuration finds (ops/prometheus).
  * - `<POOL>_METRICS_PORT` (PROVIDER_PUSH_METRICS_PORT, …) sets one pool's port outright (0: off).
- * - Copies of one pool on one machine (`npm start -- --scale provider-push=3`) take the next free
- *   ports of the pool's block of COPIES_PER_BLOCK: 9420, 9421, 9422.
+ * - Copies of one pool on one machine take the next free ports of its block: 9420, 9421, 9422.
  */
 export const METRICS_PORT_OFFSETS: Record<string, number> = {
   'outbox-relay': 10,

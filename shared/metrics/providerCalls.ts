@@ -3,9 +3,8 @@ import { OPERATORS } from '../vocabulary';
 import { processRegistry } from './registry';
 
 /**
- * Every provider call of the operations kernel (a send, an ask), timed by operator, kind and
- * outcome. Recorded through `timeProviderCall`, which shared/operations/health.ts wraps around
- * each call it observes. Label values come from closed sets only:
+ * Every provider call of the operations kernel (a send, an ask), timed through `timeProviderCall`
+ * (shared/operations/health.ts). Label values come from closed sets only:
  * - operator: vodacom, airtel, orange, africell, or `card` for the card acquirer;
  * - kind: payment, refund, payout, card_payment;
  * - environment: test, live;
@@ -24,12 +23,8 @@ export const providerCallDuration = new Histogram({
 const KINDS = new Set(['payment', 'refund', 'payout', 'card_payment']);
 const ENVIRONMENTS = new Set(['test', 'live']);
 
-/** What the kernel knows of the provider it calls (shared/providers/types.ts ProviderBase, and Provider's operator). */
-interface CalledProvider {
-  readonly id: string;
-  readonly environment: string;
-  readonly operator?: string;
-}
+/** What the kernel knows of the provider it calls (shared/providers/types.ts). */
+type CalledProvider = { readonly id: string; readonly environment: string; readonly operator?: string };
 
 export function operatorLabel(provider: CalledProvider): string {
   if (provider.operator && (OPERATORS as string[]).includes(provider.operator)) return provider.operator;

@@ -1,30 +1,24 @@
+import { once } from 'node:events';
 import { createServer, type Server } from 'node:http';
 import type { Logger } from '../logger';
 import { COPIES_PER_BLOCK, metricsPortFor } from './ports';
 import { collectProcessMetrics, processRegistry } from './registry';
 
-function listen(server: Server, port: number): Promise<boolean> {
-  return new Promise((resolve, reject) => {
-    const onError = (err: NodeJS.ErrnoException) => {
-      server.off('listening', onListening);
-      if (err.code === 'EADDRINUSE') resolve(false);
-      else reject(err);
-    };
-    const onListening = () => {
-      server.off('error', onError);
-      resolve(true);
-    };
-    server.once('error', onError);
-    server.once('listening', onListening);
-    server.listen(port);
-  });
+/** Listens on `port`: false when another process has it. */
+async function listen(server: Server, port: number): Promise<boolean> {
+  try {
+    await once(server.listen(port), 'listening');
+    return true;
+  } catch (err) {
+    if ((err as NodeJS.ErrnoException).code === 'EADDRINUSE') return false;
+    throw err;
+  }
 }
 
 /**
- * GET /metrics of a worker pool process, on its port (ports.ts): what it records (jobs, provider
- * calls) and Node's process metrics. Off unless a port is configured. A copy that finds the port
- * taken by another copy of its pool takes the next free one of the block. Metrics never stop a
- * pool: when no port can be had, it says so and runs on without them.
+ * GET /metrics of a worker pool process on its port (ports.ts), off unless one is configured; a
+ * copy that finds it taken takes the next free one of the block. Metrics never stop a pool: with
+ * no port to be had, it says so and runs on without them.
  */
 export async function serveProcessMetrics(pool: string, log: Logger, env: Record<string, string | undefined> = process.env): Promise<Server | null> {
   const first = metricsPortFor(pool, env);

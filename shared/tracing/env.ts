@@ -22,9 +22,8 @@ export function tracingWanted(env: Record<string, string | undefined>): boolean 
 
 /**
  * The Procfile name of the process an entry file starts (`build/workers/provider-push/index.js`
- * and `workers/provider-push/index.ts` are both `provider-push`): its traces' service name
- * (`svc-payments-provider-push`) unless OTEL_SERVICE_NAME says otherwise. `npm start` also says it
- * in PROCESS_NAME, which wins.
+ * and `workers/provider-push/index.ts` are both `provider-push`), for its traces' service name;
+ * PROCESS_NAME (set by `npm start`) wins.
  */
 const ENTRIES: Record<string, string> = {
   'api/server': 'web',

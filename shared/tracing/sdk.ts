@@ -16,11 +16,9 @@ import {
   SamplingDecision,
   SimpleSpanProcessor,
   TraceIdRatioBasedSampler,
-  type ReadableSpan,
   type Sampler,
   type SamplingResult,
   type Span,
-  type SpanExporter,
   type SpanProcessor,
 } from '@opentelemetry/sdk-trace';
 import { maskPath, maskText } from '../logger';
@@ -28,14 +26,9 @@ import { processNameOf } from './env';
 import { tracingStarted } from './spans';
 
 /**
- * The OpenTelemetry SDK of one process, loaded by ./register.ts only when traces are on, before
- * pg, ioredis and http are (or their instrumentations would patch nothing). Traces only: the
- * metrics are Prometheus's (shared/metrics), the logs are pino's (each line with its trace_id).
- *
- * The standard variables configure it: OTEL_EXPORTER_OTLP_[TRACES_]ENDPOINT, _PROTOCOL
- * (http/protobuf by default, or http/json), _HEADERS, _TIMEOUT; OTEL_TRACES_EXPORTER (otlp,
- * console); OTEL_TRACES_SAMPLER and _ARG (parentbased_always_on by default); OTEL_SERVICE_NAME
- * and OTEL_RESOURCE_ATTRIBUTES; OTEL_BSP_*; OTEL_PROPAGATORS (tracecontext,baggage by default).
+ * The OpenTelemetry SDK of one process (traces only), loaded by ./register.ts only when traces
+ * are on, before pg, ioredis and http are (or their instrumentations would patch nothing). The
+ * standard OTEL_* variables configure it (exporter, OTLP protocol, sampler, resource, OTEL_BSP_*).
  *
  * What a span may hold (issue 26): never a secret, a full phone number, card data or a body.
  * - http: no bodies and no headers are recorded (none is configured); a URL keeps no query string
@@ -96,27 +89,24 @@ function exportingProcessors(env: Record<string, string | undefined>): SpanProce
   for (const name of names.length ? names : ['otlp']) {
     if (name === 'console') {
       processors.push(new SimpleSpanProcessor({ exporter: new ConsoleSpanExporter() }));
-      continue;
-    }
-    if (name !== 'otlp') {
+    } else if (name !== 'otlp') {
       process.stderr.write(`tracing: OTEL_TRACES_EXPORTER=${name} is not supported here (otlp, console); ignored\n`);
-      continue;
+    } else {
+      // an empty variable (a copied .env.example) counts as unset
+      const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || 'http/protobuf').trim();
+      if (protocol !== 'http/json' && protocol !== 'http/protobuf') {
+        process.stderr.write(`tracing: OTLP protocol ${protocol} is not supported here (http/protobuf, http/json); using http/protobuf\n`);
+      }
+      processors.push(
+        new BatchSpanProcessor({
+          exporter: protocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter(),
+          scheduledDelayMillis: number(env, 'OTEL_BSP_SCHEDULE_DELAY'),
+          maxQueueSize: number(env, 'OTEL_BSP_MAX_QUEUE_SIZE'),
+          maxExportBatchSize: number(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE'),
+          exportTimeoutMillis: number(env, 'OTEL_BSP_EXPORT_TIMEOUT'),
+        }),
+      );
     }
-    // an empty variable (a copied .env.example) counts as unset
-    const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || 'http/protobuf').trim();
-    if (protocol !== 'http/json' && protocol !== 'http/protobuf') {
-      process.stderr.write(`tracing: OTLP protocol ${protocol} is not supported here (http/protobuf, http/json); using http/protobuf\n`);
-    }
-    const exporter: SpanExporter = protocol === 'http/json' ? new OtlpJsonExporter() : new OtlpProtobufExporter();
-    processors.push(
-      new BatchSpanProcessor({
-        exporter,
-        scheduledDelayMillis: number(env, 'OTEL_BSP_SCHEDULE_DELAY'),
-        maxQueueSize: number(env, 'OTEL_BSP_MAX_QUEUE_SIZE'),
-        maxExportBatchSize: number(env, 'OTEL_BSP_MAX_EXPORT_BATCH_SIZE'),
-        exportTimeoutMillis: number(env, 'OTEL_BSP_EXPORT_TIMEOUT'),
-      }),
-    );
   }
   return processors;
 }
@@ -133,47 +123,33 @@ export function scrubUrl(raw: string): string {
 
 const PATH_ATTRIBUTES = new Set(['url.path', 'http.target', 'http.route']);
 const URL_ATTRIBUTES = new Set(['url.full', 'http.url']);
-const DROPPED_ATTRIBUTES = new Set(['url.query']);
-
-function scrubValue(key: string, value: api.AttributeValue): api.AttributeValue | undefined {
-  if (DROPPED_ATTRIBUTES.has(key)) return undefined;
-  if (typeof value === 'string') {
-    if (URL_ATTRIBUTES.has(key)) return scrubUrl(value);
-    if (PATH_ATTRIBUTES.has(key)) return maskPath(value.split('?')[0]);
-    return maskText(value);
-  }
-  if (Array.isArray(value)) return value.map((v) => (typeof v === 'string' ? maskText(v) : v)) as api.AttributeValue;
-  return value;
-}
 
 /** Scrubs an attribute map in place. */
 export function scrubAttributes(attributes: api.Attributes): void {
   for (const [key, value] of Object.entries(attributes)) {
     if (value === undefined) continue;
-    const scrubbed = scrubValue(key, value);
-    if (scrubbed === undefined) delete attributes[key];
-    else if (scrubbed !== value) attributes[key] = scrubbed;
+    if (key === 'url.query') delete attributes[key];
+    else if (typeof value === 'string' && URL_ATTRIBUTES.has(key)) attributes[key] = scrubUrl(value);
+    else if (typeof value === 'string' && PATH_ATTRIBUTES.has(key)) attributes[key] = maskPath(value.split('?')[0]);
+    else if (typeof value === 'string') attributes[key] = maskText(value);
+    else if (Array.isArray(value)) attributes[key] = value.map((v) => (typeof v === 'string' ? maskText(v) : v)) as api.AttributeValue;
   }
 }
 
 /** Masks every span before it ends, so that no exporter ever sees what it masks. */
-class Scrubber implements SpanProcessor {
-  onStart(): void {}
-
-  onEnding(span: Span): void {
+const scrubber: SpanProcessor = {
+  onStart: () => undefined,
+  onEnding(span: Span) {
     scrubAttributes(span.attributes as api.Attributes);
     for (const event of span.events) if (event.attributes) scrubAttributes(event.attributes as api.Attributes);
     for (const link of span.links) if (link.attributes) scrubAttributes(link.attributes as api.Attributes);
     const name = maskText(span.name);
     if (name !== span.name) span.updateName(name);
-  }
-
-  onEnd(_span: ReadableSpan): void {}
-
-  async forceFlush(): Promise<void> {}
-
-  async shutdown(): Promise<void> {}
-}
+  },
+  onEnd: () => undefined,
+  forceFlush: async () => undefined,
+  shutdown: async () => undefined,
+};
 
 /** Requests that are not a payment's journey: probes, scrapes, and Bull Board's polling. */
 export const UNTRACED_PATHS = /^\/(health\/|metrics(\/|\?|$)|admin\/queues(\/|\?|$))/;
@@ -188,14 +164,12 @@ export function startTracing(env: Record<string, string | undefined> = process.e
       // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (the env detector) take precedence
       resource: defaultResource().merge(resourceFromAttributes({ 'service.name': `svc-payments-${name}`, 'service.namespace': 'svc-payments', 'svc_payments.process': name })),
       instrumentations: [
-        new HttpInstrumentation({
-          ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.test(req.url ?? ''),
-          // headers are recorded only when listed (none are), bodies never
-        }),
+        // headers are recorded only when listed (none are), bodies never
+        new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.test(req.url ?? '') }),
         new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false, ignoreConnectSpans: true, addSqlCommenterCommentToQueries: false }),
         new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
       ],
-      spanProcessors: [new Scrubber(), ...processors],
+      spanProcessors: [scrubber, ...processors],
       sampler: new QuietRoots(samplerFromEnv(env)),
       // traces only: metrics are Prometheus's, logs are pino's
       metricReaders: [],

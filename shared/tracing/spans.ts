@@ -2,15 +2,13 @@ import type * as OTel from '@opentelemetry/api';
 import type { Telemetry } from 'bullmq';
 
 /**
- * A payment's trace across its hops (issue 26): what the service's own code does with trace
- * context. The context of the span that wrote an outbox row travels in the row (its
- * `traceparent`, W3C) and in the job's data (BullMQ's telemetry through bullmq-otel, and a
- * batch's elements each with their own); a worker continues it.
+ * A payment's trace across its hops (issue 26): the context of the span that wrote an outbox row
+ * travels in the row (its W3C `traceparent`) and in the job's data (bullmq-otel, and a batch's
+ * elements each with their own); a worker continues it.
  *
  * Off by default, and then free: every helper returns at its first line, and neither
- * @opentelemetry/api nor bullmq-otel is loaded. The SDK (./sdk.ts, started by ./register.ts before
- * anything else of the process loads) calls `tracingStarted` once. This module's one variable is
- * that process-wide switch, set once at start, as the OpenTelemetry API's own global provider is.
+ * @opentelemetry/api nor bullmq-otel is loaded. The SDK (./sdk.ts) calls `tracingStarted` once:
+ * this module's one variable is that process-wide switch, as the API's own global provider is.
  */
 
 interface Tracing {
@@ -43,9 +41,8 @@ export async function flushTraces(): Promise<void> {
 const TRACEPARENT = /^([0-9a-f]{2})-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})$/;
 
 /**
- * The W3C traceparent of the active span (null when traces are off or no span is active): what
- * an outbox row and a job keep of the context that made them. Built from the span context
- * itself, whichever propagators OTEL_PROPAGATORS chose for HTTP.
+ * The W3C traceparent of the active span (null: traces off or no span), as an outbox row and a
+ * job keep it; built from the span context, whichever propagators OTEL_PROPAGATORS chose for HTTP.
  */
 export function traceparentNow(): string | null {
   if (!tracing) return null;
@@ -105,8 +102,7 @@ export interface SpanOptions {
 /**
  * Runs `fn` in a span of its own: a child of `parent` (linked to the span active here, e.g. a
  * batch's job), or of the active span; `fn` may add facts learnt on the way. A rejection is
- * recorded on the span.
- * With traces off, `fn` runs as it is.
+ * recorded on the span. With traces off, `fn` runs as it is.
  */
 export function inSpan<T>(name: string, opts: SpanOptions, fn: (facts: (f: SpanFacts) => void) => Promise<T>): Promise<T> {
   return tracing ? traced(tracing, name, opts, fn) : fn(ignore);
