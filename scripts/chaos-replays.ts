@@ -2,7 +2,7 @@ import { randomInt, randomUUID } from 'node:crypto';
 import { isDeepStrictEqual } from 'node:util';
 import type { Knex } from 'knex';
 import { signRequest, type ClientResponse, type ServiceClient } from '../shared/client/signing';
-import { TIMESTAMP_TOLERANCE_S } from '../api/pipeline/timestamp';
+import { TIMESTAMP_TOLERANCE_S } from '../api/pipeline/signed';
 
 /**
  * The chaos drill's replays of signed requests (decisions.md "Replayed signed requests"): an

@@ -4,15 +4,11 @@ import type { ServiceContext } from '../../shared/context';
 import { bearer } from './bearer';
 import { contentLength } from './contentLength';
 import { idempotency } from './idempotency';
-import { ipAllowlist } from './ipAllowlist';
+import { ipAllowlist, merchantStatus, scope } from './access';
 import { json } from './json';
-import { merchantStatus } from './merchantStatus';
 import { rateLimit } from './rateLimit';
-import { rawBody } from './rawBody';
 import { replayGuard } from './replay';
-import { scope } from './scope';
-import { signature } from './signature';
-import { timestamp } from './timestamp';
+import { signed } from './signed';
 import { uniform401 } from './unauthorized';
 
 /**
@@ -24,9 +20,8 @@ import { uniform401 } from './unauthorized';
  *   4. ipAllowlist     403 ip-not-allowed
  *   5. merchantStatus  403 merchant-suspended
  *   6. rateLimit       429 rate-limit-exceeded (Redis, shared by every web process)
- *   7. timestamp       401 timestamp-expired (signed methods)
- *      rawBody         exact bytes, 413 above the route's limit (signed methods)
- *   8. signature       401 signature-invalid (signed methods)
+ *   7-8. signed        401 timestamp-expired, exact bytes (413 above the route's limit),
+ *                      401 signature-invalid (signed methods)
  *      scope           403 insufficient-scope (spec 5.5)
  *      json            415 unsupported-media-type / 400 invalid-json; fills ctx.state.body
  *      replayGuard     a signed POST whose signature was accepted before, with no key or another
@@ -43,9 +38,7 @@ export function merchantPipeline(services: ServiceContext): Middleware {
     ipAllowlist,
     merchantStatus,
     rateLimit(services),
-    timestamp,
-    rawBody,
-    signature,
+    signed,
     scope,
     json,
     replayGuard,

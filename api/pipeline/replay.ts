@@ -3,7 +3,7 @@ import { Conflict, DomainError } from '../../shared/errors';
 import { forgetSignature, useSignature, type SignedRequest } from '../../shared/requestSignatures';
 import { httpError } from '../middleware/errors';
 import { presentedKey, releasesKey } from './idempotency';
-import { TIMESTAMP_TOLERANCE_S } from './timestamp';
+import { TIMESTAMP_TOLERANCE_S } from './signed';
 
 /**
  * Before the idempotency step (decisions.md "Replayed signed requests"): the Idempotency-Key

@@ -6,7 +6,7 @@ import { v1Document } from '../../api/v1';
 import { DOCUMENT_FILE, renderDocument, renderTypes, TYPES_FILE } from '../../api/openapi/files';
 import { openApiPath } from '../../api/routeTable';
 import { validator } from '../../shared/validation';
-import { scopeAllows } from '../../api/pipeline/scope';
+import { scopeAllows } from '../../api/pipeline/access';
 import { idempotencyOf } from '../../api/pipeline/request';
 import { ERROR_CODES, type MerchantErrorCode } from '../../api/openapi/errors';
 import { rateLimit } from '../../api/pipeline/rateLimit';

@@ -1,12 +1,9 @@
 import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
 import { requestHash, releasesKey } from '../../api/pipeline/idempotency';
-import { ipAllowed, normaliseIp } from '../../api/pipeline/ipAllowlist';
-import { bodyLimitFor } from '../../api/pipeline/rawBody';
+import { ipAllowed, normaliseIp, scopeAllows } from '../../api/pipeline/access';
 import { canonicalPath, idempotencyOf, V1_PATH } from '../../api/pipeline/request';
-import { scopeAllows } from '../../api/pipeline/scope';
-import { signatureValid } from '../../api/pipeline/signature';
-import { timestampFresh } from '../../api/pipeline/timestamp';
+import { bodyLimitFor, signatureValid, timestampFresh } from '../../api/pipeline/signed';
 import { PAYMENT_BODY_LIMIT, V1_BODY_LIMIT } from '../../api/body';
 import { signRequest } from '../../shared/client/signing';
 import { safeEqual } from '../../shared/crypto/secrets';

@@ -1,6 +1,8 @@
 import { BlockList, isIPv4, isIPv6 } from 'node:net';
 import type { Middleware } from 'koa';
+import type { Scope } from '../../shared/db/models';
 import { Forbidden } from '../../shared/errors';
+import { canonicalPath } from './request';
 
 const MAPPED_V4 = /^::ffff:(\d{1,3}(?:\.\d{1,3}){3})$/i;
 
@@ -35,5 +37,32 @@ export function ipAllowed(allowlist: string[] | null, clientIp: string): boolean
  */
 export const ipAllowlist: Middleware = async (ctx, next) => {
   if (!ipAllowed(ctx.state.auth!.ipAllowlist, ctx.ip)) throw new Forbidden('ip-not-allowed', 'The client address is not allowed for this API key');
+  return next();
+};
+
+/** Step 5 (spec 5.6.5): the merchant must be active (status seen within CREDENTIAL_CACHE_MS). */
+export const merchantStatus: Middleware = async (ctx, next) => {
+  if (ctx.state.auth!.merchantStatus !== 'active') throw new Forbidden('merchant-suspended', 'The merchant account is suspended');
+  return next();
+};
+
+/**
+ * Spec 5.5 as a pure function. read: GET (and HEAD) only; payments: read plus POST /v1/payments
+ * (creation; a refund needs full); full: everything. Paths are compared as the router matches
+ * them (canonicalPath).
+ */
+export function scopeAllows(scope: Scope, method: string, path: string): boolean {
+  if (scope === 'full') return true;
+  if (method === 'GET' || method === 'HEAD') return true;
+  return scope === 'payments' && method === 'POST' && canonicalPath(path) === '/v1/payments';
+}
+
+/**
+ * Scope check, after the signature and before content type, JSON and idempotency: a key is
+ * refused what its scope does not allow only once the request is known to be genuinely its own,
+ * and a refused request never parses a body or reserves an idempotency key.
+ */
+export const scope: Middleware = async (ctx, next) => {
+  if (!scopeAllows(ctx.state.auth!.scope, ctx.method, ctx.path)) throw new Forbidden('insufficient-scope', "This API key's scope does not allow this request");
   return next();
 };
