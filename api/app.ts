@@ -24,15 +24,11 @@ import { merchantPipeline } from './pipeline';
 import { V1_PATH } from './pipeline/request';
 
 export interface AppOptions {
-  /**
-   * Extra /v1 routes mounted after the merchant pipeline and before v1Router (tests and the
-   * bench use it to reach trivial routes through the real pipeline); production passes none.
-   */
+  /** Extra /v1 routes behind the merchant pipeline (tests and the bench); production passes none. */
   extraV1Routes?: Middleware;
   /**
-   * What this app serves: `all` (default; one port serves everything), `public` (merchant API,
-   * provider callbacks, health: /admin and /metrics answer 404) or `admin` (operator API, Bull
-   * Board, /metrics, health). ADMIN_PORT set: the web serves `public` on PORT, `admin` on it.
+   * `all` (default), `public` (merchant API, provider callbacks, health) or `admin` (operator
+   * API, Bull Board, /metrics, health). ADMIN_PORT set: `public` on PORT, `admin` on ADMIN_PORT.
    */
   surface?: 'all' | 'public' | 'admin';
   /** Metrics shared between the apps of one process, so /metrics counts every listener's requests. */

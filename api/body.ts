@@ -5,17 +5,13 @@ import { badText, strictUtf8, textProblem, TEXT_PROBLEM_MESSAGE } from '../share
 
 /** Global body cap of spec 5.6 step 1 / section 8. */
 export const GLOBAL_BODY_LIMIT = 500 * 1024 * 1024;
-export const DEFAULT_BODY_LIMIT = 100 * 1024;
-/** Spec 8: POST /v1/payments bodies are capped at 100 KB. */
+/** Spec 8: POST /v1/payments bodies are capped at 100 KB; so are operator requests. */
 export const PAYMENT_BODY_LIMIT = 100 * 1024;
-/**
- * Every other merchant request body (refund, payout, ...): 1 MB. None of them needs more than a
- * few KB; the cap only bounds what one request may make a web process buffer.
- */
+/** Every other merchant body: none needs more than a few KB; the cap bounds what a request makes us buffer. */
 export const V1_BODY_LIMIT = 1024 * 1024;
 
 /** Reads the exact request bytes once (signatures cover them), with a limit; 413 above it. */
-export async function readRawBody(ctx: Context, limit = DEFAULT_BODY_LIMIT): Promise<Buffer> {
+export async function readRawBody(ctx: Context, limit: number): Promise<Buffer> {
   if (ctx.state.rawBody) return ctx.state.rawBody;
   const declared = ctx.request.length;
   if (declared !== undefined && declared > limit) throw new PayloadTooLarge();
@@ -30,14 +26,11 @@ export async function readRawBody(ctx: Context, limit = DEFAULT_BODY_LIMIT): Pro
 }
 
 /**
- * JSON of UTF-8 bytes. Invalid UTF-8 (which a lenient decode would silently replace) is invalid
- * JSON too; a string or key holding NUL or a lone surrogate is 400 validation-failed naming where
- * (shared/text.ts: Postgres could not keep it as sent), never echoing the refused key: `metadata`
- * for anything inside metadata, else the path to the nearest clean key. A number written with a
- * fraction or an exponent that a double rounds to an integer (`1000.0`, `1e3`,
- * `1000000000000.0000001`) is 400 validation-failed on its field, outside metadata whose values
- * are free (decisions.md "Integers are integers in the text"): every other number of a body is an
- * amount, a fee, a limit or a count.
+ * JSON of UTF-8 bytes; invalid UTF-8 is invalid JSON. A string or key holding NUL or a lone
+ * surrogate (Postgres could not keep it as sent) is 400 validation-failed naming the nearest
+ * clean key (`metadata` for anything inside it), never the refused key. Outside metadata, a
+ * number written with a fraction or an exponent that rounds to an integer (`1e3`) is 400 on its
+ * field (decisions.md "Integers are integers in the text": they are amounts, fees, limits, counts).
  */
 export function parseJson(raw: Buffer): unknown {
   let text: string;
@@ -115,8 +108,8 @@ export function requireJsonContentType(ctx: Context): void {
 }
 
 /** Reads and parses a JSON body (admin routes; the merchant pipeline has its own ordered steps). */
-export async function readJson(ctx: Context, limit = DEFAULT_BODY_LIMIT): Promise<unknown> {
-  const raw = await readRawBody(ctx, limit);
+export async function readJson(ctx: Context): Promise<unknown> {
+  const raw = await readRawBody(ctx, PAYMENT_BODY_LIMIT);
   if (raw.length === 0) return {};
   requireJsonContentType(ctx);
   return parseJson(raw);

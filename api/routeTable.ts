@@ -6,10 +6,8 @@ import type { MerchantErrorCode } from './openapi/errors';
 /**
  * The merchant API's route table: each route is declared once, next to its handler, with the
  * ajv schemas that validate its body and query and the objects it answers. The same
- * declaration registers the koa route and feeds the OpenAPI document (api/openapi), so a route
- * is documented by construction, and what the document says the body must be is exactly what
- * the route validates. The contract tests (test/unit/openapi.test.ts, test/helpers/contract.ts)
- * fail when a /v1 route exists that the document lacks, or answers what it does not document.
+ * declaration registers the koa route and feeds the OpenAPI document (api/openapi), so the
+ * document says exactly what the route validates (the contract tests check the rest).
  */
 
 /** A JSON Schema (2020-12, the dialect of OpenAPI 3.1) written as a plain object. */
@@ -61,11 +59,7 @@ export interface RouteSpec<B = unknown, Q = unknown> {
   idempotencyKey?: 'required' | 'optional';
   /** Successful answers by status. */
   responses: Record<number, ResponseSpec>;
-  /**
-   * Error codes this route answers beyond the ones every merchant request may get (401s,
-   * 403 ip-not-allowed / merchant-suspended, 429 rate-limit-exceeded, 503...): the OpenAPI
-   * document lists them by status from the catalogue in api/openapi/errors.ts.
-   */
+  /** Error codes this route answers beyond those of every merchant request (api/openapi/errors.ts). */
   errors?: readonly MerchantErrorCode[];
   /** Runs after the body and query were validated; sets ctx.body / ctx.status. */
   handler: (ctx: Context, input: { body: B; query: Q }) => Promise<void> | void;
@@ -88,11 +82,7 @@ export function isComponent(x: unknown): x is Component {
   return typeof o.component === 'string' && typeof o.schema === 'object' && Object.keys(o).length === 2;
 }
 
-/**
- * Registers each route on a new router: the body (POST/PUT/PATCH) and the query are validated
- * with the very schemas the document shows (400 validation-failed naming the field), then the
- * handler runs.
- */
+/** Registers each route on a new router: body and query validated by the schemas the document shows, then the handler. */
 export function defineRoutes(routes: RouteSpec[]): RouteGroup {
   const router = new Router();
   for (const spec of routes) {

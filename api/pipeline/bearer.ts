@@ -18,15 +18,11 @@ function decoyWork(method: string, path: string): void {
 }
 
 /**
- * Steps 2 and 3 (spec 5.6.2-3): `Authorization: Bearer <key>`; absent or not a bearer header
- * → 401 auth-required. The key is looked up by its SHA-256; unknown, past its end (a revoked key
- * works until its grace ends), or sent with the other environment's prefix → 401
- * api-key-invalid. Fills ctx.state.auth.
- *
- * Credentials are kept by key hash in this process for CREDENTIAL_CACHE_MS (default 5 s):
- * revocation and merchant suspension reach every web process within that time. Unknown hashes
- * are remembered too (a client retrying a bad key costs one query per TTL). The decrypted
- * secret sits there, in memory only.
+ * Steps 2 and 3 (spec 5.6.2-3): no bearer header → 401 auth-required; a key unknown by its
+ * SHA-256, past its end (a revoked key works until its grace ends) or of the other environment
+ * → 401 api-key-invalid. Fills ctx.state.auth. Credentials, unknown hashes too, are cached by
+ * hash for CREDENTIAL_CACHE_MS: revocation and suspension reach every process within that time.
+ * The decrypted secret sits there, in memory only.
  */
 export function bearer({ db, config, clock }: ServiceContext): Middleware {
   const credentials = new TtlCache<CredentialForAuth | null>(config.credentialCacheMs, undefined, clock);

@@ -16,10 +16,8 @@ export function requestHash(method: string, path: string, raw: Buffer): string {
 }
 
 /**
- * A 400 (validation-failed, invalid-json, operator-mismatch...) means the request was refused
- * before doing anything, and a 5xx that it failed: either way the key is freed so that the
- * merchant may retry with it. Every other outcome (2xx, 404, 409 reference-conflict, 422...) is
- * stored and replayed.
+ * A 400 means the request was refused before doing anything, a 5xx that it failed: either way
+ * the key is freed so that the merchant may retry with it. Every other outcome is stored and replayed.
  */
 export function releasesKey(status: number): boolean {
   return status === 400 || status >= 500;
@@ -38,8 +36,7 @@ export interface RequestKey {
 
 /**
  * What a route passes to shared code to write its request's Idempotency-Key in its own
- * transaction: the result is encoded as a JSON answer with `status`, written with the key and
- * sent as is. Undefined when the request carries no key (a route where the key is optional).
+ * transaction, the result encoded as the JSON answer with `status`; undefined without a key.
  */
 export function idempotentWrite<T>(ctx: Context, status: number): IdempotentWrite<T> | undefined {
   const key = ctx.state.idempotency;
@@ -112,17 +109,13 @@ export function presentedKey(ctx: Context): string | undefined {
 }
 
 /**
- * Step 9 (spec 5.4, 5.6.9; decisions.md "Refund retries"): an Idempotency-Key (UUID v4) is
- * required on POST /v1/payments and /v1/payouts (400 idempotency-key-required / -invalid) and
- * optional on POST /v1/payments/{id}/refund, and held in Postgres per merchant, environment and
- * key for 24 hours. One mode for every such route (shared/idempotency.ts): the route writes the
- * key with its work, in its own transaction (idempotentWrite); a request with the same key
- * meanwhile waits for that transaction and gets its answer, or 409 idempotency-in-progress
- * (Retry-After: 1) once the wait (IDEMPOTENCY_WAIT_MS) is over. Same key, same request: the
- * stored answer byte for byte with `Idempotent-Replayed: true`; another request: 409
- * idempotency-conflict. A refusal that wrote nothing (404, 409, 422) is stored right after the
- * route, in one statement; a 400 or 5xx frees the key, unless the key was already used, which
- * then answers (as in the spec's order).
+ * Step 9 (spec 5.4, 5.6.9; decisions.md "Refund retries"): the key is held in Postgres per
+ * merchant, environment and key for 24 hours. The route writes it with its work, in its own
+ * transaction (idempotentWrite); a request with the same key meanwhile waits for that
+ * transaction and gets its answer, or 409 idempotency-in-progress (Retry-After: 1) after
+ * IDEMPOTENCY_WAIT_MS. Same request: the stored answer byte for byte, `Idempotent-Replayed:
+ * true`; another: 409 idempotency-conflict. A refusal that wrote nothing (404, 409, 422) is
+ * stored right after the route; a 400 or 5xx frees the key, unless the key was already used.
  */
 export const idempotency: Middleware = async (ctx, next) => {
   const presented = presentedKey(ctx);

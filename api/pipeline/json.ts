@@ -4,14 +4,11 @@ import { parseJson, requireJsonContentType } from '../body';
 import { idempotencyOf, JSON_METHODS } from './request';
 
 /**
- * Content type and JSON, only after the signature has been checked: POST/PATCH/PUT requests must
- * be `application/json` in UTF-8 and not content-encoded (415 unsupported-media-type), even with
- * an empty body (spec: a POST without application/json is 415; an empty refund request must not
- * refund the whole payment by accident), and valid JSON (400 invalid-json); the value goes to
- * ctx.state.body. A POST that moves money (payments, refunds, payouts: the routes that take an
- * Idempotency-Key) needs a JSON object: an empty body is 400 invalid-json whatever its
- * Content-Type (decisions.md "Empty bodies"; a full refund is asked with `{}`). On the routes
- * that take no fields, an empty body declared `application/json` reads as `{}`.
+ * After the signature: POST/PATCH/PUT bodies must be `application/json` in UTF-8, not
+ * content-encoded (415), even when empty, and valid JSON (400 invalid-json); the value goes to
+ * ctx.state.body. A POST that moves money (the routes taking an Idempotency-Key) refuses an
+ * empty body whatever its Content-Type, so an empty refund request never refunds the whole
+ * payment (decisions.md "Empty bodies"); elsewhere an empty JSON body reads as `{}`.
  */
 export const json: Middleware = async (ctx, next) => {
   if (!JSON_METHODS.has(ctx.method)) return next();

@@ -24,15 +24,10 @@ async function counted(consumed: Promise<RateLimiterRes>): Promise<{ res: RateLi
 }
 
 /**
- * Step 6 (spec 5.6.6): RATE_LIMIT_PER_MINUTE (100) requests per API key per one-minute bucket,
- * counted in Redis by rate-limiter-flexible so that every web process shares the count (the
- * bucket opens with the key's first request and lasts 60 s). Every response from here on carries
- * X-RateLimit-Limit, -Remaining and -Reset (Unix seconds when the bucket ends); over the limit:
- * 429 rate-limit-exceeded with Retry-After (seconds to the end of the bucket).
- * Redis down or stalled (the web's Redis client fails fast): writes get 503 service-unavailable
- * with Retry-After: 5, never a silent pass; GET and HEAD keep working, counted meanwhile by an
- * in-process limiter with the same limit (so each web process allows up to the limit per key
- * and minute until Redis is back).
+ * Step 6 (spec 5.6.6): RATE_LIMIT_PER_MINUTE requests per API key per one-minute bucket, counted
+ * in Redis so that every web process shares the count; X-RateLimit-* on every response from here
+ * on; over the limit, 429 with Retry-After. Redis down or stalled: writes get 503, never a
+ * silent pass; GET and HEAD are counted meanwhile by an in-process limiter with the same limit.
  */
 export function rateLimit(services: ServiceContext): Middleware {
   const limit = services.config.rateLimitPerMinute;

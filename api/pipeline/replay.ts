@@ -7,18 +7,12 @@ import { TIMESTAMP_TOLERANCE_S } from './signed';
 
 /**
  * Before the idempotency step (decisions.md "Replayed signed requests"): the Idempotency-Key
- * header is not signed, so a signature, not a key, identifies a request, and an accepted
- * signature acts at most once. Every signed POST records its signature (which covers its
- * timestamp, method, path and body) with the key it came with, in Postgres
- * (shared/requestSignatures.ts), until its timestamp leaves the tolerance. The same signature
- * again, while the first is still running or done:
- * - with the key of its first use: on to the idempotency step, which answers with that key
- *   (the first answer replayed, or 409 idempotency-in-progress);
- * - with no key or any other key: 409 request-replayed, and nothing happens.
- * A merchant retrying on purpose signs again (a new X-Timestamp) or sends the same key.
- * A request refused without leaving a record (a 4xx without a key, or a 400 that frees its key)
- * forgets its signature, so that a refusal changes nothing; a stored refusal keeps it (its key
- * answers), and a failure (5xx) keeps it, since its work may have committed.
+ * header is not signed, so a signature identifies a request, and acts at most once. Every
+ * signed POST records its signature with the key it came with (shared/requestSignatures.ts)
+ * until its timestamp leaves the tolerance. The same signature again with the key of its first
+ * use goes on to the idempotency step; with no key or another: 409 request-replayed.
+ * A refusal that left no record (a 4xx without a key, or a 400 that frees its key) forgets its
+ * signature; a stored refusal keeps it, and so does a 5xx, since its work may have committed.
  */
 export const replayGuard: Middleware = async (ctx, next) => {
   if (ctx.method !== 'POST') return next();
