@@ -35,11 +35,7 @@ export interface AppOptions {
   metrics?: Metrics;
 }
 
-/**
- * The operator routers answer a wrong method with the error body of decisions.md: 405
- * `method-not-allowed`, with `Allow` naming the methods the path takes (the router alone would
- * answer an empty text/plain 405 or 501).
- */
+/** A wrong method on an operator route: 405 `method-not-allowed` with `Allow`, not the router's empty 405 or 501. */
 function allowedMethods(router: Router): Middleware {
   const allowed = router.allowedMethods() as Middleware;
   return async (ctx, next) => {

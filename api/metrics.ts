@@ -15,9 +15,8 @@ import { KINDS } from '../shared/operationKinds';
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
 
 /**
- * The route label of a request: the template of the route it reached or would reach (a 401 or
- * 429 of the pipeline comes before any router), or `unmatched`. Never the raw path: every label
- * value is a series kept for the life of the process, so random paths must not create any.
+ * The route label: the template of the route a request reached or would reach, or `unmatched`.
+ * Never the raw path: every label value is a series kept for the life of the process.
  */
 export function routeLabel(ctx: Context, routers: Router[]): string {
   const matched = (ctx as unknown as { _matchedRoute?: unknown })._matchedRoute;
@@ -35,10 +34,8 @@ export function routeLabel(ctx: Context, routers: Router[]): string {
 export type Metrics = ReturnType<typeof createMetrics>;
 
 /**
- * GET /metrics (admin token): Prometheus text. Request counts and latency by route pattern
- * (never by raw path: ids would explode the label set), queue depths read at scrape time, what
- * Postgres says about operations, webhooks and the ledger (storeMetrics below), and the
- * process's default metrics. The pools serve their own (shared/metrics/server.ts).
+ * GET /metrics (admin token): requests by route pattern, queue depths read at scrape time, what
+ * Postgres says (storeMetrics) and the process's metrics. The pools serve their own.
  */
 export function createMetrics(services: ServiceContext) {
   const registry = new Registry();
@@ -84,7 +81,6 @@ export function createMetrics(services: ServiceContext) {
 
   storeMetrics(registry, services);
 
-  // requests refused by the overload guard (api/middleware/overload.ts), by route and reason
   const shed = new Counter({
     name: 'http_requests_shed_total',
     help: 'Requests answered 503 service-unavailable because the work behind the API fell behind (OVERLOAD_*)',
@@ -92,7 +88,6 @@ export function createMetrics(services: ServiceContext) {
     registers: [registry],
   });
 
-  // counts and times every request; the routers give the templates requests are labelled by
   const record = (routers: Router[]): Middleware => async (ctx, next) => {
     const end = duration.startTimer();
     try {
@@ -118,14 +113,10 @@ const LEDGER_CHECK_EVERY_MS = 10 * 60 * 1000;
 const ATTENTION_REASONS: AttentionReason[] = ['open-past-bound', 'late-success', 'never-sent'];
 
 /**
- * What Postgres says, read at scrape time (no kernel code records it, and a restart loses
- * nothing but the counters' start). operation_time_to_final_seconds observes each operation
- * whose closing history row came since the previous scrape (read by id from where it stopped),
- * webhook_deliveries_finished_total the deliveries completed since then: both count from this
- * process's first scrape, and every web process counts the same rows (take the max across web
- * instances, never the sum). The ledger check (`npm run ledger:check`) runs in the background,
- * started by a scrape, at most every LEDGER_CHECK_EVERY_MS. One scrape reads once, statement
- * after statement (one connection), whatever asks for it.
+ * What Postgres says, read at scrape time (a restart loses nothing but the counters' start).
+ * The two counters count rows closed since this process's first scrape; every web process
+ * counts the same rows (take the max across instances, never the sum). The ledger check runs
+ * in the background at most every LEDGER_CHECK_EVERY_MS. One read per scrape, on one connection.
  */
 function storeMetrics(registry: Registry, services: ServiceContext): void {
   const { db } = services;

@@ -15,9 +15,7 @@ import { withTraceparent } from '../../shared/tracing/spans';
 
 /**
  * The hosted card checkout (decisions.md "Cards"), outside the merchant pipeline: the client's
- * browser has no key. The page (every state has one), POST /pay (the vault token, same-origin
- * JSON), /status (what the page polls), /3ds-return (where the issuer's challenge lands) and
- * the page's assets. Headers: spec 5.7 (securityHeaders), the CSP below, no-store, no cookie.
+ * browser has no key. Headers: spec 5.7 (securityHeaders), the CSP below, no-store, no cookie.
  */
 
 /** decisions.md: POST /checkout/{id}/pay is limited to 10 a minute per client IP. */

@@ -5,11 +5,9 @@ import { maskPath } from '../../shared/logger';
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 
 /**
- * X-Request-Id: the caller's when it is a sane token, else a new one; echoed on every response
- * and bound to the request's logger (and from there into the jobs it enqueues). One access log
- * line per request: method, the route's template (`/v1/phone-numbers/:number`) when a route
- * answered, the path with every phone number in it masked whatever its spelling, status, time;
- * never headers, query strings or bodies.
+ * X-Request-Id: the caller's when it is a sane token, else a new one; echoed and bound to the
+ * request's logger. One access log line per request: method, route template, the path with every
+ * phone number masked, status, time; never headers, query strings or bodies.
  */
 export const requestContext: Middleware = async (ctx, next) => {
   const incoming = ctx.get('X-Request-Id');

@@ -6,12 +6,9 @@ import { badText } from '../../shared/text';
 const refused = new WeakSet<IncomingMessage>();
 
 /**
- * A request target that Node's URL parser refuses (an absolute-form target with an invalid host,
- * e.g. `GET http://a]b/v1/payments HTTP/1.1`) makes every read of ctx.path throw, before
- * errorHandler can render anything: Koa would answer a bare 500. `acceptTarget`, first of all,
- * swaps such a target for `/` so the HTTP frame works; `refuseBadTarget`, right after
- * errorHandler, answers it 400 `bad-request` through the one error renderer. Found by the
- * pipeline fuzz test.
+ * A target Node's URL parser refuses (`GET http://a]b/v1/payments`) makes every read of ctx.path
+ * throw, and Koa would answer a bare 500. `acceptTarget`, first of all, swaps it for `/`;
+ * `refuseBadTarget`, after errorHandler, answers it 400 `bad-request`.
  */
 export const acceptTarget: Middleware = (ctx, next) => {
   try {

@@ -83,10 +83,7 @@ const STATUS_TEXT: Record<number, string> = {
 };
 
 const header = (name: string) => ({ $ref: `#/components/headers/${name}` });
-/**
- * The headers of the rate-limit step (api/pipeline/rateLimit.ts): on every answer of a merchant
- * route that passed it, success or refusal (429 included), never on a 401 (uniform401 removes them).
- */
+/** The rate-limit step's headers: on every answer of a merchant route but a 401 (uniform401 removes them). */
 export const RATE_LIMIT_HEADERS = ['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset'] as const;
 const rateLimitHeaders = (route: RouteSpec, status: number) =>
   route.scope === 'none' || status === 401 ? {} : Object.fromEntries(RATE_LIMIT_HEADERS.map((h) => [h, header(h)]));
@@ -159,11 +156,7 @@ function operationOf(route: RouteSpec, schemas: Map<string, JsonSchema>) {
   };
 }
 
-/**
- * The document of these /v1 routes (api/v1 passes its route table: this module imports no route).
- * `serverUrl` is `servers[0].url` (the service's BASE_URL when served); without it, a `{baseUrl}`
- * variable: the document as committed (shared/client/openapi.json) and as the SDK types come from.
- */
+/** The document of these /v1 routes; without `serverUrl`, a `{baseUrl}` variable (the committed form). */
 export function apiDocument(routes: readonly RouteSpec[], serverUrl?: string): OpenApiDocument {
   const schemas = new Map<string, JsonSchema>();
   refs(ErrorBody, schemas);

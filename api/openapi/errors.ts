@@ -2,11 +2,8 @@ import type { ErrorCode } from '../../shared/errors';
 import { ERROR_STATUS } from '../middleware/errors';
 
 /**
- * Every error code a merchant may be answered, with when (spec section 7 and decisions.md
- * Errors); the status is the error middleware's (ERROR_STATUS), the one place statuses are
- * known. The OpenAPI document lists, for each operation, the codes of the pipeline plus those
- * its route declares (RouteSpec.errors), grouped by status; the contract check refuses an error
- * code an operation does not document. The operator API's own codes are not here.
+ * Every error code a merchant may be answered, with when (spec 7, decisions.md Errors); the
+ * status is ERROR_STATUS's. The operator API's own codes are not here.
  */
 const WHEN = {
   'invalid-json': 'the body is not valid JSON',

@@ -1,12 +1,6 @@
-/**
- * Facts about a merchant request that several pipeline steps share. Pure functions, no I/O.
- */
+/** Facts about a merchant request that several pipeline steps share. Pure functions, no I/O. */
 
-/**
- * Methods that must carry X-Timestamp and X-Signature. The spec names POST, PATCH and DELETE;
- * PUT is signed too, so that no method able to change anything is ever unsigned (no /v1 route
- * uses PUT today; the signing client signs it the same way).
- */
+/** Methods that must be signed: the spec's POST, PATCH and DELETE, and PUT, so no method able to change anything is unsigned. */
 export const SIGNED_METHODS: ReadonlySet<string> = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 
 /** Methods whose JSON body is parsed (spec 5.2: Content-Type on POST/PATCH/PUT). */
@@ -25,11 +19,7 @@ export function canonicalPath(path: string): string {
   return lower.length > 1 ? lower.replace(/\/+$/, '') || '/' : lower;
 }
 
-/**
- * Routes whose POST takes an Idempotency-Key (spec 5.4; decisions.md "Refund retries"): required
- * on payments and payouts, optional on a refund. How a key is held is the same for every one
- * (api/pipeline/idempotency.ts).
- */
+/** Routes whose POST takes an Idempotency-Key (spec 5.4; decisions.md "Refund retries"). */
 export type IdempotencyRule = 'required' | 'optional';
 
 const IDEMPOTENT_ROUTES: ReadonlyArray<[RegExp, IdempotencyRule]> = [

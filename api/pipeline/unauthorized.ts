@@ -13,10 +13,8 @@ export function unauthorized(code: UnauthenticatedCode): Unauthenticated {
 }
 
 /**
- * Outermost step: every 401 leaves with the same headers and shape whichever step threw it.
- * The rate-limit headers set by step 5 are removed from the timestamp and signature 401s, so
- * those look exactly like the bearer step's (decision: uniform 401s win over "rate-limit
- * headers on every response"; the request was still counted).
+ * Outermost step: every 401 leaves with the same headers whichever step threw it (uniform 401s
+ * win over rate-limit headers on every response; the request was still counted).
  */
 export const uniform401: Middleware = async (ctx, next) => {
   try {

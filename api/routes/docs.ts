@@ -2,12 +2,9 @@ import { readFileSync } from 'node:fs';
 import Router from '@koa/router';
 
 /**
- * GET /docs: the API reference, rendered in the browser by Redoc's standalone bundle (served
- * from node_modules, never a CDN) from GET /v1/openapi.json. The page itself has no inline
- * script: Redoc renders the `<redoc spec-url>` element. Its CSP allows only what Redoc needs:
- * scripts and the document from this origin, the styles it injects ('unsafe-inline' styles), its
- * search worker (a blob: URL) and data: images (its icons, the page's empty favicon). No fonts,
- * frames, forms or other origins.
+ * GET /docs: the API reference, rendered by Redoc's standalone bundle (served from node_modules,
+ * never a CDN) from /v1/openapi.json. Its CSP allows only what Redoc needs: this origin, the
+ * styles it injects, its blob: search worker and data: images.
  */
 
 export const REDOC_BUNDLE = require.resolve('redoc/bundles/redoc.standalone.js');
@@ -41,11 +38,7 @@ const PAGE = `<!doctype html>
 </html>
 `;
 
-/**
- * The one thing the bundle fetches from elsewhere: the Redocly logo of its "API docs by Redocly"
- * footer, from a CDN. Served with an empty source instead (the footer hides an image that fails),
- * so the page never leaves this origin and its CSP needs no exception.
- */
+/** The bundle's footer logo comes from a CDN: served with an empty source, so the page never leaves this origin. */
 const REDOCLY_LOGO = 'https://cdn.redoc.ly/redoc/logo-mini.svg';
 
 export const docsRouter = new Router()
@@ -56,7 +49,6 @@ export const docsRouter = new Router()
     ctx.body = PAGE;
   })
   .get(DOCS_SCRIPT_PATH, async (ctx) => {
-    // read once per process (its caches)
     const bundle = await ctx.services.caches.ttl<string>('docs-bundle', Infinity, 1).get('redoc', async () => readFileSync(REDOC_BUNDLE, 'utf8').replaceAll(`"${REDOCLY_LOGO}"`, '""'));
     ctx.set('Cache-Control', 'public, max-age=86400');
     ctx.type = 'application/javascript; charset=utf-8';

@@ -13,11 +13,8 @@ import { referenceRoutes } from './reference';
 import { apiDocument, type OpenApiDocument } from '../openapi/document';
 
 /**
- * The merchant API under /v1: every group of the route table (api/routeTable.ts). Adding a
- * route means declaring it in a group listed here, which also documents it (api/openapi).
- *
- * - V1_PUBLIC: answered before the merchant pipeline (no key): the OpenAPI document.
- * - V1_GROUPS: every request first passes the pipeline of spec 5.6 (api/pipeline).
+ * The merchant API under /v1, every group of the route table. V1_PUBLIC is answered before the
+ * merchant pipeline (no key); V1_GROUPS pass it first.
  */
 export const V1_PUBLIC: RouteGroup[] = [referenceRoutes(() => V1_ROUTES)];
 export const V1_GROUPS: RouteGroup[] = [balanceRoutes, paymentsRoutes, refundsRoutes, payoutsRoutes, eventsRoutes, settlementsRoutes, phoneNumbersRoutes, availabilityRoutes, reportsRoutes];

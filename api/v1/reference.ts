@@ -2,9 +2,8 @@ import { defineRoutes, route, type RouteSpec } from '../routeTable';
 import { apiDocument } from '../openapi/document';
 
 /**
- * GET /v1/openapi.json: the OpenAPI 3.1 document of every merchant route (`routes`, read when
- * first asked: the table that lists this group), with this service's BASE_URL as its server
- * (built once per process, in its caches). Takes no key: it is answered before the merchant pipeline.
+ * GET /v1/openapi.json, with this service's BASE_URL as its server, built once per process.
+ * `routes` is read when first asked: it is the table that lists this group.
  */
 export const referenceRoutes = (routes: () => readonly RouteSpec[]) => defineRoutes([
   route({
