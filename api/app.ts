@@ -105,10 +105,7 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
   return app;
 }
 
-/**
- * The apps of one web process: with ADMIN_PORT set, `public` for PORT and `admin` for
- * ADMIN_PORT, sharing one metrics registry; unset, one app serving everything on PORT.
- */
+/** The apps of one web process (see AppOptions.surface), sharing one metrics registry. */
 export function buildApps(services: ServiceContext, opts: Omit<AppOptions, 'surface' | 'metrics'> = {}): { public: Koa; admin: Koa | null } {
   if (services.config.adminPort === null) return { public: buildApp(services, opts), admin: null };
   const metrics = createMetrics(services);

@@ -3,10 +3,7 @@ import { charging, type CheckoutPayment } from '../../shared/cards/checkout';
 import type { CardEndpoints } from '../../shared/config';
 import { TEXT, type Lang } from './i18n';
 
-/**
- * The checkout's HTML for every state of a card payment (decisions.md "Cards"), rendered on the
- * server. No inline script or style: one script and one stylesheet of our own (the CSP allows no other).
- */
+/** The checkout's HTML for every state of a card payment; no inline script or style (the CSP allows none). */
 
 export const ASSETS_PATH = '/checkout/assets';
 

@@ -65,9 +65,8 @@ const PG_FAULT_CODES = /^(08...|57P0[1-3]|53300)$/;
 // pg and knex's pool when Postgres is gone (`timeout expired`: a connection not open within connectionTimeoutMillis)
 const PG_FAULT_MESSAGES = /Connection terminated|terminating connection|is not queryable|Timeout acquiring a connection|^timeout expired$|the database system is (starting up|shutting down|in recovery mode)/i;
 /**
- * Socket errors. A failed connect names its port (the Postgres port of DATABASE_URL tells it);
- * an established connection dropped under a query (read/write ECONNRESET, EPIPE) reaches a
- * request only from pg: ioredis answers its commands in flight "Connection is closed" instead.
+ * Socket errors: a failed connect names its port (DATABASE_URL's tells Postgres); a dropped
+ * connection (read/write ECONNRESET, EPIPE) comes only from pg (ioredis says "Connection is closed").
  */
 const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
 
@@ -107,10 +106,7 @@ export function isBackendFault(err: unknown, databaseUrl: string): boolean {
 /** Postgres or Redis not answering: 503, retry in 5 s. */
 export const unavailable = () => new Unavailable('service-unavailable', 'The service is temporarily unavailable', 5);
 
-/**
- * What a thrown error is answered with: a domain error by its code; a backend fault 503; an
- * exposed client error of Koa or a library as a 400/404; anything else 500. `log`: what to log.
- */
+/** What a thrown error is answered with (an exposed client error of Koa as a 400/404, else 500), and what to log. */
 export function answerOf(err: unknown, databaseUrl: string): { error: DomainError | HttpError; log?: 'postgres' | 'redis' | 'unhandled' } {
   if (err instanceof DomainError) return { error: err };
   const e = err as { status?: number; expose?: boolean; message?: string };

@@ -5,10 +5,8 @@ import { API_DESCRIPTION } from './description';
 import { SIGNED_METHODS } from '../pipeline/request';
 
 /**
- * The OpenAPI 3.1 document of the merchant API, built from the route table (api/routeTable.ts):
- * paths, parameters and bodies from the very ajv schemas that validate requests, responses from
- * the objects each route declares, errors from the catalogue (./errors.ts). Deterministic: the
- * same routes give the same bytes (shared/client/openapi.json is this document, committed).
+ * The OpenAPI 3.1 document of the merchant API, built from the route table and the error
+ * catalogue. Deterministic: shared/client/openapi.json is this document, committed.
  */
 
 const PREFIX = '/v1';

@@ -91,10 +91,8 @@ function answerOf(ctx: Context): StoredResponse | null {
 }
 
 /**
- * The Idempotency-Key of a request on a route that takes one, lower case; undefined where the
- * route takes none or it is optional and absent. 400 idempotency-key-required / -invalid when
- * required and missing, or not a UUID v4 (checked before the replay guard too: a request that
- * breaks these rules is refused for them, whatever its signature's past).
+ * The request's Idempotency-Key, lower case, where its route takes one; 400 when required and
+ * missing, or not a UUID v4 (checked by the replay guard first, whatever the signature's past).
  */
 export function presentedKey(ctx: Context): string | undefined {
   const rule = idempotencyOf(ctx.method, ctx.path);

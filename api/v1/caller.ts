@@ -1,10 +1,7 @@
 import type { Context } from 'koa';
 import type { Caller } from '../../shared/domain/caller';
 
-/**
- * The merchant and environment a /v1 route acts for, from the key the pipeline authenticated
- * (it always runs before any /v1 route), with the request id for the jobs it enqueues.
- */
+/** The merchant and environment a /v1 route acts for (from the pipeline's key), with the request id. */
 export function callerOf(ctx: Context): Caller {
   const auth = ctx.state.auth;
   if (!auth) throw new Error('a /v1 route ran without the merchant pipeline');

@@ -9,8 +9,6 @@ import { parseCursor, parseLimit } from '../../../shared/db/pagination';
 import { createWebhook, getWebhook, listWebhooks, sendTestEvent, updateWebhook, type WebhookInput, type WebhookPatch } from '../../../shared/webhooks/endpoints';
 import { listDeliveries, replayDelivery } from '../../../shared/webhooks/operator';
 
-/** Operator webhook routes (decisions.md, plus list and PATCH); mounted behind adminAuth. */
-
 const EVENTS = { type: 'array', minItems: 1, maxItems: 20, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 100 } } as const;
 const URL_FIELD = { type: 'string', minLength: 1, maxLength: 2048 } as const;
 
@@ -36,6 +34,7 @@ function webhookId(id: string): string {
   return id;
 }
 
+/** Operator webhook routes (decisions.md, plus list and PATCH); mounted behind adminAuth. */
 export const webhooksAdminRouter = new Router({ prefix: '/admin' })
   .post('/webhooks', async (ctx) => {
     const input = validateCreate(await readJson(ctx));
