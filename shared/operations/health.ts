@@ -25,15 +25,16 @@ export const DIRECTION_OF: Record<ProviderObjectKind, Direction> = { payment: 'c
 export const BUCKET_MS = 10_000;
 const FLUSH_MS = 1000;
 
+/** One provider_health row's counts, by its column names. */
 interface Counts {
   operator: Operator;
   direction: Direction;
   environment: Environment;
-  bucket: number;
+  bucket: Date;
   calls: number;
   failures: number;
   slow: number;
-  latencyMs: number;
+  latency_ms_sum: number;
 }
 
 export class ProviderHealth {
@@ -72,13 +73,13 @@ export class ProviderHealth {
     const key = `${provider.operator}/${direction}/${provider.environment}/${bucket}`;
     let c = this.unflushed.get(key);
     if (!c) {
-      c = { operator: provider.operator, direction, environment: provider.environment, bucket, calls: 0, failures: 0, slow: 0, latencyMs: 0 };
+      c = { operator: provider.operator, direction, environment: provider.environment, bucket: new Date(bucket), calls: 0, failures: 0, slow: 0, latency_ms_sum: 0 };
       this.unflushed.set(key, c);
     }
     c.calls++;
     if (failed) c.failures++;
     else if (latencyMs >= this.slowMs) c.slow++;
-    c.latencyMs += Math.round(latencyMs);
+    c.latency_ms_sum += Math.round(latencyMs);
     this.timer ??= setTimeout(() => {
       this.timer = undefined;
       void this.flush();
@@ -93,18 +94,7 @@ export class ProviderHealth {
       this.unflushed = new Map();
       try {
         await ProviderHealthBucket.query(this.db)
-          .insert(
-            rows.map((r) => ({
-              operator: r.operator,
-              direction: r.direction,
-              environment: r.environment,
-              bucket: new Date(r.bucket),
-              calls: r.calls,
-              failures: r.failures,
-              slow: r.slow,
-              latency_ms_sum: r.latencyMs,
-            })),
-          )
+          .insert(rows)
           .onConflict(['operator', 'direction', 'environment', 'bucket'])
           .merge({
             calls: raw('provider_health.calls + excluded.calls'),
@@ -120,7 +110,7 @@ export class ProviderHealth {
   }
 
   async close(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
+    clearTimeout(this.timer);
     this.timer = undefined;
     await this.flush();
   }
