@@ -16,19 +16,18 @@ import type { Logger } from '../logger';
 
 /**
  * Every change of an operation, its creation included: `decide` (the machine, pure) says what a
- * trigger does, `operationWrite` (pure) turns that into the writer's terms (the row's change,
- * its history row, its event with its webhook deliveries and their outbox rows, its ledger
- * credit), and the writer (shared/db/sql/transitions.ts) carries it out as a compare-and-set on
- * the status and version the row was read with, in one statement. Two callers, one writer:
+ * trigger does, `operationWrite` (pure) turns that into the writer's terms (the row's change, its
+ * history row, its event with its webhook deliveries and their outbox rows, its ledger credit),
+ * and the writer (shared/db/sql/transitions.ts) carries it out as a compare-and-set on the status
+ * and version the row was read with, in one statement. Two callers, one writer:
  *
  * - under the row's lock (`applyTrigger`), inside a flow's transaction: what changes beyond the
- *   row (a refund's payment, `afterMove`) and a posting that takes from a merchant's balance
- *   (which locks its accounts, shared/ledger/postings.ts) follow in that transaction, the
- *   posting last, so that the accounts are held only until the commit;
- * - without a lock (`writeAlone`), for what needs nothing else: a callback's move of a kind with
- *   no afterMove and a credit-only posting, a push's acceptance, a payment's creation. The
- *   writes of concurrent jobs and requests share one statement and one commit (the context's
- *   batches); one refused because its row changed since it was read is decided again.
+ *   row (`afterMove`) and a posting that takes from a merchant's balance (which locks its
+ *   accounts) follow in that transaction, the posting last, so the accounts are held only until
+ *   the commit;
+ * - without a lock (`writeAlone`), for what needs nothing else (a callback's simple move, a
+ *   push's acceptance, a payment's creation): concurrent writes share one statement and one
+ *   commit (the context's batches); one refused because its row changed is decided again.
  */
 
 /** What applying a trigger did (also a stored callback's outcome). */
@@ -79,9 +78,6 @@ export function changeOf<R extends OperationRow>(kind: OperationKind<R, any>, ro
   return change;
 }
 
-/** The ids of the ledger accounts a credit posts to, by accountKey. */
-export type AccountIds = Map<string, number>;
-
 /** A posting, normalised and checked balanced, when it only credits (the writer writes it with the change); otherwise undefined. */
 export function creditOnly(p: Posting): Posting | undefined {
   const n = normalise(p);
@@ -89,8 +85,8 @@ export function creditOnly(p: Posting): Posting | undefined {
   return onlyCredits(n) ? n : undefined;
 }
 
-/** A credit (creditOnly's) with its accounts' ids; undefined when one of them does not exist yet. */
-export function creditPosting(n: Posting, ids: AccountIds): CreditPosting | undefined {
+/** A credit (creditOnly's) with its accounts' ids by accountKey; undefined when one of them does not exist yet. */
+export function creditPosting(n: Posting, ids: Map<string, number>): CreditPosting | undefined {
   if (n.entries.some((e) => !ids.has(accountKey(e.account)))) return undefined;
   return {
     id: randomUUID(),
@@ -102,14 +98,10 @@ export function creditPosting(n: Posting, ids: AccountIds): CreditPosting | unde
   };
 }
 
-/** What the writer needs beside the decision: the merchant's enabled endpoints, the credit with its accounts, the callback. */
-export interface WriteInputs {
-  endpoints: { id: string; events: string[] }[];
-  posting: CreditPosting | null;
-  callbackId?: string | null;
-}
-
-/** A taken trigger in the writer's terms (pure); `change` is its changeOf. */
+/**
+ * A taken trigger in the writer's terms (pure); `change` is its changeOf, `inputs` what the writer
+ * needs beside: the merchant's enabled endpoints, the credit with its accounts, the callback.
+ */
 export function operationWrite<R extends OperationRow>(
   kind: OperationKind<R, any, any>,
   row: R,
@@ -117,7 +109,7 @@ export function operationWrite<R extends OperationRow>(
   trigger: Trigger,
   details: TriggerDetails,
   change: Record<string, unknown>,
-  inputs: WriteInputs,
+  inputs: { endpoints: { id: string; events: string[] }[]; posting: CreditPosting | null; callbackId?: string | null },
 ): OperationWrite {
   const updated = { ...row, ...change } as R;
   const event =
