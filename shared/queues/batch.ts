@@ -58,11 +58,6 @@ export function batchElements(data: BatchData): JobData[] {
   return data.batch;
 }
 
-/** A job that stands for one piece of work and runs at once: it may go in a batch. */
-export function batchable(queue: QueueName, job: { data: JobData; opts?: JobsOptions }): boolean {
-  return !job.opts?.delay && workKey(queue, job.data) !== undefined;
-}
-
 /**
  * The jobs of one queue as they go to Redis: the batchable ones of each name in batches of at
  * most BATCH_MAX (each batch's id from its first job's id), the others (and batches of one) as
@@ -73,7 +68,8 @@ export function inBatches(queue: QueueName, jobs: (QueuedJob & { data: JobData; 
   const out: QueuedJob[] = [];
   const byName = new Map<string, (typeof jobs)[number][]>();
   for (const j of jobs) {
-    if (!batchable(queue, j)) out.push(j);
+    // only a job that stands for one piece of work and runs at once may go in a batch
+    if (j.opts?.delay || workKey(queue, j.data) === undefined) out.push(j);
     else byName.set(j.jobName, [...(byName.get(j.jobName) ?? []), j]);
   }
   for (const [jobName, group] of byName) {

@@ -47,10 +47,6 @@ export const outboxJobId = (id: string) => `ob-${id}`;
 
 const jobOptions = (msg: OutboxMessage) => ({ jobId: outboxJobId(msg.id), delay: msg.delay_ms || undefined });
 
-async function enqueue(queues: QueueRegistry, msg: OutboxMessage): Promise<void> {
-  await queues.add(msg.queue, msg.job_name, outboxJobData(msg), jobOptions(msg));
-}
-
 /** Many messages, one pipeline per queue; those that may travel together in batches (shared/queues/batch.ts). */
 async function enqueueMany(queues: QueueRegistry, msgs: OutboxMessage[]): Promise<void> {
   const byQueue = new Map<QueueName, OutboxMessage[]>();
@@ -139,7 +135,7 @@ export async function relayOutbox(db: Db, queues: QueueRegistry, graceMs = 1000,
   return db.transaction(async (trx) => {
     const rows: OutboxMessage[] = await missed(trx).orderBy('created_at').limit(batch).forUpdate().skipLocked();
     if (rows.length === 0) return 0;
-    for (const row of rows) await enqueue(queues, row);
+    for (const row of rows) await queues.add(row.queue, row.job_name, outboxJobData(row), jobOptions(row));
     await OutboxRow.query(trx).whereIn('id', rows.map((r) => r.id)).patch({ enqueued_at: raw('now()') });
     return rows.length;
   });

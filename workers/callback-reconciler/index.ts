@@ -56,7 +56,5 @@ void runPool({
     },
     workerOptions: { lockDuration: lockMs, stalledInterval: lockMs },
   },
-  loops: [
-    sweepLoop(paymentKind),
-  ],
+  loops: [sweepLoop(paymentKind)],
 });
