@@ -1,4 +1,5 @@
 import { UnrecoverableError } from 'bullmq';
+import { getConfig } from '../shared/config';
 import { isId, type IdKind } from '../shared/domain/ids';
 import type { OperationKind } from '../shared/operations/kind';
 import { sendOnce } from '../shared/operations/send';
@@ -12,27 +13,19 @@ import { inSpan } from '../shared/tracing/spans';
  * past its window. Both run the operations kernel (shared/operations) for the pool's kind.
  */
 
-/** Payload of a send job: the operation's id only, under the kind's field (paymentId, refundId, payoutId). */
-export interface SendJob {
-  id: string;
-  requestId?: string;
-}
-
-export function sendJobGuard(kind: OperationKind<any, any, any>) {
+/** A send job's payload: the operation's id only, under the kind's field (paymentId, refundId, payoutId). */
+export function sendProcessor(kind: OperationKind<any, any, any>): PoolProcessor<{ id: string; requestId?: string }> {
   const field = kind.send.idField;
   const idKind = kind.idKind ?? (kind.name as IdKind);
-  return (data: unknown): SendJob => {
-    const d = data as Record<string, unknown> | null;
-    const id = d?.[field];
-    if (typeof id !== 'string' || !isId(idKind, id)) throw new UnrecoverableError(`${kind.send.queue} job without a valid ${field}`);
-    return { id, requestId: typeof d!.requestId === 'string' ? d!.requestId : undefined };
-  };
-}
-
-export function sendProcessor(kind: OperationKind<any, any, any>, lockMs: number): PoolProcessor<SendJob> {
+  const lockMs = getConfig().payments.paymentJobLockMs;
   return {
     queue: kind.send.queue,
-    guard: sendJobGuard(kind),
+    guard: (data) => {
+      const d = data as Record<string, unknown> | null;
+      const id = d?.[field];
+      if (typeof id !== 'string' || !isId(idKind, id)) throw new UnrecoverableError(`${kind.send.queue} job without a valid ${field}`);
+      return { id, requestId: typeof d!.requestId === 'string' ? d!.requestId : undefined };
+    },
     // with traces on, a span naming the operation: its trace is found by its id
     process: (ctx, data) =>
       inSpan(`send ${kind.name}`, { attributes: { 'svc_payments.operation.kind': kind.name, 'svc_payments.operation.id': data.id } }, async (facts) => {
