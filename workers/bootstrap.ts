@@ -29,10 +29,7 @@ export interface PoolProcessor<T> {
 }
 
 /** What a processor returns when its work must wait (an endpoint's slot, a retry's delay). */
-export interface Later {
-  later: number;
-  reason: string;
-}
+type Later = { later: number; reason: string };
 
 export const later = (delayMs: number, reason: string): Later => ({ later: Math.max(1, Math.round(delayMs)), reason });
 

@@ -51,16 +51,15 @@ export class ProviderHealth {
 
   /** Runs one provider call for an operation of `kind`, counting its outcome; the call's result or error passes through. */
   async observe<T>(provider: ProviderBase, kind: ProviderObjectKind, call: () => Promise<T>): Promise<T> {
-    call = timeProviderCall(provider, kind, call); // provider_call_duration_seconds (shared/metrics)
     const started = performance.now();
+    let failed = false;
     try {
-      const result = await call();
-      this.count(provider, kind, false, performance.now() - started);
-      return result;
+      return await timeProviderCall(provider, kind, call)(); // provider_call_duration_seconds (shared/metrics)
     } catch (err) {
-      const failed = !(err instanceof ProviderError) || err.retryable;
-      this.count(provider, kind, failed, performance.now() - started);
+      failed = !(err instanceof ProviderError) || err.retryable;
       throw err;
+    } finally {
+      this.count(provider, kind, failed, performance.now() - started);
     }
   }
 

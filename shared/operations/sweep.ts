@@ -87,23 +87,22 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
   const answer = await ask(ctx, kind, row);
   const verdict = kind.atWindowEnd(row, answer);
   const now = ctx.clock.now();
-  const hours = hoursPastBound(row, now);
-  if (hours > 0 && verdict === 'ask-again') {
-    // past its bound it is listed by GET /admin/attention; the log says so once an hour, not at every ask
-    if (lastAsked === null || hoursPastBound(row, lastAsked.getTime()) < hours) {
-      const why = answer.kind === 'status' ? answer.state : answer.kind === 'unreachable' ? 'provider-unreachable' : answer.kind;
-      log.error({ kind: kind.name, id, provider: row.provider, status: row.status, hoursPastWindow: Math.floor((now - row.window_ends_at.getTime()) / 3_600_000), providerAnswer: why }, 'operation still open an hour or more past its window: an operator should look (GET /admin/attention)');
+  if (verdict === 'ask-again') {
+    const hours = hoursPastBound(row, now);
+    if (hours > 0) {
+      // past its bound it is listed by GET /admin/attention; the log says so once an hour, not at every ask
+      if (lastAsked === null || hoursPastBound(row, lastAsked.getTime()) < hours) {
+        const why = answer.kind === 'status' ? answer.state : answer.kind === 'unreachable' ? 'provider-unreachable' : answer.kind;
+        log.error({ kind: kind.name, id, provider: row.provider, status: row.status, hoursPastWindow: Math.floor((now - row.window_ends_at.getTime()) / 3_600_000), providerAnswer: why }, 'operation still open an hour or more past its window: an operator should look (GET /admin/attention)');
+      }
+    } else if (answer.kind === 'unreachable') {
+      log.warn({ kind: kind.name, id, provider: row.provider, err: { message: answer.error.message } }, 'provider could not be asked; will ask again');
+    } else if (answer.kind === 'status' && answer.state === 'not_found' && row.sent_at) {
+      // the provider accepted it, so "not found" is the provider's fault: an operator should look
+      log.error({ kind: kind.name, id, provider: row.provider }, 'the provider does not know an operation it accepted');
     }
     return 'deferred';
   }
-  if (answer.kind === 'unreachable' && verdict === 'ask-again') {
-    log.warn({ kind: kind.name, id, provider: row.provider, err: { message: answer.error.message } }, 'provider could not be asked; will ask again');
-  }
-  if (answer.kind === 'status' && answer.state === 'not_found' && row.sent_at && verdict === 'ask-again') {
-    // the provider accepted it, so "not found" is the provider's fault: an operator should look
-    log.error({ kind: kind.name, id, provider: row.provider }, 'the provider does not know an operation it accepted');
-  }
-  if (verdict === 'ask-again') return 'deferred';
   return transact(deps, async (trx, outbox) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked) return 'closed';
