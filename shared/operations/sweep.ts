@@ -1,11 +1,12 @@
 import type { AnyQueryBuilder } from 'objection';
 import type { ServiceContext } from '../context';
+import { findOperation } from '../db/sql/transitions';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import type { OperationKind, WindowAnswer } from './kind';
 import { ATTENTION_AFTER_MS } from './attention';
 import { isOpen } from './machine';
-import { applyTrigger, findRow, lockRow, writeColumns } from './transition';
+import { applyTrigger, lockRow, writeColumns } from './transition';
 import type { OperationRow } from '../db/rows';
 
 /**
@@ -77,7 +78,7 @@ async function ask(ctx: ServiceContext, kind: OperationKind<any, any, any>, row:
 
 /** One operation past its window: what the sweep did with it. */
 async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, { id, lastAsked }: Claimed, log: Logger): Promise<string> {
-  const row = await findRow(ctx.db, kind, id);
+  const row = await findOperation<R>(ctx.db, kind.sql, id);
   if (!row || !isOpen(kind.machine, row.status)) return 'closed';
   const deps = { db: ctx.db, outbox: ctx.outbox, clock: ctx.clock, log };
   if (!row.sent_at && kind.unsentAtWindowEnd === 'resend') {

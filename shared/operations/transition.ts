@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServiceContext } from '../context';
 import type { Executor, Trx } from '../db/knex';
-import { findOperation, writeOperations, type CreditPosting, type OperationWrite } from '../db/sql/transitions';
+import { writeOperations, type CreditPosting, type OperationWrite } from '../db/sql/transitions';
 import type { OutboxWriter } from '../db/transact';
 import { allowsNegative, assertBalanced, normalise, type Posting } from '../domain/ledger';
 import { DELIVER_JOB, deliverJob, deliveryRows, enabledEndpoints, subscribedEndpoints } from '../events/fanout';
@@ -34,10 +34,6 @@ import type { Logger } from '../logger';
 export type TriggerOutcome = 'applied' | 'duplicate' | 'ignored-late';
 
 export class IllegalTransition extends Error {}
-
-export async function findRow<R extends OperationRow>(db: Executor, kind: OperationKind<R, any, any>, id: string): Promise<R | undefined> {
-  return findOperation<R>(db, kind.sql, id);
-}
 
 /**
  * Reads a row under SELECT ... FOR UPDATE: every change of an operation made beside others in a
