@@ -1,5 +1,4 @@
 import { UnrecoverableError } from 'bullmq';
-import { getConfig } from '../shared/config';
 import { isId, type IdKind } from '../shared/domain/ids';
 import type { OperationKind } from '../shared/operations/kind';
 import { sendOnce } from '../shared/operations/send';
@@ -17,7 +16,6 @@ import { inSpan } from '../shared/tracing/spans';
 export function sendProcessor(kind: OperationKind<any, any, any>): PoolProcessor<{ id: string; requestId?: string }> {
   const field = kind.send.idField;
   const idKind = kind.idKind ?? (kind.name as IdKind);
-  const lockMs = getConfig().payments.paymentJobLockMs;
   return {
     queue: kind.send.queue,
     guard: (data) => {
@@ -33,8 +31,6 @@ export function sendProcessor(kind: OperationKind<any, any, any>): PoolProcessor
         facts({ 'svc_payments.send.result': result });
         return result;
       }),
-    // a killed worker's job is picked up again once its lock expires
-    workerOptions: { lockDuration: lockMs, stalledInterval: lockMs },
   };
 }
 
