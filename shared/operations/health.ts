@@ -10,14 +10,12 @@ import { OPERATORS, type Environment, type Operator } from '../vocabulary';
 import type { Direction } from '../vocabulary';
 
 /**
- * What the kernel learns of providers while it calls them, for operator availability
- * (GET /v1/availability): every provider call the kernel makes (a send, an ask) goes
- * through `observe`, whatever the kind. A call is a failure when it timed out, could not reach
- * the provider or got an answer worth retrying (5xx and the like); an answer (even a refusal)
- * is a success, slow when it took AVAILABILITY_SLOW_MS or more. Counts are summed in memory and
- * written every second, one row per operator, direction, environment and 10-second bucket, so
- * the hot path adds no round trip; a process that dies loses at most a second of counts
- * (figures about providers, never money).
+ * Operator availability (GET /v1/availability) from every provider call the kernel makes (a send,
+ * an ask), through `observe`. A call fails when it timed out, could not reach the provider or got
+ * an answer worth retrying (5xx and the like); any answer, even a refusal, succeeds, slow when it
+ * took AVAILABILITY_SLOW_MS or more. Counts are summed in memory and written every second, one row
+ * per operator, direction, environment and 10-second bucket, so the hot path adds no round trip;
+ * a process that dies loses at most a second of counts (figures about providers, never money).
  */
 
 export const DIRECTION_OF: Record<ProviderObjectKind, Direction> = { payment: 'collection', refund: 'refund', payout: 'payout', card_payment: 'collection' };

@@ -30,10 +30,7 @@ interface Claimed {
   lastAsked: Date | null;
 }
 
-/**
- * Whole hours an operation has been open past its bound (ATTENTION_AFTER_MS after its window) at
- * `t`: 0 before the bound, 1 in the hour after it, and so on.
- */
+/** Whole hours open past its bound (ATTENTION_AFTER_MS after its window) at `t`: 0 before it, 1 in the hour after, ... */
 function hoursPastBound(row: OperationRow, t: number): number {
   const past = t - row.window_ends_at.getTime() - ATTENTION_AFTER_MS;
   return past < 0 ? 0 : 1 + Math.floor(past / ATTENTION_AFTER_MS);
