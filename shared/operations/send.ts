@@ -100,8 +100,7 @@ async function keepOpen<R extends OperationRow>(ctx: ServiceContext, kind: Opera
 async function refuse<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, details: TriggerDetails, log: Logger): Promise<void> {
   const outcome = await transact({ db: ctx.db, outbox: ctx.outbox, clock: ctx.clock, log }, async (trx, outbox) => {
     const locked = await lockRow(trx, kind, id);
-    if (!locked) return 'duplicate';
-    return (await applyTrigger(trx, outbox, kind, locked, 'fail', details)).outcome;
+    return locked ? (await applyTrigger(trx, outbox, kind, locked, 'fail', details)).outcome : 'duplicate';
   });
   log.warn({ kind: kind.name, id, failureCode: details.failureCode, outcome }, 'refused by the provider');
 }

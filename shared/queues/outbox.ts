@@ -68,11 +68,10 @@ const MARK_BATCH_MAX = 500;
 
 /**
  * The process's publisher of committed outbox rows (one per service context, which closes it).
- * The publications of concurrent callers (requests, jobs) share one pipeline per queue
- * (shared/db/coalescer.ts: at once when Redis is idle, together when it is busy), and the rows
- * are marked enqueued in batches: one UPDATE every MARK_BATCH_MS (or per MARK_BATCH_MAX rows),
- * not one per request. A mark that comes late or is lost (crash) only lets the relay enqueue the
- * row again under the same job id, and every job is safe to run twice.
+ * Concurrent publications share one pipeline per queue (shared/db/coalescer.ts), and rows are
+ * marked enqueued in batches (one UPDATE per MARK_BATCH_MS or MARK_BATCH_MAX rows). A mark that
+ * comes late or is lost (crash) only lets the relay enqueue the row again under the same job id,
+ * and every job is safe to run twice.
  */
 export class OutboxPublisher {
   private readonly enqueues: Coalescer<OutboxMessage[], void>;
