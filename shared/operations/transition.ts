@@ -45,11 +45,7 @@ export async function lockRow<R extends OperationRow>(trx: Trx, kind: OperationK
 
 type Taken = Extract<Decision<string>, { kind: 'move' | 'stay' }>;
 
-/**
- * What a taken trigger writes on its row (pure): `patch`, then updated_at, the first
- * provider_ref, sent_at for `sent`; for a move the status, version, completed and failure; for a
- * stay the version when the object changes.
- */
+/** What a taken trigger writes on its row (pure); a stay bumps the version only when the object changes. */
 export function changeOf<R extends OperationRow>(kind: OperationKind<R, any>, row: R, d: Taken, trigger: Trigger, details: TriggerDetails, patch: Partial<R> = {}): Record<string, unknown> {
   const change: Record<string, unknown> = { ...patch, updated_at: new Date(details.at) };
   const firstRef = details.providerRef && !row.provider_ref ? details.providerRef : null;
@@ -142,8 +138,8 @@ export function creationWrite<R extends OperationRow>(row: R, outbox: OperationW
 
 /**
  * Columns written beside the machine (an ask's stamp, a posted card token, a correctable
- * refusal's columns, a 3-D Secure return's window): no move, no history, no event, the version
- * kept; each the writer's compare-and-set on the row as it was read. Returns whether each was written.
+ * refusal's columns, a 3-D Secure return's window): no move, history or event, the version kept;
+ * each a compare-and-set on the row as it was read. Returns whether each was written.
  */
 export async function writeColumns<R extends OperationRow>(db: Executor, kind: OperationKind<R, any, any>, changes: { row: R; patch: Partial<R> }[]): Promise<boolean[]> {
   if (changes.length === 0) return [];

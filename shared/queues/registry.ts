@@ -83,10 +83,8 @@ export class QueueRegistry {
   }
 
   /**
-   * `add` for many jobs of one queue in one pipeline (one write, one answer); one failure rejects
-   * the call (the others may be added: a re-add under the same jobId is a no-op). A batch's
-   * elements first take their work's keys (`holdWork`); an element whose work has a live job
-   * already is left out, as its own add would have been folded into that job.
+   * `add` for many jobs of one queue in one pipeline; one failure rejects the call (a re-add under
+   * the same jobId is a no-op). A batch's elements first take their work's keys (`holdWork`).
    */
   async addMany(name: QueueName, jobs: QueuedJob[]): Promise<void> {
     const queue = await this.ready(name);
