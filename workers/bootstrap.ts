@@ -25,14 +25,12 @@ export interface PoolProcessor<T> {
   guard(data: unknown): T;
   /** Does the job's work; `later(ms)` asks for the same work to run again after a wait, spending no attempt. */
   process(ctx: ServiceContext, data: T): Promise<unknown>;
+  /** default: a killed worker's job is picked up again once its lock (PAYMENT_JOB_LOCK_MS) expires */
   workerOptions?: Partial<WorkerOptions>;
 }
 
 /** What a processor returns when its work must wait (an endpoint's slot, a retry's delay). */
-export interface Later {
-  later: number;
-  reason: string;
-}
+type Later = { later: number; reason: string };
 
 export const later = (delayMs: number, reason: string): Later => ({ later: Math.max(1, Math.round(delayMs)), reason });
 
@@ -173,14 +171,14 @@ export async function runPool(def: PoolDefinition): Promise<void> {
         telemetry: jobTelemetry(),
         prefix: queueKeyPrefix(config.queuePrefix, p.queue),
         concurrency,
+        lockDuration: config.payments.paymentJobLockMs,
+        stalledInterval: config.payments.paymentJobLockMs,
         ...p.workerOptions,
       },
     );
     worker.on('failed', (job, err) => {
-      log.error(
-        { queue: p.queue, jobId: job?.id, jobName: job?.name, attempt: job?.attemptsMade, requestId: job?.data?.requestId, err: { message: err.message, name: err.name } },
-        'job failed',
-      );
+      const fields = { queue: p.queue, jobId: job?.id, jobName: job?.name, attempt: job?.attemptsMade, requestId: job?.data?.requestId };
+      log.error({ ...fields, err: { message: err.message, name: err.name } }, 'job failed');
     });
     worker.on('error', (err) => log.warn({ err: { message: err.message } }, 'worker error'));
     recordJobs(worker, p.queue);

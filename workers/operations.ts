@@ -12,27 +12,18 @@ import { inSpan } from '../shared/tracing/spans';
  * past its window. Both run the operations kernel (shared/operations) for the pool's kind.
  */
 
-/** Payload of a send job: the operation's id only, under the kind's field (paymentId, refundId, payoutId). */
-export interface SendJob {
-  id: string;
-  requestId?: string;
-}
-
-export function sendJobGuard(kind: OperationKind<any, any, any>) {
+/** A send job's payload: the operation's id only, under the kind's field (paymentId, refundId, payoutId). */
+export function sendProcessor(kind: OperationKind<any, any, any>): PoolProcessor<{ id: string; requestId?: string }> {
   const field = kind.send.idField;
   const idKind = kind.idKind ?? (kind.name as IdKind);
-  return (data: unknown): SendJob => {
-    const d = data as Record<string, unknown> | null;
-    const id = d?.[field];
-    if (typeof id !== 'string' || !isId(idKind, id)) throw new UnrecoverableError(`${kind.send.queue} job without a valid ${field}`);
-    return { id, requestId: typeof d!.requestId === 'string' ? d!.requestId : undefined };
-  };
-}
-
-export function sendProcessor(kind: OperationKind<any, any, any>, lockMs: number): PoolProcessor<SendJob> {
   return {
     queue: kind.send.queue,
-    guard: sendJobGuard(kind),
+    guard: (data) => {
+      const d = data as Record<string, unknown> | null;
+      const id = d?.[field];
+      if (typeof id !== 'string' || !isId(idKind, id)) throw new UnrecoverableError(`${kind.send.queue} job without a valid ${field}`);
+      return { id, requestId: typeof d!.requestId === 'string' ? d!.requestId : undefined };
+    },
     // with traces on, a span naming the operation: its trace is found by its id
     process: (ctx, data) =>
       inSpan(`send ${kind.name}`, { attributes: { 'svc_payments.operation.kind': kind.name, 'svc_payments.operation.id': data.id } }, async (facts) => {
@@ -40,8 +31,6 @@ export function sendProcessor(kind: OperationKind<any, any, any>, lockMs: number
         facts({ 'svc_payments.send.result': result });
         return result;
       }),
-    // a killed worker's job is picked up again once its lock expires
-    workerOptions: { lockDuration: lockMs, stalledInterval: lockMs },
   };
 }
 

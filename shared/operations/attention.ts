@@ -1,10 +1,10 @@
 import type { Executor } from '../db/knex';
 import { unixOf } from '../domain/ids';
 import type { OperationKind } from './kind';
+import type { OperationRow } from '../db/rows';
 
 /** The kinds of operation to look at (the composition root's registry: shared/operationKinds.ts). */
 type KindTable = Record<string, OperationKind<any, any, any>>;
-import type { OperationRow } from '../db/rows';
 
 /**
  * What an operator should look at (GET /admin/attention, decisions.md "Faults"):
@@ -35,7 +35,13 @@ export interface AttentionItem {
   asks: number;
 }
 
-const COLUMNS = ['id', 'status', 'merchant_id', 'environment', 'provider', 'window_ends_at', 'asked_at', 'asks'].map((c) => `o.${c}`);
+const FIELDS = ['id', 'status', 'merchant_id', 'environment', 'provider', 'window_ends_at', 'asked_at', 'asks'];
+const COLUMNS = FIELDS.map((c) => `o.${c}`);
+
+/** The open operations of `kind` whose window ended more than ATTENTION_AFTER_MS before `now`. */
+function pastBound(db: Executor, kind: OperationKind<any, any, any>, now: number) {
+  return kind.model.query(db).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).where('window_ends_at', '<', new Date(now - ATTENTION_AFTER_MS));
+}
 
 function itemOf(reason: AttentionReason, object: string, r: OperationRow): AttentionItem {
   return { reason, object, id: r.id, status: r.status, merchant_id: r.merchant_id, environment: r.environment, provider: r.provider, window_ends_at: unixOf(r.window_ends_at)!, last_asked: unixOf(r.asked_at), asks: r.asks };
@@ -82,30 +88,17 @@ export async function attentionList(db: Executor, kinds: KindTable, now: number,
 
 /** Every operation open past its bound, oldest window first. */
 export async function openPastBound(db: Executor, kinds: KindTable, now: number, limit = 500): Promise<AttentionItem[]> {
-  const bound = new Date(now - ATTENTION_AFTER_MS);
   const found: (AttentionItem & { ends: Date })[] = [];
   for (const kind of Object.values(kinds)) {
-    const rows: OperationRow[] = await kind.model
-      .query(db)
-      .where(kind.scope ?? {})
-      .whereIn('status', kind.machine.open as string[])
-      .where('window_ends_at', '<', bound)
-      .orderBy('window_ends_at')
-      .limit(limit)
-      .select('id', 'status', 'merchant_id', 'environment', 'provider', 'window_ends_at', 'asked_at', 'asks');
-    for (const r of rows) {
-      found.push({ ...itemOf('open-past-bound', kind.name, r), ends: r.window_ends_at });
-    }
+    const rows: OperationRow[] = await pastBound(db, kind, now).orderBy('window_ends_at').limit(limit).select(...FIELDS);
+    for (const r of rows) found.push({ ...itemOf('open-past-bound', kind.name, r), ends: r.window_ends_at });
   }
   return found.sort((a, b) => a.ends.getTime() - b.ends.getTime()).slice(0, limit).map(({ ends: _ends, ...item }) => item);
 }
 
 /** How many operations of each kind are open past their bound (the /metrics gauge). */
 export async function countPastBound(db: Executor, kinds: KindTable, now: number): Promise<Record<string, number>> {
-  const bound = new Date(now - ATTENTION_AFTER_MS);
   const counts: Record<string, number> = {};
-  for (const kind of Object.values(kinds)) {
-    counts[kind.name] = await kind.model.query(db).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).where('window_ends_at', '<', bound).resultSize();
-  }
+  for (const kind of Object.values(kinds)) counts[kind.name] = await pastBound(db, kind, now).resultSize();
   return counts;
 }

@@ -1,13 +1,11 @@
 import type { ServiceContext } from '../context';
-import type { Trx } from '../db/knex';
-import { transact, type OutboxWriter } from '../db/transact';
+import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import { parseCallbackBody } from '../providers/protocol';
-import type { ProviderBase, ProviderCallback, ProviderObjectKind, StoredCallback } from '../providers/types';
+import type { ProviderObjectKind, StoredCallback } from '../providers/types';
 import type { OperationKind } from './kind';
 import { applyTrigger, lockRow, type TriggerOutcome } from './transition';
 import { applyCallbackInOneStatement } from './oneStatement';
-import type { OperationRow } from '../db/rows';
 
 /** What applying a callback did; every stored callback ends with one (kept on its inbox row). */
 export type CallbackOutcome =
@@ -20,40 +18,6 @@ export type CallbackOutcome =
   | 'never-sent';
 
 /**
- * Applies a verified provider callback to its operation, under the row lock, in the caller's
- * transaction (the inbox's). Only the provider that handles the operation may decide it: a
- * callback verified with another provider's secret (the sandbox's, for a live payment) changes
- * nothing.
- */
-export async function applyCallback<R extends OperationRow>(
-  trx: Trx,
-  outbox: OutboxWriter,
-  kind: OperationKind<R, any, any>,
-  cb: ProviderCallback,
-  provider: ProviderBase,
-  at: number,
-): Promise<CallbackOutcome> {
-  const row = await lockRow(trx, kind, cb.objectId);
-  if (!row) return 'unknown-object';
-  if (row.provider !== provider.id || row.environment !== provider.environment) return 'provider-mismatch';
-  if (kind.neverSent?.(row)) return 'never-sent';
-  const { outcome } = await applyTrigger(trx, outbox, kind, row, kind.reported(cb.status), {
-    reason: 'provider-callback',
-    providerRef: cb.providerRef,
-    failureCode: cb.failureCode,
-    failureMessage: cb.failureMessage,
-    at,
-  });
-  return outcome;
-}
-
-
-export interface ProcessedCallback {
-  outcome: CallbackOutcome | 'already-processed';
-  callback?: StoredCallback;
-}
-
-/**
  * Applies a stored callback (the inbox, architecture rule 2) once: the inbox row is locked, and
  * marked processed with its outcome in the same transaction as the change it causes, so a job
  * run twice applies it once.
@@ -64,7 +28,7 @@ export async function applyStoredCallback(
   callbackId: string,
   log: Logger = ctx.log,
   kindHint?: ProviderObjectKind,
-): Promise<ProcessedCallback> {
+): Promise<{ outcome: CallbackOutcome | 'already-processed'; callback?: StoredCallback }> {
   // the job names its operation's kind: a move of a simple kind is written in one statement
   const hinted = kindHint && kinds[kindHint];
   if (hinted) {
@@ -82,7 +46,17 @@ export async function applyStoredCallback(
     if (!provider) throw new Error(`callback ${callbackId}: provider ${row.provider} is not configured`);
     if (!kind) throw new Error(`callback ${callbackId}: no operation kind ${row.object_kind}`);
     const callback: StoredCallback = { ...parseCallbackBody(Buffer.from(row.raw_body, 'utf8')), id: row.id, provider: row.provider };
-    const outcome = await applyCallback(trx, outbox, kind, callback, provider, ctx.clock.now());
+    const at = ctx.clock.now();
+    const op = await lockRow(trx, kind, callback.objectId);
+    let outcome: CallbackOutcome;
+    if (!op) outcome = 'unknown-object';
+    // only the provider that handles the operation decides it (not a sandbox's secret for a live payment)
+    else if (op.provider !== provider.id || op.environment !== provider.environment) outcome = 'provider-mismatch';
+    else if (kind.neverSent?.(op)) outcome = 'never-sent';
+    else {
+      const details = { reason: 'provider-callback', providerRef: callback.providerRef, failureCode: callback.failureCode, failureMessage: callback.failureMessage, at };
+      outcome = (await applyTrigger(trx, outbox, kind, op, kind.reported(callback.status), details)).outcome;
+    }
     await trx('provider_callbacks').where({ id: callbackId }).update({ processed_at: trx.fn.now(), outcome });
     return { outcome, callback };
   });

@@ -10,14 +10,12 @@ import { OPERATORS, type Environment, type Operator } from '../vocabulary';
 import type { Direction } from '../vocabulary';
 
 /**
- * What the kernel learns of providers while it calls them, for operator availability
- * (GET /v1/availability): every provider call the kernel makes (a send, an ask) goes
- * through `observe`, whatever the kind. A call is a failure when it timed out, could not reach
- * the provider or got an answer worth retrying (5xx and the like); an answer (even a refusal)
- * is a success, slow when it took AVAILABILITY_SLOW_MS or more. Counts are summed in memory and
- * written every second, one row per operator, direction, environment and 10-second bucket, so
- * the hot path adds no round trip; a process that dies loses at most a second of counts
- * (figures about providers, never money).
+ * Operator availability (GET /v1/availability) from every provider call the kernel makes (a send,
+ * an ask), through `observe`. A call fails when it timed out, could not reach the provider or got
+ * an answer worth retrying (5xx and the like); any answer, even a refusal, succeeds, slow when it
+ * took AVAILABILITY_SLOW_MS or more. Counts are summed in memory and written every second, one row
+ * per operator, direction, environment and 10-second bucket, so the hot path adds no round trip;
+ * a process that dies loses at most a second of counts (figures about providers, never money).
  */
 
 export const DIRECTION_OF: Record<ProviderObjectKind, Direction> = { payment: 'collection', refund: 'refund', payout: 'payout', card_payment: 'collection' };
@@ -25,15 +23,16 @@ export const DIRECTION_OF: Record<ProviderObjectKind, Direction> = { payment: 'c
 export const BUCKET_MS = 10_000;
 const FLUSH_MS = 1000;
 
+/** One provider_health row's counts, by its column names. */
 interface Counts {
   operator: Operator;
   direction: Direction;
   environment: Environment;
-  bucket: number;
+  bucket: Date;
   calls: number;
   failures: number;
   slow: number;
-  latencyMs: number;
+  latency_ms_sum: number;
 }
 
 export class ProviderHealth {
@@ -50,16 +49,15 @@ export class ProviderHealth {
 
   /** Runs one provider call for an operation of `kind`, counting its outcome; the call's result or error passes through. */
   async observe<T>(provider: ProviderBase, kind: ProviderObjectKind, call: () => Promise<T>): Promise<T> {
-    call = timeProviderCall(provider, kind, call); // provider_call_duration_seconds (shared/metrics)
     const started = performance.now();
+    let failed = false;
     try {
-      const result = await call();
-      this.count(provider, kind, false, performance.now() - started);
-      return result;
+      return await timeProviderCall(provider, kind, call)(); // provider_call_duration_seconds (shared/metrics)
     } catch (err) {
-      const failed = !(err instanceof ProviderError) || err.retryable;
-      this.count(provider, kind, failed, performance.now() - started);
+      failed = !(err instanceof ProviderError) || err.retryable;
       throw err;
+    } finally {
+      this.count(provider, kind, failed, performance.now() - started);
     }
   }
 
@@ -72,13 +70,13 @@ export class ProviderHealth {
     const key = `${provider.operator}/${direction}/${provider.environment}/${bucket}`;
     let c = this.unflushed.get(key);
     if (!c) {
-      c = { operator: provider.operator, direction, environment: provider.environment, bucket, calls: 0, failures: 0, slow: 0, latencyMs: 0 };
+      c = { operator: provider.operator, direction, environment: provider.environment, bucket: new Date(bucket), calls: 0, failures: 0, slow: 0, latency_ms_sum: 0 };
       this.unflushed.set(key, c);
     }
     c.calls++;
     if (failed) c.failures++;
     else if (latencyMs >= this.slowMs) c.slow++;
-    c.latencyMs += Math.round(latencyMs);
+    c.latency_ms_sum += Math.round(latencyMs);
     this.timer ??= setTimeout(() => {
       this.timer = undefined;
       void this.flush();
@@ -93,18 +91,7 @@ export class ProviderHealth {
       this.unflushed = new Map();
       try {
         await ProviderHealthBucket.query(this.db)
-          .insert(
-            rows.map((r) => ({
-              operator: r.operator,
-              direction: r.direction,
-              environment: r.environment,
-              bucket: new Date(r.bucket),
-              calls: r.calls,
-              failures: r.failures,
-              slow: r.slow,
-              latency_ms_sum: r.latencyMs,
-            })),
-          )
+          .insert(rows)
           .onConflict(['operator', 'direction', 'environment', 'bucket'])
           .merge({
             calls: raw('provider_health.calls + excluded.calls'),
@@ -120,7 +107,7 @@ export class ProviderHealth {
   }
 
   async close(): Promise<void> {
-    if (this.timer) clearTimeout(this.timer);
+    clearTimeout(this.timer);
     this.timer = undefined;
     await this.flush();
   }

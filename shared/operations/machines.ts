@@ -7,17 +7,6 @@ import type { Machine } from './machine';
  */
 
 /**
- * A provider that reports success after it said the collection failed, or after it was
- * cancelled, contradicts itself, and the money is real: the collection becomes `succeeded`
- * (decisions.md "Late success"), the one move out of a final status, listed for review
- * (shared/operations/attention.ts).
- */
-const LATE_SUCCESS = {
-  cancelled: { succeed: { to: 'succeeded', reason: 'late-success' } },
-  failed: { succeed: { to: 'succeeded', reason: 'late-success' } },
-} as const;
-
-/**
  * What every collection (mobile money or card) reports and reaches: the provider's words, the
  * events and the credit of its outcomes, and the late success the money forces.
  */
@@ -28,10 +17,13 @@ const COLLECTION_OUTCOMES = {
     failed: { event: 'payment.failed', effect: null },
     cancelled: { event: 'payment.cancelled', effect: null },
   },
-  // the money is real: a success reported after the payment was cancelled or failed is taken (decisions.md "Late success")
-  corrections: LATE_SUCCESS,
+  // a provider that reports success after it said failed or cancelled contradicts itself, and the
+  // money is real: the one move out of a final status (decisions.md "Late success"), listed for review
+  corrections: {
+    cancelled: { succeed: { to: 'succeeded', reason: 'late-success' } },
+    failed: { succeed: { to: 'succeeded', reason: 'late-success' } },
+  },
 } satisfies Pick<Machine<CardPaymentStatus>, 'outcomes' | 'reached' | 'corrections'>;
-
 
 /**
  * A collection. Mobile money is created `processing` (the push follows at once); a card payment

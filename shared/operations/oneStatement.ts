@@ -14,24 +14,17 @@ type OneStatementOutcome = 'applied' | 'duplicate' | 'ignored-late' | 'already-p
 
 /**
  * A callback's transition in two round trips and no explicit transaction: one read (the
- * callback, its operation, the merchant's endpoints and ledger accounts), `decide` and the
- * kernel's pure pieces in the process, then the writer (transition.ts `writeAlone`), which also
- * marks the callback applied. The locked path (applyStoredCallback: BEGIN, the inbox row and the
- * operation locked FOR UPDATE, then the same writer, COMMIT) takes several more.
+ * callback, its operation, the merchant's endpoints and ledger accounts), `decide` in the
+ * process, then the writer (transition.ts `writeAlone`), which also marks the callback applied.
  *
  * The write is the writer's compare-and-set: it happens only while the operation still has the
  * status and version it was read with and the callback is unprocessed, so it is exactly the move
- * `decide` chose for that state; otherwise it is tried once more from a fresh read, and then the
- * locked path decides. It is taken only for what needs nothing else: a move (not a stay), of a
- * kind with nothing to change beyond its row (no afterMove) and a credit-only posting (no
- * balance to lock) on accounts that exist, by the provider that handles the operation. Anything
- * else returns undefined and goes the locked way. A repeat or a late report (the operation
- * already has the outcome, or another) writes only its callback's outcome, on the same
- * compare-and-set terms.
- *
- * Concurrent callbacks of one kind share their statements (the context's batches): one read of
- * all their callbacks, one write of all their transitions, each still a compare-and-set on its
- * own row (a write refused for one row leaves the others). A lone callback runs at once.
+ * `decide` chose; otherwise it is tried once more from a fresh read, and then the locked path
+ * (applyStoredCallback) decides. Taken only for a move of a kind with no afterMove and a
+ * credit-only posting (no balance to lock) on accounts that exist, by the provider that handles
+ * the operation; anything else returns undefined. A repeat or a late report writes only its
+ * callback's outcome, on the same compare-and-set terms. Concurrent callbacks of one kind share
+ * their statements (the context's batches), each still a compare-and-set on its own row.
  */
 export async function applyCallbackInOneStatement<R extends OperationRow>(
   ctx: ServiceContext,
@@ -40,58 +33,47 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
   log: Logger,
 ): Promise<{ outcome: OneStatementOutcome; callback?: StoredCallback } | undefined> {
   if (kind.afterMove || !kind.posting) return undefined;
-  // a write refused because the row changed since it was read (most often the push's acceptance,
-  // recorded while the callback was on its way) is tried once more from a fresh read
-  for (let attempt = 0; attempt < 2; attempt++) {
-    const result = await attemptOnce(ctx, kind, callbackId, log);
-    if (result !== 'changed') return result;
-  }
-  return undefined;
-}
-
-async function attemptOnce<R extends OperationRow>(
-  ctx: ServiceContext,
-  kind: OperationKind<R, any>,
-  callbackId: string,
-  log: Logger,
-): Promise<{ outcome: OneStatementOutcome; callback?: StoredCallback } | 'changed' | undefined> {
-  if (!kind.posting) return undefined;
   // the reads of concurrent jobs are one statement
   const reads = ctx.batches.get(`read-callbacks-${kind.name}`, async (ids: string[]) => {
     const found = await readCallbacksWithRows<R>(ctx.db, kind.sql, ids);
     return ids.map((id) => found.get(id));
   });
-  const read = await reads.call(callbackId);
-  if (!read) return undefined;
-  // a job run again (the relay's or the re-drive's copy): the outcome is committed, nothing to do
-  if (read.callback.processed_at) return { outcome: 'already-processed' };
-  const { row } = read as CallbackWithRow<R>;
-  const provider = ctx.providers.byProviderId(read.callback.provider);
-  if (!provider || row.provider !== provider.id || row.environment !== provider.environment || kind.neverSent?.(row)) return undefined;
-  const callback: StoredCallback = { ...parseCallbackBody(Buffer.from(read.callback.raw_body, 'utf8')), id: callbackId, provider: read.callback.provider };
-  const trigger = kind.reported(callback.status);
-  const d = decide(kind.machine, row.status, trigger);
-  if (d.kind === 'duplicate' || d.kind === 'late') {
-    // a repeat (providers send again when we answer slowly) or a report on a closed operation
-    // changes nothing but its own outcome: one shared statement, no transaction of its own
-    const outcome = d.kind === 'duplicate' ? 'duplicate' : 'ignored-late';
-    const marks = ctx.batches.get(`mark-callbacks-${kind.name}`, (ms: CallbackMark[]) => markCallbacks(ctx.db, kind.sql, ms));
-    const marked = await marks.call({ callbackId, outcome, id: row.id, from: { status: row.status, version: row.version } });
-    return marked ? { outcome, callback } : 'changed';
+  // a write refused because the row changed since it was read (most often the push's acceptance,
+  // recorded while the callback was on its way) is tried once more from a fresh read
+  for (let attempt = 0; attempt < 2; attempt++) {
+    const read = await reads.call(callbackId);
+    if (!read) return undefined;
+    // a job run again (the relay's or the re-drive's copy): the outcome is committed, nothing to do
+    if (read.callback.processed_at) return { outcome: 'already-processed' };
+    const { row } = read as CallbackWithRow<R>;
+    const provider = ctx.providers.byProviderId(read.callback.provider);
+    if (!provider || row.provider !== provider.id || row.environment !== provider.environment || kind.neverSent?.(row)) return undefined;
+    const callback: StoredCallback = { ...parseCallbackBody(Buffer.from(read.callback.raw_body, 'utf8')), id: callbackId, provider: read.callback.provider };
+    const trigger = kind.reported(callback.status);
+    const d = decide(kind.machine, row.status, trigger);
+    if (d.kind === 'duplicate' || d.kind === 'late') {
+      // a repeat (providers send again when we answer slowly) or a report on a closed operation
+      // changes nothing but its own outcome: one shared statement, no transaction of its own
+      const outcome = d.kind === 'duplicate' ? 'duplicate' : 'ignored-late';
+      const marks = ctx.batches.get(`mark-callbacks-${kind.name}`, (ms: CallbackMark[]) => markCallbacks(ctx.db, kind.sql, ms));
+      if (await marks.call({ callbackId, outcome, id: row.id, from: { status: row.status, version: row.version } })) return { outcome, callback };
+      continue;
+    }
+    if (d.kind !== 'move') return undefined;
+    const details = { reason: 'provider-callback', providerRef: callback.providerRef, failureCode: callback.failureCode, failureMessage: callback.failureMessage, at: ctx.clock.now() };
+    const change = changeOf(kind, row, d, trigger, details);
+    let posting = null;
+    if (d.effect) {
+      const credit = creditOnly(kind.posting({ ...row, ...change } as R, d.effect));
+      if (!credit) return undefined;
+      // a first posting creates its accounts: the locked path
+      posting = creditPosting(credit, new Map(read.accounts.map((a) => [accountKey(a), Number(a.id)])));
+      if (!posting) return undefined;
+    }
+    const write = operationWrite(kind, row, d, trigger, details, change, { endpoints: read.endpoints, posting, callbackId });
+    if (!(await writeAlone(ctx, kind, write))) continue;
+    await ctx.outbox.publish(write.outbox, log);
+    return { outcome: 'applied', callback };
   }
-  if (d.kind !== 'move') return undefined;
-  const details = { reason: 'provider-callback', providerRef: callback.providerRef, failureCode: callback.failureCode, failureMessage: callback.failureMessage, at: ctx.clock.now() };
-  const change = changeOf(kind, row, d, trigger, details);
-  let posting = null;
-  if (d.effect) {
-    const credit = creditOnly(kind.posting({ ...row, ...change } as R, d.effect));
-    if (!credit) return undefined;
-    // a first posting creates its accounts: the locked path
-    posting = creditPosting(credit, new Map(read.accounts.map((a) => [accountKey(a), Number(a.id)])));
-    if (!posting) return undefined;
-  }
-  const write = operationWrite(kind, row, d, trigger, details, change, { endpoints: read.endpoints, posting, callbackId });
-  if (!(await writeAlone(ctx, kind, write))) return 'changed';
-  await ctx.outbox.publish(write.outbox, log);
-  return { outcome: 'applied', callback };
+  return undefined;
 }

@@ -65,10 +65,9 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
 }
 
 /**
- * The provider's acceptance of an operation it does not move (a payment's push: `sent` is a
- * stay), without a lock: the writer's compare-and-set on the status and version the row was read
- * with, still unsent, in the batch of concurrent pushes. Undefined when it does not apply or the
- * row changed meanwhile: the locked path below decides.
+ * The acceptance of an operation `sent` does not move (a payment's push), without a lock: the
+ * writer's compare-and-set on the row as read, still unsent, in the batch of concurrent pushes.
+ * Undefined when it does not apply or the row changed meanwhile: the locked path decides.
  */
 async function recordSentAlone<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, row: R, providerRef: string, at: number): Promise<TriggerOutcome | undefined> {
   const d = decide(kind.machine, row.status, 'sent');
@@ -101,8 +100,7 @@ async function keepOpen<R extends OperationRow>(ctx: ServiceContext, kind: Opera
 async function refuse<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, id: string, details: TriggerDetails, log: Logger): Promise<void> {
   const outcome = await transact({ db: ctx.db, outbox: ctx.outbox, clock: ctx.clock, log }, async (trx, outbox) => {
     const locked = await lockRow(trx, kind, id);
-    if (!locked) return 'duplicate';
-    return (await applyTrigger(trx, outbox, kind, locked, 'fail', details)).outcome;
+    return locked ? (await applyTrigger(trx, outbox, kind, locked, 'fail', details)).outcome : 'duplicate';
   });
   log.warn({ kind: kind.name, id, failureCode: details.failureCode, outcome }, 'refused by the provider');
 }

@@ -1,11 +1,12 @@
 import type { AnyQueryBuilder } from 'objection';
 import type { ServiceContext } from '../context';
+import { findOperation } from '../db/sql/transitions';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import type { OperationKind, WindowAnswer } from './kind';
 import { ATTENTION_AFTER_MS } from './attention';
 import { isOpen } from './machine';
-import { applyTrigger, findRow, lockRow, writeColumns } from './transition';
+import { applyTrigger, lockRow, writeColumns } from './transition';
 import type { OperationRow } from '../db/rows';
 
 /**
@@ -29,10 +30,7 @@ interface Claimed {
   lastAsked: Date | null;
 }
 
-/**
- * Whole hours an operation has been open past its bound (ATTENTION_AFTER_MS after its window) at
- * `t`: 0 before the bound, 1 in the hour after it, and so on.
- */
+/** Whole hours open past its bound (ATTENTION_AFTER_MS after its window) at `t`: 0 before it, 1 in the hour after, ... */
 function hoursPastBound(row: OperationRow, t: number): number {
   const past = t - row.window_ends_at.getTime() - ATTENTION_AFTER_MS;
   return past < 0 ? 0 : 1 + Math.floor(past / ATTENTION_AFTER_MS);
@@ -77,7 +75,7 @@ async function ask(ctx: ServiceContext, kind: OperationKind<any, any, any>, row:
 
 /** One operation past its window: what the sweep did with it. */
 async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, { id, lastAsked }: Claimed, log: Logger): Promise<string> {
-  const row = await findRow(ctx.db, kind, id);
+  const row = await findOperation<R>(ctx.db, kind.sql, id);
   if (!row || !isOpen(kind.machine, row.status)) return 'closed';
   const deps = { db: ctx.db, outbox: ctx.outbox, clock: ctx.clock, log };
   if (!row.sent_at && kind.unsentAtWindowEnd === 'resend') {
@@ -87,23 +85,22 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
   const answer = await ask(ctx, kind, row);
   const verdict = kind.atWindowEnd(row, answer);
   const now = ctx.clock.now();
-  const hours = hoursPastBound(row, now);
-  if (hours > 0 && verdict === 'ask-again') {
-    // past its bound it is listed by GET /admin/attention; the log says so once an hour, not at every ask
-    if (lastAsked === null || hoursPastBound(row, lastAsked.getTime()) < hours) {
-      const why = answer.kind === 'status' ? answer.state : answer.kind === 'unreachable' ? 'provider-unreachable' : answer.kind;
-      log.error({ kind: kind.name, id, provider: row.provider, status: row.status, hoursPastWindow: Math.floor((now - row.window_ends_at.getTime()) / 3_600_000), providerAnswer: why }, 'operation still open an hour or more past its window: an operator should look (GET /admin/attention)');
+  if (verdict === 'ask-again') {
+    const hours = hoursPastBound(row, now);
+    if (hours > 0) {
+      // past its bound it is listed by GET /admin/attention; the log says so once an hour, not at every ask
+      if (lastAsked === null || hoursPastBound(row, lastAsked.getTime()) < hours) {
+        const why = answer.kind === 'status' ? answer.state : answer.kind === 'unreachable' ? 'provider-unreachable' : answer.kind;
+        log.error({ kind: kind.name, id, provider: row.provider, status: row.status, hoursPastWindow: Math.floor((now - row.window_ends_at.getTime()) / 3_600_000), providerAnswer: why }, 'operation still open an hour or more past its window: an operator should look (GET /admin/attention)');
+      }
+    } else if (answer.kind === 'unreachable') {
+      log.warn({ kind: kind.name, id, provider: row.provider, err: { message: answer.error.message } }, 'provider could not be asked; will ask again');
+    } else if (answer.kind === 'status' && answer.state === 'not_found' && row.sent_at) {
+      // the provider accepted it, so "not found" is the provider's fault: an operator should look
+      log.error({ kind: kind.name, id, provider: row.provider }, 'the provider does not know an operation it accepted');
     }
     return 'deferred';
   }
-  if (answer.kind === 'unreachable' && verdict === 'ask-again') {
-    log.warn({ kind: kind.name, id, provider: row.provider, err: { message: answer.error.message } }, 'provider could not be asked; will ask again');
-  }
-  if (answer.kind === 'status' && answer.state === 'not_found' && row.sent_at && verdict === 'ask-again') {
-    // the provider accepted it, so "not found" is the provider's fault: an operator should look
-    log.error({ kind: kind.name, id, provider: row.provider }, 'the provider does not know an operation it accepted');
-  }
-  if (verdict === 'ask-again') return 'deferred';
   return transact(deps, async (trx, outbox) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked) return 'closed';

@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { ServiceContext } from '../context';
 import type { Executor, Trx } from '../db/knex';
-import { findOperation, writeOperations, type CreditPosting, type OperationWrite } from '../db/sql/transitions';
+import { writeOperations, type CreditPosting, type OperationWrite } from '../db/sql/transitions';
 import type { OutboxWriter } from '../db/transact';
 import { allowsNegative, assertBalanced, normalise, type Posting } from '../domain/ledger';
 import { DELIVER_JOB, deliverJob, deliveryRows, enabledEndpoints, subscribedEndpoints } from '../events/fanout';
@@ -16,29 +16,24 @@ import type { Logger } from '../logger';
 
 /**
  * Every change of an operation, its creation included: `decide` (the machine, pure) says what a
- * trigger does, `operationWrite` (pure) turns that into the writer's terms (the row's change,
- * its history row, its event with its webhook deliveries and their outbox rows, its ledger
- * credit), and the writer (shared/db/sql/transitions.ts) carries it out as a compare-and-set on
- * the status and version the row was read with, in one statement. Two callers, one writer:
+ * trigger does, `operationWrite` (pure) turns that into the writer's terms (the row's change, its
+ * history row, its event with its webhook deliveries and their outbox rows, its ledger credit),
+ * and the writer (shared/db/sql/transitions.ts) carries it out as a compare-and-set on the status
+ * and version the row was read with, in one statement. Two callers, one writer:
  *
  * - under the row's lock (`applyTrigger`), inside a flow's transaction: what changes beyond the
- *   row (a refund's payment, `afterMove`) and a posting that takes from a merchant's balance
- *   (which locks its accounts, shared/ledger/postings.ts) follow in that transaction, the
- *   posting last, so that the accounts are held only until the commit;
- * - without a lock (`writeAlone`), for what needs nothing else: a callback's move of a kind with
- *   no afterMove and a credit-only posting, a push's acceptance, a payment's creation. The
- *   writes of concurrent jobs and requests share one statement and one commit (the context's
- *   batches); one refused because its row changed since it was read is decided again.
+ *   row (`afterMove`) and a posting that takes from a merchant's balance (which locks its
+ *   accounts) follow in that transaction, the posting last, so the accounts are held only until
+ *   the commit;
+ * - without a lock (`writeAlone`), for what needs nothing else (a callback's simple move, a
+ *   push's acceptance, a payment's creation): concurrent writes share one statement and one
+ *   commit (the context's batches); one refused because its row changed is decided again.
  */
 
 /** What applying a trigger did (also a stored callback's outcome). */
 export type TriggerOutcome = 'applied' | 'duplicate' | 'ignored-late';
 
 export class IllegalTransition extends Error {}
-
-export async function findRow<R extends OperationRow>(db: Executor, kind: OperationKind<R, any, any>, id: string): Promise<R | undefined> {
-  return findOperation<R>(db, kind.sql, id);
-}
 
 /**
  * Reads a row under SELECT ... FOR UPDATE: every change of an operation made beside others in a
@@ -50,11 +45,7 @@ export async function lockRow<R extends OperationRow>(trx: Trx, kind: OperationK
 
 type Taken = Extract<Decision<string>, { kind: 'move' | 'stay' }>;
 
-/**
- * What a taken trigger writes on its row (pure): `patch`, then updated_at, the first
- * provider_ref, sent_at for `sent`; for a move the status, version, completed and failure; for a
- * stay the version when the object changes.
- */
+/** What a taken trigger writes on its row (pure); a stay bumps the version only when the object changes. */
 export function changeOf<R extends OperationRow>(kind: OperationKind<R, any>, row: R, d: Taken, trigger: Trigger, details: TriggerDetails, patch: Partial<R> = {}): Record<string, unknown> {
   const change: Record<string, unknown> = { ...patch, updated_at: new Date(details.at) };
   const firstRef = details.providerRef && !row.provider_ref ? details.providerRef : null;
@@ -79,9 +70,6 @@ export function changeOf<R extends OperationRow>(kind: OperationKind<R, any>, ro
   return change;
 }
 
-/** The ids of the ledger accounts a credit posts to, by accountKey. */
-export type AccountIds = Map<string, number>;
-
 /** A posting, normalised and checked balanced, when it only credits (the writer writes it with the change); otherwise undefined. */
 export function creditOnly(p: Posting): Posting | undefined {
   const n = normalise(p);
@@ -89,8 +77,8 @@ export function creditOnly(p: Posting): Posting | undefined {
   return onlyCredits(n) ? n : undefined;
 }
 
-/** A credit (creditOnly's) with its accounts' ids; undefined when one of them does not exist yet. */
-export function creditPosting(n: Posting, ids: AccountIds): CreditPosting | undefined {
+/** A credit (creditOnly's) with its accounts' ids by accountKey; undefined when one of them does not exist yet. */
+export function creditPosting(n: Posting, ids: Map<string, number>): CreditPosting | undefined {
   if (n.entries.some((e) => !ids.has(accountKey(e.account)))) return undefined;
   return {
     id: randomUUID(),
@@ -102,14 +90,10 @@ export function creditPosting(n: Posting, ids: AccountIds): CreditPosting | unde
   };
 }
 
-/** What the writer needs beside the decision: the merchant's enabled endpoints, the credit with its accounts, the callback. */
-export interface WriteInputs {
-  endpoints: { id: string; events: string[] }[];
-  posting: CreditPosting | null;
-  callbackId?: string | null;
-}
-
-/** A taken trigger in the writer's terms (pure); `change` is its changeOf. */
+/**
+ * A taken trigger in the writer's terms (pure); `change` is its changeOf, `inputs` what the writer
+ * needs beside: the merchant's enabled endpoints, the credit with its accounts, the callback.
+ */
 export function operationWrite<R extends OperationRow>(
   kind: OperationKind<R, any, any>,
   row: R,
@@ -117,7 +101,7 @@ export function operationWrite<R extends OperationRow>(
   trigger: Trigger,
   details: TriggerDetails,
   change: Record<string, unknown>,
-  inputs: WriteInputs,
+  inputs: { endpoints: { id: string; events: string[] }[]; posting: CreditPosting | null; callbackId?: string | null },
 ): OperationWrite {
   const updated = { ...row, ...change } as R;
   const event =
@@ -154,8 +138,8 @@ export function creationWrite<R extends OperationRow>(row: R, outbox: OperationW
 
 /**
  * Columns written beside the machine (an ask's stamp, a posted card token, a correctable
- * refusal's columns, a 3-D Secure return's window): no move, no history, no event, the version
- * kept; each the writer's compare-and-set on the row as it was read. Returns whether each was written.
+ * refusal's columns, a 3-D Secure return's window): no move, history or event, the version kept;
+ * each a compare-and-set on the row as it was read. Returns whether each was written.
  */
 export async function writeColumns<R extends OperationRow>(db: Executor, kind: OperationKind<R, any, any>, changes: { row: R; patch: Partial<R> }[]): Promise<boolean[]> {
   if (changes.length === 0) return [];

@@ -2,20 +2,17 @@ import { UnrecoverableError, type JobsOptions } from 'bullmq';
 import { workKey, type JobData, type QueueName } from './names';
 
 /**
- * Jobs published together travel together (at most BATCH_MAX a job). When one publication (one
- * pipeline of concurrent callers' outbox messages, shared/queues/outbox.ts) holds several jobs
- * of one queue and name, each naming one piece of work (its `workKey`) and due at once, they go
- * to Redis as one BullMQ job whose payload lists theirs: `{ batch: [payload, ...] }`. The worker
- * runs each element as the job it stands for (workers/bootstrap.ts), together, so their
- * statements are shared as well; BullMQ's cost (add, fetch, lock, finish, events) is paid once
- * for the batch instead of once per piece of work.
+ * Jobs published together travel together: several jobs of one publication (outbox.ts) of one
+ * queue and name, each naming one piece of work (its `workKey`) and due at once, go to Redis as
+ * one BullMQ job `{ batch: [payload, ...] }` (at most BATCH_MAX). The worker runs each
+ * element as the job it stands for, together (workers/bootstrap.ts), so their statements are
+ * shared and BullMQ's cost (add, fetch, lock, finish, events) is paid once.
  *
- * Each element's work key (`workKey`, BullMQ's deduplication id) is held by the batch while it
- * runs, so the relay or the re-drive cannot give that work a second live job meanwhile, as for a
- * job of its own (QueueRegistry.addMany); an element whose work has a live job already is left
- * out. An element that fails, or must wait (a webhook endpoint's slot, a retry's delay), gives
- * its key back and is given a job of its own, with the usual retries; the batch completes. If
- * even that add fails, the batch fails and runs again: every element is safe to run twice.
+ * The batch holds each element's work key while it runs, so the relay or the re-drive cannot give
+ * that work a second live job meanwhile (QueueRegistry.addMany); an element whose work has a live
+ * job already is left out. An element that fails or must wait gives its key back and is given a
+ * job of its own, with the usual retries. If that add fails, the batch fails and runs again:
+ * every element is safe to run twice.
  */
 
 export interface BatchData {
@@ -58,11 +55,6 @@ export function batchElements(data: BatchData): JobData[] {
   return data.batch;
 }
 
-/** A job that stands for one piece of work and runs at once: it may go in a batch. */
-export function batchable(queue: QueueName, job: { data: JobData; opts?: JobsOptions }): boolean {
-  return !job.opts?.delay && workKey(queue, job.data) !== undefined;
-}
-
 /**
  * The jobs of one queue as they go to Redis: the batchable ones of each name in batches of at
  * most BATCH_MAX (each batch's id from its first job's id), the others (and batches of one) as
@@ -73,7 +65,8 @@ export function inBatches(queue: QueueName, jobs: (QueuedJob & { data: JobData; 
   const out: QueuedJob[] = [];
   const byName = new Map<string, (typeof jobs)[number][]>();
   for (const j of jobs) {
-    if (!batchable(queue, j)) out.push(j);
+    // only a job that stands for one piece of work and runs at once may go in a batch
+    if (j.opts?.delay || workKey(queue, j.data) === undefined) out.push(j);
     else byName.set(j.jobName, [...(byName.get(j.jobName) ?? []), j]);
   }
   for (const [jobName, group] of byName) {

@@ -19,18 +19,9 @@ export function workerRedis(url: string): RedisClient {
  * Fail-fast connection for the web process: when Redis is down a request gets a 503 quickly
  * instead of hanging in an offline queue.
  */
-export function webRedis(url: string, extra: RedisOptions = {}): RedisClient {
-  return connect(
-    url,
-    {
-      maxRetriesPerRequest: 1,
-      enableOfflineQueue: false,
-      connectTimeout: 2000,
-      retryStrategy: (times) => Math.min(times * 200, 2000),
-      ...extra,
-    },
-    { clusterRetryStrategy: (times) => Math.min(times * 200, 2000) },
-  );
+export function webRedis(url: string): RedisClient {
+  const retry = (times: number) => Math.min(times * 200, 2000);
+  return connect(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, retryStrategy: retry }, { clusterRetryStrategy: retry });
 }
 
 /**

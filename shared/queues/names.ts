@@ -21,12 +21,10 @@ export interface JobData {
 }
 
 /**
- * The field of a job's payload naming the piece of work it does: one piece of work (a payment's
- * push, a refund, a payout, a stored callback, a webhook delivery's round) has at most one live
- * job, whoever adds it (the writer after commit, the outbox relay, the re-drive). The job of
- * callbacks stored together (`callbackIds`) has no key: should the re-drive give one of them a
- * job of its own (still unapplied past its grace), the later run finds it processed. Nor has a
- * batch of jobs published together (shared/queues/batch.ts), for the same reason.
+ * The field of a job's payload naming the piece of work it does, which has at most one live job
+ * whoever adds it (the writer after commit, the outbox relay, the re-drive). Callbacks stored
+ * together (`callbackIds`) and batches (batch.ts) have no key: should the re-drive give one of
+ * their elements a job of its own, the later run finds it done.
  */
 const WORK_FIELD: Record<QueueName, string> = {
   [QUEUES.providerPush]: 'paymentId',

@@ -47,10 +47,6 @@ export const outboxJobId = (id: string) => `ob-${id}`;
 
 const jobOptions = (msg: OutboxMessage) => ({ jobId: outboxJobId(msg.id), delay: msg.delay_ms || undefined });
 
-async function enqueue(queues: QueueRegistry, msg: OutboxMessage): Promise<void> {
-  await queues.add(msg.queue, msg.job_name, outboxJobData(msg), jobOptions(msg));
-}
-
 /** Many messages, one pipeline per queue; those that may travel together in batches (shared/queues/batch.ts). */
 async function enqueueMany(queues: QueueRegistry, msgs: OutboxMessage[]): Promise<void> {
   const byQueue = new Map<QueueName, OutboxMessage[]>();
@@ -72,11 +68,10 @@ const MARK_BATCH_MAX = 500;
 
 /**
  * The process's publisher of committed outbox rows (one per service context, which closes it).
- * The publications of concurrent callers (requests, jobs) share one pipeline per queue
- * (shared/db/coalescer.ts: at once when Redis is idle, together when it is busy), and the rows
- * are marked enqueued in batches: one UPDATE every MARK_BATCH_MS (or per MARK_BATCH_MAX rows),
- * not one per request. A mark that comes late or is lost (crash) only lets the relay enqueue the
- * row again under the same job id, and every job is safe to run twice.
+ * Concurrent publications share one pipeline per queue (shared/db/coalescer.ts), and rows are
+ * marked enqueued in batches (one UPDATE per MARK_BATCH_MS or MARK_BATCH_MAX rows). A mark that
+ * comes late or is lost (crash) only lets the relay enqueue the row again under the same job id,
+ * and every job is safe to run twice.
  */
 export class OutboxPublisher {
   private readonly enqueues: Coalescer<OutboxMessage[], void>;
@@ -139,7 +134,7 @@ export async function relayOutbox(db: Db, queues: QueueRegistry, graceMs = 1000,
   return db.transaction(async (trx) => {
     const rows: OutboxMessage[] = await missed(trx).orderBy('created_at').limit(batch).forUpdate().skipLocked();
     if (rows.length === 0) return 0;
-    for (const row of rows) await enqueue(queues, row);
+    for (const row of rows) await queues.add(row.queue, row.job_name, outboxJobData(row), jobOptions(row));
     await OutboxRow.query(trx).whereIn('id', rows.map((r) => r.id)).patch({ enqueued_at: raw('now()') });
     return rows.length;
   });

@@ -7,13 +7,11 @@ import type { QueueRegistry } from './registry';
 /**
  * The re-drive (decisions.md "Faults and limits", Redis data lost): Postgres is the truth of open
  * work, Redis only holds its jobs. Every REDRIVE_INTERVAL_MS the outbox-relay pool asks each
- * source for its open work older than REDRIVE_GRACE_MS (pushes not sent, callbacks not applied,
- * refunds and payouts not sent, webhook deliveries due) and adds a job for each. The add is
- * folded into the work's live job when it has one (BullMQ deduplication on the work's key,
- * `workKey`, or a batch's hold on it), so only work whose job is missing gets a new one: after a flush, a restart without
- * persistence or a failover, everything open is carried on within seconds, and nothing runs
- * twice at once. It runs on a timer of its own pool, not as a BullMQ job scheduler, so the loss
- * of Redis's data cannot take it away too.
+ * source for its open work older than REDRIVE_GRACE_MS and adds a job for each, folded into the
+ * work's live job when it has one (BullMQ deduplication on `workKey`, or a batch's hold): after a
+ * flush, a restart without persistence or a failover, everything open is carried on within
+ * seconds, and nothing runs twice at once. It runs on a timer of its own pool, not as a BullMQ
+ * job scheduler, so the loss of Redis's data cannot take it away too.
  */
 
 /** A piece of open work: the job that carries it on. */

@@ -67,7 +67,7 @@ export class QueueRegistry {
   async add(name: QueueName, jobName: string, data: QueuedData, opts: JobsOptions = {}): Promise<string | undefined> {
     const queue = await this.ready(name);
     // a job that carries the trace context of its outbox row is added as part of that trace
-    const job = await withTraceparent(traceparentOf(data), () => queue.add(jobName, data, withWorkKey(name, data, opts)));
+    const job = await withTraceparent(isBatch(data) ? undefined : data.traceparent, () => queue.add(jobName, data, withWorkKey(name, data, opts)));
     return job.id;
   }
 
@@ -83,10 +83,8 @@ export class QueueRegistry {
   }
 
   /**
-   * `add` for many jobs of one queue in one pipeline (one write, one answer); one failure rejects
-   * the call (the others may be added: a re-add under the same jobId is a no-op). A batch's
-   * elements first take their work's keys (`holdWork`); an element whose work has a live job
-   * already is left out, as its own add would have been folded into that job.
+   * `add` for many jobs of one queue in one pipeline; one failure rejects the call (a re-add under
+   * the same jobId is a no-op). A batch's elements first take their work's keys (`holdWork`).
    */
   async addMany(name: QueueName, jobs: QueuedJob[]): Promise<void> {
     const queue = await this.ready(name);
@@ -121,9 +119,9 @@ export class QueueRegistry {
   /**
    * Takes the work keys of a batch's elements for the batch (`batchJobId`), so that the re-drive
    * (`addUnlessHeld`) does not give that work a second live job while the batch holds it; an
-   * element whose work another batch holds, or that has a live job of its own, is left out. Each key is held for BATCH_HOLD_MS at most (a batch that dies lets its
-   * work go to the re-drive then) and given back by the worker as each element finishes
-   * (`releaseWork`). Returns the elements taken.
+   * element whose work another batch holds, or that has a live job of its own, is left out. Each
+   * key is held for BATCH_HOLD_MS at most (a batch that dies lets its work go to the re-drive
+   * then) and given back by the worker as each element finishes (`releaseWork`).
    */
   private async holdWork(name: QueueName, batchId: string, elements: JobData[]): Promise<JobData[]> {
     const keys = elements.map((e) => workKey(name, e));
@@ -157,11 +155,6 @@ export class QueueRegistry {
   async close(): Promise<void> {
     await Promise.all([...this.queues.values()].map((q) => q.close()));
   }
-}
-
-/** The trace context a job's payload carries (shared/queues/outbox.ts outboxJobData), if any. */
-function traceparentOf(data: QueuedData): unknown {
-  return isBatch(data) ? undefined : data.traceparent;
 }
 
 /**

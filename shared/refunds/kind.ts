@@ -1,12 +1,13 @@
 import { defineKind, type OperationKind } from '../operations/kind';
 import { refundMachine } from '../operations/machines';
 import { moneyOutPolicy } from '../operations/moneyOut';
-import { applyTrigger, findRow, lockRow } from '../operations/transition';
+import { applyTrigger, lockRow } from '../operations/transition';
+import { findOperation } from '../db/sql/transitions';
 import { paymentKind } from '../payments/kind';
 import { QUEUES } from '../queues/names';
 import { Refund, RefundStatusChange } from '../db/models';
 import { refundView } from './view';
-import { REFUND_COLUMNS, type RefundRow } from '../db/rows';
+import { REFUND_COLUMNS, type PaymentRow, type RefundRow } from '../db/rows';
 import type { RefundStatus } from '../vocabulary';
 
 /**
@@ -26,7 +27,7 @@ export const refundKind: OperationKind<RefundRow, RefundStatus> = defineKind<Ref
     providerRefVisible: false,
     sendable: () => true,
     async request(provider, r, db) {
-      const payment = (await findRow(db, paymentKind, r.payment_id))!;
+      const payment = (await findOperation<PaymentRow>(db, paymentKind.sql, r.payment_id))!;
       return provider.refund({ refundId: r.id, paymentId: payment.id, paymentProviderRef: payment.provider_ref, amount: r.amount, currency: r.currency, msisdn: r.phone });
     },
     ...moneyOutPolicy<RefundRow>('refund'),

@@ -1,6 +1,5 @@
 // first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
 import '../../shared/tracing/register';
-import { getConfig } from '../../shared/config';
 import { applyStoredCallback } from '../../shared/operations/callbacks';
 import { paymentKind } from '../../shared/payments/kind';
 import { QUEUES } from '../../shared/queues/names';
@@ -15,8 +14,6 @@ import { inSpan } from '../../shared/tracing/spans';
  * (shared/operations/callbacks.ts), and sweeps the payments past their window (callbacks whose
  * job was lost are given one again by the outbox-relay's re-drive). Any number of copies may run.
  */
-const lockMs = getConfig().payments.paymentJobLockMs;
-
 void runPool({
   name: 'callback-reconciler',
   // each job is a chain of short statements: more in flight hides their round trips
@@ -54,9 +51,6 @@ void runPool({
       const outcomes = settled.map((s) => (s as PromiseFulfilledResult<string>).value);
       return outcomes.length === 1 ? outcomes[0] : outcomes;
     },
-    workerOptions: { lockDuration: lockMs, stalledInterval: lockMs },
   },
-  loops: [
-    sweepLoop(paymentKind),
-  ],
+  loops: [sweepLoop(paymentKind)],
 });

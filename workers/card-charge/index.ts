@@ -1,6 +1,5 @@
 // first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
 import '../../shared/tracing/register';
-import { getConfig } from '../../shared/config';
 import { cardPaymentKind } from '../../shared/cards/kind';
 import { runPool } from '../bootstrap';
 import { sendProcessor, sweepLoop } from '../operations';
@@ -13,6 +12,6 @@ void runPool({
   name: 'card-charge',
   // mostly waiting on the acquirer's answer
   defaultConcurrency: 16,
-  processor: sendProcessor(cardPaymentKind, getConfig().payments.paymentJobLockMs),
+  processor: sendProcessor(cardPaymentKind),
   loops: [sweepLoop(cardPaymentKind)],
 });

@@ -1,6 +1,5 @@
 // first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
 import '../../shared/tracing/register';
-import type { ServiceContext } from '../../shared/context';
 import { runPool } from '../bootstrap';
 import { relayOutbox, pruneOutbox } from '../../shared/queues/outbox';
 import { redrive, type WorkSource } from '../../shared/queues/redrive';
@@ -11,9 +10,6 @@ import { unsentOperations } from '../../shared/operations/send';
 import { unappliedCallbacks } from '../../shared/providers/inbox';
 import { purgeExpiredSignatures } from '../../shared/requestSignatures';
 import { dueDeliveries } from '../../shared/webhooks/sweep';
-
-/** A re-drive pass's view of the process: its store, queues, clock and grace. */
-const redriveDeps = (ctx: ServiceContext) => ({ db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log });
 
 /** Every kind of open work Postgres knows, for the re-drive: sends, callbacks, deliveries. */
 const OPEN_WORK: WorkSource[] = [...Object.values(KINDS).map(unsentOperations), unappliedCallbacks, dueDeliveries];
@@ -38,7 +34,7 @@ void runPool({
         while (n > 0);
       },
     },
-    { name: 'redrive', intervalMs: (ctx) => ctx.config.redrive.intervalMs, run: (ctx) => redrive(redriveDeps(ctx), OPEN_WORK) },
+    { name: 'redrive', intervalMs: (ctx) => ctx.config.redrive.intervalMs, run: (ctx) => redrive({ db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log }, OPEN_WORK) },
     {
       name: 'housekeeping',
       intervalMs: () => 60_000,

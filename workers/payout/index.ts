@@ -1,6 +1,5 @@
 // first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
 import '../../shared/tracing/register';
-import { getConfig } from '../../shared/config';
 import { payoutKind } from '../../shared/payouts/kind';
 import { runPool } from '../bootstrap';
 import { sendProcessor, sweepLoop } from '../operations';
@@ -13,6 +12,6 @@ import { sendProcessor, sweepLoop } from '../operations';
  */
 void runPool({
   name: 'payout',
-  processor: sendProcessor(payoutKind, getConfig().payments.paymentJobLockMs),
+  processor: sendProcessor(payoutKind),
   loops: [sweepLoop(payoutKind)],
 });

@@ -1,6 +1,5 @@
 // first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
 import '../../shared/tracing/register';
-import { getConfig } from '../../shared/config';
 import { paymentKind } from '../../shared/payments/kind';
 import { runPool } from '../bootstrap';
 import { sendProcessor } from '../operations';
@@ -14,5 +13,5 @@ void runPool({
   name: 'provider-push',
   // mostly waiting on the provider's answer
   defaultConcurrency: 16,
-  processor: sendProcessor(paymentKind, getConfig().payments.paymentJobLockMs),
+  processor: sendProcessor(paymentKind),
 });

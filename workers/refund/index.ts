@@ -1,6 +1,5 @@
 // first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
 import '../../shared/tracing/register';
-import { getConfig } from '../../shared/config';
 import { refundKind } from '../../shared/refunds/kind';
 import { runPool } from '../bootstrap';
 import { sendProcessor, sweepLoop } from '../operations';
@@ -12,6 +11,6 @@ import { sendProcessor, sweepLoop } from '../operations';
  */
 void runPool({
   name: 'refund',
-  processor: sendProcessor(refundKind, getConfig().payments.paymentJobLockMs),
+  processor: sendProcessor(refundKind),
   loops: [sweepLoop(refundKind)],
 });

@@ -8,7 +8,6 @@ import { webhookSenderProcessor } from './processor';
  * webhook-sender: delivers events to merchant endpoints (spec 6). Any number of copies may run:
  * attempts are claimed in Postgres, and the per-endpoint bound is shared through Redis.
  */
-
 void runPool({
   name: 'webhook-sender',
   // mostly waiting on merchants' endpoints: more attempts in flight than the other pools
