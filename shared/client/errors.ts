@@ -21,25 +21,14 @@ export interface ErrorDetails {
   body: unknown;
 }
 
+/** The details as read-only fields (`message` is the Error's own, built from them). */
+export interface PaymentsApiError extends Readonly<Omit<ErrorDetails, 'message'>> {}
 export class PaymentsApiError extends Error {
-  readonly status: number;
-  readonly code: ErrorCode | (string & {});
-  readonly param?: string;
-  readonly requestId: string | null;
-  readonly retryAfter: number | null;
-  readonly headers: Headers;
-  readonly body: unknown;
-
   constructor(d: ErrorDetails) {
     super(`${d.status} ${d.code}: ${d.message}${d.param ? ` (param ${d.param})` : ''}${d.requestId ? ` [request ${d.requestId}]` : ''}`);
+    const { message, ...fields } = d;
+    Object.assign(this, fields);
     this.name = new.target.name;
-    this.status = d.status;
-    this.code = d.code;
-    this.param = d.param;
-    this.requestId = d.requestId;
-    this.retryAfter = d.retryAfter;
-    this.headers = d.headers;
-    this.body = d.body;
   }
 }
 
