@@ -68,11 +68,6 @@ export interface CallOptions {
   requestId?: string;
 }
 
-interface CallInternals extends CallOptions {
-  /** The answer's text as it is (a CSV file) instead of its JSON. */
-  text?: boolean;
-}
-
 const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Yields every item of a cursor-paginated list, fetching pages as it goes. */
@@ -134,8 +129,11 @@ export class PaymentsApi {
     };
   }
 
-  /** One API call: the same body bytes and Idempotency-Key on every attempt; a non-2xx answer throws its typed error. */
-  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, o: CallInternals = {}): Promise<T> {
+  /**
+   * One API call: the same body bytes and Idempotency-Key on every attempt; a non-2xx answer throws
+   * its typed error. `text`: the answer's text as it is (a CSV file) instead of its JSON.
+   */
+  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, o: CallOptions & { text?: boolean } = {}): Promise<T> {
     const raw = body === undefined ? undefined : JSON.stringify(body);
     const idempotencyKey = method === 'POST' ? (o.idempotencyKey ?? randomUUID()) : undefined;
     const headers = o.requestId ? { 'X-Request-Id': o.requestId } : undefined;
