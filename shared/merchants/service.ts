@@ -153,11 +153,8 @@ export async function revokeCredential(db: Db, id: string, immediate: boolean, k
     }
     const expires = immediate ? now : new Date(now.getTime() + REVOCATION_GRACE_MS);
     const revoked = await c.$query(trx).patchAndFetch({ revoked_at: now, expires_at: expires });
-    const replacement = await insertCredential(
-      trx,
-      { merchant_id: c.merchant_id, environment: c.environment, scope: c.scope, ip_allowlist: c.ip_allowlist, replaces_id: c.id },
-      keys,
-    );
+    // same merchant, environment, scope and allowlist
+    const replacement = await insertCredential(trx, { ...c, replaces_id: c.id }, keys);
     return { revoked: credentialView(revoked), replacement };
   });
 }
