@@ -41,12 +41,8 @@ export type ListSettlementTransactionsParams = ListQuery<'listSettlementTransact
 /** `from` and `to` in Unix seconds (numbers or their text), at most 31 days apart. */
 export type ExportTransactionsParams = { from: number | string; to: number | string };
 
-export interface Page<T> {
-  object: 'list';
-  data: T[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
+/** One page of a cursor-paginated list (as PaymentList, with items of type T). */
+export type Page<T> = Omit<Schemas['PaymentList'], 'data'> & { data: T[] };
 
 export interface RetryOptions {
   /** Retries after the first attempt (default 3); 0 turns retrying off. */
