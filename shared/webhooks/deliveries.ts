@@ -92,19 +92,6 @@ export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breaker
   return outcomes.map((o) => status.get(o.claim.id) ?? null);
 }
 
-/** Pending deliveries due before `dueBefore` and not in flight (nor held by an open breaker until then): their job may be lost. */
-export async function overdueDeliveries(db: Executor, dueBefore: Date, limit = 500): Promise<{ id: string; webhook_id: string; round: number; attempts: number }[]> {
-  return db('webhook_deliveries as d')
-    .join('webhooks as w', 'w.id', 'd.webhook_id')
-    .where('d.status', 'pending')
-    .where('d.next_attempt_at', '<', dueBefore)
-    .where((q) => q.whereNull('d.lease_until').orWhere('d.lease_until', '<=', db.fn.now()))
-    .where((q) => q.whereNull('w.breaker_open_until').orWhere('w.breaker_open_until', '<', dueBefore))
-    .orderBy('d.next_attempt_at')
-    .limit(limit)
-    .select('d.id', 'd.webhook_id', 'd.round', 'd.attempts');
-}
-
 /** Finished deliveries (and their attempts) leave after `days` (decisions.md: 30). */
 export async function pruneFinished(db: Db, days = 30, batch = 1000): Promise<number> {
   return WebhookDelivery.query(db)
