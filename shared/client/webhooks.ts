@@ -67,8 +67,10 @@ function headerOf(headers: WebhookHeaders, name: string): string | undefined {
   return undefined;
 }
 
-/** Constant-time: does any candidate equal one of the expected values? Every pair is compared. */
-function anyMatches(candidates: string[], expected: string[]): boolean {
+/** A well-formed header's verdict: its time against the tolerance, then every pair of signatures, compared in constant time. */
+function verdict(timestamp: number, candidates: string[], expected: string[], opts: VerifyOptions): VerifyResult {
+  const now = opts.now ?? Math.floor(Date.now() / 1000);
+  if (Math.abs(now - timestamp) > (opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS)) return { ok: false, reason: 'timestamp-outside-tolerance' };
   let matched = false;
   for (const e of expected) {
     const want = Buffer.from(e, 'utf8');
@@ -79,14 +81,7 @@ function anyMatches(candidates: string[], expected: string[]): boolean {
       matched = same || matched;
     }
   }
-  return matched;
-}
-
-/** A well-formed header's verdict: its time against the tolerance, then its signatures. */
-function verdict(timestamp: number, candidates: string[], expected: string[], opts: VerifyOptions): VerifyResult {
-  const now = opts.now ?? Math.floor(Date.now() / 1000);
-  if (Math.abs(now - timestamp) > (opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS)) return { ok: false, reason: 'timestamp-outside-tolerance' };
-  return anyMatches(candidates, expected) ? { ok: true, timestamp } : { ok: false, reason: 'signature-mismatch' };
+  return matched ? { ok: true, timestamp } : { ok: false, reason: 'signature-mismatch' };
 }
 
 /** `X-Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>]` (spec 6.4). */
