@@ -30,10 +30,5 @@ export type ListPayoutsQuery = Omit<ListPaymentsQuery, 'status'> & { status?: Pa
 export const listPayoutsSchema = {
   type: 'object',
   additionalProperties: false,
-  properties: {
-    reference,
-    status: { type: 'string', enum: payoutMachine.statuses },
-    limit: LIMIT_QUERY,
-    cursor: CURSOR_QUERY,
-  },
+  properties: { reference, status: { type: 'string', enum: payoutMachine.statuses }, limit: LIMIT_QUERY, cursor: CURSOR_QUERY },
 } as const;

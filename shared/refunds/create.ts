@@ -18,10 +18,7 @@ import { QUEUES } from '../queues/names';
 import { refundView, type RefundObject } from './view';
 import type { RefundRow } from '../db/rows';
 
-export interface RefundInput {
-  amount?: number;
-  reason?: string;
-}
+export type RefundInput = { amount?: number; reason?: string };
 
 /**
  * POST /v1/payments/{id}/refund: one transaction (with its Idempotency-Key, if any) under the

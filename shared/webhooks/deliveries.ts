@@ -55,11 +55,7 @@ export async function releaseProbe(db: Executor, webhookId: string): Promise<voi
   await Webhook.query(db).findById(webhookId).patch({ breaker_probe_until: null });
 }
 
-export interface AttemptOutcome {
-  claim: ClaimedAttempt;
-  result: AttemptResult;
-  verdict: AttemptVerdict;
-}
+export type AttemptOutcome = { claim: ClaimedAttempt; result: AttemptResult; verdict: AttemptVerdict };
 
 /**
  * Records attempts' outcomes, moves each delivery on (next attempt, succeeded or dead) and each
