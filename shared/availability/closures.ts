@@ -36,7 +36,6 @@ export function refuseClosed(closed: Set<string>, operator: Operator, direction:
   }
 }
 
-/** 422 `operator-unavailable` while the operator's direction is closed. */
 export async function refuseIfClosed(deps: ClosureDeps, operator: Operator, direction: Direction): Promise<void> {
   refuseClosed(await closures(deps), operator, direction);
 }

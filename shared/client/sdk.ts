@@ -64,8 +64,6 @@ export interface CallOptions {
   requestId?: string;
 }
 
-const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
-
 /** Yields every item of a cursor-paginated list, fetching pages as it goes. */
 export class ListIterator<T> implements AsyncIterable<T> {
   constructor(private readonly fetchPage: (cursor: string | undefined) => Promise<Page<T>>, private readonly startCursor?: string) {}
@@ -121,7 +119,7 @@ export class PaymentsApi {
       maxRetries: opts.maxRetries ?? 3,
       baseDelayMs: opts.baseDelayMs ?? 500,
       maxDelayMs: opts.maxDelayMs ?? 30_000,
-      sleep: opts.sleep ?? wait,
+      sleep: opts.sleep ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms))),
     };
   }
 
