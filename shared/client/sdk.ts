@@ -115,12 +115,8 @@ export class PaymentsApi {
 
   constructor(opts: PaymentsApiOptions) {
     this.http = new ServiceClient(opts);
-    this.retry = {
-      maxRetries: opts.maxRetries ?? 3,
-      baseDelayMs: opts.baseDelayMs ?? 500,
-      maxDelayMs: opts.maxDelayMs ?? 30_000,
-      sleep: opts.sleep ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms))),
-    };
+    const sleep = opts.sleep ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+    this.retry = { maxRetries: opts.maxRetries ?? 3, baseDelayMs: opts.baseDelayMs ?? 500, maxDelayMs: opts.maxDelayMs ?? 30_000, sleep };
   }
 
   /**

@@ -4,9 +4,8 @@ import { CURSOR_QUERY, LIMIT_QUERY } from '../db/pagination';
 import type { PayoutStatus } from '../vocabulary';
 
 /**
- * Request schemas of the payout routes (decisions.md); reference and metadata follow the same
- * rules as a payment's. Cross-field rules that need the environment or the merchant (operator
- * prefix, fee) are checked by create.ts.
+ * Request schemas of the payout routes (decisions.md), with the payment's field rules. Cross-field
+ * rules that need the environment or the merchant (operator prefix, fee) are checked by create.ts.
  */
 
 export type PayoutInput = Pick<CreatePaymentInput, 'amount' | 'currency' | 'reference' | 'description' | 'metadata'> &
