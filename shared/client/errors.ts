@@ -1,9 +1,8 @@
 import type { components } from './apiTypes';
 
 /**
- * Typed errors of the merchant SDK: every non-2xx answer becomes a PaymentsApiError (a subclass
- * per status) carrying the error code of the body, the field at fault and the request id to
- * quote to support. A request that got no answer at all is a ConnectionError.
+ * Typed errors of the merchant SDK: every non-2xx answer becomes a PaymentsApiError (a subclass per
+ * status) with the body's error code, the field at fault and the request id to quote to support.
  */
 
 /** Every code the API documents (shared/client/openapi.json, components.schemas.Error). */
