@@ -17,11 +17,7 @@ const cacheOf = (caches: Caches) => caches.ttl<Set<string>>('operator-closures',
 
 const keyOf = (operator: string, direction: Direction) => `${operator}/${direction}`;
 
-/** What reading the closures needs: the database and the process's caches. */
-export interface ClosureDeps {
-  db: Executor;
-  caches: Caches;
-}
+export type ClosureDeps = { db: Executor; caches: Caches };
 
 export async function loadClosures(db: Executor): Promise<Set<string>> {
   const rows = await OperatorClosure.query(db).select('operator', 'direction');
@@ -40,7 +36,6 @@ export function refuseClosed(closed: Set<string>, operator: Operator, direction:
   }
 }
 
-/** 422 `operator-unavailable` while the operator's direction is closed. */
 export async function refuseIfClosed(deps: ClosureDeps, operator: Operator, direction: Direction): Promise<void> {
   refuseClosed(await closures(deps), operator, direction);
 }

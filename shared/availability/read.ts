@@ -15,12 +15,7 @@ import { loadClosures } from './closures';
 export type AvailabilityStatus = 'operational' | 'delayed' | 'closed';
 export type AvailabilityRow = { operator: Operator } & Record<Direction, AvailabilityStatus>;
 
-interface Recent {
-  operator: string;
-  direction: Direction;
-  calls: number;
-  bad: number;
-}
+type Recent = { operator: string; direction: Direction; calls: number; bad: number };
 
 export function isDelayed(r: { calls: number; bad: number } | undefined, minCalls: number): boolean {
   return r !== undefined && r.calls >= minCalls && r.bad * 2 >= r.calls;

@@ -14,9 +14,7 @@ import type { PaymentRow } from '../db/rows';
  * The outcome of 3-D Secure is asked of the acquirer, never taken from the browser.
  */
 
-export interface CheckoutPayment extends PaymentRow {
-  merchant_name: string;
-}
+export type CheckoutPayment = PaymentRow & { merchant_name: string };
 
 /** A vault token as the checkout may post it (its content is the vault's business). */
 export const TOKEN_PATTERN = /^tok_[A-Za-z0-9_-]{8,64}$/;

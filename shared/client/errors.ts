@@ -1,9 +1,8 @@
 import type { components } from './apiTypes';
 
 /**
- * Typed errors of the merchant SDK: every non-2xx answer becomes a PaymentsApiError (a subclass
- * per status) carrying the error code of the body, the field at fault and the request id to
- * quote to support. A request that got no answer at all is a ConnectionError.
+ * Typed errors of the merchant SDK: every non-2xx answer becomes a PaymentsApiError (a subclass per
+ * status) with the body's error code, the field at fault and the request id to quote to support.
  */
 
 /** Every code the API documents (shared/client/openapi.json, components.schemas.Error). */
@@ -21,25 +20,14 @@ export interface ErrorDetails {
   body: unknown;
 }
 
+/** The details as read-only fields (`message` is the Error's own, built from them). */
+export interface PaymentsApiError extends Readonly<Omit<ErrorDetails, 'message'>> {}
 export class PaymentsApiError extends Error {
-  readonly status: number;
-  readonly code: ErrorCode | (string & {});
-  readonly param?: string;
-  readonly requestId: string | null;
-  readonly retryAfter: number | null;
-  readonly headers: Headers;
-  readonly body: unknown;
-
   constructor(d: ErrorDetails) {
     super(`${d.status} ${d.code}: ${d.message}${d.param ? ` (param ${d.param})` : ''}${d.requestId ? ` [request ${d.requestId}]` : ''}`);
+    const { message, ...fields } = d;
+    Object.assign(this, fields);
     this.name = new.target.name;
-    this.status = d.status;
-    this.code = d.code;
-    this.param = d.param;
-    this.requestId = d.requestId;
-    this.retryAfter = d.retryAfter;
-    this.headers = d.headers;
-    this.body = d.body;
   }
 }
 

@@ -41,12 +41,8 @@ export type ListSettlementTransactionsParams = ListQuery<'listSettlementTransact
 /** `from` and `to` in Unix seconds (numbers or their text), at most 31 days apart. */
 export type ExportTransactionsParams = { from: number | string; to: number | string };
 
-export interface Page<T> {
-  object: 'list';
-  data: T[];
-  has_more: boolean;
-  next_cursor: string | null;
-}
+/** One page of a cursor-paginated list (as PaymentList, with items of type T). */
+export type Page<T> = Omit<Schemas['PaymentList'], 'data'> & { data: T[] };
 
 export interface RetryOptions {
   /** Retries after the first attempt (default 3); 0 turns retrying off. */
@@ -67,13 +63,6 @@ export interface CallOptions {
   /** X-Request-Id to correlate with your logs. */
   requestId?: string;
 }
-
-interface CallInternals extends CallOptions {
-  /** The answer's text as it is (a CSV file) instead of its JSON. */
-  text?: boolean;
-}
-
-const wait = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /** Yields every item of a cursor-paginated list, fetching pages as it goes. */
 export class ListIterator<T> implements AsyncIterable<T> {
@@ -126,16 +115,15 @@ export class PaymentsApi {
 
   constructor(opts: PaymentsApiOptions) {
     this.http = new ServiceClient(opts);
-    this.retry = {
-      maxRetries: opts.maxRetries ?? 3,
-      baseDelayMs: opts.baseDelayMs ?? 500,
-      maxDelayMs: opts.maxDelayMs ?? 30_000,
-      sleep: opts.sleep ?? wait,
-    };
+    const sleep = opts.sleep ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
+    this.retry = { maxRetries: opts.maxRetries ?? 3, baseDelayMs: opts.baseDelayMs ?? 500, maxDelayMs: opts.maxDelayMs ?? 30_000, sleep };
   }
 
-  /** One API call: the same body bytes and Idempotency-Key on every attempt; a non-2xx answer throws its typed error. */
-  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, o: CallInternals = {}): Promise<T> {
+  /**
+   * One API call: the same body bytes and Idempotency-Key on every attempt; a non-2xx answer throws
+   * its typed error. `text`: the answer's text as it is (a CSV file) instead of its JSON.
+   */
+  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, o: CallOptions & { text?: boolean } = {}): Promise<T> {
     const raw = body === undefined ? undefined : JSON.stringify(body);
     const idempotencyKey = method === 'POST' ? (o.idempotencyKey ?? randomUUID()) : undefined;
     const headers = o.requestId ? { 'X-Request-Id': o.requestId } : undefined;

@@ -42,12 +42,7 @@ export interface RequestOptions {
   omitHeaders?: string[];
 }
 
-export interface ClientResponse<T = any> {
-  status: number;
-  headers: Headers;
-  text: string;
-  body: T;
-}
+export interface ClientResponse<T = any> { status: number; headers: Headers; text: string; body: T }
 
 /** The spec signs POST, PATCH and DELETE; the service also requires it on PUT. */
 const SIGNED = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);

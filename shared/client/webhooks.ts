@@ -67,8 +67,10 @@ function headerOf(headers: WebhookHeaders, name: string): string | undefined {
   return undefined;
 }
 
-/** Constant-time: does any candidate equal one of the expected values? Every pair is compared. */
-function anyMatches(candidates: string[], expected: string[]): boolean {
+/** A well-formed header's verdict: its time against the tolerance, then every pair of signatures, compared in constant time. */
+function verdict(timestamp: number, candidates: string[], expected: string[], opts: VerifyOptions): VerifyResult {
+  const now = opts.now ?? Math.floor(Date.now() / 1000);
+  if (Math.abs(now - timestamp) > (opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS)) return { ok: false, reason: 'timestamp-outside-tolerance' };
   let matched = false;
   for (const e of expected) {
     const want = Buffer.from(e, 'utf8');
@@ -79,12 +81,7 @@ function anyMatches(candidates: string[], expected: string[]): boolean {
       matched = same || matched;
     }
   }
-  return matched;
-}
-
-function inTolerance(timestamp: number, opts: VerifyOptions): boolean {
-  const now = opts.now ?? Math.floor(Date.now() / 1000);
-  return Math.abs(now - timestamp) <= (opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS);
+  return matched ? { ok: true, timestamp } : { ok: false, reason: 'signature-mismatch' };
 }
 
 /** `X-Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>]` (spec 6.4). */
@@ -100,9 +97,7 @@ function verifyServiceSignature(rawBody: string | Buffer, value: string | undefi
     else if (key === 'v1') candidates.push(val);
   }
   if (timestamp === undefined || candidates.length === 0) return { ok: false, reason: 'malformed-header' };
-  if (!inTolerance(timestamp, opts)) return { ok: false, reason: 'timestamp-outside-tolerance' };
-  const expected = secrets.map((s) => webhookSignature(s, timestamp!, rawBody));
-  return anyMatches(candidates, expected) ? { ok: true, timestamp } : { ok: false, reason: 'signature-mismatch' };
+  return verdict(timestamp, candidates, secrets.map((s) => webhookSignature(s, timestamp!, rawBody)), opts);
 }
 
 /** Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>[ v1,<base64>]`. */
@@ -114,9 +109,7 @@ function verifyStandard(rawBody: string | Buffer, headers: WebhookHeaders, secre
   const timestamp = Number(ts);
   const candidates = value.split(' ').filter((e) => e.startsWith('v1,'));
   if (candidates.length === 0) return { ok: false, reason: 'malformed-header' };
-  if (!inTolerance(timestamp, opts)) return { ok: false, reason: 'timestamp-outside-tolerance' };
-  const expected = secrets.map((s) => standardSignature(s, id, timestamp, rawBody));
-  return anyMatches(candidates, expected) ? { ok: true, timestamp } : { ok: false, reason: 'signature-mismatch' };
+  return verdict(timestamp, candidates, secrets.map((s) => standardSignature(s, id, timestamp, rawBody)), opts);
 }
 
 /**

@@ -9,7 +9,6 @@ import type { EventRow } from '../db/rows';
 /** Job name of the webhook-sender queue; its payload is {deliveryId, webhookId}. */
 export const DELIVER_JOB = 'deliver';
 
-/** The enabled endpoints of a merchant and environment, with the events each takes. */
 export async function enabledEndpoints(trx: Trx, merchantId: string, environment: string): Promise<{ id: string; events: string[] }[]> {
   // in the event's multi-table transaction, on the hot path (a transition's fan-out): the knex builder, as below
   return trx('webhooks').where({ merchant_id: merchantId, environment, status: 'enabled' }).select('id', 'events');
@@ -34,11 +33,9 @@ export async function insertDeliveries(trx: Trx, outbox: OutboxWriter, event: Pi
 /** The endpoints (enabled, of the event's merchant and environment) an event other than `webhook.test` goes to. */
 export const subscribedEndpoints = (endpoints: { id: string; events: string[] }[], type: string) => endpoints.filter((r) => subscribes(r.events, type)).map((r) => r.id);
 
-/** One new delivery per endpoint (pure). */
 export const deliveryRows = (event: Pick<EventRow, 'id'>, webhookIds: string[], created: number, redelivery = 0) =>
   webhookIds.map((webhookId) => ({ id: newId('delivery'), event_id: event.id, webhook_id: webhookId, created, redelivery }));
 
-/** The sender's job of a delivery. */
 export const deliverJob = (d: { id: string; webhook_id: string }) => ({ deliveryId: d.id, webhookId: d.webhook_id });
 
 /**

@@ -15,7 +15,6 @@ export function patternMatches(pattern: string, type: string): boolean {
   return new RegExp(`^${body}$`).test(type);
 }
 
-/** True when one of an endpoint's patterns covers the event type. */
 export function subscribes(patterns: readonly string[], type: string): boolean {
   if (type === 'webhook.test') return false;
   return patterns.some((p) => patternMatches(p, type));

@@ -19,14 +19,9 @@ const NO_FEE: FeeRule = { percent_bps: 0, fixed: 0 };
  */
 export const DEFAULT_PER_TX_LIMITS = { usd: 1_000_000, cdf: 2_500_000_000 } as const;
 
-export interface MerchantInput {
-  name?: string;
-  fee_bearer?: 'merchant' | 'customer';
+export type MerchantInput = Partial<Pick<Merchant, 'name' | 'fee_bearer' | 'per_tx_limit_usd' | 'per_tx_limit_cdf' | 'status'>> & {
   fees?: Partial<Record<Currency, FeeRule>>;
-  per_tx_limit_usd?: number | null;
-  per_tx_limit_cdf?: number | null;
-  status?: 'active' | 'suspended';
-}
+};
 
 export function merchantView(m: Merchant) {
   return {
@@ -76,14 +71,13 @@ export async function updateMerchant(db: Db, id: string, input: MerchantInput, n
   return db.transaction(async (trx) => {
     const m = await Merchant.query(trx).findById(id).forUpdate();
     if (!m) throw new NotFound('Merchant');
-    const patch: Partial<Merchant> = { updated_at: new Date(now) };
-    if (input.name !== undefined) patch.name = input.name;
-    if (input.status !== undefined) patch.status = input.status;
-    if (input.fee_bearer !== undefined) patch.fee_bearer = input.fee_bearer;
-    if (input.fees !== undefined) patch.fees = { ...m.fees, ...input.fees } as Record<Currency, FeeRule>;
-    if (input.per_tx_limit_usd !== undefined) patch.per_tx_limit_usd = input.per_tx_limit_usd;
-    if (input.per_tx_limit_cdf !== undefined) patch.per_tx_limit_cdf = input.per_tx_limit_cdf;
-    return merchantView(await m.$query(trx).patchAndFetch(patch));
+    const patch: Record<string, unknown> = { updated_at: new Date(now) };
+    for (const k of ['name', 'status', 'fee_bearer', 'fees', 'per_tx_limit_usd', 'per_tx_limit_cdf'] as const) {
+      if (input[k] !== undefined) patch[k] = input[k];
+    }
+    // fees name only the currencies they change
+    if (input.fees !== undefined) patch.fees = { ...m.fees, ...input.fees };
+    return merchantView(await m.$query(trx).patchAndFetch(patch as Partial<Merchant>));
   });
 }
 
@@ -101,13 +95,7 @@ export function validateAllowlist(list: string[] | undefined | null): string[] |
   return [...new Set(list)];
 }
 
-interface NewCredential {
-  merchant_id: string;
-  environment: Environment;
-  scope: Scope;
-  ip_allowlist: string[] | null;
-  replaces_id?: string;
-}
+type NewCredential = Pick<Credential, 'merchant_id' | 'environment' | 'scope' | 'ip_allowlist'> & { replaces_id?: string };
 
 async function insertCredential(trx: Executor, input: NewCredential, keys: SecretsKey[]) {
   const apiKey = `svc_${input.environment}_${randomToken(32)}`;
@@ -165,11 +153,8 @@ export async function revokeCredential(db: Db, id: string, immediate: boolean, k
     }
     const expires = immediate ? now : new Date(now.getTime() + REVOCATION_GRACE_MS);
     const revoked = await c.$query(trx).patchAndFetch({ revoked_at: now, expires_at: expires });
-    const replacement = await insertCredential(
-      trx,
-      { merchant_id: c.merchant_id, environment: c.environment, scope: c.scope, ip_allowlist: c.ip_allowlist, replaces_id: c.id },
-      keys,
-    );
+    // same merchant, environment, scope and allowlist
+    const replacement = await insertCredential(trx, { ...c, replaces_id: c.id }, keys);
     return { revoked: credentialView(revoked), replacement };
   });
 }

@@ -94,14 +94,10 @@ function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Con
 }
 
 /**
- * POST /v1/payments. The idempotency key with its answer (the payment as `key` encodes it), the
- * payment, its first status change and (mobile money) the outbox row of its push are written by
- * the kernel's writer in one statement, in the batch of concurrent POSTs (transition.ts
- * `writeAlone`): the key in the route's own transaction (shared/idempotency.ts), in one round
- * trip, each row written only if its own key was taken. If the key is held by another request (a
- * duplicate waits for that request's statement, then finds it), nothing is written
- * (IdempotencyKeyHeld). The push job is enqueued after commit; if that fails, the outbox-relay
- * enqueues it.
+ * POST /v1/payments. The idempotency key with its answer, the payment, its first status change and
+ * (mobile money) its push's outbox row are written in one statement, batched with concurrent POSTs
+ * (transition.ts `writeAlone`), each row only if its own key was taken: a key held by another
+ * request writes nothing (IdempotencyKeyHeld). The push is enqueued after commit, else by the outbox-relay.
  */
 export async function createPayment(
   deps: TransactDeps & { config: Config; batches: Batches; caches: Caches },

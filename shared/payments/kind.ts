@@ -11,10 +11,7 @@ const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } a
 
 /**
  * What every collection (mobile money, card) says as a kind: how a reported status maps to a
- * trigger, what ends it at the window's end, its event object and its ledger credit. At the end
- * of its window the provider's outcome is applied; it is cancelled only when the provider reports
- * it over (failed, cancelled, expired) or unknown to it; while the provider still reports it
- * pending, or cannot be reached, it is asked again (decisions.md "Faults").
+ * trigger, its outcome at the window's end (decisions.md "Faults"), its event object and its credit.
  */
 export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'reported' | 'unsentAtWindowEnd' | 'atWindowEnd' | 'eventObject' | 'posting'> = {
   reported: (status) => REPORTED[status],
@@ -40,15 +37,13 @@ export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'report
     }
   },
   eventObject: paymentEventObject,
-  // a payment's one ledger effect is its credit
   posting: (p) =>
     paymentCredit({ paymentId: p.id, merchantId: p.merchant_id, environment: p.environment, currency: p.currency, amountCharged: p.amount_charged, amountNet: p.amount_net, fee: p.fee }),
 };
 
 /**
- * A mobile-money collection as a kind of the operations kernel. It is sent (the push prompt) by
- * the provider-push pool, never after its window has ended. Card payments share the table and
- * are their own kind (shared/cards/kind.ts).
+ * A mobile-money collection as a kind of the operations kernel, pushed by the provider-push pool.
+ * Card payments share the table and are their own kind (shared/cards/kind.ts).
  */
 export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = defineKind<PaymentRow, PaymentStatus>(
   {

@@ -80,12 +80,7 @@ export const createPaymentSchema = {
   ],
 } as const;
 
-export interface ListPaymentsQuery {
-  reference?: string;
-  status?: PaymentStatus;
-  limit?: string;
-  cursor?: string;
-}
+export interface ListPaymentsQuery { reference?: string; status?: PaymentStatus; limit?: string; cursor?: string }
 
 /** Query strings arrive as text: limit and cursor are checked for shape here, for range in query.ts. */
 export const listPaymentsSchema = {

@@ -1,16 +1,9 @@
 import { Merchant } from '../db/models';
 import type { Executor } from '../db/knex';
-import type { Currency } from '../domain/ledger';
-import type { FeeRule } from '../domain/fees';
 import type { Caches } from '../ttlCache';
 
 /** What a merchant's configuration says about its payments: fee bearer, fees, per-transaction limits. */
-export interface MerchantTerms {
-  fee_bearer: 'merchant' | 'customer';
-  fees: Record<Currency, FeeRule>;
-  per_tx_limit_usd: number | null;
-  per_tx_limit_cdf: number | null;
-}
+export type MerchantTerms = Pick<Merchant, 'fee_bearer' | 'fees' | 'per_tx_limit_usd' | 'per_tx_limit_cdf'>;
 
 /**
  * A merchant's terms, kept in this process for `ttlMs` (CREDENTIAL_CACHE_MS, default 5 s, the

@@ -23,10 +23,8 @@ import { payoutView, type PayoutObject } from './view';
 import type { PayoutRow } from '../db/rows';
 
 /**
- * POST /v1/payouts: in one transaction, with its Idempotency-Key (`key`, shared/idempotency.ts),
- * writes the payout `pending` with its history, takes amount + fee (the merchant's fee rule for
- * the currency) from available (422 insufficient-balance), and queues it for the payout pool. A reference already used by this
- * merchant in this environment is 409 reference-conflict, checked first.
+ * POST /v1/payouts: one transaction with its Idempotency-Key, taking amount + fee (the merchant's
+ * rule for the currency) from available. A reference this merchant and environment used is 409.
  */
 export async function createPayout(deps: TransactDeps & { providerWindowMs: number; caches: Caches }, viewer: Caller, input: PayoutInput, requestId?: string, key?: IdempotentWrite<PayoutObject>): Promise<PayoutObject> {
   if (!operatorAccepts(viewer.environment, input.operator, input.phone)) {

@@ -18,17 +18,11 @@ import { QUEUES } from '../queues/names';
 import { refundView, type RefundObject } from './view';
 import type { RefundRow } from '../db/rows';
 
-export interface RefundInput {
-  amount?: number;
-  reason?: string;
-}
+export type RefundInput = { amount?: number; reason?: string };
 
 /**
- * POST /v1/payments/{id}/refund: in one transaction (with its Idempotency-Key when it has one:
- * shared/idempotency.ts) under the payment's row lock, checks the refund (decisions.md 422s),
- * writes it `pending` with its history, moves the payment through its own transition (its
- * refunded amount, `refunded` once refunds cover amount_charged), queues the call to the
- * provider, and takes the amount from available (422 insufficient-balance undoes it all).
+ * POST /v1/payments/{id}/refund: one transaction (with its Idempotency-Key, if any) under the
+ * payment's row lock; the payment's refunded amount moves through its own transition.
  */
 export async function createRefund(deps: TransactDeps & { providerWindowMs: number; caches: Caches }, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string, key?: IdempotentWrite<RefundObject>): Promise<RefundObject> {
   if (!isId('payment', paymentId)) throw new NotFound('Payment');

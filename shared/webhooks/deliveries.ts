@@ -55,11 +55,7 @@ export async function releaseProbe(db: Executor, webhookId: string): Promise<voi
   await Webhook.query(db).findById(webhookId).patch({ breaker_probe_until: null });
 }
 
-export interface AttemptOutcome {
-  claim: ClaimedAttempt;
-  result: AttemptResult;
-  verdict: AttemptVerdict;
-}
+export type AttemptOutcome = { claim: ClaimedAttempt; result: AttemptResult; verdict: AttemptVerdict };
 
 /**
  * Records attempts' outcomes, moves each delivery on (next attempt, succeeded or dead) and each
@@ -90,19 +86,6 @@ export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breaker
   const rows = await runSql<{ id: string; status: AttemptVerdict['status'] }>(db, FINISH, [BREAKER_THRESHOLD, secs(breakerPauseMs), JSON.stringify(items)]);
   const status = new Map(rows.map((r) => [r.id, r.status]));
   return outcomes.map((o) => status.get(o.claim.id) ?? null);
-}
-
-/** Pending deliveries due before `dueBefore` and not in flight (nor held by an open breaker until then): their job may be lost. */
-export async function overdueDeliveries(db: Executor, dueBefore: Date, limit = 500): Promise<{ id: string; webhook_id: string; round: number; attempts: number }[]> {
-  return db('webhook_deliveries as d')
-    .join('webhooks as w', 'w.id', 'd.webhook_id')
-    .where('d.status', 'pending')
-    .where('d.next_attempt_at', '<', dueBefore)
-    .where((q) => q.whereNull('d.lease_until').orWhere('d.lease_until', '<=', db.fn.now()))
-    .where((q) => q.whereNull('w.breaker_open_until').orWhere('w.breaker_open_until', '<', dueBefore))
-    .orderBy('d.next_attempt_at')
-    .limit(limit)
-    .select('d.id', 'd.webhook_id', 'd.round', 'd.attempts');
 }
 
 /** Finished deliveries (and their attempts) leave after `days` (decisions.md: 30). */

@@ -12,18 +12,8 @@ import type { WebhookRow } from '../db/rows';
 
 /** Operator-side management of webhook endpoints (decisions.md, admin API). */
 
-export interface WebhookInput {
-  merchant_id: string;
-  url: string;
-  events: string[];
-  environment: Environment;
-}
-
-export interface WebhookPatch {
-  url?: string;
-  events?: string[];
-  status?: 'enabled' | 'disabled';
-}
+export type WebhookInput = Pick<WebhookRow, 'merchant_id' | 'url' | 'events' | 'environment'>;
+export type WebhookPatch = Partial<Pick<WebhookRow, 'url' | 'events' | 'status'>>;
 
 // the breaker's times are stamped by Postgres's now() (the sender's statements): read against the wall clock, as Postgres's is
 export function webhookView(w: WebhookRow, nowMs = Date.now()) {
@@ -53,19 +43,14 @@ function checkPatterns(events: string[]): void {
   });
 }
 
-/** Checks a URL for the environment and returns it normalised (the form stored and compared). */
+/**
+ * Checks a URL for the environment and returns the one spelling stored and compared: the WHATWG
+ * serialisation (scheme and host lowercased, default port dropped, empty path `/`, canonical IPs).
+ */
 async function checkUrl(url: string, env: Environment, resolve?: Resolver): Promise<string> {
   const why = await destinationProblem(url, env, resolve);
   if (why) throw new ValidationFailed('url', `url ${why}`);
-  return normaliseUrl(url);
-}
-
-/**
- * The one spelling of an endpoint URL, stored and compared: the WHATWG serialisation (scheme and host
- * lowercased, default port dropped, empty path `/`, canonical IPs); path and query keep their case.
- */
-function normaliseUrl(raw: string): string {
-  return new URL(raw).href;
+  return new URL(url).href;
 }
 
 /**
@@ -83,7 +68,7 @@ async function refuseDuplicate(trx: Executor, merchantId: string, env: Environme
 /** Rows stored before normalisation are compared normalised too. */
 function sameUrl(stored: string, url: string): boolean {
   try {
-    return normaliseUrl(stored) === url;
+    return new URL(stored).href === url;
   } catch {
     return stored === url;
   }

@@ -55,9 +55,7 @@ export async function redeliverEvent(deps: TransactDeps, caller: Caller, eventId
     const round = event.redeliveries + 1;
     await Event.query(trx).findById(event.id).patch({ redeliveries: round });
     const inserted = await insertDeliveries(trx, outbox, event, endpoints, round, Math.floor(deps.clock.now() / 1000));
-    return {
-      object: 'list' as const,
-      data: inserted.map((d) => merchantDeliveryView({ ...d, status: 'pending', attempts: 0, last_status_code: null, last_error: null })),
-    };
+    const fresh = { status: 'pending', attempts: 0, last_status_code: null, last_error: null } as const;
+    return { object: 'list' as const, data: inserted.map((d) => merchantDeliveryView({ ...d, ...fresh })) };
   });
 }
