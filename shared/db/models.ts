@@ -15,8 +15,8 @@ import { Model, type ModelClass } from 'objection';
 
 import type { AccountKind, Currency, Environment } from '../domain/ledger';
 import type { FeeRule } from '../domain/fees';
-import type { JobData, QueueName } from '../queues/names';
-import type { EventRow, PaymentRow, PayoutRow, RefundRow, SettlementRow, WebhookRow } from './rows';
+import type { EventRow, OutboxMessage, PaymentRow, PayoutRow, RefundRow, SettlementRow, WebhookRow } from './rows';
+import type { InboxRow } from './sql/callbacks';
 import type { Direction } from '../vocabulary';
 
 export type { Currency, Environment, FeeRule };
@@ -124,35 +124,21 @@ export const PayoutStatusChange = statusHistory('payout_status_changes', 'payout
 /** The inbox of provider callbacks (shared/providers/inbox.ts). */
 export class InboxCallback extends Row {
   static override tableName = 'provider_callbacks';
-  declare id: string;
-  declare provider: string;
-  declare raw_body: string;
-  declare verified: boolean;
-  declare provider_event_id: string | null;
-  declare object_kind: string;
-  declare object_id: string;
-  declare reported_status: string;
-  declare provider_ref: string | null;
   declare received_at: Date;
   declare processed_at: Date | null;
   declare outcome: string | null;
 }
+export interface InboxCallback extends InboxRow {}
 
 /* Messages, events and webhooks. */
 
 export class OutboxRow extends Row {
   static override tableName = 'outbox';
   static override jsonAttributes = ['payload'];
-  declare id: string;
-  declare queue: QueueName;
-  declare job_name: string;
-  declare payload: JobData;
-  declare delay_ms: number;
-  /** the trace context of the span that wrote the row (shared/tracing); null with traces off */
-  declare traceparent: string | null;
   declare created_at: Date;
   declare enqueued_at: Date | null;
 }
+export interface OutboxRow extends OutboxMessage {}
 
 export class Event extends Row {
   static override tableName = 'events';
