@@ -1,16 +1,13 @@
 import { Model, type ModelClass } from 'objection';
 
 /**
- * The data layer (README, Decisions): an objection model per table for its single-table reads
- * and writes; multi-table flows use the knex builder inside one transaction (shared/db/transact.ts);
- * the hot paths' hand-tuned statements live in shared/db/sql. Callers pass the knex or the
- * transaction to `Model.query(db)`, so no model is bound to a global connection. Models hold
- * columns only (no relations, no validation: the schemas are checked at the edge), and a
- * model's json columns are listed in `jsonAttributes` (written as JSON text, read parsed).
- * Columns are `declare`d: a class field would give every instance its columns as undefined
- * own properties (ES2022 class fields), which a spread of a row would then copy.
- * Rows whose shape a resource owns (PaymentRow, …) give their model its fields by declaration
- * merging.
+ * An objection model per table, for its single-table reads and writes (multi-table flows: the
+ * knex builder in one transaction; hot paths: shared/db/sql). Callers pass the knex or the
+ * transaction to `Model.query(db)`: no model is bound to a global connection. Models hold columns
+ * only; their json columns are listed in `jsonAttributes`. Columns are `declare`d: a class field
+ * would give every instance its columns as undefined own properties (ES2022 class fields), which
+ * a spread of a row would then copy. Rows defined in rows.ts give their model its fields by
+ * declaration merging.
  */
 
 import type { AccountKind, Currency, Environment } from '../domain/ledger';

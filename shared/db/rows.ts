@@ -42,7 +42,7 @@ export interface OperationRow {
   traceparent: string | null;
 }
 
-/** A row of `payments` (bigint columns arrive as numbers, see shared/db/knex.ts). */
+/** A row of `payments`. */
 export interface PaymentRow extends OperationRow {
   status: PaymentStatus;
   method: 'mobile_money' | 'card';
@@ -78,7 +78,7 @@ export interface CardDetails {
   exp_year: number;
 }
 
-/** A row of `refunds` (bigint columns arrive as numbers, see shared/db/knex.ts). */
+/** A row of `refunds`. */
 export interface RefundRow extends OperationRow {
   payment_id: string;
   status: RefundStatus;
@@ -89,7 +89,7 @@ export interface RefundRow extends OperationRow {
   created: number;
 }
 
-/** A row of `payouts` (bigint columns arrive as numbers, see shared/db/knex.ts). */
+/** A row of `payouts`. */
 export interface PayoutRow extends OperationRow {
   status: PayoutStatus;
   amount: number;
@@ -110,10 +110,7 @@ export interface OutboxMessage {
   job_name: string;
   payload: JobData;
   delay_ms: number;
-  /**
-   * The trace context of the span that wrote the row (W3C traceparent; null with traces off):
-   * its job, enqueued now or by the relay later, continues that trace (shared/tracing).
-   */
+  /** the trace context of the span that wrote the row (W3C traceparent; null with traces off): its job continues that trace */
   traceparent: string | null;
 }
 
