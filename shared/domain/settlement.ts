@@ -38,21 +38,12 @@ export interface CoveredKindTotal {
   entries: CoveredEntry[];
 }
 
-export interface SettlementFigures {
-  gross: Exact;
-  fees: Exact;
-  refunds: Exact;
-  payouts: Exact;
-  net: Exact;
-  count: number;
-}
-
 function sum(entries: CoveredEntry[], match: (e: CoveredEntry) => boolean): bigint {
   return entries.filter(match).reduce((total, e) => total + BigInt(e.amount), 0n);
 }
 
 /** The batch figures of a merchant's covered transactions (throws on a kind no batch covers). */
-export function settlementFigures(merchantId: string, totals: CoveredKindTotal[]): SettlementFigures {
+export function settlementFigures(merchantId: string, totals: CoveredKindTotal[]) {
   let [gross, fees, refunds, payouts, net, count] = [0n, 0n, 0n, 0n, 0n, 0];
   for (const t of totals) {
     const available = sum(t.entries, (e) => e.owner === merchantId && e.account === 'available');
@@ -79,6 +70,8 @@ export function settlementFigures(merchantId: string, totals: CoveredKindTotal[]
   }
   return { gross: narrow(gross), fees: narrow(fees), refunds: narrow(refunds), payouts: narrow(payouts), net: narrow(net), count };
 }
+
+export type SettlementFigures = ReturnType<typeof settlementFigures>;
 
 /** "HH:MM" (UTC) → minutes after midnight; null when malformed. */
 export function parseDailyTime(raw: string): number | null {
