@@ -10,10 +10,7 @@ import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, t
 /** An account's key in the maps of account ids: owner/kind (environment and currency are the posting's). */
 export const accountKey = (a: { owner: string; kind: string }) => `${a.owner}/${a.kind}`;
 
-/**
- * A posting that only adds to the merchant's (guarded) accounts, a payment's credit: its entries
- * are written unfolded and it takes no lock.
- */
+/** A posting that only adds to the merchant's guarded accounts (a payment's credit): written unfolded, without a lock. */
 export const onlyCredits = (p: Posting) => p.entries.every((e) => allowsNegative(e.account) || e.amount > 0);
 
 /** The ids of a posting's accounts by accountKey, created on first use; takes no lock (also the writer's credits: shared/operations/transition.ts). */
@@ -43,16 +40,13 @@ export async function postingAccountIds(trx: Trx, posting: Posting): Promise<Map
  * Posts once per (kind, referenceId): a second call for the same object is a no-op that
  * returns false, so a job that runs twice moves money once.
  *
- * A merchant's accounts are guarded: never below zero, with a cached balance. A posting that
- * only adds to them (a payment's credit) writes its entries unfolded and takes no lock, so a
- * busy merchant's payments never wait on each other; the balance is the cached one plus the
- * unfolded credits (the `ledger_balances` view). A posting that takes from one (a refund, a
- * payout) locks its guarded accounts in id order, folds their unfolded credits in, and moves
- * them in the statement that writes its entries, so they are held only from there to the commit
- * (callers post last); a move below zero refuses the posting with 422 `insufficient-balance` and
- * the caller's transaction rolls back. The platform's accounts (fees, provider clearing) may take
- * any value and nothing is decided on them: neither locked nor cached. The transaction row and
- * the entries are one statement (shared/db/sql/ledger.ts), after the accounts' ids are read.
+ * A posting that only adds to a merchant's guarded accounts writes its entries unfolded and takes
+ * no lock, so a busy merchant's payments never wait on each other (the balance is the cached one
+ * plus the unfolded credits: the `ledger_balances` view). One that takes from them (a refund, a
+ * payout) locks them in id order, folds their unfolded credits in and moves them in the statement
+ * that writes its entries, so the locks are held only from there to the commit (callers post
+ * last); a move below zero refuses the posting with 422 `insufficient-balance` and the caller's
+ * transaction rolls back. Platform accounts are neither locked nor cached (allowsNegative).
  */
 export async function post(trx: Trx, posting: Posting): Promise<boolean> {
   // one entry per account (the balance update below moves each account once)
