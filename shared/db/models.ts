@@ -70,8 +70,6 @@ export class WebhookSecret extends Row {
   declare created_at: Date;
 }
 
-/* Provider operations and their status histories (shared/operations). */
-
 /** The row's own timestamps (not part of the object a resource shows). */
 interface Timestamps {
   created_at: Date;
@@ -126,8 +124,6 @@ export class InboxCallback extends Row {
   declare outcome: string | null;
 }
 export interface InboxCallback extends InboxRow {}
-
-/* Messages, events and webhooks. */
 
 export class OutboxRow extends Row {
   static override tableName = 'outbox';
@@ -186,8 +182,6 @@ export class WebhookAttempt extends Row {
   declare response_excerpt: string | null;
 }
 
-/* Requests and providers: replay records, operator closures, provider health counts. */
-
 /** A signed request accepted once (shared/requestSignatures.ts), kept while it could be replayed. */
 export class RequestSignature extends Row {
   static override tableName = 'request_signatures';
@@ -223,8 +217,6 @@ export class ProviderHealthBucket extends Row {
   declare latency_ms_sum: number;
 }
 
-/* Idempotency keys and settings. */
-
 export class IdempotencyKey extends Row {
   static override tableName = 'idempotency_keys';
   static override idColumn = ['merchant_id', 'environment', 'key'];
@@ -252,8 +244,6 @@ export class Setting extends Row {
   declare value: Record<string, unknown>;
   declare updated_at: Date;
 }
-
-/* The ledger (shared/ledger) and settlements. */
 
 /** The columns of a ledger account, which its balance (the view) has too. */
 interface AccountColumns {

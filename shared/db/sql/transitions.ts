@@ -306,12 +306,9 @@ function rounds(ws: OperationWrite[]): OperationWrite[][] {
 export async function writeOperations(db: Executor, k: OperationSql, ws: OperationWrite[]): Promise<boolean[]> {
   const written = new Set<OperationWrite>();
   const creations = ws.filter((w) => w.from === null);
-  for (const w of creations) {
-    if (w.event || w.posting || w.callbackId) throw new Error(`a creation (${w.id}) has no event, posting or callback`);
-  }
-  const keyed = creations.filter((w) => w.key);
+  for (const w of creations) if (w.event || w.posting || w.callbackId) throw new Error(`a creation (${w.id}) has no event, posting or callback`);
   const batches: [SqlStatement, OperationWrite[]][] = [
-    [k.createKeyed, keyed],
+    [k.createKeyed, creations.filter((w) => w.key)],
     [k.create, creations.filter((w) => !w.key)],
     ...rounds(ws.filter((w) => w.from !== null)).map((round): [SqlStatement, OperationWrite[]] => [round.every(rowOnly) ? k.changeRow : k.change, round]),
   ];
