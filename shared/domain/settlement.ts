@@ -6,9 +6,8 @@ import { narrow, type Exact } from '../money';
  * - settlement: the daily batch of one merchant, environment and currency. It covers the
  *   merchant's ledger transactions that moved its `available` balance and that no earlier batch
  *   covered, created before the batch's period_end (the daily cut-off).
- * - covered kinds: payment_credit, refund_debit / refund_return, payout_debit / payout_return.
- *   The `*_deliver` postings move in_transit to the provider and leave `available` untouched, so
- *   they belong to no batch.
+ * - covered kinds (COVERED_KINDS): not the `*_deliver` postings, which move in_transit to the
+ *   provider and leave `available` untouched.
  *
  * Figures, all in minor units, from the entries of the covered transactions:
  * - gross: amount_charged of the payments credited (their available entry plus their fee entry);
