@@ -14,8 +14,7 @@ import type {
 
 /**
  * The rows of the service's tables as the data layer reads them (bigint columns arrive as
- * numbers, or exact bigints beyond 2^53: shared/db/knex.ts). They live with the tables, below
- * every module that uses them; the models (models.ts) take their fields from here.
+ * numbers, or exact bigints beyond 2^53: shared/db/knex.ts); the models take their fields from here.
  */
 
 /** The columns every operation's row has. */

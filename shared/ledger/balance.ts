@@ -6,10 +6,8 @@ import { exact, type Exact } from '../money';
 import { CURRENCIES } from '../vocabulary';
 
 /**
- * A merchant's accounts with their balances, as the `ledger_balances` view defines them (the
- * cached balance plus the unfolded credits: postings.ts). Summed in Postgres as numeric and read
- * as text, so a balance of any size is exact (shared/money.ts): a number while safe, a bigint
- * beyond.
+ * A merchant's accounts with their `ledger_balances` (cached balance plus unfolded credits:
+ * postings.ts), summed as numeric and read as text: exact at any size (shared/money.ts).
  */
 async function merchantAccounts(db: Executor, merchantId: string, environment: Environment) {
   const rows: { kind: AccountKind; currency: Currency; balance: string }[] = await LedgerBalance.query(db)
