@@ -1,22 +1,19 @@
 import { Model, type ModelClass } from 'objection';
 
 /**
- * The data layer (README, Decisions): an objection model per table for its single-table reads
- * and writes; multi-table flows use the knex builder inside one transaction (shared/db/transact.ts);
- * the hot paths' hand-tuned statements live in shared/db/sql. Callers pass the knex or the
- * transaction to `Model.query(db)`, so no model is bound to a global connection. Models hold
- * columns only (no relations, no validation: the schemas are checked at the edge), and a
- * model's json columns are listed in `jsonAttributes` (written as JSON text, read parsed).
- * Columns are `declare`d: a class field would give every instance its columns as undefined
- * own properties (ES2022 class fields), which a spread of a row would then copy.
- * Rows whose shape a resource owns (PaymentRow, …) give their model its fields by declaration
- * merging.
+ * An objection model per table, for its single-table reads and writes (multi-table flows: the
+ * knex builder in one transaction; hot paths: shared/db/sql). Callers pass the knex or the
+ * transaction to `Model.query(db)`: no model is bound to a global connection. Models hold columns
+ * only; their json columns are listed in `jsonAttributes`. Columns are `declare`d: a class field
+ * would give every instance its columns as undefined own properties (ES2022 class fields), which
+ * a spread of a row would then copy. Rows defined in rows.ts give their model its fields by
+ * declaration merging.
  */
 
 import type { AccountKind, Currency, Environment } from '../domain/ledger';
 import type { FeeRule } from '../domain/fees';
-import type { JobData, QueueName } from '../queues/names';
-import type { EventRow, PaymentRow, PayoutRow, RefundRow, SettlementRow, WebhookRow } from './rows';
+import type { EventRow, OutboxMessage, PaymentRow, PayoutRow, RefundRow, SettlementRow, WebhookRow } from './rows';
+import type { InboxRow } from './sql/callbacks';
 import type { Direction } from '../vocabulary';
 
 export type { Currency, Environment, FeeRule };
@@ -73,8 +70,6 @@ export class WebhookSecret extends Row {
   declare created_at: Date;
 }
 
-/* Provider operations and their status histories (shared/operations). */
-
 /** The row's own timestamps (not part of the object a resource shows). */
 interface Timestamps {
   created_at: Date;
@@ -124,35 +119,19 @@ export const PayoutStatusChange = statusHistory('payout_status_changes', 'payout
 /** The inbox of provider callbacks (shared/providers/inbox.ts). */
 export class InboxCallback extends Row {
   static override tableName = 'provider_callbacks';
-  declare id: string;
-  declare provider: string;
-  declare raw_body: string;
-  declare verified: boolean;
-  declare provider_event_id: string | null;
-  declare object_kind: string;
-  declare object_id: string;
-  declare reported_status: string;
-  declare provider_ref: string | null;
   declare received_at: Date;
   declare processed_at: Date | null;
   declare outcome: string | null;
 }
-
-/* Messages, events and webhooks. */
+export interface InboxCallback extends InboxRow {}
 
 export class OutboxRow extends Row {
   static override tableName = 'outbox';
   static override jsonAttributes = ['payload'];
-  declare id: string;
-  declare queue: QueueName;
-  declare job_name: string;
-  declare payload: JobData;
-  declare delay_ms: number;
-  /** the trace context of the span that wrote the row (shared/tracing); null with traces off */
-  declare traceparent: string | null;
   declare created_at: Date;
   declare enqueued_at: Date | null;
 }
+export interface OutboxRow extends OutboxMessage {}
 
 export class Event extends Row {
   static override tableName = 'events';
@@ -203,8 +182,6 @@ export class WebhookAttempt extends Row {
   declare response_excerpt: string | null;
 }
 
-/* Requests and providers: replay records, operator closures, provider health counts. */
-
 /** A signed request accepted once (shared/requestSignatures.ts), kept while it could be replayed. */
 export class RequestSignature extends Row {
   static override tableName = 'request_signatures';
@@ -240,8 +217,6 @@ export class ProviderHealthBucket extends Row {
   declare latency_ms_sum: number;
 }
 
-/* Idempotency keys and settings. */
-
 export class IdempotencyKey extends Row {
   static override tableName = 'idempotency_keys';
   static override idColumn = ['merchant_id', 'environment', 'key'];
@@ -269,8 +244,6 @@ export class Setting extends Row {
   declare value: Record<string, unknown>;
   declare updated_at: Date;
 }
-
-/* The ledger (shared/ledger) and settlements. */
 
 /** The columns of a ledger account, which its balance (the view) has too. */
 interface AccountColumns {

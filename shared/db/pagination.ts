@@ -43,8 +43,6 @@ export function cursorOf(raw: string | undefined, validId: (id: string) => boole
   return { created: Number(m[1]), id: m[2] ?? null };
 }
 
-export const encodeCursor = (item: { created: number; id: string }) => `${item.created}.${item.id}`;
-
 /** What pageQuery needs of a query: a knex builder or an objection model's query. */
 type PageableQuery = Knex.QueryBuilder | QueryBuilder<Model, Model[]>;
 
@@ -65,10 +63,11 @@ export function pageQuery<Q extends PageableQuery>(query: Q, cursor: Cursor | nu
 export function toPage<T extends { created: number; id: string }, V>(rows: T[], limit: number, view: (row: T) => V) {
   const hasMore = rows.length > limit;
   const items = hasMore ? rows.slice(0, limit) : rows;
+  const last = items[items.length - 1];
   return {
     object: 'list' as const,
     data: items.map(view),
     has_more: hasMore,
-    next_cursor: hasMore ? encodeCursor(items[items.length - 1]) : null,
+    next_cursor: hasMore ? `${last.created}.${last.id}` : null,
   };
 }

@@ -10,24 +10,18 @@ import { ConfigError } from '../config';
  *
  * The pooler is recognised by what it refuses: a startup parameter Postgres takes
  * (statement_timeout) but PgBouncer does not know ("unsupported startup parameter"). A probe
- * connection with it tells the two apart at start.
+ * connection with it tells the two apart at start; with prepared statements on, PgBouncer is
+ * refused.
  */
-export async function behindPgBouncer(databaseUrl: string): Promise<boolean> {
+export async function checkPooler(databaseUrl: string, preparedStatements: boolean): Promise<void> {
+  if (!preparedStatements) return;
   const probe = new pg.Client({ connectionString: databaseUrl, statement_timeout: 60_000, connectionTimeoutMillis: 5000 } as pg.ClientConfig);
   try {
     await probe.connect();
-    return false;
   } catch (err) {
-    if (/unsupported startup parameter/i.test((err as Error).message)) return true;
-    throw err;
+    if (!/unsupported startup parameter/i.test((err as Error).message)) throw err;
+    throw new ConfigError('DATABASE_URL reaches Postgres through PgBouncer (transaction pooling), which keeps no prepared statements: set DB_PREPARED_STATEMENTS=false');
   } finally {
     await probe.end().catch(() => undefined);
-  }
-}
-
-/** Refuses to start, with what to change, when prepared statements are on behind PgBouncer. */
-export async function checkPooler(databaseUrl: string, preparedStatements: boolean): Promise<void> {
-  if (preparedStatements && (await behindPgBouncer(databaseUrl))) {
-    throw new ConfigError('DATABASE_URL reaches Postgres through PgBouncer (transaction pooling), which keeps no prepared statements: set DB_PREPARED_STATEMENTS=false');
   }
 }

@@ -14,8 +14,7 @@ import type {
 
 /**
  * The rows of the service's tables as the data layer reads them (bigint columns arrive as
- * numbers, or exact bigints beyond 2^53: shared/db/knex.ts). They live with the tables, below
- * every module that uses them; the models (models.ts) take their fields from here.
+ * numbers, or exact bigints beyond 2^53: shared/db/knex.ts); the models take their fields from here.
  */
 
 /** The columns every operation's row has. */
@@ -42,7 +41,7 @@ export interface OperationRow {
   traceparent: string | null;
 }
 
-/** A row of `payments` (bigint columns arrive as numbers, see shared/db/knex.ts). */
+/** A row of `payments`. */
 export interface PaymentRow extends OperationRow {
   status: PaymentStatus;
   method: 'mobile_money' | 'card';
@@ -78,7 +77,7 @@ export interface CardDetails {
   exp_year: number;
 }
 
-/** A row of `refunds` (bigint columns arrive as numbers, see shared/db/knex.ts). */
+/** A row of `refunds`. */
 export interface RefundRow extends OperationRow {
   payment_id: string;
   status: RefundStatus;
@@ -89,7 +88,7 @@ export interface RefundRow extends OperationRow {
   created: number;
 }
 
-/** A row of `payouts` (bigint columns arrive as numbers, see shared/db/knex.ts). */
+/** A row of `payouts`. */
 export interface PayoutRow extends OperationRow {
   status: PayoutStatus;
   amount: number;
@@ -110,10 +109,7 @@ export interface OutboxMessage {
   job_name: string;
   payload: JobData;
   delay_ms: number;
-  /**
-   * The trace context of the span that wrote the row (W3C traceparent; null with traces off):
-   * its job, enqueued now or by the relay later, continues that trace (shared/tracing).
-   */
+  /** the trace context of the span that wrote the row (W3C traceparent; null with traces off): its job continues that trace */
   traceparent: string | null;
 }
 

@@ -37,31 +37,25 @@ const ATTEMPTS = 3;
 export async function transact<T>(deps: TransactDeps, fn: (trx: Trx, outbox: OutboxWriter) => Promise<T>): Promise<T> {
   for (let attempt = 1; ; attempt++) {
     try {
-      return await transactOnce(deps, fn);
+      const written: OutboxMessage[] = [];
+      const result = await deps.db.transaction(async (trx) =>
+        fn(trx, {
+          async add(queue, jobName, payload, delayMs = 0) {
+            const msg = await writeOutbox(trx, queue, jobName, payload, delayMs);
+            written.push(msg);
+            return msg;
+          },
+          written(msgs) {
+            written.push(...msgs);
+          },
+        }),
+      );
+      await deps.outbox.publish(written, deps.log);
+      return result;
     } catch (err) {
       if (attempt >= ATTEMPTS || !isRetryable(err)) throw err;
       deps.log?.warn({ attempt, code: (err as { code?: string }).code }, 'transaction lost a deadlock; running it again');
       await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * attempt));
     }
   }
-}
-
-async function transactOnce<T>(deps: TransactDeps, fn: (trx: Trx, outbox: OutboxWriter) => Promise<T>): Promise<T> {
-  const written: OutboxMessage[] = [];
-  const result = await deps.db.transaction(async (trx) => {
-    written.length = 0; // a retried transaction starts clean
-    const outbox: OutboxWriter = {
-      async add(queue, jobName, payload, delayMs = 0) {
-        const msg = await writeOutbox(trx, queue, jobName, payload, delayMs);
-        written.push(msg);
-        return msg;
-      },
-      written(msgs) {
-        written.push(...msgs);
-      },
-    };
-    return fn(trx, outbox);
-  });
-  await deps.outbox.publish(written, deps.log);
-  return result;
 }

@@ -6,9 +6,8 @@ import { narrow, type Exact } from '../money';
  * - settlement: the daily batch of one merchant, environment and currency. It covers the
  *   merchant's ledger transactions that moved its `available` balance and that no earlier batch
  *   covered, created before the batch's period_end (the daily cut-off).
- * - covered kinds: payment_credit, refund_debit / refund_return, payout_debit / payout_return.
- *   The `*_deliver` postings move in_transit to the provider and leave `available` untouched, so
- *   they belong to no batch.
+ * - covered kinds (COVERED_KINDS): not the `*_deliver` postings, which move in_transit to the
+ *   provider and leave `available` untouched.
  *
  * Figures, all in minor units, from the entries of the covered transactions:
  * - gross: amount_charged of the payments credited (their available entry plus their fee entry);
@@ -38,21 +37,12 @@ export interface CoveredKindTotal {
   entries: CoveredEntry[];
 }
 
-export interface SettlementFigures {
-  gross: Exact;
-  fees: Exact;
-  refunds: Exact;
-  payouts: Exact;
-  net: Exact;
-  count: number;
-}
-
 function sum(entries: CoveredEntry[], match: (e: CoveredEntry) => boolean): bigint {
   return entries.filter(match).reduce((total, e) => total + BigInt(e.amount), 0n);
 }
 
 /** The batch figures of a merchant's covered transactions (throws on a kind no batch covers). */
-export function settlementFigures(merchantId: string, totals: CoveredKindTotal[]): SettlementFigures {
+export function settlementFigures(merchantId: string, totals: CoveredKindTotal[]) {
   let [gross, fees, refunds, payouts, net, count] = [0n, 0n, 0n, 0n, 0n, 0];
   for (const t of totals) {
     const available = sum(t.entries, (e) => e.owner === merchantId && e.account === 'available');
@@ -79,6 +69,8 @@ export function settlementFigures(merchantId: string, totals: CoveredKindTotal[]
   }
   return { gross: narrow(gross), fees: narrow(fees), refunds: narrow(refunds), payouts: narrow(payouts), net: narrow(net), count };
 }
+
+export type SettlementFigures = ReturnType<typeof settlementFigures>;
 
 /** "HH:MM" (UTC) → minutes after midnight; null when malformed. */
 export function parseDailyTime(raw: string): number | null {

@@ -6,10 +6,8 @@ import { exact, type Exact } from '../money';
 import { CURRENCIES } from '../vocabulary';
 
 /**
- * A merchant's accounts with their balances, as the `ledger_balances` view defines them (the
- * cached balance plus the unfolded credits: postings.ts). Summed in Postgres as numeric and read
- * as text, so a balance of any size is exact (shared/money.ts): a number while safe, a bigint
- * beyond.
+ * A merchant's accounts with their `ledger_balances` (cached balance plus unfolded credits:
+ * postings.ts), summed as numeric and read as text: exact at any size (shared/money.ts).
  */
 async function merchantAccounts(db: Executor, merchantId: string, environment: Environment) {
   const rows: { kind: AccountKind; currency: Currency; balance: string }[] = await LedgerBalance.query(db)
@@ -27,17 +25,14 @@ export async function availableBalances(db: Executor, merchantId: string, enviro
 }
 
 /**
- * The balance object of decisions.md, read from the ledger accounts in one statement (one
- * snapshot): `available` is what the merchant may refund or pay out; the API's `pending` field is
- * the `in_transit` account, what refunds and payouts (with their fees) have taken from available
- * and the provider has not yet confirmed or refused: it leaves for good on success and returns to
- * available on failure. Every currency is listed, at 0 where nothing moved yet. Amounts are exact
- * whatever their size; answer it with exactJson (a bigint beyond 2^53 - 1).
+ * The balance object of decisions.md, from one statement (one snapshot): `available` is what the
+ * merchant may refund or pay out; `pending` is the `in_transit` account, what refunds and payouts
+ * (with their fees) took from available until the provider confirms (it leaves) or refuses (it
+ * returns). Every currency is listed, 0 where nothing moved; answer it with exactJson (exact amounts).
  */
 export async function balanceOf(db: Executor, merchantId: string, environment: Environment) {
   const rows = await merchantAccounts(db, merchantId, environment);
   const amounts = (kind: 'available' | 'in_transit') =>
     CURRENCIES.map((currency) => ({ currency, amount: rows.find((r) => r.kind === kind && r.currency === currency)?.balance ?? (0 as Exact) }));
-  // the spec names the in-transit amounts `pending`
   return { object: 'balance' as const, environment, available: amounts('available'), pending: amounts('in_transit') };
 }

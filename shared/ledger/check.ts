@@ -17,9 +17,7 @@ export async function checkLedger(db: Executor): Promise<string[]> {
     .havingRaw('b.balance <> coalesce(sum(e.amount), 0)')
     // reported as the cached balance against its folded entries (the unfolded credits are in neither)
     .select('b.id', 'b.owner', 'b.kind', 'b.currency', 'b.environment', 'a.balance', db.raw('coalesce(sum(e.amount) filter (where not e.unfolded), 0)::bigint as computed'));
-  for (const r of mismatched) {
-    problems.push(`account ${r.id} (${r.owner} ${r.environment} ${r.currency} ${r.kind}): cached ${r.balance}, entries ${r.computed}`);
-  }
+  for (const r of mismatched) problems.push(`account ${r.id} (${r.owner} ${r.environment} ${r.currency} ${r.kind}): cached ${r.balance}, entries ${r.computed}`);
   const unbalanced = await db('ledger_entries as e')
     .join('ledger_accounts as a', 'a.id', 'e.account_id')
     .join('ledger_transactions as t', 't.id', 'e.transaction_id')

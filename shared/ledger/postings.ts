@@ -3,24 +3,23 @@ import { randomUUID } from 'node:crypto';
 import type { Executor, Trx } from '../db/knex';
 import { Unprocessable } from '../errors';
 import { foldAccount, insertPosting, insertPostingAndMove } from '../db/sql/ledger';
-import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, type Currency, type Environment, type Posting } from '../domain/ledger';
+import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, type Posting } from '../domain/ledger';
 
 /** Writes ledger postings: balanced double-entry transactions, once per object. */
 
 /** An account's key in the maps of account ids: owner/kind (environment and currency are the posting's). */
 export const accountKey = (a: { owner: string; kind: string }) => `${a.owner}/${a.kind}`;
 
-/**
- * A posting that only adds to the merchant's (guarded) accounts, a payment's credit: its entries
- * are written unfolded and it takes no lock.
- */
+/** A posting that only adds to the merchant's guarded accounts (a payment's credit): written unfolded, without a lock. */
 export const onlyCredits = (p: Posting) => p.entries.every((e) => allowsNegative(e.account) || e.amount > 0);
 
-/** The ids of the posting's accounts, created on first use. Takes no lock. */
-async function accountIds(trx: Trx, env: Environment, currency: Currency, refs: AccountRef[]): Promise<Map<string, number>> {
+/** The ids of a posting's accounts by accountKey, created on first use; takes no lock (also the writer's credits: shared/operations/transition.ts). */
+export async function postingAccountIds(trx: Trx, posting: Posting): Promise<Map<string, number>> {
+  const { environment, currency, entries } = normalise(posting);
+  const refs = entries.map((e) => e.account);
   const find = async () => {
     const rows: { id: number; owner: string; kind: string }[] = await LedgerAccount.query(trx)
-      .where({ environment: env, currency })
+      .where({ environment, currency })
       .where((q) => {
         for (const a of refs) q.orWhere({ owner: a.owner, kind: a.kind });
       })
@@ -31,38 +30,29 @@ async function accountIds(trx: Trx, env: Environment, currency: Currency, refs: 
   if (found.size === refs.length) return found;
   // in one fixed order, so that two first postings cannot wait on each other
   const rows = refs
-    .map((a) => ({ owner: a.owner, kind: a.kind, environment: env, currency, allow_negative: allowsNegative(a) }))
+    .map((a) => ({ owner: a.owner, kind: a.kind, environment, currency, allow_negative: allowsNegative(a) }))
     .sort((a, b) => (accountKey(a) < accountKey(b) ? -1 : 1));
   await LedgerAccount.query(trx).insert(rows).onConflict(['owner', 'environment', 'currency', 'kind']).ignore();
   return find();
-}
-
-/** The ids of a posting's accounts by accountKey, created on first use (the writer's credits: shared/operations/transition.ts). */
-export async function postingAccountIds(trx: Trx, posting: Posting): Promise<Map<string, number>> {
-  const p = normalise(posting);
-  return accountIds(trx, p.environment, p.currency, p.entries.map((e) => e.account));
 }
 
 /**
  * Posts once per (kind, referenceId): a second call for the same object is a no-op that
  * returns false, so a job that runs twice moves money once.
  *
- * A merchant's accounts are guarded: never below zero, with a cached balance. A posting that
- * only adds to them (a payment's credit) writes its entries unfolded and takes no lock, so a
- * busy merchant's payments never wait on each other; the balance is the cached one plus the
- * unfolded credits (the `ledger_balances` view). A posting that takes from one (a refund, a
- * payout) locks its guarded accounts in id order, folds their unfolded credits in, and moves
- * them in the statement that writes its entries, so they are held only from there to the commit
- * (callers post last); a move below zero refuses the posting with 422 `insufficient-balance` and
- * the caller's transaction rolls back. The platform's accounts (fees, provider clearing) may take
- * any value and nothing is decided on them: neither locked nor cached. The transaction row and
- * the entries are one statement (shared/db/sql/ledger.ts), after the accounts' ids are read.
+ * A posting that only adds to a merchant's guarded accounts writes its entries unfolded and takes
+ * no lock, so a busy merchant's payments never wait on each other (the balance is the cached one
+ * plus the unfolded credits: the `ledger_balances` view). One that takes from them (a refund, a
+ * payout) locks them in id order, folds their unfolded credits in and moves them in the statement
+ * that writes its entries, so the locks are held only from there to the commit (callers post
+ * last); a move below zero refuses the posting with 422 `insufficient-balance` and the caller's
+ * transaction rolls back. Platform accounts are neither locked nor cached (allowsNegative).
  */
 export async function post(trx: Trx, posting: Posting): Promise<boolean> {
   // one entry per account (the balance update below moves each account once)
   const p = normalise(posting);
   assertBalanced(p);
-  const ids = await accountIds(trx, p.environment, p.currency, p.entries.map((e) => e.account));
+  const ids = await postingAccountIds(trx, p);
   const moves = p.entries.map((e) => ({ id: ids.get(accountKey(e.account))!, amount: e.amount, guarded: !allowsNegative(e.account) }));
   const guarded = moves.filter((m) => m.guarded);
   const creditsOnly = onlyCredits(p);
@@ -93,28 +83,22 @@ export async function foldCredits(db: Executor, batch = 100): Promise<number> {
   return rows.length;
 }
 
-/** Loads a posting already written (to reverse it exactly). */
-export async function findPosting(db: Executor, kind: string, referenceId: string): Promise<Posting | undefined> {
-  const tx = await LedgerTransaction.query(db).findOne({ kind, reference_id: referenceId });
-  if (!tx) return undefined;
-  const entries = await db('ledger_entries as e')
+/** Gives back exactly what `originalKind` moved for `referenceId` (once). */
+export async function reverse(trx: Trx, originalKind: string, referenceId: string, kind: string): Promise<boolean> {
+  const tx = await LedgerTransaction.query(trx).findOne({ kind: originalKind, reference_id: referenceId });
+  if (!tx) throw new Error(`no ${originalKind} posting for ${referenceId} to reverse`);
+  const entries: { owner: string; kind: AccountRef['kind']; amount: number }[] = await trx('ledger_entries as e')
     .join('ledger_accounts as a', 'a.id', 'e.account_id')
     .where('e.transaction_id', tx.id)
     .orderBy('e.id')
     .select('a.owner', 'a.kind', 'e.amount');
-  return {
-    kind,
+  const original: Posting = {
+    kind: originalKind,
     referenceId,
     environment: tx.environment,
     currency: tx.currency,
     merchantId: tx.merchant_id,
-    entries: entries.map((e: { owner: string; kind: AccountRef['kind']; amount: number }) => ({ account: { owner: e.owner, kind: e.kind }, amount: e.amount })),
+    entries: entries.map((e) => ({ account: { owner: e.owner, kind: e.kind }, amount: e.amount })),
   };
-}
-
-/** Gives back exactly what `originalKind` moved for `referenceId` (once). */
-export async function reverse(trx: Trx, originalKind: string, referenceId: string, kind: string): Promise<boolean> {
-  const original = await findPosting(trx, originalKind, referenceId);
-  if (!original) throw new Error(`no ${originalKind} posting for ${referenceId} to reverse`);
   return post(trx, reversal(original, kind));
 }

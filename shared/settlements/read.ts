@@ -9,10 +9,7 @@ import type { SettlementRow } from '../db/rows';
 
 /** Read side of settlements: a merchant only ever sees its own batches of its key's environment. */
 
-export interface ListSettlementsQuery {
-  limit?: string;
-  cursor?: string;
-}
+export type ListSettlementsQuery = { limit?: string; cursor?: string };
 
 /** Query strings arrive as text: limit and cursor are checked for range by the pagination helpers. */
 export const listSettlementsSchema = {

@@ -2,7 +2,6 @@ import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { emitEvent } from '../events/fanout';
 import { newId } from '../domain/ids';
-import type { Currency, Environment } from '../domain/ledger';
 import { COVERED_KINDS, lastCutoff, settlementFigures, type CoveredEntry } from '../domain/settlement';
 import { LedgerTransaction, Settlement } from '../db/models';
 import { settlementView, type SettlementView } from './view';
@@ -16,11 +15,7 @@ import type { SettlementRow } from '../db/rows';
  * period already settled, and the unique (merchant, environment, currency, period_end) backs it.
  */
 
-interface Group {
-  merchant_id: string;
-  environment: Environment;
-  currency: Currency;
-}
+type Group = Pick<SettlementRow, 'merchant_id' | 'environment' | 'currency'>;
 
 export interface SettleOptions {
   /** Unix seconds; the batches end at the latest daily cut-off at or before it. */

@@ -16,11 +16,6 @@ export const CSV_COLUMNS = ['created', 'type', 'id', 'source_id', 'reference', '
 export const MAX_REPORT_SECONDS = 31 * 24 * 3600;
 const FETCH_ROWS = 1000;
 
-export interface ReportRange {
-  from: number;
-  to: number;
-}
-
 function unixParam(name: string, raw: unknown): number {
   if (raw === undefined) throw new ValidationFailed(name, `${name} is required (Unix seconds)`);
   if (typeof raw !== 'string' || !/^[0-9]{1,11}$/.test(raw)) throw new ValidationFailed(name, `${name} must be an integer number of Unix seconds`);
@@ -28,7 +23,7 @@ function unixParam(name: string, raw: unknown): number {
 }
 
 /** from and to: integers, to after from, at most 31 days apart; no other query field. */
-export function parseReportRange(query: Record<string, unknown>): ReportRange {
+export function parseReportRange(query: Record<string, unknown>) {
   const unknown = Object.keys(query).find((k) => k !== 'from' && k !== 'to');
   if (unknown !== undefined) throw new ValidationFailed(unknown, `${unknown} is not a known query parameter`);
   const from = unixParam('from', query.from);
@@ -37,6 +32,8 @@ export function parseReportRange(query: Record<string, unknown>): ReportRange {
   if (to - from > MAX_REPORT_SECONDS) throw new ValidationFailed('to', `to must be at most 31 days (${MAX_REPORT_SECONDS} s) after from`);
   return { from, to };
 }
+
+type ReportRange = ReturnType<typeof parseReportRange>;
 
 /**
  * One CSV field (RFC 4180): quoted when it holds a comma, quote or line break. A text field that
@@ -51,7 +48,7 @@ export function csvField(value: string | number | null): string {
 }
 
 export function csvLine(l: StatementLine): string {
-  return `${[l.created, l.type, l.id, l.source_id, l.reference, l.currency, l.amount, l.fee, l.net, l.status].map(csvField).join(',')}\n`;
+  return `${CSV_COLUMNS.map((c) => csvField(l[c])).join(',')}\n`;
 }
 
 async function* lines(db: Executor, caller: Caller, range: ReportRange): AsyncGenerator<string> {

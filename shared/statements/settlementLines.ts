@@ -7,9 +7,8 @@ import { settlementLines, type StatementLine } from '../db/sql/statements';
 import { Settlement } from '../db/models';
 
 /**
- * GET /v1/settlements/{id}/transactions: the ledger lines a settlement batch covers, newest
- * first, in pages (`limit` 1..100, default 20; `next_cursor` is `<created>.<line id>` like every
- * list). 404 for another merchant's or environment's batch.
+ * GET /v1/settlements/{id}/transactions: the ledger lines a settlement batch covers, newest first,
+ * paged like every list (cursor `<created>.<line id>`); 404 for another merchant's or environment's batch.
  */
 
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;

@@ -1,4 +1,5 @@
 import type { Executor } from '../knex';
+import type { LedgerEntry, LedgerTransaction } from '../models';
 import { runSql, sqlStatement } from './run';
 
 /**
@@ -7,20 +8,8 @@ import { runSql, sqlStatement } from './run';
  * number of entries, and is prepared once per connection.
  */
 
-export interface PostingRow {
-  id: string;
-  kind: string;
-  reference_id: string;
-  environment: string;
-  currency: string;
-  merchant_id: string | null;
-}
-
-export interface EntryRow {
-  account_id: number;
-  amount: number;
-  unfolded: boolean;
-}
+type PostingRow = Pick<LedgerTransaction, 'id' | 'kind' | 'reference_id' | 'environment' | 'currency' | 'merchant_id'>;
+type EntryRow = Pick<LedgerEntry, 'account_id' | 'amount' | 'unfolded'>;
 
 /** `t`: the transaction row, returned only when the posting is new (unique per kind and reference): $1..$6 */
 const TRANSACTION = `t as (insert into ledger_transactions (id, kind, reference_id, environment, currency, merchant_id)

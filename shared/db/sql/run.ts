@@ -3,10 +3,8 @@ import QueryStream from 'pg-query-stream';
 import { preparesStatements, type Executor } from '../knex';
 
 /**
- * The hand-tuned statements of the hot paths live in this folder, one file per flow, each written
- * once with `$n` placeholders; everything else goes through objection models (single table) or
- * the knex builder (multi-table flows in one transaction). `runSql` is the one way they run
- * (`streamSql` when the rows come through a cursor).
+ * The hand-tuned statements of the hot paths, one file per flow, each written once with `$n`
+ * placeholders; `runSql` is the one way they run (`streamSql` through a cursor).
  *
  * Prepared statements (DB_PREPARED_STATEMENTS, default true): a statement is sent as a named
  * prepared statement, which Postgres parses and plans once per connection instead of at every

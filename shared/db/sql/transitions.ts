@@ -42,20 +42,6 @@ export interface OperationTables {
   insertOrder: string;
 }
 
-/** A kind's statements, built when the kind is declared. */
-export interface OperationSql {
-  tables: OperationTables;
-  find: SqlStatement;
-  findMany: SqlStatement;
-  readCallbacks: SqlStatement;
-  /** the writer's statement, in its four shapes (writeStatement) */
-  create: SqlStatement;
-  createKeyed: SqlStatement;
-  change: SqlStatement;
-  changeRow: SqlStatement;
-  mark: SqlStatement;
-}
-
 const PLAIN = /^[a-z_][a-z0-9_]*$/;
 
 function plain(name: string): string {
@@ -82,8 +68,10 @@ export async function insertOutbox(db: Executor, msgs: OutboxMessage[]): Promise
   await runSql(db, INSERT_OUTBOX, [JSON.stringify(msgs)]);
 }
 
-/** The statements of a kind (its tables' names are the kernel's constants). */
-export function operationSql(k: OperationTables): OperationSql {
+/** A kind's statements, built once when the kind is declared (its tables' names are the kernel's constants). */
+export type OperationSql = ReturnType<typeof operationSql>;
+
+export function operationSql(k: OperationTables) {
   const t = plain(k.table);
   return {
     tables: k,
@@ -102,6 +90,7 @@ export function operationSql(k: OperationTables): OperationSql {
          join ${t} o on o.id = c.object_id${scopeSql(k, 'o')}
         where c.id = any(array(select unnest($1::uuid[]))) and c.object_kind = $2`,
     ),
+    // the writer's statement, in its four shapes (writeStatement)
     create: writeStatement(k, 'create'),
     createKeyed: writeStatement(k, 'create-keyed'),
     change: writeStatement(k, 'change'),
@@ -317,12 +306,9 @@ function rounds(ws: OperationWrite[]): OperationWrite[][] {
 export async function writeOperations(db: Executor, k: OperationSql, ws: OperationWrite[]): Promise<boolean[]> {
   const written = new Set<OperationWrite>();
   const creations = ws.filter((w) => w.from === null);
-  for (const w of creations) {
-    if (w.event || w.posting || w.callbackId) throw new Error(`a creation (${w.id}) has no event, posting or callback`);
-  }
-  const keyed = creations.filter((w) => w.key);
+  for (const w of creations) if (w.event || w.posting || w.callbackId) throw new Error(`a creation (${w.id}) has no event, posting or callback`);
   const batches: [SqlStatement, OperationWrite[]][] = [
-    [k.createKeyed, keyed],
+    [k.createKeyed, creations.filter((w) => w.key)],
     [k.create, creations.filter((w) => !w.key)],
     ...rounds(ws.filter((w) => w.from !== null)).map((round): [SqlStatement, OperationWrite[]] => [round.every(rowOnly) ? k.changeRow : k.change, round]),
   ];
