@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { performance } from 'node:perf_hooks';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import type { OverloadConfig } from '../../shared/config';
 import type { ServiceContext } from '../../shared/context';
 import { Unavailable } from '../../shared/errors';
@@ -12,7 +12,7 @@ import { canonicalPath } from '../pipeline/request';
 const GUARDED = new Set(['/v1/payments', '/v1/payouts']);
 
 export interface Overloaded {
-  reason: 'queue-depth' | 'queue-wait' | 'in-flight' | 'event-loop-busy';
+  reason: 'queue-depth' | 'queue-wait' | 'in-flight' | 'event-loop-lag';
   /** the queue behind, for the queue reasons */
   queue?: string;
 }
@@ -73,36 +73,47 @@ export class OverloadMonitor {
   }
 }
 
-/** The window of the event loop's busy share. */
-const BUSY_WINDOW_MS = 250;
+/** Windows without a question after which the event-loop sampler stops (10 s at the default 500 ms). */
+const QUIET_WINDOWS = 20;
 
 /**
- * The share (percent) of the last whole window (BUSY_WINDOW_MS or more, since the question
- * before) this process's event loop was busy, or of the window under way once a fifth of it has
- * passed and it is already worse (a loop that fills up is seen at once). Node's event-loop
- * utilisation, read when asked: no timer of its own, so an idle web does not wake up for it.
+ * The delay of this process's event loop (ms): the p90 of the last whole `windowMs`, or of the
+ * window under way when it is already worse (a loop that turns late is seen at once). Sampled
+ * only while it is asked: the first question after a quiet spell starts the sampler (it answers
+ * 0 until a sample exists: a loop that was idle is not late), and QUIET_WINDOWS windows without a
+ * question stop it, so an idle web does not wake up for it.
  */
-function loopBusy(): () => number {
-  let mark = performance.eventLoopUtilization();
-  let markAt = performance.now();
+function eventLoopLag(windowMs: number): () => number {
+  // 50 wake-ups a second while sampling: a late loop shows as long samples
+  const histogram = monitorEventLoopDelay({ resolution: 20 });
+  const p90 = () => (histogram.count > 0 ? histogram.percentile(90) / 1e6 : 0);
   let last = 0;
-  return () => {
-    const now = performance.now();
-    const current = 100 * performance.eventLoopUtilization(mark).utilization;
-    if (now - markAt >= BUSY_WINDOW_MS) {
-      last = current;
-      mark = performance.eventLoopUtilization();
-      markAt = now;
-      return last;
+  let quiet = 0;
+  let timer: NodeJS.Timeout | undefined;
+  const endWindow = () => {
+    last = p90();
+    histogram.reset();
+    if (++quiet >= QUIET_WINDOWS) {
+      histogram.disable();
+      clearInterval(timer);
+      timer = undefined;
+      last = 0;
     }
-    return now - markAt >= BUSY_WINDOW_MS / 5 ? Math.max(last, current) : last;
+  };
+  return () => {
+    quiet = 0;
+    if (!timer) {
+      histogram.enable();
+      timer = setInterval(endWindow, windowMs).unref();
+    }
+    return Math.max(last, p90());
   };
 }
 
 /**
  * 503 `service-unavailable` with Retry-After for POST /v1/payments and POST /v1/payouts while
- * the work behind the API falls behind (its queues), while this process's event loop is nearly
- * full (OVERLOAD_MAX_LOOP_BUSY), or while it handles more than OVERLOAD_MAX_IN_FLIGHT merchant requests
+ * the work behind the API falls behind (its queues), while this process's event loop is late
+ * (OVERLOAD_MAX_LAG_MS), or while it handles more than OVERLOAD_MAX_IN_FLIGHT merchant requests
  * at once: before any other step (no key lookup, no body read), so a refusal costs almost
  * nothing and the process stays responsive. Every other request, provider callbacks included
  * (routed before this guard), goes on. Counted in `http_requests_shed_total{route, reason}`.
@@ -110,13 +121,13 @@ function loopBusy(): () => number {
 export function overload(services: ServiceContext, metrics: Metrics): Middleware {
   const cfg = services.config.overload;
   const monitor = new OverloadMonitor(services, cfg);
-  if (!monitor.enabled && cfg.maxInFlight === 0 && cfg.maxLoopBusy === 0) return (_ctx, next) => next();
-  const busy = cfg.maxLoopBusy > 0 ? loopBusy() : () => 0;
+  if (!monitor.enabled && cfg.maxInFlight === 0 && cfg.maxLagMs === 0) return (_ctx, next) => next();
+  const lag = cfg.maxLagMs > 0 ? eventLoopLag(cfg.sampleMs) : () => 0;
   // the merchant API requests this process is handling (callbacks are routed before this guard)
   let inFlight = 0;
   const overloaded = async (): Promise<Overloaded | null> => {
     if (cfg.maxInFlight > 0 && inFlight > cfg.maxInFlight) return { reason: 'in-flight' };
-    if (cfg.maxLoopBusy > 0 && busy() > cfg.maxLoopBusy) return { reason: 'event-loop-busy' };
+    if (cfg.maxLagMs > 0 && lag() > cfg.maxLagMs) return { reason: 'event-loop-lag' };
     return monitor.check();
   };
   return async (ctx, next) => {

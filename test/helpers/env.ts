@@ -95,7 +95,7 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
     // refuse them after a few seconds (test/integration/overload.test.ts turns it on)
     OVERLOAD_MAX_WAITING: '0',
     OVERLOAD_MAX_WAIT_MS: '0',
-    OVERLOAD_MAX_LOOP_BUSY: '0',
+    OVERLOAD_MAX_LAG_MS: '0',
     OVERLOAD_MAX_IN_FLIGHT: '0',
     ...overrides,
   };
