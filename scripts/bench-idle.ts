@@ -1,5 +1,7 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { Redis } from 'ioredis';
 import { ROOT } from './lib/processes';
@@ -13,7 +15,8 @@ import { createTestDatabase } from './lib/databases';
  * node's own code, counted once; their sum is what the machine gives the stack) and CPU (% of
  * one core). Prints one line per process and the totals, then stops the stack.
  *
- * Options: --port 3950 (the web; the sandboxes take port+1 … port+3), --seconds 30, --settle 10,
+ * Options: --port 3950 (the web; the sandboxes take port+1 … port+3), --seconds 30, --settle 70
+ * (each pool's first periodic runs, up to a minute in, load and compile code of their own),
  * --redis-url redis://127.0.0.1:6379/9.
  */
 
@@ -23,7 +26,7 @@ const { values } = parseArgs({
   options: {
     port: { type: 'string', default: '3950' },
     seconds: { type: 'string', default: '30' },
-    settle: { type: 'string', default: '10' },
+    settle: { type: 'string', default: '70' },
     'redis-url': { type: 'string', default: 'redis://127.0.0.1:6379/9' },
   },
 });
@@ -77,8 +80,11 @@ async function main(): Promise<void> {
     CARD_PROVIDER_PORT: String(port + 3),
     CARD_PROVIDER_URL: `http://127.0.0.1:${port + 3}`,
   };
+  // the stack's output, read after the measurement: a process restarted meanwhile voids the figures
+  const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'bench-idle-')), 'stack.log');
+  const out = openSync(logFile, 'w');
   const started = performance.now();
-  const stack = spawn('npm', ['start', '--silent'], { cwd: ROOT, env, detached: true, stdio: 'ignore' });
+  const stack = spawn('npm', ['start', '--silent'], { cwd: ROOT, env, detached: true, stdio: ['ignore', out, out] });
   const stop = () => {
     try {
       process.kill(-stack.pid!, 'SIGTERM');
@@ -115,6 +121,8 @@ async function main(): Promise<void> {
     }
     console.log(`   RSS    PSS    CPU  process (over ${seconds} s, after ${values.settle} s settling)`);
     for (const row of rows) console.log(row);
+    const restarts = readFileSync(logFile, 'utf8').split('\n').filter((l) => /restarting/.test(l));
+    if (restarts.length) console.log(`figures void: ${restarts.length} restarts (${logFile}):\n${restarts.slice(0, 5).join('\n')}`);
     console.log(`total: ${rows.length} processes, RSS ${(rss / 1024).toFixed(0)} MB, PSS ${(pss / 1024).toFixed(0)} MB, CPU ${((100 * ticks * TICK_MS) / (seconds * 1000)).toFixed(2)} % of one core`);
   } finally {
     stop();
