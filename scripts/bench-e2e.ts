@@ -68,7 +68,7 @@
  * reads (VACUUM, counts, pg_stat_activity) go straight to Postgres.
  *
  * Options (command line):
- *   --rates 100,200,300      the steps (per second), in order
+ *   --rates 20,100,200,…,600 the steps (per second), in order, until one is not sustained
  *   --seconds 60             length of each step
  *   --port 3900              the web's port; the sandbox takes port+1, the receiver port+2,
  *                            a private Redis port+3, the card sandboxes port+4 and port+5,
@@ -224,7 +224,7 @@ function profiledServices(list: string): string[] {
 function options(): Options {
   const { values } = parseArgs({
     options: {
-      rates: { type: 'string', default: '100,200,300,400,500,600' },
+      rates: { type: 'string', default: '20,100,200,300,400,500,600' },
       seconds: { type: 'string', default: '60' },
       port: { type: 'string', default: '3900' },
       database: { type: 'string', default: 'svc_bench_e2e' },
