@@ -13,9 +13,11 @@ export const accountKey = (a: { owner: string; kind: string }) => `${a.owner}/${
 /** A posting that only adds to the merchant's guarded accounts (a payment's credit): written unfolded, without a lock. */
 export const onlyCredits = (p: Posting) => p.entries.every((e) => allowsNegative(e.account) || e.amount > 0);
 
-/** The ids of a posting's accounts by accountKey, created on first use; takes no lock (also the writer's credits: shared/operations/transition.ts). */
-export async function postingAccountIds(trx: Trx, posting: Posting): Promise<Map<string, number>> {
-  const { environment, currency, entries } = normalise(posting);
+/**
+ * The ids of a normalised posting's accounts by accountKey, created on first use; takes no lock
+ * (also the writer's credits, normalised by creditOnly: shared/operations/transition.ts).
+ */
+export async function postingAccountIds(trx: Trx, { environment, currency, entries }: Posting): Promise<Map<string, number>> {
   const refs = entries.map((e) => e.account);
   const find = async () => {
     const rows: { id: number; owner: string; kind: string }[] = await LedgerAccount.query(trx)
