@@ -1,6 +1,9 @@
 import { raw } from 'objection';
 import type { Db } from './db/knex';
-import { RequestSignature, type Environment } from './db/models';
+import { RequestSignature } from './db/models';
+import { runSql } from './db/sql/run';
+import { USE_SIGNATURES } from './db/sql/requestSignatures';
+import type { Batches } from './db/coalescer';
 
 /**
  * Used signatures (decisions.md "Replayed signed requests"): the Idempotency-Key header is not
@@ -29,17 +32,43 @@ export interface SignedRequest {
  */
 export type SignatureUse = 'first' | 'same-key' | 'replayed';
 
-export async function useSignature(db: Db, req: SignedRequest, toleranceS: number): Promise<SignatureUse> {
-  const inserted = await db(RequestSignature.tableName)
-    .insert({ ...idOf(req), idempotency_key: req.idempotencyKey, expires_at: new Date((req.timestamp + toleranceS) * 1000) })
-    .onConflict(['merchant_id', 'environment', 'signature'])
-    .ignore()
-    .returning('signature');
-  if (inserted.length) return 'first';
-  const seen = await RequestSignature.query(db).findById([req.merchantId, req.environment, req.signature]).select('idempotency_key');
-  // purged between the two statements: its timestamp has left the tolerance, the timestamp step refuses it next time
-  if (!seen) return 'replayed';
-  return req.idempotencyKey !== null && seen.idempotency_key === req.idempotencyKey ? 'same-key' : 'replayed';
+/**
+ * Records a request's signature, batched with the signed POSTs of this process that arrive
+ * meanwhile (one statement for them all: shared/db/sql/requestSignatures.ts).
+ */
+export function useSignature(deps: { db: Db; batches: Batches }, req: SignedRequest, toleranceS: number): Promise<SignatureUse> {
+  return deps.batches.get('use-signatures', (reqs: SignedRequest[]) => recordSignatures(deps.db, reqs, toleranceS)).call(req);
+}
+
+async function recordSignatures(db: Db, reqs: SignedRequest[], toleranceS: number): Promise<SignatureUse[]> {
+  // a signature twice in one batch goes to Postgres once; its later copies are answered by the first
+  const sent: SignedRequest[] = [];
+  const slot = new Map<string, number>();
+  const at = reqs.map((r) => {
+    const id = `${r.merchantId} ${r.environment} ${r.signature}`;
+    const seen = slot.get(id);
+    if (seen !== undefined) return { j: seen, copy: true };
+    slot.set(id, sent.length);
+    sent.push(r);
+    return { j: sent.length - 1, copy: false };
+  });
+  const elements = sent.map((r, i) => ({ i, merchant_id: r.merchantId, environment: r.environment, signature: r.signature, key: r.idempotencyKey, expires: r.timestamp + toleranceS }));
+  const rows = await runSql<{ first: boolean; seen: { key: string | null } | null }>(db, USE_SIGNATURES, [JSON.stringify(elements)]);
+  // the key each signature was first taken with (undefined: purged meanwhile, its timestamp has left the tolerance)
+  const firstKeys = await Promise.all(
+    rows.map(async (row, i) => {
+      if (row.first) return { first: true, key: sent[i].idempotencyKey };
+      if (row.seen) return { first: false, key: row.seen.key };
+      // taken by a request that committed after the statement began: read again
+      const again = await RequestSignature.query(db).findById([sent[i].merchantId, sent[i].environment, sent[i].signature]).select('idempotency_key');
+      return { first: false, key: again?.idempotency_key };
+    }),
+  );
+  return reqs.map((r, n) => {
+    const taken = firstKeys[at[n].j];
+    if (taken.first && !at[n].copy) return 'first';
+    return r.idempotencyKey !== null && taken.key === r.idempotencyKey ? 'same-key' : 'replayed';
+  });
 }
 
 /** Forgets the signature of a request that was refused and left no record (it did nothing), so that it changed nothing. */
@@ -49,8 +78,4 @@ export async function forgetSignature(db: Db, req: SignedRequest): Promise<void>
 
 export async function purgeExpiredSignatures(db: Db): Promise<number> {
   return RequestSignature.query(db).where('expires_at', '<', raw('now()')).delete();
-}
-
-function idOf(req: SignedRequest) {
-  return { merchant_id: req.merchantId, environment: req.environment as Environment, signature: req.signature };
 }

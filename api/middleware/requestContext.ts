@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import type { Middleware } from 'koa';
+import type { Context, Middleware } from 'koa';
 import { maskPath } from '../../shared/logger';
 
 const VALID_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
@@ -19,8 +19,11 @@ export const requestContext: Middleware = async (ctx, next) => {
   try {
     await next();
   } finally {
-    const ms = Number(process.hrtime.bigint() - started) / 1e6;
-    const route = (ctx as unknown as { _matchedRoute?: unknown })._matchedRoute;
-    ctx.state.log.info({ method: ctx.method, ...(typeof route === 'string' ? { route } : {}), path: maskPath(ctx.path), status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+    if (ctx.state.log.isLevelEnabled('info')) accessLine(ctx, Number(process.hrtime.bigint() - started) / 1e6);
   }
 };
+
+function accessLine(ctx: Context, ms: number): void {
+  const route = (ctx as unknown as { _matchedRoute?: unknown })._matchedRoute;
+  ctx.state.log.info({ method: ctx.method, ...(typeof route === 'string' ? { route } : {}), path: maskPath(ctx.path), status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+}

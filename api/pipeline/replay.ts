@@ -27,7 +27,7 @@ export const replayGuard: Middleware = async (ctx, next) => {
     timestamp: Number(ctx.get('X-Timestamp')),
     idempotencyKey: key,
   };
-  if ((await useSignature(db, signed, TIMESTAMP_TOLERANCE_S)) === 'replayed') {
+  if ((await useSignature(ctx.services, signed, TIMESTAMP_TOLERANCE_S)) === 'replayed') {
     throw new Conflict('request-replayed', 'This signed request was already accepted; to send it again, sign it again (a new X-Timestamp) or send the Idempotency-Key of its first use');
   }
   const leftNoRecord = (status: number) => status >= 400 && status < 500 && (key === null || releasesKey(status));
