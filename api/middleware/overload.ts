@@ -73,6 +73,13 @@ export class OverloadMonitor {
   }
 }
 
+/**
+ * Requests in flight at or below which a late event loop refuses nothing: a quarter of
+ * OVERLOAD_MAX_IN_FLIGHT (16 of the default 64), or 16 with no in-flight bound.
+ */
+const LAG_FLOOR_SHARE = 4;
+const LAG_FLOOR = 16;
+
 /** Windows without a question after which the event-loop sampler stops (10 s at the default 500 ms). */
 const QUIET_WINDOWS = 20;
 
@@ -125,9 +132,12 @@ export function overload(services: ServiceContext, metrics: Metrics): Middleware
   const lag = cfg.maxLagMs > 0 ? eventLoopLag(cfg.sampleMs) : () => 0;
   // the merchant API requests this process is handling (callbacks are routed before this guard)
   let inFlight = 0;
+  const lagFloor = cfg.maxInFlight > 0 ? Math.floor(cfg.maxInFlight / LAG_FLOOR_SHARE) : LAG_FLOOR;
   const overloaded = async (): Promise<Overloaded | null> => {
     if (cfg.maxInFlight > 0 && inFlight > cfg.maxInFlight) return { reason: 'in-flight' };
-    if (cfg.maxLagMs > 0 && lag() > cfg.maxLagMs) return { reason: 'event-loop-lag' };
+    // a late loop alone is a busy machine that keeps up; a late loop with requests piling up is one
+    // that does not (the loop is asked first: every guarded POST keeps its sampler running)
+    if (cfg.maxLagMs > 0 && lag() > cfg.maxLagMs && inFlight > lagFloor) return { reason: 'event-loop-lag' };
     return monitor.check();
   };
   return async (ctx, next) => {

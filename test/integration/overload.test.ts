@@ -178,23 +178,49 @@ describe('graceful overload', () => {
       }
     }
 
-    it('refuses creation before the body is read, keeps GETs and provider callbacks working, and takes work again once the loop is on time', async () => {
+    /** A POST /v1/payments whose body never comes (past the timestamp check, it waits for its body): its socket, the moment its head is sent, and the head of any answer. */
+    function hangingPost(credential: { api_key: string }) {
+      const url = new URL(env.baseUrl);
+      let sent!: () => void;
+      const written = new Promise<void>((r) => (sent = r));
+      const socket = net.connect(Number(url.port), url.hostname, () => {
+        socket.write(`POST /v1/payments HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${credential.api_key}\r\nContent-Type: application/json\r\nX-Timestamp: ${Math.floor(Date.now() / 1000)}\r\nX-Signature: ${'0'.repeat(64)}\r\nContent-Length: 1000\r\n\r\n{`, () => sent());
+      });
+      const answer = new Promise<string>((resolve, reject) => {
+        socket.once('data', (d) => resolve(d.toString()));
+        socket.on('error', reject);
+      });
+      return { socket, answer, sent: written };
+    }
+
+    it('takes creation while the loop is late but few requests are in flight: a busy machine that keeps up', async () => {
+      const { client } = await env.merchant({ scope: 'full' });
+      // creation asks the loop's delay: its sampler runs from here on
+      await aPayment(client, { phone: '243990000001' });
+      const busy = busyFor(1200);
+      await new Promise((r) => setTimeout(r, 400));
+      const res = await client.post('/v1/payments', mobilePayment('243990000001'));
+      await busy;
+      expect(res.status, JSON.stringify(res.body)).to.equal(201);
+      expect(await shedCount(env, '/v1/payments', 'event-loop-lag')).to.equal(0);
+    });
+
+    it('refuses creation before the body is read once requests pile up behind a late loop, keeps GETs and provider callbacks working, and takes work again once the loop is on time', async () => {
       const { client, credential } = await env.merchant({ scope: 'full' });
       const p = await aPayment(client, { phone: '243990000001' });
+      // 17 requests in flight (past the floor of 16 with no in-flight bound), each waiting for its body
+      const waiting = Array.from({ length: 17 }, () => hangingPost(credential));
+      await Promise.all(waiting.map((w) => w.sent));
+      // a round trip behind them: the web has read their heads and holds them, waiting for their bodies
+      expect((await client.get(`/v1/payments/${p.id}`)).status).to.equal(200);
       // the loop stays late while the request is handled (the busy chunks yield between them)
       const busy = busyFor(1500);
       await new Promise((r) => setTimeout(r, 400));
       // a POST whose body never comes is answered at once: the refusal does not wait for the body
-      const url = new URL(env.baseUrl);
-      const head = await new Promise<string>((resolve, reject) => {
-        const socket = net.connect(Number(url.port), url.hostname, () => {
-          socket.write(`POST /v1/payments HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${credential.api_key}\r\nContent-Type: application/json\r\nContent-Length: 1000\r\n\r\n{`);
-        });
-        socket.once('data', (d) => {
-          resolve(d.toString());
-          socket.destroy();
-        });
-        socket.on('error', reject);
+      const refused = hangingPost(credential);
+      const head = await Promise.race([refused.answer, new Promise<string>((r) => setTimeout(() => r('no answer within 5 s'), 5000))]).finally(() => {
+        refused.socket.destroy();
+        waiting.forEach((w) => w.socket.destroy());
       });
       await busy;
       expect(head).to.match(/^HTTP\/1.1 503/);
