@@ -41,33 +41,27 @@ export function useSignature(deps: { db: Db; batches: Batches }, req: SignedRequ
 }
 
 async function recordSignatures(db: Db, reqs: SignedRequest[], toleranceS: number): Promise<SignatureUse[]> {
-  // a signature twice in one batch goes to Postgres once; its later copies are answered by the first
-  const sent: SignedRequest[] = [];
-  const slot = new Map<string, number>();
-  const at = reqs.map((r) => {
-    const id = `${r.merchantId} ${r.environment} ${r.signature}`;
-    const seen = slot.get(id);
-    if (seen !== undefined) return { j: seen, copy: true };
-    slot.set(id, sent.length);
-    sent.push(r);
-    return { j: sent.length - 1, copy: false };
-  });
+  // a signature twice in one batch goes to Postgres once; its copies are answered by the first
+  const idOf = (r: SignedRequest) => `${r.merchantId} ${r.environment} ${r.signature}`;
+  const firsts = new Map<string, SignedRequest>();
+  for (const r of reqs) if (!firsts.has(idOf(r))) firsts.set(idOf(r), r);
+  const sent = [...firsts.values()];
   const elements = sent.map((r, i) => ({ i, merchant_id: r.merchantId, environment: r.environment, signature: r.signature, key: r.idempotencyKey, expires: r.timestamp + toleranceS }));
   const rows = await runSql<{ first: boolean; seen: { key: string | null } | null }>(db, USE_SIGNATURES, [JSON.stringify(elements)]);
   // the key each signature was first taken with (undefined: purged meanwhile, its timestamp has left the tolerance)
-  const firstKeys = await Promise.all(
+  const taken = new Map<string, { by: SignedRequest | null; key: string | null | undefined }>();
+  await Promise.all(
     rows.map(async (row, i) => {
-      if (row.first) return { first: true, key: sent[i].idempotencyKey };
-      if (row.seen) return { first: false, key: row.seen.key };
+      const r = sent[i];
       // taken by a request that committed after the statement began: read again
-      const again = await RequestSignature.query(db).findById([sent[i].merchantId, sent[i].environment, sent[i].signature]).select('idempotency_key');
-      return { first: false, key: again?.idempotency_key };
+      const key = row.first ? r.idempotencyKey : row.seen ? row.seen.key : (await RequestSignature.query(db).findById([r.merchantId, r.environment, r.signature]).select('idempotency_key'))?.idempotency_key;
+      taken.set(idOf(r), { by: row.first ? r : null, key });
     }),
   );
-  return reqs.map((r, n) => {
-    const taken = firstKeys[at[n].j];
-    if (taken.first && !at[n].copy) return 'first';
-    return r.idempotencyKey !== null && taken.key === r.idempotencyKey ? 'same-key' : 'replayed';
+  return reqs.map((r) => {
+    const t = taken.get(idOf(r))!;
+    if (t.by === r) return 'first';
+    return r.idempotencyKey !== null && t.key === r.idempotencyKey ? 'same-key' : 'replayed';
   });
 }
 

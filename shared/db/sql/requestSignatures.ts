@@ -1,17 +1,11 @@
 import { sqlStatement } from './run';
 
 /**
- * The replay records of signed POSTs (shared/requestSignatures.ts), for a batch of requests in one
- * round trip. $1: json array of {i, merchant_id, environment, signature, key, expires (Unix s)},
- * each signature once. Per element, by `i`: the signature taken now (`first`), or the key it was
- * first taken with (`seen.key`, read from the statement's snapshot: a record committed by a
- * concurrent request after that snapshot shows as neither, and the caller reads it again).
- * Inserted in key order, so two batches never wait on each other crosswise.
- *
- * It commits without waiting for its WAL flush (synchronous_commit off for this statement's own
- * transaction). A record matters only once its request has acted, and every act is a synchronous
- * commit of a later statement, whose WAL flush takes this record with it (the WAL is one
- * sequence). A crash can lose only the records of requests that had not acted yet.
+ * The replay records of a batch of signed POSTs (shared/requestSignatures.ts), in key order. $1:
+ * [{i, merchant_id, environment, signature, key, expires}], each signature once. Per `i`: taken now
+ * (`first`), or the key it was first taken with (`seen.key`; a record committed after the
+ * statement's snapshot shows as neither). synchronous_commit is off for this statement alone: a
+ * record matters once its request acts, and that act's synchronous commit flushes it too.
  */
 export const USE_SIGNATURES = sqlStatement(
   'use-signatures',
