@@ -108,8 +108,8 @@ export interface OverloadConfig {
    * OVERLOAD_MAX_LAG_MS: the web process's event-loop delay (p90 over the last OVERLOAD_SAMPLE_MS)
    * above which creation is refused while more than a quarter of OVERLOAD_MAX_IN_FLIGHT requests
    * are in hand (a late loop that keeps up refuses nothing: 100/s on a slow 2-core sitting saw
-   * 0.8-3 % refused without that floor, 0.2 % with it); default 50. Past saturation the loop is late before the
-   * queues are: this refuses at once, before the body is read, and keeps GETs and callbacks fast.
+   * 0.8-3 % refused without that floor, 0.2 % with it); default 50. Past saturation the loop is
+   * late before the queues are: this refuses at once, before the body is read, and keeps GETs and callbacks fast.
    * bench:e2e's overload step (twice the sustainable rate) chose it: at 200 (p99) with 256 in
    * flight and a 5 s queue wait, accepted POSTs waited seconds and some got no answer within
    * 10 s; at 50 (p99) ordinary load (100/s on a busy 2-core machine) saw 1 % refused; at 50 (p90)

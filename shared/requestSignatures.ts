@@ -48,20 +48,21 @@ async function recordSignatures(db: Db, reqs: SignedRequest[], toleranceS: numbe
   const sent = [...firsts.values()];
   const elements = sent.map((r, i) => ({ i, merchant_id: r.merchantId, environment: r.environment, signature: r.signature, key: r.idempotencyKey, expires: r.timestamp + toleranceS }));
   const rows = await runSql<{ first: boolean; seen: { key: string | null } | null }>(db, USE_SIGNATURES, [JSON.stringify(elements)]);
-  // the key each signature was first taken with (undefined: purged meanwhile, its timestamp has left the tolerance)
-  const taken = new Map<string, { by: SignedRequest | null; key: string | null | undefined }>();
-  await Promise.all(
-    rows.map(async (row, i) => {
-      const r = sent[i];
-      // taken by a request that committed after the statement began: read again
-      const key = row.first ? r.idempotencyKey : row.seen ? row.seen.key : (await RequestSignature.query(db).findById([r.merchantId, r.environment, r.signature]).select('idempotency_key'))?.idempotency_key;
-      taken.set(idOf(r), { by: row.first ? r : null, key });
-    }),
+  // per signature: taken now, or the key it was first taken with (undefined: purged meanwhile, its timestamp has left the tolerance)
+  const outcomes = new Map(
+    await Promise.all(
+      rows.map(async (row, i) => {
+        const r = sent[i];
+        // taken by a request that committed after the statement began: read again
+        const key = row.first ? r.idempotencyKey : row.seen ? row.seen.key : (await RequestSignature.query(db).findById([r.merchantId, r.environment, r.signature]).select('idempotency_key'))?.idempotency_key;
+        return [idOf(r), { first: row.first, key }] as const;
+      }),
+    ),
   );
   return reqs.map((r) => {
-    const t = taken.get(idOf(r))!;
-    if (t.by === r) return 'first';
-    return r.idempotencyKey !== null && t.key === r.idempotencyKey ? 'same-key' : 'replayed';
+    const o = outcomes.get(idOf(r))!;
+    if (o.first && firsts.get(idOf(r)) === r) return 'first';
+    return r.idempotencyKey !== null && o.key === r.idempotencyKey ? 'same-key' : 'replayed';
   });
 }
 

@@ -73,12 +73,8 @@ export class OverloadMonitor {
   }
 }
 
-/**
- * Requests in flight at or below which a late event loop refuses nothing: a quarter of
- * OVERLOAD_MAX_IN_FLIGHT (16 of the default 64), or 16 with no in-flight bound.
- */
-const LAG_FLOOR_SHARE = 4;
-const LAG_FLOOR = 16;
+/** Requests in flight at or below which a late event loop refuses nothing: a quarter of OVERLOAD_MAX_IN_FLIGHT (16 of 64, also with no bound). */
+const lagFloorOf = (maxInFlight: number) => Math.floor((maxInFlight || 64) / 4);
 
 /** Windows without a question after which the event-loop sampler stops (10 s at the default 500 ms). */
 const QUIET_WINDOWS = 20;
@@ -132,7 +128,7 @@ export function overload(services: ServiceContext, metrics: Metrics): Middleware
   const lag = cfg.maxLagMs > 0 ? eventLoopLag(cfg.sampleMs) : () => 0;
   // the merchant API requests this process is handling (callbacks are routed before this guard)
   let inFlight = 0;
-  const lagFloor = cfg.maxInFlight > 0 ? Math.floor(cfg.maxInFlight / LAG_FLOOR_SHARE) : LAG_FLOOR;
+  const lagFloor = lagFloorOf(cfg.maxInFlight);
   const overloaded = async (): Promise<Overloaded | null> => {
     if (cfg.maxInFlight > 0 && inFlight > cfg.maxInFlight) return { reason: 'in-flight' };
     // a late loop alone is a busy machine that keeps up; a late loop with requests piling up is one

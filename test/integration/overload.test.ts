@@ -17,6 +17,23 @@ import { callbackBody, aPayment, mobilePayment, sendCallback } from '../helpers/
 
 const aPayout = () => ({ amount: 1_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `po-${randomUUID()}` });
 
+/** A POST /v1/payments whose body never ends: it stays in flight until its socket is closed. */
+function hanging(env: TestEnv, apiKey: string): Promise<net.Socket> {
+  return new Promise((resolve, reject) => {
+    const url = new URL(env.baseUrl);
+    const socket = net.connect(Number(url.port), url.hostname, () => {
+      // a fresh timestamp: the pipeline then waits for the body (its signature covers it)
+      const ts = Math.floor(Date.now() / 1000);
+      socket.write(
+        `POST /v1/payments HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${apiKey}\r\nX-Timestamp: ${ts}\r\nX-Signature: v1=${'0'.repeat(64)}\r\n` +
+          `Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"amount"`,
+      );
+      resolve(socket);
+    });
+    socket.on('error', reject);
+  });
+}
+
 async function shedCount(env: TestEnv, route: string, reason: string): Promise<number> {
   const res = await fetch(`${env.baseUrl}/metrics`, { headers: { Authorization: 'Bearer test-admin-token-0123456789' } });
   const text = await res.text();
@@ -119,28 +136,11 @@ describe('graceful overload', () => {
     });
     after(() => env.close());
 
-    /** A POST /v1/payments whose body never ends: it stays in flight until its socket is closed. */
-    function hanging(apiKey: string): Promise<net.Socket> {
-      return new Promise((resolve, reject) => {
-        const url = new URL(env.baseUrl);
-        const socket = net.connect(Number(url.port), url.hostname, () => {
-          // a fresh timestamp: the pipeline then waits for the body (its signature covers it)
-          const ts = Math.floor(Date.now() / 1000);
-          socket.write(
-            `POST /v1/payments HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${apiKey}\r\nX-Timestamp: ${ts}\r\nX-Signature: v1=${'0'.repeat(64)}\r\n` +
-              `Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"amount"`,
-          );
-          resolve(socket);
-        });
-        socket.on('error', reject);
-      });
-    }
-
     it('refuses creation at once while the process is that busy, keeps reads working, and takes work again once the requests end', async () => {
       const { client, credential } = await env.merchant({ scope: 'full' });
       // four requests that never end their body: the one that finds three in flight is shed at
       // once, and its answer shows the other three are in the server's hands
-      const sockets = await Promise.all([1, 2, 3, 4].map(() => hanging(credential.api_key)));
+      const sockets = await Promise.all([1, 2, 3, 4].map(() => hanging(env, credential.api_key)));
       const shed = await Promise.race(sockets.map((socket) => new Promise<string>((resolve) => socket.once('data', (d) => resolve(d.toString())))));
       expect(shed).to.match(/^HTTP\/1.1 503/);
       const before = Number((await env.services.db('payments').count('* as n'))[0].n);
@@ -178,21 +178,6 @@ describe('graceful overload', () => {
       }
     }
 
-    /** A POST /v1/payments whose body never comes (past the timestamp check, it waits for its body): its socket, the moment its head is sent, and the head of any answer. */
-    function hangingPost(credential: { api_key: string }) {
-      const url = new URL(env.baseUrl);
-      let sent!: () => void;
-      const written = new Promise<void>((r) => (sent = r));
-      const socket = net.connect(Number(url.port), url.hostname, () => {
-        socket.write(`POST /v1/payments HTTP/1.1\r\nHost: ${url.host}\r\nAuthorization: Bearer ${credential.api_key}\r\nContent-Type: application/json\r\nX-Timestamp: ${Math.floor(Date.now() / 1000)}\r\nX-Signature: ${'0'.repeat(64)}\r\nContent-Length: 1000\r\n\r\n{`, () => sent());
-      });
-      const answer = new Promise<string>((resolve, reject) => {
-        socket.once('data', (d) => resolve(d.toString()));
-        socket.on('error', reject);
-      });
-      return { socket, answer, sent: written };
-    }
-
     it('takes creation while the loop is late but few requests are in flight: a busy machine that keeps up', async () => {
       const { client } = await env.merchant({ scope: 'full' });
       // creation asks the loop's delay: its sampler runs from here on
@@ -209,18 +194,17 @@ describe('graceful overload', () => {
       const { client, credential } = await env.merchant({ scope: 'full' });
       const p = await aPayment(client, { phone: '243990000001' });
       // 17 requests in flight (past the floor of 16 with no in-flight bound), each waiting for its body
-      const waiting = Array.from({ length: 17 }, () => hangingPost(credential));
-      await Promise.all(waiting.map((w) => w.sent));
+      const waiting = await Promise.all(Array.from({ length: 17 }, () => hanging(env, credential.api_key)));
       // a round trip behind them: the web has read their heads and holds them, waiting for their bodies
       expect((await client.get(`/v1/payments/${p.id}`)).status).to.equal(200);
       // the loop stays late while the request is handled (the busy chunks yield between them)
       const busy = busyFor(1500);
       await new Promise((r) => setTimeout(r, 400));
       // a POST whose body never comes is answered at once: the refusal does not wait for the body
-      const refused = hangingPost(credential);
-      const head = await Promise.race([refused.answer, new Promise<string>((r) => setTimeout(() => r('no answer within 5 s'), 5000))]).finally(() => {
-        refused.socket.destroy();
-        waiting.forEach((w) => w.socket.destroy());
+      const refused = await hanging(env, credential.api_key);
+      const answer = new Promise<string>((r) => refused.once('data', (d) => r(d.toString())));
+      const head = await Promise.race([answer, new Promise<string>((r) => setTimeout(() => r('no answer within 5 s'), 5000))]).finally(() => {
+        for (const socket of [refused, ...waiting]) socket.destroy();
       });
       await busy;
       expect(head).to.match(/^HTTP\/1.1 503/);
