@@ -238,11 +238,18 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
       async () => collector.spans.find((s) => s.span.traceId === request.span.traceId && s.span.name === 'apply-callback' && s.attrs['svc_payments.operation.id'] === refundId),
       20_000,
     );
-    const spans = collector.spans.filter((s) => s.span.traceId === request.span.traceId);
-    const byId = new Map(spans.map((s) => [s.span.spanId, s]));
-    const chain: string[] = [];
-    for (let p: Got | undefined = transition; p; p = byId.get(p.span.parentSpanId ?? '')) chain.unshift(`${p.process}: ${p.span.name}`);
-    expect(chain).to.deep.equal([
+    // each process exports on its own schedule: wait until the chain reaches the trace's root
+    const chainOf = () => {
+      const byId = new Map(collector.spans.filter((s) => s.span.traceId === request.span.traceId).map((s) => [s.span.spanId, s]));
+      const chain: Got[] = [];
+      for (let p: Got | undefined = transition; p; p = byId.get(p.span.parentSpanId ?? '')) chain.unshift(p);
+      return chain;
+    };
+    const chain = await eventually(async () => {
+      const found = chainOf();
+      return found[0].span.parentSpanId ? undefined : found;
+    }, 20_000).catch(() => chainOf());
+    expect(chain.map((p) => `${p.process}: ${p.span.name}`)).to.deep.equal([
       'web: POST',
       'web: add refund.send-refund',
       'refund: process refund',
