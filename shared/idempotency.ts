@@ -55,6 +55,8 @@ export interface IdempotentWrite<T> {
   request: IdempotentRequest;
   waitMs: number;
   encode(result: T): StoredResponse;
+  /** a signed request's signature, when it is taken with the key (api/pipeline/replay.ts) */
+  signature?: { signature: string; expires: number };
 }
 
 /** What a key already held by another request means for this one. */
@@ -97,7 +99,9 @@ export function keyRow(key: IdempotentWrite<unknown>, response: StoredResponse |
   const [merchant_id, environment, id, method, path, request_hash, status, response_status, response_headers, body, window_ms] = takeKeyValues(key, response) as [
     string, string, string, string, string, string, string, number | null, string | null, Buffer | null, number,
   ];
-  return { merchant_id, environment, key: id, method, path, request_hash, status, response_status, response_headers, response_body: body?.toString('base64') ?? null, window_ms };
+  const signature = key.signature?.signature ?? null;
+  const signature_expires = key.signature?.expires ?? null;
+  return { merchant_id, environment, key: id, method, path, request_hash, status, response_status, response_headers, response_body: body?.toString('base64') ?? null, window_ms, signature, signature_expires };
 }
 
 /**

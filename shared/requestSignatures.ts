@@ -1,4 +1,5 @@
 import { raw } from 'objection';
+import { Conflict } from './errors';
 import type { Db } from './db/knex';
 import { RequestSignature } from './db/models';
 import { runSql } from './db/sql/run';
@@ -31,6 +32,18 @@ export interface SignedRequest {
  * - `replayed`: it was accepted before, and this request has no key or another one.
  */
 export type SignatureUse = 'first' | 'same-key' | 'replayed';
+
+/** The answer to a signed request that was accepted before, and comes with no key or another key. */
+export function requestReplayed(): Conflict {
+  return new Conflict('request-replayed', 'This signed request was already accepted; to send it again, sign it again (a new X-Timestamp) or send the Idempotency-Key of its first use');
+}
+
+/** What a signature's record says of this request, when its route's statement did not take it: `null` if there is none. */
+export async function signatureUse(db: Db, req: SignedRequest): Promise<Exclude<SignatureUse, 'first'> | null> {
+  const seen = await RequestSignature.query(db).findById([req.merchantId, req.environment, req.signature]).select('idempotency_key');
+  if (!seen) return null;
+  return req.idempotencyKey !== null && seen.idempotency_key === req.idempotencyKey ? 'same-key' : 'replayed';
+}
 
 /**
  * Records a request's signature, batched with the signed POSTs of this process that arrive

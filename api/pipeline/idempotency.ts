@@ -6,6 +6,8 @@ import { BadRequest, Conflict, DomainError } from '../../shared/errors';
 import { IdempotencyKeyHeld, readIdempotencyKey, storeIdempotentResponse, type HeldKey, type IdempotentWrite, type StoredResponse } from '../../shared/idempotency';
 import { httpError, isBackendFault, sendError } from '../middleware/errors';
 import { canonicalPath, idempotencyOf } from './request';
+import { TIMESTAMP_TOLERANCE_S } from './signed';
+import { requestReplayed, signatureUse } from '../../shared/requestSignatures';
 
 /** Response headers kept with the response and replayed (with the status and exact body bytes). */
 const REPLAYED_HEADERS = ['Content-Type', 'Location'];
@@ -41,7 +43,9 @@ export interface RequestKey {
 export function idempotentWrite<T>(ctx: Context, status: number): IdempotentWrite<T> | undefined {
   const key = ctx.state.idempotency;
   if (!key) return undefined;
-  return { ...key.write, encode: (result: T) => (key.stored = jsonAnswer(status, result)) };
+  const signed = ctx.state.signed;
+  const signature = signed && { signature: signed.signature, expires: signed.timestamp + TIMESTAMP_TOLERANCE_S };
+  return { ...key.write, encode: (result: T) => (key.stored = jsonAnswer(status, result)), ...(signature && { signature }) };
 }
 
 /** The exact bytes a body will be sent as; null for a stream (not stored). */
@@ -134,7 +138,11 @@ export const idempotency: Middleware = async (ctx, next) => {
     await next();
   } catch (err) {
     key.stored = undefined; // encoded for the route's transaction, which did not commit
-    if (err instanceof IdempotencyKeyHeld) return answerHeld(ctx, await held());
+    if (err instanceof IdempotencyKeyHeld) {
+      // a signature taken with the key (api/pipeline/replay.ts) that was accepted before, with another key or none
+      if (ctx.state.signed && (await signatureUse(db, ctx.state.signed)) === 'replayed') throw requestReplayed();
+      return answerHeld(ctx, await held());
+    }
     // a backend down: answered 503 at once, not after another bounded wait for the key
     if (isBackendFault(err, config.databaseUrl)) throw err;
     if (!(err instanceof DomainError) || releasesKey(httpError(err).status)) {

@@ -94,7 +94,7 @@ describe('payments created together', () => {
         refs.map((reference) =>
           creationWrite({ ...template, id: `pay_${randomUUID()}`, reference }, [], {
             merchant_id: template.merchant_id, environment: template.environment, key: randomUUID(), method: 'POST', path: '/v1/payments', request_hash: 'h',
-            status: 'in_progress', response_status: null, response_headers: null, response_body: null, window_ms: 60_000,
+            status: 'in_progress', response_status: null, response_headers: null, response_body: null, window_ms: 60_000, signature: null, signature_expires: null,
           }),
         );
       const insertPaymentsWithKeys = (_db: unknown, ws: OperationWrite[]) => writeOperations(db, paymentKind.sql, ws);
@@ -107,6 +107,30 @@ describe('payments created together', () => {
         expect(results.find((r) => r.status === 'fulfilled')).to.deep.include({ value: refs.map(() => true) });
         expect((await db('payments').where('reference', 'like', `crosswise-${round}-%`).count({ n: '*' }))[0].n).to.equal(300);
       }
+    });
+
+    it('writes one row of a signature sent twice in one statement under two keys, and records that key with it (decisions.md "Replayed signed requests")', async () => {
+      const { client } = await env.merchant({ scope: 'full' });
+      const db = env.services.db;
+      const made = await client.post('/v1/payments', mobilePayment('243990000001'));
+      const template = await db('payments').where({ id: made.body.id }).first();
+      const signature = randomUUID().replace(/-/g, '');
+      const keys = [randomUUID(), randomUUID(), randomUUID()];
+      const writes = keys.map((key, i) =>
+        creationWrite({ ...template, id: `pay_${randomUUID()}`, reference: `signed-twice-${i}-${signature}` }, [], {
+          merchant_id: template.merchant_id, environment: template.environment, key, method: 'POST', path: '/v1/payments', request_hash: 'h',
+          status: 'completed', response_status: 201, response_headers: null, response_body: null, window_ms: 60_000, signature, signature_expires: Math.floor(Date.now() / 1000) + 300,
+        }),
+      );
+      const written = await writeOperations(db, paymentKind.sql, writes);
+      expect(written.filter(Boolean)).to.have.length(1);
+      const winner = keys[written.indexOf(true)];
+      expect(await db('request_signatures').where({ signature }).select('idempotency_key')).to.deep.equal([{ idempotency_key: winner }]);
+      expect(await db('idempotency_keys').whereIn('key', keys).pluck('key')).to.deep.equal([winner]);
+      // the same signature again with the key it was taken with goes to that key (held: nothing written); with another, nothing
+      expect(await writeOperations(db, paymentKind.sql, [{ ...writes[written.indexOf(true)], id: `pay_${randomUUID()}` }])).to.deep.equal([false]);
+      expect(await writeOperations(db, paymentKind.sql, [{ ...writes[written.indexOf(false)], id: `pay_${randomUUID()}` }])).to.deep.equal([false]);
+      expect(await db('payments').where('reference', 'like', `signed-twice-%-${signature}`).count({ n: '*' })).to.deep.equal([{ n: 1 }]);
     });
   });
 });

@@ -62,8 +62,9 @@ describe('a Postgres partition: every request answered within 5 s', function () 
     // 8 s of silence: every request below is sent, and must be answered, within it
     const partition = proxy.partition(8000);
     const key = randomUUID();
+    const payment = mobilePayment('243990000001', { reference: `partition-${randomUUID()}` });
     const requests = [
-      () => client().post('/v1/payments', mobilePayment('243990000001', { reference: `partition-${randomUUID()}` }), { idempotencyKey: key }),
+      () => client().post('/v1/payments', payment, { idempotencyKey: key }),
       () => client().get('/v1/balance'),
       () => client().post(`/v1/payments/${paid.id}/refund`, { amount: 100 }),
       () => client().get(`/v1/payments/${paid.id}`),
@@ -82,9 +83,12 @@ describe('a Postgres partition: every request answered within 5 s', function () 
     for (const { result } of answers.slice(0, 4)) expect(result.headers.get('retry-after')).to.equal('5');
 
     await partition;
-    // the pool drops the connections lost in the partition and opens new ones
-    const after = await client().post('/v1/payments', mobilePayment('243990000001', { reference: `partition-${randomUUID()}` }), { idempotencyKey: key });
+    // the pool drops the connections lost in the partition and opens new ones. The client retries
+    // its 503 as a client does, with the same key and body: a statement that reached Postgres
+    // before the silence may have committed (its answer replayed), or not (created now)
+    const after = await client().post('/v1/payments', payment, { idempotencyKey: key });
     expect(after.status, after.text).to.equal(201);
+    expect(await env.services.db('payments').where({ reference: payment.reference })).to.have.length(1);
     expect((await client().get('/v1/balance')).status).to.equal(200);
   });
 });

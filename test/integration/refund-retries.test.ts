@@ -204,4 +204,66 @@ describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () 
     expect(await env.services.db('payouts').where({ merchant_id: shop.merchant.id })).to.have.length(1);
     expect(await env.services.db('payments').where({ merchant_id: shop.merchant.id, amount: 500 })).to.have.length(1);
   });
+
+  describe('a signed payment, whose signature is taken with its key and its row in one statement', () => {
+    const paymentBody = () => JSON.stringify({ amount: 700, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `r-${randomUUID()}` });
+    const paymentsWith = (f: MerchantFixture, body: string) => env.services.db('payments').where({ merchant_id: f.merchant.id, reference: JSON.parse(body).reference }).select('id');
+
+    it('makes one payment of a captured request sent ten times at once, each with a new Idempotency-Key: the others are 409 request-replayed, and no key of theirs is kept', async () => {
+      const shop = await aMerchant(env);
+      const body = paymentBody();
+      const first = signedRequest(shop, '/v1/payments', body, { 'Idempotency-Key': randomUUID() });
+      const { sentHeaders } = await first().then((r) => {
+        expect(r.status, r.text).to.equal(201);
+        return r;
+      });
+      const keys = Array.from({ length: 10 }, () => randomUUID());
+      const again = await Promise.all(keys.map((k) => replayOf(shop, '/v1/payments', body, sentHeaders, { 'Idempotency-Key': k })));
+      for (const r of again) {
+        expect(r.status, r.text).to.equal(409);
+        expect(r.body.error.code).to.equal('request-replayed');
+      }
+      expect(await paymentsWith(shop, body)).to.have.length(1);
+      expect(await env.services.db('idempotency_keys').whereIn('key', keys)).to.have.length(0);
+    });
+
+    it('makes one payment of ten copies sent at once under ten keys, the first use racing the replays', async () => {
+      const shop = await aMerchant(env);
+      const body = paymentBody();
+      const ts = String(Math.floor(Date.now() / 1000));
+      const headers = {
+        Authorization: `Bearer ${shop.credential.api_key}`,
+        'X-Timestamp': ts,
+        'X-Signature': signRequest(shop.credential.secret, ts, 'POST', '/v1/payments', body),
+        'Content-Type': 'application/json',
+      };
+      const results = await Promise.all(Array.from({ length: 10 }, () => send(env.baseUrl, 'POST', '/v1/payments', { ...headers, 'Idempotency-Key': randomUUID() }, body)));
+      const created = results.filter((r) => r.status === 201);
+      expect(created, results.map((r) => r.status).join(',')).to.have.length(1);
+      for (const r of results.filter((r) => r.status !== 201)) {
+        expect(r.status).to.equal(409);
+        expect(r.body.error.code).to.equal('request-replayed');
+      }
+      expect(await paymentsWith(shop, body)).to.deep.equal([{ id: created[0].body.id }]);
+    });
+
+    it('answers ten identical copies with one key by that key: one payment, each copy its answer byte for byte or 409 idempotency-in-progress', async () => {
+      const shop = await aMerchant(env);
+      const body = paymentBody();
+      const request = signedRequest(shop, '/v1/payments', body, { 'Idempotency-Key': randomUUID() });
+      const results = await Promise.all(Array.from({ length: 10 }, () => request()));
+      const created = results.filter((r) => r.status === 201);
+      expect(created.length, results.map((r) => r.status).join(',')).to.be.at.least(1);
+      for (const r of results) {
+        if (r.status === 201) expect(r.text).to.equal(created[0].text);
+        else expect([r.status, r.body.error.code]).to.deep.equal([409, 'idempotency-in-progress']);
+      }
+      expect(await paymentsWith(shop, body)).to.deep.equal([{ id: created[0].body.id }]);
+      // and once it is done, the copy is its answer again, replayed
+      const later = await request();
+      expect(later.status).to.equal(201);
+      expect(later.headers['idempotent-replayed']).to.equal('true');
+      expect(later.text).to.equal(created[0].text);
+    });
+  });
 });

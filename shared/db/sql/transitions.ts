@@ -2,6 +2,7 @@ import type { OutboxMessage } from '../rows';
 import type { Executor } from '../knex';
 import { runSql, sqlStatement, type SqlStatement } from './run';
 import { takeKeysSql } from './idempotencyKeys';
+import { takeSignaturesSql } from './requestSignatures';
 
 /**
  * The writer of operations (payments, refunds, payouts): the one module that inserts or changes
@@ -12,7 +13,10 @@ import { takeKeysSql } from './idempotencyKeys';
  * batch of them, a batch of one when nothing runs beside it:
  *
  *   x   the writes (one json parameter)
- *   k   the idempotency keys of the creations that bring one (a POST /v1/payments)
+ *   s   the signatures of the keyed creations that bring one (a signed POST /v1/payments:
+ *       decisions.md "Replayed signed requests")
+ *   k   the idempotency keys of the creations that bring one (a POST /v1/payments), each taken
+ *       only if its signature was, now or before with this very key
  *   i   the creations (`from` null): each row inserted, if its key was taken
  *   u   the changes: each row updated only while it still has the status and version it was
  *       read with (compare-and-set), is still unsent when the write says so, and its callback is
@@ -143,9 +147,17 @@ function writeStatement(k: OperationTables, shape: WriteShape): SqlStatement {
           shape === 'create'
             ? 'x as materialized (select * from json_to_recordset($1::json) as x(id text, patch json)),'
             : // the keys' columns beside each row, as takeKeysSql reads them
+              // a signed request's signature first: its key, and so its row, only if the signature was
+              // taken now or before with this very key (the same request again: the key's rules answer it)
               `x as materialized (select * from json_to_recordset($1::json) as x(id text, patch json, merchant_id text, environment text, key uuid, method text,
-             path text, request_hash text, status text, response_status int, response_headers text, response_body text, window_ms bigint)),
-       k as (${takeKeysSql('x')}),`
+             path text, request_hash text, status text, response_status int, response_headers text, response_body text, window_ms bigint,
+             signature text, signature_expires bigint)),
+       s as (${takeSignaturesSql('(select merchant_id, environment, signature, key::text as key, signature_expires as expires from x where signature is not null) x')}),
+       k as (${takeKeysSql(`(select * from x where signature is null
+                             or exists (select 1 from s where s.merchant_id = x.merchant_id and s.environment = x.environment and s.signature = x.signature
+                                                  and s.idempotency_key = x.key::text)
+                             or exists (select 1 from request_signatures r where r.merchant_id = x.merchant_id and r.environment = x.environment
+                                                  and r.signature = x.signature and r.idempotency_key = x.key::text)) x`)}),`
         }
        m as (insert into ${t} (${cols.join(', ')})
              select ${cols.map((c) => `r.${c}`).join(', ')}
@@ -251,6 +263,10 @@ export interface KeyRow {
   /** base64 */
   response_body: string | null;
   window_ms: number;
+  /** the signed request's signature, taken with the key (null: the request leaves it to the replay guard) */
+  signature: string | null;
+  /** when its record may go: the request's X-Timestamp plus the tolerance, Unix seconds */
+  signature_expires: number | null;
 }
 
 /** One decision of the kernel, as the writer carries it out. */
