@@ -3,23 +3,15 @@ import { DomainError } from '../../shared/errors';
 import { forgetSignature, requestReplayed, useSignature, type SignedRequest } from '../../shared/requestSignatures';
 import { httpError } from '../middleware/errors';
 import { presentedKey, releasesKey } from './idempotency';
-import { canonicalPath } from './request';
+import { signatureTakenWithKey } from './request';
 import { TIMESTAMP_TOLERANCE_S } from './signed';
-
-/**
- * The routes whose signature is taken with their key, in the one statement that writes the key,
- * the row and its jobs (shared/db/sql/transitions.ts, the writer's keyed creation): no statement
- * of its own before the route. The idempotency step answers a request whose statement wrote
- * nothing, a replay included (api/pipeline/idempotency.ts).
- */
-const TAKEN_WITH_THE_KEY = new Set(['/v1/payments']);
 
 /**
  * Before the idempotency step (decisions.md "Replayed signed requests"): the Idempotency-Key
  * header is not signed, so a signature identifies a request, and acts at most once. Every
  * signed POST records its signature with the key it came with (shared/requestSignatures.ts)
  * until its timestamp leaves the tolerance: before its route, or with its key and its work
- * (TAKEN_WITH_THE_KEY). The same signature again with the key of its first use goes on to the
+ * (api/pipeline/request.ts). The same signature again with the key of its first use goes on to the
  * idempotency step; with no key or another: 409 request-replayed.
  * A refusal that left no record (a 4xx without a key, or a 400 that frees its key) forgets its
  * signature; a stored refusal keeps it, and so does a 5xx, since its work may have committed.
@@ -37,8 +29,9 @@ export const replayGuard: Middleware = async (ctx, next) => {
     timestamp: Number(ctx.get('X-Timestamp')),
     idempotencyKey: key,
   };
-  if (key !== null && TAKEN_WITH_THE_KEY.has(canonicalPath(ctx.path))) {
-    // a refusal before the statement took nothing, and there is nothing to forget
+  if (key !== null && signatureTakenWithKey(ctx.method, ctx.path)) {
+    // taken by the statement that writes the work; the idempotency step answers a request whose
+    // statement wrote nothing, a replay included. A refusal before it took nothing: nothing to forget
     ctx.state.signed = signed;
     return next();
   }

@@ -22,13 +22,28 @@ export function canonicalPath(path: string): string {
 /** Routes whose POST takes an Idempotency-Key (spec 5.4; decisions.md "Refund retries"). */
 export type IdempotencyRule = 'required' | 'optional';
 
-const IDEMPOTENT_ROUTES: ReadonlyArray<[RegExp, IdempotencyRule]> = [
-  [/^POST \/v1\/payments$/, 'required'],
-  [/^POST \/v1\/payouts$/, 'required'],
-  [/^POST \/v1\/payments\/[^/]+\/refund$/, 'optional'],
+/**
+ * Per route: its key's rule, and where a signed request's signature is taken (decisions.md
+ * "Replayed signed requests"): `with-the-key` in the one statement that writes the key, the row
+ * and its jobs (the writer's keyed creation, shared/db/sql/transitions.ts), else `before` the
+ * route, in a statement of its own (api/pipeline/replay.ts).
+ */
+const IDEMPOTENT_ROUTES: ReadonlyArray<[RegExp, IdempotencyRule, 'with-the-key' | 'before']> = [
+  [/^POST \/v1\/payments$/, 'required', 'with-the-key'],
+  [/^POST \/v1\/payouts$/, 'required', 'before'],
+  [/^POST \/v1\/payments\/[^/]+\/refund$/, 'optional', 'before'],
 ];
 
-export function idempotencyOf(method: string, path: string): IdempotencyRule | undefined {
+const idempotentRoute = (method: string, path: string) => {
   const route = `${method} ${canonicalPath(path)}`;
-  return IDEMPOTENT_ROUTES.find(([re]) => re.test(route))?.[1];
+  return IDEMPOTENT_ROUTES.find(([re]) => re.test(route));
+};
+
+export function idempotencyOf(method: string, path: string): IdempotencyRule | undefined {
+  return idempotentRoute(method, path)?.[1];
+}
+
+/** Whether a signed request's signature is taken with its key, by the statement that writes its work (see IDEMPOTENT_ROUTES). */
+export function signatureTakenWithKey(method: string, path: string): boolean {
+  return idempotentRoute(method, path)?.[2] === 'with-the-key';
 }

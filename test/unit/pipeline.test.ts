@@ -2,7 +2,7 @@ import { createHmac } from 'node:crypto';
 import { expect } from 'chai';
 import { requestHash, releasesKey } from '../../api/pipeline/idempotency';
 import { ipAllowed, normaliseIp, scopeAllows } from '../../api/pipeline/access';
-import { canonicalPath, idempotencyOf, V1_PATH } from '../../api/pipeline/request';
+import { canonicalPath, idempotencyOf, signatureTakenWithKey, V1_PATH } from '../../api/pipeline/request';
 import { bodyLimitFor, signatureValid, timestampFresh } from '../../api/pipeline/signed';
 import { PAYMENT_BODY_LIMIT, V1_BODY_LIMIT } from '../../api/body';
 import { signRequest } from '../../shared/client/signing';
@@ -110,6 +110,14 @@ describe('pipeline pure rules', () => {
       expect(idempotencyOf('POST', '/v1/payments/pay_1/refunds')).to.equal(undefined);
       expect(idempotencyOf('POST', '/v1/payments/pay_1/refund/x')).to.equal(undefined);
       expect(idempotencyOf('PATCH', '/v1/payouts')).to.equal(undefined);
+    });
+
+    it("takes a payment's signature with its key, in the writer's statement; every other signed POST's before its route", () => {
+      expect(signatureTakenWithKey('POST', '/v1/payments')).to.equal(true);
+      expect(signatureTakenWithKey('POST', '/V1/Payments/')).to.equal(true);
+      for (const [m, p] of [['POST', '/v1/payouts'], ['POST', '/v1/payments/pay_1/refund'], ['POST', '/v1/events/evt_1/redeliver'], ['GET', '/v1/payments']]) {
+        expect(signatureTakenWithKey(m, p), `${m} ${p}`).to.equal(false);
+      }
     });
 
     it('caps POST /v1/payments at 100 KB and other bodies at 1 MB', () => {
