@@ -38,11 +38,19 @@ export function requestReplayed(): Conflict {
   return new Conflict('request-replayed', 'This signed request was already accepted; to send it again, sign it again (a new X-Timestamp) or send the Idempotency-Key of its first use');
 }
 
+/** The key a signature was first accepted with (null: none); undefined when it has no record. */
+async function recordedKey(db: Db, req: SignedRequest): Promise<string | null | undefined> {
+  return (await RequestSignature.query(db).findById([req.merchantId, req.environment, req.signature]).select('idempotency_key'))?.idempotency_key;
+}
+
+/** A request whose signature was accepted before, with `key`: answered by that key if it is its own, else replayed. */
+const laterUse = (req: SignedRequest, key: string | null | undefined): Exclude<SignatureUse, 'first'> =>
+  req.idempotencyKey !== null && key === req.idempotencyKey ? 'same-key' : 'replayed';
+
 /** What a signature's record says of this request, when its route's statement did not take it: `null` if there is none. */
 export async function signatureUse(db: Db, req: SignedRequest): Promise<Exclude<SignatureUse, 'first'> | null> {
-  const seen = await RequestSignature.query(db).findById([req.merchantId, req.environment, req.signature]).select('idempotency_key');
-  if (!seen) return null;
-  return req.idempotencyKey !== null && seen.idempotency_key === req.idempotencyKey ? 'same-key' : 'replayed';
+  const key = await recordedKey(db, req);
+  return key === undefined ? null : laterUse(req, key);
 }
 
 /**
@@ -67,15 +75,14 @@ async function recordSignatures(db: Db, reqs: SignedRequest[], toleranceS: numbe
       rows.map(async (row, i) => {
         const r = sent[i];
         // taken by a request that committed after the statement began: read again
-        const key = row.first ? r.idempotencyKey : row.seen ? row.seen.key : (await RequestSignature.query(db).findById([r.merchantId, r.environment, r.signature]).select('idempotency_key'))?.idempotency_key;
+        const key = row.first ? r.idempotencyKey : row.seen ? row.seen.key : await recordedKey(db, r);
         return [idOf(r), { first: row.first, key }] as const;
       }),
     ),
   );
   return reqs.map((r) => {
     const o = outcomes.get(idOf(r))!;
-    if (o.first && firsts.get(idOf(r)) === r) return 'first';
-    return r.idempotencyKey !== null && o.key === r.idempotencyKey ? 'same-key' : 'replayed';
+    return o.first && firsts.get(idOf(r)) === r ? 'first' : laterUse(r, o.key);
   });
 }
 

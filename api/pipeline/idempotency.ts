@@ -44,8 +44,11 @@ export function idempotentWrite<T>(ctx: Context, status: number): IdempotentWrit
   const key = ctx.state.idempotency;
   if (!key) return undefined;
   const signed = ctx.state.signed;
-  const signature = signed && { signature: signed.signature, expires: signed.timestamp + TIMESTAMP_TOLERANCE_S };
-  return { ...key.write, encode: (result: T) => (key.stored = jsonAnswer(status, result)), ...(signature && { signature }) };
+  return {
+    ...key.write,
+    encode: (result: T) => (key.stored = jsonAnswer(status, result)),
+    signature: signed && { signature: signed.signature, expires: signed.timestamp + TIMESTAMP_TOLERANCE_S },
+  };
 }
 
 /** The exact bytes a body will be sent as; null for a stream (not stored). */
