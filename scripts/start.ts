@@ -1,10 +1,12 @@
-import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { ensureLocalServices, PROJECT_ROOT } from './local-services';
 import { loadConfig } from '../shared/config';
-import { checkDeployment } from '../shared/context';
+import { checkDeployment } from '../shared/deployment';
+import { pendingMigrations } from '../shared/db/migrate';
+import { lowerPriority, POOL_NICENESS } from '../workers/priority';
 import { nextBackoff } from '../shared/restart';
 import { HEARTBEAT, heartbeatTimeoutMs, STARTING_GRACE_MS } from '../shared/heartbeat';
 
@@ -68,14 +70,20 @@ async function main() {
   }
   await ensureLocalServices(env, say);
 
-  // the Procfile runs the compiled build (scripts/build.js): built again first when a source is newer
-  execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.js'), '--if-stale'], { cwd: ROOT, stdio: 'inherit' });
-  // migrations stay TypeScript run by tsx: knex records each by its file name
-  const migrate = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { cwd: ROOT, env, stdio: 'inherit' });
-  const code = await new Promise<number | null>((r) => migrate.on('exit', r));
-  if (code !== 0) process.exit(code ?? 1);
+  // the Procfile runs the compiled build: built again first when a source is newer (in this process: no node to start)
+  const { isStale, build } = require(path.join(ROOT, 'scripts/build.js')) as { isStale(): boolean; build(): void };
+  if (isStale()) build();
+  // migrations stay TypeScript run by tsx (knex records each by its file name), started only when one is pending
+  const config = loadConfig(env);
+  const pending = await pendingMigrations(config.databaseUrl).catch(() => undefined);
+  if (pending?.length === 0) say('database is up to date');
+  else {
+    const migrate = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { cwd: ROOT, env, stdio: 'inherit' });
+    const code = await new Promise<number | null>((r) => migrate.on('exit', r));
+    if (code !== 0) process.exit(code ?? 1);
+  }
   // a bad deployment is refused here once, with what to change, rather than by every process as it starts
-  await checkDeployment(loadConfig(env));
+  await checkDeployment(config);
 
   const lines = parseProcfile(readFileSync(path.join(ROOT, 'Procfile'), 'utf8'));
   const width = Math.max(...lines.map((l) => l.name.length)) + 2;
@@ -124,6 +132,9 @@ async function main() {
           stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
         });
         s.child = child;
+        // the web is served first (workers/priority.ts): everything else starts, and runs, at the pools' niceness,
+        // set before node starts its threads (they inherit it), so a starting stack answers /health/ready sooner
+        if (line.name !== 'web' && child.pid) lowerPriority(POOL_NICENESS, child.pid);
         s.lastBeat = startedAt;
         s.beating = false;
         child.on('message', (m: { type?: unknown }) => {
@@ -160,7 +171,7 @@ async function main() {
       s.lastBeat = Date.now(); // one kill per silence: its exit restarts it
       s.child.kill('SIGKILL');
     }
-  }, 1000).unref();
+  }, heartbeatTimeoutMs(env) / 6).unref(); // as often as a child beats: a silence is seen within a sixth of the timeout
   process.on('SIGINT', () => stopAll('SIGINT'));
   process.on('SIGTERM', () => stopAll('SIGTERM'));
 }

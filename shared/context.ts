@@ -1,8 +1,7 @@
 import type { Config } from './config';
 import { createDb, WAITS, type Db } from './db/knex';
 import { createLogger, type Logger } from './logger';
-import { checkClusterNodes, webRedis, workerRedis, type RedisClient } from './queues/connection';
-import { checkPooler } from './db/pooler';
+import { webRedis, workerRedis, type RedisClient } from './queues/connection';
 import { QueueRegistry } from './queues/registry';
 import { OutboxPublisher } from './queues/outbox';
 import { Batches } from './db/coalescer';
@@ -84,9 +83,4 @@ export function createContext(opts: ContextOptions): ServiceContext {
     },
   };
   return context;
-}
-
-/** Refuses a bad deployment before start, saying what to change (issue 25): prepared statements behind PgBouncer, a dead Redis Cluster node. */
-export async function checkDeployment(config: Config): Promise<void> {
-  await Promise.all([checkPooler(config.databaseUrl, config.dbPreparedStatements), checkClusterNodes(config.redisUrl)]);
 }

@@ -2,7 +2,8 @@
  * Liveness under `npm start` (decisions.md "Processes"): a supervised process tells its
  * supervisor (scripts/start.ts) over IPC, six times per HEARTBEAT_TIMEOUT_MS, that its event loop
  * still turns; past the timeout without a beat (SIGSTOPped, stuck in a loop) it is killed and
- * started again. Before its first beat a process has STARTING_GRACE_MS. Without IPC: nothing.
+ * started again. Before its first beat a process has STARTING_GRACE_MS. A process whose supervisor
+ * is gone stops. Without IPC: nothing.
  */
 export const HEARTBEAT = 'heartbeat';
 export const STARTING_GRACE_MS = 60_000;
@@ -24,4 +25,6 @@ export function beatForSupervisor(): void {
   setInterval(beat, heartbeatTimeoutMs() / 6).unref();
   // the channel must not keep a process alive that has finished its work
   process.channel?.unref();
+  // the supervisor gone (killed, its channel closed): stop as on SIGTERM rather than live on unseen, holding a port
+  process.once('disconnect', () => process.kill(process.pid, 'SIGTERM'));
 }

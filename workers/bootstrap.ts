@@ -1,7 +1,8 @@
 import { DelayedError, UnrecoverableError, Worker, type Job, type WorkerOptions } from 'bullmq';
 import { beatForSupervisor } from '../shared/heartbeat';
 import { getConfig } from '../shared/config';
-import { checkDeployment, createContext, type ServiceContext } from '../shared/context';
+import { createContext, type ServiceContext } from '../shared/context';
+import { checkDeployment } from '../shared/deployment';
 import { batchElements, isBatch, type QueuedJob } from '../shared/queues/batch';
 import type { JobData, QueueName } from '../shared/queues/names';
 import { DEFAULT_JOB_OPTIONS } from '../shared/queues/registry';
@@ -171,6 +172,9 @@ export async function runPool(def: PoolDefinition): Promise<void> {
         telemetry: jobTelemetry(),
         prefix: queueKeyPrefix(config.queuePrefix, p.queue),
         concurrency,
+        // an idle pool's blocking wait for a job: 10 s (BullMQ's ceiling for one wait), not 5, halves its idle round trips;
+        // a job added meanwhile still wakes it at once, and a delayed one at its time
+        drainDelay: 10,
         lockDuration: config.payments.paymentJobLockMs,
         stalledInterval: config.payments.paymentJobLockMs,
         ...p.workerOptions,

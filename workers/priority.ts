@@ -12,17 +12,18 @@ import os from 'node:os';
 export const POOL_NICENESS = 5;
 
 /**
- * Lowers this process's CPU priority to `nice`, for each of its threads: Linux keeps a niceness
- * per thread, and V8's and libuv's threads exist before the pool starts. Only lowers: a process
- * already started nicer (an operator's `nice -n 10`) keeps its own. Returns the main thread's
- * niceness afterwards.
+ * Lowers the CPU priority of process `pid` (this one by default) to `nice`, for each of its
+ * threads: Linux keeps a niceness per thread, and V8's and libuv's threads exist before the pool
+ * starts (the supervisor lowers a child's as it spawns it, and its threads inherit it). Only
+ * lowers: a process already started nicer (an operator's `nice -n 10`) keeps its own. Returns
+ * the main thread's niceness afterwards.
  */
-export function lowerPriority(nice: number): number {
+export function lowerPriority(nice: number, pid = process.pid): number {
   let threads: number[];
   try {
-    threads = readdirSync('/proc/self/task').map(Number);
+    threads = readdirSync(`/proc/${pid}/task`).map(Number);
   } catch {
-    threads = [process.pid]; // no /proc: the main thread only
+    threads = [pid]; // no /proc: the main thread only
   }
   for (const tid of threads) {
     try {
@@ -31,5 +32,5 @@ export function lowerPriority(nice: number): number {
       // a thread that ended meanwhile
     }
   }
-  return os.getPriority(process.pid);
+  return os.getPriority(pid);
 }

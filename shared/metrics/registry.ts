@@ -5,10 +5,11 @@ export const processRegistry = new Registry();
 
 /**
  * Node's process metrics (CPU, memory, event-loop delay, GC) into `register`. The event-loop
- * delay is sampled every 100 ms rather than prom-client's 10: an idle process then wakes 10
- * times a second for it instead of 100 (the web's own overload guard samples more finely, and
- * only while it takes requests).
+ * delay is sampled every second rather than prom-client's 10 ms: an idle process then wakes once
+ * a second for it instead of 100 times, and a stall still shows in the histogram whenever a
+ * sample falls in it (the web's own overload guard samples finely, and only while it takes
+ * requests: api/middleware/overload.ts).
  */
 export function collectProcessMetrics(register: Registry): void {
-  collectDefaultMetrics({ register, eventLoopMonitoringPrecision: 100 });
+  collectDefaultMetrics({ register, eventLoopMonitoringPrecision: 1000 });
 }

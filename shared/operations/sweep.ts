@@ -1,6 +1,7 @@
 import type { AnyQueryBuilder } from 'objection';
 import type { ServiceContext } from '../context';
 import { findOperation } from '../db/sql/transitions';
+import { runSql } from '../db/sql/run';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import type { OperationKind, WindowAnswer } from './kind';
@@ -42,6 +43,7 @@ function hoursPastBound(row: OperationRow, t: number): number {
  */
 async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any, any>): Promise<Claimed[]> {
   const now = new Date(ctx.clock.now());
+  if ((await runSql(ctx.db, kind.sql.due, [kind.machine.open, now, MAX_ASK_INTERVAL_MS, ctx.config.askIntervalMs])).length === 0) return [];
   return ctx.db.transaction(async (trx) => {
     const rows: OperationRow[] = await kind.model
       .query(trx)

@@ -4,7 +4,7 @@ import { Redis } from 'ioredis';
 import { clusterDown, clusterUp, topologyAt, topologyEnv, type Topology } from '../../scripts/cluster';
 import { portOpen } from '../../scripts/local-services';
 import { ConfigError, loadConfig } from '../../shared/config';
-import { checkDeployment } from '../../shared/context';
+import { checkDeployment } from '../../shared/deployment';
 import { createCardPayment, pay, paymentRow, tokenFor, waitForRow } from '../helpers/cards';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { freePort } from '../../scripts/lib/ports';

@@ -1,12 +1,15 @@
 import { expect } from 'chai';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import os from 'node:os';
 import path from 'node:path';
 import { createTestDatabase } from '../../scripts/lib/databases';
 import { eventually, ROOT } from '../../scripts/lib/processes';
 import { freePort } from '../../scripts/lib/ports';
 import { parseProcfile } from '../../scripts/start';
 import { nextBackoff } from '../../shared/restart';
+import { HEARTBEAT } from '../../shared/heartbeat';
+import { POOL_NICENESS } from '../../workers/priority';
 import { ADMIN_TOKEN } from '../helpers/env';
 
 /**
@@ -79,6 +82,13 @@ describe('npm start', function () {
     for (const line of lines) expect(pidsOf(line.name), line.name).to.have.length(1);
   });
 
+  it('serves the web first: every other line runs at the pools\' niceness, set as it is spawned', () => {
+    for (const line of lines) {
+      const [pid] = pidsOf(line.name);
+      expect(os.getPriority(pid), line.name).to.equal(line.name === 'web' ? os.getPriority(process.pid) : Math.max(POOL_NICENESS, os.getPriority(process.pid)));
+    }
+  });
+
   it('starts a process that dies again after 1 s, and logs it', async () => {
     const [pid] = pidsOf('outbox-relay');
     process.kill(pid, 'SIGKILL');
@@ -142,5 +152,33 @@ describe('npm start', function () {
     expect(await exited).to.equal(0);
     for (const line of lines) expect(output).to.match(new RegExp(`start \\| ${line.name} exited \\(\\w+\\)$`, 'm'));
     expect(output).not.to.match(/exited \(1\)|SIGKILL\)$/m);
+  });
+});
+
+describe('a supervised process', function () {
+  this.timeout(30_000);
+
+  it('stops, as on SIGTERM, once its supervisor is gone (its IPC channel closed)', async () => {
+    const port = await freePort();
+    const child = spawn(process.execPath, ['--import', 'tsx', 'shared/providers/sandbox/server.ts'], {
+      cwd: ROOT,
+      env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'test', SANDBOX_PROVIDER_PORT: String(port), LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+    });
+    let output = '';
+    child.stdout!.on('data', (d) => (output += d));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    try {
+      await new Promise<void>((resolve) => child.on('message', (m: { type?: string }) => m?.type === HEARTBEAT && resolve()));
+      await eventually(async () => /listening/.test(output), 20_000, 50);
+      const answers = () => fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false);
+      expect(await answers(), 'it answers while supervised').to.equal(true);
+      child.disconnect();
+      // its SIGTERM handler's exit (a process killed by the signal would have none)
+      expect(await exited).to.equal(0);
+      expect(await answers(), 'its port is let go').to.equal(false);
+    } finally {
+      if (child.exitCode === null) child.kill('SIGKILL');
+    }
   });
 });

@@ -94,6 +94,15 @@ export function operationSql(k: OperationTables) {
          join ${t} o on o.id = c.object_id${scopeSql(k, 'o')}
         where c.id = any(array(select unnest($1::uuid[]))) and c.object_kind = $2`,
     ),
+    // the sweep's probe (shared/operations/sweep.ts): is an open row past its window due an ask? ($1 open statuses, $2 now,
+    // $3 the longest wait between asks, $4 the first wait, in ms). Nearly always none: one read says so, without a transaction
+    due: sqlStatement(
+      `due-${k.name}`,
+      `select 1 from ${t} o
+        where o.status = any($1::text[]) and o.window_ends_at < $2${scopeSql(k, 'o')}
+          and (o.asked_at is null or o.asked_at < $2::timestamptz - least($3, $4 * power(2, least(o.asks - 1, 20))) * interval '1 millisecond')
+        limit 1`,
+    ),
     // the writer's statement, in its four shapes (writeStatement)
     create: writeStatement(k, 'create'),
     createKeyed: writeStatement(k, 'create-keyed'),
