@@ -171,7 +171,7 @@ async function main() {
       s.lastBeat = Date.now(); // one kill per silence: its exit restarts it
       s.child.kill('SIGKILL');
     }
-  }, heartbeatTimeoutMs(env) / 6).unref(); // as often as a child beats: a silence is seen within a sixth of the timeout
+  }, heartbeatTimeoutMs(env) / 6).unref(); // twice per beat: a silence is seen within a sixth of the timeout
   process.on('SIGINT', () => stopAll('SIGINT'));
   process.on('SIGTERM', () => stopAll('SIGTERM'));
 }

@@ -1,6 +1,6 @@
 /**
  * Liveness under `npm start` (decisions.md "Processes"): a supervised process tells its
- * supervisor (scripts/start.ts) over IPC, six times per HEARTBEAT_TIMEOUT_MS, that its event loop
+ * supervisor (scripts/start.ts) over IPC, three times per HEARTBEAT_TIMEOUT_MS, that its event loop
  * still turns; past the timeout without a beat (SIGSTOPped, stuck in a loop) it is killed and
  * started again. Before its first beat a process has STARTING_GRACE_MS. A process whose supervisor
  * is gone stops. Without IPC: nothing.
@@ -22,7 +22,7 @@ export function beatForSupervisor(): void {
     if (process.connected) send({ type: HEARTBEAT }, undefined, undefined, () => undefined);
   };
   beat();
-  setInterval(beat, heartbeatTimeoutMs() / 6).unref();
+  setInterval(beat, heartbeatTimeoutMs() / 3).unref();
   // the channel must not keep a process alive that has finished its work
   process.channel?.unref();
   // the supervisor gone (killed, its channel closed): stop as on SIGTERM rather than live on unseen, holding a port

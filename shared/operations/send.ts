@@ -1,3 +1,4 @@
+import { runSql } from '../db/sql/run';
 import type { ServiceContext } from '../context';
 import { findOperations } from '../db/sql/transitions';
 import { transact } from '../db/transact';
@@ -114,9 +115,8 @@ export function unsentOperations(kind: OperationKind<any, any, any>): WorkSource
   return {
     name: `${kind.name}-send`,
     async find(db, { now, olderThan }, limit) {
-      const q = kind.model.query(db).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).whereNull('sent_at').where('created_at', '<', olderThan);
-      if (kind.unsentAtWindowEnd === 'ask') q.where('window_ends_at', '>', new Date(now));
-      const rows: OperationRow[] = await q.orderBy('created_at').limit(limit);
+      const windowEndsAfter = kind.unsentAtWindowEnd === 'ask' ? new Date(now) : '-infinity';
+      const rows = await runSql<OperationRow>(db, kind.sql.unsent, [kind.machine.open, olderThan, windowEndsAfter, limit]);
       return rows.filter((r) => kind.sendable(r, now)).map((r) => ({ queue: kind.send.queue, job: kind.send.job, data: { [kind.send.idField]: r.id } }));
     },
   };

@@ -1,12 +1,11 @@
 import { randomUUID } from 'node:crypto';
-import { InboxCallback } from '../db/models';
 import type { TransactDeps } from '../db/transact';
 import { QUEUES } from '../queues/names';
 import type { Logger } from '../logger';
 import { outboxMessage, type OutboxMessage } from '../queues/outbox';
 import type { WorkSource } from '../queues/redrive';
 import type { Batches } from '../db/coalescer';
-import { insertCallbacksWithJobs, type InboxRow } from '../db/sql/callbacks';
+import { insertCallbacksWithJobs, unappliedCallbackIds, type InboxRow } from '../db/sql/callbacks';
 import type { ProviderBase, ProviderCallback } from './types';
 import { traceparentNow } from '../tracing/spans';
 
@@ -101,7 +100,6 @@ export async function storeCallback(
 export const unappliedCallbacks: WorkSource = {
   name: 'callbacks',
   async find(db, { olderThan }, limit) {
-    const rows: { id: string }[] = await InboxCallback.query(db).whereNull('processed_at').where('received_at', '<', olderThan).orderBy('received_at').limit(limit).select('id');
-    return rows.map((r) => ({ queue: QUEUES.callbackReconciler, job: APPLY_CALLBACK_JOB, data: { callbackId: r.id } }));
+    return (await unappliedCallbackIds(db, olderThan, limit)).map((id) => ({ queue: QUEUES.callbackReconciler, job: APPLY_CALLBACK_JOB, data: { callbackId: id } }));
   },
 };

@@ -45,8 +45,10 @@ export async function redrive(deps: RedriveDeps, sources: WorkSource[]): Promise
   const { db, queues, now, log } = deps;
   const olderThan = new Date(now - deps.graceMs);
   const added: Record<string, number> = {};
-  for (const source of sources) {
-    const work = await source.find(db, { now, olderThan }, BATCH);
+  // the sources are read together (a few round trips at once, not one after the other), then carried on one by one
+  const found = await Promise.all(sources.map((source) => source.find(db, { now, olderThan }, BATCH)));
+  for (const [s, source] of sources.entries()) {
+    const work = found[s];
     let n = 0;
     for (let i = 0; i < work.length; i += PARALLEL) {
       const results = await Promise.all(

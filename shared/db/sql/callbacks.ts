@@ -34,3 +34,10 @@ const STORE = sqlStatement(
 export async function insertCallbacksWithJobs(db: Executor, rows: InboxRow[], jobs: OutboxMessage[]): Promise<void> {
   await runSql(db, STORE, [JSON.stringify(rows), JSON.stringify(jobs)]);
 }
+
+/** The re-drive's (shared/providers/inbox.ts): callbacks not applied yet, received before $1, oldest first, at most $2. */
+const UNAPPLIED = sqlStatement('callbacks-unapplied', `select id from provider_callbacks where processed_at is null and received_at < $1 order by received_at limit $2`);
+
+export async function unappliedCallbackIds(db: Executor, receivedBefore: Date, limit: number): Promise<string[]> {
+  return (await runSql<{ id: string }>(db, UNAPPLIED, [receivedBefore, limit])).map((r) => r.id);
+}

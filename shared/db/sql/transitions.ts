@@ -103,6 +103,14 @@ export function operationSql(k: OperationTables) {
           and (o.asked_at is null or o.asked_at < $2::timestamptz - least($3, $4 * power(2, least(o.asks - 1, 20))) * interval '1 millisecond')
         limit 1`,
     ),
+    // the re-drive's (shared/operations/send.ts unsentOperations): open rows never sent, created before $2 ($1 open statuses),
+    // whose window ends after $3 (-infinity: any), oldest first, at most $4
+    unsent: sqlStatement(
+      `unsent-${k.name}`,
+      `select * from ${t} o
+        where o.status = any($1::text[]) and o.sent_at is null and o.created_at < $2 and o.window_ends_at > $3${scopeSql(k, 'o')}
+        order by o.created_at limit $4`,
+    ),
     // the writer's statement, in its four shapes (writeStatement)
     create: writeStatement(k, 'create'),
     createKeyed: writeStatement(k, 'create-keyed'),

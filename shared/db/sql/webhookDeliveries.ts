@@ -173,3 +173,19 @@ const MARK_DEAD = sqlStatement(
 export async function markDead(db: Executor, deliveryId: string, reason: string): Promise<void> {
   await runSql(db, MARK_DEAD, [reason, deliveryId]);
 }
+
+/**
+ * The re-drive's (shared/webhooks/sweep.ts): pending deliveries due before $1, not in flight, nor
+ * held by an open breaker until then; oldest first, at most $2.
+ */
+const DUE = sqlStatement(
+  'webhook_deliveries_due',
+  `select d.id, d.webhook_id, d.round from webhook_deliveries d join webhooks w on w.id = d.webhook_id
+    where d.status = 'pending' and d.next_attempt_at < $1 and (d.lease_until is null or d.lease_until <= now())
+      and (w.breaker_open_until is null or w.breaker_open_until < $1)
+    order by d.next_attempt_at limit $2`,
+);
+
+export async function dueDeliveryRows(db: Executor, dueBefore: Date, limit: number): Promise<{ id: string; webhook_id: string; round: number }[]> {
+  return runSql(db, DUE, [dueBefore, limit]);
+}
