@@ -1,8 +1,8 @@
-import { LedgerAccount, LedgerEntry, LedgerTransaction } from '../db/models';
+import { LedgerAccount, LedgerTransaction } from '../db/models';
 import { randomUUID } from 'node:crypto';
 import type { Executor, Trx } from '../db/knex';
 import { Unprocessable } from '../errors';
-import { foldAccount, insertPosting, insertPostingAndMove } from '../db/sql/ledger';
+import { foldAccount, insertPosting, insertPostingAndMove, unfoldedAccounts } from '../db/sql/ledger';
 import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, type Posting } from '../domain/ledger';
 
 /** Writes ledger postings: balanced double-entry transactions, once per object. */
@@ -72,17 +72,17 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
  * per statement, so that reading a balance never sums many entries. Returns the accounts folded.
  */
 export async function foldCredits(db: Executor, batch = 100): Promise<number> {
-  const rows: { account_id: number }[] = await LedgerEntry.query(db).where({ unfolded: true }).distinct('account_id').limit(batch);
-  for (const r of rows) {
+  const accounts = await unfoldedAccounts(db, batch);
+  for (const account of accounts) {
     try {
-      await foldAccount(db, r.account_id);
+      await foldAccount(db, account);
     } catch (err) {
       // a debit folding the same account at that moment may win a deadlock against the sweep:
       // it folded the credits itself, and whatever is left waits for the next sweep
       if ((err as { code?: string }).code !== '40P01') throw err;
     }
   }
-  return rows.length;
+  return accounts.length;
 }
 
 /** Gives back exactly what `originalKind` moved for `referenceId` (once). */

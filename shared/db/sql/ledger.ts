@@ -72,3 +72,10 @@ export async function insertPostingAndMove(db: Executor, posting: PostingRow, ro
 export async function foldAccount(db: Executor, accountId: number): Promise<void> {
   await runSql(db, FOLD, [[accountId], [0]]);
 }
+
+/** The accounts with credits not yet folded into their cached balance (the fold's, shared/ledger/postings.ts), at most $1. */
+const UNFOLDED_ACCOUNTS = sqlStatement('ledger-unfolded-accounts', `select distinct account_id from ledger_entries where unfolded limit $1`);
+
+export async function unfoldedAccounts(db: Executor, limit: number): Promise<number[]> {
+  return (await runSql<{ account_id: number }>(db, UNFOLDED_ACCOUNTS, [limit])).map((r) => r.account_id);
+}
