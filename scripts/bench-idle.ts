@@ -15,8 +15,9 @@ import { createTestDatabase } from './lib/databases';
  * node's own code, counted once; their sum is what the machine gives the stack) and CPU (% of
  * one core). Prints one line per process and the totals, then stops the stack.
  *
- * Options: --port 3950 (the web; the sandboxes take port+1 … port+3), --seconds 30, --settle 70
- * (each pool's first periodic runs, up to a minute in, load and compile code of their own),
+ * Options: --port 3950 (the web; the sandboxes take port+1 … port+3), --seconds 60, --settle 150
+ * (each pool's first periodic runs, up to a minute in, load and compile code of their own, and
+ * V8's memory reducer then runs full collections for a minute or so: a steady stack is measured),
  * --redis-url redis://127.0.0.1:6379/9.
  */
 
@@ -25,8 +26,8 @@ const TICK_MS = 10; // USER_HZ: /proc's CPU times are in hundredths of a second
 const { values } = parseArgs({
   options: {
     port: { type: 'string', default: '3950' },
-    seconds: { type: 'string', default: '30' },
-    settle: { type: 'string', default: '70' },
+    seconds: { type: 'string', default: '60' },
+    settle: { type: 'string', default: '150' },
     'redis-url': { type: 'string', default: 'redis://127.0.0.1:6379/9' },
   },
 });
