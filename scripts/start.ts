@@ -5,7 +5,7 @@ import { parseArgs } from 'node:util';
 import { ensureLocalServices, PROJECT_ROOT } from './local-services';
 import { loadConfig } from '../shared/config';
 import { checkDeployment } from '../shared/deployment';
-import { pendingMigrations } from '../shared/db/migrate';
+import { migrationsUpToDate } from '../shared/db/migrate';
 import { lowerPriority, POOL_NICENESS } from '../workers/priority';
 import { nextBackoff } from '../shared/restart';
 import { HEARTBEAT, heartbeatTimeoutMs, STARTING_GRACE_MS } from '../shared/heartbeat';
@@ -75,8 +75,7 @@ async function main() {
   if (isStale()) build();
   // migrations stay TypeScript run by tsx (knex records each by its file name), started only when one is pending
   const config = loadConfig(env);
-  const pending = await pendingMigrations(config.databaseUrl).catch(() => undefined);
-  if (pending?.length === 0) say('database is up to date');
+  if (await migrationsUpToDate(config.databaseUrl)) say('database is up to date');
   else {
     const migrate = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { cwd: ROOT, env, stdio: 'inherit' });
     const code = await new Promise<number | null>((r) => migrate.on('exit', r));

@@ -13,21 +13,24 @@ export async function migrateLatest(db: Knex): Promise<string[]> {
 }
 
 /**
- * The migrations the database has not applied yet, by file name (knex_migrations, where knex
- * records each), read with one query and without loading a migration or TypeScript: `npm start`
- * runs the migrator (tsx) only when this names one. A database or table that does not exist yet
- * throws or names them all; either way the migrator then runs.
+ * Whether the database has applied exactly the migrations of the folder (knex_migrations, where
+ * knex records each by file name), read with one query and without loading a migration or
+ * TypeScript: `npm start` runs the migrator (tsx) only when it has not. A migration pending, one
+ * recorded that the folder no longer has (the migrator then says what is wrong), a database or
+ * table that does not exist yet: not up to date.
  */
-export async function pendingMigrations(databaseUrl: string): Promise<string[]> {
-  const files = readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.ts'));
+export async function migrationsUpToDate(databaseUrl: string): Promise<boolean> {
+  const files = new Set(readdirSync(MIGRATIONS_DIR).filter((f) => f.endsWith('.ts')));
   const client = new pg.Client({ connectionString: databaseUrl, connectionTimeoutMillis: 5000 });
-  await client.connect();
   try {
-    const { rows } = await client.query<{ name: string }>(`select name from knex_migrations`).catch(() => ({ rows: [] }));
+    await client.connect();
+    const { rows } = await client.query<{ name: string }>('select name from knex_migrations');
     const applied = new Set(rows.map((r) => r.name));
-    return files.filter((f) => !applied.has(f));
+    return applied.size === files.size && [...files].every((f) => applied.has(f));
+  } catch {
+    return false;
   } finally {
-    await client.end();
+    await client.end().catch(() => undefined);
   }
 }
 
