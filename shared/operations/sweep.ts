@@ -1,4 +1,3 @@
-import type { AnyQueryBuilder } from 'objection';
 import type { ServiceContext } from '../context';
 import { findOperation } from '../db/sql/transitions';
 import { runSql } from '../db/sql/run';
@@ -43,23 +42,10 @@ function hoursPastBound(row: OperationRow, t: number): number {
  */
 async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any, any>): Promise<Claimed[]> {
   const now = new Date(ctx.clock.now());
-  if ((await runSql(ctx.db, kind.sql.due, [kind.machine.open, now, MAX_ASK_INTERVAL_MS, ctx.config.askIntervalMs])).length === 0) return [];
+  const due = [kind.machine.open, now, MAX_ASK_INTERVAL_MS, ctx.config.askIntervalMs];
+  if ((await runSql(ctx.db, kind.sql.due, due)).length === 0) return [];
   return ctx.db.transaction(async (trx) => {
-    const rows: OperationRow[] = await kind.model
-      .query(trx)
-      .where(kind.scope ?? {})
-      .whereIn('status', kind.machine.open as string[])
-      .where('window_ends_at', '<', now)
-      .where((q: AnyQueryBuilder) =>
-        q
-          .whereNull('asked_at')
-          .orWhereRaw(`asked_at < ?::timestamptz - least(?, ? * power(2, least(asks - 1, 20))) * interval '1 millisecond'`, [now, MAX_ASK_INTERVAL_MS, ctx.config.askIntervalMs]),
-      )
-      .orderBy('window_ends_at')
-      .limit(BATCH)
-      .forUpdate()
-      .skipLocked()
-      .select('id', 'merchant_id', 'environment', 'status', 'version', 'asked_at', 'asks');
+    const rows = await runSql<OperationRow>(trx, kind.sql.claimDue, [...due, BATCH]);
     await writeColumns(trx, kind, rows.map((row) => ({ row, patch: { asked_at: now, asks: row.asks + 1 } })));
     return rows.map((r) => ({ id: r.id, lastAsked: r.asked_at }));
   });

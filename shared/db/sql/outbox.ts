@@ -1,3 +1,4 @@
+import type { OutboxMessage } from '../rows';
 import type { Executor } from '../knex';
 import { runSql, sqlStatement } from './run';
 
@@ -8,9 +9,17 @@ export async function markOutboxEnqueued(db: Executor, ids: string[]): Promise<v
   await runSql(db, MARK_ENQUEUED, [ids]);
 }
 
-/** The relay's probe (shared/queues/outbox.ts): is a row older than $1 seconds still not enqueued? Nearly always not. */
-const ANY_MISSED = sqlStatement('outbox-any-missed', `select 1 from outbox where enqueued_at is null and created_at < now() - make_interval(secs => $1) limit 1`);
+/** The relay's rows (shared/queues/outbox.ts): not enqueued, and older than $1 seconds. */
+const MISSED = `enqueued_at is null and created_at < now() - make_interval(secs => $1)`;
+/** Its probe: nearly always there are none, and one read without a transaction says so. */
+const ANY_MISSED = sqlStatement('outbox-any-missed', `select 1 from outbox where ${MISSED} limit 1`);
+/** Its claim, in the caller's transaction: the oldest $2, locked, passing over rows another relay holds. */
+const CLAIM_MISSED = sqlStatement('outbox-claim-missed', `select * from outbox where ${MISSED} order by created_at limit $2 for update skip locked`);
 
 export async function anyOutboxMissed(db: Executor, graceS: number): Promise<boolean> {
   return (await runSql(db, ANY_MISSED, [graceS])).length > 0;
+}
+
+export async function claimMissedOutbox(trx: Executor, graceS: number, limit: number): Promise<OutboxMessage[]> {
+  return runSql(trx, CLAIM_MISSED, [graceS, limit]);
 }
