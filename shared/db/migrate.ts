@@ -1,10 +1,11 @@
-import { readdirSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import path from 'node:path';
 import type { Knex } from 'knex';
 import pg from 'pg';
 
-/** The migrations' folder: beside this file, or beside its source when this runs compiled (build/ leaves them out). */
-const MIGRATIONS_DIR = path.join(__dirname.replace(`${path.sep}build${path.sep}`, path.sep), 'migrations');
+/** The migrations' folder: beside this file, or beside its source when this runs compiled (build/shared/db: build/ leaves them out). */
+const BESIDE = path.join(__dirname, 'migrations');
+const MIGRATIONS_DIR = existsSync(BESIDE) ? BESIDE : path.resolve(__dirname, '../../../shared/db/migrations');
 
 /** Applies every migration not applied yet (TypeScript files, loaded through tsx). */
 export async function migrateLatest(db: Knex): Promise<string[]> {
