@@ -17,8 +17,9 @@
  * 200 payments, the first 20/s step cost 28.9 ms per payment against 22.7 ms for a 20/s step
  * after 8,000 more), whose pools and caches are filled, and whose tables hold some thousand rows
  * (Postgres keeps a connection's generic plan until an ANALYZE, and a plan made for empty tables
- * scans them whole as they grow). After each step the bench waits for the backlog to drain, then runs VACUUM ANALYZE on
- * its database (autovacuum is often off on development servers: the bench warns when it is).
+ * scans them whole as they grow). After each step the bench waits for the backlog to drain,
+ * then runs VACUUM ANALYZE on its database (autovacuum is often off on development servers: the
+ * bench warns when it is).
  *
  * Per step: created/s (201s), webhooks/s (payment.succeeded receipts during the step), POST p50
  * and p99, creation → webhook p50 and p99 (from the moment the POST left to the receipt), lost
