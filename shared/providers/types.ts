@@ -51,6 +51,13 @@ export type ProviderStatus =
   | { state: 'succeeded'; providerRef: string | null }
   | { state: 'failed' | 'cancelled'; providerRef: string | null; failureCode: string; failureMessage: string };
 
+/** What a status answer may echo of the amount that moved (compared with the operation's before it is applied). */
+export interface EchoedAmount {
+  /** minor units */
+  amount?: number | null;
+  currency?: Currency | null;
+}
+
 /** A verified callback, parsed. */
 export interface ProviderCallback {
   /** the provider's id of this notification (the same notification sent twice keeps it) */
