@@ -2,7 +2,6 @@ import Router from '@koa/router';
 import { BadRequest, NotFound, Unauthenticated, ValidationFailed } from '../shared/errors';
 import { CallbackFormatError } from '../shared/providers/errors';
 import { storeCallback } from '../shared/providers/inbox';
-import { parseCallbackBody } from '../shared/providers/protocol';
 import { readRawBody } from './body';
 import type { Db } from '../shared/db/knex';
 import { KINDS } from '../shared/operationKinds';
@@ -14,29 +13,40 @@ export const CALLBACK_BODY_LIMIT = 64 * 1024;
 
 /**
  * POST /callbacks/{provider}: provider callbacks, outside the merchant pipeline (no merchant
- * key, no rate limit). A callback is verified with its provider's secret (401 otherwise, nothing
- * stored), stored raw in the inbox with the job that applies it, and answered 200 at once.
+ * key, no rate limit). The provider's connector verifies it by its own scheme (401 otherwise,
+ * nothing stored) and parses it into our normalised form; it is stored in the inbox (raw, and
+ * normalised) with the job that applies it, and answered at once as the provider expects. An
+ * unsigned callback (an account without signatures) is stored unverified: the kernel confirms
+ * it by a status query before anything is applied. A notification that decides nothing is
+ * answered and not stored.
  */
 export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:provider', async (ctx) => {
   const provider = ctx.services.providers.byProviderId(ctx.params.provider);
   if (!provider) throw new NotFound('Provider');
   const raw = await readRawBody(ctx, CALLBACK_BODY_LIMIT);
-  if (!provider.verifyCallback(raw, ctx.headers, Math.floor(ctx.services.clock.now() / 1000))) {
-    throw new Unauthenticated('signature-invalid', 'The callback signature is missing, invalid or expired');
-  }
+  const verification = await provider.verifyCallback({ raw, headers: ctx.headers, ip: ctx.ip, nowUnix: Math.floor(ctx.services.clock.now() / 1000) });
+  if (verification === 'invalid') throw new Unauthenticated('signature-invalid', 'The callback signature is missing, invalid or expired');
   let parsed;
   try {
-    parsed = parseCallbackBody(raw);
+    parsed = provider.parseCallback(raw, ctx.headers);
   } catch (err) {
     if (!(err instanceof CallbackFormatError)) throw err;
     throw err.notJson ? new BadRequest('invalid-json', 'The callback body is not valid JSON in UTF-8, or holds a NUL character or a lone surrogate') : new ValidationFailed('body', err.message);
   }
+  const answer = provider.callbackAnswer();
+  ctx.status = answer.status;
+  if (parsed === 'ignore') {
+    ctx.body = answer.body ?? '';
+    return;
+  }
   // a provider that forwards no trace context (a live one): the callback joins the trace its operation was created in
   const joined = ctx.get('traceparent') ? null : await operationTraceparent(ctx.services.db, parsed.kind, parsed.objectId);
   const deps = { db: ctx.services.db, outbox: ctx.services.outbox, batches: ctx.services.batches, log: ctx.state.log, clock: ctx.services.clock };
-  const id = await withTraceparent(joined, () => storeCallback(deps, provider, raw, parsed, ctx.state.requestId));
-  ctx.state.log.info({ callbackId: id, provider: provider.id, kind: parsed.kind, objectId: parsed.objectId }, 'callback stored');
-  ctx.body = { received: true };
+  const stored = parsed;
+  const id = await withTraceparent(joined, () => storeCallback(deps, provider, raw, stored, verification, ctx.state.requestId));
+  ctx.state.log.info({ callbackId: id, provider: provider.id, kind: parsed.kind, objectId: parsed.objectId, verification }, 'callback stored');
+  ctx.status = answer.status;
+  ctx.body = answer.body ?? '';
 });
 
 /** The trace context an operation was created in; nothing is read while traces are off. */

@@ -164,7 +164,7 @@ function storeMetrics(registry: Registry, services: ServiceContext): void {
     historyMarks.set(kind.name, Number(hi ?? 0));
     if (mark === undefined || hi === null) return;
     const scope = Object.fromEntries(Object.entries(kind.scope ?? {}).map(([k, v]) => [`o.${k}`, v]));
-    const rows: { id: number; status: string; provider: string | null; seconds: number }[] = await db(`${history} as h`)
+    const rows: { id: number; status: string; provider: string | null; operator: string | null; seconds: number }[] = await db(`${history} as h`)
       .join(`${kind.model.tableName} as o`, 'o.id', `h.${kind.history.column}`)
       .where(scope)
       .where('h.id', '>', mark)
@@ -173,11 +173,11 @@ function storeMetrics(registry: Registry, services: ServiceContext): void {
       .where((q) => q.whereNull('h.from_status').orWhereIn('h.from_status', open))
       .orderBy('h.id')
       .limit(TAIL_LIMIT)
-      .select('h.id', 'h.to_status as status', 'o.provider', db.raw('greatest(0, extract(epoch from h.at - o.created_at))::float8 as seconds'));
+      .select('h.id', 'h.to_status as status', 'o.provider', 'o.operator', db.raw('greatest(0, extract(epoch from h.at - o.created_at))::float8 as seconds'));
     if (rows.length === TAIL_LIMIT) historyMarks.set(kind.name, Number(rows[rows.length - 1].id));
     for (const r of rows) {
       const provider = r.provider ? services.providers.byProviderId(r.provider) : undefined;
-      const operator = provider ? operatorLabel(provider) : r.provider ? 'other' : 'none';
+      const operator = provider ? operatorLabel(provider, r.operator) : r.provider ? 'other' : 'none';
       timeToFinal.observe({ kind: kind.name, operator, status: r.status }, Number(r.seconds));
     }
   };

@@ -171,33 +171,112 @@ export class ConfigError extends Error {}
 
 /** The four mobile-money operators of decisions.md. */
 export const PROVIDER_OPERATORS = ['vodacom', 'airtel', 'orange', 'africell'] as const;
+type ConfiguredOperator = (typeof PROVIDER_OPERATORS)[number];
+const ROUTED_DIRECTIONS = ['collection', 'refund', 'payout'] as const;
+
+/** The live connectors (shared/providers/<name>/): real providers' public APIs. */
+export const LIVE_CONNECTORS = ['pawapay', 'airtel'] as const;
+export type LiveConnectorName = (typeof LIVE_CONNECTORS)[number];
+/** Which operators each connector can reach (pawaPay: VODACOM_MPESA_COD, AIRTEL_COD, ORANGE_COD; Airtel: itself). */
+const CONNECTOR_REACH: Record<LiveConnectorName, readonly ConfiguredOperator[]> = { pawapay: ['vodacom', 'airtel', 'orange'], airtel: ['airtel'] };
+
+/** pawaPay Merchant API v2 (docs/going-live.md): one account and one callback URL for every operator it reaches. */
+export interface PawapaySettings {
+  url: string;
+  apiToken: string;
+  /** `required`: callbacks must carry pawaPay's RFC 9421 signature; `off`: the account signs none, each is confirmed by a status query */
+  callbackSignatures: 'required' | 'off';
+}
+
+/** Airtel Money Open API (direct contract). */
+export interface AirtelSettings {
+  url: string;
+  clientId: string;
+  clientSecret: string;
+  country: string;
+  /** the disbursement PIN and Airtel's RSA public key (PEM) it is encrypted with; null: no payouts */
+  disbursementPin: string | null;
+  pinPublicKey: string | null;
+  pinPadding: 'pkcs1' | 'oaep';
+  /** the secret of the callback `hash`; null: Airtel sends unsigned callbacks, each confirmed by a status query */
+  callbackHashSecret: string | null;
+}
+
+/** A set of variables that go together: all or none (a half-configured connector refuses to start). */
+function together(env: Env, names: string[]): boolean {
+  const given = names.filter((n) => env[n]);
+  if (given.length > 0 && given.length < names.length) {
+    throw new ConfigError(`${names.join(', ')} must be set together (missing: ${names.filter((n) => !env[n]).join(', ')})`);
+  }
+  return given.length === names.length;
+}
+
+function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
+  const raw = env[name];
+  if (raw === undefined || raw === '') return fallback;
+  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  return raw as T;
+}
+
+/** A PEM given in one line (\n escaped, as environment files hold it) or several. */
+const pem = (raw: string) => raw.replace(/\\n/g, '\n');
 
 /**
- * Payment flow settings: the live provider of each operator (PROVIDER_<OPERATOR>_URL / _API_KEY /
- * _CALLBACK_SECRET), the sandbox, the callback-reconciler.
+ * Live mobile-money routing (decisions.md "Live providers"): LIVE_<OPERATOR>=<connector> routes
+ * every direction of an operator, LIVE_<OPERATOR>_<DIRECTION> overrides one; an operator with
+ * no route is closed in live. Test keys always reach the sandbox, whatever is set here. Each
+ * connector's base URL is a setting (its own sandbox, production, or a simulator).
  */
-function loadPaymentsConfig(env: Env, production: boolean, sandboxUrl: string, sandboxSecret: string) {
-  // the API key the sandbox provider expects from us
-  const sandboxProviderApiKey = env.SANDBOX_PROVIDER_API_KEY || 'sandbox-provider-key';
-  const liveProviders: Partial<Record<(typeof PROVIDER_OPERATORS)[number], { url: string; apiKey: string; callbackSecret: string }>> = {};
-  for (const op of PROVIDER_OPERATORS) {
-    const prefix = `PROVIDER_${op.toUpperCase()}`;
-    const given = ['URL', 'API_KEY', 'CALLBACK_SECRET'].filter((suffix) => env[`${prefix}_${suffix}`]);
-    if (given.length > 0 && given.length < 3) {
-      throw new ConfigError(`${prefix}_URL, ${prefix}_API_KEY and ${prefix}_CALLBACK_SECRET must be set together`);
-    }
-    // production never falls back to the sandbox: an operator left unconfigured takes no live payment
-    if (production && given.length === 0) continue;
-    // elsewhere the live providers default to the sandbox, so live keys work end to end locally
-    liveProviders[op] = {
-      url: url(env, `${prefix}_URL`, `${sandboxUrl}/${op}`, production ? ['https:'] : ['http:', 'https:']),
-      apiKey: env[`${prefix}_API_KEY`] || sandboxProviderApiKey,
-      callbackSecret: env[`${prefix}_CALLBACK_SECRET`] || sandboxSecret,
+function loadLiveConfig(env: Env, production: boolean) {
+  const protocols = production ? ['https:'] : ['http:', 'https:'];
+  const pawapay: PawapaySettings | null = together(env, ['PAWAPAY_URL', 'PAWAPAY_API_TOKEN'])
+    ? {
+        url: url(env, 'PAWAPAY_URL', '', protocols),
+        apiToken: env.PAWAPAY_API_TOKEN!,
+        callbackSignatures: oneOf(env, 'PAWAPAY_CALLBACK_SIGNATURES', ['required', 'off'] as const, 'required'),
+      }
+    : null;
+  let airtel: AirtelSettings | null = null;
+  if (together(env, ['AIRTEL_URL', 'AIRTEL_CLIENT_ID', 'AIRTEL_CLIENT_SECRET'])) {
+    const pin = together(env, ['AIRTEL_DISBURSEMENT_PIN', 'AIRTEL_PIN_PUBLIC_KEY']);
+    airtel = {
+      url: url(env, 'AIRTEL_URL', '', protocols),
+      clientId: env.AIRTEL_CLIENT_ID!,
+      clientSecret: env.AIRTEL_CLIENT_SECRET!,
+      country: env.AIRTEL_COUNTRY || 'CD',
+      disbursementPin: pin ? env.AIRTEL_DISBURSEMENT_PIN! : null,
+      pinPublicKey: pin ? pem(env.AIRTEL_PIN_PUBLIC_KEY!) : null,
+      pinPadding: oneOf(env, 'AIRTEL_PIN_PADDING', ['pkcs1', 'oaep'] as const, 'pkcs1'),
+      callbackHashSecret: env.AIRTEL_CALLBACK_HASH_SECRET || null,
     };
+  } else if (['AIRTEL_DISBURSEMENT_PIN', 'AIRTEL_PIN_PUBLIC_KEY', 'AIRTEL_CALLBACK_HASH_SECRET'].some((n) => env[n])) {
+    throw new ConfigError('AIRTEL_URL, AIRTEL_CLIENT_ID and AIRTEL_CLIENT_SECRET must be set with the other AIRTEL_ settings');
   }
+  const configured: Record<LiveConnectorName, boolean> = { pawapay: pawapay !== null, airtel: airtel !== null };
+  const routes: Partial<Record<ConfiguredOperator, Partial<Record<(typeof ROUTED_DIRECTIONS)[number], LiveConnectorName>>>> = {};
+  for (const operator of PROVIDER_OPERATORS) {
+    for (const direction of ROUTED_DIRECTIONS) {
+      const name = `LIVE_${operator.toUpperCase()}_${direction.toUpperCase()}`;
+      const given = env[name] ?? env[`LIVE_${operator.toUpperCase()}`];
+      if (!given) continue;
+      const connector = oneOf(env, env[name] !== undefined ? name : `LIVE_${operator.toUpperCase()}`, LIVE_CONNECTORS, 'pawapay');
+      if (!CONNECTOR_REACH[connector].includes(operator)) throw new ConfigError(`${name}: ${connector} does not reach ${operator}`);
+      if (!configured[connector]) throw new ConfigError(`${name} routes ${operator} to ${connector}, which is not configured (its ${connector.toUpperCase()}_ settings are missing)`);
+      if (connector === 'airtel' && direction === 'payout' && !airtel!.disbursementPin) {
+        throw new ConfigError(`${name}: Airtel payouts need AIRTEL_DISBURSEMENT_PIN and AIRTEL_PIN_PUBLIC_KEY`);
+      }
+      (routes[operator] ??= {})[direction] = connector;
+    }
+  }
+  return { pawapay, airtel, routes };
+}
+
+/** Payment flow settings: the sandbox, the live connectors and their routing, the callback-reconciler. */
+function loadPaymentsConfig(env: Env, production: boolean, sandboxSecret: string) {
   const payments = {
-    liveProviders,
-    sandboxProviderApiKey,
+    /** the API key the sandbox provider expects from us */
+    sandboxProviderApiKey: env.SANDBOX_PROVIDER_API_KEY || 'sandbox-provider-key',
+    live: loadLiveConfig(env, production),
     /** timeout of one call to a provider */
     providerTimeoutMs: int(env, 'PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000),
     /** simulated sandbox latency before it answers a push */
@@ -209,11 +288,6 @@ function loadPaymentsConfig(env: Env, production: boolean, sandboxUrl: string, s
   // bad callbacks); the sandbox provider runs in production too (test keys), so its secret counts
   if (production && DEV_CALLBACK_SECRETS.includes(sandboxSecret)) {
     throw new ConfigError('SANDBOX_CALLBACK_SECRET must be set in production (the development callback secret is refused)');
-  }
-  for (const [op, p] of Object.entries(liveProviders)) {
-    if (production && p && DEV_CALLBACK_SECRETS.includes(p.callbackSecret)) {
-      throw new ConfigError(`PROVIDER_${op.toUpperCase()}_CALLBACK_SECRET must not be a development callback secret in production`);
-    }
   }
   return payments;
 }
@@ -359,7 +433,7 @@ export function loadConfig(env: Env = process.env) {
   // tests only: the process's clock is the system clock plus the offset a test writes in this file (shared/clock.ts, fileClock)
   const testClockFile = env.TEST_CLOCK_FILE || null;
   if (testClockFile && nodeEnv !== 'test') throw new ConfigError(`TEST_CLOCK_FILE moves the clock in tests only: refused with NODE_ENV=${nodeEnv}`);
-  const payments = loadPaymentsConfig(env, production, sandboxProviderUrl, sandboxCallbackSecret);
+  const payments = loadPaymentsConfig(env, production, sandboxCallbackSecret);
   return {
     nodeEnv,
     port,

@@ -66,7 +66,7 @@ export function createContext(opts: ContextOptions): ServiceContext {
     caches: new Caches(now),
     log,
     get providers() {
-      return (registry ??= new ProviderRegistry(config));
+      return (registry ??= new ProviderRegistry(config, log));
     },
     get providerHealth() {
       return (health ??= new ProviderHealth(db, now, config.availability.slowMs, log));
@@ -74,6 +74,7 @@ export function createContext(opts: ContextOptions): ServiceContext {
     clock: opts.clock ?? clockOf(config),
     async close() {
       await health?.close().catch(() => undefined);
+      registry?.close();
       await outbox.flushMarks();
       await queues.close().catch(() => undefined);
       redis.disconnect();

@@ -38,7 +38,9 @@ export type UnprocessableCode =
   | 'card-refund-not-supported'
   | 'amount-over-limit'
   | 'insufficient-balance'
-  | 'operator-unavailable';
+  | 'operator-unavailable'
+  | 'amount-not-supported'
+  | 'partial-refund-not-supported';
 export type TooManyCode = 'rate-limit-exceeded' | 'redelivery-limit';
 export type UnavailableCode = 'maintenance' | 'service-unavailable';
 

@@ -35,7 +35,7 @@ export const availabilityRoutes = defineRoutes([
     async handler(ctx) {
       refuseQuery(ctx.query);
       const { db, clock, config } = ctx.services;
-      ctx.body = { object: 'list', data: await operatorAvailability(db, callerOf(ctx).environment, clock.now(), config.availability) };
+      ctx.body = { object: 'list', data: await operatorAvailability(db, ctx.services.providers, callerOf(ctx).environment, clock.now(), config.availability) };
     },
   }),
 ]);

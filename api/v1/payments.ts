@@ -59,11 +59,11 @@ export const paymentsRoutes = defineRoutes([
     }),
     idempotencyKey: 'required',
     responses: { 201: { description: 'The payment', body: Payment } },
-    errors: ['operator-mismatch', 'reference-conflict', 'amount-over-limit', 'operator-unavailable'],
+    errors: ['operator-mismatch', 'reference-conflict', 'amount-over-limit', 'operator-unavailable', 'amount-not-supported'],
     async handler(ctx, { body }) {
       const { db, outbox, batches, caches, config, clock } = ctx.services;
       // the Idempotency-Key (required: the pipeline checked it) is written with the payment
-      ctx.body = await createPayment({ db, outbox, batches, caches, config, clock, log: ctx.state.log }, callerOf(ctx), body, idempotentWrite(ctx, 201)!);
+      ctx.body = await createPayment({ db, outbox, batches, caches, config, clock, providers: ctx.services.providers, log: ctx.state.log }, callerOf(ctx), body, idempotentWrite(ctx, 201)!);
       ctx.status = 201;
     },
   }),

@@ -47,11 +47,11 @@ export const payoutsRoutes = defineRoutes([
     }),
     idempotencyKey: 'required',
     responses: { 201: { description: 'The payout', body: Payout } },
-    errors: ['operator-mismatch', 'reference-conflict', 'insufficient-balance', 'operator-unavailable'],
+    errors: ['operator-mismatch', 'reference-conflict', 'insufficient-balance', 'operator-unavailable', 'amount-not-supported'],
     async handler(ctx, { body }) {
       const { db, outbox, caches, config, clock } = ctx.services;
       const providerWindowMs = config.providerWindowMs[callerOf(ctx).environment];
-      ctx.body = await createPayout({ db, outbox, caches, clock, log: ctx.state.log, providerWindowMs }, callerOf(ctx), body, ctx.state.requestId, idempotentWrite(ctx, 201));
+      ctx.body = await createPayout({ db, outbox, caches, clock, log: ctx.state.log, providerWindowMs, providers: ctx.services.providers }, callerOf(ctx), body, ctx.state.requestId, idempotentWrite(ctx, 201));
       ctx.status = 201;
     },
   }),

@@ -48,11 +48,11 @@ export const refundsRoutes = defineRoutes([
     body: component('CreateRefund', { ...refundSchema, examples: [{ amount: 500, reason: 'Item out of stock' }, {}] }),
     idempotencyKey: 'optional',
     responses: { 201: { description: 'The refund, `pending` until the provider answers', body: Refund } },
-    errors: ['refund-exceeds-refundable', 'payment-not-refundable', 'card-refund-not-supported', 'insufficient-balance', 'operator-unavailable'],
+    errors: ['refund-exceeds-refundable', 'payment-not-refundable', 'card-refund-not-supported', 'insufficient-balance', 'operator-unavailable', 'amount-not-supported', 'partial-refund-not-supported'],
     async handler(ctx, { body }) {
       const { db, outbox, caches, config, clock } = ctx.services;
       const providerWindowMs = config.providerWindowMs[callerOf(ctx).environment];
-      ctx.body = await createRefund({ db, outbox, caches, clock, log: ctx.state.log, providerWindowMs }, callerOf(ctx), ctx.params.id, body, ctx.state.requestId, idempotentWrite(ctx, 201));
+      ctx.body = await createRefund({ db, outbox, caches, clock, log: ctx.state.log, providerWindowMs, providers: ctx.services.providers }, callerOf(ctx), ctx.params.id, body, ctx.state.requestId, idempotentWrite(ctx, 201));
       ctx.status = 201;
     },
   }),

@@ -24,6 +24,10 @@ export interface OperationRow {
   environment: Environment;
   status: string;
   currency: Currency;
+  /** the mobile-money operator (null for a card payment) */
+  operator: string | null;
+  /** Unix seconds */
+  created: number;
   provider: string | null;
   provider_ref: string | null;
   failure_code: string | null;

@@ -5,6 +5,7 @@ import { processRegistry } from './registry';
 /**
  * Every provider call of the operations kernel (a send, an ask), timed through `timeProviderCall`
  * (shared/operations/health.ts). Label values come from closed sets only:
+ * - connector: the connector that was called (sandbox, pawapay, airtel, card);
  * - operator: vodacom, airtel, orange, africell, or `card` for the card acquirer;
  * - kind: payment, refund, payout, card_payment;
  * - environment: test, live;
@@ -14,8 +15,8 @@ import { processRegistry } from './registry';
  */
 export const providerCallDuration = new Histogram({
   name: 'provider_call_duration_seconds',
-  help: 'Provider calls of the operations kernel (sends and asks), by operator, kind, environment and outcome',
-  labelNames: ['operator', 'kind', 'environment', 'outcome'] as const,
+  help: 'Provider calls of the operations kernel (sends and asks), by connector, operator, kind, environment and outcome',
+  labelNames: ['connector', 'operator', 'kind', 'environment', 'outcome'] as const,
   buckets: [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 20, 30],
   registers: [processRegistry],
 });
@@ -23,11 +24,21 @@ export const providerCallDuration = new Histogram({
 const KINDS = new Set(['payment', 'refund', 'payout', 'card_payment']);
 const ENVIRONMENTS = new Set(['test', 'live']);
 
-/** What the kernel knows of the provider it calls (shared/providers/types.ts). */
-type CalledProvider = { readonly id: string; readonly environment: string; readonly operator?: string };
+/** What the kernel knows of the provider it calls (shared/providers/connector.ts). */
+type CalledProvider = { readonly id: string; readonly environment: string };
 
-export function operatorLabel(provider: CalledProvider): string {
-  if (provider.operator && (OPERATORS as string[]).includes(provider.operator)) return provider.operator;
+const LIVE_CONNECTORS = new Set(['pawapay', 'airtel']);
+
+/** The connector label: its name, `sandbox` for the sandbox's, `card` for an acquirer. */
+export function connectorLabel(provider: CalledProvider): string {
+  if (LIVE_CONNECTORS.has(provider.id)) return provider.id;
+  if (provider.id.endsWith('-sandbox')) return 'sandbox';
+  return provider.id.startsWith('card') ? 'card' : 'other';
+}
+
+/** The operator label of an operation: its operator, `card` for a card payment. */
+export function operatorLabel(provider: CalledProvider, operator: string | null): string {
+  if (operator && (OPERATORS as string[]).includes(operator)) return operator;
   return provider.id.startsWith('card') ? 'card' : 'other';
 }
 
@@ -40,9 +51,10 @@ function outcomeOf(err: unknown): 'refused' | 'timeout' | 'error' {
 }
 
 /** The same call, timed into provider_call_duration_seconds; its result or error passes through. */
-export function timeProviderCall<T>(provider: CalledProvider, kind: string, call: () => Promise<T>): () => Promise<T> {
+export function timeProviderCall<T>(provider: CalledProvider, operator: string | null, kind: string, call: () => Promise<T>): () => Promise<T> {
   const labels = {
-    operator: operatorLabel(provider),
+    connector: connectorLabel(provider),
+    operator: operatorLabel(provider, operator),
     kind: KINDS.has(kind) ? kind : 'other',
     environment: ENVIRONMENTS.has(provider.environment) ? provider.environment : 'other',
   };

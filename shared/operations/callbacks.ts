@@ -1,8 +1,11 @@
 import type { ServiceContext } from '../context';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
-import { parseCallbackBody } from '../providers/protocol';
 import type { ProviderObjectKind, StoredCallback } from '../providers/types';
+import type { ProviderEndpoint } from '../providers/connector';
+import { amountDiffers, storedCallback, type CallbackColumns } from '../providers/stored';
+import type { OperationRow } from '../db/rows';
+import type { Operator } from '../vocabulary';
 import type { OperationKind } from './kind';
 import { applyTrigger, lockRow, type TriggerOutcome } from './transition';
 import { applyCallbackInOneStatement } from './oneStatement';
@@ -15,7 +18,11 @@ export type CallbackOutcome =
   /** the operation is not handled by the provider that called (another provider or environment) */
   | 'provider-mismatch'
   /** a report about an operation never sent to that provider: recorded, listed for review, not applied */
-  | 'never-sent';
+  | 'never-sent'
+  /** the provider says another amount or currency moved: recorded, listed for review, never applied */
+  | 'amount-mismatch'
+  /** an unsigned callback whose status query found no final outcome: nothing applied (the sweep asks again) */
+  | 'unconfirmed';
 
 /**
  * Applies a stored callback (the inbox, architecture rule 2) once: the inbox row is locked, and
@@ -35,6 +42,8 @@ export async function applyStoredCallback(
     const done = await applyCallbackInOneStatement(ctx, hinted, callbackId, log);
     if (done) return done;
   }
+  // an unsigned callback is never applied on its word: its provider's status query decides (asked before any lock is taken)
+  const confirmation = await confirmUnsigned(ctx, kinds, callbackId);
   return transact({ db: ctx.db, outbox: ctx.outbox, clock: ctx.clock, log }, async (trx, outbox) => {
     // the general path of every callback: the knex builder, ~40 µs less CPU per query than the model
     const row = await trx('provider_callbacks').where({ id: callbackId }).forUpdate().first();
@@ -45,19 +54,53 @@ export async function applyStoredCallback(
     // a missing kind or provider is a deployment fault: throwing keeps the callback for a retry
     if (!provider) throw new Error(`callback ${callbackId}: provider ${row.provider} is not configured`);
     if (!kind) throw new Error(`callback ${callbackId}: no operation kind ${row.object_kind}`);
-    const callback: StoredCallback = { ...parseCallbackBody(Buffer.from(row.raw_body, 'utf8')), id: row.id, provider: row.provider };
+    const stored = storedCallback(row as CallbackColumns);
+    const callback: StoredCallback | undefined = stored.verified ? stored : confirmation && { ...stored, ...confirmation };
     const at = ctx.clock.now();
-    const op = await lockRow(trx, kind, callback.objectId);
+    const op = await lockRow(trx, kind, stored.objectId);
     let outcome: CallbackOutcome;
     if (!op) outcome = 'unknown-object';
     // only the provider that handles the operation decides it (not a sandbox's secret for a live payment)
     else if (op.provider !== provider.id || op.environment !== provider.environment) outcome = 'provider-mismatch';
     else if (kind.neverSent?.(op)) outcome = 'never-sent';
+    else if (!callback) outcome = 'unconfirmed';
+    else if (amountDiffers(callback, kind.moved(op))) outcome = 'amount-mismatch';
     else {
       const details = { reason: 'provider-callback', providerRef: callback.providerRef, failureCode: callback.failureCode, failureMessage: callback.failureMessage, at };
       outcome = (await applyTrigger(trx, outbox, kind, op, kind.reported(callback.status), details)).outcome;
     }
+    if (outcome === 'amount-mismatch') log.error({ callbackId, kind: kind.name, id: stored.objectId, provider: provider.id }, 'a callback names another amount than the operation: not applied (GET /admin/attention)');
     await trx('provider_callbacks').where({ id: callbackId }).update({ processed_at: trx.fn.now(), outcome });
-    return { outcome, callback };
+    return { outcome, callback: callback ?? stored };
   });
+}
+
+/** What a status query says of an unsigned callback's operation, as a callback's fields; undefined when it is signed or has no final outcome. */
+async function confirmUnsigned(
+  ctx: ServiceContext,
+  kinds: Record<ProviderObjectKind, OperationKind<any, any, any>>,
+  callbackId: string,
+): Promise<Pick<StoredCallback, 'status' | 'providerRef' | 'failureCode' | 'failureMessage' | 'amount' | 'currency'> | undefined> {
+  const row = (await ctx.db('provider_callbacks').where({ id: callbackId }).first()) as (CallbackColumns & { processed_at: Date | null }) | undefined;
+  if (!row || row.verified || row.processed_at) return undefined;
+  const kind = kinds[row.object_kind as ProviderObjectKind];
+  const provider = ctx.providers.byProviderId(row.provider);
+  const op: OperationRow | undefined = kind && (await kind.model.query(ctx.db).findById(row.object_id));
+  if (!kind || !provider || !op || op.provider !== provider.id) return undefined;
+  const answer = await askProvider(ctx, provider, kind.name, op);
+  if (answer.state !== 'succeeded' && answer.state !== 'failed' && answer.state !== 'cancelled') return undefined;
+  return {
+    status: answer.state,
+    providerRef: answer.providerRef,
+    failureCode: answer.state === 'succeeded' ? null : answer.failureCode,
+    failureMessage: answer.state === 'succeeded' ? null : answer.failureMessage,
+    amount: answer.amount ?? null,
+    currency: answer.currency ?? null,
+  };
+}
+
+/** Asks an operation's provider what it knows, counted for availability like every provider call. */
+export function askProvider(ctx: ServiceContext, provider: ProviderEndpoint, kind: ProviderObjectKind, op: OperationRow) {
+  const ref = { kind, id: op.id, providerRef: op.provider_ref, operator: (op.operator as Operator | null) ?? null, currency: op.currency, created: op.created * 1000 };
+  return ctx.providerHealth.observe(provider, kind, ref.operator, () => provider.ask(ref));
 }

@@ -5,7 +5,8 @@ import { ProviderHealthBucket } from '../db/models';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
 import { timeProviderCall } from '../metrics/providerCalls';
-import type { Provider, ProviderBase, ProviderObjectKind } from '../providers/types';
+import type { ProviderObjectKind } from '../providers/types';
+import type { ProviderEndpoint } from '../providers/connector';
 import { OPERATORS, type Environment, type Operator } from '../vocabulary';
 import type { Direction } from '../vocabulary';
 
@@ -48,29 +49,28 @@ export class ProviderHealth {
   ) {}
 
   /** Runs one provider call for an operation of `kind`, counting its outcome; the call's result or error passes through. */
-  async observe<T>(provider: ProviderBase, kind: ProviderObjectKind, call: () => Promise<T>): Promise<T> {
+  async observe<T>(provider: ProviderEndpoint, kind: ProviderObjectKind, operator: Operator | null, call: () => Promise<T>): Promise<T> {
     const started = performance.now();
     let failed = false;
     try {
-      return await timeProviderCall(provider, kind, call)(); // provider_call_duration_seconds (shared/metrics)
+      return await timeProviderCall(provider, operator, kind, call)(); // provider_call_duration_seconds (shared/metrics)
     } catch (err) {
       failed = !(err instanceof ProviderError) || err.retryable;
       throw err;
     } finally {
-      this.count(provider, kind, failed, performance.now() - started);
+      this.count(provider, operator, kind, failed, performance.now() - started);
     }
   }
 
-  private count(base: ProviderBase, kind: ProviderObjectKind, failed: boolean, latencyMs: number): void {
+  private count(provider: ProviderEndpoint, operator: Operator | null, kind: ProviderObjectKind, failed: boolean, latencyMs: number): void {
     // only mobile-money operators have an availability row (a card acquirer has no operator)
-    const provider = base as Provider;
-    if (!OPERATORS.includes(provider.operator)) return;
+    if (!operator || !OPERATORS.includes(operator)) return;
     const bucket = Math.floor(this.clock.now() / BUCKET_MS) * BUCKET_MS;
     const direction = DIRECTION_OF[kind];
-    const key = `${provider.operator}/${direction}/${provider.environment}/${bucket}`;
+    const key = `${operator}/${direction}/${provider.environment}/${bucket}`;
     let c = this.unflushed.get(key);
     if (!c) {
-      c = { operator: provider.operator, direction, environment: provider.environment, bucket: new Date(bucket), calls: 0, failures: 0, slow: 0, latency_ms_sum: 0 };
+      c = { operator, direction, environment: provider.environment, bucket: new Date(bucket), calls: 0, failures: 0, slow: 0, latency_ms_sum: 0 };
       this.unflushed.set(key, c);
     }
     c.calls++;

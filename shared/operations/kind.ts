@@ -5,7 +5,8 @@ import type { OutboxWriter } from '../db/transact';
 import type { Config } from '../config';
 import type { IdKind } from '../domain/ids';
 import type { ProviderError } from '../providers/errors';
-import type { Provider, ProviderAccepted, ProviderObjectKind } from '../providers/types';
+import type { ProviderAccepted, ProviderObjectKind } from '../providers/types';
+import type { Connector } from '../providers/connector';
 import type { QueueName } from '../queues/names';
 import type { Posting } from '../domain/ledger';
 import type { OperationRow } from '../db/rows';
@@ -48,7 +49,7 @@ export interface AcceptedStep<R> {
   patch?: Partial<R>;
 }
 
-export interface OperationKind<R extends OperationRow = OperationRow, S extends string = string, P = Provider> {
+export interface OperationKind<R extends OperationRow = OperationRow, S extends string = string, P = Connector> {
   /** the provider's word for it (callbacks and asks name it) */
   name: ProviderObjectKind;
   /** the id kind of its rows, when it is not `name` (a card payment is a `pay_`) */
@@ -66,6 +67,8 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
   providerRefVisible: boolean;
   /** the request to the provider, with our id as its idempotency key */
   request(provider: P, row: R, db: Executor): Promise<ProviderAccepted>;
+  /** what the provider is asked to move: compared with an amount its callback or status answer echoes */
+  moved(row: R): { amount: number; currency: string };
   /** what the provider's acceptance does (default: the `sent` trigger); e.g. a card charge may ask for 3-D Secure */
   accepted?(row: R, answer: ProviderAccepted, at: { config: Config; now: number }): AcceptedStep<R>;
   /**
@@ -107,7 +110,7 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
  * A kind with its statements: its table's `columns` (shared/db/rows.ts), and the order its new
  * rows are inserted in when a unique value other than the id could be shared by two batches.
  */
-export function defineKind<R extends OperationRow, S extends string, P = Provider>(
+export function defineKind<R extends OperationRow, S extends string, P = Connector>(
   spec: Omit<OperationKind<R, S, P>, 'sql'>,
   columns: readonly string[],
   insertOrder: readonly string[] = ['id'],

@@ -2,8 +2,8 @@ import type { ServiceContext } from '../context';
 import { markCallbacks, readCallbacksWithRows, type CallbackMark, type CallbackWithRow } from '../db/sql/transitions';
 import { accountKey } from '../ledger/postings';
 import type { Logger } from '../logger';
-import { parseCallbackBody } from '../providers/protocol';
 import type { StoredCallback } from '../providers/types';
+import { amountDiffers } from '../providers/stored';
 import type { OperationKind } from './kind';
 import { decide } from './machine';
 import { changeOf, creditOnly, creditPosting, operationWrite, writeAlone } from './transition';
@@ -46,9 +46,11 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
     // a job run again (the relay's or the re-drive's copy): the outcome is committed, nothing to do
     if (read.callback.processed_at) return { outcome: 'already-processed' };
     const { row } = read as CallbackWithRow<R>;
-    const provider = ctx.providers.byProviderId(read.callback.provider);
+    const { processed_at: _processed, ...callback } = read.callback;
+    const provider = ctx.providers.byProviderId(callback.provider);
     if (!provider || row.provider !== provider.id || row.environment !== provider.environment || kind.neverSent?.(row)) return undefined;
-    const callback: StoredCallback = { ...parseCallbackBody(Buffer.from(read.callback.raw_body, 'utf8')), id: callbackId, provider: read.callback.provider };
+    // unsigned (confirmed by a status query first) or naming another amount (recorded for review): the locked path
+    if (!callback.verified || amountDiffers(callback, kind.moved(row))) return undefined;
     const trigger = kind.reported(callback.status);
     const d = decide(kind.machine, row.status, trigger);
     if (d.kind === 'duplicate' || d.kind === 'late') {
@@ -56,7 +58,7 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
       // changes nothing but its own outcome: one shared statement, no transaction of its own
       const outcome = d.kind === 'duplicate' ? 'duplicate' : 'ignored-late';
       const marks = ctx.batches.get(`mark-callbacks-${kind.name}`, (ms: CallbackMark[]) => markCallbacks(ctx.db, kind.sql, ms));
-      if (await marks.call({ callbackId, outcome, id: row.id, from: { status: row.status, version: row.version } })) return { outcome, callback };
+      if (await marks.call({ callbackId, outcome, id: row.id, from: { status: row.status, version: row.version } })) return { outcome, callback: callback as StoredCallback };
       continue;
     }
     if (d.kind !== 'move') return undefined;

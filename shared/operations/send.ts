@@ -10,6 +10,7 @@ import type { AcceptedStep, OperationKind, TriggerDetails } from './kind';
 import { decide, isOpen } from './machine';
 import { applyTrigger, changeOf, lockRow, operationWrite, writeAlone, writeColumns, type TriggerOutcome } from './transition';
 import type { OperationRow } from '../db/rows';
+import type { Operator } from '../vocabulary';
 
 /** `kept-open`: refused for a reason the client can correct (kind.correctable); still open and unsent. */
 export type SendResult = 'sent' | 'already-sent' | 'not-open' | 'refused' | 'kept-open' | 'unknown';
@@ -39,7 +40,7 @@ export async function sendOnce<R extends OperationRow>(ctx: ServiceContext, kind
   }
   let answer: ProviderAccepted;
   try {
-    answer = await ctx.providerHealth.observe(provider, kind.name, () => kind.request(provider, row, ctx.db));
+    answer = await ctx.providerHealth.observe(provider, kind.name, (row.operator as Operator | null) ?? null, () => kind.request(provider, row, ctx.db));
   } catch (err) {
     if (err instanceof ProviderError && !err.retryable) {
       const keep = kind.correctable?.(row, err);

@@ -8,6 +8,8 @@ import { ATTENTION_AFTER_MS } from './attention';
 import { isOpen } from './machine';
 import { applyTrigger, lockRow, writeColumns } from './transition';
 import type { OperationRow } from '../db/rows';
+import { askProvider } from './callbacks';
+import { amountDiffers } from '../providers/stored';
 
 /**
  * The sweep: no operation stays open without being asked about. Once an open operation's window
@@ -55,7 +57,12 @@ async function ask(ctx: ServiceContext, kind: OperationKind<any, any, any>, row:
   const provider = row.provider ? ctx.providers.byProviderId(row.provider) : undefined;
   if (!provider) return { kind: 'no-provider' };
   try {
-    return { kind: 'status', ...(await ctx.providerHealth.observe(provider, kind.name, () => provider.ask(kind.name, row.id))) } as WindowAnswer;
+    const status = await askProvider(ctx, provider, kind.name, row);
+    // a status naming another amount than was asked is not followed: ask again (and an operator looks: the log)
+    if (status.state === 'succeeded' && amountDiffers({ amount: status.amount ?? null, currency: status.currency ?? null }, kind.moved(row))) {
+      return { kind: 'unreachable', error: new Error('the provider reports another amount or currency than the operation') };
+    }
+    return { ...status, kind: 'status' } as WindowAnswer;
   } catch (err) {
     return { kind: 'unreachable', error: err as Error };
   }

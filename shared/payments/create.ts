@@ -9,7 +9,8 @@ import { newId } from '../domain/ids';
 import { operatorAccepts } from '../domain/msisdn';
 import { refuseIfClosed } from '../availability/closures';
 import { BadRequest, Conflict, Unauthenticated, Unprocessable, ValidationFailed } from '../errors';
-import { providerIdFor } from '../providers/registry';
+import type { ProviderRegistry } from '../providers/registry';
+import { connectorFor } from '../providers/routing';
 import { cardAcquirerIdFor } from '../providers/cardAcquirer';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, type OutboxMessage } from '../queues/outbox';
@@ -27,7 +28,7 @@ import { CARD_CHECKOUT_WINDOW_MS, cardPaymentKind } from '../cards/kind';
  * The payment row a request asks for, or the 400/422 of decisions.md. Pure: the caller has
  * loaded the merchant's terms.
  */
-export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, caller: Caller, config: Config, now: number): PaymentRow {
+export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, caller: Caller, config: Config, providers: Pick<ProviderRegistry, 'route'>, now: number): PaymentRow {
   const mobile = input.method === 'mobile_money';
   if (!mobile) checkCardRequest(input, caller, config);
   if (mobile && !operatorAccepts(caller.environment, input.operator!, input.phone!)) {
@@ -45,6 +46,8 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
   if (limit !== null && split.amountCharged > limit) {
     throw new Unprocessable('amount-over-limit', `amount_charged ${split.amountCharged} is above this merchant's per-transaction limit of ${limit} ${input.currency}`, 'amount');
   }
+  // the connector that will carry it, and that it can (422 before anything is written or sent)
+  const provider = mobile ? connectorFor(providers, caller.environment, input.operator!, 'collection', input.currency, split.amountCharged).id : cardAcquirerIdFor(caller.environment);
   const windowMs = mobile ? config.providerWindowMs[caller.environment] : CARD_CHECKOUT_WINDOW_MS;
   return {
     id: newId('payment'),
@@ -68,7 +71,7 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
     customer_email: input.customer_email ?? null,
     customer_name: input.customer_name ?? null,
     return_url: input.return_url ?? null,
-    provider: mobile ? providerIdFor(caller.environment, input.operator!) : cardAcquirerIdFor(caller.environment),
+    provider,
     created: Math.floor(now / 1000),
     ...newOperationFields(windowMs, now),
     card: null,
@@ -100,7 +103,7 @@ function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Con
  * request writes nothing (IdempotencyKeyHeld). The push is enqueued after commit, else by the outbox-relay.
  */
 export async function createPayment(
-  deps: TransactDeps & { config: Config; batches: Batches; caches: Caches },
+  deps: TransactDeps & { config: Config; batches: Batches; caches: Caches; providers: Pick<ProviderRegistry, 'route'> },
   caller: Caller,
   input: CreatePaymentInput,
   key: IdempotentWrite<PaymentView>,
@@ -108,7 +111,7 @@ export async function createPayment(
   const { db } = deps;
   const terms = await merchantTerms(deps, deps.config.credentialCacheMs, caller.merchantId);
   if (!terms) throw new Unauthenticated('api-key-invalid');
-  const row = buildPayment(input, terms, caller, deps.config, deps.clock.now());
+  const row = buildPayment(input, terms, caller, deps.config, deps.providers, deps.clock.now());
   if (row.operator) await refuseIfClosed(deps, row.operator, 'collection');
   const view = paymentView(row, deps.config.baseUrl);
   const push: OutboxMessage[] = row.method === 'mobile_money' ? [outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId })] : [];

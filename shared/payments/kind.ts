@@ -13,7 +13,8 @@ const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } a
  * What every collection (mobile money, card) says as a kind: how a reported status maps to a
  * trigger, its outcome at the window's end (decisions.md "Faults"), its event object and its credit.
  */
-export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'reported' | 'unsentAtWindowEnd' | 'atWindowEnd' | 'eventObject' | 'posting'> = {
+export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'reported' | 'unsentAtWindowEnd' | 'atWindowEnd' | 'eventObject' | 'posting' | 'moved'> = {
+  moved: (p) => ({ amount: p.amount_charged, currency: p.currency }),
   reported: (status) => REPORTED[status],
   unsentAtWindowEnd: 'ask',
   atWindowEnd(_p, answer) {
@@ -56,7 +57,7 @@ export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = defineKind<
     providerRefVisible: true,
     // a push after the window would prompt a client for a payment about to be cancelled
     sendable: (p, now) => p.method === 'mobile_money' && p.window_ends_at.getTime() > now,
-    request: (provider, p) => provider.push({ paymentId: p.id, amount: p.amount_charged, currency: p.currency, msisdn: p.phone!, description: p.description }),
+    request: (provider, p) => provider.push({ paymentId: p.id, operator: p.operator!, amount: p.amount_charged, currency: p.currency, msisdn: p.phone!, description: p.description }),
     ...collectionPolicy,
   },
   PAYMENT_COLUMNS,

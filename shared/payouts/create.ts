@@ -11,7 +11,8 @@ import { refuseIfClosed } from '../availability/closures';
 import { BadRequest, Conflict, ValidationFailed } from '../errors';
 import { MAX_AMOUNT } from '../money';
 import { post } from '../ledger/postings';
-import { providerIdFor } from '../providers/registry';
+import type { ProviderRegistry } from '../providers/registry';
+import { connectorFor } from '../providers/routing';
 import { newOperationFields } from '../operations/kind';
 import { QUEUES } from '../queues/names';
 import type { PayoutInput } from './schemas';
@@ -26,11 +27,13 @@ import type { PayoutRow } from '../db/rows';
  * POST /v1/payouts: one transaction with its Idempotency-Key, taking amount + fee (the merchant's
  * rule for the currency) from available. A reference this merchant and environment used is 409.
  */
-export async function createPayout(deps: TransactDeps & { providerWindowMs: number; caches: Caches }, viewer: Caller, input: PayoutInput, requestId?: string, key?: IdempotentWrite<PayoutObject>): Promise<PayoutObject> {
+export async function createPayout(deps: TransactDeps & { providerWindowMs: number; caches: Caches; providers: Pick<ProviderRegistry, 'route'> }, viewer: Caller, input: PayoutInput, requestId?: string, key?: IdempotentWrite<PayoutObject>): Promise<PayoutObject> {
   if (!operatorAccepts(viewer.environment, input.operator, input.phone)) {
     throw new BadRequest('operator-mismatch', `The number does not belong to ${input.operator}`, 'phone');
   }
   await refuseIfClosed(deps, input.operator, 'payout');
+  // the connector that will pay it, and that it can carry the amount (422 before anything is written or sent)
+  const provider = connectorFor(deps.providers, viewer.environment, input.operator, 'payout', input.currency, input.amount).id;
   try {
     return await idempotentTransact(deps, key, async (trx, outbox) => {
       const now = deps.clock.now();
@@ -52,7 +55,7 @@ export async function createPayout(deps: TransactDeps & { providerWindowMs: numb
         reference: input.reference,
         description: input.description ?? null,
         metadata: input.metadata ?? {},
-        provider: providerIdFor(viewer.environment, input.operator),
+        provider,
         created: Math.floor(now / 1000),
         ...newOperationFields(deps.providerWindowMs, now),
       };

@@ -1,3 +1,4 @@
+import type { Operator } from '../vocabulary';
 import { defineKind, type OperationKind } from '../operations/kind';
 import { payoutMachine } from '../operations/machines';
 import { moneyOutPolicy } from '../operations/moneyOut';
@@ -17,7 +18,8 @@ export const payoutKind: OperationKind<PayoutRow, PayoutStatus> = defineKind<Pay
     send: { queue: QUEUES.payout, job: 'send-payout', idField: 'payoutId' },
     providerRefVisible: false,
     sendable: () => true,
-    request: (provider, p) => provider.payout({ payoutId: p.id, amount: p.amount, currency: p.currency, msisdn: p.phone, description: p.description }),
+    request: (provider, p) => provider.payout({ payoutId: p.id, operator: p.operator as Operator, amount: p.amount, currency: p.currency, msisdn: p.phone, description: p.description }),
+    moved: (p) => ({ amount: p.amount, currency: p.currency }),
     ...moneyOutPolicy<PayoutRow>('payout'),
     eventObject: payoutView,
   },

@@ -1,6 +1,7 @@
 import { HttpProviderBase, type HttpProviderBaseOptions } from './http';
 import { retryable } from './errors';
-import type { ProviderAccepted, ProviderBase } from './types';
+import type { ProviderAccepted } from './types';
+import type { ProviderEndpoint } from './connector';
 import type { Currency, Environment } from '../vocabulary';
 import type { CardDetails } from '../db/rows';
 
@@ -38,7 +39,7 @@ export interface ChargeAnswer extends ProviderAccepted {
   failureMessage: string | null;
 }
 
-export interface CardAcquirer extends ProviderBase {
+export interface CardAcquirer extends ProviderEndpoint {
   charge(req: ChargeRequest): Promise<ChargeAnswer>;
 }
 

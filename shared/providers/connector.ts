@@ -1,5 +1,5 @@
 import type { Currency, Direction, Environment, Operator } from '../vocabulary';
-import type { ProviderAccepted, ProviderObjectKind, ProviderStatus } from './types';
+import type { EchoedAmount, ProviderAccepted, ProviderObjectKind, ProviderStatus } from './types';
 
 /**
  * A connector: everything about one provider's API (architecture: "Providers: connectors as
@@ -121,22 +121,30 @@ export interface CallbackAnswer {
 /** The provider's own word on an operator's directions (pawaPay's availability), merged into /v1/availability. */
 export type ProviderAvailability = Partial<Record<Operator, Partial<Record<Direction, 'operational' | 'delayed' | 'closed'>>>>;
 
-export interface Connector {
+/**
+ * What every provider the service hears from does, whatever it moves money for (a mobile-money
+ * connector, a card acquirer): it is asked about an operation, and verifies and parses its callbacks.
+ */
+export interface ProviderEndpoint {
   /** Our name of it: a payment's `provider`, and the {provider} of /callbacks/{provider}. */
   readonly id: string;
   readonly environment: Environment;
+  /** What the provider knows of one of our operations (by our id, or its reference where its API needs one). */
+  ask(op: OperationRef): Promise<ProviderStatus & EchoedAmount>;
+  verifyCallback(req: CallbackRequest): Promise<Verification>;
+  /** The callback in our form, or `ignore` for a notification that decides nothing; throws CallbackFormatError. */
+  parseCallback(raw: Buffer, headers: CallbackRequest['headers']): NormalisedCallback | 'ignore';
+  /** The answer the provider expects once a callback is stored (or ignored). */
+  callbackAnswer(): CallbackAnswer;
+}
+
+/** A mobile-money connector: one provider's API, serving one or more operators. */
+export interface Connector extends ProviderEndpoint {
   readonly capabilities: Capabilities;
   push(req: PushRequest): Promise<ProviderAccepted>;
   refund(req: RefundRequest): Promise<ProviderAccepted>;
   payout(req: PayoutRequest): Promise<ProviderAccepted>;
-  /** What the provider knows of one of our operations (by our id, or its reference where its API needs one). */
-  ask(op: OperationRef): Promise<ProviderStatus>;
-  verifyCallback(req: CallbackRequest): Promise<Verification>;
-  /** The callback in our form, or `ignore` for a notification that decides nothing; throws CallbackFormatError. */
-  parseCallback(raw: Buffer, headers: CallbackRequest['headers']): NormalisedCallback | 'ignore';
-  /** The answer the provider expects once a callback is stored. */
-  callbackAnswer(): CallbackAnswer;
-  /** The provider's own availability, when its API tells it (cached by the connector). */
+  /** The provider's own availability, when its API tells it (cached by the connector; never slow). */
   availability?(): Promise<ProviderAvailability>;
   /** Stops timers and refreshes (the process is closing). */
   close?(): void;

@@ -1,9 +1,11 @@
-import type { Environment } from '../domain/ledger';
-import type { Operator } from '../domain/msisdn';
+import type { Currency, Direction, Environment, Operator } from '../vocabulary';
 import { permanent, retryable, ProviderError } from './errors';
 import { CALLBACK_SIGNATURE_HEADER, verifyCallbackSignature } from './signature';
 import type { HttpAnswer, HttpClient } from '../httpClient';
-import type { PayoutRequest, Provider, ProviderAccepted, ProviderBase, ProviderObjectKind, ProviderStatus, PushRequest, RefundRequest } from './types';
+import type { ProviderAccepted, ProviderStatus } from './types';
+import type { AmountRule, CallbackAnswer, CallbackRequest, Capabilities, Connector, NormalisedCallback, OperationRef, PayoutRequest, ProviderEndpoint, PushRequest, RefundRequest, Verification } from './connector';
+import { parseCallbackBody } from './protocol';
+import { CURRENCY_EXPONENT } from './amounts';
 
 export interface HttpProviderBaseOptions {
   id: string;
@@ -28,11 +30,13 @@ const ok = (res: HttpAnswer) => res.status >= 200 && res.status < 300;
 const RETRYABLE_STATUS = new Set([401, 403, 408, 409, 425, 429]);
 
 /**
- * What every provider adapter shares (./protocol.ts): authenticated calls with our id as the
- * idempotency key, asks, signed callbacks, and ProviderErrors that say whether another attempt
- * may succeed. The mobile-money adapter (below) and the card acquirer's add their requests.
+ * The service's own provider protocol (./protocol.ts), spoken by the sandbox provider and the card
+ * acquirer: authenticated calls with our id as the idempotency key, asks, signed callbacks, and
+ * ProviderErrors that say whether another attempt may succeed. The sandbox's mobile-money
+ * connector (below) and the card acquirer's add their requests. No live mobile-money traffic
+ * speaks it: live operators go through their own connectors (shared/providers/<connector>/).
  */
-export class HttpProviderBase implements ProviderBase {
+export class HttpProviderBase implements ProviderEndpoint {
   readonly id: string;
   readonly environment: Environment;
 
@@ -41,7 +45,8 @@ export class HttpProviderBase implements ProviderBase {
     this.environment = opts.environment;
   }
 
-  async ask(kind: ProviderObjectKind, objectId: string): Promise<ProviderStatus> {
+  async ask(op: OperationRef): Promise<ProviderStatus> {
+    const { kind, id: objectId } = op;
     const res = await this.call('GET', `/v1/transactions/${encodeURIComponent(objectId)}`);
     if (res.status === 404) return { state: 'not_found' };
     const body = this.json(res);
@@ -67,9 +72,18 @@ export class HttpProviderBase implements ProviderBase {
     }
   }
 
-  verifyCallback(raw: Buffer, headers: Record<string, string | string[] | undefined>, nowUnix: number): boolean {
+  verifyCallback({ raw, headers, nowUnix }: CallbackRequest): Promise<Verification> {
     const header = headers[CALLBACK_SIGNATURE_HEADER];
-    return verifyCallbackSignature(this.opts.callbackSecret, raw, Array.isArray(header) ? undefined : header, nowUnix);
+    return Promise.resolve(verifyCallbackSignature(this.opts.callbackSecret, raw, Array.isArray(header) ? undefined : header, nowUnix) ? 'verified' : 'invalid');
+  }
+
+  /** The protocol's callbacks carry no amount: the operation's own is what moved. */
+  parseCallback(raw: Buffer): NormalisedCallback {
+    return { ...parseCallbackBody(raw), amount: null, currency: null };
+  }
+
+  callbackAnswer(): CallbackAnswer {
+    return { status: 200, body: { received: true } };
   }
 
   /** POSTs a request under our id (its idempotency key); the 2xx answer's body, with a provider_ref. */
@@ -121,13 +135,22 @@ export class HttpProviderBase implements ProviderBase {
 /** The fields a collection and a payout send alike. */
 const transfer = (req: PushRequest | PayoutRequest) => ({ amount: req.amount, currency: req.currency, msisdn: req.msisdn, description: req.description ?? null });
 
-/** The one adapter of the mobile-money provider protocol, used for every operator in both environments; only its configuration differs. */
-export class HttpProvider extends HttpProviderBase implements Provider {
-  readonly operator: Operator;
+/** The sandbox takes every amount its currency can carry, in every direction. */
+const SANDBOX_RULE: AmountRule = { decimals: CURRENCY_EXPONENT.USD, min: null, max: null };
+
+/** The sandbox provider's connector for one operator (test keys only): the protocol above, per operator at {sandbox}/{operator}. */
+export class SandboxConnector extends HttpProviderBase implements Connector {
+  readonly capabilities: Capabilities;
 
   constructor(opts: HttpProviderBaseOptions & { operator: Operator }) {
     super(opts);
-    this.operator = opts.operator;
+    const directions: Direction[] = ['collection', 'refund', 'payout'];
+    this.capabilities = {
+      operators: [opts.operator],
+      directions,
+      partialRefunds: true,
+      amountRule: (_operator: Operator, currency: Currency) => ({ ...SANDBOX_RULE, decimals: CURRENCY_EXPONENT[currency] }),
+    };
   }
 
   push(req: PushRequest): Promise<ProviderAccepted> {

@@ -6,7 +6,7 @@ import { outboxMessage, type OutboxMessage } from '../queues/outbox';
 import type { WorkSource } from '../queues/redrive';
 import type { Batches } from '../db/coalescer';
 import { insertCallbacksWithJobs, unappliedCallbackIds, type InboxRow } from '../db/sql/callbacks';
-import type { ProviderBase, ProviderCallback } from './types';
+import type { NormalisedCallback, ProviderEndpoint, Verification } from './connector';
 import { traceparentNow } from '../tracing/spans';
 
 /**
@@ -61,9 +61,10 @@ function jobsFor(arrivals: Arrival[]): OutboxMessage[] {
  */
 export async function storeCallback(
   deps: TransactDeps & { batches: Batches },
-  provider: ProviderBase,
+  provider: ProviderEndpoint,
   raw: Buffer,
-  parsed: ProviderCallback,
+  parsed: NormalisedCallback,
+  verification: Exclude<Verification, 'invalid'>,
   requestId?: string,
 ): Promise<string> {
   const { db, outbox } = deps;
@@ -79,12 +80,16 @@ export async function storeCallback(
       id,
       provider: provider.id,
       raw_body: raw.toString('utf8'),
-      verified: true,
+      verified: verification === 'verified',
       provider_event_id: parsed.eventId,
       object_kind: parsed.kind,
       object_id: parsed.objectId,
       reported_status: parsed.status,
       provider_ref: parsed.providerRef,
+      failure_code: parsed.failureCode,
+      failure_message: parsed.failureMessage,
+      amount: parsed.amount,
+      currency: parsed.currency,
     },
     requestId,
     log: deps.log,
@@ -103,3 +108,4 @@ export const unappliedCallbacks: WorkSource = {
     return (await unappliedCallbackIds(db, olderThan, limit)).map((id) => ({ queue: QUEUES.callbackReconciler, job: APPLY_CALLBACK_JOB, data: { callbackId: id } }));
   },
 };
+

@@ -1,7 +1,10 @@
 import { badText, strictUtf8, TEXT_PROBLEM_MESSAGE } from '../text';
 import { ajv } from '../validation';
 import { CallbackFormatError } from './errors';
-import { PROVIDER_OBJECT_KINDS, type ProviderCallback } from './types';
+import { PROVIDER_OBJECT_KINDS } from './types';
+import type { NormalisedCallback } from './connector';
+
+type ProviderCallback = Omit<NormalisedCallback, 'amount' | 'currency'>;
 
 /**
  * The wire protocol between the HTTP adapter and a provider (the sandbox speaks it too).

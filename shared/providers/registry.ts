@@ -1,44 +1,53 @@
-import type { Config } from '../config';
-import type { Environment } from '../domain/ledger';
-import { OPERATORS, type Operator } from '../domain/msisdn';
+import type { Config, LiveConnectorName } from '../config';
+import type { Direction, Environment, Operator } from '../vocabulary';
+import { OPERATORS } from '../vocabulary';
 import { cardAcquirerIdFor, HttpCardAcquirer } from './cardAcquirer';
-import { HttpProvider } from './http';
-import type { ProviderBase } from './types';
+import { SandboxConnector } from './http';
+import type { Connector, ProviderEndpoint } from './connector';
 import { HttpClient } from '../httpClient';
+import type { Logger } from '../logger';
+import { LIVE_CONNECTOR_FACTORIES } from './live';
 
 /**
- * Which provider handles an operator in an environment. Test keys go to the sandbox provider,
- * live keys to the operator's configured provider, through the same adapter. Sandbox and live
- * providers have distinct ids, so a callback verified with the sandbox secret can only ever
- * decide a test object. Each process builds one, in its service context (shared/context.ts).
+ * The routing table (decisions.md "Live providers"): (environment, operator, direction) →
+ * connector. Test keys reach the sandbox connector of the operator (ids `<operator>-sandbox`),
+ * live keys the connector configured for it (LIVE_<OPERATOR>, shared/config.ts), named after
+ * its provider (`pawapay`, `airtel`): an aggregator serves several operators with one account
+ * and one callback URL. Sandbox and live connectors have distinct ids, so a callback verified
+ * by the sandbox's scheme can only ever decide a test object. Each process builds one, in its
+ * service context (shared/context.ts).
  */
-
-export const providerIdFor = (environment: Environment, operator: Operator) => (environment === 'test' ? `${operator}-sandbox` : operator);
-
 export class ProviderRegistry {
-  private readonly byId = new Map<string, ProviderBase>();
+  private readonly byId = new Map<string, ProviderEndpoint>();
+  private readonly connectors: Connector[] = [];
+  private readonly live: Config['payments']['live'];
 
-  constructor(config: Config) {
-    const common = { timeoutMs: config.payments.providerTimeoutMs, client: new HttpClient() };
+  constructor(config: Config, log?: Logger) {
+    this.live = config.payments.live;
+    const client = new HttpClient();
+    const common = { timeoutMs: config.payments.providerTimeoutMs, client };
     const callbackUrl = (id: string) => `${config.baseUrl}/callbacks/${id}`;
-    const add = (provider: ProviderBase) => this.byId.set(provider.id, provider);
+    const add = (provider: ProviderEndpoint) => this.byId.set(provider.id, provider);
     for (const operator of OPERATORS) {
-      const sandboxId = providerIdFor('test', operator);
+      const id = sandboxIdFor(operator);
       add(
-        new HttpProvider({
-          ...common,
-          id: sandboxId,
-          environment: 'test',
-          operator,
-          url: `${config.sandboxProviderUrl}/${operator}`,
-          apiKey: config.payments.sandboxProviderApiKey,
-          callbackSecret: config.sandboxCallbackSecret,
-          callbackUrl: callbackUrl(sandboxId),
-        }),
+        this.track(
+          new SandboxConnector({
+            ...common,
+            id,
+            environment: 'test',
+            operator,
+            url: `${config.sandboxProviderUrl}/${operator}`,
+            apiKey: config.payments.sandboxProviderApiKey,
+            callbackSecret: config.sandboxCallbackSecret,
+            callbackUrl: callbackUrl(id),
+          }),
+        ),
       );
-      const live = config.payments.liveProviders[operator];
-      const liveId = providerIdFor('live', operator);
-      if (live) add(new HttpProvider({ ...common, id: liveId, environment: 'live', operator, ...live, callbackUrl: callbackUrl(liveId) }));
+    }
+    for (const name of Object.keys(LIVE_CONNECTOR_FACTORIES) as LiveConnectorName[]) {
+      const connector = LIVE_CONNECTOR_FACTORIES[name](config, { ...common, callbackUrl: callbackUrl(name), log });
+      if (connector) add(this.track(connector));
     }
     // the card acquirer of each environment (decisions.md "Cards"): test keys the sandbox, live keys the configured one
     for (const [environment, endpoints] of [['test', config.cards.sandbox], ['live', config.cards.live]] as const) {
@@ -48,8 +57,37 @@ export class ProviderRegistry {
     }
   }
 
-  /** The provider with this id, if configured (the {provider} of /callbacks/{provider}). */
-  byProviderId(id: string): ProviderBase | undefined {
+  /** The provider with this id, if configured (a payment's `provider`, the {provider} of /callbacks/{provider}). */
+  byProviderId(id: string): ProviderEndpoint | undefined {
     return this.byId.get(id);
   }
+
+  /** The mobile-money connector with this id (the one that handles an operation), if configured. */
+  connector(id: string | null): Connector | undefined {
+    return id ? this.connectors.find((c) => c.id === id) : undefined;
+  }
+
+  /** The connector that serves an operator's direction in an environment; undefined: none (closed in live). */
+  route(environment: Environment, operator: Operator, direction: Direction): Connector | undefined {
+    if (environment === 'test') return this.connector(sandboxIdFor(operator));
+    const name = this.live.routes[operator]?.[direction];
+    const connector = this.connector(name ?? null);
+    return connector && connector.capabilities.directions.includes(direction) && connector.capabilities.operators.includes(operator) ? connector : undefined;
+  }
+
+  /** Every live connector, for what providers say of their own availability. */
+  liveConnectors(): Connector[] {
+    return this.connectors.filter((c) => c.environment === 'live');
+  }
+
+  close(): void {
+    for (const c of this.connectors) c.close?.();
+  }
+
+  private track<C extends Connector>(connector: C): C {
+    this.connectors.push(connector);
+    return connector;
+  }
 }
+
+export const sandboxIdFor = (operator: Operator) => `${operator}-sandbox`;

@@ -1,3 +1,4 @@
+import type { Operator } from '../vocabulary';
 import { defineKind, type OperationKind } from '../operations/kind';
 import { refundMachine } from '../operations/machines';
 import { moneyOutPolicy } from '../operations/moneyOut';
@@ -28,8 +29,19 @@ export const refundKind: OperationKind<RefundRow, RefundStatus> = defineKind<Ref
     sendable: () => true,
     async request(provider, r, db) {
       const payment = (await findOperation<PaymentRow>(db, paymentKind.sql, r.payment_id))!;
-      return provider.refund({ refundId: r.id, paymentId: payment.id, paymentProviderRef: payment.provider_ref, amount: r.amount, currency: r.currency, msisdn: r.phone });
+      return provider.refund({
+        refundId: r.id,
+        paymentId: payment.id,
+        paymentProviderRef: payment.provider_ref,
+        paymentAmount: payment.amount_charged,
+        operator: r.operator as Operator,
+        amount: r.amount,
+        currency: r.currency,
+        msisdn: r.phone,
+        description: r.reason ?? null,
+      });
     },
+    moved: (r) => ({ amount: r.amount, currency: r.currency }),
     ...moneyOutPolicy<RefundRow>('refund'),
     eventObject: refundView,
     async afterMove(trx, outbox, r, to, at) {

@@ -109,6 +109,7 @@ export async function aSucceededCardPayment(env: TestEnv, merchantId: string): P
     { fee_bearer: 'merchant', fees: { USD: { percent_bps: 0, fixed: 0 }, CDF: { percent_bps: 0, fixed: 0 } }, per_tx_limit_usd: null, per_tx_limit_cdf: null },
     { merchantId, environment: 'test' },
     env.config,
+    env.services.providers,
     env.clock.now(),
   );
   await env.services.db('payments').insert({

@@ -55,7 +55,7 @@ describe('provider callbacks stored together', () => {
     });
 
     it('a batch that Postgres refuses writes none of its rows', async () => {
-      const row = () => ({ id: randomUUID(), provider: 'vodacom-sandbox', raw_body: '{}', verified: true, provider_event_id: null, object_kind: 'payment', object_id: `pay_${randomUUID()}`, reported_status: 'succeeded', provider_ref: null });
+      const row = () => ({ id: randomUUID(), provider: 'vodacom-sandbox', raw_body: '{}', verified: true, provider_event_id: null, object_kind: 'payment', object_id: `pay_${randomUUID()}`, reported_status: 'succeeded', provider_ref: null, failure_code: null, failure_message: null, amount: null, currency: null });
       const a = row();
       const b = { ...row(), id: a.id }; // the same inbox id twice
       const job = outboxMessage(QUEUES.callbackReconciler, 'apply-callback', { callbackIds: `${a.id},${b.id}`, kind: 'payment' });

@@ -49,15 +49,34 @@ describe('config', () => {
     // unset: the sandbox (which serves test keys in production too) would verify with the public default
     expect(() => loadConfig({ ...PROD, SANDBOX_CALLBACK_SECRET: '' })).to.throw(ConfigError, /SANDBOX_CALLBACK_SECRET/);
     expect(() => loadConfig({ ...PROD, SANDBOX_CALLBACK_SECRET: DEV_SANDBOX_CALLBACK_SECRET })).to.throw(ConfigError, /SANDBOX_CALLBACK_SECRET/);
-    // a live provider configured with the development secret
-    const vodacom = { PROVIDER_VODACOM_URL: 'https://provider.example/vodacom', PROVIDER_VODACOM_API_KEY: 'live-key', PROVIDER_VODACOM_CALLBACK_SECRET: DEV_SANDBOX_CALLBACK_SECRET };
-    expect(() => loadConfig({ ...PROD, ...vodacom })).to.throw(ConfigError, /PROVIDER_VODACOM_CALLBACK_SECRET/);
-    const live = loadConfig({ ...PROD, ...vodacom, PROVIDER_VODACOM_CALLBACK_SECRET: 'a-real-vodacom-secret' });
-    expect(live.payments.liveProviders.vodacom?.callbackSecret).to.equal('a-real-vodacom-secret');
+    const live = loadConfig(PROD);
     expect(live.sandboxCallbackSecret).to.equal('a-real-sandbox-callback-secret');
     // development and test keep the default, so a laptop works out of the box
     expect(loadConfig({}).sandboxCallbackSecret).to.equal(DEV_SANDBOX_CALLBACK_SECRET);
-    expect(loadConfig({ NODE_ENV: 'test' }).payments.liveProviders.vodacom?.callbackSecret).to.equal(DEV_SANDBOX_CALLBACK_SECRET);
+  });
+
+  it('live routing: LIVE_<OPERATOR> names a configured connector that reaches it; a half-configured connector refuses to start', () => {
+    const pawapay = { PAWAPAY_URL: 'https://api.sandbox.pawapay.io', PAWAPAY_API_TOKEN: 'token' };
+    const airtel = { AIRTEL_URL: 'https://openapiuat.airtel.africa', AIRTEL_CLIENT_ID: 'id', AIRTEL_CLIENT_SECRET: 'secret' };
+    // nothing routed: every operator is closed in live (test keys still reach the sandbox)
+    expect(loadConfig({}).payments.live).to.deep.equal({ pawapay: null, airtel: null, routes: {} });
+    const both = loadConfig({ ...pawapay, ...airtel, LIVE_VODACOM: 'pawapay', LIVE_ORANGE: 'pawapay', LIVE_AIRTEL: 'airtel', LIVE_AIRTEL_PAYOUT: 'pawapay' }).payments.live;
+    expect(both.routes).to.deep.equal({
+      vodacom: { collection: 'pawapay', refund: 'pawapay', payout: 'pawapay' },
+      orange: { collection: 'pawapay', refund: 'pawapay', payout: 'pawapay' },
+      airtel: { collection: 'airtel', refund: 'airtel', payout: 'pawapay' },
+    });
+    expect(both.pawapay).to.deep.equal({ url: 'https://api.sandbox.pawapay.io', apiToken: 'token', callbackSignatures: 'required' });
+    expect(() => loadConfig({ PAWAPAY_URL: 'https://api.sandbox.pawapay.io' })).to.throw(ConfigError, /PAWAPAY_API_TOKEN/);
+    expect(() => loadConfig({ ...airtel, AIRTEL_CLIENT_SECRET: '' })).to.throw(ConfigError, /AIRTEL_CLIENT_SECRET/);
+    expect(() => loadConfig({ ...airtel, AIRTEL_DISBURSEMENT_PIN: '1234' })).to.throw(ConfigError, /AIRTEL_PIN_PUBLIC_KEY/);
+    expect(() => loadConfig({ LIVE_VODACOM: 'pawapay' })).to.throw(ConfigError, /not configured/);
+    expect(() => loadConfig({ ...airtel, LIVE_VODACOM: 'airtel' })).to.throw(ConfigError, /airtel does not reach vodacom/);
+    expect(() => loadConfig({ ...pawapay, LIVE_AFRICELL: 'pawapay' })).to.throw(ConfigError, /pawapay does not reach africell/);
+    expect(() => loadConfig({ ...pawapay, LIVE_VODACOM: 'mtn' })).to.throw(ConfigError, /LIVE_VODACOM must be one of/);
+    expect(() => loadConfig({ ...airtel, LIVE_AIRTEL: 'airtel' })).to.throw(ConfigError, /Airtel payouts need/);
+    expect(() => loadConfig({ ...PROD, ...pawapay, PAWAPAY_URL: 'http://api.sandbox.pawapay.io' })).to.throw(ConfigError, /PAWAPAY_URL/);
+    expect(() => loadConfig({ ...pawapay, PAWAPAY_CALLBACK_SIGNATURES: 'maybe' })).to.throw(ConfigError, /PAWAPAY_CALLBACK_SIGNATURES/);
   });
 
   it('card sandboxes and live cards: their own ports and URLs; production refuses their development secrets and never falls back to the sandbox', () => {

@@ -109,7 +109,7 @@ export const adminRouter = new Router({ prefix: '/admin' })
     const change = validateClosures(await readJson(ctx));
     await setClosures(ctx.services, operator, change);
     const { db, clock, config } = ctx.services;
-    [ctx.body] = await operatorAvailability(db, 'live', clock.now(), config.availability, operator);
+    [ctx.body] = await operatorAvailability(db, ctx.services.providers, 'live', clock.now(), config.availability, operator);
   })
   .get('/attention', async (ctx) => {
     ctx.body = { object: 'list', data: await attentionList(ctx.services.db, KINDS, ctx.services.clock.now()) };

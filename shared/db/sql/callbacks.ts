@@ -14,14 +14,23 @@ export interface InboxRow {
   object_id: string;
   reported_status: string;
   provider_ref: string | null;
+  failure_code: string | null;
+  failure_message: string | null;
+  /** what the provider says moved, minor units */
+  amount: number | null;
+  currency: string | null;
 }
+
+/** The columns a stored callback is read back by (the kernel never parses raw_body). */
+export const CALLBACK_FIELDS = ['provider', 'verified', 'provider_event_id', 'object_kind', 'object_id', 'reported_status', 'provider_ref', 'failure_code', 'failure_message', 'amount', 'currency'] as const;
 
 const STORE = sqlStatement(
   'store-callbacks',
   `with c as (
-     insert into provider_callbacks (id, provider, raw_body, verified, provider_event_id, object_kind, object_id, reported_status, provider_ref)
+     insert into provider_callbacks (id, provider, raw_body, verified, provider_event_id, object_kind, object_id, reported_status, provider_ref, failure_code, failure_message, amount, currency)
      select * from jsonb_to_recordset($1::jsonb) as x(
-       id uuid, provider text, raw_body text, verified boolean, provider_event_id text, object_kind text, object_id text, reported_status text, provider_ref text)
+       id uuid, provider text, raw_body text, verified boolean, provider_event_id text, object_kind text, object_id text, reported_status text, provider_ref text,
+       failure_code text, failure_message text, amount bigint, currency text)
    )
    ${outboxInsertSql('jsonb_to_recordset($2::jsonb) as j(id uuid, queue text, job_name text, payload jsonb, delay_ms int, traceparent text)')}`,
 );

@@ -3,6 +3,8 @@ import type { Executor } from '../knex';
 import { runSql, sqlStatement, type SqlStatement } from './run';
 import { takeKeysSql } from './idempotencyKeys';
 import { takeSignaturesSql } from './requestSignatures';
+import { storedCallback, type CallbackColumns } from '../../providers/stored';
+import type { StoredCallback } from '../../providers/types';
 
 /**
  * The writer of operations (payments, refunds, payouts): the one module that inserts or changes
@@ -95,7 +97,7 @@ export function operationSql(k: OperationTables) {
     findMany: sqlStatement(`find-many-${k.name}`, `select * from ${t} o where o.id = any(array(select unnest($1::text[])))${scopeSql(k, 'o')}`),
     readCallbacks: sqlStatement(
       `read-callbacks-${k.name}`,
-      `select c.id as cb_id, c.provider as cb_provider, c.raw_body as cb_raw_body, c.processed_at as cb_processed_at, o.*,
+      `select c.id as cb_id, c.processed_at as cb_processed_at, to_jsonb(c) - 'raw_body' as cb_fields, o.*,
               (select coalesce(json_agg(json_build_object('id', w.id, 'events', w.events)), '[]'::json)
                  from webhooks w where w.merchant_id = o.merchant_id and w.environment = o.environment and w.status = 'enabled') as cb_endpoints,
               (select coalesce(json_agg(json_build_object('id', a.id, 'owner', a.owner, 'kind', a.kind)), '[]'::json)
@@ -239,7 +241,7 @@ export async function findOperations<R extends { id: string }>(db: Executor, k: 
 
 /** A stored callback with its operation's row and what its transition needs to know. */
 export interface CallbackWithRow<R> {
-  callback: { provider: string; raw_body: string; processed_at: Date | null };
+  callback: StoredCallback & { processed_at: Date | null };
   /** the operation, read without a lock (the write is a compare-and-set on its version) */
   row: R;
   /** the enabled endpoints of the operation's merchant and environment */
@@ -255,9 +257,9 @@ export interface CallbackWithRow<R> {
 export async function readCallbacksWithRows<R>(db: Executor, k: OperationSql, callbackIds: string[]): Promise<Map<string, CallbackWithRow<R>>> {
   const found = await runSql<Record<string, unknown>>(db, k.readCallbacks, [callbackIds, k.tables.name]);
   const byId = new Map<string, CallbackWithRow<R>>();
-  for (const { cb_id, cb_provider, cb_raw_body, cb_processed_at, cb_endpoints, cb_accounts, ...row } of found) {
+  for (const { cb_id, cb_processed_at, cb_fields, cb_endpoints, cb_accounts, ...row } of found) {
     byId.set(cb_id as string, {
-      callback: { provider: cb_provider as string, raw_body: cb_raw_body as string, processed_at: cb_processed_at as Date | null },
+      callback: { ...storedCallback(cb_fields as CallbackColumns), processed_at: cb_processed_at as Date | null },
       row: row as R,
       endpoints: cb_endpoints as CallbackWithRow<R>['endpoints'],
       accounts: cb_accounts as CallbackWithRow<R>['accounts'],

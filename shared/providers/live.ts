@@ -1,0 +1,22 @@
+import type { Config, LiveConnectorName } from '../config';
+import type { HttpClient } from '../httpClient';
+import type { Logger } from '../logger';
+import type { Connector } from './connector';
+
+/** What every live connector is built with beside its own settings. */
+export interface ConnectorCommon {
+  timeoutMs: number;
+  client: HttpClient;
+  /** where the provider must send its callbacks: {BASE_URL}/callbacks/{connector} */
+  callbackUrl: string;
+  log?: Logger;
+}
+
+/**
+ * The live connectors, one table entry each: built from its settings when they are configured
+ * (shared/config.ts), else null. A new connector is a folder in shared/providers and a line here.
+ */
+export const LIVE_CONNECTOR_FACTORIES: Record<LiveConnectorName, (config: Config, common: ConnectorCommon) => Connector | null> = {
+  pawapay: () => null,
+  airtel: () => null,
+};
