@@ -15,12 +15,14 @@ type KindTable = Record<string, OperationKind<any, any, any>>;
  *   itself, so a person checks.
  * - `never-sent`: a correctly signed report about an operation never sent to that provider (a
  *   card payment never charged): recorded and not applied.
+ * - `amount-mismatch`: a provider's callback said another amount or currency moved than the
+ *   operation asked for: recorded and not applied.
  * Contradictions stay listed for REVIEW_MS after they happened.
  */
 export const ATTENTION_AFTER_MS = 60 * 60 * 1000;
 export const REVIEW_MS = 30 * 24 * 3600 * 1000;
 
-export type AttentionReason = 'open-past-bound' | 'late-success' | 'never-sent';
+export type AttentionReason = 'open-past-bound' | 'late-success' | 'never-sent' | 'amount-mismatch';
 
 export interface AttentionItem {
   reason: AttentionReason;
@@ -65,16 +67,16 @@ async function contradictions(db: Executor, kinds: KindTable, now: number, limit
         .select(...COLUMNS, 'h.at as at');
       for (const r of late) found.push({ item: itemOf('late-success', kind.name, r), at: r.at });
     }
-    if (kind.neverSent) {
+    for (const outcome of kind.neverSent ? (['never-sent', 'amount-mismatch'] as const) : (['amount-mismatch'] as const)) {
       const reports = await db('provider_callbacks as c')
         .join(`${table} as o`, 'o.id', 'c.object_id')
         .where(scope)
-        .where({ 'c.outcome': 'never-sent', 'c.object_kind': kind.name })
+        .where({ 'c.outcome': outcome, 'c.object_kind': kind.name })
         .where('c.received_at', '>=', since)
         .orderBy('c.received_at', 'desc')
         .limit(limit)
         .select(...COLUMNS, 'c.received_at as at');
-      for (const r of reports) found.push({ item: itemOf('never-sent', kind.name, r), at: r.at });
+      for (const r of reports) found.push({ item: itemOf(outcome, kind.name, r), at: r.at });
     }
   }
   return found.sort((a, b) => b.at.getTime() - a.at.getTime()).map((f) => f.item);

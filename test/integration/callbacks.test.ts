@@ -10,16 +10,11 @@ import { callbackBody, SANDBOX_SECRET, sendCallback } from '../helpers/money';
  */
 describe('provider callback endpoint', () => {
   let env: TestEnv;
-  const LIVE_SECRET = 'vodacom-live-callback-secret';
   const stored = async () => Number((await env.services.db('provider_callbacks').count<{ c: number }[]>('* as c'))[0].c);
   const jobs = async () => Number((await env.services.db('outbox').where({ queue: 'callback-reconciler' }).count<{ c: number }[]>('* as c'))[0].c);
 
   before(async () => {
-    env = await startTestEnv({
-      PROVIDER_VODACOM_URL: 'http://127.0.0.1:9/vodacom',
-      PROVIDER_VODACOM_API_KEY: 'vodacom-live-key',
-      PROVIDER_VODACOM_CALLBACK_SECRET: LIVE_SECRET,
-    });
+    env = await startTestEnv();
   });
   after(async () => env.close());
 
@@ -81,8 +76,8 @@ describe('provider callback endpoint', () => {
       expect(res.status).to.equal(401);
     });
 
-    it('signed with the sandbox secret on a live provider that has its own secret', async () => {
-      expect((await sendCallback(env.baseUrl, 'vodacom', raw())).status).to.equal(401);
+    it('signed with the sandbox secret, sent as a live operator: no such provider (404; live callbacks come from connectors)', async () => {
+      expect((await sendCallback(env.baseUrl, 'vodacom', raw())).status).to.equal(404);
     });
 
     it('malformed: not JSON (400 invalid-json) or not the protocol’s shape (400 validation-failed)', async () => {
@@ -134,11 +129,6 @@ describe('provider callback endpoint', () => {
       expect(res.status).to.equal(413);
       expect(res.body.error.code).to.equal('payload-too-large');
     });
-  });
-
-  it('takes a live provider’s callback signed with its own secret', async () => {
-    const res = await sendCallback(env.baseUrl, 'vodacom', callbackBody({ external_id: `pay_${randomUUID()}`, status: 'failed', failure_code: 'client-refused' }), { secret: LIVE_SECRET });
-    expect(res.status).to.equal(200);
   });
 
   it('is outside the merchant pipeline: no API key, no rate limit, open during maintenance', async () => {

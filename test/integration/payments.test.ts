@@ -140,9 +140,10 @@ describe('payments API', () => {
       expect((await other.client.post('/v1/payments', mm({ reference: 'invoice-7' }))).status, 'another merchant').to.equal(201);
       const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'live', scope: 'payments' });
       const live = new (shop.client.constructor as any)({ baseUrl: env.baseUrl, apiKey: c.body.api_key, secret: c.body.secret });
-      const liveRes = await live.post('/v1/payments', mm({ reference: 'invoice-7', phone: '243810000001' }));
+      const card = { amount: 10_000, currency: 'USD', method: 'card', reference: 'invoice-7', customer_email: 'c@example.com', customer_name: 'C', return_url: 'https://shop.example/paid' };
+      const liveRes = await live.post('/v1/payments', card);
       expect(liveRes.status, 'same merchant, live environment').to.equal(201);
-      expect(liveRes.body).to.include({ environment: 'live', provider: 'vodacom' });
+      expect(liveRes.body).to.include({ environment: 'live', reference: 'invoice-7' });
     });
 
     describe('Idempotency-Key (atomic: written in the payment\'s own statement)', () => {
@@ -359,7 +360,7 @@ describe('payments API', () => {
       });
     });
 
-    it('checks the operator prefix in live (400 operator-mismatch on phone), not for sandbox numbers in test', async () => {
+    it('checks the operator prefix in live (400 operator-mismatch on phone), not for sandbox numbers in test; live without a connector is 422', async () => {
       const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'live', scope: 'payments' });
       const live = new (shop.client.constructor as any)({ baseUrl: env.baseUrl, apiKey: c.body.api_key, secret: c.body.secret });
       const before = await count('payments');
@@ -369,9 +370,13 @@ describe('payments API', () => {
         expect(res.body.error).to.include({ code: 'operator-mismatch', param: 'phone' });
       }
       expect(await count('payments')).to.equal(before);
+      // the right prefix gets as far as the routing table: no live connector is configured in this file
       for (const [operator, phone] of [['vodacom', '243830000000'], ['airtel', '243970000000'], ['orange', '243890000000'], ['africell', '243910000000']]) {
-        expect((await live.post('/v1/payments', mm({ operator, phone }))).status, `${operator} ${phone}`).to.equal(201);
+        const res = await live.post('/v1/payments', mm({ operator, phone }));
+        expect(res.status, `${operator} ${phone}`).to.equal(422);
+        expect(res.body.error).to.include({ code: 'operator-unavailable', param: 'operator' });
       }
+      expect(await count('payments')).to.equal(before);
       for (const operator of ['vodacom', 'airtel', 'orange', 'africell']) {
         const res = await shop.client.post('/v1/payments', mm({ operator, phone: '243990000002' }));
         expect(res.status).to.equal(201);
