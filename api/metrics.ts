@@ -110,7 +110,7 @@ export function createMetrics(services: ServiceContext) {
 const TAIL_LIMIT = 10_000;
 /** How often the ledger check runs at most (it reads every entry: not at every scrape). */
 const LEDGER_CHECK_EVERY_MS = 10 * 60 * 1000;
-const ATTENTION_REASONS: AttentionReason[] = ['open-past-bound', 'late-success', 'never-sent'];
+const ATTENTION_REASONS: AttentionReason[] = ['open-past-bound', 'late-success', 'never-sent', 'amount-mismatch'];
 
 /**
  * What Postgres says, read at scrape time (a restart loses nothing but the counters' start).

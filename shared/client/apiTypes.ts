@@ -512,7 +512,7 @@ export interface components {
                  * @description Stable, machine-readable code (each response lists those it may carry)
                  * @enum {string}
                  */
-                code: "invalid-json" | "invalid-body" | "validation-failed" | "operator-mismatch" | "idempotency-key-required" | "idempotency-key-invalid" | "auth-required" | "api-key-invalid" | "timestamp-expired" | "signature-invalid" | "ip-not-allowed" | "merchant-suspended" | "insufficient-scope" | "not-found" | "idempotency-conflict" | "idempotency-in-progress" | "reference-conflict" | "request-replayed" | "payload-too-large" | "unsupported-media-type" | "refund-exceeds-refundable" | "payment-not-refundable" | "card-refund-not-supported" | "amount-over-limit" | "insufficient-balance" | "operator-unavailable" | "rate-limit-exceeded" | "redelivery-limit" | "maintenance" | "service-unavailable" | "internal-error" | "bad-request";
+                code: "invalid-json" | "invalid-body" | "validation-failed" | "operator-mismatch" | "idempotency-key-required" | "idempotency-key-invalid" | "auth-required" | "api-key-invalid" | "timestamp-expired" | "signature-invalid" | "ip-not-allowed" | "merchant-suspended" | "insufficient-scope" | "not-found" | "idempotency-conflict" | "idempotency-in-progress" | "reference-conflict" | "request-replayed" | "payload-too-large" | "unsupported-media-type" | "refund-exceeds-refundable" | "payment-not-refundable" | "card-refund-not-supported" | "amount-over-limit" | "insufficient-balance" | "operator-unavailable" | "amount-not-supported" | "partial-refund-not-supported" | "rate-limit-exceeded" | "redelivery-limit" | "maintenance" | "service-unavailable" | "internal-error" | "bad-request";
                 /** @description Human text; may change */
                 message: string;
                 /** @description The field at fault, where one is */
@@ -1249,7 +1249,8 @@ export interface operations {
              * @description Unprocessable. Codes:
              *
              *     - `amount-over-limit`: amount_charged above the merchant's per-transaction limit
-             *     - `operator-unavailable`: the operator's direction is closed
+             *     - `operator-unavailable`: the operator's direction is closed, or no live connector serves it
+             *     - `amount-not-supported`: the connector serving the operator cannot carry this amount (decimals, or its min/max)
              */
             422: {
                 headers: {
@@ -1594,7 +1595,9 @@ export interface operations {
              *     - `payment-not-refundable`: the payment is not `succeeded`
              *     - `card-refund-not-supported`: refund of a card payment
              *     - `insufficient-balance`: refund or payout above balance.available
-             *     - `operator-unavailable`: the operator's direction is closed
+             *     - `operator-unavailable`: the operator's direction is closed, or no live connector serves it
+             *     - `amount-not-supported`: the connector serving the operator cannot carry this amount (decimals, or its min/max)
+             *     - `partial-refund-not-supported`: a partial refund of a payment whose connector refunds only in full
              */
             422: {
                 headers: {
@@ -2074,7 +2077,8 @@ export interface operations {
              * @description Unprocessable. Codes:
              *
              *     - `insufficient-balance`: refund or payout above balance.available
-             *     - `operator-unavailable`: the operator's direction is closed
+             *     - `operator-unavailable`: the operator's direction is closed, or no live connector serves it
+             *     - `amount-not-supported`: the connector serving the operator cannot carry this amount (decimals, or its min/max)
              */
             422: {
                 headers: {

@@ -181,3 +181,20 @@ export interface SettlementRow extends SettlementFigures {
   created: number;
   version: number;
 }
+
+/** A provider_callbacks row's normalised columns (shared/db/sql/callbacks.ts). */
+export interface CallbackColumns {
+  id: string;
+  provider: string;
+  verified: boolean;
+  provider_event_id: string | null;
+  object_kind: string;
+  object_id: string;
+  reported_status: string;
+  provider_ref: string | null;
+  failure_code: string | null;
+  failure_message: string | null;
+  amount: number | string | null;
+  currency: string | null;
+}
+

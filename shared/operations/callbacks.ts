@@ -1,10 +1,10 @@
 import type { ServiceContext } from '../context';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
-import type { ProviderObjectKind, StoredCallback } from '../providers/types';
-import type { ProviderEndpoint } from '../providers/connector';
-import { amountDiffers, storedCallback, type CallbackColumns } from '../providers/stored';
-import type { OperationRow } from '../db/rows';
+import type { ProviderObjectKind } from '../providers/types';
+import type { ProviderEndpoint, StoredCallback } from '../providers/connector';
+import { amountDiffers, storedCallback } from '../providers/stored';
+import type { CallbackColumns, OperationRow } from '../db/rows';
 import type { Operator } from '../vocabulary';
 import type { OperationKind } from './kind';
 import { applyTrigger, lockRow, type TriggerOutcome } from './transition';

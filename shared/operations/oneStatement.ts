@@ -2,8 +2,8 @@ import type { ServiceContext } from '../context';
 import { markCallbacks, readCallbacksWithRows, type CallbackMark, type CallbackWithRow } from '../db/sql/transitions';
 import { accountKey } from '../ledger/postings';
 import type { Logger } from '../logger';
-import type { StoredCallback } from '../providers/types';
-import { amountDiffers } from '../providers/stored';
+import type { StoredCallback } from '../providers/connector';
+import { amountDiffers, storedCallback } from '../providers/stored';
 import type { OperationKind } from './kind';
 import { decide } from './machine';
 import { changeOf, creditOnly, creditPosting, operationWrite, writeAlone } from './transition';
@@ -46,7 +46,7 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
     // a job run again (the relay's or the re-drive's copy): the outcome is committed, nothing to do
     if (read.callback.processed_at) return { outcome: 'already-processed' };
     const { row } = read as CallbackWithRow<R>;
-    const { processed_at: _processed, ...callback } = read.callback;
+    const callback = storedCallback(read.callback);
     const provider = ctx.providers.byProviderId(callback.provider);
     if (!provider || row.provider !== provider.id || row.environment !== provider.environment || kind.neverSent?.(row)) return undefined;
     // unsigned (confirmed by a status query first) or naming another amount (recorded for review): the locked path
@@ -58,7 +58,7 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
       // changes nothing but its own outcome: one shared statement, no transaction of its own
       const outcome = d.kind === 'duplicate' ? 'duplicate' : 'ignored-late';
       const marks = ctx.batches.get(`mark-callbacks-${kind.name}`, (ms: CallbackMark[]) => markCallbacks(ctx.db, kind.sql, ms));
-      if (await marks.call({ callbackId, outcome, id: row.id, from: { status: row.status, version: row.version } })) return { outcome, callback: callback as StoredCallback };
+      if (await marks.call({ callbackId, outcome, id: row.id, from: { status: row.status, version: row.version } })) return { outcome, callback };
       continue;
     }
     if (d.kind !== 'move') return undefined;

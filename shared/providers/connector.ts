@@ -112,6 +112,14 @@ export interface NormalisedCallback {
   currency: Currency | null;
 }
 
+/** A callback as the inbox keeps it (normalised by its connector), with its inbox row id and the provider that sent it. */
+export interface StoredCallback extends NormalisedCallback {
+  id: string;
+  provider: string;
+  /** false: the provider's account sends unsigned callbacks; the kernel confirms by a status query before applying */
+  verified: boolean;
+}
+
 export interface CallbackAnswer {
   status: number;
   /** JSON body; undefined: empty */

@@ -1,20 +1,5 @@
-import type { StoredCallback } from './types';
-
-/** A provider_callbacks row's normalised columns (shared/db/sql/callbacks.ts). */
-export interface CallbackColumns {
-  id: string;
-  provider: string;
-  verified: boolean;
-  provider_event_id: string | null;
-  object_kind: string;
-  object_id: string;
-  reported_status: string;
-  provider_ref: string | null;
-  failure_code: string | null;
-  failure_message: string | null;
-  amount: number | string | null;
-  currency: string | null;
-}
+import type { StoredCallback } from './connector';
+import type { CallbackColumns } from '../db/rows';
 
 /** A stored callback as the kernel reads it: its normalised columns, never its raw body. */
 export function storedCallback(row: CallbackColumns): StoredCallback {

@@ -1,5 +1,4 @@
 import type { Currency } from '../vocabulary';
-import type { NormalisedCallback } from './connector';
 
 /**
  * How every provider is driven (architecture: providers). Each call carries our own object id as
@@ -30,12 +29,4 @@ export interface EchoedAmount {
   /** minor units */
   amount?: number | null;
   currency?: Currency | null;
-}
-
-/** A callback as the inbox keeps it (normalised by its connector), with its inbox row id and the provider that sent it. */
-export interface StoredCallback extends NormalisedCallback {
-  id: string;
-  provider: string;
-  /** false: the provider's account sends unsigned callbacks; the kernel confirms by a status query before applying */
-  verified: boolean;
 }

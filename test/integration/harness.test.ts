@@ -13,9 +13,9 @@ describe('test harness', () => {
     SANDBOX_CALLBACK_SECRET: 'secret-from-the-shell',
     WEBHOOK_TIMEOUT_MS: '1234',
     SANDBOX_CALLBACK_DELAY_MS: '1',
-    PROVIDER_VODACOM_URL: 'http://shell.example/vodacom',
-    PROVIDER_VODACOM_API_KEY: 'shell-key',
-    PROVIDER_VODACOM_CALLBACK_SECRET: 'shell-secret',
+    PAWAPAY_URL: 'http://shell.example/pawapay',
+    PAWAPAY_API_TOKEN: 'shell-key',
+    LIVE_VODACOM: 'pawapay',
     SECRETS_KEY: `shell:${Buffer.alloc(32, 9).toString('base64')}`,
   };
   const saved: Record<string, string | undefined> = {};

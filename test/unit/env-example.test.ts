@@ -17,8 +17,8 @@ describe('.env.example', () => {
   it('lists every variable the configuration reads', () => {
     const source = readFileSync(path.join(ROOT, 'shared', 'config.ts'), 'utf8');
     const read = new Set<string>();
-    for (const m of source.matchAll(/(?:int|url|bool)\(env, '([A-Z0-9_]+)'|env\.([A-Z][A-Z0-9_]+)/g)) read.add(m[1] ?? m[2]);
-    for (const op of PROVIDER_OPERATORS) for (const s of ['URL', 'API_KEY', 'CALLBACK_SECRET']) read.add(`PROVIDER_${op.toUpperCase()}_${s}`);
+    for (const m of source.matchAll(/(?:int|url|bool|oneOf)\(env, '([A-Z0-9_]+)'|env\.([A-Z][A-Z0-9_]+)/g)) read.add(m[1] ?? m[2]);
+    for (const op of PROVIDER_OPERATORS) read.add(`LIVE_${op.toUpperCase()}`);
     for (const q of ALL_QUEUES) read.add(`${q.toUpperCase().replace(/-/g, '_')}_CONCURRENCY`);
     expect(read.size).to.be.greaterThan(20);
     const missing = [...read].filter((name) => !listed.has(name));

@@ -3,8 +3,7 @@ import type { Executor } from '../knex';
 import { runSql, sqlStatement, type SqlStatement } from './run';
 import { takeKeysSql } from './idempotencyKeys';
 import { takeSignaturesSql } from './requestSignatures';
-import { storedCallback, type CallbackColumns } from '../../providers/stored';
-import type { StoredCallback } from '../../providers/types';
+import type { CallbackColumns } from '../rows';
 
 /**
  * The writer of operations (payments, refunds, payouts): the one module that inserts or changes
@@ -241,7 +240,7 @@ export async function findOperations<R extends { id: string }>(db: Executor, k: 
 
 /** A stored callback with its operation's row and what its transition needs to know. */
 export interface CallbackWithRow<R> {
-  callback: StoredCallback & { processed_at: Date | null };
+  callback: CallbackColumns & { processed_at: Date | null };
   /** the operation, read without a lock (the write is a compare-and-set on its version) */
   row: R;
   /** the enabled endpoints of the operation's merchant and environment */
@@ -259,7 +258,7 @@ export async function readCallbacksWithRows<R>(db: Executor, k: OperationSql, ca
   const byId = new Map<string, CallbackWithRow<R>>();
   for (const { cb_id, cb_processed_at, cb_fields, cb_endpoints, cb_accounts, ...row } of found) {
     byId.set(cb_id as string, {
-      callback: { ...storedCallback(cb_fields as CallbackColumns), processed_at: cb_processed_at as Date | null },
+      callback: { ...(cb_fields as CallbackColumns), processed_at: cb_processed_at as Date | null },
       row: row as R,
       endpoints: cb_endpoints as CallbackWithRow<R>['endpoints'],
       accounts: cb_accounts as CallbackWithRow<R>['accounts'],
