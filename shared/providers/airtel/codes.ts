@@ -87,6 +87,21 @@ export const ESB_CODES: Record<string, { meaning: string; is: CodeClass }> = {
   ESB000045: { meaning: 'No transaction found with the provided transaction id', is: notFound },
 };
 
+/**
+ * Router codes of the gateway in front of the APIs (PIN and routing checks), as Airtel's country
+ * references list them (e.g. https://developers.airtel.africa/documentation, "Error codes").
+ */
+export const ROUTER_CODES: Record<string, { meaning: string; is: CodeClass }> = {
+  ROUTER001: { meaning: 'Wallet not configured', is: failed('operator-unavailable') },
+  ROUTER005: { meaning: 'Country route not configured', is: failed('operator-unavailable') },
+  ROUTER006: { meaning: 'Invalid country', is: failed('provider-refused') },
+  // a wrong PIN is never retried on its own: repeated wrong PINs may lock the account
+  ROUTER114: { meaning: 'PIN not provided or invalid', is: failed('provider-refused') },
+  ROUTER115: { meaning: 'Encrypted PIN could not be decrypted', is: failed('provider-refused') },
+  ROUTER116: { meaning: 'Incorrect PIN', is: failed('provider-refused') },
+  ROUTER117: { meaning: 'Request timeout', is: unknown },
+};
+
 /** `data.transaction.status` (and a callback's `status_code`). */
 export type TransactionStatus = 'TS' | 'TF' | 'TA' | 'TIP' | 'TE';
 export const TRANSACTION_STATUSES: Record<TransactionStatus, string> = {
@@ -100,7 +115,7 @@ export const TRANSACTION_STATUSES: Record<TransactionStatus, string> = {
 /** What a response's codes say; the response code first, then the ESB result code; undefined: neither is known. */
 export function classify(responseCode: unknown, resultCode: unknown): CodeClass | undefined {
   if (typeof responseCode === 'string') {
-    const known = COLLECTION_CODES[responseCode] ?? DISBURSEMENT_CODES[responseCode];
+    const known = COLLECTION_CODES[responseCode] ?? DISBURSEMENT_CODES[responseCode] ?? ROUTER_CODES[responseCode];
     if (known) return known.is;
   }
   if (typeof resultCode === 'string' && ESB_CODES[resultCode]) {
@@ -113,5 +128,5 @@ export function classify(responseCode: unknown, resultCode: unknown): CodeClass 
 
 /** The meaning of a code for messages (never the raw message of a body, which may hold a phone number). */
 export function meaningOf(code: string): string | undefined {
-  return (COLLECTION_CODES[code] ?? DISBURSEMENT_CODES[code] ?? ESB_CODES[code])?.meaning;
+  return (COLLECTION_CODES[code] ?? DISBURSEMENT_CODES[code] ?? ROUTER_CODES[code] ?? ESB_CODES[code])?.meaning;
 }
