@@ -361,6 +361,36 @@ describe('airtel connector against the simulator', function () {
     });
   });
 
+  describe('echoes and secrets', () => {
+    it('reads an echoed amount exactly when the enquiry carries one', async () => {
+      const s = await startAirtelSimulator({ ...simOptions(), callbackUrl: null, enquiryEchoesAmount: true });
+      try {
+        const c = make({ baseUrl: s.url, pinPublicKeyPem: s.publicKeyPem, amountRules: { USD: { max: null } } });
+        const req = push('243970000001', 1_000_001);
+        await c.push(req);
+        await waitFor(() => s.transactions()[0]?.status === 'TS');
+        expect(await c.ask(opRef('payment', req.paymentId))).to.deep.include({ state: 'succeeded', amount: 1_000_001, currency: 'USD' });
+      } finally {
+        await s.close();
+      }
+    });
+
+    it('never logs the client secret, the PIN or a token', async () => {
+      const lines: string[] = [];
+      const log = { info: (o: Record<string, unknown>, m: string) => lines.push(JSON.stringify(o) + m), warn: (o: Record<string, unknown>, m: string) => lines.push(JSON.stringify(o) + m) };
+      const c = make({ log, timeoutMs: 500 });
+      await c.push(push('243970000040'));
+      await c.payout(payout('243970000001'));
+      await c.push(push('243970000041'));
+      expect(lines.length).to.be.greaterThan(1);
+      const all = lines.join('\n');
+      expect(all).not.to.include('sim-client-secret');
+      expect(all).not.to.include(PIN);
+      expect(all).not.to.match(/Bearer|access_token/);
+      await sleep(1_200);
+    });
+  });
+
   describe('refunds (full only)', () => {
     it('refunds a successful payment in full, naming its airtel_money_id; a second refund is refused', async () => {
       const req = push('243970000001', 2000);

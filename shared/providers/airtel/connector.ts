@@ -295,7 +295,7 @@ export class AirtelConnector implements Connector {
     return hashMatches(secret, b, received, this.hashOver) ? 'verified' : 'invalid';
   }
 
-  parseCallback(raw: Buffer): NormalisedCallback | 'ignore' {
+  parseCallback(raw: Buffer, _headers?: CallbackRequest['headers']): NormalisedCallback | 'ignore' {
     let body: unknown;
     try {
       body = JSON.parse(raw.toString('utf8'));

@@ -51,6 +51,8 @@ export interface AirtelSimulatorOptions {
   pinOaepHash?: OaepHash;
   /** answer a successful refund as the reference's own example does: status SUCCESS beside success: false */
   refundAnswersAsExample?: boolean;
+  /** enquiries echo the transaction's amount and currency (the reference's enquiry example has neither; some answers carry them) */
+  enquiryEchoesAmount?: boolean;
   log?: (line: string) => void;
 }
 
@@ -447,7 +449,13 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
     const answer = (): Answer => ({
       status: 200,
       body: envelope(200, 'SUCCESS', 'ESB000010', tx.status === 'TF' || tx.status === 'TE' ? tx.responseCode : (kind === 'collection' ? COLLECTION_STATUS_CODE : DISBURSEMENT_STATUS_CODE)[tx.status], true, {
-        transaction: { airtel_money_id: tx.airtelMoneyId, id: tx.id, message: tx.status === 'TS' ? 'success' : tx.status === 'TF' ? 'failed' : 'in progress', status: tx.status },
+        transaction: {
+          airtel_money_id: tx.airtelMoneyId,
+          id: tx.id,
+          message: tx.status === 'TS' ? 'success' : tx.status === 'TF' ? 'failed' : 'in progress',
+          status: tx.status,
+          ...(opts.enquiryEchoesAmount ? { amount: Number(tx.amount), currency: tx.currency } : {}),
+        },
       }),
     });
     if (tx.scenario === 'pending-until-asked' && (tx.status === 'TIP' || tx.status === 'TA')) {
