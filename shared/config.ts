@@ -197,7 +197,8 @@ export interface AirtelSettings {
   /** the disbursement PIN and Airtel's RSA public key (PEM) it is encrypted with; null: no payouts */
   disbursementPin: string | null;
   pinPublicKey: string | null;
-  pinPadding: 'pkcs1' | 'oaep';
+  /** the PIN's RSA padding; null: the one of Airtel's key version (the connector's default) */
+  pinPadding: 'pkcs1' | 'oaep' | null;
   /** the secret of the callback `hash`; null: Airtel sends unsigned callbacks, each confirmed by a status query */
   callbackHashSecret: string | null;
 }
@@ -246,7 +247,7 @@ function loadLiveConfig(env: Env, production: boolean) {
       country: env.AIRTEL_COUNTRY || 'CD',
       disbursementPin: pin ? env.AIRTEL_DISBURSEMENT_PIN! : null,
       pinPublicKey: pin ? pem(env.AIRTEL_PIN_PUBLIC_KEY!) : null,
-      pinPadding: oneOf(env, 'AIRTEL_PIN_PADDING', ['pkcs1', 'oaep'] as const, 'pkcs1'),
+      pinPadding: env.AIRTEL_PIN_PADDING ? oneOf(env, 'AIRTEL_PIN_PADDING', ['pkcs1', 'oaep'] as const, 'oaep') : null,
       callbackHashSecret: env.AIRTEL_CALLBACK_HASH_SECRET || null,
     };
   } else if (['AIRTEL_DISBURSEMENT_PIN', 'AIRTEL_PIN_PUBLIC_KEY', 'AIRTEL_CALLBACK_HASH_SECRET'].some((n) => env[n])) {

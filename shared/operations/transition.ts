@@ -48,7 +48,8 @@ type Taken = Extract<Decision<string>, { kind: 'move' | 'stay' }>;
 /** What a taken trigger writes on its row (pure); a stay bumps the version only when the object changes. */
 export function changeOf<R extends OperationRow>(kind: OperationKind<R, any>, row: R, d: Taken, trigger: Trigger, details: TriggerDetails, patch: Partial<R> = {}): Record<string, unknown> {
   const change: Record<string, unknown> = { ...patch, updated_at: new Date(details.at) };
-  const firstRef = details.providerRef && !row.provider_ref ? details.providerRef : null;
+  // the provider's first reference, or the one its outcome names (Airtel answers a push with ours, its own comes with the outcome)
+  const firstRef = details.providerRef && details.providerRef !== row.provider_ref && (!row.provider_ref || d.kind === 'move') ? details.providerRef : null;
   if (firstRef) change.provider_ref = firstRef;
   if (trigger === 'sent') change.sent_at = new Date(details.at);
   if (d.kind === 'stay') {

@@ -2,6 +2,7 @@ import type { Config, LiveConnectorName } from '../config';
 import type { HttpClient } from '../httpClient';
 import type { Logger } from '../logger';
 import type { Connector } from './connector';
+import { AirtelConnector } from './airtel/connector';
 
 /** What every live connector is built with beside its own settings. */
 export interface ConnectorCommon {
@@ -18,5 +19,20 @@ export interface ConnectorCommon {
  */
 export const LIVE_CONNECTOR_FACTORIES: Record<LiveConnectorName, (config: Config, common: ConnectorCommon) => Connector | null> = {
   pawapay: () => null,
-  airtel: () => null,
+  airtel: ({ payments: { live } }, common) =>
+    live.airtel &&
+    new AirtelConnector({
+      environment: 'live',
+      baseUrl: live.airtel.url,
+      clientId: live.airtel.clientId,
+      clientSecret: live.airtel.clientSecret,
+      country: live.airtel.country,
+      disbursementPin: live.airtel.disbursementPin ?? undefined,
+      pinPublicKeyPem: live.airtel.pinPublicKey ?? undefined,
+      pinPadding: live.airtel.pinPadding ?? undefined,
+      callbackHashSecret: live.airtel.callbackHashSecret ?? undefined,
+      timeoutMs: common.timeoutMs,
+      client: common.client,
+      log: common.log,
+    }),
 };
