@@ -97,6 +97,8 @@ export interface AirtelSimulator {
   tokenRequests(): number;
   /** every token issued so far is expired from now on (a token expiring mid-run) */
   expireTokens(): void;
+  /** where callbacks go from now on (the URL registered with Airtel: the service's, once it listens) */
+  setCallbackUrl(url: string | null): void;
 }
 
 type Scenario =
@@ -214,13 +216,14 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
   // Callbacks
 
   async function sendCallback(tx: Tx): Promise<void> {
-    if (!opts.callbackUrl || tx.kind !== 'collection') return;
+    const callbackUrl = opts.callbackUrl;
+    if (!callbackUrl || tx.kind !== 'collection') return;
     const message = tx.status === 'TS' ? `Paid ${tx.currency} ${tx.amount}, Trans ID ${tx.airtelMoneyId}.` : `Transaction failed (${tx.failCode ?? tx.responseCode}).`;
     const body: Record<string, unknown> = { transaction: { id: tx.id, message, status_code: tx.status === 'TS' ? 'TS' : 'TF', airtel_money_id: tx.airtelMoneyId } };
     if (opts.callbackHashSecret) body.hash = callbackHash(opts.callbackHashSecret, body, opts.callbackHashOver ?? 'request');
     tx.callbacksSent += 1;
     try {
-      const res = await callbackClient.request(opts.callbackUrl, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), timeoutMs: 5_000 });
+      const res = await callbackClient.request(callbackUrl, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), timeoutMs: 5_000 });
       log(`callback ${tx.id} ${tx.status} -> HTTP ${res.status}`);
     } catch (err) {
       log(`callback ${tx.id} failed: ${(err as Error).message}`);
@@ -574,6 +577,9 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
     requests: () => requestLog.map((r) => ({ ...r, problems: [...r.problems] })),
     tokenRequests: () => tokenCount,
     expireTokens: expireAll,
+    setCallbackUrl: (url: string | null) => {
+      opts.callbackUrl = url;
+    },
     close: async () => {
       closed = true;
       for (const t of timers) clearTimeout(t);
