@@ -4,7 +4,8 @@ import type { Db } from '../db/knex';
 import { ProviderHealthBucket } from '../db/models';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';
-import { timeProviderCall } from '../metrics/providerCalls';
+import { connectorLabel, timeProviderCall } from '../metrics/providerCalls';
+import { inSpan } from '../tracing/spans';
 import type { ProviderObjectKind } from '../providers/types';
 import type { ProviderEndpoint } from '../providers/connector';
 import { OPERATORS, type Environment, type Operator } from '../vocabulary';
@@ -53,7 +54,9 @@ export class ProviderHealth {
     const started = performance.now();
     let failed = false;
     try {
-      return await timeProviderCall(provider, operator, kind, call)(); // provider_call_duration_seconds (shared/metrics)
+      // a span per connector call (its HTTP spans beneath it): the connector, operator and kind; never a number, token or body
+      const attributes = { 'svc_payments.connector': connectorLabel(provider), 'svc_payments.operator': operator ?? undefined, 'svc_payments.operation.kind': kind };
+      return await inSpan(`provider ${kind}`, { attributes }, () => timeProviderCall(provider, operator, kind, call)()); // provider_call_duration_seconds (shared/metrics)
     } catch (err) {
       failed = !(err instanceof ProviderError) || err.retryable;
       throw err;
