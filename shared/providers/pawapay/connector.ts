@@ -137,7 +137,7 @@ export class PawapayConnector implements Connector {
 
   // ---- requests -------------------------------------------------------------------------------
 
-  push(req: PushRequest): Promise<ProviderAccepted> {
+  async push(req: PushRequest): Promise<ProviderAccepted> {
     const wire = KINDS.payment;
     const uuid = this.uuidOf(req.paymentId, wire);
     const provider = this.providerOf(req.operator);
@@ -153,7 +153,7 @@ export class PawapayConnector implements Connector {
     return this.initiate(wire, uuid, body, req.msisdn);
   }
 
-  payout(req: PayoutRequest): Promise<ProviderAccepted> {
+  async payout(req: PayoutRequest): Promise<ProviderAccepted> {
     const wire = KINDS.payout;
     const uuid = this.uuidOf(req.payoutId, wire);
     const provider = this.providerOf(req.operator);
@@ -169,7 +169,7 @@ export class PawapayConnector implements Connector {
     return this.initiate(wire, uuid, body, req.msisdn);
   }
 
-  refund(req: RefundRequest): Promise<ProviderAccepted> {
+  async refund(req: RefundRequest): Promise<ProviderAccepted> {
     const wire = KINDS.refund;
     const uuid = this.uuidOf(req.refundId, wire);
     this.providerOf(req.operator);
