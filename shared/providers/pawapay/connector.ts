@@ -213,7 +213,9 @@ export class PawapayConnector implements Connector {
       if (res.status >= 200 && res.status < 300) return { kind: 'unknown', why: 'unparsable answer' };
       throw this.httpRefusal(res.status, wire);
     }
-    const a = answer as { status?: unknown; failureReason?: { failureCode?: unknown; failureMessage?: unknown } };
+    const a = answer as { status?: unknown; failureReason?: { failureCode?: unknown; failureMessage?: unknown }; rejectionReason?: { rejectionCode?: unknown; rejectionMessage?: unknown } };
+    // v2 names it failureReason; v1 answers carried rejectionReason: read either (README)
+    if (!a.failureReason && a.rejectionReason) a.failureReason = { failureCode: a.rejectionReason.rejectionCode, failureMessage: a.rejectionReason.rejectionMessage };
     const echoed = (answer as Record<string, unknown>)[wire.idField];
     if (res.status >= 200 && res.status < 300 && (a.status === 'ACCEPTED' || a.status === 'DUPLICATE_IGNORED')) {
       if (echoed !== undefined && echoed !== uuid) return { kind: 'unknown', why: `answer names another ${wire.idField}` };
