@@ -66,6 +66,9 @@ describe('pawaPay connector against its simulator (loopback)', function () {
   let connector: PawapayConnector;
   /** request bodies the test sends on purpose against the contract (their ids) */
   const meantInvalid = new Set<string>();
+  /** every line the connectors logged */
+  const logs: string[] = [];
+  const log = { info: (o: object, m: string) => logs.push(`${m} ${JSON.stringify(o)}`), warn: (o: object, m: string) => logs.push(`${m} ${JSON.stringify(o)}`) };
 
   function make(over: Partial<PawapayConnectorOptions> = {}): PawapayConnector {
     return new PawapayConnector({
@@ -74,11 +77,12 @@ describe('pawaPay connector against its simulator (loopback)', function () {
       apiToken: TOKEN,
       callbackSignatures: 'required',
       callbackUrl,
-      timeoutMs: 700,
+      timeoutMs: 1000,
       client,
       activeConfRefreshMs: 0,
       availabilityTtlMs: 0,
       keyRefetchMinMs: 0,
+      log,
       ...over,
     });
   }
@@ -94,7 +98,7 @@ describe('pawaPay connector against its simulator (loopback)', function () {
     });
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
     callbackUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/callbacks/pawapay`;
-    sim = await startPawapaySimulator({ token: TOKEN, callbackUrl, callbackDelayMs: 120, slowInitiationMs: 1500, reconciliationMs: 300 });
+    sim = await startPawapaySimulator({ token: TOKEN, callbackUrl, callbackDelayMs: 120, slowInitiationMs: 2500, reconciliationMs: 300 });
     client = new RecordingClient();
     connector = make();
     expect(await connector.refreshActiveConf()).to.equal(true);
@@ -242,7 +246,7 @@ describe('pawaPay connector against its simulator (loopback)', function () {
     const a = (await verifiedCallback(uuid, 0)) as NormalisedCallback;
     const b = (await verifiedCallback(uuid, 1)) as NormalisedCallback;
     expect(b).to.deep.equal(a);
-    expect(simTx(uuid).callbacksSent).to.equal(2);
+    await until('the simulator counting two callbacks', () => simTx(uuid).callbacksSent === 2);
   });
 
   it('…203 sends the final callback, then a stale PROCESSING one (out of order): that one decides nothing', async () => {
@@ -350,7 +354,12 @@ describe('pawaPay connector against its simulator (loopback)', function () {
   });
 
   it('an unreachable pawaPay: unknown outcome, the status query unknown too: retryable, never a failure', async () => {
-    const down = make({ baseUrl: 'http://127.0.0.1:1' });
+    // a loopback port nothing listens on any more
+    const probe = http.createServer();
+    await new Promise<void>((r) => probe.listen(0, '127.0.0.1', () => r()));
+    const freed = (probe.address() as AddressInfo).port;
+    await new Promise<void>((r) => probe.close(() => r()));
+    const down = make({ baseUrl: `http://127.0.0.1:${freed}` });
     const err = await rejection(down.push({ paymentId: `pay_${randomUUID()}`, operator: 'airtel', amount: 100000, currency: 'CDF', msisdn: phone('airtel', '789'), description: null }));
     expect(err).to.deep.include({ retryable: true, code: 'provider-unknown-outcome' });
   });
@@ -433,6 +442,28 @@ describe('pawaPay connector against its simulator (loopback)', function () {
       expect(t.initiations, t.id).to.be.at.least(1);
       expect(t.status).to.be.a('string');
     }
+  });
+
+  it('refreshes active-conf on an unref\'d timer until close()', async () => {
+    const count = () => client.sent.filter((s) => s.path === '/v2/active-conf').length;
+    const before = count();
+    const timed = make({ activeConfRefreshMs: 100 });
+    await until('two active-conf fetches', () => count() >= before + 2, 3000);
+    expect(timed.activeConfReady).to.equal(true);
+    timed.close();
+    await sleep(50);
+    const stopped = count();
+    await sleep(300);
+    expect(count()).to.equal(stopped);
+  });
+
+  it('logs no token and no full phone number', () => {
+    expect(logs.length).to.be.greaterThan(10);
+    const all = logs.join('\n');
+    expect(all).to.not.contain(TOKEN);
+    expect(all).to.not.contain('wrong-secret-token-123');
+    expect(all).to.not.match(/243\d{9}/);
+    expect(all).to.match(/243\*{5}\d{4}/);
   });
 
   it('parseCallback refuses what is not a pawaPay callback', () => {
