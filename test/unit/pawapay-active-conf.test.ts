@@ -1,5 +1,7 @@
 import { expect } from 'chai';
 import { defaultRules, operationEntries, parseActiveConf, parseAvailability, ruleKey } from '../../shared/providers/pawapay/activeConf';
+import type { HttpAnswer, HttpClient } from '../../shared/httpClient';
+import { PawapayConnector } from '../../shared/providers/pawapay/connector';
 import { checkContract } from '../../shared/providers/pawapay/contract';
 
 const vodacomCdf = {
@@ -84,5 +86,31 @@ describe('pawaPay active-conf and availability', () => {
     expect(operationEntries({ DEPOSIT: 1 })).to.deep.equal([['DEPOSIT', 1]]);
     expect(operationEntries([{ operationType: 'PAYOUT', x: 1 }, { nope: true }, 'x'])).to.deep.equal([['PAYOUT', { operationType: 'PAYOUT', x: 1 }]]);
     expect(operationEntries('DEPOSIT')).to.deep.equal([]);
+  });
+});
+
+describe('PawapayConnector amount rules: defaults, then active-conf, kept when an answer is unusable', () => {
+  it('starts from the defaults, takes a good answer, keeps it through a failed or empty one', async () => {
+    let answer: { status: number; body: unknown } = { status: 200, body: conf('object') };
+    const client = {
+      async request(): Promise<HttpAnswer> {
+        return { status: answer.status, headers: {}, body: Buffer.from(JSON.stringify(answer.body)) };
+      },
+      close() {},
+    } as unknown as HttpClient;
+    const c = new PawapayConnector({ environment: 'live', baseUrl: 'http://pawapay.invalid', apiToken: 't', callbackSignatures: 'off', timeoutMs: 100, client, activeConfRefreshMs: 0 });
+    expect(c.activeConfReady).to.equal(false);
+    expect(c.capabilities.amountRule('orange', 'CDF', 'collection')).to.deep.equal({ decimals: 2, min: null, max: null });
+    expect(await c.refreshActiveConf()).to.equal(true);
+    expect(c.capabilities.amountRule('vodacom', 'CDF', 'collection')).to.deep.equal({ decimals: 0, min: 50000, max: 100000000 });
+    expect(c.capabilities.amountRule('orange', 'CDF', 'collection')).to.equal(undefined);
+    answer = { status: 500, body: {} };
+    expect(await c.refreshActiveConf()).to.equal(false);
+    answer = { status: 200, body: { countries: [] } };
+    expect(await c.refreshActiveConf()).to.equal(false);
+    answer = { status: 200, body: { nope: true } };
+    expect(await c.refreshActiveConf()).to.equal(false);
+    expect(c.capabilities.amountRule('vodacom', 'CDF', 'collection')).to.deep.equal({ decimals: 0, min: 50000, max: 100000000 });
+    expect(c.activeConfReady).to.equal(true);
   });
 });

@@ -355,7 +355,10 @@ export class PawapayConnector implements Connector {
       const res = await this.call('GET', '/v2/active-conf?country=COD');
       const body = parseJson(res.body);
       if (res.status !== 200 || !checkContract('activeConf', body).ok) throw new Error(`HTTP ${res.status}`);
-      this.rules = parseActiveConf(body);
+      const rules = parseActiveConf(body);
+      // an answer naming none of our providers is more likely a fault than a closed account: keep what is in force
+      if (rules.size === 0) throw new Error('no DRC provider in the answer');
+      this.rules = rules;
       this.activeConfLoaded = true;
       return true;
     } catch (err) {
@@ -395,11 +398,7 @@ export class PawapayConnector implements Connector {
     return this.keys.get(keyid);
   }
 
-  /** How many times the public keys were fetched (tests: the refetch is rate-limited). */
-  keyFetches = 0;
-
   private async fetchKeys(): Promise<void> {
-    this.keyFetches++;
     try {
       const res = await this.call('GET', '/v2/public-key/http');
       const body = parseJson(res.body);

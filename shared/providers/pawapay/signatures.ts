@@ -1,6 +1,24 @@
 import { createHash, createSign, createVerify, timingSafeEqual, type KeyObject } from 'node:crypto';
 import { httpbis } from 'http-message-signatures';
-import { isInnerList, parseDictionary, serializeItem, serializeList, type InnerList } from 'structured-headers';
+
+/*
+ * structured-headers (RFC 8941) publishes its types only through package "exports", which the
+ * production build's node10 resolution (tsconfig.build.json) cannot follow: the four functions used
+ * here are typed locally and loaded with require (its CommonJS entry, as http-message-signatures
+ * loads it).
+ */
+type BareItem = number | string | boolean | ArrayBuffer | object;
+type Parameters = Map<string, BareItem>;
+type Item = [BareItem, Parameters];
+type InnerList = [Item[], Parameters];
+interface StructuredHeaders {
+  parseDictionary(input: string): Map<string, Item | InnerList>;
+  isInnerList(value: Item | InnerList): value is InnerList;
+  serializeItem(item: Item): string;
+  serializeList(list: (Item | InnerList)[]): string;
+}
+// eslint-disable-next-line @typescript-eslint/no-require-imports
+const { isInnerList, parseDictionary, serializeItem, serializeList } = require('structured-headers') as StructuredHeaders;
 
 /**
  * pawaPay's signed callbacks: RFC 9421 HTTP Message Signatures over the request, with an RFC 9530
@@ -115,6 +133,7 @@ export function checkContentDigest(raw: Buffer, value: string | undefined): stri
   let known = 0;
   for (const [alg, member] of dict) {
     if (alg !== 'sha-256' && alg !== 'sha-512') continue;
+    if (isInnerList(member)) return `Content-Digest ${alg} is not a byte sequence`;
     const bytes = member[0];
     if (!(bytes instanceof ArrayBuffer)) return `Content-Digest ${alg} is not a byte sequence`;
     const expected = createHash(NODE_HASH[alg]).update(raw).digest();
@@ -150,7 +169,7 @@ export async function verifySignedMessage(req: VerifyRequest, lookup: KeyLookup)
       reason = `${label}: not an inner list`;
       continue;
     }
-    const input = member as InnerList;
+    const input = member;
     const [items, params] = input;
     const components = items.map(([name]) => name);
     if (!components.includes('content-digest')) {
