@@ -52,7 +52,7 @@ async function main() {
   const [webPort, airtelPort, pawapayPort] = [await freePort(), await freePort(), await freePort()];
   const baseUrl = `http://127.0.0.1:${webPort}`;
   const airtel = await startAirtelSimulator({ port: airtelPort, callbackUrl: `${baseUrl}/callbacks/airtel`, callbackHashSecret: 'demo-airtel-hash', pin: '2468' });
-  const pawapay = await startPawapaySimulator({ port: pawapayPort, callbackUrl: `${baseUrl}/callbacks/pawapay`, apiToken: 'demo-pawapay-token' });
+  const pawapay = await startPawapaySimulator({ port: pawapayPort, callbackUrl: `${baseUrl}/callbacks/pawapay`, token: 'demo-pawapay-token' });
   say(`simulators: pawaPay ${pawapay.url}, Airtel ${airtel.url}; database ${database.name}`);
   const env: Record<string, string> = {
     NODE_ENV: 'development',
@@ -62,7 +62,7 @@ async function main() {
     REDIS_URL: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
     QUEUE_PREFIX: `{demo-live-${randomBytes(3).toString('hex')}}`,
     ADMIN_API_TOKEN: ADMIN_TOKEN,
-    LOG_LEVEL: 'warn',
+    LOG_LEVEL: 'info',
     LIVE_VODACOM: 'pawapay',
     LIVE_ORANGE: 'pawapay',
     LIVE_AIRTEL: 'airtel',

@@ -3,6 +3,7 @@ import type { HttpClient } from '../httpClient';
 import type { Logger } from '../logger';
 import type { Connector } from './connector';
 import { AirtelConnector } from './airtel/connector';
+import { PawapayConnector } from './pawapay/connector';
 
 /** What every live connector is built with beside its own settings. */
 export interface ConnectorCommon {
@@ -18,7 +19,19 @@ export interface ConnectorCommon {
  * (shared/config.ts), else null. A new connector is a folder in shared/providers and a line here.
  */
 export const LIVE_CONNECTOR_FACTORIES: Record<LiveConnectorName, (config: Config, common: ConnectorCommon) => Connector | null> = {
-  pawapay: () => null,
+  pawapay: ({ payments: { live } }, common) =>
+    live.pawapay &&
+    new PawapayConnector({
+      environment: 'live',
+      baseUrl: live.pawapay.url,
+      apiToken: live.pawapay.apiToken,
+      callbackSignatures: live.pawapay.callbackSignatures,
+      // its signature covers the URL it posted to: the one registered with pawaPay
+      callbackUrl: common.callbackUrl,
+      timeoutMs: common.timeoutMs,
+      client: common.client,
+      log: common.log,
+    }),
   airtel: ({ payments: { live } }, common) =>
     live.airtel &&
     new AirtelConnector({

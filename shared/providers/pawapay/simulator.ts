@@ -78,6 +78,8 @@ export interface PawapaySimulator {
   setAvailability(provider: PawapayProvider, type: OperationType, status: Availability): void;
   /** requests refused (by code), for the tests */
   refusals(): Record<string, number>;
+  /** where callbacks go from now on (the URL registered with pawaPay: the service's, once it listens) */
+  setCallbackUrl(url: string | null): void;
 }
 
 /** Limits served by active-conf, per provider, currency, type: [decimalsInAmount, min, max]. CDF: a captured sandbox answer; USD: the simulator's own. */
@@ -495,6 +497,9 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     port,
     transactions: () => [...txs.values()].map((t) => ({ ...t })),
     keyId: () => key.id,
+    setCallbackUrl: (url: string | null) => {
+      opts.callbackUrl = url;
+    },
     rotateKey: () => {
       key = newKey();
     },
