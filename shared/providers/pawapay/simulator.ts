@@ -78,8 +78,8 @@ export interface PawapaySimulator {
   setAvailability(provider: PawapayProvider, type: OperationType, status: Availability): void;
   /** requests refused (by code), for the tests */
   refusals(): Record<string, number>;
-  /** where callbacks go from now on (the URL registered with pawaPay: the service's, once it listens) */
-  setCallbackUrl(url: string | null): void;
+  /** where callbacks go from now on (the URL registered with pawaPay: the service's, once it listens); `deliverTo`: a tap that receives them instead, still signed for `url` */
+  setCallbackUrl(url: string | null, deliverTo?: string): void;
 }
 
 /** Limits served by active-conf, per provider, currency, type: [decimalsInAmount, min, max]. CDF: a captured sandbox answer; USD: the simulator's own. */
@@ -115,6 +115,8 @@ interface Scenario {
   initiation500NotCreated?: boolean;
   slowInitiation?: boolean;
   pendingUntilAsked?: boolean;
+  /** its callback names another amount than was asked (a provider's fault the service must never apply) */
+  callbackWrongAmount?: boolean;
 }
 
 /**
@@ -167,6 +169,8 @@ export function scenarioOf(phoneNumber: string, kind: SimKind): Scenario {
       return { name: 'PROCESSING, no callback, until its status is asked: then COMPLETED', final: 'COMPLETED', pendingUntilAsked: true };
     case '207':
       return { name: 'HTTP 500 on the first initiation, not created', final: 'COMPLETED', initiation500NotCreated: true };
+    case '208':
+      return { name: 'COMPLETED, its callback naming ten times the amount', final: 'COMPLETED', callbackWrongAmount: true };
   }
   return { name: 'COMPLETED', final: 'COMPLETED' };
 }
@@ -228,16 +232,20 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
 
   // ---- callbacks -------------------------------------------------------------------------------
 
-  async function sendCallback(tx: SimTransaction, status: SimStatus = tx.status): Promise<void> {
+  let deliverTo: string | undefined;
+
+  async function sendCallback(tx: SimTransaction, status: SimStatus = tx.status, wrongAmount = false): Promise<void> {
     if (!opts.callbackUrl || closed) return;
-    const body = JSON.stringify(view(tx, status));
+    const shown = view(tx, status);
+    if (wrongAmount && typeof shown.amount === 'string') shown.amount = `${shown.amount.split('.')[0]}0`;
+    const body = JSON.stringify(shown);
     let headers: Record<string, string> = { 'content-type': 'application/json' };
     if (opts.signCallbacks !== false) {
       headers = await signMessage({ privateKey: key.privateKey, keyId: key.id, url: opts.callbackUrl, body, digest: opts.digest ?? 'sha-512', encoding: opts.signatureEncoding ?? 'der' });
     }
     for (let attempt = 1; attempt <= 3 && !closed; attempt++) {
       try {
-        const res = await client.request(opts.callbackUrl, { method: 'POST', headers, body, timeoutMs: 5_000 });
+        const res = await client.request(deliverTo ?? opts.callbackUrl, { method: 'POST', headers, body, timeoutMs: 5_000 });
         tx.callbacksSent++;
         log(`pawapay-sim: callback ${tx.kind} ${tx.id} ${status} → HTTP ${res.status}`);
         if (res.status >= 200 && res.status < 300) return;
@@ -252,7 +260,7 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     tx.status = s.final === 'FAILED' ? 'FAILED' : 'COMPLETED';
     tx.failureCode = s.final === 'FAILED' ? (s.failureCode ?? 'UNSPECIFIED_FAILURE') : null;
     void (async () => {
-      await sendCallback(tx);
+      await sendCallback(tx, tx.status, s.callbackWrongAmount);
       if (s.callbackTwice) await sendCallback(tx);
       if (s.staleCallbackAfter) await sendCallback(tx, 'PROCESSING');
     })();
@@ -497,8 +505,9 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     port,
     transactions: () => [...txs.values()].map((t) => ({ ...t })),
     keyId: () => key.id,
-    setCallbackUrl: (url: string | null) => {
+    setCallbackUrl: (url: string | null, tap?: string) => {
       opts.callbackUrl = url;
+      deliverTo = tap;
     },
     rotateKey: () => {
       key = newKey();
