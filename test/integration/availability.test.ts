@@ -4,6 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { eventually } from '../../scripts/lib/processes';
 import { aMerchant, aSucceededPayment, balanceOf, mobilePayment, startMoneyEnv } from '../helpers/money';
+import { startPawapaySimulator, type PawapaySimulator } from '../../shared/providers/pawapay/simulator';
 
 /**
  * Operator availability (decisions.md "Integrator's kit"): `delayed` from the provider calls the
@@ -16,6 +17,7 @@ describe('operator availability (GET /v1/availability, PUT /admin/operators/{ope
   let shop: MerchantFixture;
   let provider: http.Server;
   let airtelBroken = false;
+  let pawapay: PawapaySimulator;
   const calls: string[] = [];
 
   before(async () => {
@@ -31,7 +33,9 @@ describe('operator availability (GET /v1/availability, PUT /admin/operators/{ope
     });
     await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
-    env = await startTestEnv();
+    // live orange is served by pawaPay (its simulator): the operator API answers live availability rows
+    pawapay = await startPawapaySimulator({ token: 'availability-token', callbackUrl: null });
+    env = await startTestEnv({ LIVE_ORANGE: 'pawapay', PAWAPAY_URL: pawapay.url, PAWAPAY_API_TOKEN: 'availability-token' });
     await env.spawn('workers/provider-push/index.ts', { SANDBOX_PROVIDER_URL: url });
     shop = await env.merchant({ scope: 'full' });
   });
@@ -39,6 +43,7 @@ describe('operator availability (GET /v1/availability, PUT /admin/operators/{ope
     await env?.close();
     provider?.closeAllConnections();
     await new Promise((r) => provider?.close(r));
+    await pawapay?.close();
   });
 
   const availability = async (client = shop.client) => {
