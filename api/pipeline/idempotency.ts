@@ -126,17 +126,18 @@ export const idempotency: Middleware = async (ctx, next) => {
   const presented = presentedKey(ctx);
   if (!presented) return next();
 
-  const { db, config } = ctx.services;
+  const { db, config, clock } = ctx.services;
   const auth = ctx.state.auth!;
   const key: RequestKey = {
     write: {
       id: { merchantId: auth.merchantId, environment: auth.environment, key: presented },
       request: { method: ctx.method, path: canonicalPath(ctx.path), hash: requestHash(ctx.method, ctx.path, ctx.state.rawBody ?? Buffer.alloc(0)) },
       waitMs: config.idempotencyWaitMs,
+      now: clock.now(),
     },
   };
   ctx.state.idempotency = key;
-  const held = () => readIdempotencyKey(db, key.write.id, key.write.request);
+  const held = () => readIdempotencyKey(db, key.write.id, key.write.request, clock.now());
   try {
     await next();
   } catch (err) {

@@ -59,10 +59,12 @@ export function rateLimit(services: ServiceContext): Middleware {
     }
     const { res, exceeded } = count;
     const msLeft = Math.max(0, res.msBeforeNext);
+    // Redis times the window (its key's TTL); the instant it ends is told by the service clock,
+    // the one a merchant's X-Timestamp is judged by
     ctx.set({
       'X-RateLimit-Limit': String(limit),
       'X-RateLimit-Remaining': String(res.remainingPoints),
-      'X-RateLimit-Reset': String(Math.ceil((Date.now() + msLeft) / 1000)),
+      'X-RateLimit-Reset': String(Math.ceil((services.clock.now() + msLeft) / 1000)),
     });
     if (exceeded) throw new TooManyRequests('rate-limit-exceeded', 'Too many requests for this API key', Math.max(1, Math.ceil(msLeft / 1000)));
     return next();

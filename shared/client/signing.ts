@@ -21,6 +21,8 @@ export interface ClientOptions {
    * OpenAPI document); an exception thrown here is the request's.
    */
   onResponse?: (response: ResponseInfo) => void;
+  /** Milliseconds since the Unix epoch that X-Timestamp is taken from (default `Date.now`). */
+  now?: () => number;
 }
 
 /** One answer with the request it answers. */
@@ -62,7 +64,7 @@ export class ServiceClient {
     if (raw !== undefined || JSON_METHODS.has(method)) headers['Content-Type'] = 'application/json';
     const path = pathWithQuery.split('?')[0];
     if (SIGNED.has(method)) {
-      const ts = String(o.timestamp ?? Math.floor(Date.now() / 1000));
+      const ts = String(o.timestamp ?? Math.floor((this.opts.now ?? Date.now)() / 1000));
       headers['X-Timestamp'] = ts;
       headers['X-Signature'] = signRequest(this.opts.secret, ts, method, path, raw ?? '');
     }

@@ -82,7 +82,7 @@ function statusView(tx: SandboxTransaction, now: number) {
 
 export function createSandboxServer(opts: SandboxOptions): Server {
   const transactions = new Map<string, SandboxTransaction>();
-  const callbacks = createCallbackSender(opts.callbackSecret, opts.log);
+  const callbacks = createCallbackSender(opts.callbackSecret, opts.log, opts.clock);
   const { later } = callbacks;
 
   // one timer for every transaction's expiry (not one 24-hour timer each): memory and timers stay bounded
