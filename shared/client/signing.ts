@@ -55,7 +55,20 @@ const IDEMPOTENT_PATHS = new Set(['/v1/payments', '/v1/payouts']);
 export class ServiceClient {
   constructor(readonly opts: ClientOptions) {}
 
+  /** Sends the request and hands its answer to `onResponse` (whose exception is the request's). */
   async request<T = any>(method: string, pathWithQuery: string, o: RequestOptions = {}): Promise<ClientResponse<T>> {
+    const response = await this.send<T>(method, pathWithQuery, o);
+    this.answered(method, pathWithQuery, response);
+    return response;
+  }
+
+  /** Hands an answer of `send` to `onResponse`. */
+  answered(method: string, pathWithQuery: string, response: ClientResponse): void {
+    this.opts.onResponse?.({ ...response, method: method.toUpperCase(), path: pathWithQuery });
+  }
+
+  /** Sends the request; its answer is not yet handed to `onResponse` (a throw here means no answer came). */
+  async send<T = any>(method: string, pathWithQuery: string, o: RequestOptions = {}): Promise<ClientResponse<T>> {
     method = method.toUpperCase();
     const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.apiKey}` };
     let raw: string | Buffer | undefined;
@@ -82,9 +95,7 @@ export class ServiceClient {
     } catch {
       /* not JSON: left as text */
     }
-    const response = { status: res.status, headers: res.headers, text, body };
-    this.opts.onResponse?.({ ...response, method, path: pathWithQuery });
-    return response;
+    return { status: res.status, headers: res.headers, text, body };
   }
 
   get<T = any>(path: string, o?: RequestOptions) {
