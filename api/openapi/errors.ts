@@ -2,7 +2,7 @@ import type { ErrorCode } from '../../shared/errors';
 import { ERROR_STATUS } from '../middleware/errors';
 
 /**
- * Every error code a merchant may be answered, with when (spec 7, decisions.md Errors); the
+ * Every error code a merchant may be answered, with when (spec 7, docs/decisions.md Errors); the
  * status is ERROR_STATUS's. The operator API's own codes are not here.
  */
 const WHEN = {
@@ -62,5 +62,5 @@ export const SIGNED_ERRORS = [
   'timestamp-expired', 'signature-invalid', 'insufficient-scope', 'payload-too-large', 'invalid-body', 'unsupported-media-type', 'invalid-json', 'validation-failed',
 ] as const satisfies readonly MerchantErrorCode[];
 
-/** A POST taking an Idempotency-Key (spec 5.4, decisions.md Faults). */
+/** A POST taking an Idempotency-Key (spec 5.4, docs/decisions.md Faults). */
 export const IDEMPOTENCY_ERRORS = ['idempotency-key-required', 'idempotency-key-invalid', 'idempotency-conflict', 'idempotency-in-progress'] as const satisfies readonly MerchantErrorCode[];

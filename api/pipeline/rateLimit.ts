@@ -8,7 +8,7 @@ import { unavailable } from '../middleware/errors';
 /** A Redis call slower than this answers 503: a stalled Redis must not hang every request. */
 const REDIS_TIMEOUT_MS = 2000;
 
-/** Requests that change nothing: they keep working while Redis is unreachable (decisions.md, Faults). */
+/** Requests that change nothing: they keep working while Redis is unreachable (docs/decisions.md, Faults). */
 const READS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
 /** At most one "Redis unreachable" log line per process and interval, not one per request. */
 const OUTAGE_LOG_INTERVAL_MS = 10_000;

@@ -6,7 +6,7 @@ import { DIRECTIONS, OPERATORS, type Direction, type Environment, type Operator 
 import { loadClosures } from './closures';
 
 /**
- * Operator availability (GET /v1/availability, decisions.md "Integrator's kit"): per operator
+ * Operator availability (GET /v1/availability, docs/decisions.md "Integrator's kit"): per operator
  * and direction, `closed` while the operator has closed it, else `delayed` when the provider
  * calls of the last window in this environment went badly (AvailabilityConfig: at least
  * minCalls calls, half or more failed or slow), else `operational`. `delayed` never refuses.

@@ -40,7 +40,7 @@ export class ProviderRegistry {
       const liveId = providerIdFor('live', operator);
       if (live) add(new HttpProvider({ ...common, id: liveId, environment: 'live', operator, ...live, callbackUrl: callbackUrl(liveId) }));
     }
-    // the card acquirer of each environment (decisions.md "Cards"): test keys the sandbox, live keys the configured one
+    // the card acquirer of each environment (docs/decisions.md "Cards"): test keys the sandbox, live keys the configured one
     for (const [environment, endpoints] of [['test', config.cards.sandbox], ['live', config.cards.live]] as const) {
       if (!endpoints) continue;
       const id = cardAcquirerIdFor(environment);

@@ -14,7 +14,7 @@ import { takeSignaturesSql } from './requestSignatures';
  *
  *   x   the writes (one json parameter)
  *   s   the signatures of the keyed creations that bring one (a signed POST /v1/payments:
- *       decisions.md "Replayed signed requests")
+ *       docs/decisions.md "Replayed signed requests")
  *   k   the idempotency keys of the creations that bring one (a POST /v1/payments), each taken
  *       only if its signature was, now or before with this very key
  *   i   the creations (`from` null): each row inserted, if its key was taken
