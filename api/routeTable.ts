@@ -55,7 +55,7 @@ export interface RouteSpec<B = unknown, Q = unknown> {
   query?: JsonSchema;
   /** ajv schema of the JSON body (POST/PUT/PATCH); validated before the handler runs. */
   body?: Component | JsonSchema;
-  /** Idempotency-Key header (spec 5.4, decisions.md Faults): required, optional, or not taken. */
+  /** Idempotency-Key header (spec 5.4, docs/decisions.md Faults): required, optional, or not taken. */
   idempotencyKey?: 'required' | 'optional';
   /** Successful answers by status. */
   responses: Record<number, ResponseSpec>;

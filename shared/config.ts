@@ -41,7 +41,7 @@ export interface CardEndpoints {
   callbackSecret: string;
 }
 
-/** Card payments (decisions.md "Cards (hosted checkout)"): three parties, three origins. */
+/** Card payments (docs/decisions.md "Cards (hosted checkout)"): three parties, three origins. */
 function loadCardsConfig(env: Env, production: boolean) {
   const vaultPort = int(env, 'CARD_VAULT_PORT', 4020, 0, 65535);
   const providerPort = int(env, 'CARD_PROVIDER_PORT', 4030, 0, 65535);
@@ -134,7 +134,7 @@ export function loadOverloadConfig(env: Env): OverloadConfig {
   };
 }
 
-/** The daily settlement (decisions.md "Balance and settlement"). */
+/** The daily settlement (docs/decisions.md "Balance and settlement"). */
 function loadSettlementConfig(env: Env) {
   const time = env.SETTLEMENT_TIME_UTC || '00:00';
   // minutes after midnight UTC
@@ -147,14 +147,14 @@ function loadSettlementConfig(env: Env) {
 export const SPEC_WEBHOOK_TIMEOUT_MS = 10_000;
 export const SPEC_WEBHOOK_BREAKER_PAUSE_MS = 3_600_000;
 
-/** Webhook delivery settings beside webhookRetryDelaysMs (spec 6.5, decisions.md). */
+/** Webhook delivery settings beside webhookRetryDelaysMs (spec 6.5, docs/decisions.md). */
 function loadWebhooksConfig(env: Env, production: boolean) {
-  // one attempt's deadline (decisions.md: 10 s)
+  // one attempt's deadline (docs/decisions.md: 10 s)
   const timeoutMs = int(env, 'WEBHOOK_TIMEOUT_MS', SPEC_WEBHOOK_TIMEOUT_MS, 100, 120_000);
   // how long an open circuit breaker holds an endpoint's deliveries (spec: 1 hour)
   const breakerPauseMs = int(env, 'WEBHOOK_BREAKER_PAUSE_MS', SPEC_WEBHOOK_BREAKER_PAUSE_MS, 100);
   if (production && timeoutMs !== SPEC_WEBHOOK_TIMEOUT_MS) {
-    throw new ConfigError(`WEBHOOK_TIMEOUT_MS is fixed at ${SPEC_WEBHOOK_TIMEOUT_MS} by decisions.md in production`);
+    throw new ConfigError(`WEBHOOK_TIMEOUT_MS is fixed at ${SPEC_WEBHOOK_TIMEOUT_MS} by docs/decisions.md in production`);
   }
   if (production && breakerPauseMs !== SPEC_WEBHOOK_BREAKER_PAUSE_MS) {
     throw new ConfigError(`WEBHOOK_BREAKER_PAUSE_MS is fixed at ${SPEC_WEBHOOK_BREAKER_PAUSE_MS} by the spec in production`);
@@ -169,7 +169,7 @@ function loadWebhooksConfig(env: Env, production: boolean) {
 
 export class ConfigError extends Error {}
 
-/** The four mobile-money operators of decisions.md. */
+/** The four mobile-money operators of docs/decisions.md. */
 export const PROVIDER_OPERATORS = ['vodacom', 'airtel', 'orange', 'africell'] as const;
 type ConfiguredOperator = (typeof PROVIDER_OPERATORS)[number];
 const ROUTED_DIRECTIONS = ['collection', 'refund', 'payout'] as const;
@@ -223,7 +223,7 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
 const pem = (raw: string) => raw.replace(/\\n/g, '\n');
 
 /**
- * Live mobile-money routing (decisions.md "Live providers"): LIVE_<OPERATOR>=<connector> routes
+ * Live mobile-money routing (docs/decisions.md "Live providers"): LIVE_<OPERATOR>=<connector> routes
  * every direction of an operator, LIVE_<OPERATOR>_<DIRECTION> overrides one; an operator with
  * no route is closed in live. Test keys always reach the sandbox, whatever is set here. Each
  * connector's base URL is a setting (its own sandbox, production, or a simulator).
@@ -285,7 +285,7 @@ function loadPaymentsConfig(env: Env, production: boolean, sandboxSecret: string
     /** BullMQ lock of a provider-push / callback-reconciler job: a killed worker's job is retried after it */
     paymentJobLockMs: int(env, 'PAYMENT_JOB_LOCK_MS', 30_000, 500),
   };
-  // a callback secret that ships with the code lets anyone sign a callback (decisions.md, Faults:
+  // a callback secret that ships with the code lets anyone sign a callback (docs/decisions.md, Faults:
   // bad callbacks); the sandbox provider runs in production too (test keys), so its secret counts
   if (production && DEV_CALLBACK_SECRETS.includes(sandboxSecret)) {
     throw new ConfigError('SANDBOX_CALLBACK_SECRET must be set in production (the development callback secret is refused)');
@@ -469,7 +469,7 @@ export function loadConfig(env: Env = process.env) {
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 5000, 10),
     /** the re-drive (shared/queues/redrive.ts): every `intervalMs`, a job for each open piece of work older than `graceMs` that has none (Redis lost it) */
     redrive: { intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000), graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000) },
-    /** webhook retry delays in milliseconds (decisions.md: attempt n+1 after delay n) */
+    /** webhook retry delays in milliseconds (docs/decisions.md: attempt n+1 after delay n) */
     webhookRetryDelaysMs: delays(env, production),
     sandboxProviderUrl,
     sandboxProviderPort,

@@ -1,9 +1,9 @@
 /**
- * Domain errors in the vocabulary of decisions.md, without HTTP: api/middleware/errors.ts alone
+ * Domain errors in the vocabulary of docs/decisions.md, without HTTP: api/middleware/errors.ts alone
  * maps each to its status, headers and body. Each class accepts only the codes of its kind.
  */
 
-/** Codes of the 401 answers (spec 7; decisions.md: one fixed message each). */
+/** Codes of the 401 answers (spec 7; docs/decisions.md: one fixed message each). */
 export type UnauthenticatedCode = 'auth-required' | 'api-key-invalid' | 'timestamp-expired' | 'signature-invalid';
 export type BadRequestCode =
   | 'invalid-json'
@@ -44,7 +44,7 @@ export type UnprocessableCode =
 export type TooManyCode = 'rate-limit-exceeded' | 'redelivery-limit';
 export type UnavailableCode = 'maintenance' | 'service-unavailable';
 
-/** Every error code the service answers with: decisions.md "Errors", spec section 7, the README's few more. */
+/** Every error code the service answers with: docs/decisions.md "Errors", spec section 7, the README's few more. */
 export type ErrorCode =
   | UnauthenticatedCode
   | BadRequestCode

@@ -20,8 +20,9 @@ import type { KeyRow } from './db/sql/transitions';
 /** Idempotency keys live 24 hours (spec 8); expired ones are purged by the outbox-relay pool. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
-export async function purgeExpiredIdempotencyKeys(db: Db): Promise<number> {
-  return IdempotencyKey.query(db).where('expires_at', '<', raw('now()')).delete();
+/** Deletes the keys whose window ended before `nowMs` (the service clock, shared/clock.ts). */
+export async function purgeExpiredIdempotencyKeys(db: Db, nowMs: number): Promise<number> {
+  return IdempotencyKey.query(db).where('expires_at', '<', new Date(nowMs)).delete();
 }
 
 /** One key: unique per merchant and environment (spec 5.4, architecture rule 5). */
@@ -54,6 +55,8 @@ export interface IdempotentWrite<T> {
   id: IdempotencyKeyId;
   request: IdempotentRequest;
   waitMs: number;
+  /** the service clock at the request (Unix ms, shared/clock.ts): the key's window starts here */
+  now: number;
   encode(result: T): StoredResponse;
   /** a signed request's signature, when it is taken with the key (api/pipeline/replay.ts) */
   signature?: { signature: string; expires: number };
@@ -91,17 +94,18 @@ export function takeKeyValues(key: IdempotentWrite<unknown>, response: StoredRes
     response ? JSON.stringify(response.headers) : null,
     response?.body ?? null,
     IDEMPOTENCY_WINDOW_MS,
+    key.now,
   ];
 }
 
 /** The key and its answer as a creation carries it into the writer (shared/db/sql/transitions.ts). */
 export function keyRow(key: IdempotentWrite<unknown>, response: StoredResponse | null): KeyRow {
-  const [merchant_id, environment, id, method, path, request_hash, status, response_status, response_headers, body, window_ms] = takeKeyValues(key, response) as [
-    string, string, string, string, string, string, string, number | null, string | null, Buffer | null, number,
+  const [merchant_id, environment, id, method, path, request_hash, status, response_status, response_headers, body, window_ms, now_ms] = takeKeyValues(key, response) as [
+    string, string, string, string, string, string, string, number | null, string | null, Buffer | null, number, number,
   ];
   const signature = key.signature?.signature ?? null;
   const signature_expires = key.signature?.expires ?? null;
-  return { merchant_id, environment, key: id, method, path, request_hash, status, response_status, response_headers, response_body: body?.toString('base64') ?? null, window_ms, signature, signature_expires };
+  return { merchant_id, environment, key: id, method, path, request_hash, status, response_status, response_headers, response_body: body?.toString('base64') ?? null, window_ms, now_ms, signature, signature_expires };
 }
 
 /**
@@ -139,11 +143,11 @@ export async function idempotentTransact<T>(deps: TransactDeps, key: IdempotentW
 }
 
 /** What a key already held by another request means for this one; null if it is free (released meanwhile). */
-export async function readIdempotencyKey(db: Db, id: IdempotencyKeyId, req: IdempotentRequest): Promise<HeldKey | null> {
-  // Postgres's now() is the truth of a key's expiry, as in the statement that takes a key (shared/db/sql/idempotencyKeys.ts)
+export async function readIdempotencyKey(db: Db, id: IdempotencyKeyId, req: IdempotentRequest, nowMs: number): Promise<HeldKey | null> {
+  // the service clock decides a key's expiry, as in the statement that takes a key (shared/db/sql/idempotencyKeys.ts)
   const row = await IdempotencyKey.query(db)
     .findById(idOf(id))
-    .where('expires_at', '>', raw('now()'))
+    .where('expires_at', '>', new Date(nowMs))
     .select('request_hash', 'status', 'response_status', 'response_headers', 'response_body');
   if (!row) return null;
   if (row.request_hash !== req.hash) return { kind: 'conflict' };

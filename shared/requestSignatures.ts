@@ -7,7 +7,7 @@ import { USE_SIGNATURES } from './db/sql/requestSignatures';
 import type { Batches } from './db/coalescer';
 
 /**
- * Used signatures (decisions.md "Replayed signed requests"): the Idempotency-Key header is not
+ * Used signatures (docs/decisions.md "Replayed signed requests"): the Idempotency-Key header is not
  * signed, so a signature identifies a request, and an accepted signature acts at most once. A
  * record is kept, with the key it was first accepted with, while its timestamp is within the
  * tolerance. It lives in Postgres: a Redis record lost to a flush or a restart without
@@ -91,6 +91,11 @@ export async function forgetSignature(db: Db, req: SignedRequest): Promise<void>
   await RequestSignature.query(db).findById([req.merchantId, req.environment, req.signature]).delete();
 }
 
-export async function purgeExpiredSignatures(db: Db): Promise<number> {
-  return RequestSignature.query(db).where('expires_at', '<', raw('now()')).delete();
+/**
+ * Deletes the records whose timestamp left the tolerance before `nowMs`: the service clock
+ * (shared/clock.ts), the one the signed step judges a timestamp by, so a record outlives the
+ * time its request could be accepted again.
+ */
+export async function purgeExpiredSignatures(db: Db, nowMs: number): Promise<number> {
+  return RequestSignature.query(db).where('expires_at', '<', new Date(nowMs)).delete();
 }

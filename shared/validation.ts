@@ -10,7 +10,7 @@ import { MAX_AMOUNT } from './money';
 export const ajv = new Ajv({ allErrors: false, strict: true, coerceTypes: false, useDefaults: false });
 addFormats(ajv);
 
-/** Anything wrong inside metadata names `metadata` (decisions.md "Metadata keys"): its keys are the merchant's text, never echoed. */
+/** Anything wrong inside metadata names `metadata` (docs/decisions.md "Metadata keys"): its keys are the merchant's text, never echoed. */
 function paramOf(err: ErrorObject): string {
   const base = err.instancePath.replace(/^\//, '').replace(/\//g, '.');
   if (base === 'metadata' || base.startsWith('metadata.')) return 'metadata';
@@ -56,5 +56,5 @@ export function validator<T>(schema: Schema | JSONSchemaType<T>): Validator<T> {
   };
 }
 
-/** A positive amount in minor units, at most 10^12 (decisions.md, Faults and limits: 400 validation-failed beyond). */
+/** A positive amount in minor units, at most 10^12 (docs/decisions.md, Faults and limits: 400 validation-failed beyond). */
 export const MONEY = { type: 'integer', minimum: 1, maximum: MAX_AMOUNT } as const;

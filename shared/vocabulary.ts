@@ -1,5 +1,5 @@
 /**
- * The service's vocabulary: the closed sets of words the interface uses (decisions.md "Names").
+ * The service's vocabulary: the closed sets of words the interface uses (docs/decisions.md "Names").
  * Every module takes these types from here.
  */
 

@@ -14,11 +14,11 @@ import { checkoutPage, noChallengePage, notFoundPage, returnLink, threeDsReturnP
 import { withTraceparent } from '../../shared/tracing/spans';
 
 /**
- * The hosted card checkout (decisions.md "Cards"), outside the merchant pipeline: the client's
+ * The hosted card checkout (docs/decisions.md "Cards"), outside the merchant pipeline: the client's
  * browser has no key. Headers: spec 5.7 (securityHeaders), the CSP below, no-store, no cookie.
  */
 
-/** decisions.md: POST /checkout/{id}/pay is limited to 10 a minute per client IP. */
+/** docs/decisions.md: POST /checkout/{id}/pay is limited to 10 a minute per client IP. */
 export const PAY_LIMIT_PER_MINUTE = 10;
 const REDIS_TIMEOUT_MS = 2000;
 

@@ -5,7 +5,7 @@ import { BadRequest, DomainError, NotFound, Unavailable, type ErrorCode } from '
 const answered = <C extends ErrorCode>(status: number, codes: C[]) => Object.fromEntries(codes.map((c) => [c, status])) as Record<C, number>;
 
 /**
- * The HTTP status of every error code: the one place statuses are known (decisions.md "Errors",
+ * The HTTP status of every error code: the one place statuses are known (docs/decisions.md "Errors",
  * spec 7). The type makes a code without a status a compile error.
  */
 export const ERROR_STATUS: Record<ErrorCode, number> = {
@@ -78,7 +78,7 @@ function postgresPort(databaseUrl: string): number {
   }
 }
 
-/** Postgres unreachable, restarting, or the connection cut (decisions.md "Backends down"). */
+/** Postgres unreachable, restarting, or the connection cut (docs/decisions.md "Backends down"). */
 export function isPostgresDown(err: unknown, databaseUrl: string): boolean {
   const e = err as { code?: unknown; message?: unknown; port?: unknown; errors?: unknown };
   if (typeof e?.code === 'string' && PG_FAULT_CODES.test(e.code) && 'severity' in (e as object)) return true;
@@ -118,7 +118,7 @@ export function answerOf(err: unknown, databaseUrl: string): { error: DomainErro
   return { error: INTERNAL, log: 'unhandled' };
 }
 
-/** The one place that turns thrown errors into the error body of decisions.md. */
+/** The one place that turns thrown errors into the error body of docs/decisions.md. */
 export const errorHandler: Middleware = async (ctx, next) => {
   try {
     await next();

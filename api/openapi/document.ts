@@ -1,5 +1,5 @@
 import { isComponent, openApiPath, type JsonSchema, type RouteSpec } from '../routeTable';
-import { ERROR_CODES, type MerchantErrorCode, IDEMPOTENCY_ERRORS, PIPELINE_ERRORS, SIGNED_ERRORS } from './errors';
+import { ERROR_CODES, type MerchantErrorCode, IDEMPOTENCY_ERRORS, PIPELINE_ERRORS, PUBLIC_ERRORS, SIGNED_ERRORS } from './errors';
 import { ErrorBody } from './schemas';
 import { API_DESCRIPTION } from './description';
 import { SIGNED_METHODS } from '../pipeline/request';
@@ -49,11 +49,13 @@ function refs(schema: unknown, into: Map<string, JsonSchema>): unknown {
 
 /** The codes a route may answer, by status: the pipeline's, its method's, its own. */
 export function errorCodesOf(route: RouteSpec): Map<number, MerchantErrorCode[]> {
-  const codes = new Set<MerchantErrorCode>(route.scope === 'none' ? [] : PIPELINE_ERRORS);
+  const codes = new Set<MerchantErrorCode>(route.scope === 'none' ? PUBLIC_ERRORS : PIPELINE_ERRORS);
   if (SIGNED_METHODS.has(route.method)) {
     for (const c of SIGNED_ERRORS) codes.add(c);
     if (route.idempotencyKey) for (const c of IDEMPOTENCY_ERRORS) if (c !== 'idempotency-key-required' || route.idempotencyKey === 'required') codes.add(c);
-    if (route.idempotencyKey !== 'required') codes.add('request-replayed');
+    // the replay guard (api/pipeline/replay.ts) sees every signed POST, whatever its key: the same
+    // signature again with no key, or another key than its first use, is 409 request-replayed
+    if (route.method === 'POST') codes.add('request-replayed');
   } else if (route.query) {
     codes.add('validation-failed'); // a GET refused a query parameter
   }
@@ -200,7 +202,7 @@ export function apiDocument(routes: readonly RouteSpec[], serverUrl?: string): O
           description: 'Lowercase hex HMAC-SHA256, keyed by the secret (`sk_…`), of `<X-Timestamp>.<METHOD>.<path>.<raw body>` (401 `signature-invalid`).',
           schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
         },
-        'Idempotency-Key': { name: 'Idempotency-Key', in: 'header', required: true, description: 'UUID v4. The same key and body within 24 h replays the first answer; another body is 409 `idempotency-conflict`.', schema: { type: 'string', format: 'uuid' } },
+        'Idempotency-Key': { name: 'Idempotency-Key', in: 'header', required: true, description: 'UUID v4. The same key and body within 24 h replays the first answer; another body is 409 `idempotency-conflict`. The same signed request (same X-Signature) under another key is 409 `request-replayed`: a retry keeps its key, or is signed again.', schema: { type: 'string', format: 'uuid' } },
         'Idempotency-Key-optional': { name: 'Idempotency-Key', in: 'header', required: false, description: 'UUID v4, optional: the same key and body within 24 h replays the first answer. Without one, the same signed request sent twice is 409 `request-replayed`.', schema: { type: 'string', format: 'uuid' } },
         'X-Request-Id': { name: 'X-Request-Id', in: 'header', required: false, description: 'Your correlation id (kept if valid, else a new one is made); echoed on the response.', schema: { type: 'string', maxLength: 200 } },
       },

@@ -2,7 +2,7 @@ import type { ErrorCode } from '../../shared/errors';
 import { ERROR_STATUS } from '../middleware/errors';
 
 /**
- * Every error code a merchant may be answered, with when (spec 7, decisions.md Errors); the
+ * Every error code a merchant may be answered, with when (spec 7, docs/decisions.md Errors); the
  * status is ERROR_STATUS's. The operator API's own codes are not here.
  */
 const WHEN = {
@@ -23,7 +23,7 @@ const WHEN = {
   'idempotency-conflict': 'the same Idempotency-Key with a different body',
   'idempotency-in-progress': 'the same Idempotency-Key is still being processed (Retry-After: 1); retry with the same key',
   'reference-conflict': 'the reference is already used by this merchant in this environment',
-  'request-replayed': 'a signed POST without Idempotency-Key sent again',
+  'request-replayed': 'a signed POST sent again (same X-Signature) with no Idempotency-Key, or another key than its first use',
   'payload-too-large': 'Content-Length above 500 MB, or a body above its route limit (100 KB for a payment)',
   'unsupported-media-type': 'a body that is not `application/json` in UTF-8',
   'refund-exceeds-refundable': 'refund amount above amount_charged minus already refunded',
@@ -53,10 +53,16 @@ export const PIPELINE_ERRORS = [
   'auth-required', 'api-key-invalid', 'ip-not-allowed', 'merchant-suspended', 'rate-limit-exceeded', 'not-found', 'maintenance', 'service-unavailable',
 ] as const satisfies readonly MerchantErrorCode[];
 
+/**
+ * What a route that takes no key may be answered: the overload guard and the maintenance flag
+ * come before every /v1 route (api/app.ts).
+ */
+export const PUBLIC_ERRORS = ['maintenance', 'service-unavailable'] as const satisfies readonly MerchantErrorCode[];
+
 /** What a signed request (POST, PUT, PATCH, DELETE) may be answered besides (spec 5.6 steps 7-8, body steps). */
 export const SIGNED_ERRORS = [
   'timestamp-expired', 'signature-invalid', 'insufficient-scope', 'payload-too-large', 'invalid-body', 'unsupported-media-type', 'invalid-json', 'validation-failed',
 ] as const satisfies readonly MerchantErrorCode[];
 
-/** A POST taking an Idempotency-Key (spec 5.4, decisions.md Faults). */
+/** A POST taking an Idempotency-Key (spec 5.4, docs/decisions.md Faults). */
 export const IDEMPOTENCY_ERRORS = ['idempotency-key-required', 'idempotency-key-invalid', 'idempotency-conflict', 'idempotency-in-progress'] as const satisfies readonly MerchantErrorCode[];

@@ -16,14 +16,14 @@ export const MINOR_UNITS: JsonSchema = { type: 'integer', description: 'Minor un
 export const CURRENCY: JsonSchema = { type: 'string', enum: CURRENCIES };
 export const ENVIRONMENT: JsonSchema = { type: 'string', enum: ENVIRONMENTS };
 
-/** An object id: `<prefix><uuid v4>` (decisions.md Names). */
+/** An object id: `<prefix><uuid v4>` (docs/decisions.md Names). */
 export const idOf = (kind: IdKind, description?: string): JsonSchema => ({
   type: 'string',
   pattern: `^${ID_PREFIX[kind]}[0-9a-f-]{36}$`,
   ...(description ? { description } : {}),
 });
 
-/** `{object: "list", data, has_more, next_cursor}`: a cursor-paginated list (decisions.md Cursor). */
+/** `{object: "list", data, has_more, next_cursor}`: a cursor-paginated list (docs/decisions.md Cursor). */
 export const pageOf = (name: string, item: Component): Component =>
   component(name, closedObject({
     object: { const: 'list' },
@@ -36,7 +36,7 @@ export const pageOf = (name: string, item: Component): Component =>
 export const listOf = (name: string, item: Component): Component =>
   component(name, closedObject({ object: { const: 'list' }, data: { type: 'array', items: item } }));
 
-/** The error body of decisions.md (Errors), the same for every status. */
+/** The error body of docs/decisions.md (Errors), the same for every status. */
 export const ErrorBody = component('Error', closedObject({
   error: closedObject({
     code: { type: 'string', enum: Object.keys(ERROR_CODES), description: 'Stable, machine-readable code (each response lists those it may carry)' },

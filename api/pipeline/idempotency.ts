@@ -114,7 +114,7 @@ export function presentedKey(ctx: Context): string | undefined {
 }
 
 /**
- * Step 9 (spec 5.4, 5.6.9; decisions.md "Refund retries"): the key is held in Postgres per
+ * Step 9 (spec 5.4, 5.6.9; docs/decisions.md "Refund retries"): the key is held in Postgres per
  * merchant, environment and key for 24 hours. The route writes it with its work, in its own
  * transaction (idempotentWrite); a request with the same key meanwhile waits for that
  * transaction and gets its answer, or 409 idempotency-in-progress (Retry-After: 1) after
@@ -126,17 +126,18 @@ export const idempotency: Middleware = async (ctx, next) => {
   const presented = presentedKey(ctx);
   if (!presented) return next();
 
-  const { db, config } = ctx.services;
+  const { db, config, clock } = ctx.services;
   const auth = ctx.state.auth!;
   const key: RequestKey = {
     write: {
       id: { merchantId: auth.merchantId, environment: auth.environment, key: presented },
       request: { method: ctx.method, path: canonicalPath(ctx.path), hash: requestHash(ctx.method, ctx.path, ctx.state.rawBody ?? Buffer.alloc(0)) },
       waitMs: config.idempotencyWaitMs,
+      now: clock.now(),
     },
   };
   ctx.state.idempotency = key;
-  const held = () => readIdempotencyKey(db, key.write.id, key.write.request);
+  const held = () => readIdempotencyKey(db, key.write.id, key.write.request, clock.now());
   try {
     await next();
   } catch (err) {

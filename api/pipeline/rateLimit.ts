@@ -8,7 +8,7 @@ import { unavailable } from '../middleware/errors';
 /** A Redis call slower than this answers 503: a stalled Redis must not hang every request. */
 const REDIS_TIMEOUT_MS = 2000;
 
-/** Requests that change nothing: they keep working while Redis is unreachable (decisions.md, Faults). */
+/** Requests that change nothing: they keep working while Redis is unreachable (docs/decisions.md, Faults). */
 const READS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
 /** At most one "Redis unreachable" log line per process and interval, not one per request. */
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
@@ -59,10 +59,12 @@ export function rateLimit(services: ServiceContext): Middleware {
     }
     const { res, exceeded } = count;
     const msLeft = Math.max(0, res.msBeforeNext);
+    // Redis times the window (its key's TTL); the instant it ends is told by the service clock,
+    // the one a merchant's X-Timestamp is judged by
     ctx.set({
       'X-RateLimit-Limit': String(limit),
       'X-RateLimit-Remaining': String(res.remainingPoints),
-      'X-RateLimit-Reset': String(Math.ceil((Date.now() + msLeft) / 1000)),
+      'X-RateLimit-Reset': String(Math.ceil((services.clock.now() + msLeft) / 1000)),
     });
     if (exceeded) throw new TooManyRequests('rate-limit-exceeded', 'Too many requests for this API key', Math.max(1, Math.ceil(msLeft / 1000)));
     return next();

@@ -19,11 +19,11 @@ export function canonicalPath(path: string): string {
   return lower.length > 1 ? lower.replace(/\/+$/, '') || '/' : lower;
 }
 
-/** Routes whose POST takes an Idempotency-Key (spec 5.4; decisions.md "Refund retries"). */
+/** Routes whose POST takes an Idempotency-Key (spec 5.4; docs/decisions.md "Refund retries"). */
 export type IdempotencyRule = 'required' | 'optional';
 
 /**
- * Per route: its key's rule, and where a signed request's signature is taken (decisions.md
+ * Per route: its key's rule, and where a signed request's signature is taken (docs/decisions.md
  * "Replayed signed requests"): `with-the-key` in the one statement that writes the key, the row
  * and its jobs (the writer's keyed creation, shared/db/sql/transitions.ts), else `before` the
  * route, in a statement of its own (api/pipeline/replay.ts).

@@ -38,8 +38,8 @@ export function signatureValid(secret: string, timestamp: string, method: string
  */
 export const signed: Middleware = async (ctx, next) => {
   if (!SIGNED_METHODS.has(ctx.method)) return next();
-  // the merchant signs with its wall clock, so freshness is judged against the wall clock
-  if (!timestampFresh(ctx.get('X-Timestamp'), Math.floor(Date.now() / 1000))) throw unauthorized('timestamp-expired');
+  // the service clock (shared/clock.ts), as every freshness rule: the system clock in production
+  if (!timestampFresh(ctx.get('X-Timestamp'), Math.floor(ctx.services.clock.now() / 1000))) throw unauthorized('timestamp-expired');
   const body = await readRawBody(ctx, bodyLimitFor(ctx.method, ctx.path));
   if (!signatureValid(ctx.state.auth!.secret, ctx.get('X-Timestamp'), ctx.method, ctx.path, body, ctx.get('X-Signature'))) {
     throw unauthorized('signature-invalid');

@@ -11,7 +11,7 @@ const STATUS = {
   description: '`delayed`: recent pushes time out or fail beyond a threshold (creations still accepted); `closed`: set by the operator, creations get 422 `operator-unavailable`',
 };
 
-/** One operator's availability per direction (decisions.md "Integrator's kit"). */
+/** One operator's availability per direction (docs/decisions.md "Integrator's kit"). */
 export const OperatorAvailability = component('OperatorAvailability', closedObject({
   operator: { type: 'string', enum: OPERATORS },
   collection: { ...STATUS, description: `Payments. ${STATUS.description}` },
@@ -19,7 +19,7 @@ export const OperatorAvailability = component('OperatorAvailability', closedObje
   refund: { ...STATUS, description: 'Refunds' },
 }));
 
-/** Operator availability of the key's environment (decisions.md "Integrator's kit"). */
+/** Operator availability of the key's environment (docs/decisions.md "Integrator's kit"). */
 export const availabilityRoutes = defineRoutes([
   route({
     method: 'GET',

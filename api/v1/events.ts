@@ -24,7 +24,7 @@ export const Event = component('Event', closedObject({
 
 export const EventList = pageOf('EventList', Event);
 
-/** The delivery object (decisions.md "Integrator's kit"). */
+/** The delivery object (docs/decisions.md "Integrator's kit"). */
 export const WebhookDelivery = component('WebhookDelivery', closedObject({
   id: idOf('delivery', 'The delivery id: X-Service-Delivery-Id and webhook-id of its requests'),
   object: { const: 'webhook_delivery' },
@@ -44,7 +44,7 @@ export const WebhookDeliveryList = listOf('WebhookDeliveryList', WebhookDelivery
 
 const EVENT_ID = { description: 'The event id (`evt_…`)' };
 
-/** Events of the key's merchant and environment (decisions.md), for merchants catching up. */
+/** Events of the key's merchant and environment (docs/decisions.md), for merchants catching up. */
 export const eventsRoutes = defineRoutes([
   route<never, { type?: string; limit?: string; cursor?: string }>({
     method: 'GET',

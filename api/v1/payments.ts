@@ -7,7 +7,7 @@ import { getPayment, listPayments } from '../../shared/payments/read';
 import { createPaymentSchema, listPaymentsSchema, type CreatePaymentInput, type ListPaymentsQuery } from '../../shared/payments/schemas';
 import { paymentMachine } from '../../shared/operations/machines';
 
-/** The payment object (spec 2.2, decisions.md Payments and Cards). */
+/** The payment object (spec 2.2, docs/decisions.md Payments and Cards). */
 export const Payment = component('Payment', closedObject({
   id: idOf('payment'),
   object: { const: 'payment' },
@@ -39,7 +39,7 @@ export const PaymentList = pageOf('PaymentList', Payment);
 
 const PAYMENT_ID = { description: 'The payment id (`pay_…`)' };
 
-/** Payments (spec 2.2, 2.4; decisions.md paths). Scopes and signatures are the pipeline's; the idempotency key is written with the payment. */
+/** Payments (spec 2.2, 2.4; docs/decisions.md paths). Scopes and signatures are the pipeline's; the idempotency key is written with the payment. */
 export const paymentsRoutes = defineRoutes([
   route<CreatePaymentInput>({
     method: 'POST',

@@ -8,7 +8,7 @@ import { createPayoutSchema, listPayoutsSchema, type ListPayoutsQuery, type Payo
 import { payoutMachine } from '../../shared/operations/machines';
 import { OPERATORS } from '../../shared/vocabulary';
 
-/** The payout object (decisions.md Payouts). */
+/** The payout object (docs/decisions.md Payouts). */
 export const Payout = component('Payout', closedObject({
   id: idOf('payout'),
   object: { const: 'payout' },
@@ -31,7 +31,7 @@ export const Payout = component('Payout', closedObject({
 
 export const PayoutList = pageOf('PayoutList', Payout);
 
-/** Payouts (B2C, decisions.md). Scope `full` for the POST, signatures and the Idempotency-Key are the pipeline's. */
+/** Payouts (B2C, docs/decisions.md). Scope `full` for the POST, signatures and the Idempotency-Key are the pipeline's. */
 export const payoutsRoutes = defineRoutes([
   route<PayoutInput>({
     method: 'POST',

@@ -4,7 +4,7 @@ import { ValidationFailed } from '../../shared/errors';
 import { OPERATORS } from '../../shared/vocabulary';
 import { refuseQuery } from '../query';
 
-/** The phone_number object (decisions.md "Integrator's kit"). */
+/** The phone_number object (docs/decisions.md "Integrator's kit"). */
 export const PhoneNumber = component('PhoneNumber', closedObject({
   object: { const: 'phone_number' },
   input: { type: 'string', description: 'The number as given' },
@@ -12,7 +12,7 @@ export const PhoneNumber = component('PhoneNumber', closedObject({
   operator: { type: 'string', enum: OPERATORS, description: 'The operator its prefix belongs to' },
 }));
 
-/** Number lookup (decisions.md "Integrator's kit"): what people type, as the MSISDN and its operator. */
+/** Number lookup (docs/decisions.md "Integrator's kit"): what people type, as the MSISDN and its operator. */
 export const phoneNumbersRoutes = defineRoutes([
   route({
     method: 'GET',

@@ -33,7 +33,7 @@ export const Refund = component('Refund', closedObject({
 
 export const RefundList = listOf('RefundList', Refund);
 
-/** Refunds of a payment (spec 2.3, decisions.md paths); the pipeline has checked scope `full` for the POST. */
+/** Refunds of a payment (spec 2.3, docs/decisions.md paths); the pipeline has checked scope `full` for the POST. */
 export const refundsRoutes = defineRoutes([
   route<RefundInput>({
     method: 'POST',

@@ -5,7 +5,7 @@ import { getSettlement, listSettlements, listSettlementsSchema, type ListSettlem
 import { exactJson } from '../../shared/money';
 import { listSettlementLines } from '../../shared/statements/settlementLines';
 
-/** The settlement object (decisions.md Balance and settlement; also `data.object` of settlement.completed). */
+/** The settlement object (docs/decisions.md Balance and settlement; also `data.object` of settlement.completed). */
 export const Settlement = component('Settlement', closedObject({
   id: idOf('settlement'),
   object: { const: 'settlement' },
@@ -24,7 +24,7 @@ export const Settlement = component('Settlement', closedObject({
 
 export const SettlementList = pageOf('SettlementList', Settlement);
 
-/** One ledger line of a statement (decisions.md "Integrator's kit"). */
+/** One ledger line of a statement (docs/decisions.md "Integrator's kit"). */
 export const SettlementTransaction = component('SettlementTransaction', closedObject({
   id: { type: 'string', pattern: '^[0-9a-f-]{36}$', description: 'The ledger line (a UUID); the `id` column of the CSV export' },
   type: { type: 'string', enum: ['payment', 'refund', 'refund_reversal', 'payout', 'payout_reversal'], description: '`*_reversal`: a failed refund or payout given back' },
@@ -36,7 +36,7 @@ export const SettlementTransaction = component('SettlementTransaction', closedOb
   created: UNIX_SECONDS,
 }));
 
-/** Daily settlement batches (decisions.md "Balance and settlement"); scope `read` is the pipeline's. Figures are exact at any size. */
+/** Daily settlement batches (docs/decisions.md "Balance and settlement"); scope `read` is the pipeline's. Figures are exact at any size. */
 export const settlementsRoutes = defineRoutes([
   route({
     method: 'GET',

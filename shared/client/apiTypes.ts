@@ -797,7 +797,7 @@ export interface components {
         "X-Timestamp": string;
         /** @description Lowercase hex HMAC-SHA256, keyed by the secret (`sk_…`), of `<X-Timestamp>.<METHOD>.<path>.<raw body>` (401 `signature-invalid`). */
         "X-Signature": string;
-        /** @description UUID v4. The same key and body within 24 h replays the first answer; another body is 409 `idempotency-conflict`. */
+        /** @description UUID v4. The same key and body within 24 h replays the first answer; another body is 409 `idempotency-conflict`. The same signed request (same X-Signature) under another key is 409 `request-replayed`: a retry keeps its key, or is signed again. */
         "Idempotency-Key": string;
         /** @description UUID v4, optional: the same key and body within 24 h replays the first answer. Without one, the same signed request sent twice is 409 `request-replayed`. */
         "Idempotency-Key-optional": string;
@@ -1087,7 +1087,7 @@ export interface operations {
                 "X-Timestamp": components["parameters"]["X-Timestamp"];
                 /** @description Lowercase hex HMAC-SHA256, keyed by the secret (`sk_…`), of `<X-Timestamp>.<METHOD>.<path>.<raw body>` (401 `signature-invalid`). */
                 "X-Signature": components["parameters"]["X-Signature"];
-                /** @description UUID v4. The same key and body within 24 h replays the first answer; another body is 409 `idempotency-conflict`. */
+                /** @description UUID v4. The same key and body within 24 h replays the first answer; another body is 409 `idempotency-conflict`. The same signed request (same X-Signature) under another key is 409 `request-replayed`: a retry keeps its key, or is signed again. */
                 "Idempotency-Key": components["parameters"]["Idempotency-Key"];
                 /** @description Your correlation id (kept if valid, else a new one is made); echoed on the response. */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -1196,6 +1196,7 @@ export interface operations {
              *
              *     - `idempotency-conflict`: the same Idempotency-Key with a different body
              *     - `idempotency-in-progress`: the same Idempotency-Key is still being processed (Retry-After: 1); retry with the same key
+             *     - `request-replayed`: a signed POST sent again (same X-Signature) with no Idempotency-Key, or another key than its first use
              *     - `reference-conflict`: the reference is already used by this merchant in this environment
              */
             409: {
@@ -1539,7 +1540,7 @@ export interface operations {
              *
              *     - `idempotency-conflict`: the same Idempotency-Key with a different body
              *     - `idempotency-in-progress`: the same Idempotency-Key is still being processed (Retry-After: 1); retry with the same key
-             *     - `request-replayed`: a signed POST without Idempotency-Key sent again
+             *     - `request-replayed`: a signed POST sent again (same X-Signature) with no Idempotency-Key, or another key than its first use
              */
             409: {
                 headers: {
@@ -1915,7 +1916,7 @@ export interface operations {
                 "X-Timestamp": components["parameters"]["X-Timestamp"];
                 /** @description Lowercase hex HMAC-SHA256, keyed by the secret (`sk_…`), of `<X-Timestamp>.<METHOD>.<path>.<raw body>` (401 `signature-invalid`). */
                 "X-Signature": components["parameters"]["X-Signature"];
-                /** @description UUID v4. The same key and body within 24 h replays the first answer; another body is 409 `idempotency-conflict`. */
+                /** @description UUID v4. The same key and body within 24 h replays the first answer; another body is 409 `idempotency-conflict`. The same signed request (same X-Signature) under another key is 409 `request-replayed`: a retry keeps its key, or is signed again. */
                 "Idempotency-Key": components["parameters"]["Idempotency-Key"];
                 /** @description Your correlation id (kept if valid, else a new one is made); echoed on the response. */
                 "X-Request-Id"?: components["parameters"]["X-Request-Id"];
@@ -2024,6 +2025,7 @@ export interface operations {
              *
              *     - `idempotency-conflict`: the same Idempotency-Key with a different body
              *     - `idempotency-in-progress`: the same Idempotency-Key is still being processed (Retry-After: 1); retry with the same key
+             *     - `request-replayed`: a signed POST sent again (same X-Signature) with no Idempotency-Key, or another key than its first use
              *     - `reference-conflict`: the reference is already used by this merchant in this environment
              */
             409: {
@@ -2753,7 +2755,7 @@ export interface operations {
             /**
              * @description Conflict. Codes:
              *
-             *     - `request-replayed`: a signed POST without Idempotency-Key sent again
+             *     - `request-replayed`: a signed POST sent again (same X-Signature) with no Idempotency-Key, or another key than its first use
              */
             409: {
                 headers: {
@@ -3660,6 +3662,22 @@ export interface operations {
                 };
                 content: {
                     "application/json": Record<string, never>;
+                };
+            };
+            /**
+             * @description Unavailable (Retry-After in seconds). Codes:
+             *
+             *     - `maintenance`: maintenance flag on (Retry-After)
+             *     - `service-unavailable`: Postgres or Redis unreachable (Retry-After: 5)
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
                 };
             };
         };

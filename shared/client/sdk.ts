@@ -130,7 +130,7 @@ export class PaymentsApi {
     for (let attempt = 0; ; attempt++) {
       let res: ClientResponse;
       try {
-        res = await this.http.request(method, path, { body: raw, idempotencyKey: idempotencyKey ?? false, headers });
+        res = await this.http.send(method, path, { body: raw, idempotencyKey: idempotencyKey ?? false, headers });
       } catch (err) {
         // no answer: safe to send again (a GET, or a POST whose key makes it happen once)
         if (err instanceof PaymentsApiError) throw err;
@@ -140,6 +140,8 @@ export class PaymentsApi {
         }
         throw new ConnectionError(`${method} ${path}: ${(err as Error).message}`, err);
       }
+      // an answer came: onResponse's exception is the request's, never a reason to send again
+      this.http.answered(method, path, res);
       if (res.status >= 200 && res.status < 300) return (o.text ? res.text : res.body) as T;
       const error = errorFromResponse(res);
       if (attempt >= this.retry.maxRetries || !isRetryable(error.status, error.code)) throw error;

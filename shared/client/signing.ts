@@ -21,6 +21,8 @@ export interface ClientOptions {
    * OpenAPI document); an exception thrown here is the request's.
    */
   onResponse?: (response: ResponseInfo) => void;
+  /** Milliseconds since the Unix epoch that X-Timestamp is taken from (default `Date.now`). */
+  now?: () => number;
 }
 
 /** One answer with the request it answers. */
@@ -53,7 +55,20 @@ const IDEMPOTENT_PATHS = new Set(['/v1/payments', '/v1/payouts']);
 export class ServiceClient {
   constructor(readonly opts: ClientOptions) {}
 
+  /** Sends the request and hands its answer to `onResponse` (whose exception is the request's). */
   async request<T = any>(method: string, pathWithQuery: string, o: RequestOptions = {}): Promise<ClientResponse<T>> {
+    const response = await this.send<T>(method, pathWithQuery, o);
+    this.answered(method, pathWithQuery, response);
+    return response;
+  }
+
+  /** Hands an answer of `send` to `onResponse`. */
+  answered(method: string, pathWithQuery: string, response: ClientResponse): void {
+    this.opts.onResponse?.({ ...response, method: method.toUpperCase(), path: pathWithQuery });
+  }
+
+  /** Sends the request; its answer is not yet handed to `onResponse` (a throw here means no answer came). */
+  async send<T = any>(method: string, pathWithQuery: string, o: RequestOptions = {}): Promise<ClientResponse<T>> {
     method = method.toUpperCase();
     const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.apiKey}` };
     let raw: string | Buffer | undefined;
@@ -62,7 +77,7 @@ export class ServiceClient {
     if (raw !== undefined || JSON_METHODS.has(method)) headers['Content-Type'] = 'application/json';
     const path = pathWithQuery.split('?')[0];
     if (SIGNED.has(method)) {
-      const ts = String(o.timestamp ?? Math.floor(Date.now() / 1000));
+      const ts = String(o.timestamp ?? Math.floor((this.opts.now ?? Date.now)() / 1000));
       headers['X-Timestamp'] = ts;
       headers['X-Signature'] = signRequest(this.opts.secret, ts, method, path, raw ?? '');
     }
@@ -80,9 +95,7 @@ export class ServiceClient {
     } catch {
       /* not JSON: left as text */
     }
-    const response = { status: res.status, headers: res.headers, text, body };
-    this.opts.onResponse?.({ ...response, method, path: pathWithQuery });
-    return response;
+    return { status: res.status, headers: res.headers, text, body };
   }
 
   get<T = any>(path: string, o?: RequestOptions) {

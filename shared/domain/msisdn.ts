@@ -1,5 +1,5 @@
 /**
- * Client phone numbers (decisions.md): `243` and 9 digits. In live the national prefix (the two
+ * Client phone numbers (docs/decisions.md): `243` and 9 digits. In live the national prefix (the two
  * digits after 243) must belong to the operator. Test keys skip the prefix rule, so the sandbox
  * numbers (whose prefix 99 is airtel's) go with any operator.
  */
@@ -32,7 +32,7 @@ const MAX_TYPED_LENGTH = 32;
 export class PhoneNumberProblem extends Error {}
 
 /**
- * What people type, normalised (decisions.md "Integrator's kit"): spaces, dots, dashes and
+ * What people type, normalised (docs/decisions.md "Integrator's kit"): spaces, dots, dashes and
  * brackets are dropped; `+243…`, `00243…`, `243…` (then 9 digits) and the national `0…` form
  * (10 digits) are accepted; the operator comes from the two digits after 243. Throws
  * PhoneNumberProblem with the reason otherwise.

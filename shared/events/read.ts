@@ -8,7 +8,7 @@ import type { EventBody, EventRow } from '../db/rows';
 
 /** GET /v1/events: the caller's events, newest first, in the webhook envelope, to catch up on anything missed. */
 
-/** `evt_<uuid>_<unix seconds>_<8 hex>` (decisions.md). */
+/** `evt_<uuid>_<unix seconds>_<8 hex>` (docs/decisions.md). */
 function isEventId(id: string): boolean {
   const m = /^evt_([0-9a-f-]{36})_\d{1,12}_[0-9a-f]{8}$/.exec(id);
   return m !== null && UUID_V4_RE.test(m[1]);

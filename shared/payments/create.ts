@@ -25,7 +25,7 @@ import { paymentKind } from './kind';
 import { CARD_CHECKOUT_WINDOW_MS, cardPaymentKind } from '../cards/kind';
 
 /**
- * The payment row a request asks for, or the 400/422 of decisions.md. Pure: the caller has
+ * The payment row a request asks for, or the 400/422 of docs/decisions.md. Pure: the caller has
  * loaded the merchant's terms.
  */
 export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, caller: Caller, config: Config, providers: Pick<ProviderRegistry, 'route'>, now: number): PaymentRow {
@@ -82,7 +82,7 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
 }
 
 /**
- * decisions.md "Cards": a card payment has no operator or phone (the schema already requires
+ * docs/decisions.md "Cards": a card payment has no operator or phone (the schema already requires
  * customer_email, customer_name and an absolute http(s) return_url); live keys need an https
  * return_url and a configured acquirer.
  */

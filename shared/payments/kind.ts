@@ -11,7 +11,7 @@ const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } a
 
 /**
  * What every collection (mobile money, card) says as a kind: how a reported status maps to a
- * trigger, its outcome at the window's end (decisions.md "Faults"), its event object and its credit.
+ * trigger, its outcome at the window's end (docs/decisions.md "Faults"), its event object and its credit.
  */
 export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'reported' | 'unsentAtWindowEnd' | 'atWindowEnd' | 'eventObject' | 'posting' | 'moved'> = {
   moved: (p) => ({ amount: p.amount_charged, currency: p.currency }),
@@ -23,7 +23,7 @@ export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'report
         // no provider can take the client's money: nothing can still move
         return { trigger: 'cancel', details: { reason: 'provider-window-expired' } };
       case 'unreachable':
-        // the provider may still take the money: never cancelled on a guess (decisions.md "Faults")
+        // the provider may still take the money: never cancelled on a guess (docs/decisions.md "Faults")
         return 'ask-again';
       case 'status': {
         const { state, providerRef } = answer;

@@ -22,7 +22,7 @@ function common(p: PaymentRow) {
   };
 }
 
-/** The payment object of the API (spec 2.2 plus failure_code, failure_message, amount_refunded of decisions.md). */
+/** The payment object of the API (spec 2.2 plus failure_code, failure_message, amount_refunded of docs/decisions.md). */
 export function paymentView(p: PaymentRow, baseUrl: string) {
   return {
     ...common(p),

@@ -88,7 +88,7 @@ export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breaker
   return outcomes.map((o) => status.get(o.claim.id) ?? null);
 }
 
-/** Finished deliveries (and their attempts) leave after `days` (decisions.md: 30). */
+/** Finished deliveries (and their attempts) leave after `days` (docs/decisions.md: 30). */
 export async function pruneFinished(db: Db, days = 30, batch = 1000): Promise<number> {
   return WebhookDelivery.query(db)
     .whereIn(

@@ -26,6 +26,8 @@ export class ContractChecker {
   private readonly errorBody: ValidateFunction;
   /** Operations seen answering, by `METHOD template status` (for coverage reports). */
   readonly seen = new Set<string>();
+  /** Error answers seen, by `METHOD template status code` (for coverage reports). */
+  readonly seenCodes = new Set<string>();
 
   constructor(readonly doc: OpenApiDocument = v1Document()) {
     addFormats(this.ajv);
@@ -89,6 +91,7 @@ export class ContractChecker {
     }
     const codes = documented['x-error-codes'];
     const code = (r.body as { error?: { code?: string } } | undefined)?.error?.code;
+    if (code !== undefined) this.seenCodes.add(`${where} ${code}`);
     if (codes && code !== undefined && !codes.includes(code)) problems.push(`${where}: error code ${code} not documented for this operation (${codes.join(', ')})`);
     return problems;
   }
@@ -116,10 +119,10 @@ export function contract(): ContractChecker {
   return shared;
 }
 
-/** The operations and statuses the checked clients received, and the operations never answered 2xx. */
+/** The operations, statuses and error codes the checked clients received, and the operations never answered 2xx. */
 export function coverageReport(c: ContractChecker): string {
   const ops = Object.entries(c.doc.paths).flatMap(([template, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${template}`));
   const succeeded = (op: string) => [...c.seen].some((s) => s.startsWith(`${op} 2`));
   const missing = ops.filter((op) => !succeeded(op));
-  return [`contract coverage: ${ops.length - missing.length}/${ops.length} operations answered 2xx to a checked client; ${c.seen.size} operation-status pairs seen`, ...missing.map((m) => `  never 2xx: ${m}`)].join('\n');
+  return [`contract coverage: ${ops.length - missing.length}/${ops.length} operations answered 2xx to a checked client; ${c.seen.size} operation-status pairs and ${c.seenCodes.size} operation-error-code pairs seen (each checked against the document as received)`, ...missing.map((m) => `  never 2xx: ${m}`)].join('\n');
 }

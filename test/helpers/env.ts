@@ -22,9 +22,10 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
  * The merchant client of the tests: signs like a merchant's, and checks every answer against the
  * OpenAPI document (test/helpers/contract.ts), so the integration tests prove the contract.
  * `checked` false: an app with stand-in routes (extraV1Routes), whose answers are not the API's.
+ * `now`: the clock it signs by (X-Timestamp), the service's in the tests that move it.
  */
-export function testClient(baseUrl: string, credential: { api_key: string; secret: string }, checked = true): ServiceClient {
-  return new ServiceClient({ baseUrl, apiKey: credential.api_key, secret: credential.secret, onResponse: checked ? contract().check : undefined });
+export function testClient(baseUrl: string, credential: { api_key: string; secret: string }, checked = true, now?: () => number): ServiceClient {
+  return new ServiceClient({ baseUrl, apiKey: credential.api_key, secret: credential.secret, onResponse: checked ? contract().check : undefined, now });
 }
 
 export interface MerchantFixture {
@@ -45,7 +46,7 @@ export interface TestEnv {
    */
   clock: Clock & { advance(ms: number): void };
   admin(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: any }>;
-  /** A merchant client for this service (contract-checked unless the app has stand-in routes). */
+  /** A merchant client for this service (contract-checked unless the app has stand-in routes), signing by the app's clock. */
   client(credential: { api_key: string; secret: string }, baseUrl?: string): ServiceClient;
   /** The typed SDK for this service, its answers contract-checked like the client's. */
   sdk(credential: { api_key: string; secret: string }, retry?: RetryOptions): PaymentsApi;
@@ -120,7 +121,10 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
     return { status: res.status, headers: res.headers, body: parsedBody(await res.text()) };
   };
 
-  const client: TestEnv['client'] = (credential, url = baseUrl) => testClient(url, credential, !appOptions.extraV1Routes);
+  // a merchant's clock agrees with the service's: the clients sign by the clock the app judges by
+  const appClock = opts.clock ?? clock;
+  const now = () => appClock.now();
+  const client: TestEnv['client'] = (credential, url = baseUrl) => testClient(url, credential, !appOptions.extraV1Routes, now);
 
   return {
     config,
@@ -131,7 +135,7 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
     admin,
     client,
     sdk: (credential, retry = {}) =>
-      new PaymentsApi({ baseUrl, apiKey: credential.api_key, secret: credential.secret, onResponse: appOptions.extraV1Routes ? undefined : contract().check, ...retry }),
+      new PaymentsApi({ baseUrl, apiKey: credential.api_key, secret: credential.secret, onResponse: appOptions.extraV1Routes ? undefined : contract().check, now, ...retry }),
     async merchant(opts = {}) {
       const m = await admin('POST', '/admin/merchants', { name: `Merchant ${randomBytes(3).toString('hex')}`, ...opts.merchant });
       if (m.status !== 201) throw new Error(`merchant creation failed: ${JSON.stringify(m.body)}`);

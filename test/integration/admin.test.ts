@@ -43,7 +43,7 @@ describe('operator API and HTTP frame', () => {
       });
       expect(res.status).to.equal(201);
       expect(res.body.id).to.match(/^mer_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-      // the limit left out gets its default (decisions.md, Faults and limits)
+      // the limit left out gets its default (docs/decisions.md, Faults and limits)
       expect(res.body).to.include({ name: 'Kin Shop', status: 'active', fee_bearer: 'customer', per_tx_limit_usd: 500000, per_tx_limit_cdf: 2_500_000_000 });
       expect(res.body.fees).to.deep.equal({ USD: { percent_bps: 250, fixed: 10 }, CDF: { percent_bps: 0, fixed: 0 } });
     });

@@ -51,7 +51,7 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
     return p;
   }
 
-  describe('creation (decisions.md "Cards")', () => {
+  describe('creation (docs/decisions.md "Cards")', () => {
     it('answers 201 pending with checkout_url, the acquirer as provider, card null', async () => {
       const p = await createCardPayment(shop.client);
       expect(p).to.include({ status: 'pending', method: 'card', provider: 'card-sandbox', provider_ref: null, amount_charged: 2_500, card: null });
@@ -124,7 +124,7 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       expect(preferFr.text).to.include('<html lang="fr">');
     });
 
-    it('carries the headers of spec 5.7 and decisions.md: CSP (own scripts, frames from the vault and acquirer only), DENY, no-store, no cookie', async () => {
+    it('carries the headers of spec 5.7 and docs/decisions.md: CSP (own scripts, frames from the vault and acquirer only), DENY, no-store, no cookie', async () => {
       const p = await createCardPayment(shop.client);
       const res = await page(`/checkout/${p.id}`);
       const csp = res.headers.get('content-security-policy')!;
@@ -427,7 +427,7 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
     });
   });
 
-  describe('a provider that contradicts what we did (decisions.md "Late success")', () => {
+  describe('a provider that contradicts what we did (docs/decisions.md "Late success")', () => {
     it('a correctly signed success for a card payment never charged: recorded, listed in /admin/attention, not applied, no credit', async () => {
       const p = await createCardPayment(shop.client);
       const now = Math.floor(Date.now() / 1000);

@@ -94,7 +94,7 @@ describe('payments created together', () => {
         refs.map((reference) =>
           creationWrite({ ...template, id: `pay_${randomUUID()}`, reference }, [], {
             merchant_id: template.merchant_id, environment: template.environment, key: randomUUID(), method: 'POST', path: '/v1/payments', request_hash: 'h',
-            status: 'in_progress', response_status: null, response_headers: null, response_body: null, window_ms: 60_000, signature: null, signature_expires: null,
+            status: 'in_progress', response_status: null, response_headers: null, response_body: null, window_ms: 60_000, now_ms: Date.now(), signature: null, signature_expires: null,
           }),
         );
       const insertPaymentsWithKeys = (_db: unknown, ws: OperationWrite[]) => writeOperations(db, paymentKind.sql, ws);
@@ -109,7 +109,7 @@ describe('payments created together', () => {
       }
     });
 
-    it('writes one row of a signature sent twice in one statement under two keys, and records that key with it (decisions.md "Replayed signed requests")', async () => {
+    it('writes one row of a signature sent twice in one statement under two keys, and records that key with it (docs/decisions.md "Replayed signed requests")', async () => {
       const { client } = await env.merchant({ scope: 'full' });
       const db = env.services.db;
       const made = await client.post('/v1/payments', mobilePayment('243990000001'));
@@ -119,7 +119,7 @@ describe('payments created together', () => {
       const writes = keys.map((key, i) =>
         creationWrite({ ...template, id: `pay_${randomUUID()}`, reference: `signed-twice-${i}-${signature}` }, [], {
           merchant_id: template.merchant_id, environment: template.environment, key, method: 'POST', path: '/v1/payments', request_hash: 'h',
-          status: 'completed', response_status: 201, response_headers: null, response_body: null, window_ms: 60_000, signature, signature_expires: Math.floor(Date.now() / 1000) + 300,
+          status: 'completed', response_status: 201, response_headers: null, response_body: null, window_ms: 60_000, now_ms: Date.now(), signature, signature_expires: Math.floor(Date.now() / 1000) + 300,
         }),
       );
       const written = await writeOperations(db, paymentKind.sql, writes);

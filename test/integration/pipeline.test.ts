@@ -23,7 +23,12 @@ import { send, sendRaw, type RawResponse } from '../helpers/http';
 const CACHE_MS = 150;
 /** How long a request waits for another holding its key (IDEMPOTENCY_WAIT_MS). */
 const WAIT_MS = 1000;
-const nowS = () => Math.floor(Date.now() / 1000);
+/**
+ * The app's clock: its credential cache, the end of a revoked key's grace and the freshness of a
+ * signed request's timestamp read it, so the tests move it rather than sleep, and sign by it.
+ */
+const clock = new ManualClock(Date.now(), true);
+const nowS = () => Math.floor(clock.now() / 1000);
 
 interface Call {
   path: string;
@@ -111,8 +116,6 @@ const routes = testRoutes.routes() as Middleware;
 
 describe('merchant request pipeline (spec 5.6)', () => {
   let env: TestEnv;
-  // the app's credential cache and the end of a revoked key's grace read this clock: moved, not slept through
-  const clock = new ManualClock(Date.now(), true);
   before(async () => {
     env = await startTestEnv({ CREDENTIAL_CACHE_MS: String(CACHE_MS), IDEMPOTENCY_WAIT_MS: String(WAIT_MS) }, { extraV1Routes: routes }, { clock });
   });
@@ -750,7 +753,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const row = await env.services.db('idempotency_keys').where({ merchant_id: f.merchant.id }).first();
       expect(row).to.include({ status: 'completed', response_status: 201, method: 'POST', path: '/v1/payouts', environment: 'test' });
       expect(Buffer.from(row.response_body).toString()).to.equal(first.text);
-      expect(new Date(row.expires_at).getTime() - Date.now()).to.be.within(23.9 * 3600e3, 24 * 3600e3);
+      expect(new Date(row.expires_at).getTime() - clock.now()).to.be.within(23.9 * 3600e3, 24 * 3600e3);
     });
 
     it('answers 409 idempotency-conflict to the same key with another body, method-path or route', async () => {
@@ -925,10 +928,10 @@ describe('merchant request pipeline (spec 5.6)', () => {
       expect(row.status).to.equal('completed');
       expect(Buffer.from(row.response_body).toString(), 'the request that took the key over stored its response').to.equal(b.text);
 
-      const purged = await purgeExpiredIdempotencyKeys(env.services.db);
+      const purged = await purgeExpiredIdempotencyKeys(env.services.db, env.services.clock.now());
       expect(purged).to.equal(0); // the expired one was reused, so nothing is expired
       await env.services.db('idempotency_keys').where({ key: crashedKey }).update({ expires_at: new Date(Date.now() - 1) });
-      expect(await purgeExpiredIdempotencyKeys(env.services.db)).to.equal(1);
+      expect(await purgeExpiredIdempotencyKeys(env.services.db, env.services.clock.now())).to.equal(1);
       expect(await env.services.db('idempotency_keys').where({ key: crashedKey })).to.have.length(0);
       expect(await env.services.db('idempotency_keys').where({ key: expiredKey })).to.have.length(1);
     });

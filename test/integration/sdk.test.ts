@@ -73,7 +73,9 @@ describe('merchant SDK against the service', () => {
 
     const params = payment();
     await api.payments.create(params);
-    const conflict = await api.payments.create(params).catch((e: unknown) => e); // a new key, the same reference
+    // a new key, the same reference, another amount: the same body within the second would be the same
+    // signature, refused as a replay (409 request-replayed) before the reference is looked at
+    const conflict = await api.payments.create({ ...params, amount: params.amount + 1 }).catch((e: unknown) => e);
     expect(conflict).to.be.instanceOf(ConflictError);
     expect(conflict).to.include({ status: 409, code: 'reference-conflict', param: 'reference' });
 

@@ -133,7 +133,7 @@ describe('OpenAPI document (contract)', () => {
     // the names as the steps set them, not a copy: the rate-limit step on a GET while Redis is
     // not ready (it counts in process then), and the headers of a 401, a 429 and a 503
     const sent: Record<string, string> = {};
-    const services = { config: { rateLimitPerMinute: 100, queuePrefix: 'openapi-test' }, redis: { status: 'end' } } as never;
+    const services = { config: { rateLimitPerMinute: 100, queuePrefix: 'openapi-test' }, redis: { status: 'end' }, clock: { now: () => Date.now() } } as never;
     const ctx = { method: 'GET', state: { auth: { credentialId: 'c' }, log: { warn() {}, error() {} } }, set: (h: Record<string, string>) => Object.assign(sent, h) };
     await rateLimit(services)(ctx as never, async () => undefined);
     const rateHeaders = Object.keys(sent);

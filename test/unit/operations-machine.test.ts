@@ -53,7 +53,7 @@ const PAYMENT: Record<string, Record<Trigger, D>> = {
   },
   // a success after a failure contradicts the failure: the money moved, taken like a late success after a cancellation
   failed: { sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: DUP, cancel: LATE, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
-  // the provider's late success is money that moved: taken, credited, announced (decisions.md)
+  // the provider's late success is money that moved: taken, credited, announced (docs/decisions.md)
   cancelled: { sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: LATE, cancel: DUP, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
   refunded: {
     sent: LATE,
@@ -114,7 +114,7 @@ const CARD: Record<string, Record<Trigger, D>> = {
   } as Record<Trigger, D>,
   succeeded: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: DUP, fail: LATE, cancel: LATE } as Record<Trigger, D>,
   failed: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: DUP, cancel: LATE } as Record<Trigger, D>,
-  // a success the acquirer reports after the cancellation is money that moved (decisions.md "Late success")
+  // a success the acquirer reports after the cancellation is money that moved (docs/decisions.md "Late success")
   cancelled: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: LATE, cancel: DUP } as Record<Trigger, D>,
 };
 

@@ -40,9 +40,9 @@ void runPool({
       intervalMs: () => 60_000,
       run: async (ctx) => {
         const outbox = await pruneOutbox(ctx.db);
-        const idempotency = await purgeExpiredIdempotencyKeys(ctx.db);
+        const idempotency = await purgeExpiredIdempotencyKeys(ctx.db, ctx.clock.now());
         const providerHealth = await pruneProviderHealth(ctx.db, ctx.clock.now());
-        const signatures = await purgeExpiredSignatures(ctx.db);
+        const signatures = await purgeExpiredSignatures(ctx.db, ctx.clock.now());
         if (outbox || idempotency || providerHealth || signatures) ctx.log.info({ outbox, idempotency, providerHealth, signatures }, 'purged expired rows');
       },
     },

@@ -69,7 +69,7 @@ const validateMaintenance = validator<{ enabled: boolean; retry_after?: number }
   closedObject({ enabled: { type: 'boolean' }, retry_after: { type: 'integer', minimum: 1, maximum: 86400 } }, ['retry_after']),
 );
 
-/** Operator API (decisions.md); mounted behind adminAuth. Webhook routes join in their own module. */
+/** Operator API (docs/decisions.md); mounted behind adminAuth. Webhook routes join in their own module. */
 export const adminRouter = new Router({ prefix: '/admin' })
   .post('/merchants', async (ctx) => {
     const input = validateCreateMerchant(await readJson(ctx));

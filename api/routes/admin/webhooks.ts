@@ -34,7 +34,7 @@ function webhookId(id: string): string {
   return id;
 }
 
-/** Operator webhook routes (decisions.md, plus list and PATCH); mounted behind adminAuth. */
+/** Operator webhook routes (docs/decisions.md, plus list and PATCH); mounted behind adminAuth. */
 export const webhooksAdminRouter = new Router({ prefix: '/admin' })
   .post('/webhooks', async (ctx) => {
     const input = validateCreate(await readJson(ctx));

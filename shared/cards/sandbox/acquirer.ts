@@ -65,7 +65,7 @@ const acsStyle = readFileSync(path.join(__dirname, 'assets', 'acs.css'), 'utf8')
 export function createAcquirerServer(opts: AcquirerOptions): Server {
   const charges = new Map<string, Charge>();
   const byRef = new Map<string, Charge>();
-  const callbacks = createCallbackSender(opts.callbackSecret, opts.log);
+  const callbacks = createCallbackSender(opts.callbackSecret, opts.log, opts.clock);
   const { later } = callbacks;
 
   const expired = (c: Charge, now = opts.clock.now()) => c.outcome === 'challenge' && c.status === 'pending' && now >= c.challengeEndsAt;
@@ -82,7 +82,7 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
         status,
         failure_code: failureCode,
         failure_message: failureMessage,
-        occurred_at: Math.floor(Date.now() / 1000),
+        occurred_at: Math.floor(opts.clock.now() / 1000),
       };
       void callbacks.send(c.callbackUrl, body, { onDelivered: () => c.callbacksDelivered++ });
     });

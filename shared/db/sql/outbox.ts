@@ -9,7 +9,11 @@ export async function markOutboxEnqueued(db: Executor, ids: string[]): Promise<v
   await runSql(db, MARK_ENQUEUED, [ids]);
 }
 
-/** The relay's rows (shared/queues/outbox.ts): not enqueued, and older than $1 seconds. */
+/**
+ * The relay's rows (shared/queues/outbox.ts): not enqueued, and older than $1 seconds. Postgres's
+ * now() decides here: created_at is its own stamp (the column's default), and a row's age is read
+ * in the statement that claims it, by every relay at once.
+ */
 const MISSED = `enqueued_at is null and created_at < now() - make_interval(secs => $1)`;
 /** Its probe: nearly always there are none, and one read without a transaction says so. */
 const ANY_MISSED = sqlStatement('outbox-any-missed', `select 1 from outbox where ${MISSED} limit 1`);

@@ -15,7 +15,7 @@ import type { CallbackColumns } from '../rows';
  *
  *   x   the writes (one json parameter)
  *   s   the signatures of the keyed creations that bring one (a signed POST /v1/payments:
- *       decisions.md "Replayed signed requests")
+ *       docs/decisions.md "Replayed signed requests")
  *   k   the idempotency keys of the creations that bring one (a POST /v1/payments), each taken
  *       only if its signature was, now or before with this very key
  *   i   the creations (`from` null): each row inserted, if its key was taken
@@ -178,7 +178,7 @@ function writeStatement(k: OperationTables, shape: WriteShape): SqlStatement {
               // a signed request's signature first: its key, and so its row, only if the signature was
               // taken now or before with this very key (the same request again: the key's rules answer it)
               `x as materialized (select * from json_to_recordset($1::json) as x(id text, patch json, merchant_id text, environment text, key uuid, method text,
-             path text, request_hash text, status text, response_status int, response_headers text, response_body text, window_ms bigint,
+             path text, request_hash text, status text, response_status int, response_headers text, response_body text, window_ms bigint, now_ms bigint,
              signature text, signature_expires bigint)),
        s as (${takeSignaturesSql('(select merchant_id, environment, signature, key::text as key, signature_expires as expires from x where signature is not null) x')}),
        k as (${takeKeysSql(`(select * from x where signature is null
@@ -291,6 +291,8 @@ export interface KeyRow {
   /** base64 */
   response_body: string | null;
   window_ms: number;
+  /** the service clock at the request, Unix ms: the key's window starts here */
+  now_ms: number;
   /** the signed request's signature, taken with the key (null: the request leaves it to the replay guard) */
   signature: string | null;
   /** when its record may go: the request's X-Timestamp plus the tolerance, Unix seconds */

@@ -3,7 +3,10 @@ import type { Executor } from '../knex';
 
 /**
  * The webhook sender's statements (rules: shared/webhooks/deliveries.ts), each run on the pool as
- * its own transaction, never in a caller's.
+ * its own transaction, never in a caller's. Postgres's now() decides inside them, not the service
+ * clock: leases, due times, the breaker and a rotated secret's end are written and compared in
+ * the statements that claim and record attempts, by every sender process at once, and one clock
+ * (the database's) keeps a process whose clock runs ahead from taking a lease still held.
  */
 
 /**
@@ -27,6 +30,7 @@ function claimStatement(asProbe: boolean) {
          select d.id, d.event_id, d.webhook_id, d.round, d.attempts + 1 as attempts, d.lease_until, w.url, w.environment, w.merchant_id,
                 e.type as event_type, e.created as event_created, e.object_version, e.body as event_body,
                 s.secret_ciphertext, s.secret_key_id,
+                -- Postgres's now(), the clock that set previous_expires_at (shared/merchants/webhookSecrets.ts)
                 case when s.previous_expires_at > now() then s.previous_secret_ciphertext end as previous_ciphertext,
                 case when s.previous_expires_at > now() then s.previous_secret_key_id end as previous_key_id
            from webhook_deliveries d

@@ -24,7 +24,7 @@ export interface SandboxOptions {
   /** simulated latency before answering a create request */
   pushLatencyMs: number;
   log: Logger;
-  /** the sandbox's own window: a payment it never answers reports `expired` once it is over (decisions.md) */
+  /** the sandbox's own window: a payment it never answers reports `expired` once it is over (docs/decisions.md) */
   windowMs: number;
   /** what decides when an outcome is due and a window over (a test moves it: shared/clock.ts) */
   clock: Clock;
@@ -82,7 +82,7 @@ function statusView(tx: SandboxTransaction, now: number) {
 
 export function createSandboxServer(opts: SandboxOptions): Server {
   const transactions = new Map<string, SandboxTransaction>();
-  const callbacks = createCallbackSender(opts.callbackSecret, opts.log);
+  const callbacks = createCallbackSender(opts.callbackSecret, opts.log, opts.clock);
   const { later } = callbacks;
 
   // one timer for every transaction's expiry (not one 24-hour timer each): memory and timers stay bounded

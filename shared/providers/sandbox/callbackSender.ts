@@ -1,3 +1,4 @@
+import type { Clock } from '../../clock';
 import type { Logger } from '../../logger';
 import { HttpClient } from '../../httpClient';
 import type { CallbackWire } from '../protocol';
@@ -11,7 +12,7 @@ const RETRY_MS = [1000, 2000, 4000, 8000, 16000];
  * unless refused for good (a 4xx other than 408/429 will not change by asking again). `close`
  * clears the timers of `later`, so a stopped sandbox leaves nothing behind.
  */
-export function createCallbackSender(callbackSecret: string, log: Logger) {
+export function createCallbackSender(callbackSecret: string, log: Logger, clock: Clock) {
   // a provider calling back hundreds of times a second keeps as many connections open: with 64,
   // callbacks waited in the sandbox for a free one once the web answered in over 300 ms at
   // 200/s, timed out and were sent again (bench:e2e)
@@ -29,7 +30,7 @@ export function createCallbackSender(callbackSecret: string, log: Logger) {
   async function send(url: string, body: CallbackWire, hooks: { onAttempt?: () => void; onDelivered: () => void }, attempt = 0): Promise<void> {
     const raw = JSON.stringify(body);
     hooks.onAttempt?.();
-    const headers = { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(callbackSecret, raw, Math.floor(Date.now() / 1000)) };
+    const headers = { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(callbackSecret, raw, Math.floor(clock.now() / 1000)) };
     // a network failure counts as 0, retried below; redirects are not followed (3xx is a failure)
     const status = await client.request(url, { method: 'POST', headers, body: raw, timeoutMs: 10_000 }).then((r) => r.status, () => 0);
     if (status >= 200 && status < 300) return hooks.onDelivered();
