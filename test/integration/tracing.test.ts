@@ -188,6 +188,10 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
     expect(isAncestor(push, send), 'push job → send').to.equal(true);
     expect(send.attrs).to.include({ 'svc_payments.operation.id': created.body.id, 'svc_payments.send.result': 'sent' });
     expect(isAncestor(send, providerCall), 'send → provider call').to.equal(true);
+    // the connector call's own span: which connector, operator and kind; no number, token or body
+    const [connectorCall] = one('the connector call', (s) => s.process === 'provider-push' && s.span.name === 'provider payment');
+    expect(connectorCall.attrs).to.deep.equal({ 'svc_payments.connector': 'sandbox', 'svc_payments.operator': 'vodacom', 'svc_payments.operation.kind': 'payment' });
+    expect(isAncestor(send, connectorCall) && isAncestor(connectorCall, providerCall), 'send → connector call → HTTP').to.equal(true);
     expect(isAncestor(providerCall, atProvider), 'provider call → provider').to.equal(true);
     expect(isAncestor(atProvider, callback), 'provider → callback').to.equal(true);
     expect(isAncestor(callback, reconcile), 'callback → reconciler job').to.equal(true);
@@ -254,6 +258,7 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
       'web: add refund.send-refund',
       'refund: process refund',
       'refund: send refund',
+      'refund: provider refund',
       'refund: POST',
       'sandbox-provider: POST',
       'sandbox-provider: POST',
