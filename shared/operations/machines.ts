@@ -26,15 +26,15 @@ const COLLECTION_OUTCOMES = {
 } satisfies Pick<Machine<CardPaymentStatus>, 'outcomes' | 'reached' | 'corrections'>;
 
 /**
- * A collection. Mobile money is created `processing` (the push follows at once); a card payment
- * is created `pending` and is `processing` while the client is in 3-D Secure. A succeeded payment
- * becomes `refunded` when refunds cover amount_charged, and `succeeded` again if one of them fails.
+ * A mobile-money collection: created `processing` (the push follows at once), so nothing moves out
+ * of `pending` (a status of the API that only card payments take: cardPaymentMachine). A succeeded
+ * payment becomes `refunded` when refunds cover amount_charged, and `succeeded` again if one of them fails.
  */
 export const paymentMachine: Machine<PaymentStatus> = {
   statuses: ['pending', 'processing', 'succeeded', 'failed', 'cancelled', 'refunded'],
   open: ['pending', 'processing'],
   moves: {
-    pending: { start_3ds: 'processing', succeed: 'succeeded', fail: 'failed', cancel: 'cancelled' },
+    pending: {},
     processing: { sent: 'processing', succeed: 'succeeded', fail: 'failed', cancel: 'cancelled' },
     succeeded: { refund_partial: 'succeeded', refund_in_full: 'refunded', refund_reopened: 'succeeded' },
     refunded: { refund_reopened: 'succeeded' },
@@ -42,7 +42,6 @@ export const paymentMachine: Machine<PaymentStatus> = {
     cancelled: {},
   },
   already: {
-    start_3ds: ['processing'],
     succeed: ['succeeded', 'refunded'],
     fail: ['failed'],
     cancel: ['cancelled'],

@@ -17,21 +17,13 @@ const LATE: D = { kind: 'late' };
 const ILLEGAL: D = { kind: 'illegal' };
 
 const PAYMENT: Record<string, Record<Trigger, D>> = {
-  pending: {
-    // a card payment is charged by the checkout, not sent by a pool
-    sent: ILLEGAL,
-    start_3ds: move('processing'),
-    succeed: move('succeeded', 'payment.succeeded', 'credit', true),
-    fail: move('failed', 'payment.failed', null, true),
-    cancel: move('cancelled', 'payment.cancelled', null, true),
-    refund_partial: ILLEGAL,
-    refund_in_full: ILLEGAL,
-    refund_reopened: ILLEGAL,
-  },
+  // a mobile-money payment is created processing: nothing moves out of pending (card payments: CARD below)
+  pending: { sent: ILLEGAL, start_3ds: ILLEGAL, succeed: ILLEGAL, fail: ILLEGAL, cancel: ILLEGAL, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
   processing: {
     // the push was accepted: the payment waits for the client
     sent: STAY,
-    start_3ds: DUP,
+    // mobile money has no 3-D Secure
+    start_3ds: ILLEGAL,
     succeed: move('succeeded', 'payment.succeeded', 'credit', true),
     fail: move('failed', 'payment.failed', null, true),
     cancel: move('cancelled', 'payment.cancelled', null, true),
@@ -120,7 +112,7 @@ const CARD: Record<string, Record<Trigger, D>> = {
 
 /** The only (status, trigger) pairs that post to the ledger. */
 const MONEY_MOVES: Record<string, string[]> = {
-  payment: ['pending+succeed', 'processing+succeed', 'failed+succeed', 'cancelled+succeed'],
+  payment: ['processing+succeed', 'failed+succeed', 'cancelled+succeed'],
   refund: ['pending+succeed', 'pending+fail'],
   payout: ['pending+succeed', 'pending+fail', 'processing+succeed', 'processing+fail'],
   card_payment: ['pending+succeed', 'processing+succeed', 'failed+succeed', 'cancelled+succeed'],
