@@ -1,18 +1,16 @@
 // first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
 import '../../shared/tracing/register';
 import { applyStoredCallback } from '../../shared/operations/callbacks';
-import { paymentKind } from '../../shared/payments/kind';
 import { QUEUES } from '../../shared/queues/names';
 import { runPool } from '../bootstrap';
-import { sweepLoop } from '../operations';
 import { guardCallbackJob } from './job';
 import { KINDS } from '../../shared/operationKinds';
 import { inSpan } from '../../shared/tracing/spans';
 
 /**
  * callback-reconciler: applies each stored provider callback through the operations kernel
- * (shared/operations/callbacks.ts), and sweeps the payments past their window (callbacks whose
- * job was lost are given one again by the outbox-relay's re-drive). Any number of copies may run.
+ * (shared/operations/callbacks.ts); callbacks whose job was lost are given one again by the
+ * outbox-relay's re-drive. Any number of copies may run.
  */
 void runPool({
   name: 'callback-reconciler',
@@ -52,5 +50,4 @@ void runPool({
       return outcomes.length === 1 ? outcomes[0] : outcomes;
     },
   },
-  loops: [sweepLoop(paymentKind)],
 });

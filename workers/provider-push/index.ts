@@ -2,11 +2,12 @@
 import '../../shared/tracing/register';
 import { paymentKind } from '../../shared/payments/kind';
 import { runPool } from '../bootstrap';
-import { sendProcessor } from '../operations';
+import { sendProcessor, sweepLoop } from '../operations';
 
 /**
  * provider-push: sends the push prompt of each new mobile-money payment through its provider,
- * once per payment (shared/operations/send.ts). Provider timeouts are retried with the queue's
+ * once per payment (shared/operations/send.ts), and sweeps the payments past their window, as
+ * every pool that sends a kind sweeps it. Provider timeouts are retried with the queue's
  * exponential backoff.
  */
 void runPool({
@@ -14,4 +15,5 @@ void runPool({
   // mostly waiting on the provider's answer
   defaultConcurrency: 16,
   processor: sendProcessor(paymentKind),
+  loops: [sweepLoop(paymentKind)],
 });
