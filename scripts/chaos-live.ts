@@ -212,7 +212,7 @@ function ours(status: string): Said {
 const pawapaySaid = (t: PawapayTransaction | undefined): Said | 'never taken' => (!t ? 'never taken' : t.status === 'COMPLETED' ? 'succeeded' : t.status === 'FAILED' ? 'failed' : 'open');
 const airtelSaid = (t: AirtelTransaction | undefined): Said | 'never taken' => (!t ? 'never taken' : t.status === 'TS' ? 'succeeded' : t.status === 'TF' || t.status === 'TE' ? 'failed' : 'open');
 
-interface Row {
+export interface Row {
   id: string;
   status: string;
   operator: string;
@@ -229,6 +229,8 @@ class Agreement {
   readonly disagreements: string[] = [];
   once = 0;
   repeats = 0;
+  /** Airtel refunds asked more than once of one collection (no id: a repeat is refused, not ignored) */
+  refundRepeats = 0;
   neverTaken = 0;
   constructor(readonly connector: 'pawapay' | 'airtel') {}
 
@@ -253,7 +255,7 @@ class Agreement {
     return {
       name: `agreement: ${this.connector}`,
       ok: this.disagreements.length === 0 && this.compared > 0,
-      detail: `${this.compared} final compared (${kinds}; never taken by it ${this.neverTaken}), ${this.disagreements.length} disagree; initiations per id: 1 for ${this.once}, idempotent repeats for ${this.repeats}${extra}`,
+      detail: `${this.compared} final compared (${kinds}; never taken by it ${this.neverTaken}), ${this.disagreements.length} disagree; initiations per id: 1 for ${this.once}, idempotent repeats for ${this.repeats}${this.connector === 'airtel' ? `, refunds asked again ${this.refundRepeats}` : ''}${extra}`,
     };
   }
 }
@@ -352,7 +354,7 @@ async function callbacksCheck(db: Knex, rows: Record<Kind, Row[]>, pawapayTxs: P
 }
 
 /** Each connector's agreement row, and the disagreements. */
-function agreement(rows: Record<Kind, Row[]>, pawapayTxs: PawapayTransaction[], airtelTxs: AirtelTransaction[]): [Check, Check, string[]] {
+export function agreement(rows: Record<Kind, Row[]>, pawapayTxs: PawapayTransaction[], airtelTxs: AirtelTransaction[]): [Check, Check, string[]] {
   const p = new Agreement('pawapay');
   const a = new Agreement('airtel');
   const ofConnector = { pawapay: p, airtel: a };
@@ -388,7 +390,10 @@ function agreement(rows: Record<Kind, Row[]>, pawapayTxs: PawapayTransaction[], 
         const payment = payments.get(op.payment_id!);
         const collection = payment && airtelById.get(toAirtelId(payment.id));
         const said: Said | 'never taken' = !collection ? 'never taken' : collection.refunded ? 'succeeded' : 'failed';
-        if (collection && ours(op.status) !== 'open') ag.initiations(collection.refundRequests);
+        if (collection && ours(op.status) !== 'open') {
+          if (collection.refundRequests > 1) ag.refundRepeats++;
+          else ag.initiations(collection.refundRequests);
+        }
         ag.compare(kind, op, said, collection ? ` (refund requests ${collection.refundRequests})` : '');
       } else {
         const id = toAirtelId(op.id);
