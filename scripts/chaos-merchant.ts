@@ -138,6 +138,29 @@ export function refundPost(paymentId: string, amount: number): MerchantPost {
   return { kind: 'refunds', path: `/v1/payments/${paymentId}/refund`, body: { amount, reason }, identity: { table: 'refunds', column: 'reason', value: reason } };
 }
 
+/** A succeeded payment the load may refund. */
+export interface RefundablePayment {
+  id: string;
+  amount_charged: number;
+  operator: string;
+  phone: string;
+}
+
+/** What the load sends: the sandbox drill's requests (SANDBOX_REQUESTS) unless told otherwise (chaos-live.ts has the live connectors'). */
+export interface LoadRequests {
+  payment(): MerchantPost;
+  payout(): MerchantPost;
+  /** the refund asked of a succeeded payment, or none */
+  refund(payment: RefundablePayment): MerchantPost | undefined;
+}
+
+/** A refund of half the amount for a third of the succeeded payments. */
+export const SANDBOX_REQUESTS: LoadRequests = {
+  payment: paymentPost,
+  payout: payoutPost,
+  refund: (p) => (randomInt(3) === 0 ? refundPost(p.id, Math.max(1, Math.floor(p.amount_charged / 2))) : undefined),
+};
+
 type Probe = () => Promise<ClientResponse>;
 
 /**
@@ -160,19 +183,20 @@ export class MerchantLoad {
     readonly poster: SignedPoster,
     private readonly db: Knex,
     private readonly merchantId: string,
+    private readonly requests: LoadRequests = SANDBOX_REQUESTS,
   ) {
     this.replays = new Replays(poster, db);
   }
 
   /**
    * Steady load while `keepGoing()`: payments at `rate` per second, a payout a second (from 20 s
-   * on), a refund of half the amount for a third of the succeeded payments. Resolves when the
+   * on), the refunds `requests` asks of the succeeded payments (SANDBOX_REQUESTS: half the amount for a third). Resolves when the
    * loops end; settled() waits for the requests still being answered or retried.
    */
   async run(rate: number, keepGoing: () => boolean): Promise<void> {
     await Promise.all([
-      this.every(1000 / rate, keepGoing, () => this.load(paymentPost())),
-      sleep(20_000).then(() => this.every(1000, keepGoing, () => this.load(payoutPost()))),
+      this.every(1000 / rate, keepGoing, () => this.load(this.requests.payment())),
+      sleep(20_000).then(() => this.every(1000, keepGoing, () => this.load(this.requests.payout()))),
       this.refundSome(keepGoing),
     ]);
   }
@@ -194,7 +218,7 @@ export class MerchantLoad {
   probes(client: ServiceClient, poster: SignedPoster, refundable: string[], during: string): Record<string, Probe> {
     let i = 0;
     return {
-      'POST /v1/payments': () => this.sendOnce(paymentPost(), poster, during),
+      'POST /v1/payments': () => this.sendOnce(this.requests.payment(), poster, during),
       'GET /v1/balance': () => client.get('/v1/balance'),
       ...(refundable.length ? { 'POST refund': () => this.sendOnce(refundPost(refundable[i++ % refundable.length], 1), poster, during) } : {}),
     };
@@ -210,10 +234,11 @@ export class MerchantLoad {
   private async refundSome(keepGoing: () => boolean): Promise<void> {
     while (keepGoing()) {
       await sleep(2000);
-      const done = await this.db('payments').where({ merchant_id: this.merchantId, status: 'succeeded' }).whereNotIn('id', [...this.refunded]).limit(50).select('id', 'amount_charged').catch(() => []);
+      const done: RefundablePayment[] = await this.db('payments').where({ merchant_id: this.merchantId, status: 'succeeded' }).whereNotIn('id', [...this.refunded]).limit(50).select('id', 'amount_charged', 'operator', 'phone').catch(() => []);
       for (const p of done) {
         this.refunded.add(p.id);
-        if (randomInt(3) === 0) this.load(refundPost(p.id, Math.max(1, Math.floor(p.amount_charged / 2))));
+        const post = this.requests.refund(p);
+        if (post) this.load(post);
       }
     }
   }

@@ -118,7 +118,7 @@ function providerCheck(table: Kind, c: ProviderComparison): Check {
   };
 }
 
-function replayCheck(r: ReplayTally): Check {
+export function replayCheck(r: ReplayTally): Check {
   return {
     name: 'signed replays',
     ok: r.tried > 0 && r.refused === r.tried && r.acted === 0 && r.sameKeyAnswered === r.sameKey,

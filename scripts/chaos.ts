@@ -15,6 +15,7 @@ import { startTcpProxy } from './chaos-proxy';
 import { SignedPoster } from './chaos-replays';
 import { assessOutcome, boundedAnswersCheck, logLeaksCheck, printReport, waitUntilFinal } from './chaos-report';
 import { runTopologyDrill } from './chaos-topology';
+import { startLiveConnectors, type LiveConnectors } from './chaos-live';
 import { pidAlive } from './lib/processes';
 
 /**
@@ -24,7 +25,7 @@ import { pidAlive } from './lib/processes';
  * REDIS_URL), with its Postgres connections through a TCP proxy of its own, then for the
  * duration sends a steady load of payments, refunds and payouts on sandbox numbers while it
  * breaks things: `kill -9` of a random service process every few seconds (the supervisor starts
- * it again; none during the partition below), one FLUSHDB of its Redis database, one Redis
+ * it again; none from 10 s before the partition below to its end), one FLUSHDB of its Redis database, one Redis
  * restart (only of its own redis-server), one cut of every Postgres connection of the service
  * (pg_terminate_backend, its database only), and 5 s later one 20-second Postgres partition (the
  * proxy forwards nothing and answers no new connection) during which it times requests of its own. Meanwhile it sends some
@@ -64,6 +65,11 @@ import { pidAlive } from './lib/processes';
  * a PgBouncer restart, and one node cut off from Redis and Postgres for 20 s (a network cut:
  * iptables drops the node's packets by its cgroup). Its defaults: --base-port CLUSTER_BASE_PORT
  * or 7100, --database-url postgres://postgres@127.0.0.1:5432/svc_chaos_topology.
+ *
+ * `npm run chaos -- --live-connectors --duration 120 --base-port 5700` is this drill with a LIVE
+ * merchant whose operators are routed through the connectors' simulators (scripts/chaos-live.ts:
+ * vodacom and orange to pawaPay on p+20, airtel to Airtel on p+21), with an agreement row per
+ * connector. Its default database: postgres://postgres@127.0.0.1:5432/svc_chaos_live.
  */
 
 const ROOT = path.resolve(__dirname, '..');
@@ -73,6 +79,7 @@ const PARTITION_S = 20;
 const { values: opts } = parseArgs({
   options: {
     topology: { type: 'string' },
+    'live-connectors': { type: 'boolean', default: false },
     duration: { type: 'string', default: '300' },
     'base-port': { type: 'string' },
     'database-url': { type: 'string' },
@@ -82,10 +89,11 @@ const { values: opts } = parseArgs({
   },
 });
 if (opts.topology !== undefined && opts.topology !== 'cluster') throw new Error('--topology takes one value: cluster (scripts/chaos-topology.ts)');
+if (opts.topology && opts['live-connectors']) throw new Error('--live-connectors is for the single-machine drill, not --topology cluster');
 if (opts.topology && opts['redis-url']) throw new Error('--redis-url is for the single-machine drill: --topology cluster starts a Redis Cluster of its own');
 const durationS = Number(opts.duration);
 const base = Number(opts['base-port'] ?? (opts.topology ? process.env.CLUSTER_BASE_PORT || '7100' : process.env.CHAOS_BASE_PORT || '5200'));
-const databaseUrl = opts['database-url'] ?? (opts.topology ? 'postgres://postgres@127.0.0.1:5432/svc_chaos_topology' : process.env.CHAOS_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/svc_chaos');
+const databaseUrl = opts['database-url'] ?? (opts.topology ? 'postgres://postgres@127.0.0.1:5432/svc_chaos_topology' : opts['live-connectors'] ? 'postgres://postgres@127.0.0.1:5432/svc_chaos_live' : process.env.CHAOS_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/svc_chaos');
 const rate = Number(opts.rate);
 const drainS = Number(opts.drain);
 for (const [name, v] of [['duration', durationS], ['base-port', base], ['rate', rate], ['drain', drainS]] as const) {
@@ -220,6 +228,8 @@ async function main() {
   serviceDbUrl.host = `127.0.0.1:${ports.pgProxy}`;
   const proxy = await startTcpProxy(ports.pgProxy, { host: dbUrl.hostname, port: Number(dbUrl.port || 5432) });
   const redisUrl = await startRedis();
+  /** --live-connectors: the simulators, and the settings routing live operators to them */
+  const live: LiveConnectors | undefined = opts['live-connectors'] ? await startLiveConnectors(base, ports.web).catch((err) => cannotRun(err.message)) : undefined;
   say(`service on 127.0.0.1:${ports.web} (operator API :${ports.admin}), database ${dbName} through 127.0.0.1:${ports.pgProxy}, Redis ${redisUrl}${redisServer ? ' (private redis-server, no persistence)' : ''}; service log ${logFile}`);
   const { server: receiver, received } = await startReceiver(ports.receiver);
   const service = startService({
@@ -244,14 +254,17 @@ async function main() {
     RATE_LIMIT_PER_MINUTE: '1000000',
     // info: the access log (one line per request) is part of what the leak scan reads
     LOG_LEVEL: 'info',
+    ...live?.env,
   });
   const db: Knex = knex({ client: 'pg', connection: { connectionString: databaseUrl, application_name: APP_NAME }, pool: { min: 0, max: 4 } });
 
   for (let i = 0; i < 240 && !(await fetch(`http://127.0.0.1:${ports.web}/health/ready`).then((r) => r.ok).catch(() => false)); i++) await sleep(500);
-  const merchant = await createDrillMerchant(operatorApi(`http://127.0.0.1:${ports.admin}`, ADMIN_TOKEN), `http://127.0.0.1:${ports.web}`, `http://127.0.0.1:${ports.receiver}/hook`);
+  const merchant = live
+    ? await live.createMerchant(operatorApi(`http://127.0.0.1:${ports.admin}`, ADMIN_TOKEN), `http://127.0.0.1:${ports.web}`)
+    : await createDrillMerchant(operatorApi(`http://127.0.0.1:${ports.admin}`, ADMIN_TOKEN), `http://127.0.0.1:${ports.web}`, `http://127.0.0.1:${ports.receiver}/hook`);
   const { client } = merchant;
   const poster = new SignedPoster(client);
-  const load = new MerchantLoad(poster, db, merchant.id);
+  const load = new MerchantLoad(poster, db, merchant.id, live?.requests);
   const lookups = await lookUpPhoneSpellings(client);
   say(`merchant ${merchant.id}; load and faults for ${durationS} s`);
 
@@ -321,10 +334,14 @@ async function main() {
     })(),
     // one Postgres partition, 5 s after the cut: requests of every kind, each timed, while it lasts
     (async () => {
-      await sleep(durationS * 750 + 5000);
+      // no kill from 10 s before it, and the web ready when it starts: a web process still
+      // starting again after a kill would refuse connections, the drill's doing, not Postgres's
+      await sleep(durationS * 750 - 5000);
+      partitioned = true;
+      await sleep(10_000);
+      for (let i = 0; i < 60 && !(await fetch(`http://127.0.0.1:${ports.web}/health/ready`).then((r) => r.ok).catch(() => false)); i++) await sleep(500);
       const refundable = await load.refundablePayments(10);
       say(`Postgres partitioned for ${PARTITION_S} s (its proxy forwards nothing)`);
-      partitioned = true;
       partition = await probeUntil(proxy.partition(PARTITION_S * 1000), load.probes(client, poster, refundable, 'the partition'));
       partitioned = false;
       faults.partition++;
@@ -337,20 +354,21 @@ async function main() {
 
   // ---------------------------------------------------------------- the outcome
   await waitUntilFinal(db, merchant.id, drainS);
-  const outcome = await assessOutcome(db, merchant.id, load, received, { url: `http://127.0.0.1:${ports.sandbox}`, apiKey: SANDBOX_PROVIDER_KEY });
+  const outcome = live ? await live.assess(db, merchant.id, load) : await assessOutcome(db, merchant.id, load, received, { url: `http://127.0.0.1:${ports.sandbox}`, apiKey: SANDBOX_PROVIDER_KEY });
   const checks = [...outcome.checks, boundedAnswersCheck('Postgres partition', partition)];
 
   await db.destroy();
   receiver.close();
   await stopService(service);
   proxy.close();
+  await live?.close();
   const { api_key, secret, webhook_secret } = merchant.credential;
-  const leaks = await scanLogForLeaks(logFile, { values: [api_key, secret, webhook_secret, ADMIN_TOKEN], signatures: poster.signatures });
+  const leaks = await scanLogForLeaks(logFile, { values: [api_key, secret, webhook_secret, ADMIN_TOKEN, ...(live?.secrets ?? [])].filter(Boolean), signatures: poster.signatures });
   checks.push(logLeaksCheck(leaks, lookups));
 
   const kills = [...killedBy].map(([n, c]) => `${n} ${c}`).join(', ');
   const code = printReport({
-    headline: `chaos drill: ${durationS} s of load; faults: ${faults.kills} × kill -9 (${kills}), ${faults.flush} × Redis FLUSHDB, ${faults.redisRestart} × Redis restart, ${faults.pgCut} × Postgres connection cut, ${faults.partition} × Postgres partition (${PARTITION_S} s)`,
+    headline: `chaos drill${live ? ` (${live.describe})` : ''}: ${durationS} s of load; faults: ${faults.kills} × kill -9 (${kills}), ${faults.flush} × Redis FLUSHDB, ${faults.redisRestart} × Redis restart, ${faults.pgCut} × Postgres connection cut, ${faults.partition} × Postgres partition (${PARTITION_S} s)`,
     outcome,
     tally: load.tally,
     checks,
