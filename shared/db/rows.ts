@@ -182,7 +182,7 @@ export interface SettlementRow extends SettlementFigures {
   version: number;
 }
 
-/** A provider_callbacks row's normalised columns (shared/db/sql/callbacks.ts). */
+/** A provider_callbacks row's normalised columns, as its connector parsed it (shared/providers/connector.ts): all the kernel reads of a callback. */
 export interface CallbackColumns {
   id: string;
   provider: string;

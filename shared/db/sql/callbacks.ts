@@ -1,28 +1,13 @@
-import type { OutboxMessage } from '../rows';
+import type { CallbackColumns, OutboxMessage } from '../rows';
 import type { Executor } from '../knex';
 import { runSql, sqlStatement } from './run';
 import { outboxInsertSql } from './transitions';
 
-/** A verified provider callback as the inbox stores it. */
-export interface InboxRow {
-  id: string;
-  provider: string;
+/** A provider callback as the inbox stores it: its raw body beside its normalised columns. */
+export interface InboxRow extends CallbackColumns {
   raw_body: string;
-  verified: boolean;
-  provider_event_id: string | null;
-  object_kind: string;
-  object_id: string;
-  reported_status: string;
-  provider_ref: string | null;
-  failure_code: string | null;
-  failure_message: string | null;
-  /** what the provider says moved, minor units */
   amount: number | null;
-  currency: string | null;
 }
-
-/** The columns a stored callback is read back by (the kernel never parses raw_body). */
-export const CALLBACK_FIELDS = ['provider', 'verified', 'provider_event_id', 'object_kind', 'object_id', 'reported_status', 'provider_ref', 'failure_code', 'failure_message', 'amount', 'currency'] as const;
 
 const STORE = sqlStatement(
   'store-callbacks',

@@ -236,7 +236,10 @@ export class AirtelConnector implements Connector {
     const x = await this.exchange(sent);
     const r = this.interpretRefund(x);
     if (r.is === 'accepted') return { providerRef: `refund-of:${moneyId}` };
-    if (r.is === 'refused') throw permanent(r.failureCode, this.describe(r.code, 'Airtel refused the refund'));
+    // Airtel refunds a collection once, and its refusal of a refund does not say whether an earlier
+    // request (whose answer we lost: a crash, a timeout) already refunded it: never final, the
+    // refund stays open and is listed in GET /admin/attention after an hour (README "Refunds")
+    if (r.is === 'refused') throw retryable('provider-refused', this.describe(r.code, 'Airtel refused the refund; it may have refunded this collection already'));
     if (r.is === 'auth') throw retryable('provider-auth', this.describe(r.code, 'Airtel refused our credentials'));
     // no refund enquiry exists: the kernel tries again later with the same airtel_money_id
     throw retryable(UNKNOWN, `the refund's outcome is unknown (${r.is === 'unknown' ? r.why : 'duplicate'})`);
