@@ -57,9 +57,9 @@ describe('one clock: every freshness rule follows the service clock', function (
     const payment = await aSucceededPayment(shop.client);
     expect(payment.status).to.equal('succeeded');
     const raw = callbackBody({ external_id: payment.id, status: 'succeeded' });
-    const byWall = await sendCallback(env.baseUrl, 'vodacom', raw, { timestamp: wallS() });
+    const byWall = await sendCallback(env.baseUrl, 'vodacom-sandbox', raw, { timestamp: wallS() });
     expect(byWall.status, JSON.stringify(byWall.body)).to.equal(401);
-    const byService = await sendCallback(env.baseUrl, 'vodacom', raw, { timestamp: serviceS() });
+    const byService = await sendCallback(env.baseUrl, 'vodacom-sandbox', raw, { timestamp: serviceS() });
     expect(byService.status, JSON.stringify(byService.body)).to.be.within(200, 299);
   });
 
