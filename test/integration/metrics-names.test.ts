@@ -137,7 +137,7 @@ describe('metrics named by the alert rules and the dashboard', function () {
     expect(sample(web, 'operation_oldest_open_age_seconds{kind="payment"}')).to.equal(0);
     expect(sample(web, 'ledger_check_problems')).to.equal(0);
     expect(sample(push, 'job_wait_seconds_count{queue="provider-push"}')).to.be.at.least(1);
-    expect(sample(push, 'provider_call_duration_seconds_count{operator="vodacom",kind="payment",environment="test",outcome="answered"}')).to.equal(1);
+    expect(sample(push, 'provider_call_duration_seconds_count{connector="sandbox",operator="vodacom",kind="payment",environment="test",outcome="answered"}')).to.equal(1);
     expect(sample(reconciler, 'job_wait_seconds_count{queue="callback-reconciler"}')).to.be.at.least(1);
     expect(reconciler).to.include('process_cpu_seconds_total');
     expect(sample(web, 'webhook_deliveries_finished_total{outcome="succeeded"}')).to.equal(1);
