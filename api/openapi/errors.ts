@@ -32,6 +32,7 @@ const WHEN = {
   'amount-over-limit': "amount_charged above the merchant's per-transaction limit",
   'insufficient-balance': 'refund or payout above balance.available',
   'operator-unavailable': "the operator's direction is closed",
+  'link-inactive': 'the payment link is deactivated, expired or used up (a single-use link once a payment through it succeeded)',
   'rate-limit-exceeded': 'more than 100 requests in the minute for the key (Retry-After)',
   'redelivery-limit': 'an event redelivered 10 times already',
   maintenance: 'maintenance flag on (Retry-After)',
