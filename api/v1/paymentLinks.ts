@@ -54,6 +54,8 @@ export const paymentLinksRoutes = defineRoutes([
     }),
     idempotencyKey: 'required',
     responses: { 201: { description: 'The payment link', body: PaymentLink } },
+    // the same signed request (same body, same second) under another key: the replay guard's (decisions.md Faults)
+    errors: ['request-replayed'],
     async handler(ctx, { body }) {
       const { db, outbox, config, clock } = ctx.services;
       ctx.body = await createPaymentLink({ db, outbox, config, clock, log: ctx.state.log }, callerOf(ctx), body, idempotentWrite(ctx, 201)!);

@@ -1835,6 +1835,7 @@ export interface operations {
              *
              *     - `idempotency-conflict`: the same Idempotency-Key with a different body
              *     - `idempotency-in-progress`: the same Idempotency-Key is still being processed (Retry-After: 1); retry with the same key
+             *     - `request-replayed`: a signed POST without Idempotency-Key sent again
              */
             409: {
                 headers: {

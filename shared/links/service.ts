@@ -175,10 +175,7 @@ export async function payThroughLink(
   }
   await opts.beforeCreate?.();
   // the link's n-th payment; a number taken by a refused creation is not given again
-  const [{ payments_made: n }] = (await PaymentLink.query(deps.db)
-    .findById(link.id)
-    .increment('payments_made', 1)
-    .returning('payments_made')) as unknown as { payments_made: number }[];
+  const [{ payments_made: n }] = await deps.db('payment_links').where({ id: link.id }).increment('payments_made', 1).returning<{ payments_made: number }[]>('payments_made');
   const mobile = input.method === 'mobile_money';
   const key = formKey(link, attempt, deps.config);
   try {

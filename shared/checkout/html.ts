@@ -1,3 +1,5 @@
+/** Text helpers of the hosted checkout (card and payment-link pages): escaping, amounts, masks. */
+
 /** Text made safe for HTML content and double-quoted attribute values. */
 export function escapeHtml(text: string): string {
   return text.replace(/[&<>"']/g, (c) => ({ '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' })[c]!);
@@ -12,3 +14,13 @@ export function formatAmount(minor: number, currency: string): string {
 
 /** A token as it may appear in a log line: its prefix and first characters only. */
 export const maskToken = (token: string) => `${token.slice(0, 8)}…`;
+
+/**
+ * A phone number as every page shows it (issue 35): country code, the first two digits of the
+ * national number, the last three, the rest masked (`+243 81• ••• •678`).
+ */
+export function maskPhone(msisdn: string): string {
+  if (!/^243[0-9]{9}$/.test(msisdn)) return '•••';
+  const n = msisdn.slice(3);
+  return `+243 ${n.slice(0, 2)}• ••• •${n.slice(6)}`;
+}
