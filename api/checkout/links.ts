@@ -34,7 +34,8 @@ import { attemptPage, linkInactivePage, linkNotFoundPage, linkPage, type FormSta
 
 export const PHONE_PROMPTS = 3;
 export const PHONE_WINDOW_S = 600;
-export const SUBMITS_PER_IP = 10;
+// generous: operators put many phones behind one address (carrier-grade NAT); the per-phone limit is the one that stops spam
+export const SUBMITS_PER_IP = 20;
 export const SUBMITS_PER_LINK = 60;
 const FORM_BODY_LIMIT = 4096;
 const REDIS_TIMEOUT_MS = 2000;
@@ -130,9 +131,11 @@ export function linksRouter(services: ServiceContext): Router {
         values,
         ...(!newToken && token ? { tokens: { mobile_money: method === 'mobile_money' ? token : issueFormToken(config.secretsKeys, link.id, services.clock.now()), card: method === 'card' ? token : issueFormToken(config.secretsKeys, link.id, services.clock.now()) } } : {}),
       });
-    // CSRF: a browser names the origin of every POST; the form's token is the service's, for this link, fresh
+    // CSRF: the form's token is the service's, for this link, fresh; and a browser's word on where the POST comes
+    // from must be ours (the page's no-referrer policy makes its own Origin `null`: Sec-Fetch-Site then tells)
     const origin = ctx.get('Origin');
-    if ((origin && origin !== serviceOrigin()) || ctx.get('Sec-Fetch-Site') === 'cross-site') return again(403, t.errors.badForm, undefined, true);
+    const site = ctx.get('Sec-Fetch-Site');
+    if ((origin && origin !== 'null' && origin !== serviceOrigin()) || site === 'cross-site' || site === 'same-site') return again(403, t.errors.badForm, undefined, true);
     const checked = checkFormToken(config.secretsKeys, link.id, token, services.clock.now());
     if (!checked.ok) return again(checked.reason === 'expired' ? 400 : 403, checked.reason === 'expired' ? t.errors.expiredForm : t.errors.badForm, undefined, true);
     try {
