@@ -5,6 +5,7 @@ import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
 import type { ServiceContext } from '../../shared/context';
 import { DomainError, TooManyRequests } from '../../shared/errors';
 import { checkoutCsp } from '../../shared/checkout/frame';
+import { parseAmount } from '../../shared/checkout/html';
 import { LINK_TEXT, type Lang } from '../../shared/checkout/i18n';
 import { lookupPhoneNumber, PhoneNumberProblem } from '../../shared/domain/msisdn';
 import { operatorAvailability } from '../../shared/availability/read';
@@ -66,14 +67,6 @@ class FormProblem extends Error {
   constructor(readonly status: number, readonly field: string | undefined, readonly text: string) {
     super(text);
   }
-}
-
-/** Typed amount (`25`, `25.5`, `25,50`) to minor units; null when it is not one. */
-export function parseAmount(text: string | undefined): number | null {
-  const m = /^\s*([0-9]{1,10})(?:[.,]([0-9]{1,2}))?\s*$/.exec(text ?? '');
-  if (!m) return null;
-  const minor = Number(m[1]) * 100 + Number((m[2] ?? '').padEnd(2, '0'));
-  return minor >= 1 ? minor : null;
 }
 
 const phoneKey = (msisdn: string) => createHash('sha256').update(`link-phone\n${msisdn}`).digest('hex');

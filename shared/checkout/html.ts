@@ -12,6 +12,14 @@ export function formatAmount(minor: number, currency: string): string {
   return `${sign}${Math.floor(abs / 100)}.${String(abs % 100).padStart(2, '0')} ${currency}`;
 }
 
+/** An amount as a client types it (`25`, `25.5`, `25,50`), in minor units; null when it is not one (or not above 0). */
+export function parseAmount(text: string | undefined): number | null {
+  const m = /^\s*([0-9]{1,10})(?:[.,]([0-9]{1,2}))?\s*$/.exec(text ?? '');
+  if (!m) return null;
+  const minor = Number(m[1]) * 100 + Number((m[2] ?? '').padEnd(2, '0'));
+  return minor >= 1 ? minor : null;
+}
+
 /** A token as it may appear in a log line: its prefix and first characters only. */
 export const maskToken = (token: string) => `${token.slice(0, 8)}…`;
 
