@@ -270,6 +270,22 @@ describe('payment links', function () {
       expect(page.html).to.include('Your mobile money balance is too low').and.include(`href="/pay/${l.id}?lang=en"`);
     });
 
+    it('shows a closed operator as unavailable, and a submission for it says so', async () => {
+      const l = await aLink(shop.client);
+      expect((await env.admin('PUT', '/admin/operators/orange', { collection: 'closed' })).status).to.equal(200);
+      try {
+        const page = await getPage(l.url, { 'Accept-Language': 'en' });
+        expect(page.html).to.include('<option value="orange" disabled>Orange Money (unavailable)</option>');
+        expect(page.html).to.include('<option value="vodacom">Vodacom M-Pesa</option>');
+        const res = await payByPhone(env.baseUrl, l.id, '0840000001', { operator: 'orange' });
+        expect(res.status).to.equal(422);
+        expect(res.html).to.include('This operator is unavailable for now');
+        expect(await env.services.db('payments').where({ payment_link: l.id })).to.have.length(0);
+      } finally {
+        await env.admin('PUT', '/admin/operators/orange', { collection: 'operational' });
+      }
+    });
+
     it('a link of a live key creates a live payment through the live routing, checking the operator prefix', async () => {
       const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'live', scope: 'payments' });
       const live = env.client(c.body);
