@@ -106,15 +106,22 @@ export async function deactivatePaymentLink(db: Db, viewer: Caller, id: string, 
   return paymentLinkView({ ...link, deactivated }, baseUrl, nowMs);
 }
 
-/** A link as its page shows it: any merchant's (the unguessable id is the client's only key), with the merchant's name. */
+/**
+ * A link as its page shows it: any merchant's (the unguessable id is the client's only key),
+ * with the merchant's name; a suspended merchant's links take no payment (shown as deactivated).
+ */
 export type PageLink = PaymentLinkRead & { merchant_name: string };
 
 export async function findPageLink(db: Executor, id: string): Promise<PageLink | undefined> {
   if (!isId('paymentLink', id)) return undefined;
-  return (await withUsedUp(db)
+  const link = (await withUsedUp(db)
     .join('merchants as m', 'm.id', 'payment_links.merchant_id')
-    .select('m.name as merchant_name')
-    .findOne({ 'payment_links.id': id })) as PageLink | undefined;
+    .select('m.name as merchant_name', 'm.status as merchant_status')
+    .findOne({ 'payment_links.id': id })) as (PageLink & { merchant_status: string }) | undefined;
+  if (!link) return undefined;
+  const { merchant_status, ...rest } = link;
+  // the merchant API refuses a suspended merchant (403 merchant-suspended); its links stop too
+  return merchant_status === 'active' ? rest : { ...rest, deactivated: rest.deactivated ?? rest.created };
 }
 
 /** What the client submits on the page. */

@@ -270,6 +270,17 @@ describe('payment links', function () {
       expect(page.html).to.include('Your mobile money balance is too low').and.include(`href="/pay/${l.id}?lang=en"`);
     });
 
+    it("a suspended merchant's links take no payment (410)", async () => {
+      const m = await aMerchant(env, {}, 'payments');
+      const l = await aLink(m.client);
+      const page = await getPage(l.url);
+      expect((await env.admin('PATCH', `/admin/merchants/${m.merchant.id}`, { status: 'suspended' })).status).to.equal(200);
+      expect((await getPage(l.url)).status).to.equal(410);
+      const late = await submit(env.baseUrl, l.id, { token: formToken(page.html, 'mobile_money'), method: 'mobile_money', phone: uniquePhone() });
+      expect(late.status).to.equal(410);
+      expect(await env.services.db('payments').where({ payment_link: l.id })).to.have.length(0);
+    });
+
     it('shows a closed operator as unavailable, and a submission for it says so', async () => {
       const l = await aLink(shop.client);
       expect((await env.admin('PUT', '/admin/operators/orange', { collection: 'closed' })).status).to.equal(200);
