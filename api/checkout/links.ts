@@ -137,7 +137,8 @@ export function linksRouter(services: ServiceContext): Router {
       const input = readSubmission(link, method, values, lang);
       const { paymentId } = await payThroughLink(services, link, checked.attempt, input, {
         requestId: ctx.state.requestId,
-        returnUrl: link.return_url ?? `${config.baseUrl}/pay/${link.id}`,
+        // without the merchant's return_url, the card checkout sends the client back to this attempt's receipt
+        returnUrl: link.return_url ?? `${config.baseUrl}/pay/${link.id}/attempts/${attemptRef(config.secretsKeys, link.id, checked.attempt)}`,
         beforeCreate: input.phone ? () => perPhone(phoneKey(input.phone!)) : undefined,
       });
       ctx.status = 303;
