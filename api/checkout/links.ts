@@ -12,6 +12,7 @@ import { operatorAvailability } from '../../shared/availability/read';
 import { OPERATORS, type Operator } from '../../shared/vocabulary';
 import { attemptOf, attemptRef, checkFormToken, issueFormToken } from '../../shared/links/formToken';
 import { attemptPayment, findPageLink, linkPayment, payThroughLink, type LinkPayment, type PageLink } from '../../shared/links/service';
+import type { LinkMethod } from '../../shared/links/schemas';
 import { inactiveReason } from '../../shared/links/view';
 import { withTimeout } from '../../shared/timeout';
 import { readRawBody } from '../body';
@@ -86,10 +87,12 @@ export function linksRouter(services: ServiceContext): Router {
     return new Set(rows.filter((r) => r.collection === 'closed').map((r) => r.operator));
   }
 
-  async function formPage(ctx: Context, link: PageLink, lang: Lang, status: number, extra: Partial<FormState> = {}) {
+  /** The link's forms, each with a fresh token but `keep` (a submission refused before it made anything keeps its own). */
+  async function formPage(ctx: Context, link: PageLink, lang: Lang, status: number, extra: Pick<FormState, 'error' | 'values'> & { keep?: { method: LinkMethod; token: string } } = {}) {
     const now = services.clock.now();
-    const tokens = { mobile_money: issueFormToken(config.secretsKeys, link.id, now), card: issueFormToken(config.secretsKeys, link.id, now), ...extra.tokens };
-    page(ctx, status, linkPage(link, lang, { closed: await closedOperators(link), ...extra, tokens }));
+    const tokens = { mobile_money: issueFormToken(config.secretsKeys, link.id, now), card: issueFormToken(config.secretsKeys, link.id, now) };
+    if (extra.keep) tokens[extra.keep.method] = extra.keep.token;
+    page(ctx, status, linkPage(link, lang, { closed: await closedOperators(link), error: extra.error, values: extra.values, tokens }));
   }
 
   /** The link of the path, or the page saying it is unknown (404) or no longer takes payments (410). */
@@ -115,15 +118,11 @@ export function linksRouter(services: ServiceContext): Router {
     const t = LINK_TEXT[lang];
     const link = await activeLink(ctx, lang);
     if (!link) return;
-    const method = form.get('method') === 'card' ? 'card' : 'mobile_money';
+    const method: LinkMethod = form.get('method') === 'card' ? 'card' : 'mobile_money';
     const values: FormValues = Object.fromEntries(['phone', 'operator', 'amount', 'name', 'email'].map((k) => [k, form.get(k) ?? undefined]));
     const token = form.get('token');
     const again = (status: number, message: string, field?: string, newToken = false) =>
-      formPage(ctx, link, lang, status, {
-        error: { method, message, field },
-        values,
-        ...(!newToken && token ? { tokens: { mobile_money: method === 'mobile_money' ? token : issueFormToken(config.secretsKeys, link.id, services.clock.now()), card: method === 'card' ? token : issueFormToken(config.secretsKeys, link.id, services.clock.now()) } } : {}),
-      });
+      formPage(ctx, link, lang, status, { error: { method, message, field }, values, keep: !newToken && token ? { method, token } : undefined });
     // CSRF: the form's token is the service's, for this link, fresh; and a browser's word on where the POST comes
     // from must be ours (the page's no-referrer policy makes its own Origin `null`: Sec-Fetch-Site then tells)
     const origin = ctx.get('Origin');
