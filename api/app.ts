@@ -16,6 +16,7 @@ import { webhooksAdminRouter } from './routes/admin/webhooks';
 import { boardMiddleware } from './board';
 import { callbacksRouter } from './callbacks';
 import { checkoutRouter, checkoutRoutes } from './checkout';
+import { linkRoutes, linksRouter } from './checkout/links';
 import { createMetrics, type Metrics } from './metrics';
 import { MethodNotAllowed } from '../shared/errors';
 import { v1PublicRouter, v1Router } from './v1';
@@ -60,10 +61,11 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
 
   const metrics = opts.metrics ?? createMetrics(services);
   const checkout = checkoutRouter(services);
+  const links = linksRouter(services);
 
   app.use(acceptTarget); // first: a target Node cannot parse would break every later step
   app.use(requestContext);
-  app.use(metrics.record([...LABEL_ROUTERS, checkout]));
+  app.use(metrics.record([...LABEL_ROUTERS, checkout, links]));
   app.use(securityHeaders);
   app.use(errorHandler);
   app.use(refuseBadTarget);
@@ -93,6 +95,8 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
   if (merchant) {
     // the hosted card checkout: the client's browser, no merchant key
     app.use(checkoutRoutes(checkout));
+    // the payment-link page (the same checkout frame): mobile money, or the card checkout above
+    app.use(linkRoutes(links));
     // the API reference: the OpenAPI document and the page rendering it take no key
     app.use(docsRouter.routes() as Middleware);
     app.use(v1PublicRouter.routes() as Middleware);

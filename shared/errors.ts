@@ -41,6 +41,8 @@ export type UnprocessableCode =
   | 'operator-unavailable'
   | 'amount-not-supported'
   | 'partial-refund-not-supported';
+/** docs/decisions.md "Payment links": a link deactivated, expired or used up. */
+export type GoneCode = 'link-inactive';
 export type TooManyCode = 'rate-limit-exceeded' | 'redelivery-limit';
 export type UnavailableCode = 'maintenance' | 'service-unavailable';
 
@@ -56,6 +58,7 @@ export type ErrorCode =
   | 'payload-too-large'
   | 'unsupported-media-type'
   | UnprocessableCode
+  | GoneCode
   | TooManyCode
   | UnavailableCode
   | 'internal-error';
@@ -148,6 +151,9 @@ export class UnsupportedMediaType extends DomainError<'unsupported-media-type'> 
 
 /** Well formed, but a business rule refuses it. */
 export class Unprocessable extends DomainError<UnprocessableCode> {}
+
+/** 410: the object exists but takes no more of what was asked (a payment link no longer active). */
+export class Gone extends DomainError<GoneCode> {}
 
 /** A limit of requests is reached. */
 export class TooManyRequests extends DomainError<TooManyCode> {

@@ -9,7 +9,8 @@ import { BadRequest, Forbidden, NotFound, TooManyRequests, ValidationFailed } fr
 import { withTimeout } from '../../shared/timeout';
 import { parseJson, readRawBody, requireJsonContentType } from '../body';
 import { unavailable } from '../middleware/errors';
-import { pickLang, type Lang } from './i18n';
+import { pickLang, type Lang } from '../../shared/checkout/i18n';
+import { checkoutCsp } from '../../shared/checkout/frame';
 import { checkoutPage, noChallengePage, notFoundPage, returnLink, threeDsReturnPage } from './pages';
 import { withTraceparent } from '../../shared/tracing/spans';
 
@@ -28,22 +29,7 @@ const ASSETS: Record<string, { type: string; body: Buffer }> = {
   'checkout.css': { type: 'text/css; charset=utf-8', body: asset('checkout.css') },
 };
 
-/** Own scripts and styles only; frames from the vault and acquirer, and 'self' for the 3ds-return the challenge lands on; never framed. */
-export function checkoutCsp(frameOrigins: string[]): string {
-  return [
-    "default-src 'none'",
-    "script-src 'self'",
-    "style-src 'self'",
-    "img-src 'self'",
-    "connect-src 'self'",
-    `frame-src 'self' ${frameOrigins.join(' ')}`.trim(),
-    "form-action 'self'",
-    "base-uri 'none'",
-    "frame-ancestors 'none'",
-  ].join('; ');
-}
-
-function html(ctx: Context, status: number, body: string, csp?: string): void {
+export function html(ctx: Context, status: number, body: string, csp?: string): void {
   ctx.status = status;
   ctx.type = 'text/html; charset=utf-8';
   ctx.set('Cache-Control', 'no-store');
@@ -51,7 +37,7 @@ function html(ctx: Context, status: number, body: string, csp?: string): void {
   ctx.body = body;
 }
 
-const langOf = (ctx: Context): Lang => pickLang(ctx.query.lang, ctx.get('Accept-Language'));
+export const langOf = (ctx: Context): Lang => pickLang(ctx.query.lang, ctx.get('Accept-Language'));
 
 function payLimiter(services: ServiceContext) {
   const redis = new RateLimiterRedis({

@@ -1,11 +1,10 @@
-import { escapeHtml as h, formatAmount } from '../../shared/cards/html';
+import { escapeHtml as h, formatAmount } from '../../shared/checkout/html';
+import { layout, langSwitch, outcomeSection } from '../../shared/checkout/frame';
 import { charging, type CheckoutPayment } from '../../shared/cards/checkout';
 import type { CardEndpoints } from '../../shared/config';
-import { TEXT, type Lang } from './i18n';
+import { TEXT, type Lang } from '../../shared/checkout/i18n';
 
-/** The checkout's HTML for every state of a card payment; no inline script or style (the CSP allows none). */
-
-export const ASSETS_PATH = '/checkout/assets';
+/** The card checkout's HTML for every state of a card payment, in the checkout's frame (shared/checkout). */
 
 /** Where the client goes back to: return_url?payment_id={id}&status={status}. */
 export function returnLink(p: CheckoutPayment): string {
@@ -15,22 +14,10 @@ export function returnLink(p: CheckoutPayment): string {
   return url.toString();
 }
 
-function layout(lang: Lang, title: string, bodyAttrs: Record<string, string>, main: string): string {
-  const attrs = Object.entries(bodyAttrs)
-    .map(([k, v]) => ` data-${k}="${h(v)}"`)
-    .join('');
-  return `<!doctype html>
-<html lang="${lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>${h(title)}</title><link rel="stylesheet" href="${ASSETS_PATH}/checkout.css"></head>
-<body${attrs}><main>
-${main}
-</main><script src="${ASSETS_PATH}/checkout.js"></script></body></html>`;
-}
-
 function summary(p: CheckoutPayment, lang: Lang): string {
   const t = TEXT[lang];
-  const other: Lang = lang === 'fr' ? 'en' : 'fr';
   return `<header>
-<p class="lang"><a href="?lang=${other}" hreflang="${other}" lang="${other}">${t.otherLang}</a></p>
+${langSwitch(lang, t.otherLang)}
 <p class="merchant">${t.payTo} <strong>${h(p.merchant_name)}</strong></p>
 <p class="amount" id="amount">${formatAmount(p.amount_charged, p.currency)}</p>
 ${p.description ? `<p class="description">${h(p.description)}</p>` : ''}
@@ -94,7 +81,7 @@ function outcomePage(p: CheckoutPayment, lang: Lang, autoReturn: boolean): strin
     `${heading} · ${p.merchant_name}`,
     { payment: p.id, lang, status: p.status, state: 'final', ...(autoReturn ? { 'auto-return': link } : {}) },
     `${summary(p, lang)}
-<section class="outcome ${p.status}" role="status" aria-live="polite"><h1 id="outcome">${heading}</h1><p>${text}</p>${autoReturn ? `<p>${t.redirecting}</p>` : ''}</section>
+${outcomeSection(p.status, heading, text, autoReturn ? `<p>${t.redirecting}</p>` : '')}
 <p><a id="return-link" class="button" href="${h(link)}">${h(t.back(p.merchant_name))}</a></p>`,
   );
 }

@@ -21,6 +21,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
   ...answered(413, ['payload-too-large']),
   ...answered(415, ['unsupported-media-type']),
   ...answered(422, ['refund-exceeds-refundable', 'payment-not-refundable', 'card-refund-not-supported', 'amount-over-limit', 'insufficient-balance', 'operator-unavailable', 'amount-not-supported', 'partial-refund-not-supported']),
+  ...answered(410, ['link-inactive']),
   ...answered(429, ['rate-limit-exceeded', 'redelivery-limit']),
   ...answered(500, ['internal-error']),
   ...answered(503, ['maintenance', 'service-unavailable']),

@@ -34,6 +34,7 @@ const WHEN = {
   'operator-unavailable': "the operator's direction is closed, or no live connector serves it",
   'amount-not-supported': 'the connector serving the operator cannot carry this amount (decimals, or its min/max)',
   'partial-refund-not-supported': 'a partial refund of a payment whose connector refunds only in full',
+  'link-inactive': 'the payment link is deactivated, expired or used up (a single-use link once a payment through it succeeded)',
   'rate-limit-exceeded': 'more than 100 requests in the minute for the key (Retry-After)',
   'redelivery-limit': 'an event redelivered 10 times already',
   maintenance: 'maintenance flag on (Retry-After)',

@@ -48,14 +48,18 @@ export const merchantStatus: Middleware = async (ctx, next) => {
 
 /**
  * Spec 5.5 as a pure function. read: GET (and HEAD) only; payments: read plus POST /v1/payments
- * (creation; a refund needs full); full: everything. Paths are compared as the router matches
+ * (creation; a refund needs full) and the payment links' POSTs (creation, deactivation:
+ * decisions.md "Payment links"); full: everything. Paths are compared as the router matches
  * them (canonicalPath).
  */
 export function scopeAllows(scope: Scope, method: string, path: string): boolean {
   if (scope === 'full') return true;
   if (method === 'GET' || method === 'HEAD') return true;
-  return scope === 'payments' && method === 'POST' && canonicalPath(path) === '/v1/payments';
+  return scope === 'payments' && method === 'POST' && PAYMENTS_SCOPE_POSTS.test(canonicalPath(path));
 }
+
+/** The POSTs a `payments` key may send. */
+const PAYMENTS_SCOPE_POSTS = /^\/v1\/(payments|payment_links|payment_links\/[^/]+\/deactivate)$/;
 
 /**
  * Scope check, after the signature and before content type, JSON and idempotency: a key is

@@ -31,6 +31,7 @@ export type IdempotencyRule = 'required' | 'optional';
 const IDEMPOTENT_ROUTES: ReadonlyArray<[RegExp, IdempotencyRule, 'with-the-key' | 'before']> = [
   [/^POST \/v1\/payments$/, 'required', 'with-the-key'],
   [/^POST \/v1\/payouts$/, 'required', 'before'],
+  [/^POST \/v1\/payment_links$/, 'required', 'before'],
   [/^POST \/v1\/payments\/[^/]+\/refund$/, 'optional', 'before'],
 ];
 

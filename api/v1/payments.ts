@@ -21,6 +21,7 @@ export const Payment = component('Payment', closedObject({
   fee_bearer: { type: 'string', enum: ['merchant', 'customer'] },
   amount_refunded: { ...MINOR_UNITS, description: 'Sum of the pending and succeeded refunds' },
   reference: { type: 'string' },
+  payment_link: nullable({ type: 'string', description: 'The payment link (`plink_…`) the payment was made through; null for a payment created through the API' }),
   provider: nullable({ type: 'string', description: "The provider handling the payment" }),
   provider_ref: nullable({ type: 'string', description: "The provider's reference, once it has one" }),
   failure_code: nullable({ type: 'string' }),

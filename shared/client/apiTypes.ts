@@ -71,6 +71,76 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/payment_links": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * List payment links
+         * @description Newest first, cursor-paginated.
+         *
+         *     Scope: `read` (any key).
+         */
+        get: operations["listPaymentLinks"];
+        put?: never;
+        /**
+         * Create a payment link
+         * @description A link to the hosted page `/pay/{id}`, where the client pays by mobile money or card. Each payment through it is an ordinary payment (fees, limits, events) with `payment_link` set and the reference `<link id>-<n>`. Without `amount` the client types it, within `min_amount` and `max_amount` and the merchant's limits.
+         *
+         *     Scope: `payments` or `full`. Signed (X-Timestamp, X-Signature).
+         */
+        post: operations["createPaymentLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/payment_links/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Retrieve a payment link
+         * @description Scope: `read` (any key).
+         */
+        get: operations["getPaymentLink"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/v1/payment_links/{id}/deactivate": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Deactivate a payment link
+         * @description The link takes no more payments; those already open go on to their end. Deactivating a deactivated link answers it as it is; an expired or used-up link answers 410 `link-inactive`.
+         *
+         *     Scope: `payments` or `full`. Signed (X-Timestamp, X-Signature).
+         */
+        post: operations["deactivatePaymentLink"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/payments/{id}/refund": {
         parameters: {
             query?: never;
@@ -471,6 +541,50 @@ export interface components {
         } & (unknown & unknown);
         /**
          * @example {
+         *       "amount": 2500,
+         *       "currency": "USD",
+         *       "description": "Robe wax"
+         *     }
+         * @example {
+         *       "currency": "CDF",
+         *       "description": "Don",
+         *       "min_amount": 100000,
+         *       "max_amount": 5000000,
+         *       "methods": [
+         *         "mobile_money"
+         *       ],
+         *       "single_use": true,
+         *       "return_url": "https://shop.example.cd/merci"
+         *     }
+         */
+        CreatePaymentLink: {
+            /** @enum {string} */
+            currency: "USD" | "CDF";
+            /** @description The amount the client pays, in minor units; without it the client types it (within min_amount and max_amount) */
+            amount?: number;
+            /** @description Open amount only: the least the client may type */
+            min_amount?: number;
+            /** @description Open amount only: the most the client may type */
+            max_amount?: number;
+            /** @description Shown to the client */
+            description: string;
+            /** @description How the client may pay (default both) */
+            methods?: ("mobile_money" | "card")[];
+            /** @description Used up once a payment through it has succeeded (default false) */
+            single_use?: boolean;
+            /** @description Unix seconds after which the link takes no payment */
+            expires_at?: number;
+            /**
+             * Format: uri
+             * @description Where the client is sent back after paying
+             */
+            return_url?: string;
+            metadata?: {
+                [key: string]: string | number | boolean;
+            };
+        };
+        /**
+         * @example {
          *       "amount": 10000,
          *       "currency": "CDF",
          *       "operator": "airtel",
@@ -512,7 +626,7 @@ export interface components {
                  * @description Stable, machine-readable code (each response lists those it may carry)
                  * @enum {string}
                  */
-                code: "invalid-json" | "invalid-body" | "validation-failed" | "operator-mismatch" | "idempotency-key-required" | "idempotency-key-invalid" | "auth-required" | "api-key-invalid" | "timestamp-expired" | "signature-invalid" | "ip-not-allowed" | "merchant-suspended" | "insufficient-scope" | "not-found" | "idempotency-conflict" | "idempotency-in-progress" | "reference-conflict" | "request-replayed" | "payload-too-large" | "unsupported-media-type" | "refund-exceeds-refundable" | "payment-not-refundable" | "card-refund-not-supported" | "amount-over-limit" | "insufficient-balance" | "operator-unavailable" | "amount-not-supported" | "partial-refund-not-supported" | "rate-limit-exceeded" | "redelivery-limit" | "maintenance" | "service-unavailable" | "internal-error" | "bad-request";
+                code: "invalid-json" | "invalid-body" | "validation-failed" | "operator-mismatch" | "idempotency-key-required" | "idempotency-key-invalid" | "auth-required" | "api-key-invalid" | "timestamp-expired" | "signature-invalid" | "ip-not-allowed" | "merchant-suspended" | "insufficient-scope" | "not-found" | "idempotency-conflict" | "idempotency-in-progress" | "reference-conflict" | "request-replayed" | "payload-too-large" | "unsupported-media-type" | "refund-exceeds-refundable" | "payment-not-refundable" | "card-refund-not-supported" | "amount-over-limit" | "insufficient-balance" | "operator-unavailable" | "amount-not-supported" | "partial-refund-not-supported" | "link-inactive" | "rate-limit-exceeded" | "redelivery-limit" | "maintenance" | "service-unavailable" | "internal-error" | "bad-request";
                 /** @description Human text; may change */
                 message: string;
                 /** @description The field at fault, where one is */
@@ -590,6 +704,8 @@ export interface components {
             /** @description Sum of the pending and succeeded refunds */
             amount_refunded: number;
             reference: string;
+            /** @description The payment link (`plink_…`) the payment was made through; null for a payment created through the API */
+            payment_link: string | null;
             /** @description The provider handling the payment */
             provider: string | null;
             /** @description The provider's reference, once it has one */
@@ -615,6 +731,50 @@ export interface components {
                 exp_month: number;
                 exp_year: number;
             } | null;
+        };
+        PaymentLink: {
+            id: string;
+            /** @constant */
+            object: "payment_link";
+            /**
+             * Format: uri
+             * @description The hosted page to send the client: `{base_url}/pay/{id}`
+             */
+            url: string;
+            /** @description Whether it takes payments now: false once deactivated, expired, or (single use) once a payment through it succeeded */
+            active: boolean;
+            /** @enum {string} */
+            environment: "test" | "live";
+            /** @enum {string} */
+            currency: "USD" | "CDF";
+            /** @description The amount to pay; null: the client types it */
+            amount: number | null;
+            /** @description Minor units of the currency (cents, centimes) */
+            min_amount: number | null;
+            /** @description Minor units of the currency (cents, centimes) */
+            max_amount: number | null;
+            description: string;
+            methods: ("mobile_money" | "card")[];
+            single_use: boolean;
+            /** @description Unix seconds */
+            expires_at: number | null;
+            /** Format: uri */
+            return_url: string | null;
+            metadata: {
+                [key: string]: string | number | boolean;
+            };
+            /** @description Unix seconds */
+            created: number;
+            /** @description When it was deactivated */
+            deactivated: number | null;
+        };
+        PaymentLinkList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["PaymentLink"][];
+            has_more: boolean;
+            /** @description Pass as `cursor` to get the next page; null on the last page */
+            next_cursor: string | null;
         };
         PaymentList: {
             /** @constant */
@@ -945,6 +1105,8 @@ export interface operations {
             query?: {
                 reference?: string;
                 status?: "pending" | "processing" | "succeeded" | "failed" | "cancelled" | "refunded";
+                /** @description Only the payments made through this payment link */
+                payment_link?: string;
                 /** @description Page size, 1 to 100 (default 20) */
                 limit?: string;
                 /** @description The `next_cursor` of the previous page */
@@ -1372,6 +1534,677 @@ export interface operations {
              *     - `not-found`: unknown route, or an object of another merchant or environment
              */
             404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Too many requests (Retry-After in seconds). Codes:
+             *
+             *     - `rate-limit-exceeded`: more than 100 requests in the minute for the key (Retry-After)
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unavailable (Retry-After in seconds). Codes:
+             *
+             *     - `maintenance`: maintenance flag on (Retry-After)
+             *     - `service-unavailable`: Postgres or Redis unreachable (Retry-After: 5)
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    listPaymentLinks: {
+        parameters: {
+            query?: {
+                /** @description Page size, 1 to 100 (default 20) */
+                limit?: string;
+                /** @description The `next_cursor` of the previous page */
+                cursor?: string;
+            };
+            header?: {
+                /** @description Your correlation id (kept if valid, else a new one is made); echoed on the response. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page of payment links */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentLinkList"];
+                };
+            };
+            /**
+             * @description Bad request. Codes:
+             *
+             *     - `validation-failed`: a field or query parameter breaks its rule (`param` names it)
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not authenticated (the body carries only the code and a fixed message). Codes:
+             *
+             *     - `auth-required`: no Bearer token
+             *     - `api-key-invalid`: unknown or revoked API key
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *
+             *     - `ip-not-allowed`: the source IP is not in the key's allowlist
+             *     - `merchant-suspended`: the merchant is suspended
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not found. Codes:
+             *
+             *     - `not-found`: unknown route, or an object of another merchant or environment
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Too many requests (Retry-After in seconds). Codes:
+             *
+             *     - `rate-limit-exceeded`: more than 100 requests in the minute for the key (Retry-After)
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unavailable (Retry-After in seconds). Codes:
+             *
+             *     - `maintenance`: maintenance flag on (Retry-After)
+             *     - `service-unavailable`: Postgres or Redis unreachable (Retry-After: 5)
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    createPaymentLink: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Unix seconds of sending; refused beyond ±5 minutes (401 `timestamp-expired`). */
+                "X-Timestamp": components["parameters"]["X-Timestamp"];
+                /** @description Lowercase hex HMAC-SHA256, keyed by the secret (`sk_…`), of `<X-Timestamp>.<METHOD>.<path>.<raw body>` (401 `signature-invalid`). */
+                "X-Signature": components["parameters"]["X-Signature"];
+                /** @description UUID v4. The same key and body within 24 h replays the first answer; another body is 409 `idempotency-conflict`. The same signed request (same X-Signature) under another key is 409 `request-replayed`: a retry keeps its key, or is signed again. */
+                "Idempotency-Key": components["parameters"]["Idempotency-Key"];
+                /** @description Your correlation id (kept if valid, else a new one is made); echoed on the response. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["CreatePaymentLink"];
+            };
+        };
+        responses: {
+            /** @description The payment link */
+            201: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Idempotent-Replayed": components["headers"]["Idempotent-Replayed"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentLink"];
+                };
+            };
+            /**
+             * @description Bad request. Codes:
+             *
+             *     - `invalid-body`: the body could not be read
+             *     - `invalid-json`: the body is not valid JSON
+             *     - `validation-failed`: a field or query parameter breaks its rule (`param` names it)
+             *     - `idempotency-key-required`: Idempotency-Key missing where required
+             *     - `idempotency-key-invalid`: Idempotency-Key is not a UUID v4
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not authenticated (the body carries only the code and a fixed message). Codes:
+             *
+             *     - `auth-required`: no Bearer token
+             *     - `api-key-invalid`: unknown or revoked API key
+             *     - `timestamp-expired`: X-Timestamp missing or more than 5 minutes away (signed methods)
+             *     - `signature-invalid`: X-Signature does not match (signed methods)
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *
+             *     - `ip-not-allowed`: the source IP is not in the key's allowlist
+             *     - `merchant-suspended`: the merchant is suspended
+             *     - `insufficient-scope`: the key's scope does not allow the route
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not found. Codes:
+             *
+             *     - `not-found`: unknown route, or an object of another merchant or environment
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict. Codes:
+             *
+             *     - `idempotency-conflict`: the same Idempotency-Key with a different body
+             *     - `idempotency-in-progress`: the same Idempotency-Key is still being processed (Retry-After: 1); retry with the same key
+             *     - `request-replayed`: a signed POST sent again (same X-Signature) with no Idempotency-Key, or another key than its first use
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload too large. Codes:
+             *
+             *     - `payload-too-large`: Content-Length above 500 MB, or a body above its route limit (100 KB for a payment)
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported media type. Codes:
+             *
+             *     - `unsupported-media-type`: a body that is not `application/json` in UTF-8
+             */
+            415: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Too many requests (Retry-After in seconds). Codes:
+             *
+             *     - `rate-limit-exceeded`: more than 100 requests in the minute for the key (Retry-After)
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unavailable (Retry-After in seconds). Codes:
+             *
+             *     - `maintenance`: maintenance flag on (Retry-After)
+             *     - `service-unavailable`: Postgres or Redis unreachable (Retry-After: 5)
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    getPaymentLink: {
+        parameters: {
+            query?: never;
+            header?: {
+                /** @description Your correlation id (kept if valid, else a new one is made); echoed on the response. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The payment link id (`plink_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payment link */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentLink"];
+                };
+            };
+            /**
+             * @description Not authenticated (the body carries only the code and a fixed message). Codes:
+             *
+             *     - `auth-required`: no Bearer token
+             *     - `api-key-invalid`: unknown or revoked API key
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *
+             *     - `ip-not-allowed`: the source IP is not in the key's allowlist
+             *     - `merchant-suspended`: the merchant is suspended
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not found. Codes:
+             *
+             *     - `not-found`: unknown route, or an object of another merchant or environment
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Too many requests (Retry-After in seconds). Codes:
+             *
+             *     - `rate-limit-exceeded`: more than 100 requests in the minute for the key (Retry-After)
+             */
+            429: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unavailable (Retry-After in seconds). Codes:
+             *
+             *     - `maintenance`: maintenance flag on (Retry-After)
+             *     - `service-unavailable`: Postgres or Redis unreachable (Retry-After: 5)
+             */
+            503: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    "Retry-After": components["headers"]["Retry-After"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+        };
+    };
+    deactivatePaymentLink: {
+        parameters: {
+            query?: never;
+            header: {
+                /** @description Unix seconds of sending; refused beyond ±5 minutes (401 `timestamp-expired`). */
+                "X-Timestamp": components["parameters"]["X-Timestamp"];
+                /** @description Lowercase hex HMAC-SHA256, keyed by the secret (`sk_…`), of `<X-Timestamp>.<METHOD>.<path>.<raw body>` (401 `signature-invalid`). */
+                "X-Signature": components["parameters"]["X-Signature"];
+                /** @description Your correlation id (kept if valid, else a new one is made); echoed on the response. */
+                "X-Request-Id"?: components["parameters"]["X-Request-Id"];
+            };
+            path: {
+                /** @description The payment link id (`plink_…`) */
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The payment link, deactivated */
+            200: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["PaymentLink"];
+                };
+            };
+            /**
+             * @description Bad request. Codes:
+             *
+             *     - `invalid-body`: the body could not be read
+             *     - `invalid-json`: the body is not valid JSON
+             *     - `validation-failed`: a field or query parameter breaks its rule (`param` names it)
+             */
+            400: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not authenticated (the body carries only the code and a fixed message). Codes:
+             *
+             *     - `auth-required`: no Bearer token
+             *     - `api-key-invalid`: unknown or revoked API key
+             *     - `timestamp-expired`: X-Timestamp missing or more than 5 minutes away (signed methods)
+             *     - `signature-invalid`: X-Signature does not match (signed methods)
+             */
+            401: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "WWW-Authenticate": components["headers"]["WWW-Authenticate"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Forbidden. Codes:
+             *
+             *     - `ip-not-allowed`: the source IP is not in the key's allowlist
+             *     - `merchant-suspended`: the merchant is suspended
+             *     - `insufficient-scope`: the key's scope does not allow the route
+             */
+            403: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Not found. Codes:
+             *
+             *     - `not-found`: unknown route, or an object of another merchant or environment
+             */
+            404: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Conflict. Codes:
+             *
+             *     - `request-replayed`: a signed POST sent again (same X-Signature) with no Idempotency-Key, or another key than its first use
+             */
+            409: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Error. Codes:
+             *
+             *     - `link-inactive`: the payment link is deactivated, expired or used up (a single-use link once a payment through it succeeded)
+             */
+            410: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Payload too large. Codes:
+             *
+             *     - `payload-too-large`: Content-Length above 500 MB, or a body above its route limit (100 KB for a payment)
+             */
+            413: {
+                headers: {
+                    "X-Request-Id": components["headers"]["X-Request-Id"];
+                    "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];
+                    "X-RateLimit-Remaining": components["headers"]["X-RateLimit-Remaining"];
+                    "X-RateLimit-Reset": components["headers"]["X-RateLimit-Reset"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Error"];
+                };
+            };
+            /**
+             * @description Unsupported media type. Codes:
+             *
+             *     - `unsupported-media-type`: a body that is not `application/json` in UTF-8
+             */
+            415: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
                     "X-RateLimit-Limit": components["headers"]["X-RateLimit-Limit"];

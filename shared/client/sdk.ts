@@ -18,6 +18,7 @@ import { ConnectionError, errorFromResponse, PaymentsApiError } from './errors';
 
 type Schemas = components['schemas'];
 export type Payment = Schemas['Payment'];
+export type PaymentLink = Schemas['PaymentLink'];
 export type Refund = Schemas['Refund'];
 export type Payout = Schemas['Payout'];
 export type Balance = Schemas['Balance'];
@@ -28,12 +29,14 @@ export type PhoneNumber = Schemas['PhoneNumber'];
 export type OperatorAvailability = Schemas['OperatorAvailability'];
 export type SettlementTransaction = Schemas['SettlementTransaction'];
 export type CreatePaymentParams = Schemas['CreatePayment'];
+export type CreatePaymentLinkParams = Schemas['CreatePaymentLink'];
 export type CreateRefundParams = Schemas['CreateRefund'];
 export type CreatePayoutParams = Schemas['CreatePayout'];
 
 /** A list's query with `limit` as a number (the query string carries text). */
 type ListQuery<Op extends keyof operations> = Omit<NonNullable<operations[Op]['parameters']['query']>, 'limit'> & { limit?: number | string };
 export type ListPaymentsParams = ListQuery<'listPayments'>;
+export type ListPaymentLinksParams = ListQuery<'listPaymentLinks'>;
 export type ListPayoutsParams = ListQuery<'listPayouts'>;
 export type ListSettlementsParams = ListQuery<'listSettlements'>;
 export type ListEventsParams = ListQuery<'listEvents'>;
@@ -166,6 +169,14 @@ export class PaymentsApi {
     retrieve: (id: string) => this.call<Payment>('GET', `/v1/payments/${seg(id)}`),
     /** `for await (const p of api.payments.list({ status: 'succeeded' }))` pages through every match. */
     list: (params: ListPaymentsParams = {}) => this.list<Payment>('/v1/payments', params),
+  };
+
+  /** Payment links: a hosted page (`url`) the client pays through; its payments carry `payment_link`. */
+  readonly paymentLinks = {
+    create: (params: CreatePaymentLinkParams, o?: CallOptions) => this.call<PaymentLink>('POST', '/v1/payment_links', params, o),
+    retrieve: (id: string) => this.call<PaymentLink>('GET', `/v1/payment_links/${seg(id)}`),
+    list: (params: ListPaymentLinksParams = {}) => this.list<PaymentLink>('/v1/payment_links', params),
+    deactivate: (id: string, o?: CallOptions) => this.call<PaymentLink>('POST', `/v1/payment_links/${seg(id)}/deactivate`, undefined, o),
   };
 
   readonly refunds = {

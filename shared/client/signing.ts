@@ -49,7 +49,7 @@ export interface ClientResponse<T = any> { status: number; headers: Headers; tex
 /** The spec signs POST, PATCH and DELETE; the service also requires it on PUT. */
 const SIGNED = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 const JSON_METHODS = new Set(['POST', 'PATCH', 'PUT']);
-const IDEMPOTENT_PATHS = new Set(['/v1/payments', '/v1/payouts']);
+const IDEMPOTENT_PATHS = new Set(['/v1/payments', '/v1/payouts', '/v1/payment_links']);
 
 /** A merchant's HTTP client: bearer key, timestamp, signature and idempotency key built for each request. */
 export class ServiceClient {

@@ -12,7 +12,7 @@ import { Model, type ModelClass } from 'objection';
 
 import type { AccountKind, Currency, Environment } from '../domain/ledger';
 import type { FeeRule } from '../domain/fees';
-import type { EventRow, OutboxMessage, PaymentRow, PayoutRow, RefundRow, SettlementRow, WebhookRow } from './rows';
+import type { EventRow, OutboxMessage, PaymentLinkRow, PaymentRow, PayoutRow, RefundRow, SettlementRow, WebhookRow } from './rows';
 import type { InboxRow } from './sql/callbacks';
 import type { Direction } from '../vocabulary';
 
@@ -81,6 +81,12 @@ export class Payment extends Row {
   static override jsonAttributes = ['metadata'];
 }
 export interface Payment extends PaymentRow, Timestamps {}
+
+export class PaymentLink extends Row {
+  static override tableName = 'payment_links';
+  static override jsonAttributes = ['methods', 'metadata'];
+}
+export interface PaymentLink extends PaymentLinkRow, Timestamps {}
 
 export class Refund extends Row {
   static override tableName = 'refunds';

@@ -72,6 +72,8 @@ export interface PaymentRow extends OperationRow {
   challenge_url: string | null;
   /** card payments: why the last token was refused (token-invalid, token-expired, token-used, token-foreign) */
   checkout_error: string | null;
+  /** the payment link it was made through (null: created through the API) */
+  payment_link: string | null;
 }
 
 export interface CardDetails {
@@ -130,11 +132,35 @@ const OPERATION_COLUMNS = [
 export const PAYMENT_COLUMNS = columns<PaymentRow>()([
   ...OPERATION_COLUMNS, 'method', 'amount', 'amount_charged', 'amount_net', 'fee', 'fee_bearer', 'amount_refunded', 'reference', 'description',
   'metadata', 'operator', 'phone', 'customer_email', 'customer_name', 'return_url', 'created', 'card', 'checkout_token', 'challenge_url', 'checkout_error',
+  'payment_link',
 ]);
 export const REFUND_COLUMNS = columns<RefundRow>()([...OPERATION_COLUMNS, 'payment_id', 'amount', 'reason', 'operator', 'phone', 'created']);
 export const PAYOUT_COLUMNS = columns<PayoutRow>()([
   ...OPERATION_COLUMNS, 'amount', 'fee', 'method', 'operator', 'phone', 'reference', 'description', 'metadata', 'created',
 ]);
+
+/** A row of `payment_links` (decisions.md "Payment links"). */
+export interface PaymentLinkRow {
+  id: string;
+  merchant_id: string;
+  environment: Environment;
+  currency: Currency;
+  amount: number | null;
+  min_amount: number | null;
+  max_amount: number | null;
+  description: string;
+  methods: ('mobile_money' | 'card')[];
+  single_use: boolean;
+  /** Unix seconds; null: never expires */
+  expires_at: number | null;
+  return_url: string | null;
+  metadata: Record<string, MetadataValue>;
+  created: number;
+  /** Unix seconds it was deactivated; null while not */
+  deactivated: number | null;
+  /** payments made through it so far: the n of the next one's reference */
+  payments_made: number;
+}
 
 export interface EventBody {
   id: string;

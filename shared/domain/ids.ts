@@ -12,6 +12,7 @@ export const ID_PREFIX = {
   merchant: 'mer_',
   credential: 'cred_',
   webhookSecret: 'whs_',
+  paymentLink: 'plink_',
 } as const;
 
 export type IdKind = keyof typeof ID_PREFIX;

@@ -28,7 +28,7 @@ import { CARD_CHECKOUT_WINDOW_MS, cardPaymentKind } from '../cards/kind';
  * The payment row a request asks for, or the 400/422 of docs/decisions.md. Pure: the caller has
  * loaded the merchant's terms.
  */
-export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, caller: Caller, config: Config, providers: Pick<ProviderRegistry, 'route'>, now: number): PaymentRow {
+export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, caller: Caller, config: Config, providers: Pick<ProviderRegistry, 'route'>, now: number, through: Through = {}): PaymentRow {
   const mobile = input.method === 'mobile_money';
   if (!mobile) checkCardRequest(input, caller, config);
   if (mobile && !operatorAccepts(caller.environment, input.operator!, input.phone!)) {
@@ -78,7 +78,13 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
     checkout_token: null,
     challenge_url: null,
     checkout_error: null,
+    payment_link: through.paymentLink ?? null,
   };
+}
+
+/** Where a payment comes from besides the API: the payment link it is made through (shared/links). */
+export interface Through {
+  paymentLink?: string;
 }
 
 /**
@@ -107,11 +113,12 @@ export async function createPayment(
   caller: Caller,
   input: CreatePaymentInput,
   key: IdempotentWrite<PaymentView>,
+  through: Through = {},
 ): Promise<PaymentView> {
   const { db } = deps;
   const terms = await merchantTerms(deps, deps.config.credentialCacheMs, caller.merchantId);
   if (!terms) throw new Unauthenticated('api-key-invalid');
-  const row = buildPayment(input, terms, caller, deps.config, deps.providers, deps.clock.now());
+  const row = buildPayment(input, terms, caller, deps.config, deps.providers, deps.clock.now(), through);
   if (row.operator) await refuseIfClosed(deps, row.operator, 'collection');
   const view = paymentView(row, deps.config.baseUrl);
   const push: OutboxMessage[] = row.method === 'mobile_money' ? [outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId })] : [];

@@ -23,6 +23,7 @@ export async function listPayments(db: Executor, viewer: Caller, query: ListPaym
   const q = Payment.query(db).where({ merchant_id: viewer.merchantId, environment: viewer.environment });
   if (query.reference !== undefined) q.where({ reference: query.reference });
   if (query.status !== undefined) q.where({ status: query.status });
+  if (query.payment_link !== undefined) q.where({ payment_link: query.payment_link });
   const rows: PaymentRow[] = await pageQuery(q, cursor, limit);
   return toPage(rows, limit, (r) => paymentView(r, baseUrl));
 }

@@ -15,6 +15,7 @@ function common(p: PaymentRow) {
     fee_bearer: p.fee_bearer,
     amount_refunded: p.amount_refunded,
     reference: p.reference,
+    payment_link: p.payment_link ?? null,
     provider: p.provider,
     provider_ref: p.provider_ref,
     failure_code: p.failure_code,

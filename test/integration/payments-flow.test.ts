@@ -113,6 +113,7 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
             fee_bearer: 'merchant',
             amount_refunded: 0,
             reference: p.reference,
+            payment_link: null,
             provider: 'vodacom-sandbox',
             provider_ref: p.provider_ref,
             failure_code: null,

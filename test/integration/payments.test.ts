@@ -53,6 +53,7 @@ describe('payments API', () => {
         fee_bearer: 'merchant',
         amount_refunded: 0,
         reference: body.reference,
+        payment_link: null,
         provider: 'vodacom-sandbox',
         provider_ref: null,
         failure_code: null,

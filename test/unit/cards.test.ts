@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { pickLang } from '../../api/checkout/i18n';
-import { escapeHtml, formatAmount, maskToken } from '../../shared/cards/html';
+import { pickLang } from '../../shared/checkout/i18n';
+import { escapeHtml, formatAmount, maskToken } from '../../shared/checkout/html';
 import { brandOf, luhnValid, parseExpiry, sandboxCardBehaviour } from '../../shared/cards/sandbox/cards';
 
 describe('cards: pure rules of the checkout and the sandboxes', () => {

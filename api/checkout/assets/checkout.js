@@ -37,6 +37,65 @@
     check();
   }
 
+  // payment links (/pay/{id}): the operator from the number's prefix, shown and still changeable
+  if (state === 'link-form') {
+    var phone = document.getElementById('phone');
+    var select = document.getElementById('operator');
+    var shownOp = document.getElementById('operator-detected');
+    var prefixes = JSON.parse(body.getAttribute('data-prefixes') || '{}');
+    var names = JSON.parse(body.getAttribute('data-detected') || '{}');
+    var closed = JSON.parse(body.getAttribute('data-closed') || '[]');
+    var chosen = false;
+    var detect = function () {
+      var n = phone.value.replace(/[\s.\-()[\]]/g, '');
+      var m = /^(?:\+243|00243|243|0)([0-9]{2})/.exec(n);
+      var found = null;
+      if (m) for (var op in prefixes) if (prefixes[op].indexOf(m[1]) >= 0) found = op;
+      shownOp.textContent = found ? names[found] : '';
+      if (found && !chosen && closed.indexOf(found) < 0) select.value = found;
+    };
+    if (phone && select && shownOp) {
+      phone.addEventListener('input', detect);
+      select.addEventListener('change', function () { chosen = select.value !== ''; });
+      detect();
+    }
+    // one submission per form: a second click waits for the first (the token would make it the same payment anyway)
+    Array.prototype.forEach.call(document.querySelectorAll('form.method'), function (f) {
+      f.addEventListener('submit', function (e) {
+        if (f.getAttribute('data-sent')) { e.preventDefault(); return; }
+        f.setAttribute('data-sent', '1');
+        var b = f.querySelector('button');
+        if (b) b.setAttribute('aria-busy', 'true');
+      });
+    });
+    return;
+  }
+
+  // a payment link's attempt: ask the status (same origin) and, when it changes, swap the page's <main> in place
+  if (state === 'attempt-waiting') {
+    var statusUrl = body.getAttribute('data-status-url');
+    var tick = function () {
+      fetch(statusUrl, { headers: { Accept: 'application/json' }, cache: 'no-store', credentials: 'omit' })
+        .then(function (res) { return res.json(); })
+        .then(function (s) {
+          if (s.status === shown) return setTimeout(tick, 1500);
+          return fetch(location.pathname + location.search, { cache: 'no-store', credentials: 'omit' })
+            .then(function (res) { return res.text(); })
+            .then(function (text) {
+              var doc = new DOMParser().parseFromString(text, 'text/html');
+              document.querySelector('main').innerHTML = doc.querySelector('main').innerHTML;
+              document.title = doc.title;
+              shown = doc.body.getAttribute('data-status');
+              if (doc.body.getAttribute('data-state') === 'attempt-waiting') setTimeout(tick, 1500);
+              else body.setAttribute('data-state', doc.body.getAttribute('data-state'));
+            });
+        })
+        .catch(function () { setTimeout(tick, 3000); });
+    };
+    setTimeout(tick, 1000);
+    return;
+  }
+
   if (state === '3ds-return') {
     // the issuer sent the challenge frame here: tell the checkout page (same origin) to ask the server
     if (window.parent !== window) window.parent.postMessage({ type: '3ds-done', payment: id }, location.origin);

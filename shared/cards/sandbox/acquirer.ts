@@ -9,7 +9,7 @@ import type { Logger } from '../../logger';
 import { TOKEN_ERRORS } from '../../providers/cardAcquirer';
 import type { CallbackWire } from '../../providers/protocol';
 import { createCallbackSender } from '../../providers/sandbox/callbackSender';
-import { escapeHtml, formatAmount, maskToken } from '../html';
+import { escapeHtml, formatAmount, maskToken } from '../../checkout/html';
 import { sandboxCardBehaviour } from './cards';
 import { SandboxError, readBody, readJson, sandboxServer, sendJson, sendText } from '../../providers/sandbox/http';
 

@@ -5,7 +5,7 @@ import path from 'node:path';
 import type { Clock } from '../../clock';
 import { safeEqual } from '../../crypto/secrets';
 import type { Logger } from '../../logger';
-import { escapeHtml, maskToken } from '../html';
+import { escapeHtml, maskToken } from '../../checkout/html';
 import { brandOf, luhnValid, parseExpiry } from './cards';
 import { SandboxError, readJson, sandboxServer, sendJson, sendText } from '../../providers/sandbox/http';
 
