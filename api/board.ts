@@ -11,5 +11,5 @@ export function boardMiddleware(queues: QueueRegistry): Middleware {
   const adapter = new KoaAdapter();
   adapter.setBasePath(BOARD_PATH);
   createBullBoard({ queues: queues.all().map((q) => new BullMQAdapter(q)), serverAdapter: adapter });
-  return adapter.registerPlugin() as unknown as Middleware;
+  return adapter.registerPlugin();
 }

@@ -120,7 +120,7 @@ const ATTENTION_REASONS: AttentionReason[] = ['open-past-bound', 'late-success',
  */
 function storeMetrics(registry: Registry, services: ServiceContext): void {
   const { db } = services;
-  const kinds = Object.values(KINDS) as OperationKind<any, any, any>[];
+  const kinds: OperationKind<any, any, any>[] = Object.values(KINDS);
   const collect = () => read();
   const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Gauge({ name, help, labelNames, registers: [registry], collect });
   const timeToFinal = new Histogram({

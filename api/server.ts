@@ -46,7 +46,7 @@ function serve(): void {
   const apps = buildApps(services);
   const servers = [listen(apps.public, config.port, config)];
   if (apps.admin && config.adminPort !== null) servers.push(listen(apps.admin, config.adminPort, config));
-  Promise.all(servers.map((s) => new Promise((r) => s.once('listening', r)))).then(() => {
+  void Promise.all(servers.map((s) => new Promise((r) => s.once('listening', r)))).then(() => {
     services.log.info({ port: config.port, adminPort: config.adminPort ?? undefined }, 'web listening');
   });
   let stopping = false;

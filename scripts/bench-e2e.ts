@@ -266,11 +266,11 @@ function options(): Options {
     return n;
   };
   if (!values['cpu-prof'] && process.argv.some((a) => a.startsWith('--cpu-prof-services'))) throw new Error('--cpu-prof-services needs --cpu-prof DIR');
-  const rates = values.rates!.split(',').map((r) => num('rates', r.trim()));
+  const rates = values.rates.split(',').map((r) => num('rates', r.trim()));
   if (!rates.length || rates.some((r) => r <= 0)) throw new Error('--rates must be positive numbers, e.g. 100,200,300');
-  if (!/^[a-z_][a-z0-9_]*$/.test(values.database!)) throw new Error('--database must be a plain lowercase name');
-  const port = num('port', values.port!);
-  const topology = values.topology!;
+  if (!/^[a-z_][a-z0-9_]*$/.test(values.database)) throw new Error('--database must be a plain lowercase name');
+  const port = num('port', values.port);
+  const topology = values.topology;
   if (topology !== 'single' && topology !== 'cluster') throw new Error(`--topology takes single or cluster, got ${topology}`);
   if (topology === 'cluster' && (values['redis-url'] || values['private-redis'])) throw new Error('--topology cluster runs a Redis Cluster of its own: no --redis-url or --private-redis');
   if (values.overload !== undefined && values['no-overload']) throw new Error('--overload R and --no-overload contradict each other');
@@ -281,9 +281,9 @@ function options(): Options {
     base.hostname = '127.0.0.1';
     base.port = String(port + 3);
   }
-  base.pathname = `/${num('redis-db', values['redis-db']!)}`;
+  base.pathname = `/${num('redis-db', values['redis-db'])}`;
   const env: Record<string, string> = {};
-  for (const kv of values.env!) {
+  for (const kv of values.env) {
     const i = kv.indexOf('=');
     if (i < 1) throw new Error(`--env takes KEY=VALUE, got ${kv}`);
     env[kv.slice(0, i)] = kv.slice(i + 1);
@@ -297,25 +297,25 @@ function options(): Options {
   return {
     compare,
     rates,
-    seconds: num('seconds', values.seconds!),
+    seconds: num('seconds', values.seconds),
     port,
-    database: values.database!,
+    database: values.database,
     redisUrl: base.toString(),
-    redisDb: num('redis-db', values['redis-db']!),
-    privateRedis: values['private-redis']!,
-    callbackDelayMs: num('callback-delay-ms', values['callback-delay-ms']!),
-    logLevel: values['log-level']!,
-    drainMaxS: num('drain-max', values['drain-max']!),
-    sustainedDrainS: num('sustained-drain', values['sustained-drain']!),
-    keepGoing: values['keep-going']!,
-    keep: values.keep!,
+    redisDb: num('redis-db', values['redis-db']),
+    privateRedis: values['private-redis'],
+    callbackDelayMs: num('callback-delay-ms', values['callback-delay-ms']),
+    logLevel: values['log-level'],
+    drainMaxS: num('drain-max', values['drain-max']),
+    sustainedDrainS: num('sustained-drain', values['sustained-drain']),
+    keepGoing: values['keep-going'],
+    keep: values.keep,
     topology,
-    bareSeconds: num('bare-seconds', values['bare-seconds']!),
+    bareSeconds: num('bare-seconds', values['bare-seconds']),
     overload,
-    overloadSeconds: positive('overload-seconds', values['overload-seconds']!),
+    overloadSeconds: positive('overload-seconds', values['overload-seconds']),
     json: values.json,
     env,
-    cpuProf: values['cpu-prof'] ? { dir: path.resolve(values['cpu-prof']), services: profiledServices(values['cpu-prof-services']!) } : undefined,
+    cpuProf: values['cpu-prof'] ? { dir: path.resolve(values['cpu-prof']), services: profiledServices(values['cpu-prof-services']) } : undefined,
   };
 }
 
@@ -784,7 +784,7 @@ async function bench(): Promise<void> {
       // SIGTERM, and SIGKILL for whatever is left after STOP_GRACE_MS (a worker whose Redis is gone never finishes closing)
       const stop = async () => {
         stopping = true;
-        const exited = Promise.all(services.map((s) => (running(s.child) ? new Promise((r) => s.child.once('exit', r)) : undefined)));
+        const exited = Promise.all(services.map((s) => (running(s.child) ? new Promise((r) => s.child.once('exit', r)) : Promise.resolve())));
         for (const s of services) if (running(s.child)) s.child.kill('SIGTERM');
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), STOP_GRACE_MS)));
@@ -1004,7 +1004,7 @@ async function bench(): Promise<void> {
     const freshStack = async (variantEnv: Record<string, string>) => {
       await stack?.stop();
       stack = await startStack(variantEnv);
-      await runStep(WARMUP.rate, WARMUP.seconds, stack!.services);
+      await runStep(WARMUP.rate, WARMUP.seconds, stack.services);
       await ctx.db.raw('vacuum analyze');
       return stack;
     };

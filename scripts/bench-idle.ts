@@ -72,7 +72,7 @@ async function main(): Promise<void> {
     PORT: String(port),
     BASE_URL: `http://127.0.0.1:${port}`,
     DATABASE_URL: db.url,
-    REDIS_URL: values['redis-url']!,
+    REDIS_URL: values['redis-url'],
     QUEUE_PREFIX: `idle${port}`,
     SANDBOX_PROVIDER_PORT: String(port + 1),
     SANDBOX_PROVIDER_URL: `http://127.0.0.1:${port + 1}`,
@@ -131,7 +131,7 @@ async function main(): Promise<void> {
     await sleep(1000);
     await db.drop();
     // the stack's own keys only (never a flush: the Redis may be shared)
-    const redis = new Redis(values['redis-url']!);
+    const redis = new Redis(values['redis-url']);
     const keys = await redis.keys(`${env.QUEUE_PREFIX}:*`);
     if (keys.length) await redis.del(...keys);
     redis.disconnect();

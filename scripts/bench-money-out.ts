@@ -143,8 +143,8 @@ async function bench(): Promise<void> {
     const latencies: number[] = [];
     const r = await new Promise<autocannon.Result>((resolve, reject) => {
       const instance = autocannon(
-        { url: `http://127.0.0.1:${port}`, connections, pipelining: 1, duration: seconds, requests: [{ setupRequest: (req: object) => ({ ...req, ...setupRequest() }) }] } as autocannon.Options,
-        (err, result) => (err ? reject(err) : resolve(result)),
+        { url: `http://127.0.0.1:${port}`, connections, pipelining: 1, duration: seconds, requests: [{ setupRequest: (req: object) => ({ ...req, ...setupRequest() }) }] },
+        (err, result) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(result)),
       );
       instance.on('response', (_c, _s, _b, ms) => latencies.push(ms));
     });

@@ -73,7 +73,7 @@ export class NodeCutoffs {
       iptables('-F', cutoffs.chain);
     } catch (err) {
       cutoffs.release();
-      throw new Error(`iptables refuses a cgroup match (-m cgroup --path): ${(err as { stderr?: Buffer }).stderr?.toString().trim() ?? (err as Error).message}`);
+      throw new Error(`iptables refuses a cgroup match (-m cgroup --path): ${(err as { stderr?: Buffer }).stderr?.toString().trim() ?? (err as Error).message}`, { cause: err });
     }
     return cutoffs;
   }

@@ -58,7 +58,8 @@ export async function killWholeNode(t: Topology, node: NodePorts, processes: () 
 }
 
 interface RedisRole {
-  role: 'master' | 'slave' | string;
+  /** master, slave, or another role Redis may name */
+  role: string;
   /** a master's replicas */
   replicaPorts: number[];
   /** a replica's master, and whether its link to it is up */

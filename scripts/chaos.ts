@@ -128,8 +128,8 @@ const toLog = (chunk: Buffer | string) => {
 let redisServer: ChildProcess | null = null;
 function spawnRedisServer(): ChildProcess {
   const child = spawn(which('redis-server') ?? '/usr/bin/redis-server', ['--port', String(ports.redis), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
-  child.stdout!.on('data', toLog);
-  child.stderr!.on('data', toLog);
+  child.stdout.on('data', toLog);
+  child.stderr.on('data', toLog);
   return child;
 }
 async function startRedis(): Promise<string> {
@@ -188,8 +188,8 @@ function startService(env: Record<string, string>): ChildProcess {
       if (inUse !== undefined) cannotRun(`a service process could not listen: ${portsTaken([inUse])}`);
     }
   };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
   return child;
 }
 /** Service processes that may be killed: every pool, the web primary and its web processes (never the sandbox: it is the provider). */

@@ -274,7 +274,7 @@ async function main() {
     if (t.nodes.length) {
       execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build.js'), '--if-stale'], { cwd: PROJECT_ROOT, stdio: 'inherit' });
       for (const node of t.nodes) {
-        const pid = startNode(t, node, nodeEnv(t, node, values.database!));
+        const pid = startNode(t, node, nodeEnv(t, node, values.database));
         // one after the other: the first migrates the database
         await waitFor(`${node.name} (web on ${node.web})`, async () => (await fetch(`http://127.0.0.1:${node.web}/health/ready`).catch(() => null))?.status === 200, 120_000);
         process.stdout.write(`cluster | ${node.name} (pid ${pid}): web ${node.web}, operator API ${node.admin}; log ${path.join(t.dir, `${node.name}.log`)}\n`);

@@ -81,7 +81,7 @@ async function main() {
     CARD_VAULT_PORT: String(await freePort()),
     CARD_PROVIDER_PORT: String(await freePort()),
   };
-  let ok = false;
+  let ok: boolean;
   try {
     for (const entry of ['api/server.ts', ...POOLS]) {
       const p = startProcess(entry, env);
@@ -125,7 +125,7 @@ async function main() {
     // a payout through Airtel, the PIN encrypted with the simulator's key
     const po = await api.payouts.create({ amount: 1_000, currency: 'USD', method: 'mobile_money', operator: 'airtel', phone: '243970000001', reference: `demo-po-${randomUUID()}` });
     say(`POST /v1/payouts (airtel, 1000) → ${po.status}`);
-    const paid = await follow('payout', () => api.payouts.retrieve(po.id) as Promise<Operation>);
+    const paid = await follow('payout', () => api.payouts.retrieve(po.id));
     results.push(['payout via airtel', paid.status, 'succeeded']);
 
     console.log('\n| operation | status | expected |\n|---|---|---|');

@@ -42,7 +42,7 @@ async function main() {
     },
   });
   if (!values.description) throw new Error('--description is required (shown to the client)');
-  if (!['USD', 'CDF'].includes(values.currency!)) throw new Error('--currency must be USD or CDF');
+  if (!['USD', 'CDF'].includes(values.currency)) throw new Error('--currency must be USD or CDF');
   const config = getConfig();
   const baseUrl = config.baseUrl;
   const ready = await fetch(`${baseUrl}/health/live`).catch(() => undefined);

@@ -16,8 +16,8 @@ async function main() {
     },
   });
   if (!values.name) throw new Error('--name is required');
-  if (!['test', 'live'].includes(values.environment!)) throw new Error('--environment must be test or live');
-  if (!['read', 'payments', 'full'].includes(values.scope!)) throw new Error('--scope must be read, payments or full');
+  if (!['test', 'live'].includes(values.environment)) throw new Error('--environment must be test or live');
+  if (!['read', 'payments', 'full'].includes(values.scope)) throw new Error('--scope must be read, payments or full');
   const config = getConfig();
   const db = createDb(config.databaseUrl, 2);
   try {

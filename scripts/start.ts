@@ -56,7 +56,7 @@ function prefixer(label: string, color: number, out: NodeJS.WriteStream) {
 async function main() {
   const { values } = parseArgs({ options: { scale: { type: 'string', multiple: true, default: [] } } });
   const scale = new Map<string, number>();
-  for (const s of values.scale!) {
+  for (const s of values.scale) {
     const m = /^([A-Za-z0-9_-]+)=(\d+)$/.exec(s);
     if (!m) throw new Error(`--scale takes name=count, got ${s}`);
     scale.set(m[1], Number(m[2]));
@@ -71,7 +71,7 @@ async function main() {
   await ensureLocalServices(env, say);
 
   // the Procfile runs the compiled build: built again first when a source is newer (in this process: no node to start)
-  const { isStale, build } = require(path.join(ROOT, 'scripts/build.js')) as { isStale(): boolean; build(): void };
+  const { isStale, build } = require(path.join(ROOT, 'scripts/build.js')) as { isStale: () => boolean; build: () => void };
   if (isStale()) build();
   // migrations stay TypeScript run by tsx (knex records each by its file name), started only when one is pending
   const config = loadConfig(env);

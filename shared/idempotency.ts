@@ -1,4 +1,3 @@
-import { raw } from 'objection';
 import type { Db, Executor, Trx } from './db/knex';
 import { IdempotencyKey } from './db/models';
 import { runSql } from './db/sql/run';

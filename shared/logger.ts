@@ -118,7 +118,7 @@ export function createLogger(level = process.env.LOG_LEVEL || 'info', name?: str
   const root = pino(options, destination ?? pino.destination({ fd: 1, sync: true }));
   // children are made from their parent (Object.create), so every descendant has this child():
   // its bindings are cleaned like a logged object (pino formats them only for the root)
-  const child = root.child;
+  const child = root.child.bind(root);
   root.child = function (this: Logger, bindings, opts) {
     return child.call(this, maskValue(bindings) as typeof bindings, opts);
   } as typeof root.child;

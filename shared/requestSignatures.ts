@@ -1,4 +1,3 @@
-import { raw } from 'objection';
 import { Conflict } from './errors';
 import type { Db } from './db/knex';
 import { RequestSignature } from './db/models';

@@ -48,7 +48,7 @@ export class Caches {
   /** The cache `name`, built on first use with its TTL (Infinity: kept for the life of the process) and its size. */
   ttl<V>(name: string, ttlMs: number, maxEntries?: number): TtlCache<V> {
     let c = this.named.get(name) as TtlCache<V> | undefined;
-    if (!c) this.named.set(name, (c = new TtlCache<V>(ttlMs, maxEntries, this.clock) as TtlCache<unknown> as TtlCache<V>));
+    if (!c) this.named.set(name, (c = new TtlCache<V>(ttlMs, maxEntries, this.clock)));
     return c;
   }
 }

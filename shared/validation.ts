@@ -42,7 +42,7 @@ function messageOf(err: ErrorObject, param: string): string {
 export type Validator<T> = (data: unknown) => T;
 
 export function validator<T>(schema: Schema | JSONSchemaType<T>): Validator<T> {
-  const validate = ajv.compile<T>(schema as Schema);
+  const validate = ajv.compile<T>(schema);
   return (data: unknown): T => {
     if (data === null || typeof data !== 'object' || Array.isArray(data)) {
       throw new ValidationFailed('body', 'the body must be a JSON object');

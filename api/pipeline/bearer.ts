@@ -42,7 +42,7 @@ export function bearer({ db, config, clock }: ServiceContext): Middleware {
       throw unauthorized('api-key-invalid');
     }
     // the request's own copy (never the cached object), without the end checked above
-    const { expiresAtMs, ...auth } = found;
+    const { expiresAtMs: _expiresAtMs, ...auth } = found;
     ctx.state.auth = auth;
     return next();
   };

@@ -57,8 +57,8 @@ export function startProcess(entry: string, env: Record<string, string>): Runnin
       }
     }
   };
-  child.stdout!.on('data', onData);
-  child.stderr!.on('data', onData);
+  child.stdout.on('data', onData);
+  child.stderr.on('data', onData);
   // 'close', not 'exit': it comes after the process's output has been read, so a line logged
   // before exiting is in `lines` once stop() returns, and waitForLine never gives up before it
   const exited = new Promise<number | null>((r) => child.on('close', (code) => r(code)));
@@ -71,7 +71,7 @@ export function startProcess(entry: string, env: Record<string, string>): Runnin
       return new Promise((resolve, reject) => {
         const t = setTimeout(() => reject(new Error(`timed out waiting for a log line of ${entry}; last lines: ${JSON.stringify(lines.slice(-5))}`)), timeoutMs);
         waiters.push({ pred, resolve: (l) => (clearTimeout(t), resolve(l)) });
-        exited.then(() => {
+        void exited.then(() => {
           clearTimeout(t);
           reject(new Error(`${entry} exited; last lines: ${JSON.stringify(lines.slice(-8))}`));
         });

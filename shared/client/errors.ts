@@ -25,7 +25,7 @@ export interface PaymentsApiError extends Readonly<Omit<ErrorDetails, 'message'>
 export class PaymentsApiError extends Error {
   constructor(d: ErrorDetails) {
     super(`${d.status} ${d.code}: ${d.message}${d.param ? ` (param ${d.param})` : ''}${d.requestId ? ` [request ${d.requestId}]` : ''}`);
-    const { message, ...fields } = d;
+    const { message: _message, ...fields } = d;
     Object.assign(this, fields);
     this.name = new.target.name;
   }

@@ -99,7 +99,7 @@ export class ListIterator<T> implements AsyncIterable<T> {
 
 function queryString(query: Record<string, unknown> | undefined): string {
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null) q.set(k, String(v));
+  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null) q.set(k, typeof v === 'string' ? v : JSON.stringify(v));
   const s = q.toString();
   return s ? `?${s}` : '';
 }

@@ -97,7 +97,7 @@ function verifyServiceSignature(rawBody: string | Buffer, value: string | undefi
     else if (key === 'v1') candidates.push(val);
   }
   if (timestamp === undefined || candidates.length === 0) return { ok: false, reason: 'malformed-header' };
-  return verdict(timestamp, candidates, secrets.map((s) => webhookSignature(s, timestamp!, rawBody)), opts);
+  return verdict(timestamp, candidates, secrets.map((s) => webhookSignature(s, timestamp, rawBody)), opts);
 }
 
 /** Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>[ v1,<base64>]`. */
@@ -129,9 +129,9 @@ export function verifyWebhook(
   const secrets = typeof secret === 'string' ? [secret] : [...secret];
   if (secrets.length === 0) throw new Error('verifyWebhook needs a webhook secret');
   if (header && typeof header === 'object' && !Array.isArray(header)) {
-    const service = headerOf(header as WebhookHeaders, 'x-service-signature');
+    const service = headerOf(header, 'x-service-signature');
     if (service !== undefined) return verifyServiceSignature(rawBody, service, secrets, opts);
-    return verifyStandard(rawBody, header as WebhookHeaders, secrets, opts);
+    return verifyStandard(rawBody, header, secrets, opts);
   }
   return verifyServiceSignature(rawBody, Array.isArray(header) ? header[0] : (header ?? undefined), secrets, opts);
 }

@@ -15,7 +15,7 @@ import { ConfigError } from '../config';
  */
 export async function checkPooler(databaseUrl: string, preparedStatements: boolean): Promise<void> {
   if (!preparedStatements) return;
-  const probe = new pg.Client({ connectionString: databaseUrl, statement_timeout: 60_000, connectionTimeoutMillis: 5000 } as pg.ClientConfig);
+  const probe = new pg.Client({ connectionString: databaseUrl, statement_timeout: 60_000, connectionTimeoutMillis: 5000 });
   try {
     await probe.connect();
   } catch (err) {

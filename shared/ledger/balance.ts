@@ -33,6 +33,6 @@ export async function availableBalances(db: Executor, merchantId: string, enviro
 export async function balanceOf(db: Executor, merchantId: string, environment: Environment) {
   const rows = await merchantAccounts(db, merchantId, environment);
   const amounts = (kind: 'available' | 'in_transit') =>
-    CURRENCIES.map((currency) => ({ currency, amount: rows.find((r) => r.kind === kind && r.currency === currency)?.balance ?? (0 as Exact) }));
+    CURRENCIES.map((currency) => ({ currency, amount: rows.find((r) => r.kind === kind && r.currency === currency)?.balance ?? (0) }));
   return { object: 'balance' as const, environment, available: amounts('available'), pending: amounts('in_transit') };
 }

@@ -149,12 +149,12 @@ function formKey(link: PageLink, attempt: string, config: Config, now: number): 
  * The payment of a page attempt (the form token's UUID): the payment id once the attempt has
  * made one, `pending` while its creation is still under way, null when it made none.
  */
-export async function attemptPayment(db: Db, link: PageLink, attempt: string, config: Config, now: number): Promise<string | 'pending' | null> {
+export async function attemptPayment(db: Db, link: PageLink, attempt: string, config: Config, now: number): Promise<`pay_${string}` | 'pending' | null> {
   const k = formKey(link, attempt, config, now);
   const held = await readIdempotencyKey(db, k.id, k.request, now);
   if (!held || held.kind === 'conflict') return null;
   if (held.kind === 'in-progress') return 'pending';
-  return (JSON.parse(held.response.body.toString('utf8')) as { id: string }).id;
+  return (JSON.parse(held.response.body.toString('utf8')) as { id: `pay_${string}` }).id;
 }
 
 /**

@@ -77,7 +77,7 @@ export async function updateMerchant(db: Db, id: string, input: MerchantInput, n
     }
     // fees name only the currencies they change
     if (input.fees !== undefined) patch.fees = { ...m.fees, ...input.fees };
-    return merchantView(await m.$query(trx).patchAndFetch(patch as Partial<Merchant>));
+    return merchantView(await m.$query(trx).patchAndFetch(patch));
   });
 }
 

@@ -1,5 +1,5 @@
 import type { ServiceContext } from '../context';
-import { markCallbacks, readCallbacksWithRows, type CallbackMark, type CallbackWithRow } from '../db/sql/transitions';
+import { markCallbacks, readCallbacksWithRows, type CallbackMark } from '../db/sql/transitions';
 import { accountKey } from '../ledger/postings';
 import type { Logger } from '../logger';
 import type { StoredCallback } from '../providers/connector';
@@ -45,7 +45,7 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
     if (!read) return undefined;
     // a job run again (the relay's or the re-drive's copy): the outcome is committed, nothing to do
     if (read.callback.processed_at) return { outcome: 'already-processed' };
-    const { row } = read as CallbackWithRow<R>;
+    const { row } = read;
     const callback = storedCallback(read.callback);
     const provider = ctx.providers.byProviderId(callback.provider);
     if (!provider || row.provider !== provider.id || row.environment !== provider.environment || kind.neverSent?.(row)) return undefined;
@@ -66,7 +66,7 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
     const change = changeOf(kind, row, d, trigger, details);
     let posting = null;
     if (d.effect) {
-      const credit = creditOnly(kind.posting({ ...row, ...change } as R, d.effect));
+      const credit = creditOnly(kind.posting({ ...row, ...change }, d.effect));
       if (!credit) return undefined;
       // a first posting creates its accounts: the locked path
       posting = creditPosting(credit, new Map(read.accounts.map((a) => [accountKey(a), Number(a.id)])));

@@ -52,7 +52,7 @@ export class HttpProviderBase implements ProviderEndpoint {
     const body = this.json(res);
     if (!ok(res)) throw this.failure(res.status, body);
     const b = body as { kind?: unknown; status?: unknown; provider_ref?: unknown; failure_code?: unknown; failure_message?: unknown };
-    if (b.kind !== undefined && b.kind !== kind) throw permanent('provider-protocol', `provider reports ${objectId} as a ${String(b.kind)}`);
+    if (b.kind !== undefined && b.kind !== kind) throw permanent('provider-protocol', `provider reports ${objectId} as a ${JSON.stringify(b.kind)}`);
     const providerRef = typeof b.provider_ref === 'string' ? b.provider_ref : null;
     switch (b.status) {
       case 'pending':

@@ -138,7 +138,7 @@ export class QueueRegistry {
     });
     // work with a live job of its own (BullMQ's deduplication, asked through its API) stays with that job
     const queue = await this.ready(name);
-    const live = await Promise.all(held.map((e) => (workKey(name, e) === undefined ? null : queue.getDeduplicationJobId(workKey(name, e)!))));
+    const live = await Promise.all(held.map(async (e) => (workKey(name, e) === undefined ? null : queue.getDeduplicationJobId(workKey(name, e)!))));
     if (live.some(Boolean)) await this.releaseWork(name, batchId, held.filter((_, i) => live[i]));
     return held.filter((_, i) => !live[i]);
   }
@@ -168,6 +168,6 @@ function traceOptions(data: QueuedData): JobsOptions {
 
 /** A job's options with the deduplication on its work's key (`workKey`), when its payload names one (a batch's does not). */
 function withWorkKey(name: QueueName, data: QueuedData, opts: JobsOptions): JobsOptions {
-  const key = isBatch(data) ? undefined : workKey(name, data as JobData);
+  const key = isBatch(data) ? undefined : workKey(name, data);
   return key ? { deduplication: { id: key }, ...opts } : opts;
 }

@@ -140,9 +140,9 @@ export function scrubAttributes(attributes: api.Attributes): void {
 const scrubber: SpanProcessor = {
   onStart: () => undefined,
   onEnding(span: Span) {
-    scrubAttributes(span.attributes as api.Attributes);
-    for (const event of span.events) if (event.attributes) scrubAttributes(event.attributes as api.Attributes);
-    for (const link of span.links) if (link.attributes) scrubAttributes(link.attributes as api.Attributes);
+    scrubAttributes(span.attributes);
+    for (const event of span.events) if (event.attributes) scrubAttributes(event.attributes);
+    for (const link of span.links) if (link.attributes) scrubAttributes(link.attributes);
     const name = maskText(span.name);
     if (name !== span.name) span.updateName(name);
   },

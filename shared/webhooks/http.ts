@@ -45,7 +45,7 @@ export type Agents = ReturnType<typeof makeAgents>;
 export function excerptOf(raw: Buffer): string | null {
   if (raw.length === 0) return null;
   const text = maskText(raw.subarray(0, EXCERPT_BYTES).toString('utf8'))
-    .replace(/[\u0000-\u001f\u007f\ufffd]+/g, ' ')
+    .replace(/[\p{Cc}\ufffd]+/gu, ' ')
     .trim();
   return text.slice(0, EXCERPT_CHARS) || null;
 }

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import type { Frame, FrameLocator, Page, Request } from 'playwright-core';
+import type { FrameLocator, Page, Request } from 'playwright-core';
 import { ManualClock } from '../../shared/clock';
 import { cardPaymentKind } from '../../shared/cards/kind';
 import { createContext } from '../../shared/context';
 import { sweepOpen } from '../../shared/operations/sweep';
-import { createCardPayment, paymentRow, startCardEnv, tokenFor, waitForRow, type CardTestEnv } from '../helpers/cards';
+import { createCardPayment, paymentRow, startCardEnv, tokenFor, type CardTestEnv } from '../helpers/cards';
 import type { MerchantFixture } from '../helpers/env';
 import { eventually } from '../../scripts/lib/processes';
 import { startReceiver, type Receiver } from '../helpers/webhooks';
@@ -69,7 +69,7 @@ describe('hosted checkout in Chromium (e2e)', function () {
     const p = await aPayment();
     const page = await newPage();
     await page.goto(p.checkout_url);
-    await expect(page.locator('html')).to.exist;
+    expect(await page.locator('html').count()).to.equal(1);
     expect(await page.getAttribute('html', 'lang')).to.equal('fr');
     expect(await page.locator('.merchant').innerText()).to.include('Kin Shop');
     expect(await page.locator('#amount').innerText()).to.equal('25.00 USD');
@@ -190,7 +190,7 @@ describe('hosted checkout in Chromium (e2e)', function () {
     await page.goto(p.checkout_url);
     const focused = async () => {
       for (const f of [page.mainFrame(), ...page.frames()]) {
-        const id = await (f as Frame).evaluate(() => {
+        const id = await (f).evaluate(() => {
           const d = (globalThis as any).document;
           return d.hasFocus() && d.activeElement ? d.activeElement.id || d.activeElement.tagName : null;
         }).catch(() => null);

@@ -76,8 +76,9 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
     renameSync(`${clockFile}.next`, clockFile);
   };
   writeOffset();
+  const fileNow = fileClock(clockFile);
   const clock: TestEnv['clock'] = {
-    now: fileClock(clockFile).now,
+    now: () => fileNow.now(),
     advance(ms) {
       offset += ms;
       writeOffset();

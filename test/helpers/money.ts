@@ -129,7 +129,7 @@ export async function aSucceededCardPayment(env: TestEnv, merchantId: string): P
 }
 
 /** What the sandbox provider knows of one of our objects (what it answers when asked, GET /v1/transactions/{id}, with its test counters). */
-export async function sandboxTransaction(sandboxUrl: string, operator: string, id: string): Promise<any | undefined> {
+export async function sandboxTransaction(sandboxUrl: string, operator: string, id: string): Promise<any> {
   const res = await fetch(`${sandboxUrl}/${operator}/v1/transactions/${id}`, { headers: { Authorization: `Bearer ${SANDBOX_API_KEY}` } });
   return res.status === 200 ? res.json() : undefined;
 }

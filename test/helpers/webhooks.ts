@@ -61,7 +61,7 @@ export async function startReceiver(): Promise<Receiver> {
       if ('close' in b) return void req.socket.destroy();
       const answer = () => {
         res.writeHead(b.status, { 'Content-Type': 'text/plain', ...(b.location ? { Location: b.location } : {}) });
-        res.end(`answer ${b.status} to attempt ${rec.headers['x-service-delivery-attempt']}; call 243812345678`);
+        res.end(`answer ${b.status} to attempt ${String(rec.headers['x-service-delivery-attempt'])}; call 243812345678`);
       };
       if (!b.delayMs) return answer();
       const t = setTimeout(() => (timers.delete(t), answer()), b.delayMs);

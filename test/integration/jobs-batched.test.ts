@@ -59,7 +59,7 @@ describe('jobs published together travel as one batch job', function () {
       try {
         const [alone] = pushes(1);
         await publish(env, [alone]);
-        const again = outboxMessage(QUEUES.providerPush, 'push', { paymentId: alone.payload.paymentId as string });
+        const again = outboxMessage(QUEUES.providerPush, 'push', { paymentId: alone.payload.paymentId });
         const [b, c] = pushes(2);
         await publish(env, [again, b, c]);
         expect(await jobsOf(env)).to.deep.equal(
@@ -69,7 +69,7 @@ describe('jobs published together travel as one batch job', function () {
           ].sort((x, y) => x.id.localeCompare(y.id)),
         );
         // the re-drive's add of b's work is folded into the batch
-        expect(await env.services.queues.addUnlessHeld(QUEUES.providerPush, 'push', { paymentId: b.payload.paymentId as string }, { jobId: `rd-${randomUUID()}` })).to.equal(batchJobId(again.id));
+        expect(await env.services.queues.addUnlessHeld(QUEUES.providerPush, 'push', { paymentId: b.payload.paymentId }, { jobId: `rd-${randomUUID()}` })).to.equal(batchJobId(again.id));
         expect((await jobsOf(env)).length).to.equal(2);
       } finally {
         await env.close();

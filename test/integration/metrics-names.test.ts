@@ -30,7 +30,7 @@ function metricNamesOf(expr: string): string[] {
     .replace(/\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)/g, ' ');
   const names: string[] = [];
   for (const m of bare.matchAll(/[A-Za-z_][A-Za-z0-9_:]*/g)) {
-    const next = bare.slice(m.index! + m[0].length).trimStart()[0];
+    const next = bare.slice(m.index + m[0].length).trimStart()[0];
     if (next === '(' || PROMQL_WORDS.has(m[0].toLowerCase())) continue;
     names.push(m[0]);
   }

@@ -195,7 +195,7 @@ describe('payments API', () => {
           expect(r.status).to.equal(409);
           expect(r.body.error.code).to.equal('idempotency-conflict');
         }
-        const references = bodies.map((b) => b.reference as string);
+        const references = bodies.map((b) => b.reference);
         const written = await env.services.db('payments').whereIn('reference', references);
         expect(written.map((p) => p.id)).to.deep.equal([won[0].body.id]);
         const again = await shop.client.post('/v1/payments', mm(), { idempotencyKey: key });

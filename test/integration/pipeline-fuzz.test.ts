@@ -146,7 +146,7 @@ describe('merchant pipeline fuzz: malformed requests never get a 5xx nor change 
       const f = fixtures[chosen.has('fixture') ? r.pick(badFixtures) : r.pick(goodFixtures)];
       if (chosen.has('fixture')) defects.push(`fixture ${fixtures.indexOf(f)}`);
       const method = r.pick(methods);
-      let path = chosen.has('route') ? `/v1/fuzz-${r.int(1e6)}/${r.pick(['', 'x', '%zz', '..'])}` : r.pick(paths);
+      const path = chosen.has('route') ? `/v1/fuzz-${r.int(1e6)}/${r.pick(['', 'x', '%zz', '..'])}` : r.pick(paths);
       if (chosen.has('route')) defects.push('unknown route');
       // a request whose defect is its key carries a body: an empty one is refused earlier (400 invalid-json on a money-moving POST)
       let body: Buffer | undefined = r.chance(0.8) || chosen.has('idempotency') ? Buffer.from(junkJson()) : undefined;

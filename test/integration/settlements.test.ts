@@ -193,7 +193,7 @@ describe('daily settlement', () => {
     // lets them go. A copy that did not wait for the other would read no batch and make a second
     // one, which the unique index refuses: its run fails, with an error in its log
     const hold = await db().transaction();
-    let pools: RunningProcess[] = [];
+    let pools: RunningProcess[];
     try {
       await hold.raw('lock table settlements in access exclusive mode');
       pools = await Promise.all([1, 2].map(() => env.spawn('workers/settlement/index.ts', { SETTLEMENT_CHECK_INTERVAL_MS: '100' })));

@@ -28,7 +28,7 @@ describe('web process: slow clients', () => {
       let answer = '';
       const socket = net.connect(port, '127.0.0.1', () => socket.write(text));
       socket.setEncoding('utf8');
-      socket.on('data', (d) => (answer += d));
+      socket.on('data', (d: string) => (answer += d));
       socket.on('error', reject);
       socket.on('close', () => resolve({ ms: Date.now() - started, answer }));
       setTimeout(() => {

@@ -45,7 +45,7 @@ describe('webhook deliveries (real sender, receivers on loopback)', function () 
     expect(h['x-service-delivery-id']).to.match(/^whd_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
     expect(h['x-service-delivery-attempt']).to.equal('1');
     expect(h['x-service-timestamp']).to.match(/^\d{10}$/);
-    expect(h['x-service-signature']).to.equal(`t=${h['x-service-timestamp']},v1=${/v1=([0-9a-f]{64})$/.exec(String(h['x-service-signature']))?.[1]}`);
+    expect(h['x-service-signature']).to.equal(`t=${String(h['x-service-timestamp'])},v1=${/v1=([0-9a-f]{64})$/.exec(String(h['x-service-signature']))?.[1]}`);
     expect(Object.keys(h).filter((k) => k.startsWith('x-service-')).sort()).to.deep.equal([
       'x-service-delivery-attempt', 'x-service-delivery-id', 'x-service-event', 'x-service-signature', 'x-service-timestamp',
     ]);

@@ -13,7 +13,7 @@ import { POOL_NICENESS } from '../../workers/priority';
 function startRedis(port: number): Promise<ChildProcess> {
   const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
   return new Promise((resolve, reject) => {
-    child.stdout!.on('data', (d: Buffer) => {
+    child.stdout.on('data', (d: Buffer) => {
       if (d.toString().includes('Ready to accept connections')) resolve(child);
     });
     child.once('exit', (code) => reject(new Error(`redis-server exited ${code}`)));
@@ -119,7 +119,7 @@ describe('worker bootstrap', () => {
     expect(started.nice).to.equal(POOL_NICENESS);
     const niceness = threadNiceness(worker.child.pid!);
     expect(niceness.length).to.be.above(1);
-    expect(niceness.every((n) => n >= POOL_NICENESS), `threads' niceness ${niceness}`).to.equal(true);
+    expect(niceness.every((n) => n >= POOL_NICENESS), `threads' niceness ${niceness.join(', ')}`).to.equal(true);
     expect(os.getPriority(process.pid), 'the test process (and its in-process web) itself').to.equal(0);
     await worker.stop();
   });

@@ -84,7 +84,7 @@ describe('OpenAPI document (contract)', () => {
     let seen = 0;
     for (const route of V1_ROUTES) {
       const body = route.body as { schema?: { examples?: unknown[] }; examples?: unknown[] } | undefined;
-      const schema = (body?.schema ?? body) as { examples?: unknown[] } | undefined;
+      const schema = (body?.schema ?? body);
       for (const example of schema?.examples ?? []) {
         seen++;
         expect(() => validator(schema!)(example), `${route.operationId} ${JSON.stringify(example)}`).to.not.throw();
@@ -104,8 +104,8 @@ describe('OpenAPI document (contract)', () => {
 
   it('lists each error code under its status', () => {
     for (const item of Object.values(doc.paths)) {
-      for (const op of Object.values(item) as any[]) {
-        for (const [status, r] of Object.entries(op.responses) as [string, any][]) {
+      for (const op of Object.values<any>(item)) {
+        for (const [status, r] of Object.entries<any>(op.responses)) {
           for (const code of (r['x-error-codes'] ?? []) as MerchantErrorCode[]) expect(ERROR_CODES[code].status, `${op.operationId} ${code}`).to.equal(Number(status));
         }
       }
@@ -151,8 +151,8 @@ describe('OpenAPI document (contract)', () => {
     }
     let checked = 0;
     for (const [path, item] of Object.entries(doc.paths)) {
-      for (const [method, op] of Object.entries(item) as [string, any][]) {
-        for (const [status, r] of Object.entries(op.responses) as [string, any][]) {
+      for (const [method, op] of Object.entries<any>(item)) {
+        for (const [status, r] of Object.entries<any>(op.responses)) {
           const where = `${method.toUpperCase()} ${path} ${status}`;
           const headers = Object.keys(r.headers ?? {});
           const merchant = op['x-scope'] !== 'none';

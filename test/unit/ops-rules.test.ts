@@ -16,7 +16,8 @@ const rules = readFileSync(path.join(OPS, 'alerts.yml'), 'utf8');
 
 function promtool(args: string[], cwd = OPS) {
   const r = spawnSync('promtool', args, { cwd, encoding: 'utf8' });
-  return { missing: (r.error as NodeJS.ErrnoException | undefined)?.code === 'ENOENT', status: r.status, output: `${r.stdout ?? ''}${r.stderr ?? ''}` };
+  const error: NodeJS.ErrnoException | undefined = r.error;
+  return { missing: error?.code === 'ENOENT', status: r.status, output: `${r.stdout ?? ''}${r.stderr ?? ''}` };
 }
 
 /** Each alert's text, from its `- alert:` line to the next. */

@@ -13,7 +13,7 @@ function uncited(node: unknown, at: string, out: string[]): string[] {
     const o = node as Record<string, unknown>;
     if (o.properties && typeof o.properties === 'object') {
       for (const [name, p] of Object.entries(o.properties as Record<string, Record<string, unknown>>)) {
-        if (p && typeof p === 'object' && !('$ref' in p) && !/https:\/\//.test(`${p.$comment ?? ''} ${p.description ?? ''}`)) out.push(`${at}/properties/${name}`);
+        if (p && typeof p === 'object' && !('$ref' in p) && !/https:\/\//.test(JSON.stringify([p.$comment, p.description]))) out.push(`${at}/properties/${name}`);
       }
     }
     for (const [k, v] of Object.entries(o)) uncited(v, `${at}/${k}`, out);

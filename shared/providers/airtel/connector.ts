@@ -120,7 +120,7 @@ interface Status {
   code?: unknown;
 }
 
-const statusOf = (json: unknown): Status => ((json as { status?: Status } | null)?.status ?? {}) as Status;
+const statusOf = (json: unknown): Status => ((json as { status?: Status } | null)?.status ?? {});
 const txOf = (json: unknown): Record<string, unknown> | undefined => {
   const t = (json as { data?: { transaction?: unknown } } | null)?.data?.transaction;
   return t && typeof t === 'object' ? (t as Record<string, unknown>) : undefined;

@@ -320,7 +320,7 @@ export class PawapayConnector implements Connector {
     let currency: Currency | null = null;
     if (b.currency !== undefined) {
       currency = ourCurrency(b.currency) ?? null;
-      if (!currency) throw new CallbackFormatError(`pawaPay callback: currency ${String(b.currency).slice(0, 8)} is not one of ours`);
+      if (!currency) throw new CallbackFormatError(`pawaPay callback: currency ${JSON.stringify(b.currency).slice(0, 10)} is not one of ours`);
     }
     if (b.amount !== undefined) {
       if (!currency) throw new CallbackFormatError('pawaPay callback: an amount without a currency');

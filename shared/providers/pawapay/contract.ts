@@ -43,7 +43,7 @@ export interface ContractResult {
 
 export function checkContract(name: ContractName, data: unknown): ContractResult {
   const validate = validatorOf(name);
-  const ok = validate(data) as boolean;
+  const ok = validate(data);
   return { ok, errors: ok ? [] : [...(validate.errors ?? [])] };
 }
 

@@ -12,10 +12,10 @@ type Parameters = Map<string, BareItem>;
 type Item = [BareItem, Parameters];
 type InnerList = [Item[], Parameters];
 interface StructuredHeaders {
-  parseDictionary(input: string): Map<string, Item | InnerList>;
-  isInnerList(value: Item | InnerList): value is InnerList;
-  serializeItem(item: Item): string;
-  serializeList(list: (Item | InnerList)[]): string;
+  parseDictionary: (input: string) => Map<string, Item | InnerList>;
+  isInnerList: (value: Item | InnerList) => value is InnerList;
+  serializeItem: (item: Item) => string;
+  serializeList: (list: (Item | InnerList)[]) => string;
 }
 // eslint-disable-next-line @typescript-eslint/no-require-imports
 const { isInnerList, parseDictionary, serializeItem, serializeList } = require('structured-headers') as StructuredHeaders;
@@ -192,7 +192,7 @@ export async function verifySignedMessage(req: VerifyRequest, lookup: KeyLookup)
     }
     const alg = params.get('alg');
     if (alg !== undefined && alg !== SIGNATURE_ALG) {
-      reason = `${label}: algorithm ${String(alg)} not accepted`;
+      reason = `${label}: algorithm ${JSON.stringify(alg)} not accepted`;
       continue;
     }
     const keyid = params.get('keyid');

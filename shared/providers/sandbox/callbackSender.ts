@@ -36,7 +36,7 @@ export function createCallbackSender(callbackSecret: string, log: Logger, clock:
     if (status >= 200 && status < 300) return hooks.onDelivered();
     log.warn({ externalId: body.external_id, status, attempt }, 'sandbox callback not accepted');
     const final = status >= 400 && status < 500 && status !== 408 && status !== 429;
-    if (!final && attempt < RETRY_MS.length) later(RETRY_MS[attempt]!, () => void send(url, body, hooks, attempt + 1));
+    if (!final && attempt < RETRY_MS.length) later(RETRY_MS[attempt], () => void send(url, body, hooks, attempt + 1));
   }
 
   return {
