@@ -1,6 +1,7 @@
 import { raw } from 'objection';
 import type { Db, Executor, Trx } from './db/knex';
 import { IdempotencyKey } from './db/models';
+import { purgeIdempotencyKeys } from './retention';
 import { runSql } from './db/sql/run';
 import { TAKE_KEY } from './db/sql/idempotencyKeys';
 import { transact, type OutboxWriter, type TransactDeps } from './db/transact';
@@ -20,8 +21,9 @@ import type { KeyRow } from './db/sql/transitions';
 /** Idempotency keys live 24 hours (spec 8); expired ones are purged by the outbox-relay pool. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
-export async function purgeExpiredIdempotencyKeys(db: Db): Promise<number> {
-  return IdempotencyKey.query(db).where('expires_at', '<', raw('now()')).delete();
+/** Expired keys, deleted in bounded batches (shared/retention.ts); `now`: the service clock's. */
+export function purgeExpiredIdempotencyKeys(db: Db, now = Date.now()): Promise<number> {
+  return purgeIdempotencyKeys(db, { now });
 }
 
 /** One key: unique per merchant and environment (spec 5.4, architecture rule 5). */

@@ -1,7 +1,7 @@
-import { raw } from 'objection';
 import { Conflict } from './errors';
 import type { Db } from './db/knex';
 import { RequestSignature } from './db/models';
+import { purgeRequestSignatures } from './retention';
 import { runSql } from './db/sql/run';
 import { USE_SIGNATURES } from './db/sql/requestSignatures';
 import type { Batches } from './db/coalescer';
@@ -91,6 +91,7 @@ export async function forgetSignature(db: Db, req: SignedRequest): Promise<void>
   await RequestSignature.query(db).findById([req.merchantId, req.environment, req.signature]).delete();
 }
 
-export async function purgeExpiredSignatures(db: Db): Promise<number> {
-  return RequestSignature.query(db).where('expires_at', '<', raw('now()')).delete();
+/** Signatures past the tolerance, deleted in bounded batches (shared/retention.ts); `now`: the service clock's. */
+export function purgeExpiredSignatures(db: Db, now = Date.now()): Promise<number> {
+  return purgeRequestSignatures(db, { now });
 }

@@ -3,7 +3,8 @@ import '../../shared/tracing/register';
 import { applyStoredCallback } from '../../shared/operations/callbacks';
 import { paymentKind } from '../../shared/payments/kind';
 import { QUEUES } from '../../shared/queues/names';
-import { runPool } from '../bootstrap';
+import { retentionLoop, runPool } from '../bootstrap';
+import { purgeCallbackBodies } from '../../shared/retention';
 import { sweepLoop } from '../operations';
 import { guardCallbackJob } from './job';
 import { KINDS } from '../../shared/operationKinds';
@@ -52,5 +53,5 @@ void runPool({
       return outcomes.length === 1 ? outcomes[0] : outcomes;
     },
   },
-  loops: [sweepLoop(paymentKind)],
+  loops: [sweepLoop(paymentKind), retentionLoop(async (ctx) => ({ callbackBodies: await purgeCallbackBodies(ctx.db, { now: ctx.clock.now() }) }))],
 });
