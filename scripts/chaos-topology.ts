@@ -4,7 +4,7 @@ import os from 'node:os';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import { ServiceClient } from '../shared/client/signing';
-import { clusterDown, clusterUp, nodeEnv, startHaproxy, startNode, stopNode, topologyAt, waitFor, type NodePorts, type Topology } from './cluster';
+import { clusterDown, clusterUp, edgeReady, nodeEnv, startHaproxy, startNode, stopNode, topologyAt, waitFor, type NodePorts, type Topology } from './cluster';
 import { PROJECT_ROOT, portOpen } from './local-services';
 import { NodeCutoffs, processesIn } from './chaos-cutoff';
 import { killRedisMaster, killWholeNode, restartPgbouncer, type FaultOutcome } from './chaos-faults';
@@ -146,7 +146,7 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs)
   const dbUrl = new URL(o.databaseUrl);
   const database = dbUrl.pathname.slice(1);
   const postgres = { host: dbUrl.hostname, port: Number(dbUrl.port || 5432) };
-  const serviceUrl = `http://127.0.0.1:${t.haproxyPort}`;
+  const serviceUrl = `https://127.0.0.1:${t.haproxyPort}`;
   /** Starts `node` in its cgroup and waits until it is ready. */
   const startDrillNode = async (node: NodePorts) => {
     startNode(t, node, drillNodeEnv(t, node, database), { cgroup: cutoffs.cgroupOf(node.name) });
@@ -225,7 +225,7 @@ async function bringUp(t: Topology, postgres: { host: string; port: number }, st
     await startDrillNode(node);
   }
   if (!(await portOpen(t.haproxyPort))) startHaproxy(t);
-  await waitFor(`HAProxy on ${t.haproxyPort}`, () => answersReady(t.haproxyPort), 30_000);
+  await waitFor(`HAProxy on ${t.haproxyHttpPort}`, () => edgeReady(t), 30_000);
 }
 
 interface FaultPlan {

@@ -1,4 +1,4 @@
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import os from 'node:os';
@@ -15,6 +15,7 @@ import { startTcpProxy } from './chaos-proxy';
 import { SignedPoster } from './chaos-replays';
 import { assessOutcome, boundedAnswersCheck, logLeaksCheck, printReport, waitUntilFinal } from './chaos-report';
 import { runTopologyDrill } from './chaos-topology';
+import { edgeCertificate } from './cluster';
 import { pidAlive } from './lib/processes';
 
 /**
@@ -360,7 +361,12 @@ async function main() {
   process.exit(code);
 }
 
-if (opts.topology) {
+if (opts.topology && process.env.NODE_EXTRA_CA_CERTS !== edgeCertificate().crt) {
+  // the drill's clients reach the service through the TLS edge: this process must trust its
+  // local certificate, which Node reads only at start; the drill runs again in a child that does
+  const child = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, NODE_EXTRA_CA_CERTS: edgeCertificate().crt } });
+  process.exit(child.status ?? 2);
+} else if (opts.topology) {
   runTopologyDrill({ durationS, base, databaseUrl, rate, drainS }).then(
     (code) => process.exit(code),
     (err) => {

@@ -1,9 +1,10 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { asPostgresUser, isRoot, portOpen, PROJECT_ROOT } from './local-services';
 import { pidAlive } from './lib/processes';
+import { HSTS } from '../api/middleware/securityHeaders';
 
 /**
  * `npm run cluster:up` / `npm run cluster:down`: the distributed topology on this machine, from
@@ -18,14 +19,21 @@ import { pidAlive } from './lib/processes';
  * +2 sandbox provider, +3 card vault, +4 card acquirer), named node-a, node-b in logs and
  * metrics, sharing the cluster and Postgres through PgBouncer, behind HAProxy on p+7
  * health-checking /health/ready. BASE_URL is HAProxy's, so callbacks, checkout pages and 3-D
- * Secure returns reach whichever node answers. The providers are outside the service: both nodes
+ * Secure returns reach whichever node answers. HAProxy is the TLS edge (decisions.md "Retention
+ * and transport"): HTTPS on p+7, TLS 1.3 only, on a certificate made here for local use
+ * (edgeCertificate), HSTS on every answer; its plain-HTTP port p+8 (the internal one) serves
+ * /health/* and redirects everything else to HTTPS. BASE_URL is https://, and the nodes'
+ * processes trust the local certificate (NODE_EXTRA_CA_CERTS). The providers are outside the service: both nodes
  * use node-a's sandboxes (a provider keeps its own state), node-b's run unused.
  */
 
 export interface Topology {
   redisPorts: number[];
   pgbouncerPort: number;
+  /** HTTPS, TLS 1.3 only */
   haproxyPort: number;
+  /** plain HTTP, the internal port: /health/* answered, anything else redirected to HTTPS */
+  haproxyHttpPort: number;
   dir: string;
   /** the service's nodes, when it runs as several */
   nodes: NodePorts[];
@@ -45,6 +53,7 @@ export function topologyAt(basePort: number, nodeCount = 0): Topology {
     redisPorts: Array.from({ length: 6 }, (_, i) => basePort + i),
     pgbouncerPort: basePort + 6,
     haproxyPort: basePort + 7,
+    haproxyHttpPort: basePort + 8,
     dir: path.join(PROJECT_ROOT, '.data', `cluster-${basePort}`),
     nodes: Array.from({ length: nodeCount }, (_, i) => {
       const b = basePort + 10 * (i + 1);
@@ -64,6 +73,35 @@ export function topologyEnv(t: Topology, database: string): Record<string, strin
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The edge's certificate for local use: `pem` (certificate and key, HAProxy's crt), `crt` (what clients trust). */
+export interface EdgeCertificate {
+  pem: string;
+  crt: string;
+}
+
+/**
+ * A self-signed certificate for 127.0.0.1 and localhost (EC P-256, 1 year), made with openssl
+ * the first time and kept under .data/tls/ for every topology of this checkout. In production
+ * HAProxy's `crt` is the real certificate and its chain (README "TLS at the edge").
+ */
+export function edgeCertificate(dir = path.join(PROJECT_ROOT, '.data', 'tls')): EdgeCertificate {
+  const cert = { pem: path.join(dir, 'edge.pem'), crt: path.join(dir, 'edge.crt') };
+  if (existsSync(cert.pem) && existsSync(cert.crt)) return cert;
+  mkdirSync(dir, { recursive: true });
+  const tmp = `${dir}/.edge-${process.pid}`;
+  execFileSync(need('openssl', 'openssl'), [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '365',
+    '-subj', '/CN=svc-payments local edge', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    '-keyout', `${tmp}.key`, '-out', `${tmp}.crt`,
+  ], { stdio: 'ignore' });
+  writeFileSync(`${tmp}.pem`, readFileSync(`${tmp}.crt`, 'utf8') + readFileSync(`${tmp}.key`, 'utf8'), { mode: 0o600 });
+  // whole files renamed into place: a topology starting meanwhile reads the old pair or the new
+  renameSync(`${tmp}.pem`, cert.pem);
+  renameSync(`${tmp}.crt`, cert.crt);
+  rmSync(`${tmp}.key`, { force: true });
+  return cert;
+}
 
 function need(bin: string, pkg: string): string {
   for (const dir of ['/usr/bin', '/usr/sbin', '/usr/local/bin']) if (existsSync(path.join(dir, bin))) return path.join(dir, bin);
@@ -161,7 +199,9 @@ export function nodeEnv(t: Topology, node: NodePorts, database: string): Record<
     NODE_NAME: node.name,
     PORT: String(node.web),
     ADMIN_PORT: String(node.admin),
-    BASE_URL: `http://127.0.0.1:${t.haproxyPort}`,
+    BASE_URL: `https://127.0.0.1:${t.haproxyPort}`,
+    // the processes that call BASE_URL (the sandboxes' callbacks and returns) trust the local edge certificate
+    NODE_EXTRA_CA_CERTS: edgeCertificate().crt,
     SANDBOX_PROVIDER_PORT: String(node.sandbox),
     SANDBOX_PROVIDER_URL: `http://127.0.0.1:${providers.sandbox}`,
     CARD_VAULT_PORT: String(node.vault),
@@ -203,15 +243,23 @@ export async function stopNode(t: Topology, node: NodePorts, signal: NodeJS.Sign
   rmSync(pidFile, { force: true });
 }
 
-/** HAProxy in front of the nodes' web ports, health-checking /health/ready. */
+export { HSTS };
+
+/**
+ * HAProxy in front of the nodes' web ports, health-checking /health/ready: the TLS edge on
+ * haproxyPort (TLS 1.3 only, HSTS), and the internal plain-HTTP port haproxyHttpPort (/health/*
+ * served, anything else a 308 to the same path over HTTPS).
+ */
 export function startHaproxy(t: Topology): void {
   const haproxy = need('haproxy', 'haproxy');
   const cfg = path.join(t.dir, 'haproxy.cfg');
+  const cert = edgeCertificate();
   writeFileSync(
     cfg,
     [
       'global',
       `  pidfile ${path.join(t.dir, 'haproxy.pid')}`,
+      '  ssl-default-bind-options ssl-min-ver TLSv1.3',
       'defaults',
       '  mode http',
       '  timeout connect 2s',
@@ -220,7 +268,13 @@ export function startHaproxy(t: Topology): void {
       '  retries 2',
       '  option redispatch',
       'frontend web',
-      `  bind 127.0.0.1:${t.haproxyPort}`,
+      `  bind 127.0.0.1:${t.haproxyPort} ssl crt ${cert.pem} ssl-min-ver TLSv1.3 alpn http/1.1`,
+      '  http-request set-header X-Forwarded-Proto https',
+      `  http-response set-header Strict-Transport-Security "${HSTS}"`,
+      '  default_backend nodes',
+      'frontend internal',
+      `  bind 127.0.0.1:${t.haproxyHttpPort}`,
+      `  http-request redirect prefix https://127.0.0.1:${t.haproxyPort} code 308 unless { path_beg /health/ }`,
       '  default_backend nodes',
       'backend nodes',
       '  option httpchk GET /health/ready',
@@ -233,17 +287,26 @@ export function startHaproxy(t: Topology): void {
   execFileSync(haproxy, ['-D', '-f', cfg]);
 }
 
+/** Stops the HAProxy startHaproxy started (by its pid file). */
+export function stopHaproxy(t: Topology): void {
+  const haproxyPid = path.join(t.dir, 'haproxy.pid');
+  if (!existsSync(haproxyPid)) return;
+  try {
+    process.kill(Number(readFileSync(haproxyPid, 'utf8').trim()), 'SIGTERM');
+  } catch {
+    // already gone
+  }
+}
+
+/** HAProxy answers and a node behind it is ready (through the internal port's /health/ready). */
+export async function edgeReady(t: Topology): Promise<boolean> {
+  return (await fetch(`http://127.0.0.1:${t.haproxyHttpPort}/health/ready`).catch(() => null))?.status === 200;
+}
+
 /** Stops what clusterUp started (by the pid files under its folder) and removes its files. */
 export async function clusterDown(t: Topology): Promise<void> {
   for (const node of t.nodes) await stopNode(t, node);
-  const haproxyPid = path.join(t.dir, 'haproxy.pid');
-  if (existsSync(haproxyPid)) {
-    try {
-      process.kill(Number(readFileSync(haproxyPid, 'utf8').trim()), 'SIGTERM');
-    } catch {
-      // already gone
-    }
-  }
+  stopHaproxy(t);
   for (const port of t.redisPorts) spawnSync('redis-cli', ['-p', String(port), 'shutdown', 'nosave'], { stdio: 'ignore' });
   const pidFile = pgbouncerPidFile(t);
   if (existsSync(pidFile)) {
@@ -253,7 +316,7 @@ export async function clusterDown(t: Topology): Promise<void> {
       // already gone
     }
   }
-  await waitFor('the topology to stop', async () => !(await Promise.all([...t.redisPorts, t.pgbouncerPort, t.haproxyPort].map((p) => portOpen(p)))).some(Boolean), 10_000);
+  await waitFor('the topology to stop', async () => !(await Promise.all([...t.redisPorts, t.pgbouncerPort, t.haproxyPort, t.haproxyHttpPort].map((p) => portOpen(p)))).some(Boolean), 10_000);
   rmSync(t.dir, { recursive: true, force: true });
 }
 
@@ -280,8 +343,10 @@ async function main() {
         process.stdout.write(`cluster | ${node.name} (pid ${pid}): web ${node.web}, operator API ${node.admin}; log ${path.join(t.dir, `${node.name}.log`)}\n`);
       }
       startHaproxy(t);
-      await waitFor(`HAProxy on ${t.haproxyPort}`, async () => (await fetch(`http://127.0.0.1:${t.haproxyPort}/health/ready`).catch(() => null))?.status === 200, 30_000);
-      process.stdout.write(`cluster | HAProxy on ${t.haproxyPort} in front of ${t.nodes.map((n) => n.name).join(', ')}: the service is http://127.0.0.1:${t.haproxyPort}\n`);
+      await waitFor(`HAProxy on ${t.haproxyHttpPort}`, () => edgeReady(t), 30_000);
+      process.stdout.write(
+        `cluster | HAProxy in front of ${t.nodes.map((n) => n.name).join(', ')}: the service is https://127.0.0.1:${t.haproxyPort} (TLS 1.3, certificate ${edgeCertificate().crt}); health on http://127.0.0.1:${t.haproxyHttpPort}/health/*\n`,
+      );
     } else {
       process.stdout.write('cluster | run the service on it with:\n');
       for (const [k, v] of Object.entries(topologyEnv(t, 'svc_payments'))) process.stdout.write(`export ${k}=${v}\n`);

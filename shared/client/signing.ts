@@ -21,6 +21,8 @@ export interface ClientOptions {
    * OpenAPI document); an exception thrown here is the request's.
    */
   onResponse?: (response: ResponseInfo) => void;
+  /** the fetch to send with (default: the global one), e.g. one trusting a private CA */
+  fetch?: typeof fetch;
 }
 
 /** One answer with the request it answers. */
@@ -72,7 +74,7 @@ export class ServiceClient {
     for (const name of o.omitHeaders ?? []) {
       for (const k of Object.keys(headers)) if (k.toLowerCase() === name.toLowerCase()) delete headers[k];
     }
-    const res = await fetch(this.opts.baseUrl + pathWithQuery, { method, headers, body: raw });
+    const res = await (this.opts.fetch ?? fetch)(this.opts.baseUrl + pathWithQuery, { method, headers, body: raw });
     const text = await res.text();
     let body: any = text;
     try {
