@@ -5,6 +5,7 @@ import { parseArgs } from 'node:util';
 import { asPostgresUser, isRoot, portOpen, PROJECT_ROOT } from './local-services';
 import { pidAlive } from './lib/processes';
 import { HSTS } from '../api/middleware/securityHeaders';
+import { haDown, haTopologyAt, haUp } from './ha';
 
 /**
  * `npm run cluster:up` / `npm run cluster:down`: the distributed topology on this machine, from
@@ -25,6 +26,11 @@ import { HSTS } from '../api/middleware/securityHeaders';
  * /health/* and redirects everything else to HTTPS. BASE_URL is https://, and the nodes'
  * processes trust the local certificate (NODE_EXTRA_CA_CERTS). The providers are outside the service: both nodes
  * use node-a's sandboxes (a provider keeps its own state), node-b's run unused.
+ *
+ * `up --db ha` puts PgBouncer in front of a highly available Postgres instead of the machine's
+ * (scripts/ha.ts): etcd, two Postgres 15 nodes under Patroni with a synchronous standby, and an
+ * HAProxy that follows the leader (ports from --pg-base 5433 and --etcd-base 5441). The service's
+ * DATABASE_URL (PgBouncer's) stays the same when the leader changes. `down` stops it too.
  */
 
 export interface Topology {
@@ -323,8 +329,18 @@ export async function clusterDown(t: Topology): Promise<void> {
 async function main() {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { 'base-port': { type: 'string', default: process.env.CLUSTER_BASE_PORT || '7100' }, nodes: { type: 'string', default: '0' }, database: { type: 'string', default: 'svc_cluster' } },
+    options: {
+      'base-port': { type: 'string', default: process.env.CLUSTER_BASE_PORT || '7100' },
+      nodes: { type: 'string', default: '0' },
+      database: { type: 'string', default: 'svc_cluster' },
+      // single: PgBouncer in front of the machine's Postgres; ha: in front of the Patroni leader (scripts/ha.ts)
+      db: { type: 'string', default: 'single' },
+      'pg-base': { type: 'string', default: process.env.HA_PG_BASE || '5433' },
+      'etcd-base': { type: 'string', default: process.env.HA_ETCD_BASE || '5441' },
+    },
   });
+  if (values.db !== 'single' && values.db !== 'ha') throw new Error('--db is single or ha');
+  const h = haTopologyAt(Number(values['pg-base']), Number(values['etcd-base']));
   const base = Number(values['base-port']);
   if (!Number.isInteger(base) || base < 1024 || base > 65_000) throw new Error('--base-port must be a port between 1024 and 65000');
   const nodeCount = Number(values.nodes);
@@ -332,8 +348,16 @@ async function main() {
   // down finds the nodes by their pid files, whatever --nodes says
   const t = topologyAt(base, positionals[0] === 'down' ? 4 : nodeCount);
   if (positionals[0] === 'up') {
-    await clusterUp(t);
-    process.stdout.write(`cluster | Redis Cluster on ${t.redisPorts.join(', ')}, PgBouncer (transaction pooling) on ${t.pgbouncerPort}\n`);
+    let postgres = { host: '127.0.0.1', port: 5432 };
+    if (values.db === 'ha') {
+      const { leader, standby } = await haUp(h);
+      postgres = { host: '127.0.0.1', port: h.leaderPort };
+      process.stdout.write(
+        `cluster | etcd on ${h.etcd.client}; Postgres 15 under Patroni: ${h.nodes.map((n) => `${n.name} on ${n.pg} (REST ${n.rest})`).join(', ')}; leader ${leader.name}, synchronous standby ${standby.name}; HAProxy to the leader on ${h.leaderPort}\n`,
+      );
+    }
+    await clusterUp(t, postgres);
+    process.stdout.write(`cluster | Redis Cluster on ${t.redisPorts.join(', ')}, PgBouncer (transaction pooling) on ${t.pgbouncerPort} in front of ${postgres.host}:${postgres.port}\n`);
     if (t.nodes.length) {
       execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build.js'), '--if-stale'], { cwd: PROJECT_ROOT, stdio: 'inherit' });
       for (const node of t.nodes) {
@@ -354,8 +378,13 @@ async function main() {
   } else if (positionals[0] === 'down') {
     await clusterDown(t);
     process.stdout.write(`cluster | stopped the topology on ${t.redisPorts[0]}-${t.pgbouncerPort}\n`);
+    // the HA Postgres of `up --db ha` (found by its folder, whatever --db says)
+    if (existsSync(h.dir)) {
+      await haDown(h);
+      process.stdout.write(`cluster | stopped etcd, Patroni and both Postgres nodes of ${h.dir}\n`);
+    }
   } else {
-    throw new Error('usage: cluster.ts up|down [--base-port p]');
+    throw new Error('usage: cluster.ts up|down [--base-port p] [--nodes n] [--db single|ha] [--pg-base p] [--etcd-base p]');
   }
 }
 
