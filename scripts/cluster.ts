@@ -169,6 +169,8 @@ export function startPgbouncer(t: Topology, postgres = { host: '127.0.0.1', port
       `logfile = ${path.join(dir, 'pgbouncer.log')}`,
       // node-postgres sends extra_float_digits at start; this PgBouncer (1.18) refuses unknown parameters
       'ignore_startup_parameters = extra_float_digits',
+      // after a failed server login (Postgres down, a failover under way) it tries again after 1 s, not 15
+      'server_login_retry = 1',
       '',
     ].join('\n'),
   };
