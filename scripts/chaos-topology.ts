@@ -97,22 +97,23 @@ const answersReady = async (port: number) => (await fetch(`http://127.0.0.1:${po
 
 export async function runTopologyDrill(o: TopologyDrillOptions): Promise<number> {
   const t = topologyAt(o.base, 2);
-  let cutoffs: NodeCutoffs;
+  // the HA drill cuts no node off: it needs neither iptables nor the nodes' cgroups
+  let cutoffs: NodeCutoffs | undefined;
   try {
-    cutoffs = NodeCutoffs.prepare(o.base);
+    if (!o.ha) cutoffs = NodeCutoffs.prepare(o.base);
   } catch (err) {
     return cannotRun(`a node cannot be cut off on this machine: ${(err as Error).message}`);
   }
   const refusal = await takeOverPorts(t, o.base + RECEIVER_OFFSET).catch((err: Error) => err.message);
   if (refusal) {
-    cutoffs.release();
+    cutoffs?.release();
     return cannotRun(refusal);
   }
   const cleanUp = async () => {
     for (const node of t.nodes) if (existsSync(nodeLog(t, node))) copyFileSync(nodeLog(t, node), keptLog(t, node));
     await clusterDown(t).catch((err) => process.stderr.write(`chaos: cluster:down failed: ${err.message}\n`));
     if (o.ha) await haDown(o.ha).catch((err) => process.stderr.write(`chaos: stopping the HA Postgres failed: ${err.message}\n`));
-    cutoffs.release();
+    cutoffs?.release();
   };
   const interrupted = () => void cleanUp().then(() => process.exit(130));
   process.once('SIGINT', interrupted);
@@ -146,7 +147,7 @@ function cannotRun(reason: string): number {
   return 2;
 }
 
-async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs): Promise<number> {
+async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs | undefined): Promise<number> {
   const [nodeA] = t.nodes;
   const dbUrl = new URL(o.databaseUrl);
   const database = dbUrl.pathname.slice(1);
@@ -158,7 +159,7 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs)
   const serviceUrl = `https://127.0.0.1:${t.haproxyPort}`;
   /** Starts `node` in its cgroup and waits until it is ready. */
   const startDrillNode = async (node: NodePorts) => {
-    startNode(t, node, drillNodeEnv(t, node, database), { cgroup: cutoffs.cgroupOf(node.name) });
+    startNode(t, node, drillNodeEnv(t, node, database), { cgroup: cutoffs?.cgroupOf(node.name) });
     await waitFor(`${node.name} (web on ${node.web})`, () => answersReady(node.web), 180_000);
   };
   say(`topology on ${o.base}: Redis Cluster ${t.redisPorts[0]}-${t.redisPorts[5]}, PgBouncer ${t.pgbouncerPort} in front of ${postgres.host}:${postgres.port}, database ${database}`);
@@ -178,7 +179,7 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs)
 
   const startedAt = Date.now();
   const probesDuring = async (during: string) => load.probes(merchant.client, poster, await load.refundablePayments(10), during);
-  const faults = o.ha ? breakDatabase(o.ha, startedAt, o.durationS, probesDuring) : breakThings({
+  const faults = o.ha || !cutoffs ? breakDatabase(o.ha!, startedAt, o.durationS, probesDuring) : breakThings({
     t,
     startedAt,
     durationS: o.durationS,
@@ -194,7 +195,8 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs)
     },
   });
   let faultsOver = false;
-  void faults.finally(() => (faultsOver = true));
+  // (a rejection is the Promise.all's below)
+  void faults.finally(() => (faultsOver = true)).catch(() => undefined);
   const end = startedAt + o.durationS * 1000;
   const [, broken] = await Promise.all([load.run(o.rate, () => Date.now() < end || !faultsOver), faults]);
   const loadS = Math.round((Date.now() - startedAt) / 1000);
@@ -324,6 +326,8 @@ async function breakDatabase(
   for (const [share, name, fault] of plan) {
     await at(share);
     let change: LeaderChange | undefined;
+    // the probes' payments to refund are read before the fault: the drill's own connections fail over too
+    const timed = await probes(name).catch(() => ({}) as Parameters<typeof probeUntil>[1]);
     const answers = await probeUntil(
       fault().then(
         (c) => {
@@ -333,7 +337,7 @@ async function breakDatabase(
           say(`${name} failed: ${err.message}`);
         },
       ),
-      await probes(name),
+      timed,
     );
     if (change) changes.push(change);
     checks.push({

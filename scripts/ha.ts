@@ -92,6 +92,54 @@ async function waitFor(what: string, check: () => Promise<boolean> | boolean, ti
   throw new Error(`${what} did not come up within ${timeoutMs / 1000} s`);
 }
 
+/** pgBackRest (issue 34 §2): its stanza, and its files under the topology's folder (the repository in repo/). */
+export const STANZA = 'svc';
+export const ARCHIVE_TIMEOUT_S = 60;
+export const pgbackrestDir = (h: HaTopology) => path.join(h.dir, 'pgbackrest');
+export const pgbackrestConf = (h: HaTopology) => path.join(pgbackrestDir(h), 'pgbackrest.conf');
+export const hasPgbackrest = () => existsSync('/usr/bin/pgbackrest');
+
+/** Both nodes as pg1 and pg2: pgBackRest backs up from whichever is the primary. */
+function pgbackrestConfig(h: HaTopology): string {
+  const d = pgbackrestDir(h);
+  return [
+    '[global]',
+    `repo1-path=${path.join(d, 'repo')}`,
+    'repo1-retention-full=2',
+    `log-path=${path.join(d, 'log')}`,
+    `lock-path=${path.join(d, 'lock')}`,
+    `spool-path=${path.join(d, 'spool')}`,
+    'log-level-console=warn',
+    'log-level-file=info',
+    'start-fast=y',
+    'compress-level=3',
+    '',
+    `[${STANZA}]`,
+    ...h.nodes.flatMap((n, i) => [`pg${i + 1}-path=${n.data}`, `pg${i + 1}-port=${n.pg}`, `pg${i + 1}-socket-path=${n.dir}`, `pg${i + 1}-user=postgres`]),
+    '',
+  ].join('\n');
+}
+
+/** The node's WAL archiving into the pgBackRest repository, every ARCHIVE_TIMEOUT_S at least (when pgBackRest is installed). */
+function archiving(h: HaTopology, n: HaNode): string {
+  if (!hasPgbackrest()) return '';
+  // Postgres runs archive_command in the data directory: %p is relative to this node's, hence its pg1-path
+  return `    archive_mode: 'on'
+    archive_timeout: ${ARCHIVE_TIMEOUT_S}
+    archive_command: 'pgbackrest --config=${pgbackrestConf(h)} --stanza=${STANZA} --pg1-path=${n.data} archive-push %p'
+`;
+}
+
+/** Runs pgbackrest as the postgres user (it runs as the data directories' owner); returns its output. */
+export function pgbackrest(h: HaTopology, args: string[]): string {
+  const ids = postgresIds();
+  return execFileSync('/usr/bin/pgbackrest', [`--config=${pgbackrestConf(h)}`, `--stanza=${STANZA}`, ...args], {
+    encoding: 'utf8',
+    ...(ids ? { uid: ids.uid, gid: ids.gid } : {}),
+    env: { PATH: `${PG_BIN}:/usr/bin:/bin`, HOME: '/var/lib/postgresql' },
+  });
+}
+
 function patroniConfig(h: HaTopology, n: HaNode): string {
   return `scope: ${h.scope}
 name: ${n.name}
@@ -146,7 +194,7 @@ postgresql:
       password: postgres
   parameters:
     unix_socket_directories: ${n.dir}
-tags:
+${archiving(h, n)}tags:
   nofailover: false
   noloadbalance: false
   clonefrom: false
@@ -263,6 +311,11 @@ export async function haUp(h: HaTopology): Promise<{ leader: HaNode; standby: Ha
     writeFileSync(path.join(n.dir, 'patroni.yml'), patroniConfig(h, n));
     if (ids) chownTree(n.dir, ids);
   }
+  if (hasPgbackrest()) {
+    for (const sub of ['repo', 'log', 'lock', 'spool']) mkdirSync(path.join(pgbackrestDir(h), sub), { recursive: true });
+    writeFileSync(pgbackrestConf(h), pgbackrestConfig(h));
+    if (ids) chownTree(pgbackrestDir(h), ids);
+  }
   // the first node bootstraps the cluster alone; the second then clones it
   startPatroni(h, h.nodes[0]);
   await waitFor(`${h.nodes[0].name} leading`, async () => !!(await leaderOf(h)), 90_000);
@@ -270,6 +323,8 @@ export async function haUp(h: HaTopology): Promise<{ leader: HaNode; standby: Ha
   if (!(await portOpen(h.leaderPort))) startLeaderProxy(h);
   const pair = await waitHealthy(h);
   await waitFor(`the leader through HAProxy on ${h.leaderPort}`, () => portOpen(h.leaderPort));
+  // the stanza once there is a primary (again harmless: it checks the one there)
+  if (hasPgbackrest()) pgbackrest(h, ['stanza-create']);
   return pair;
 }
 
