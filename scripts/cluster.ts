@@ -275,6 +275,8 @@ export function startHaproxy(t: Topology): void {
       '  timeout server 60s',
       '  retries 2',
       '  option redispatch',
+      // with no node ready, HAProxy answers as the service would: 503 service-unavailable, Retry-After, the error body
+      `  http-error status 503 content-type application/json hdr Retry-After 5 hdr Cache-Control no-store hdr Strict-Transport-Security "${HSTS}" lf-string '{"error":{"code":"service-unavailable","message":"The service is temporarily unavailable","request_id":"req_%[uuid]"}}'`,
       'frontend web',
       `  bind 127.0.0.1:${t.haproxyPort} ssl crt ${cert.pem} ssl-min-ver TLSv1.3 alpn http/1.1`,
       '  http-request set-header X-Forwarded-Proto https',

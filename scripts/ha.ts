@@ -355,6 +355,7 @@ export async function switchover(h: HaTopology, from: HaNode, to: HaNode): Promi
     method: 'POST',
     headers: { 'Content-Type': 'application/json' },
     body: JSON.stringify({ leader: from.name, candidate: to.name }),
+    signal: AbortSignal.timeout(60_000),
   });
   if (res.status !== 200) throw new Error(`switchover refused (${res.status}): ${await res.text()}`);
 }

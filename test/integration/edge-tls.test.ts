@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { edgeCertificate, edgeReady, HSTS, nodeEnv, startHaproxy, stopHaproxy, topologyAt, waitFor, type Topology } from '../../scripts/cluster';
 import { portOpen } from '../../scripts/local-services';
+import { freePort } from '../../scripts/lib/ports';
 import { ServiceClient } from '../../shared/client/signing';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { aMerchant } from '../helpers/money';
@@ -101,6 +102,25 @@ describe('the TLS edge (HAProxy, TLS 1.3 only)', function () {
     const page = await secure(card.checkout_url);
     expect(page.status).to.equal(200);
     expect(page.headers.get('strict-transport-security')).to.equal(HSTS);
+  });
+
+  it('answers 503 service-unavailable with Retry-After and the error body when no node is ready', async () => {
+    const down = { ...topologyAt(await freeBase(), 1), dir: mkdtempSync(path.join(tmpdir(), 'svc-edge-down-')) };
+    down.nodes[0] = { ...down.nodes[0], web: await freePort() }; // nothing listens there
+    startHaproxy(down);
+    try {
+      await waitFor('HAProxy', () => portOpen(down.haproxyPort), 10_000);
+      const res = await fetchTrusting(ca)(`https://127.0.0.1:${down.haproxyPort}/v1/payments`);
+      expect(res.status).to.equal(503);
+      expect(res.headers.get('retry-after')).to.equal('5');
+      expect(res.headers.get('strict-transport-security')).to.equal(HSTS);
+      const body = (await res.json()) as { error: { code: string; request_id: string } };
+      expect(body.error).to.include({ code: 'service-unavailable' });
+      expect(body.error.request_id).to.match(/^req_[0-9a-f-]{36}$/);
+    } finally {
+      stopHaproxy(down);
+      rmSync(down.dir, { recursive: true, force: true });
+    }
   });
 
   it('redirects plain HTTP to HTTPS (308, same path and query), except /health/* on the internal port', async () => {

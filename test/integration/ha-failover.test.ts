@@ -8,6 +8,7 @@ import { migrate } from '../../scripts/migrate';
 import { portOpen } from '../../scripts/local-services';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { aMerchant, mobilePayment } from '../helpers/money';
+import { ServiceClient } from '../../shared/client/signing';
 
 /**
  * The short failover of issue 34 §1, for CI: the service on a highly available Postgres (etcd,
@@ -44,7 +45,9 @@ describe('HA Postgres: the leader killed under load (Patroni, synchronous standb
     const databaseUrl = `postgres://postgres@127.0.0.1:${pooler.pgbouncerPort}/svc_ha_failover`;
     await migrate(databaseUrl);
     env = await startTestEnv({ DATABASE_URL: databaseUrl, DB_PREPARED_STATEMENTS: 'false', RATE_LIMIT_PER_MINUTE: '1000000' });
-    shop = await aMerchant(env);
+    const m = await aMerchant(env);
+    // a request unanswered after 20 s is a hang: it fails the test instead of stalling it
+    shop = { ...m, client: new ServiceClient({ ...m.client.opts, fetch: (url, init) => fetch(url, { ...init, signal: AbortSignal.timeout(20_000) }) }) };
   });
   after(async () => {
     await env?.close();
@@ -71,7 +74,8 @@ describe('HA Postgres: the leader killed under load (Patroni, synchronous standb
         keys++;
         for (;;) {
           const t0 = Date.now();
-          const res = await shop.client.post('/v1/payments', mobilePayment('243990000001'), { idempotencyKey: key }).catch(() => ({ status: 0, body: undefined }));
+          const res = await shop.client.post('/v1/payments', mobilePayment('243990000001'), { idempotencyKey: key }).catch((err: Error) => ({ status: err.name === 'TimeoutError' ? -1 : 0, body: undefined }));
+          if (res.status === -1) throw new Error(`POST /v1/payments unanswered after 20 s (key ${key})`);
           answers.push({ status: res.status, ms: Date.now() - t0, at: Date.now() });
           if (res.status === 201) {
             acknowledged.set(key, res.body.id);
@@ -89,6 +93,7 @@ describe('HA Postgres: the leader killed under load (Patroni, synchronous standb
 
     const leader = (await leaderOf(h))!;
     const killedAt = Date.now();
+    process.stdout.write(`      ${before} payments acknowledged; kill -9 of ${leader.name}'s postmaster\n`);
     process.kill(postmasterPid(leader)!, 'SIGKILL');
     // the load goes on until payments are acknowledged again through a new leader, then 3 s more
     await waitFor('a payment acknowledged after the kill', () => answers.some((a) => a.status === 201 && a.at - a.ms > killedAt), 60_000);
@@ -96,6 +101,7 @@ describe('HA Postgres: the leader killed under load (Patroni, synchronous standb
     await new Promise((r) => setTimeout(r, 3000));
     stop = true;
     await Promise.all(writers);
+    process.stdout.write(`      writers stopped\n`);
     const newLeader = await leaderOf(h);
 
     const unwritable = (firstAfter - killedAt) / 1000;
