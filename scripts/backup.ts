@@ -79,7 +79,7 @@ export async function restore(h: HaTopology, target: string, port = 5438): Promi
   const conf = path.join(dir, 'postgresql.conf');
   writeFileSync(conf, `${existsSync(conf) ? readFileSync(conf, 'utf8') : ''}\ninclude 'postgresql.restored.conf'\n`);
   if (!existsSync(path.join(dir, 'pg_hba.conf'))) writeFileSync(path.join(dir, 'pg_hba.conf'), 'local all all trust\nhost all all 127.0.0.1/32 trust\n');
-  if (isRoot()) asPostgres('/bin/chown', ['-R', 'postgres:postgres', dir]);
+  if (isRoot()) execFileSync('/bin/chown', ['-R', 'postgres:postgres', dir]);
   asPostgres(path.join(PG_BIN, 'pg_ctl'), ['-D', dir, '-l', path.join(dir, 'server.log'), '-w', '-t', '600', 'start']);
   // recovery replays up to the target, then promotes: wait until it takes writes
   const url = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
