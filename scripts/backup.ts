@@ -16,7 +16,9 @@ import { ARCHIVE_TIMEOUT_S, haTopologyAt, hasPgbackrest, PG_BIN, pgbackrest, typ
  * - `npm run db:restore -- --target "<timestamp>" [--port 5438]`: restores the latest backup
  *   before the target into a fresh data directory (.data/ha-<pg-base>/restored), replays the
  *   archived WAL up to the target, promotes, and starts it on --port. It refuses to overwrite a
- *   database that runs (its postmaster alive, or the port taken).
+ *   database that runs (its postmaster alive, or the port taken). The target must be followed by
+ *   an archived transaction (Postgres stops at the first commit after it). `cluster:down` stops
+ *   the restored database with the rest.
  *
  * `--pg-base` (5433, HA_PG_BASE) names the HA topology, as for cluster:up.
  */
@@ -80,7 +82,13 @@ export async function restore(h: HaTopology, target: string, port = 5438): Promi
   writeFileSync(conf, `${existsSync(conf) ? readFileSync(conf, 'utf8') : ''}\ninclude 'postgresql.restored.conf'\n`);
   if (!existsSync(path.join(dir, 'pg_hba.conf'))) writeFileSync(path.join(dir, 'pg_hba.conf'), 'local all all trust\nhost all all 127.0.0.1/32 trust\n');
   if (isRoot()) execFileSync('/bin/chown', ['-R', 'postgres:postgres', dir]);
-  asPostgres(path.join(PG_BIN, 'pg_ctl'), ['-D', dir, '-l', path.join(dir, 'server.log'), '-w', '-t', '600', 'start']);
+  try {
+    asPostgres(path.join(PG_BIN, 'pg_ctl'), ['-D', dir, '-l', path.join(dir, 'server.log'), '-w', '-t', '600', 'start']);
+  } catch {
+    const fatal = readFileSync(path.join(dir, 'server.log'), 'utf8').split('\n').filter((l) => /FATAL/.test(l)).pop() ?? 'see the log';
+    const hint = /before configured recovery target/.test(fatal) ? ' (no transaction archived after the target yet: pick an earlier target, or wait for the next archive, at most archive_timeout)' : '';
+    throw new Error(`the restored database did not start: ${fatal}${hint}; log ${path.join(dir, 'server.log')}`);
+  }
   // recovery replays up to the target, then promotes: wait until it takes writes
   const url = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
   for (let i = 0; i < 600; i++) {

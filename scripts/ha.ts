@@ -377,6 +377,12 @@ export async function haDown(h: HaTopology): Promise<void> {
     const pm = postmasterPid(n);
     if (pm) process.kill(pm, 'SIGKILL');
   }
+  // a database db:restore started in the topology's folder (fast shutdown)
+  const restored = postmasterPid({ data: path.join(h.dir, 'restored') } as HaNode);
+  if (restored) {
+    process.kill(restored, 'SIGINT');
+    await waitFor('the restored database to stop', () => !pidAlive(restored), 30_000).catch(() => process.kill(restored, 'SIGKILL'));
+  }
   const etcd = killFromPidFile(etcdPidFile(h));
   if (etcd) await waitFor('etcd to stop', () => !pidAlive(etcd), 20_000).catch(() => undefined);
   await waitFor('the HA ports to close', async () => !(await Promise.all([h.leaderPort, h.etcd.client, ...h.nodes.flatMap((n) => [n.pg, n.rest])].map((p) => portOpen(p)))).some(Boolean), 20_000);
