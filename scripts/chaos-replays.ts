@@ -69,6 +69,18 @@ export interface ReplayTally {
   otherAnswers: Map<string, number>;
 }
 
+/** `read`, tried again every second for up to a minute while it fails. */
+async function readRetried<T>(read: () => Promise<T>): Promise<T> {
+  for (let i = 0; ; i++) {
+    try {
+      return await read();
+    } catch (err) {
+      if (i >= 60) throw err;
+      await sleep(1000);
+    }
+  }
+}
+
 export class Replays {
   readonly tally: ReplayTally = { tried: 0, refused: 0, acted: 0, sameKey: 0, sameKeyAnswered: 0, otherAnswers: new Map() };
 
@@ -86,7 +98,8 @@ export class Replays {
       if (refusedReplay(res, key)) this.tally.refused++;
       else this.other(label, res);
     }
-    this.tally.acted += Math.max(0, (await countOf(this.db, sent.identity)) - 1);
+    // read again while Postgres fails over (the HA drill's leader changes reach this connection too)
+    this.tally.acted += Math.max(0, (await readRetried(() => countOf(this.db, sent.identity))) - 1);
     this.tally.sameKey++;
     const again = await this.answer(sent, sent.key);
     if (again?.status === sent.answer.status && isDeepStrictEqual(again.body, sent.answer.body)) this.tally.sameKeyAnswered++;

@@ -4,7 +4,9 @@ import os from 'node:os';
 import path from 'node:path';
 import knex, { type Knex } from 'knex';
 import { ServiceClient } from '../shared/client/signing';
-import { clusterDown, clusterUp, nodeEnv, startHaproxy, startNode, stopNode, topologyAt, waitFor, type NodePorts, type Topology } from './cluster';
+import { haDown, haUp, patroniLog, type HaTopology } from './ha';
+import { leaderChangesTable, loseLeaderWithDisk, plannedSwitchover, type LeaderChange } from './chaos-ha';
+import { clusterDown, clusterUp, edgeReady, nodeEnv, startHaproxy, startNode, stopNode, topologyAt, waitFor, type NodePorts, type Topology } from './cluster';
 import { PROJECT_ROOT, portOpen } from './local-services';
 import { NodeCutoffs, processesIn } from './chaos-cutoff';
 import { killRedisMaster, killWholeNode, restartPgbouncer, type FaultOutcome } from './chaos-faults';
@@ -62,6 +64,8 @@ export interface TopologyDrillOptions {
   databaseUrl: string;
   rate: number;
   drainS: number;
+  /** with `ha`, PgBouncer is in front of the Patroni leader of `ha` (scripts/ha.ts), and the faults are the database's (chaos-ha.ts) */
+  ha?: HaTopology;
 }
 
 const APP_NAME = 'chaos-drill';
@@ -93,21 +97,23 @@ const answersReady = async (port: number) => (await fetch(`http://127.0.0.1:${po
 
 export async function runTopologyDrill(o: TopologyDrillOptions): Promise<number> {
   const t = topologyAt(o.base, 2);
-  let cutoffs: NodeCutoffs;
+  // the HA drill cuts no node off: it needs neither iptables nor the nodes' cgroups
+  let cutoffs: NodeCutoffs | undefined;
   try {
-    cutoffs = NodeCutoffs.prepare(o.base);
+    if (!o.ha) cutoffs = NodeCutoffs.prepare(o.base);
   } catch (err) {
     return cannotRun(`a node cannot be cut off on this machine: ${(err as Error).message}`);
   }
   const refusal = await takeOverPorts(t, o.base + RECEIVER_OFFSET).catch((err: Error) => err.message);
   if (refusal) {
-    cutoffs.release();
+    cutoffs?.release();
     return cannotRun(refusal);
   }
   const cleanUp = async () => {
     for (const node of t.nodes) if (existsSync(nodeLog(t, node))) copyFileSync(nodeLog(t, node), keptLog(t, node));
     await clusterDown(t).catch((err) => process.stderr.write(`chaos: cluster:down failed: ${err.message}\n`));
-    cutoffs.release();
+    if (o.ha) await haDown(o.ha).catch((err) => process.stderr.write(`chaos: stopping the HA Postgres failed: ${err.message}\n`));
+    cutoffs?.release();
   };
   const interrupted = () => void cleanUp().then(() => process.exit(130));
   process.once('SIGINT', interrupted);
@@ -141,15 +147,19 @@ function cannotRun(reason: string): number {
   return 2;
 }
 
-async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs): Promise<number> {
+async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs | undefined): Promise<number> {
   const [nodeA] = t.nodes;
   const dbUrl = new URL(o.databaseUrl);
   const database = dbUrl.pathname.slice(1);
   const postgres = { host: dbUrl.hostname, port: Number(dbUrl.port || 5432) };
-  const serviceUrl = `http://127.0.0.1:${t.haproxyPort}`;
+  if (o.ha) {
+    const { leader, standby } = await haUp(o.ha);
+    say(`HA Postgres: etcd ${o.ha.etcd.client}, Patroni ${o.ha.nodes.map((n) => `${n.name} (Postgres ${n.pg}, REST ${n.rest})`).join(', ')}: leader ${leader.name}, synchronous standby ${standby.name}; HAProxy to the leader on ${o.ha.leaderPort}`);
+  }
+  const serviceUrl = `https://127.0.0.1:${t.haproxyPort}`;
   /** Starts `node` in its cgroup and waits until it is ready. */
   const startDrillNode = async (node: NodePorts) => {
-    startNode(t, node, drillNodeEnv(t, node, database), { cgroup: cutoffs.cgroupOf(node.name) });
+    startNode(t, node, drillNodeEnv(t, node, database), { cgroup: cutoffs?.cgroupOf(node.name) });
     await waitFor(`${node.name} (web on ${node.web})`, () => answersReady(node.web), 180_000);
   };
   say(`topology on ${o.base}: Redis Cluster ${t.redisPorts[0]}-${t.redisPorts[5]}, PgBouncer ${t.pgbouncerPort} in front of ${postgres.host}:${postgres.port}, database ${database}`);
@@ -158,7 +168,8 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs)
 
   const receiverPort = o.base + RECEIVER_OFFSET;
   const { server: receiver, received } = await startReceiver(receiverPort);
-  const db: Knex = knex({ client: 'pg', connection: { connectionString: o.databaseUrl, application_name: APP_NAME }, pool: { min: 0, max: 4 } });
+  // idle connections closed soon: a failover drops them, and a dead one must not be handed out
+  const db: Knex = knex({ client: 'pg', connection: { connectionString: o.databaseUrl, application_name: APP_NAME }, pool: { min: 0, max: 4, idleTimeoutMillis: 1000 } });
   const merchant = await createDrillMerchant(operatorApi(`http://127.0.0.1:${nodeA.admin}`, ADMIN_TOKEN), serviceUrl, `http://127.0.0.1:${receiverPort}/hook`);
   const poster = new SignedPoster(merchant.client);
   const load = new MerchantLoad(poster, db, merchant.id);
@@ -167,7 +178,8 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs)
   say(`merchant ${merchant.id}; load through HAProxy and faults for ${o.durationS} s`);
 
   const startedAt = Date.now();
-  const faults = breakThings({
+  const probesDuring = async (during: string) => load.probes(merchant.client, poster, await load.refundablePayments(10), during);
+  const faults = o.ha || !cutoffs ? breakDatabase(o.ha!, startedAt, o.durationS, probesDuring) : breakThings({
     t,
     startedAt,
     durationS: o.durationS,
@@ -183,7 +195,8 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs)
     },
   });
   let faultsOver = false;
-  void faults.finally(() => (faultsOver = true));
+  // (a rejection is the Promise.all's below)
+  void faults.finally(() => (faultsOver = true)).catch(() => undefined);
   const end = startedAt + o.durationS * 1000;
   const [, broken] = await Promise.all([load.run(o.rate, () => Date.now() < end || !faultsOver), faults]);
   const loadS = Math.round((Date.now() - startedAt) / 1000);
@@ -192,7 +205,7 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs)
 
   await waitUntilFinal(db, merchant.id, o.drainS);
   const outcome = await assessOutcome(db, merchant.id, load, received, { url: `http://127.0.0.1:${nodeA.sandbox}`, apiKey: SANDBOX_PROVIDER_KEY });
-  const checks = [...outcome.checks, boundedAnswersCheck(`${nodeA.name} cut off (network, ${CUT_S} s)`, broken.cut), ...broken.checks];
+  const checks = [...outcome.checks, ...('changes' in broken ? [] : [boundedAnswersCheck(`${nodeA.name} cut off (network, ${CUT_S} s)`, broken.cut)]), ...broken.checks];
   await db.destroy();
   receiver.close();
   // stopped gracefully, so that their logs are whole
@@ -204,6 +217,19 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs)
   );
   checks.push(logLeaksCheck(leaks, lookups));
 
+  if ('changes' in broken) {
+    process.stdout.write(`\nleader changes (time without a writable leader, through the leader's HAProxy):\n${leaderChangesTable(broken.changes)}\n`);
+    return printReport({
+      headline:
+        `chaos drill across the topology on HA Postgres (etcd, 2 Postgres 15 nodes under Patroni, synchronous standby; PgBouncer in front of the leader's HAProxy; Redis Cluster 3 masters + 3 replicas; ${t.nodes.length} nodes behind the TLS edge): ${loadS} s of load through HAProxy (--duration ${o.durationS}); ` +
+        `faults: ${broken.changes.map((c) => c.fault).join('; ')}`,
+      outcome,
+      tally: load.tally,
+      checks,
+      leaks,
+      logs: `node logs: ${t.nodes.map((n) => keptLog(t, n)).join(', ')}; Patroni logs: ${o.ha!.nodes.map((n) => patroniLog(n)).join(', ')} (removed by cluster:down)`,
+    });
+  }
   return printReport({
     headline:
       `chaos drill across the topology (Redis Cluster 3 masters + 3 replicas, PgBouncer, ${t.nodes.length} nodes behind HAProxy): ${loadS} s of load through HAProxy (--duration ${o.durationS}, longer if a fault ran late); ` +
@@ -225,7 +251,7 @@ async function bringUp(t: Topology, postgres: { host: string; port: number }, st
     await startDrillNode(node);
   }
   if (!(await portOpen(t.haproxyPort))) startHaproxy(t);
-  await waitFor(`HAProxy on ${t.haproxyPort}`, () => answersReady(t.haproxyPort), 30_000);
+  await waitFor(`HAProxy on ${t.haproxyHttpPort}`, () => edgeReady(t), 30_000);
 }
 
 interface FaultPlan {
@@ -274,6 +300,54 @@ async function breakThings(f: FaultPlan): Promise<{ checks: Check[]; cut: Partit
     say(`${nodeA.name} cut-off failed: ${(err as Error).message}`);
   }
   return { checks, cut, cutProcesses };
+}
+
+/**
+ * The faults of the HA drill, each at its share of the duration (or once the one before is over):
+ * 15 % the leader killed with its disk lost, 45 % a switchover, 70 % the leader (the other node
+ * now) killed with its disk lost again. The requests timed meanwhile must all be answered within
+ * bounds; each leader change is a check (a new leader, writable within 30 s, the old node its
+ * synchronous standby again).
+ */
+async function breakDatabase(
+  h: HaTopology,
+  startedAt: number,
+  durationS: number,
+  probes: (during: string) => Promise<Parameters<typeof probeUntil>[1]>,
+): Promise<{ checks: Check[]; changes: LeaderChange[] }> {
+  const at = (share: number) => sleep(Math.max(0, startedAt + share * durationS * 1000 - Date.now()));
+  const checks: Check[] = [];
+  const changes: LeaderChange[] = [];
+  const plan: [number, string, () => Promise<LeaderChange>][] = [
+    [0.15, 'leader killed, disk lost', () => loseLeaderWithDisk(h)],
+    [0.45, 'switchover', () => plannedSwitchover(h)],
+    [0.7, 'leader killed, disk lost (again)', () => loseLeaderWithDisk(h)],
+  ];
+  for (const [share, name, fault] of plan) {
+    await at(share);
+    let change: LeaderChange | undefined;
+    // the probes' payments to refund are read before the fault: the drill's own connections fail over too
+    const timed = await probes(name).catch(() => ({}) as Parameters<typeof probeUntil>[1]);
+    const answers = await probeUntil(
+      fault().then(
+        (c) => {
+          change = c;
+        },
+        (err: Error) => {
+          say(`${name} failed: ${err.message}`);
+        },
+      ),
+      timed,
+    );
+    if (change) changes.push(change);
+    checks.push({
+      name: `fault: ${name}`,
+      ok: !!change?.ok,
+      detail: change ? `${change.from} -> ${change.to ?? 'none'}, no writable leader for ${change.unwritableS.toFixed(1)} s, ${change.from} synchronous standby again: ${change.healthyS === undefined ? 'never' : `after ${change.healthyS.toFixed(1)} s`}` : 'not run',
+    });
+    checks.push(boundedAnswersCheck(`requests during: ${name}`, answers));
+  }
+  return { checks, changes };
 }
 
 /** The drill's merchant, signing its requests to one node directly rather than through HAProxy. */

@@ -1,4 +1,4 @@
-import { spawn, execFileSync, type ChildProcess } from 'node:child_process';
+import { spawn, spawnSync, execFileSync, type ChildProcess } from 'node:child_process';
 import { createWriteStream, existsSync, type WriteStream } from 'node:fs';
 import { randomInt } from 'node:crypto';
 import os from 'node:os';
@@ -16,6 +16,8 @@ import { SignedPoster } from './chaos-replays';
 import { assessOutcome, boundedAnswersCheck, logLeaksCheck, printReport, waitUntilFinal } from './chaos-report';
 import { runTopologyDrill } from './chaos-topology';
 import { startLiveConnectors, type LiveConnectors } from './chaos-live';
+import { edgeCertificate } from './cluster';
+import { haTopologyAt } from './ha';
 import { pidAlive } from './lib/processes';
 
 /**
@@ -86,14 +88,29 @@ const { values: opts } = parseArgs({
     'redis-url': { type: 'string' },
     rate: { type: 'string', default: '4' },
     drain: { type: 'string', default: '300' },
+    // --topology cluster only: single (the machine's Postgres) or ha (scripts/ha.ts, and the database faults)
+    db: { type: 'string', default: 'single' },
+    'pg-base': { type: 'string', default: process.env.HA_PG_BASE || '5433' },
+    'etcd-base': { type: 'string', default: process.env.HA_ETCD_BASE || '5441' },
   },
 });
+if (opts.db !== 'single' && opts.db !== 'ha') throw new Error('--db is single or ha');
+if (opts.db === 'ha' && !opts.topology) throw new Error('--db ha goes with --topology cluster');
+const ha = opts.db === 'ha' ? haTopologyAt(Number(opts['pg-base']), Number(opts['etcd-base'])) : undefined;
 if (opts.topology !== undefined && opts.topology !== 'cluster') throw new Error('--topology takes one value: cluster (scripts/chaos-topology.ts)');
 if (opts.topology && opts['live-connectors']) throw new Error('--live-connectors is for the single-machine drill, not --topology cluster');
 if (opts.topology && opts['redis-url']) throw new Error('--redis-url is for the single-machine drill: --topology cluster starts a Redis Cluster of its own');
 const durationS = Number(opts.duration);
 const base = Number(opts['base-port'] ?? (opts.topology ? process.env.CLUSTER_BASE_PORT || '7100' : process.env.CHAOS_BASE_PORT || '5200'));
-const databaseUrl = opts['database-url'] ?? (opts.topology ? 'postgres://postgres@127.0.0.1:5432/svc_chaos_topology' : opts['live-connectors'] ? 'postgres://postgres@127.0.0.1:5432/svc_chaos_live' : process.env.CHAOS_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/svc_chaos');
+const databaseUrl =
+  opts['database-url'] ??
+  (ha
+    ? `postgres://postgres@127.0.0.1:${ha.leaderPort}/svc_chaos_topology`
+    : opts.topology
+      ? 'postgres://postgres@127.0.0.1:5432/svc_chaos_topology'
+      : opts['live-connectors']
+        ? 'postgres://postgres@127.0.0.1:5432/svc_chaos_live'
+        : process.env.CHAOS_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/svc_chaos');
 const rate = Number(opts.rate);
 const drainS = Number(opts.drain);
 for (const [name, v] of [['duration', durationS], ['base-port', base], ['rate', rate], ['drain', drainS]] as const) {
@@ -378,8 +395,13 @@ async function main() {
   process.exit(code);
 }
 
-if (opts.topology) {
-  runTopologyDrill({ durationS, base, databaseUrl, rate, drainS }).then(
+if (opts.topology && process.env.NODE_EXTRA_CA_CERTS !== edgeCertificate().crt) {
+  // the drill's clients reach the service through the TLS edge: this process must trust its
+  // local certificate, which Node reads only at start; the drill runs again in a child that does
+  const child = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, NODE_EXTRA_CA_CERTS: edgeCertificate().crt } });
+  process.exit(child.status ?? 2);
+} else if (opts.topology) {
+  runTopologyDrill({ durationS, base, databaseUrl, rate, drainS, ha }).then(
     (code) => process.exit(code),
     (err) => {
       process.stderr.write(`chaos failed: ${err.stack ?? err.message}\n`);

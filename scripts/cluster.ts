@@ -1,9 +1,11 @@
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { asPostgresUser, isRoot, portOpen, PROJECT_ROOT } from './local-services';
 import { pidAlive } from './lib/processes';
+import { HSTS } from '../api/middleware/securityHeaders';
+import { haDown, haTopologyAt, haUp } from './ha';
 
 /**
  * `npm run cluster:up` / `npm run cluster:down`: the distributed topology on this machine, from
@@ -18,14 +20,26 @@ import { pidAlive } from './lib/processes';
  * +2 sandbox provider, +3 card vault, +4 card acquirer), named node-a, node-b in logs and
  * metrics, sharing the cluster and Postgres through PgBouncer, behind HAProxy on p+7
  * health-checking /health/ready. BASE_URL is HAProxy's, so callbacks, checkout pages and 3-D
- * Secure returns reach whichever node answers. The providers are outside the service: both nodes
+ * Secure returns reach whichever node answers. HAProxy is the TLS edge (decisions.md "Retention
+ * and transport"): HTTPS on p+7, TLS 1.3 only, on a certificate made here for local use
+ * (edgeCertificate), HSTS on every answer; its plain-HTTP port p+8 (the internal one) serves
+ * /health/* and redirects everything else to HTTPS. BASE_URL is https://, and the nodes'
+ * processes trust the local certificate (NODE_EXTRA_CA_CERTS). The providers are outside the service: both nodes
  * use node-a's sandboxes (a provider keeps its own state), node-b's run unused.
+ *
+ * `up --db ha` puts PgBouncer in front of a highly available Postgres instead of the machine's
+ * (scripts/ha.ts): etcd, two Postgres 15 nodes under Patroni with a synchronous standby, and an
+ * HAProxy that follows the leader (ports from --pg-base 5433 and --etcd-base 5441). The service's
+ * DATABASE_URL (PgBouncer's) stays the same when the leader changes. `down` stops it too.
  */
 
 export interface Topology {
   redisPorts: number[];
   pgbouncerPort: number;
+  /** HTTPS, TLS 1.3 only */
   haproxyPort: number;
+  /** plain HTTP, the internal port: /health/* answered, anything else redirected to HTTPS */
+  haproxyHttpPort: number;
   dir: string;
   /** the service's nodes, when it runs as several */
   nodes: NodePorts[];
@@ -45,6 +59,7 @@ export function topologyAt(basePort: number, nodeCount = 0): Topology {
     redisPorts: Array.from({ length: 6 }, (_, i) => basePort + i),
     pgbouncerPort: basePort + 6,
     haproxyPort: basePort + 7,
+    haproxyHttpPort: basePort + 8,
     dir: path.join(PROJECT_ROOT, '.data', `cluster-${basePort}`),
     nodes: Array.from({ length: nodeCount }, (_, i) => {
       const b = basePort + 10 * (i + 1);
@@ -64,6 +79,35 @@ export function topologyEnv(t: Topology, database: string): Record<string, strin
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+
+/** The edge's certificate for local use: `pem` (certificate and key, HAProxy's crt), `crt` (what clients trust). */
+export interface EdgeCertificate {
+  pem: string;
+  crt: string;
+}
+
+/**
+ * A self-signed certificate for 127.0.0.1 and localhost (EC P-256, 1 year), made with openssl
+ * the first time and kept under .data/tls/ for every topology of this checkout. In production
+ * HAProxy's `crt` is the real certificate and its chain (README "TLS at the edge").
+ */
+export function edgeCertificate(dir = path.join(PROJECT_ROOT, '.data', 'tls')): EdgeCertificate {
+  const cert = { pem: path.join(dir, 'edge.pem'), crt: path.join(dir, 'edge.crt') };
+  if (existsSync(cert.pem) && existsSync(cert.crt)) return cert;
+  mkdirSync(dir, { recursive: true });
+  const tmp = `${dir}/.edge-${process.pid}`;
+  execFileSync(need('openssl', 'openssl'), [
+    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '365',
+    '-subj', '/CN=svc-payments local edge', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
+    '-keyout', `${tmp}.key`, '-out', `${tmp}.crt`,
+  ], { stdio: 'ignore' });
+  writeFileSync(`${tmp}.pem`, readFileSync(`${tmp}.crt`, 'utf8') + readFileSync(`${tmp}.key`, 'utf8'), { mode: 0o600 });
+  // whole files renamed into place: a topology starting meanwhile reads the old pair or the new
+  renameSync(`${tmp}.pem`, cert.pem);
+  renameSync(`${tmp}.crt`, cert.crt);
+  rmSync(`${tmp}.key`, { force: true });
+  return cert;
+}
 
 function need(bin: string, pkg: string): string {
   for (const dir of ['/usr/bin', '/usr/sbin', '/usr/local/bin']) if (existsSync(path.join(dir, bin))) return path.join(dir, bin);
@@ -125,6 +169,8 @@ export function startPgbouncer(t: Topology, postgres = { host: '127.0.0.1', port
       `logfile = ${path.join(dir, 'pgbouncer.log')}`,
       // node-postgres sends extra_float_digits at start; this PgBouncer (1.18) refuses unknown parameters
       'ignore_startup_parameters = extra_float_digits',
+      // after a failed server login (Postgres down, a failover under way) it tries again after 1 s, not 15
+      'server_login_retry = 1',
       '',
     ].join('\n'),
   };
@@ -161,7 +207,9 @@ export function nodeEnv(t: Topology, node: NodePorts, database: string): Record<
     NODE_NAME: node.name,
     PORT: String(node.web),
     ADMIN_PORT: String(node.admin),
-    BASE_URL: `http://127.0.0.1:${t.haproxyPort}`,
+    BASE_URL: `https://127.0.0.1:${t.haproxyPort}`,
+    // the processes that call BASE_URL (the sandboxes' callbacks and returns) trust the local edge certificate
+    NODE_EXTRA_CA_CERTS: edgeCertificate().crt,
     SANDBOX_PROVIDER_PORT: String(node.sandbox),
     SANDBOX_PROVIDER_URL: `http://127.0.0.1:${providers.sandbox}`,
     CARD_VAULT_PORT: String(node.vault),
@@ -203,15 +251,23 @@ export async function stopNode(t: Topology, node: NodePorts, signal: NodeJS.Sign
   rmSync(pidFile, { force: true });
 }
 
-/** HAProxy in front of the nodes' web ports, health-checking /health/ready. */
+export { HSTS };
+
+/**
+ * HAProxy in front of the nodes' web ports, health-checking /health/ready: the TLS edge on
+ * haproxyPort (TLS 1.3 only, HSTS), and the internal plain-HTTP port haproxyHttpPort (/health/*
+ * served, anything else a 308 to the same path over HTTPS).
+ */
 export function startHaproxy(t: Topology): void {
   const haproxy = need('haproxy', 'haproxy');
   const cfg = path.join(t.dir, 'haproxy.cfg');
+  const cert = edgeCertificate();
   writeFileSync(
     cfg,
     [
       'global',
       `  pidfile ${path.join(t.dir, 'haproxy.pid')}`,
+      '  ssl-default-bind-options ssl-min-ver TLSv1.3',
       'defaults',
       '  mode http',
       '  timeout connect 2s',
@@ -219,8 +275,16 @@ export function startHaproxy(t: Topology): void {
       '  timeout server 60s',
       '  retries 2',
       '  option redispatch',
+      // with no node ready, HAProxy answers as the service would: 503 service-unavailable, Retry-After, the error body
+      `  http-error status 503 content-type application/json hdr Retry-After 5 hdr Cache-Control no-store hdr Strict-Transport-Security "${HSTS}" lf-string '{"error":{"code":"service-unavailable","message":"The service is temporarily unavailable","request_id":"req_%[uuid]"}}'`,
       'frontend web',
-      `  bind 127.0.0.1:${t.haproxyPort}`,
+      `  bind 127.0.0.1:${t.haproxyPort} ssl crt ${cert.pem} ssl-min-ver TLSv1.3 alpn http/1.1`,
+      '  http-request set-header X-Forwarded-Proto https',
+      `  http-response set-header Strict-Transport-Security "${HSTS}"`,
+      '  default_backend nodes',
+      'frontend internal',
+      `  bind 127.0.0.1:${t.haproxyHttpPort}`,
+      `  http-request redirect prefix https://127.0.0.1:${t.haproxyPort} code 308 unless { path_beg /health/ }`,
       '  default_backend nodes',
       'backend nodes',
       '  option httpchk GET /health/ready',
@@ -233,17 +297,26 @@ export function startHaproxy(t: Topology): void {
   execFileSync(haproxy, ['-D', '-f', cfg]);
 }
 
+/** Stops the HAProxy startHaproxy started (by its pid file). */
+export function stopHaproxy(t: Topology): void {
+  const haproxyPid = path.join(t.dir, 'haproxy.pid');
+  if (!existsSync(haproxyPid)) return;
+  try {
+    process.kill(Number(readFileSync(haproxyPid, 'utf8').trim()), 'SIGTERM');
+  } catch {
+    // already gone
+  }
+}
+
+/** HAProxy answers and a node behind it is ready (through the internal port's /health/ready). */
+export async function edgeReady(t: Topology): Promise<boolean> {
+  return (await fetch(`http://127.0.0.1:${t.haproxyHttpPort}/health/ready`).catch(() => null))?.status === 200;
+}
+
 /** Stops what clusterUp started (by the pid files under its folder) and removes its files. */
 export async function clusterDown(t: Topology): Promise<void> {
   for (const node of t.nodes) await stopNode(t, node);
-  const haproxyPid = path.join(t.dir, 'haproxy.pid');
-  if (existsSync(haproxyPid)) {
-    try {
-      process.kill(Number(readFileSync(haproxyPid, 'utf8').trim()), 'SIGTERM');
-    } catch {
-      // already gone
-    }
-  }
+  stopHaproxy(t);
   for (const port of t.redisPorts) spawnSync('redis-cli', ['-p', String(port), 'shutdown', 'nosave'], { stdio: 'ignore' });
   const pidFile = pgbouncerPidFile(t);
   if (existsSync(pidFile)) {
@@ -253,15 +326,25 @@ export async function clusterDown(t: Topology): Promise<void> {
       // already gone
     }
   }
-  await waitFor('the topology to stop', async () => !(await Promise.all([...t.redisPorts, t.pgbouncerPort, t.haproxyPort].map((p) => portOpen(p)))).some(Boolean), 10_000);
+  await waitFor('the topology to stop', async () => !(await Promise.all([...t.redisPorts, t.pgbouncerPort, t.haproxyPort, t.haproxyHttpPort].map((p) => portOpen(p)))).some(Boolean), 10_000);
   rmSync(t.dir, { recursive: true, force: true });
 }
 
 async function main() {
   const { values, positionals } = parseArgs({
     allowPositionals: true,
-    options: { 'base-port': { type: 'string', default: process.env.CLUSTER_BASE_PORT || '7100' }, nodes: { type: 'string', default: '0' }, database: { type: 'string', default: 'svc_cluster' } },
+    options: {
+      'base-port': { type: 'string', default: process.env.CLUSTER_BASE_PORT || '7100' },
+      nodes: { type: 'string', default: '0' },
+      database: { type: 'string', default: 'svc_cluster' },
+      // single: PgBouncer in front of the machine's Postgres; ha: in front of the Patroni leader (scripts/ha.ts)
+      db: { type: 'string', default: 'single' },
+      'pg-base': { type: 'string', default: process.env.HA_PG_BASE || '5433' },
+      'etcd-base': { type: 'string', default: process.env.HA_ETCD_BASE || '5441' },
+    },
   });
+  if (values.db !== 'single' && values.db !== 'ha') throw new Error('--db is single or ha');
+  const h = haTopologyAt(Number(values['pg-base']), Number(values['etcd-base']));
   const base = Number(values['base-port']);
   if (!Number.isInteger(base) || base < 1024 || base > 65_000) throw new Error('--base-port must be a port between 1024 and 65000');
   const nodeCount = Number(values.nodes);
@@ -269,8 +352,16 @@ async function main() {
   // down finds the nodes by their pid files, whatever --nodes says
   const t = topologyAt(base, positionals[0] === 'down' ? 4 : nodeCount);
   if (positionals[0] === 'up') {
-    await clusterUp(t);
-    process.stdout.write(`cluster | Redis Cluster on ${t.redisPorts.join(', ')}, PgBouncer (transaction pooling) on ${t.pgbouncerPort}\n`);
+    let postgres = { host: '127.0.0.1', port: 5432 };
+    if (values.db === 'ha') {
+      const { leader, standby } = await haUp(h);
+      postgres = { host: '127.0.0.1', port: h.leaderPort };
+      process.stdout.write(
+        `cluster | etcd on ${h.etcd.client}; Postgres 15 under Patroni: ${h.nodes.map((n) => `${n.name} on ${n.pg} (REST ${n.rest})`).join(', ')}; leader ${leader.name}, synchronous standby ${standby.name}; HAProxy to the leader on ${h.leaderPort}\n`,
+      );
+    }
+    await clusterUp(t, postgres);
+    process.stdout.write(`cluster | Redis Cluster on ${t.redisPorts.join(', ')}, PgBouncer (transaction pooling) on ${t.pgbouncerPort} in front of ${postgres.host}:${postgres.port}\n`);
     if (t.nodes.length) {
       execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build.js'), '--if-stale'], { cwd: PROJECT_ROOT, stdio: 'inherit' });
       for (const node of t.nodes) {
@@ -280,8 +371,10 @@ async function main() {
         process.stdout.write(`cluster | ${node.name} (pid ${pid}): web ${node.web}, operator API ${node.admin}; log ${path.join(t.dir, `${node.name}.log`)}\n`);
       }
       startHaproxy(t);
-      await waitFor(`HAProxy on ${t.haproxyPort}`, async () => (await fetch(`http://127.0.0.1:${t.haproxyPort}/health/ready`).catch(() => null))?.status === 200, 30_000);
-      process.stdout.write(`cluster | HAProxy on ${t.haproxyPort} in front of ${t.nodes.map((n) => n.name).join(', ')}: the service is http://127.0.0.1:${t.haproxyPort}\n`);
+      await waitFor(`HAProxy on ${t.haproxyHttpPort}`, () => edgeReady(t), 30_000);
+      process.stdout.write(
+        `cluster | HAProxy in front of ${t.nodes.map((n) => n.name).join(', ')}: the service is https://127.0.0.1:${t.haproxyPort} (TLS 1.3, certificate ${edgeCertificate().crt}); health on http://127.0.0.1:${t.haproxyHttpPort}/health/*\n`,
+      );
     } else {
       process.stdout.write('cluster | run the service on it with:\n');
       for (const [k, v] of Object.entries(topologyEnv(t, 'svc_payments'))) process.stdout.write(`export ${k}=${v}\n`);
@@ -289,8 +382,13 @@ async function main() {
   } else if (positionals[0] === 'down') {
     await clusterDown(t);
     process.stdout.write(`cluster | stopped the topology on ${t.redisPorts[0]}-${t.pgbouncerPort}\n`);
+    // the HA Postgres of `up --db ha` (found by its folder, whatever --db says)
+    if (existsSync(h.dir)) {
+      await haDown(h);
+      process.stdout.write(`cluster | stopped etcd, Patroni and both Postgres nodes of ${h.dir}\n`);
+    }
   } else {
-    throw new Error('usage: cluster.ts up|down [--base-port p]');
+    throw new Error('usage: cluster.ts up|down [--base-port p] [--nodes n] [--db single|ha] [--pg-base p] [--etcd-base p]');
   }
 }
 

@@ -467,6 +467,8 @@ export function loadConfig(env: Env = process.env) {
     /** connections the kernel queues for accept (Node's default 511; capped by net.core.somaxconn): past it SYNs drop and clients retry 1, 3, 7, 15 s later */
     webListenBacklog: int(env, 'WEB_LISTEN_BACKLOG', 4096, 1, 65_535),
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 5000, 10),
+    /** how often each pool purges the log-like rows it owns past their retention (shared/retention.ts) */
+    retentionIntervalMs: int(env, 'RETENTION_INTERVAL_MS', 60_000, 50, 86_400_000),
     /** the re-drive (shared/queues/redrive.ts): every `intervalMs`, a job for each open piece of work older than `graceMs` that has none (Redis lost it) */
     redrive: { intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000), graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000) },
     /** webhook retry delays in milliseconds (docs/decisions.md: attempt n+1 after delay n) */

@@ -1,5 +1,6 @@
 import type { Db, Executor, Trx } from './db/knex';
 import { IdempotencyKey } from './db/models';
+import { purgeIdempotencyKeys } from './retention';
 import { runSql } from './db/sql/run';
 import { TAKE_KEY } from './db/sql/idempotencyKeys';
 import { transact, type OutboxWriter, type TransactDeps } from './db/transact';
@@ -19,9 +20,9 @@ import type { KeyRow } from './db/sql/transitions';
 /** Idempotency keys live 24 hours (spec 8); expired ones are purged by the outbox-relay pool. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
-/** Deletes the keys whose window ended before `nowMs` (the service clock, shared/clock.ts). */
-export async function purgeExpiredIdempotencyKeys(db: Db, nowMs: number): Promise<number> {
-  return IdempotencyKey.query(db).where('expires_at', '<', new Date(nowMs)).delete();
+/** Expired keys (their window ended before `nowMs`, the service clock: shared/clock.ts), deleted in bounded batches (shared/retention.ts). */
+export function purgeExpiredIdempotencyKeys(db: Db, nowMs: number): Promise<number> {
+  return purgeIdempotencyKeys(db, { now: nowMs });
 }
 
 /** One key: unique per merchant and environment (spec 5.4, architecture rule 5). */

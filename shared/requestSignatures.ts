@@ -1,6 +1,7 @@
 import { Conflict } from './errors';
 import type { Db } from './db/knex';
 import { RequestSignature } from './db/models';
+import { purgeRequestSignatures } from './retention';
 import { runSql } from './db/sql/run';
 import { USE_SIGNATURES } from './db/sql/requestSignatures';
 import type { Batches } from './db/coalescer';
@@ -91,10 +92,10 @@ export async function forgetSignature(db: Db, req: SignedRequest): Promise<void>
 }
 
 /**
- * Deletes the records whose timestamp left the tolerance before `nowMs`: the service clock
- * (shared/clock.ts), the one the signed step judges a timestamp by, so a record outlives the
- * time its request could be accepted again.
+ * Deletes, in bounded batches (shared/retention.ts), the records whose timestamp left the
+ * tolerance before `nowMs`: the service clock (shared/clock.ts), the one the signed step judges
+ * a timestamp by, so a record outlives the time its request could be accepted again.
  */
-export async function purgeExpiredSignatures(db: Db, nowMs: number): Promise<number> {
-  return RequestSignature.query(db).where('expires_at', '<', new Date(nowMs)).delete();
+export function purgeExpiredSignatures(db: Db, nowMs: number): Promise<number> {
+  return purgeRequestSignatures(db, { now: nowMs });
 }

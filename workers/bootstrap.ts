@@ -130,6 +130,21 @@ export interface PoolDefinition {
   loops?: PoolLoop[];
 }
 
+/**
+ * The purge of the log-like rows a pool owns (shared/retention.ts), every RETENTION_INTERVAL_MS:
+ * `purge` gives the rows it purged per kind, logged when any.
+ */
+export function retentionLoop(purge: (ctx: ServiceContext) => Promise<Record<string, number>>): PoolLoop {
+  return {
+    name: 'retention',
+    intervalMs: (ctx) => ctx.config.retentionIntervalMs,
+    run: async (ctx) => {
+      const purged = await purge(ctx);
+      if (Object.values(purged).some((n) => n > 0)) ctx.log.info({ purged }, 'purged log-like rows past their retention');
+    },
+  };
+}
+
 const MAX_POOL = 16;
 
 export function concurrencyFor(pool: string, fallback: number, env = process.env): number {

@@ -62,9 +62,11 @@ export function sendError(ctx: Context, err: DomainError | HttpError): void {
 }
 
 /** Codes of Postgres refusing or losing the connection: class 08, shutdowns, too many connections. */
-const PG_FAULT_CODES = /^(08...|57P0[1-3]|53300)$/;
-// pg and knex's pool when Postgres is gone (`timeout expired`: a connection not open within connectionTimeoutMillis)
-const PG_FAULT_MESSAGES = /Connection terminated|terminating connection|is not queryable|Timeout acquiring a connection|^timeout expired$|the database system is (starting up|shutting down|in recovery mode)/i;
+const PG_FAULT_CODES = /^(08...|57P0[1-3]|53300|25006)$/;
+// pg and knex's pool when Postgres is gone (`timeout expired`: a connection not open within connectionTimeoutMillis);
+// PgBouncer while it cannot reach Postgres (a failover under way); a leader just demoted (read-only, 25006)
+const PG_FAULT_MESSAGES =
+  /Connection terminated|terminating connection|is not queryable|Timeout acquiring a connection|^timeout expired$|the database system is (starting up|shutting down|in recovery mode)|server login has been failing|server conn crashed|cannot execute \w+ in a read-only transaction/i;
 /**
  * Socket errors: a failed connect names its port (DATABASE_URL's tells Postgres); a dropped
  * connection (read/write ECONNRESET, EPIPE) comes only from pg (ioredis says "Connection is closed").

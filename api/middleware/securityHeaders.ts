@@ -2,8 +2,11 @@ import type { Middleware } from 'koa';
 
 const THREEDS_RETURN = /^\/checkout\/[^/]+\/3ds-return\/?$/;
 
+/** HSTS (spec 5.7): the web's on every answer, and the TLS edge's (scripts/cluster.ts) */
+export const HSTS = 'max-age=63072000; includeSubDomains; preload';
+
 const COMMON: Record<string, string> = {
-  'Strict-Transport-Security': 'max-age=63072000; includeSubDomains; preload',
+  'Strict-Transport-Security': HSTS,
   'X-Content-Type-Options': 'nosniff',
   'Referrer-Policy': 'no-referrer',
   'Permissions-Policy': 'geolocation=(), microphone=(), camera=()',

@@ -2,7 +2,8 @@
 import '../../shared/tracing/register';
 import { applyStoredCallback } from '../../shared/operations/callbacks';
 import { QUEUES } from '../../shared/queues/names';
-import { runPool } from '../bootstrap';
+import { retentionLoop, runPool } from '../bootstrap';
+import { purgeCallbackBodies } from '../../shared/retention';
 import { guardCallbackJob } from './job';
 import { KINDS } from '../../shared/operationKinds';
 import { inSpan } from '../../shared/tracing/spans';
@@ -50,4 +51,5 @@ void runPool({
       return outcomes.length === 1 ? outcomes[0] : outcomes;
     },
   },
+  loops: [retentionLoop(async (ctx) => ({ callbackBodies: await purgeCallbackBodies(ctx.db, { now: ctx.clock.now() }) }))],
 });

@@ -1,6 +1,6 @@
 // first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
 import '../../shared/tracing/register';
-import { runPool } from '../bootstrap';
+import { retentionLoop, runPool } from '../bootstrap';
 import { relayOutbox, pruneOutbox } from '../../shared/queues/outbox';
 import { redrive, type WorkSource } from '../../shared/queues/redrive';
 import { purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
@@ -40,11 +40,14 @@ void runPool({
       intervalMs: () => 60_000,
       run: async (ctx) => {
         const outbox = await pruneOutbox(ctx.db);
-        const idempotency = await purgeExpiredIdempotencyKeys(ctx.db, ctx.clock.now());
         const providerHealth = await pruneProviderHealth(ctx.db, ctx.clock.now());
-        const signatures = await purgeExpiredSignatures(ctx.db, ctx.clock.now());
-        if (outbox || idempotency || providerHealth || signatures) ctx.log.info({ outbox, idempotency, providerHealth, signatures }, 'purged expired rows');
+        if (outbox || providerHealth) ctx.log.info({ outbox, providerHealth }, 'purged expired rows');
       },
     },
+    // retention (shared/retention.ts): the API's log-like rows, expired
+    retentionLoop(async (ctx) => ({
+      idempotency: await purgeExpiredIdempotencyKeys(ctx.db, ctx.clock.now()),
+      signatures: await purgeExpiredSignatures(ctx.db, ctx.clock.now()),
+    })),
   ],
 });

@@ -1,6 +1,7 @@
 // first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
 import '../../shared/tracing/register';
-import { runPool } from '../bootstrap';
+import { retentionLoop, runPool } from '../bootstrap';
+import { purgeAttemptExcerpts } from '../../shared/retention';
 import { pruneFinished } from '../../shared/webhooks/deliveries';
 import { webhookSenderProcessor } from './processor';
 
@@ -27,5 +28,6 @@ void runPool({
         if (pruned) ctx.log.info({ pruned }, 'pruned finished webhook deliveries older than 30 days');
       },
     },
+    retentionLoop(async (ctx) => ({ attemptExcerpts: await purgeAttemptExcerpts(ctx.db, { now: ctx.clock.now() }) })),
   ],
 });

@@ -1,0 +1,96 @@
+import type { Db } from './db/knex';
+
+/**
+ * Retention (decisions.md "Retention and transport", docs/retention.md): transactions (payments,
+ * refunds, payouts, the ledger, events, settlements) are kept 10 years and never touched here;
+ * log-like rows leave after 90 days at most, purged by the pool that owns them:
+ *
+ * - raw provider callback bodies (callback-reconciler): `raw_body` emptied once the callback
+ *   was applied and received more than 90 days ago; the normalised columns stay;
+ * - webhook attempt snippets (webhook-sender): `response_excerpt` nulled 90 days after the attempt;
+ * - idempotency records and request signatures (outbox-relay): deleted once expired (24 hours
+ *   and the signature tolerance: well within 90 days).
+ *
+ * Each statement touches at most `batch` rows, found through a partial index that holds only
+ * the rows still to purge, and skips rows another transaction holds (SKIP LOCKED): no statement
+ * holds a lock for long or waits behind the service's own writes. A run stops after `maxBatches`
+ * statements, so a backlog is worked off over several runs of the pool's loop.
+ */
+
+export const LOG_RETENTION_DAYS = 90;
+const DAY_MS = 24 * 3600 * 1000;
+
+export interface PurgeOptions {
+  /** the service clock's now, in milliseconds */
+  now: number;
+  /** rows per statement */
+  batch?: number;
+  /** statements per run */
+  maxBatches?: number;
+  /** kept this many days (log-like rows) */
+  days?: number;
+}
+
+const DEFAULT_BATCH = 1000;
+const DEFAULT_MAX_BATCHES = 50;
+
+/** Runs one bounded statement (it returns the rows it touched) until it touches none, or maxBatches times. */
+async function inBatches(db: Db, sql: string, cutoff: Date, opts: PurgeOptions): Promise<number> {
+  const batch = opts.batch ?? DEFAULT_BATCH;
+  const maxBatches = opts.maxBatches ?? DEFAULT_MAX_BATCHES;
+  let total = 0;
+  for (let i = 0; i < maxBatches; i++) {
+    // each statement is its own transaction: its locks last one statement of at most `batch` rows
+    const res = await db.raw(sql, [cutoff, batch]);
+    const n: number = res.rowCount ?? 0;
+    total += n;
+    if (n < batch) break;
+  }
+  return total;
+}
+
+const cutoffOf = (opts: PurgeOptions) => new Date(opts.now - (opts.days ?? LOG_RETENTION_DAYS) * DAY_MS);
+
+/** Raw bodies of applied provider callbacks received before the cutoff ('' : the column is NOT NULL). */
+const CALLBACK_BODIES = `
+  update provider_callbacks c set raw_body = ''
+   where c.id in (select id from provider_callbacks
+                   where raw_body <> '' and received_at < ? and processed_at is not null
+                   order by received_at limit ? for update skip locked)`;
+
+/**
+ * Empties the raw bodies of provider callbacks older than 90 days (the callback-reconciler's).
+ * A callback not applied yet keeps its body whatever its age: applying it reads the body.
+ */
+export function purgeCallbackBodies(db: Db, opts: PurgeOptions): Promise<number> {
+  return inBatches(db, CALLBACK_BODIES, cutoffOf(opts), opts);
+}
+
+const ATTEMPT_EXCERPTS = `
+  update webhook_attempts a set response_excerpt = null
+   where a.id in (select id from webhook_attempts
+                   where response_excerpt is not null and started_at < ?
+                   order by started_at limit ? for update skip locked)`;
+
+/** Nulls the answer snippets of webhook attempts older than 90 days (the webhook-sender's); the attempt's status, latency and error stay. */
+export function purgeAttemptExcerpts(db: Db, opts: PurgeOptions): Promise<number> {
+  return inBatches(db, ATTEMPT_EXCERPTS, cutoffOf(opts), opts);
+}
+
+const EXPIRED_KEYS = `
+  delete from idempotency_keys
+   where ctid = any (array(select ctid from idempotency_keys where expires_at < ? limit ? for update skip locked))`;
+
+/** Deletes expired idempotency records (24 hours, spec 8), in bounded batches (the outbox-relay's). */
+export function purgeIdempotencyKeys(db: Db, opts: PurgeOptions): Promise<number> {
+  return inBatches(db, EXPIRED_KEYS, new Date(opts.now), opts);
+}
+
+const EXPIRED_SIGNATURES = `
+  delete from request_signatures
+   where ctid = any (array(select ctid from request_signatures where expires_at < ? limit ? for update skip locked))`;
+
+/** Deletes request signatures whose timestamp left the tolerance, in bounded batches (the outbox-relay's). */
+export function purgeRequestSignatures(db: Db, opts: PurgeOptions): Promise<number> {
+  return inBatches(db, EXPIRED_SIGNATURES, new Date(opts.now), opts);
+}
