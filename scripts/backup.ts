@@ -120,7 +120,7 @@ async function main() {
   const h = haTopologyAt(Number(values['pg-base']), Number(values['etcd-base']));
   if (!existsSync(h.dir)) throw new Error(`no HA Postgres at ${h.dir}: npm run cluster:up -- --db ha`);
   if (positionals[0] === 'backup') {
-    if (!['full', 'incr', 'diff'].includes(values.type!)) throw new Error('--type is full, incr or diff');
+    if (!['full', 'incr', 'diff'].includes(values.type)) throw new Error('--type is full, incr or diff');
     const b = backup(h, values.type as 'full');
     process.stdout.write(`db:backup | ${values.type} backup ${b.label} in ${b.seconds.toFixed(1)} s; WAL archived at least every ${ARCHIVE_TIMEOUT_S} s\n`);
     process.stdout.write(pgbackrest(h, ['info']));

@@ -19,7 +19,7 @@ export async function handshake(port: number, ca: string, version: tls.SecureVer
  */
 export function fetchTrusting(ca: string): typeof fetch {
   return (async (input: string | URL | Request, init: RequestInit = {}) => {
-    const url = new URL(String(input));
+    const url = new URL(input instanceof Request ? input.url : input);
     const body = init.body === undefined || init.body === null ? undefined : Buffer.from(init.body as string | Uint8Array);
     return new Promise<Response>((resolve, reject) => {
       const req = https.request(url, { method: init.method ?? 'GET', headers: init.headers as Record<string, string>, ca, agent: false }, (res) => {
@@ -37,5 +37,5 @@ export function fetchTrusting(ca: string): typeof fetch {
       req.on('error', reject);
       req.end(body);
     });
-  }) as typeof fetch;
+  });
 }
