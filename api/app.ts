@@ -43,13 +43,24 @@ function allowedMethods(router: Router): Middleware {
     await allowed(ctx, next);
     if ((ctx.status === 405 || ctx.status === 501) && !ctx.body) {
       const allow = ctx.response.get('Allow');
-      throw new MethodNotAllowed(`${ctx.method} is not allowed on this path${allow ? ` (allowed: ${allow})` : ''}`, allow);
+      throw new MethodNotAllowed(
+        `${ctx.method} is not allowed on this path${allow ? ` (allowed: ${allow})` : ''}`,
+        allow,
+      );
     }
   };
 }
 
 /** Routers whose templates label the metrics (api/metrics.ts). */
-const LABEL_ROUTERS: Router[] = [v1Router, v1PublicRouter, docsRouter, adminRouter, webhooksAdminRouter, healthRouter, callbacksRouter];
+const LABEL_ROUTERS: Router[] = [
+  v1Router,
+  v1PublicRouter,
+  docsRouter,
+  adminRouter,
+  webhooksAdminRouter,
+  healthRouter,
+  callbacksRouter,
+];
 
 /** Assembles the web process: the HTTP frame shared by every route, then each route group. */
 export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
@@ -90,7 +101,9 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
       boardMiddleware(services.queues),
     ]);
     app.use((ctx, next) => (ctx.path === '/admin' || ctx.path.startsWith('/admin/') ? admin(ctx, next) : next()));
-    app.use((ctx, next) => (ctx.path === '/metrics' && ctx.method === 'GET' ? adminAuth(ctx, () => metrics.serve(ctx, next)) : next()));
+    app.use((ctx, next) =>
+      ctx.path === '/metrics' && ctx.method === 'GET' ? adminAuth(ctx, () => metrics.serve(ctx, next)) : next(),
+    );
   }
   if (merchant) {
     // the hosted card checkout: the client's browser, no merchant key
@@ -110,7 +123,10 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
 }
 
 /** The apps of one web process (see AppOptions.surface), sharing one metrics registry. */
-export function buildApps(services: ServiceContext, opts: Omit<AppOptions, 'surface' | 'metrics'> = {}): { public: Koa; admin: Koa | null } {
+export function buildApps(
+  services: ServiceContext,
+  opts: Omit<AppOptions, 'surface' | 'metrics'> = {},
+): { public: Koa; admin: Koa | null } {
   if (services.config.adminPort === null) return { public: buildApp(services, opts), admin: null };
   const metrics = createMetrics(services);
   return {

@@ -50,7 +50,8 @@ export function parseJson(raw: Buffer): unknown {
     throw new ValidationFailed(param, `${param} ${TEXT_PROBLEM_MESSAGE[bad.problem]}`);
   }
   const written = roundedNumber(text);
-  if (written) throw new ValidationFailed(written, `${written} must be an integer, written without a fraction or an exponent`);
+  if (written)
+    throw new ValidationFailed(written, `${written} must be an integer, written without a fraction or an exponent`);
   return value;
 }
 
@@ -93,7 +94,8 @@ export function roundedNumber(text: string): string | null {
     } else if (c === '-' || (c >= '0' && c <= '9')) {
       let j = i + 1;
       while (j < text.length && /[0-9eE.+-]/.test(text[j])) j++;
-      if (roundsToInteger(text.slice(i, j)) && !(stack[0]?.keys && stack[0].key === 'metadata')) return path() || 'body';
+      if (roundsToInteger(text.slice(i, j)) && !(stack[0]?.keys && stack[0].key === 'metadata'))
+        return path() || 'body';
       i = j - 1;
     }
   }

@@ -24,14 +24,25 @@ export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:prov
   const provider = ctx.services.providers.byProviderId(ctx.params.provider);
   if (!provider) throw new NotFound('Provider');
   const raw = await readRawBody(ctx, CALLBACK_BODY_LIMIT);
-  const verification = await provider.verifyCallback({ raw, headers: ctx.headers, ip: ctx.ip, nowUnix: Math.floor(ctx.services.clock.now() / 1000) });
-  if (verification === 'invalid') throw new Unauthenticated('signature-invalid', 'The callback signature is missing, invalid or expired');
+  const verification = await provider.verifyCallback({
+    raw,
+    headers: ctx.headers,
+    ip: ctx.ip,
+    nowUnix: Math.floor(ctx.services.clock.now() / 1000),
+  });
+  if (verification === 'invalid')
+    throw new Unauthenticated('signature-invalid', 'The callback signature is missing, invalid or expired');
   let parsed;
   try {
     parsed = provider.parseCallback(raw, ctx.headers);
   } catch (err) {
     if (!(err instanceof CallbackFormatError)) throw err;
-    throw err.notJson ? new BadRequest('invalid-json', 'The callback body is not valid JSON in UTF-8, or holds a NUL character or a lone surrogate') : new ValidationFailed('body', err.message);
+    throw err.notJson
+      ? new BadRequest(
+          'invalid-json',
+          'The callback body is not valid JSON in UTF-8, or holds a NUL character or a lone surrogate',
+        )
+      : new ValidationFailed('body', err.message);
   }
   const answer = provider.callbackAnswer();
   ctx.status = answer.status;
@@ -40,11 +51,24 @@ export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:prov
     return;
   }
   // a provider that forwards no trace context (a live one): the callback joins the trace its operation was created in
-  const joined = ctx.get('traceparent') ? null : await operationTraceparent(ctx.services.db, parsed.kind, parsed.objectId);
-  const deps = { db: ctx.services.db, outbox: ctx.services.outbox, batches: ctx.services.batches, log: ctx.state.log, clock: ctx.services.clock };
+  const joined = ctx.get('traceparent')
+    ? null
+    : await operationTraceparent(ctx.services.db, parsed.kind, parsed.objectId);
+  const deps = {
+    db: ctx.services.db,
+    outbox: ctx.services.outbox,
+    batches: ctx.services.batches,
+    log: ctx.state.log,
+    clock: ctx.services.clock,
+  };
   const stored = parsed;
-  const id = await withTraceparent(joined, () => storeCallback(deps, provider, raw, stored, verification, ctx.state.requestId));
-  ctx.state.log.info({ callbackId: id, provider: provider.id, kind: parsed.kind, objectId: parsed.objectId, verification }, 'callback stored');
+  const id = await withTraceparent(joined, () =>
+    storeCallback(deps, provider, raw, stored, verification, ctx.state.requestId),
+  );
+  ctx.state.log.info(
+    { callbackId: id, provider: provider.id, kind: parsed.kind, objectId: parsed.objectId, verification },
+    'callback stored',
+  );
   ctx.status = answer.status;
   ctx.body = answer.body ?? '';
 });
@@ -53,6 +77,10 @@ export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:prov
 async function operationTraceparent(db: Db, kind: ProviderObjectKind, id: string): Promise<string | null> {
   const model = tracingOn() ? KINDS[kind]?.model : undefined;
   if (!model) return null;
-  const row = (await model.query(db).findById(id).select('traceparent').catch(() => undefined)) as { traceparent?: string | null } | undefined;
+  const row = (await model
+    .query(db)
+    .findById(id)
+    .select('traceparent')
+    .catch(() => undefined)) as { traceparent?: string | null } | undefined;
   return row?.traceparent ?? null;
 }

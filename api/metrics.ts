@@ -42,7 +42,12 @@ export function createMetrics(services: ServiceContext) {
   if (services.config.nodeName) registry.setDefaultLabels({ node: services.config.nodeName });
   collectProcessMetrics(registry);
   const labelNames = ['method', 'route', 'status'] as const;
-  const requests = new Counter({ name: 'http_requests_total', help: 'HTTP requests answered', labelNames, registers: [registry] });
+  const requests = new Counter({
+    name: 'http_requests_total',
+    help: 'HTTP requests answered',
+    labelNames,
+    registers: [registry],
+  });
   const duration = new Histogram({
     name: 'http_request_duration_seconds',
     help: 'Time to answer an HTTP request',
@@ -68,16 +73,22 @@ export function createMetrics(services: ServiceContext) {
       for (const [state, n] of Object.entries(counts ?? {})) gauge.set({ queue: q.name, state }, n);
     }
   });
-  const pastBoundHelp = 'Payments, refunds and payouts still open an hour after their provider window (GET /admin/attention)';
+  const pastBoundHelp =
+    'Payments, refunds and payouts still open an hour after their provider window (GET /admin/attention)';
   scraped('operations_open_past_bound', pastBoundHelp, ['kind'], async (gauge) => {
     const counts = await countPastBound(services.db, KINDS, services.clock.now()).catch(() => undefined);
     for (const [kind, n] of Object.entries(counts ?? {})) gauge.set({ kind }, n);
   });
-  scraped('queue_oldest_waiting_seconds', 'Age of the oldest job waiting for a worker, per queue (0: none waiting)', ['queue'], async (gauge) => {
-    if (!services.queues.isReady()) return;
-    const backlog = await readBacklog(services.queues).catch(() => []);
-    for (const q of backlog) gauge.set({ queue: q.queue }, (q.oldestWaitMs ?? 0) / 1000);
-  });
+  scraped(
+    'queue_oldest_waiting_seconds',
+    'Age of the oldest job waiting for a worker, per queue (0: none waiting)',
+    ['queue'],
+    async (gauge) => {
+      if (!services.queues.isReady()) return;
+      const backlog = await readBacklog(services.queues).catch(() => []);
+      for (const q of backlog) gauge.set({ queue: q.queue }, (q.oldestWaitMs ?? 0) / 1000);
+    },
+  );
 
   storeMetrics(registry, services);
 
@@ -88,17 +99,19 @@ export function createMetrics(services: ServiceContext) {
     registers: [registry],
   });
 
-  const record = (routers: Router[]): Middleware => async (ctx, next) => {
-    const end = duration.startTimer();
-    try {
-      await next();
-    } finally {
-      const method = METHODS.has(ctx.method) ? ctx.method : 'OTHER';
-      const labels = { method, route: routeLabel(ctx, routers), status: String(ctx.status) };
-      requests.inc(labels);
-      end(labels);
-    }
-  };
+  const record =
+    (routers: Router[]): Middleware =>
+    async (ctx, next) => {
+      const end = duration.startTimer();
+      try {
+        await next();
+      } finally {
+        const method = METHODS.has(ctx.method) ? ctx.method : 'OTHER';
+        const labels = { method, route: routeLabel(ctx, routers), status: String(ctx.status) };
+        requests.inc(labels);
+        end(labels);
+      }
+    };
   const serve: Middleware = async (ctx) => {
     ctx.type = registry.contentType;
     ctx.body = await registry.metrics();
@@ -122,7 +135,8 @@ function storeMetrics(registry: Registry, services: ServiceContext): void {
   const { db } = services;
   const kinds: OperationKind<any, any, any>[] = Object.values(KINDS);
   const collect = () => read();
-  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) => new Gauge({ name, help, labelNames, registers: [registry], collect });
+  const gauge = <L extends string>(name: string, help: string, labelNames: readonly L[] = []) =>
+    new Gauge({ name, help, labelNames, registers: [registry], collect });
   const timeToFinal = new Histogram({
     name: 'operation_time_to_final_seconds',
     help: 'Time from creation to final status of payments, card payments, refunds and payouts finalized since this web process started (max across web instances)',
@@ -131,13 +145,19 @@ function storeMetrics(registry: Registry, services: ServiceContext): void {
     registers: [registry],
     collect,
   });
-  const oldestOpen = gauge('operation_oldest_open_age_seconds', 'Age of the oldest operation still open (not final), per kind; 0 when none is open', ['kind']);
+  const oldestOpen = gauge(
+    'operation_oldest_open_age_seconds',
+    'Age of the oldest operation still open (not final), per kind; 0 when none is open',
+    ['kind'],
+  );
   const pastWindow = gauge(
     'operation_oldest_open_past_window_seconds',
     'How long past its provider window the open operation whose window ended first is, per kind; 0 when none is past',
     ['kind'],
   );
-  const attention = gauge('attention_items', 'Items of GET /admin/attention by reason (at most 500 in all)', ['reason']);
+  const attention = gauge('attention_items', 'Items of GET /admin/attention by reason (at most 500 in all)', [
+    'reason',
+  ]);
   const pending = gauge('webhook_deliveries_pending', 'Webhook deliveries not yet succeeded or dead');
   const breakers = gauge('webhook_endpoints_breaker_open', 'Enabled webhook endpoints whose circuit breaker is open');
   const finished = new Counter({
@@ -147,8 +167,15 @@ function storeMetrics(registry: Registry, services: ServiceContext): void {
     registers: [registry],
     collect,
   });
-  const ledgerProblems = gauge('ledger_check_problems', 'Problems the last ledger check found (0: balances match their entries, every transaction sums to zero)');
-  const ledgerLastRun = new Gauge({ name: 'ledger_check_last_run_timestamp_seconds', help: 'When the last ledger check finished (Unix seconds; 0: not yet)', registers: [registry] });
+  const ledgerProblems = gauge(
+    'ledger_check_problems',
+    'Problems the last ledger check found (0: balances match their entries, every transaction sums to zero)',
+  );
+  const ledgerLastRun = new Gauge({
+    name: 'ledger_check_last_run_timestamp_seconds',
+    help: 'When the last ledger check finished (Unix seconds; 0: not yet)',
+    registers: [registry],
+  });
 
   const historyMarks = new Map<string, number>();
   let deliveriesMark: string | undefined;
@@ -164,16 +191,23 @@ function storeMetrics(registry: Registry, services: ServiceContext): void {
     historyMarks.set(kind.name, Number(hi ?? 0));
     if (mark === undefined || hi === null) return;
     const scope = Object.fromEntries(Object.entries(kind.scope ?? {}).map(([k, v]) => [`o.${k}`, v]));
-    const rows: { id: number; status: string; provider: string | null; operator: string | null; seconds: number }[] = await db(`${history} as h`)
-      .join(`${kind.model.tableName} as o`, 'o.id', `h.${kind.history.column}`)
-      .where(scope)
-      .where('h.id', '>', mark)
-      .where('h.id', '<=', hi)
-      .whereNotIn('h.to_status', open)
-      .where((q) => q.whereNull('h.from_status').orWhereIn('h.from_status', open))
-      .orderBy('h.id')
-      .limit(TAIL_LIMIT)
-      .select('h.id', 'h.to_status as status', 'o.provider', 'o.operator', db.raw('greatest(0, extract(epoch from h.at - o.created_at))::float8 as seconds'));
+    const rows: { id: number; status: string; provider: string | null; operator: string | null; seconds: number }[] =
+      await db(`${history} as h`)
+        .join(`${kind.model.tableName} as o`, 'o.id', `h.${kind.history.column}`)
+        .where(scope)
+        .where('h.id', '>', mark)
+        .where('h.id', '<=', hi)
+        .whereNotIn('h.to_status', open)
+        .where((q) => q.whereNull('h.from_status').orWhereIn('h.from_status', open))
+        .orderBy('h.id')
+        .limit(TAIL_LIMIT)
+        .select(
+          'h.id',
+          'h.to_status as status',
+          'o.provider',
+          'o.operator',
+          db.raw('greatest(0, extract(epoch from h.at - o.created_at))::float8 as seconds'),
+        );
     if (rows.length === TAIL_LIMIT) historyMarks.set(kind.name, Number(rows[rows.length - 1].id));
     for (const r of rows) {
       const provider = r.provider ? services.providers.byProviderId(r.provider) : undefined;
@@ -230,7 +264,10 @@ function storeMetrics(registry: Registry, services: ServiceContext): void {
     for (const reason of ATTENTION_REASONS) attention.set({ reason }, items.filter((i) => i.reason === reason).length);
     const [{ n: pendingNow }] = await db('webhook_deliveries').where('status', 'pending').count({ n: '*' });
     pending.set(Number(pendingNow));
-    const [{ n: open }] = await db('webhooks').where('status', 'enabled').where('breaker_open_until', '>', db.raw('now()')).count({ n: '*' });
+    const [{ n: open }] = await db('webhooks')
+      .where('status', 'enabled')
+      .where('breaker_open_until', '>', db.raw('now()'))
+      .count({ n: '*' });
     breakers.set(Number(open));
     await readDeliveries();
   };

@@ -22,7 +22,10 @@ export interface Component {
 export const component = (name: string, schema: JsonSchema): Component => ({ component: name, schema });
 
 /** An object of exactly these properties, every one required (in their order) but those named `optional`. */
-export const closedObject = (properties: Record<string, JsonSchema | Component>, optional: string[] = []): JsonSchema => ({
+export const closedObject = (
+  properties: Record<string, JsonSchema | Component>,
+  optional: string[] = [],
+): JsonSchema => ({
   type: 'object',
   additionalProperties: false,
   required: Object.keys(properties).filter((k) => !optional.includes(k)),

@@ -32,8 +32,17 @@ export interface Restored {
 export const restoredDir = (h: HaTopology) => path.join(h.dir, 'restored');
 
 function asPostgres(cmd: string, args: string[]): string {
-  const ids = isRoot() ? { uid: Number(execFileSync('id', ['-u', 'postgres']).toString()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString()) } : undefined;
-  return execFileSync(cmd, args, { encoding: 'utf8', ...(ids ? { uid: ids.uid, gid: ids.gid } : {}), env: { PATH: `${PG_BIN}:/usr/bin:/bin`, HOME: '/var/lib/postgresql', LANG: 'C.UTF-8' } });
+  const ids = isRoot()
+    ? {
+        uid: Number(execFileSync('id', ['-u', 'postgres']).toString()),
+        gid: Number(execFileSync('id', ['-g', 'postgres']).toString()),
+      }
+    : undefined;
+  return execFileSync(cmd, args, {
+    encoding: 'utf8',
+    ...(ids ? { uid: ids.uid, gid: ids.gid } : {}),
+    env: { PATH: `${PG_BIN}:/usr/bin:/bin`, HOME: '/var/lib/postgresql', LANG: 'C.UTF-8' },
+  });
 }
 
 /** A backup; returns its label and how long it took. */
@@ -64,35 +73,85 @@ export async function restore(h: HaTopology, target: string, port = 5438): Promi
   if (!hasPgbackrest()) throw new Error('pgbackrest is not installed: apt-get install -y pgbackrest');
   const dir = restoredDir(h);
   const pid = running(dir);
-  if (pid) throw new Error(`a database runs in ${dir} (postmaster ${pid}): stop it first (pg_ctl -D ${dir} stop); db:restore never overwrites a running database`);
+  if (pid)
+    throw new Error(
+      `a database runs in ${dir} (postmaster ${pid}): stop it first (pg_ctl -D ${dir} stop); db:restore never overwrites a running database`,
+    );
   if (await portOpen(port)) throw new Error(`port ${port} is taken: a database may run there; choose another --port`);
   const started = Date.now();
   rmSync(dir, { recursive: true, force: true });
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  if (isRoot()) chownSync(dir, Number(execFileSync('id', ['-u', 'postgres']).toString()), Number(execFileSync('id', ['-g', 'postgres']).toString()));
+  if (isRoot())
+    chownSync(
+      dir,
+      Number(execFileSync('id', ['-u', 'postgres']).toString()),
+      Number(execFileSync('id', ['-g', 'postgres']).toString()),
+    );
   // the restored copy archives nothing into the cluster's repository (it is another timeline of another life)
-  pgbackrest(h, [`--pg1-path=${dir}`, '--type=time', `--target=${target}`, '--target-action=promote', '--archive-mode=off', 'restore']);
+  pgbackrest(h, [
+    `--pg1-path=${dir}`,
+    '--type=time',
+    `--target=${target}`,
+    '--target-action=promote',
+    '--archive-mode=off',
+    'restore',
+  ]);
   // the backup's configuration is Patroni's: a standalone server with its own port and socket,
   // and no synchronous standby to wait for
   writeFileSync(
     path.join(dir, 'postgresql.restored.conf'),
-    [`port = ${port}`, `unix_socket_directories = '${dir}'`, "listen_addresses = '127.0.0.1'", "synchronous_standby_names = ''", "cluster_name = 'restored'", "hba_file = '" + path.join(dir, 'pg_hba.conf') + "'", ''].join('\n'),
+    [
+      `port = ${port}`,
+      `unix_socket_directories = '${dir}'`,
+      "listen_addresses = '127.0.0.1'",
+      "synchronous_standby_names = ''",
+      "cluster_name = 'restored'",
+      "hba_file = '" + path.join(dir, 'pg_hba.conf') + "'",
+      '',
+    ].join('\n'),
   );
   const conf = path.join(dir, 'postgresql.conf');
   writeFileSync(conf, `${existsSync(conf) ? readFileSync(conf, 'utf8') : ''}\ninclude 'postgresql.restored.conf'\n`);
-  if (!existsSync(path.join(dir, 'pg_hba.conf'))) writeFileSync(path.join(dir, 'pg_hba.conf'), 'local all all trust\nhost all all 127.0.0.1/32 trust\n');
+  if (!existsSync(path.join(dir, 'pg_hba.conf')))
+    writeFileSync(path.join(dir, 'pg_hba.conf'), 'local all all trust\nhost all all 127.0.0.1/32 trust\n');
   if (isRoot()) execFileSync('/bin/chown', ['-R', 'postgres:postgres', dir]);
   try {
-    asPostgres(path.join(PG_BIN, 'pg_ctl'), ['-D', dir, '-l', path.join(dir, 'server.log'), '-w', '-t', '600', 'start']);
+    asPostgres(path.join(PG_BIN, 'pg_ctl'), [
+      '-D',
+      dir,
+      '-l',
+      path.join(dir, 'server.log'),
+      '-w',
+      '-t',
+      '600',
+      'start',
+    ]);
   } catch {
-    const fatal = readFileSync(path.join(dir, 'server.log'), 'utf8').split('\n').filter((l) => /FATAL/.test(l)).pop() ?? 'see the log';
-    const hint = /before configured recovery target/.test(fatal) ? ' (no transaction archived after the target yet: pick an earlier target, or wait for the next archive, at most archive_timeout)' : '';
+    const fatal =
+      readFileSync(path.join(dir, 'server.log'), 'utf8')
+        .split('\n')
+        .filter((l) => /FATAL/.test(l))
+        .pop() ?? 'see the log';
+    const hint = /before configured recovery target/.test(fatal)
+      ? ' (no transaction archived after the target yet: pick an earlier target, or wait for the next archive, at most archive_timeout)'
+      : '';
     throw new Error(`the restored database did not start: ${fatal}${hint}; log ${path.join(dir, 'server.log')}`);
   }
   // recovery replays up to the target, then promotes: wait until it takes writes
   const url = (database: string) => `postgres://postgres@127.0.0.1:${port}/${database}`;
   for (let i = 0; i < 600; i++) {
-    const out = asPostgres(path.join(PG_BIN, 'psql'), ['-h', dir, '-p', String(port), '-U', 'postgres', '-d', 'postgres', '-Atc', 'select pg_is_in_recovery()']).trim();
+    const out = asPostgres(path.join(PG_BIN, 'psql'), [
+      '-h',
+      dir,
+      '-p',
+      String(port),
+      '-U',
+      'postgres',
+      '-d',
+      'postgres',
+      '-Atc',
+      'select pg_is_in_recovery()',
+    ]).trim();
     if (out === 'f') return { dir, port, url, seconds: (Date.now() - started) / 1000 };
     await new Promise((r) => setTimeout(r, 500));
   }
@@ -122,12 +181,16 @@ async function main() {
   if (positionals[0] === 'backup') {
     if (!['full', 'incr', 'diff'].includes(values.type)) throw new Error('--type is full, incr or diff');
     const b = backup(h, values.type as 'full');
-    process.stdout.write(`db:backup | ${values.type} backup ${b.label} in ${b.seconds.toFixed(1)} s; WAL archived at least every ${ARCHIVE_TIMEOUT_S} s\n`);
+    process.stdout.write(
+      `db:backup | ${values.type} backup ${b.label} in ${b.seconds.toFixed(1)} s; WAL archived at least every ${ARCHIVE_TIMEOUT_S} s\n`,
+    );
     process.stdout.write(pgbackrest(h, ['info']));
   } else if (positionals[0] === 'restore') {
     if (!values.target) throw new Error('usage: npm run db:restore -- --target "<timestamp>" [--port 5438]');
     const r = await restore(h, values.target, Number(values.port));
-    process.stdout.write(`db:restore | restored to ${values.target} in ${r.seconds.toFixed(1)} s: running in ${r.dir} on port ${r.port} (${r.url('<database>')})\n`);
+    process.stdout.write(
+      `db:restore | restored to ${values.target} in ${r.seconds.toFixed(1)} s: running in ${r.dir} on port ${r.port} (${r.url('<database>')})\n`,
+    );
   } else {
     throw new Error('usage: backup.ts backup [--type full|incr|diff] | restore --target "<timestamp>" [--port p]');
   }

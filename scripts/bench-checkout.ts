@@ -38,7 +38,12 @@ async function serve(): Promise<void> {
   const port = (server.address() as AddressInfo).port;
   config.baseUrl = `http://127.0.0.1:${port}`;
   const merchant = await createMerchant(services.db, { name: 'Bench Café' });
-  const cred = await issueCredential(services.db, merchant.id, { environment: 'test', scope: 'full' }, config.secretsKeys);
+  const cred = await issueCredential(
+    services.db,
+    merchant.id,
+    { environment: 'test', scope: 'full' },
+    config.secretsKeys,
+  );
   const client = new ServiceClient({ baseUrl: config.baseUrl, apiKey: cred.api_key, secret: cred.secret });
   const created = await client.post('/v1/payments', {
     amount: 2_500,
@@ -73,7 +78,8 @@ function timedGet(agent: http.Agent, port: number, path: string): Promise<number
       let size = 0;
       res.on('data', (c: Buffer) => (size += c.length));
       res.on('end', () => {
-        if (res.statusCode !== 200 || size < 500) reject(new Error(`GET ${path} answered ${res.statusCode} (${size} bytes)`));
+        if (res.statusCode !== 200 || size < 500)
+          reject(new Error(`GET ${path} answered ${res.statusCode} (${size} bytes)`));
         else resolve(performance.now() - started);
       });
     });
@@ -100,10 +106,18 @@ async function bench(): Promise<void> {
     latencies.sort((a, b) => a - b);
     const ms = (v: number) => `${v.toFixed(2)} ms`;
     console.log(`GET /checkout/{id}, one connection, ${requests} requests one after the other:`);
-    console.log(`  median ${ms(percentile(latencies, 50))}, p90 ${ms(percentile(latencies, 90))}, p99 ${ms(percentile(latencies, 99))}, max ${ms(latencies[latencies.length - 1])}  (target: median < 5 ms)`);
-    const load = await closedLoop(ready.port, { connections, seconds: duration, next: () => ({ method: 'GET', path: ready.path, headers: { 'accept-language': 'fr' } }) });
+    console.log(
+      `  median ${ms(percentile(latencies, 50))}, p90 ${ms(percentile(latencies, 90))}, p99 ${ms(percentile(latencies, 99))}, max ${ms(latencies[latencies.length - 1])}  (target: median < 5 ms)`,
+    );
+    const load = await closedLoop(ready.port, {
+      connections,
+      seconds: duration,
+      next: () => ({ method: 'GET', path: ready.path, headers: { 'accept-language': 'fr' } }),
+    });
     const l = load.latencies;
-    console.log(`GET /checkout/{id}, ${connections} connections for ${duration} s: ${Math.round(load.ok / load.seconds)} pages/s, ${load.errors} errors, median ${ms(percentile(l, 50))}, p99 ${ms(percentile(l, 99))}`);
+    console.log(
+      `GET /checkout/{id}, ${connections} connections for ${duration} s: ${Math.round(load.ok / load.seconds)} pages/s, ${load.errors} errors, median ${ms(percentile(l, 50))}, p99 ${ms(percentile(l, 99))}`,
+    );
     if (load.errors) throw new Error(`${load.errors} requests failed: the figures are void`);
   } finally {
     child.send('stop');

@@ -106,7 +106,8 @@ function slowestPhases(timed: [number, RequestPhases][]): RequestPhases | undefi
   return meanPhases(sorted.slice(0, Math.max(1, Math.ceil(sorted.length / 100))).map(([, p]) => p));
 }
 
-export const percentile = (sorted: number[], p: number) => (sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN);
+export const percentile = (sorted: number[], p: number) =>
+  sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN;
 
 /**
  * Requests made ahead of a run, so that building and signing them does not take CPU from the
@@ -136,16 +137,21 @@ function sender(port: number, connections: number, opts: SendOptions = {}) {
       let timedOut = false;
       let settled = false;
       // a whole-request deadline (not the socket's idle timeout): the time waiting for a pooled connection counts too
-      const timer = opts.timeoutMs ? setTimeout(() => ((timedOut = true), req.destroy(new Error('timeout'))), opts.timeoutMs) : undefined;
+      const timer = opts.timeoutMs
+        ? setTimeout(() => ((timedOut = true), req.destroy(new Error('timeout'))), opts.timeoutMs)
+        : undefined;
       const failed = (err: Error & { code?: string }) => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         into.errors++;
-        opts.onAnswer?.(0, Buffer.alloc(0), performance.timeOrigin + started, performance.now() - started, { error: timedOut ? 'timeout' : (err.code ?? err.message) });
+        opts.onAnswer?.(0, Buffer.alloc(0), performance.timeOrigin + started, performance.now() - started, {
+          error: timedOut ? 'timeout' : (err.code ?? err.message),
+        });
         resolve();
       };
-      const headers = r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) };
+      const headers =
+        r.body === undefined ? r.headers : { ...r.headers, 'content-length': String(Buffer.byteLength(r.body)) };
       const req = http.request({ host: '127.0.0.1', port, method: r.method, path: r.path, headers, agent }, (res) => {
         const headersAt = performance.now();
         const chunks: Buffer[] = [];
@@ -159,15 +165,28 @@ function sender(port: number, connections: number, opts: SendOptions = {}) {
           const latency = now - started;
           into.latencies.push(latency);
           const connected = Number.isNaN(connectedAt) ? socketAt : connectedAt;
-          timed.push([latency, { queued: socketAt - started, connect: connected - socketAt, write: writtenAt - connected, wait: headersAt - writtenAt, read: now - headersAt }]);
+          timed.push([
+            latency,
+            {
+              queued: socketAt - started,
+              connect: connected - socketAt,
+              write: writtenAt - connected,
+              wait: headersAt - writtenAt,
+              read: now - headersAt,
+            },
+          ]);
           if (res.statusCode! >= 200 && res.statusCode! < 300) into.ok++;
           else into.errors++;
-          opts.onAnswer?.(res.statusCode!, Buffer.concat(chunks), performance.timeOrigin + started, latency, { headers: res.headers });
+          opts.onAnswer?.(res.statusCode!, Buffer.concat(chunks), performance.timeOrigin + started, latency, {
+            headers: res.headers,
+          });
           resolve();
         });
         // cut while its body was coming (the deadline, or the server closed the connection)
         res.on('error', failed);
-        res.on('close', () => (res.complete ? undefined : failed(Object.assign(new Error('aborted'), { code: 'ECONNRESET' }))));
+        res.on('close', () =>
+          res.complete ? undefined : failed(Object.assign(new Error('aborted'), { code: 'ECONNRESET' })),
+        );
       });
       req.on('socket', (socket) => {
         socketAt = performance.now();
@@ -183,7 +202,10 @@ function sender(port: number, connections: number, opts: SendOptions = {}) {
 }
 
 /** Closed loop: `connections` clients, each sending its next request when the last is answered. */
-export async function closedLoop(port: number, opts: { connections: number; seconds: number; next: () => LoadRequest }): Promise<LoadResult> {
+export async function closedLoop(
+  port: number,
+  opts: { connections: number; seconds: number; next: () => LoadRequest },
+): Promise<LoadResult> {
   const { agent, result, send, phases } = sender(port, opts.connections);
   const out = result(opts.seconds);
   const end = performance.now() + opts.seconds * 1000;
@@ -203,7 +225,10 @@ export async function closedLoop(port: number, opts: { connections: number; seco
  * earlier ones are answered, as independent clients would send them. (autocannon's overallRate
  * fires its connections together, in bursts, which measures the bursts.)
  */
-export async function openLoop(port: number, opts: { rate: number; seconds: number; next: () => LoadRequest; maxInFlight?: number } & SendOptions): Promise<LoadResult> {
+export async function openLoop(
+  port: number,
+  opts: { rate: number; seconds: number; next: () => LoadRequest; maxInFlight?: number } & SendOptions,
+): Promise<LoadResult> {
   const { agent, result, send, phases } = sender(port, opts.maxInFlight ?? 1000, opts);
   const out = result(opts.seconds);
   const total = Math.round(opts.rate * opts.seconds);
@@ -242,5 +267,12 @@ export const BARE_REQUEST: LoadRequest = {
   method: 'POST',
   path: '/v1/payments',
   headers: { 'content-type': 'application/json' },
-  body: JSON.stringify({ amount: 10_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: 'bench' }),
+  body: JSON.stringify({
+    amount: 10_000,
+    currency: 'USD',
+    method: 'mobile_money',
+    operator: 'vodacom',
+    phone: '243990000001',
+    reference: 'bench',
+  }),
 };

@@ -109,7 +109,16 @@
  */
 import { execFileSync, fork, spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { closeSync, fstatSync, mkdtempSync, openSync, readdirSync, readFileSync, readSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  fstatSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  readSync,
+  writeFileSync,
+} from 'node:fs';
 import http from 'node:http';
 import net from 'node:net';
 import os from 'node:os';
@@ -126,7 +135,18 @@ import type { RedisClient } from '../shared/queues/connection';
 import { ALL_QUEUES, queueKeyPrefix } from '../shared/queues/names';
 import { createWebhook } from '../shared/webhooks/endpoints';
 import { prepareTemplate, SERVER_URL } from './lib/databases';
-import { BARE_REQUEST, bareKoaApp, closedLoop, nowMs, openLoop, percentile, runBench, type AnswerInfo, type LoadRequest, type RequestPhases } from './bench-common';
+import {
+  BARE_REQUEST,
+  bareKoaApp,
+  closedLoop,
+  nowMs,
+  openLoop,
+  percentile,
+  runBench,
+  type AnswerInfo,
+  type LoadRequest,
+  type RequestPhases,
+} from './bench-common';
 import { clusterDown, clusterUp, pgbouncerPidFile, topologyAt, topologyEnv, type Topology } from './cluster';
 import { parseProcfile } from './start';
 
@@ -166,14 +186,17 @@ function receiver(): void {
       res.writeHead(200, { 'Content-Length': '2' }).end('ok');
       try {
         const event = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        if (event.type === 'payment.succeeded') receipts.push([event.data.object.id, String(req.headers['x-service-delivery-id']), at]);
+        if (event.type === 'payment.succeeded')
+          receipts.push([event.data.object.id, String(req.headers['x-service-delivery-id']), at]);
       } catch {
         /* not an event: ignored */
       }
     });
   });
   server.keepAliveTimeout = 65_000;
-  server.listen({ port: Number(process.env.RECEIVER_PORT), host: '127.0.0.1', backlog: 4096 }, () => process.send!({ ready: true }));
+  server.listen({ port: Number(process.env.RECEIVER_PORT), host: '127.0.0.1', backlog: 4096 }, () =>
+    process.send!({ ready: true }),
+  );
   process.on('message', (m: { cmd: string }) => {
     if (m.cmd === 'take') {
       process.send!({ receipts });
@@ -185,7 +208,9 @@ function receiver(): void {
 
 /** The bare-Koa baseline's app (child process): tells its port, stops when told or when the bench is gone. */
 function bare(): void {
-  const server = bareKoaApp().listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, () => process.send!({ port: (server.address() as net.AddressInfo).port }));
+  const server = bareKoaApp().listen({ port: 0, host: '127.0.0.1', backlog: 4096 }, () =>
+    process.send!({ port: (server.address() as net.AddressInfo).port }),
+  );
   process.on('message', () => process.exit(0));
   process.on('disconnect', () => process.exit(0));
 }
@@ -221,9 +246,13 @@ interface Options {
 /** --cpu-prof-services: Procfile names, each one known. */
 function profiledServices(list: string): string[] {
   const known = parseProcfile(readFileSync(path.join(ROOT, 'Procfile'), 'utf8')).map((l) => l.name);
-  const names = list.split(',').map((n) => n.trim()).filter(Boolean);
+  const names = list
+    .split(',')
+    .map((n) => n.trim())
+    .filter(Boolean);
   const unknown = names.filter((n) => !known.includes(n));
-  if (!names.length || unknown.length) throw new Error(`--cpu-prof-services takes Procfile names (${known.join(', ')}), got ${list}`);
+  if (!names.length || unknown.length)
+    throw new Error(`--cpu-prof-services takes Procfile names (${known.join(', ')}), got ${list}`);
   return names;
 }
 
@@ -265,16 +294,24 @@ function options(): Options {
     if (n === 0) throw new Error(`--${name} must be above 0`);
     return n;
   };
-  if (!values['cpu-prof'] && process.argv.some((a) => a.startsWith('--cpu-prof-services'))) throw new Error('--cpu-prof-services needs --cpu-prof DIR');
+  if (!values['cpu-prof'] && process.argv.some((a) => a.startsWith('--cpu-prof-services')))
+    throw new Error('--cpu-prof-services needs --cpu-prof DIR');
   const rates = values.rates.split(',').map((r) => num('rates', r.trim()));
   if (!rates.length || rates.some((r) => r <= 0)) throw new Error('--rates must be positive numbers, e.g. 100,200,300');
   if (!/^[a-z_][a-z0-9_]*$/.test(values.database)) throw new Error('--database must be a plain lowercase name');
   const port = num('port', values.port);
   const topology = values.topology;
-  if (topology !== 'single' && topology !== 'cluster') throw new Error(`--topology takes single or cluster, got ${topology}`);
-  if (topology === 'cluster' && (values['redis-url'] || values['private-redis'])) throw new Error('--topology cluster runs a Redis Cluster of its own: no --redis-url or --private-redis');
-  if (values.overload !== undefined && values['no-overload']) throw new Error('--overload R and --no-overload contradict each other');
-  const overload = values['no-overload'] ? false : values.overload === undefined ? undefined : num('overload', values.overload);
+  if (topology !== 'single' && topology !== 'cluster')
+    throw new Error(`--topology takes single or cluster, got ${topology}`);
+  if (topology === 'cluster' && (values['redis-url'] || values['private-redis']))
+    throw new Error('--topology cluster runs a Redis Cluster of its own: no --redis-url or --private-redis');
+  if (values.overload !== undefined && values['no-overload'])
+    throw new Error('--overload R and --no-overload contradict each other');
+  const overload = values['no-overload']
+    ? false
+    : values.overload === undefined
+      ? undefined
+      : num('overload', values.overload);
   if (overload === 0) throw new Error('--overload must be a positive rate (or --no-overload)');
   const base = new URL(values['redis-url'] || process.env.REDIS_URL || 'redis://127.0.0.1:6379');
   if (values['private-redis']) {
@@ -315,7 +352,9 @@ function options(): Options {
     overloadSeconds: positive('overload-seconds', values['overload-seconds']),
     json: values.json,
     env,
-    cpuProf: values['cpu-prof'] ? { dir: path.resolve(values['cpu-prof']), services: profiledServices(values['cpu-prof-services']) } : undefined,
+    cpuProf: values['cpu-prof']
+      ? { dir: path.resolve(values['cpu-prof']), services: profiledServices(values['cpu-prof-services']) }
+      : undefined,
   };
 }
 
@@ -334,7 +373,9 @@ function portFree(port: number): Promise<boolean> {
 
 /** TcpExt ListenOverflows of the machine: SYNs dropped because a listen queue was full. */
 function listenOverflows(): number {
-  const lines = readFileSync('/proc/net/netstat', 'utf8').split('\n').filter((l) => l.startsWith('TcpExt:'));
+  const lines = readFileSync('/proc/net/netstat', 'utf8')
+    .split('\n')
+    .filter((l) => l.startsWith('TcpExt:'));
   const [names, values] = lines.map((l) => l.trim().split(/\s+/));
   const i = names?.indexOf('ListenOverflows') ?? -1;
   return i > 0 ? Number(values[i]) : 0;
@@ -342,7 +383,8 @@ function listenOverflows(): number {
 
 /** utime + stime of a process, ms; undefined once it is gone. */
 /** The share of the machine's CPU time that was busy between two readings. */
-const busyShare = (a: { all: number; idle: number }, b: { all: number; idle: number }) => (b.all > a.all ? 1 - (b.idle - a.idle) / (b.all - a.all) : 0);
+const busyShare = (a: { all: number; idle: number }, b: { all: number; idle: number }) =>
+  b.all > a.all ? 1 - (b.idle - a.idle) / (b.all - a.all) : 0;
 
 /** The machine's CPU time so far, all and idle (jiffies of /proc/stat's cpu line). */
 function machineCpu(): { all: number; idle: number } {
@@ -371,7 +413,8 @@ function serviceCpuMs(pid: number): number | undefined {
     const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
     let ms = (Number(fields[11]) + Number(fields[12]) + Number(fields[13]) + Number(fields[14])) * TICK_MS;
     for (const task of readdirSync(`/proc/${pid}/task`)) {
-      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean)) ms += serviceCpuMs(Number(child)) ?? 0;
+      for (const child of readFileSync(`/proc/${pid}/task/${task}/children`, 'utf8').split(' ').filter(Boolean))
+        ms += serviceCpuMs(Number(child)) ?? 0;
     }
     return ms;
   } catch {
@@ -391,7 +434,13 @@ interface Service {
  * process manager would keep it: no pipe for the bench to read, which would take the machine's
  * CPU from the service it measures.
  */
-function startService(name: string, command: string, env: Record<string, string>, logDir: string, cpuProf?: Options['cpuProf']): Service {
+function startService(
+  name: string,
+  command: string,
+  env: Record<string, string>,
+  logDir: string,
+  cpuProf?: Options['cpuProf'],
+): Service {
   const [bin, ...rest] = command.split(/\s+/);
   const profile = cpuProf?.services.includes(name)
     ? ['--cpu-prof', '--cpu-prof-interval', '4000', '--cpu-prof-dir', path.join(cpuProf.dir, name)]
@@ -400,7 +449,11 @@ function startService(name: string, command: string, env: Record<string, string>
   if (bin !== 'node') throw new Error(`Procfile line ${name}: only node commands are run by the bench`);
   const logFile = path.join(logDir, `${name}.log`);
   const fd = openSync(logFile, 'a');
-  const child = spawn(process.execPath, args, { cwd: ROOT, env: { ...env, PROCESS_NAME: name }, stdio: ['ignore', fd, fd] });
+  const child = spawn(process.execPath, args, {
+    cwd: ROOT,
+    env: { ...env, PROCESS_NAME: name },
+    stdio: ['ignore', fd, fd],
+  });
   closeSync(fd);
   const tail = () => {
     const f = openSync(logFile, 'r');
@@ -475,7 +528,8 @@ async function redisCpuMs(nodes: Redis[]): Promise<{ cpu: number; commands: numb
     if (nodes.length > 1 && !/^role:master/m.test(info)) continue;
     out.commands += field('total_commands_processed');
     // commands run inside scripts (BullMQ's Lua) count as themselves, and the script call once more
-    for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm)) out.byCommand.set(m[1], (out.byCommand.get(m[1]) ?? 0) + Number(m[2]));
+    for (const m of info.matchAll(/^cmdstat_([^:]+):calls=(\d+)/gm))
+      out.byCommand.set(m[1], (out.byCommand.get(m[1]) ?? 0) + Number(m[2]));
   }
   return out;
 }
@@ -488,7 +542,14 @@ async function queueDepths(redis: RedisClient, prefix: string): Promise<Record<s
     await Promise.all(
       ALL_QUEUES.map(async (q) => {
         const key = (part: string) => `${queueKeyPrefix(prefix, q)}:${q}:${part}`;
-        const res = (await redis.pipeline().llen(key('wait')).llen(key('active')).zcard(key('delayed')).zcard(key('prioritized')).exec()) ?? [];
+        const res =
+          (await redis
+            .pipeline()
+            .llen(key('wait'))
+            .llen(key('active'))
+            .zcard(key('delayed'))
+            .zcard(key('prioritized'))
+            .exec()) ?? [];
         out[q] = res.reduce((sum, [, n]) => sum + Number(n ?? 0), 0);
       }),
     );
@@ -586,7 +647,13 @@ interface OverloadResult {
   seconds: number;
   /** why this rate: --overload, or twice the max sustained */
   rateFrom: string;
-  answers: { created: AnswerKind; refused: AnswerKind; other: AnswerKind; connectionErrors: AnswerKind; timeouts: AnswerKind };
+  answers: {
+    created: AnswerKind;
+    refused: AnswerKind;
+    other: AnswerKind;
+    connectionErrors: AnswerKind;
+    timeouts: AnswerKind;
+  };
   /** the other answers' statuses and the connection errors' codes, with their counts */
   otherStatuses: Record<string, number>;
   connectionErrorCodes: Record<string, number>;
@@ -633,8 +700,17 @@ async function bareBaseline(seconds: number, cleanups: (() => unknown)[]): Promi
     const cpu0 = cpuMs(child.pid!) ?? NaN;
     const run = await closedLoop(port, { connections: BARE_CONNECTIONS, seconds, next });
     const cpu1 = cpuMs(child.pid!) ?? NaN;
-    if (!run.ok || !Number.isFinite(cpu1 - cpu0)) throw new Error(`the bare Koa baseline failed: ${run.ok} answers, ${run.errors} errors`);
-    return { seconds, connections: BARE_CONNECTIONS, postsPerS: run.ok / run.seconds, cpuMsPerPost: (cpu1 - cpu0) / run.ok, p50: percentile(run.latencies, 50), p99: percentile(run.latencies, 99), errors: run.errors };
+    if (!run.ok || !Number.isFinite(cpu1 - cpu0))
+      throw new Error(`the bare Koa baseline failed: ${run.ok} answers, ${run.errors} errors`);
+    return {
+      seconds,
+      connections: BARE_CONNECTIONS,
+      postsPerS: run.ok / run.seconds,
+      cpuMsPerPost: (cpu1 - cpu0) / run.ok,
+      p50: percentile(run.latencies, 50),
+      p99: percentile(run.latencies, 99),
+      errors: run.errors,
+    };
   } finally {
     child.kill('SIGTERM');
     await exited;
@@ -655,7 +731,15 @@ async function bench(): Promise<void> {
   const o = options();
   const say = (line: string) => process.stdout.write(`${line}\n`);
   const topology: Topology | undefined = o.topology === 'cluster' ? topologyAt(o.port + CLUSTER_OFFSET) : undefined;
-  const ports = [o.port, o.port + 1, o.port + 2, o.port + 4, o.port + 5, ...(o.privateRedis ? [o.port + 3] : []), ...(topology ? [...topology.redisPorts, topology.pgbouncerPort] : [])];
+  const ports = [
+    o.port,
+    o.port + 1,
+    o.port + 2,
+    o.port + 4,
+    o.port + 5,
+    ...(o.privateRedis ? [o.port + 3] : []),
+    ...(topology ? [...topology.redisPorts, topology.pgbouncerPort] : []),
+  ];
   for (const p of ports) {
     if (!(await portFree(p))) throw new Error(`port ${p} is taken: choose another --port`);
   }
@@ -666,14 +750,17 @@ async function bench(): Promise<void> {
     (cleaning ??= (async () => {
       for (const c of cleanups.reverse()) await Promise.resolve(c()).catch(() => undefined);
     })());
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => void cleanup().finally(() => process.exit(130)));
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const)
+    process.on(signal, () => void cleanup().finally(() => process.exit(130)));
 
   try {
     // the bare-Koa baseline, before anything else runs
     let bareRun: BareBaseline | undefined;
     if (o.bareSeconds > 0) {
       bareRun = await bareBaseline(o.bareSeconds, cleanups);
-      say(`bare Koa: ${bareRun.postsPerS.toFixed(0)} POST/s, ${bareRun.cpuMsPerPost.toFixed(3)} ms CPU per POST (${BARE_CONNECTIONS} connections, ${o.bareSeconds} s; p50 ${bareRun.p50.toFixed(1)} ms, p99 ${bareRun.p99.toFixed(1)} ms)`);
+      say(
+        `bare Koa: ${bareRun.postsPerS.toFixed(0)} POST/s, ${bareRun.cpuMsPerPost.toFixed(3)} ms CPU per POST (${BARE_CONNECTIONS} connections, ${o.bareSeconds} s; p50 ${bareRun.p50.toFixed(1)} ms, p99 ${bareRun.p99.toFixed(1)} ms)`,
+      );
     }
 
     // Redis (and with --topology cluster, PgBouncer): the Redis Cluster is stopped last, whatever happened
@@ -683,7 +770,11 @@ async function bench(): Promise<void> {
       await clusterUp(topology, { host: pgServer.hostname, port: Number(pgServer.port || 5432) });
     }
     if (o.privateRedis) {
-      const rs = spawn('redis-server', ['--port', String(o.port + 3), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+      const rs = spawn(
+        'redis-server',
+        ['--port', String(o.port + 3), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+        { stdio: 'ignore' },
+      );
       cleanups.push(() => void rs.kill('SIGTERM'));
       for (let i = 0; i < 50 && (await portFree(o.port + 3)); i++) await sleep(100);
     }
@@ -691,9 +782,14 @@ async function bench(): Promise<void> {
     const redisUrl = clusterSettings?.REDIS_URL ?? o.redisUrl;
     // the bench's own connections: the queues' depths, and INFO of each server (every node of a cluster)
     const redis: RedisClient = topology
-      ? new Cluster(topology.redisPorts.map((port) => ({ host: '127.0.0.1', port })), { redisOptions: { maxRetriesPerRequest: 3 } })
+      ? new Cluster(
+          topology.redisPorts.map((port) => ({ host: '127.0.0.1', port })),
+          { redisOptions: { maxRetriesPerRequest: 3 } },
+        )
       : new Redis(o.redisUrl, { maxRetriesPerRequest: 3 });
-    const redisNodes = topology ? topology.redisPorts.map((port) => new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 3 })) : [redis as Redis];
+    const redisNodes = topology
+      ? topology.redisPorts.map((port) => new Redis({ host: '127.0.0.1', port, maxRetriesPerRequest: 3 }))
+      : [redis as Redis];
     cleanups.push(() => {
       redis.disconnect();
       if (topology) for (const n of redisNodes) n.disconnect();
@@ -717,7 +813,10 @@ async function bench(): Promise<void> {
     if (!o.keep) cleanups.push(() => admin.raw('drop database if exists ?? with (force)', [o.database]));
     const autovacuum = (await admin.raw('show autovacuum')).rows[0].autovacuum;
     const syncCommit = (await admin.raw('show synchronous_commit')).rows[0].synchronous_commit;
-    if (autovacuum !== 'on') say(`WARNING: autovacuum is ${autovacuum} on this Postgres: the bench runs VACUUM ANALYZE between steps, but a long step still bloats`);
+    if (autovacuum !== 'on')
+      say(
+        `WARNING: autovacuum is ${autovacuum} on this Postgres: the bench runs VACUUM ANALYZE between steps, but a long step still bloats`,
+      );
     // the bench's own reads go straight to Postgres; the services through PgBouncer on a cluster
     const databaseUrl = `${SERVER_URL}/${o.database}`;
     const logDir = mkdtempSync(path.join(os.tmpdir(), 'bench-e2e-logs-'));
@@ -744,20 +843,41 @@ async function bench(): Promise<void> {
     // one web process unless the run asks for more (--env or --compare WEB_CONCURRENCY=…)
     if (!o.env.WEB_CONCURRENCY) delete env.WEB_CONCURRENCY;
     const config = loadConfig({ ...env, DATABASE_URL: databaseUrl });
-    const ctx = createContext({ role: 'worker', name: 'bench-e2e', config: { ...config, logLevel: 'silent' }, poolMax: 2 });
+    const ctx = createContext({
+      role: 'worker',
+      name: 'bench-e2e',
+      config: { ...config, logLevel: 'silent' },
+      poolMax: 2,
+    });
     cleanups.push(() => ctx.close());
 
     // one merchant, its webhook endpoint, and enough keys for the highest rate
-    const receiverChild = fork(__filename, ['--receiver'], { env: { ...process.env, RECEIVER_PORT: String(o.port + 2) }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+    const receiverChild = fork(__filename, ['--receiver'], {
+      env: { ...process.env, RECEIVER_PORT: String(o.port + 2) },
+      stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+    });
     cleanups.push(() => void receiverChild.kill('SIGTERM'));
     await new Promise((r) => receiverChild.once('message', r));
-    const merchant = await createMerchant(ctx.db, { name: 'E2E bench', fees: { USD: { percent_bps: 250, fixed: 10 } } });
-    await createWebhook(ctx.db, { merchant_id: merchant.id, url: `http://127.0.0.1:${o.port + 2}/hook`, events: ['payment.*'], environment: 'test' });
+    const merchant = await createMerchant(ctx.db, {
+      name: 'E2E bench',
+      fees: { USD: { percent_bps: 250, fixed: 10 } },
+    });
+    await createWebhook(ctx.db, {
+      merchant_id: merchant.id,
+      url: `http://127.0.0.1:${o.port + 2}/hook`,
+      events: ['payment.*'],
+      environment: 'test',
+    });
     /** enough keys of the merchant for `rate` a second, each under PER_KEY_PER_MINUTE */
     const issueKeys = async (rate: number) => {
       const out: { apiKey: string; secret: string }[] = [];
       for (let i = 0; i < Math.ceil((rate * 60) / PER_KEY_PER_MINUTE); i++) {
-        const c = await issueCredential(ctx.db, merchant.id, { environment: 'test', scope: 'payments' }, config.secretsKeys);
+        const c = await issueCredential(
+          ctx.db,
+          merchant.id,
+          { environment: 'test', scope: 'payments' },
+          config.secretsKeys,
+        );
         out.push({ apiKey: c.api_key, secret: c.secret });
       }
       return out;
@@ -765,7 +885,10 @@ async function bench(): Promise<void> {
     const keys = await issueKeys(Math.max(WARMUP.rate, ...o.rates));
 
     // the stack: every Procfile line (the compiled build, built again first if a source is newer), with a variant's settings on top
-    execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.js'), '--if-stale'], { cwd: ROOT, stdio: 'inherit' });
+    execFileSync(process.execPath, [path.join(ROOT, 'scripts/build.js'), '--if-stale'], {
+      cwd: ROOT,
+      stdio: 'inherit',
+    });
     const lines = parseProcfile(readFileSync(path.join(ROOT, 'Procfile'), 'utf8'));
     let stopping = false;
     /** the stack running, or starting: a failure or Ctrl-C while it starts stops it too */
@@ -784,7 +907,9 @@ async function bench(): Promise<void> {
       // SIGTERM, and SIGKILL for whatever is left after STOP_GRACE_MS (a worker whose Redis is gone never finishes closing)
       const stop = async () => {
         stopping = true;
-        const exited = Promise.all(services.map((s) => (running(s.child) ? new Promise((r) => s.child.once('exit', r)) : Promise.resolve())));
+        const exited = Promise.all(
+          services.map((s) => (running(s.child) ? new Promise((r) => s.child.once('exit', r)) : Promise.resolve())),
+        );
         for (const s of services) if (running(s.child)) s.child.kill('SIGTERM');
         let timer: NodeJS.Timeout | undefined;
         const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), STOP_GRACE_MS)));
@@ -797,7 +922,9 @@ async function bench(): Promise<void> {
       stack = { services, stop };
       for (let i = 0; ; i++) {
         const up = await new Promise<boolean>((resolve) => {
-          http.get(`http://127.0.0.1:${o.port}/health/ready`, (res) => (res.resume(), resolve(res.statusCode === 200))).on('error', () => resolve(false));
+          http
+            .get(`http://127.0.0.1:${o.port}/health/ready`, (res) => (res.resume(), resolve(res.statusCode === 200)))
+            .on('error', () => resolve(false));
         });
         if (up && !(await portFree(o.port + 1))) break;
         if (i > 300) {
@@ -817,7 +944,14 @@ async function bench(): Promise<void> {
     };
     const signed = (key: (typeof keys)[number]): LoadRequest => {
       const ts = String(Math.floor(Date.now() / 1000));
-      const body = JSON.stringify({ amount: 10_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `e2e-${randomUUID()}` });
+      const body = JSON.stringify({
+        amount: 10_000,
+        currency: 'USD',
+        method: 'mobile_money',
+        operator: 'vodacom',
+        phone: '243990000001',
+        reference: `e2e-${randomUUID()}`,
+      });
       return {
         method: 'POST',
         path: '/v1/payments',
@@ -842,7 +976,12 @@ async function bench(): Promise<void> {
         receiverChild.send({ cmd: 'take' });
       });
 
-    const runStep = async (rate: number, seconds: number, services: Service[], extra: StepExtra = {}): Promise<StepResult> => {
+    const runStep = async (
+      rate: number,
+      seconds: number,
+      services: Service[],
+      extra: StepExtra = {},
+    ): Promise<StepResult> => {
       const sign = extra.sign ?? payment;
       const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
       await take(); // anything left from before
@@ -859,14 +998,24 @@ async function bench(): Promise<void> {
       const bouncer0 = pgbouncerPid ? (cpuMs(pgbouncerPid) ?? 0) : 0;
       const redis0 = await redisCpuMs(redisNodes);
       const overflows0 = listenOverflows();
-      const xacts = async () => Number((await ctx.db.raw('select xact_commit + xact_rollback as n from pg_stat_database where datname = ?', [o.database])).rows[0].n);
+      const xacts = async () =>
+        Number(
+          (
+            await ctx.db.raw('select xact_commit + xact_rollback as n from pg_stat_database where datname = ?', [
+              o.database,
+            ])
+          ).rows[0].n,
+        );
       const xact0 = await xacts();
       await pg.begin();
       const depths: StepResult['depths'] = [];
       const start = nowMs();
       const sampler = setInterval(() => {
         void pg.sample().catch(() => undefined);
-        void queueDepths(redis, prefix).then((d) => depths.push({ t: (nowMs() - start) / 1000, depths: d }), () => undefined);
+        void queueDepths(redis, prefix).then(
+          (d) => depths.push({ t: (nowMs() - start) / 1000, depths: d }),
+          () => undefined,
+        );
       }, 1000);
       const receipts: Receipt[] = [];
       // the load generator's own event loop: a late loop makes answers look late
@@ -929,7 +1078,8 @@ async function bench(): Promise<void> {
       const e2e = [...firstReceipt].map(([id, at]) => at - created.get(id)!).sort((a, b) => a - b);
       const n = created.size || 1;
       const cpu: Record<string, number> = {};
-      for (const s of services) cpu[s.name] = ((serviceCpuMs(s.child.pid!) ?? cpu0.get(s.name)!) - cpu0.get(s.name)!) / n;
+      for (const s of services)
+        cpu[s.name] = ((serviceCpuMs(s.child.pid!) ?? cpu0.get(s.name)!) - cpu0.get(s.name)!) / n;
       for (const [group, ms] of pg.byGroup()) cpu[group] = ms / n;
       cpu['redis-server'] = (redis1.cpu - redis0.cpu) / n;
       if (pgbouncerPid) cpu.pgbouncer = ((cpuMs(pgbouncerPid) ?? bouncer0) - bouncer0) / n;
@@ -938,7 +1088,9 @@ async function bench(): Promise<void> {
       cpu['bench (receiver)'] = ((cpuMs(receiverChild.pid!) ?? rcv0) - rcv0) / n;
       // backlog: jobs in every queue; growth over the step's second half
       const during = depths.filter((d) => d.t <= seconds);
-      const total0 = during.filter((d) => d.t >= seconds / 2).map((d) => Object.values(d.depths).reduce((a, b) => a + b, 0));
+      const total0 = during
+        .filter((d) => d.t >= seconds / 2)
+        .map((d) => Object.values(d.depths).reduce((a, b) => a + b, 0));
       const backlogGrowth = total0.length >= 2 ? Math.max(...total0.slice(-3)) - Math.min(...total0.slice(0, 3)) : 0;
       const createdPerS = created.size / run.seconds;
       const webhooksPerS = inStep / ((loadEnd - start) / 1000);
@@ -948,7 +1100,12 @@ async function bench(): Promise<void> {
         .reduce((sum, [, v]) => sum + v, 0);
       const inBare = (ms: number) => ms / bareRun!.cpuMsPerPost;
       const sustained =
-        createdPerS >= rate * 0.97 && webhooksPerS >= rate * 0.95 && backlogGrowth <= rate && drained && drainS <= o.sustainedDrainS && duplicates === 0;
+        createdPerS >= rate * 0.97 &&
+        webhooksPerS >= rate * 0.95 &&
+        backlogGrowth <= rate &&
+        drained &&
+        drainS <= o.sustainedDrainS &&
+        duplicates === 0;
       return {
         rate,
         seconds,
@@ -971,7 +1128,9 @@ async function bench(): Promise<void> {
         sustained,
         cpuMsPerPayment: cpu,
         cpuTotalMsPerPayment: cpuTotal,
-        cpuBarePostsPerPayment: bareRun ? Object.fromEntries(Object.entries(cpu).map(([name, ms]) => [name, inBare(ms)])) : undefined,
+        cpuBarePostsPerPayment: bareRun
+          ? Object.fromEntries(Object.entries(cpu).map(([name, ms]) => [name, inBare(ms)]))
+          : undefined,
         cpuTotalBarePostsPerPayment: bareRun ? inBare(cpuTotal) : undefined,
         pgTransactionsPerPayment: (xact1 - xact0) / n,
         redisCommandsPerPayment: (redis1.commands - redis0.commands) / n,
@@ -986,15 +1145,28 @@ async function bench(): Promise<void> {
       };
     };
 
-    say(`bench:e2e: ${lines.length} processes (${lines.map((l) => l.name).join(', ')}), node ${process.version}, ${keys.length} API keys, sandbox callback delay ${o.callbackDelayMs} ms, LOG_LEVEL ${o.logLevel}, autovacuum ${autovacuum}, synchronous_commit ${syncCommit}${Object.keys(o.env).length ? `, ${Object.entries(o.env).map(([a, b]) => `${a}=${b}`).join(' ')}` : ''}`);
+    say(
+      `bench:e2e: ${lines.length} processes (${lines.map((l) => l.name).join(', ')}), node ${process.version}, ${keys.length} API keys, sandbox callback delay ${o.callbackDelayMs} ms, LOG_LEVEL ${o.logLevel}, autovacuum ${autovacuum}, synchronous_commit ${syncCommit}${
+        Object.keys(o.env).length
+          ? `, ${Object.entries(o.env)
+              .map(([a, b]) => `${a}=${b}`)
+              .join(' ')}`
+          : ''
+      }`,
+    );
     const pgAt = `${new URL(SERVER_URL).host}`;
     const topologyLine = topology
       ? `topology cluster: Redis Cluster of 3 masters + 3 replicas on ${topology.redisPorts[0]}-${topology.redisPorts[5]}, PgBouncer (transaction pooling, prepared statements off) on ${topology.pgbouncerPort} in front of Postgres ${pgAt}, queue prefix ${prefix}`
       : `topology single: Redis ${redisUrl}${o.privateRedis ? ' (private)' : ''}, Postgres ${pgAt}, queue prefix ${prefix}`;
     say(topologyLine);
     if (topology && o.redisDb !== 0) say(`(--redis-db ${o.redisDb} is not used: a Redis Cluster has database 0 only)`);
-    if (o.compare) say(`comparing ${o.compare.key} = ${o.compare.values.join(' / ')}: each step runs once per value, in turn, on a stack started afresh with it`);
-    const variants = o.compare ? o.compare.values.map((v) => ({ label: `${o.compare!.key}=${v}`, env: { [o.compare!.key]: v } })) : [{ label: '', env: {} }];
+    if (o.compare)
+      say(
+        `comparing ${o.compare.key} = ${o.compare.values.join(' / ')}: each step runs once per value, in turn, on a stack started afresh with it`,
+      );
+    const variants = o.compare
+      ? o.compare.values.map((v) => ({ label: `${o.compare!.key}=${v}`, env: { [o.compare!.key]: v } }))
+      : [{ label: '', env: {} }];
     const results: (StepResult & { variant: string })[] = [];
     const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
     const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
@@ -1008,7 +1180,9 @@ async function bench(): Promise<void> {
       await ctx.db.raw('vacuum analyze');
       return stack;
     };
-    say(`\n${o.compare ? `${'variant'.padEnd(width)}  ` : ''}  rate  created/s  webhooks/s  POST p50  POST p99  e2e p50  e2e p99   lost  dup  drain s  backlog+  CPU ms/payment  bare POSTs  busy  sustained  load`);
+    say(
+      `\n${o.compare ? `${'variant'.padEnd(width)}  ` : ''}  rate  created/s  webhooks/s  POST p50  POST p99  e2e p50  e2e p99   lost  dup  drain s  backlog+  CPU ms/payment  bare POSTs  busy  sustained  load`,
+    );
     const failed = new Set<string>();
     for (const rate of o.rates) {
       for (const variant of variants) {
@@ -1022,14 +1196,23 @@ async function bench(): Promise<void> {
         if (r.errors) say(`        answers: ${JSON.stringify(r.statuses)}`);
         if (r.postSlowest) {
           const p = r.postSlowest;
-          say(`        slowest 1% of POSTs (mean ms): ${f1(p.queued)} waiting for a client connection, ${f1(p.connect)} connecting, ${f1(p.write)} writing, ${f1(p.wait)} waiting for the answer, ${f1(p.read)} reading it; the load generator's event loop late by ${f1(r.benchLoopDelayMs.p99)} ms (p99), ${f1(r.benchLoopDelayMs.max)} ms (max)`);
+          say(
+            `        slowest 1% of POSTs (mean ms): ${f1(p.queued)} waiting for a client connection, ${f1(p.connect)} connecting, ${f1(p.write)} writing, ${f1(p.wait)} waiting for the answer, ${f1(p.read)} reading it; the load generator's event loop late by ${f1(r.benchLoopDelayMs.p99)} ms (p99), ${f1(r.benchLoopDelayMs.max)} ms (max)`,
+          );
         }
-        if (r.listenOverflows) say(`        listen queues overflowed: ${r.listenOverflows} SYNs dropped (clients retry 1, 3, 7 s later)`);
+        if (r.listenOverflows)
+          say(`        listen queues overflowed: ${r.listenOverflows} SYNs dropped (clients retry 1, 3, 7 s later)`);
         sayCpu(r, 'payment');
-        say(`        Redis commands per payment ${r.redisCommandsPerPayment.toFixed(1)}${topology ? ' (summed over the masters)' : o.privateRedis ? '' : ' (whole Redis server)'}: ${r.redisTopCommands.map(([c, v]) => `${c} ${v.toFixed(1)}`).join(', ')}`);
+        say(
+          `        Redis commands per payment ${r.redisCommandsPerPayment.toFixed(1)}${topology ? ' (summed over the masters)' : o.privateRedis ? '' : ' (whole Redis server)'}: ${r.redisTopCommands.map(([c, v]) => `${c} ${v.toFixed(1)}`).join(', ')}`,
+        );
         const every = Math.max(1, Math.round(r.depths.length / 12));
         const series = ALL_QUEUES.filter((q) => r.depths.some((d) => d.depths[q] > 0)).map(
-          (q) => `${q} ${r.depths.filter((_, i) => i % every === 0).map((d) => d.depths[q]).join(' ')}`,
+          (q) =>
+            `${q} ${r.depths
+              .filter((_, i) => i % every === 0)
+              .map((d) => d.depths[q])
+              .join(' ')}`,
         );
         say(`        queue depths every ${every} s: ${series.length ? series.join(' | ') : 'all empty'}`);
         await ctx.db.raw('vacuum analyze');
@@ -1037,7 +1220,8 @@ async function bench(): Promise<void> {
       }
       if (failed.size === variants.length) break;
     }
-    const maxSustained = (label: string) => results.filter((r) => r.variant === label && r.sustained).reduce((m, r) => Math.max(m, r.rate), 0);
+    const maxSustained = (label: string) =>
+      results.filter((r) => r.variant === label && r.sustained).reduce((m, r) => Math.max(m, r.rate), 0);
 
     // the overload step, per variant: on the stack of the steps, or (--compare) on a fresh one
     const overloads: OverloadResult[] = [];
@@ -1059,7 +1243,15 @@ async function bench(): Promise<void> {
       }
     }
 
-    if (o.json) writeFileSync(o.json, JSON.stringify({ options: o, topology: topologyLine, bare: bareRun ?? null, results, overload: overloads }, null, 2));
+    if (o.json)
+      writeFileSync(
+        o.json,
+        JSON.stringify(
+          { options: o, topology: topologyLine, bare: bareRun ?? null, results, overload: overloads },
+          null,
+          2,
+        ),
+      );
     say('');
     for (const v of variants) say(`max sustained${v.label ? ` (${v.label})` : ''}: ${maxSustained(v.label)}/s`);
 
@@ -1068,9 +1260,14 @@ async function bench(): Promise<void> {
       const cpuLine = Object.entries(r.cpuMsPerPayment)
         .filter(([, v]) => v >= 0.05)
         .sort((a, b) => b[1] - a[1])
-        .map(([name, v]) => `${name} ${v.toFixed(2)}${r.cpuBarePostsPerPayment ? ` (${r.cpuBarePostsPerPayment[name].toFixed(1)})` : ''}`)
+        .map(
+          ([name, v]) =>
+            `${name} ${v.toFixed(2)}${r.cpuBarePostsPerPayment ? ` (${r.cpuBarePostsPerPayment[name].toFixed(1)})` : ''}`,
+        )
         .join(', ');
-      say(`        CPU ms per ${per}${r.cpuBarePostsPerPayment ? ' (in bare POSTs)' : ''}: ${cpuLine}; Postgres transactions per ${per} ${r.pgTransactionsPerPayment.toFixed(1)} (the bench's own samples included)`);
+      say(
+        `        CPU ms per ${per}${r.cpuBarePostsPerPayment ? ' (in bare POSTs)' : ''}: ${cpuLine}; Postgres transactions per ${per} ${r.pgTransactionsPerPayment.toFixed(1)} (the bench's own samples included)`,
+      );
     }
 
     /**
@@ -1078,11 +1275,25 @@ async function bench(): Promise<void> {
      * included), every request cut after OVERLOAD_TIMEOUT_MS; right after its load, the recovery at
      * RECOVERY_RATE for RECOVERY_S; then the drain, over the payments of both.
      */
-    async function runOverload(variant: string, rate: number, rateFrom: string, lowest: StepResult, services: Service[]): Promise<OverloadResult> {
-      say(`\noverload${variant ? ` (${variant})` : ''}: ${f0(rate)}/s offered for ${o.overloadSeconds} s (${rateFrom}), open loop, requests cut after ${OVERLOAD_TIMEOUT_MS / 1000} s; then ${RECOVERY_RATE}/s for ${RECOVERY_S} s`);
+    async function runOverload(
+      variant: string,
+      rate: number,
+      rateFrom: string,
+      lowest: StepResult,
+      services: Service[],
+    ): Promise<OverloadResult> {
+      say(
+        `\noverload${variant ? ` (${variant})` : ''}: ${f0(rate)}/s offered for ${o.overloadSeconds} s (${rateFrom}), open loop, requests cut after ${OVERLOAD_TIMEOUT_MS / 1000} s; then ${RECOVERY_RATE}/s for ${RECOVERY_S} s`,
+      );
       const pool = await issueKeys(rate);
       const sign = signer(pool);
-      const latencies = { created: [] as number[], refused: [] as number[], other: [] as number[], connectionErrors: [] as number[], timeouts: [] as number[] };
+      const latencies = {
+        created: [] as number[],
+        refused: [] as number[],
+        other: [] as number[],
+        connectionErrors: [] as number[],
+        timeouts: [] as number[],
+      };
       const otherStatuses: Record<string, number> = {};
       const connectionErrorCodes: Record<string, number> = {};
       let withoutRetryAfter = 0;
@@ -1140,11 +1351,32 @@ async function bench(): Promise<void> {
           });
         },
       });
-      const kind = (l: number[]): AnswerKind => ({ count: l.length, p99: percentile(l.sort((a, b) => a - b), 99) });
-      const answers = { created: kind(latencies.created), refused: kind(latencies.refused), other: kind(latencies.other), connectionErrors: kind(latencies.connectionErrors), timeouts: kind(latencies.timeouts) };
-      const p99All = percentile([...latencies.created, ...latencies.refused, ...latencies.other].sort((a, b) => a - b), 99);
+      const kind = (l: number[]): AnswerKind => ({
+        count: l.length,
+        p99: percentile(
+          l.sort((a, b) => a - b),
+          99,
+        ),
+      });
+      const answers = {
+        created: kind(latencies.created),
+        refused: kind(latencies.refused),
+        other: kind(latencies.other),
+        connectionErrors: kind(latencies.connectionErrors),
+        timeouts: kind(latencies.timeouts),
+      };
+      const p99All = percentile(
+        [...latencies.created, ...latencies.refused, ...latencies.other].sort((a, b) => a - b),
+        99,
+      );
       const perSecondP99 = Array.from({ length: RECOVERY_S }, (_, second) =>
-        percentile(recovery.filter((a) => a.second === second).map((a) => a.latency).sort((a, b) => a - b), 99),
+        percentile(
+          recovery
+            .filter((a) => a.second === second)
+            .map((a) => a.latency)
+            .sort((a, b) => a - b),
+          99,
+        ),
       );
       const bound = 2 * lowest.postP99;
       const back = backAfter(perSecondP99, bound);
@@ -1152,7 +1384,8 @@ async function bench(): Promise<void> {
       if (answers.connectionErrors.count) reasons.push(`${answers.connectionErrors.count} connection errors`);
       if (answers.timeouts.count) reasons.push(`${answers.timeouts.count} timeouts`);
       if (p99All > OVERLOAD_P99_MAX_MS) reasons.push(`p99 of all answers ${f0(p99All)} ms > ${OVERLOAD_P99_MAX_MS} ms`);
-      if (answers.refused.p99 > REFUSAL_P99_MAX_MS) reasons.push(`p99 of 503s ${f0(answers.refused.p99)} ms > ${REFUSAL_P99_MAX_MS} ms`);
+      if (answers.refused.p99 > REFUSAL_P99_MAX_MS)
+        reasons.push(`p99 of 503s ${f0(answers.refused.p99)} ms > ${REFUSAL_P99_MAX_MS} ms`);
       if (step.lost) reasons.push(`${step.lost} lost`);
       if (step.duplicates) reasons.push(`${step.duplicates} duplicates`);
       if (back === null) reasons.push(`not back to normal latency within ${RECOVERY_S} s`);
@@ -1173,7 +1406,16 @@ async function bench(): Promise<void> {
         lost: step.lost,
         duplicates: step.duplicates,
         drainS: step.drainS,
-        recovery: { rate: RECOVERY_RATE, seconds: RECOVERY_S, referenceP99: lowest.postP99, referenceRate: lowest.rate, bound, perSecondP99, statuses: recoveryStatuses, backAfterS: back },
+        recovery: {
+          rate: RECOVERY_RATE,
+          seconds: RECOVERY_S,
+          referenceP99: lowest.postP99,
+          referenceRate: lowest.rate,
+          bound,
+          perSecondP99,
+          statuses: recoveryStatuses,
+          backAfterS: back,
+        },
         pass: reasons.length === 0,
         reasons,
         step,
@@ -1181,13 +1423,23 @@ async function bench(): Promise<void> {
     }
 
     function sayOverload(r: OverloadResult, label: string): void {
-      const row = (name: string, k: AnswerKind, detail = '') => say(`        ${name.padEnd(18)} ${String(k.count).padStart(7)}  ${k.count ? `${f1(k.p99).padStart(8)} ms` : '       -   '}${detail}`);
-      const counts = (c: Record<string, number>) => Object.entries(c).map(([k, n]) => `${k} ×${n}`).join(', ');
+      const row = (name: string, k: AnswerKind, detail = '') =>
+        say(
+          `        ${name.padEnd(18)} ${String(k.count).padStart(7)}  ${k.count ? `${f1(k.p99).padStart(8)} ms` : '       -   '}${detail}`,
+        );
+      const counts = (c: Record<string, number>) =>
+        Object.entries(c)
+          .map(([k, n]) => `${k} ×${n}`)
+          .join(', ');
       say(`        ${'answers'.padEnd(18)} ${'count'.padStart(7)}  ${'p99'.padStart(8)}`);
       row('201 created', r.answers.created);
       row('503 refused', r.answers.refused);
       row('other', r.answers.other, r.answers.other.count ? `   (${counts(r.otherStatuses)})` : '');
-      row('connection errors', r.answers.connectionErrors, r.answers.connectionErrors.count ? `   (${counts(r.connectionErrorCodes)})` : '');
+      row(
+        'connection errors',
+        r.answers.connectionErrors,
+        r.answers.connectionErrors.count ? `   (${counts(r.connectionErrorCodes)})` : '',
+      );
       row(`timeouts (${OVERLOAD_TIMEOUT_MS / 1000} s)`, r.answers.timeouts);
       const all = r.answers.created.count + r.answers.refused.count + r.answers.other.count;
       say(`        ${'all answers'.padEnd(18)} ${String(all).padStart(7)}  ${f1(r.p99All).padStart(8)} ms`);
@@ -1199,15 +1451,27 @@ async function bench(): Promise<void> {
             ? `        503s: every one of the ${refused} with Retry-After and the code service-unavailable`
             : `        503s: ${r.refusalsWithoutRetryAfter} of ${refused} without Retry-After (whole seconds), ${r.refusalsWithoutCode} without the code service-unavailable`,
       );
-      say(`        accepted ${r.accepted.step + r.accepted.recovery} (${r.accepted.step} in the step, ${r.accepted.recovery} in the recovery): ${r.lost} lost, ${r.duplicates} duplicates, drained ${f1(r.drainS)} s after the recovery`);
-      say(`        recovery at ${r.recovery.rate}/s: POST p99 by second (ms) ${r.recovery.perSecondP99.map(f0).join(' ')}; normal: within 2 × ${f1(r.recovery.referenceP99)} = ${f1(r.recovery.bound)} ms (POST p99 of the ${r.recovery.referenceRate}/s step); answers ${counts(r.recovery.statuses)}`);
+      say(
+        `        accepted ${r.accepted.step + r.accepted.recovery} (${r.accepted.step} in the step, ${r.accepted.recovery} in the recovery): ${r.lost} lost, ${r.duplicates} duplicates, drained ${f1(r.drainS)} s after the recovery`,
+      );
+      say(
+        `        recovery at ${r.recovery.rate}/s: POST p99 by second (ms) ${r.recovery.perSecondP99.map(f0).join(' ')}; normal: within 2 × ${f1(r.recovery.referenceP99)} = ${f1(r.recovery.bound)} ms (POST p99 of the ${r.recovery.referenceRate}/s step); answers ${counts(r.recovery.statuses)}`,
+      );
       const s = r.step;
-      say(`        the step: created ${f0(r.accepted.step / r.seconds)}/s, webhooks ${f0(s.webhooksPerS)}/s, creation → webhook p50 ${f0(s.e2eP50)} ms p99 ${f0(s.e2eP99)} ms (recovery included); CPU ${f1(s.cpuTotalMsPerPayment)} ms per accepted payment${s.cpuTotalBarePostsPerPayment === undefined ? '' : ` (${f1(s.cpuTotalBarePostsPerPayment)} bare POSTs)`} over the step, its recovery and drain, refusals included; machine ${Math.round(s.busy * 100)}% busy`);
+      say(
+        `        the step: created ${f0(r.accepted.step / r.seconds)}/s, webhooks ${f0(s.webhooksPerS)}/s, creation → webhook p50 ${f0(s.e2eP50)} ms p99 ${f0(s.e2eP99)} ms (recovery included); CPU ${f1(s.cpuTotalMsPerPayment)} ms per accepted payment${s.cpuTotalBarePostsPerPayment === undefined ? '' : ` (${f1(s.cpuTotalBarePostsPerPayment)} bare POSTs)`} over the step, its recovery and drain, refusals included; machine ${Math.round(s.busy * 100)}% busy`,
+      );
       if (s.postSlowest) {
         const p = s.postSlowest;
-        say(`        slowest 1% of the step's POSTs (mean ms): ${f1(p.queued)} waiting for a client connection, ${f1(p.connect)} connecting, ${f1(p.write)} writing, ${f1(p.wait)} waiting for the answer, ${f1(p.read)} reading it; the load generator's event loop late by ${f1(s.benchLoopDelayMs.p99)} ms (p99), ${f1(s.benchLoopDelayMs.max)} ms (max)`);
+        say(
+          `        slowest 1% of the step's POSTs (mean ms): ${f1(p.queued)} waiting for a client connection, ${f1(p.connect)} connecting, ${f1(p.write)} writing, ${f1(p.wait)} waiting for the answer, ${f1(p.read)} reading it; the load generator's event loop late by ${f1(s.benchLoopDelayMs.p99)} ms (p99), ${f1(s.benchLoopDelayMs.max)} ms (max)`,
+        );
       }
-      say(r.recovery.backAfterS === null ? `        not back within ${RECOVERY_S} s` : `        back to normal latency after ${r.recovery.backAfterS} s`);
+      say(
+        r.recovery.backAfterS === null
+          ? `        not back within ${RECOVERY_S} s`
+          : `        back to normal latency after ${r.recovery.backAfterS} s`,
+      );
       say(`overload${label}: ${r.pass ? 'PASS' : `FAIL (${r.reasons.join(', ')})`}`);
     }
   } finally {

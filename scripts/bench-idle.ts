@@ -61,7 +61,8 @@ const cpuTicks = (pid: number) => {
   const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return Number(fields[11]) + Number(fields[12]); // utime + stime
 };
-const kb = (file: string, field: string) => Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(file, 'utf8'))?.[1] ?? 0);
+const kb = (file: string, field: string) =>
+  Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(file, 'utf8'))?.[1] ?? 0);
 
 async function main(): Promise<void> {
   const db = await createTestDatabase();
@@ -96,12 +97,17 @@ async function main(): Promise<void> {
   process.on('SIGINT', () => (stop(), process.exit(130)));
   try {
     for (;;) {
-      const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then((r) => r.ok, () => false);
+      const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
+        (r) => r.ok,
+        () => false,
+      );
       if (ready) break;
       if (performance.now() - started > 120_000) throw new Error('the stack was not ready within 120 s');
       await sleep(100);
     }
-    console.log(`ready ${((performance.now() - started) / 1000).toFixed(1)} s after npm start (a warm database: cloned from the migrated template)`);
+    console.log(
+      `ready ${((performance.now() - started) / 1000).toFixed(1)} s after npm start (a warm database: cloned from the migrated template)`,
+    );
     await sleep(Number(values.settle) * 1000);
     const before = new Map(group(stack.pid!).map((p) => [p.pid, cpuTicks(p.pid)]));
     await sleep(seconds * 1000);
@@ -118,13 +124,20 @@ async function main(): Promise<void> {
       pss += s;
       ticks += t;
       const cpu = (100 * t * TICK_MS) / (seconds * 1000);
-      rows.push(`${(r / 1024).toFixed(0).padStart(6)} MB ${(s / 1024).toFixed(0).padStart(6)} MB ${cpu.toFixed(2).padStart(6)} %  ${p.command.slice(0, 70)}`);
+      rows.push(
+        `${(r / 1024).toFixed(0).padStart(6)} MB ${(s / 1024).toFixed(0).padStart(6)} MB ${cpu.toFixed(2).padStart(6)} %  ${p.command.slice(0, 70)}`,
+      );
     }
     console.log(`   RSS    PSS    CPU  process (over ${seconds} s, after ${values.settle} s settling)`);
     for (const row of rows) console.log(row);
-    const restarts = readFileSync(logFile, 'utf8').split('\n').filter((l) => /restarting/.test(l));
-    if (restarts.length) console.log(`figures void: ${restarts.length} restarts (${logFile}):\n${restarts.slice(0, 5).join('\n')}`);
-    console.log(`total: ${rows.length} processes, RSS ${(rss / 1024).toFixed(0)} MB, PSS ${(pss / 1024).toFixed(0)} MB, CPU ${((100 * ticks * TICK_MS) / (seconds * 1000)).toFixed(2)} % of one core`);
+    const restarts = readFileSync(logFile, 'utf8')
+      .split('\n')
+      .filter((l) => /restarting/.test(l));
+    if (restarts.length)
+      console.log(`figures void: ${restarts.length} restarts (${logFile}):\n${restarts.slice(0, 5).join('\n')}`);
+    console.log(
+      `total: ${rows.length} processes, RSS ${(rss / 1024).toFixed(0)} MB, PSS ${(pss / 1024).toFixed(0)} MB, CPU ${((100 * ticks * TICK_MS) / (seconds * 1000)).toFixed(2)} % of one core`,
+    );
   } finally {
     stop();
     await new Promise((r) => (stack.exitCode === null ? stack.once('exit', r) : r(null)));

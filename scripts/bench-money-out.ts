@@ -66,7 +66,18 @@ async function seedPayment(db: ReturnType<typeof createContext>['db'], merchantI
       completed: Math.floor(Date.now() / 1000),
       window_ends_at: new Date(),
     });
-    await post(trx, paymentCredit({ paymentId: id, merchantId, environment: 'test', currency: 'USD', amountCharged: SEED, amountNet: SEED, fee: 0 }));
+    await post(
+      trx,
+      paymentCredit({
+        paymentId: id,
+        merchantId,
+        environment: 'test',
+        currency: 'USD',
+        amountCharged: SEED,
+        amountNet: SEED,
+        fee: 0,
+      }),
+    );
   });
   return id;
 }
@@ -81,7 +92,12 @@ async function serve(): Promise<void> {
   for (let i = 0; i < Number(process.env.BENCH_MERCHANTS || 32); i++) {
     const m = await createMerchant(services.db, { name: `Bench ${i}`, fees: { USD: { percent_bps: 100, fixed: 10 } } });
     const c = await issueCredential(services.db, m.id, { environment: 'test', scope: 'full' }, config.secretsKeys);
-    shops.push({ merchantId: m.id, apiKey: c.api_key, secret: c.secret, paymentId: await seedPayment(services.db, m.id) });
+    shops.push({
+      merchantId: m.id,
+      apiKey: c.api_key,
+      secret: c.secret,
+      paymentId: await seedPayment(services.db, m.id),
+    });
   }
   const server = buildApp(services).listen(0, '127.0.0.1');
   await new Promise((r) => server.once('listening', r));
@@ -89,13 +105,17 @@ async function serve(): Promise<void> {
   process.on('message', async (m: Message) => {
     if (m.cmd === 'check') {
       const problems = await checkLedger(services.db);
-      const totals = await services.db('ledger_transactions').groupBy('kind').select('kind', services.db.raw('count(*)::int as n'));
+      const totals = await services
+        .db('ledger_transactions')
+        .groupBy('kind')
+        .select('kind', services.db.raw('count(*)::int as n'));
       return process.send!({ problems, totals });
     }
     server.close();
     server.closeAllConnections();
     const keys = await services.redis.keys(`${config.queuePrefix}:*`).catch(() => [] as string[]);
-    for (let i = 0; i < keys.length; i += 500) await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
+    for (let i = 0; i < keys.length; i += 500)
+      await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
     await services.close();
     await database.drop();
     process.exit(0);
@@ -103,7 +123,8 @@ async function serve(): Promise<void> {
   process.send!({ port: (server.address() as AddressInfo).port, shops });
 }
 
-const percentile = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
+const percentile = (sorted: number[], p: number) =>
+  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 /** Parent: the load. */
 async function bench(): Promise<void> {
@@ -114,7 +135,8 @@ async function bench(): Promise<void> {
     child.once('message', (m) => resolve(m as { port: number; shops: Shop[] }));
     child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
   });
-  const ask = <T>(m: Message) => new Promise<T>((resolve) => (child.once('message', (r) => resolve(r as T)), child.send(m)));
+  const ask = <T>(m: Message) =>
+    new Promise<T>((resolve) => (child.once('message', (r) => resolve(r as T)), child.send(m)));
 
   const signed = (shop: Shop, path: string, body: string, idempotent: boolean) => {
     const ts = String(Math.floor(Date.now() / 1000));
@@ -133,7 +155,18 @@ async function bench(): Promise<void> {
   };
   const pick = (many: boolean) => shops[many ? Math.floor(Math.random() * shops.length) : 0];
   const payout = (many: boolean) => () =>
-    signed(pick(many), '/v1/payouts', JSON.stringify({ amount: 1_000, currency: 'USD', operator: 'vodacom', phone: '243990000001', reference: randomUUID() }), true);
+    signed(
+      pick(many),
+      '/v1/payouts',
+      JSON.stringify({
+        amount: 1_000,
+        currency: 'USD',
+        operator: 'vodacom',
+        phone: '243990000001',
+        reference: randomUUID(),
+      }),
+      true,
+    );
   const refund = (many: boolean) => () => {
     const shop = pick(many);
     return signed(shop, `/v1/payments/${shop.paymentId}/refund`, JSON.stringify({ amount: 1 }), false);
@@ -143,13 +176,26 @@ async function bench(): Promise<void> {
     const latencies: number[] = [];
     const r = await new Promise<autocannon.Result>((resolve, reject) => {
       const instance = autocannon(
-        { url: `http://127.0.0.1:${port}`, connections, pipelining: 1, duration: seconds, requests: [{ setupRequest: (req: object) => ({ ...req, ...setupRequest() }) }] },
+        {
+          url: `http://127.0.0.1:${port}`,
+          connections,
+          pipelining: 1,
+          duration: seconds,
+          requests: [{ setupRequest: (req: object) => ({ ...req, ...setupRequest() }) }],
+        },
         (err, result) => (err ? reject(err instanceof Error ? err : new Error(String(err))) : resolve(result)),
       );
       instance.on('response', (_c, _s, _b, ms) => latencies.push(ms));
     });
     latencies.sort((a, b) => a - b);
-    return { name, ok: r['2xx'], rps: r['2xx'] / seconds, p50: percentile(latencies, 50), p99: percentile(latencies, 99), errors: r.non2xx + r.errors + r.timeouts };
+    return {
+      name,
+      ok: r['2xx'],
+      rps: r['2xx'] / seconds,
+      p50: percentile(latencies, 50),
+      p99: percentile(latencies, 99),
+      errors: r.non2xx + r.errors + r.timeouts,
+    };
   }
 
   try {
@@ -160,14 +206,20 @@ async function bench(): Promise<void> {
       await run('refunds, one payment', refund(false)),
       await run(`refunds, ${shops.length} payments`, refund(true)),
     ];
-    const { problems, totals } = await ask<{ problems: string[]; totals: { kind: string; n: number }[] }>({ cmd: 'check' });
+    const { problems, totals } = await ask<{ problems: string[]; totals: { kind: string; n: number }[] }>({
+      cmd: 'check',
+    });
     console.log(`\nmoney-out bench: ${duration} s per run, ${connections} connections, node ${process.version}\n`);
     console.log('run                          created/s   p50 ms   p99 ms  errors');
     for (const r of runs) {
-      console.log(`${r.name.padEnd(27)}  ${r.rps.toFixed(0).padStart(9)}  ${r.p50.toFixed(1).padStart(7)}  ${r.p99.toFixed(1).padStart(7)}  ${String(r.errors).padStart(6)}`);
+      console.log(
+        `${r.name.padEnd(27)}  ${r.rps.toFixed(0).padStart(9)}  ${r.p50.toFixed(1).padStart(7)}  ${r.p99.toFixed(1).padStart(7)}  ${String(r.errors).padStart(6)}`,
+      );
     }
     const debits = Object.fromEntries(totals.map((t) => [t.kind, t.n]));
-    console.log(`\nledger postings: ${JSON.stringify(debits)}; ledger check: ${problems.length ? `${problems.length} PROBLEM(S)` : 'ok'}`);
+    console.log(
+      `\nledger postings: ${JSON.stringify(debits)}; ledger check: ${problems.length ? `${problems.length} PROBLEM(S)` : 'ok'}`,
+    );
   } finally {
     child.send({ cmd: 'stop' });
     await new Promise((r) => child.once('exit', r));

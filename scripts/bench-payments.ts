@@ -32,7 +32,18 @@ import type Koa from 'koa';
 import { buildApp } from '../api/app';
 import { signRequest } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
-import { BARE_REQUEST, bareKoaApp, benchEnv, closedLoop, openLoop, percentile, prepared, runBench, type LoadRequest, type LoadResult } from './bench-common';
+import {
+  BARE_REQUEST,
+  bareKoaApp,
+  benchEnv,
+  closedLoop,
+  openLoop,
+  percentile,
+  prepared,
+  runBench,
+  type LoadRequest,
+  type LoadResult,
+} from './bench-common';
 import { createContext } from '../shared/context';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { QUEUES } from '../shared/queues/names';
@@ -47,7 +58,11 @@ interface Ready {
   secret: string;
 }
 
-type Message = { cmd: 'start-workers' } | { cmd: 'callback-latency'; since: number } | { cmd: 'count'; since: number } | { cmd: 'stop' };
+type Message =
+  | { cmd: 'start-workers' }
+  | { cmd: 'callback-latency'; since: number }
+  | { cmd: 'count'; since: number }
+  | { cmd: 'stop' };
 
 const listen = (app: Koa): Promise<Server> =>
   new Promise((resolve) => {
@@ -80,18 +95,32 @@ async function serve(): Promise<void> {
   const services = createContext({ role: 'web', name: 'bench', config, poolMax: 4 });
 
   const bare = bareKoaApp();
-  const merchant = await createMerchant(services.db, { name: 'Bench merchant', fees: { USD: { percent_bps: 250, fixed: 10 } } });
-  const cred = await issueCredential(services.db, merchant.id, { environment: 'test', scope: 'payments' }, config.secretsKeys);
+  const merchant = await createMerchant(services.db, {
+    name: 'Bench merchant',
+    fees: { USD: { percent_bps: 250, fixed: 10 } },
+  });
+  const cred = await issueCredential(
+    services.db,
+    merchant.id,
+    { environment: 'test', scope: 'payments' },
+    config.secretsKeys,
+  );
   const bareServer = await listen(bare);
   // the web processes: copies of the web app sharing one port, as an operator scales `web: N`
   cluster.setupPrimary({ exec: __filename, args: ['--web'], stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const webs = Array.from({ length: webProcesses }, () => cluster.fork({ ...baseEnv, LOG_LEVEL: 'silent' }));
-  const webPort = (await Promise.all(webs.map((w) => new Promise<number>((r) => w.once('listening', (a) => r(a.port))))))[0];
+  const webPort = (
+    await Promise.all(webs.map((w) => new Promise<number>((r) => w.once('listening', (a) => r(a.port)))))
+  )[0];
   config.baseUrl = `http://127.0.0.1:${webPort}`;
   const children: ChildProcess[] = [];
 
   const start = async (entry: string, env: Record<string, string>, ready: RegExp) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', entry], { cwd: ROOT, env: { ...baseEnv, BASE_URL: config.baseUrl, ...env }, stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', entry], {
+      cwd: ROOT,
+      env: { ...baseEnv, BASE_URL: config.baseUrl, ...env },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     children.push(child);
     return waitForLine(child, ready);
   };
@@ -101,11 +130,23 @@ async function serve(): Promise<void> {
       // the earlier runs' push jobs are not part of the flow run
       await services.queues.get(QUEUES.providerPush).obliterate({ force: true });
       await services.db('payments').where({ status: 'processing' }).update({ status: 'cancelled' });
-      const line = await start('shared/providers/sandbox/server.ts', { SANDBOX_PROVIDER_PORT: '0', LOG_LEVEL: 'info' }, /sandbox provider listening/);
+      const line = await start(
+        'shared/providers/sandbox/server.ts',
+        { SANDBOX_PROVIDER_PORT: '0', LOG_LEVEL: 'info' },
+        /sandbox provider listening/,
+      );
       const sandboxUrl = JSON.parse(line).url;
       await Promise.all([
-        start('workers/provider-push/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl, LOG_LEVEL: 'info' }, /worker pool started/),
-        start('workers/callback-reconciler/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl, LOG_LEVEL: 'info' }, /worker pool started/),
+        start(
+          'workers/provider-push/index.ts',
+          { SANDBOX_PROVIDER_URL: sandboxUrl, LOG_LEVEL: 'info' },
+          /worker pool started/,
+        ),
+        start(
+          'workers/callback-reconciler/index.ts',
+          { SANDBOX_PROVIDER_URL: sandboxUrl, LOG_LEVEL: 'info' },
+          /worker pool started/,
+        ),
       ]);
       return { ok: true };
     }
@@ -122,7 +163,12 @@ async function serve(): Promise<void> {
           where p.created >= ?`,
         [m.since],
       );
-      return { rows: rows.rows.map((r: { status: string; ms: string | null }) => ({ status: r.status, ms: r.ms === null ? null : Number(r.ms) })) };
+      return {
+        rows: rows.rows.map((r: { status: string; ms: string | null }) => ({
+          status: r.status,
+          ms: r.ms === null ? null : Number(r.ms),
+        })),
+      };
     }
     return { ok: true };
   };
@@ -134,7 +180,8 @@ async function serve(): Promise<void> {
     await new Promise((r) => bareServer.close(r));
     bareServer.closeAllConnections();
     const keys = await services.redis.keys(`${config.queuePrefix}:*`).catch(() => [] as string[]);
-    for (let i = 0; i < keys.length; i += 500) await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
+    for (let i = 0; i < keys.length; i += 500)
+      await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
     await services.close();
     await database.drop();
     process.exit(0);
@@ -184,7 +231,14 @@ async function bench(): Promise<void> {
   // a new payment per request: unique reference and Idempotency-Key, signed as a merchant would
   const payment = (): LoadRequest => {
     const ts = String(Math.floor(Date.now() / 1000));
-    const body = JSON.stringify({ amount: 10_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `bench-${randomUUID()}` });
+    const body = JSON.stringify({
+      amount: 10_000,
+      currency: 'USD',
+      method: 'mobile_money',
+      operator: 'vodacom',
+      phone: '243990000001',
+      reference: `bench-${randomUUID()}`,
+    });
     return {
       method: 'POST',
       path: '/v1/payments',
@@ -214,17 +268,29 @@ async function bench(): Promise<void> {
 
   try {
     await closedLoop(ready.web, { connections, seconds: 3, next: enough(1000, 3) }); // warm-up
-    const bareRun = summary('bare POST', await closedLoop(ready.bare, { connections, seconds: duration, next: () => bareRequest }));
+    const bareRun = summary(
+      'bare POST',
+      await closedLoop(ready.bare, { connections, seconds: duration, next: () => bareRequest }),
+    );
     const satPayments = enough(3000, duration);
     const since1 = Math.floor(Date.now() / 1000);
-    const sat = summary('payments (saturation)', await closedLoop(ready.web, { connections, seconds: duration, next: satPayments }));
+    const sat = summary(
+      'payments (saturation)',
+      await closedLoop(ready.web, { connections, seconds: duration, next: satPayments }),
+    );
     const created1 = (await ask<{ count: number }>({ cmd: 'count', since: since1 })).count;
-    const steady = summary(`payments (steady ${rate}/s)`, await openLoop(ready.web, { rate, seconds: duration, next: enough(rate, duration) }));
+    const steady = summary(
+      `payments (steady ${rate}/s)`,
+      await openLoop(ready.web, { rate, seconds: duration, next: enough(rate, duration) }),
+    );
 
     await ask({ cmd: 'start-workers' });
     const since2 = Math.floor(Date.now() / 1000) + 1;
     await new Promise((r) => setTimeout(r, 1000));
-    const flow = summary(`flow (${flowRate}/s + workers)`, await openLoop(ready.web, { rate: flowRate, seconds: duration, next: enough(flowRate, duration) }));
+    const flow = summary(
+      `flow (${flowRate}/s + workers)`,
+      await openLoop(ready.web, { rate: flowRate, seconds: duration, next: enough(flowRate, duration) }),
+    );
 
     // wait for the flow run's payments to reach their outcome (sandbox: about 3 s)
     let latency: { status: string; ms: number | null }[] = [];
@@ -233,22 +299,36 @@ async function bench(): Promise<void> {
       if (latency.length && latency.every((r) => r.status !== 'processing')) break;
       await new Promise((r) => setTimeout(r, 1000));
     }
-    const ms = latency.filter((r) => r.ms !== null).map((r) => r.ms!).sort((a, b) => a - b);
+    const ms = latency
+      .filter((r) => r.ms !== null)
+      .map((r) => r.ms!)
+      .sort((a, b) => a - b);
 
-    console.log(`\npayments bench: ${duration} s per run, ${connections} connections at saturation, fixed-rate runs evenly spaced, ${process.env.BENCH_WEB_PROCESSES || 1} web process(es), node ${process.version}\n`);
+    console.log(
+      `\npayments bench: ${duration} s per run, ${connections} connections at saturation, fixed-rate runs evenly spaced, ${process.env.BENCH_WEB_PROCESSES || 1} web process(es), node ${process.version}\n`,
+    );
     console.log('run                           created/s   p50 ms   p95 ms   p99 ms  errors');
     const ms1 = (n: number) => n.toFixed(1).padStart(7);
     const line = (r: ReturnType<typeof summary>) =>
-      console.log(`${r.name.padEnd(28)}  ${r.rps.toFixed(0).padStart(9)}  ${ms1(r.p50)}  ${ms1(r.p95)}  ${ms1(r.p99)}  ${String(r.errors).padStart(6)}`);
+      console.log(
+        `${r.name.padEnd(28)}  ${r.rps.toFixed(0).padStart(9)}  ${ms1(r.p50)}  ${ms1(r.p95)}  ${ms1(r.p99)}  ${String(r.errors).padStart(6)}`,
+      );
     [bareRun, sat, steady, flow].forEach(line);
     console.log(`\nsaturation: ${sat.ok} answered 201, ${created1} payments in the database`);
     console.log(`ratio payments/bare at saturation: ${((sat.rps / bareRun.rps) * 100).toFixed(1)} %`);
     console.log(`target >= 1500 created/s at saturation: ${sat.rps >= 1500 && sat.errors === 0 ? 'met' : 'MISSED'}`);
-    console.log(`target p99 < 50 ms at a steady ${rate}/s: ${steady.p99 < 50 && steady.errors === 0 && steady.rps >= rate * 0.95 ? 'met' : 'MISSED'}`);
-    const statuses = latency.reduce<Record<string, number>>((acc, r) => ((acc[r.status] = (acc[r.status] ?? 0) + 1), acc), {});
+    console.log(
+      `target p99 < 50 ms at a steady ${rate}/s: ${steady.p99 < 50 && steady.errors === 0 && steady.rps >= rate * 0.95 ? 'met' : 'MISSED'}`,
+    );
+    const statuses = latency.reduce<Record<string, number>>(
+      (acc, r) => ((acc[r.status] = (acc[r.status] ?? 0) + 1), acc),
+      {},
+    );
     console.log(`\nflow run's payments: ${JSON.stringify(statuses)}`);
     if (ms.length) {
-      console.log(`sandbox callback arrival → succeeded row: median ${percentile(ms, 50).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms (${ms.length} payments)`);
+      console.log(
+        `sandbox callback arrival → succeeded row: median ${percentile(ms, 50).toFixed(1)} ms, p99 ${percentile(ms, 99).toFixed(1)} ms (${ms.length} payments)`,
+      );
     }
   } finally {
     child.send({ cmd: 'stop' });

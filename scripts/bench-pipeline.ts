@@ -92,7 +92,12 @@ async function serve(): Promise<void> {
   const app = buildApp(services, { extraV1Routes: trivial.routes() as Middleware });
 
   const merchant = await createMerchant(services.db, { name: 'Bench merchant' });
-  const cred = await issueCredential(services.db, merchant.id, { environment: 'test', scope: 'full' }, config.secretsKeys);
+  const cred = await issueCredential(
+    services.db,
+    merchant.id,
+    { environment: 'test', scope: 'full' },
+    config.secretsKeys,
+  );
   const [bareServer, appServer] = await Promise.all([listen(bare), listen(app)]);
 
   const stop = async () => {
@@ -108,7 +113,12 @@ async function serve(): Promise<void> {
   };
   process.on('message', (m) => m === 'stop' && void stop());
   process.on('disconnect', () => void stop());
-  const ready: Ready = { bare: portOf(bareServer), pipeline: portOf(appServer), apiKey: cred.api_key, secret: cred.secret };
+  const ready: Ready = {
+    bare: portOf(bareServer),
+    pipeline: portOf(appServer),
+    apiKey: cred.api_key,
+    secret: cred.secret,
+  };
   process.send!(ready);
 }
 
@@ -133,7 +143,14 @@ async function bench(): Promise<void> {
     path: '/v1/bench',
     setupRequest: (req) => {
       const n = sent++;
-      const body = JSON.stringify({ amount: 1000 + (n % 1000), currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `bench-${n}` });
+      const body = JSON.stringify({
+        amount: 1000 + (n % 1000),
+        currency: 'USD',
+        method: 'mobile_money',
+        operator: 'vodacom',
+        phone: '243990000001',
+        reference: `bench-${n}`,
+      });
       const ts = String(Math.floor(Date.now() / 1000));
       return {
         ...req,
@@ -154,15 +171,26 @@ async function bench(): Promise<void> {
     await autocannon({ ...base, duration: 1 }); // warm-up: JIT, pools, credential cache
     const r = await autocannon({ ...base, duration });
     const bad = r.non2xx + r.errors + r.timeouts;
-    if (bad > 0) throw new Error(`${name}: ${bad} responses were not 2xx (non2xx ${r.non2xx}, errors ${r.errors}, timeouts ${r.timeouts}); figures void`);
+    if (bad > 0)
+      throw new Error(
+        `${name}: ${bad} responses were not 2xx (non2xx ${r.non2xx}, errors ${r.errors}, timeouts ${r.timeouts}); figures void`,
+      );
     return { name, rps: r.requests.average, p50: r.latency.p50, p99: r.latency.p99, total: r.requests.total };
   }
 
   try {
     const auth = { authorization: `Bearer ${ready.apiKey}` };
     const cases = [
-      { name: 'bare     GET ', port: ready.bare, opts: () => ({ url: `http://127.0.0.1:${ready.bare}/v1/bench`, method: 'GET' as const }) },
-      { name: 'pipeline GET ', port: ready.pipeline, opts: () => ({ url: `http://127.0.0.1:${ready.pipeline}/v1/bench`, method: 'GET' as const, headers: auth }) },
+      {
+        name: 'bare     GET ',
+        port: ready.bare,
+        opts: () => ({ url: `http://127.0.0.1:${ready.bare}/v1/bench`, method: 'GET' as const }),
+      },
+      {
+        name: 'pipeline GET ',
+        port: ready.pipeline,
+        opts: () => ({ url: `http://127.0.0.1:${ready.pipeline}/v1/bench`, method: 'GET' as const, headers: auth }),
+      },
       { name: 'bare     POST', port: ready.bare, opts: () => ({ requests: [signedPost()] }) },
       { name: 'pipeline POST', port: ready.pipeline, opts: () => ({ requests: [signedPost()] }) },
     ];
@@ -174,19 +202,30 @@ async function bench(): Promise<void> {
       perRound.push(results);
     }
     const median = (xs: number[]) => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)];
-    console.log(`\nmerchant pipeline bench: ${rounds} interleaved rounds of ${duration} s per run, ${connections} connections, node ${process.version}\n`);
+    console.log(
+      `\nmerchant pipeline bench: ${rounds} interleaved rounds of ${duration} s per run, ${connections} connections, node ${process.version}\n`,
+    );
     console.log('run            req/s (median)  per round                 p50 ms  p99 ms');
     cases.forEach((c, i) => {
       const rps = perRound.map((r) => r[i].rps);
       const last = perRound[perRound.length - 1][i];
-      console.log(`${c.name}  ${median(rps).toFixed(0).padStart(14)}  ${rps.map((x) => x.toFixed(0)).join(' / ').padEnd(24)}  ${String(last.p50).padStart(6)}  ${String(last.p99).padStart(6)}`);
+      console.log(
+        `${c.name}  ${median(rps).toFixed(0).padStart(14)}  ${rps
+          .map((x) => x.toFixed(0))
+          .join(' / ')
+          .padEnd(24)}  ${String(last.p50).padStart(6)}  ${String(last.p99).padStart(6)}`,
+      );
     });
     const getRatios = perRound.map((r) => r[1].rps / r[0].rps);
     const postRatios = perRound.map((r) => r[3].rps / r[2].rps);
     const pct = (x: number) => `${(x * 100).toFixed(1)} %`;
-    console.log(`\nratio GET  pipeline/bare: ${pct(median(getRatios))} median (rounds: ${getRatios.map(pct).join(', ')})`);
+    console.log(
+      `\nratio GET  pipeline/bare: ${pct(median(getRatios))} median (rounds: ${getRatios.map(pct).join(', ')})`,
+    );
     const post = median(postRatios);
-    console.log(`ratio POST pipeline/bare: ${pct(post)} median (rounds: ${postRatios.map(pct).join(', ')})  target >= 25 %: ${post >= 0.25 ? 'met' : 'MISSED'}`);
+    console.log(
+      `ratio POST pipeline/bare: ${pct(post)} median (rounds: ${postRatios.map(pct).join(', ')})  target >= 25 %: ${post >= 0.25 ? 'met' : 'MISSED'}`,
+    );
   } finally {
     child.send('stop');
     await new Promise((r) => child.once('exit', r));

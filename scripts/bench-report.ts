@@ -36,22 +36,30 @@ function memoryOf(pid: number): { rss: number; hwm: number } {
 const mb = (bytes: number) => (bytes / 1024 / 1024).toFixed(1);
 
 /** GET, reading the body and throwing it away; stops after `abortAfter` bytes when given. */
-function download(port: number, pathAndQuery: string, apiKey: string, abortAfter?: number): Promise<{ status: number; bytes: number; lines: number; aborted: boolean }> {
+function download(
+  port: number,
+  pathAndQuery: string,
+  apiKey: string,
+  abortAfter?: number,
+): Promise<{ status: number; bytes: number; lines: number; aborted: boolean }> {
   return new Promise((resolve, reject) => {
-    const req = http.get({ host: '127.0.0.1', port, path: pathAndQuery, headers: { Authorization: `Bearer ${apiKey}` } }, (res) => {
-      let bytes = 0;
-      let lines = 0;
-      res.on('data', (chunk: Buffer) => {
-        bytes += chunk.length;
-        for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
-        if (abortAfter !== undefined && bytes >= abortAfter) {
-          req.destroy();
-          resolve({ status: res.statusCode ?? 0, bytes, lines, aborted: true });
-        }
-      });
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes, lines, aborted: false }));
-      res.on('error', () => undefined);
-    });
+    const req = http.get(
+      { host: '127.0.0.1', port, path: pathAndQuery, headers: { Authorization: `Bearer ${apiKey}` } },
+      (res) => {
+        let bytes = 0;
+        let lines = 0;
+        res.on('data', (chunk: Buffer) => {
+          bytes += chunk.length;
+          for (let i = chunk.indexOf(10); i !== -1; i = chunk.indexOf(10, i + 1)) lines++;
+          if (abortAfter !== undefined && bytes >= abortAfter) {
+            req.destroy();
+            resolve({ status: res.statusCode ?? 0, bytes, lines, aborted: true });
+          }
+        });
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, bytes, lines, aborted: false }));
+        res.on('error', () => undefined);
+      },
+    );
     req.on('error', (err) => (abortAfter === undefined ? reject(err) : undefined));
   });
 }
@@ -64,8 +72,13 @@ async function seed(db: ReturnType<typeof createContext>['db'], merchantId: stri
      on conflict do nothing`,
     [merchantId],
   );
-  const account = async (owner: string, kind: string) => (await db('ledger_accounts').where({ owner, environment: 'test', currency: 'USD', kind }).first('id')).id;
-  const [available, fees, clearing] = [await account(merchantId, 'available'), await account('platform', 'fees'), await account('platform', 'provider_clearing')];
+  const account = async (owner: string, kind: string) =>
+    (await db('ledger_accounts').where({ owner, environment: 'test', currency: 'USD', kind }).first('id')).id;
+  const [available, fees, clearing] = [
+    await account(merchantId, 'available'),
+    await account('platform', 'fees'),
+    await account('platform', 'provider_clearing'),
+  ];
   for (let start = 0; start < LINES; start += SEED_CHUNK) {
     const end = Math.min(LINES, start + SEED_CHUNK);
     // one succeeded payment (10,000 charged, fee 260) and its credit per line, half a second apart, ending now
@@ -98,18 +111,32 @@ async function seed(db: ReturnType<typeof createContext>['db'], merchantId: stri
 async function main(): Promise<void> {
   const database = await createTestDatabase();
   const port = Number(process.env.BENCH_PORT || (await freePort()));
-  const env = { ...benchEnv(database.url, 'info'), PORT: String(port), BASE_URL: `http://127.0.0.1:${port}`, WEB_CONCURRENCY: '1' };
+  const env = {
+    ...benchEnv(database.url, 'info'),
+    PORT: String(port),
+    BASE_URL: `http://127.0.0.1:${port}`,
+    WEB_CONCURRENCY: '1',
+  };
   delete (env as Record<string, string>).ADMIN_PORT;
   const ctx = createContext({ role: 'worker', name: 'bench-report', config: loadConfig(env) });
   let web: ReturnType<typeof spawn> | undefined;
   try {
     const merchant = await createMerchant(ctx.db, { name: 'Bench statements' });
-    const credential = await issueCredential(ctx.db, merchant.id, { environment: 'test', scope: 'read' }, ctx.config.secretsKeys);
+    const credential = await issueCredential(
+      ctx.db,
+      merchant.id,
+      { environment: 'test', scope: 'read' },
+      ctx.config.secretsKeys,
+    );
     const seedStart = performance.now();
     await seed(ctx.db, merchant.id);
     console.log(`seeding took ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
 
-    web = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'inherit'] });
+    web = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
+      cwd: ROOT,
+      env,
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     await new Promise<void>((resolve, reject) => {
       web!.once('exit', (code) => reject(new Error(`the web process exited (${code})`)));
       web!.stdout!.on('data', (c: Buffer) => (c.toString().includes('web listening') ? resolve() : undefined));
@@ -119,7 +146,11 @@ async function main(): Promise<void> {
     const query = `/v1/reports/transactions.csv?from=${now - 31 * 86_400 + 60}&to=${now + 60}`;
 
     // warm-up: the route, the statement and the stream once, on a small range
-    const warm = await download(port, `/v1/reports/transactions.csv?from=${now - 600}&to=${now + 60}`, credential.api_key);
+    const warm = await download(
+      port,
+      `/v1/reports/transactions.csv?from=${now - 600}&to=${now + 60}`,
+      credential.api_key,
+    );
     if (warm.status !== 200) throw new Error(`warm-up answered ${warm.status}`);
     await new Promise((r) => setTimeout(r, 1000));
     const before = memoryOf(pid);
@@ -135,15 +166,27 @@ async function main(): Promise<void> {
 
     const rows = full.lines - 1;
     const rise = Math.max(peak, after.hwm) - before.rss;
-    console.log(`export: status ${full.status}, ${rows.toLocaleString('en')} rows + header, ${mb(full.bytes)} MB in ${seconds.toFixed(1)} s (${Math.round(rows / seconds).toLocaleString('en')} rows/s)`);
-    console.log(`web RSS: before ${mb(before.rss)} MB, peak ${mb(peak)} MB (sampled every 20 ms), high-water mark ${mb(after.hwm)} MB (was ${mb(before.hwm)} MB), after ${mb(after.rss)} MB`);
-    console.log(`peak rise: ${mb(rise)} MB (bound ${BOUND_MB} MB): ${rise <= BOUND_MB * 1024 * 1024 ? 'within' : 'ABOVE'} the bound`);
+    console.log(
+      `export: status ${full.status}, ${rows.toLocaleString('en')} rows + header, ${mb(full.bytes)} MB in ${seconds.toFixed(1)} s (${Math.round(rows / seconds).toLocaleString('en')} rows/s)`,
+    );
+    console.log(
+      `web RSS: before ${mb(before.rss)} MB, peak ${mb(peak)} MB (sampled every 20 ms), high-water mark ${mb(after.hwm)} MB (was ${mb(before.hwm)} MB), after ${mb(after.rss)} MB`,
+    );
+    console.log(
+      `peak rise: ${mb(rise)} MB (bound ${BOUND_MB} MB): ${rise <= BOUND_MB * 1024 * 1024 ? 'within' : 'ABOVE'} the bound`,
+    );
     if (rows !== LINES) console.log(`WARNING: expected ${LINES} rows`);
 
     // a client that leaves halfway: the export stops and its connection goes back to the pool
     const cut = await download(port, query, credential.api_key, Math.floor(full.bytes / 2));
-    const again = await download(port, `/v1/reports/transactions.csv?from=${now - 600}&to=${now + 60}`, credential.api_key);
-    console.log(`an export cut off after ${mb(cut.bytes)} MB: the next export answers ${again.status} with ${again.lines - 1} rows`);
+    const again = await download(
+      port,
+      `/v1/reports/transactions.csv?from=${now - 600}&to=${now + 60}`,
+      credential.api_key,
+    );
+    console.log(
+      `an export cut off after ${mb(cut.bytes)} MB: the next export answers ${again.status} with ${again.lines - 1} rows`,
+    );
     if (rise > BOUND_MB * 1024 * 1024 || rows !== LINES || again.status !== 200) process.exitCode = 1;
   } finally {
     if (web && web.exitCode === null) {

@@ -41,7 +41,15 @@ const ENDPOINTS = Math.min(7, Number(process.env.BENCH_ENDPOINTS || 1));
 const SENDERS = Math.max(1, Number(process.env.BENCH_SENDERS || 1));
 const PRODUCERS = 8;
 const BATCH = 10;
-const TYPES: EventType[] = ['payment.succeeded', 'payment.failed', 'payment.cancelled', 'refund.succeeded', 'refund.failed', 'payout.succeeded', 'payout.failed'];
+const TYPES: EventType[] = [
+  'payment.succeeded',
+  'payment.failed',
+  'payment.cancelled',
+  'refund.succeeded',
+  'refund.failed',
+  'payout.succeeded',
+  'payout.failed',
+];
 
 type Receipt = [eventId: string, atMs: number];
 
@@ -77,13 +85,26 @@ function ask<T>(child: ChildProcess, msg: object): Promise<T> {
 const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
-async function writeEvents(ctx: ServiceContext, merchantId: string, count: number, started: Map<string, number>): Promise<void> {
+async function writeEvents(
+  ctx: ServiceContext,
+  merchantId: string,
+  count: number,
+  started: Map<string, number>,
+): Promise<void> {
   await transact(ctx, async (trx, outbox) => {
     const t0 = Date.now();
     for (let i = 0; i < count; i++) {
       const objectId = newId('payment');
       const type = TYPES[started.size % ENDPOINTS];
-      const e = await emitEvent(trx, outbox, { merchantId, environment: 'test', type, objectId, objectVersion: 1, object: { id: objectId, object: 'payment', amount_charged: 1000 }, at: ctx.clock.now() });
+      const e = await emitEvent(trx, outbox, {
+        merchantId,
+        environment: 'test',
+        type,
+        objectId,
+        objectVersion: 1,
+        object: { id: objectId, object: 'payment', amount_charged: 1000 },
+        at: ctx.clock.now(),
+      });
       started.set(e.id, t0);
     }
   });
@@ -107,7 +128,12 @@ async function collect(receiver: ChildProcess, started: Map<string, number>, tim
   return { latencies, expected: started.size, received: seen.size, duplicates, lastAt: Math.max(...seen.values()) };
 }
 
-async function burst(ctx: ServiceContext, merchantId: string, count: number, started: Map<string, number>): Promise<void> {
+async function burst(
+  ctx: ServiceContext,
+  merchantId: string,
+  count: number,
+  started: Map<string, number>,
+): Promise<void> {
   let left = count;
   await Promise.all(
     Array.from({ length: PRODUCERS }, async () => {
@@ -128,13 +154,16 @@ function report(label: string, r: Awaited<ReturnType<typeof collect>>, extra: st
   );
 }
 
-const latency = (r: { latencies: number[] }) => `event row to receipt p50 ${pct(r.latencies, 50)} ms, p99 ${pct(r.latencies, 99)} ms`;
+const latency = (r: { latencies: number[] }) =>
+  `event row to receipt p50 ${pct(r.latencies, 50)} ms, p99 ${pct(r.latencies, 99)} ms`;
 
 async function main(): Promise<void> {
   const database = await createTestDatabase();
   const env: Record<string, string> = {
     // the service's settings given to the bench (WEBHOOK_ENDPOINT_CONCURRENCY=32 npm run bench:webhooks) reach the sender too
-    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => /^(WEBHOOK|OUTBOX|DB)_/.test(k)) as [string, string][]),
+    ...Object.fromEntries(
+      Object.entries(process.env).filter(([k]) => /^(WEBHOOK|OUTBOX|DB)_/.test(k)) as [string, string][],
+    ),
     NODE_ENV: 'development',
     DATABASE_URL: database.url,
     REDIS_URL: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
@@ -142,26 +171,45 @@ async function main(): Promise<void> {
     LOG_LEVEL: 'warn',
   };
   // the sender inherits this environment too, so the figures printed are the ones it runs with
-  const ctx = createContext({ role: 'worker', name: 'bench', config: loadConfig({ ...process.env, ...env }), poolMax: PRODUCERS + 2 });
+  const ctx = createContext({
+    role: 'worker',
+    name: 'bench',
+    config: loadConfig({ ...process.env, ...env }),
+    poolMax: PRODUCERS + 2,
+  });
   const receiver = fork(__filename, ['--receive'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
   const senders: RunningProcess[] = [];
   try {
-    const { port } = await new Promise<{ port: number }>((r) => receiver.once('message', (m) => r(m as { port: number })));
+    const { port } = await new Promise<{ port: number }>((r) =>
+      receiver.once('message', (m) => r(m as { port: number })),
+    );
     const merchant = await createMerchant(ctx.db, { name: 'Bench' });
     await issueCredential(ctx.db, merchant.id, { environment: 'test', scope: 'full' }, ctx.config.secretsKeys);
     for (let i = 0; i < ENDPOINTS; i++) {
-      await createWebhook(ctx.db, { merchant_id: merchant.id, url: `http://127.0.0.1:${port}/hook/${i}`, events: [TYPES[i]], environment: 'test' });
+      await createWebhook(ctx.db, {
+        merchant_id: merchant.id,
+        url: `http://127.0.0.1:${port}/hook/${i}`,
+        events: [TYPES[i]],
+        environment: 'test',
+      });
     }
 
     // drain: the backlog is written first, then the sender starts; its delivery rate alone
     const backlog = new Map<string, number>();
     await burst(ctx, merchant.id, EVENTS, backlog);
-    for (let i = 0; i < SENDERS; i++) senders.push(startProcess('workers/webhook-sender/index.ts', { ...env, LOG_LEVEL: 'info' }));
+    for (let i = 0; i < SENDERS; i++)
+      senders.push(startProcess('workers/webhook-sender/index.ts', { ...env, LOG_LEVEL: 'info' }));
     const lines = await Promise.all(senders.map((p) => p.waitForLine((l) => l?.msg === 'worker pool started')));
     const startedAt = Date.now();
-    process.stdout.write(`${SENDERS} webhook-sender process(es) at concurrency ${lines[0].concurrency}, per-endpoint bound ${ctx.config.webhooks.endpointConcurrency}, ${ENDPOINTS} endpoint(s)\n`);
+    process.stdout.write(
+      `${SENDERS} webhook-sender process(es) at concurrency ${lines[0].concurrency}, per-endpoint bound ${ctx.config.webhooks.endpointConcurrency}, ${ENDPOINTS} endpoint(s)\n`,
+    );
     const d = await collect(receiver, backlog, 300_000);
-    report('drain', d, `${Math.round(d.received / ((d.lastAt - startedAt) / 1000))}/s from sender start to last receipt (backlog written before it started)`);
+    report(
+      'drain',
+      d,
+      `${Math.round(d.received / ((d.lastAt - startedAt) / 1000))}/s from sender start to last receipt (backlog written before it started)`,
+    );
 
     // burst: events written as fast as the producers can while the sender delivers them
     const b = new Map<string, number>();
@@ -170,7 +218,11 @@ async function main(): Promise<void> {
     const producedIn = (Date.now() - producing) / 1000;
     const r = await collect(receiver, b, 300_000);
     const seconds = (r.lastAt - producing) / 1000;
-    report('burst', r, `${Math.round(r.received / seconds)}/s from first event to last receipt (events written in ${producedIn.toFixed(2)} s); ${latency(r)}`);
+    report(
+      'burst',
+      r,
+      `${Math.round(r.received / seconds)}/s from first event to last receipt (events written in ${producedIn.toFixed(2)} s); ${latency(r)}`,
+    );
 
     // steady: a rate below saturation, one event per transaction
     const st = new Map<string, number>();

@@ -12,7 +12,16 @@ const path = require('node:path');
 const ROOT = path.resolve(__dirname, '..');
 const OUT = path.join(ROOT, 'build');
 const STAMP = path.join(OUT, '.built');
-const SOURCES = ['api', 'workers', 'shared', 'scripts/start.ts', 'scripts/local-services.ts', 'tsconfig.json', 'tsconfig.build.json', 'package-lock.json'];
+const SOURCES = [
+  'api',
+  'workers',
+  'shared',
+  'scripts/start.ts',
+  'scripts/local-services.ts',
+  'tsconfig.json',
+  'tsconfig.build.json',
+  'package-lock.json',
+];
 const ASSETS = ['api/checkout/assets', 'shared/cards/sandbox/assets'];
 
 /** The newest modification time under `p` (a file or a folder), in ms. */
@@ -35,7 +44,11 @@ function isStale() {
 
 function build() {
   const started = Date.now();
-  execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')], { cwd: ROOT, stdio: 'inherit' });
+  execFileSync(
+    process.execPath,
+    [require.resolve('typescript/bin/tsc'), '-p', path.join(ROOT, 'tsconfig.build.json')],
+    { cwd: ROOT, stdio: 'inherit' },
+  );
   for (const dir of ASSETS) fs.cpSync(path.join(ROOT, dir), path.join(OUT, dir), { recursive: true });
   fs.writeFileSync(STAMP, new Date().toISOString());
   process.stdout.write(`build | compiled to build/ in ${((Date.now() - started) / 1000).toFixed(1)} s\n`);

@@ -61,7 +61,8 @@ export class NodeCutoffs {
    */
   static prepare(base: number): NodeCutoffs {
     if (process.getuid?.() !== 0) throw new Error('cutting a node off needs root (iptables, cgroups)');
-    if (spawnSync('iptables', ['-V'], { stdio: 'ignore' }).status !== 0) throw new Error('iptables is not installed: apt-get install -y iptables');
+    if (spawnSync('iptables', ['-V'], { stdio: 'ignore' }).status !== 0)
+      throw new Error('iptables is not installed: apt-get install -y iptables');
     const mount = cgroup2Mount();
     if (!mount) throw new Error('no cgroup v2 hierarchy is mounted (iptables -m cgroup --path needs one)');
     const cutoffs = new NodeCutoffs(mount, base);
@@ -73,7 +74,10 @@ export class NodeCutoffs {
       iptables('-F', cutoffs.chain);
     } catch (err) {
       cutoffs.release();
-      throw new Error(`iptables refuses a cgroup match (-m cgroup --path): ${(err as { stderr?: Buffer }).stderr?.toString().trim() ?? (err as Error).message}`, { cause: err });
+      throw new Error(
+        `iptables refuses a cgroup match (-m cgroup --path): ${(err as { stderr?: Buffer }).stderr?.toString().trim() ?? (err as Error).message}`,
+        { cause: err },
+      );
     }
     return cutoffs;
   }
@@ -89,8 +93,38 @@ export class NodeCutoffs {
   async cut(node: string, ports: number[], ms: number): Promise<void> {
     const cgroup = `${this.relative}/${node}`;
     const list = [...new Set(ports)].join(',');
-    iptables('-A', this.chain, '-p', 'tcp', '-m', 'multiport', '--dports', list, '-m', 'cgroup', '--path', cgroup, '-j', 'DROP');
-    iptables('-A', this.chain, '-p', 'tcp', '-m', 'multiport', '--sports', list, '-m', 'cgroup', '--path', cgroup, '-j', 'DROP');
+    iptables(
+      '-A',
+      this.chain,
+      '-p',
+      'tcp',
+      '-m',
+      'multiport',
+      '--dports',
+      list,
+      '-m',
+      'cgroup',
+      '--path',
+      cgroup,
+      '-j',
+      'DROP',
+    );
+    iptables(
+      '-A',
+      this.chain,
+      '-p',
+      'tcp',
+      '-m',
+      'multiport',
+      '--sports',
+      list,
+      '-m',
+      'cgroup',
+      '--path',
+      cgroup,
+      '-j',
+      'DROP',
+    );
     try {
       this.hook();
       await sleep(ms);
@@ -104,7 +138,8 @@ export class NodeCutoffs {
   release(): void {
     this.removeChain();
     if (!existsSync(this.root)) return;
-    for (const entry of readdirSync(this.root, { withFileTypes: true })) if (entry.isDirectory()) rmdirQuietly(path.join(this.root, entry.name));
+    for (const entry of readdirSync(this.root, { withFileTypes: true }))
+      if (entry.isDirectory()) rmdirQuietly(path.join(this.root, entry.name));
     rmdirQuietly(this.root);
   }
 

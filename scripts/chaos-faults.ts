@@ -1,7 +1,16 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { randomInt } from 'node:crypto';
-import { pgbouncerPidFile, redisPidFile, startPgbouncer, startRedisNode, stopNode, waitFor, type NodePorts, type Topology } from './cluster';
+import {
+  pgbouncerPidFile,
+  redisPidFile,
+  startPgbouncer,
+  startRedisNode,
+  stopNode,
+  waitFor,
+  type NodePorts,
+  type Topology,
+} from './cluster';
 import { portOpen } from './local-services';
 import { say, sleep } from './chaos-merchant';
 
@@ -41,13 +50,28 @@ function killed(pid: number | undefined): boolean {
  * every one of `processes()` must be gone within 10 s. `downMs` after the kill, `startAgain`
  * (which resolves once the node is ready).
  */
-export async function killWholeNode(t: Topology, node: NodePorts, processes: () => number[], downMs: number, startAgain: () => Promise<void>): Promise<FaultOutcome> {
+export async function killWholeNode(
+  t: Topology,
+  node: NodePorts,
+  processes: () => number[],
+  downMs: number,
+  startAgain: () => Promise<void>,
+): Promise<FaultOutcome> {
   const count = processes().length;
   const killedAt = Date.now();
   await stopNode(t, node, 'SIGKILL');
   // the supervisor is gone; a process killed with it may take a moment more to exit
-  const allGone = await waitFor(`every process of ${node.name} to be gone`, () => processes().length === 0, 10_000).then(() => true, () => false);
-  const gone = allGone ? `all gone within ${seconds(Date.now() - killedAt)}` : `${processes().length} still there after 10 s`;
+  const allGone = await waitFor(
+    `every process of ${node.name} to be gone`,
+    () => processes().length === 0,
+    10_000,
+  ).then(
+    () => true,
+    () => false,
+  );
+  const gone = allGone
+    ? `all gone within ${seconds(Date.now() - killedAt)}`
+    : `${processes().length} still there after 10 s`;
   say(`kill -9 of ${node.name}: ${count} processes, ${gone}; started again ${downMs / 1000} s after the kill`);
   await sleep(Math.max(0, killedAt + downMs - Date.now()));
   const restartedAt = Date.now();
@@ -77,11 +101,15 @@ function redisRole(port: number): RedisRole | undefined {
     for (let i = 2; i + 1 < lines.length; i += 3) replicaPorts.push(Number(lines[i + 1]));
     return { role: 'master', replicaPorts };
   }
-  if (lines[0] === 'slave') return { role: 'slave', replicaPorts: [], masterPort: Number(lines[2]), linked: lines[3] === 'connected' };
+  if (lines[0] === 'slave')
+    return { role: 'slave', replicaPorts: [], masterPort: Number(lines[2]), linked: lines[3] === 'connected' };
   return lines[0] ? { role: lines[0], replicaPorts: [] } : undefined;
 }
 
-const clusterStateOk = (port: number) => /cluster_state:ok/.test(spawnSync('redis-cli', ['-p', String(port), 'cluster', 'info'], { encoding: 'utf8', timeout: 3000 }).stdout ?? '');
+const clusterStateOk = (port: number) =>
+  /cluster_state:ok/.test(
+    spawnSync('redis-cli', ['-p', String(port), 'cluster', 'info'], { encoding: 'utf8', timeout: 3000 }).stdout ?? '',
+  );
 
 /**
  * A Redis master (one with a replica, chosen at random) killed with SIGKILL; its replica must
@@ -89,26 +117,38 @@ const clusterStateOk = (port: number) => /cluster_state:ok/.test(spawnSync('redi
  * file, and must rejoin as a replica of the one promoted.
  */
 export async function killRedisMaster(t: Topology, downMs: number): Promise<FaultOutcome> {
-  const mastersWithReplica = () => t.redisPorts.map((port) => ({ port, role: redisRole(port) })).filter((n) => n.role?.role === 'master' && n.role.replicaPorts.length > 0);
+  const mastersWithReplica = () =>
+    t.redisPorts
+      .map((port) => ({ port, role: redisRole(port) }))
+      .filter((n) => n.role?.role === 'master' && n.role.replicaPorts.length > 0);
   await waitFor('a Redis master with a replica', () => mastersWithReplica().length > 0, 30_000);
   const masters = mastersWithReplica();
   const { port, role } = masters[randomInt(masters.length)];
   const replica = role!.replicaPorts[0];
-  if (!killed(pidIn(redisPidFile(t, port)))) return { ok: false, detail: `the redis-server on ${port} could not be killed (pid file ${redisPidFile(t, port)})` };
+  if (!killed(pidIn(redisPidFile(t, port))))
+    return { ok: false, detail: `the redis-server on ${port} could not be killed (pid file ${redisPidFile(t, port)})` };
   const killedAt = Date.now();
   say(`Redis master 127.0.0.1:${port} killed (kill -9); its replica is 127.0.0.1:${replica}`);
   let detail = `master 127.0.0.1:${port} killed`;
   try {
-    await waitFor(`127.0.0.1:${replica} to take over from ${port}`, () => redisRole(replica)?.role === 'master' && clusterStateOk(replica), 30_000);
+    await waitFor(
+      `127.0.0.1:${replica} to take over from ${port}`,
+      () => redisRole(replica)?.role === 'master' && clusterStateOk(replica),
+      30_000,
+    );
     detail += `; its replica 127.0.0.1:${replica} master after ${seconds(Date.now() - killedAt)}`;
     say(`Redis: 127.0.0.1:${replica} took over; ${port} started again in ${downMs / 1000} s`);
     await sleep(downMs);
     startRedisNode(t, port);
     const restartedAt = Date.now();
-    await waitFor(`127.0.0.1:${port} to rejoin as a replica of ${replica}`, () => {
-      const now = redisRole(port);
-      return now?.role === 'slave' && now.masterPort === replica && now.linked === true;
-    }, 30_000);
+    await waitFor(
+      `127.0.0.1:${port} to rejoin as a replica of ${replica}`,
+      () => {
+        const now = redisRole(port);
+        return now?.role === 'slave' && now.masterPort === replica && now.linked === true;
+      },
+      30_000,
+    );
     detail += `; ${port} started again ${seconds(restartedAt - killedAt)} after the kill, a replica of ${replica} (in sync) ${seconds(Date.now() - restartedAt)} later`;
     say(`Redis: ${detail}`);
     return { ok: true, detail };
@@ -118,8 +158,13 @@ export async function killRedisMaster(t: Topology, downMs: number): Promise<Faul
 }
 
 /** PgBouncer killed with SIGKILL, and `downMs` later started again with the same ini. */
-export async function restartPgbouncer(t: Topology, postgres: { host: string; port: number }, downMs: number): Promise<FaultOutcome> {
-  if (!killed(pidIn(pgbouncerPidFile(t)))) return { ok: false, detail: `PgBouncer could not be killed (pid file ${pgbouncerPidFile(t)})` };
+export async function restartPgbouncer(
+  t: Topology,
+  postgres: { host: string; port: number },
+  downMs: number,
+): Promise<FaultOutcome> {
+  if (!killed(pidIn(pgbouncerPidFile(t))))
+    return { ok: false, detail: `PgBouncer could not be killed (pid file ${pgbouncerPidFile(t)})` };
   const killedAt = Date.now();
   say(`PgBouncer killed (kill -9); started again in ${downMs / 1000} s`);
   try {

@@ -28,7 +28,14 @@ export interface LeaderChange {
 
 /** One write through the leader's HAProxy, on a fresh connection, within 1 s. */
 async function writeOnce(h: HaTopology): Promise<boolean> {
-  const client = new pg.Client({ host: '127.0.0.1', port: h.leaderPort, user: 'postgres', database: 'postgres', connectionTimeoutMillis: 1000, query_timeout: 1000 });
+  const client = new pg.Client({
+    host: '127.0.0.1',
+    port: h.leaderPort,
+    user: 'postgres',
+    database: 'postgres',
+    connectionTimeoutMillis: 1000,
+    query_timeout: 1000,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();
@@ -52,7 +59,13 @@ async function firstWriteAfter(h: HaTopology, timeoutMs = 120_000): Promise<numb
   return undefined;
 }
 
-async function afterChange(h: HaTopology, fault: string, from: HaNode, expected: HaNode, startedAt: number): Promise<LeaderChange> {
+async function afterChange(
+  h: HaTopology,
+  fault: string,
+  from: HaNode,
+  expected: HaNode,
+  startedAt: number,
+): Promise<LeaderChange> {
   const wrote = await firstWriteAfter(h);
   const unwritableS = ((wrote ?? Date.now()) - startedAt) / 1000;
   const to = await leaderOf(h);
@@ -65,9 +78,16 @@ async function afterChange(h: HaTopology, fault: string, from: HaNode, expected:
     unwritableS,
     healthyS,
     standby: healthy?.standby.name,
-    ok: wrote !== undefined && to === expected && unwritableS <= UNWRITABLE_GOAL_S && healthy?.leader === expected && healthy.standby === from,
+    ok:
+      wrote !== undefined &&
+      to === expected &&
+      unwritableS <= UNWRITABLE_GOAL_S &&
+      healthy?.leader === expected &&
+      healthy.standby === from,
   };
-  say(`${fault}: ${from.name} -> ${to?.name ?? 'none'}; no writable leader for ${unwritableS.toFixed(1)} s; ${healthy ? `${from.name} synchronous standby again after ${healthyS!.toFixed(1)} s` : 'no synchronous standby again'}`);
+  say(
+    `${fault}: ${from.name} -> ${to?.name ?? 'none'}; no writable leader for ${unwritableS.toFixed(1)} s; ${healthy ? `${from.name} synchronous standby again after ${healthyS!.toFixed(1)} s` : 'no synchronous standby again'}`,
+  );
   return change;
 }
 
@@ -96,7 +116,13 @@ export async function plannedSwitchover(h: HaTopology): Promise<LeaderChange> {
 export function leaderChangesTable(changes: LeaderChange[]): string {
   const rows = [
     ['fault', 'new leader', 'no writable leader', 'synchronous standby again', 'ok'],
-    ...changes.map((c) => [c.fault, c.to ?? 'none', `${c.unwritableS.toFixed(1)} s (goal <= ${UNWRITABLE_GOAL_S} s)`, c.healthyS === undefined ? 'never' : `${c.standby} after ${c.healthyS.toFixed(1)} s`, c.ok ? 'yes' : 'NO']),
+    ...changes.map((c) => [
+      c.fault,
+      c.to ?? 'none',
+      `${c.unwritableS.toFixed(1)} s (goal <= ${UNWRITABLE_GOAL_S} s)`,
+      c.healthyS === undefined ? 'never' : `${c.standby} after ${c.healthyS.toFixed(1)} s`,
+      c.ok ? 'yes' : 'NO',
+    ]),
   ];
   const widths = rows[0].map((_, i) => Math.max(...rows.map((r) => r[i].length)));
   return rows.map((r) => r.map((cell, i) => cell.padEnd(widths[i])).join('  ')).join('\n');

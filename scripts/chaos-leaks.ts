@@ -13,7 +13,10 @@ const PATTERNS: { kind: string; pattern: RegExp; valid?: (match: string) => bool
   // 243 + 9 digits, also +243… and 00243…
   { kind: 'phone number', pattern: new RegExp(String.raw`(?<![\w+])(?:\+|00)?243(?:${SEP}\d){9}(?!\w)`, 'g') },
   // the national form: 0 (or "(0)"), an 8x or 9x prefix, 7 digits; a bare "0." is a decimal, not a number
-  { kind: 'phone number', pattern: new RegExp(String.raw`(?<![\w.])(?:\(0\)[\s.\-]?|0[\s\-]?)[89](?:${SEP}\d){8}(?!\w)`, 'g') },
+  {
+    kind: 'phone number',
+    pattern: new RegExp(String.raw`(?<![\w.])(?:\(0\)[\s.\-]?|0[\s\-]?)[89](?:${SEP}\d){8}(?!\w)`, 'g'),
+  },
   // 13 to 19 digits starting as a card network's numbers do (22-27, 3-6: not a timestamp, nor a 20xx date), or grouped 4-4-4-4
   { kind: 'card number', pattern: /(?<!\w)(?:2[2-7]\d{11,17}|[3-6]\d{12,18})(?!\w)/g, valid: luhn },
   { kind: 'card number', pattern: /(?<![\w-])\d{4}([ -])\d{4}\1\d{4}\1\d{4}(?![\w-])/g, valid: luhn },
@@ -52,20 +55,26 @@ export interface KnownSecrets {
 }
 
 /** The line as read for the scan, and the sensitive values written in full in it. */
-export function leaksIn(line: string, known: KnownSecrets): { readable: string; found: { kind: string; value: string }[] } {
+export function leaksIn(
+  line: string,
+  known: KnownSecrets,
+): { readable: string; found: { kind: string; value: string }[] } {
   const readable = percentDecoded(line).replace(UUID, '<uuid>');
   const found: { kind: string; value: string }[] = [];
   for (const { kind, pattern, valid } of PATTERNS) {
     for (const [value] of readable.matchAll(pattern)) if (!valid || valid(value)) found.push({ kind, value });
   }
   for (const value of known.values) if (readable.includes(value)) found.push({ kind: 'credential', value });
-  for (const [value] of readable.matchAll(HEX64)) if (known.signatures.has(value.toLowerCase())) found.push({ kind: 'X-Signature sent', value });
+  for (const [value] of readable.matchAll(HEX64))
+    if (known.signatures.has(value.toLowerCase())) found.push({ kind: 'X-Signature sent', value });
   return { readable, found: found.filter((f, i) => found.findIndex((g) => g.value === f.value) === i) };
 }
 
 /** A value shown only by its first 4 and last 2 characters. */
 function masked(value: string): string {
-  return value.length <= 8 ? '*'.repeat(value.length) : `${value.slice(0, 4)}${'*'.repeat(value.length - 6)}${value.slice(-2)}`;
+  return value.length <= 8
+    ? '*'.repeat(value.length)
+    : `${value.slice(0, 4)}${'*'.repeat(value.length - 6)}${value.slice(-2)}`;
 }
 
 export interface LeakScan {

@@ -6,11 +6,28 @@ import type { Knex } from 'knex';
 import { ServiceClient } from '../shared/client/signing';
 import { checkLedger } from '../shared/ledger/check';
 import { decimalToMinor } from '../shared/providers/amounts';
-import { startAirtelSimulator, type AirtelSimulator, type SimTransaction as AirtelTransaction } from '../shared/providers/airtel/simulator';
+import {
+  startAirtelSimulator,
+  type AirtelSimulator,
+  type SimTransaction as AirtelTransaction,
+} from '../shared/providers/airtel/simulator';
 import { toAirtelId } from '../shared/providers/airtel/wire';
-import { startPawapaySimulator, type PawapaySimulator, type SimTransaction as PawapayTransaction } from '../shared/providers/pawapay/simulator';
+import {
+  startPawapaySimulator,
+  type PawapaySimulator,
+  type SimTransaction as PawapayTransaction,
+} from '../shared/providers/pawapay/simulator';
 import type { Currency } from '../shared/vocabulary';
-import { KINDS, refundPost, type DrillMerchant, type Kind, type LoadRequests, type MerchantPost, type OperatorApi, type Tally } from './chaos-merchant';
+import {
+  KINDS,
+  refundPost,
+  type DrillMerchant,
+  type Kind,
+  type LoadRequests,
+  type MerchantPost,
+  type OperatorApi,
+  type Tally,
+} from './chaos-merchant';
 import { takenPorts } from './chaos-ports';
 import { counted, replayCheck, type Check, type Outcome } from './chaos-report';
 import type { ReplayTally } from './chaos-replays';
@@ -64,7 +81,11 @@ export interface LiveConnectors {
   /** for the headline */
   describe: string;
   createMerchant(admin: OperatorApi, serviceUrl: string): Promise<DrillMerchant>;
-  assess(db: Knex, merchantId: string, load: { tally: Record<Kind, Tally>; replays: { tally: ReplayTally } }): Promise<Outcome>;
+  assess(
+    db: Knex,
+    merchantId: string,
+    load: { tally: Record<Kind, Tally>; replays: { tally: ReplayTally } },
+  ): Promise<Outcome>;
   close(): Promise<void>;
 }
 
@@ -72,32 +93,114 @@ export interface LiveConnectors {
 
 const pick = <T>(xs: readonly T[]): T => xs[randomInt(xs.length)];
 /** pawaPay numbers end in the test tail; the prefix is the operator's (Vodacom 81, Orange 89). */
-const pawapayPhone = (operator: 'vodacom' | 'orange', tail: string) => `243${operator === 'vodacom' ? '81' : '89'}0000${tail}`;
+const pawapayPhone = (operator: 'vodacom' | 'orange', tail: string) =>
+  `243${operator === 'vodacom' ? '81' : '89'}0000${tail}`;
 /** Airtel's simulator numbers are national (970000001…); ours are 243 + those. */
 const airtelPhone = (national: string) => `243${national}`;
 
 /** Deposit tails (shared/providers/pawapay/README.md): success weighted, each failure, every scenario but …129 (stuck forever). */
-const PAWAPAY_PAYMENT_TAILS = ['789', '789', '789', '789', '789', '789', '789', '789', '019', '029', '039', '049', '069', '089', '119', '201', '202', '202', '203', '203', '204', '205', '206', '207'];
+const PAWAPAY_PAYMENT_TAILS = [
+  '789',
+  '789',
+  '789',
+  '789',
+  '789',
+  '789',
+  '789',
+  '789',
+  '019',
+  '029',
+  '039',
+  '049',
+  '069',
+  '089',
+  '119',
+  '201',
+  '202',
+  '202',
+  '203',
+  '203',
+  '204',
+  '205',
+  '206',
+  '207',
+];
 /** Payout tails: success weighted, both payout failures, the scenarios. */
-const PAWAPAY_PAYOUT_TAILS = ['789', '789', '789', '789', '789', '789', '089', '119', '201', '202', '203', '204', '206', '207'];
+const PAWAPAY_PAYOUT_TAILS = [
+  '789',
+  '789',
+  '789',
+  '789',
+  '789',
+  '789',
+  '089',
+  '119',
+  '201',
+  '202',
+  '203',
+  '204',
+  '206',
+  '207',
+];
 /** Airtel numbers (shared/providers/airtel/README.md): success weighted, each failure, every scenario. */
 const AIRTEL_PAYMENT_NUMBERS = [
   ...Array(8).fill('970000001'),
-  '970000002', '970000003', '970000004', '970000005', '970000006', '970000007', '970000008', '970000009', '970000010', '970000011',
-  '970000020', '970000021', '970000022', '970000030', '970000030', '970000031', '970000031', '970000040', '970000041', '970000042', '970000043',
+  '970000002',
+  '970000003',
+  '970000004',
+  '970000005',
+  '970000006',
+  '970000007',
+  '970000008',
+  '970000009',
+  '970000010',
+  '970000011',
+  '970000020',
+  '970000021',
+  '970000022',
+  '970000030',
+  '970000030',
+  '970000031',
+  '970000031',
+  '970000040',
+  '970000041',
+  '970000042',
+  '970000043',
 ];
-const AIRTEL_PAYOUT_NUMBERS = [...Array(6).fill('970000001'), '970000002', '970000007', '970000009', '970000020', '970000021', '970000030', '970000040', '970000042', '970000043'];
+const AIRTEL_PAYOUT_NUMBERS = [
+  ...Array(6).fill('970000001'),
+  '970000002',
+  '970000007',
+  '970000009',
+  '970000020',
+  '970000021',
+  '970000030',
+  '970000040',
+  '970000042',
+  '970000043',
+];
 
 const OPERATORS = ['vodacom', 'vodacom', 'orange', 'airtel', 'airtel'] as const;
 
 function livePayment(): MerchantPost {
   const reference = `chaos-live-${randomUUID()}`;
   const operator = pick(OPERATORS);
-  const phone = operator === 'airtel' ? airtelPhone(pick(AIRTEL_PAYMENT_NUMBERS)) : pawapayPhone(operator, pick(PAWAPAY_PAYMENT_TAILS));
+  const phone =
+    operator === 'airtel'
+      ? airtelPhone(pick(AIRTEL_PAYMENT_NUMBERS))
+      : pawapayPhone(operator, pick(PAWAPAY_PAYMENT_TAILS));
   return {
     kind: 'payments',
     path: '/v1/payments',
-    body: { amount: randomInt(1_000, 50_000), currency: 'USD', method: 'mobile_money', operator, phone, reference, description: 'Chaos live drill' },
+    body: {
+      amount: randomInt(1_000, 50_000),
+      currency: 'USD',
+      method: 'mobile_money',
+      operator,
+      phone,
+      reference,
+      description: 'Chaos live drill',
+    },
     identity: { table: 'payments', column: 'reference', value: reference },
   };
 }
@@ -105,7 +208,10 @@ function livePayment(): MerchantPost {
 function livePayout(): MerchantPost {
   const reference = `chaos-live-${randomUUID()}`;
   const operator = pick(OPERATORS);
-  const phone = operator === 'airtel' ? airtelPhone(pick(AIRTEL_PAYOUT_NUMBERS)) : pawapayPhone(operator, pick(PAWAPAY_PAYOUT_TAILS));
+  const phone =
+    operator === 'airtel'
+      ? airtelPhone(pick(AIRTEL_PAYOUT_NUMBERS))
+      : pawapayPhone(operator, pick(PAWAPAY_PAYOUT_TAILS));
   // pawaPay's smallest USD payout is 1.00 (Vodacom)
   return {
     kind: 'payouts',
@@ -124,7 +230,12 @@ export const LIVE_REQUESTS: LoadRequests = {
     if (randomInt(2) !== 0) return undefined;
     if (p.operator === 'airtel') {
       const reason = `chaos-${randomUUID()}`;
-      return { kind: 'refunds', path: `/v1/payments/${p.id}/refund`, body: { reason }, identity: { table: 'refunds', column: 'reason', value: reason } };
+      return {
+        kind: 'refunds',
+        path: `/v1/payments/${p.id}/refund`,
+        body: { reason },
+        identity: { table: 'refunds', column: 'reason', value: reason },
+      };
     }
     return refundPost(p.id, Math.max(100, Math.floor(p.amount_charged / 2)));
   },
@@ -135,7 +246,10 @@ export const LIVE_REQUESTS: LoadRequests = {
 export async function startLiveConnectors(base: number, webPort: number): Promise<LiveConnectors> {
   const ports = { pawapay: base + LIVE_PORT_OFFSETS.pawapay, airtel: base + LIVE_PORT_OFFSETS.airtel };
   const taken = await takenPorts({ 'pawaPay simulator': ports.pawapay, 'Airtel simulator': ports.airtel });
-  if (taken.length) throw new Error(`${taken.map(({ role, port }) => `port ${port} (${role})`).join(', ')} taken: choose another --base-port`);
+  if (taken.length)
+    throw new Error(
+      `${taken.map(({ role, port }) => `port ${port} (${role})`).join(', ')} taken: choose another --base-port`,
+    );
   const simLogFile = path.join(os.tmpdir(), `chaos-${base}-simulators.log`);
   const simLog = createWriteStream(simLogFile);
   const log = (line: string) => void (simLog.writableEnded || simLog.write(`${new Date().toISOString()} ${line}\n`));
@@ -189,18 +303,36 @@ export async function startLiveConnectors(base: number, webPort: number): Promis
 
 /** A merchant of the drill's own with fees and a full-scope LIVE credential; no webhook endpoint (live endpoints must be https). */
 async function createLiveMerchant(admin: OperatorApi, serviceUrl: string): Promise<DrillMerchant> {
-  const merchant = await admin('POST', '/admin/merchants', { name: `Chaos live ${new Date().toISOString()}`, fees: { USD: { percent_bps: 150, fixed: 5 }, CDF: { percent_bps: 150, fixed: 0 } } });
-  const credential = await admin('POST', `/admin/merchants/${merchant.id}/credentials`, { environment: 'live', scope: 'full' });
-  return { id: merchant.id, credential, client: new ServiceClient({ baseUrl: serviceUrl, apiKey: credential.api_key, secret: credential.secret }) };
+  const merchant = await admin('POST', '/admin/merchants', {
+    name: `Chaos live ${new Date().toISOString()}`,
+    fees: { USD: { percent_bps: 150, fixed: 5 }, CDF: { percent_bps: 150, fixed: 0 } },
+  });
+  const credential = await admin('POST', `/admin/merchants/${merchant.id}/credentials`, {
+    environment: 'live',
+    scope: 'full',
+  });
+  return {
+    id: merchant.id,
+    credential,
+    client: new ServiceClient({ baseUrl: serviceUrl, apiKey: credential.api_key, secret: credential.secret }),
+  };
 }
 
 // ---------------------------------------------------------------- the outcome
 
 /** The statuses in which an object is not final yet (as chaos-report.ts). */
-const OPEN: Record<Kind, string[]> = { payments: ['pending', 'processing'], refunds: ['pending'], payouts: ['pending', 'processing'] };
+const OPEN: Record<Kind, string[]> = {
+  payments: ['pending', 'processing'],
+  refunds: ['pending'],
+  payouts: ['pending', 'processing'],
+};
 /** The connector each operator is routed to. */
 const CONNECTOR_OF: Record<string, 'pawapay' | 'airtel'> = { vodacom: 'pawapay', orange: 'pawapay', airtel: 'airtel' };
-const SINGULAR: Record<Kind, 'payment' | 'refund' | 'payout'> = { payments: 'payment', refunds: 'refund', payouts: 'payout' };
+const SINGULAR: Record<Kind, 'payment' | 'refund' | 'payout'> = {
+  payments: 'payment',
+  refunds: 'refund',
+  payouts: 'payout',
+};
 
 type Said = 'succeeded' | 'failed' | 'open';
 /** What a final status of ours says happened; 'open' while not final (the lost count covers those). */
@@ -209,8 +341,10 @@ function ours(status: string): Said {
   if (status === 'failed' || status === 'cancelled') return 'failed';
   return 'open';
 }
-const pawapaySaid = (t: PawapayTransaction | undefined): Said | 'never taken' => (!t ? 'never taken' : t.status === 'COMPLETED' ? 'succeeded' : t.status === 'FAILED' ? 'failed' : 'open');
-const airtelSaid = (t: AirtelTransaction | undefined): Said | 'never taken' => (!t ? 'never taken' : t.status === 'TS' ? 'succeeded' : t.status === 'TF' || t.status === 'TE' ? 'failed' : 'open');
+const pawapaySaid = (t: PawapayTransaction | undefined): Said | 'never taken' =>
+  !t ? 'never taken' : t.status === 'COMPLETED' ? 'succeeded' : t.status === 'FAILED' ? 'failed' : 'open';
+const airtelSaid = (t: AirtelTransaction | undefined): Said | 'never taken' =>
+  !t ? 'never taken' : t.status === 'TS' ? 'succeeded' : t.status === 'TF' || t.status === 'TE' ? 'failed' : 'open';
 
 export interface Row {
   id: string;
@@ -260,23 +394,71 @@ class Agreement {
   }
 }
 
-async function assessLive(db: Knex, merchantId: string, load: { tally: Record<Kind, Tally>; replays: { tally: ReplayTally } }, pawapay: PawapaySimulator, airtel: AirtelSimulator): Promise<Outcome> {
+async function assessLive(
+  db: Knex,
+  merchantId: string,
+  load: { tally: Record<Kind, Tally>; replays: { tally: ReplayTally } },
+  pawapay: PawapaySimulator,
+  airtel: AirtelSimulator,
+): Promise<Outcome> {
   const objectRows: string[][] = [];
   let lostOrDoubled = 0;
   const rows = {} as Record<Kind, Row[]>;
   for (const table of KINDS) {
     const open = OPEN[table];
-    const all: Row[] = await db(table).where({ merchant_id: merchantId }).select('id', 'status', 'operator', 'provider', 'amount', 'currency', ...(table === 'refunds' ? ['payment_id'] : []));
+    const all: Row[] = await db(table)
+      .where({ merchant_id: merchantId })
+      .select(
+        'id',
+        'status',
+        'operator',
+        'provider',
+        'amount',
+        'currency',
+        ...(table === 'refunds' ? ['payment_id'] : []),
+      );
     rows[table] = all;
     const lost = all.filter((r) => open.includes(r.status)).length;
     const key = table === 'refunds' ? 'reason' : 'reference';
-    const dupRequests = await db(table).where({ merchant_id: merchantId }).groupBy(key).havingRaw('count(*) > 1').select(key);
-    const dupPostings = await db('ledger_transactions').whereIn('reference_id', all.map((r) => r.id)).groupBy('kind', 'reference_id').havingRaw('count(*) > 1').select('reference_id');
-    const dupEvents = await db('events').whereIn('object_id', all.map((r) => r.id)).whereIn('type', [`${SINGULAR[table]}.succeeded`, `${SINGULAR[table]}.failed`, `${SINGULAR[table]}.cancelled`]).groupBy('object_id', 'type').havingRaw('count(*) > 1').select('object_id');
+    const dupRequests = await db(table)
+      .where({ merchant_id: merchantId })
+      .groupBy(key)
+      .havingRaw('count(*) > 1')
+      .select(key);
+    const dupPostings = await db('ledger_transactions')
+      .whereIn(
+        'reference_id',
+        all.map((r) => r.id),
+      )
+      .groupBy('kind', 'reference_id')
+      .havingRaw('count(*) > 1')
+      .select('reference_id');
+    const dupEvents = await db('events')
+      .whereIn(
+        'object_id',
+        all.map((r) => r.id),
+      )
+      .whereIn('type', [`${SINGULAR[table]}.succeeded`, `${SINGULAR[table]}.failed`, `${SINGULAR[table]}.cancelled`])
+      .groupBy('object_id', 'type')
+      .havingRaw('count(*) > 1')
+      .select('object_id');
     const doubled = dupRequests.length + dupPostings.length + dupEvents.length;
-    const byStatus = Object.entries(all.reduce<Record<string, number>>((m, r) => ((m[r.status] = (m[r.status] ?? 0) + 1), m), {})).map(([s, n]) => `${s} ${n}`).join(', ');
+    const byStatus = Object.entries(
+      all.reduce<Record<string, number>>((m, r) => ((m[r.status] = (m[r.status] ?? 0) + 1), m), {}),
+    )
+      .map(([s, n]) => `${s} ${n}`)
+      .join(', ');
     const { requested, refused } = load.tally[table];
-    objectRows.push([table, String(requested), String(refused), String(all.length), String(all.length - lost), String(lost), String(doubled), byStatus]);
+    objectRows.push([
+      table,
+      String(requested),
+      String(refused),
+      String(all.length),
+      String(all.length - lost),
+      String(lost),
+      String(doubled),
+      byStatus,
+    ]);
     lostOrDoubled += lost + doubled;
   }
   const ledgerProblems = await checkLedger(db);
@@ -286,7 +468,14 @@ async function assessLive(db: Knex, merchantId: string, load: { tally: Record<Ki
     objectRows,
     checks: [
       await eventsCheck(db, rows),
-      { name: 'ledger', ok: ledgerProblems.length === 0, detail: ledgerProblems.length === 0 ? 'balanced (every transaction sums to zero, every cached balance equals its entries)' : `${ledgerProblems.length} problems` },
+      {
+        name: 'ledger',
+        ok: ledgerProblems.length === 0,
+        detail:
+          ledgerProblems.length === 0
+            ? 'balanced (every transaction sums to zero, every cached balance equals its entries)'
+            : `${ledgerProblems.length} problems`,
+      },
       await callbacksCheck(db, rows, pawapayTxs, airtelTxs),
       pawapayCheck,
       airtelCheck,
@@ -309,7 +498,11 @@ async function eventsCheck(db: Knex, rows: Record<Kind, Row[]>): Promise<Check> 
     const ids = done.map((r) => r.id);
     const counts = new Map<string, number>();
     for (let i = 0; i < ids.length; i += 1000) {
-      const found: { object_id: string; type: string; n: string }[] = await db('events').whereIn('object_id', ids.slice(i, i + 1000)).whereIn('type', [`${SINGULAR[kind]}.succeeded`, `${SINGULAR[kind]}.failed`, `${SINGULAR[kind]}.cancelled`]).groupBy('object_id', 'type').select('object_id', 'type', db.raw('count(*) as n'));
+      const found: { object_id: string; type: string; n: string }[] = await db('events')
+        .whereIn('object_id', ids.slice(i, i + 1000))
+        .whereIn('type', [`${SINGULAR[kind]}.succeeded`, `${SINGULAR[kind]}.failed`, `${SINGULAR[kind]}.cancelled`])
+        .groupBy('object_id', 'type')
+        .select('object_id', 'type', db.raw('count(*) as n'));
       for (const e of found) counts.set(`${e.object_id} ${e.type}`, Number(e.n));
     }
     for (const r of done) {
@@ -322,7 +515,10 @@ async function eventsCheck(db: Knex, rows: Record<Kind, Row[]>): Promise<Check> 
       else more++;
     }
   }
-  const [{ n: deliveries }] = await db('webhook_deliveries as d').join('events as e', 'e.id', 'd.event_id').whereIn('e.object_id', KINDS.flatMap((k) => rows[k].map((r) => r.id)).slice(0, 30_000)).count<{ n: string }[]>('* as n');
+  const [{ n: deliveries }] = await db('webhook_deliveries as d')
+    .join('events as e', 'e.id', 'd.event_id')
+    .whereIn('e.object_id', KINDS.flatMap((k) => rows[k].map((r) => r.id)).slice(0, 30_000))
+    .count<{ n: string }[]>('* as n');
   return {
     name: 'events (database)',
     ok: missing === 0 && more === 0,
@@ -336,25 +532,46 @@ async function eventsCheck(db: Knex, rows: Record<Kind, Row[]>): Promise<Check> 
  * simulator's own retries) counted as duplicates, stale ones (pawaPay PROCESSING after COMPLETED)
  * ignored before they are stored.
  */
-async function callbacksCheck(db: Knex, rows: Record<Kind, Row[]>, pawapayTxs: PawapayTransaction[], airtelTxs: AirtelTransaction[]): Promise<Check> {
+async function callbacksCheck(
+  db: Knex,
+  rows: Record<Kind, Row[]>,
+  pawapayTxs: PawapayTransaction[],
+  airtelTxs: AirtelTransaction[],
+): Promise<Check> {
   const ids = KINDS.flatMap((k) => rows[k].map((r) => r.id));
   const stored: { provider: string; outcome: string | null; n: string }[] = [];
-  for (let i = 0; i < ids.length; i += 1000) stored.push(...(await db('provider_callbacks').whereIn('object_id', ids.slice(i, i + 1000)).groupBy('provider', 'outcome').select('provider', 'outcome', db.raw('count(*) as n'))));
-  const sum = (provider: string, pred: (outcome: string | null) => boolean) => stored.filter((r) => r.provider === provider && pred(r.outcome)).reduce((n, r) => n + Number(r.n), 0);
-  const sent = { pawapay: pawapayTxs.reduce((n, t) => n + t.callbacksSent, 0), airtel: airtelTxs.reduce((n, t) => n + t.callbacksSent, 0) };
+  for (let i = 0; i < ids.length; i += 1000)
+    stored.push(
+      ...(await db('provider_callbacks')
+        .whereIn('object_id', ids.slice(i, i + 1000))
+        .groupBy('provider', 'outcome')
+        .select('provider', 'outcome', db.raw('count(*) as n'))),
+    );
+  const sum = (provider: string, pred: (outcome: string | null) => boolean) =>
+    stored.filter((r) => r.provider === provider && pred(r.outcome)).reduce((n, r) => n + Number(r.n), 0);
+  const sent = {
+    pawapay: pawapayTxs.reduce((n, t) => n + t.callbacksSent, 0),
+    airtel: airtelTxs.reduce((n, t) => n + t.callbacksSent, 0),
+  };
   let ok = true;
   const parts = (['pawapay', 'airtel'] as const).map((provider) => {
     const unprocessed = sum(provider, (o) => o === null);
     const refused = sum(provider, (o) => o === 'amount-mismatch');
     if (unprocessed || refused) ok = false;
-    const outcomes = counted(new Map(stored.filter((r) => r.provider === provider).map((r) => [r.outcome ?? 'unprocessed', Number(r.n)])));
+    const outcomes = counted(
+      new Map(stored.filter((r) => r.provider === provider).map((r) => [r.outcome ?? 'unprocessed', Number(r.n)])),
+    );
     return `${provider}: sent ${sent[provider]}, stored ${sum(provider, () => true)} (${outcomes || 'none'})`;
   });
   return { name: 'provider callbacks', ok, detail: parts.join('; ') };
 }
 
 /** Each connector's agreement row, and the disagreements. */
-export function agreement(rows: Record<Kind, Row[]>, pawapayTxs: PawapayTransaction[], airtelTxs: AirtelTransaction[]): [Check, Check, string[]] {
+export function agreement(
+  rows: Record<Kind, Row[]>,
+  pawapayTxs: PawapayTransaction[],
+  airtelTxs: AirtelTransaction[],
+): [Check, Check, string[]] {
   const p = new Agreement('pawapay');
   const a = new Agreement('airtel');
   const ofConnector = { pawapay: p, airtel: a };
@@ -367,22 +584,26 @@ export function agreement(rows: Record<Kind, Row[]>, pawapayTxs: PawapayTransact
   const sameAmount = (ag: Agreement, op: Row, amount: string | undefined) => {
     if (amount === undefined) return;
     const sent = decimalToMinor(amount, op.currency);
-    if (sent !== Number(op.amount)) ag.disagree(`${op.id}: amount ${op.amount} ${op.currency} (minor) here, ${amount} at ${ag.connector}`);
+    if (sent !== Number(op.amount))
+      ag.disagree(`${op.id}: amount ${op.amount} ${op.currency} (minor) here, ${amount} at ${ag.connector}`);
   };
 
   for (const kind of KINDS) {
     for (const op of rows[kind]) {
       const connector = CONNECTOR_OF[op.operator];
       const ag = ofConnector[connector];
-      if (op.provider !== null && op.provider !== connector) ag.disagree(`${op.id} (${op.operator}): handled by ${op.provider}, routed to ${connector}`);
+      if (op.provider !== null && op.provider !== connector)
+        ag.disagree(`${op.id} (${op.operator}): handled by ${op.provider}, routed to ${connector}`);
       if (connector === 'pawapay') {
         ourPawapayIds.add(uuid(op.id));
         const t = pawapayById.get(uuid(op.id));
-        if (t && t.kind !== { payments: 'deposit', refunds: 'refund', payouts: 'payout' }[kind]) ag.disagree(`${op.id}: a ${t.kind} at pawaPay`);
+        if (t && t.kind !== { payments: 'deposit', refunds: 'refund', payouts: 'payout' }[kind])
+          ag.disagree(`${op.id}: a ${t.kind} at pawaPay`);
         if (t) {
           ag.initiations(t.initiations);
           sameAmount(ag, op, t.amount);
-          if (kind === 'refunds' && t.depositId !== uuid(op.payment_id!)) ag.disagree(`${op.id}: refunds deposit ${t.depositId} at pawaPay, payment ${op.payment_id} here`);
+          if (kind === 'refunds' && t.depositId !== uuid(op.payment_id!))
+            ag.disagree(`${op.id}: refunds deposit ${t.depositId} at pawaPay, payment ${op.payment_id} here`);
         }
         ag.compare(kind, op, pawapaySaid(t), t?.failureCode ? ` (${t.failureCode})` : '');
       } else if (kind === 'refunds') {
@@ -399,7 +620,8 @@ export function agreement(rows: Record<Kind, Row[]>, pawapayTxs: PawapayTransact
         const id = toAirtelId(op.id);
         ourAirtelIds.add(id);
         const t = airtelById.get(id);
-        if (t && t.kind !== (kind === 'payments' ? 'collection' : 'disbursement')) ag.disagree(`${op.id}: a ${t.kind} at Airtel`);
+        if (t && t.kind !== (kind === 'payments' ? 'collection' : 'disbursement'))
+          ag.disagree(`${op.id}: a ${t.kind} at Airtel`);
         if (t) {
           ag.initiations(t.initiations);
           sameAmount(ag, op, t.amount);
@@ -410,19 +632,45 @@ export function agreement(rows: Record<Kind, Row[]>, pawapayTxs: PawapayTransact
   }
   // a refunded Airtel collection is refunded by exactly one succeeded refund of ours
   const airtelRefundsOk = new Map<string, number>();
-  for (const r of rows.refunds) if (CONNECTOR_OF[r.operator] === 'airtel' && r.status === 'succeeded') airtelRefundsOk.set(r.payment_id!, (airtelRefundsOk.get(r.payment_id!) ?? 0) + 1);
-  for (const [paymentId, n] of airtelRefundsOk) if (n > 1) a.disagree(`${paymentId}: ${n} succeeded refunds here, Airtel refunds a collection once`);
-  for (const t of airtelTxs) if (t.kind === 'collection' && t.refunded && !rows.refunds.some((r) => r.status !== 'failed' && toAirtelId(r.payment_id!) === t.id)) a.disagree(`${t.id}: refunded at Airtel, no refund of it here`);
+  for (const r of rows.refunds)
+    if (CONNECTOR_OF[r.operator] === 'airtel' && r.status === 'succeeded')
+      airtelRefundsOk.set(r.payment_id!, (airtelRefundsOk.get(r.payment_id!) ?? 0) + 1);
+  for (const [paymentId, n] of airtelRefundsOk)
+    if (n > 1) a.disagree(`${paymentId}: ${n} succeeded refunds here, Airtel refunds a collection once`);
+  for (const t of airtelTxs)
+    if (
+      t.kind === 'collection' &&
+      t.refunded &&
+      !rows.refunds.some((r) => r.status !== 'failed' && toAirtelId(r.payment_id!) === t.id)
+    )
+      a.disagree(`${t.id}: refunded at Airtel, no refund of it here`);
   // no transaction at a provider that is not one of ours (a second transaction for one operation)
-  const strangers = { pawapay: pawapayTxs.filter((t) => !ourPawapayIds.has(t.id)), airtel: airtelTxs.filter((t) => !ourAirtelIds.has(t.id)) };
+  const strangers = {
+    pawapay: pawapayTxs.filter((t) => !ourPawapayIds.has(t.id)),
+    airtel: airtelTxs.filter((t) => !ourAirtelIds.has(t.id)),
+  };
   for (const t of strangers.pawapay) p.disagree(`pawaPay ${t.kind} ${t.id} (${t.status}): not one of our operations`);
   for (const t of strangers.airtel) a.disagree(`Airtel ${t.kind} ${t.id} (${t.status}): not one of our operations`);
-  const pending = (txs: { status: string }[], open: string[]) => counted(new Map(Object.entries(txs.reduce<Record<string, number>>((m, t) => (open.includes(t.status) ? ((m[t.status] = (m[t.status] ?? 0) + 1), m) : m), {}))));
+  const pending = (txs: { status: string }[], open: string[]) =>
+    counted(
+      new Map(
+        Object.entries(
+          txs.reduce<Record<string, number>>(
+            (m, t) => (open.includes(t.status) ? ((m[t.status] = (m[t.status] ?? 0) + 1), m) : m),
+            {},
+          ),
+        ),
+      ),
+    );
   const pOpen = pending(pawapayTxs, ['ACCEPTED', 'ENQUEUED', 'SUBMITTED', 'PROCESSING', 'IN_RECONCILIATION']);
   const aOpen = pending(airtelTxs, ['TIP', 'TA']);
   return [
-    p.check(`; ${pawapayTxs.length} transactions at the simulator, ${strangers.pawapay.length} not ours${pOpen ? `, open there: ${pOpen}` : ''}`),
-    a.check(`; ${airtelTxs.length} transactions at the simulator (${airtelTxs.filter((t) => t.refunded).length} collections refunded), ${strangers.airtel.length} not ours${aOpen ? `, open there: ${aOpen}` : ''}`),
+    p.check(
+      `; ${pawapayTxs.length} transactions at the simulator, ${strangers.pawapay.length} not ours${pOpen ? `, open there: ${pOpen}` : ''}`,
+    ),
+    a.check(
+      `; ${airtelTxs.length} transactions at the simulator (${airtelTxs.filter((t) => t.refunded).length} collections refunded), ${strangers.airtel.length} not ours${aOpen ? `, open there: ${aOpen}` : ''}`,
+    ),
     [...p.disagreements, ...a.disagreements],
   ];
 }

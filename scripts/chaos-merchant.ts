@@ -85,17 +85,37 @@ export interface DrillMerchant {
 }
 
 /** A merchant of the drill's own with fees, a full-scope test credential, and a webhook endpoint for every payment, refund and payout event. */
-export async function createDrillMerchant(admin: OperatorApi, serviceUrl: string, webhookUrl: string): Promise<DrillMerchant> {
-  const merchant = await admin('POST', '/admin/merchants', { name: `Chaos ${new Date().toISOString()}`, fees: { USD: { percent_bps: 150, fixed: 5 }, CDF: { percent_bps: 150, fixed: 0 } } });
-  const credential = await admin('POST', `/admin/merchants/${merchant.id}/credentials`, { environment: 'test', scope: 'full' });
-  await admin('POST', '/admin/webhooks', { merchant_id: merchant.id, url: webhookUrl, events: ['payment.*', 'refund.*', 'payout.*'], environment: 'test' });
-  return { id: merchant.id, credential, client: new ServiceClient({ baseUrl: serviceUrl, apiKey: credential.api_key, secret: credential.secret }) };
+export async function createDrillMerchant(
+  admin: OperatorApi,
+  serviceUrl: string,
+  webhookUrl: string,
+): Promise<DrillMerchant> {
+  const merchant = await admin('POST', '/admin/merchants', {
+    name: `Chaos ${new Date().toISOString()}`,
+    fees: { USD: { percent_bps: 150, fixed: 5 }, CDF: { percent_bps: 150, fixed: 0 } },
+  });
+  const credential = await admin('POST', `/admin/merchants/${merchant.id}/credentials`, {
+    environment: 'test',
+    scope: 'full',
+  });
+  await admin('POST', '/admin/webhooks', {
+    merchant_id: merchant.id,
+    url: webhookUrl,
+    events: ['payment.*', 'refund.*', 'payout.*'],
+    environment: 'test',
+  });
+  return {
+    id: merchant.id,
+    credential,
+    client: new ServiceClient({ baseUrl: serviceUrl, apiKey: credential.api_key, secret: credential.secret }),
+  };
 }
 
 /** Looks one phone number up in several spellings (the log scan then looks for it written whole); the answers by status and code. */
 export async function lookUpPhoneSpellings(client: ServiceClient): Promise<Map<string, number>> {
   const lookups = new Map<string, number>();
-  for (const spelling of PHONE_SPELLINGS) countIn(lookups, await client.get(`/v1/phone-numbers/${spelling}`).then(answerCode, () => 'no answer'));
+  for (const spelling of PHONE_SPELLINGS)
+    countIn(lookups, await client.get(`/v1/phone-numbers/${spelling}`).then(answerCode, () => 'no answer'));
   return lookups;
 }
 
@@ -109,7 +129,18 @@ export interface MerchantPost {
   identity: Identity;
 }
 
-const PHONES = ['243990000001', '243990000001', '243990000001', '243990000001', '243990000002', '243990000003', '243990000005', '243990000005', '243990000004', '243811234567'];
+const PHONES = [
+  '243990000001',
+  '243990000001',
+  '243990000001',
+  '243990000001',
+  '243990000002',
+  '243990000003',
+  '243990000005',
+  '243990000005',
+  '243990000004',
+  '243811234567',
+];
 /** Of the accepted requests of each kind, one in this many is replayed. */
 const REPLAY_ONE_IN: Record<Kind, number> = { payments: 10, refunds: 1, payouts: 5 };
 /** How long a client keeps asking (a merchant's checkout would give up after about that). */
@@ -120,7 +151,14 @@ export function paymentPost(): MerchantPost {
   return {
     kind: 'payments',
     path: '/v1/payments',
-    body: { amount: randomInt(1_000, 50_000), currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: PHONES[randomInt(PHONES.length)], reference },
+    body: {
+      amount: randomInt(1_000, 50_000),
+      currency: 'USD',
+      method: 'mobile_money',
+      operator: 'vodacom',
+      phone: PHONES[randomInt(PHONES.length)],
+      reference,
+    },
     identity: { table: 'payments', column: 'reference', value: reference },
   };
 }
@@ -129,13 +167,24 @@ export function payoutPost(): MerchantPost {
   return {
     kind: 'payouts',
     path: '/v1/payouts',
-    body: { amount: randomInt(100, 1_000), currency: 'USD', operator: 'airtel', phone: randomInt(5) === 0 ? '243990000005' : '243990000001', reference },
+    body: {
+      amount: randomInt(100, 1_000),
+      currency: 'USD',
+      operator: 'airtel',
+      phone: randomInt(5) === 0 ? '243990000005' : '243990000001',
+      reference,
+    },
     identity: { table: 'payouts', column: 'reference', value: reference },
   };
 }
 export function refundPost(paymentId: string, amount: number): MerchantPost {
   const reason = `chaos-${randomUUID()}`;
-  return { kind: 'refunds', path: `/v1/payments/${paymentId}/refund`, body: { amount, reason }, identity: { table: 'refunds', column: 'reason', value: reason } };
+  return {
+    kind: 'refunds',
+    path: `/v1/payments/${paymentId}/refund`,
+    body: { amount, reason },
+    identity: { table: 'refunds', column: 'reason', value: reason },
+  };
 }
 
 /** A succeeded payment the load may refund. */
@@ -220,7 +269,9 @@ export class MerchantLoad {
     return {
       'POST /v1/payments': () => this.sendOnce(this.requests.payment(), poster, during),
       'GET /v1/balance': () => client.get('/v1/balance'),
-      ...(refundable.length ? { 'POST refund': () => this.sendOnce(refundPost(refundable[i++ % refundable.length], 1), poster, during) } : {}),
+      ...(refundable.length
+        ? { 'POST refund': () => this.sendOnce(refundPost(refundable[i++ % refundable.length], 1), poster, during) }
+        : {}),
     };
   }
 
@@ -234,7 +285,12 @@ export class MerchantLoad {
   private async refundSome(keepGoing: () => boolean): Promise<void> {
     while (keepGoing()) {
       await sleep(2000);
-      const done: RefundablePayment[] = await this.db('payments').where({ merchant_id: this.merchantId, status: 'succeeded' }).whereNotIn('id', [...this.refunded]).limit(50).select('id', 'amount_charged', 'operator', 'phone').catch(() => []);
+      const done: RefundablePayment[] = await this.db('payments')
+        .where({ merchant_id: this.merchantId, status: 'succeeded' })
+        .whereNotIn('id', [...this.refunded])
+        .limit(50)
+        .select('id', 'amount_charged', 'operator', 'phone')
+        .catch(() => []);
       for (const p of done) {
         this.refunded.add(p.id);
         const post = this.requests.refund(p);
@@ -275,7 +331,8 @@ export class MerchantLoad {
       const timestamp = Math.floor(Date.now() / 1000);
       try {
         const answer = await this.poster.post(post.path, raw, key, timestamp);
-        if (answer.status === 201 || answer.status === 200) return { path: post.path, raw, timestamp, key, identity: post.identity, answer };
+        if (answer.status === 201 || answer.status === 200)
+          return { path: post.path, raw, timestamp, key, identity: post.identity, answer };
         last = answerCode(answer);
         if (answer.status < 500 && answer.status !== 409) return void this.refuse(kind, last);
         const after = Number(answer.headers.get('retry-after'));

@@ -33,15 +33,26 @@ function providerOutcome(status: string): 'succeeded' | 'failed' | 'pending' {
   return status === 'pending' ? 'pending' : 'failed';
 }
 
-async function askSandbox(sandboxUrl: string, apiKey: string, op: Operation): Promise<{ status: string; requests: number }> {
-  const res = await fetch(`${sandboxUrl}/${op.operator}/v1/transactions/${encodeURIComponent(op.id)}`, { headers: { Authorization: `Bearer ${apiKey}` } });
+async function askSandbox(
+  sandboxUrl: string,
+  apiKey: string,
+  op: Operation,
+): Promise<{ status: string; requests: number }> {
+  const res = await fetch(`${sandboxUrl}/${op.operator}/v1/transactions/${encodeURIComponent(op.id)}`, {
+    headers: { Authorization: `Bearer ${apiKey}` },
+  });
   if (res.status === 404) return { status: 'not-found', requests: 0 };
   if (!res.ok) throw new Error(`sandbox provider: ${res.status} asking about ${op.id}`);
   const body = (await res.json()) as { status: string; sandbox: { requests: number } };
   return { status: body.status, requests: body.sandbox.requests };
 }
 
-export async function compareWithProvider(sandboxUrl: string, apiKey: string, operations: Operation[], concurrency = 8): Promise<ProviderComparison> {
+export async function compareWithProvider(
+  sandboxUrl: string,
+  apiKey: string,
+  operations: Operation[],
+  concurrency = 8,
+): Promise<ProviderComparison> {
   const result: ProviderComparison = { asked: 0, mismatches: [], requests: { once: 0, more: 0, none: 0 } };
   const final = operations.filter((op) => serviceOutcome(op.status));
   let next = 0;
@@ -50,7 +61,8 @@ export async function compareWithProvider(sandboxUrl: string, apiKey: string, op
       const op = final[next++];
       const provider = await askSandbox(sandboxUrl, apiKey, op);
       result.asked++;
-      if (providerOutcome(provider.status) !== serviceOutcome(op.status)) result.mismatches.push(`${op.id}: service ${op.status}, provider ${provider.status}`);
+      if (providerOutcome(provider.status) !== serviceOutcome(op.status))
+        result.mismatches.push(`${op.id}: service ${op.status}, provider ${provider.status}`);
       if (provider.requests === 1) result.requests.once++;
       else if (provider.requests > 1) result.requests.more++;
       else result.requests.none++;

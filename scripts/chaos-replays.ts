@@ -49,7 +49,12 @@ export class SignedPoster {
   constructor(private readonly client: ServiceClient) {}
 
   /** POSTs `raw` signed at `timestamp` (Unix seconds), with Idempotency-Key `key` or none. */
-  post(path: string, raw: string, key: string | null, timestamp = Math.floor(Date.now() / 1000)): Promise<ClientResponse> {
+  post(
+    path: string,
+    raw: string,
+    key: string | null,
+    timestamp = Math.floor(Date.now() / 1000),
+  ): Promise<ClientResponse> {
     this.signatures.add(signRequest(this.client.opts.secret, String(timestamp), 'POST', path, raw));
     return this.client.post(path, raw, { timestamp, idempotencyKey: key ?? false });
   }
@@ -82,7 +87,14 @@ async function readRetried<T>(read: () => Promise<T>): Promise<T> {
 }
 
 export class Replays {
-  readonly tally: ReplayTally = { tried: 0, refused: 0, acted: 0, sameKey: 0, sameKeyAnswered: 0, otherAnswers: new Map() };
+  readonly tally: ReplayTally = {
+    tried: 0,
+    refused: 0,
+    acted: 0,
+    sameKey: 0,
+    sameKeyAnswered: 0,
+    otherAnswers: new Map(),
+  };
 
   constructor(
     private readonly poster: SignedPoster,
@@ -92,7 +104,10 @@ export class Replays {
   /** A few seconds after its first use, sends `sent` again with a new key, with none, then with its own key. */
   async replay(sent: SentPost): Promise<void> {
     await sleep(randomInt(2000, 10_000));
-    for (const [label, key] of [['new key', randomUUID()], ['no key', null]] as const) {
+    for (const [label, key] of [
+      ['new key', randomUUID()],
+      ['no key', null],
+    ] as const) {
       this.tally.tried++;
       const res = await this.answer(sent, key);
       if (refusedReplay(res, key)) this.tally.refused++;
@@ -102,7 +117,8 @@ export class Replays {
     this.tally.acted += Math.max(0, (await readRetried(() => countOf(this.db, sent.identity))) - 1);
     this.tally.sameKey++;
     const again = await this.answer(sent, sent.key);
-    if (again?.status === sent.answer.status && isDeepStrictEqual(again.body, sent.answer.body)) this.tally.sameKeyAnswered++;
+    if (again?.status === sent.answer.status && isDeepStrictEqual(again.body, sent.answer.body))
+      this.tally.sameKeyAnswered++;
     else this.other('same key', again);
   }
 

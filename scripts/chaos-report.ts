@@ -13,7 +13,11 @@ import { KINDS, sleep, type Kind, type Tally } from './chaos-merchant';
  */
 
 /** The statuses in which an object is not final yet. */
-const OPEN: Record<Kind, string[]> = { payments: ['pending', 'processing'], refunds: ['pending'], payouts: ['pending', 'processing'] };
+const OPEN: Record<Kind, string[]> = {
+  payments: ['pending', 'processing'],
+  refunds: ['pending'],
+  payouts: ['pending', 'processing'],
+};
 
 export interface Check {
   name: string;
@@ -33,12 +37,26 @@ export function formatTable(rows: string[][]): string[] {
 export async function waitUntilFinal(db: Knex, merchantId: string, drainS: number): Promise<void> {
   const openCount = async () => {
     let n = 0;
-    for (const [table, open] of Object.entries(OPEN)) n += Number((await db(table).where({ merchant_id: merchantId }).whereIn('status', open).count<{ n: string }[]>('* as n'))[0].n);
+    for (const [table, open] of Object.entries(OPEN))
+      n += Number(
+        (await db(table).where({ merchant_id: merchantId }).whereIn('status', open).count<{ n: string }[]>('* as n'))[0]
+          .n,
+      );
     return n;
   };
-  const undelivered = async () => Number((await db('webhook_deliveries as d').join('events as e', 'e.id', 'd.event_id').where('e.merchant_id', merchantId).where('d.status', 'pending').count<{ n: string }[]>('* as n'))[0].n);
+  const undelivered = async () =>
+    Number(
+      (
+        await db('webhook_deliveries as d')
+          .join('events as e', 'e.id', 'd.event_id')
+          .where('e.merchant_id', merchantId)
+          .where('d.status', 'pending')
+          .count<{ n: string }[]>('* as n')
+      )[0].n,
+    );
   const drainBy = Date.now() + drainS * 1000;
-  while (Date.now() < drainBy && ((await openCount().catch(() => 1)) > 0 || (await undelivered().catch(() => 1)) > 0)) await sleep(2000);
+  while (Date.now() < drainBy && ((await openCount().catch(() => 1)) > 0 || (await undelivered().catch(() => 1)) > 0))
+    await sleep(2000);
   // a delivery may have been received after its row was written
   await sleep(2000);
 }
@@ -58,7 +76,13 @@ export interface Outcome {
  * status compared with the sandbox provider's; every event delivered; the ledger balanced; the
  * signed replays refused.
  */
-export async function assessOutcome(db: Knex, merchantId: string, load: { tally: Record<Kind, Tally>; replays: { tally: ReplayTally } }, received: Map<string, number>, provider: { url: string; apiKey: string }): Promise<Outcome> {
+export async function assessOutcome(
+  db: Knex,
+  merchantId: string,
+  load: { tally: Record<Kind, Tally>; replays: { tally: ReplayTally } },
+  received: Map<string, number>,
+  provider: { url: string; apiKey: string },
+): Promise<Outcome> {
   const objectRows: string[][] = [];
   const providerChecks: Check[] = [];
   const providerMismatches: string[] = [];
@@ -68,13 +92,49 @@ export async function assessOutcome(db: Knex, merchantId: string, load: { tally:
     const all = await db(table).where({ merchant_id: merchantId }).select('id', 'status', 'operator');
     const lost = all.filter((r) => open.includes(r.status)).length;
     const key = table === 'refunds' ? 'reason' : 'reference';
-    const dupRequests = await db(table).where({ merchant_id: merchantId }).groupBy(key).havingRaw('count(*) > 1').select(key);
-    const dupPostings = await db('ledger_transactions').whereIn('reference_id', all.map((r) => r.id)).groupBy('kind', 'reference_id').havingRaw('count(*) > 1').select('reference_id');
-    const dupEvents = await db('events').whereIn('object_id', all.map((r) => r.id)).whereIn('type', [`${table.slice(0, -1)}.succeeded`, `${table.slice(0, -1)}.failed`, `${table.slice(0, -1)}.cancelled`]).groupBy('object_id', 'type').havingRaw('count(*) > 1').select('object_id');
+    const dupRequests = await db(table)
+      .where({ merchant_id: merchantId })
+      .groupBy(key)
+      .havingRaw('count(*) > 1')
+      .select(key);
+    const dupPostings = await db('ledger_transactions')
+      .whereIn(
+        'reference_id',
+        all.map((r) => r.id),
+      )
+      .groupBy('kind', 'reference_id')
+      .havingRaw('count(*) > 1')
+      .select('reference_id');
+    const dupEvents = await db('events')
+      .whereIn(
+        'object_id',
+        all.map((r) => r.id),
+      )
+      .whereIn('type', [
+        `${table.slice(0, -1)}.succeeded`,
+        `${table.slice(0, -1)}.failed`,
+        `${table.slice(0, -1)}.cancelled`,
+      ])
+      .groupBy('object_id', 'type')
+      .havingRaw('count(*) > 1')
+      .select('object_id');
     const doubled = dupRequests.length + dupPostings.length + dupEvents.length;
-    const byStatus = Object.entries(all.reduce<Record<string, number>>((m, r) => ((m[r.status] = (m[r.status] ?? 0) + 1), m), {})).map(([s, n]) => `${s} ${n}`).join(', ');
+    const byStatus = Object.entries(
+      all.reduce<Record<string, number>>((m, r) => ((m[r.status] = (m[r.status] ?? 0) + 1), m), {}),
+    )
+      .map(([s, n]) => `${s} ${n}`)
+      .join(', ');
     const { requested, refused } = load.tally[table];
-    objectRows.push([table, String(requested), String(refused), String(all.length), String(all.length - lost), String(lost), String(doubled), byStatus]);
+    objectRows.push([
+      table,
+      String(requested),
+      String(refused),
+      String(all.length),
+      String(all.length - lost),
+      String(lost),
+      String(doubled),
+      byStatus,
+    ]);
     lostOrDoubled += lost + doubled;
     const comparison = await compareWithProvider(provider.url, provider.apiKey, all);
     providerChecks.push(providerCheck(table, comparison));
@@ -85,7 +145,14 @@ export async function assessOutcome(db: Knex, merchantId: string, load: { tally:
     objectRows,
     checks: [
       await webhookCheck(db, merchantId, received),
-      { name: 'ledger', ok: ledgerProblems.length === 0, detail: ledgerProblems.length === 0 ? 'balanced (every transaction sums to zero, every cached balance equals its entries)' : `${ledgerProblems.length} problems` },
+      {
+        name: 'ledger',
+        ok: ledgerProblems.length === 0,
+        detail:
+          ledgerProblems.length === 0
+            ? 'balanced (every transaction sums to zero, every cached balance equals its entries)'
+            : `${ledgerProblems.length} problems`,
+      },
       ...providerChecks,
       replayCheck(load.replays.tally),
     ],
@@ -96,7 +163,12 @@ export async function assessOutcome(db: Knex, merchantId: string, load: { tally:
 }
 
 async function webhookCheck(db: Knex, merchantId: string, received: Map<string, number>): Promise<Check> {
-  const events = await db('events').where({ merchant_id: merchantId }).where((q) => q.where('type', 'like', 'payment.%').orWhere('type', 'like', 'refund.%').orWhere('type', 'like', 'payout.%')).select('id');
+  const events = await db('events')
+    .where({ merchant_id: merchantId })
+    .where((q) =>
+      q.where('type', 'like', 'payment.%').orWhere('type', 'like', 'refund.%').orWhere('type', 'like', 'payout.%'),
+    )
+    .select('id');
   let once = 0;
   let more = 0;
   let never = 0;
@@ -106,7 +178,11 @@ async function webhookCheck(db: Knex, merchantId: string, received: Map<string, 
     else if (n === 1) once++;
     else more++;
   }
-  return { name: 'webhook events', ok: never === 0, detail: `${events.length} events: delivered once ${once}, more than once ${more}, never ${never}` };
+  return {
+    name: 'webhook events',
+    ok: never === 0,
+    detail: `${events.length} events: delivered once ${once}, more than once ${more}, never ${never}`,
+  };
 }
 
 function providerCheck(table: Kind, c: ProviderComparison): Check {
@@ -137,7 +213,11 @@ export function boundedAnswersCheck(name: string, p: PartitionProbes | undefined
 }
 
 export function logLeaksCheck(scan: LeakScan, phoneLookups: Map<string, number>): Check {
-  return { name: 'log leaks', ok: scan.leaks === 0, detail: `${scan.lines} lines scanned, ${scan.leaks} leaks; phone number lookups: ${counted(phoneLookups)}` };
+  return {
+    name: 'log leaks',
+    ok: scan.leaks === 0,
+    detail: `${scan.lines} lines scanned, ${scan.leaks} leaks; phone number lookups: ${counted(phoneLookups)}`,
+  };
 }
 
 export interface Report {
@@ -161,14 +241,24 @@ export function printReport(r: Report): number {
     [
       '',
       r.headline,
-      ...formatTable([['object', 'requested', 'refused', 'created', 'final', 'lost', 'doubled', 'final statuses'], ...r.outcome.objectRows]),
-      ...Object.entries(r.tally).filter(([, t]) => t.refused).map(([k, t]) => `${k} refused: ${counted(t.why)}`),
+      ...formatTable([
+        ['object', 'requested', 'refused', 'created', 'final', 'lost', 'doubled', 'final statuses'],
+        ...r.outcome.objectRows,
+      ]),
+      ...Object.entries(r.tally)
+        .filter(([, t]) => t.refused)
+        .map(([k, t]) => `${k} refused: ${counted(t.why)}`),
       '',
-      ...formatTable([['check', 'result', 'detail'], ...r.checks.map((c) => [c.name, c.ok ? 'ok' : 'FAILED', c.detail])]),
+      ...formatTable([
+        ['check', 'result', 'detail'],
+        ...r.checks.map((c) => [c.name, c.ok ? 'ok' : 'FAILED', c.detail]),
+      ]),
       ...r.outcome.ledgerProblems.slice(0, 10).map((p) => `ledger: ${p}`),
       ...r.outcome.providerMismatches.slice(0, 5).map((m) => `provider disagrees: ${m}`),
       ...r.leaks.examples.map((e) => `leak: ${e}`),
-      passed ? 'result: nothing lost, nothing doubled, every check passed' : `result: FAILED (${r.outcome.lostOrDoubled} lost or doubled${failed.length ? `; failed checks: ${failed.join(', ')}` : ''})`,
+      passed
+        ? 'result: nothing lost, nothing doubled, every check passed'
+        : `result: FAILED (${r.outcome.lostOrDoubled} lost or doubled${failed.length ? `; failed checks: ${failed.join(', ')}` : ''})`,
       r.logs,
       '',
     ].join('\n'),

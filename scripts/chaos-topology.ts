@@ -6,16 +6,46 @@ import knex, { type Knex } from 'knex';
 import { ServiceClient } from '../shared/client/signing';
 import { haDown, haUp, patroniLog, type HaTopology } from './ha';
 import { leaderChangesTable, loseLeaderWithDisk, plannedSwitchover, type LeaderChange } from './chaos-ha';
-import { clusterDown, clusterUp, edgeReady, nodeEnv, startHaproxy, startNode, stopNode, topologyAt, waitFor, type NodePorts, type Topology } from './cluster';
+import {
+  clusterDown,
+  clusterUp,
+  edgeReady,
+  nodeEnv,
+  startHaproxy,
+  startNode,
+  stopNode,
+  topologyAt,
+  waitFor,
+  type NodePorts,
+  type Topology,
+} from './cluster';
 import { PROJECT_ROOT, portOpen } from './local-services';
 import { NodeCutoffs, processesIn } from './chaos-cutoff';
 import { killRedisMaster, killWholeNode, restartPgbouncer, type FaultOutcome } from './chaos-faults';
 import { scanLogsForLeaks } from './chaos-leaks';
-import { ADMIN_TOKEN, createDrillMerchant, lookUpPhoneSpellings, MerchantLoad, operatorApi, SANDBOX_PROVIDER_KEY, say, sleep, startReceiver, type DrillMerchant } from './chaos-merchant';
+import {
+  ADMIN_TOKEN,
+  createDrillMerchant,
+  lookUpPhoneSpellings,
+  MerchantLoad,
+  operatorApi,
+  SANDBOX_PROVIDER_KEY,
+  say,
+  sleep,
+  startReceiver,
+  type DrillMerchant,
+} from './chaos-merchant';
 import { probeUntil, type PartitionProbes } from './chaos-partition';
 import { takenPorts } from './chaos-ports';
 import { SignedPoster } from './chaos-replays';
-import { assessOutcome, boundedAnswersCheck, logLeaksCheck, printReport, waitUntilFinal, type Check } from './chaos-report';
+import {
+  assessOutcome,
+  boundedAnswersCheck,
+  logLeaksCheck,
+  printReport,
+  waitUntilFinal,
+  type Check,
+} from './chaos-report';
 
 /**
  * `npm run chaos -- --topology cluster --duration 180 --base-port 7400`: the fault drill across
@@ -92,8 +122,10 @@ function drillNodeEnv(t: Topology, node: NodePorts, database: string): Record<st
 }
 
 const nodeLog = (t: Topology, node: NodePorts) => path.join(t.dir, `${node.name}.log`);
-const keptLog = (t: Topology, node: NodePorts) => path.join(os.tmpdir(), `chaos-topology-${t.redisPorts[0]}-${node.name}.log`);
-const answersReady = async (port: number) => (await fetch(`http://127.0.0.1:${port}/health/ready`).catch(() => null))?.status === 200;
+const keptLog = (t: Topology, node: NodePorts) =>
+  path.join(os.tmpdir(), `chaos-topology-${t.redisPorts[0]}-${node.name}.log`);
+const answersReady = async (port: number) =>
+  (await fetch(`http://127.0.0.1:${port}/health/ready`).catch(() => null))?.status === 200;
 
 export async function runTopologyDrill(o: TopologyDrillOptions): Promise<number> {
   const t = topologyAt(o.base, 2);
@@ -112,7 +144,10 @@ export async function runTopologyDrill(o: TopologyDrillOptions): Promise<number>
   const cleanUp = async () => {
     for (const node of t.nodes) if (existsSync(nodeLog(t, node))) copyFileSync(nodeLog(t, node), keptLog(t, node));
     await clusterDown(t).catch((err) => process.stderr.write(`chaos: cluster:down failed: ${err.message}\n`));
-    if (o.ha) await haDown(o.ha).catch((err) => process.stderr.write(`chaos: stopping the HA Postgres failed: ${err.message}\n`));
+    if (o.ha)
+      await haDown(o.ha).catch((err) =>
+        process.stderr.write(`chaos: stopping the HA Postgres failed: ${err.message}\n`),
+      );
     cutoffs?.release();
   };
   const interrupted = () => void cleanUp().then(() => process.exit(130));
@@ -137,9 +172,12 @@ export async function runTopologyDrill(o: TopologyDrillOptions): Promise<number>
 async function takeOverPorts(t: Topology, receiverPort: number): Promise<string | undefined> {
   for (const node of t.nodes) await stopNode(t, node);
   const ports: Record<string, number> = { 'webhook receiver': receiverPort };
-  for (const { name, ...ofNode } of t.nodes) for (const [role, port] of Object.entries(ofNode)) ports[`${name} ${role}`] = port;
+  for (const { name, ...ofNode } of t.nodes)
+    for (const [role, port] of Object.entries(ofNode)) ports[`${name} ${role}`] = port;
   const taken = await takenPorts(ports);
-  return taken.length ? `${taken.map(({ role, port }) => `port ${port} (${role})`).join(', ')} taken: choose another --base-port` : undefined;
+  return taken.length
+    ? `${taken.map(({ role, port }) => `port ${port} (${role})`).join(', ')} taken: choose another --base-port`
+    : undefined;
 }
 
 function cannotRun(reason: string): number {
@@ -154,7 +192,9 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs 
   const postgres = { host: dbUrl.hostname, port: Number(dbUrl.port || 5432) };
   if (o.ha) {
     const { leader, standby } = await haUp(o.ha);
-    say(`HA Postgres: etcd ${o.ha.etcd.client}, Patroni ${o.ha.nodes.map((n) => `${n.name} (Postgres ${n.pg}, REST ${n.rest})`).join(', ')}: leader ${leader.name}, synchronous standby ${standby.name}; HAProxy to the leader on ${o.ha.leaderPort}`);
+    say(
+      `HA Postgres: etcd ${o.ha.etcd.client}, Patroni ${o.ha.nodes.map((n) => `${n.name} (Postgres ${n.pg}, REST ${n.rest})`).join(', ')}: leader ${leader.name}, synchronous standby ${standby.name}; HAProxy to the leader on ${o.ha.leaderPort}`,
+    );
   }
   const serviceUrl = `https://127.0.0.1:${t.haproxyPort}`;
   /** Starts `node` in its cgroup and waits until it is ready. */
@@ -162,15 +202,27 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs 
     startNode(t, node, drillNodeEnv(t, node, database), { cgroup: cutoffs?.cgroupOf(node.name) });
     await waitFor(`${node.name} (web on ${node.web})`, () => answersReady(node.web), 180_000);
   };
-  say(`topology on ${o.base}: Redis Cluster ${t.redisPorts[0]}-${t.redisPorts[5]}, PgBouncer ${t.pgbouncerPort} in front of ${postgres.host}:${postgres.port}, database ${database}`);
+  say(
+    `topology on ${o.base}: Redis Cluster ${t.redisPorts[0]}-${t.redisPorts[5]}, PgBouncer ${t.pgbouncerPort} in front of ${postgres.host}:${postgres.port}, database ${database}`,
+  );
   await bringUp(t, postgres, startDrillNode);
-  say(`${t.nodes.map((n) => `${n.name} (web ${n.web}, log ${nodeLog(t, n)})`).join(', ')} behind HAProxy: the service is ${serviceUrl}`);
+  say(
+    `${t.nodes.map((n) => `${n.name} (web ${n.web}, log ${nodeLog(t, n)})`).join(', ')} behind HAProxy: the service is ${serviceUrl}`,
+  );
 
   const receiverPort = o.base + RECEIVER_OFFSET;
   const { server: receiver, received } = await startReceiver(receiverPort);
   // idle connections closed soon: a failover drops them, and a dead one must not be handed out
-  const db: Knex = knex({ client: 'pg', connection: { connectionString: o.databaseUrl, application_name: APP_NAME }, pool: { min: 0, max: 4, idleTimeoutMillis: 1000 } });
-  const merchant = await createDrillMerchant(operatorApi(`http://127.0.0.1:${nodeA.admin}`, ADMIN_TOKEN), serviceUrl, `http://127.0.0.1:${receiverPort}/hook`);
+  const db: Knex = knex({
+    client: 'pg',
+    connection: { connectionString: o.databaseUrl, application_name: APP_NAME },
+    pool: { min: 0, max: 4, idleTimeoutMillis: 1000 },
+  });
+  const merchant = await createDrillMerchant(
+    operatorApi(`http://127.0.0.1:${nodeA.admin}`, ADMIN_TOKEN),
+    serviceUrl,
+    `http://127.0.0.1:${receiverPort}/hook`,
+  );
   const poster = new SignedPoster(merchant.client);
   const load = new MerchantLoad(poster, db, merchant.id);
   const lookups = await lookUpPhoneSpellings(merchant.client);
@@ -178,22 +230,29 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs 
   say(`merchant ${merchant.id}; load through HAProxy and faults for ${o.durationS} s`);
 
   const startedAt = Date.now();
-  const probesDuring = async (during: string) => load.probes(merchant.client, poster, await load.refundablePayments(10), during);
-  const faults = o.ha || !cutoffs ? breakDatabase(o.ha!, startedAt, o.durationS, probesDuring) : breakThings({
-    t,
-    startedAt,
-    durationS: o.durationS,
-    cutoffs,
-    postgres,
-    startNode: startDrillNode,
-    cutProbes: async () => {
-      const refundable = await load.refundablePayments(10);
-      return {
-        ...named(load.probes(merchant.client, poster, refundable, 'the cut-off'), 'via HAProxy'),
-        ...named(load.probes(straightAtNodeA.client, straightAtNodeA.poster, refundable, 'the cut-off'), `at ${nodeA.name}`),
-      };
-    },
-  });
+  const probesDuring = async (during: string) =>
+    load.probes(merchant.client, poster, await load.refundablePayments(10), during);
+  const faults =
+    o.ha || !cutoffs
+      ? breakDatabase(o.ha!, startedAt, o.durationS, probesDuring)
+      : breakThings({
+          t,
+          startedAt,
+          durationS: o.durationS,
+          cutoffs,
+          postgres,
+          startNode: startDrillNode,
+          cutProbes: async () => {
+            const refundable = await load.refundablePayments(10);
+            return {
+              ...named(load.probes(merchant.client, poster, refundable, 'the cut-off'), 'via HAProxy'),
+              ...named(
+                load.probes(straightAtNodeA.client, straightAtNodeA.poster, refundable, 'the cut-off'),
+                `at ${nodeA.name}`,
+              ),
+            };
+          },
+        });
   let faultsOver = false;
   // (a rejection is the Promise.all's below)
   void faults.finally(() => (faultsOver = true)).catch(() => undefined);
@@ -204,8 +263,15 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs 
   say(`load over after ${loadS} s; waiting up to ${o.drainS} s for every object to be final and every event delivered`);
 
   await waitUntilFinal(db, merchant.id, o.drainS);
-  const outcome = await assessOutcome(db, merchant.id, load, received, { url: `http://127.0.0.1:${nodeA.sandbox}`, apiKey: SANDBOX_PROVIDER_KEY });
-  const checks = [...outcome.checks, ...('changes' in broken ? [] : [boundedAnswersCheck(`${nodeA.name} cut off (network, ${CUT_S} s)`, broken.cut)]), ...broken.checks];
+  const outcome = await assessOutcome(db, merchant.id, load, received, {
+    url: `http://127.0.0.1:${nodeA.sandbox}`,
+    apiKey: SANDBOX_PROVIDER_KEY,
+  });
+  const checks = [
+    ...outcome.checks,
+    ...('changes' in broken ? [] : [boundedAnswersCheck(`${nodeA.name} cut off (network, ${CUT_S} s)`, broken.cut)]),
+    ...broken.checks,
+  ];
   await db.destroy();
   receiver.close();
   // stopped gracefully, so that their logs are whole
@@ -213,12 +279,17 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs 
   const { api_key, secret, webhook_secret } = merchant.credential;
   const leaks = await scanLogsForLeaks(
     t.nodes.map((n) => nodeLog(t, n)),
-    { values: [api_key, secret, webhook_secret, ADMIN_TOKEN], signatures: new Set([...poster.signatures, ...straightAtNodeA.poster.signatures]) },
+    {
+      values: [api_key, secret, webhook_secret, ADMIN_TOKEN],
+      signatures: new Set([...poster.signatures, ...straightAtNodeA.poster.signatures]),
+    },
   );
   checks.push(logLeaksCheck(leaks, lookups));
 
   if ('changes' in broken) {
-    process.stdout.write(`\nleader changes (time without a writable leader, through the leader's HAProxy):\n${leaderChangesTable(broken.changes)}\n`);
+    process.stdout.write(
+      `\nleader changes (time without a writable leader, through the leader's HAProxy):\n${leaderChangesTable(broken.changes)}\n`,
+    );
     return printReport({
       headline:
         `chaos drill across the topology on HA Postgres (etcd, 2 Postgres 15 nodes under Patroni, synchronous standby; PgBouncer in front of the leader's HAProxy; Redis Cluster 3 masters + 3 replicas; ${t.nodes.length} nodes behind the TLS edge): ${loadS} s of load through HAProxy (--duration ${o.durationS}); ` +
@@ -243,9 +314,16 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs 
 }
 
 /** The Redis Cluster and PgBouncer (as clusterUp starts them), the nodes one after the other (the first migrates the database), then HAProxy. */
-async function bringUp(t: Topology, postgres: { host: string; port: number }, startDrillNode: (node: NodePorts) => Promise<void>): Promise<void> {
+async function bringUp(
+  t: Topology,
+  postgres: { host: string; port: number },
+  startDrillNode: (node: NodePorts) => Promise<void>,
+): Promise<void> {
   await clusterUp(t, postgres);
-  execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build.js'), '--if-stale'], { cwd: PROJECT_ROOT, stdio: 'inherit' });
+  execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build.js'), '--if-stale'], {
+    cwd: PROJECT_ROOT,
+    stdio: 'inherit',
+  });
   for (const node of t.nodes) {
     writeFileSync(nodeLog(t, node), ''); // a log of this run only
     await startDrillNode(node);
@@ -271,7 +349,9 @@ interface FaultPlan {
  * over: a check for each but the cut-off, whose outcome is the requests timed meanwhile
  * (undefined, so 'not run', if it could not be done).
  */
-async function breakThings(f: FaultPlan): Promise<{ checks: Check[]; cut: PartitionProbes | undefined; cutProcesses: number }> {
+async function breakThings(
+  f: FaultPlan,
+): Promise<{ checks: Check[]; cut: PartitionProbes | undefined; cutProcesses: number }> {
   const { t, cutoffs } = f;
   const [nodeA, nodeB] = t.nodes;
   const at = (share: number) => sleep(Math.max(0, f.startedAt + share * f.durationS * 1000 - Date.now()));
@@ -283,7 +363,15 @@ async function breakThings(f: FaultPlan): Promise<{ checks: Check[]; cut: Partit
   };
 
   await at(0.1);
-  await record(`fault: kill -9 ${nodeB.name}`, () => killWholeNode(t, nodeB, () => processesIn(cutoffs.cgroupOf(nodeB.name)), NODE_DOWN_MS, () => f.startNode(nodeB)));
+  await record(`fault: kill -9 ${nodeB.name}`, () =>
+    killWholeNode(
+      t,
+      nodeB,
+      () => processesIn(cutoffs.cgroupOf(nodeB.name)),
+      NODE_DOWN_MS,
+      () => f.startNode(nodeB),
+    ),
+  );
   await at(0.35);
   await record('fault: Redis master', () => killRedisMaster(t, REDIS_MASTER_DOWN_MS));
   await at(0.55);
@@ -293,8 +381,13 @@ async function breakThings(f: FaultPlan): Promise<{ checks: Check[]; cut: Partit
   let cut: PartitionProbes | undefined;
   try {
     const probes = await f.cutProbes();
-    say(`${nodeA.name} cut off from Redis and Postgres for ${CUT_S} s (iptables drops the packets of its ${cutProcesses} processes' sockets)`);
-    cut = await probeUntil(cutoffs.cut(nodeA.name, [...t.redisPorts, t.pgbouncerPort, f.postgres.port], CUT_S * 1000), probes);
+    say(
+      `${nodeA.name} cut off from Redis and Postgres for ${CUT_S} s (iptables drops the packets of its ${cutProcesses} processes' sockets)`,
+    );
+    cut = await probeUntil(
+      cutoffs.cut(nodeA.name, [...t.redisPorts, t.pgbouncerPort, f.postgres.port], CUT_S * 1000),
+      probes,
+    );
     say(`${nodeA.name} cut-off over`);
   } catch (err) {
     say(`${nodeA.name} cut-off failed: ${(err as Error).message}`);
@@ -343,7 +436,9 @@ async function breakDatabase(
     checks.push({
       name: `fault: ${name}`,
       ok: !!change?.ok,
-      detail: change ? `${change.from} -> ${change.to ?? 'none'}, no writable leader for ${change.unwritableS.toFixed(1)} s, ${change.from} synchronous standby again: ${change.healthyS === undefined ? 'never' : `after ${change.healthyS.toFixed(1)} s`}` : 'not run',
+      detail: change
+        ? `${change.from} -> ${change.to ?? 'none'}, no writable leader for ${change.unwritableS.toFixed(1)} s, ${change.from} synchronous standby again: ${change.healthyS === undefined ? 'never' : `after ${change.healthyS.toFixed(1)} s`}`
+        : 'not run',
     });
     checks.push(boundedAnswersCheck(`requests during: ${name}`, answers));
   }
@@ -352,7 +447,11 @@ async function breakDatabase(
 
 /** The drill's merchant, signing its requests to one node directly rather than through HAProxy. */
 function nodeClient(merchant: DrillMerchant, node: NodePorts): { client: ServiceClient; poster: SignedPoster } {
-  const client = new ServiceClient({ baseUrl: `http://127.0.0.1:${node.web}`, apiKey: merchant.credential.api_key, secret: merchant.credential.secret });
+  const client = new ServiceClient({
+    baseUrl: `http://127.0.0.1:${node.web}`,
+    apiKey: merchant.credential.api_key,
+    secret: merchant.credential.secret,
+  });
   return { client, poster: new SignedPoster(client) };
 }
 

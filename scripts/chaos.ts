@@ -8,7 +8,17 @@ import knex, { type Knex } from 'knex';
 import { Redis } from 'ioredis';
 import { portOpen } from './local-services';
 import { scanLogForLeaks } from './chaos-leaks';
-import { ADMIN_TOKEN, createDrillMerchant, lookUpPhoneSpellings, MerchantLoad, operatorApi, SANDBOX_PROVIDER_KEY, say, sleep, startReceiver } from './chaos-merchant';
+import {
+  ADMIN_TOKEN,
+  createDrillMerchant,
+  lookUpPhoneSpellings,
+  MerchantLoad,
+  operatorApi,
+  SANDBOX_PROVIDER_KEY,
+  say,
+  sleep,
+  startReceiver,
+} from './chaos-merchant';
 import { probeUntil, type PartitionProbes } from './chaos-partition';
 import { portInUseIn, takenPorts } from './chaos-ports';
 import { startTcpProxy } from './chaos-proxy';
@@ -97,11 +107,17 @@ const { values: opts } = parseArgs({
 if (opts.db !== 'single' && opts.db !== 'ha') throw new Error('--db is single or ha');
 if (opts.db === 'ha' && !opts.topology) throw new Error('--db ha goes with --topology cluster');
 const ha = opts.db === 'ha' ? haTopologyAt(Number(opts['pg-base']), Number(opts['etcd-base'])) : undefined;
-if (opts.topology !== undefined && opts.topology !== 'cluster') throw new Error('--topology takes one value: cluster (scripts/chaos-topology.ts)');
-if (opts.topology && opts['live-connectors']) throw new Error('--live-connectors is for the single-machine drill, not --topology cluster');
-if (opts.topology && opts['redis-url']) throw new Error('--redis-url is for the single-machine drill: --topology cluster starts a Redis Cluster of its own');
+if (opts.topology !== undefined && opts.topology !== 'cluster')
+  throw new Error('--topology takes one value: cluster (scripts/chaos-topology.ts)');
+if (opts.topology && opts['live-connectors'])
+  throw new Error('--live-connectors is for the single-machine drill, not --topology cluster');
+if (opts.topology && opts['redis-url'])
+  throw new Error('--redis-url is for the single-machine drill: --topology cluster starts a Redis Cluster of its own');
 const durationS = Number(opts.duration);
-const base = Number(opts['base-port'] ?? (opts.topology ? process.env.CLUSTER_BASE_PORT || '7100' : process.env.CHAOS_BASE_PORT || '5200'));
+const base = Number(
+  opts['base-port'] ??
+    (opts.topology ? process.env.CLUSTER_BASE_PORT || '7100' : process.env.CHAOS_BASE_PORT || '5200'),
+);
 const databaseUrl =
   opts['database-url'] ??
   (ha
@@ -113,7 +129,12 @@ const databaseUrl =
         : process.env.CHAOS_DATABASE_URL || 'postgres://postgres@127.0.0.1:5432/svc_chaos');
 const rate = Number(opts.rate);
 const drainS = Number(opts.drain);
-for (const [name, v] of [['duration', durationS], ['base-port', base], ['rate', rate], ['drain', drainS]] as const) {
+for (const [name, v] of [
+  ['duration', durationS],
+  ['base-port', base],
+  ['rate', rate],
+  ['drain', drainS],
+] as const) {
   if (!Number.isFinite(v) || v <= 0) throw new Error(`--${name} must be a positive number`);
 }
 /** What each port is for, in --base-port order (p, p+1, …). */
@@ -128,8 +149,12 @@ const PORT_ROLES = {
   pgProxy: 'Postgres proxy',
 } as const;
 type PortRole = keyof typeof PORT_ROLES;
-const ports = Object.fromEntries(Object.keys(PORT_ROLES).map((role, i) => [role, base + i])) as Record<PortRole, number>;
-if (ports.pgProxy > 65535) throw new Error(`--base-port must leave room for ${Object.keys(PORT_ROLES).length} ports below 65536`);
+const ports = Object.fromEntries(Object.keys(PORT_ROLES).map((role, i) => [role, base + i])) as Record<
+  PortRole,
+  number
+>;
+if (ports.pgProxy > 65535)
+  throw new Error(`--base-port must leave room for ${Object.keys(PORT_ROLES).length} ports below 65536`);
 const roleOf = (port: number) => Object.entries(ports).find(([, p]) => p === port)?.[0] as PortRole | undefined;
 
 const logFile = path.join(os.tmpdir(), `chaos-${base}.log`);
@@ -144,7 +169,11 @@ const toLog = (chunk: Buffer | string) => {
 
 let redisServer: ChildProcess | null = null;
 function spawnRedisServer(): ChildProcess {
-  const child = spawn(which('redis-server') ?? '/usr/bin/redis-server', ['--port', String(ports.redis), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn(
+    which('redis-server') ?? '/usr/bin/redis-server',
+    ['--port', String(ports.redis), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   child.stdout.on('data', toLog);
   child.stderr.on('data', toLog);
   return child;
@@ -152,10 +181,14 @@ function spawnRedisServer(): ChildProcess {
 async function startRedis(): Promise<string> {
   if (opts['redis-url']) {
     const u = new URL(opts['redis-url']);
-    if (!/^\/\d+$/.test(u.pathname) || u.pathname === '/0') throw new Error('--redis-url must name a Redis database index of its own (redis://host:port/N, N > 0)');
+    if (!/^\/\d+$/.test(u.pathname) || u.pathname === '/0')
+      throw new Error('--redis-url must name a Redis database index of its own (redis://host:port/N, N > 0)');
     return opts['redis-url'];
   }
-  if (!existsSync('/usr/bin/redis-server') && !which('redis-server')) throw new Error('no redis-server on this machine: pass --redis-url redis://127.0.0.1:6379/N with a database index of its own');
+  if (!existsSync('/usr/bin/redis-server') && !which('redis-server'))
+    throw new Error(
+      'no redis-server on this machine: pass --redis-url redis://127.0.0.1:6379/N with a database index of its own',
+    );
   redisServer = spawnRedisServer();
   for (let i = 0; i < 50 && !(await portOpen(ports.redis)); i++) await sleep(100);
   return `redis://127.0.0.1:${ports.redis}/2`;
@@ -175,7 +208,8 @@ function cannotRun(reason: string): never {
   redisServer?.kill('SIGTERM');
   process.exit(2);
 }
-const portsTaken = (taken: number[]) => `${taken.map((port) => `port ${port} (${PORT_ROLES[roleOf(port)!] ?? 'not one of the drill'})`).join(', ')} taken: choose another --base-port`;
+const portsTaken = (taken: number[]) =>
+  `${taken.map((port) => `port ${port} (${PORT_ROLES[roleOf(port)!] ?? 'not one of the drill'})`).join(', ')} taken: choose another --base-port`;
 
 /** Every port the drill will open must be free before anything starts. */
 async function refuseTakenPorts(): Promise<void> {
@@ -188,7 +222,11 @@ async function refuseTakenPorts(): Promise<void> {
 const pids = new Map<number, string>();
 let supervisor: ChildProcess | undefined;
 function startService(env: Record<string, string>): ChildProcess {
-  const child = (supervisor = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], { cwd: ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+  const child = (supervisor = spawn(process.execPath, ['--import', 'tsx', 'scripts/start.ts'], {
+    cwd: ROOT,
+    env,
+    stdio: ['ignore', 'pipe', 'pipe'],
+  }));
   let buf = '';
   const onData = (chunk: Buffer) => {
     toLog(chunk);
@@ -217,7 +255,11 @@ function targets(): { pid: number; name: string }[] {
     list.push({ pid, name });
     if (name === 'web') {
       try {
-        for (const child of execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' }).split('\n').map((s) => Number(s.trim())).filter(Boolean)) list.push({ pid: child, name: 'web (cluster)' });
+        for (const child of execFileSync('ps', ['-o', 'pid=', '--ppid', String(pid)], { encoding: 'utf8' })
+          .split('\n')
+          .map((s) => Number(s.trim()))
+          .filter(Boolean))
+          list.push({ pid: child, name: 'web (cluster)' });
       } catch {
         /* no children right now */
       }
@@ -246,8 +288,12 @@ async function main() {
   const proxy = await startTcpProxy(ports.pgProxy, { host: dbUrl.hostname, port: Number(dbUrl.port || 5432) });
   const redisUrl = await startRedis();
   /** --live-connectors: the simulators, and the settings routing live operators to them */
-  const live: LiveConnectors | undefined = opts['live-connectors'] ? await startLiveConnectors(base, ports.web).catch((err) => cannotRun(err.message)) : undefined;
-  say(`service on 127.0.0.1:${ports.web} (operator API :${ports.admin}), database ${dbName} through 127.0.0.1:${ports.pgProxy}, Redis ${redisUrl}${redisServer ? ' (private redis-server, no persistence)' : ''}; service log ${logFile}`);
+  const live: LiveConnectors | undefined = opts['live-connectors']
+    ? await startLiveConnectors(base, ports.web).catch((err) => cannotRun(err.message))
+    : undefined;
+  say(
+    `service on 127.0.0.1:${ports.web} (operator API :${ports.admin}), database ${dbName} through 127.0.0.1:${ports.pgProxy}, Redis ${redisUrl}${redisServer ? ' (private redis-server, no persistence)' : ''}; service log ${logFile}`,
+  );
   const { server: receiver, received } = await startReceiver(ports.receiver);
   const service = startService({
     PATH: process.env.PATH ?? '',
@@ -273,12 +319,31 @@ async function main() {
     LOG_LEVEL: 'info',
     ...live?.env,
   });
-  const db: Knex = knex({ client: 'pg', connection: { connectionString: databaseUrl, application_name: APP_NAME }, pool: { min: 0, max: 4 } });
+  const db: Knex = knex({
+    client: 'pg',
+    connection: { connectionString: databaseUrl, application_name: APP_NAME },
+    pool: { min: 0, max: 4 },
+  });
 
-  for (let i = 0; i < 240 && !(await fetch(`http://127.0.0.1:${ports.web}/health/ready`).then((r) => r.ok).catch(() => false)); i++) await sleep(500);
+  for (
+    let i = 0;
+    i < 240 &&
+    !(await fetch(`http://127.0.0.1:${ports.web}/health/ready`)
+      .then((r) => r.ok)
+      .catch(() => false));
+    i++
+  )
+    await sleep(500);
   const merchant = live
-    ? await live.createMerchant(operatorApi(`http://127.0.0.1:${ports.admin}`, ADMIN_TOKEN), `http://127.0.0.1:${ports.web}`)
-    : await createDrillMerchant(operatorApi(`http://127.0.0.1:${ports.admin}`, ADMIN_TOKEN), `http://127.0.0.1:${ports.web}`, `http://127.0.0.1:${ports.receiver}/hook`);
+    ? await live.createMerchant(
+        operatorApi(`http://127.0.0.1:${ports.admin}`, ADMIN_TOKEN),
+        `http://127.0.0.1:${ports.web}`,
+      )
+    : await createDrillMerchant(
+        operatorApi(`http://127.0.0.1:${ports.admin}`, ADMIN_TOKEN),
+        `http://127.0.0.1:${ports.web}`,
+        `http://127.0.0.1:${ports.receiver}/hook`,
+      );
   const { client } = merchant;
   const poster = new SignedPoster(client);
   const load = new MerchantLoad(poster, db, merchant.id, live?.requests);
@@ -343,8 +408,15 @@ async function main() {
     // one cut of every Postgres connection of the service, at three quarters of the run
     (async () => {
       await sleep(durationS * 750);
-      const pg = knex({ client: 'pg', connection: { connectionString: databaseUrl.replace(/\/[^/]*$/, '/postgres'), application_name: APP_NAME }, pool: { min: 0, max: 1 } });
-      const { rows } = await pg.raw(`select count(pg_terminate_backend(pid)) as n from pg_stat_activity where datname = ? and pid <> pg_backend_pid() and application_name <> ?`, [dbName, APP_NAME]);
+      const pg = knex({
+        client: 'pg',
+        connection: { connectionString: databaseUrl.replace(/\/[^/]*$/, '/postgres'), application_name: APP_NAME },
+        pool: { min: 0, max: 1 },
+      });
+      const { rows } = await pg.raw(
+        `select count(pg_terminate_backend(pid)) as n from pg_stat_activity where datname = ? and pid <> pg_backend_pid() and application_name <> ?`,
+        [dbName, APP_NAME],
+      );
       await pg.destroy();
       faults.pgCut++;
       say(`Postgres: ${rows[0].n} connections of ${dbName} terminated`);
@@ -356,10 +428,21 @@ async function main() {
       await sleep(durationS * 750 - 5000);
       partitioned = true;
       await sleep(10_000);
-      for (let i = 0; i < 60 && !(await fetch(`http://127.0.0.1:${ports.web}/health/ready`).then((r) => r.ok).catch(() => false)); i++) await sleep(500);
+      for (
+        let i = 0;
+        i < 60 &&
+        !(await fetch(`http://127.0.0.1:${ports.web}/health/ready`)
+          .then((r) => r.ok)
+          .catch(() => false));
+        i++
+      )
+        await sleep(500);
       const refundable = await load.refundablePayments(10);
       say(`Postgres partitioned for ${PARTITION_S} s (its proxy forwards nothing)`);
-      partition = await probeUntil(proxy.partition(PARTITION_S * 1000), load.probes(client, poster, refundable, 'the partition'));
+      partition = await probeUntil(
+        proxy.partition(PARTITION_S * 1000),
+        load.probes(client, poster, refundable, 'the partition'),
+      );
       partitioned = false;
       faults.partition++;
       say('Postgres partition over');
@@ -367,11 +450,18 @@ async function main() {
   ];
   await Promise.all(loops);
   await load.settled();
-  say(`load over after ${Math.round((Date.now() - start) / 1000)} s; waiting up to ${drainS} s for every object to be final and every event delivered`);
+  say(
+    `load over after ${Math.round((Date.now() - start) / 1000)} s; waiting up to ${drainS} s for every object to be final and every event delivered`,
+  );
 
   // ---------------------------------------------------------------- the outcome
   await waitUntilFinal(db, merchant.id, drainS);
-  const outcome = live ? await live.assess(db, merchant.id, load) : await assessOutcome(db, merchant.id, load, received, { url: `http://127.0.0.1:${ports.sandbox}`, apiKey: SANDBOX_PROVIDER_KEY });
+  const outcome = live
+    ? await live.assess(db, merchant.id, load)
+    : await assessOutcome(db, merchant.id, load, received, {
+        url: `http://127.0.0.1:${ports.sandbox}`,
+        apiKey: SANDBOX_PROVIDER_KEY,
+      });
   const checks = [...outcome.checks, boundedAnswersCheck('Postgres partition', partition)];
 
   await db.destroy();
@@ -380,7 +470,10 @@ async function main() {
   proxy.close();
   await live?.close();
   const { api_key, secret, webhook_secret } = merchant.credential;
-  const leaks = await scanLogForLeaks(logFile, { values: [api_key, secret, webhook_secret, ADMIN_TOKEN, ...(live?.secrets ?? [])].filter(Boolean), signatures: poster.signatures });
+  const leaks = await scanLogForLeaks(logFile, {
+    values: [api_key, secret, webhook_secret, ADMIN_TOKEN, ...(live?.secrets ?? [])].filter(Boolean),
+    signatures: poster.signatures,
+  });
   checks.push(logLeaksCheck(leaks, lookups));
 
   const kills = [...killedBy].map(([n, c]) => `${n} ${c}`).join(', ');
@@ -398,7 +491,10 @@ async function main() {
 if (opts.topology && process.env.NODE_EXTRA_CA_CERTS !== edgeCertificate().crt) {
   // the drill's clients reach the service through the TLS edge: this process must trust its
   // local certificate, which Node reads only at start; the drill runs again in a child that does
-  const child = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', env: { ...process.env, NODE_EXTRA_CA_CERTS: edgeCertificate().crt } });
+  const child = spawnSync(process.execPath, [...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    env: { ...process.env, NODE_EXTRA_CA_CERTS: edgeCertificate().crt },
+  });
   process.exit(child.status ?? 2);
 } else if (opts.topology) {
   runTopologyDrill({ durationS, base, databaseUrl, rate, drainS, ha }).then(

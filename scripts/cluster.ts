@@ -63,7 +63,14 @@ export function topologyAt(basePort: number, nodeCount = 0): Topology {
     dir: path.join(PROJECT_ROOT, '.data', `cluster-${basePort}`),
     nodes: Array.from({ length: nodeCount }, (_, i) => {
       const b = basePort + 10 * (i + 1);
-      return { name: `node-${String.fromCharCode(97 + i)}`, web: b, admin: b + 1, sandbox: b + 2, vault: b + 3, acquirer: b + 4 };
+      return {
+        name: `node-${String.fromCharCode(97 + i)}`,
+        web: b,
+        admin: b + 1,
+        sandbox: b + 2,
+        vault: b + 3,
+        acquirer: b + 4,
+      };
     }),
   };
 }
@@ -96,11 +103,29 @@ export function edgeCertificate(dir = path.join(PROJECT_ROOT, '.data', 'tls')): 
   if (existsSync(cert.pem) && existsSync(cert.crt)) return cert;
   mkdirSync(dir, { recursive: true });
   const tmp = `${dir}/.edge-${process.pid}`;
-  execFileSync(need('openssl', 'openssl'), [
-    'req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-days', '365',
-    '-subj', '/CN=svc-payments local edge', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost',
-    '-keyout', `${tmp}.key`, '-out', `${tmp}.crt`,
-  ], { stdio: 'ignore' });
+  execFileSync(
+    need('openssl', 'openssl'),
+    [
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:prime256v1',
+      '-nodes',
+      '-days',
+      '365',
+      '-subj',
+      '/CN=svc-payments local edge',
+      '-addext',
+      'subjectAltName=IP:127.0.0.1,DNS:localhost',
+      '-keyout',
+      `${tmp}.key`,
+      '-out',
+      `${tmp}.crt`,
+    ],
+    { stdio: 'ignore' },
+  );
   writeFileSync(`${tmp}.pem`, readFileSync(`${tmp}.crt`, 'utf8') + readFileSync(`${tmp}.key`, 'utf8'), { mode: 0o600 });
   // whole files renamed into place: a topology starting meanwhile reads the old pair or the new
   renameSync(`${tmp}.pem`, cert.pem);
@@ -110,11 +135,16 @@ export function edgeCertificate(dir = path.join(PROJECT_ROOT, '.data', 'tls')): 
 }
 
 function need(bin: string, pkg: string): string {
-  for (const dir of ['/usr/bin', '/usr/sbin', '/usr/local/bin']) if (existsSync(path.join(dir, bin))) return path.join(dir, bin);
+  for (const dir of ['/usr/bin', '/usr/sbin', '/usr/local/bin'])
+    if (existsSync(path.join(dir, bin))) return path.join(dir, bin);
   throw new Error(`${bin} is not installed: apt-get install -y ${pkg}`);
 }
 
-export async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 20_000): Promise<void> {
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 20_000,
+): Promise<void> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     if (await check()) return;
@@ -139,9 +169,28 @@ export const pgbouncerPidFile = (t: Topology) => path.join(t.dir, 'pgbouncer', '
  */
 export function startRedisNode(t: Topology, port: number): void {
   execFileSync(need('redis-server', 'redis-server'), [
-    '--port', String(port), '--bind', '127.0.0.1', '--daemonize', 'yes', '--dir', t.dir,
-    '--cluster-enabled', 'yes', '--cluster-config-file', `nodes-${port}.conf`, '--cluster-node-timeout', '2000',
-    '--save', '', '--appendonly', 'no', '--pidfile', redisPidFile(t, port), '--logfile', path.join(t.dir, `redis-${port}.log`),
+    '--port',
+    String(port),
+    '--bind',
+    '127.0.0.1',
+    '--daemonize',
+    'yes',
+    '--dir',
+    t.dir,
+    '--cluster-enabled',
+    'yes',
+    '--cluster-config-file',
+    `nodes-${port}.conf`,
+    '--cluster-node-timeout',
+    '2000',
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--pidfile',
+    redisPidFile(t, port),
+    '--logfile',
+    path.join(t.dir, `redis-${port}.log`),
   ]);
 }
 
@@ -191,7 +240,11 @@ export async function clusterUp(t: Topology, postgres = { host: '127.0.0.1', por
   for (const port of t.redisPorts) if (!(await portOpen(port))) startRedisNode(t, port);
   for (const port of t.redisPorts) await waitFor(`redis-server on ${port}`, () => portOpen(port));
   if (!clusterOk(t.redisPorts[0])) {
-    execFileSync('redis-cli', ['--cluster', 'create', ...t.redisPorts.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'], { stdio: 'ignore' });
+    execFileSync(
+      'redis-cli',
+      ['--cluster', 'create', ...t.redisPorts.map((p) => `127.0.0.1:${p}`), '--cluster-replicas', '1', '--cluster-yes'],
+      { stdio: 'ignore' },
+    );
   }
   await waitFor('the Redis Cluster (every slot served)', () => t.redisPorts.every(clusterOk), 30_000);
 
@@ -224,12 +277,24 @@ export function nodeEnv(t: Topology, node: NodePorts, database: string): Record<
  * <dir>/<node>.log. With `cgroup` (a cgroup v2 folder), every process of the node runs in it from
  * its first instruction, every socket of the node with it (the chaos drill cuts a node off by it).
  */
-export function startNode(t: Topology, node: NodePorts, env: Record<string, string>, options: { cgroup?: string } = {}): number {
+export function startNode(
+  t: Topology,
+  node: NodePorts,
+  env: Record<string, string>,
+  options: { cgroup?: string } = {},
+): number {
   const out = openSync(path.join(t.dir, `${node.name}.log`), 'a');
   const supervisor = [process.execPath, path.join(PROJECT_ROOT, 'build/scripts/start.js')];
   // sh joins the cgroup, then becomes the supervisor (exec: the same pid, the same process group)
-  const [command, ...args] = options.cgroup ? ['sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', options.cgroup, ...supervisor] : supervisor;
-  const child = spawn(command, args, { cwd: PROJECT_ROOT, env: { ...process.env, ...env }, stdio: ['ignore', out, out], detached: true });
+  const [command, ...args] = options.cgroup
+    ? ['sh', '-c', 'echo $$ > "$0/cgroup.procs" && exec "$@"', options.cgroup, ...supervisor]
+    : supervisor;
+  const child = spawn(command, args, {
+    cwd: PROJECT_ROOT,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', out, out],
+    detached: true,
+  });
   child.unref();
   writeFileSync(path.join(t.dir, `${node.name}.pid`), String(child.pid));
   return child.pid!;
@@ -317,7 +382,8 @@ export async function edgeReady(t: Topology): Promise<boolean> {
 export async function clusterDown(t: Topology): Promise<void> {
   for (const node of t.nodes) await stopNode(t, node);
   stopHaproxy(t);
-  for (const port of t.redisPorts) spawnSync('redis-cli', ['-p', String(port), 'shutdown', 'nosave'], { stdio: 'ignore' });
+  for (const port of t.redisPorts)
+    spawnSync('redis-cli', ['-p', String(port), 'shutdown', 'nosave'], { stdio: 'ignore' });
   const pidFile = pgbouncerPidFile(t);
   if (existsSync(pidFile)) {
     try {
@@ -326,7 +392,14 @@ export async function clusterDown(t: Topology): Promise<void> {
       // already gone
     }
   }
-  await waitFor('the topology to stop', async () => !(await Promise.all([...t.redisPorts, t.pgbouncerPort, t.haproxyPort, t.haproxyHttpPort].map((p) => portOpen(p)))).some(Boolean), 10_000);
+  await waitFor(
+    'the topology to stop',
+    async () =>
+      !(
+        await Promise.all([...t.redisPorts, t.pgbouncerPort, t.haproxyPort, t.haproxyHttpPort].map((p) => portOpen(p)))
+      ).some(Boolean),
+    10_000,
+  );
   rmSync(t.dir, { recursive: true, force: true });
 }
 
@@ -346,7 +419,8 @@ async function main() {
   if (values.db !== 'single' && values.db !== 'ha') throw new Error('--db is single or ha');
   const h = haTopologyAt(Number(values['pg-base']), Number(values['etcd-base']));
   const base = Number(values['base-port']);
-  if (!Number.isInteger(base) || base < 1024 || base > 65_000) throw new Error('--base-port must be a port between 1024 and 65000');
+  if (!Number.isInteger(base) || base < 1024 || base > 65_000)
+    throw new Error('--base-port must be a port between 1024 and 65000');
   const nodeCount = Number(values.nodes);
   if (!Number.isInteger(nodeCount) || nodeCount < 0 || nodeCount > 4) throw new Error('--nodes must be 0 to 4');
   // down finds the nodes by their pid files, whatever --nodes says
@@ -361,14 +435,25 @@ async function main() {
       );
     }
     await clusterUp(t, postgres);
-    process.stdout.write(`cluster | Redis Cluster on ${t.redisPorts.join(', ')}, PgBouncer (transaction pooling) on ${t.pgbouncerPort} in front of ${postgres.host}:${postgres.port}\n`);
+    process.stdout.write(
+      `cluster | Redis Cluster on ${t.redisPorts.join(', ')}, PgBouncer (transaction pooling) on ${t.pgbouncerPort} in front of ${postgres.host}:${postgres.port}\n`,
+    );
     if (t.nodes.length) {
-      execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build.js'), '--if-stale'], { cwd: PROJECT_ROOT, stdio: 'inherit' });
+      execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build.js'), '--if-stale'], {
+        cwd: PROJECT_ROOT,
+        stdio: 'inherit',
+      });
       for (const node of t.nodes) {
         const pid = startNode(t, node, nodeEnv(t, node, values.database));
         // one after the other: the first migrates the database
-        await waitFor(`${node.name} (web on ${node.web})`, async () => (await fetch(`http://127.0.0.1:${node.web}/health/ready`).catch(() => null))?.status === 200, 120_000);
-        process.stdout.write(`cluster | ${node.name} (pid ${pid}): web ${node.web}, operator API ${node.admin}; log ${path.join(t.dir, `${node.name}.log`)}\n`);
+        await waitFor(
+          `${node.name} (web on ${node.web})`,
+          async () => (await fetch(`http://127.0.0.1:${node.web}/health/ready`).catch(() => null))?.status === 200,
+          120_000,
+        );
+        process.stdout.write(
+          `cluster | ${node.name} (pid ${pid}): web ${node.web}, operator API ${node.admin}; log ${path.join(t.dir, `${node.name}.log`)}\n`,
+        );
       }
       startHaproxy(t);
       await waitFor(`HAProxy on ${t.haproxyHttpPort}`, () => edgeReady(t), 30_000);
@@ -388,7 +473,9 @@ async function main() {
       process.stdout.write(`cluster | stopped etcd, Patroni and both Postgres nodes of ${h.dir}\n`);
     }
   } else {
-    throw new Error('usage: cluster.ts up|down [--base-port p] [--nodes n] [--db single|ha] [--pg-base p] [--etcd-base p]');
+    throw new Error(
+      'usage: cluster.ts up|down [--base-port p] [--nodes n] [--db single|ha] [--pg-base p] [--etcd-base p]',
+    );
   }
 }
 

@@ -15,7 +15,11 @@ const FINAL = new Set(['succeeded', 'failed', 'cancelled']);
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 async function admin(baseUrl: string, token: string, path: string, body: unknown) {
-  const res = await fetch(baseUrl + path, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(baseUrl + path, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const json: any = await res.json().catch(() => ({}));
   if (res.status !== 201) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(json)}`);
   return json;
@@ -25,12 +29,22 @@ async function main() {
   const config = getConfig();
   const baseUrl = config.baseUrl;
   const ready = await fetch(`${baseUrl}/health/ready`).catch(() => undefined);
-  if (!ready || ready.status !== 200) throw new Error(`the service does not answer at ${baseUrl}: start it with \`npm start\` first`);
+  if (!ready || ready.status !== 200)
+    throw new Error(`the service does not answer at ${baseUrl}: start it with \`npm start\` first`);
   const vault = await fetch(`${config.cards.sandbox.vaultUrl}/health`).catch(() => undefined);
-  if (!vault || vault.status !== 200) throw new Error(`the card vault sandbox does not answer at ${config.cards.sandbox.vaultUrl}: is \`npm start\` running its card-vault line?`);
+  if (!vault || vault.status !== 200)
+    throw new Error(
+      `the card vault sandbox does not answer at ${config.cards.sandbox.vaultUrl}: is \`npm start\` running its card-vault line?`,
+    );
 
-  const merchant = await admin(baseUrl, config.adminApiToken, '/admin/merchants', { name: 'Demo Café Kinshasa', fees: { USD: { percent_bps: 250, fixed: 10 } } });
-  const cred = await admin(baseUrl, config.adminApiToken, `/admin/merchants/${merchant.id}/credentials`, { environment: 'test', scope: 'full' });
+  const merchant = await admin(baseUrl, config.adminApiToken, '/admin/merchants', {
+    name: 'Demo Café Kinshasa',
+    fees: { USD: { percent_bps: 250, fixed: 10 } },
+  });
+  const cred = await admin(baseUrl, config.adminApiToken, `/admin/merchants/${merchant.id}/credentials`, {
+    environment: 'test',
+    scope: 'full',
+  });
   const client = new ServiceClient({ baseUrl, apiKey: cred.api_key, secret: cred.secret });
   const created = await client.post('/v1/payments', {
     amount: 2_500,
@@ -57,7 +71,9 @@ async function main() {
     await sleep(1000);
     const p = (await client.get(`/v1/payments/${payment.id}`)).body;
     if (p.status !== last) {
-      console.log(`${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s  status ${p.status}${p.failure_code ? ` (${p.failure_code})` : ''}${p.card ? `, card ${p.card.brand} •••• ${p.card.last4}` : ''}`);
+      console.log(
+        `${((Date.now() - started) / 1000).toFixed(0).padStart(5)} s  status ${p.status}${p.failure_code ? ` (${p.failure_code})` : ''}${p.card ? `, card ${p.card.brand} •••• ${p.card.last4}` : ''}`,
+      );
       last = p.status;
     }
     if (FINAL.has(p.status)) {

@@ -18,7 +18,13 @@ import { startAirtelSimulator } from '../shared/providers/airtel/simulator';
 import { startPawapaySimulator } from '../shared/providers/pawapay/simulator';
 
 const ADMIN_TOKEN = `demo-live-admin-${randomBytes(8).toString('hex')}`;
-const POOLS = ['workers/outbox-relay/index.ts', 'workers/provider-push/index.ts', 'workers/callback-reconciler/index.ts', 'workers/refund/index.ts', 'workers/payout/index.ts'];
+const POOLS = [
+  'workers/outbox-relay/index.ts',
+  'workers/provider-push/index.ts',
+  'workers/callback-reconciler/index.ts',
+  'workers/refund/index.ts',
+  'workers/payout/index.ts',
+];
 const started = Date.now();
 const say = (line: string) => console.log(`${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s  ${line}`);
 
@@ -51,8 +57,17 @@ async function main() {
   const database = await createTestDatabase();
   const [webPort, airtelPort, pawapayPort] = [await freePort(), await freePort(), await freePort()];
   const baseUrl = `http://127.0.0.1:${webPort}`;
-  const airtel = await startAirtelSimulator({ port: airtelPort, callbackUrl: `${baseUrl}/callbacks/airtel`, callbackHashSecret: 'demo-airtel-hash', pin: '2468' });
-  const pawapay = await startPawapaySimulator({ port: pawapayPort, callbackUrl: `${baseUrl}/callbacks/pawapay`, token: 'demo-pawapay-token' });
+  const airtel = await startAirtelSimulator({
+    port: airtelPort,
+    callbackUrl: `${baseUrl}/callbacks/airtel`,
+    callbackHashSecret: 'demo-airtel-hash',
+    pin: '2468',
+  });
+  const pawapay = await startPawapaySimulator({
+    port: pawapayPort,
+    callbackUrl: `${baseUrl}/callbacks/pawapay`,
+    token: 'demo-pawapay-token',
+  });
   say(`simulators: pawaPay ${pawapay.url}, Airtel ${airtel.url}; database ${database.name}`);
   const env: Record<string, string> = {
     NODE_ENV: 'development',
@@ -91,19 +106,34 @@ async function main() {
     say(`service on ${baseUrl}, live operators routed: vodacom and orange to pawaPay, airtel to Airtel`);
 
     const admin = async (path: string, body: unknown) => {
-      const res = await fetch(baseUrl + path, { method: 'POST', headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+      const res = await fetch(baseUrl + path, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+      });
       const json: any = await res.json();
       if (res.status !== 201) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(json)}`);
       return json;
     };
-    const merchant = await admin('/admin/merchants', { name: 'Demo live shop', fees: { USD: { percent_bps: 150, fixed: 0 }, CDF: { percent_bps: 150, fixed: 0 } } });
+    const merchant = await admin('/admin/merchants', {
+      name: 'Demo live shop',
+      fees: { USD: { percent_bps: 150, fixed: 0 }, CDF: { percent_bps: 150, fixed: 0 } },
+    });
     const cred = await admin(`/admin/merchants/${merchant.id}/credentials`, { environment: 'live', scope: 'full' });
     const api = new PaymentsApi({ baseUrl, apiKey: cred.api_key, secret: cred.secret });
     say(`merchant ${merchant.id}, live key ${cred.api_key.slice(0, 12)}…`);
 
     const results: [string, string, string][] = [];
     const pay = async (operator: 'vodacom' | 'airtel', phone: string, amount: number) => {
-      const p = await api.payments.create({ amount, currency: 'USD', method: 'mobile_money', operator, phone, reference: `demo-live-${randomUUID()}`, description: 'Demo live payment' });
+      const p = await api.payments.create({
+        amount,
+        currency: 'USD',
+        method: 'mobile_money',
+        operator,
+        phone,
+        reference: `demo-live-${randomUUID()}`,
+        description: 'Demo live payment',
+      });
       say(`POST /v1/payments (${operator}, ${amount} USD minor) → ${p.status}, provider ${p.provider}`);
       const done = await follow('payment', () => api.payments.retrieve(p.id) as Promise<Operation>);
       results.push([`payment via ${p.provider}`, done.status, 'succeeded']);
@@ -112,7 +142,10 @@ async function main() {
     const refund = async (paymentId: string, amount?: number) => {
       const r = await api.refunds.create(paymentId, amount === undefined ? {} : { amount });
       say(`POST /v1/payments/${paymentId}/refund${amount === undefined ? ' (full)' : ` (${amount})`} → ${r.status}`);
-      const done = await follow('refund', async () => ((await api.refunds.list(paymentId)).data.find((x) => x.id === r.id) as Operation));
+      const done = await follow(
+        'refund',
+        async () => (await api.refunds.list(paymentId)).data.find((x) => x.id === r.id) as Operation,
+      );
       results.push([`refund ${amount === undefined ? 'full' : 'partial'}`, done.status, 'succeeded']);
     };
 
@@ -123,14 +156,24 @@ async function main() {
     const viaAirtel = await pay('airtel', '243970000001', 4_000);
     await refund(viaAirtel.id);
     // a payout through Airtel, the PIN encrypted with the simulator's key
-    const po = await api.payouts.create({ amount: 1_000, currency: 'USD', method: 'mobile_money', operator: 'airtel', phone: '243970000001', reference: `demo-po-${randomUUID()}` });
+    const po = await api.payouts.create({
+      amount: 1_000,
+      currency: 'USD',
+      method: 'mobile_money',
+      operator: 'airtel',
+      phone: '243970000001',
+      reference: `demo-po-${randomUUID()}`,
+    });
     say(`POST /v1/payouts (airtel, 1000) → ${po.status}`);
     const paid = await follow('payout', () => api.payouts.retrieve(po.id));
     results.push(['payout via airtel', paid.status, 'succeeded']);
 
     console.log('\n| operation | status | expected |\n|---|---|---|');
     for (const [what, status, expected] of results) console.log(`| ${what} | ${status} | ${expected} |`);
-    const simRows = [...pawapay.transactions().map((t) => ['pawaPay', t]), ...airtel.transactions().map((t) => ['Airtel', t])] as [string, { id: string; status: string; initiations: number }][];
+    const simRows = [
+      ...pawapay.transactions().map((t) => ['pawaPay', t]),
+      ...airtel.transactions().map((t) => ['Airtel', t]),
+    ] as [string, { id: string; status: string; initiations: number }][];
     console.log('\n| simulator | transaction | final state | initiations |\n|---|---|---|---|');
     for (const [sim, t] of simRows) console.log(`| ${sim} | ${t.id} | ${t.status} | ${t.initiations} |`);
     ok = results.every(([, status, expected]) => status === expected);
@@ -139,7 +182,11 @@ async function main() {
     await Promise.all([airtel.close(), pawapay.close()]);
     await database.drop();
   }
-  console.log(ok ? '\ndemo:live: every operation reached its expected status' : '\ndemo:live: an operation did not reach its expected status');
+  console.log(
+    ok
+      ? '\ndemo:live: every operation reached its expected status'
+      : '\ndemo:live: an operation did not reach its expected status',
+  );
   process.exit(ok ? 0 : 1);
 }
 

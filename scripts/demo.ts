@@ -27,13 +27,17 @@ async function main() {
   const config = getConfig();
   const baseUrl = config.baseUrl;
   const ready = await fetch(`${baseUrl}/health/ready`).catch(() => undefined);
-  if (!ready || ready.status !== 200) throw new Error(`the service does not answer at ${baseUrl}: start it with \`npm start\` first`);
+  if (!ready || ready.status !== 200)
+    throw new Error(`the service does not answer at ${baseUrl}: start it with \`npm start\` first`);
 
   const merchant = await admin(baseUrl, config.adminApiToken, '/admin/merchants', {
     name: `Demo shop ${new Date().toISOString()}`,
     fees: { USD: { percent_bps: 250, fixed: 10 } },
   });
-  const cred = await admin(baseUrl, config.adminApiToken, `/admin/merchants/${merchant.id}/credentials`, { environment: 'test', scope: 'full' });
+  const cred = await admin(baseUrl, config.adminApiToken, `/admin/merchants/${merchant.id}/credentials`, {
+    environment: 'test',
+    scope: 'full',
+  });
   console.log(`merchant ${merchant.id}, test credential ${cred.id}`);
 
   // the merchant SDK (shared/client): signs, sets the Idempotency-Key, retries, throws typed errors
@@ -52,15 +56,22 @@ async function main() {
   });
   const id = payment.id;
   console.log(`${elapsed()}  POST /v1/payments → 201 ${id}`);
-  console.log(`${elapsed()}  status ${payment.status} (amount_charged ${payment.amount_charged}, fee ${payment.fee}, amount_net ${payment.amount_net} ${payment.currency})`);
+  console.log(
+    `${elapsed()}  status ${payment.status} (amount_charged ${payment.amount_charged}, fee ${payment.fee}, amount_net ${payment.amount_net} ${payment.currency})`,
+  );
 
   let shown = { status: payment.status, ref: payment.provider_ref };
   while (!FINAL.has(payment.status)) {
-    if (Date.now() - started > 60_000) throw new Error(`payment still ${payment.status} after 60 s: are the provider-push, callback-reconciler and sandbox-provider processes running?`);
+    if (Date.now() - started > 60_000)
+      throw new Error(
+        `payment still ${payment.status} after 60 s: are the provider-push, callback-reconciler and sandbox-provider processes running?`,
+      );
     await sleep(200);
     payment = await api.payments.retrieve(id);
-    if (payment.provider_ref && !shown.ref) console.log(`${elapsed()}  push sent to ${payment.provider}, provider_ref ${payment.provider_ref}`);
-    if (payment.status !== shown.status) console.log(`${elapsed()}  status ${payment.status}${payment.failure_code ? ` (${payment.failure_code})` : ''}`);
+    if (payment.provider_ref && !shown.ref)
+      console.log(`${elapsed()}  push sent to ${payment.provider}, provider_ref ${payment.provider_ref}`);
+    if (payment.status !== shown.status)
+      console.log(`${elapsed()}  status ${payment.status}${payment.failure_code ? ` (${payment.failure_code})` : ''}`);
     shown = { status: payment.status, ref: payment.provider_ref };
   }
   console.log(`\npayment:\n${JSON.stringify(payment, null, 2)}`);

@@ -48,21 +48,35 @@ async function main(): Promise<number> {
   const base = Number(opts['base-port']);
   const [nBefore, nAfter, nDeleted] = [Number(opts.before), Number(opts.after), Number(opts.deleted)];
   if (nBefore + nAfter < nDeleted) throw new Error('--before + --after must be at least --deleted');
-  for (const p of [base, base + 1, base + 2, base + 3, base + 4, Number(opts['restore-port'])]) if (await portOpen(p)) throw new Error(`port ${p} is taken: choose another --base-port or --restore-port`);
+  for (const p of [base, base + 1, base + 2, base + 3, base + 4, Number(opts['restore-port'])])
+    if (await portOpen(p)) throw new Error(`port ${p} is taken: choose another --base-port or --restore-port`);
   const ours = !(await portOpen(h.leaderPort));
   const { leader } = await haUp(h);
-  say(`HA Postgres up (leader ${leader.name}, leader's HAProxy on ${h.leaderPort}; WAL archived by pgBackRest at least every ${ARCHIVE_TIMEOUT_S} s)`);
+  say(
+    `HA Postgres up (leader ${leader.name}, leader's HAProxy on ${h.leaderPort}; WAL archived by pgBackRest at least every ${ARCHIVE_TIMEOUT_S} s)`,
+  );
   const liveUrl = `postgres://postgres@127.0.0.1:${h.leaderPort}/${DATABASE}`;
-  const admin = knex({ client: 'pg', connection: liveUrl.replace(`/${DATABASE}`, '/postgres'), pool: { min: 0, max: 1 } });
+  const admin = knex({
+    client: 'pg',
+    connection: liveUrl.replace(`/${DATABASE}`, '/postgres'),
+    pool: { min: 0, max: 1 },
+  });
   await admin.raw(`drop database if exists ${DATABASE} with (force)`);
   await admin.destroy();
 
-  execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build.js'), '--if-stale'], { cwd: PROJECT_ROOT, stdio: 'inherit' });
+  execFileSync(process.execPath, [path.join(PROJECT_ROOT, 'scripts/build.js'), '--if-stale'], {
+    cwd: PROJECT_ROOT,
+    stdio: 'inherit',
+  });
   const service = startService(base, liveUrl);
   let db: Knex | undefined;
   let restored: Knex | undefined;
   try {
-    await waitFor('the service', async () => (await fetch(`http://127.0.0.1:${base}/health/ready`).catch(() => null))?.status === 200, 180_000);
+    await waitFor(
+      'the service',
+      async () => (await fetch(`http://127.0.0.1:${base}/health/ready`).catch(() => null))?.status === 200,
+      180_000,
+    );
     const client = await merchant(base);
     db = knex({ client: 'pg', connection: liveUrl, pool: { min: 0, max: 4 } });
 
@@ -73,31 +87,49 @@ async function main(): Promise<number> {
 
     // T, once the service has stopped writing: what existed then must come back exactly
     await stopService(service);
-    const T: string = (await db.raw(`select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as t`)).rows[0].t;
+    const T: string = (
+      await db.raw(`select to_char(clock_timestamp() at time zone 'UTC', 'YYYY-MM-DD HH24:MI:SS.US') || '+00' as t`)
+    ).rows[0].t;
     const atT = await snapshot(db);
     await sleep(1500);
-    say(`T = ${T}: ${atT.payments.length} payments, ${atT.history.length} status changes, ${atT.ledger.length} ledger lines`);
+    say(
+      `T = ${T}: ${atT.payments.length} payments, ${atT.history.length} status changes, ${atT.ledger.length} ledger lines`,
+    );
 
     // the operator's mistake
-    const doomed: string[] = (await db.raw(`select id from payments order by random() limit ?`, [nDeleted])).rows.map((r: { id: string }) => r.id);
+    const doomed: string[] = (await db.raw(`select id from payments order by random() limit ?`, [nDeleted])).rows.map(
+      (r: { id: string }) => r.id,
+    );
     const deleted = await db.transaction(async (trx) => {
-      const lines = await trx.raw(`delete from ledger_entries where transaction_id in (select id from ledger_transactions where reference_id = any(?))`, [doomed]);
+      const lines = await trx.raw(
+        `delete from ledger_entries where transaction_id in (select id from ledger_transactions where reference_id = any(?))`,
+        [doomed],
+      );
       await trx.raw(`delete from ledger_transactions where reference_id = any(?)`, [doomed]);
       await trx.raw(`delete from payment_status_changes where payment_id = any(?)`, [doomed]);
       const payments = await trx.raw(`delete from payments where id = any(?)`, [doomed]);
       return { payments: payments.rowCount, lines: lines.rowCount };
     });
-    say(`mistake: deleted ${deleted.payments} payments and their ${deleted.lines} ledger lines by hand; ledger:check on the live database now: ${ledgerCheck(liveUrl).trim() || 'failed'}`);
+    say(
+      `mistake: deleted ${deleted.payments} payments and their ${deleted.lines} ledger lines by hand; ledger:check on the live database now: ${ledgerCheck(liveUrl).trim() || 'failed'}`,
+    );
 
     // how far the archive was behind T (the RPO if both nodes were lost at T), then every WAL up to now archived
-    const archiver = (await db.raw(`select last_archived_time, extract(epoch from (?::timestamptz - last_archived_time)) as behind from pg_stat_archiver`, [T])).rows[0];
+    const archiver = (
+      await db.raw(
+        `select last_archived_time, extract(epoch from (?::timestamptz - last_archived_time)) as behind from pg_stat_archiver`,
+        [T],
+      )
+    ).rows[0];
     pgbackrest(h, ['check']);
     const r = await restore(h, T, Number(opts['restore-port']));
     say(`restore to T in ${r.seconds.toFixed(1)} s (fresh data directory ${r.dir}, port ${r.port})`);
 
     restored = knex({ client: 'pg', connection: r.url(DATABASE), pool: { min: 0, max: 2 } });
     const back = await snapshot(restored);
-    const missing = atT.payments.filter((p, i) => back.payments[i] !== p).length + Math.max(0, atT.payments.length - back.payments.length);
+    const missing =
+      atT.payments.filter((p, i) => back.payments[i] !== p).length +
+      Math.max(0, atT.payments.length - back.payments.length);
     const same = {
       payments: back.payments.length === atT.payments.length && missing === 0,
       history: JSON.stringify(back.history) === JSON.stringify(atT.history),
@@ -105,21 +137,33 @@ async function main(): Promise<number> {
     };
     const deletedBack = back.ids.filter((id) => doomed.includes(id)).length;
     const check = ledgerCheck(r.url(DATABASE));
-    const ok = same.payments && same.history && same.ledger && deletedBack === doomed.length && /^ledger ok/.test(check);
+    const ok =
+      same.payments && same.history && same.ledger && deletedBack === doomed.length && /^ledger ok/.test(check);
 
     const rows = [
       ['backup (full, pgBackRest)', `${b.seconds.toFixed(1)} s`],
       ['restore to T (restore + WAL replay + promote)', `${r.seconds.toFixed(1)} s`],
-      [`payments at T back exactly (every column)`, `${back.payments.length - missing}/${atT.payments.length}${same.payments ? '' : ' MISMATCH'}`],
+      [
+        `payments at T back exactly (every column)`,
+        `${back.payments.length - missing}/${atT.payments.length}${same.payments ? '' : ' MISMATCH'}`,
+      ],
       ['the 1,000 deleted ones among them', `${deletedBack}/${doomed.length}`],
       ['status history at T', same.history ? `${back.history.length} rows, identical` : 'DIFFERS'],
       ['ledger lines at T', same.ledger ? `${back.ledger.length} rows, identical` : 'DIFFERS'],
       ['npm run ledger:check on the restored database', check.trim() || 'FAILED'],
-      ['WAL archive behind T (RPO if both nodes were lost at T)', `${Number(archiver.behind ?? NaN).toFixed(1)} s (last archived ${archiver.last_archived_time ? new Date(archiver.last_archived_time).toISOString() : 'never'})`],
-      ['RPO bound for a total loss of both nodes', `archive_timeout = ${ARCHIVE_TIMEOUT_S} s (plus the push of one WAL segment)`],
+      [
+        'WAL archive behind T (RPO if both nodes were lost at T)',
+        `${Number(archiver.behind ?? NaN).toFixed(1)} s (last archived ${archiver.last_archived_time ? new Date(archiver.last_archived_time).toISOString() : 'never'})`,
+      ],
+      [
+        'RPO bound for a total loss of both nodes',
+        `archive_timeout = ${ARCHIVE_TIMEOUT_S} s (plus the push of one WAL segment)`,
+      ],
     ];
     const w = Math.max(...rows.map((x) => x[0].length));
-    process.stdout.write(`\n${rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join('\n')}\n\ndrill:restore ${ok ? 'PASS' : 'FAIL'}\n`);
+    process.stdout.write(
+      `\n${rows.map(([k, v]) => `${k.padEnd(w)}  ${v}`).join('\n')}\n\ndrill:restore ${ok ? 'PASS' : 'FAIL'}\n`,
+    );
     return ok ? 0 : 1;
   } finally {
     await restored?.destroy();
@@ -181,11 +225,18 @@ async function waitFor(what: string, check: () => Promise<boolean> | boolean, ti
 
 async function merchant(base: number): Promise<ServiceClient> {
   const adminCall = async (route: string, body: unknown) => {
-    const res = await fetch(`http://127.0.0.1:${base + 1}${route}`, { method: 'POST', headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+    const res = await fetch(`http://127.0.0.1:${base + 1}${route}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify(body),
+    });
     if (res.status !== 201) throw new Error(`${route}: ${res.status} ${await res.text()}`);
     return (await res.json()) as any;
   };
-  const m = await adminCall('/admin/merchants', { name: 'Restore drill', fees: { USD: { percent_bps: 150, fixed: 5 }, CDF: { percent_bps: 150, fixed: 0 } } });
+  const m = await adminCall('/admin/merchants', {
+    name: 'Restore drill',
+    fees: { USD: { percent_bps: 150, fixed: 5 }, CDF: { percent_bps: 150, fixed: 0 } },
+  });
   const c = await adminCall(`/admin/merchants/${m.id}/credentials`, { environment: 'test', scope: 'full' });
   return new ServiceClient({ baseUrl: `http://127.0.0.1:${base}`, apiKey: c.api_key, secret: c.secret });
 }
@@ -200,7 +251,18 @@ async function load(client: ServiceClient, db: Knex, n: number): Promise<void> {
       const key = randomUUID();
       for (;;) {
         const res = await client
-          .post('/v1/payments', { amount: 1000 + Math.floor(Math.random() * 9000), currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `drill-${key}` }, { idempotencyKey: key })
+          .post(
+            '/v1/payments',
+            {
+              amount: 1000 + Math.floor(Math.random() * 9000),
+              currency: 'USD',
+              method: 'mobile_money',
+              operator: 'vodacom',
+              phone: '243990000001',
+              reference: `drill-${key}`,
+            },
+            { idempotencyKey: key },
+          )
           .catch(() => ({ status: 0 }));
         if (res.status === 201) break;
         await sleep(500);
@@ -208,7 +270,14 @@ async function load(client: ServiceClient, db: Knex, n: number): Promise<void> {
     }
   };
   await Promise.all(Array.from({ length: 16 }, worker));
-  await waitFor('every payment final', async () => Number((await db.raw(`select count(*) as c from payments where status in ('pending','processing')`)).rows[0].c) === 0, 300_000);
+  await waitFor(
+    'every payment final',
+    async () =>
+      Number(
+        (await db.raw(`select count(*) as c from payments where status in ('pending','processing')`)).rows[0].c,
+      ) === 0,
+    300_000,
+  );
   say(`${n} payments created and confirmed in ${((Date.now() - started) / 1000).toFixed(1)} s`);
 }
 
@@ -217,11 +286,20 @@ async function snapshot(db: Knex): Promise<{ ids: string[]; payments: string[]; 
   const payments = (await db.raw(`select id, row_to_json(p)::text as j from payments p order by id`)).rows;
   const history = (await db.raw(`select row_to_json(s)::text as j from payment_status_changes s order by id`)).rows;
   const ledger = (await db.raw(`select row_to_json(e)::text as j from ledger_entries e order by e.id`)).rows;
-  return { ids: payments.map((r: { id: string }) => r.id), payments: payments.map((r: { j: string }) => r.j), history: history.map((r: { j: string }) => r.j), ledger: ledger.map((r: { j: string }) => r.j) };
+  return {
+    ids: payments.map((r: { id: string }) => r.id),
+    payments: payments.map((r: { j: string }) => r.j),
+    history: history.map((r: { j: string }) => r.j),
+    ledger: ledger.map((r: { j: string }) => r.j),
+  };
 }
 
 function ledgerCheck(databaseUrl: string): string {
-  const r = spawnSync('npm', ['run', '-s', 'ledger:check'], { cwd: PROJECT_ROOT, encoding: 'utf8', env: { ...process.env, DATABASE_URL: databaseUrl } });
+  const r = spawnSync('npm', ['run', '-s', 'ledger:check'], {
+    cwd: PROJECT_ROOT,
+    encoding: 'utf8',
+    env: { ...process.env, DATABASE_URL: databaseUrl },
+  });
   return r.status === 0 ? r.stdout : `FAILED (exit ${r.status}): ${(r.stderr || '').split('\n').slice(-2).join(' ')}`;
 }
 

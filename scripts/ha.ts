@@ -1,5 +1,15 @@
 import { execFileSync, spawn } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, openSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import {
+  chownSync,
+  existsSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  readdirSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from 'node:fs';
 import path from 'node:path';
 import { isRoot, portOpen, PROJECT_ROOT } from './local-services';
 import { pidAlive } from './lib/processes';
@@ -40,13 +50,22 @@ export const PG_BIN = '/usr/lib/postgresql/15/bin';
 const TTL_S = 10;
 const LOOP_WAIT_S = 2;
 
-export function haTopologyAt(pgBase = Number(process.env.HA_PG_BASE || 5433), etcdBase = Number(process.env.HA_ETCD_BASE || 5441)): HaTopology {
+export function haTopologyAt(
+  pgBase = Number(process.env.HA_PG_BASE || 5433),
+  etcdBase = Number(process.env.HA_ETCD_BASE || 5441),
+): HaTopology {
   const dir = path.join(PROJECT_ROOT, '.data', `ha-${pgBase}`);
   return {
     scope: `svc-ha-${pgBase}`,
     dir,
     etcd: { client: etcdBase, peer: etcdBase + 1 },
-    nodes: [0, 1].map((i) => ({ name: `pg${i}`, pg: pgBase + i, rest: pgBase + 2 + i, dir: path.join(dir, `pg${i}`), data: path.join(dir, `pg${i}`, 'data') })),
+    nodes: [0, 1].map((i) => ({
+      name: `pg${i}`,
+      pg: pgBase + i,
+      rest: pgBase + 2 + i,
+      dir: path.join(dir, `pg${i}`),
+      data: path.join(dir, `pg${i}`, 'data'),
+    })),
     leaderPort: pgBase + 4,
   };
 }
@@ -54,13 +73,17 @@ export function haTopologyAt(pgBase = Number(process.env.HA_PG_BASE || 5433), et
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 function need(bin: string, pkg: string): string {
-  for (const dir of ['/usr/bin', '/usr/sbin', '/usr/local/bin', PG_BIN]) if (existsSync(path.join(dir, bin))) return path.join(dir, bin);
+  for (const dir of ['/usr/bin', '/usr/sbin', '/usr/local/bin', PG_BIN])
+    if (existsSync(path.join(dir, bin))) return path.join(dir, bin);
   throw new Error(`${bin} is not installed: apt-get install -y ${pkg}`);
 }
 
 function postgresIds(): { uid: number; gid: number } | undefined {
   if (!isRoot()) return undefined;
-  return { uid: Number(execFileSync('id', ['-u', 'postgres']).toString()), gid: Number(execFileSync('id', ['-g', 'postgres']).toString()) };
+  return {
+    uid: Number(execFileSync('id', ['-u', 'postgres']).toString()),
+    gid: Number(execFileSync('id', ['-g', 'postgres']).toString()),
+  };
 }
 
 function chownTree(p: string, ids: { uid: number; gid: number }): void {
@@ -76,7 +99,11 @@ function daemon(cmd: string, args: string[], log: string, pidFile: string, asPos
     stdio: ['ignore', out, out],
     detached: true,
     ...(ids ? { uid: ids.uid, gid: ids.gid } : {}),
-    env: { PATH: `${PG_BIN}:/usr/sbin:/usr/bin:/bin`, HOME: asPostgres ? '/var/lib/postgresql' : (process.env.HOME ?? '/root'), LANG: 'C.UTF-8' },
+    env: {
+      PATH: `${PG_BIN}:/usr/sbin:/usr/bin:/bin`,
+      HOME: asPostgres ? '/var/lib/postgresql' : (process.env.HOME ?? '/root'),
+      LANG: 'C.UTF-8',
+    },
   });
   child.unref();
   writeFileSync(pidFile, String(child.pid));
@@ -115,7 +142,12 @@ function pgbackrestConfig(h: HaTopology): string {
     'compress-level=3',
     '',
     `[${STANZA}]`,
-    ...h.nodes.flatMap((n, i) => [`pg${i + 1}-path=${n.data}`, `pg${i + 1}-port=${n.pg}`, `pg${i + 1}-socket-path=${n.dir}`, `pg${i + 1}-user=postgres`]),
+    ...h.nodes.flatMap((n, i) => [
+      `pg${i + 1}-path=${n.data}`,
+      `pg${i + 1}-port=${n.pg}`,
+      `pg${i + 1}-socket-path=${n.dir}`,
+      `pg${i + 1}-user=postgres`,
+    ]),
     '',
   ].join('\n');
 }
@@ -214,7 +246,9 @@ export function startPatroni(h: HaTopology, n: HaNode): void {
 }
 
 /** Patroni's view of a node: its role and state, or undefined when its REST API does not answer. */
-export async function patroniStatus(n: HaNode): Promise<{ role: string; state: string; timeline?: number } | undefined> {
+export async function patroniStatus(
+  n: HaNode,
+): Promise<{ role: string; state: string; timeline?: number } | undefined> {
   try {
     const res = await fetch(`http://127.0.0.1:${n.rest}/patroni`, { signal: AbortSignal.timeout(1000) });
     return (await res.json()) as { role: string; state: string; timeline?: number };
@@ -226,7 +260,9 @@ export async function patroniStatus(n: HaNode): Promise<{ role: string; state: s
 /** The node answering GET /primary with 200 (the leader, running), if any. */
 export async function leaderOf(h: HaTopology): Promise<HaNode | undefined> {
   for (const n of h.nodes) {
-    const res = await fetch(`http://127.0.0.1:${n.rest}/primary`, { signal: AbortSignal.timeout(1000) }).catch(() => null);
+    const res = await fetch(`http://127.0.0.1:${n.rest}/primary`, { signal: AbortSignal.timeout(1000) }).catch(
+      () => null,
+    );
     if (res?.status === 200) return n;
   }
   return undefined;
@@ -295,16 +331,31 @@ export async function haUp(h: HaTopology): Promise<{ leader: HaNode; standby: Ha
     daemon(
       need('etcd', 'etcd-server'),
       [
-        '--name', h.scope, '--data-dir', path.join(h.dir, 'etcd'),
-        '--listen-client-urls', url(h.etcd.client), '--advertise-client-urls', url(h.etcd.client),
-        '--listen-peer-urls', url(h.etcd.peer), '--initial-advertise-peer-urls', url(h.etcd.peer),
-        '--initial-cluster', `${h.scope}=${url(h.etcd.peer)}`, '--initial-cluster-state', 'new',
+        '--name',
+        h.scope,
+        '--data-dir',
+        path.join(h.dir, 'etcd'),
+        '--listen-client-urls',
+        url(h.etcd.client),
+        '--advertise-client-urls',
+        url(h.etcd.client),
+        '--listen-peer-urls',
+        url(h.etcd.peer),
+        '--initial-advertise-peer-urls',
+        url(h.etcd.peer),
+        '--initial-cluster',
+        `${h.scope}=${url(h.etcd.peer)}`,
+        '--initial-cluster-state',
+        'new',
       ],
       path.join(h.dir, 'etcd.log'),
       etcdPidFile(h),
     );
   }
-  await waitFor(`etcd on ${h.etcd.client}`, async () => (await fetch(`http://127.0.0.1:${h.etcd.client}/health`).catch(() => null))?.status === 200);
+  await waitFor(
+    `etcd on ${h.etcd.client}`,
+    async () => (await fetch(`http://127.0.0.1:${h.etcd.client}/health`).catch(() => null))?.status === 200,
+  );
   const ids = postgresIds();
   for (const n of h.nodes) {
     mkdirSync(n.dir, { recursive: true });
@@ -312,7 +363,8 @@ export async function haUp(h: HaTopology): Promise<{ leader: HaNode; standby: Ha
     if (ids) chownTree(n.dir, ids);
   }
   if (hasPgbackrest()) {
-    for (const sub of ['repo', 'log', 'lock', 'spool']) mkdirSync(path.join(pgbackrestDir(h), sub), { recursive: true });
+    for (const sub of ['repo', 'log', 'lock', 'spool'])
+      mkdirSync(path.join(pgbackrestDir(h), sub), { recursive: true });
     writeFileSync(pgbackrestConf(h), pgbackrestConfig(h));
     if (ids) chownTree(pgbackrestDir(h), ids);
   }
@@ -381,10 +433,21 @@ export async function haDown(h: HaTopology): Promise<void> {
   const restored = postmasterPid({ data: path.join(h.dir, 'restored') } as HaNode);
   if (restored) {
     process.kill(restored, 'SIGINT');
-    await waitFor('the restored database to stop', () => !pidAlive(restored), 30_000).catch(() => process.kill(restored, 'SIGKILL'));
+    await waitFor('the restored database to stop', () => !pidAlive(restored), 30_000).catch(() =>
+      process.kill(restored, 'SIGKILL'),
+    );
   }
   const etcd = killFromPidFile(etcdPidFile(h));
   if (etcd) await waitFor('etcd to stop', () => !pidAlive(etcd), 20_000).catch(() => undefined);
-  await waitFor('the HA ports to close', async () => !(await Promise.all([h.leaderPort, h.etcd.client, ...h.nodes.flatMap((n) => [n.pg, n.rest])].map((p) => portOpen(p)))).some(Boolean), 20_000);
+  await waitFor(
+    'the HA ports to close',
+    async () =>
+      !(
+        await Promise.all(
+          [h.leaderPort, h.etcd.client, ...h.nodes.flatMap((n) => [n.pg, n.rest])].map((p) => portOpen(p)),
+        )
+      ).some(Boolean),
+    20_000,
+  );
   rmSync(h.dir, { recursive: true, force: true });
 }

@@ -7,7 +7,9 @@ async function main() {
   const db = createDb(getConfig().databaseUrl, 1);
   try {
     const problems = await checkLedger(db);
-    const { rows } = await db.raw('select count(*)::int as accounts, (select count(*)::int from ledger_transactions) as transactions from ledger_accounts');
+    const { rows } = await db.raw(
+      'select count(*)::int as accounts, (select count(*)::int from ledger_transactions) as transactions from ledger_accounts',
+    );
     if (problems.length) {
       for (const p of problems) process.stderr.write(`MISMATCH ${p}\n`);
       process.stderr.write(`ledger check failed: ${problems.length} problem(s)\n`);

@@ -14,7 +14,11 @@ import { PaymentsApi } from '../shared/client/index';
 import type { CreatePaymentLinkParams } from '../shared/client/sdk';
 
 async function admin(baseUrl: string, token: string, path: string, body: unknown) {
-  const res = await fetch(baseUrl + path, { method: 'POST', headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body) });
+  const res = await fetch(baseUrl + path, {
+    method: 'POST',
+    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+    body: JSON.stringify(body),
+  });
   const json: any = await res.json().catch(() => ({}));
   if (res.status !== 201) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(json)}`);
   return json;
@@ -46,10 +50,14 @@ async function main() {
   const config = getConfig();
   const baseUrl = config.baseUrl;
   const ready = await fetch(`${baseUrl}/health/live`).catch(() => undefined);
-  if (!ready || ready.status !== 200) throw new Error(`the service does not answer at ${baseUrl}: start it with \`npm start\` first`);
+  if (!ready || ready.status !== 200)
+    throw new Error(`the service does not answer at ${baseUrl}: start it with \`npm start\` first`);
 
   const merchant = await admin(baseUrl, config.adminApiToken, '/admin/merchants', { name: values['merchant-name'] });
-  const cred = await admin(baseUrl, config.adminApiToken, `/admin/merchants/${merchant.id}/credentials`, { environment: 'test', scope: 'payments' });
+  const cred = await admin(baseUrl, config.adminApiToken, `/admin/merchants/${merchant.id}/credentials`, {
+    environment: 'test',
+    scope: 'payments',
+  });
   const api = new PaymentsApi({ baseUrl, apiKey: cred.api_key, secret: cred.secret });
   const params: CreatePaymentLinkParams = {
     currency: values.currency as 'USD' | 'CDF',
@@ -57,14 +65,18 @@ async function main() {
     ...(values.amount !== undefined ? { amount: minor('amount', values.amount) } : {}),
     ...(values['min-amount'] !== undefined ? { min_amount: minor('min-amount', values['min-amount']) } : {}),
     ...(values['max-amount'] !== undefined ? { max_amount: minor('max-amount', values['max-amount']) } : {}),
-    ...(values.methods ? { methods: values.methods.split(',').map((m) => m.trim()) as ('mobile_money' | 'card')[] } : {}),
+    ...(values.methods
+      ? { methods: values.methods.split(',').map((m) => m.trim()) as ('mobile_money' | 'card')[] }
+      : {}),
     ...(values['single-use'] ? { single_use: true } : {}),
     ...(values['expires-in'] ? { expires_at: Math.floor(Date.now() / 1000) + Number(values['expires-in']) } : {}),
     ...(values['return-url'] ? { return_url: values['return-url'] } : {}),
   };
   const link = await api.paymentLinks.create(params);
   process.stdout.write(`merchant ${merchant.id} (test), payment link ${link.id}\n`);
-  process.stdout.write(`sandbox numbers: 243990000001 succeeds, 243990000002 is declined; card 4000000000003220 asks for 3-D Secure\n`);
+  process.stdout.write(
+    `sandbox numbers: 243990000001 succeeds, 243990000002 is declined; card 4000000000003220 asks for 3-D Secure\n`,
+  );
   process.stdout.write(`${link.url}\n`);
 }
 

@@ -54,7 +54,9 @@ async function startPrivatePostgres(): Promise<string> {
   const initdb = which('initdb');
   const pgCtl = which('pg_ctl');
   if (!initdb || !pgCtl) {
-    throw new Error('No Postgres answers at 127.0.0.1:5432 and no server binaries were found. Install them (Debian: apt-get install postgresql) or set DATABASE_URL.');
+    throw new Error(
+      'No Postgres answers at 127.0.0.1:5432 and no server binaries were found. Install them (Debian: apt-get install postgresql) or set DATABASE_URL.',
+    );
   }
   const dir = path.join(DATA, 'postgres');
   mkdirSync(DATA, { recursive: true });
@@ -69,7 +71,16 @@ async function startPrivatePostgres(): Promise<string> {
     asPostgresUser(initdb, ['-D', dir, '-U', 'postgres', '--auth=trust', '-E', 'UTF8']);
   }
   if (!(await portOpen(PRIVATE_PG_PORT))) {
-    asPostgresUser(pgCtl, ['-D', dir, '-l', path.join(dir, 'server.log'), '-w', '-o', `-p ${PRIVATE_PG_PORT} -k ${dir} -c listen_addresses=127.0.0.1`, 'start']);
+    asPostgresUser(pgCtl, [
+      '-D',
+      dir,
+      '-l',
+      path.join(dir, 'server.log'),
+      '-w',
+      '-o',
+      `-p ${PRIVATE_PG_PORT} -k ${dir} -c listen_addresses=127.0.0.1`,
+      'start',
+    ]);
   }
   return `postgres://postgres@127.0.0.1:${PRIVATE_PG_PORT}/svc_payments`;
 }
@@ -77,11 +88,28 @@ async function startPrivatePostgres(): Promise<string> {
 async function startPrivateRedis(): Promise<string> {
   const redis = which('redis-server');
   if (!redis) {
-    throw new Error('No Redis answers at 127.0.0.1:6379 and redis-server was not found. Install it (Debian: apt-get install redis-server) or set REDIS_URL.');
+    throw new Error(
+      'No Redis answers at 127.0.0.1:6379 and redis-server was not found. Install it (Debian: apt-get install redis-server) or set REDIS_URL.',
+    );
   }
   mkdirSync(DATA, { recursive: true });
   if (!(await portOpen(PRIVATE_REDIS_PORT))) {
-    execFileSync(redis, ['--port', String(PRIVATE_REDIS_PORT), '--bind', '127.0.0.1', '--daemonize', 'yes', '--dir', DATA, '--save', '', '--appendonly', 'no', '--logfile', path.join(DATA, 'redis.log')]);
+    execFileSync(redis, [
+      '--port',
+      String(PRIVATE_REDIS_PORT),
+      '--bind',
+      '127.0.0.1',
+      '--daemonize',
+      'yes',
+      '--dir',
+      DATA,
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--logfile',
+      path.join(DATA, 'redis.log'),
+    ]);
     for (let i = 0; i < 50 && !(await portOpen(PRIVATE_REDIS_PORT)); i++) await new Promise((r) => setTimeout(r, 100));
   }
   return `redis://127.0.0.1:${PRIVATE_REDIS_PORT}`;

@@ -29,7 +29,19 @@ async function main() {
       config.secretsKeys,
     );
     process.stdout.write(
-      JSON.stringify({ merchant_id: merchant.id, credential_id: credential.id, api_key: credential.api_key, secret: credential.secret, webhook_secret: credential.webhook_secret, scope: credential.scope, environment: credential.environment }, null, 2) + '\n',
+      JSON.stringify(
+        {
+          merchant_id: merchant.id,
+          credential_id: credential.id,
+          api_key: credential.api_key,
+          secret: credential.secret,
+          webhook_secret: credential.webhook_secret,
+          scope: credential.scope,
+          environment: credential.environment,
+        },
+        null,
+        2,
+      ) + '\n',
     );
   } finally {
     await db.destroy();

@@ -13,8 +13,13 @@ export const SDK_DIR = resolve(__dirname, '../shared/client');
 export function packSdk(destination: string): string {
   mkdirSync(destination, { recursive: true });
   rmSync(join(SDK_DIR, 'dist'), { recursive: true, force: true });
-  execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', join(SDK_DIR, 'tsconfig.json')], { stdio: 'inherit' });
-  const out = execFileSync('npm', ['pack', '--json', '--pack-destination', destination], { cwd: SDK_DIR, encoding: 'utf8' });
+  execFileSync(process.execPath, [require.resolve('typescript/bin/tsc'), '-p', join(SDK_DIR, 'tsconfig.json')], {
+    stdio: 'inherit',
+  });
+  const out = execFileSync('npm', ['pack', '--json', '--pack-destination', destination], {
+    cwd: SDK_DIR,
+    encoding: 'utf8',
+  });
   const [{ filename }] = JSON.parse(out) as { filename: string }[];
   rmSync(join(SDK_DIR, 'dist'), { recursive: true, force: true }); // the tarball has it; the tree keeps only sources
   return join(destination, filename);

@@ -32,7 +32,9 @@ async function main() {
     signCallbacks: process.env.PAWAPAY_SIM_SIGNED_CALLBACKS !== 'false',
     log: (line) => console.log(line),
   });
-  console.log(`pawaPay v2 simulator on ${sim.url} (callbacks to ${callback}, key ${sim.keyId()}); GET ${sim.url}/_sim/transactions lists what it did`);
+  console.log(
+    `pawaPay v2 simulator on ${sim.url} (callbacks to ${callback}, key ${sim.keyId()}); GET ${sim.url}/_sim/transactions lists what it did`,
+  );
   const stop = () => {
     void sim.close().then(() => process.exit(0));
   };

@@ -71,13 +71,20 @@ async function main() {
   await ensureLocalServices(env, say);
 
   // the Procfile runs the compiled build: built again first when a source is newer (in this process: no node to start)
-  const { isStale, build } = require(path.join(ROOT, 'scripts/build.js')) as { isStale: () => boolean; build: () => void };
+  const { isStale, build } = require(path.join(ROOT, 'scripts/build.js')) as {
+    isStale: () => boolean;
+    build: () => void;
+  };
   if (isStale()) build();
   // migrations stay TypeScript run by tsx (knex records each by its file name), started only when one is pending
   const config = loadConfig(env);
   if (await migrationsUpToDate(config.databaseUrl)) say('database is up to date');
   else {
-    const migrate = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], { cwd: ROOT, env, stdio: 'inherit' });
+    const migrate = spawn(process.execPath, ['--import', 'tsx', 'scripts/migrate.ts'], {
+      cwd: ROOT,
+      env,
+      stdio: 'inherit',
+    });
     const code = await new Promise<number | null>((r) => migrate.on('exit', r));
     if (code !== 0) process.exit(code ?? 1);
   }
@@ -161,16 +168,19 @@ async function main() {
       run();
     }
   });
-  setInterval(() => {
-    if (stopping) return;
-    for (const s of supervised) {
-      const silentMs = Date.now() - s.lastBeat;
-      if (!s.child || silentMs <= silenceAllowed(s)) continue;
-      say(`${s.label} sent no heartbeat for ${Math.round(silentMs / 1000)} s (pid ${s.child.pid}); killing it`);
-      s.lastBeat = Date.now(); // one kill per silence: its exit restarts it
-      s.child.kill('SIGKILL');
-    }
-  }, heartbeatTimeoutMs(env) / 6).unref(); // twice per beat: a silence is seen within a sixth of the timeout
+  setInterval(
+    () => {
+      if (stopping) return;
+      for (const s of supervised) {
+        const silentMs = Date.now() - s.lastBeat;
+        if (!s.child || silentMs <= silenceAllowed(s)) continue;
+        say(`${s.label} sent no heartbeat for ${Math.round(silentMs / 1000)} s (pid ${s.child.pid}); killing it`);
+        s.lastBeat = Date.now(); // one kill per silence: its exit restarts it
+        s.child.kill('SIGKILL');
+      }
+    },
+    heartbeatTimeoutMs(env) / 6,
+  ).unref(); // twice per beat: a silence is seen within a sixth of the timeout
   process.on('SIGINT', () => stopAll('SIGINT'));
   process.on('SIGTERM', () => stopAll('SIGTERM'));
 }

@@ -31,7 +31,8 @@ function offsetIn(file: string): number {
     throw err;
   }
   const offset = Number(text);
-  if (!Number.isFinite(offset)) throw new Error(`the test clock file ${file} holds no offset in milliseconds: "${text}"`);
+  if (!Number.isFinite(offset))
+    throw new Error(`the test clock file ${file} holds no offset in milliseconds: "${text}"`);
   return offset;
 }
 

@@ -52,9 +52,15 @@ function loadCardsConfig(env: Env, production: boolean) {
     apiKey: env.CARD_PROVIDER_API_KEY || 'card-provider-key',
     callbackSecret: env.CARD_CALLBACK_SECRET || DEV_CARD_CALLBACK_SECRET,
   };
-  const liveNames = ['CARD_LIVE_VAULT_URL', 'CARD_LIVE_PROVIDER_URL', 'CARD_LIVE_PROVIDER_API_KEY', 'CARD_LIVE_CALLBACK_SECRET'];
+  const liveNames = [
+    'CARD_LIVE_VAULT_URL',
+    'CARD_LIVE_PROVIDER_URL',
+    'CARD_LIVE_PROVIDER_API_KEY',
+    'CARD_LIVE_CALLBACK_SECRET',
+  ];
   const given = liveNames.filter((n) => env[n]);
-  if (given.length > 0 && given.length < liveNames.length) throw new ConfigError(`${liveNames.join(', ')} must be set together`);
+  if (given.length > 0 && given.length < liveNames.length)
+    throw new ConfigError(`${liveNames.join(', ')} must be set together`);
   const protocols = production ? ['https:'] : ['http:', 'https:'];
   // unset, production never falls back to the sandbox; elsewhere live keys reach it, so they work end to end locally
   let live: CardEndpoints | null = production ? null : { ...sandbox };
@@ -68,9 +74,14 @@ function loadCardsConfig(env: Env, production: boolean) {
   }
   const vaultApiKey = env.CARD_VAULT_API_KEY || DEV_CARD_VAULT_API_KEY;
   if (production) {
-    if (DEV_CALLBACK_SECRETS.includes(sandbox.callbackSecret)) throw new ConfigError('CARD_CALLBACK_SECRET must be set in production (the development callback secret is refused)');
-    if (live && DEV_CALLBACK_SECRETS.includes(live.callbackSecret)) throw new ConfigError('CARD_LIVE_CALLBACK_SECRET must not be a development callback secret in production');
-    if (vaultApiKey === DEV_CARD_VAULT_API_KEY) throw new ConfigError('CARD_VAULT_API_KEY must be set in production (the development key is refused)');
+    if (DEV_CALLBACK_SECRETS.includes(sandbox.callbackSecret))
+      throw new ConfigError(
+        'CARD_CALLBACK_SECRET must be set in production (the development callback secret is refused)',
+      );
+    if (live && DEV_CALLBACK_SECRETS.includes(live.callbackSecret))
+      throw new ConfigError('CARD_LIVE_CALLBACK_SECRET must not be a development callback secret in production');
+    if (vaultApiKey === DEV_CARD_VAULT_API_KEY)
+      throw new ConfigError('CARD_VAULT_API_KEY must be set in production (the development key is refused)');
   }
   return {
     sandbox,
@@ -139,7 +150,8 @@ function loadSettlementConfig(env: Env) {
   const time = env.SETTLEMENT_TIME_UTC || '00:00';
   // minutes after midnight UTC
   const cutoffMinutesUtc = parseDailyTime(time);
-  if (cutoffMinutesUtc === null) throw new ConfigError(`SETTLEMENT_TIME_UTC must be HH:MM (UTC, 00:00 to 23:59), got "${time}"`);
+  if (cutoffMinutesUtc === null)
+    throw new ConfigError(`SETTLEMENT_TIME_UTC must be HH:MM (UTC, 00:00 to 23:59), got "${time}"`);
   // how often the settlement pool checks whether the cut-off has passed
   return { cutoffMinutesUtc, checkIntervalMs: int(env, 'SETTLEMENT_CHECK_INTERVAL_MS', 60_000, 50, 3_600_000) };
 }
@@ -154,10 +166,14 @@ function loadWebhooksConfig(env: Env, production: boolean) {
   // how long an open circuit breaker holds an endpoint's deliveries (spec: 1 hour)
   const breakerPauseMs = int(env, 'WEBHOOK_BREAKER_PAUSE_MS', SPEC_WEBHOOK_BREAKER_PAUSE_MS, 100);
   if (production && timeoutMs !== SPEC_WEBHOOK_TIMEOUT_MS) {
-    throw new ConfigError(`WEBHOOK_TIMEOUT_MS is fixed at ${SPEC_WEBHOOK_TIMEOUT_MS} by docs/decisions.md in production`);
+    throw new ConfigError(
+      `WEBHOOK_TIMEOUT_MS is fixed at ${SPEC_WEBHOOK_TIMEOUT_MS} by docs/decisions.md in production`,
+    );
   }
   if (production && breakerPauseMs !== SPEC_WEBHOOK_BREAKER_PAUSE_MS) {
-    throw new ConfigError(`WEBHOOK_BREAKER_PAUSE_MS is fixed at ${SPEC_WEBHOOK_BREAKER_PAUSE_MS} by the spec in production`);
+    throw new ConfigError(
+      `WEBHOOK_BREAKER_PAUSE_MS is fixed at ${SPEC_WEBHOOK_BREAKER_PAUSE_MS} by the spec in production`,
+    );
   }
   return {
     timeoutMs,
@@ -178,7 +194,10 @@ const ROUTED_DIRECTIONS = ['collection', 'refund', 'payout'] as const;
 export const LIVE_CONNECTORS = ['pawapay', 'airtel'] as const;
 export type LiveConnectorName = (typeof LIVE_CONNECTORS)[number];
 /** Which operators each connector can reach (pawaPay: VODACOM_MPESA_COD, AIRTEL_COD, ORANGE_COD; Airtel: itself). */
-const CONNECTOR_REACH: Record<LiveConnectorName, readonly ConfiguredOperator[]> = { pawapay: ['vodacom', 'airtel', 'orange'], airtel: ['airtel'] };
+const CONNECTOR_REACH: Record<LiveConnectorName, readonly ConfiguredOperator[]> = {
+  pawapay: ['vodacom', 'airtel', 'orange'],
+  airtel: ['airtel'],
+};
 
 /** pawaPay Merchant API v2 (docs/going-live.md): one account and one callback URL for every operator it reaches. */
 export interface PawapaySettings {
@@ -207,7 +226,9 @@ export interface AirtelSettings {
 function together(env: Env, names: string[]): boolean {
   const given = names.filter((n) => env[n]);
   if (given.length > 0 && given.length < names.length) {
-    throw new ConfigError(`${names.join(', ')} must be set together (missing: ${names.filter((n) => !env[n]).join(', ')})`);
+    throw new ConfigError(
+      `${names.join(', ')} must be set together (missing: ${names.filter((n) => !env[n]).join(', ')})`,
+    );
   }
   return given.length === names.length;
 }
@@ -215,7 +236,8 @@ function together(env: Env, names: string[]): boolean {
 function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
-  if (!(allowed as readonly string[]).includes(raw)) throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
+  if (!(allowed as readonly string[]).includes(raw))
+    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
   return raw as T;
 }
 
@@ -251,18 +273,31 @@ function loadLiveConfig(env: Env, production: boolean) {
       callbackHashSecret: env.AIRTEL_CALLBACK_HASH_SECRET || null,
     };
   } else if (['AIRTEL_DISBURSEMENT_PIN', 'AIRTEL_PIN_PUBLIC_KEY', 'AIRTEL_CALLBACK_HASH_SECRET'].some((n) => env[n])) {
-    throw new ConfigError('AIRTEL_URL, AIRTEL_CLIENT_ID and AIRTEL_CLIENT_SECRET must be set with the other AIRTEL_ settings');
+    throw new ConfigError(
+      'AIRTEL_URL, AIRTEL_CLIENT_ID and AIRTEL_CLIENT_SECRET must be set with the other AIRTEL_ settings',
+    );
   }
   const configured: Record<LiveConnectorName, boolean> = { pawapay: pawapay !== null, airtel: airtel !== null };
-  const routes: Partial<Record<ConfiguredOperator, Partial<Record<(typeof ROUTED_DIRECTIONS)[number], LiveConnectorName>>>> = {};
+  const routes: Partial<
+    Record<ConfiguredOperator, Partial<Record<(typeof ROUTED_DIRECTIONS)[number], LiveConnectorName>>>
+  > = {};
   for (const operator of PROVIDER_OPERATORS) {
     for (const direction of ROUTED_DIRECTIONS) {
       const name = `LIVE_${operator.toUpperCase()}_${direction.toUpperCase()}`;
       const given = env[name] ?? env[`LIVE_${operator.toUpperCase()}`];
       if (!given) continue;
-      const connector = oneOf(env, env[name] !== undefined ? name : `LIVE_${operator.toUpperCase()}`, LIVE_CONNECTORS, 'pawapay');
-      if (!CONNECTOR_REACH[connector].includes(operator)) throw new ConfigError(`${name}: ${connector} does not reach ${operator}`);
-      if (!configured[connector]) throw new ConfigError(`${name} routes ${operator} to ${connector}, which is not configured (its ${connector.toUpperCase()}_ settings are missing)`);
+      const connector = oneOf(
+        env,
+        env[name] !== undefined ? name : `LIVE_${operator.toUpperCase()}`,
+        LIVE_CONNECTORS,
+        'pawapay',
+      );
+      if (!CONNECTOR_REACH[connector].includes(operator))
+        throw new ConfigError(`${name}: ${connector} does not reach ${operator}`);
+      if (!configured[connector])
+        throw new ConfigError(
+          `${name} routes ${operator} to ${connector}, which is not configured (its ${connector.toUpperCase()}_ settings are missing)`,
+        );
       if (connector === 'airtel' && direction === 'payout' && !airtel!.disbursementPin) {
         throw new ConfigError(`${name}: Airtel payouts need AIRTEL_DISBURSEMENT_PIN and AIRTEL_PIN_PUBLIC_KEY`);
       }
@@ -288,7 +323,9 @@ function loadPaymentsConfig(env: Env, production: boolean, sandboxSecret: string
   // a callback secret that ships with the code lets anyone sign a callback (docs/decisions.md, Faults:
   // bad callbacks); the sandbox provider runs in production too (test keys), so its secret counts
   if (production && DEV_CALLBACK_SECRETS.includes(sandboxSecret)) {
-    throw new ConfigError('SANDBOX_CALLBACK_SECRET must be set in production (the development callback secret is refused)');
+    throw new ConfigError(
+      'SANDBOX_CALLBACK_SECRET must be set in production (the development callback secret is refused)',
+    );
   }
   return payments;
 }
@@ -329,7 +366,8 @@ function nodeName(env: Env): string | null {
   const name = env.NODE_NAME?.trim();
   if (!name) return null;
   // a label value from a closed set: the operator's own short name
-  if (!/^[A-Za-z0-9_.-]{1,40}$/.test(name)) throw new ConfigError('NODE_NAME must be 1 to 40 letters, digits, dots, dashes or underscores');
+  if (!/^[A-Za-z0-9_.-]{1,40}$/.test(name))
+    throw new ConfigError('NODE_NAME must be 1 to 40 letters, digits, dots, dashes or underscores');
   return name;
 }
 
@@ -365,7 +403,9 @@ export function clusterNodes(redisUrl: string): { host: string; port: number }[]
 function queuePrefix(env: Env): string {
   const prefix = env.QUEUE_PREFIX || 'svc';
   if ((env.REDIS_URL ?? '').startsWith('redis-cluster://') && /[{}]/.test(prefix)) {
-    throw new ConfigError(`QUEUE_PREFIX ${prefix} holds a hash tag: on a Redis Cluster every queue takes its own ({queue}), so the prefix must have none`);
+    throw new ConfigError(
+      `QUEUE_PREFIX ${prefix} holds a hash tag: on a Redis Cluster every queue takes its own ({queue}), so the prefix must have none`,
+    );
   }
   return prefix;
 }
@@ -420,10 +460,14 @@ export function loadConfig(env: Env = process.env) {
   if (production && adminApiToken.trim() === DEV_ADMIN_API_TOKEN) {
     throw new ConfigError('ADMIN_API_TOKEN must be set in production (the development token is refused)');
   }
-  if (production && adminApiToken.trim().length < 32) throw new ConfigError('ADMIN_API_TOKEN must be at least 32 characters in production');
+  if (production && adminApiToken.trim().length < 32)
+    throw new ConfigError('ADMIN_API_TOKEN must be at least 32 characters in production');
   if (adminApiToken.length < 16) throw new ConfigError('ADMIN_API_TOKEN must be at least 16 characters');
   const sandboxProviderPort = int(env, 'SANDBOX_PROVIDER_PORT', 4010, 0, 65535);
-  const sandboxProviderUrl = url(env, 'SANDBOX_PROVIDER_URL', `http://127.0.0.1:${sandboxProviderPort}`, ['http:', 'https:']);
+  const sandboxProviderUrl = url(env, 'SANDBOX_PROVIDER_URL', `http://127.0.0.1:${sandboxProviderPort}`, [
+    'http:',
+    'https:',
+  ]);
   // the shared secret the sandbox provider signs its callbacks with
   const sandboxCallbackSecret = env.SANDBOX_CALLBACK_SECRET || DEV_SANDBOX_CALLBACK_SECRET;
   // requests per minute bucket per API key (spec 8: 100); only the bench raises it
@@ -433,7 +477,8 @@ export function loadConfig(env: Env = process.env) {
   }
   // tests only: the process's clock is the system clock plus the offset a test writes in this file (shared/clock.ts, fileClock)
   const testClockFile = env.TEST_CLOCK_FILE || null;
-  if (testClockFile && nodeEnv !== 'test') throw new ConfigError(`TEST_CLOCK_FILE moves the clock in tests only: refused with NODE_ENV=${nodeEnv}`);
+  if (testClockFile && nodeEnv !== 'test')
+    throw new ConfigError(`TEST_CLOCK_FILE moves the clock in tests only: refused with NODE_ENV=${nodeEnv}`);
   const payments = loadPaymentsConfig(env, production, sandboxCallbackSecret);
   return {
     nodeEnv,
@@ -444,7 +489,10 @@ export function loadConfig(env: Env = process.env) {
     /** which node (machine) of a deployment this process belongs to, as logs and metrics name it (`node`); unset on one machine */
     nodeName: nodeName(env),
     baseUrl: url(env, 'BASE_URL', `http://127.0.0.1:${port}`, ['http:', 'https:']),
-    databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', ['postgres:', 'postgresql:']),
+    databaseUrl: url(env, 'DATABASE_URL', 'postgres://postgres@127.0.0.1:5432/svc_payments', [
+      'postgres:',
+      'postgresql:',
+    ]),
     /** shared/db/sql runs named prepared statements; false behind a transaction-mode pooler that does not track them (PgBouncer before 1.21, or without max_prepared_statements) */
     dbPreparedStatements: bool(env, 'DB_PREPARED_STATEMENTS', true),
     testClockFile,
@@ -470,7 +518,10 @@ export function loadConfig(env: Env = process.env) {
     /** how often each pool purges the log-like rows it owns past their retention (shared/retention.ts) */
     retentionIntervalMs: int(env, 'RETENTION_INTERVAL_MS', 60_000, 50, 86_400_000),
     /** the re-drive (shared/queues/redrive.ts): every `intervalMs`, a job for each open piece of work older than `graceMs` that has none (Redis lost it) */
-    redrive: { intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000), graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000) },
+    redrive: {
+      intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000),
+      graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000),
+    },
     /** webhook retry delays in milliseconds (docs/decisions.md: attempt n+1 after delay n) */
     webhookRetryDelaysMs: delays(env, production),
     sandboxProviderUrl,

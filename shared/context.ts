@@ -44,7 +44,11 @@ export interface ContextOptions {
 
 export function createContext(opts: ContextOptions): ServiceContext {
   const { config } = opts;
-  const db = createDb(config.databaseUrl, opts.poolMax, { preparedStatements: config.dbPreparedStatements, poolMin: config.dbPoolMin, waits: WAITS[opts.role] });
+  const db = createDb(config.databaseUrl, opts.poolMax, {
+    preparedStatements: config.dbPreparedStatements,
+    poolMin: config.dbPoolMin,
+    waits: WAITS[opts.role],
+  });
   const redis = opts.role === 'web' ? webRedis(config.redisUrl) : workerRedis(config.redisUrl);
   const root = createLogger(config.logLevel, opts.name);
   // every line of a process of a multi-node deployment names its node

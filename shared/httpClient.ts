@@ -31,14 +31,20 @@ export class HttpClient {
   private readonly agents: { http: http.Agent; https: https.Agent };
 
   constructor(maxSockets = 64) {
-    this.agents = { http: new http.Agent({ keepAlive: true, maxSockets }), https: new https.Agent({ keepAlive: true, maxSockets }) };
+    this.agents = {
+      http: new http.Agent({ keepAlive: true, maxSockets }),
+      https: new https.Agent({ keepAlive: true, maxSockets }),
+    };
   }
 
   /** Resolves with the answer (any status); rejects on a network failure or HttpTimeout. */
   request(url: string, call: HttpCall): Promise<HttpAnswer> {
     return new Promise((resolve, reject) => {
       const secure = url.startsWith('https:');
-      const headers = call.body === undefined ? call.headers : { ...call.headers, 'Content-Length': String(Buffer.byteLength(call.body)) };
+      const headers =
+        call.body === undefined
+          ? call.headers
+          : { ...call.headers, 'Content-Length': String(Buffer.byteLength(call.body)) };
       const fail = (err: Error) => {
         clearTimeout(timer);
         reject(err);
@@ -56,7 +62,10 @@ export class HttpClient {
       const req = secure
         ? https.request(url, { method: call.method, headers, agent: this.agents.https }, onResponse)
         : http.request(url, { method: call.method, headers, agent: this.agents.http }, onResponse);
-      const timer = setTimeout(() => req.destroy(new HttpTimeout(`no answer within ${call.timeoutMs} ms`)), call.timeoutMs);
+      const timer = setTimeout(
+        () => req.destroy(new HttpTimeout(`no answer within ${call.timeoutMs} ms`)),
+        call.timeoutMs,
+      );
       req.on('error', fail);
       req.end(call.body);
     });

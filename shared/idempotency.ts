@@ -100,12 +100,51 @@ export function takeKeyValues(key: IdempotentWrite<unknown>, response: StoredRes
 
 /** The key and its answer as a creation carries it into the writer (shared/db/sql/transitions.ts). */
 export function keyRow(key: IdempotentWrite<unknown>, response: StoredResponse | null): KeyRow {
-  const [merchant_id, environment, id, method, path, request_hash, status, response_status, response_headers, body, window_ms, now_ms] = takeKeyValues(key, response) as [
-    string, string, string, string, string, string, string, number | null, string | null, Buffer | null, number, number,
+  const [
+    merchant_id,
+    environment,
+    id,
+    method,
+    path,
+    request_hash,
+    status,
+    response_status,
+    response_headers,
+    body,
+    window_ms,
+    now_ms,
+  ] = takeKeyValues(key, response) as [
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    string,
+    number | null,
+    string | null,
+    Buffer | null,
+    number,
+    number,
   ];
   const signature = key.signature?.signature ?? null;
   const signature_expires = key.signature?.expires ?? null;
-  return { merchant_id, environment, key: id, method, path, request_hash, status, response_status, response_headers, response_body: body?.toString('base64') ?? null, window_ms, now_ms, signature, signature_expires };
+  return {
+    merchant_id,
+    environment,
+    key: id,
+    method,
+    path,
+    request_hash,
+    status,
+    response_status,
+    response_headers,
+    response_body: body?.toString('base64') ?? null,
+    window_ms,
+    now_ms,
+    signature,
+    signature_expires,
+  };
 }
 
 /**
@@ -129,21 +168,33 @@ async function takeKey(db: Executor, key: IdempotentWrite<unknown>, response: St
  * with the encoded result before the commit, so the key and the work commit together or not at
  * all. Without a key, plain `transact`.
  */
-export async function idempotentTransact<T>(deps: TransactDeps, key: IdempotentWrite<T> | undefined, fn: (trx: Trx, outbox: OutboxWriter) => Promise<T>): Promise<T> {
+export async function idempotentTransact<T>(
+  deps: TransactDeps,
+  key: IdempotentWrite<T> | undefined,
+  fn: (trx: Trx, outbox: OutboxWriter) => Promise<T>,
+): Promise<T> {
   if (!key) return transact(deps, fn);
   return transact(deps, async (trx, outbox) => {
     if (!(await takeKey(trx, key, null))) throw new IdempotencyKeyHeld();
     const result = await fn(trx, outbox);
     const response = key.encode(result);
-    await IdempotencyKey.query(trx)
-      .findById(idOf(key.id))
-      .patch({ status: 'completed', response_status: response.status, response_headers: response.headers, response_body: response.body });
+    await IdempotencyKey.query(trx).findById(idOf(key.id)).patch({
+      status: 'completed',
+      response_status: response.status,
+      response_headers: response.headers,
+      response_body: response.body,
+    });
     return result;
   });
 }
 
 /** What a key already held by another request means for this one; null if it is free (released meanwhile). */
-export async function readIdempotencyKey(db: Db, id: IdempotencyKeyId, req: IdempotentRequest, nowMs: number): Promise<HeldKey | null> {
+export async function readIdempotencyKey(
+  db: Db,
+  id: IdempotencyKeyId,
+  req: IdempotentRequest,
+  nowMs: number,
+): Promise<HeldKey | null> {
   // the service clock decides a key's expiry, as in the statement that takes a key (shared/db/sql/idempotencyKeys.ts)
   const row = await IdempotencyKey.query(db)
     .findById(idOf(id))
@@ -152,7 +203,14 @@ export async function readIdempotencyKey(db: Db, id: IdempotencyKeyId, req: Idem
   if (!row) return null;
   if (row.request_hash !== req.hash) return { kind: 'conflict' };
   if (row.status === 'completed') {
-    return { kind: 'replay', response: { status: row.response_status!, headers: row.response_headers ?? {}, body: row.response_body ?? Buffer.alloc(0) } };
+    return {
+      kind: 'replay',
+      response: {
+        status: row.response_status!,
+        headers: row.response_headers ?? {},
+        body: row.response_body ?? Buffer.alloc(0),
+      },
+    };
   }
   return { kind: 'in-progress' };
 }
@@ -162,6 +220,10 @@ export async function readIdempotencyKey(db: Db, id: IdempotencyKeyId, req: Idem
  * one statement after the route's transaction ended; false if another request took the key
  * meanwhile (that request's answer stands).
  */
-export function storeIdempotentResponse(db: Db, key: IdempotentWrite<unknown>, response: StoredResponse): Promise<boolean> {
+export function storeIdempotentResponse(
+  db: Db,
+  key: IdempotentWrite<unknown>,
+  response: StoredResponse,
+): Promise<boolean> {
   return takeKey(db, key, response);
 }

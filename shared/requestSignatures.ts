@@ -35,12 +35,19 @@ export type SignatureUse = 'first' | 'same-key' | 'replayed';
 
 /** The answer to a signed request that was accepted before, and comes with no key or another key. */
 export function requestReplayed(): Conflict {
-  return new Conflict('request-replayed', 'This signed request was already accepted; to send it again, sign it again (a new X-Timestamp) or send the Idempotency-Key of its first use');
+  return new Conflict(
+    'request-replayed',
+    'This signed request was already accepted; to send it again, sign it again (a new X-Timestamp) or send the Idempotency-Key of its first use',
+  );
 }
 
 /** The key a signature was first accepted with (null: none); undefined when it has no record. */
 async function recordedKey(db: Db, req: SignedRequest): Promise<string | null | undefined> {
-  return (await RequestSignature.query(db).findById([req.merchantId, req.environment, req.signature]).select('idempotency_key'))?.idempotency_key;
+  return (
+    await RequestSignature.query(db)
+      .findById([req.merchantId, req.environment, req.signature])
+      .select('idempotency_key')
+  )?.idempotency_key;
 }
 
 /** A request whose signature was accepted before, with `key`: answered by that key if it is its own, else replayed. */
@@ -57,8 +64,14 @@ export async function signatureUse(db: Db, req: SignedRequest): Promise<Exclude<
  * Records a request's signature, batched with the signed POSTs of this process that arrive
  * meanwhile (one statement for them all: shared/db/sql/requestSignatures.ts).
  */
-export function useSignature(deps: { db: Db; batches: Batches }, req: SignedRequest, toleranceS: number): Promise<SignatureUse> {
-  return deps.batches.get('use-signatures', (reqs: SignedRequest[]) => recordSignatures(deps.db, reqs, toleranceS)).call(req);
+export function useSignature(
+  deps: { db: Db; batches: Batches },
+  req: SignedRequest,
+  toleranceS: number,
+): Promise<SignatureUse> {
+  return deps.batches
+    .get('use-signatures', (reqs: SignedRequest[]) => recordSignatures(deps.db, reqs, toleranceS))
+    .call(req);
 }
 
 async function recordSignatures(db: Db, reqs: SignedRequest[], toleranceS: number): Promise<SignatureUse[]> {
@@ -67,8 +80,17 @@ async function recordSignatures(db: Db, reqs: SignedRequest[], toleranceS: numbe
   const firsts = new Map<string, SignedRequest>();
   for (const r of reqs) if (!firsts.has(idOf(r))) firsts.set(idOf(r), r);
   const sent = [...firsts.values()];
-  const elements = sent.map((r, i) => ({ i, merchant_id: r.merchantId, environment: r.environment, signature: r.signature, key: r.idempotencyKey, expires: r.timestamp + toleranceS }));
-  const rows = await runSql<{ first: boolean; seen: { key: string | null } | null }>(db, USE_SIGNATURES, [JSON.stringify(elements)]);
+  const elements = sent.map((r, i) => ({
+    i,
+    merchant_id: r.merchantId,
+    environment: r.environment,
+    signature: r.signature,
+    key: r.idempotencyKey,
+    expires: r.timestamp + toleranceS,
+  }));
+  const rows = await runSql<{ first: boolean; seen: { key: string | null } | null }>(db, USE_SIGNATURES, [
+    JSON.stringify(elements),
+  ]);
   // per signature: taken now, or the key it was first taken with (undefined: purged meanwhile, its timestamp has left the tolerance)
   const outcomes = new Map(
     await Promise.all(

@@ -35,7 +35,8 @@ function messageOf(err: ErrorObject, param: string): string {
   }
   if (err.keyword === 'required') return `${param} is required`;
   if (err.keyword === 'additionalProperties') return `${param} is not a known field`;
-  if (err.keyword === 'enum') return `${param} must be one of: ${(err.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
+  if (err.keyword === 'enum')
+    return `${param} must be one of: ${(err.params as { allowedValues: unknown[] }).allowedValues.join(', ')}`;
   return `${param} ${err.message ?? 'is invalid'}`;
 }
 

@@ -35,7 +35,8 @@ type Later = { later: number; reason: string };
 
 export const later = (delayMs: number, reason: string): Later => ({ later: Math.max(1, Math.round(delayMs)), reason });
 
-const isLater = (v: unknown): v is Later => typeof v === 'object' && v !== null && typeof (v as Later).later === 'number';
+const isLater = (v: unknown): v is Later =>
+  typeof v === 'object' && v !== null && typeof (v as Later).later === 'number';
 
 /**
  * At most `size` pieces of work in flight in a process, whether they came as jobs of their own
@@ -82,12 +83,24 @@ const RETRY_DELAY_MS = (DEFAULT_JOB_OPTIONS.backoff as { delay: number }).delay;
  * is given a job of its own (its retries, its wait); one its guard refuses is logged and dropped,
  * as its own job would have been. If those adds fail the batch fails, and runs again.
  */
-async function runBatch(ctx: ServiceContext, p: PoolProcessor<unknown>, job: Job, elements: JobData[], slots: Slots): Promise<unknown[]> {
+async function runBatch(
+  ctx: ServiceContext,
+  p: PoolProcessor<unknown>,
+  job: Job,
+  elements: JobData[],
+  slots: Slots,
+): Promise<unknown[]> {
   // each element continues its own trace (its outbox row's), linked to the batch's job
   const settled = await Promise.allSettled(
     elements.map((data) =>
-      inSpan(`process ${p.queue} element`, { parent: data?.traceparent, consumer: true, attributes: { 'messaging.destination.name': p.queue, 'messaging.batch.message_count': elements.length } }, () =>
-        slots.run(async () => p.process(ctx, p.guard(data))),
+      inSpan(
+        `process ${p.queue} element`,
+        {
+          parent: data?.traceparent,
+          consumer: true,
+          attributes: { 'messaging.destination.name': p.queue, 'messaging.batch.message_count': elements.length },
+        },
+        () => slots.run(async () => p.process(ctx, p.guard(data))),
       ),
     ),
   );
@@ -100,7 +113,14 @@ async function runBatch(ctx: ServiceContext, p: PoolProcessor<unknown>, job: Job
       return s.value.reason;
     }
     const err = s.reason instanceof Error ? s.reason : new Error(String(s.reason));
-    const fields = { queue: p.queue, jobId: job.id, jobName: job.name, element: i, requestId: data?.requestId, err: { message: err.message, name: err.name } };
+    const fields = {
+      queue: p.queue,
+      jobId: job.id,
+      jobName: job.name,
+      element: i,
+      requestId: data?.requestId,
+      err: { message: err.message, name: err.name },
+    };
     if (err instanceof UnrecoverableError) {
       ctx.log.error(fields, 'job of a batch refused');
       return 'refused';
@@ -140,7 +160,8 @@ export function retentionLoop(purge: (ctx: ServiceContext) => Promise<Record<str
     intervalMs: (ctx) => ctx.config.retentionIntervalMs,
     run: async (ctx) => {
       const purged = await purge(ctx);
-      if (Object.values(purged).some((n) => n > 0)) ctx.log.info({ purged }, 'purged log-like rows past their retention');
+      if (Object.values(purged).some((n) => n > 0))
+        ctx.log.info({ purged }, 'purged log-like rows past their retention');
     },
   };
 }
@@ -178,25 +199,27 @@ export async function runPool(def: PoolDefinition): Promise<void> {
   if (def.processor) {
     const p = typeof def.processor === 'function' ? def.processor(ctx) : def.processor;
     const slots = new Slots(concurrency);
-    worker = new Worker(
-      p.queue,
-      (job) => runJob(ctx, p, job, slots),
-      {
-        connection: workerRedis(config.redisUrl),
-        // with traces on (bullmq-otel), each job's run continues the trace its data carries
-        telemetry: jobTelemetry(),
-        prefix: queueKeyPrefix(config.queuePrefix, p.queue),
-        concurrency,
-        // an idle pool's blocking wait for a job: 10 s (BullMQ's ceiling for one wait), not 5, halves its idle round trips;
-        // a job added meanwhile still wakes it at once, and a delayed one at its time
-        drainDelay: 10,
-        lockDuration: config.payments.paymentJobLockMs,
-        stalledInterval: config.payments.paymentJobLockMs,
-        ...p.workerOptions,
-      },
-    );
+    worker = new Worker(p.queue, (job) => runJob(ctx, p, job, slots), {
+      connection: workerRedis(config.redisUrl),
+      // with traces on (bullmq-otel), each job's run continues the trace its data carries
+      telemetry: jobTelemetry(),
+      prefix: queueKeyPrefix(config.queuePrefix, p.queue),
+      concurrency,
+      // an idle pool's blocking wait for a job: 10 s (BullMQ's ceiling for one wait), not 5, halves its idle round trips;
+      // a job added meanwhile still wakes it at once, and a delayed one at its time
+      drainDelay: 10,
+      lockDuration: config.payments.paymentJobLockMs,
+      stalledInterval: config.payments.paymentJobLockMs,
+      ...p.workerOptions,
+    });
     worker.on('failed', (job, err) => {
-      const fields = { queue: p.queue, jobId: job?.id, jobName: job?.name, attempt: job?.attemptsMade, requestId: job?.data?.requestId };
+      const fields = {
+        queue: p.queue,
+        jobId: job?.id,
+        jobName: job?.name,
+        attempt: job?.attemptsMade,
+        requestId: job?.data?.requestId,
+      };
       log.error({ ...fields, err: { message: err.message, name: err.name } }, 'job failed');
     });
     worker.on('error', (err) => log.warn({ err: { message: err.message } }, 'worker error'));

@@ -21,16 +21,26 @@ export function sendProcessor(kind: OperationKind<any, any, any>): PoolProcessor
     guard: (data) => {
       const d = data as Record<string, unknown> | null;
       const id = d?.[field];
-      if (typeof id !== 'string' || !isId(idKind, id)) throw new UnrecoverableError(`${kind.send.queue} job without a valid ${field}`);
+      if (typeof id !== 'string' || !isId(idKind, id))
+        throw new UnrecoverableError(`${kind.send.queue} job without a valid ${field}`);
       return { id, requestId: typeof d!.requestId === 'string' ? d!.requestId : undefined };
     },
     // with traces on, a span naming the operation: its trace is found by its id
     process: (ctx, data) =>
-      inSpan(`send ${kind.name}`, { attributes: { 'svc_payments.operation.kind': kind.name, 'svc_payments.operation.id': data.id } }, async (facts) => {
-        const result = await sendOnce(ctx, kind, data.id, ctx.log.child({ requestId: data.requestId, [kind.send.idField]: data.id }));
-        facts({ 'svc_payments.send.result': result });
-        return result;
-      }),
+      inSpan(
+        `send ${kind.name}`,
+        { attributes: { 'svc_payments.operation.kind': kind.name, 'svc_payments.operation.id': data.id } },
+        async (facts) => {
+          const result = await sendOnce(
+            ctx,
+            kind,
+            data.id,
+            ctx.log.child({ requestId: data.requestId, [kind.send.idField]: data.id }),
+          );
+          facts({ 'svc_payments.send.result': result });
+          return result;
+        },
+      ),
   };
 }
 
@@ -40,7 +50,8 @@ export function sweepLoop(kind: OperationKind<any, any, any>): PoolLoop {
     intervalMs: (ctx) => ctx.config.askIntervalMs,
     run: async (ctx) => {
       const counts = await sweepOpen(ctx, kind);
-      if (Object.keys(counts).length) ctx.log.info({ kind: kind.name, counts }, 'open operations past their window swept');
+      if (Object.keys(counts).length)
+        ctx.log.info({ kind: kind.name, counts }, 'open operations past their window swept');
     },
   };
 }

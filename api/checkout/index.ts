@@ -3,7 +3,14 @@ import path from 'node:path';
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import { acceptToken, cardEndpoints, challengeReturned, charging, findCheckout, TOKEN_PATTERN } from '../../shared/cards/checkout';
+import {
+  acceptToken,
+  cardEndpoints,
+  challengeReturned,
+  charging,
+  findCheckout,
+  TOKEN_PATTERN,
+} from '../../shared/cards/checkout';
 import type { ServiceContext } from '../../shared/context';
 import { BadRequest, Forbidden, NotFound, TooManyRequests, ValidationFailed } from '../../shared/errors';
 import { withTimeout } from '../../shared/timeout';
@@ -52,7 +59,11 @@ function payLimiter(services: ServiceContext) {
       await withTimeout(redis.consume(ip), REDIS_TIMEOUT_MS);
     } catch (err) {
       if (err instanceof RateLimiterRes) {
-        throw new TooManyRequests('rate-limit-exceeded', `At most ${PAY_LIMIT_PER_MINUTE} payment attempts a minute`, Math.max(1, Math.ceil(err.msBeforeNext / 1000)));
+        throw new TooManyRequests(
+          'rate-limit-exceeded',
+          `At most ${PAY_LIMIT_PER_MINUTE} payment attempts a minute`,
+          Math.max(1, Math.ceil(err.msBeforeNext / 1000)),
+        );
       }
       throw unavailable();
     }
@@ -100,21 +111,30 @@ export function checkoutRouter(services: ServiceContext): Router {
     ctx.set('Cache-Control', 'no-store');
     // the checkout page posts from its own origin; a browser always names the origin of a POST
     const origin = ctx.get('Origin');
-    if (origin && origin !== serviceOrigin()) throw new Forbidden('origin-not-allowed', 'Payments are posted by the checkout page only');
+    if (origin && origin !== serviceOrigin())
+      throw new Forbidden('origin-not-allowed', 'Payments are posted by the checkout page only');
     const p = await findCheckout(services.db, ctx.params.id);
     if (!p) throw new NotFound('Payment');
     await limit(ctx.ip);
     const raw = await readRawBody(ctx, 1024);
     requireJsonContentType(ctx);
     const body = parseJson(raw) as { token?: unknown } | null;
-    if (!body || typeof body !== 'object' || Array.isArray(body)) throw new BadRequest('invalid-json', 'The body must be a JSON object');
+    if (!body || typeof body !== 'object' || Array.isArray(body))
+      throw new BadRequest('invalid-json', 'The body must be a JSON object');
     const extra = Object.keys(body).find((k) => k !== 'token');
     if (extra) throw new ValidationFailed(extra, `${extra} is not allowed`);
-    if (typeof body.token !== 'string' || !TOKEN_PATTERN.test(body.token)) throw new ValidationFailed('token', 'token must be a card token (tok_…)');
+    if (typeof body.token !== 'string' || !TOKEN_PATTERN.test(body.token))
+      throw new ValidationFailed('token', 'token must be a card token (tok_…)');
     const token = body.token;
     // the client's payment joins the trace the merchant created it in
     await withTraceparent(p.traceparent, () =>
-      acceptToken({ db: services.db, outbox: services.outbox, log: ctx.state.log, clock: services.clock }, p.id, token, services.clock.now(), ctx.state.requestId),
+      acceptToken(
+        { db: services.db, outbox: services.outbox, log: ctx.state.log, clock: services.clock },
+        p.id,
+        token,
+        services.clock.now(),
+        ctx.state.requestId,
+      ),
     );
     ctx.status = 202;
     ctx.body = { status: 'pending', charging: true };
@@ -125,7 +145,8 @@ export function checkoutRouter(services: ServiceContext): Router {
     const id = ctx.params.id;
     const p = await findCheckout(services.db, id);
     if (!p) return html(ctx, 404, notFoundPage(lang));
-    if (!(await challengeReturned(services.db, p, services.clock.now()))) return html(ctx, 409, noChallengePage(id, lang));
+    if (!(await challengeReturned(services.db, p, services.clock.now())))
+      return html(ctx, 409, noChallengePage(id, lang));
     html(ctx, 200, threeDsReturnPage(id, lang));
   });
   return router;

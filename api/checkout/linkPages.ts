@@ -42,7 +42,8 @@ ${langSwitch(lang, t.otherLang)}
 </header>`;
 }
 
-const described = (id: string, hint: string, error: boolean) => [hint ? `${id}-hint` : '', error ? 'form-error' : ''].filter(Boolean).join(' ');
+const described = (id: string, hint: string, error: boolean) =>
+  [hint ? `${id}-hint` : '', error ? 'form-error' : ''].filter(Boolean).join(' ');
 
 function field(id: string, label: string, input: string, hint = ''): string {
   return `<label for="${id}">${h(label)}</label>${input}${hint ? `<p class="hint" id="${id}-hint">${h(hint)}</p>` : ''}`;
@@ -108,11 +109,20 @@ export function linkPage(link: PageLink, lang: Lang, s: FormState): string {
   const t = LINK_TEXT[lang];
   const prefixes = Object.fromEntries(OPERATORS.map((op) => [op, OPERATOR_PREFIXES[op]]));
   const names = Object.fromEntries(OPERATORS.map((op) => [op, t.detected(t.operators[op])]));
-  const forms = [link.methods.includes('mobile_money') ? mobileForm(link, lang, s) : '', link.methods.includes('card') ? cardForm(link, lang, s) : ''].join('\n');
+  const forms = [
+    link.methods.includes('mobile_money') ? mobileForm(link, lang, s) : '',
+    link.methods.includes('card') ? cardForm(link, lang, s) : '',
+  ].join('\n');
   return layout(
     lang,
     `${t.title} · ${link.merchant_name}`,
-    { state: 'link-form', lang, prefixes: JSON.stringify(prefixes), detected: JSON.stringify(names), closed: JSON.stringify([...s.closed]) },
+    {
+      state: 'link-form',
+      lang,
+      prefixes: JSON.stringify(prefixes),
+      detected: JSON.stringify(names),
+      closed: JSON.stringify([...s.closed]),
+    },
     `${header(link, lang)}
 <p id="form-error" class="notice error" role="alert">${s.error ? h(s.error.message) : ''}</p>
 ${forms}`,
@@ -121,7 +131,12 @@ ${forms}`,
 
 export function linkInactivePage(link: PageLink, lang: Lang, reason: 'deactivated' | 'expired' | 'used_up'): string {
   const t = LINK_TEXT[lang];
-  return layout(lang, t.inactiveTitle, { state: 'link-inactive', lang }, `${header(link, lang)}<h1>${h(t.inactiveTitle)}</h1><p>${h(t.inactive[reason])}</p>`);
+  return layout(
+    lang,
+    t.inactiveTitle,
+    { state: 'link-inactive', lang },
+    `${header(link, lang)}<h1>${h(t.inactiveTitle)}</h1><p>${h(t.inactive[reason])}</p>`,
+  );
 }
 
 export function linkNotFoundPage(lang: Lang): string {
@@ -145,7 +160,9 @@ const FINAL = new Set(['succeeded', 'failed', 'cancelled', 'refunded']);
 function dateText(unix: number, lang: Lang): string {
   const d = new Date(unix * 1000).toISOString();
   const [date, time] = [d.slice(0, 10), d.slice(11, 16)];
-  return lang === 'fr' ? `${date.slice(8, 10)}/${date.slice(5, 7)}/${date.slice(0, 4)} ${time} UTC` : `${date} ${time} UTC`;
+  return lang === 'fr'
+    ? `${date.slice(8, 10)}/${date.slice(5, 7)}/${date.slice(0, 4)} ${time} UTC`
+    : `${date} ${time} UTC`;
 }
 
 /**
@@ -154,10 +171,20 @@ function dateText(unix: number, lang: Lang): string {
  * receipt once it succeeded, the failure in plain words with "try again" otherwise. `p`
  * undefined: the creation is still under way.
  */
-export function attemptPage(link: PageLink, lang: Lang, p: PaymentRow | undefined, urls: { self: string; statusUrl: string; retry: string }): string {
+export function attemptPage(
+  link: PageLink,
+  lang: Lang,
+  p: PaymentRow | undefined,
+  urls: { self: string; statusUrl: string; retry: string },
+): string {
   const t = LINK_TEXT[lang];
   const status = p?.status ?? 'creating';
-  const attrs = { state: FINAL.has(status) ? 'attempt-final' : 'attempt-waiting', lang, status, 'status-url': urls.statusUrl };
+  const attrs = {
+    state: FINAL.has(status) ? 'attempt-final' : 'attempt-waiting',
+    lang,
+    status,
+    'status-url': urls.statusUrl,
+  };
   if (!p || !FINAL.has(p.status)) {
     const text = p?.phone ? t.confirmText(maskPhone(p.phone)) : t.preparing;
     return layout(
@@ -189,7 +216,10 @@ ${back ? `<p><a id="return-link" class="button" href="${h(back)}">${h(t.back(lin
     );
   }
   const heading = p.status === 'cancelled' ? t.cancelled : t.failed;
-  const why = p.status === 'cancelled' ? t.failures.cancelled : (t.failures[p.failure_code as keyof typeof t.failures] ?? t.failures.other);
+  const why =
+    p.status === 'cancelled'
+      ? t.failures.cancelled
+      : (t.failures[p.failure_code as keyof typeof t.failures] ?? t.failures.other);
   return layout(
     lang,
     `${heading} · ${link.merchant_name}`,

@@ -11,14 +11,28 @@ import { lookupPhoneNumber, PhoneNumberProblem } from '../../shared/domain/msisd
 import { operatorAvailability } from '../../shared/availability/read';
 import { OPERATORS, type Operator } from '../../shared/vocabulary';
 import { attemptOf, attemptRef, checkFormToken, issueFormToken } from '../../shared/links/formToken';
-import { attemptPayment, findPageLink, linkPayment, payThroughLink, type LinkPayment, type PageLink } from '../../shared/links/service';
+import {
+  attemptPayment,
+  findPageLink,
+  linkPayment,
+  payThroughLink,
+  type LinkPayment,
+  type PageLink,
+} from '../../shared/links/service';
 import type { LinkMethod } from '../../shared/links/schemas';
 import { inactiveReason } from '../../shared/links/view';
 import { withTimeout } from '../../shared/timeout';
 import { readRawBody } from '../body';
 import { unavailable } from '../middleware/errors';
 import { html, langOf } from './index';
-import { attemptPage, linkInactivePage, linkNotFoundPage, linkPage, type FormState, type FormValues } from './linkPages';
+import {
+  attemptPage,
+  linkInactivePage,
+  linkNotFoundPage,
+  linkPage,
+  type FormState,
+  type FormValues,
+} from './linkPages';
 
 /**
  * The payment-link page (issue 35, decisions.md "Payment links"), on the web process, outside
@@ -44,8 +58,20 @@ const REDIS_TIMEOUT_MS = 2000;
 
 type Limiter = (key: string) => Promise<void>;
 
-function limiter(services: ServiceContext, name: string, points: number, duration: number, code: 'phone' | 'busy'): Limiter {
-  const redis = new RateLimiterRedis({ storeClient: services.redis, keyPrefix: `${services.config.queuePrefix}:${name}`, points, duration, rejectIfRedisNotReady: true });
+function limiter(
+  services: ServiceContext,
+  name: string,
+  points: number,
+  duration: number,
+  code: 'phone' | 'busy',
+): Limiter {
+  const redis = new RateLimiterRedis({
+    storeClient: services.redis,
+    keyPrefix: `${services.config.queuePrefix}:${name}`,
+    points,
+    duration,
+    rejectIfRedisNotReady: true,
+  });
   return async (key) => {
     try {
       await withTimeout(redis.consume(key), REDIS_TIMEOUT_MS);
@@ -58,14 +84,25 @@ function limiter(services: ServiceContext, name: string, points: number, duratio
 
 /** A page limit reached: answered 429 with the form and a message saying when to come back. */
 class LimitHit extends TooManyRequests {
-  constructor(readonly kind: 'phone' | 'busy', retryAfter: number) {
-    super('rate-limit-exceeded', kind === 'phone' ? 'Too many push prompts to this number' : 'Too many submissions', retryAfter);
+  constructor(
+    readonly kind: 'phone' | 'busy',
+    retryAfter: number,
+  ) {
+    super(
+      'rate-limit-exceeded',
+      kind === 'phone' ? 'Too many push prompts to this number' : 'Too many submissions',
+      retryAfter,
+    );
   }
 }
 
 /** A submission the page answers with its form again and a message. */
 class FormProblem extends Error {
-  constructor(readonly status: number, readonly field: string | undefined, readonly text: string) {
+  constructor(
+    readonly status: number,
+    readonly field: string | undefined,
+    readonly text: string,
+  ) {
     super(text);
   }
 }
@@ -83,16 +120,35 @@ export function linksRouter(services: ServiceContext): Router {
   const page = (ctx: Context, status: number, body: string) => html(ctx, status, body, csp);
 
   async function closedOperators(link: PageLink): Promise<Set<Operator>> {
-    const rows = await operatorAvailability(services.db, services.providers, link.environment, services.clock.now(), config.availability);
+    const rows = await operatorAvailability(
+      services.db,
+      services.providers,
+      link.environment,
+      services.clock.now(),
+      config.availability,
+    );
     return new Set(rows.filter((r) => r.collection === 'closed').map((r) => r.operator));
   }
 
   /** The link's forms, each with a fresh token but `keep` (a submission refused before it made anything keeps its own). */
-  async function formPage(ctx: Context, link: PageLink, lang: Lang, status: number, extra: Pick<FormState, 'error' | 'values'> & { keep?: { method: LinkMethod; token: string } } = {}) {
+  async function formPage(
+    ctx: Context,
+    link: PageLink,
+    lang: Lang,
+    status: number,
+    extra: Pick<FormState, 'error' | 'values'> & { keep?: { method: LinkMethod; token: string } } = {},
+  ) {
     const now = services.clock.now();
-    const tokens = { mobile_money: issueFormToken(config.secretsKeys, link.id, now), card: issueFormToken(config.secretsKeys, link.id, now) };
+    const tokens = {
+      mobile_money: issueFormToken(config.secretsKeys, link.id, now),
+      card: issueFormToken(config.secretsKeys, link.id, now),
+    };
     if (extra.keep) tokens[extra.keep.method] = extra.keep.token;
-    page(ctx, status, linkPage(link, lang, { closed: await closedOperators(link), error: extra.error, values: extra.values, tokens }));
+    page(
+      ctx,
+      status,
+      linkPage(link, lang, { closed: await closedOperators(link), error: extra.error, values: extra.values, tokens }),
+    );
   }
 
   /** The link of the path, or the page saying it is unknown (404) or no longer takes payments (410). */
@@ -119,17 +175,30 @@ export function linksRouter(services: ServiceContext): Router {
     const link = await activeLink(ctx, lang);
     if (!link) return;
     const method: LinkMethod = form.get('method') === 'card' ? 'card' : 'mobile_money';
-    const values: FormValues = Object.fromEntries(['phone', 'operator', 'amount', 'name', 'email'].map((k) => [k, form.get(k) ?? undefined]));
+    const values: FormValues = Object.fromEntries(
+      ['phone', 'operator', 'amount', 'name', 'email'].map((k) => [k, form.get(k) ?? undefined]),
+    );
     const token = form.get('token');
     const again = (status: number, message: string, field?: string, newToken = false) =>
-      formPage(ctx, link, lang, status, { error: { method, message, field }, values, keep: !newToken && token ? { method, token } : undefined });
+      formPage(ctx, link, lang, status, {
+        error: { method, message, field },
+        values,
+        keep: !newToken && token ? { method, token } : undefined,
+      });
     // CSRF: the form's token is the service's, for this link, fresh; and a browser's word on where the POST comes
     // from must be ours (the page's no-referrer policy makes its own Origin `null`: Sec-Fetch-Site then tells)
     const origin = ctx.get('Origin');
     const site = ctx.get('Sec-Fetch-Site');
-    if ((origin && origin !== 'null' && origin !== serviceOrigin()) || site === 'cross-site' || site === 'same-site') return again(403, t.errors.badForm, undefined, true);
+    if ((origin && origin !== 'null' && origin !== serviceOrigin()) || site === 'cross-site' || site === 'same-site')
+      return again(403, t.errors.badForm, undefined, true);
     const checked = checkFormToken(config.secretsKeys, link.id, token, services.clock.now());
-    if (!checked.ok) return again(checked.reason === 'expired' ? 400 : 403, checked.reason === 'expired' ? t.errors.expiredForm : t.errors.badForm, undefined, true);
+    if (!checked.ok)
+      return again(
+        checked.reason === 'expired' ? 400 : 403,
+        checked.reason === 'expired' ? t.errors.expiredForm : t.errors.badForm,
+        undefined,
+        true,
+      );
     try {
       await perIp(ctx.ip);
       await perLink(link.id);
@@ -137,12 +206,18 @@ export function linksRouter(services: ServiceContext): Router {
       const { paymentId } = await payThroughLink(services, link, checked.attempt, input, {
         requestId: ctx.state.requestId,
         // without the merchant's return_url, the card checkout sends the client back to this attempt's receipt
-        returnUrl: link.return_url ?? `${config.baseUrl}/pay/${link.id}/attempts/${attemptRef(config.secretsKeys, link.id, checked.attempt)}`,
+        returnUrl:
+          link.return_url ??
+          `${config.baseUrl}/pay/${link.id}/attempts/${attemptRef(config.secretsKeys, link.id, checked.attempt)}`,
         beforeCreate: input.phone ? () => perPhone(phoneKey(input.phone!)) : undefined,
       });
       ctx.status = 303;
       // a card is paid on the card checkout, which decisions.md addresses by the payment's id
-      ctx.redirect(method === 'card' ? `/checkout/${paymentId}?lang=${lang}` : `/pay/${link.id}/attempts/${attemptRef(config.secretsKeys, link.id, checked.attempt)}?lang=${lang}`);
+      ctx.redirect(
+        method === 'card'
+          ? `/checkout/${paymentId}?lang=${lang}`
+          : `/pay/${link.id}/attempts/${attemptRef(config.secretsKeys, link.id, checked.attempt)}?lang=${lang}`,
+      );
     } catch (err) {
       if (err instanceof FormProblem) return again(err.status, err.text, err.field);
       if (err instanceof LimitHit) {
@@ -151,11 +226,17 @@ export function linksRouter(services: ServiceContext): Router {
         return again(429, err.kind === 'phone' ? t.errors.phoneLimit(minutes) : t.errors.busy(minutes));
       }
       if (err instanceof DomainError) {
-        if (err.code === 'link-inactive') return void page(ctx, 410, linkInactivePage(link, lang, inactiveReason(link, services.clock.now()) ?? 'used_up'));
+        if (err.code === 'link-inactive')
+          return void page(
+            ctx,
+            410,
+            linkInactivePage(link, lang, inactiveReason(link, services.clock.now()) ?? 'used_up'),
+          );
         if (err.code === 'operator-unavailable') return again(422, t.errors.operatorClosed, 'operator');
         if (err.code === 'operator-mismatch') return again(400, t.errors.operatorMismatch, 'operator');
         if (err.code === 'amount-over-limit') return again(422, t.errors.amountLimit, 'amount');
-        if (err.code === 'validation-failed' && err.param === 'amount') return again(400, link.amount === null ? t.errors.amountBounds : t.errors.amount, 'amount');
+        if (err.code === 'validation-failed' && err.param === 'amount')
+          return again(400, link.amount === null ? t.errors.amountBounds : t.errors.amount, 'amount');
         if (err.code === 'validation-failed' && err.param === 'method') return again(400, t.errors.method);
         if (err.code === 'service-unavailable' || err.code === 'maintenance') return again(503, t.errors.unavailable);
         if (err.code === 'idempotency-in-progress') return again(409, t.errors.other);
@@ -177,7 +258,8 @@ export function linksRouter(services: ServiceContext): Router {
       const name = (v.name ?? '').trim();
       const email = (v.email ?? '').trim();
       if (!name || name.length > 200) throw new FormProblem(400, 'name', t.errors.name);
-      if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254) throw new FormProblem(400, 'email', t.errors.email);
+      if (!/^[^\s@]+@[^\s@]+\.[^\s@]+$/.test(email) || email.length > 254)
+        throw new FormProblem(400, 'email', t.errors.email);
       return { method, amount, customer_name: name, customer_email: email };
     }
     let msisdn: string;
@@ -189,7 +271,8 @@ export function linksRouter(services: ServiceContext): Router {
       throw err;
     }
     const chosen = v.operator ?? '';
-    if (chosen !== '' && !(OPERATORS as readonly string[]).includes(chosen)) throw new FormProblem(400, 'operator', t.errors.operator);
+    if (chosen !== '' && !(OPERATORS as readonly string[]).includes(chosen))
+      throw new FormProblem(400, 'operator', t.errors.operator);
     return { method, amount, phone: msisdn, operator: (chosen || detected) as Operator };
   }
 
@@ -208,7 +291,15 @@ export function linksRouter(services: ServiceContext): Router {
     if (paymentId === null) return page(ctx, 404, linkNotFoundPage(lang));
     const p = paymentId === 'pending' ? undefined : await linkPayment(services.db, found.link, paymentId);
     const self = `/pay/${found.link.id}/attempts/${ctx.params.ref}`;
-    page(ctx, 200, attemptPage(found.link, lang, p, { self, statusUrl: `${self}/status`, retry: `/pay/${found.link.id}?lang=${lang}` }));
+    page(
+      ctx,
+      200,
+      attemptPage(found.link, lang, p, {
+        self,
+        statusUrl: `${self}/status`,
+        retry: `/pay/${found.link.id}?lang=${lang}`,
+      }),
+    );
   });
 
   router.get('/:id/attempts/:ref/status', async (ctx) => {

@@ -26,13 +26,24 @@ ${p.description ? `<p class="description">${h(p.description)}</p>` : ''}
 }
 
 /** The payment's page in its current state. `autoReturn`: the client just reached the outcome here. */
-export function checkoutPage(p: CheckoutPayment, lang: Lang, endpoints: CardEndpoints | null, autoReturn: boolean): string {
+export function checkoutPage(
+  p: CheckoutPayment,
+  lang: Lang,
+  endpoints: CardEndpoints | null,
+  autoReturn: boolean,
+): string {
   const t = TEXT[lang];
   const amount = formatAmount(p.amount_charged, p.currency);
   const base = { payment: p.id, lang, status: p.status, messages: JSON.stringify(t.messages) };
   const title = `${t.title} · ${p.merchant_name}`;
   if (p.status === 'pending' && !charging(p)) {
-    if (!endpoints) return layout(lang, title, { ...base, state: 'unavailable' }, `${summary(p, lang)}<p role="alert">${t.unavailable}</p>`);
+    if (!endpoints)
+      return layout(
+        lang,
+        title,
+        { ...base, state: 'unavailable' },
+        `${summary(p, lang)}<p role="alert">${t.unavailable}</p>`,
+      );
     const fields = `${endpoints.vaultUrl}/fields?payment=${encodeURIComponent(p.id)}&lang=${lang}`;
     const error = p.checkout_error ? (t.messages[p.checkout_error as keyof typeof t.messages] ?? t.messages.card) : '';
     return layout(
@@ -48,7 +59,12 @@ export function checkoutPage(p: CheckoutPayment, lang: Lang, endpoints: CardEndp
     );
   }
   if (p.status === 'pending') {
-    return layout(lang, title, { ...base, state: 'charging' }, `${summary(p, lang)}<p id="pay-status" class="notice" role="status" aria-live="polite"><span class="spinner" aria-hidden="true"></span>${t.charging}</p>`);
+    return layout(
+      lang,
+      title,
+      { ...base, state: 'charging' },
+      `${summary(p, lang)}<p id="pay-status" class="notice" role="status" aria-live="polite"><span class="spinner" aria-hidden="true"></span>${t.charging}</p>`,
+    );
   }
   if (p.status === 'processing') {
     const challenge = p.challenge_url ?? '';
@@ -59,8 +75,12 @@ export function checkoutPage(p: CheckoutPayment, lang: Lang, endpoints: CardEndp
       `${summary(p, lang)}
 <h1>${t.challengeTitle}</h1>
 <p>${t.challengeIntro}</p>
-${challenge ? `<iframe id="challenge-frame" src="${h(challenge)}" title="${t.challengeFrame}"></iframe>
-<p><a id="challenge-link" href="${h(challenge)}">${t.challengeFallback}</a></p>` : ''}
+${
+  challenge
+    ? `<iframe id="challenge-frame" src="${h(challenge)}" title="${t.challengeFrame}"></iframe>
+<p><a id="challenge-link" href="${h(challenge)}">${t.challengeFallback}</a></p>`
+    : ''
+}
 <p id="pay-status" class="notice" role="status" aria-live="polite"></p>`,
     );
   }
@@ -72,7 +92,13 @@ function outcomePage(p: CheckoutPayment, lang: Lang, autoReturn: boolean): strin
   let heading: string;
   let text: string;
   if (p.status === 'succeeded') [heading, text] = [t.succeeded, t.succeededText];
-  else if (p.status === 'failed') [heading, text] = [t.failed, p.failure_code === 'card-declined' || p.failure_code === 'authentication-failed' ? t[p.failure_code] : t.failedText];
+  else if (p.status === 'failed')
+    [heading, text] = [
+      t.failed,
+      p.failure_code === 'card-declined' || p.failure_code === 'authentication-failed'
+        ? t[p.failure_code]
+        : t.failedText,
+    ];
   else if (p.status === 'refunded') [heading, text] = [t.refunded, t.refundedText];
   else [heading, text] = [t.cancelled, t.cancelledText];
   const link = returnLink(p);
@@ -94,10 +120,20 @@ export function notFoundPage(lang: Lang): string {
 /** /checkout/{id}/3ds-return: tells the checkout page (its parent) to ask the server; alone, goes back to the checkout. */
 export function threeDsReturnPage(id: string, lang: Lang): string {
   const t = TEXT[lang];
-  return layout(lang, t.challengeTitle, { state: '3ds-return', payment: id, lang, checkout: `/checkout/${id}?lang=${lang}` }, `<p role="status">${t.messages.processing}</p><p><a href="/checkout/${id}?lang=${lang}">${t.returnToCheckout}</a></p>`);
+  return layout(
+    lang,
+    t.challengeTitle,
+    { state: '3ds-return', payment: id, lang, checkout: `/checkout/${id}?lang=${lang}` },
+    `<p role="status">${t.messages.processing}</p><p><a href="/checkout/${id}?lang=${lang}">${t.returnToCheckout}</a></p>`,
+  );
 }
 
 export function noChallengePage(id: string, lang: Lang): string {
   const t = TEXT[lang];
-  return layout(lang, t.challengeTitle, { state: 'no-challenge', lang }, `<h1>${t.noChallenge}</h1><p><a href="/checkout/${id}?lang=${lang}">${t.returnToCheckout}</a></p>`);
+  return layout(
+    lang,
+    t.challengeTitle,
+    { state: 'no-challenge', lang },
+    `<h1>${t.noChallenge}</h1><p><a href="/checkout/${id}?lang=${lang}">${t.returnToCheckout}</a></p>`,
+  );
 }

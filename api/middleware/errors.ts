@@ -2,25 +2,51 @@ import type { Context, Middleware } from 'koa';
 import { BadRequest, DomainError, NotFound, Unavailable, type ErrorCode } from '../../shared/errors';
 
 /** `codes`, each answered with `status`. */
-const answered = <C extends ErrorCode>(status: number, codes: C[]) => Object.fromEntries(codes.map((c) => [c, status])) as Record<C, number>;
+const answered = <C extends ErrorCode>(status: number, codes: C[]) =>
+  Object.fromEntries(codes.map((c) => [c, status])) as Record<C, number>;
 
 /**
  * The HTTP status of every error code: the one place statuses are known (docs/decisions.md "Errors",
  * spec 7). The type makes a code without a status a compile error.
  */
 export const ERROR_STATUS: Record<ErrorCode, number> = {
-  ...answered(400, ['invalid-json', 'validation-failed', 'operator-mismatch', 'idempotency-key-required', 'idempotency-key-invalid', 'bad-request', 'invalid-body']),
+  ...answered(400, [
+    'invalid-json',
+    'validation-failed',
+    'operator-mismatch',
+    'idempotency-key-required',
+    'idempotency-key-invalid',
+    'bad-request',
+    'invalid-body',
+  ]),
   ...answered(401, ['auth-required', 'api-key-invalid', 'timestamp-expired', 'signature-invalid']),
   ...answered(403, ['insufficient-scope', 'ip-not-allowed', 'merchant-suspended', 'origin-not-allowed']),
   ...answered(404, ['not-found']),
   ...answered(405, ['method-not-allowed']),
   ...answered(409, [
-    'idempotency-conflict', 'idempotency-in-progress', 'reference-conflict', 'request-replayed',
-    'webhook-exists', 'webhook-disabled', 'delivery-not-dead', 'credential-revoked', 'payment-not-pending', 'payment-in-progress',
+    'idempotency-conflict',
+    'idempotency-in-progress',
+    'reference-conflict',
+    'request-replayed',
+    'webhook-exists',
+    'webhook-disabled',
+    'delivery-not-dead',
+    'credential-revoked',
+    'payment-not-pending',
+    'payment-in-progress',
   ]),
   ...answered(413, ['payload-too-large']),
   ...answered(415, ['unsupported-media-type']),
-  ...answered(422, ['refund-exceeds-refundable', 'payment-not-refundable', 'card-refund-not-supported', 'amount-over-limit', 'insufficient-balance', 'operator-unavailable', 'amount-not-supported', 'partial-refund-not-supported']),
+  ...answered(422, [
+    'refund-exceeds-refundable',
+    'payment-not-refundable',
+    'card-refund-not-supported',
+    'amount-over-limit',
+    'insufficient-balance',
+    'operator-unavailable',
+    'amount-not-supported',
+    'partial-refund-not-supported',
+  ]),
   ...answered(410, ['link-inactive']),
   ...answered(429, ['rate-limit-exceeded', 'redelivery-limit']),
   ...answered(500, ['internal-error']),
@@ -47,7 +73,13 @@ export function httpError(err: DomainError): HttpError {
   if ('allow' in err && typeof err.allow === 'string') headers.Allow = err.allow;
   // otherwise Node would drain (read and discard) the rest of a refused body, up to 500 MB
   if (err.code === 'payload-too-large') headers.Connection = 'close';
-  return { status: ERROR_STATUS[err.code], headers, code: err.code, message: err.message, ...(err.param ? { param: err.param } : {}) };
+  return {
+    status: ERROR_STATUS[err.code],
+    headers,
+    code: err.code,
+    message: err.message,
+    ...(err.param ? { param: err.param } : {}),
+  };
 }
 
 export function errorBody(ctx: Context, code: ErrorCode, message: string, param?: string) {
@@ -71,7 +103,16 @@ const PG_FAULT_MESSAGES =
  * Socket errors: a failed connect names its port (DATABASE_URL's tells Postgres); a dropped
  * connection (read/write ECONNRESET, EPIPE) comes only from pg (ioredis says "Connection is closed").
  */
-const SOCKET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENETUNREACH', 'ENOTFOUND', 'EAI_AGAIN', 'EPIPE']);
+const SOCKET_CODES = new Set([
+  'ECONNREFUSED',
+  'ECONNRESET',
+  'ETIMEDOUT',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EPIPE',
+]);
 
 function postgresPort(databaseUrl: string): number {
   try {
@@ -91,14 +132,17 @@ export function isPostgresDown(err: unknown, databaseUrl: string): boolean {
     const syscall = (err as { syscall?: unknown }).syscall;
     if (syscall === 'read' || syscall === 'write') return true;
     // a connection to a host with several addresses fails with an AggregateError of each attempt
-    if (Array.isArray(e.errors)) return e.errors.some((x) => (x as { port?: unknown }).port === postgresPort(databaseUrl));
+    if (Array.isArray(e.errors))
+      return e.errors.some((x) => (x as { port?: unknown }).port === postgresPort(databaseUrl));
   }
   return false;
 }
 
 function isRedisDown(err: unknown): boolean {
   const msg = (err as Error)?.message ?? '';
-  return /Stream isn't writeable|Connection is closed|ECONNREFUSED|enableOfflineQueue|max retries per request/i.test(msg);
+  return /Stream isn't writeable|Connection is closed|ECONNREFUSED|enableOfflineQueue|max retries per request/i.test(
+    msg,
+  );
 }
 
 /** Postgres or Redis failed under the request: answered 503, and nothing more is asked of them for it. */
@@ -110,13 +154,21 @@ export function isBackendFault(err: unknown, databaseUrl: string): boolean {
 export const unavailable = () => new Unavailable('service-unavailable', 'The service is temporarily unavailable', 5);
 
 /** What a thrown error is answered with (an exposed client error of Koa as a 400/404, else 500), and what to log. */
-export function answerOf(err: unknown, databaseUrl: string): { error: DomainError | HttpError; log?: 'postgres' | 'redis' | 'unhandled' } {
+export function answerOf(
+  err: unknown,
+  databaseUrl: string,
+): { error: DomainError | HttpError; log?: 'postgres' | 'redis' | 'unhandled' } {
   if (err instanceof DomainError) return { error: err };
   const e = err as { status?: number; expose?: boolean; message?: string };
   if (isPostgresDown(err, databaseUrl)) return { error: unavailable(), log: 'postgres' };
   if (isRedisDown(err)) return { error: unavailable(), log: 'redis' };
   if (e.status && e.status < 500 && e.expose) {
-    return { error: e.status === 404 ? new NotFound(undefined, e.message ?? 'Bad request') : { ...httpError(new BadRequest('bad-request', e.message ?? 'Bad request')), status: e.status } };
+    return {
+      error:
+        e.status === 404
+          ? new NotFound(undefined, e.message ?? 'Bad request')
+          : { ...httpError(new BadRequest('bad-request', e.message ?? 'Bad request')), status: e.status },
+    };
   }
   return { error: INTERNAL, log: 'unhandled' };
 }
@@ -128,7 +180,11 @@ export const errorHandler: Middleware = async (ctx, next) => {
     if (ctx.status === 404 && ctx.body === undefined) sendError(ctx, new NotFound(undefined, 'No such route'));
   } catch (err) {
     const { error, log } = answerOf(err, ctx.services.config.databaseUrl);
-    if (log === 'postgres') ctx.state.log.error({ err: { message: (err as Error).message, code: (err as { code?: unknown }).code } }, 'postgres unavailable');
+    if (log === 'postgres')
+      ctx.state.log.error(
+        { err: { message: (err as Error).message, code: (err as { code?: unknown }).code } },
+        'postgres unavailable',
+      );
     if (log === 'redis') ctx.state.log.error({ err: { message: (err as Error).message } }, 'redis unavailable');
     if (log === 'unhandled') ctx.state.log.error({ err }, 'unhandled error');
     sendError(ctx, error);

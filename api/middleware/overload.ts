@@ -55,7 +55,10 @@ export class OverloadMonitor {
       .then((over) => {
         const before = this.sample?.over ?? null;
         if (over && (before?.reason !== over.reason || before.queue !== over.queue)) {
-          this.services.log.warn({ queue: over.queue, reason: over.reason }, 'overloaded: creating payments and payouts is refused until the queues catch up');
+          this.services.log.warn(
+            { queue: over.queue, reason: over.reason },
+            'overloaded: creating payments and payouts is refused until the queues catch up',
+          );
         } else if (!over && before) this.services.log.warn('no longer overloaded: creating payments and payouts again');
         this.sample = { at: Date.now(), over };
       })
@@ -67,7 +70,8 @@ export class OverloadMonitor {
     if (!this.services.queues.isReady()) return null;
     for (const q of await readBacklog(this.services.queues)) {
       if (this.cfg.maxWaiting > 0 && q.waiting > this.cfg.maxWaiting) return { reason: 'queue-depth', queue: q.queue };
-      if (this.cfg.maxWaitMs > 0 && q.oldestWaitMs !== null && q.oldestWaitMs > this.cfg.maxWaitMs) return { reason: 'queue-wait', queue: q.queue };
+      if (this.cfg.maxWaitMs > 0 && q.oldestWaitMs !== null && q.oldestWaitMs > this.cfg.maxWaitMs)
+        return { reason: 'queue-wait', queue: q.queue };
     }
     return null;
   }

@@ -25,5 +25,14 @@ export const requestContext: Middleware = async (ctx, next) => {
 
 function accessLine(ctx: Context, ms: number): void {
   const route = (ctx as unknown as { _matchedRoute?: unknown })._matchedRoute;
-  ctx.state.log.info({ method: ctx.method, ...(typeof route === 'string' ? { route } : {}), path: maskPath(ctx.path), status: ctx.status, ms: Math.round(ms * 10) / 10 }, 'request');
+  ctx.state.log.info(
+    {
+      method: ctx.method,
+      ...(typeof route === 'string' ? { route } : {}),
+      path: maskPath(ctx.path),
+      status: ctx.status,
+      ms: Math.round(ms * 10) / 10,
+    },
+    'request',
+  );
 }

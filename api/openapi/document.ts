@@ -1,5 +1,12 @@
 import { isComponent, openApiPath, type JsonSchema, type RouteSpec } from '../routeTable';
-import { ERROR_CODES, type MerchantErrorCode, IDEMPOTENCY_ERRORS, PIPELINE_ERRORS, PUBLIC_ERRORS, SIGNED_ERRORS } from './errors';
+import {
+  ERROR_CODES,
+  type MerchantErrorCode,
+  IDEMPOTENCY_ERRORS,
+  PIPELINE_ERRORS,
+  PUBLIC_ERRORS,
+  SIGNED_ERRORS,
+} from './errors';
 import { ErrorBody } from './schemas';
 import { API_DESCRIPTION } from './description';
 import { SIGNED_METHODS } from '../pipeline/request';
@@ -13,11 +20,18 @@ const PREFIX = '/v1';
 
 /** Tags in the order the reference page lists them, with their introductions. */
 const TAGS = [
-  { name: 'Payments', description: 'Collect money by mobile money (a push prompt on the client\'s phone) or card (a hosted checkout page).' },
+  {
+    name: 'Payments',
+    description:
+      "Collect money by mobile money (a push prompt on the client's phone) or card (a hosted checkout page).",
+  },
   { name: 'Refunds', description: 'Give a succeeded mobile-money payment back, whole or in part.' },
   { name: 'Payouts', description: 'Send money from your balance to a mobile-money wallet.' },
   { name: 'Balance and settlements', description: 'Your balance per currency and the daily settlement batches.' },
-  { name: 'Events', description: 'Everything sent to your webhooks: read back what was missed, see each delivery, send an event again.' },
+  {
+    name: 'Events',
+    description: 'Everything sent to your webhooks: read back what was missed, see each delivery, send an event again.',
+  },
   { name: 'Operators', description: 'Which operators and directions are working now.' },
   { name: 'Phone numbers', description: 'What a client typed, as the `phone` to send and its operator.' },
   { name: 'Reference', description: 'This document.' },
@@ -29,7 +43,12 @@ export interface OpenApiDocument {
   servers: { url: string; description?: string; variables?: Record<string, unknown> }[];
   tags: { name: string; description?: string }[];
   paths: Record<string, Record<string, any>>;
-  components: { schemas: Record<string, JsonSchema>; securitySchemes: Record<string, unknown>; parameters: Record<string, unknown>; headers: Record<string, unknown> };
+  components: {
+    schemas: Record<string, JsonSchema>;
+    securitySchemes: Record<string, unknown>;
+    parameters: Record<string, unknown>;
+    headers: Record<string, unknown>;
+  };
   security: Record<string, string[]>[];
 }
 
@@ -43,7 +62,8 @@ function refs(schema: unknown, into: Map<string, JsonSchema>): unknown {
     return { $ref: `#/components/schemas/${schema.component}` };
   }
   if (Array.isArray(schema)) return schema.map((s) => refs(s, into));
-  if (schema && typeof schema === 'object') return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, refs(v, into)]));
+  if (schema && typeof schema === 'object')
+    return Object.fromEntries(Object.entries(schema).map(([k, v]) => [k, refs(v, into)]));
   return schema;
 }
 
@@ -52,7 +72,9 @@ export function errorCodesOf(route: RouteSpec): Map<number, MerchantErrorCode[]>
   const codes = new Set<MerchantErrorCode>(route.scope === 'none' ? PUBLIC_ERRORS : PIPELINE_ERRORS);
   if (SIGNED_METHODS.has(route.method)) {
     for (const c of SIGNED_ERRORS) codes.add(c);
-    if (route.idempotencyKey) for (const c of IDEMPOTENCY_ERRORS) if (c !== 'idempotency-key-required' || route.idempotencyKey === 'required') codes.add(c);
+    if (route.idempotencyKey)
+      for (const c of IDEMPOTENCY_ERRORS)
+        if (c !== 'idempotency-key-required' || route.idempotencyKey === 'required') codes.add(c);
     // the replay guard (api/pipeline/replay.ts) sees every signed POST, whatever its key: the same
     // signature again with no key, or another key than its first use, is 409 request-replayed
     if (route.method === 'POST') codes.add('request-replayed');
@@ -100,14 +122,22 @@ function operationOf(route: RouteSpec, schemas: Map<string, JsonSchema>) {
     const required = (route.query.required ?? []) as string[];
     for (const [name, schema] of Object.entries(props)) {
       const { description, ...rest } = schema as { description?: string };
-      parameters.push({ name, in: 'query', required: required.includes(name), ...(description ? { description } : {}), schema: refs(rest, schemas) });
+      parameters.push({
+        name,
+        in: 'query',
+        required: required.includes(name),
+        ...(description ? { description } : {}),
+        schema: refs(rest, schemas),
+      });
     }
   }
   if (SIGNED_METHODS.has(route.method)) {
     parameters.push({ $ref: '#/components/parameters/X-Timestamp' }, { $ref: '#/components/parameters/X-Signature' });
   }
   if (route.idempotencyKey) {
-    parameters.push({ $ref: `#/components/parameters/Idempotency-Key${route.idempotencyKey === 'required' ? '' : '-optional'}` });
+    parameters.push({
+      $ref: `#/components/parameters/Idempotency-Key${route.idempotencyKey === 'required' ? '' : '-optional'}`,
+    });
   }
   parameters.push({ $ref: '#/components/parameters/X-Request-Id' });
 
@@ -151,7 +181,9 @@ function operationOf(route: RouteSpec, schemas: Map<string, JsonSchema>) {
     'x-scope': route.scope,
     ...(route.scope === 'none' ? { security: [] } : {}),
     parameters,
-    ...(route.body ? { requestBody: { required: true, content: { 'application/json': { schema: refs(route.body, schemas) } } } } : {}),
+    ...(route.body
+      ? { requestBody: { required: true, content: { 'application/json': { schema: refs(route.body, schemas) } } } }
+      : {}),
     responses,
   };
 }
@@ -181,7 +213,13 @@ export function apiDocument(routes: readonly RouteSpec[], serverUrl?: string): O
     },
     servers: serverUrl
       ? [{ url: serverUrl }]
-      : [{ url: '{baseUrl}', description: "The service's BASE_URL", variables: { baseUrl: { default: 'http://127.0.0.1:3000', description: 'BASE_URL of the deployment' } } }],
+      : [
+          {
+            url: '{baseUrl}',
+            description: "The service's BASE_URL",
+            variables: { baseUrl: { default: 'http://127.0.0.1:3000', description: 'BASE_URL of the deployment' } },
+          },
+        ],
     tags: [...TAGS.filter((t) => tagNames.has(t.name)), ...undescribed.map((name) => ({ name }))],
     paths,
     components: {
@@ -190,26 +228,58 @@ export function apiDocument(routes: readonly RouteSpec[], serverUrl?: string): O
         apiKey: {
           type: 'http',
           scheme: 'bearer',
-          description: 'The API key (`svc_test_…` or `svc_live_…`) as a Bearer token on every request. POST, PUT, PATCH and DELETE are also signed with the secret (`sk_…`): see "Signing requests".',
+          description:
+            'The API key (`svc_test_…` or `svc_live_…`) as a Bearer token on every request. POST, PUT, PATCH and DELETE are also signed with the secret (`sk_…`): see "Signing requests".',
         },
       },
       parameters: {
-        'X-Timestamp': { name: 'X-Timestamp', in: 'header', required: true, description: 'Unix seconds of sending; refused beyond ±5 minutes (401 `timestamp-expired`).', schema: { type: 'string', pattern: '^[0-9]{1,12}$' } },
+        'X-Timestamp': {
+          name: 'X-Timestamp',
+          in: 'header',
+          required: true,
+          description: 'Unix seconds of sending; refused beyond ±5 minutes (401 `timestamp-expired`).',
+          schema: { type: 'string', pattern: '^[0-9]{1,12}$' },
+        },
         'X-Signature': {
           name: 'X-Signature',
           in: 'header',
           required: true,
-          description: 'Lowercase hex HMAC-SHA256, keyed by the secret (`sk_…`), of `<X-Timestamp>.<METHOD>.<path>.<raw body>` (401 `signature-invalid`).',
+          description:
+            'Lowercase hex HMAC-SHA256, keyed by the secret (`sk_…`), of `<X-Timestamp>.<METHOD>.<path>.<raw body>` (401 `signature-invalid`).',
           schema: { type: 'string', pattern: '^[0-9a-f]{64}$' },
         },
-        'Idempotency-Key': { name: 'Idempotency-Key', in: 'header', required: true, description: 'UUID v4. The same key and body within 24 h replays the first answer; another body is 409 `idempotency-conflict`. The same signed request (same X-Signature) under another key is 409 `request-replayed`: a retry keeps its key, or is signed again.', schema: { type: 'string', format: 'uuid' } },
-        'Idempotency-Key-optional': { name: 'Idempotency-Key', in: 'header', required: false, description: 'UUID v4, optional: the same key and body within 24 h replays the first answer. Without one, the same signed request sent twice is 409 `request-replayed`.', schema: { type: 'string', format: 'uuid' } },
-        'X-Request-Id': { name: 'X-Request-Id', in: 'header', required: false, description: 'Your correlation id (kept if valid, else a new one is made); echoed on the response.', schema: { type: 'string', maxLength: 200 } },
+        'Idempotency-Key': {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: true,
+          description:
+            'UUID v4. The same key and body within 24 h replays the first answer; another body is 409 `idempotency-conflict`. The same signed request (same X-Signature) under another key is 409 `request-replayed`: a retry keeps its key, or is signed again.',
+          schema: { type: 'string', format: 'uuid' },
+        },
+        'Idempotency-Key-optional': {
+          name: 'Idempotency-Key',
+          in: 'header',
+          required: false,
+          description:
+            'UUID v4, optional: the same key and body within 24 h replays the first answer. Without one, the same signed request sent twice is 409 `request-replayed`.',
+          schema: { type: 'string', format: 'uuid' },
+        },
+        'X-Request-Id': {
+          name: 'X-Request-Id',
+          in: 'header',
+          required: false,
+          description: 'Your correlation id (kept if valid, else a new one is made); echoed on the response.',
+          schema: { type: 'string', maxLength: 200 },
+        },
       },
       headers: {
-        'X-Request-Id': { description: 'The request id (also in error bodies); quote it to support.', schema: { type: 'string' } },
+        'X-Request-Id': {
+          description: 'The request id (also in error bodies); quote it to support.',
+          schema: { type: 'string' },
+        },
         'Retry-After': {
-          description: 'Seconds to wait before retrying: on 429 `rate-limit-exceeded` (to the end of the rate-limit window), 503 (`maintenance`, `service-unavailable`) and 409 `idempotency-in-progress`. Not on 429 `redelivery-limit`, which is final.',
+          description:
+            'Seconds to wait before retrying: on 429 `rate-limit-exceeded` (to the end of the rate-limit window), 503 (`maintenance`, `service-unavailable`) and 409 `idempotency-in-progress`. Not on 429 `redelivery-limit`, which is final.',
           schema: { type: 'string', pattern: '^[0-9]+$' },
         },
         'X-RateLimit-Limit': {
@@ -217,18 +287,23 @@ export function apiDocument(routes: readonly RouteSpec[], serverUrl?: string): O
           schema: { type: 'string', pattern: '^[0-9]+$' },
         },
         'X-RateLimit-Remaining': {
-          description: 'Requests this API key has left in the current window, this one counted (0 when the limit is reached). Sent with X-RateLimit-Limit.',
+          description:
+            'Requests this API key has left in the current window, this one counted (0 when the limit is reached). Sent with X-RateLimit-Limit.',
           schema: { type: 'string', pattern: '^[0-9]+$' },
         },
         'X-RateLimit-Reset': {
-          description: "Unix seconds at which the current window ends and the key's count starts again (a window opens with the key's first request in it and lasts 60 s). Sent with X-RateLimit-Limit.",
+          description:
+            "Unix seconds at which the current window ends and the key's count starts again (a window opens with the key's first request in it and lasts 60 s). Sent with X-RateLimit-Limit.",
           schema: { type: 'string', pattern: '^[0-9]+$' },
         },
         'WWW-Authenticate': {
           description: 'The authentication challenge of every 401, whichever check refused: `Bearer realm="api"`.',
           schema: { type: 'string' },
         },
-        'Idempotent-Replayed': { description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.', schema: { type: 'string' } },
+        'Idempotent-Replayed': {
+          description: '`true` when this is the stored answer to an earlier request with the same Idempotency-Key.',
+          schema: { type: 'string' },
+        },
       },
     },
     security: [{ apiKey: [] }],

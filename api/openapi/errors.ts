@@ -21,9 +21,11 @@ const WHEN = {
   'insufficient-scope': "the key's scope does not allow the route",
   'not-found': 'unknown route, or an object of another merchant or environment',
   'idempotency-conflict': 'the same Idempotency-Key with a different body',
-  'idempotency-in-progress': 'the same Idempotency-Key is still being processed (Retry-After: 1); retry with the same key',
+  'idempotency-in-progress':
+    'the same Idempotency-Key is still being processed (Retry-After: 1); retry with the same key',
   'reference-conflict': 'the reference is already used by this merchant in this environment',
-  'request-replayed': 'a signed POST sent again (same X-Signature) with no Idempotency-Key, or another key than its first use',
+  'request-replayed':
+    'a signed POST sent again (same X-Signature) with no Idempotency-Key, or another key than its first use',
   'payload-too-large': 'Content-Length above 500 MB, or a body above its route limit (100 KB for a payment)',
   'unsupported-media-type': 'a body that is not `application/json` in UTF-8',
   'refund-exceeds-refundable': 'refund amount above amount_charged minus already refunded',
@@ -34,7 +36,8 @@ const WHEN = {
   'operator-unavailable': "the operator's direction is closed, or no live connector serves it",
   'amount-not-supported': 'the connector serving the operator cannot carry this amount (decimals, or its min/max)',
   'partial-refund-not-supported': 'a partial refund of a payment whose connector refunds only in full',
-  'link-inactive': 'the payment link is deactivated, expired or used up (a single-use link once a payment through it succeeded)',
+  'link-inactive':
+    'the payment link is deactivated, expired or used up (a single-use link once a payment through it succeeded)',
   'rate-limit-exceeded': 'more than 100 requests in the minute for the key (Retry-After)',
   'redelivery-limit': 'an event redelivered 10 times already',
   maintenance: 'maintenance flag on (Retry-After)',
@@ -51,7 +54,14 @@ export const ERROR_CODES: Record<MerchantErrorCode, { status: number; when: stri
 
 /** What any authenticated merchant request may be answered, whatever its route (spec 5.6). */
 export const PIPELINE_ERRORS = [
-  'auth-required', 'api-key-invalid', 'ip-not-allowed', 'merchant-suspended', 'rate-limit-exceeded', 'not-found', 'maintenance', 'service-unavailable',
+  'auth-required',
+  'api-key-invalid',
+  'ip-not-allowed',
+  'merchant-suspended',
+  'rate-limit-exceeded',
+  'not-found',
+  'maintenance',
+  'service-unavailable',
 ] as const satisfies readonly MerchantErrorCode[];
 
 /**
@@ -62,8 +72,20 @@ export const PUBLIC_ERRORS = ['maintenance', 'service-unavailable'] as const sat
 
 /** What a signed request (POST, PUT, PATCH, DELETE) may be answered besides (spec 5.6 steps 7-8, body steps). */
 export const SIGNED_ERRORS = [
-  'timestamp-expired', 'signature-invalid', 'insufficient-scope', 'payload-too-large', 'invalid-body', 'unsupported-media-type', 'invalid-json', 'validation-failed',
+  'timestamp-expired',
+  'signature-invalid',
+  'insufficient-scope',
+  'payload-too-large',
+  'invalid-body',
+  'unsupported-media-type',
+  'invalid-json',
+  'validation-failed',
 ] as const satisfies readonly MerchantErrorCode[];
 
 /** A POST taking an Idempotency-Key (spec 5.4, docs/decisions.md Faults). */
-export const IDEMPOTENCY_ERRORS = ['idempotency-key-required', 'idempotency-key-invalid', 'idempotency-conflict', 'idempotency-in-progress'] as const satisfies readonly MerchantErrorCode[];
+export const IDEMPOTENCY_ERRORS = [
+  'idempotency-key-required',
+  'idempotency-key-invalid',
+  'idempotency-conflict',
+  'idempotency-in-progress',
+] as const satisfies readonly MerchantErrorCode[];

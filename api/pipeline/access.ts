@@ -36,13 +36,15 @@ export function ipAllowed(allowlist: string[] | null, clientIp: string): boolean
  * `proxy` and `maxIpsCount`); never a forged header otherwise.
  */
 export const ipAllowlist: Middleware = async (ctx, next) => {
-  if (!ipAllowed(ctx.state.auth!.ipAllowlist, ctx.ip)) throw new Forbidden('ip-not-allowed', 'The client address is not allowed for this API key');
+  if (!ipAllowed(ctx.state.auth!.ipAllowlist, ctx.ip))
+    throw new Forbidden('ip-not-allowed', 'The client address is not allowed for this API key');
   return next();
 };
 
 /** Step 5 (spec 5.6.5): the merchant must be active (status seen within CREDENTIAL_CACHE_MS). */
 export const merchantStatus: Middleware = async (ctx, next) => {
-  if (ctx.state.auth!.merchantStatus !== 'active') throw new Forbidden('merchant-suspended', 'The merchant account is suspended');
+  if (ctx.state.auth!.merchantStatus !== 'active')
+    throw new Forbidden('merchant-suspended', 'The merchant account is suspended');
   return next();
 };
 
@@ -67,6 +69,7 @@ const PAYMENTS_SCOPE_POSTS = /^\/v1\/(payments|payment_links|payment_links\/[^/]
  * and a refused request never parses a body or reserves an idempotency key.
  */
 export const scope: Middleware = async (ctx, next) => {
-  if (!scopeAllows(ctx.state.auth!.scope, ctx.method, ctx.path)) throw new Forbidden('insufficient-scope', "This API key's scope does not allow this request");
+  if (!scopeAllows(ctx.state.auth!.scope, ctx.method, ctx.path))
+    throw new Forbidden('insufficient-scope', "This API key's scope does not allow this request");
   return next();
 };

@@ -3,7 +3,14 @@ import { Stream } from 'node:stream';
 import type { Context, Middleware } from 'koa';
 import { UUID_V4_RE } from '../../shared/domain/ids';
 import { BadRequest, Conflict, DomainError } from '../../shared/errors';
-import { IdempotencyKeyHeld, readIdempotencyKey, storeIdempotentResponse, type HeldKey, type IdempotentWrite, type StoredResponse } from '../../shared/idempotency';
+import {
+  IdempotencyKeyHeld,
+  readIdempotencyKey,
+  storeIdempotentResponse,
+  type HeldKey,
+  type IdempotentWrite,
+  type StoredResponse,
+} from '../../shared/idempotency';
 import { httpError, isBackendFault, sendError } from '../middleware/errors';
 import { canonicalPath, idempotencyOf } from './request';
 import { TIMESTAMP_TOLERANCE_S } from './signed';
@@ -14,7 +21,10 @@ const REPLAYED_HEADERS = ['Content-Type', 'Location'];
 
 /** sha256 of method, route and the exact body bytes: same key + other hash → idempotency-conflict. */
 export function requestHash(method: string, path: string, raw: Buffer): string {
-  return createHash('sha256').update(`${method}\n${canonicalPath(path)}\n`).update(raw).digest('hex');
+  return createHash('sha256')
+    .update(`${method}\n${canonicalPath(path)}\n`)
+    .update(raw)
+    .digest('hex');
 }
 
 /**
@@ -27,7 +37,11 @@ export function releasesKey(status: number): boolean {
 
 /** A JSON answer as sent and stored: exact bytes and the Content-Type Koa gives a JSON body. */
 export function jsonAnswer(status: number, body: unknown): StoredResponse {
-  return { status, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body: Buffer.from(JSON.stringify(body), 'utf8') };
+  return {
+    status,
+    headers: { 'Content-Type': 'application/json; charset=utf-8' },
+    body: Buffer.from(JSON.stringify(body), 'utf8'),
+  };
 }
 
 /** The key of this request, as the pipeline found it (ctx.state.idempotency); `stored` is the answer its route wrote with it. */
@@ -56,7 +70,8 @@ function bodyBytes(body: unknown): Buffer | null {
   if (body == null) return Buffer.alloc(0);
   if (Buffer.isBuffer(body)) return body;
   if (typeof body === 'string') return Buffer.from(body, 'utf8');
-  if (body instanceof Stream || body instanceof ReadableStream || body instanceof Blob || body instanceof Response) return null;
+  if (body instanceof Stream || body instanceof ReadableStream || body instanceof Blob || body instanceof Response)
+    return null;
   return Buffer.from(JSON.stringify(body), 'utf8');
 }
 
@@ -74,8 +89,11 @@ function answerHeld(ctx: Context, held: HeldKey | null): void {
     ctx.set('Idempotent-Replayed', 'true');
     return;
   }
-  if (held?.kind === 'conflict') throw new Conflict('idempotency-conflict', 'This Idempotency-Key was already used with a different request');
-  throw new Conflict('idempotency-in-progress', 'A request with this Idempotency-Key is still being processed', { retryAfter: 1 });
+  if (held?.kind === 'conflict')
+    throw new Conflict('idempotency-conflict', 'This Idempotency-Key was already used with a different request');
+  throw new Conflict('idempotency-in-progress', 'A request with this Idempotency-Key is still being processed', {
+    retryAfter: 1,
+  });
 }
 
 /** The answer the route left on ctx, as it will be sent and stored; null for a stream (not stored). */
@@ -109,7 +127,8 @@ export function presentedKey(ctx: Context): string | undefined {
     if (rule === 'optional') return undefined;
     throw new BadRequest('idempotency-key-required', 'The Idempotency-Key header is required');
   }
-  if (!UUID_V4_RE.test(presented)) throw new BadRequest('idempotency-key-invalid', 'The Idempotency-Key must be a UUID v4');
+  if (!UUID_V4_RE.test(presented))
+    throw new BadRequest('idempotency-key-invalid', 'The Idempotency-Key must be a UUID v4');
   return presented.toLowerCase();
 }
 
@@ -131,7 +150,11 @@ export const idempotency: Middleware = async (ctx, next) => {
   const key: RequestKey = {
     write: {
       id: { merchantId: auth.merchantId, environment: auth.environment, key: presented },
-      request: { method: ctx.method, path: canonicalPath(ctx.path), hash: requestHash(ctx.method, ctx.path, ctx.state.rawBody ?? Buffer.alloc(0)) },
+      request: {
+        method: ctx.method,
+        path: canonicalPath(ctx.path),
+        hash: requestHash(ctx.method, ctx.path, ctx.state.rawBody ?? Buffer.alloc(0)),
+      },
       waitMs: config.idempotencyWaitMs,
       now: clock.now(),
     },
@@ -164,5 +187,6 @@ export const idempotency: Middleware = async (ctx, next) => {
   const answer = answerOf(ctx);
   if (!answer) return ctx.state.log.warn('streamed response on an idempotent route: key not stored');
   if (ctx.status < 300) ctx.state.log.error('an idempotent route answered without writing its key in its transaction');
-  if (!(await storeIdempotentResponse(db, { ...key.write, encode: () => answer }, answer))) answerHeld(ctx, await held());
+  if (!(await storeIdempotentResponse(db, { ...key.write, encode: () => answer }, answer)))
+    answerHeld(ctx, await held());
 };

@@ -13,14 +13,16 @@ import { idempotencyOf, JSON_METHODS } from './request';
 export const json: Middleware = async (ctx, next) => {
   if (!JSON_METHODS.has(ctx.method)) return next();
   const raw = ctx.state.rawBody ?? Buffer.alloc(0);
-  if (raw.length === 0 && idempotencyOf(ctx.method, ctx.path)) throw new BadRequest('invalid-json', 'The body must be a JSON object; a full refund is asked with {}');
+  if (raw.length === 0 && idempotencyOf(ctx.method, ctx.path))
+    throw new BadRequest('invalid-json', 'The body must be a JSON object; a full refund is asked with {}');
   requireJsonContentType(ctx);
   if (raw.length === 0) {
     ctx.state.body = {};
     return next();
   }
   const charset = ctx.request.charset.toLowerCase();
-  if (charset && charset !== 'utf-8' && charset !== 'utf8') throw new UnsupportedMediaType('The body must be JSON in UTF-8');
+  if (charset && charset !== 'utf-8' && charset !== 'utf8')
+    throw new UnsupportedMediaType('The body must be JSON in UTF-8');
   const encoding = ctx.get('Content-Encoding').toLowerCase();
   if (encoding && encoding !== 'identity') throw new UnsupportedMediaType('Content-Encoding is not supported');
   ctx.state.body = parseJson(raw);

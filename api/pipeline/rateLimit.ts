@@ -53,7 +53,10 @@ export function rateLimit(services: ServiceContext): Middleware {
       }
       if (Date.now() - lastOutageLog > OUTAGE_LOG_INTERVAL_MS) {
         lastOutageLog = Date.now();
-        ctx.state.log.warn({ err: { message: (err as Error)?.message } }, 'rate limiter: Redis unreachable, reads counted in process');
+        ctx.state.log.warn(
+          { err: { message: (err as Error)?.message } },
+          'rate limiter: Redis unreachable, reads counted in process',
+        );
       }
       count = await counted(fallback.consume(key));
     }
@@ -66,7 +69,12 @@ export function rateLimit(services: ServiceContext): Middleware {
       'X-RateLimit-Remaining': String(res.remainingPoints),
       'X-RateLimit-Reset': String(Math.ceil((services.clock.now() + msLeft) / 1000)),
     });
-    if (exceeded) throw new TooManyRequests('rate-limit-exceeded', 'Too many requests for this API key', Math.max(1, Math.ceil(msLeft / 1000)));
+    if (exceeded)
+      throw new TooManyRequests(
+        'rate-limit-exceeded',
+        'Too many requests for this API key',
+        Math.max(1, Math.ceil(msLeft / 1000)),
+      );
     return next();
   };
 }

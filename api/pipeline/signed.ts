@@ -24,7 +24,14 @@ export function bodyLimitFor(method: string, path: string): number {
  * `<timestamp>.<METHOD>.<path>.<raw body>` under the merchant secret. Constant time; any length
  * or garbage is simply false.
  */
-export function signatureValid(secret: string, timestamp: string, method: string, path: string, body: Buffer, presented: string): boolean {
+export function signatureValid(
+  secret: string,
+  timestamp: string,
+  method: string,
+  path: string,
+  body: Buffer,
+  presented: string,
+): boolean {
   return safeEqual(presented, signRequest(secret, timestamp, method, path, body));
 }
 
@@ -39,9 +46,12 @@ export function signatureValid(secret: string, timestamp: string, method: string
 export const signed: Middleware = async (ctx, next) => {
   if (!SIGNED_METHODS.has(ctx.method)) return next();
   // the service clock (shared/clock.ts), as every freshness rule: the system clock in production
-  if (!timestampFresh(ctx.get('X-Timestamp'), Math.floor(ctx.services.clock.now() / 1000))) throw unauthorized('timestamp-expired');
+  if (!timestampFresh(ctx.get('X-Timestamp'), Math.floor(ctx.services.clock.now() / 1000)))
+    throw unauthorized('timestamp-expired');
   const body = await readRawBody(ctx, bodyLimitFor(ctx.method, ctx.path));
-  if (!signatureValid(ctx.state.auth!.secret, ctx.get('X-Timestamp'), ctx.method, ctx.path, body, ctx.get('X-Signature'))) {
+  if (
+    !signatureValid(ctx.state.auth!.secret, ctx.get('X-Timestamp'), ctx.method, ctx.path, body, ctx.get('X-Signature'))
+  ) {
     throw unauthorized('signature-invalid');
   }
   return next();

@@ -49,7 +49,9 @@ export const docsRouter = new Router()
     ctx.body = PAGE;
   })
   .get(DOCS_SCRIPT_PATH, async (ctx) => {
-    const bundle = await ctx.services.caches.ttl<string>('docs-bundle', Infinity, 1).get('redoc', async () => readFileSync(REDOC_BUNDLE, 'utf8').replaceAll(`"${REDOCLY_LOGO}"`, '""'));
+    const bundle = await ctx.services.caches
+      .ttl<string>('docs-bundle', Infinity, 1)
+      .get('redoc', async () => readFileSync(REDOC_BUNDLE, 'utf8').replaceAll(`"${REDOCLY_LOGO}"`, '""'));
     ctx.set('Cache-Control', 'public, max-age=86400');
     ctx.type = 'application/javascript; charset=utf-8';
     ctx.body = bundle;

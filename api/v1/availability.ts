@@ -8,16 +8,20 @@ import { OPERATORS } from '../../shared/vocabulary';
 const STATUS = {
   type: 'string',
   enum: ['operational', 'delayed', 'closed'],
-  description: '`delayed`: recent pushes time out or fail beyond a threshold (creations still accepted); `closed`: set by the operator, creations get 422 `operator-unavailable`',
+  description:
+    '`delayed`: recent pushes time out or fail beyond a threshold (creations still accepted); `closed`: set by the operator, creations get 422 `operator-unavailable`',
 };
 
 /** One operator's availability per direction (docs/decisions.md "Integrator's kit"). */
-export const OperatorAvailability = component('OperatorAvailability', closedObject({
-  operator: { type: 'string', enum: OPERATORS },
-  collection: { ...STATUS, description: `Payments. ${STATUS.description}` },
-  payout: { ...STATUS, description: 'Payouts' },
-  refund: { ...STATUS, description: 'Refunds' },
-}));
+export const OperatorAvailability = component(
+  'OperatorAvailability',
+  closedObject({
+    operator: { type: 'string', enum: OPERATORS },
+    collection: { ...STATUS, description: `Payments. ${STATUS.description}` },
+    payout: { ...STATUS, description: 'Payouts' },
+    refund: { ...STATUS, description: 'Refunds' },
+  }),
+);
 
 /** Operator availability of the key's environment (docs/decisions.md "Integrator's kit"). */
 export const availabilityRoutes = defineRoutes([
@@ -30,12 +34,23 @@ export const availabilityRoutes = defineRoutes([
       "Per operator and direction (collection, payout, refund) in the key's environment: `operational`, `delayed` (computed from recent provider outcomes and latency) or `closed` (an operator closure, e.g. a provider's maintenance).",
     tag: 'Operators',
     scope: 'read',
-    responses: { 200: { description: 'Every operator', body: listOf('OperatorAvailabilityList', OperatorAvailability) } },
+    responses: {
+      200: { description: 'Every operator', body: listOf('OperatorAvailabilityList', OperatorAvailability) },
+    },
     errors: ['validation-failed'],
     async handler(ctx) {
       refuseQuery(ctx.query);
       const { db, clock, config } = ctx.services;
-      ctx.body = { object: 'list', data: await operatorAvailability(db, ctx.services.providers, callerOf(ctx).environment, clock.now(), config.availability) };
+      ctx.body = {
+        object: 'list',
+        data: await operatorAvailability(
+          db,
+          ctx.services.providers,
+          callerOf(ctx).environment,
+          clock.now(),
+          config.availability,
+        ),
+      };
     },
   }),
 ]);

@@ -8,37 +8,49 @@ import { listEventDeliveries, MAX_REDELIVERIES, redeliverEvent } from '../../sha
 import { refuseQuery } from '../query';
 
 /** The event envelope (spec 6.2), as webhook deliveries send it. */
-export const Event = component('Event', closedObject({
-  id: { type: 'string', pattern: '^evt_', description: '`evt_<object uuid>_<unix seconds>_<random>`' },
-  type: { type: 'string', enum: EVENT_TYPES },
-  created: UNIX_SECONDS,
-  data: closedObject({
-    object: {
-      type: 'object',
-      description:
-        'The payment (with `customer` and `completed_at` in place of the API fields), refund, payout or settlement object, or for webhook.test `{object: "webhook_test", webhook_id, message}`',
-    },
-    object_version: { type: 'integer', description: 'Grows with each change of the object: drop an event older than one already applied' },
+export const Event = component(
+  'Event',
+  closedObject({
+    id: { type: 'string', pattern: '^evt_', description: '`evt_<object uuid>_<unix seconds>_<random>`' },
+    type: { type: 'string', enum: EVENT_TYPES },
+    created: UNIX_SECONDS,
+    data: closedObject({
+      object: {
+        type: 'object',
+        description:
+          'The payment (with `customer` and `completed_at` in place of the API fields), refund, payout or settlement object, or for webhook.test `{object: "webhook_test", webhook_id, message}`',
+      },
+      object_version: {
+        type: 'integer',
+        description: 'Grows with each change of the object: drop an event older than one already applied',
+      },
+    }),
   }),
-}));
+);
 
 export const EventList = pageOf('EventList', Event);
 
 /** The delivery object (docs/decisions.md "Integrator's kit"). */
-export const WebhookDelivery = component('WebhookDelivery', closedObject({
-  id: idOf('delivery', 'The delivery id: X-Service-Delivery-Id and webhook-id of its requests'),
-  object: { const: 'webhook_delivery' },
-  event_id: { type: 'string', pattern: '^evt_' },
-  webhook_id: idOf('webhook', 'The endpoint'),
-  status: {
-    type: 'string',
-    enum: ['pending', 'succeeded', 'failed', 'dead'],
-    description: '`failed`: the last attempt failed and another is scheduled; `dead`: no attempt is left',
-  },
-  attempts: { type: 'integer', minimum: 0 },
-  last_response_status: nullable({ type: 'integer', description: 'HTTP status of the last attempt; null before one, or when it got no answer' }),
-  created: UNIX_SECONDS,
-}));
+export const WebhookDelivery = component(
+  'WebhookDelivery',
+  closedObject({
+    id: idOf('delivery', 'The delivery id: X-Service-Delivery-Id and webhook-id of its requests'),
+    object: { const: 'webhook_delivery' },
+    event_id: { type: 'string', pattern: '^evt_' },
+    webhook_id: idOf('webhook', 'The endpoint'),
+    status: {
+      type: 'string',
+      enum: ['pending', 'succeeded', 'failed', 'dead'],
+      description: '`failed`: the last attempt failed and another is scheduled; `dead`: no attempt is left',
+    },
+    attempts: { type: 'integer', minimum: 0 },
+    last_response_status: nullable({
+      type: 'integer',
+      description: 'HTTP status of the last attempt; null before one, or when it got no answer',
+    }),
+    created: UNIX_SECONDS,
+  }),
+);
 
 export const WebhookDeliveryList = listOf('WebhookDeliveryList', WebhookDelivery);
 
@@ -51,13 +63,18 @@ export const eventsRoutes = defineRoutes([
     path: '/events',
     operationId: 'listEvents',
     summary: 'List events',
-    description: 'Every event of the key\'s merchant and environment, newest first, in the webhook envelope: catch up on anything missed.',
+    description:
+      "Every event of the key's merchant and environment, newest first, in the webhook envelope: catch up on anything missed.",
     tag: 'Events',
     scope: 'read',
     query: {
       type: 'object',
       additionalProperties: false,
-      properties: { type: { type: 'string', enum: EVENT_TYPES, description: 'Only events of this type' }, limit: LIMIT_QUERY, cursor: CURSOR_QUERY },
+      properties: {
+        type: { type: 'string', enum: EVENT_TYPES, description: 'Only events of this type' },
+        limit: LIMIT_QUERY,
+        cursor: CURSOR_QUERY,
+      },
     },
     responses: { 200: { description: 'A page of events', body: EventList } },
     async handler(ctx, { query }) {
@@ -83,7 +100,8 @@ export const eventsRoutes = defineRoutes([
     path: '/events/:id/deliveries',
     operationId: 'listEventDeliveries',
     summary: "List an event's deliveries",
-    description: 'Every delivery of the event (one per endpoint, and each redelivery), newest first, with its status, attempts and the last response status.',
+    description:
+      'Every delivery of the event (one per endpoint, and each redelivery), newest first, with its status, attempts and the last response status.',
     tag: 'Events',
     scope: 'read',
     params: { id: EVENT_ID },

@@ -18,7 +18,18 @@ import { apiDocument, type OpenApiDocument } from '../openapi/document';
  * merchant pipeline (no key); V1_GROUPS pass it first.
  */
 export const V1_PUBLIC: RouteGroup[] = [referenceRoutes(() => V1_ROUTES)];
-export const V1_GROUPS: RouteGroup[] = [balanceRoutes, paymentsRoutes, paymentLinksRoutes, refundsRoutes, payoutsRoutes, eventsRoutes, settlementsRoutes, phoneNumbersRoutes, availabilityRoutes, reportsRoutes];
+export const V1_GROUPS: RouteGroup[] = [
+  balanceRoutes,
+  paymentsRoutes,
+  paymentLinksRoutes,
+  refundsRoutes,
+  payoutsRoutes,
+  eventsRoutes,
+  settlementsRoutes,
+  phoneNumbersRoutes,
+  availabilityRoutes,
+  reportsRoutes,
+];
 
 /** Every /v1 route, in the order the document lists them. */
 export const V1_ROUTES: readonly RouteSpec[] = [...V1_GROUPS, ...V1_PUBLIC].flatMap((g) => g.routes);

@@ -3,28 +3,41 @@ import { closedObject, component, defineRoutes, route } from '../routeTable';
 import { CURRENCY, ENVIRONMENT, idOf, METADATA, MINOR_UNITS, nullable, pageOf, UNIX_SECONDS } from '../openapi/schemas';
 import { idempotentWrite } from '../pipeline/idempotency';
 import { createPaymentLink, deactivatePaymentLink, getPaymentLink, listPaymentLinks } from '../../shared/links/service';
-import { createPaymentLinkSchema, LINK_METHODS, listPaymentLinksSchema, type CreatePaymentLinkInput, type ListPaymentLinksQuery } from '../../shared/links/schemas';
+import {
+  createPaymentLinkSchema,
+  LINK_METHODS,
+  listPaymentLinksSchema,
+  type CreatePaymentLinkInput,
+  type ListPaymentLinksQuery,
+} from '../../shared/links/schemas';
 
 /** The payment_link object (decisions.md "Payment links"). */
-export const PaymentLink = component('PaymentLink', closedObject({
-  id: idOf('paymentLink'),
-  object: { const: 'payment_link' },
-  url: { type: 'string', format: 'uri', description: 'The hosted page to send the client: `{base_url}/pay/{id}`' },
-  active: { type: 'boolean', description: 'Whether it takes payments now: false once deactivated, expired, or (single use) once a payment through it succeeded' },
-  environment: ENVIRONMENT,
-  currency: CURRENCY,
-  amount: nullable({ ...MINOR_UNITS, description: 'The amount to pay; null: the client types it' }),
-  min_amount: nullable(MINOR_UNITS),
-  max_amount: nullable(MINOR_UNITS),
-  description: { type: 'string' },
-  methods: { type: 'array', items: { type: 'string', enum: LINK_METHODS } },
-  single_use: { type: 'boolean' },
-  expires_at: nullable(UNIX_SECONDS),
-  return_url: nullable({ type: 'string', format: 'uri' }),
-  metadata: METADATA,
-  created: UNIX_SECONDS,
-  deactivated: nullable({ ...UNIX_SECONDS, description: 'When it was deactivated' }),
-}));
+export const PaymentLink = component(
+  'PaymentLink',
+  closedObject({
+    id: idOf('paymentLink'),
+    object: { const: 'payment_link' },
+    url: { type: 'string', format: 'uri', description: 'The hosted page to send the client: `{base_url}/pay/{id}`' },
+    active: {
+      type: 'boolean',
+      description:
+        'Whether it takes payments now: false once deactivated, expired, or (single use) once a payment through it succeeded',
+    },
+    environment: ENVIRONMENT,
+    currency: CURRENCY,
+    amount: nullable({ ...MINOR_UNITS, description: 'The amount to pay; null: the client types it' }),
+    min_amount: nullable(MINOR_UNITS),
+    max_amount: nullable(MINOR_UNITS),
+    description: { type: 'string' },
+    methods: { type: 'array', items: { type: 'string', enum: LINK_METHODS } },
+    single_use: { type: 'boolean' },
+    expires_at: nullable(UNIX_SECONDS),
+    return_url: nullable({ type: 'string', format: 'uri' }),
+    metadata: METADATA,
+    created: UNIX_SECONDS,
+    deactivated: nullable({ ...UNIX_SECONDS, description: 'When it was deactivated' }),
+  }),
+);
 
 export const PaymentLinkList = pageOf('PaymentLinkList', PaymentLink);
 
@@ -42,14 +55,22 @@ export const paymentLinksRoutes = defineRoutes([
     operationId: 'createPaymentLink',
     summary: 'Create a payment link',
     description:
-      'A link to the hosted page `/pay/{id}`, where the client pays by mobile money or card. Each payment through it is an ordinary payment (fees, limits, events) with `payment_link` set and the reference `<link id>-<n>`. Without `amount` the client types it, within `min_amount` and `max_amount` and the merchant\'s limits.',
+      "A link to the hosted page `/pay/{id}`, where the client pays by mobile money or card. Each payment through it is an ordinary payment (fees, limits, events) with `payment_link` set and the reference `<link id>-<n>`. Without `amount` the client types it, within `min_amount` and `max_amount` and the merchant's limits.",
     tag: 'Payment links',
     scope: 'payments',
     body: component('CreatePaymentLink', {
       ...createPaymentLinkSchema,
       examples: [
         { amount: 2500, currency: 'USD', description: 'Robe wax' },
-        { currency: 'CDF', description: 'Don', min_amount: 100000, max_amount: 5000000, methods: ['mobile_money'], single_use: true, return_url: 'https://shop.example.cd/merci' },
+        {
+          currency: 'CDF',
+          description: 'Don',
+          min_amount: 100000,
+          max_amount: 5000000,
+          methods: ['mobile_money'],
+          single_use: true,
+          return_url: 'https://shop.example.cd/merci',
+        },
       ],
     }),
     idempotencyKey: 'required',
@@ -58,7 +79,12 @@ export const paymentLinksRoutes = defineRoutes([
     errors: ['request-replayed'],
     async handler(ctx, { body }) {
       const { db, outbox, config, clock } = ctx.services;
-      ctx.body = await createPaymentLink({ db, outbox, config, clock, log: ctx.state.log }, callerOf(ctx), body, idempotentWrite(ctx, 201)!);
+      ctx.body = await createPaymentLink(
+        { db, outbox, config, clock, log: ctx.state.log },
+        callerOf(ctx),
+        body,
+        idempotentWrite(ctx, 201)!,
+      );
       ctx.status = 201;
     },
   }),
@@ -96,7 +122,8 @@ export const paymentLinksRoutes = defineRoutes([
     path: '/payment_links/:id/deactivate',
     operationId: 'deactivatePaymentLink',
     summary: 'Deactivate a payment link',
-    description: 'The link takes no more payments; those already open go on to their end. Deactivating a deactivated link answers it as it is; an expired or used-up link answers 410 `link-inactive`.',
+    description:
+      'The link takes no more payments; those already open go on to their end. Deactivating a deactivated link answers it as it is; an expired or used-up link answers 410 `link-inactive`.',
     tag: 'Payment links',
     scope: 'payments',
     params: { id: LINK_ID },

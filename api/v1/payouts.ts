@@ -4,30 +4,38 @@ import { CURRENCY, ENVIRONMENT, idOf, METADATA, MINOR_UNITS, nullable, pageOf, U
 import { createPayout } from '../../shared/payouts/create';
 import { idempotentWrite } from '../pipeline/idempotency';
 import { getPayout, listPayouts } from '../../shared/payouts/read';
-import { createPayoutSchema, listPayoutsSchema, type ListPayoutsQuery, type PayoutInput } from '../../shared/payouts/schemas';
+import {
+  createPayoutSchema,
+  listPayoutsSchema,
+  type ListPayoutsQuery,
+  type PayoutInput,
+} from '../../shared/payouts/schemas';
 import { payoutMachine } from '../../shared/operations/machines';
 import { OPERATORS } from '../../shared/vocabulary';
 
 /** The payout object (docs/decisions.md Payouts). */
-export const Payout = component('Payout', closedObject({
-  id: idOf('payout'),
-  object: { const: 'payout' },
-  status: { type: 'string', enum: payoutMachine.statuses },
-  amount: MINOR_UNITS,
-  fee: MINOR_UNITS,
-  currency: CURRENCY,
-  method: { const: 'mobile_money' },
-  operator: { type: 'string', enum: OPERATORS },
-  phone: { type: 'string', description: 'MSISDN: 243 and 9 digits' },
-  reference: { type: 'string' },
-  description: nullable({ type: 'string' }),
-  environment: ENVIRONMENT,
-  failure_code: nullable({ type: 'string' }),
-  failure_message: nullable({ type: 'string' }),
-  created: UNIX_SECONDS,
-  completed: nullable(UNIX_SECONDS),
-  metadata: METADATA,
-}));
+export const Payout = component(
+  'Payout',
+  closedObject({
+    id: idOf('payout'),
+    object: { const: 'payout' },
+    status: { type: 'string', enum: payoutMachine.statuses },
+    amount: MINOR_UNITS,
+    fee: MINOR_UNITS,
+    currency: CURRENCY,
+    method: { const: 'mobile_money' },
+    operator: { type: 'string', enum: OPERATORS },
+    phone: { type: 'string', description: 'MSISDN: 243 and 9 digits' },
+    reference: { type: 'string' },
+    description: nullable({ type: 'string' }),
+    environment: ENVIRONMENT,
+    failure_code: nullable({ type: 'string' }),
+    failure_message: nullable({ type: 'string' }),
+    created: UNIX_SECONDS,
+    completed: nullable(UNIX_SECONDS),
+    metadata: METADATA,
+  }),
+);
 
 export const PayoutList = pageOf('PayoutList', Payout);
 
@@ -38,20 +46,42 @@ export const payoutsRoutes = defineRoutes([
     path: '/payouts',
     operationId: 'createPayout',
     summary: 'Pay out to a mobile-money wallet',
-    description: 'amount + fee is taken from balance.available at once and given back if the payout fails. Outcome by webhook (`payout.succeeded`, `payout.failed`).',
+    description:
+      'amount + fee is taken from balance.available at once and given back if the payout fails. Outcome by webhook (`payout.succeeded`, `payout.failed`).',
     tag: 'Payouts',
     scope: 'full',
     body: component('CreatePayout', {
       ...createPayoutSchema,
-      examples: [{ amount: 10000, currency: 'CDF', operator: 'airtel', phone: '243990000001', reference: 'payout-77', description: 'Seller payout' }],
+      examples: [
+        {
+          amount: 10000,
+          currency: 'CDF',
+          operator: 'airtel',
+          phone: '243990000001',
+          reference: 'payout-77',
+          description: 'Seller payout',
+        },
+      ],
     }),
     idempotencyKey: 'required',
     responses: { 201: { description: 'The payout', body: Payout } },
-    errors: ['operator-mismatch', 'reference-conflict', 'insufficient-balance', 'operator-unavailable', 'amount-not-supported'],
+    errors: [
+      'operator-mismatch',
+      'reference-conflict',
+      'insufficient-balance',
+      'operator-unavailable',
+      'amount-not-supported',
+    ],
     async handler(ctx, { body }) {
       const { db, outbox, caches, config, clock } = ctx.services;
       const providerWindowMs = config.providerWindowMs[callerOf(ctx).environment];
-      ctx.body = await createPayout({ db, outbox, caches, clock, log: ctx.state.log, providerWindowMs, providers: ctx.services.providers }, callerOf(ctx), body, ctx.state.requestId, idempotentWrite(ctx, 201));
+      ctx.body = await createPayout(
+        { db, outbox, caches, clock, log: ctx.state.log, providerWindowMs, providers: ctx.services.providers },
+        callerOf(ctx),
+        body,
+        ctx.state.requestId,
+        idempotentWrite(ctx, 201),
+      );
       ctx.status = 201;
     },
   }),

@@ -5,12 +5,15 @@ import { OPERATORS } from '../../shared/vocabulary';
 import { refuseQuery } from '../query';
 
 /** The phone_number object (docs/decisions.md "Integrator's kit"). */
-export const PhoneNumber = component('PhoneNumber', closedObject({
-  object: { const: 'phone_number' },
-  input: { type: 'string', description: 'The number as given' },
-  msisdn: { type: 'string', pattern: '^243[0-9]{9}$', description: 'The `phone` form: 243 and 9 digits' },
-  operator: { type: 'string', enum: OPERATORS, description: 'The operator its prefix belongs to' },
-}));
+export const PhoneNumber = component(
+  'PhoneNumber',
+  closedObject({
+    object: { const: 'phone_number' },
+    input: { type: 'string', description: 'The number as given' },
+    msisdn: { type: 'string', pattern: '^243[0-9]{9}$', description: 'The `phone` form: 243 and 9 digits' },
+    operator: { type: 'string', enum: OPERATORS, description: 'The operator its prefix belongs to' },
+  }),
+);
 
 /** Number lookup (docs/decisions.md "Integrator's kit"): what people type, as the MSISDN and its operator. */
 export const phoneNumbersRoutes = defineRoutes([

@@ -17,19 +17,22 @@ const refundSchema = {
 } as const;
 
 /** The refund object (spec 2.3, plus the failure fields). */
-export const Refund = component('Refund', closedObject({
-  id: idOf('refund'),
-  object: { const: 'refund' },
-  transaction_id: idOf('payment', 'The refunded payment'),
-  amount: MINOR_UNITS,
-  currency: CURRENCY,
-  reason: nullable({ type: 'string' }),
-  status: { type: 'string', enum: refundMachine.statuses },
-  failure_code: nullable({ type: 'string' }),
-  failure_message: nullable({ type: 'string' }),
-  created: UNIX_SECONDS,
-  completed: nullable(UNIX_SECONDS),
-}));
+export const Refund = component(
+  'Refund',
+  closedObject({
+    id: idOf('refund'),
+    object: { const: 'refund' },
+    transaction_id: idOf('payment', 'The refunded payment'),
+    amount: MINOR_UNITS,
+    currency: CURRENCY,
+    reason: nullable({ type: 'string' }),
+    status: { type: 'string', enum: refundMachine.statuses },
+    failure_code: nullable({ type: 'string' }),
+    failure_message: nullable({ type: 'string' }),
+    created: UNIX_SECONDS,
+    completed: nullable(UNIX_SECONDS),
+  }),
+);
 
 export const RefundList = listOf('RefundList', Refund);
 
@@ -48,11 +51,26 @@ export const refundsRoutes = defineRoutes([
     body: component('CreateRefund', { ...refundSchema, examples: [{ amount: 500, reason: 'Item out of stock' }, {}] }),
     idempotencyKey: 'optional',
     responses: { 201: { description: 'The refund, `pending` until the provider answers', body: Refund } },
-    errors: ['refund-exceeds-refundable', 'payment-not-refundable', 'card-refund-not-supported', 'insufficient-balance', 'operator-unavailable', 'amount-not-supported', 'partial-refund-not-supported'],
+    errors: [
+      'refund-exceeds-refundable',
+      'payment-not-refundable',
+      'card-refund-not-supported',
+      'insufficient-balance',
+      'operator-unavailable',
+      'amount-not-supported',
+      'partial-refund-not-supported',
+    ],
     async handler(ctx, { body }) {
       const { db, outbox, caches, config, clock } = ctx.services;
       const providerWindowMs = config.providerWindowMs[callerOf(ctx).environment];
-      ctx.body = await createRefund({ db, outbox, caches, clock, log: ctx.state.log, providerWindowMs, providers: ctx.services.providers }, callerOf(ctx), ctx.params.id, body, ctx.state.requestId, idempotentWrite(ctx, 201));
+      ctx.body = await createRefund(
+        { db, outbox, caches, clock, log: ctx.state.log, providerWindowMs, providers: ctx.services.providers },
+        callerOf(ctx),
+        ctx.params.id,
+        body,
+        ctx.state.requestId,
+        idempotentWrite(ctx, 201),
+      );
       ctx.status = 201;
     },
   }),

@@ -14,7 +14,10 @@ export const reportsRoutes = defineRoutes([
     description: `The ledger lines of the key's environment created from \`from\` (included) to \`to\` (excluded), oldest first, streamed as CSV with a header line: \`${CSV_COLUMNS.join(',')}\`. At most 31 days (${MAX_REPORT_SECONDS} s) at once. Text fields that a spreadsheet would read as a formula start with an apostrophe.`,
     tag: 'Balance and settlements',
     scope: 'read',
-    query: closedObject({ from: UNIX_QUERY, to: { ...UNIX_QUERY, description: 'Unix seconds, after `from`, at most 31 days later' } }),
+    query: closedObject({
+      from: UNIX_QUERY,
+      to: { ...UNIX_QUERY, description: 'Unix seconds, after `from`, at most 31 days later' },
+    }),
     responses: { 200: { description: 'The CSV file', contentType: 'text/csv', body: { type: 'string' } } },
     errors: ['validation-failed'],
     async handler(ctx) {

@@ -22,7 +22,6 @@ function templateName(): string {
 
 const admin = () => createDb(`${SERVER_URL}/postgres`, 1);
 
-
 /** Creates the template if missing (under an advisory lock: several runs may start together). */
 export async function prepareTemplate(): Promise<string> {
   const name = templateName();
@@ -90,8 +89,14 @@ export async function createTestDatabase(): Promise<{ name: string; url: string;
 
 /** Resolves once `n` statements on this test database wait on a lock (e.g. one request waiting for another's key). */
 export async function waitingOnLocks(db: Db, n: number, timeoutMs = 10_000): Promise<void> {
-  await eventually(async () => {
-    const { rows } = await db.raw(`select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`);
-    return rows[0].n >= n;
-  }, timeoutMs, 20);
+  await eventually(
+    async () => {
+      const { rows } = await db.raw(
+        `select count(*)::int as n from pg_stat_activity where datname = current_database() and wait_event_type = 'Lock'`,
+      );
+      return rows[0].n >= n;
+    },
+    timeoutMs,
+    20,
+  );
 }

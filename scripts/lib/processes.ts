@@ -51,10 +51,11 @@ export function startProcess(entry: string, env: Record<string, string>): Runnin
       }
       lines.push(line);
       if (process.env.TEST_PROCESS_LOGS) process.stderr.write(`[${path.basename(path.dirname(entry))}] ${text}\n`);
-      for (const w of [...waiters]) if (w.pred(line)) {
-        waiters.splice(waiters.indexOf(w), 1);
-        w.resolve(line);
-      }
+      for (const w of [...waiters])
+        if (w.pred(line)) {
+          waiters.splice(waiters.indexOf(w), 1);
+          w.resolve(line);
+        }
     }
   };
   child.stdout.on('data', onData);
@@ -69,7 +70,13 @@ export function startProcess(entry: string, env: Record<string, string>): Runnin
       const found = lines.find(pred);
       if (found) return Promise.resolve(found);
       return new Promise((resolve, reject) => {
-        const t = setTimeout(() => reject(new Error(`timed out waiting for a log line of ${entry}; last lines: ${JSON.stringify(lines.slice(-5))}`)), timeoutMs);
+        const t = setTimeout(
+          () =>
+            reject(
+              new Error(`timed out waiting for a log line of ${entry}; last lines: ${JSON.stringify(lines.slice(-5))}`),
+            ),
+          timeoutMs,
+        );
         waiters.push({ pred, resolve: (l) => (clearTimeout(t), resolve(l)) });
         void exited.then(() => {
           clearTimeout(t);
@@ -89,7 +96,11 @@ export function startProcess(entry: string, env: Record<string, string>): Runnin
 }
 
 /** Polls `fn` until it returns a truthy value. */
-export async function eventually<T>(fn: () => Promise<T | undefined | null | false>, timeoutMs = 10_000, everyMs = 50): Promise<T> {
+export async function eventually<T>(
+  fn: () => Promise<T | undefined | null | false>,
+  timeoutMs = 10_000,
+  everyMs = 50,
+): Promise<T> {
   const deadline = Date.now() + timeoutMs;
   let last: unknown;
   for (;;) {
@@ -99,7 +110,8 @@ export async function eventually<T>(fn: () => Promise<T | undefined | null | fal
     } catch (err) {
       last = err;
     }
-    if (Date.now() > deadline) throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
+    if (Date.now() > deadline)
+      throw new Error(`condition not met within ${timeoutMs} ms${last ? `: ${(last as Error).message}` : ''}`);
     await new Promise((r) => setTimeout(r, everyMs));
   }
 }

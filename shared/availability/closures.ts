@@ -32,7 +32,11 @@ export function closures(deps: ClosureDeps): Promise<Set<string>> {
 /** 422 `operator-unavailable` when the operator's direction is in `closed` (from `closures`). */
 export function refuseClosed(closed: Set<string>, operator: Operator, direction: Direction): void {
   if (closed.has(keyOf(operator, direction))) {
-    throw new Unprocessable('operator-unavailable', `${operator} is closed for ${direction}s for now (GET /v1/availability shows when it opens again)`, 'operator');
+    throw new Unprocessable(
+      'operator-unavailable',
+      `${operator} is closed for ${direction}s for now (GET /v1/availability shows when it opens again)`,
+      'operator',
+    );
   }
 }
 
@@ -41,10 +45,15 @@ export async function refuseIfClosed(deps: ClosureDeps, operator: Operator, dire
 }
 
 /** Closes (`closed`) or opens (`operational`) some directions of an operator. */
-export async function setClosures({ db, caches }: { db: Db; caches: Caches }, operator: Operator, change: Partial<Record<Direction, 'closed' | 'operational'>>): Promise<void> {
+export async function setClosures(
+  { db, caches }: { db: Db; caches: Caches },
+  operator: Operator,
+  change: Partial<Record<Direction, 'closed' | 'operational'>>,
+): Promise<void> {
   await db.transaction(async (trx) => {
     for (const [direction, state] of Object.entries(change) as [Direction, 'closed' | 'operational'][]) {
-      if (state === 'closed') await OperatorClosure.query(trx).insert({ operator, direction }).onConflict(['operator', 'direction']).ignore();
+      if (state === 'closed')
+        await OperatorClosure.query(trx).insert({ operator, direction }).onConflict(['operator', 'direction']).ignore();
       else await OperatorClosure.query(trx).findById([operator, direction]).delete();
     }
   });

@@ -20,14 +20,20 @@ import type { Connector, ProviderAvailability } from '../providers/connector';
 const PROVIDER_WORD_MS = 500;
 
 /** What each routed connector says of the directions it serves, by operator/direction; nothing when it is slow or fails. */
-async function providersWord(providers: Pick<ProviderRegistry, 'route'>, environment: Environment, operators: Operator[]): Promise<Map<string, AvailabilityStatus>> {
+async function providersWord(
+  providers: Pick<ProviderRegistry, 'route'>,
+  environment: Environment,
+  operators: Operator[],
+): Promise<Map<string, AvailabilityStatus>> {
   const word = new Map<string, AvailabilityStatus>();
   const asked = new Map<Connector, Promise<ProviderAvailability>>();
   for (const operator of operators) {
     for (const direction of DIRECTIONS) {
       const c = providers.route(environment, operator, direction);
       if (c?.availability && !asked.has(c)) {
-        const timeout = new Promise<ProviderAvailability>((resolve) => setTimeout(() => resolve({}), PROVIDER_WORD_MS).unref());
+        const timeout = new Promise<ProviderAvailability>((resolve) =>
+          setTimeout(() => resolve({}), PROVIDER_WORD_MS).unref(),
+        );
         asked.set(c, Promise.race([c.availability().catch(() => ({})), timeout]));
       }
     }
@@ -37,7 +43,8 @@ async function providersWord(providers: Pick<ProviderRegistry, 'route'>, environ
     for (const operator of operators) {
       for (const direction of DIRECTIONS) {
         const status = by[operator]?.[direction];
-        if (status && providers.route(environment, operator, direction) === c) word.set(`${operator}/${direction}`, status);
+        if (status && providers.route(environment, operator, direction) === c)
+          word.set(`${operator}/${direction}`, status);
       }
     }
   }
@@ -70,7 +77,12 @@ export async function operatorAvailability(
       .where('bucket', '>', new Date(now - config.windowMs))
       .where('bucket', '<=', new Date(now))
       .groupBy('operator', 'direction')
-      .select('operator', 'direction', raw('sum(calls)::int as calls'), raw('sum(failures + slow)::int as bad')) as unknown as Promise<Recent[]>,
+      .select(
+        'operator',
+        'direction',
+        raw('sum(calls)::int as calls'),
+        raw('sum(failures + slow)::int as bad'),
+      ) as unknown as Promise<Recent[]>,
   ]);
   const byKey = new Map(recent.map((r) => [`${r.operator}/${r.direction}`, r]));
   return operators.map((operator) => {
@@ -78,8 +90,10 @@ export async function operatorAvailability(
     for (const direction of DIRECTIONS) {
       const key = `${operator}/${direction}`;
       const said = word.get(key);
-      if (closed.has(key) || !providers.route(environment, operator, direction) || said === 'closed') row[direction] = 'closed';
-      else row[direction] = said === 'delayed' || isDelayed(byKey.get(key), config.minCalls) ? 'delayed' : 'operational';
+      if (closed.has(key) || !providers.route(environment, operator, direction) || said === 'closed')
+        row[direction] = 'closed';
+      else
+        row[direction] = said === 'delayed' || isDelayed(byKey.get(key), config.minCalls) ? 'delayed' : 'operational';
     }
     return row;
   });

@@ -29,19 +29,35 @@ export async function findCheckout(db: Executor, id: string): Promise<CheckoutPa
 }
 
 /** The vault and acquirer of a payment's environment (null: live cards not configured). */
-export const cardEndpoints = (config: Config, environment: Environment): CardEndpoints | null => (environment === 'test' ? config.cards.sandbox : config.cards.live);
+export const cardEndpoints = (config: Config, environment: Environment): CardEndpoints | null =>
+  environment === 'test' ? config.cards.sandbox : config.cards.live;
 
 /** The charge of this payment is under way: a token waits for the job, or the acquirer has answered. */
 export const charging = (p: PaymentRow) => p.status === 'pending' && (p.checkout_token !== null || p.sent_at !== null);
 
 /** POST /checkout/{id}/pay: stores the token with the charge job under the row lock; 409 once not payable, or while a token is charged. */
-export async function acceptToken(deps: TransactDeps, id: string, token: string, now: number, requestId?: string): Promise<void> {
+export async function acceptToken(
+  deps: TransactDeps,
+  id: string,
+  token: string,
+  now: number,
+  requestId?: string,
+): Promise<void> {
   await transact(deps, async (trx, outbox) => {
     const p = await lockRow(trx, cardPaymentKind, id);
     if (!p) throw new NotFound('Payment');
-    if (p.status !== 'pending' || p.window_ends_at.getTime() <= now) throw new Conflict('payment-not-pending', `This payment is ${p.status === 'pending' ? 'expired' : p.status}: it can no longer be paid`);
+    if (p.status !== 'pending' || p.window_ends_at.getTime() <= now)
+      throw new Conflict(
+        'payment-not-pending',
+        `This payment is ${p.status === 'pending' ? 'expired' : p.status}: it can no longer be paid`,
+      );
     if (charging(p)) throw new Conflict('payment-in-progress', 'A card is already being charged for this payment');
-    await writeColumns(trx, cardPaymentKind, [{ row: p, patch: { checkout_token: token, checkout_error: null, updated_at: new Date(now) } as Partial<PaymentRow> }]);
+    await writeColumns(trx, cardPaymentKind, [
+      {
+        row: p,
+        patch: { checkout_token: token, checkout_error: null, updated_at: new Date(now) } as Partial<PaymentRow>,
+      },
+    ]);
     await outbox.add(QUEUES.cardCharge, 'charge', { paymentId: id, requestId });
   });
 }
@@ -54,6 +70,7 @@ export async function acceptToken(deps: TransactDeps, id: string, token: string,
 export async function challengeReturned(db: Executor, p: CheckoutPayment, now: number): Promise<boolean> {
   if (p.challenge_url === null) return false;
   // a row that has moved on from the challenge needs no ask brought forward
-  if (p.status === 'processing' && p.window_ends_at.getTime() > now) await writeColumns(db, cardPaymentKind, [{ row: p, patch: { window_ends_at: new Date(now) } }]);
+  if (p.status === 'processing' && p.window_ends_at.getTime() > now)
+    await writeColumns(db, cardPaymentKind, [{ row: p, patch: { window_ends_at: new Date(now) } }]);
   return true;
 }

@@ -16,7 +16,11 @@ export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
  * `pending` until its callback; 3-D Secure is `processing`; declined is `failed`. A refused token
  * changes nothing but `checkout_error`: the client may try again.
  */
-export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardAcquirer> = defineKind<PaymentRow, CardPaymentStatus, CardAcquirer>(
+export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardAcquirer> = defineKind<
+  PaymentRow,
+  CardPaymentStatus,
+  CardAcquirer
+>(
   {
     name: 'card_payment',
     idKind: 'payment',
@@ -30,18 +34,41 @@ export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardA
     sendable: (p, now) => p.status === 'pending' && p.checkout_token !== null && p.window_ends_at.getTime() > now,
     // no token posted, none being charged, no charge answered: the acquirer cannot have charged it
     neverSent: (p) => p.status === 'pending' && p.checkout_token === null && p.sent_at === null,
-    request: (acquirer, p) => acquirer.charge({ paymentId: p.id, token: p.checkout_token!, amount: p.amount_charged, currency: p.currency, description: p.description }),
+    request: (acquirer, p) =>
+      acquirer.charge({
+        paymentId: p.id,
+        token: p.checkout_token!,
+        amount: p.amount_charged,
+        currency: p.currency,
+        description: p.description,
+      }),
     accepted(_p, answer, { config, now }) {
       const a = answer as ChargeAnswer;
       const charged: Partial<PaymentRow> = { checkout_token: null, checkout_error: null, card: a.card };
       if (a.outcome === 'challenge') {
         // the client now has the 3-D Secure window (default 10 minutes) to answer the issuer
-        return { trigger: 'start_3ds', details: { reason: '3ds-required' }, patch: { ...charged, challenge_url: a.challengeUrl, window_ends_at: new Date(now + config.cards.threeDsWindowMs) } };
+        return {
+          trigger: 'start_3ds',
+          details: { reason: '3ds-required' },
+          patch: {
+            ...charged,
+            challenge_url: a.challengeUrl,
+            window_ends_at: new Date(now + config.cards.threeDsWindowMs),
+          },
+        };
       }
-      if (a.outcome === 'declined') return { trigger: 'fail', details: { reason: 'card-declined', failureCode: a.failureCode, failureMessage: a.failureMessage }, patch: charged };
+      if (a.outcome === 'declined')
+        return {
+          trigger: 'fail',
+          details: { reason: 'card-declined', failureCode: a.failureCode, failureMessage: a.failureMessage },
+          patch: charged,
+        };
       return { trigger: 'sent', patch: charged };
     },
-    correctable: (_p, err) => ((TOKEN_ERRORS as readonly string[]).includes(err.code) ? { checkout_token: null, checkout_error: err.code } : null),
+    correctable: (_p, err) =>
+      (TOKEN_ERRORS as readonly string[]).includes(err.code)
+        ? { checkout_token: null, checkout_error: err.code }
+        : null,
     ...collectionPolicy,
   },
   PAYMENT_COLUMNS,

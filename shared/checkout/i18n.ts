@@ -113,7 +113,8 @@ export const LINK_TEXT = {
     mobileMoney: 'Mobile money',
     card: 'Carte bancaire',
     amountLabel: (currency: string) => `Montant (${currency})`,
-    amountHint: (min: string | null, max: string | null) => (min && max ? `Entre ${min} et ${max}` : min ? `Au moins ${min}` : max ? `Au plus ${max}` : ''),
+    amountHint: (min: string | null, max: string | null) =>
+      min && max ? `Entre ${min} et ${max}` : min ? `Au moins ${min}` : max ? `Au plus ${max}` : '',
     phoneLabel: 'Numéro de téléphone',
     phoneHint: 'Par exemple 081 234 5678 ou +243 81 234 5678',
     operatorLabel: 'Opérateur',
@@ -126,7 +127,8 @@ export const LINK_TEXT = {
     emailLabel: 'Adresse e-mail',
     payCard: 'Continuer vers le paiement par carte',
     confirmTitle: 'Confirmez sur votre téléphone',
-    confirmText: (phone: string) => `Une demande de paiement a été envoyée au ${phone}. Saisissez votre code secret sur le téléphone pour confirmer.`,
+    confirmText: (phone: string) =>
+      `Une demande de paiement a été envoyée au ${phone}. Saisissez votre code secret sur le téléphone pour confirmer.`,
     confirmWait: 'Cette page se met à jour toute seule.',
     preparing: 'Préparation du paiement…',
     succeeded: 'Paiement réussi',
@@ -142,7 +144,8 @@ export const LINK_TEXT = {
     tryAgain: 'Réessayer',
     failures: {
       'insufficient-funds': 'Le solde de votre compte mobile money est insuffisant. Aucun montant n’a été débité.',
-      'client-refused': 'Le paiement a été refusé sur le téléphone (code secret erroné ou demande refusée). Aucun montant n’a été débité.',
+      'client-refused':
+        'Le paiement a été refusé sur le téléphone (code secret erroné ou demande refusée). Aucun montant n’a été débité.',
       cancelled: 'Le paiement n’a pas été confirmé à temps sur le téléphone. Aucun montant n’a été débité.',
       other: 'L’opérateur n’a pas pu effectuer le paiement. Aucun montant n’a été débité.',
     },
@@ -167,12 +170,18 @@ export const LINK_TEXT = {
       method: 'Ce moyen de paiement n’est pas proposé pour ce lien.',
       expiredForm: 'Le formulaire a expiré. Vérifiez les informations puis validez à nouveau.',
       badForm: 'Le formulaire n’a pas pu être vérifié. Rechargez la page puis réessayez.',
-      phoneLimit: (minutes: number) => `Trop de demandes de paiement pour ce numéro : au plus 3 en 10 minutes. Réessayez dans ${minutes} min.`,
+      phoneLimit: (minutes: number) =>
+        `Trop de demandes de paiement pour ce numéro : au plus 3 en 10 minutes. Réessayez dans ${minutes} min.`,
       busy: (minutes: number) => `Trop de tentatives. Réessayez dans ${minutes} min.`,
       unavailable: 'Le service est momentanément indisponible. Réessayez dans un instant.',
       other: 'Le paiement n’a pas pu être créé. Réessayez.',
     },
-    operators: { vodacom: 'Vodacom M-Pesa', airtel: 'Airtel Money', orange: 'Orange Money', africell: 'Africell Afrimoney' },
+    operators: {
+      vodacom: 'Vodacom M-Pesa',
+      airtel: 'Airtel Money',
+      orange: 'Orange Money',
+      africell: 'Africell Afrimoney',
+    },
     otherLang: 'English',
   },
   en: {
@@ -182,7 +191,8 @@ export const LINK_TEXT = {
     mobileMoney: 'Mobile money',
     card: 'Card',
     amountLabel: (currency: string) => `Amount (${currency})`,
-    amountHint: (min: string | null, max: string | null) => (min && max ? `Between ${min} and ${max}` : min ? `At least ${min}` : max ? `At most ${max}` : ''),
+    amountHint: (min: string | null, max: string | null) =>
+      min && max ? `Between ${min} and ${max}` : min ? `At least ${min}` : max ? `At most ${max}` : '',
     phoneLabel: 'Phone number',
     phoneHint: 'For example 081 234 5678 or +243 81 234 5678',
     operatorLabel: 'Operator',
@@ -236,12 +246,18 @@ export const LINK_TEXT = {
       method: 'This payment method is not offered by this link.',
       expiredForm: 'The form expired. Check your details and submit again.',
       badForm: 'The form could not be checked. Reload the page and try again.',
-      phoneLimit: (minutes: number) => `Too many payment requests to this number: at most 3 in 10 minutes. Try again in ${minutes} min.`,
+      phoneLimit: (minutes: number) =>
+        `Too many payment requests to this number: at most 3 in 10 minutes. Try again in ${minutes} min.`,
       busy: (minutes: number) => `Too many attempts. Try again in ${minutes} min.`,
       unavailable: 'The service is briefly unavailable. Try again in a moment.',
       other: 'The payment could not be created. Try again.',
     },
-    operators: { vodacom: 'Vodacom M-Pesa', airtel: 'Airtel Money', orange: 'Orange Money', africell: 'Africell Afrimoney' },
+    operators: {
+      vodacom: 'Vodacom M-Pesa',
+      airtel: 'Airtel Money',
+      orange: 'Orange Money',
+      africell: 'Africell Afrimoney',
+    },
     otherLang: 'Français',
   },
 } as const;

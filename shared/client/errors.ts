@@ -24,7 +24,9 @@ export interface ErrorDetails {
 export interface PaymentsApiError extends Readonly<Omit<ErrorDetails, 'message'>> {}
 export class PaymentsApiError extends Error {
   constructor(d: ErrorDetails) {
-    super(`${d.status} ${d.code}: ${d.message}${d.param ? ` (param ${d.param})` : ''}${d.requestId ? ` [request ${d.requestId}]` : ''}`);
+    super(
+      `${d.status} ${d.code}: ${d.message}${d.param ? ` (param ${d.param})` : ''}${d.requestId ? ` [request ${d.requestId}]` : ''}`,
+    );
     const { message: _message, ...fields } = d;
     Object.assign(this, fields);
     this.name = new.target.name;
@@ -79,8 +81,15 @@ export function retryAfterSeconds(value: string | null, now = Date.now()): numbe
 }
 
 /** The typed error of a non-2xx answer. */
-export function errorFromResponse(res: { status: number; headers: Headers; body: unknown; text: string }): PaymentsApiError {
-  const e = (res.body as { error?: { code?: string; message?: string; param?: string; request_id?: string } } | undefined)?.error;
+export function errorFromResponse(res: {
+  status: number;
+  headers: Headers;
+  body: unknown;
+  text: string;
+}): PaymentsApiError {
+  const e = (
+    res.body as { error?: { code?: string; message?: string; param?: string; request_id?: string } } | undefined
+  )?.error;
   const Class = BY_STATUS[res.status] ?? (res.status >= 500 ? ServiceUnavailableError : PaymentsApiError);
   return new Class({
     status: res.status,

@@ -20,5 +20,13 @@ export {
   type ErrorCode,
 } from './errors';
 export * from './signing';
-export { verifyWebhook, webhookSignature, standardSignature, DEFAULT_TOLERANCE_SECONDS, type VerifyResult, type VerifyOptions, type WebhookHeaders } from './webhooks';
+export {
+  verifyWebhook,
+  webhookSignature,
+  standardSignature,
+  DEFAULT_TOLERANCE_SECONDS,
+  type VerifyResult,
+  type VerifyOptions,
+  type WebhookHeaders,
+} from './webhooks';
 export type { paths, components, operations } from './apiTypes';

@@ -34,7 +34,9 @@ export type CreateRefundParams = Schemas['CreateRefund'];
 export type CreatePayoutParams = Schemas['CreatePayout'];
 
 /** A list's query with `limit` as a number (the query string carries text). */
-type ListQuery<Op extends keyof operations> = Omit<NonNullable<operations[Op]['parameters']['query']>, 'limit'> & { limit?: number | string };
+type ListQuery<Op extends keyof operations> = Omit<NonNullable<operations[Op]['parameters']['query']>, 'limit'> & {
+  limit?: number | string;
+};
 export type ListPaymentsParams = ListQuery<'listPayments'>;
 export type ListPaymentLinksParams = ListQuery<'listPaymentLinks'>;
 export type ListPayoutsParams = ListQuery<'listPayouts'>;
@@ -69,7 +71,10 @@ export interface CallOptions {
 
 /** Yields every item of a cursor-paginated list, fetching pages as it goes. */
 export class ListIterator<T> implements AsyncIterable<T> {
-  constructor(private readonly fetchPage: (cursor: string | undefined) => Promise<Page<T>>, private readonly startCursor?: string) {}
+  constructor(
+    private readonly fetchPage: (cursor: string | undefined) => Promise<Page<T>>,
+    private readonly startCursor?: string,
+  ) {}
 
   /** One page (the first, or the one after `cursor`). */
   page(cursor = this.startCursor): Promise<Page<T>> {
@@ -99,7 +104,8 @@ export class ListIterator<T> implements AsyncIterable<T> {
 
 function queryString(query: Record<string, unknown> | undefined): string {
   const q = new URLSearchParams();
-  for (const [k, v] of Object.entries(query ?? {})) if (v !== undefined && v !== null) q.set(k, typeof v === 'string' ? v : JSON.stringify(v));
+  for (const [k, v] of Object.entries(query ?? {}))
+    if (v !== undefined && v !== null) q.set(k, typeof v === 'string' ? v : JSON.stringify(v));
   const s = q.toString();
   return s ? `?${s}` : '';
 }
@@ -119,14 +125,24 @@ export class PaymentsApi {
   constructor(opts: PaymentsApiOptions) {
     this.http = new ServiceClient(opts);
     const sleep = opts.sleep ?? ((ms) => new Promise<void>((resolve) => setTimeout(resolve, ms)));
-    this.retry = { maxRetries: opts.maxRetries ?? 3, baseDelayMs: opts.baseDelayMs ?? 500, maxDelayMs: opts.maxDelayMs ?? 30_000, sleep };
+    this.retry = {
+      maxRetries: opts.maxRetries ?? 3,
+      baseDelayMs: opts.baseDelayMs ?? 500,
+      maxDelayMs: opts.maxDelayMs ?? 30_000,
+      sleep,
+    };
   }
 
   /**
    * One API call: the same body bytes and Idempotency-Key on every attempt; a non-2xx answer throws
    * its typed error. `text`: the answer's text as it is (a CSV file) instead of its JSON.
    */
-  async call<T>(method: 'GET' | 'POST', path: string, body?: unknown, o: CallOptions & { text?: boolean } = {}): Promise<T> {
+  async call<T>(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    o: CallOptions & { text?: boolean } = {},
+  ): Promise<T> {
     const raw = body === undefined ? undefined : JSON.stringify(body);
     const idempotencyKey = method === 'POST' ? (o.idempotencyKey ?? randomUUID()) : undefined;
     const headers = o.requestId ? { 'X-Request-Id': o.requestId } : undefined;
@@ -161,7 +177,10 @@ export class PaymentsApi {
 
   private list<T>(path: string, query: Record<string, unknown> = {}): ListIterator<T> {
     const { cursor, ...rest } = query as { cursor?: string };
-    return new ListIterator<T>((c) => this.call<Page<T>>('GET', `${path}${queryString({ ...rest, cursor: c })}`), cursor);
+    return new ListIterator<T>(
+      (c) => this.call<Page<T>>('GET', `${path}${queryString({ ...rest, cursor: c })}`),
+      cursor,
+    );
   }
 
   readonly payments = {
@@ -173,16 +192,20 @@ export class PaymentsApi {
 
   /** Payment links: a hosted page (`url`) the client pays through; its payments carry `payment_link`. */
   readonly paymentLinks = {
-    create: (params: CreatePaymentLinkParams, o?: CallOptions) => this.call<PaymentLink>('POST', '/v1/payment_links', params, o),
+    create: (params: CreatePaymentLinkParams, o?: CallOptions) =>
+      this.call<PaymentLink>('POST', '/v1/payment_links', params, o),
     retrieve: (id: string) => this.call<PaymentLink>('GET', `/v1/payment_links/${seg(id)}`),
     list: (params: ListPaymentLinksParams = {}) => this.list<PaymentLink>('/v1/payment_links', params),
-    deactivate: (id: string, o?: CallOptions) => this.call<PaymentLink>('POST', `/v1/payment_links/${seg(id)}/deactivate`, undefined, o),
+    deactivate: (id: string, o?: CallOptions) =>
+      this.call<PaymentLink>('POST', `/v1/payment_links/${seg(id)}/deactivate`, undefined, o),
   };
 
   readonly refunds = {
     /** Whole (no amount) or partial; an Idempotency-Key is always sent, so a retry never refunds twice. */
-    create: (paymentId: string, params: CreateRefundParams = {}, o?: CallOptions) => this.call<Refund>('POST', `/v1/payments/${seg(paymentId)}/refund`, params, o),
-    list: (paymentId: string) => this.call<{ object: 'list'; data: Refund[] }>('GET', `/v1/payments/${seg(paymentId)}/refunds`),
+    create: (paymentId: string, params: CreateRefundParams = {}, o?: CallOptions) =>
+      this.call<Refund>('POST', `/v1/payments/${seg(paymentId)}/refund`, params, o),
+    list: (paymentId: string) =>
+      this.call<{ object: 'list'; data: Refund[] }>('GET', `/v1/payments/${seg(paymentId)}/refunds`),
   };
 
   readonly payouts = {
@@ -199,19 +222,23 @@ export class PaymentsApi {
     retrieve: (id: string) => this.call<Settlement>('GET', `/v1/settlements/${seg(id)}`),
     list: (params: ListSettlementsParams = {}) => this.list<Settlement>('/v1/settlements', params),
     /** The ledger lines a settlement covers, every page. */
-    transactions: (id: string, params: ListSettlementTransactionsParams = {}) => this.list<SettlementTransaction>(`/v1/settlements/${seg(id)}/transactions`, params),
+    transactions: (id: string, params: ListSettlementTransactionsParams = {}) =>
+      this.list<SettlementTransaction>(`/v1/settlements/${seg(id)}/transactions`, params),
   };
 
   readonly reports = {
     /** The CSV export of the ledger lines from `from` to `to` (Unix seconds, at most 31 days), as text with its header line. */
-    transactionsCsv: (params: ExportTransactionsParams) => this.call<string>('GET', `/v1/reports/transactions.csv${queryString(params)}`, undefined, { text: true }),
+    transactionsCsv: (params: ExportTransactionsParams) =>
+      this.call<string>('GET', `/v1/reports/transactions.csv${queryString(params)}`, undefined, { text: true }),
   };
 
   readonly events = {
     retrieve: (id: string) => this.call<Event>('GET', `/v1/events/${seg(id)}`),
     list: (params: ListEventsParams = {}) => this.list<Event>('/v1/events', params),
-    deliveries: (id: string) => this.call<{ object: 'list'; data: WebhookDelivery[] }>('GET', `/v1/events/${seg(id)}/deliveries`),
-    redeliver: (id: string, o?: CallOptions) => this.call<{ object: 'list'; data: WebhookDelivery[] }>('POST', `/v1/events/${seg(id)}/redeliver`, undefined, o),
+    deliveries: (id: string) =>
+      this.call<{ object: 'list'; data: WebhookDelivery[] }>('GET', `/v1/events/${seg(id)}/deliveries`),
+    redeliver: (id: string, o?: CallOptions) =>
+      this.call<{ object: 'list'; data: WebhookDelivery[] }>('POST', `/v1/events/${seg(id)}/redeliver`, undefined, o),
   };
 
   readonly availability = {

@@ -5,7 +5,13 @@ import { createHmac, randomUUID } from 'node:crypto';
  * lowercase hex HMAC-SHA256, keyed by the merchant secret, over
  * `<timestamp>.<METHOD>.<path>.<raw body>`.
  */
-export function signRequest(secret: string, timestamp: string, method: string, path: string, body: string | Buffer): string {
+export function signRequest(
+  secret: string,
+  timestamp: string,
+  method: string,
+  path: string,
+  body: string | Buffer,
+): string {
   return createHmac('sha256', secret)
     .update(`${timestamp}.${method.toUpperCase()}.${path}.`)
     .update(body)
@@ -46,7 +52,12 @@ export interface RequestOptions {
   omitHeaders?: string[];
 }
 
-export interface ClientResponse<T = any> { status: number; headers: Headers; text: string; body: T }
+export interface ClientResponse<T = any> {
+  status: number;
+  headers: Headers;
+  text: string;
+  body: T;
+}
 
 /** The spec signs POST, PATCH and DELETE; the service also requires it on PUT. */
 const SIGNED = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
@@ -74,7 +85,8 @@ export class ServiceClient {
     method = method.toUpperCase();
     const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.apiKey}` };
     let raw: string | Buffer | undefined;
-    if (o.body !== undefined) raw = typeof o.body === 'string' || Buffer.isBuffer(o.body) ? o.body : JSON.stringify(o.body);
+    if (o.body !== undefined)
+      raw = typeof o.body === 'string' || Buffer.isBuffer(o.body) ? o.body : JSON.stringify(o.body);
     // POST, PATCH and PUT are JSON even when empty (the service answers 415 to one without the type)
     if (raw !== undefined || JSON_METHODS.has(method)) headers['Content-Type'] = 'application/json';
     const path = pathWithQuery.split('?')[0];

@@ -41,8 +41,15 @@ export function standardSignature(secret: string, id: string, timestamp: number,
 }
 
 /** The `webhook-signature` header value: one entry per secret, space-separated. */
-export function standardSignatureHeader(secrets: string | string[], id: string, timestamp: number, rawBody: string | Buffer): string {
-  return (Array.isArray(secrets) ? secrets : [secrets]).map((s) => standardSignature(s, id, timestamp, rawBody)).join(' ');
+export function standardSignatureHeader(
+  secrets: string | string[],
+  id: string,
+  timestamp: number,
+  rawBody: string | Buffer,
+): string {
+  return (Array.isArray(secrets) ? secrets : [secrets])
+    .map((s) => standardSignature(s, id, timestamp, rawBody))
+    .join(' ');
 }
 
 export type VerifyResult =
@@ -70,7 +77,8 @@ function headerOf(headers: WebhookHeaders, name: string): string | undefined {
 /** A well-formed header's verdict: its time against the tolerance, then every pair of signatures, compared in constant time. */
 function verdict(timestamp: number, candidates: string[], expected: string[], opts: VerifyOptions): VerifyResult {
   const now = opts.now ?? Math.floor(Date.now() / 1000);
-  if (Math.abs(now - timestamp) > (opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS)) return { ok: false, reason: 'timestamp-outside-tolerance' };
+  if (Math.abs(now - timestamp) > (opts.toleranceSeconds ?? DEFAULT_TOLERANCE_SECONDS))
+    return { ok: false, reason: 'timestamp-outside-tolerance' };
   let matched = false;
   for (const e of expected) {
     const want = Buffer.from(e, 'utf8');
@@ -85,7 +93,12 @@ function verdict(timestamp: number, candidates: string[], expected: string[], op
 }
 
 /** `X-Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>]` (spec 6.4). */
-function verifyServiceSignature(rawBody: string | Buffer, value: string | undefined, secrets: string[], opts: VerifyOptions): VerifyResult {
+function verifyServiceSignature(
+  rawBody: string | Buffer,
+  value: string | undefined,
+  secrets: string[],
+  opts: VerifyOptions,
+): VerifyResult {
   if (!value || value.length > 1024) return { ok: false, reason: 'malformed-header' };
   let timestamp: number | undefined;
   const candidates: string[] = [];
@@ -97,19 +110,35 @@ function verifyServiceSignature(rawBody: string | Buffer, value: string | undefi
     else if (key === 'v1') candidates.push(val);
   }
   if (timestamp === undefined || candidates.length === 0) return { ok: false, reason: 'malformed-header' };
-  return verdict(timestamp, candidates, secrets.map((s) => webhookSignature(s, timestamp, rawBody)), opts);
+  return verdict(
+    timestamp,
+    candidates,
+    secrets.map((s) => webhookSignature(s, timestamp, rawBody)),
+    opts,
+  );
 }
 
 /** Standard Webhooks: `webhook-id`, `webhook-timestamp`, `webhook-signature: v1,<base64>[ v1,<base64>]`. */
-function verifyStandard(rawBody: string | Buffer, headers: WebhookHeaders, secrets: string[], opts: VerifyOptions): VerifyResult {
+function verifyStandard(
+  rawBody: string | Buffer,
+  headers: WebhookHeaders,
+  secrets: string[],
+  opts: VerifyOptions,
+): VerifyResult {
   const id = headerOf(headers, 'webhook-id');
   const ts = headerOf(headers, 'webhook-timestamp');
   const value = headerOf(headers, 'webhook-signature');
-  if (!id || !ts || !/^\d{1,12}$/.test(ts) || !value || value.length > 2048) return { ok: false, reason: 'malformed-header' };
+  if (!id || !ts || !/^\d{1,12}$/.test(ts) || !value || value.length > 2048)
+    return { ok: false, reason: 'malformed-header' };
   const timestamp = Number(ts);
   const candidates = value.split(' ').filter((e) => e.startsWith('v1,'));
   if (candidates.length === 0) return { ok: false, reason: 'malformed-header' };
-  return verdict(timestamp, candidates, secrets.map((s) => standardSignature(s, id, timestamp, rawBody)), opts);
+  return verdict(
+    timestamp,
+    candidates,
+    secrets.map((s) => standardSignature(s, id, timestamp, rawBody)),
+    opts,
+  );
 }
 
 /**

@@ -12,7 +12,16 @@ import { Model, type ModelClass } from 'objection';
 
 import type { AccountKind, Currency, Environment } from '../domain/ledger';
 import type { FeeRule } from '../domain/fees';
-import type { EventRow, OutboxMessage, PaymentLinkRow, PaymentRow, PayoutRow, RefundRow, SettlementRow, WebhookRow } from './rows';
+import type {
+  EventRow,
+  OutboxMessage,
+  PaymentLinkRow,
+  PaymentRow,
+  PayoutRow,
+  RefundRow,
+  SettlementRow,
+  WebhookRow,
+} from './rows';
 import type { InboxRow } from './sql/callbacks';
 import type { Direction } from '../vocabulary';
 
@@ -109,7 +118,9 @@ export interface StatusChangeRow {
 }
 
 /** The model of an operation kind's status history: its table, and `column`, the column naming the operation. */
-export type StatusHistory<C extends string = string> = ModelClass<Model & StatusChangeRow & Record<C, string>> & { readonly column: C };
+export type StatusHistory<C extends string = string> = ModelClass<Model & StatusChangeRow & Record<C, string>> & {
+  readonly column: C;
+};
 
 function statusHistory<C extends string>(tableName: string, column: C): StatusHistory<C> {
   return class extends Row {

@@ -15,8 +15,16 @@ export const DEFAULT_LIMIT = 20;
 export const MAX_LIMIT = 100;
 
 /** The `limit` and `cursor` query parameters of every list, as text (their range is checked by parseLimit / parseCursor). */
-export const LIMIT_QUERY = { type: 'string', pattern: '^[0-9]{1,3}$', description: 'Page size, 1 to 100 (default 20)' } as const;
-export const CURSOR_QUERY = { type: 'string', maxLength: 200, description: 'The `next_cursor` of the previous page' } as const;
+export const LIMIT_QUERY = {
+  type: 'string',
+  pattern: '^[0-9]{1,3}$',
+  description: 'Page size, 1 to 100 (default 20)',
+} as const;
+export const CURSOR_QUERY = {
+  type: 'string',
+  maxLength: 200,
+  description: 'The `next_cursor` of the previous page',
+} as const;
 
 export interface Cursor {
   created: number;
@@ -26,7 +34,8 @@ export interface Cursor {
 export function parseLimit(raw: string | undefined): number {
   if (raw === undefined) return DEFAULT_LIMIT;
   const n = /^[0-9]{1,3}$/.test(raw) ? Number(raw) : NaN;
-  if (!(n >= 1 && n <= MAX_LIMIT)) throw new ValidationFailed('limit', `limit must be an integer from 1 to ${MAX_LIMIT}`);
+  if (!(n >= 1 && n <= MAX_LIMIT))
+    throw new ValidationFailed('limit', `limit must be an integer from 1 to ${MAX_LIMIT}`);
   return n;
 }
 
@@ -39,7 +48,8 @@ export function parseCursor(raw: string | undefined, idPrefix: string): Cursor |
 export function cursorOf(raw: string | undefined, validId: (id: string) => boolean): Cursor | null {
   if (raw === undefined) return null;
   const m = /^([0-9]{1,12})(?:\.(.+))?$/.exec(raw);
-  if (!m || (m[2] !== undefined && !validId(m[2]))) throw new ValidationFailed('cursor', 'cursor must be the next_cursor of a previous page');
+  if (!m || (m[2] !== undefined && !validId(m[2])))
+    throw new ValidationFailed('cursor', 'cursor must be the next_cursor of a previous page');
   return { created: Number(m[1]), id: m[2] ?? null };
 }
 

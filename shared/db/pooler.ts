@@ -15,12 +15,18 @@ import { ConfigError } from '../config';
  */
 export async function checkPooler(databaseUrl: string, preparedStatements: boolean): Promise<void> {
   if (!preparedStatements) return;
-  const probe = new pg.Client({ connectionString: databaseUrl, statement_timeout: 60_000, connectionTimeoutMillis: 5000 });
+  const probe = new pg.Client({
+    connectionString: databaseUrl,
+    statement_timeout: 60_000,
+    connectionTimeoutMillis: 5000,
+  });
   try {
     await probe.connect();
   } catch (err) {
     if (!/unsupported startup parameter/i.test((err as Error).message)) throw err;
-    throw new ConfigError('DATABASE_URL reaches Postgres through PgBouncer (transaction pooling), which keeps no prepared statements: set DB_PREPARED_STATEMENTS=false');
+    throw new ConfigError(
+      'DATABASE_URL reaches Postgres through PgBouncer (transaction pooling), which keeps no prepared statements: set DB_PREPARED_STATEMENTS=false',
+    );
   } finally {
     await probe.end().catch(() => undefined);
   }

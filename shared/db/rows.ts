@@ -121,22 +121,75 @@ export interface OutboxMessage {
 
 /** Exactly the keys of a row type, as a list (a key missing from the list, or one too many, fails the type check). */
 type ColumnsOf<R> = readonly (keyof R & string)[];
-const columns = <R>() => <const C extends ColumnsOf<R>>(list: C & ([Exclude<keyof R, C[number]>] extends [never] ? unknown : never)) => list;
+const columns =
+  <R>() =>
+  <const C extends ColumnsOf<R>>(list: C & ([Exclude<keyof R, C[number]>] extends [never] ? unknown : never)) =>
+    list;
 
 const OPERATION_COLUMNS = [
-  'id', 'merchant_id', 'environment', 'status', 'currency', 'provider', 'provider_ref', 'failure_code', 'failure_message', 'version',
-  'completed', 'sent_at', 'window_ends_at', 'asked_at', 'asks', 'traceparent',
+  'id',
+  'merchant_id',
+  'environment',
+  'status',
+  'currency',
+  'provider',
+  'provider_ref',
+  'failure_code',
+  'failure_message',
+  'version',
+  'completed',
+  'sent_at',
+  'window_ends_at',
+  'asked_at',
+  'asks',
+  'traceparent',
 ] as const satisfies ColumnsOf<OperationRow>;
 
 /** The columns of each operation's table that a row of its type holds (the writer's: shared/db/sql/transitions.ts). */
 export const PAYMENT_COLUMNS = columns<PaymentRow>()([
-  ...OPERATION_COLUMNS, 'method', 'amount', 'amount_charged', 'amount_net', 'fee', 'fee_bearer', 'amount_refunded', 'reference', 'description',
-  'metadata', 'operator', 'phone', 'customer_email', 'customer_name', 'return_url', 'created', 'card', 'checkout_token', 'challenge_url', 'checkout_error',
+  ...OPERATION_COLUMNS,
+  'method',
+  'amount',
+  'amount_charged',
+  'amount_net',
+  'fee',
+  'fee_bearer',
+  'amount_refunded',
+  'reference',
+  'description',
+  'metadata',
+  'operator',
+  'phone',
+  'customer_email',
+  'customer_name',
+  'return_url',
+  'created',
+  'card',
+  'checkout_token',
+  'challenge_url',
+  'checkout_error',
   'payment_link',
 ]);
-export const REFUND_COLUMNS = columns<RefundRow>()([...OPERATION_COLUMNS, 'payment_id', 'amount', 'reason', 'operator', 'phone', 'created']);
+export const REFUND_COLUMNS = columns<RefundRow>()([
+  ...OPERATION_COLUMNS,
+  'payment_id',
+  'amount',
+  'reason',
+  'operator',
+  'phone',
+  'created',
+]);
 export const PAYOUT_COLUMNS = columns<PayoutRow>()([
-  ...OPERATION_COLUMNS, 'amount', 'fee', 'method', 'operator', 'phone', 'reference', 'description', 'metadata', 'created',
+  ...OPERATION_COLUMNS,
+  'amount',
+  'fee',
+  'method',
+  'operator',
+  'phone',
+  'reference',
+  'description',
+  'metadata',
+  'created',
 ]);
 
 /** A row of `payment_links` (decisions.md "Payment links"). */
@@ -223,4 +276,3 @@ export interface CallbackColumns {
   amount: number | string | null;
   currency: string | null;
 }
-

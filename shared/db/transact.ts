@@ -54,7 +54,10 @@ export async function transact<T>(deps: TransactDeps, fn: (trx: Trx, outbox: Out
       return result;
     } catch (err) {
       if (attempt >= ATTEMPTS || !isRetryable(err)) throw err;
-      deps.log?.warn({ attempt, code: (err as { code?: string }).code }, 'transaction lost a deadlock; running it again');
+      deps.log?.warn(
+        { attempt, code: (err as { code?: string }).code },
+        'transaction lost a deadlock; running it again',
+      );
       await new Promise((r) => setTimeout(r, 5 + Math.random() * 20 * attempt));
     }
   }

@@ -37,8 +37,10 @@ export function splitFees(amount: number, rule: FeeRule, bearer: FeeBearer) {
       ? { fee, amountCharged: amount, amountNet: amount - fee }
       : { fee, amountCharged: amount + fee, amountNet: amount };
   if (split.amountNet < 1) throw new FeeError('the amount does not cover the fee');
-  if (!Number.isSafeInteger(split.fee) || !Number.isSafeInteger(split.amountCharged)) throw new FeeError('the amount with its fee is too large');
+  if (!Number.isSafeInteger(split.fee) || !Number.isSafeInteger(split.amountCharged))
+    throw new FeeError('the amount with its fee is too large');
   // docs/decisions.md: every amount and fee is at most 10^12 minor units
-  if (split.fee > MAX_AMOUNT || split.amountCharged > MAX_AMOUNT) throw new FeeError(`the amount with its fee is above ${MAX_AMOUNT} minor units`);
+  if (split.fee > MAX_AMOUNT || split.amountCharged > MAX_AMOUNT)
+    throw new FeeError(`the amount with its fee is above ${MAX_AMOUNT} minor units`);
   return split;
 }

@@ -53,7 +53,8 @@ export function assertBalanced(p: Posting): void {
   if (p.entries.length < 2) throw new UnbalancedPosting(`${p.kind}: a posting needs at least two entries`);
   let sum = 0;
   for (const e of p.entries) {
-    if (!Number.isSafeInteger(e.amount) || e.amount === 0) throw new UnbalancedPosting(`${p.kind}: bad amount ${e.amount}`);
+    if (!Number.isSafeInteger(e.amount) || e.amount === 0)
+      throw new UnbalancedPosting(`${p.kind}: bad amount ${e.amount}`);
     sum += e.amount;
   }
   if (sum !== 0) throw new UnbalancedPosting(`${p.kind}: entries sum to ${sum}, not 0`);
@@ -71,12 +72,31 @@ export function normalise(p: Posting): Posting {
 }
 
 /** A merchant's posting of `kind` about one object, normalised. */
-function merchantPosting(kind: string, a: { referenceId: string; merchantId: string; environment: Environment; currency: Currency }, entries: Posting['entries']): Posting {
-  return normalise({ kind, referenceId: a.referenceId, environment: a.environment, currency: a.currency, merchantId: a.merchantId, entries });
+function merchantPosting(
+  kind: string,
+  a: { referenceId: string; merchantId: string; environment: Environment; currency: Currency },
+  entries: Posting['entries'],
+): Posting {
+  return normalise({
+    kind,
+    referenceId: a.referenceId,
+    environment: a.environment,
+    currency: a.currency,
+    merchantId: a.merchantId,
+    entries,
+  });
 }
 
 /** A succeeded payment: the provider holds amount_charged; the merchant gets net, the platform the fee. */
-export function paymentCredit(a: { paymentId: string; merchantId: string; environment: Environment; currency: Currency; amountCharged: number; amountNet: number; fee: number }): Posting {
+export function paymentCredit(a: {
+  paymentId: string;
+  merchantId: string;
+  environment: Environment;
+  currency: Currency;
+  amountCharged: number;
+  amountNet: number;
+  fee: number;
+}): Posting {
   return merchantPosting('payment_credit', { ...a, referenceId: a.paymentId }, [
     { account: providerClearing, amount: -a.amountCharged },
     { account: merchantAvailable(a.merchantId), amount: a.amountNet },
@@ -96,7 +116,11 @@ export interface Outgoing {
 }
 
 /** Posting kinds of the three steps of an outgoing movement (one posting per step and object). */
-export const outgoingKinds = (kind: OutgoingKind) => ({ debit: `${kind}_debit`, deliver: `${kind}_deliver`, return: `${kind}_return` });
+export const outgoingKinds = (kind: OutgoingKind) => ({
+  debit: `${kind}_debit`,
+  deliver: `${kind}_deliver`,
+  return: `${kind}_return`,
+});
 
 /** At creation: amount + fee leave available and wait in transit. */
 export function outgoingDebit(kind: OutgoingKind, a: Outgoing): Posting {

@@ -38,7 +38,8 @@ export class PhoneNumberProblem extends Error {}
  * PhoneNumberProblem with the reason otherwise.
  */
 export function lookupPhoneNumber(input: string): { msisdn: string; operator: Operator } {
-  if (input.length > MAX_TYPED_LENGTH) throw new PhoneNumberProblem(`number must be at most ${MAX_TYPED_LENGTH} characters`);
+  if (input.length > MAX_TYPED_LENGTH)
+    throw new PhoneNumberProblem(`number must be at most ${MAX_TYPED_LENGTH} characters`);
   const compact = input.replace(/[\s.\-()[\]]/g, '');
   if (!/^\+?[0-9]+$/.test(compact)) {
     throw new PhoneNumberProblem('number may hold only digits, a leading +, spaces, dots, dashes and brackets');
@@ -46,10 +47,15 @@ export function lookupPhoneNumber(input: string): { msisdn: string; operator: Op
   const national = /^(?:\+243|00243|243)([0-9]*)$/.exec(compact)?.[1] ?? /^0([0-9]*)$/.exec(compact)?.[1];
   if (national === undefined) throw new PhoneNumberProblem('number must start with +243, 00243, 243 or the national 0');
   if (national.length !== 9) {
-    throw new PhoneNumberProblem(`number must have 9 digits after the country code or 10 in the national 0 form (got ${national.length} after the prefix)`);
+    throw new PhoneNumberProblem(
+      `number must have 9 digits after the country code or 10 in the national 0 form (got ${national.length} after the prefix)`,
+    );
   }
   const prefix = national.slice(0, 2);
   const operator = OPERATORS.find((op) => OPERATOR_PREFIXES[op].includes(prefix));
-  if (!operator) throw new PhoneNumberProblem(`number has the prefix ${prefix}, which belongs to no mobile-money operator (${Object.values(OPERATOR_PREFIXES).flat().join(', ')})`);
+  if (!operator)
+    throw new PhoneNumberProblem(
+      `number has the prefix ${prefix}, which belongs to no mobile-money operator (${Object.values(OPERATOR_PREFIXES).flat().join(', ')})`,
+    );
   return { msisdn: `243${national}`, operator };
 }

@@ -24,12 +24,21 @@ export interface RefundablePayment {
  */
 export function refundAmount(payment: RefundablePayment, requested?: number): number {
   // card refunds are handled by the operator whatever the payment's state (spec rule 5)
-  if (payment.method === 'card') throw new Unprocessable('card-refund-not-supported', 'Card payments are refunded by the operator, not through the API');
-  if (payment.status !== 'succeeded') throw new Unprocessable('payment-not-refundable', `A ${payment.status} payment cannot be refunded`);
+  if (payment.method === 'card')
+    throw new Unprocessable(
+      'card-refund-not-supported',
+      'Card payments are refunded by the operator, not through the API',
+    );
+  if (payment.status !== 'succeeded')
+    throw new Unprocessable('payment-not-refundable', `A ${payment.status} payment cannot be refunded`);
   const rest = payment.amount_charged - payment.amount_refunded;
   const amount = requested ?? rest;
   if (amount > rest || amount < 1) {
-    throw new Unprocessable('refund-exceeds-refundable', `The amount exceeds what is left to refund (${rest})`, 'amount');
+    throw new Unprocessable(
+      'refund-exceeds-refundable',
+      `The amount exceeds what is left to refund (${rest})`,
+      'amount',
+    );
   }
   return amount;
 }

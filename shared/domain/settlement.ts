@@ -20,7 +20,13 @@ import { narrow, type Exact } from '../money';
  * Figures are summed exactly (BigInt), whatever their size: a number while safe, a bigint beyond.
  */
 
-export const COVERED_KINDS = ['payment_credit', 'refund_debit', 'refund_return', 'payout_debit', 'payout_return'] as const;
+export const COVERED_KINDS = [
+  'payment_credit',
+  'refund_debit',
+  'refund_return',
+  'payout_debit',
+  'payout_return',
+] as const;
 export type CoveredKind = (typeof COVERED_KINDS)[number];
 
 export interface CoveredEntry {
@@ -67,7 +73,14 @@ export function settlementFigures(merchantId: string, totals: CoveredKindTotal[]
     net += available;
     count += t.transactions;
   }
-  return { gross: narrow(gross), fees: narrow(fees), refunds: narrow(refunds), payouts: narrow(payouts), net: narrow(net), count };
+  return {
+    gross: narrow(gross),
+    fees: narrow(fees),
+    refunds: narrow(refunds),
+    payouts: narrow(payouts),
+    net: narrow(net),
+    count,
+  };
 }
 
 export type SettlementFigures = ReturnType<typeof settlementFigures>;

@@ -18,7 +18,13 @@ function isEventId(id: string): boolean {
  * The event envelope of spec 6.2 in its documented key order (Postgres jsonb does not keep key
  * order), exactly as webhook deliveries send it and GET /v1/events returns it.
  */
-export function eventEnvelope(row: { id: string; type: string; created: number | string; object_version: number; body: EventBody }): EventBody {
+export function eventEnvelope(row: {
+  id: string;
+  type: string;
+  created: number | string;
+  object_version: number;
+  body: EventBody;
+}): EventBody {
   return {
     id: row.id,
     type: row.type as EventBody['type'],
@@ -33,7 +39,11 @@ export const parseEventCursor = (raw: string | undefined) => cursorOf(raw, isEve
 const COLUMNS = ['id', 'type', 'created', 'object_version', 'body'] as const;
 type EventRecord = Pick<EventRow, (typeof COLUMNS)[number]>;
 
-export async function listEvents(db: Executor, caller: Caller, query: { type?: string; cursor: Cursor | null; limit: number }) {
+export async function listEvents(
+  db: Executor,
+  caller: Caller,
+  query: { type?: string; cursor: Cursor | null; limit: number },
+) {
   const q = Event.query(db).where({ merchant_id: caller.merchantId, environment: caller.environment }).select(COLUMNS);
   if (query.type) q.where({ type: query.type });
   const rows: EventRecord[] = await pageQuery(q, query.cursor, query.limit);
@@ -41,9 +51,17 @@ export async function listEvents(db: Executor, caller: Caller, query: { type?: s
 }
 
 /** One of the caller's events, its `columns` read (the row locked when asked); 404 for another merchant's or environment's. */
-export async function findEvent(db: Executor, caller: Caller, id: string, columns: readonly string[], lock = false): Promise<Event> {
+export async function findEvent(
+  db: Executor,
+  caller: Caller,
+  id: string,
+  columns: readonly string[],
+  lock = false,
+): Promise<Event> {
   if (!isEventId(id)) throw new NotFound('Event');
-  const q = Event.query(db).findOne({ id, merchant_id: caller.merchantId, environment: caller.environment }).select(columns);
+  const q = Event.query(db)
+    .findOne({ id, merchant_id: caller.merchantId, environment: caller.environment })
+    .select(columns);
   if (lock) q.forUpdate();
   const row = await q;
   if (!row) throw new NotFound('Event');

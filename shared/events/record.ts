@@ -19,7 +19,12 @@ export interface EventInput {
 export function newEventRow(input: EventInput): EventRow {
   const created = Math.floor(input.at / 1000);
   const id = newEventId(input.objectId, created);
-  const body: EventBody = { id, type: input.type, created, data: { object: input.object, object_version: input.objectVersion } };
+  const body: EventBody = {
+    id,
+    type: input.type,
+    created,
+    data: { object: input.object, object_version: input.objectVersion },
+  };
   return {
     id,
     merchant_id: input.merchantId,

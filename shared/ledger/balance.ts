@@ -18,9 +18,14 @@ async function merchantAccounts(db: Executor, merchantId: string, environment: E
 }
 
 /** A merchant's available balance per currency in one environment (0 where no account yet). */
-export async function availableBalances(db: Executor, merchantId: string, environment: Environment): Promise<Record<Currency, Exact>> {
+export async function availableBalances(
+  db: Executor,
+  merchantId: string,
+  environment: Environment,
+): Promise<Record<Currency, Exact>> {
   const out: Record<Currency, Exact> = { USD: 0, CDF: 0 };
-  for (const r of await merchantAccounts(db, merchantId, environment)) if (r.kind === 'available') out[r.currency] = r.balance;
+  for (const r of await merchantAccounts(db, merchantId, environment))
+    if (r.kind === 'available') out[r.currency] = r.balance;
   return out;
 }
 
@@ -33,6 +38,9 @@ export async function availableBalances(db: Executor, merchantId: string, enviro
 export async function balanceOf(db: Executor, merchantId: string, environment: Environment) {
   const rows = await merchantAccounts(db, merchantId, environment);
   const amounts = (kind: 'available' | 'in_transit') =>
-    CURRENCIES.map((currency) => ({ currency, amount: rows.find((r) => r.kind === kind && r.currency === currency)?.balance ?? (0) }));
+    CURRENCIES.map((currency) => ({
+      currency,
+      amount: rows.find((r) => r.kind === kind && r.currency === currency)?.balance ?? 0,
+    }));
   return { object: 'balance' as const, environment, available: amounts('available'), pending: amounts('in_transit') };
 }

@@ -17,7 +17,10 @@ export const onlyCredits = (p: Posting) => p.entries.every((e) => allowsNegative
  * The ids of a normalised posting's accounts by accountKey, created on first use; takes no lock
  * (also the writer's credits, normalised by creditOnly: shared/operations/transition.ts).
  */
-export async function postingAccountIds(trx: Trx, { environment, currency, entries }: Posting): Promise<Map<string, number>> {
+export async function postingAccountIds(
+  trx: Trx,
+  { environment, currency, entries }: Posting,
+): Promise<Map<string, number>> {
   const refs = entries.map((e) => e.account);
   const find = async () => {
     const rows: { id: number; owner: string; kind: string }[] = await LedgerAccount.query(trx)
@@ -55,15 +58,27 @@ export async function post(trx: Trx, posting: Posting): Promise<boolean> {
   const p = normalise(posting);
   assertBalanced(p);
   const ids = await postingAccountIds(trx, p);
-  const moves = p.entries.map((e) => ({ id: ids.get(accountKey(e.account))!, amount: e.amount, guarded: !allowsNegative(e.account) }));
+  const moves = p.entries.map((e) => ({
+    id: ids.get(accountKey(e.account))!,
+    amount: e.amount,
+    guarded: !allowsNegative(e.account),
+  }));
   const guarded = moves.filter((m) => m.guarded);
   const creditsOnly = onlyCredits(p);
-  const transaction = { id: randomUUID(), kind: p.kind, reference_id: p.referenceId, environment: p.environment, currency: p.currency, merchant_id: p.merchantId };
+  const transaction = {
+    id: randomUUID(),
+    kind: p.kind,
+    reference_id: p.referenceId,
+    environment: p.environment,
+    currency: p.currency,
+    merchant_id: p.merchantId,
+  };
   const entries = moves.map((m) => ({ account_id: m.id, amount: m.amount, unfolded: creditsOnly && m.guarded }));
   if (creditsOnly) return insertPosting(trx, transaction, entries);
   const { posted, moved } = await insertPostingAndMove(trx, transaction, entries, guarded);
   if (!posted) return false;
-  if (moved < guarded.length) throw new Unprocessable('insufficient-balance', 'The available balance is too low for this operation');
+  if (moved < guarded.length)
+    throw new Unprocessable('insufficient-balance', 'The available balance is too low for this operation');
   return true;
 }
 

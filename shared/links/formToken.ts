@@ -36,8 +36,10 @@ export type FormTokenCheck = { ok: true; attempt: string } | { ok: false; reason
 export function checkFormToken(keys: SecretsKey[], linkId: string, token: unknown, nowMs: number): FormTokenCheck {
   if (typeof token !== 'string' || token.length > 200) return { ok: false, reason: 'invalid' };
   const [attempt, expires, t, ...rest] = token.split('.');
-  if (rest.length || !attempt || !UUID_V4_RE.test(attempt) || !/^[0-9]{1,12}$/.test(expires ?? '') || !t) return { ok: false, reason: 'invalid' };
-  if (!keys.some((k) => safeEqual(tag(k, `form\n${linkId}\n${attempt}\n${expires}`), t))) return { ok: false, reason: 'invalid' };
+  if (rest.length || !attempt || !UUID_V4_RE.test(attempt) || !/^[0-9]{1,12}$/.test(expires ?? '') || !t)
+    return { ok: false, reason: 'invalid' };
+  if (!keys.some((k) => safeEqual(tag(k, `form\n${linkId}\n${attempt}\n${expires}`), t)))
+    return { ok: false, reason: 'invalid' };
   if (Number(expires) * 1000 <= nowMs) return { ok: false, reason: 'expired' };
   return { ok: true, attempt: attempt.toLowerCase() };
 }

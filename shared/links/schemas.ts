@@ -30,7 +30,11 @@ export const createPaymentLinkSchema = {
   required: ['currency', 'description'],
   properties: {
     currency: P.currency,
-    amount: { ...MONEY, description: 'The amount the client pays, in minor units; without it the client types it (within min_amount and max_amount)' },
+    amount: {
+      ...MONEY,
+      description:
+        'The amount the client pays, in minor units; without it the client types it (within min_amount and max_amount)',
+    },
     min_amount: { ...MONEY, description: 'Open amount only: the least the client may type' },
     max_amount: { ...MONEY, description: 'Open amount only: the most the client may type' },
     description: { type: 'string', minLength: 1, maxLength: 1000, description: 'Shown to the client' },
@@ -43,13 +47,21 @@ export const createPaymentLinkSchema = {
       description: 'How the client may pay (default both)',
     },
     single_use: { type: 'boolean', description: 'Used up once a payment through it has succeeded (default false)' },
-    expires_at: { type: 'integer', minimum: 0, maximum: 99_999_999_999, description: 'Unix seconds after which the link takes no payment' },
+    expires_at: {
+      type: 'integer',
+      minimum: 0,
+      maximum: 99_999_999_999,
+      description: 'Unix seconds after which the link takes no payment',
+    },
     return_url: { ...P.return_url, description: 'Where the client is sent back after paying' },
     metadata: P.metadata,
   },
 } as const;
 
-export interface ListPaymentLinksQuery { limit?: string; cursor?: string }
+export interface ListPaymentLinksQuery {
+  limit?: string;
+  cursor?: string;
+}
 
 export const listPaymentLinksSchema = {
   type: 'object',

@@ -10,7 +10,13 @@ import { isId, newId } from '../domain/ids';
 import { Gone, NotFound, ValidationFailed } from '../errors';
 import { PaymentLink } from '../db/models';
 import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
-import { IdempotencyKeyHeld, idempotentTransact, readIdempotencyKey, type IdempotentRequest, type IdempotentWrite } from '../idempotency';
+import {
+  IdempotencyKeyHeld,
+  idempotentTransact,
+  readIdempotencyKey,
+  type IdempotentRequest,
+  type IdempotentWrite,
+} from '../idempotency';
 import { createPayment } from '../payments/create';
 import type { PaymentView } from '../payments/view';
 import type { PaymentRow } from '../db/rows';
@@ -32,19 +38,26 @@ const withUsedUp = (db: Executor) => PaymentLink.query(db).select('payment_links
 /** Cross-field rules the schema cannot say: a fixed amount takes no bounds, bounds in order, an expiry ahead, https in live. */
 function checkLink(input: CreatePaymentLinkInput, caller: Caller, nowMs: number): void {
   if (input.amount !== undefined) {
-    for (const f of ['min_amount', 'max_amount'] as const) if (input[f] !== undefined) throw new ValidationFailed(f, `${f} is for open-amount links only (no amount)`);
+    for (const f of ['min_amount', 'max_amount'] as const)
+      if (input[f] !== undefined) throw new ValidationFailed(f, `${f} is for open-amount links only (no amount)`);
   }
   if (input.min_amount !== undefined && input.max_amount !== undefined && input.min_amount > input.max_amount) {
     throw new ValidationFailed('max_amount', 'max_amount must be at least min_amount');
   }
-  if (input.expires_at !== undefined && input.expires_at * 1000 <= nowMs) throw new ValidationFailed('expires_at', 'expires_at must be in the future');
+  if (input.expires_at !== undefined && input.expires_at * 1000 <= nowMs)
+    throw new ValidationFailed('expires_at', 'expires_at must be in the future');
   if (caller.environment === 'live' && input.return_url !== undefined && !input.return_url.startsWith('https://')) {
     throw new ValidationFailed('return_url', 'return_url must be an https URL for live links');
   }
 }
 
 /** POST /v1/payment_links: the link with its Idempotency-Key, in one transaction. */
-export async function createPaymentLink(deps: TransactDeps & { config: Config }, caller: Caller, input: CreatePaymentLinkInput, key: IdempotentWrite<PaymentLinkView>): Promise<PaymentLinkView> {
+export async function createPaymentLink(
+  deps: TransactDeps & { config: Config },
+  caller: Caller,
+  input: CreatePaymentLinkInput,
+  key: IdempotentWrite<PaymentLinkView>,
+): Promise<PaymentLinkView> {
   const now = deps.clock.now();
   checkLink(input, caller, now);
   const row: PaymentLinkRead = {
@@ -75,16 +88,32 @@ export async function createPaymentLink(deps: TransactDeps & { config: Config },
 
 async function ownLink(db: Executor, viewer: Caller, id: string): Promise<PaymentLinkRead> {
   if (!isId('paymentLink', id)) throw new NotFound('Payment link');
-  const row = (await withUsedUp(db).findOne({ id, merchant_id: viewer.merchantId, environment: viewer.environment })) as PaymentLinkRead | undefined;
+  const row = (await withUsedUp(db).findOne({
+    id,
+    merchant_id: viewer.merchantId,
+    environment: viewer.environment,
+  })) as PaymentLinkRead | undefined;
   if (!row) throw new NotFound('Payment link');
   return row;
 }
 
-export async function getPaymentLink(db: Executor, viewer: Caller, id: string, baseUrl: string, nowMs: number): Promise<PaymentLinkView> {
+export async function getPaymentLink(
+  db: Executor,
+  viewer: Caller,
+  id: string,
+  baseUrl: string,
+  nowMs: number,
+): Promise<PaymentLinkView> {
   return paymentLinkView(await ownLink(db, viewer, id), baseUrl, nowMs);
 }
 
-export async function listPaymentLinks(db: Executor, viewer: Caller, query: ListPaymentLinksQuery, baseUrl: string, nowMs: number) {
+export async function listPaymentLinks(
+  db: Executor,
+  viewer: Caller,
+  query: ListPaymentLinksQuery,
+  baseUrl: string,
+  nowMs: number,
+) {
   const limit = parseLimit(query.limit);
   const cursor = parseCursor(query.cursor, 'plink_');
   const q = withUsedUp(db).where({ merchant_id: viewer.merchantId, environment: viewer.environment });
@@ -97,13 +126,22 @@ export async function listPaymentLinks(db: Executor, viewer: Caller, query: List
  * their end). Deactivating again answers the link as it is; a link already expired or used up
  * answers 410 `link-inactive`, as every API use of an inactive link.
  */
-export async function deactivatePaymentLink(db: Db, viewer: Caller, id: string, baseUrl: string, nowMs: number): Promise<PaymentLinkView> {
+export async function deactivatePaymentLink(
+  db: Db,
+  viewer: Caller,
+  id: string,
+  baseUrl: string,
+  nowMs: number,
+): Promise<PaymentLinkView> {
   const link = await ownLink(db, viewer, id);
   const reason = inactiveReason(link, nowMs);
   if (reason === 'deactivated') return paymentLinkView(link, baseUrl, nowMs);
   if (reason) throw new Gone('link-inactive', `This payment link is ${reason === 'used_up' ? 'used up' : reason}`);
   const deactivated = Math.floor(nowMs / 1000);
-  await PaymentLink.query(db).findById(id).whereNull('deactivated').patch({ deactivated, updated_at: new Date(nowMs) } as Partial<PaymentLink>);
+  await PaymentLink.query(db)
+    .findById(id)
+    .whereNull('deactivated')
+    .patch({ deactivated, updated_at: new Date(nowMs) } as Partial<PaymentLink>);
   return paymentLinkView({ ...link, deactivated }, baseUrl, nowMs);
 }
 
@@ -137,19 +175,44 @@ export interface LinkPayment {
   customer_email?: string;
 }
 
-type PayDeps = TransactDeps & { config: Config; batches: Batches; caches: Caches; providers: Pick<ProviderRegistry, 'route'> };
+type PayDeps = TransactDeps & {
+  config: Config;
+  batches: Batches;
+  caches: Caches;
+  providers: Pick<ProviderRegistry, 'route'>;
+};
 
 /** The key a page submission is written under: the form's token, one payment per token whatever is posted with it. */
-function formKey(link: PageLink, attempt: string, config: Config, now: number): Omit<IdempotentWrite<PaymentView>, 'encode'> {
-  const request: IdempotentRequest = { method: 'POST', path: `/pay/${link.id}`, hash: createHash('sha256').update(`payment-link\n${link.id}`).digest('hex') };
-  return { id: { merchantId: link.merchant_id, environment: link.environment, key: attempt }, request, waitMs: config.idempotencyWaitMs, now };
+function formKey(
+  link: PageLink,
+  attempt: string,
+  config: Config,
+  now: number,
+): Omit<IdempotentWrite<PaymentView>, 'encode'> {
+  const request: IdempotentRequest = {
+    method: 'POST',
+    path: `/pay/${link.id}`,
+    hash: createHash('sha256').update(`payment-link\n${link.id}`).digest('hex'),
+  };
+  return {
+    id: { merchantId: link.merchant_id, environment: link.environment, key: attempt },
+    request,
+    waitMs: config.idempotencyWaitMs,
+    now,
+  };
 }
 
 /**
  * The payment of a page attempt (the form token's UUID): the payment id once the attempt has
  * made one, `pending` while its creation is still under way, null when it made none.
  */
-export async function attemptPayment(db: Db, link: PageLink, attempt: string, config: Config, now: number): Promise<`pay_${string}` | 'pending' | null> {
+export async function attemptPayment(
+  db: Db,
+  link: PageLink,
+  attempt: string,
+  config: Config,
+  now: number,
+): Promise<`pay_${string}` | 'pending' | null> {
   const k = formKey(link, attempt, config, now);
   const held = await readIdempotencyKey(db, k.id, k.request, now);
   if (!held || held.kind === 'conflict') return null;
@@ -174,16 +237,24 @@ export async function payThroughLink(
   if (existing !== null && existing !== 'pending') return { paymentId: existing, created: false };
   const reason = inactiveReason(link, deps.clock.now());
   if (reason) throw new Gone('link-inactive', `This payment link is ${reason === 'used_up' ? 'used up' : reason}`);
-  if (!link.methods.includes(input.method)) throw new ValidationFailed('method', `This link does not take ${input.method}`);
+  if (!link.methods.includes(input.method))
+    throw new ValidationFailed('method', `This link does not take ${input.method}`);
   const amount = link.amount ?? input.amount;
-  if (amount === undefined || !Number.isSafeInteger(amount) || amount < 1) throw new ValidationFailed('amount', 'amount is required');
+  if (amount === undefined || !Number.isSafeInteger(amount) || amount < 1)
+    throw new ValidationFailed('amount', 'amount is required');
   if (link.amount === null) {
-    if (link.min_amount !== null && amount < link.min_amount) throw new ValidationFailed('amount', `amount must be at least ${link.min_amount}`);
-    if (link.max_amount !== null && amount > link.max_amount) throw new ValidationFailed('amount', `amount must be at most ${link.max_amount}`);
+    if (link.min_amount !== null && amount < link.min_amount)
+      throw new ValidationFailed('amount', `amount must be at least ${link.min_amount}`);
+    if (link.max_amount !== null && amount > link.max_amount)
+      throw new ValidationFailed('amount', `amount must be at most ${link.max_amount}`);
   }
   await opts.beforeCreate?.();
   // the link's n-th payment; a number taken by a refused creation is not given again
-  const [{ payments_made: n }] = await deps.db('payment_links').where({ id: link.id }).increment('payments_made', 1).returning<{ payments_made: number }[]>('payments_made');
+  const [{ payments_made: n }] = await deps
+    .db('payment_links')
+    .where({ id: link.id })
+    .increment('payments_made', 1)
+    .returning<{ payments_made: number }[]>('payments_made');
   const mobile = input.method === 'mobile_money';
   const key = formKey(link, attempt, deps.config, deps.clock.now());
   try {
@@ -194,14 +265,20 @@ export async function payThroughLink(
         amount,
         currency: link.currency,
         method: input.method,
-        ...(mobile ? { operator: input.operator, phone: input.phone } : { customer_name: input.customer_name, customer_email: input.customer_email, return_url: opts.returnUrl }),
+        ...(mobile
+          ? { operator: input.operator, phone: input.phone }
+          : { customer_name: input.customer_name, customer_email: input.customer_email, return_url: opts.returnUrl }),
         reference: `${link.id}-${n}`,
         description: link.description,
         metadata: link.metadata,
       },
       {
         ...key,
-        encode: (v) => ({ status: 201, headers: { 'Content-Type': 'application/json; charset=utf-8' }, body: Buffer.from(JSON.stringify({ id: v.id })) }),
+        encode: (v) => ({
+          status: 201,
+          headers: { 'Content-Type': 'application/json; charset=utf-8' },
+          body: Buffer.from(JSON.stringify({ id: v.id })),
+        }),
       },
       { paymentLink: link.id },
     );

@@ -22,11 +22,25 @@ export interface CredentialForAuth {
  * Returns revoked credentials too: whether one still works depends on the clock, which the
  * caller checks on every request, even when it caches this result.
  */
-export async function findCredentialForAuth(db: Executor, apiKeyHash: string, keys: SecretsKey[]): Promise<CredentialForAuth | null> {
+export async function findCredentialForAuth(
+  db: Executor,
+  apiKeyHash: string,
+  keys: SecretsKey[],
+): Promise<CredentialForAuth | null> {
   const row = await db('credentials as c')
     .join('merchants as m', 'm.id', 'c.merchant_id')
     .where('c.api_key_hash', apiKeyHash)
-    .first('c.id', 'c.merchant_id', 'c.environment', 'c.scope', 'c.ip_allowlist', 'c.secret_ciphertext', 'c.secret_key_id', 'c.expires_at', 'm.status as merchant_status');
+    .first(
+      'c.id',
+      'c.merchant_id',
+      'c.environment',
+      'c.scope',
+      'c.ip_allowlist',
+      'c.secret_ciphertext',
+      'c.secret_key_id',
+      'c.expires_at',
+      'm.status as merchant_status',
+    );
   if (!row) return null;
   return {
     credentialId: row.id,

@@ -19,7 +19,9 @@ const NO_FEE: FeeRule = { percent_bps: 0, fixed: 0 };
  */
 export const DEFAULT_PER_TX_LIMITS = { usd: 1_000_000, cdf: 2_500_000_000 } as const;
 
-export type MerchantInput = Partial<Pick<Merchant, 'name' | 'fee_bearer' | 'per_tx_limit_usd' | 'per_tx_limit_cdf' | 'status'>> & {
+export type MerchantInput = Partial<
+  Pick<Merchant, 'name' | 'fee_bearer' | 'per_tx_limit_usd' | 'per_tx_limit_cdf' | 'status'>
+> & {
   fees?: Partial<Record<Currency, FeeRule>>;
 };
 
@@ -90,12 +92,15 @@ export async function getMerchant(db: Executor, id: string) {
 export function validateAllowlist(list: string[] | undefined | null): string[] | null {
   if (!list || list.length === 0) return null;
   list.forEach((ip, i) => {
-    if (isIP(ip) === 0) throw new ValidationFailed(`ip_allowlist.${i}`, `ip_allowlist.${i} must be an IPv4 or IPv6 address`);
+    if (isIP(ip) === 0)
+      throw new ValidationFailed(`ip_allowlist.${i}`, `ip_allowlist.${i} must be an IPv4 or IPv6 address`);
   });
   return [...new Set(list)];
 }
 
-type NewCredential = Pick<Credential, 'merchant_id' | 'environment' | 'scope' | 'ip_allowlist'> & { replaces_id?: string };
+type NewCredential = Pick<Credential, 'merchant_id' | 'environment' | 'scope' | 'ip_allowlist'> & {
+  replaces_id?: string;
+};
 
 async function insertCredential(trx: Executor, input: NewCredential, keys: SecretsKey[]) {
   const apiKey = `svc_${input.environment}_${randomToken(32)}`;
@@ -129,7 +134,11 @@ export async function issueCredential(
     const m = await Merchant.query(trx).findById(merchantId);
     if (!m) throw new NotFound('Merchant');
     // A suspended merchant still gets its credential; the merchant pipeline refuses its requests.
-    return insertCredential(trx, { merchant_id: merchantId, environment: input.environment, scope: input.scope, ip_allowlist: ipAllowlist }, keys);
+    return insertCredential(
+      trx,
+      { merchant_id: merchantId, environment: input.environment, scope: input.scope, ip_allowlist: ipAllowlist },
+      keys,
+    );
   });
 }
 

@@ -21,18 +21,31 @@ export function newWebhookSecret(): string {
 }
 
 /** The merchant's webhook secret for one environment, created on first use; decrypted. */
-export async function webhookSecretFor(trx: Executor, merchantId: string, env: Environment, keys: SecretsKey[]): Promise<string> {
+export async function webhookSecretFor(
+  trx: Executor,
+  merchantId: string,
+  env: Environment,
+  keys: SecretsKey[],
+): Promise<string> {
   const existing = await WebhookSecret.query(trx).findOne({ merchant_id: merchantId, environment: env });
   if (existing) return decryptSecret({ keyId: existing.secret_key_id, ciphertext: existing.secret_ciphertext }, keys);
   const plain = newWebhookSecret();
   const enc = encryptSecret(plain, keys);
   await WebhookSecret.query(trx)
-    .insert({ id: newId('webhookSecret'), merchant_id: merchantId, environment: env, secret_ciphertext: enc.ciphertext, secret_key_id: enc.keyId })
+    .insert({
+      id: newId('webhookSecret'),
+      merchant_id: merchantId,
+      environment: env,
+      secret_ciphertext: enc.ciphertext,
+      secret_key_id: enc.keyId,
+    })
     .onConflict(['merchant_id', 'environment'])
     .ignore();
   // lost a race with another issuer (the row is not ours): use the one that won
   const stored = await WebhookSecret.query(trx).findOne({ merchant_id: merchantId, environment: env });
-  return stored!.secret_ciphertext === enc.ciphertext ? plain : decryptSecret({ keyId: stored!.secret_key_id, ciphertext: stored!.secret_ciphertext }, keys);
+  return stored!.secret_ciphertext === enc.ciphertext
+    ? plain
+    : decryptSecret({ keyId: stored!.secret_key_id, ciphertext: stored!.secret_ciphertext }, keys);
 }
 
 /**
@@ -40,7 +53,13 @@ export async function webhookSecretFor(trx: Executor, merchantId: string, env: E
  * (second signature) for `overlapSeconds`. A rotation during an overlap ends the older secret at
  * once: at most two secrets sign. Returns the new secret (shown here only).
  */
-export async function rotateWebhookSecret(db: Db, merchantId: string, env: Environment, overlapSeconds: number, keys: SecretsKey[]) {
+export async function rotateWebhookSecret(
+  db: Db,
+  merchantId: string,
+  env: Environment,
+  overlapSeconds: number,
+  keys: SecretsKey[],
+) {
   return db.transaction(async (trx) => {
     const merchant = await Merchant.query(trx).findById(merchantId).select('id');
     if (!merchant) throw new NotFound('Merchant');
@@ -91,7 +110,10 @@ export interface SigningSecretsRow {
  */
 export class SigningSecrets {
   private readonly plain = new Map<string, string>();
-  constructor(private readonly keys: SecretsKey[], private readonly max = 10_000) {}
+  constructor(
+    private readonly keys: SecretsKey[],
+    private readonly max = 10_000,
+  ) {}
 
   private decrypt(ciphertext: string, keyId: string): string {
     let value = this.plain.get(ciphertext);
@@ -107,7 +129,8 @@ export class SigningSecrets {
   of(row: SigningSecretsRow): string[] | null {
     if (!row.secret_ciphertext || !row.secret_key_id) return null;
     const secrets = [this.decrypt(row.secret_ciphertext, row.secret_key_id)];
-    if (row.previous_ciphertext && row.previous_key_id) secrets.push(this.decrypt(row.previous_ciphertext, row.previous_key_id));
+    if (row.previous_ciphertext && row.previous_key_id)
+      secrets.push(this.decrypt(row.previous_ciphertext, row.previous_key_id));
     return secrets;
   }
 }

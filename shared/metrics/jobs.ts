@@ -15,7 +15,7 @@ import { processRegistry } from './registry';
  */
 export const jobWait = new Histogram({
   name: 'job_wait_seconds',
-  help: 'Time from a job\'s creation (and initial delay) to the start of its first run',
+  help: "Time from a job's creation (and initial delay) to the start of its first run",
   labelNames: ['queue'] as const,
   buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300],
   registers: [processRegistry],
@@ -39,7 +39,9 @@ export function recordJobs(worker: Worker, queue: string): void {
     if (job.attemptsMade > 0 || job.attemptsStarted > 1 || !job.processedOn) return;
     jobWait.observe({ queue }, Math.max(0, job.processedOn - job.timestamp - (job.opts.delay ?? 0)) / 1000);
   });
-  worker.on('completed', (job) => jobDuration.observe({ queue, job_name: jobName(job), outcome: 'completed' }, ranFor(job)));
+  worker.on('completed', (job) =>
+    jobDuration.observe({ queue, job_name: jobName(job), outcome: 'completed' }, ranFor(job)),
+  );
   worker.on('failed', (job) => {
     // BullMQ sets finishedOn only when the job fails for good
     if (!job) return jobDuration.observe({ queue, job_name: 'other', outcome: 'failed' }, 0);

@@ -24,7 +24,8 @@ function portSetting(env: Record<string, string | undefined>, name: string): num
   const raw = env[name];
   if (raw === undefined || raw === '') return undefined;
   const n = Number(raw);
-  if (!Number.isInteger(n) || n < 0 || n > 65535) throw new Error(`${name} must be a port number (0 to 65535; 0 turns metrics off)`);
+  if (!Number.isInteger(n) || n < 0 || n > 65535)
+    throw new Error(`${name} must be a port number (0 to 65535; 0 turns metrics off)`);
   return n;
 }
 
@@ -35,6 +36,7 @@ export function metricsPortFor(pool: string, env: Record<string, string | undefi
   const base = portSetting(env, 'METRICS_PORT_BASE');
   if (!base) return null;
   const offset = METRICS_PORT_OFFSETS[pool];
-  if (offset === undefined) throw new Error(`pool ${pool} has no metrics port: add it to METRICS_PORT_OFFSETS (shared/metrics/ports.ts)`);
+  if (offset === undefined)
+    throw new Error(`pool ${pool} has no metrics port: add it to METRICS_PORT_OFFSETS (shared/metrics/ports.ts)`);
   return base + offset;
 }

@@ -51,7 +51,12 @@ function outcomeOf(err: unknown): 'refused' | 'timeout' | 'error' {
 }
 
 /** The same call, timed into provider_call_duration_seconds; its result or error passes through. */
-export function timeProviderCall<T>(provider: CalledProvider, operator: string | null, kind: string, call: () => Promise<T>): () => Promise<T> {
+export function timeProviderCall<T>(
+  provider: CalledProvider,
+  operator: string | null,
+  kind: string,
+  call: () => Promise<T>,
+): () => Promise<T> {
   const labels = {
     connector: connectorLabel(provider),
     operator: operatorLabel(provider, operator),

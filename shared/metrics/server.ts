@@ -20,7 +20,11 @@ async function listen(server: Server, port: number): Promise<boolean> {
  * copy that finds it taken takes the next free one of the block. Metrics never stop a pool: with
  * no port to be had, it says so and runs on without them.
  */
-export async function serveProcessMetrics(pool: string, log: Logger, env: Record<string, string | undefined> = process.env): Promise<Server | null> {
+export async function serveProcessMetrics(
+  pool: string,
+  log: Logger,
+  env: Record<string, string | undefined> = process.env,
+): Promise<Server | null> {
   const first = metricsPortFor(pool, env);
   if (first === null) return null;
   collectProcessMetrics(processRegistry);
@@ -42,7 +46,10 @@ export async function serveProcessMetrics(pool: string, log: Logger, env: Record
         return server;
       }
     }
-    log.warn({ ports: `${first}-${first + COPIES_PER_BLOCK - 1}` }, 'metrics not served: every port of this pool is taken');
+    log.warn(
+      { ports: `${first}-${first + COPIES_PER_BLOCK - 1}` },
+      'metrics not served: every port of this pool is taken',
+    );
   } catch (err) {
     log.warn({ port: first, err: { message: (err as Error).message } }, 'metrics not served');
   }

@@ -42,11 +42,26 @@ const COLUMNS = FIELDS.map((c) => `o.${c}`);
 
 /** The open operations of `kind` whose window ended more than ATTENTION_AFTER_MS before `now`. */
 function pastBound(db: Executor, kind: OperationKind<any, any, any>, now: number) {
-  return kind.model.query(db).where(kind.scope ?? {}).whereIn('status', kind.machine.open as string[]).where('window_ends_at', '<', new Date(now - ATTENTION_AFTER_MS));
+  return kind.model
+    .query(db)
+    .where(kind.scope ?? {})
+    .whereIn('status', kind.machine.open as string[])
+    .where('window_ends_at', '<', new Date(now - ATTENTION_AFTER_MS));
 }
 
 function itemOf(reason: AttentionReason, object: string, r: OperationRow): AttentionItem {
-  return { reason, object, id: r.id, status: r.status, merchant_id: r.merchant_id, environment: r.environment, provider: r.provider, window_ends_at: unixOf(r.window_ends_at)!, last_asked: unixOf(r.asked_at), asks: r.asks };
+  return {
+    reason,
+    object,
+    id: r.id,
+    status: r.status,
+    merchant_id: r.merchant_id,
+    environment: r.environment,
+    provider: r.provider,
+    window_ends_at: unixOf(r.window_ends_at)!,
+    last_asked: unixOf(r.asked_at),
+    asks: r.asks,
+  };
 }
 
 /** What a provider contradicted within REVIEW_MS: late successes and reports about operations never sent, newest first. */
@@ -67,7 +82,9 @@ async function contradictions(db: Executor, kinds: KindTable, now: number, limit
         .select(...COLUMNS, 'h.at as at');
       for (const r of late) found.push({ item: itemOf('late-success', kind.name, r), at: r.at });
     }
-    for (const outcome of kind.neverSent ? (['never-sent', 'amount-mismatch'] as const) : (['amount-mismatch'] as const)) {
+    for (const outcome of kind.neverSent
+      ? (['never-sent', 'amount-mismatch'] as const)
+      : (['amount-mismatch'] as const)) {
       const reports = await db('provider_callbacks as c')
         .join(`${table} as o`, 'o.id', 'c.object_id')
         .where(scope)
@@ -83,19 +100,35 @@ async function contradictions(db: Executor, kinds: KindTable, now: number, limit
 }
 
 /** What an operator should look at: operations open past their bound (oldest window first), then what providers contradicted (newest first). */
-export async function attentionList(db: Executor, kinds: KindTable, now: number, limit = 500): Promise<AttentionItem[]> {
+export async function attentionList(
+  db: Executor,
+  kinds: KindTable,
+  now: number,
+  limit = 500,
+): Promise<AttentionItem[]> {
   const open = await openPastBound(db, kinds, now, limit);
   return [...open, ...(await contradictions(db, kinds, now, limit))].slice(0, limit);
 }
 
 /** Every operation open past its bound, oldest window first. */
-export async function openPastBound(db: Executor, kinds: KindTable, now: number, limit = 500): Promise<AttentionItem[]> {
+export async function openPastBound(
+  db: Executor,
+  kinds: KindTable,
+  now: number,
+  limit = 500,
+): Promise<AttentionItem[]> {
   const found: (AttentionItem & { ends: Date })[] = [];
   for (const kind of Object.values(kinds)) {
-    const rows: OperationRow[] = await pastBound(db, kind, now).orderBy('window_ends_at').limit(limit).select(...FIELDS);
+    const rows: OperationRow[] = await pastBound(db, kind, now)
+      .orderBy('window_ends_at')
+      .limit(limit)
+      .select(...FIELDS);
     for (const r of rows) found.push({ ...itemOf('open-past-bound', kind.name, r), ends: r.window_ends_at });
   }
-  return found.sort((a, b) => a.ends.getTime() - b.ends.getTime()).slice(0, limit).map(({ ends: _ends, ...item }) => item);
+  return found
+    .sort((a, b) => a.ends.getTime() - b.ends.getTime())
+    .slice(0, limit)
+    .map(({ ends: _ends, ...item }) => item);
 }
 
 /** How many operations of each kind are open past their bound (the /metrics gauge). */

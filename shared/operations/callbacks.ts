@@ -55,7 +55,9 @@ export async function applyStoredCallback(
     if (!provider) throw new Error(`callback ${callbackId}: provider ${row.provider} is not configured`);
     if (!kind) throw new Error(`callback ${callbackId}: no operation kind ${row.object_kind}`);
     const stored = storedCallback(row as CallbackColumns);
-    const callback: StoredCallback | undefined = stored.verified ? stored : confirmation && { ...stored, ...confirmation };
+    const callback: StoredCallback | undefined = stored.verified
+      ? stored
+      : confirmation && { ...stored, ...confirmation };
     const at = ctx.clock.now();
     const op = await lockRow(trx, kind, stored.objectId);
     let outcome: CallbackOutcome;
@@ -66,10 +68,20 @@ export async function applyStoredCallback(
     else if (!callback) outcome = 'unconfirmed';
     else if (amountDiffers(callback, kind.moved(op))) outcome = 'amount-mismatch';
     else {
-      const details = { reason: 'provider-callback', providerRef: callback.providerRef, failureCode: callback.failureCode, failureMessage: callback.failureMessage, at };
+      const details = {
+        reason: 'provider-callback',
+        providerRef: callback.providerRef,
+        failureCode: callback.failureCode,
+        failureMessage: callback.failureMessage,
+        at,
+      };
       outcome = (await applyTrigger(trx, outbox, kind, op, kind.reported(callback.status), details)).outcome;
     }
-    if (outcome === 'amount-mismatch') log.error({ callbackId, kind: kind.name, id: stored.objectId, provider: provider.id }, 'a callback names another amount than the operation: not applied (GET /admin/attention)');
+    if (outcome === 'amount-mismatch')
+      log.error(
+        { callbackId, kind: kind.name, id: stored.objectId, provider: provider.id },
+        'a callback names another amount than the operation: not applied (GET /admin/attention)',
+      );
     await trx('provider_callbacks').where({ id: callbackId }).update({ processed_at: trx.fn.now(), outcome });
     return { outcome, callback: callback ?? stored };
   });
@@ -80,8 +92,11 @@ async function confirmUnsigned(
   ctx: ServiceContext,
   kinds: Record<ProviderObjectKind, OperationKind<any, any, any>>,
   callbackId: string,
-): Promise<Pick<StoredCallback, 'status' | 'providerRef' | 'failureCode' | 'failureMessage' | 'amount' | 'currency'> | undefined> {
-  const row = (await ctx.db('provider_callbacks').where({ id: callbackId }).first()) as (CallbackColumns & { processed_at: Date | null }) | undefined;
+): Promise<
+  Pick<StoredCallback, 'status' | 'providerRef' | 'failureCode' | 'failureMessage' | 'amount' | 'currency'> | undefined
+> {
+  const row = (await ctx.db('provider_callbacks').where({ id: callbackId }).first()) as
+    (CallbackColumns & { processed_at: Date | null }) | undefined;
   if (!row || row.verified || row.processed_at) return undefined;
   const kind = kinds[row.object_kind as ProviderObjectKind];
   const provider = ctx.providers.byProviderId(row.provider);
@@ -100,7 +115,19 @@ async function confirmUnsigned(
 }
 
 /** Asks an operation's provider what it knows, counted for availability like every provider call. */
-export function askProvider(ctx: ServiceContext, provider: ProviderEndpoint, kind: ProviderObjectKind, op: OperationRow) {
-  const ref = { kind, id: op.id, providerRef: op.provider_ref, operator: (op.operator as Operator | null) ?? null, currency: op.currency, created: op.created * 1000 };
+export function askProvider(
+  ctx: ServiceContext,
+  provider: ProviderEndpoint,
+  kind: ProviderObjectKind,
+  op: OperationRow,
+) {
+  const ref = {
+    kind,
+    id: op.id,
+    providerRef: op.provider_ref,
+    operator: (op.operator as Operator | null) ?? null,
+    currency: op.currency,
+    created: op.created * 1000,
+  };
   return ctx.providerHealth.observe(provider, kind, ref.operator, () => provider.ask(ref));
 }

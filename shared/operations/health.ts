@@ -20,7 +20,12 @@ import type { Direction } from '../vocabulary';
  * a process that dies loses at most a second of counts (figures about providers, never money).
  */
 
-export const DIRECTION_OF: Record<ProviderObjectKind, Direction> = { payment: 'collection', refund: 'refund', payout: 'payout', card_payment: 'collection' };
+export const DIRECTION_OF: Record<ProviderObjectKind, Direction> = {
+  payment: 'collection',
+  refund: 'refund',
+  payout: 'payout',
+  card_payment: 'collection',
+};
 
 export const BUCKET_MS = 10_000;
 const FLUSH_MS = 1000;
@@ -50,12 +55,21 @@ export class ProviderHealth {
   ) {}
 
   /** Runs one provider call for an operation of `kind`, counting its outcome; the call's result or error passes through. */
-  async observe<T>(provider: ProviderEndpoint, kind: ProviderObjectKind, operator: Operator | null, call: () => Promise<T>): Promise<T> {
+  async observe<T>(
+    provider: ProviderEndpoint,
+    kind: ProviderObjectKind,
+    operator: Operator | null,
+    call: () => Promise<T>,
+  ): Promise<T> {
     const started = performance.now();
     let failed = false;
     try {
       // a span per connector call (its HTTP spans beneath it): the connector, operator and kind; never a number, token or body
-      const attributes = { 'svc_payments.connector': connectorLabel(provider), 'svc_payments.operator': operator ?? undefined, 'svc_payments.operation.kind': kind };
+      const attributes = {
+        'svc_payments.connector': connectorLabel(provider),
+        'svc_payments.operator': operator ?? undefined,
+        'svc_payments.operation.kind': kind,
+      };
       return await inSpan(`provider ${kind}`, { attributes }, () => timeProviderCall(provider, operator, kind, call)()); // provider_call_duration_seconds (shared/metrics)
     } catch (err) {
       failed = !(err instanceof ProviderError) || err.retryable;
@@ -65,7 +79,13 @@ export class ProviderHealth {
     }
   }
 
-  private count(provider: ProviderEndpoint, operator: Operator | null, kind: ProviderObjectKind, failed: boolean, latencyMs: number): void {
+  private count(
+    provider: ProviderEndpoint,
+    operator: Operator | null,
+    kind: ProviderObjectKind,
+    failed: boolean,
+    latencyMs: number,
+  ): void {
     // only mobile-money operators have an availability row (a card acquirer has no operator)
     if (!operator || !OPERATORS.includes(operator)) return;
     const bucket = Math.floor(this.clock.now() / BUCKET_MS) * BUCKET_MS;
@@ -73,7 +93,16 @@ export class ProviderHealth {
     const key = `${operator}/${direction}/${provider.environment}/${bucket}`;
     let c = this.unflushed.get(key);
     if (!c) {
-      c = { operator, direction, environment: provider.environment, bucket: new Date(bucket), calls: 0, failures: 0, slow: 0, latency_ms_sum: 0 };
+      c = {
+        operator,
+        direction,
+        environment: provider.environment,
+        bucket: new Date(bucket),
+        calls: 0,
+        failures: 0,
+        slow: 0,
+        latency_ms_sum: 0,
+      };
       this.unflushed.set(key, c);
     }
     c.calls++;
@@ -103,7 +132,10 @@ export class ProviderHealth {
             latency_ms_sum: raw('provider_health.latency_ms_sum + excluded.latency_ms_sum'),
           });
       } catch (err) {
-        this.log.warn({ err: { message: (err as Error).message }, rows: rows.length }, 'provider health counts not written');
+        this.log.warn(
+          { err: { message: (err as Error).message }, rows: rows.length },
+          'provider health counts not written',
+        );
       }
     });
     return this.flushing;
@@ -120,5 +152,7 @@ export class ProviderHealth {
 export const HEALTH_KEEP_MS = 26 * 3600 * 1000;
 
 export async function pruneProviderHealth(db: Db, now: number): Promise<number> {
-  return ProviderHealthBucket.query(db).where('bucket', '<', new Date(now - HEALTH_KEEP_MS)).delete();
+  return ProviderHealthBucket.query(db)
+    .where('bucket', '<', new Date(now - HEALTH_KEEP_MS))
+    .delete();
 }

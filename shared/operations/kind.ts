@@ -34,7 +34,13 @@ export interface TriggerDetails {
 
 /** What the sweep knows when an operation's window is over. */
 export type WindowAnswer =
-  | { kind: 'status'; state: 'pending' | 'not_found' | 'expired' | 'succeeded' | 'failed' | 'cancelled'; providerRef: string | null; failureCode?: string; failureMessage?: string }
+  | {
+      kind: 'status';
+      state: 'pending' | 'not_found' | 'expired' | 'succeeded' | 'failed' | 'cancelled';
+      providerRef: string | null;
+      failureCode?: string;
+      failureMessage?: string;
+    }
   | { kind: 'unreachable'; error: Error }
   | { kind: 'no-provider' };
 

@@ -31,7 +31,16 @@ export type Trigger =
   /** a refund failed, so refunds no longer cover amount_charged */
   | 'refund_reopened';
 
-export const TRIGGERS: Trigger[] = ['sent', 'start_3ds', 'succeed', 'fail', 'cancel', 'refund_partial', 'refund_in_full', 'refund_reopened'];
+export const TRIGGERS: Trigger[] = [
+  'sent',
+  'start_3ds',
+  'succeed',
+  'fail',
+  'cancel',
+  'refund_partial',
+  'refund_in_full',
+  'refund_reopened',
+];
 
 /** What a move does to the merchant's ledger (each kind says how: machines.ts, kinds). */
 export type LedgerEffect =
@@ -92,12 +101,25 @@ export function decide<S extends string>(m: Machine<S>, status: S, trigger: Trig
   if (to) {
     const reachesOutcome = isOpen(m, status) && !isOpen(m, to);
     const reached = reachesOutcome ? m.reached[to] : undefined;
-    return { kind: 'move', to, event: reached?.event ?? null, effect: reached?.effect ?? null, completes: reachesOutcome };
+    return {
+      kind: 'move',
+      to,
+      event: reached?.event ?? null,
+      effect: reached?.effect ?? null,
+      completes: reachesOutcome,
+    };
   }
   const correction = m.corrections?.[status]?.[trigger];
   if (correction) {
     const reached = m.reached[correction.to];
-    return { kind: 'move', to: correction.to, event: reached?.event ?? null, effect: reached?.effect ?? null, completes: true, correction: correction.reason };
+    return {
+      kind: 'move',
+      to: correction.to,
+      event: reached?.event ?? null,
+      effect: reached?.effect ?? null,
+      completes: true,
+      correction: correction.reason,
+    };
   }
   if (m.already[trigger]?.includes(status)) return { kind: 'duplicate' };
   if (m.outcomes.includes(trigger) && !isOpen(m, status)) return { kind: 'late' };

@@ -107,6 +107,12 @@ export const cardPaymentMachine: Machine<CardPaymentStatus> = {
     cancelled: {},
   },
   // the challenge is the acceptance of the charge: in `processing` both have happened
-  already: { sent: ['processing'], start_3ds: ['processing'], succeed: ['succeeded'], fail: ['failed'], cancel: ['cancelled'] },
+  already: {
+    sent: ['processing'],
+    start_3ds: ['processing'],
+    succeed: ['succeeded'],
+    fail: ['failed'],
+    cancel: ['cancelled'],
+  },
   ...COLLECTION_OUTCOMES,
 };

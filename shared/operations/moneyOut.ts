@@ -23,12 +23,23 @@ export function moneyOutPolicy<R extends OperationRow & { amount: number; fee?: 
       if (answer.kind !== 'status') return 'ask-again';
       const { state, providerRef, failureCode, failureMessage } = answer;
       if (state === 'succeeded') return { trigger: 'succeed', details: { reason: 'provider-asked', providerRef } };
-      if (state === 'failed' || state === 'cancelled') return { trigger: 'fail', details: { reason: 'provider-asked', providerRef, failureCode, failureMessage } };
+      if (state === 'failed' || state === 'cancelled')
+        return { trigger: 'fail', details: { reason: 'provider-asked', providerRef, failureCode, failureMessage } };
       return 'ask-again';
     },
     async post(trx: Trx, row: R, effect) {
       if (effect === 'deliver') {
-        await post(trx, outgoingDeliver(name, { referenceId: row.id, merchantId: row.merchant_id, environment: row.environment, currency: row.currency, amount: row.amount, fee: row.fee }));
+        await post(
+          trx,
+          outgoingDeliver(name, {
+            referenceId: row.id,
+            merchantId: row.merchant_id,
+            environment: row.environment,
+            currency: row.currency,
+            amount: row.amount,
+            fee: row.fee,
+          }),
+        );
       } else if (effect === 'return') {
         await reverse(trx, kinds.debit, row.id, kinds.return);
       }

@@ -48,7 +48,8 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
     const { row } = read;
     const callback = storedCallback(read.callback);
     const provider = ctx.providers.byProviderId(callback.provider);
-    if (!provider || row.provider !== provider.id || row.environment !== provider.environment || kind.neverSent?.(row)) return undefined;
+    if (!provider || row.provider !== provider.id || row.environment !== provider.environment || kind.neverSent?.(row))
+      return undefined;
     // unsigned (confirmed by a status query first) or naming another amount (recorded for review): the locked path
     if (!callback.verified || amountDiffers(callback, kind.moved(row))) return undefined;
     const trigger = kind.reported(callback.status);
@@ -57,12 +58,21 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
       // a repeat (providers send again when we answer slowly) or a report on a closed operation
       // changes nothing but its own outcome: one shared statement, no transaction of its own
       const outcome = d.kind === 'duplicate' ? 'duplicate' : 'ignored-late';
-      const marks = ctx.batches.get(`mark-callbacks-${kind.name}`, (ms: CallbackMark[]) => markCallbacks(ctx.db, kind.sql, ms));
-      if (await marks.call({ callbackId, outcome, id: row.id, from: { status: row.status, version: row.version } })) return { outcome, callback };
+      const marks = ctx.batches.get(`mark-callbacks-${kind.name}`, (ms: CallbackMark[]) =>
+        markCallbacks(ctx.db, kind.sql, ms),
+      );
+      if (await marks.call({ callbackId, outcome, id: row.id, from: { status: row.status, version: row.version } }))
+        return { outcome, callback };
       continue;
     }
     if (d.kind !== 'move') return undefined;
-    const details = { reason: 'provider-callback', providerRef: callback.providerRef, failureCode: callback.failureCode, failureMessage: callback.failureMessage, at: ctx.clock.now() };
+    const details = {
+      reason: 'provider-callback',
+      providerRef: callback.providerRef,
+      failureCode: callback.failureCode,
+      failureMessage: callback.failureMessage,
+      at: ctx.clock.now(),
+    };
     const change = changeOf(kind, row, d, trigger, details);
     let posting = null;
     if (d.effect) {
@@ -72,7 +82,11 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
       posting = creditPosting(credit, new Map(read.accounts.map((a) => [accountKey(a), Number(a.id)])));
       if (!posting) return undefined;
     }
-    const write = operationWrite(kind, row, d, trigger, details, change, { endpoints: read.endpoints, posting, callbackId });
+    const write = operationWrite(kind, row, d, trigger, details, change, {
+      endpoints: read.endpoints,
+      posting,
+      callbackId,
+    });
     if (!(await writeAlone(ctx, kind, write))) continue;
     await ctx.outbox.publish(write.outbox, log);
     return { outcome: 'applied', callback };

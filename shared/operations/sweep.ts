@@ -48,7 +48,11 @@ async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any, any>)
   if ((await runSql(ctx.db, kind.sql.due, due)).length === 0) return [];
   return ctx.db.transaction(async (trx) => {
     const rows = await runSql<OperationRow>(trx, kind.sql.claimDue, [...due, BATCH]);
-    await writeColumns(trx, kind, rows.map((row) => ({ row, patch: { asked_at: now, asks: row.asks + 1 } })));
+    await writeColumns(
+      trx,
+      kind,
+      rows.map((row) => ({ row, patch: { asked_at: now, asks: row.asks + 1 } })),
+    );
     return rows.map((r) => ({ id: r.id, lastAsked: r.asked_at }));
   });
 }
@@ -59,8 +63,14 @@ async function ask(ctx: ServiceContext, kind: OperationKind<any, any, any>, row:
   try {
     const status = await askProvider(ctx, provider, kind.name, row);
     // a status naming another amount than was asked is not followed: ask again (and an operator looks: the log)
-    if (status.state === 'succeeded' && amountDiffers({ amount: status.amount ?? null, currency: status.currency ?? null }, kind.moved(row))) {
-      return { kind: 'unreachable', error: new Error('the provider reports another amount or currency than the operation') };
+    if (
+      status.state === 'succeeded' &&
+      amountDiffers({ amount: status.amount ?? null, currency: status.currency ?? null }, kind.moved(row))
+    ) {
+      return {
+        kind: 'unreachable',
+        error: new Error('the provider reports another amount or currency than the operation'),
+      };
     }
     return { ...status, kind: 'status' } as WindowAnswer;
   } catch (err) {
@@ -69,7 +79,12 @@ async function ask(ctx: ServiceContext, kind: OperationKind<any, any, any>, row:
 }
 
 /** One operation past its window: what the sweep did with it. */
-async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: OperationKind<R, any, any>, { id, lastAsked }: Claimed, log: Logger): Promise<string> {
+async function sweepOne<R extends OperationRow>(
+  ctx: ServiceContext,
+  kind: OperationKind<R, any, any>,
+  { id, lastAsked }: Claimed,
+  log: Logger,
+): Promise<string> {
   const row = await findOperation<R>(ctx.db, kind.sql, id);
   if (!row || !isOpen(kind.machine, row.status)) return 'closed';
   const deps = { db: ctx.db, outbox: ctx.outbox, clock: ctx.clock, log };
@@ -85,11 +100,29 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
     if (hours > 0) {
       // past its bound it is listed by GET /admin/attention; the log says so once an hour, not at every ask
       if (lastAsked === null || hoursPastBound(row, lastAsked.getTime()) < hours) {
-        const why = answer.kind === 'status' ? answer.state : answer.kind === 'unreachable' ? 'provider-unreachable' : answer.kind;
-        log.error({ kind: kind.name, id, provider: row.provider, status: row.status, hoursPastWindow: Math.floor((now - row.window_ends_at.getTime()) / 3_600_000), providerAnswer: why }, 'operation still open an hour or more past its window: an operator should look (GET /admin/attention)');
+        const why =
+          answer.kind === 'status'
+            ? answer.state
+            : answer.kind === 'unreachable'
+              ? 'provider-unreachable'
+              : answer.kind;
+        log.error(
+          {
+            kind: kind.name,
+            id,
+            provider: row.provider,
+            status: row.status,
+            hoursPastWindow: Math.floor((now - row.window_ends_at.getTime()) / 3_600_000),
+            providerAnswer: why,
+          },
+          'operation still open an hour or more past its window: an operator should look (GET /admin/attention)',
+        );
       }
     } else if (answer.kind === 'unreachable') {
-      log.warn({ kind: kind.name, id, provider: row.provider, err: { message: answer.error.message } }, 'provider could not be asked; will ask again');
+      log.warn(
+        { kind: kind.name, id, provider: row.provider, err: { message: answer.error.message } },
+        'provider could not be asked; will ask again',
+      );
     } else if (answer.kind === 'status' && answer.state === 'not_found' && row.sent_at) {
       // the provider accepted it, so "not found" is the provider's fault: an operator should look
       log.error({ kind: kind.name, id, provider: row.provider }, 'the provider does not know an operation it accepted');
@@ -99,14 +132,25 @@ async function sweepOne<R extends OperationRow>(ctx: ServiceContext, kind: Opera
   return transact(deps, async (trx, outbox) => {
     const locked = await lockRow(trx, kind, id);
     if (!locked) return 'closed';
-    const { outcome, row: after } = await applyTrigger(trx, outbox, kind, locked, verdict.trigger, { ...verdict.details, at: now });
-    if (outcome === 'applied') log.info({ kind: kind.name, id, status: after.status, reason: verdict.details.reason }, 'operation past its window decided');
+    const { outcome, row: after } = await applyTrigger(trx, outbox, kind, locked, verdict.trigger, {
+      ...verdict.details,
+      at: now,
+    });
+    if (outcome === 'applied')
+      log.info(
+        { kind: kind.name, id, status: after.status, reason: verdict.details.reason },
+        'operation past its window decided',
+      );
     return outcome === 'applied' ? after.status : outcome;
   });
 }
 
 /** One sweep over every open operation of a kind past its window; returns counts by outcome. */
-export async function sweepOpen(ctx: ServiceContext, kind: OperationKind<any, any, any>, log: Logger = ctx.log): Promise<Record<string, number>> {
+export async function sweepOpen(
+  ctx: ServiceContext,
+  kind: OperationKind<any, any, any>,
+  log: Logger = ctx.log,
+): Promise<Record<string, number>> {
   const counts: Record<string, number> = {};
   for (;;) {
     const ids = await claimDue(ctx, kind);
@@ -114,7 +158,10 @@ export async function sweepOpen(ctx: ServiceContext, kind: OperationKind<any, an
       const results = await Promise.all(
         ids.slice(i, i + PARALLEL).map((claimed) =>
           sweepOne(ctx, kind, claimed, log).catch((err) => {
-            log.error({ kind: kind.name, id: claimed.id, err: { message: (err as Error).message } }, 'open operation not swept');
+            log.error(
+              { kind: kind.name, id: claimed.id, err: { message: (err as Error).message } },
+              'open operation not swept',
+            );
             return 'error';
           }),
         ),

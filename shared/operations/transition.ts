@@ -39,17 +39,34 @@ export class IllegalTransition extends Error {}
  * Reads a row under SELECT ... FOR UPDATE: every change of an operation made beside others in a
  * flow's transaction happens behind this lock.
  */
-export async function lockRow<R extends OperationRow>(trx: Trx, kind: OperationKind<R, any, any>, id: string): Promise<R | undefined> {
-  return trx<R>(kind.model.tableName).where({ ...kind.scope, id } as any).forUpdate().first() as Promise<R | undefined>;
+export async function lockRow<R extends OperationRow>(
+  trx: Trx,
+  kind: OperationKind<R, any, any>,
+  id: string,
+): Promise<R | undefined> {
+  return trx<R>(kind.model.tableName)
+    .where({ ...kind.scope, id } as any)
+    .forUpdate()
+    .first() as Promise<R | undefined>;
 }
 
 type Taken = Extract<Decision<string>, { kind: 'move' | 'stay' }>;
 
 /** What a taken trigger writes on its row (pure); a stay bumps the version only when the object changes. */
-export function changeOf<R extends OperationRow>(kind: OperationKind<R, any>, row: R, d: Taken, trigger: Trigger, details: TriggerDetails, patch: Partial<R> = {}): Record<string, unknown> {
+export function changeOf<R extends OperationRow>(
+  kind: OperationKind<R, any>,
+  row: R,
+  d: Taken,
+  trigger: Trigger,
+  details: TriggerDetails,
+  patch: Partial<R> = {},
+): Record<string, unknown> {
   const change: Record<string, unknown> = { ...patch, updated_at: new Date(details.at) };
   // the provider's first reference, or the one its outcome names (Airtel answers a push with ours, its own comes with the outcome)
-  const firstRef = details.providerRef && details.providerRef !== row.provider_ref && (!row.provider_ref || d.kind === 'move') ? details.providerRef : null;
+  const firstRef =
+    details.providerRef && details.providerRef !== row.provider_ref && (!row.provider_ref || d.kind === 'move')
+      ? details.providerRef
+      : null;
   if (firstRef) change.provider_ref = firstRef;
   if (trigger === 'sent') change.sent_at = new Date(details.at);
   if (d.kind === 'stay') {
@@ -87,7 +104,11 @@ export function creditPosting(n: Posting, ids: Map<string, number>): CreditPosti
     referenceId: n.referenceId,
     merchantId: n.merchantId,
     currency: n.currency,
-    entries: n.entries.map((e) => ({ account_id: ids.get(accountKey(e.account))!, amount: e.amount, unfolded: !allowsNegative(e.account) })),
+    entries: n.entries.map((e) => ({
+      account_id: ids.get(accountKey(e.account))!,
+      amount: e.amount,
+      unfolded: !allowsNegative(e.account),
+    })),
   };
 }
 
@@ -107,7 +128,15 @@ export function operationWrite<R extends OperationRow>(
   const updated = { ...row, ...change } as R;
   const event =
     d.kind === 'move' && d.event
-      ? newEventRow({ merchantId: row.merchant_id, environment: row.environment, type: d.event, objectId: row.id, objectVersion: updated.version, object: kind.eventObject(updated), at: details.at })
+      ? newEventRow({
+          merchantId: row.merchant_id,
+          environment: row.environment,
+          type: d.event,
+          objectId: row.id,
+          objectVersion: updated.version,
+          object: kind.eventObject(updated),
+          at: details.at,
+        })
       : null;
   const deliveries = event ? deliveryRows(event, subscribedEndpoints(inputs.endpoints, event.type), event.created) : [];
   return {
@@ -128,13 +157,37 @@ export function operationWrite<R extends OperationRow>(
 }
 
 /** A write of the row alone: no event, delivery, job or posting. */
-function rowWrite(row: OperationRow, from: OperationWrite['from'], patch: Record<string, unknown>, history: OperationWrite['history']): OperationWrite {
-  return { id: row.id, from, patch, history, merchantId: row.merchant_id, environment: row.environment, event: null, deliveries: [], outbox: [], posting: null };
+function rowWrite(
+  row: OperationRow,
+  from: OperationWrite['from'],
+  patch: Record<string, unknown>,
+  history: OperationWrite['history'],
+): OperationWrite {
+  return {
+    id: row.id,
+    from,
+    patch,
+    history,
+    merchantId: row.merchant_id,
+    environment: row.environment,
+    event: null,
+    deliveries: [],
+    outbox: [],
+    posting: null,
+  };
 }
 
 /** A new row of `kind` in the writer's terms: its history row `created`, and the jobs that follow it. */
-export function creationWrite<R extends OperationRow>(row: R, outbox: OperationWrite['outbox'], key: OperationWrite['key'] = null): OperationWrite {
-  return { ...rowWrite(row, null, row as unknown as Record<string, unknown>, { to: row.status, reason: 'created' }), outbox, key };
+export function creationWrite<R extends OperationRow>(
+  row: R,
+  outbox: OperationWrite['outbox'],
+  key: OperationWrite['key'] = null,
+): OperationWrite {
+  return {
+    ...rowWrite(row, null, row as unknown as Record<string, unknown>, { to: row.status, reason: 'created' }),
+    outbox,
+    key,
+  };
 }
 
 /**
@@ -142,13 +195,29 @@ export function creationWrite<R extends OperationRow>(row: R, outbox: OperationW
  * refusal's columns, a 3-D Secure return's window): no move, history or event, the version kept;
  * each a compare-and-set on the row as it was read. Returns whether each was written.
  */
-export async function writeColumns<R extends OperationRow>(db: Executor, kind: OperationKind<R, any, any>, changes: { row: R; patch: Partial<R> }[]): Promise<boolean[]> {
+export async function writeColumns<R extends OperationRow>(
+  db: Executor,
+  kind: OperationKind<R, any, any>,
+  changes: { row: R; patch: Partial<R> }[],
+): Promise<boolean[]> {
   if (changes.length === 0) return [];
-  return writeOperations(db, kind.sql, changes.map(({ row, patch }) => rowWrite(row, { status: row.status, version: row.version }, patch as Record<string, unknown>, null)));
+  return writeOperations(
+    db,
+    kind.sql,
+    changes.map(({ row, patch }) =>
+      rowWrite(row, { status: row.status, version: row.version }, patch as Record<string, unknown>, null),
+    ),
+  );
 }
 
 /** Creates a row of `kind` in the caller's transaction, with the jobs that follow it (enqueued once it commits). */
-export async function createRow<R extends OperationRow>(trx: Trx, outbox: OutboxWriter, kind: OperationKind<R, any, any>, row: R, jobs: OperationWrite['outbox']): Promise<void> {
+export async function createRow<R extends OperationRow>(
+  trx: Trx,
+  outbox: OutboxWriter,
+  kind: OperationKind<R, any, any>,
+  row: R,
+  jobs: OperationWrite['outbox'],
+): Promise<void> {
   await writeOperations(trx, kind.sql, [creationWrite(row, jobs)]);
   outbox.written(jobs);
 }
@@ -159,17 +228,39 @@ export async function createRow<R extends OperationRow>(trx: Trx, outbox: Outbox
  * was written and each write runs alone, so each gets its own answer. Resolves whether the write
  * was written (false: its compare-and-set found the row changed, or its key was held).
  */
-export async function writeAlone(ctx: Pick<ServiceContext, 'db' | 'batches'> & { log?: Logger }, kind: OperationKind<any, any, any>, write: OperationWrite): Promise<boolean> {
-  const batch = ctx.batches.get(`write-${kind.name}`, async (ws: OperationWrite[]): Promise<PromiseSettledResult<boolean>[]> => {
-    if (ws.length > 1) {
-      try {
-        return (await writeOperations(ctx.db, kind.sql, ws)).map((value) => ({ status: 'fulfilled', value }));
-      } catch (err) {
-        ctx.log?.warn({ kind: kind.name, count: ws.length, code: (err as { code?: string }).code, err: { message: (err as Error).message } }, 'writes batched together refused; each is written alone');
+export async function writeAlone(
+  ctx: Pick<ServiceContext, 'db' | 'batches'> & { log?: Logger },
+  kind: OperationKind<any, any, any>,
+  write: OperationWrite,
+): Promise<boolean> {
+  const batch = ctx.batches.get(
+    `write-${kind.name}`,
+    async (ws: OperationWrite[]): Promise<PromiseSettledResult<boolean>[]> => {
+      if (ws.length > 1) {
+        try {
+          return (await writeOperations(ctx.db, kind.sql, ws)).map((value) => ({ status: 'fulfilled', value }));
+        } catch (err) {
+          ctx.log?.warn(
+            {
+              kind: kind.name,
+              count: ws.length,
+              code: (err as { code?: string }).code,
+              err: { message: (err as Error).message },
+            },
+            'writes batched together refused; each is written alone',
+          );
+        }
       }
-    }
-    return Promise.all(ws.map((w) => writeOperations(ctx.db, kind.sql, [w]).then(([value]): PromiseSettledResult<boolean> => ({ status: 'fulfilled', value }), (reason): PromiseSettledResult<boolean> => ({ status: 'rejected', reason }))));
-  });
+      return Promise.all(
+        ws.map((w) =>
+          writeOperations(ctx.db, kind.sql, [w]).then(
+            ([value]): PromiseSettledResult<boolean> => ({ status: 'fulfilled', value }),
+            (reason): PromiseSettledResult<boolean> => ({ status: 'rejected', reason }),
+          ),
+        ),
+      );
+    },
+  );
   const result = await batch.call(write);
   if (result.status === 'rejected') throw result.reason;
   return result.value;
@@ -190,7 +281,8 @@ export async function applyTrigger<R extends OperationRow>(
   patch: Partial<R> = {},
 ): Promise<{ outcome: TriggerOutcome; row: R }> {
   const d = decide(kind.machine, row.status, trigger);
-  if (d.kind === 'illegal') throw new IllegalTransition(`${trigger} is not allowed on a ${row.status} ${kind.name} (${row.id})`);
+  if (d.kind === 'illegal')
+    throw new IllegalTransition(`${trigger} is not allowed on a ${row.status} ${kind.name} (${row.id})`);
   if (d.kind === 'duplicate') return { outcome: 'duplicate', row };
   if (d.kind === 'late') return { outcome: 'ignored-late', row };
 

@@ -28,7 +28,15 @@ import { CARD_CHECKOUT_WINDOW_MS, cardPaymentKind } from '../cards/kind';
  * The payment row a request asks for, or the 400/422 of docs/decisions.md. Pure: the caller has
  * loaded the merchant's terms.
  */
-export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, caller: Caller, config: Config, providers: Pick<ProviderRegistry, 'route'>, now: number, through: Through = {}): PaymentRow {
+export function buildPayment(
+  input: CreatePaymentInput,
+  terms: MerchantTerms,
+  caller: Caller,
+  config: Config,
+  providers: Pick<ProviderRegistry, 'route'>,
+  now: number,
+  through: Through = {},
+): PaymentRow {
   const mobile = input.method === 'mobile_money';
   if (!mobile) checkCardRequest(input, caller, config);
   if (mobile && !operatorAccepts(caller.environment, input.operator!, input.phone!)) {
@@ -44,10 +52,16 @@ export function buildPayment(input: CreatePaymentInput, terms: MerchantTerms, ca
   }
   const limit = input.currency === 'USD' ? terms.per_tx_limit_usd : terms.per_tx_limit_cdf;
   if (limit !== null && split.amountCharged > limit) {
-    throw new Unprocessable('amount-over-limit', `amount_charged ${split.amountCharged} is above this merchant's per-transaction limit of ${limit} ${input.currency}`, 'amount');
+    throw new Unprocessable(
+      'amount-over-limit',
+      `amount_charged ${split.amountCharged} is above this merchant's per-transaction limit of ${limit} ${input.currency}`,
+      'amount',
+    );
   }
   // the connector that will carry it, and that it can (422 before anything is written or sent)
-  const provider = mobile ? connectorFor(providers, caller.environment, input.operator!, 'collection', input.currency, split.amountCharged).id : cardAcquirerIdFor(caller.environment);
+  const provider = mobile
+    ? connectorFor(providers, caller.environment, input.operator!, 'collection', input.currency, split.amountCharged).id
+    : cardAcquirerIdFor(caller.environment);
   const windowMs = mobile ? config.providerWindowMs[caller.environment] : CARD_CHECKOUT_WINDOW_MS;
   return {
     id: newId('payment'),
@@ -97,7 +111,8 @@ function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Con
     if (input[field] !== undefined) throw new ValidationFailed(field, `${field} is not allowed for card payments`);
   }
   if (caller.environment === 'live') {
-    if (!input.return_url!.startsWith('https://')) throw new ValidationFailed('return_url', 'return_url must be an https URL for live payments');
+    if (!input.return_url!.startsWith('https://'))
+      throw new ValidationFailed('return_url', 'return_url must be an https URL for live payments');
     if (!config.cards.live) throw new ValidationFailed('method', 'card payments are not configured for live keys');
   }
 }
@@ -121,14 +136,23 @@ export async function createPayment(
   const row = buildPayment(input, terms, caller, deps.config, deps.providers, deps.clock.now(), through);
   if (row.operator) await refuseIfClosed(deps, row.operator, 'collection');
   const view = paymentView(row, deps.config.baseUrl);
-  const push: OutboxMessage[] = row.method === 'mobile_money' ? [outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId })] : [];
+  const push: OutboxMessage[] =
+    row.method === 'mobile_money'
+      ? [outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId })]
+      : [];
   const kind = row.method === 'mobile_money' ? paymentKind : cardPaymentKind;
   let created: boolean;
   try {
-    created = await writeAlone({ db, batches: deps.batches, log: deps.log }, kind, creationWrite(row, push, keyRow(key, key.encode(view))));
+    created = await writeAlone(
+      { db, batches: deps.batches, log: deps.log },
+      kind,
+      creationWrite(row, push, keyRow(key, key.encode(view))),
+    );
   } catch (err) {
     if (isUniqueViolation(err, 'payments_reference_unique')) {
-      throw new Conflict('reference-conflict', 'This reference is already used by another payment of this merchant', { param: 'reference' });
+      throw new Conflict('reference-conflict', 'This reference is already used by another payment of this merchant', {
+        param: 'reference',
+      });
     }
     throw err;
   }

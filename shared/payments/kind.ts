@@ -13,7 +13,10 @@ const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } a
  * What every collection (mobile money, card) says as a kind: how a reported status maps to a
  * trigger, its outcome at the window's end (docs/decisions.md "Faults"), its event object and its credit.
  */
-export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'reported' | 'unsentAtWindowEnd' | 'atWindowEnd' | 'eventObject' | 'posting' | 'moved'> = {
+export const collectionPolicy: Pick<
+  OperationKind<PaymentRow, any, any>,
+  'reported' | 'unsentAtWindowEnd' | 'atWindowEnd' | 'eventObject' | 'posting' | 'moved'
+> = {
   moved: (p) => ({ amount: p.amount_charged, currency: p.currency }),
   reported: (status) => REPORTED[status],
   unsentAtWindowEnd: 'ask',
@@ -28,7 +31,16 @@ export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'report
       case 'status': {
         const { state, providerRef } = answer;
         if (state === 'succeeded') return { trigger: 'succeed', details: { reason: 'provider-asked', providerRef } };
-        if (state === 'failed') return { trigger: 'fail', details: { reason: 'provider-asked', providerRef, failureCode: answer.failureCode, failureMessage: answer.failureMessage } };
+        if (state === 'failed')
+          return {
+            trigger: 'fail',
+            details: {
+              reason: 'provider-asked',
+              providerRef,
+              failureCode: answer.failureCode,
+              failureMessage: answer.failureMessage,
+            },
+          };
         if (state === 'cancelled') return { trigger: 'cancel', details: { reason: 'provider-asked', providerRef } };
         // still pending with the provider: the client may yet approve, so ask again
         if (state === 'pending') return 'ask-again';
@@ -39,7 +51,15 @@ export const collectionPolicy: Pick<OperationKind<PaymentRow, any, any>, 'report
   },
   eventObject: paymentEventObject,
   posting: (p) =>
-    paymentCredit({ paymentId: p.id, merchantId: p.merchant_id, environment: p.environment, currency: p.currency, amountCharged: p.amount_charged, amountNet: p.amount_net, fee: p.fee }),
+    paymentCredit({
+      paymentId: p.id,
+      merchantId: p.merchant_id,
+      environment: p.environment,
+      currency: p.currency,
+      amountCharged: p.amount_charged,
+      amountNet: p.amount_net,
+      fee: p.fee,
+    }),
 };
 
 /**
@@ -57,7 +77,15 @@ export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = defineKind<
     providerRefVisible: true,
     // a push after the window would prompt a client for a payment about to be cancelled
     sendable: (p, now) => p.method === 'mobile_money' && p.window_ends_at.getTime() > now,
-    request: (provider, p) => provider.push({ paymentId: p.id, operator: p.operator!, amount: p.amount_charged, currency: p.currency, msisdn: p.phone!, description: p.description }),
+    request: (provider, p) =>
+      provider.push({
+        paymentId: p.id,
+        operator: p.operator!,
+        amount: p.amount_charged,
+        currency: p.currency,
+        msisdn: p.phone!,
+        description: p.description,
+      }),
     ...collectionPolicy,
   },
   PAYMENT_COLUMNS,

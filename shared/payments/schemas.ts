@@ -80,7 +80,13 @@ export const createPaymentSchema = {
   ],
 } as const;
 
-export interface ListPaymentsQuery { reference?: string; status?: PaymentStatus; payment_link?: string; limit?: string; cursor?: string }
+export interface ListPaymentsQuery {
+  reference?: string;
+  status?: PaymentStatus;
+  payment_link?: string;
+  limit?: string;
+  cursor?: string;
+}
 
 /** Query strings arrive as text: limit and cursor are checked for shape here, for range in query.ts. */
 export const listPaymentsSchema = {
@@ -89,7 +95,11 @@ export const listPaymentsSchema = {
   properties: {
     reference: { type: 'string', minLength: 1, maxLength: 255 },
     status: { type: 'string', enum: paymentMachine.statuses },
-    payment_link: { type: 'string', pattern: '^plink_[0-9a-f-]{36}$', description: 'Only the payments made through this payment link' },
+    payment_link: {
+      type: 'string',
+      pattern: '^plink_[0-9a-f-]{36}$',
+      description: 'Only the payments made through this payment link',
+    },
     limit: LIMIT_QUERY,
     cursor: CURSOR_QUERY,
   },

@@ -10,8 +10,14 @@ export type MerchantTerms = Pick<Merchant, 'fee_bearer' | 'fees' | 'per_tx_limit
  * same bound the credential cache puts on suspension): a fee or limit change reaches every web
  * process within that time, and POST /v1/payments saves a query.
  */
-export function merchantTerms(deps: { db: Executor; caches: Caches }, ttlMs: number, merchantId: string): Promise<MerchantTerms | undefined> {
+export function merchantTerms(
+  deps: { db: Executor; caches: Caches },
+  ttlMs: number,
+  merchantId: string,
+): Promise<MerchantTerms | undefined> {
   return deps.caches
     .ttl<MerchantTerms | undefined>('merchant-terms', ttlMs)
-    .get(merchantId, async () => Merchant.query(deps.db).findById(merchantId).select('fee_bearer', 'fees', 'per_tx_limit_usd', 'per_tx_limit_cdf'));
+    .get(merchantId, async () =>
+      Merchant.query(deps.db).findById(merchantId).select('fee_bearer', 'fees', 'per_tx_limit_usd', 'per_tx_limit_cdf'),
+    );
 }

@@ -27,13 +27,26 @@ import type { PayoutRow } from '../db/rows';
  * POST /v1/payouts: one transaction with its Idempotency-Key, taking amount + fee (the merchant's
  * rule for the currency) from available. A reference this merchant and environment used is 409.
  */
-export async function createPayout(deps: TransactDeps & { providerWindowMs: number; caches: Caches; providers: Pick<ProviderRegistry, 'route'> }, viewer: Caller, input: PayoutInput, requestId?: string, key?: IdempotentWrite<PayoutObject>): Promise<PayoutObject> {
+export async function createPayout(
+  deps: TransactDeps & { providerWindowMs: number; caches: Caches; providers: Pick<ProviderRegistry, 'route'> },
+  viewer: Caller,
+  input: PayoutInput,
+  requestId?: string,
+  key?: IdempotentWrite<PayoutObject>,
+): Promise<PayoutObject> {
   if (!operatorAccepts(viewer.environment, input.operator, input.phone)) {
     throw new BadRequest('operator-mismatch', `The number does not belong to ${input.operator}`, 'phone');
   }
   await refuseIfClosed(deps, input.operator, 'payout');
   // the connector that will pay it, and that it can carry the amount (422 before anything is written or sent)
-  const provider = connectorFor(deps.providers, viewer.environment, input.operator, 'payout', input.currency, input.amount).id;
+  const provider = connectorFor(
+    deps.providers,
+    viewer.environment,
+    input.operator,
+    'payout',
+    input.currency,
+    input.amount,
+  ).id;
   try {
     return await idempotentTransact(deps, key, async (trx, outbox) => {
       const now = deps.clock.now();
@@ -59,13 +72,28 @@ export async function createPayout(deps: TransactDeps & { providerWindowMs: numb
         created: Math.floor(now / 1000),
         ...newOperationFields(deps.providerWindowMs, now),
       };
-      await createRow(trx, outbox, payoutKind, payout, [outboxMessage(QUEUES.payout, 'send-payout', { payoutId: payout.id, requestId })]);
+      await createRow(trx, outbox, payoutKind, payout, [
+        outboxMessage(QUEUES.payout, 'send-payout', { payoutId: payout.id, requestId }),
+      ]);
       // last, so the merchant's accounts stay locked only until the commit; 422 insufficient-balance undoes the rest
-      await post(trx, outgoingDebit('payout', { referenceId: payout.id, merchantId: viewer.merchantId, environment: viewer.environment, currency: payout.currency, amount: payout.amount, fee }));
+      await post(
+        trx,
+        outgoingDebit('payout', {
+          referenceId: payout.id,
+          merchantId: viewer.merchantId,
+          environment: viewer.environment,
+          currency: payout.currency,
+          amount: payout.amount,
+          fee,
+        }),
+      );
       return payoutView(payout);
     });
   } catch (err) {
-    if (isUniqueViolation(err, 'payouts_reference_unique')) throw new Conflict('reference-conflict', 'This reference is already used by another payout of this merchant', { param: 'reference' });
+    if (isUniqueViolation(err, 'payouts_reference_unique'))
+      throw new Conflict('reference-conflict', 'This reference is already used by another payout of this merchant', {
+        param: 'reference',
+      });
     throw err;
   }
 }

@@ -18,7 +18,15 @@ export const payoutKind: OperationKind<PayoutRow, PayoutStatus> = defineKind<Pay
     send: { queue: QUEUES.payout, job: 'send-payout', idField: 'payoutId' },
     providerRefVisible: false,
     sendable: () => true,
-    request: (provider, p) => provider.payout({ payoutId: p.id, operator: p.operator as Operator, amount: p.amount, currency: p.currency, msisdn: p.phone, description: p.description }),
+    request: (provider, p) =>
+      provider.payout({
+        payoutId: p.id,
+        operator: p.operator as Operator,
+        amount: p.amount,
+        currency: p.currency,
+        msisdn: p.phone,
+        description: p.description,
+      }),
     moved: (p) => ({ amount: p.amount, currency: p.currency }),
     ...moneyOutPolicy<PayoutRow>('payout'),
     eventObject: payoutView,

@@ -20,7 +20,16 @@ export const createPayoutSchema = {
   type: 'object',
   additionalProperties: false,
   required: ['amount', 'currency', 'operator', 'phone', 'reference'],
-  properties: { amount, currency, method: { type: 'string', enum: ['mobile_money'] }, operator, phone, reference, description, metadata },
+  properties: {
+    amount,
+    currency,
+    method: { type: 'string', enum: ['mobile_money'] },
+    operator,
+    phone,
+    reference,
+    description,
+    metadata,
+  },
 } as const;
 
 export type ListPayoutsQuery = Omit<ListPaymentsQuery, 'status'> & { status?: PayoutStatus };
@@ -29,5 +38,10 @@ export type ListPayoutsQuery = Omit<ListPaymentsQuery, 'status'> & { status?: Pa
 export const listPayoutsSchema = {
   type: 'object',
   additionalProperties: false,
-  properties: { reference, status: { type: 'string', enum: payoutMachine.statuses }, limit: LIMIT_QUERY, cursor: CURSOR_QUERY },
+  properties: {
+    reference,
+    status: { type: 'string', enum: payoutMachine.statuses },
+    limit: LIMIT_QUERY,
+    cursor: CURSOR_QUERY,
+  },
 } as const;

@@ -15,7 +15,8 @@ export const CURRENCY_EXPONENT: Record<Currency, number> = { USD: 2, CDF: 2 };
  * keeps the currency's every decimal ("100.50").
  */
 export function minorToDecimal(minor: number, currency: Currency, trailingZeros = false): string {
-  if (!Number.isSafeInteger(minor) || minor < 0) throw new RangeError(`amount ${minor} is not a non-negative safe integer`);
+  if (!Number.isSafeInteger(minor) || minor < 0)
+    throw new RangeError(`amount ${minor} is not a non-negative safe integer`);
   const exponent = CURRENCY_EXPONENT[currency];
   const digits = minor.toString().padStart(exponent + 1, '0');
   const whole = digits.slice(0, digits.length - exponent);

@@ -127,7 +127,9 @@ export interface CallbackAnswer {
 }
 
 /** The provider's own word on an operator's directions (pawaPay's availability), merged into /v1/availability. */
-export type ProviderAvailability = Partial<Record<Operator, Partial<Record<Direction, 'operational' | 'delayed' | 'closed'>>>>;
+export type ProviderAvailability = Partial<
+  Record<Operator, Partial<Record<Direction, 'operational' | 'delayed' | 'closed'>>>
+>;
 
 /**
  * What every provider the service hears from does, whatever it moves money for (a mobile-money

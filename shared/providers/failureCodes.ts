@@ -19,4 +19,7 @@ export const FAILURE_CODES = {
 
 export type FailureCode = keyof typeof FAILURE_CODES;
 
-export const failure = (code: FailureCode, message?: string) => ({ failureCode: code, failureMessage: message ?? FAILURE_CODES[code] });
+export const failure = (code: FailureCode, message?: string) => ({
+  failureCode: code,
+  failureMessage: message ?? FAILURE_CODES[code],
+});

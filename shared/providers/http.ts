@@ -3,7 +3,20 @@ import { permanent, retryable, ProviderError } from './errors';
 import { CALLBACK_SIGNATURE_HEADER, verifyCallbackSignature } from './signature';
 import type { HttpAnswer, HttpClient } from '../httpClient';
 import type { ProviderAccepted, ProviderStatus } from './types';
-import type { AmountRule, CallbackAnswer, CallbackRequest, Capabilities, Connector, NormalisedCallback, OperationRef, PayoutRequest, ProviderEndpoint, PushRequest, RefundRequest, Verification } from './connector';
+import type {
+  AmountRule,
+  CallbackAnswer,
+  CallbackRequest,
+  Capabilities,
+  Connector,
+  NormalisedCallback,
+  OperationRef,
+  PayoutRequest,
+  ProviderEndpoint,
+  PushRequest,
+  RefundRequest,
+  Verification,
+} from './connector';
 import { parseCallbackBody } from './protocol';
 import { CURRENCY_EXPONENT } from './amounts';
 
@@ -51,8 +64,15 @@ export class HttpProviderBase implements ProviderEndpoint {
     if (res.status === 404) return { state: 'not_found' };
     const body = this.json(res);
     if (!ok(res)) throw this.failure(res.status, body);
-    const b = body as { kind?: unknown; status?: unknown; provider_ref?: unknown; failure_code?: unknown; failure_message?: unknown };
-    if (b.kind !== undefined && b.kind !== kind) throw permanent('provider-protocol', `provider reports ${objectId} as a ${JSON.stringify(b.kind)}`);
+    const b = body as {
+      kind?: unknown;
+      status?: unknown;
+      provider_ref?: unknown;
+      failure_code?: unknown;
+      failure_message?: unknown;
+    };
+    if (b.kind !== undefined && b.kind !== kind)
+      throw permanent('provider-protocol', `provider reports ${objectId} as a ${JSON.stringify(b.kind)}`);
     const providerRef = typeof b.provider_ref === 'string' ? b.provider_ref : null;
     switch (b.status) {
       case 'pending':
@@ -74,7 +94,11 @@ export class HttpProviderBase implements ProviderEndpoint {
 
   verifyCallback({ raw, headers, nowUnix }: CallbackRequest): Promise<Verification> {
     const header = headers[CALLBACK_SIGNATURE_HEADER];
-    return Promise.resolve(verifyCallbackSignature(this.opts.callbackSecret, raw, Array.isArray(header) ? undefined : header, nowUnix) ? 'verified' : 'invalid');
+    return Promise.resolve(
+      verifyCallbackSignature(this.opts.callbackSecret, raw, Array.isArray(header) ? undefined : header, nowUnix)
+        ? 'verified'
+        : 'invalid',
+    );
   }
 
   /** The protocol's callbacks carry no amount: the operation's own is what moved. */
@@ -87,8 +111,17 @@ export class HttpProviderBase implements ProviderEndpoint {
   }
 
   /** POSTs a request under our id (its idempotency key); the 2xx answer's body, with a provider_ref. */
-  protected async create(path: string, externalId: string, fields: Record<string, unknown>): Promise<ProviderAccepted & { body: Record<string, unknown> }> {
-    const res = await this.call('POST', path, { external_id: externalId, ...fields, callback_url: this.opts.callbackUrl }, externalId);
+  protected async create(
+    path: string,
+    externalId: string,
+    fields: Record<string, unknown>,
+  ): Promise<ProviderAccepted & { body: Record<string, unknown> }> {
+    const res = await this.call(
+      'POST',
+      path,
+      { external_id: externalId, ...fields, callback_url: this.opts.callbackUrl },
+      externalId,
+    );
     const body = this.json(res);
     if (!ok(res)) throw this.failure(res.status, body);
     const ref = (body as { provider_ref?: unknown }).provider_ref;
@@ -99,19 +132,31 @@ export class HttpProviderBase implements ProviderEndpoint {
     return { providerRef: ref, body: body as Record<string, unknown> };
   }
 
-  private async call(method: 'GET' | 'POST', path: string, body?: unknown, idempotencyKey?: string): Promise<HttpAnswer> {
+  private async call(
+    method: 'GET' | 'POST',
+    path: string,
+    body?: unknown,
+    idempotencyKey?: string,
+  ): Promise<HttpAnswer> {
     const headers: Record<string, string> = { Authorization: `Bearer ${this.opts.apiKey}`, Accept: 'application/json' };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     if (idempotencyKey) headers['Idempotency-Key'] = idempotencyKey;
     let res: HttpAnswer;
     try {
-      res = await this.opts.client.request(this.opts.url + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), timeoutMs: this.opts.timeoutMs });
+      res = await this.opts.client.request(this.opts.url + path, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        timeoutMs: this.opts.timeoutMs,
+      });
     } catch (err) {
-      if ((err as Error).name === 'TimeoutError') throw retryable('provider-timeout', `${this.id} did not answer within ${this.opts.timeoutMs} ms`);
+      if ((err as Error).name === 'TimeoutError')
+        throw retryable('provider-timeout', `${this.id} did not answer within ${this.opts.timeoutMs} ms`);
       throw retryable('provider-unreachable', `${this.id} could not be reached: ${(err as Error).message}`);
     }
     // a redirect is not followed: the provider is not where it was configured
-    if (res.status >= 300 && res.status < 400) throw retryable('provider-unreachable', `${this.id} could not be reached: redirected (HTTP ${res.status})`);
+    if (res.status >= 300 && res.status < 400)
+      throw retryable('provider-unreachable', `${this.id} could not be reached: redirected (HTTP ${res.status})`);
     return res;
   }
 
@@ -133,7 +178,12 @@ export class HttpProviderBase implements ProviderEndpoint {
 }
 
 /** The fields a collection and a payout send alike. */
-const transfer = (req: PushRequest | PayoutRequest) => ({ amount: req.amount, currency: req.currency, msisdn: req.msisdn, description: req.description ?? null });
+const transfer = (req: PushRequest | PayoutRequest) => ({
+  amount: req.amount,
+  currency: req.currency,
+  msisdn: req.msisdn,
+  description: req.description ?? null,
+});
 
 /** The sandbox takes every amount its currency can carry, in every direction. */
 const SANDBOX_RULE: AmountRule = { decimals: CURRENCY_EXPONENT.USD, min: null, max: null };
@@ -149,7 +199,10 @@ export class SandboxConnector extends HttpProviderBase implements Connector {
       operators: [opts.operator],
       directions,
       partialRefunds: true,
-      amountRule: (_operator: Operator, currency: Currency) => ({ ...SANDBOX_RULE, decimals: CURRENCY_EXPONENT[currency] }),
+      amountRule: (_operator: Operator, currency: Currency) => ({
+        ...SANDBOX_RULE,
+        decimals: CURRENCY_EXPONENT[currency],
+      }),
     };
   }
 

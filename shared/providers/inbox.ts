@@ -36,7 +36,15 @@ interface Arrival {
 function jobsFor(arrivals: Arrival[]): OutboxMessage[] {
   if (arrivals.length === 1) {
     const [{ row, requestId, traceparent }] = arrivals;
-    return [outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackId: row.id, kind: row.object_kind, requestId }, 0, traceparent)];
+    return [
+      outboxMessage(
+        QUEUES.callbackReconciler,
+        APPLY_CALLBACK_JOB,
+        { callbackId: row.id, kind: row.object_kind, requestId },
+        0,
+        traceparent,
+      ),
+    ];
   }
   const byKind = new Map<string, Arrival[]>();
   for (const a of arrivals) {
@@ -48,8 +56,18 @@ function jobsFor(arrivals: Arrival[]): OutboxMessage[] {
     const jobs: OutboxMessage[] = [];
     for (let i = 0; i < all.length; i += CALLBACKS_PER_JOB) {
       const some = all.slice(i, i + CALLBACKS_PER_JOB);
-      const traced = some.some((a) => a.traceparent) ? { traceparents: some.map((a) => a.traceparent ?? '').join(',') } : {};
-      jobs.push(outboxMessage(QUEUES.callbackReconciler, APPLY_CALLBACK_JOB, { callbackIds: some.map((a) => a.row.id).join(','), kind, ...traced }, 0, null));
+      const traced = some.some((a) => a.traceparent)
+        ? { traceparents: some.map((a) => a.traceparent ?? '').join(',') }
+        : {};
+      jobs.push(
+        outboxMessage(
+          QUEUES.callbackReconciler,
+          APPLY_CALLBACK_JOB,
+          { callbackIds: some.map((a) => a.row.id).join(','), kind, ...traced },
+          0,
+          null,
+        ),
+      );
     }
     return jobs;
   });
@@ -71,7 +89,11 @@ export async function storeCallback(
   const id = randomUUID();
   const store = deps.batches.get('store-callbacks', async (arrivals: Arrival[]) => {
     const jobs = jobsFor(arrivals);
-    await insertCallbacksWithJobs(db, arrivals.map((a) => a.row), jobs);
+    await insertCallbacksWithJobs(
+      db,
+      arrivals.map((a) => a.row),
+      jobs,
+    );
     await outbox.publish(jobs, arrivals[0].log);
     return arrivals.map(() => undefined);
   });
@@ -105,7 +127,10 @@ export async function storeCallback(
 export const unappliedCallbacks: WorkSource = {
   name: 'callbacks',
   async find(db, { olderThan }, limit) {
-    return (await unappliedCallbackIds(db, olderThan, limit)).map((id) => ({ queue: QUEUES.callbackReconciler, job: APPLY_CALLBACK_JOB, data: { callbackId: id } }));
+    return (await unappliedCallbackIds(db, olderThan, limit)).map((id) => ({
+      queue: QUEUES.callbackReconciler,
+      job: APPLY_CALLBACK_JOB,
+      data: { callbackId: id },
+    }));
   },
 };
-

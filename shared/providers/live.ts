@@ -18,7 +18,10 @@ export interface ConnectorCommon {
  * The live connectors, one table entry each: built from its settings when they are configured
  * (shared/config.ts), else null. A new connector is a folder in shared/providers and a line here.
  */
-export const LIVE_CONNECTOR_FACTORIES: Record<LiveConnectorName, (config: Config, common: ConnectorCommon) => Connector | null> = {
+export const LIVE_CONNECTOR_FACTORIES: Record<
+  LiveConnectorName,
+  (config: Config, common: ConnectorCommon) => Connector | null
+> = {
   pawapay: ({ payments: { live } }, common) =>
     live.pawapay &&
     new PawapayConnector({

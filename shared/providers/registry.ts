@@ -50,10 +50,26 @@ export class ProviderRegistry {
       if (connector) add(this.track(connector));
     }
     // the card acquirer of each environment (docs/decisions.md "Cards"): test keys the sandbox, live keys the configured one
-    for (const [environment, endpoints] of [['test', config.cards.sandbox], ['live', config.cards.live]] as const) {
+    for (const [environment, endpoints] of [
+      ['test', config.cards.sandbox],
+      ['live', config.cards.live],
+    ] as const) {
       if (!endpoints) continue;
       const id = cardAcquirerIdFor(environment);
-      add(new HttpCardAcquirer({ ...common, id, environment, url: endpoints.providerUrl, apiKey: endpoints.apiKey, callbackSecret: endpoints.callbackSecret, callbackUrl: callbackUrl(id) }, config.baseUrl));
+      add(
+        new HttpCardAcquirer(
+          {
+            ...common,
+            id,
+            environment,
+            url: endpoints.providerUrl,
+            apiKey: endpoints.apiKey,
+            callbackSecret: endpoints.callbackSecret,
+            callbackUrl: callbackUrl(id),
+          },
+          config.baseUrl,
+        ),
+      );
     }
   }
 
@@ -72,7 +88,11 @@ export class ProviderRegistry {
     if (environment === 'test') return this.connector(sandboxIdFor(operator));
     const name = this.live.routes[operator]?.[direction];
     const connector = this.connector(name ?? null);
-    return connector && connector.capabilities.directions.includes(direction) && connector.capabilities.operators.includes(operator) ? connector : undefined;
+    return connector &&
+      connector.capabilities.directions.includes(direction) &&
+      connector.capabilities.operators.includes(operator)
+      ? connector
+      : undefined;
   }
 
   /** Every live connector, for what providers say of their own availability. */

@@ -9,15 +9,33 @@ import type { ProviderRegistry } from './registry';
  * written or sent: the connector that serves the operator's direction (422 operator-unavailable
  * when none does), and that it can carry the amount (422 amount-not-supported, naming the rule).
  */
-export function connectorFor(providers: Pick<ProviderRegistry, 'route'>, environment: Environment, operator: Operator, direction: Direction, currency: Currency, amount: number): Connector {
+export function connectorFor(
+  providers: Pick<ProviderRegistry, 'route'>,
+  environment: Environment,
+  operator: Operator,
+  direction: Direction,
+  currency: Currency,
+  amount: number,
+): Connector {
   const connector = providers.route(environment, operator, direction);
-  if (!connector) throw new Unprocessable('operator-unavailable', `No provider serves ${operator} ${direction}s for live keys (GET /v1/availability shows it closed)`, 'operator');
+  if (!connector)
+    throw new Unprocessable(
+      'operator-unavailable',
+      `No provider serves ${operator} ${direction}s for live keys (GET /v1/availability shows it closed)`,
+      'operator',
+    );
   refuseUncarriable(connector, operator, direction, currency, amount);
   return connector;
 }
 
 /** 422 amount-not-supported when the connector cannot carry `amount` (minor units) for this operator, direction and currency. */
-export function refuseUncarriable(connector: Connector, operator: Operator, direction: Direction, currency: Currency, amount: number): void {
+export function refuseUncarriable(
+  connector: Connector,
+  operator: Operator,
+  direction: Direction,
+  currency: Currency,
+  amount: number,
+): void {
   const rule = connector.capabilities.amountRule(operator, currency, direction);
   const refuse = (why: string, param = 'amount') => {
     throw new Unprocessable('amount-not-supported', `${connector.id} cannot carry this amount: ${why}`, param);
@@ -25,8 +43,16 @@ export function refuseUncarriable(connector: Connector, operator: Operator, dire
   if (!rule) return refuse(`it takes no ${currency} for ${operator} ${direction}s`, 'currency');
   const shown = `${minorToDecimal(amount, currency)} ${currency}`;
   if (decimalsNeeded(amount, currency) > rule.decimals) {
-    refuse(`${operator} takes ${rule.decimals === 0 ? 'no decimals' : `at most ${rule.decimals} decimal${rule.decimals > 1 ? 's' : ''}`} in ${currency}, and ${shown} has more`);
+    refuse(
+      `${operator} takes ${rule.decimals === 0 ? 'no decimals' : `at most ${rule.decimals} decimal${rule.decimals > 1 ? 's' : ''}`} in ${currency}, and ${shown} has more`,
+    );
   }
-  if (rule.min !== null && amount < rule.min) refuse(`${shown} is below its minimum of ${minorToDecimal(rule.min, currency)} ${currency} for ${operator} ${direction}s`);
-  if (rule.max !== null && amount > rule.max) refuse(`${shown} is above its maximum of ${minorToDecimal(rule.max, currency)} ${currency} for ${operator} ${direction}s`);
+  if (rule.min !== null && amount < rule.min)
+    refuse(
+      `${shown} is below its minimum of ${minorToDecimal(rule.min, currency)} ${currency} for ${operator} ${direction}s`,
+    );
+  if (rule.max !== null && amount > rule.max)
+    refuse(
+      `${shown} is above its maximum of ${minorToDecimal(rule.max, currency)} ${currency} for ${operator} ${direction}s`,
+    );
 }

@@ -12,7 +12,12 @@ export function signCallback(secret: string, raw: string | Buffer, timestamp: nu
   return `t=${timestamp},v1=${hmacHex(secret, Buffer.concat([Buffer.from(`${timestamp}.`), Buffer.from(raw)]))}`;
 }
 
-export function verifyCallbackSignature(secret: string, raw: Buffer, header: string | undefined, nowUnix: number): boolean {
+export function verifyCallbackSignature(
+  secret: string,
+  raw: Buffer,
+  header: string | undefined,
+  nowUnix: number,
+): boolean {
   if (!header || header.length > 512) return false;
   const parts = new Map<string, string>();
   for (const piece of header.split(',')) {

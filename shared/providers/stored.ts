@@ -20,6 +20,12 @@ export function storedCallback(row: CallbackColumns): StoredCallback {
 }
 
 /** True when the callback names an amount or currency other than what the operation asked the provider to move. */
-export function amountDiffers(callback: Pick<StoredCallback, 'amount' | 'currency'>, moved: { amount: number; currency: string }): boolean {
-  return (callback.amount !== null && callback.amount !== moved.amount) || (callback.currency !== null && callback.currency !== moved.currency);
+export function amountDiffers(
+  callback: Pick<StoredCallback, 'amount' | 'currency'>,
+  moved: { amount: number; currency: string },
+): boolean {
+  return (
+    (callback.amount !== null && callback.amount !== moved.amount) ||
+    (callback.currency !== null && callback.currency !== moved.currency)
+  );
 }

@@ -18,7 +18,11 @@ export interface QueueBacklog {
 
 // BullMQ stamps its jobs with the wall clock, so their age is read against it. Asked through
 // BullMQ's public API, one queue at a time (each queue's keys are in its own Redis Cluster slot).
-export async function readBacklog(queues: QueueRegistry, now = Date.now(), names: readonly QueueName[] = ALL_QUEUES): Promise<QueueBacklog[]> {
+export async function readBacklog(
+  queues: QueueRegistry,
+  now = Date.now(),
+  names: readonly QueueName[] = ALL_QUEUES,
+): Promise<QueueBacklog[]> {
   return Promise.all(
     names.map(async (queue) => {
       const q = queues.get(queue);

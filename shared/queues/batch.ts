@@ -51,7 +51,8 @@ export function isBatch(data: unknown): data is BatchData {
 
 /** The elements of a batch payload, each still to pass its pool's guard. */
 export function batchElements(data: BatchData): JobData[] {
-  if (data.batch.length === 0 || data.batch.length > BATCH_LIMIT) throw new UnrecoverableError(`a batch job holds 1 to ${BATCH_LIMIT} jobs`);
+  if (data.batch.length === 0 || data.batch.length > BATCH_LIMIT)
+    throw new UnrecoverableError(`a batch job holds 1 to ${BATCH_LIMIT} jobs`);
   return data.batch;
 }
 
@@ -72,7 +73,11 @@ export function inBatches(queue: QueueName, jobs: (QueuedJob & { data: JobData; 
   for (const [jobName, group] of byName) {
     for (let i = 0; i < group.length; i += BATCH_MAX) {
       const chunk = group.slice(i, i + BATCH_MAX);
-      out.push(chunk.length === 1 ? chunk[0] : { jobName, data: { batch: chunk.map((j) => j.data) }, opts: { jobId: batchJobId(chunk[0].id) } });
+      out.push(
+        chunk.length === 1
+          ? chunk[0]
+          : { jobName, data: { batch: chunk.map((j) => j.data) }, opts: { jobId: batchJobId(chunk[0].id) } },
+      );
     }
   }
   return out;

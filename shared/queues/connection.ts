@@ -7,7 +7,12 @@ export type RedisClient = Redis | Cluster;
 function connect(url: string, options: RedisOptions, cluster: Partial<ClusterOptions> = {}): RedisClient {
   if (!url.startsWith('redis-cluster://')) return new Redis(url, options);
   // every option of a node connection applies to each node; the cluster's own offline queue follows it
-  return new Cluster(clusterNodes(url), { redisOptions: options, enableOfflineQueue: options.enableOfflineQueue ?? true, enableReadyCheck: true, ...cluster });
+  return new Cluster(clusterNodes(url), {
+    redisOptions: options,
+    enableOfflineQueue: options.enableOfflineQueue ?? true,
+    enableReadyCheck: true,
+    ...cluster,
+  });
 }
 
 /** Blocking connection for BullMQ workers: retries forever, never fails a command on its own. */
@@ -21,7 +26,11 @@ export function workerRedis(url: string): RedisClient {
  */
 export function webRedis(url: string): RedisClient {
   const retry = (times: number) => Math.min(times * 200, 2000);
-  return connect(url, { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, retryStrategy: retry }, { clusterRetryStrategy: retry });
+  return connect(
+    url,
+    { maxRetriesPerRequest: 1, enableOfflineQueue: false, connectTimeout: 2000, retryStrategy: retry },
+    { clusterRetryStrategy: retry },
+  );
 }
 
 /**
@@ -33,13 +42,23 @@ export async function checkClusterNodes(url: string): Promise<void> {
   if (!url.startsWith('redis-cluster://')) return;
   await Promise.all(
     clusterNodes(url).map(async ({ host, port }) => {
-      const node = new Redis({ host, port, lazyConnect: true, connectTimeout: 2000, maxRetriesPerRequest: 0, retryStrategy: () => null, enableOfflineQueue: false });
+      const node = new Redis({
+        host,
+        port,
+        lazyConnect: true,
+        connectTimeout: 2000,
+        maxRetriesPerRequest: 0,
+        retryStrategy: () => null,
+        enableOfflineQueue: false,
+      });
       node.on('error', () => undefined);
       try {
         await node.connect();
         await node.ping();
       } catch (err) {
-        throw new ConfigError(`REDIS_URL lists the Redis Cluster node ${host}:${port}, which does not answer (${(err as Error).message}): start it or remove it from the list`);
+        throw new ConfigError(
+          `REDIS_URL lists the Redis Cluster node ${host}:${port}, which does not answer (${(err as Error).message}): start it or remove it from the list`,
+        );
       } finally {
         node.disconnect();
       }

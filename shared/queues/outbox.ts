@@ -26,7 +26,13 @@ export type { OutboxMessage };
  * A new outbox message (not yet written). Its trace context is the caller's active span: made
  * in the request's or the job's own context (not in a batch shared with others), or given.
  */
-export function outboxMessage(queue: QueueName, jobName: string, payload: JobData, delayMs = 0, traceparent = traceparentNow()): OutboxMessage {
+export function outboxMessage(
+  queue: QueueName,
+  jobName: string,
+  payload: JobData,
+  delayMs = 0,
+  traceparent = traceparentNow(),
+): OutboxMessage {
   return { id: randomUUID(), queue, job_name: jobName, payload, delay_ms: delayMs, traceparent };
 }
 
@@ -36,7 +42,13 @@ export function outboxJobData(msg: Pick<OutboxMessage, 'payload' | 'traceparent'
 }
 
 /** Writes a new message in the caller's transaction (shared/db/transact.ts's OutboxWriter). */
-export async function writeOutbox(trx: Executor, queue: QueueName, jobName: string, payload: JobData, delayMs = 0): Promise<OutboxMessage> {
+export async function writeOutbox(
+  trx: Executor,
+  queue: QueueName,
+  jobName: string,
+  payload: JobData,
+  delayMs = 0,
+): Promise<OutboxMessage> {
   const msg = outboxMessage(queue, jobName, payload, delayMs);
   await insertOutbox(trx, [msg]);
   return msg;
@@ -53,7 +65,13 @@ async function enqueueMany(queues: QueueRegistry, msgs: OutboxMessage[]): Promis
   for (const m of msgs) byQueue.set(m.queue, [...(byQueue.get(m.queue) ?? []), m]);
   await Promise.all(
     [...byQueue].map(([queue, ms]) =>
-      queues.addMany(queue, inBatches(queue, ms.map((m) => ({ id: m.id, jobName: m.job_name, data: outboxJobData(m), opts: jobOptions(m) })))),
+      queues.addMany(
+        queue,
+        inBatches(
+          queue,
+          ms.map((m) => ({ id: m.id, jobName: m.job_name, data: outboxJobData(m), opts: jobOptions(m) })),
+        ),
+      ),
     ),
   );
 }
@@ -118,7 +136,10 @@ export class OutboxPublisher {
     try {
       await markOutboxEnqueued(this.db, batch.ids);
     } catch (err) {
-      this.log.warn({ err: { message: (err as Error).message }, count: batch.ids.length }, 'outbox marks lost; the relay will enqueue those rows again');
+      this.log.warn(
+        { err: { message: (err as Error).message }, count: batch.ids.length },
+        'outbox marks lost; the relay will enqueue those rows again',
+      );
     }
   }
 }
@@ -134,7 +155,10 @@ export async function relayOutbox(db: Db, queues: QueueRegistry, graceMs = 1000,
     const rows = await claimMissedOutbox(trx, graceMs / 1000, batch);
     if (rows.length === 0) return 0;
     for (const row of rows) await queues.add(row.queue, row.job_name, outboxJobData(row), jobOptions(row));
-    await markOutboxEnqueued(trx, rows.map((r) => r.id));
+    await markOutboxEnqueued(
+      trx,
+      rows.map((r) => r.id),
+    );
     return rows.length;
   });
 }

@@ -19,13 +19,21 @@ const RELEASE = `if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call
 export class QueueRegistry {
   private readonly queues = new Map<QueueName, Queue>();
 
-  constructor(readonly connection: RedisClient, readonly prefix: string) {}
+  constructor(
+    readonly connection: RedisClient,
+    readonly prefix: string,
+  ) {}
 
   get(name: QueueName): Queue {
     let q = this.queues.get(name);
     if (!q) {
       // telemetry (bullmq-otel) only with traces on: each job then carries its trace context
-      q = new Queue(name, { connection: this.connection, prefix: queueKeyPrefix(this.prefix, name), defaultJobOptions: DEFAULT_JOB_OPTIONS, telemetry: jobTelemetry() });
+      q = new Queue(name, {
+        connection: this.connection,
+        prefix: queueKeyPrefix(this.prefix, name),
+        defaultJobOptions: DEFAULT_JOB_OPTIONS,
+        telemetry: jobTelemetry(),
+      });
       // connection errors reach callers through the failed command; the shared client logs them once
       q.on('error', () => undefined);
       this.queues.set(name, q);
@@ -67,7 +75,9 @@ export class QueueRegistry {
   async add(name: QueueName, jobName: string, data: QueuedData, opts: JobsOptions = {}): Promise<string | undefined> {
     const queue = await this.ready(name);
     // a job that carries the trace context of its outbox row is added as part of that trace
-    const job = await withTraceparent(isBatch(data) ? undefined : data.traceparent, () => queue.add(jobName, data, withWorkKey(name, data, opts)));
+    const job = await withTraceparent(isBatch(data) ? undefined : data.traceparent, () =>
+      queue.add(jobName, data, withWorkKey(name, data, opts)),
+    );
     return job.id;
   }
 
@@ -76,7 +86,12 @@ export class QueueRegistry {
    * the work (`holdWork`), whose id is returned. A hold is only a hint against running one piece
    * of work twice at once; every job is safe to run twice.
    */
-  async addUnlessHeld(name: QueueName, jobName: string, data: JobData, opts: JobsOptions = {}): Promise<string | undefined> {
+  async addUnlessHeld(
+    name: QueueName,
+    jobName: string,
+    data: JobData,
+    opts: JobsOptions = {},
+  ): Promise<string | undefined> {
     const key = workKey(name, data);
     const holder = key === undefined ? null : await this.connection.get(this.holdKey(name, key));
     return holder ?? this.add(name, jobName, data, opts);
@@ -138,8 +153,15 @@ export class QueueRegistry {
     });
     // work with a live job of its own (BullMQ's deduplication, asked through its API) stays with that job
     const queue = await this.ready(name);
-    const live = await Promise.all(held.map(async (e) => (workKey(name, e) === undefined ? null : queue.getDeduplicationJobId(workKey(name, e)!))));
-    if (live.some(Boolean)) await this.releaseWork(name, batchId, held.filter((_, i) => live[i]));
+    const live = await Promise.all(
+      held.map(async (e) => (workKey(name, e) === undefined ? null : queue.getDeduplicationJobId(workKey(name, e)!))),
+    );
+    if (live.some(Boolean))
+      await this.releaseWork(
+        name,
+        batchId,
+        held.filter((_, i) => live[i]),
+      );
     return held.filter((_, i) => !live[i]);
   }
 

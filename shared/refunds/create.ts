@@ -27,7 +27,14 @@ export type RefundInput = { amount?: number; reason?: string };
  * POST /v1/payments/{id}/refund: one transaction (with its Idempotency-Key, if any) under the
  * payment's row lock; the payment's refunded amount moves through its own transition.
  */
-export async function createRefund(deps: TransactDeps & { providerWindowMs: number; caches: Caches; providers: Pick<ProviderRegistry, 'connector'> }, viewer: Caller, paymentId: string, input: RefundInput, requestId?: string, key?: IdempotentWrite<RefundObject>): Promise<RefundObject> {
+export async function createRefund(
+  deps: TransactDeps & { providerWindowMs: number; caches: Caches; providers: Pick<ProviderRegistry, 'connector'> },
+  viewer: Caller,
+  paymentId: string,
+  input: RefundInput,
+  requestId?: string,
+  key?: IdempotentWrite<RefundObject>,
+): Promise<RefundObject> {
   if (!isId('payment', paymentId)) throw new NotFound('Payment');
   // read before the transaction: no second connection is needed while the payment is locked
   const closed = await closures(deps);
@@ -35,7 +42,8 @@ export async function createRefund(deps: TransactDeps & { providerWindowMs: numb
     const now = deps.clock.now();
     // a card payment is its own kind: found only to be refused (422 card-refund-not-supported)
     const payment = (await lockRow(trx, paymentKind, paymentId)) ?? (await lockRow(trx, cardPaymentKind, paymentId));
-    if (!payment || payment.merchant_id !== viewer.merchantId || payment.environment !== viewer.environment) throw new NotFound('Payment');
+    if (!payment || payment.merchant_id !== viewer.merchantId || payment.environment !== viewer.environment)
+      throw new NotFound('Payment');
     const amount = refundAmount(payment, input.amount);
     if (payment.operator) refuseClosed(closed, payment.operator, 'refund');
     refuseUnrefundable(deps.providers, payment, amount);
@@ -54,11 +62,30 @@ export async function createRefund(deps: TransactDeps & { providerWindowMs: numb
       created: Math.floor(now / 1000),
       ...newOperationFields(deps.providerWindowMs, now),
     };
-    await createRow(trx, outbox, refundKind, refund, [outboxMessage(QUEUES.refund, 'send-refund', { refundId: refund.id, requestId })]);
+    await createRow(trx, outbox, refundKind, refund, [
+      outboxMessage(QUEUES.refund, 'send-refund', { refundId: refund.id, requestId }),
+    ]);
     const refunded = payment.amount_refunded + amount;
-    await applyTrigger(trx, outbox, paymentKind, payment, refundTrigger(payment.amount_charged, refunded), { reason: `refund ${refund.id} created`, at: now }, { amount_refunded: refunded });
+    await applyTrigger(
+      trx,
+      outbox,
+      paymentKind,
+      payment,
+      refundTrigger(payment.amount_charged, refunded),
+      { reason: `refund ${refund.id} created`, at: now },
+      { amount_refunded: refunded },
+    );
     // last, so the merchant's accounts stay locked only until the commit; 422 insufficient-balance undoes the rest
-    await post(trx, outgoingDebit('refund', { referenceId: refund.id, merchantId: viewer.merchantId, environment: viewer.environment, currency: refund.currency, amount }));
+    await post(
+      trx,
+      outgoingDebit('refund', {
+        referenceId: refund.id,
+        merchantId: viewer.merchantId,
+        environment: viewer.environment,
+        currency: refund.currency,
+        amount,
+      }),
+    );
     return refundView(refund);
   });
 }
@@ -72,10 +99,18 @@ function refuseUnrefundable(providers: Pick<ProviderRegistry, 'connector'>, paym
   const connector = providers.connector(payment.provider);
   const operator = payment.operator as Operator;
   if (!connector || !connector.capabilities.directions.includes('refund')) {
-    throw new Unprocessable('operator-unavailable', `The provider of this payment (${payment.provider ?? 'none'}) takes no refunds`, 'operator');
+    throw new Unprocessable(
+      'operator-unavailable',
+      `The provider of this payment (${payment.provider ?? 'none'}) takes no refunds`,
+      'operator',
+    );
   }
   if (!connector.capabilities.partialRefunds && amount !== payment.amount_charged) {
-    throw new Unprocessable('partial-refund-not-supported', `${connector.id} refunds a payment only in full (${payment.amount_charged} ${payment.currency})`, 'amount');
+    throw new Unprocessable(
+      'partial-refund-not-supported',
+      `${connector.id} refunds a payment only in full (${payment.amount_charged} ${payment.currency})`,
+      'amount',
+    );
   }
   refuseUncarriable(connector, operator, 'refund', payment.currency, amount);
 }

@@ -47,7 +47,15 @@ export const refundKind: OperationKind<RefundRow, RefundStatus> = defineKind<Ref
     async afterMove(trx, outbox, r, to, at) {
       if (to !== 'failed') return;
       const payment = (await lockRow(trx, paymentKind, r.payment_id))!;
-      await applyTrigger(trx, outbox, paymentKind, payment, 'refund_reopened', { reason: `refund ${r.id} failed`, at }, { amount_refunded: payment.amount_refunded - r.amount });
+      await applyTrigger(
+        trx,
+        outbox,
+        paymentKind,
+        payment,
+        'refund_reopened',
+        { reason: `refund ${r.id} failed`, at },
+        { amount_refunded: payment.amount_refunded - r.amount },
+      );
     },
   },
   REFUND_COLUMNS,

@@ -9,8 +9,12 @@ import type { RefundRow } from '../db/rows';
 /** GET /v1/payments/{id}/refunds: the payment's refunds in the order they were made; 404 for anyone else's payment. */
 export async function listRefunds(db: Executor, viewer: Caller, paymentId: string) {
   if (!isId('payment', paymentId)) throw new NotFound('Payment');
-  const payment = await Payment.query(db).findOne({ id: paymentId, merchant_id: viewer.merchantId, environment: viewer.environment }).select('id');
+  const payment = await Payment.query(db)
+    .findOne({ id: paymentId, merchant_id: viewer.merchantId, environment: viewer.environment })
+    .select('id');
   if (!payment) throw new NotFound('Payment');
-  const rows: RefundRow[] = await Refund.query(db).where({ payment_id: paymentId }).orderBy([{ column: 'created_at' }, { column: 'id' }]);
+  const rows: RefundRow[] = await Refund.query(db)
+    .where({ payment_id: paymentId })
+    .orderBy([{ column: 'created_at' }, { column: 'id' }]);
   return { object: 'list' as const, data: rows.map(refundView) };
 }

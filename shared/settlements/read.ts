@@ -20,7 +20,11 @@ export const listSettlementsSchema = {
 
 export async function getSettlement(db: Executor, viewer: Caller, id: string) {
   if (!isId('settlement', id)) throw new NotFound('Settlement');
-  const row = await Settlement.query(db).findOne({ id, merchant_id: viewer.merchantId, environment: viewer.environment });
+  const row = await Settlement.query(db).findOne({
+    id,
+    merchant_id: viewer.merchantId,
+    environment: viewer.environment,
+  });
   if (!row) throw new NotFound('Settlement');
   return settlementView(row);
 }

@@ -25,7 +25,10 @@ export interface SettleOptions {
 }
 
 /** Settles every group with unsettled transactions before the cut-off; returns the batches made. */
-export async function settle(deps: TransactDeps, { now, cutoffMinutesUtc = 0 }: SettleOptions): Promise<SettlementView[]> {
+export async function settle(
+  deps: TransactDeps,
+  { now, cutoffMinutesUtc = 0 }: SettleOptions,
+): Promise<SettlementView[]> {
   const periodEnd = lastCutoff(now, cutoffMinutesUtc);
   const groups = (await unsettled(deps.db, periodEnd).distinct('merchant_id', 'environment', 'currency')) as Group[];
   const made: SettlementView[] = [];
@@ -64,15 +67,31 @@ function bigintsAsText(o: object): Record<string, unknown> {
 async function settleGroup(deps: TransactDeps, group: Group, periodEnd: number): Promise<SettlementView | null> {
   try {
     return await transact(deps, async (trx, outbox) => {
-      await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`settlement/${group.merchant_id}/${group.environment}/${group.currency}`]);
-      const last = (await Settlement.query(trx).where(group).max('period_end as end').first()) as unknown as { end: number | null } | undefined;
+      await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [
+        `settlement/${group.merchant_id}/${group.environment}/${group.currency}`,
+      ]);
+      const last = (await Settlement.query(trx).where(group).max('period_end as end').first()) as unknown as
+        { end: number | null } | undefined;
       if (last?.end != null && last.end >= periodEnd) return null;
 
       // the batch row first (zero figures), so the covered transactions can point at it; one
       // UPDATE claims them, so the figures below count exactly the transactions it marked
       const id = newId('settlement');
       const created = Math.floor(deps.clock.now() / 1000);
-      await Settlement.query(trx).insert({ id, ...group, period_start: 0, period_end: periodEnd, gross: 0, fees: 0, refunds: 0, payouts: 0, net: 0, count: 0, created, version: 1 });
+      await Settlement.query(trx).insert({
+        id,
+        ...group,
+        period_start: 0,
+        period_end: periodEnd,
+        gross: 0,
+        fees: 0,
+        refunds: 0,
+        payouts: 0,
+        net: 0,
+        count: 0,
+        created,
+        version: 1,
+      });
       const claimed: { kind: string; created_at: Date }[] = await unsettled(trx, periodEnd)
         .where(group)
         .patch({ settlement_id: id })

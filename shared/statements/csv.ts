@@ -12,13 +12,25 @@ import { transactionLines, type StatementLine } from '../db/sql/statements';
  * lines. A client that goes away stops the query and gives the connection back.
  */
 
-export const CSV_COLUMNS = ['created', 'type', 'id', 'source_id', 'reference', 'currency', 'amount', 'fee', 'net', 'status'] as const;
+export const CSV_COLUMNS = [
+  'created',
+  'type',
+  'id',
+  'source_id',
+  'reference',
+  'currency',
+  'amount',
+  'fee',
+  'net',
+  'status',
+] as const;
 export const MAX_REPORT_SECONDS = 31 * 24 * 3600;
 const FETCH_ROWS = 1000;
 
 function unixParam(name: string, raw: unknown): number {
   if (raw === undefined) throw new ValidationFailed(name, `${name} is required (Unix seconds)`);
-  if (typeof raw !== 'string' || !/^[0-9]{1,11}$/.test(raw)) throw new ValidationFailed(name, `${name} must be an integer number of Unix seconds`);
+  if (typeof raw !== 'string' || !/^[0-9]{1,11}$/.test(raw))
+    throw new ValidationFailed(name, `${name} must be an integer number of Unix seconds`);
   return Number(raw);
 }
 
@@ -29,7 +41,8 @@ export function parseReportRange(query: Record<string, unknown>) {
   const from = unixParam('from', query.from);
   const to = unixParam('to', query.to);
   if (to <= from) throw new ValidationFailed('to', 'to must be after from');
-  if (to - from > MAX_REPORT_SECONDS) throw new ValidationFailed('to', `to must be at most 31 days (${MAX_REPORT_SECONDS} s) after from`);
+  if (to - from > MAX_REPORT_SECONDS)
+    throw new ValidationFailed('to', `to must be at most 31 days (${MAX_REPORT_SECONDS} s) after from`);
   return { from, to };
 }
 
@@ -56,7 +69,14 @@ async function* lines(db: Executor, caller: Caller, range: ReportRange): AsyncGe
   // stopped early (client gone) or failed, the cursor is closed and its connection goes back to the pool (streamSql)
   let batch = '';
   let n = 0;
-  for await (const row of transactionLines(db, caller.merchantId, caller.environment, range.from, range.to, FETCH_ROWS)) {
+  for await (const row of transactionLines(
+    db,
+    caller.merchantId,
+    caller.environment,
+    range.from,
+    range.to,
+    FETCH_ROWS,
+  )) {
     batch += csvLine(row);
     // a few hundred lines per chunk: fewer, larger writes
     if (++n % 200 === 0) {

@@ -14,14 +14,30 @@ import { Settlement } from '../db/models';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 export function lineView(l: StatementLine) {
-  return { id: l.id, type: l.type, source_id: l.source_id, amount: l.amount, fee: l.fee, net: l.net, currency: l.currency, created: l.created };
+  return {
+    id: l.id,
+    type: l.type,
+    source_id: l.source_id,
+    amount: l.amount,
+    fee: l.fee,
+    net: l.net,
+    currency: l.currency,
+    created: l.created,
+  };
 }
 
-export async function listSettlementLines(db: Executor, viewer: Caller, settlementId: string, query: { limit?: string; cursor?: string }) {
+export async function listSettlementLines(
+  db: Executor,
+  viewer: Caller,
+  settlementId: string,
+  query: { limit?: string; cursor?: string },
+) {
   const limit = parseLimit(query.limit);
   const cursor = cursorOf(query.cursor, (id) => UUID.test(id));
   if (!isId('settlement', settlementId)) throw new NotFound('Settlement');
-  const batch = await Settlement.query(db).findOne({ id: settlementId, merchant_id: viewer.merchantId, environment: viewer.environment }).select('id');
+  const batch = await Settlement.query(db)
+    .findOne({ id: settlementId, merchant_id: viewer.merchantId, environment: viewer.environment })
+    .select('id');
   if (!batch) throw new NotFound('Settlement');
   const rows = await settlementLines(db, settlementId, limit + 1, cursor);
   return toPage(rows, limit, lineView);

@@ -32,7 +32,11 @@ const ENTRIES: Record<string, string> = {
   'shared/cards/sandbox/acquirerServer': 'card-acquirer',
 };
 
-export function processNameOf(entry: string | undefined, root: string, env: Record<string, string | undefined> = {}): string {
+export function processNameOf(
+  entry: string | undefined,
+  root: string,
+  env: Record<string, string | undefined> = {},
+): string {
   if (env.PROCESS_NAME) return env.PROCESS_NAME;
   if (!entry) return 'node';
   const rel = path

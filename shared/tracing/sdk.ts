@@ -45,8 +45,16 @@ const ROOT = path.resolve(__dirname, '..', '..');
 export class QuietRoots implements Sampler {
   constructor(private readonly inner: Sampler) {}
 
-  shouldSample(context: api.Context, traceId: string, name: string, kind: api.SpanKind, attributes: api.Attributes, links: api.Link[]): SamplingResult {
-    if (kind === api.SpanKind.INTERNAL && !api.trace.getSpanContext(context)) return { decision: SamplingDecision.NOT_RECORD };
+  shouldSample(
+    context: api.Context,
+    traceId: string,
+    name: string,
+    kind: api.SpanKind,
+    attributes: api.Attributes,
+    links: api.Link[],
+  ): SamplingResult {
+    if (kind === api.SpanKind.INTERNAL && !api.trace.getSpanContext(context))
+      return { decision: SamplingDecision.NOT_RECORD };
     return this.inner.shouldSample(context, traceId, name, kind, attributes, links);
   }
 
@@ -84,7 +92,10 @@ const number = (env: Record<string, string | undefined>, name: string): number |
 
 /** The exporters OTEL_TRACES_EXPORTER names (otlp by default), each behind its processor. */
 function exportingProcessors(env: Record<string, string | undefined>): SpanProcessor[] {
-  const names = (env.OTEL_TRACES_EXPORTER ?? '').split(',').map((s) => s.trim()).filter(Boolean);
+  const names = (env.OTEL_TRACES_EXPORTER ?? '')
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
   const processors: SpanProcessor[] = [];
   for (const name of names.length ? names : ['otlp']) {
     if (name === 'console') {
@@ -93,9 +104,15 @@ function exportingProcessors(env: Record<string, string | undefined>): SpanProce
       process.stderr.write(`tracing: OTEL_TRACES_EXPORTER=${name} is not supported here (otlp, console); ignored\n`);
     } else {
       // an empty variable (a copied .env.example) counts as unset
-      const protocol = (env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() || env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() || 'http/protobuf').trim();
+      const protocol = (
+        env.OTEL_EXPORTER_OTLP_TRACES_PROTOCOL?.trim() ||
+        env.OTEL_EXPORTER_OTLP_PROTOCOL?.trim() ||
+        'http/protobuf'
+      ).trim();
       if (protocol !== 'http/json' && protocol !== 'http/protobuf') {
-        process.stderr.write(`tracing: OTLP protocol ${protocol} is not supported here (http/protobuf, http/json); using http/protobuf\n`);
+        process.stderr.write(
+          `tracing: OTLP protocol ${protocol} is not supported here (http/protobuf, http/json); using http/protobuf\n`,
+        );
       }
       processors.push(
         new BatchSpanProcessor({
@@ -132,7 +149,8 @@ export function scrubAttributes(attributes: api.Attributes): void {
     else if (typeof value === 'string' && URL_ATTRIBUTES.has(key)) attributes[key] = scrubUrl(value);
     else if (typeof value === 'string' && PATH_ATTRIBUTES.has(key)) attributes[key] = maskPath(value.split('?')[0]);
     else if (typeof value === 'string') attributes[key] = maskText(value);
-    else if (Array.isArray(value)) attributes[key] = value.map((v) => (typeof v === 'string' ? maskText(v) : v)) as api.AttributeValue;
+    else if (Array.isArray(value))
+      attributes[key] = value.map((v) => (typeof v === 'string' ? maskText(v) : v)) as api.AttributeValue;
   }
 }
 
@@ -162,11 +180,22 @@ export function startTracing(env: Record<string, string | undefined> = process.e
     if (processors.length === 0) return false;
     const sdk = new NodeSDK({
       // OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES (the env detector) take precedence
-      resource: defaultResource().merge(resourceFromAttributes({ 'service.name': `svc-payments-${name}`, 'service.namespace': 'svc-payments', 'svc_payments.process': name })),
+      resource: defaultResource().merge(
+        resourceFromAttributes({
+          'service.name': `svc-payments-${name}`,
+          'service.namespace': 'svc-payments',
+          'svc_payments.process': name,
+        }),
+      ),
       instrumentations: [
         // headers are recorded only when listed (none are), bodies never
         new HttpInstrumentation({ ignoreIncomingRequestHook: (req) => UNTRACED_PATHS.test(req.url ?? '') }),
-        new PgInstrumentation({ requireParentSpan: true, enhancedDatabaseReporting: false, ignoreConnectSpans: true, addSqlCommenterCommentToQueries: false }),
+        new PgInstrumentation({
+          requireParentSpan: true,
+          enhancedDatabaseReporting: false,
+          ignoreConnectSpans: true,
+          addSqlCommenterCommentToQueries: false,
+        }),
         new IORedisInstrumentation({ requireParentSpan: true, dbStatementSerializer: (command) => command }),
       ],
       spanProcessors: [scrubber, ...processors],

@@ -56,7 +56,12 @@ function contextOf(t: Tracing, traceparent: unknown): OTel.Context | undefined {
   if (typeof traceparent !== 'string') return undefined;
   const m = TRACEPARENT.exec(traceparent);
   if (!m || m[1] === 'ff' || /^0+$/.test(m[2]) || /^0+$/.test(m[3])) return undefined;
-  return t.api.trace.setSpanContext(t.api.ROOT_CONTEXT, { traceId: m[2], spanId: m[3], traceFlags: parseInt(m[4], 16) & 1, isRemote: true });
+  return t.api.trace.setSpanContext(t.api.ROOT_CONTEXT, {
+    traceId: m[2],
+    spanId: m[3],
+    traceFlags: parseInt(m[4], 16) & 1,
+    isRemote: true,
+  });
 }
 
 /** Runs `fn` as a continuation of the stored `traceparent` (as it is when there is none, or traces are off). */
@@ -104,11 +109,20 @@ export interface SpanOptions {
  * batch's job), or of the active span; `fn` may add facts learnt on the way. A rejection is
  * recorded on the span. With traces off, `fn` runs as it is.
  */
-export function inSpan<T>(name: string, opts: SpanOptions, fn: (facts: (f: SpanFacts) => void) => Promise<T>): Promise<T> {
+export function inSpan<T>(
+  name: string,
+  opts: SpanOptions,
+  fn: (facts: (f: SpanFacts) => void) => Promise<T>,
+): Promise<T> {
   return tracing ? traced(tracing, name, opts, fn) : fn(ignore);
 }
 
-async function traced<T>(t: Tracing, name: string, opts: SpanOptions, fn: (facts: (f: SpanFacts) => void) => Promise<T>): Promise<T> {
+async function traced<T>(
+  t: Tracing,
+  name: string,
+  opts: SpanOptions,
+  fn: (facts: (f: SpanFacts) => void) => Promise<T>,
+): Promise<T> {
   const { api, tracer } = t;
   const active = api.context.active();
   const parent = opts.parent === undefined ? undefined : contextOf(t, opts.parent);
@@ -123,7 +137,9 @@ async function traced<T>(t: Tracing, name: string, opts: SpanOptions, fn: (facts
     parent ?? active,
   );
   try {
-    return await api.context.with(api.trace.setSpan(parent ?? active, span), () => fn((f) => span.setAttributes(defined(f) ?? {})));
+    return await api.context.with(api.trace.setSpan(parent ?? active, span), () =>
+      fn((f) => span.setAttributes(defined(f) ?? {})),
+    );
   } catch (err) {
     span.setStatus({ code: api.SpanStatusCode.ERROR, message: (err as Error)?.name });
     span.recordException(err as Error);

@@ -50,7 +50,10 @@ function v6Bytes(ip: string): number[] {
   const text = ip
     .toLowerCase()
     .replace(/%.*$/, '')
-    .replace(/(\d+)\.(\d+)\.(\d+)\.(\d+)$/, (_m, a, b, c, d) => `${((+a << 8) | +b).toString(16)}:${((+c << 8) | +d).toString(16)}`);
+    .replace(
+      /(\d+)\.(\d+)\.(\d+)\.(\d+)$/,
+      (_m, a, b, c, d) => `${((+a << 8) | +b).toString(16)}:${((+c << 8) | +d).toString(16)}`,
+    );
   const groups = (s: string) => (s ? s.split(':').map((g) => parseInt(g, 16)) : []);
   const [head, tail] = text.includes('::') ? text.split('::').map(groups) : [groups(text), []];
   const all = [...head, ...new Array(8 - head.length - tail.length).fill(0), ...tail];
@@ -90,4 +93,3 @@ export function addressProblem(ip: string): string | null {
   }
   return null;
 }
-

@@ -37,8 +37,17 @@ export interface ClaimedAttempt extends SigningSecretsRow {
 const secs = (ms: number) => ms / 1000;
 
 /** Claims the next attempt of each listed delivery that may be attempted now. */
-export async function claimAttempts(db: Db, deliveryIds: string[], leaseMs: number, asProbe: boolean): Promise<ClaimedAttempt[]> {
-  return runSql<ClaimedAttempt>(db, asProbe ? CLAIM_AS_PROBE : CLAIM, [secs(leaseMs), JSON.stringify([...new Set(deliveryIds)].sort()), MAX_ATTEMPTS]);
+export async function claimAttempts(
+  db: Db,
+  deliveryIds: string[],
+  leaseMs: number,
+  asProbe: boolean,
+): Promise<ClaimedAttempt[]> {
+  return runSql<ClaimedAttempt>(db, asProbe ? CLAIM_AS_PROBE : CLAIM, [
+    secs(leaseMs),
+    JSON.stringify([...new Set(deliveryIds)].sort()),
+    MAX_ATTEMPTS,
+  ]);
 }
 
 /** After the pause, one delivery takes the endpoint's probe; false when another holds it. */
@@ -65,7 +74,11 @@ export type AttemptOutcome = { claim: ClaimedAttempt; result: AttemptResult; ver
  * attempt in flight when it opened) leaves the pause as it is. Returns each delivery's new status,
  * or null where that attempt's lease had been lost to a newer attempt.
  */
-export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breakerPauseMs: number): Promise<(AttemptVerdict['status'] | null)[]> {
+export async function finishAttempts(
+  db: Db,
+  outcomes: AttemptOutcome[],
+  breakerPauseMs: number,
+): Promise<(AttemptVerdict['status'] | null)[]> {
   const items = outcomes.map(({ claim, result, verdict }, seq) => ({
     seq,
     attempt_id: claim.attempt_id,
@@ -83,7 +96,11 @@ export async function finishAttempts(db: Db, outcomes: AttemptOutcome[], breaker
   }));
   // deliveries are locked in id order, as claims lock them; `seq` keeps the order of the outcomes
   items.sort((x, y) => (x.delivery_id < y.delivery_id ? -1 : x.delivery_id > y.delivery_id ? 1 : 0));
-  const rows = await runSql<{ id: string; status: AttemptVerdict['status'] }>(db, FINISH, [BREAKER_THRESHOLD, secs(breakerPauseMs), JSON.stringify(items)]);
+  const rows = await runSql<{ id: string; status: AttemptVerdict['status'] }>(db, FINISH, [
+    BREAKER_THRESHOLD,
+    secs(breakerPauseMs),
+    JSON.stringify(items),
+  ]);
   const status = new Map(rows.map((r) => [r.id, r.status]));
   return outcomes.map((o) => status.get(o.claim.id) ?? null);
 }

@@ -19,7 +19,9 @@ export type Resolver = (host: string) => Promise<string[]>;
 
 const systemResolver: Resolver = (host) =>
   new Promise((resolve, reject) =>
-    dnsLookup(host, { all: true, verbatim: true }, (err, addrs) => (err ? reject(err) : resolve(addrs.map((a) => a.address)))),
+    dnsLookup(host, { all: true, verbatim: true }, (err, addrs) =>
+      err ? reject(err) : resolve(addrs.map((a) => a.address)),
+    ),
   );
 
 /** Why `ip` may not be reached by an endpoint of `env`, or null. */
@@ -62,7 +64,11 @@ function addressesProblem(addresses: string[], env: Environment): string | null 
 }
 
 /** Registration check: the text, then every address the host resolves to. */
-export async function destinationProblem(raw: string, env: Environment, resolve: Resolver = systemResolver): Promise<string | null> {
+export async function destinationProblem(
+  raw: string,
+  env: Environment,
+  resolve: Resolver = systemResolver,
+): Promise<string | null> {
   const textual = urlProblem(raw, env);
   if (textual) return textual;
   const host = hostOf(new URL(raw));

@@ -58,11 +58,23 @@ async function checkUrl(url: string, env: Environment, resolve?: Resolver): Prom
  * URL. Takes the merchant's endpoint lock (held until the transaction ends) first, so two
  * registrations of one URL cannot both pass.
  */
-async function refuseDuplicate(trx: Executor, merchantId: string, env: Environment, url: string, exceptId?: string): Promise<void> {
+async function refuseDuplicate(
+  trx: Executor,
+  merchantId: string,
+  env: Environment,
+  url: string,
+  exceptId?: string,
+): Promise<void> {
   await trx.raw('select pg_advisory_xact_lock(hashtext(?))', [`webhooks/${merchantId}/${env}`]);
-  const rows: { id: string; url: string }[] = await Webhook.query(trx).where({ merchant_id: merchantId, environment: env }).select('id', 'url');
+  const rows: { id: string; url: string }[] = await Webhook.query(trx)
+    .where({ merchant_id: merchantId, environment: env })
+    .select('id', 'url');
   const same = rows.find((r) => r.id !== exceptId && sameUrl(r.url, url));
-  if (same) throw new Conflict('webhook-exists', `An endpoint with this URL is already registered for this merchant and environment (${same.id})`);
+  if (same)
+    throw new Conflict(
+      'webhook-exists',
+      `An endpoint with this URL is already registered for this merchant and environment (${same.id})`,
+    );
 }
 
 /** Rows stored before normalisation are compared normalised too. */
@@ -82,7 +94,13 @@ export async function createWebhook(db: Db, input: WebhookInput, resolve?: Resol
   return db.transaction(async (trx) => {
     await refuseDuplicate(trx, input.merchant_id, input.environment, url);
     const row = await Webhook.query(trx)
-      .insert({ id: newId('webhook'), merchant_id: input.merchant_id, environment: input.environment, url, events: input.events })
+      .insert({
+        id: newId('webhook'),
+        merchant_id: input.merchant_id,
+        environment: input.environment,
+        url,
+        events: input.events,
+      })
       .returning('*');
     return webhookView(row);
   });
@@ -96,7 +114,12 @@ export async function getWebhook(db: Executor, id: string) {
 
 /** Every endpoint of a merchant, newest first (a merchant has a handful). */
 export async function listWebhooks(db: Executor, merchantId: string) {
-  const rows = await Webhook.query(db).where({ merchant_id: merchantId }).orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }]);
+  const rows = await Webhook.query(db)
+    .where({ merchant_id: merchantId })
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ]);
   return { object: 'list', data: rows.map((r) => webhookView(r)) };
 }
 
@@ -111,7 +134,8 @@ export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, res
     if (patch.url !== undefined) await refuseDuplicate(trx, current.merchant_id, current.environment, patch.url, id);
     const w = await Webhook.query(trx).findById(id).forUpdate();
     if (!w) throw new NotFound('Webhook');
-    const resetBreaker = (patch.url !== undefined && patch.url !== w.url) || (patch.status === 'enabled' && w.status === 'disabled');
+    const resetBreaker =
+      (patch.url !== undefined && patch.url !== w.url) || (patch.status === 'enabled' && w.status === 'disabled');
     const [row] = await Webhook.query(trx)
       .where({ id })
       .patch({

@@ -35,7 +35,10 @@ export function makeAgents() {
   const options = { keepAlive: true, keepAliveMsecs: 10_000, maxFreeSockets: 64, scheduling: 'lifo' as const };
   return {
     live: new https.Agent({ ...options, lookup: checkedLookup('live') }),
-    test: { http: new http.Agent({ ...options, lookup: checkedLookup('test') }), https: new https.Agent({ ...options, lookup: checkedLookup('test') }) },
+    test: {
+      http: new http.Agent({ ...options, lookup: checkedLookup('test') }),
+      https: new https.Agent({ ...options, lookup: checkedLookup('test') }),
+    },
   };
 }
 
@@ -56,7 +59,8 @@ function errorCode(err: NodeJS.ErrnoException): string {
   if (code === 'ECONNREFUSED') return 'connection-refused';
   if (code === 'ECONNRESET' || code === 'EPIPE' || /socket hang up/i.test(err.message)) return 'connection-reset';
   if (code === 'ENOTFOUND' || code === 'EAI_AGAIN') return 'dns-failure';
-  if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code)) return 'tls-error';
+  if (code.startsWith('ERR_TLS') || code.startsWith('ERR_SSL') || /CERT|SELF_SIGNED|UNABLE_TO_VERIFY/.test(code))
+    return 'tls-error';
   return `network-error${code ? `: ${code}` : ''}`;
 }
 
@@ -64,7 +68,13 @@ export function postWebhook(agents: Agents, req: PostRequest): Promise<AttemptRe
   const started = performance.now();
   // checked again before every attempt: the stored URL is re-judged, literal addresses included
   const refused = urlProblem(req.url, req.environment);
-  if (refused) return Promise.resolve({ statusCode: null, latencyMs: 0, error: `destination-not-allowed: url ${refused}`, excerpt: null });
+  if (refused)
+    return Promise.resolve({
+      statusCode: null,
+      latencyMs: 0,
+      error: `destination-not-allowed: url ${refused}`,
+      excerpt: null,
+    });
   const url = new URL(req.url);
   const secure = url.protocol === 'https:';
   const agent = req.environment === 'live' ? agents.live : secure ? agents.test.https : agents.test.http;

@@ -44,15 +44,30 @@ function deliveryView(d: WebhookDelivery, eventType: string, attempts: WebhookAt
 }
 
 /** An endpoint's deliveries, newest first, each with its event type and all its attempts. */
-export async function listDeliveries(db: Executor, webhookId: string, page: { cursor: Cursor | null; limit: number }, status?: WebhookDelivery['status']) {
+export async function listDeliveries(
+  db: Executor,
+  webhookId: string,
+  page: { cursor: Cursor | null; limit: number },
+  status?: WebhookDelivery['status'],
+) {
   const exists = await Webhook.query(db).findById(webhookId).select('id');
   if (!exists) throw new NotFound('Webhook');
   const q = WebhookDelivery.query(db).where({ webhook_id: webhookId });
   if (status) q.where({ status });
   const rows = await pageQuery(q, page.cursor, page.limit);
   const [events, attempts] = await Promise.all([
-    Event.query(db).whereIn('id', rows.map((r) => r.event_id)).select('id', 'type'),
-    WebhookAttempt.query(db).whereIn('delivery_id', rows.map((r) => r.id)).orderBy(['round', 'attempt']),
+    Event.query(db)
+      .whereIn(
+        'id',
+        rows.map((r) => r.event_id),
+      )
+      .select('id', 'type'),
+    WebhookAttempt.query(db)
+      .whereIn(
+        'delivery_id',
+        rows.map((r) => r.id),
+      )
+      .orderBy(['round', 'attempt']),
   ]);
   const typeOf = new Map(events.map((e) => [e.id, e.type]));
   const byDelivery = new Map<string, WebhookAttempt[]>();
@@ -69,20 +84,28 @@ export async function replayDelivery(deps: TransactDeps, deliveryId: string, req
       .forUpdate('d')
       .first('d.id', 'd.status', 'd.round', 'd.webhook_id', 'w.status as webhook_status');
     if (!d) throw new NotFound('Delivery');
-    if (d.status !== 'dead') throw new Conflict('delivery-not-dead', `Only a dead delivery can be replayed; this one is ${d.status}`);
+    if (d.status !== 'dead')
+      throw new Conflict('delivery-not-dead', `Only a dead delivery can be replayed; this one is ${d.status}`);
     if (d.webhook_status !== 'enabled') throw new Conflict('webhook-disabled', 'This webhook is disabled');
-    await WebhookDelivery.query(trx).findById(deliveryId).patch({
-      status: 'pending',
+    await WebhookDelivery.query(trx)
+      .findById(deliveryId)
+      .patch({
+        status: 'pending',
+        round: d.round + 1,
+        attempts: 0,
+        next_attempt_at: raw('now()'),
+        lease_until: null,
+        last_status_code: null,
+        last_error: null,
+        completed_at: null,
+        updated_at: raw('now()'),
+      });
+    await outbox.add(QUEUES.webhookSender, DELIVER_JOB, {
+      deliveryId,
+      webhookId: d.webhook_id,
       round: d.round + 1,
-      attempts: 0,
-      next_attempt_at: raw('now()'),
-      lease_until: null,
-      last_status_code: null,
-      last_error: null,
-      completed_at: null,
-      updated_at: raw('now()'),
+      requestId,
     });
-    await outbox.add(QUEUES.webhookSender, DELIVER_JOB, { deliveryId, webhookId: d.webhook_id, round: d.round + 1, requestId });
     return { object: 'webhook_delivery_replay', delivery_id: deliveryId, round: d.round + 1, status: 'pending' };
   });
 }

@@ -11,7 +11,16 @@ import { endpointsFor, insertDeliveries } from '../events/fanout';
 /** Redeliveries a merchant may ask for, per event. */
 export const MAX_REDELIVERIES = 10;
 
-const COLUMNS = ['id', 'event_id', 'webhook_id', 'status', 'attempts', 'last_status_code', 'last_error', 'created'] as const;
+const COLUMNS = [
+  'id',
+  'event_id',
+  'webhook_id',
+  'status',
+  'attempts',
+  'last_status_code',
+  'last_error',
+  'created',
+] as const;
 type DeliveryRow = Pick<WebhookDelivery, (typeof COLUMNS)[number]>;
 
 /** The delivery object. `failed`: the last attempt failed, another is scheduled (stored as pending). */
@@ -34,7 +43,10 @@ export async function listEventDeliveries(db: Executor, caller: Caller, eventId:
   const event = await findEvent(db, caller, eventId, ['id']);
   const rows: DeliveryRow[] = await WebhookDelivery.query(db)
     .where({ event_id: event.id })
-    .orderBy([{ column: 'created_at', order: 'desc' }, { column: 'id', order: 'desc' }])
+    .orderBy([
+      { column: 'created_at', order: 'desc' },
+      { column: 'id', order: 'desc' },
+    ])
     .select(COLUMNS);
   return { object: 'list' as const, data: rows.map(merchantDeliveryView) };
 }
@@ -46,9 +58,18 @@ export async function listEventDeliveries(db: Executor, caller: Caller, eventId:
  */
 export async function redeliverEvent(deps: TransactDeps, caller: Caller, eventId: string) {
   return transact(deps, async (trx, outbox) => {
-    const event = await findEvent(trx, caller, eventId, ['id', 'merchant_id', 'environment', 'type', 'body', 'redeliveries'], true);
+    const event = await findEvent(
+      trx,
+      caller,
+      eventId,
+      ['id', 'merchant_id', 'environment', 'type', 'body', 'redeliveries'],
+      true,
+    );
     if (event.redeliveries >= MAX_REDELIVERIES) {
-      throw new TooManyRequests('redelivery-limit', `This event has been redelivered ${MAX_REDELIVERIES} times already, the most allowed; it stays listed by GET /v1/events/${event.id}`);
+      throw new TooManyRequests(
+        'redelivery-limit',
+        `This event has been redelivered ${MAX_REDELIVERIES} times already, the most allowed; it stays listed by GET /v1/events/${event.id}`,
+      );
     }
     const endpoints = await endpointsFor(trx, event);
     if (endpoints.length === 0) return { object: 'list' as const, data: [] };

@@ -17,7 +17,8 @@ export const isSuccess = (statusCode: number | null) => statusCode !== null && s
 
 /** What follows attempt n (1..8): attempt n+1 after the n-th delay; dead after 8 (the last delay goes unused, docs/decisions.md). */
 export function afterAttempt(attempt: number, succeeded: boolean, delaysMs: readonly number[]): AttemptVerdict {
-  if (!Number.isInteger(attempt) || attempt < 1 || attempt > MAX_ATTEMPTS) throw new RangeError(`attempt ${attempt} is outside 1..${MAX_ATTEMPTS}`);
+  if (!Number.isInteger(attempt) || attempt < 1 || attempt > MAX_ATTEMPTS)
+    throw new RangeError(`attempt ${attempt} is outside 1..${MAX_ATTEMPTS}`);
   if (succeeded) return { status: 'succeeded' };
   if (attempt === MAX_ATTEMPTS) return { status: 'dead' };
   return { status: 'pending', retryInMs: delaysMs[attempt - 1] };

@@ -60,8 +60,25 @@ return 1
 `;
 
 type Scripted = RedisClient & {
-  webhookSlotAcquire(k1: string, k2: string, k3: string, lease: number, limit: number, token: string, member: string, stale: number): Promise<[number, number, number]>;
-  webhookSlotRelease(k1: string, k2: string, k3: string, token: string, latency: number, n: number, ...served: string[]): Promise<number>;
+  webhookSlotAcquire(
+    k1: string,
+    k2: string,
+    k3: string,
+    lease: number,
+    limit: number,
+    token: string,
+    member: string,
+    stale: number,
+  ): Promise<[number, number, number]>;
+  webhookSlotRelease(
+    k1: string,
+    k2: string,
+    k3: string,
+    token: string,
+    latency: number,
+    n: number,
+    ...served: string[]
+  ): Promise<number>;
 };
 
 /** A slot of one endpoint held by this process, across the deliveries it is handed to. */
@@ -160,7 +177,16 @@ export class EndpointSemaphore {
     const k = this.keys(webhookId);
     const token = randomUUID();
     const takenAt = Date.now();
-    const [ok, rank, avg] = await this.redis.webhookSlotAcquire(k.holders, k.waiters, k.avg, this.leaseMs, this.limit, token, deliveryId, WAITER_TTL_MS);
+    const [ok, rank, avg] = await this.redis.webhookSlotAcquire(
+      k.holders,
+      k.waiters,
+      k.avg,
+      this.leaseMs,
+      this.limit,
+      token,
+      deliveryId,
+      WAITER_TTL_MS,
+    );
     if (ok !== 1) return { ok: false, waitMs: saturatedWaitMs(rank, this.limit, avg), avgMs: avg };
     this.count(webhookId, 1);
     return { ok: true, slot: { webhookId, token, takenAt, attempts: 0, latencyMs: 0, served: [] } };
@@ -175,10 +201,13 @@ export class EndpointSemaphore {
   /** Resolves with a slot handed over here, 'returned' when one went back to Redis, 'timeout' after `ms`. */
   private freedHere(webhookId: string, member: string | undefined, ms: number): Promise<Slot | 'returned' | 'timeout'> {
     return new Promise((resolve) => {
-      const timer = setTimeout(() => {
-        this.nextWaiter(webhookId, waiter);
-        resolve('timeout');
-      }, Math.max(0, ms));
+      const timer = setTimeout(
+        () => {
+          this.nextWaiter(webhookId, waiter);
+          resolve('timeout');
+        },
+        Math.max(0, ms),
+      );
       const waiter: Waiter = {
         member,
         wake: (slot) => {

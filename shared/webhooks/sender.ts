@@ -1,7 +1,14 @@
 import type { ServiceContext } from '../context';
 import { SigningSecrets, webhookSecretFor } from '../merchants/webhookSecrets';
 import { signatureHeader, standardSignatureHeader } from '../client/webhooks';
-import { claimAttempts, finishAttempts, releaseProbe, takeProbe, type AttemptOutcome, type ClaimedAttempt } from './deliveries';
+import {
+  claimAttempts,
+  finishAttempts,
+  releaseProbe,
+  takeProbe,
+  type AttemptOutcome,
+  type ClaimedAttempt,
+} from './deliveries';
 import { diagnose, markDead } from '../db/sql/webhookDeliveries';
 import { Coalescer } from '../db/coalescer';
 import { eventEnvelope } from '../events/read';
@@ -23,7 +30,11 @@ const LEASE_MARGIN_MS = 5000;
 const PROBE_RECHECK_MS = 1000;
 
 const done = (reason: string): DeliveryOutcome => ({ kind: 'done', reason });
-const wait = (delayMs: number, reason: string): DeliveryOutcome => ({ kind: 'wait', delayMs: Math.max(1, Math.round(delayMs)), reason });
+const wait = (delayMs: number, reason: string): DeliveryOutcome => ({
+  kind: 'wait',
+  delayMs: Math.max(1, Math.round(delayMs)),
+  reason,
+});
 
 /** The sender of a pool's deliveries, built once at start-up: `deliver` runs one job. */
 export function webhookSender(ctx: ServiceContext) {
@@ -65,7 +76,8 @@ export function webhookSender(ctx: ServiceContext) {
     // jitter spreads the endpoint's waiting deliveries once the pause ends
     if (d.breaker_open) return wait(Number(d.breaker_open_for_ms) + Math.random() * PROBE_RECHECK_MS, 'breaker-open');
     if (d.breaker_tripped) {
-      if (d.probing || !(await takeProbe(ctx.db, webhookId, leaseMs))) return wait(PROBE_RECHECK_MS * (0.5 + Math.random()), 'breaker-probing');
+      if (d.probing || !(await takeProbe(ctx.db, webhookId, leaseMs)))
+        return wait(PROBE_RECHECK_MS * (0.5 + Math.random()), 'breaker-probing');
       const [probe] = await claimAttempts(ctx.db, [deliveryId], leaseMs, true);
       if (probe) return probe;
       await releaseProbe(ctx.db, webhookId);
@@ -75,13 +87,21 @@ export function webhookSender(ctx: ServiceContext) {
 
   async function send(claim: ClaimedAttempt): Promise<AttemptResult> {
     const body = JSON.stringify(
-      eventEnvelope({ id: claim.event_id, type: claim.event_type, created: claim.event_created, object_version: claim.object_version, body: claim.event_body }),
+      eventEnvelope({
+        id: claim.event_id,
+        type: claim.event_type,
+        created: claim.event_created,
+        object_version: claim.object_version,
+        body: claim.event_body,
+      }),
     );
     // the receiver checks the signing time against its own wall clock (Standard Webhooks' tolerance)
     const timestamp = Math.floor(Date.now() / 1000);
     // signed with the secrets as the claim read them (a rotation applies to the next attempt):
     // the current one, and the replaced one while its overlap lasts
-    const signing = secrets.of(claim) ?? [await webhookSecretFor(ctx.db, claim.merchant_id, claim.environment, ctx.config.secretsKeys)];
+    const signing = secrets.of(claim) ?? [
+      await webhookSecretFor(ctx.db, claim.merchant_id, claim.environment, ctx.config.secretsKeys),
+    ];
     return postWebhook(agents, {
       url: claim.url,
       environment: claim.environment,
@@ -106,7 +126,14 @@ export function webhookSender(ctx: ServiceContext) {
   async function record(claim: ClaimedAttempt, result: AttemptResult): Promise<DeliveryOutcome> {
     const verdict = afterAttempt(claim.attempts, isSuccess(result.statusCode), ctx.config.webhookRetryDelaysMs);
     const state = await outcomes.call({ claim, result, verdict });
-    const fields = { deliveryId: claim.id, webhookId: claim.webhook_id, attempt: claim.attempts, statusCode: result.statusCode, error: result.error, latencyMs: result.latencyMs };
+    const fields = {
+      deliveryId: claim.id,
+      webhookId: claim.webhook_id,
+      attempt: claim.attempts,
+      statusCode: result.statusCode,
+      error: result.error,
+      latencyMs: result.latencyMs,
+    };
     if (verdict.status === 'succeeded') ctx.log.debug(fields, 'webhook delivered');
     else ctx.log.info({ ...fields, next: verdict.status }, 'webhook attempt failed');
     if (!state) return done('lease-lost');
@@ -120,7 +147,12 @@ export function webhookSender(ctx: ServiceContext) {
     const release = (latencyMs: number) =>
       (released ??= semaphore
         .release(grant.slot, latencyMs)
-        .catch((err: Error) => ctx.log.warn({ webhookId, err: { message: err.message } }, 'webhook slot release failed; it expires with its lease')));
+        .catch((err: Error) =>
+          ctx.log.warn(
+            { webhookId, err: { message: err.message } },
+            'webhook slot release failed; it expires with its lease',
+          ),
+        ));
     try {
       const claim = await claimNext(deliveryId, webhookId);
       if ('kind' in claim) return claim;

@@ -12,6 +12,10 @@ export const dueDeliveries: WorkSource = {
   name: 'deliveries',
   async find(db, { olderThan }, limit) {
     const rows = await dueDeliveryRows(db, olderThan, limit);
-    return rows.map((d) => ({ queue: QUEUES.webhookSender, job: DELIVER_JOB, data: { deliveryId: d.id, webhookId: d.webhook_id, round: d.round } }));
+    return rows.map((d) => ({
+      queue: QUEUES.webhookSender,
+      job: DELIVER_JOB,
+      data: { deliveryId: d.id, webhookId: d.webhook_id, round: d.round },
+    }));
   },
 };

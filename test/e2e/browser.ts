@@ -30,9 +30,13 @@ export interface Browser {
  * Launches Chromium, or fails with the exact command that installs it (the e2e tests never skip).
  * A phone in Kinshasa by default; `page` overrides the viewport or locale (a desktop reader of the API reference).
  */
-export async function launchChromium(page: { viewport?: { width: number; height: number }; locale?: string; javaScriptEnabled?: boolean } = {}): Promise<Browser> {
+export async function launchChromium(
+  page: { viewport?: { width: number; height: number }; locale?: string; javaScriptEnabled?: boolean } = {},
+): Promise<Browser> {
   if (!existsSync(CHROMIUM)) {
-    throw new Error(`Chromium is not installed at ${CHROMIUM}: the browser tests need it. Install it with: ${INSTALL_COMMAND}`);
+    throw new Error(
+      `Chromium is not installed at ${CHROMIUM}: the browser tests need it. Install it with: ${INSTALL_COMMAND}`,
+    );
   }
   const profile = mkdtempSync(path.join(os.tmpdir(), 'checkout-e2e-'));
   const context = await chromium.launchPersistentContext(profile, {

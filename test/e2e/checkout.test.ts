@@ -33,7 +33,12 @@ describe('hosted checkout in Chromium (e2e)', function () {
     await c.env.spawn('workers/webhook-sender/index.ts');
     merchantSite = await startReceiver();
     shop = await c.env.merchant({ scope: 'full', merchant: { name: 'Kin Shop' } });
-    const hook = await c.env.admin('POST', '/admin/webhooks', { merchant_id: shop.merchant.id, url: `${merchantSite.url}/webhooks`, events: ['payment.*'], environment: 'test' });
+    const hook = await c.env.admin('POST', '/admin/webhooks', {
+      merchant_id: shop.merchant.id,
+      url: `${merchantSite.url}/webhooks`,
+      events: ['payment.*'],
+      environment: 'test',
+    });
     expect(hook.status).to.equal(201);
   });
   after(async () => {
@@ -46,7 +51,9 @@ describe('hosted checkout in Chromium (e2e)', function () {
 
   async function newPage(): Promise<Page> {
     const page = await browser.context.newPage();
-    page.on('request', (r: Request) => requests.push({ url: r.url(), method: r.method(), body: r.postData(), page: page.url() }));
+    page.on('request', (r: Request) =>
+      requests.push({ url: r.url(), method: r.method(), body: r.postData(), page: page.url() }),
+    );
     return page;
   }
 
@@ -62,7 +69,15 @@ describe('hosted checkout in Chromium (e2e)', function () {
   }
 
   async function webhookFor(id: string, type: string) {
-    return eventually(async () => merchantSite.at('/webhooks').map((r) => JSON.parse(r.raw.toString())).find((e) => e.type === type && e.data.object.id === id), 20_000, 100);
+    return eventually(
+      async () =>
+        merchantSite
+          .at('/webhooks')
+          .map((r) => JSON.parse(r.raw.toString()))
+          .find((e) => e.type === type && e.data.object.id === id),
+      20_000,
+      100,
+    );
   }
 
   it('4242 4242 4242 4242 (French): pays, shows the success, returns to return_url?payment_id&status, and the merchant gets payment.succeeded', async () => {
@@ -85,7 +100,17 @@ describe('hosted checkout in Chromium (e2e)', function () {
     // the outcome is final: a second pay from the page is 409
     const { token } = await tokenFor(c.vaultUrl, p.id);
     await page.goto(p.checkout_url);
-    const status = await page.evaluate(async ([id, t]) => (await fetch(`/checkout/${id}/pay`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ token: t }) })).status, [p.id, token]);
+    const status = await page.evaluate(
+      async ([id, t]) =>
+        (
+          await fetch(`/checkout/${id}/pay`, {
+            method: 'POST',
+            headers: { 'Content-Type': 'application/json' },
+            body: JSON.stringify({ token: t }),
+          })
+        ).status,
+      [p.id, token],
+    );
     expect(status).to.equal(409);
     await page.close();
   });
@@ -114,10 +139,15 @@ describe('hosted checkout in Chromium (e2e)', function () {
     await page.goto(p.checkout_url, { waitUntil: 'load' });
     await enterCard(page, '4000000000003220');
     await page.getByRole('button', { name: /^Payer/ }).click();
-    await page.frameLocator('#challenge-frame').getByRole('button', { name: 'Fail authentication' }).click({ timeout: 20_000 });
+    await page
+      .frameLocator('#challenge-frame')
+      .getByRole('button', { name: 'Fail authentication' })
+      .click({ timeout: 20_000 });
     await page.getByRole('heading', { name: 'Paiement refusé' }).waitFor({ timeout: 20_000 });
     expect(await page.locator('.outcome').innerText()).to.include('authentification 3-D Secure a échoué');
-    expect(await page.getByRole('link', { name: 'Retour chez Kin Shop' }).getAttribute('href')).to.equal(`${merchantSite.url}/return?payment_id=${p.id}&status=failed`);
+    expect(await page.getByRole('link', { name: 'Retour chez Kin Shop' }).getAttribute('href')).to.equal(
+      `${merchantSite.url}/return?payment_id=${p.id}&status=failed`,
+    );
     expect((await paymentRow(c.env, p.id)).failure_code).to.equal('authentication-failed');
     await webhookFor(p.id, 'payment.failed');
     await page.close();
@@ -134,7 +164,9 @@ describe('hosted checkout in Chromium (e2e)', function () {
     await page.getByRole('button', { name: 'Complete authentication' }).click();
     // the issuer sends the window to /checkout/{id}/3ds-return, which goes back to the checkout page
     await page.getByRole('heading', { name: 'Paiement réussi' }).waitFor({ timeout: 20_000 });
-    expect(await page.getByRole('link', { name: 'Retour chez Kin Shop' }).getAttribute('href')).to.include('status=succeeded');
+    expect(await page.getByRole('link', { name: 'Retour chez Kin Shop' }).getAttribute('href')).to.include(
+      'status=succeeded',
+    );
     await page.close();
   });
 
@@ -169,7 +201,12 @@ describe('hosted checkout in Chromium (e2e)', function () {
 
   it('an expired payment: its page shows the outcome and the way back, no card form', async () => {
     const p = await aPayment();
-    const ctx = createContext({ role: 'worker', name: 'e2e-expiry', config: c.env.config, clock: new ManualClock(Date.now() + 31 * 60_000) });
+    const ctx = createContext({
+      role: 'worker',
+      name: 'e2e-expiry',
+      config: c.env.config,
+      clock: new ManualClock(Date.now() + 31 * 60_000),
+    });
     try {
       await sweepOpen(ctx, cardPaymentKind);
     } finally {
@@ -179,7 +216,9 @@ describe('hosted checkout in Chromium (e2e)', function () {
     await page.goto(p.checkout_url);
     await page.getByRole('heading', { name: 'Paiement expiré' }).waitFor();
     expect(await page.locator('#card-frame').count()).to.equal(0);
-    expect(await page.getByRole('link', { name: 'Retour chez Kin Shop' }).getAttribute('href')).to.equal(`${merchantSite.url}/return?payment_id=${p.id}&status=cancelled`);
+    expect(await page.getByRole('link', { name: 'Retour chez Kin Shop' }).getAttribute('href')).to.equal(
+      `${merchantSite.url}/return?payment_id=${p.id}&status=cancelled`,
+    );
     await webhookFor(p.id, 'payment.cancelled');
     await page.close();
   });
@@ -190,10 +229,12 @@ describe('hosted checkout in Chromium (e2e)', function () {
     await page.goto(p.checkout_url);
     const focused = async () => {
       for (const f of [page.mainFrame(), ...page.frames()]) {
-        const id = await (f).evaluate(() => {
-          const d = (globalThis as any).document;
-          return d.hasFocus() && d.activeElement ? d.activeElement.id || d.activeElement.tagName : null;
-        }).catch(() => null);
+        const id = await f
+          .evaluate(() => {
+            const d = (globalThis as any).document;
+            return d.hasFocus() && d.activeElement ? d.activeElement.id || d.activeElement.tagName : null;
+          })
+          .catch(() => null);
         if (id && id !== 'IFRAME' && id !== 'BODY' && id !== 'card-frame') return id;
       }
       return null;
@@ -227,7 +268,10 @@ describe('hosted checkout in Chromium (e2e)', function () {
     // a page of another origin (the merchant's site) holding a window on the checkout
     const evil = await newPage();
     await evil.goto(`${merchantSite.url}/somewhere`);
-    const [checkout] = await Promise.all([evil.waitForEvent('popup'), evil.evaluate((url) => void (globalThis as any).open(url, 'checkout'), p.checkout_url)]);
+    const [checkout] = await Promise.all([
+      evil.waitForEvent('popup'),
+      evil.evaluate((url) => void (globalThis as any).open(url, 'checkout'), p.checkout_url),
+    ]);
     await checkout.waitForLoadState('load');
     await checkout.frameLocator('#card-frame').getByLabel('Numéro de carte').waitFor();
     const before = requests.length;
@@ -261,7 +305,9 @@ describe('hosted checkout in Chromium (e2e)', function () {
     await page.frameLocator('#card-frame').getByLabel('Numéro de carte').waitFor();
     const total = Object.values(sizes).reduce((a, b) => a + b, 0);
     const lines = Object.entries(sizes).map(([u, n]) => `    ${u}: ${n} B`);
-    console.log(`      checkout weight: ${total} B (${(total / 1024).toFixed(1)} KB) in ${lines.length} files\n${lines.join('\n')}`);
+    console.log(
+      `      checkout weight: ${total} B (${(total / 1024).toFixed(1)} KB) in ${lines.length} files\n${lines.join('\n')}`,
+    );
     expect(Object.keys(sizes)).to.have.length(6);
     expect(total).to.be.below(50 * 1024);
     await page.close();

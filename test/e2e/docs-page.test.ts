@@ -50,7 +50,8 @@ describe('API reference page in headless Chromium (GET /docs)', function () {
     const body = await page.locator('body').innerText();
     expect(body).to.include('Signing requests').and.include('Webhooks');
     expect(body).to.include('<timestamp>.<METHOD>.<path>.<raw body>');
-    for (const summary of ['List payments', 'Refund a payment', 'Pay out to a mobile-money wallet', 'List events']) expect(body).to.include(summary);
+    for (const summary of ['List payments', 'Refund a payment', 'Pay out to a mobile-money wallet', 'List events'])
+      expect(body).to.include(summary);
 
     expect(foreign, 'requests outside the service origin').to.deep.equal([]);
     expect(problems, 'console errors or CSP violations').to.deep.equal([]);

@@ -18,7 +18,12 @@ import { launchChromium, type Browser } from './browser';
  */
 
 /** Chrome DevTools' "Fast 3G" profile: 562.5 ms latency, 1.44 Mbit/s down, 675 kbit/s up. */
-const THREE_G = { offline: false, latency: 562.5, downloadThroughput: (1.6 * 1024 * 1024 * 0.9) / 8, uploadThroughput: (750 * 1024 * 0.9) / 8 };
+const THREE_G = {
+  offline: false,
+  latency: 562.5,
+  downloadThroughput: (1.6 * 1024 * 1024 * 0.9) / 8,
+  uploadThroughput: (750 * 1024 * 0.9) / 8,
+};
 
 describe('payment-link page in Chromium (e2e)', function () {
   this.timeout(120_000);
@@ -33,7 +38,11 @@ describe('payment-link page in Chromium (e2e)', function () {
     browser = await launchChromium();
     noJs = await launchChromium({ javaScriptEnabled: false });
     const sandboxPort = await freePort();
-    c = await startCardEnv({ SANDBOX_PROVIDER_PORT: String(sandboxPort), SANDBOX_PROVIDER_URL: `http://127.0.0.1:${sandboxPort}`, SANDBOX_CALLBACK_DELAY_MS: '300' });
+    c = await startCardEnv({
+      SANDBOX_PROVIDER_PORT: String(sandboxPort),
+      SANDBOX_PROVIDER_URL: `http://127.0.0.1:${sandboxPort}`,
+      SANDBOX_CALLBACK_DELAY_MS: '300',
+    });
     await startSandbox(c.env, { SANDBOX_PROVIDER_PORT: String(sandboxPort) });
     await c.env.spawn('workers/provider-push/index.ts');
     merchantSite = await startReceiver();
@@ -52,7 +61,8 @@ describe('payment-link page in Chromium (e2e)', function () {
     return page;
   }
 
-  const link = (over: Record<string, unknown> = {}) => aLink(shop.client, { return_url: `${merchantSite.url}/return`, ...over });
+  const link = (over: Record<string, unknown> = {}) =>
+    aLink(shop.client, { return_url: `${merchantSite.url}/return`, ...over });
   const paymentsOf = (id: string) => c.env.services.db('payments').where({ payment_link: id });
 
   it('mobile money with 243990000001 (English by the switch): "Confirm on your phone", then the receipt, then the return link', async () => {
@@ -90,7 +100,9 @@ describe('payment-link page in Chromium (e2e)', function () {
     await page.getByLabel('Phone number').fill('0990000002');
     await page.getByRole('button', { name: /by mobile money/ }).click();
     await page.getByRole('heading', { name: 'Payment failed' }).waitFor({ timeout: 15_000 });
-    expect(await page.locator('.outcome p').innerText()).to.equal('Your mobile money balance is too low. Nothing was charged.');
+    expect(await page.locator('.outcome p').innerText()).to.equal(
+      'Your mobile money balance is too low. Nothing was charged.',
+    );
     await page.getByRole('link', { name: 'Try again' }).click();
     await page.getByLabel('Phone number').fill('0990000001');
     await page.getByRole('button', { name: /by mobile money/ }).click();
@@ -143,7 +155,9 @@ describe('payment-link page in Chromium (e2e)', function () {
     await page.getByRole('button', { name: /by mobile money/ }).click();
     await page.getByRole('heading', { name: 'Confirm on your phone' }).waitFor();
     await page.getByRole('heading', { name: 'Payment succeeded' }).waitFor({ timeout: 15_000 });
-    expect(await page.getByRole('link', { name: 'Back to Kin Shop' }).getAttribute('href')).to.include(`${merchantSite.url}/return`);
+    expect(await page.getByRole('link', { name: 'Back to Kin Shop' }).getAttribute('href')).to.include(
+      `${merchantSite.url}/return`,
+    );
     await page.close();
   });
 
@@ -161,10 +175,14 @@ describe('payment-link page in Chromium (e2e)', function () {
     const started = Date.now();
     await page.goto(l.url, { waitUntil: 'load' });
     const loadMs = Date.now() - started;
-    const fcp = await page.evaluate(() => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? Infinity);
+    const fcp = await page.evaluate(
+      () => performance.getEntriesByName('first-contentful-paint')[0]?.startTime ?? Infinity,
+    );
     await eventually(async () => bytes.size >= 3 || undefined, 5_000, 50);
     const total = [...bytes.values()].reduce((a, b) => a + b, 0);
-    console.log(`      page weight ${total} bytes over the wire (${bytes.size} requests); on Fast 3G: first contentful paint ${Math.round(fcp)} ms, load ${loadMs} ms`);
+    console.log(
+      `      page weight ${total} bytes over the wire (${bytes.size} requests); on Fast 3G: first contentful paint ${Math.round(fcp)} ms, load ${loadMs} ms`,
+    );
     expect(total).to.be.below(30 * 1024);
     expect(fcp).to.be.below(2_000);
     expect(loadMs).to.be.below(2_000);
@@ -206,13 +224,22 @@ describe('payment-link page in Chromium (e2e)', function () {
     await page.getByRole('button', { name: 'Continue to card payment' }).click();
     await page.waitForURL(/\/checkout\/pay_[0-9a-f-]+\?lang=en$/);
     const [p] = await paymentsOf(l.id);
-    expect(p).to.include({ method: 'card', status: 'pending', amount: 2_500, reference: `${l.id}-1`, customer_email: 'amani@example.cd' });
+    expect(p).to.include({
+      method: 'card',
+      status: 'pending',
+      amount: 2_500,
+      reference: `${l.id}-1`,
+      customer_email: 'amani@example.cd',
+    });
     const fields = page.frameLocator('#card-frame');
     await fields.getByLabel(/Card number/).fill('4000000000003220');
     await fields.getByLabel(/Expiry/).fill('1234');
     await fields.getByLabel(/Security code/).fill('123');
     await page.getByRole('button', { name: /^Pay 25\.00 USD/ }).click();
-    await page.frameLocator('#challenge-frame').getByRole('button', { name: 'Complete authentication' }).click({ timeout: 20_000 });
+    await page
+      .frameLocator('#challenge-frame')
+      .getByRole('button', { name: 'Complete authentication' })
+      .click({ timeout: 20_000 });
     await page.getByRole('heading', { name: 'Payment succeeded' }).waitFor({ timeout: 20_000 });
     await page.waitForURL(`${merchantSite.url}/return?payment_id=${p.id}&status=succeeded`, { timeout: 20_000 });
     await page.close();

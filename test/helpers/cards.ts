@@ -62,8 +62,18 @@ export async function createCardPayment(client: ServiceClient, over: Record<stri
 }
 
 /** What the vault's card fields do: the card to the token API, for one payment. */
-export async function tokenFor(vaultUrl: string, payment: string, number = '4242424242424242', exp = '12/34', cvc = '123') {
-  const res = await fetch(`${vaultUrl}/v1/tokens`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ number, exp, cvc, payment }) });
+export async function tokenFor(
+  vaultUrl: string,
+  payment: string,
+  number = '4242424242424242',
+  exp = '12/34',
+  cvc = '123',
+) {
+  const res = await fetch(`${vaultUrl}/v1/tokens`, {
+    method: 'POST',
+    headers: { 'Content-Type': 'application/json' },
+    body: JSON.stringify({ number, exp, cvc, payment }),
+  });
   const body = (await res.json()) as any;
   return { status: res.status, body, token: body.token as string };
 }
@@ -83,8 +93,12 @@ export async function paymentRow(env: TestEnv, id: string) {
 }
 
 export async function waitForRow(env: TestEnv, id: string, pred: (row: any) => boolean, timeoutMs = 15_000) {
-  return eventually(async () => {
-    const row = await paymentRow(env, id);
-    return pred(row) ? row : undefined;
-  }, timeoutMs, 50);
+  return eventually(
+    async () => {
+      const row = await paymentRow(env, id);
+      return pred(row) ? row : undefined;
+    },
+    timeoutMs,
+    50,
+  );
 }

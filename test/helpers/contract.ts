@@ -34,9 +34,17 @@ export class ContractChecker {
     this.ajv.addSchema({ $id: 'openapi.json', components: doc.components });
     for (const [template, item] of Object.entries(doc.paths)) {
       // a literal segment matches as the router matches: case-insensitive, a trailing slash allowed
-      const pattern = template.split(/\{[^}]+\}/).map((s) => s.replace(/[.*+?^$()|[\]\\]/g, '\\$&')).join('[^/]+');
+      const pattern = template
+        .split(/\{[^}]+\}/)
+        .map((s) => s.replace(/[.*+?^$()|[\]\\]/g, '\\$&'))
+        .join('[^/]+');
       for (const [method, op] of Object.entries(item)) {
-        this.operations.push({ method: method.toUpperCase(), template, regexp: new RegExp(`^${pattern}/?$`, 'i'), responses: op.responses });
+        this.operations.push({
+          method: method.toUpperCase(),
+          template,
+          regexp: new RegExp(`^${pattern}/?$`, 'i'),
+          responses: op.responses,
+        });
       }
     }
     this.errorBody = this.compile({ $ref: 'openapi.json#/components/schemas/Error' });
@@ -70,12 +78,17 @@ export class ContractChecker {
       // an undocumented request (unknown route or method): only the error body can be checked
       if (r.status < 400) return [`${r.method} ${path} answered ${status} but the document has no such operation`];
       if (r.method === 'HEAD') return [];
-      return json && !this.errorBody(r.body) ? [`${r.method} ${path} ${status}: error body ${this.ajv.errorsText(this.errorBody.errors)}`] : [];
+      return json && !this.errorBody(r.body)
+        ? [`${r.method} ${path} ${status}: error body ${this.ajv.errorsText(this.errorBody.errors)}`]
+        : [];
     }
     const where = `${r.method} ${op.template} ${status}`;
     this.seen.add(where);
     const documented = op.responses[status];
-    if (!documented) return [`${where}: status not documented (documented: ${Object.keys(op.responses).join(', ')}); body ${r.text.slice(0, 300)}`];
+    if (!documented)
+      return [
+        `${where}: status not documented (documented: ${Object.keys(op.responses).join(', ')}); body ${r.text.slice(0, 300)}`,
+      ];
     if (!r.headers.get('x-request-id')) return [`${where}: no X-Request-Id`];
     if (r.method === 'HEAD') return [];
     const problems: string[] = [];
@@ -83,16 +96,19 @@ export class ContractChecker {
     if (content) {
       const type = (r.headers.get('content-type') ?? '').split(';')[0].trim().toLowerCase();
       const media = content[type];
-      if (!media) return [`${where}: content type ${type || '(none)'} not documented (${Object.keys(content).join(', ')})`];
+      if (!media)
+        return [`${where}: content type ${type || '(none)'} not documented (${Object.keys(content).join(', ')})`];
       if (type === 'application/json') {
         const validate = this.compile(media.schema);
-        if (!validate(r.body)) problems.push(`${where}: body does not match the document: ${this.ajv.errorsText(validate.errors)}`);
+        if (!validate(r.body))
+          problems.push(`${where}: body does not match the document: ${this.ajv.errorsText(validate.errors)}`);
       }
     }
     const codes = documented['x-error-codes'];
     const code = (r.body as { error?: { code?: string } } | undefined)?.error?.code;
     if (code !== undefined) this.seenCodes.add(`${where} ${code}`);
-    if (codes && code !== undefined && !codes.includes(code)) problems.push(`${where}: error code ${code} not documented for this operation (${codes.join(', ')})`);
+    if (codes && code !== undefined && !codes.includes(code))
+      problems.push(`${where}: error code ${code} not documented for this operation (${codes.join(', ')})`);
     return problems;
   }
 
@@ -121,8 +137,13 @@ export function contract(): ContractChecker {
 
 /** The operations, statuses and error codes the checked clients received, and the operations never answered 2xx. */
 export function coverageReport(c: ContractChecker): string {
-  const ops = Object.entries(c.doc.paths).flatMap(([template, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${template}`));
+  const ops = Object.entries(c.doc.paths).flatMap(([template, item]) =>
+    Object.keys(item).map((m) => `${m.toUpperCase()} ${template}`),
+  );
   const succeeded = (op: string) => [...c.seen].some((s) => s.startsWith(`${op} 2`));
   const missing = ops.filter((op) => !succeeded(op));
-  return [`contract coverage: ${ops.length - missing.length}/${ops.length} operations answered 2xx to a checked client; ${c.seen.size} operation-status pairs and ${c.seenCodes.size} operation-error-code pairs seen (each checked against the document as received)`, ...missing.map((m) => `  never 2xx: ${m}`)].join('\n');
+  return [
+    `contract coverage: ${ops.length - missing.length}/${ops.length} operations answered 2xx to a checked client; ${c.seen.size} operation-status pairs and ${c.seenCodes.size} operation-error-code pairs seen (each checked against the document as received)`,
+    ...missing.map((m) => `  never 2xx: ${m}`),
+  ].join('\n');
 }

@@ -24,8 +24,19 @@ export const ADMIN_TOKEN = 'test-admin-token-0123456789';
  * `checked` false: an app with stand-in routes (extraV1Routes), whose answers are not the API's.
  * `now`: the clock it signs by (X-Timestamp), the service's in the tests that move it.
  */
-export function testClient(baseUrl: string, credential: { api_key: string; secret: string }, checked = true, now?: () => number): ServiceClient {
-  return new ServiceClient({ baseUrl, apiKey: credential.api_key, secret: credential.secret, onResponse: checked ? contract().check : undefined, now });
+export function testClient(
+  baseUrl: string,
+  credential: { api_key: string; secret: string },
+  checked = true,
+  now?: () => number,
+): ServiceClient {
+  return new ServiceClient({
+    baseUrl,
+    apiKey: credential.api_key,
+    secret: credential.secret,
+    onResponse: checked ? contract().check : undefined,
+    now,
+  });
 }
 
 export interface MerchantFixture {
@@ -45,12 +56,22 @@ export interface TestEnv {
    * file gave it a clock of its own. It follows the system clock until the test moves it.
    */
   clock: Clock & { advance(ms: number): void };
-  admin(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<{ status: number; headers: Headers; body: any }>;
+  admin(
+    method: string,
+    path: string,
+    body?: unknown,
+    headers?: Record<string, string>,
+  ): Promise<{ status: number; headers: Headers; body: any }>;
   /** A merchant client for this service (contract-checked unless the app has stand-in routes), signing by the app's clock. */
   client(credential: { api_key: string; secret: string }, baseUrl?: string): ServiceClient;
   /** The typed SDK for this service, its answers contract-checked like the client's. */
   sdk(credential: { api_key: string; secret: string }, retry?: RetryOptions): PaymentsApi;
-  merchant(opts?: { scope?: 'read' | 'payments' | 'full'; environment?: 'test' | 'live'; merchant?: Record<string, unknown>; ip_allowlist?: string[] }): Promise<MerchantFixture>;
+  merchant(opts?: {
+    scope?: 'read' | 'payments' | 'full';
+    environment?: 'test' | 'live';
+    merchant?: Record<string, unknown>;
+    ip_allowlist?: string[];
+  }): Promise<MerchantFixture>;
   /** Starts a real process (e.g. 'workers/outbox-relay/index.ts') on this file's database and queues. */
   spawn(entry: string, env?: Record<string, string>): Promise<RunningProcess>;
   close(): Promise<void>;
@@ -63,10 +84,16 @@ export interface TestEnv {
  * file of this service, which `clock.advance` rewrites), and so does the in-process app unless
  * `opts.clock` gives it another (a ManualClock of the file's: caches, a revoked key's grace).
  */
-export async function startTestEnv(overrides: Record<string, string> = {}, appOptions: AppOptions = {}, opts: { clock?: Clock; databaseThrough?: number } = {}): Promise<TestEnv> {
+export async function startTestEnv(
+  overrides: Record<string, string> = {},
+  appOptions: AppOptions = {},
+  opts: { clock?: Clock; databaseThrough?: number } = {},
+): Promise<TestEnv> {
   const database = await createTestDatabase();
   // a pooler in front of Postgres (opts.databaseThrough: its port) reaches the same database
-  const databaseUrl = opts.databaseThrough ? Object.assign(new URL(database.url), { port: String(opts.databaseThrough) }).toString() : database.url;
+  const databaseUrl = opts.databaseThrough
+    ? Object.assign(new URL(database.url), { port: String(opts.databaseThrough) }).toString()
+    : database.url;
   const tag = randomBytes(4).toString('hex');
   const clockFile = path.join(tmpdir(), `svc-test-clock-${tag}`);
   let offset = 0;
@@ -116,7 +143,11 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
   const admin: TestEnv['admin'] = async (method, path, body, headers = {}) => {
     const res = await fetch(baseUrl + path, {
       method,
-      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}), ...headers },
+      headers: {
+        Authorization: `Bearer ${ADMIN_TOKEN}`,
+        ...(body !== undefined ? { 'Content-Type': 'application/json' } : {}),
+        ...headers,
+      },
       body: body === undefined ? undefined : typeof body === 'string' ? body : JSON.stringify(body),
     });
     return { status: res.status, headers: res.headers, body: parsedBody(await res.text()) };
@@ -125,7 +156,8 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
   // a merchant's clock agrees with the service's: the clients sign by the clock the app judges by
   const appClock = opts.clock ?? clock;
   const now = () => appClock.now();
-  const client: TestEnv['client'] = (credential, url = baseUrl) => testClient(url, credential, !appOptions.extraV1Routes, now);
+  const client: TestEnv['client'] = (credential, url = baseUrl) =>
+    testClient(url, credential, !appOptions.extraV1Routes, now);
 
   return {
     config,
@@ -136,9 +168,19 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
     admin,
     client,
     sdk: (credential, retry = {}) =>
-      new PaymentsApi({ baseUrl, apiKey: credential.api_key, secret: credential.secret, onResponse: appOptions.extraV1Routes ? undefined : contract().check, now, ...retry }),
+      new PaymentsApi({
+        baseUrl,
+        apiKey: credential.api_key,
+        secret: credential.secret,
+        onResponse: appOptions.extraV1Routes ? undefined : contract().check,
+        now,
+        ...retry,
+      }),
     async merchant(opts = {}) {
-      const m = await admin('POST', '/admin/merchants', { name: `Merchant ${randomBytes(3).toString('hex')}`, ...opts.merchant });
+      const m = await admin('POST', '/admin/merchants', {
+        name: `Merchant ${randomBytes(3).toString('hex')}`,
+        ...opts.merchant,
+      });
       if (m.status !== 201) throw new Error(`merchant creation failed: ${JSON.stringify(m.body)}`);
       const c = await admin('POST', `/admin/merchants/${m.body.id}/credentials`, {
         environment: opts.environment ?? 'test',
@@ -161,7 +203,8 @@ export async function startTestEnv(overrides: Record<string, string> = {}, appOp
       // every integration file ends with a sound ledger (what `npm run ledger:check` checks)
       const ledgerProblems = await checkLedger(services.db);
       const keys = await services.redis.keys(`${config.queuePrefix}:*`).catch(() => [] as string[]);
-      for (let i = 0; i < keys.length; i += 500) await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
+      for (let i = 0; i < keys.length; i += 500)
+        await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
       await services.close();
       await database.drop();
       rmSync(clockFile, { force: true });

@@ -23,7 +23,13 @@ export interface RawResponse {
  * to send a length without its body). `body` undefined sends none; a declared Content-Length
  * header without a body sends the head only.
  */
-export function send(baseUrl: string, method: string, path: string, headers: Record<string, string> = {}, body?: Buffer | string): Promise<RawResponse> {
+export function send(
+  baseUrl: string,
+  method: string,
+  path: string,
+  headers: Record<string, string> = {},
+  body?: Buffer | string,
+): Promise<RawResponse> {
   const url = new URL(baseUrl);
   const framed = Object.keys(headers).some((h) => /^(content-length|transfer-encoding)$/i.test(h));
   // Node frames a GET/DELETE/OPTIONS body with nothing by default: the server would read it as a next request
@@ -49,7 +55,12 @@ export function send(baseUrl: string, method: string, path: string, headers: Rec
  * connection is half-closed only after `graceMs` without an answer (an incomplete request):
  * Node aborts a request still running when its client half-closes.
  */
-export function sendRaw(baseUrl: string, bytes: Buffer | string, timeoutMs = 5000, graceMs = 1000): Promise<{ status: number; head: string }> {
+export function sendRaw(
+  baseUrl: string,
+  bytes: Buffer | string,
+  timeoutMs = 5000,
+  graceMs = 1000,
+): Promise<{ status: number; head: string }> {
   const url = new URL(baseUrl);
   return new Promise((resolve, reject) => {
     const socket = net.connect(Number(url.port), url.hostname);

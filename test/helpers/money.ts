@@ -29,7 +29,10 @@ export const POOLS = [
 ];
 
 /** Starts the sandbox provider (on a free port unless `extra` names one); returns its process and URL. */
-export async function startSandbox(env: TestEnv, extra: Record<string, string> = {}): Promise<{ process: RunningProcess; url: string }> {
+export async function startSandbox(
+  env: TestEnv,
+  extra: Record<string, string> = {},
+): Promise<{ process: RunningProcess; url: string }> {
   const p = await env.spawn('shared/providers/sandbox/server.ts', { SANDBOX_PROVIDER_PORT: '0', ...extra });
   const line = await p.waitForLine((l) => l?.msg === 'sandbox provider listening');
   return { process: p, url: line.url };
@@ -52,12 +55,24 @@ export async function startMoneyEnv(overrides: Record<string, string> = {}, pool
 }
 
 /** A merchant with a `full` test key and no fees unless given. */
-export function aMerchant(env: TestEnv, merchant: Record<string, unknown> = {}, scope: 'read' | 'payments' | 'full' = 'full'): Promise<MerchantFixture> {
-  return env.merchant({ scope, merchant: { fees: { USD: { percent_bps: 0, fixed: 0 }, CDF: { percent_bps: 0, fixed: 0 } }, ...merchant } });
+export function aMerchant(
+  env: TestEnv,
+  merchant: Record<string, unknown> = {},
+  scope: 'read' | 'payments' | 'full' = 'full',
+): Promise<MerchantFixture> {
+  return env.merchant({
+    scope,
+    merchant: { fees: { USD: { percent_bps: 0, fixed: 0 }, CDF: { percent_bps: 0, fixed: 0 } }, ...merchant },
+  });
 }
 
 /** Polls GET `path` until `done(body)` holds; returns that body. */
-export function waitFor(client: ServiceClient, path: string, done: (body: any) => boolean, timeoutMs = 15_000): Promise<any> {
+export function waitFor(
+  client: ServiceClient,
+  path: string,
+  done: (body: any) => boolean,
+  timeoutMs = 15_000,
+): Promise<any> {
   return eventually(
     async () => {
       const res = await client.get(path);
@@ -75,7 +90,15 @@ export function waitForStatus(client: ServiceClient, id: string, status: string,
 
 /** The body of a mobile-money payment to `phone` (243990000001 succeeds: README's sandbox numbers). */
 export function mobilePayment(phone: string, over: Record<string, unknown> = {}) {
-  return { amount: 10_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone, reference: `ref-${randomUUID()}`, ...over };
+  return {
+    amount: 10_000,
+    currency: 'USD',
+    method: 'mobile_money',
+    operator: 'vodacom',
+    phone,
+    reference: `ref-${randomUUID()}`,
+    ...over,
+  };
 }
 
 /** A mobile-money payment created through the API and left `processing` (not awaited). */
@@ -95,7 +118,8 @@ export async function aSucceededPayment(client: ServiceClient, over: Record<stri
 export async function balanceOf(client: ServiceClient) {
   const res = await client.get('/v1/balance');
   expect(res.status).to.equal(200);
-  const byCurrency = (list: { currency: string; amount: number }[]) => Object.fromEntries(list.map((l) => [l.currency, l.amount]));
+  const byCurrency = (list: { currency: string; amount: number }[]) =>
+    Object.fromEntries(list.map((l) => [l.currency, l.amount]));
   return { available: byCurrency(res.body.available), pending: byCurrency(res.body.pending) };
 }
 
@@ -105,8 +129,20 @@ export async function balanceOf(client: ServiceClient) {
  */
 export async function aSucceededCardPayment(env: TestEnv, merchantId: string): Promise<string> {
   const row = buildPayment(
-    { amount: 2_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `card-${randomUUID()}` },
-    { fee_bearer: 'merchant', fees: { USD: { percent_bps: 0, fixed: 0 }, CDF: { percent_bps: 0, fixed: 0 } }, per_tx_limit_usd: null, per_tx_limit_cdf: null },
+    {
+      amount: 2_000,
+      currency: 'USD',
+      method: 'mobile_money',
+      operator: 'vodacom',
+      phone: '243990000001',
+      reference: `card-${randomUUID()}`,
+    },
+    {
+      fee_bearer: 'merchant',
+      fees: { USD: { percent_bps: 0, fixed: 0 }, CDF: { percent_bps: 0, fixed: 0 } },
+      per_tx_limit_usd: null,
+      per_tx_limit_cdf: null,
+    },
     { merchantId, environment: 'test' },
     env.config,
     env.services.providers,
@@ -130,7 +166,9 @@ export async function aSucceededCardPayment(env: TestEnv, merchantId: string): P
 
 /** What the sandbox provider knows of one of our objects (what it answers when asked, GET /v1/transactions/{id}, with its test counters). */
 export async function sandboxTransaction(sandboxUrl: string, operator: string, id: string): Promise<any> {
-  const res = await fetch(`${sandboxUrl}/${operator}/v1/transactions/${id}`, { headers: { Authorization: `Bearer ${SANDBOX_API_KEY}` } });
+  const res = await fetch(`${sandboxUrl}/${operator}/v1/transactions/${id}`, {
+    headers: { Authorization: `Bearer ${SANDBOX_API_KEY}` },
+  });
   return res.status === 200 ? res.json() : undefined;
 }
 
@@ -165,7 +203,10 @@ export async function sendCallback(
   o: { secret?: string; timestamp?: number; signature?: string | null; headers?: Record<string, string> } = {},
 ) {
   const headers: Record<string, string> = { 'Content-Type': 'application/json', ...o.headers };
-  const signature = o.signature === undefined ? signCallback(o.secret ?? SANDBOX_SECRET, raw, o.timestamp ?? Math.floor(Date.now() / 1000)) : o.signature;
+  const signature =
+    o.signature === undefined
+      ? signCallback(o.secret ?? SANDBOX_SECRET, raw, o.timestamp ?? Math.floor(Date.now() / 1000))
+      : o.signature;
   if (signature !== null) headers['X-Provider-Signature'] = signature;
   const res = await fetch(`${baseUrl}/callbacks/${provider}`, { method: 'POST', headers, body: raw });
   return { status: res.status, body: parsedBody(await res.text()) };
@@ -173,10 +214,14 @@ export async function sendCallback(
 
 /** Waits until every stored callback has been applied by the callback-reconciler; returns their rows, oldest first. */
 export async function processedCallbacks(env: TestEnv, objectId: string, count: number) {
-  return eventually(async () => {
-    const rows = await env.services.db('provider_callbacks').where({ object_id: objectId }).orderBy('received_at');
-    return rows.length === count && rows.every((r) => r.processed_at) ? rows : undefined;
-  }, 15_000, 100);
+  return eventually(
+    async () => {
+      const rows = await env.services.db('provider_callbacks').where({ object_id: objectId }).orderBy('received_at');
+      return rows.length === count && rows.every((r) => r.processed_at) ? rows : undefined;
+    },
+    15_000,
+    100,
+  );
 }
 
 export async function paymentCredits(env: TestEnv, paymentId: string) {

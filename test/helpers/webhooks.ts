@@ -61,7 +61,9 @@ export async function startReceiver(): Promise<Receiver> {
       if ('close' in b) return void req.socket.destroy();
       const answer = () => {
         res.writeHead(b.status, { 'Content-Type': 'text/plain', ...(b.location ? { Location: b.location } : {}) });
-        res.end(`answer ${b.status} to attempt ${String(rec.headers['x-service-delivery-attempt'])}; call 243812345678`);
+        res.end(
+          `answer ${b.status} to attempt ${String(rec.headers['x-service-delivery-attempt'])}; call 243812345678`,
+        );
       };
       if (!b.delayMs) return answer();
       const t = setTimeout(() => (timers.delete(t), answer()), b.delayMs);
@@ -78,7 +80,8 @@ export async function startReceiver(): Promise<Receiver> {
     maxOpen,
     on: (path, script) => void scripts.set(path, script),
     at,
-    waitFor: (path, count, timeoutMs = 20_000) => eventually(async () => at(path).length >= count && at(path), timeoutMs),
+    waitFor: (path, count, timeoutMs = 20_000) =>
+      eventually(async () => at(path).length >= count && at(path), timeoutMs),
     async close() {
       timers.forEach(clearTimeout);
       server.closeAllConnections();
@@ -91,7 +94,12 @@ export async function startReceiver(): Promise<Receiver> {
 export async function emitEvent(
   services: ServiceContext,
   merchantId: string,
-  opts: { type?: EventType; environment?: 'test' | 'live'; object?: Record<string, unknown>; objectVersion?: number } = {},
+  opts: {
+    type?: EventType;
+    environment?: 'test' | 'live';
+    object?: Record<string, unknown>;
+    objectVersion?: number;
+  } = {},
 ) {
   const objectId = newId('payment');
   return transact(services, (trx, outbox) =>
@@ -101,7 +109,13 @@ export async function emitEvent(
       type: opts.type ?? 'payment.succeeded',
       objectId,
       objectVersion: opts.objectVersion ?? 3,
-      object: opts.object ?? { id: objectId, object: 'payment', status: 'succeeded', amount_charged: 5000, currency: 'USD' },
+      object: opts.object ?? {
+        id: objectId,
+        object: 'payment',
+        status: 'succeeded',
+        amount_charged: 5000,
+        currency: 'USD',
+      },
       at: services.clock.now(),
     }),
   );

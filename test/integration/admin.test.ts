@@ -20,14 +20,18 @@ describe('operator API and HTTP frame', () => {
     it('refuses a wrong token, and a wrong basic password', async () => {
       const wrong = await env.admin('POST', '/admin/merchants', { name: 'x' }, { Authorization: 'Bearer nope' });
       expect(wrong.status).to.equal(401);
-      const basic = await env.admin('GET', '/admin/maintenance', undefined, { Authorization: `Basic ${Buffer.from('ops:nope').toString('base64')}` });
+      const basic = await env.admin('GET', '/admin/maintenance', undefined, {
+        Authorization: `Basic ${Buffer.from('ops:nope').toString('base64')}`,
+      });
       expect(basic.status).to.equal(401);
       const rows = await env.services.db('merchants').count<{ count: string }[]>('* as count');
       expect(Number(rows[0].count)).to.equal(0);
     });
 
     it('accepts the token as the password of HTTP basic', async () => {
-      const res = await env.admin('GET', '/admin/maintenance', undefined, { Authorization: `Basic ${Buffer.from(`ops:${ADMIN_TOKEN}`).toString('base64')}` });
+      const res = await env.admin('GET', '/admin/maintenance', undefined, {
+        Authorization: `Basic ${Buffer.from(`ops:${ADMIN_TOKEN}`).toString('base64')}`,
+      });
       expect(res.status).to.equal(200);
       expect(res.body).to.deep.equal({ enabled: false, retry_after: 300 });
     });
@@ -44,23 +48,41 @@ describe('operator API and HTTP frame', () => {
       expect(res.status).to.equal(201);
       expect(res.body.id).to.match(/^mer_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
       // the limit left out gets its default (docs/decisions.md, Faults and limits)
-      expect(res.body).to.include({ name: 'Kin Shop', status: 'active', fee_bearer: 'customer', per_tx_limit_usd: 500000, per_tx_limit_cdf: 2_500_000_000 });
+      expect(res.body).to.include({
+        name: 'Kin Shop',
+        status: 'active',
+        fee_bearer: 'customer',
+        per_tx_limit_usd: 500000,
+        per_tx_limit_cdf: 2_500_000_000,
+      });
       expect(res.body.fees).to.deep.equal({ USD: { percent_bps: 250, fixed: 10 }, CDF: { percent_bps: 0, fixed: 0 } });
     });
 
     it('gives a merchant created without limits USD 1,000,000 and CDF 2,500,000,000 minor units; null is no limit of its own', async () => {
       const plain = await env.admin('POST', '/admin/merchants', { name: 'Defaults' });
       expect(plain.body).to.include({ per_tx_limit_usd: 1_000_000, per_tx_limit_cdf: 2_500_000_000 });
-      const open = await env.admin('POST', '/admin/merchants', { name: 'Open', per_tx_limit_usd: null, per_tx_limit_cdf: null });
+      const open = await env.admin('POST', '/admin/merchants', {
+        name: 'Open',
+        per_tx_limit_usd: null,
+        per_tx_limit_cdf: null,
+      });
       expect(open.body).to.include({ per_tx_limit_usd: null, per_tx_limit_cdf: null });
-      const max = await env.admin('POST', '/admin/merchants', { name: 'Max', per_tx_limit_usd: 1e12, fees: { USD: { percent_bps: 10000, fixed: 1e12 } } });
+      const max = await env.admin('POST', '/admin/merchants', {
+        name: 'Max',
+        per_tx_limit_usd: 1e12,
+        fees: { USD: { percent_bps: 10000, fixed: 1e12 } },
+      });
       expect(max.status).to.equal(201);
       expect(max.body.per_tx_limit_usd).to.equal(1e12);
     });
 
     it('updates fees, limits and status', async () => {
       const { body: m } = await env.admin('POST', '/admin/merchants', { name: 'A' });
-      const res = await env.admin('PATCH', `/admin/merchants/${m.id}`, { status: 'suspended', fees: { CDF: { percent_bps: 100, fixed: 0 } }, per_tx_limit_cdf: 1000 });
+      const res = await env.admin('PATCH', `/admin/merchants/${m.id}`, {
+        status: 'suspended',
+        fees: { CDF: { percent_bps: 100, fixed: 0 } },
+        per_tx_limit_cdf: 1000,
+      });
       expect(res.status).to.equal(200);
       expect(res.body).to.include({ status: 'suspended', per_tx_limit_cdf: 1000 });
       expect(res.body.fees.CDF).to.deep.equal({ percent_bps: 100, fixed: 0 });
@@ -126,7 +148,11 @@ describe('operator API and HTTP frame', () => {
   describe('credentials', () => {
     it('issues key, secret and webhook secret once; the database holds no plaintext secret', async () => {
       const { body: m } = await env.admin('POST', '/admin/merchants', { name: 'Cred' });
-      const res = await env.admin('POST', `/admin/merchants/${m.id}/credentials`, { environment: 'live', scope: 'payments', ip_allowlist: ['10.0.0.1'] });
+      const res = await env.admin('POST', `/admin/merchants/${m.id}/credentials`, {
+        environment: 'live',
+        scope: 'payments',
+        ip_allowlist: ['10.0.0.1'],
+      });
       expect(res.status).to.equal(201);
       const c = res.body;
       expect(c.id).to.match(/^cred_/);
@@ -145,7 +171,10 @@ describe('operator API and HTTP frame', () => {
       expect(dump).not.to.include(c.api_key);
       expect(dump).not.to.match(/"sk_|whsec_|svc_live_/);
 
-      const second = await env.admin('POST', `/admin/merchants/${m.id}/credentials`, { environment: 'live', scope: 'read' });
+      const second = await env.admin('POST', `/admin/merchants/${m.id}/credentials`, {
+        environment: 'live',
+        scope: 'read',
+      });
       expect(second.body.webhook_secret, 'one webhook secret per merchant and environment').to.equal(c.webhook_secret);
       expect(second.body.secret).not.to.equal(c.secret);
     });
@@ -153,7 +182,10 @@ describe('operator API and HTTP frame', () => {
     it('issues a credential for a suspended merchant', async () => {
       const { body: m } = await env.admin('POST', '/admin/merchants', { name: 'S' });
       await env.admin('PATCH', `/admin/merchants/${m.id}`, { status: 'suspended' });
-      const res = await env.admin('POST', `/admin/merchants/${m.id}/credentials`, { environment: 'test', scope: 'full' });
+      const res = await env.admin('POST', `/admin/merchants/${m.id}/credentials`, {
+        environment: 'test',
+        scope: 'full',
+      });
       expect(res.status).to.equal(201);
     });
 
@@ -174,7 +206,11 @@ describe('operator API and HTTP frame', () => {
 
     it('revokes with a 7-day grace and issues a replacement with the same scope and allowlist', async () => {
       const { body: m } = await env.admin('POST', '/admin/merchants', { name: 'R' });
-      const { body: c } = await env.admin('POST', `/admin/merchants/${m.id}/credentials`, { environment: 'test', scope: 'payments', ip_allowlist: ['127.0.0.1'] });
+      const { body: c } = await env.admin('POST', `/admin/merchants/${m.id}/credentials`, {
+        environment: 'test',
+        scope: 'payments',
+        ip_allowlist: ['127.0.0.1'],
+      });
       const res = await env.admin('POST', `/admin/credentials/${c.id}/revoke`, {});
       expect(res.status).to.equal(200);
       const { revoked, replacement } = res.body;
@@ -182,7 +218,9 @@ describe('operator API and HTTP frame', () => {
       expect(revoked.expires_at - revoked.revoked_at).to.equal(7 * 24 * 3600);
       expect(replacement).to.include({ scope: 'payments', environment: 'test' });
       expect(replacement.ip_allowlist).to.deep.equal(['127.0.0.1']);
-      expect(replacement.api_key).to.match(/^svc_test_/).and.not.equal(c.api_key);
+      expect(replacement.api_key)
+        .to.match(/^svc_test_/)
+        .and.not.equal(c.api_key);
 
       const again = await env.admin('POST', `/admin/credentials/${c.id}/revoke`, {});
       expect(again.status).to.equal(409);
@@ -194,7 +232,10 @@ describe('operator API and HTTP frame', () => {
 
     it('revokes immediately', async () => {
       const { body: m } = await env.admin('POST', '/admin/merchants', { name: 'I' });
-      const { body: c } = await env.admin('POST', `/admin/merchants/${m.id}/credentials`, { environment: 'test', scope: 'full' });
+      const { body: c } = await env.admin('POST', `/admin/merchants/${m.id}/credentials`, {
+        environment: 'test',
+        scope: 'full',
+      });
       const res = await env.admin('POST', `/admin/credentials/${c.id}/revoke`, { immediate: true });
       expect(res.body.revoked.expires_at).to.equal(res.body.revoked.revoked_at);
       const bad = await env.admin('POST', `/admin/credentials/${c.id}/revoke`, { immediate: 'yes' });
@@ -233,7 +274,9 @@ describe('operator API and HTTP frame', () => {
     it('answers unknown routes with 404 not-found in the error body', async () => {
       const res = await fetch(env.baseUrl + '/v2/whatever');
       expect(res.status).to.equal(404);
-      expect(await res.json()).to.deep.equal({ error: { code: 'not-found', message: 'No such route', request_id: res.headers.get('x-request-id') } });
+      expect(await res.json()).to.deep.equal({
+        error: { code: 'not-found', message: 'No such route', request_id: res.headers.get('x-request-id') },
+      });
     });
 
     it('reports readiness of Postgres and Redis', async () => {
@@ -247,7 +290,14 @@ describe('operator API and HTTP frame', () => {
       const res = await env.admin('GET', '/admin/queues/api/queues?activeQueue=&page=1&jobsPerPage=10');
       expect(res.status).to.equal(200);
       const names = res.body.queues.map((q: { name: string }) => q.name).sort();
-      expect(names).to.deep.equal(['callback-reconciler', 'card-charge', 'payout', 'provider-push', 'refund', 'webhook-sender']);
+      expect(names).to.deep.equal([
+        'callback-reconciler',
+        'card-charge',
+        'payout',
+        'provider-push',
+        'refund',
+        'webhook-sender',
+      ]);
       const page = await env.admin('GET', '/admin/queues');
       expect(page.status).to.equal(200);
       expect(String(page.body)).to.include('<html');
@@ -271,7 +321,15 @@ describe('operator API and HTTP frame', () => {
       return res.body.split('\n').filter((l: string) => l.startsWith('http_requests_total{'));
     };
     // warm up the label sets the loop below can reach (one per route template, method and status)
-    const paths = (r: string) => [`/v1/${r}`, `/v1/payments/${r}`, `/admin/${r}`, `/${r}`, `/callbacks/${r}`, `/health/${r}`, `/v1/payments/pay_${r}/refunds`];
+    const paths = (r: string) => [
+      `/v1/${r}`,
+      `/v1/payments/${r}`,
+      `/admin/${r}`,
+      `/${r}`,
+      `/callbacks/${r}`,
+      `/health/${r}`,
+      `/v1/payments/pay_${r}/refunds`,
+    ];
     const hit = async (r: string) => {
       for (const p of paths(r)) await fetch(env.baseUrl + p);
       await fetch(env.baseUrl + `/v1/payments/${r}`, { method: 'DELETE' });
@@ -281,7 +339,10 @@ describe('operator API and HTTP frame', () => {
     const random = Array.from({ length: 40 }, () => Math.random().toString(36).slice(2));
     for (const r of random) await hit(r);
     const after = await series();
-    expect(after.length, after.filter((l: string) => !before.some((b: string) => b.split('} ')[0] === l.split('} ')[0])).join('\n')).to.equal(before.length);
+    expect(
+      after.length,
+      after.filter((l: string) => !before.some((b: string) => b.split('} ')[0] === l.split('} ')[0])).join('\n'),
+    ).to.equal(before.length);
     const text = after.join('\n');
     for (const r of random) expect(text).not.to.include(r);
     expect(after.join('\n')).to.match(/route="\/v1\/payments\/:id",status="401"/);
@@ -300,7 +361,9 @@ describe('operator API and HTTP frame', () => {
       expect(res.headers.get('content-type')).to.match(/^application\/json/);
       expect(res.headers.get('allow')).to.include(allow);
       const body = (await res.json()) as any;
-      expect(body).to.deep.equal({ error: { code: 'method-not-allowed', message: body.error.message, request_id: res.headers.get('x-request-id') } });
+      expect(body).to.deep.equal({
+        error: { code: 'method-not-allowed', message: body.error.message, request_id: res.headers.get('x-request-id') },
+      });
     }
     // without the token it is still the uniform 401
     expect((await fetch(env.baseUrl + '/admin/merchants', { method: 'DELETE' })).status).to.equal(401);
@@ -315,7 +378,7 @@ describe('operator API and HTTP frame', () => {
       const res = await fetch(env.baseUrl + '/v1/payments');
       expect(res.status).to.equal(503);
       expect(res.headers.get('retry-after')).to.equal('120');
-      expect(((await res.json()) as any).error.code).to.equal("maintenance");
+      expect(((await res.json()) as any).error.code).to.equal('maintenance');
       expect((await fetch(env.baseUrl + '/health/live')).status).to.equal(200);
       expect((await env.admin('GET', '/admin/maintenance')).status).to.equal(200);
       const callback = await fetch(env.baseUrl + '/callbacks/vodacom', { method: 'POST', body: '{}' });

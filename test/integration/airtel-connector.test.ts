@@ -5,7 +5,11 @@ import type { AddressInfo } from 'node:net';
 import { HttpClient } from '../../shared/httpClient';
 import { AirtelConnector, type AirtelConnectorOptions } from '../../shared/providers/airtel/connector';
 import { check } from '../../shared/providers/airtel/schema';
-import { startAirtelSimulator, type AirtelSimulator, type AirtelSimulatorOptions } from '../../shared/providers/airtel/simulator';
+import {
+  startAirtelSimulator,
+  type AirtelSimulator,
+  type AirtelSimulatorOptions,
+} from '../../shared/providers/airtel/simulator';
 import type { NormalisedCallback, Verification } from '../../shared/providers/connector';
 import { ProviderError } from '../../shared/providers/errors';
 
@@ -34,7 +38,12 @@ async function callbackReceiver(connector: () => AirtelConnector) {
     req.on('end', async () => {
       const raw = Buffer.concat(chunks);
       const c = connector();
-      const verification = await c.verifyCallback({ raw, headers: req.headers, ip: '127.0.0.1', nowUnix: Math.floor(Date.now() / 1000) });
+      const verification = await c.verifyCallback({
+        raw,
+        headers: req.headers,
+        ip: '127.0.0.1',
+        nowUnix: Math.floor(Date.now() / 1000),
+      });
       let parsed: Received['parsed'];
       try {
         parsed = c.parseCallback(raw, req.headers);
@@ -47,7 +56,11 @@ async function callbackReceiver(connector: () => AirtelConnector) {
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callbacks/airtel`, received, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callbacks/airtel`,
+    received,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 async function waitFor<T>(fn: () => T | undefined | false, timeoutMs = 5_000): Promise<T> {
@@ -80,8 +93,22 @@ const push = (msisdn: string, amount = 1050, currency: 'USD' | 'CDF' = 'USD', pa
   msisdn,
   description: 'Order 42',
 });
-const payout = (msisdn: string, amount = 2500) => ({ payoutId: `po_${randomUUID()}`, operator: 'airtel' as const, amount, currency: 'USD' as const, msisdn, description: 'Salary' });
-const opRef = (kind: 'payment' | 'payout' | 'refund', id: string, providerRef: string | null = null) => ({ kind, id, providerRef, operator: 'airtel' as const, currency: 'USD' as const, created: Date.now() });
+const payout = (msisdn: string, amount = 2500) => ({
+  payoutId: `po_${randomUUID()}`,
+  operator: 'airtel' as const,
+  amount,
+  currency: 'USD' as const,
+  msisdn,
+  description: 'Salary',
+});
+const opRef = (kind: 'payment' | 'payout' | 'refund', id: string, providerRef: string | null = null) => ({
+  kind,
+  id,
+  providerRef,
+  operator: 'airtel' as const,
+  currency: 'USD' as const,
+  created: Date.now(),
+});
 
 describe('airtel connector against the simulator', function () {
   this.timeout(20_000);
@@ -108,7 +135,14 @@ describe('airtel connector against the simulator', function () {
     return c;
   };
 
-  const simOptions = (): AirtelSimulatorOptions => ({ callbackUrl: receiver.url, callbackHashSecret: SECRET, callbackDelayMs: 30, finalAfterMs: 100, slowInitiationMs: 1_500, pin: PIN });
+  const simOptions = (): AirtelSimulatorOptions => ({
+    callbackUrl: receiver.url,
+    callbackHashSecret: SECRET,
+    callbackDelayMs: 30,
+    finalAfterMs: 100,
+    slowInitiationMs: 1_500,
+    pin: PIN,
+  });
 
   before(async () => {
     client = new HttpClient(32);
@@ -131,9 +165,12 @@ describe('airtel connector against the simulator', function () {
   });
 
   const callbacksFor = (airtelMoneyIdOrObject: string) =>
-    receiver.received.filter((r) => r.parsed !== 'ignore' && !(r.parsed instanceof Error) && r.parsed.objectId === airtelMoneyIdOrObject);
+    receiver.received.filter(
+      (r) => r.parsed !== 'ignore' && !(r.parsed instanceof Error) && r.parsed.objectId === airtelMoneyIdOrObject,
+    );
   const simTx = (id: string) => sim.transactions().find((t) => t.id === id);
-  const compact = (ourId: string) => `${ourId.startsWith('pay_') ? 'P' : ourId.startsWith('po_') ? 'O' : 'R'}${ourId.slice(ourId.indexOf('_') + 1).replace(/-/g, '')}`;
+  const compact = (ourId: string) =>
+    `${ourId.startsWith('pay_') ? 'P' : ourId.startsWith('po_') ? 'O' : 'R'}${ourId.slice(ourId.indexOf('_') + 1).replace(/-/g, '')}`;
 
   describe('collections', () => {
     it('a successful payment: push, a verified callback, the enquiry; exact amount and national number on the wire', async () => {
@@ -144,8 +181,16 @@ describe('airtel connector against the simulator', function () {
       expect(cb.verification).to.equal('verified');
       const t = simTx(compact(req.paymentId))!;
       expect(t).to.deep.include({ msisdn: '970000001', amount: '10.5', currency: 'USD', status: 'TS', initiations: 1 });
-      expect(cb.parsed).to.deep.include({ kind: 'payment', objectId: req.paymentId, status: 'succeeded', providerRef: t.airtelMoneyId });
-      expect(await connector.ask(opRef('payment', req.paymentId, accepted.providerRef))).to.deep.equal({ state: 'succeeded', providerRef: t.airtelMoneyId });
+      expect(cb.parsed).to.deep.include({
+        kind: 'payment',
+        objectId: req.paymentId,
+        status: 'succeeded',
+        providerRef: t.airtelMoneyId,
+      });
+      expect(await connector.ask(opRef('payment', req.paymentId, accepted.providerRef))).to.deep.equal({
+        state: 'succeeded',
+        providerRef: t.airtelMoneyId,
+      });
     });
 
     it('carries CDF amounts exactly', async () => {
@@ -199,7 +244,10 @@ describe('airtel connector against the simulator', function () {
     it('243970000021 answers TIP first (pending), then succeeds', async () => {
       const req = push('243970000021');
       await connector.push(req);
-      expect(await connector.ask(opRef('payment', req.paymentId))).to.deep.equal({ state: 'pending', providerRef: simTx(compact(req.paymentId))!.airtelMoneyId });
+      expect(await connector.ask(opRef('payment', req.paymentId))).to.deep.equal({
+        state: 'pending',
+        providerRef: simTx(compact(req.paymentId))!.airtelMoneyId,
+      });
       await waitFor(() => callbacksFor(req.paymentId).length === 1);
       expect(await connector.ask(opRef('payment', req.paymentId))).to.deep.include({ state: 'succeeded' });
     });
@@ -239,7 +287,10 @@ describe('airtel connector against the simulator', function () {
       const accepted = await connector.push(req);
       expect(accepted.providerRef).to.be.a('string');
       expect(simTx(compact(req.paymentId))).to.deep.include({ initiations: 1 });
-      const sent = sim.requests().slice(before).map((r) => `${r.method} ${r.status}`);
+      const sent = sim
+        .requests()
+        .slice(before)
+        .map((r) => `${r.method} ${r.status}`);
       expect(sent).to.deep.equal(['POST 500', 'GET 200']);
       await waitFor(() => simTx(compact(req.paymentId))!.status === 'TS');
     });
@@ -248,7 +299,10 @@ describe('airtel connector against the simulator', function () {
       const req = push('243970000043');
       const before = sim.requests().length;
       await connector.push(req);
-      const sent = sim.requests().slice(before).map((r) => `${r.method} ${r.path.split('/').pop()} ${r.status}`);
+      const sent = sim
+        .requests()
+        .slice(before)
+        .map((r) => `${r.method} ${r.path.split('/').pop()} ${r.status}`);
       expect(sent).to.deep.equal([`POST  500`, `GET ${compact(req.paymentId)} 404`, `POST  200`]);
       expect(simTx(compact(req.paymentId))).to.deep.include({ initiations: 1 });
     });
@@ -263,7 +317,14 @@ describe('airtel connector against the simulator', function () {
     });
 
     it('when Airtel cannot be reached at all, the outcome stays unknown: a retryable error, nothing failed', async () => {
-      const dead = new AirtelConnector({ environment: 'live', baseUrl: 'http://127.0.0.1:9', clientId: 'a', clientSecret: 'b', client, timeoutMs: 300 });
+      const dead = new AirtelConnector({
+        environment: 'live',
+        baseUrl: 'http://127.0.0.1:9',
+        clientId: 'a',
+        clientSecret: 'b',
+        client,
+        timeoutMs: 300,
+      });
       const err = await rejection(dead.push(push('243970000001')));
       expect(err.retryable).to.equal(true);
     });
@@ -321,7 +382,12 @@ describe('airtel connector against the simulator', function () {
       const before = sim.requests().length;
       expect(await c.ask(opRef('payment', req.paymentId))).to.have.property('state');
       expect(sim.tokenRequests()).to.equal(tokens + 1);
-      expect(sim.requests().slice(before).map((r) => `${r.method} ${r.path.startsWith('/auth') ? 'token' : 'enquiry'} ${r.status}`)).to.deep.equal(['GET enquiry 401', 'POST token 200', 'GET enquiry 200']);
+      expect(
+        sim
+          .requests()
+          .slice(before)
+          .map((r) => `${r.method} ${r.path.startsWith('/auth') ? 'token' : 'enquiry'} ${r.status}`),
+      ).to.deep.equal(['GET enquiry 401', 'POST token 200', 'GET enquiry 200']);
     });
 
     it('a token that keeps being refused: one refresh, one retry, then a retryable error', async () => {
@@ -332,7 +398,9 @@ describe('airtel connector against the simulator', function () {
         req.on('end', () => {
           if (req.url === '/auth/oauth2/token') {
             tokenCalls += 1;
-            res.writeHead(200, { 'Content-Type': 'application/json' }).end(JSON.stringify({ access_token: `t${tokenCalls}`, expires_in: '180', token_type: 'bearer' }));
+            res
+              .writeHead(200, { 'Content-Type': 'application/json' })
+              .end(JSON.stringify({ access_token: `t${tokenCalls}`, expires_in: '180', token_type: 'bearer' }));
           } else {
             apiCalls += 1;
             res.writeHead(401, { 'Content-Type': 'application/json' }).end('{"error":"invalid_token"}');
@@ -341,7 +409,13 @@ describe('airtel connector against the simulator', function () {
       });
       await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
       try {
-        const c = new AirtelConnector({ environment: 'live', baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, clientId: 'a', clientSecret: 'b', client });
+        const c = new AirtelConnector({
+          environment: 'live',
+          baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+          clientId: 'a',
+          clientSecret: 'b',
+          client,
+        });
         const err = await rejection(c.ask(opRef('payment', `pay_${randomUUID()}`)));
         expect(err.retryable).to.equal(true);
         expect(err.code).to.equal('provider-auth');
@@ -369,7 +443,11 @@ describe('airtel connector against the simulator', function () {
         const req = push('243970000001', 1_000_001);
         await c.push(req);
         await waitFor(() => s.transactions()[0]?.status === 'TS');
-        expect(await c.ask(opRef('payment', req.paymentId))).to.deep.include({ state: 'succeeded', amount: 1_000_001, currency: 'USD' });
+        expect(await c.ask(opRef('payment', req.paymentId))).to.deep.include({
+          state: 'succeeded',
+          amount: 1_000_001,
+          currency: 'USD',
+        });
       } finally {
         await s.close();
       }
@@ -377,7 +455,10 @@ describe('airtel connector against the simulator', function () {
 
     it('never logs the client secret, the PIN or a token', async () => {
       const lines: string[] = [];
-      const log = { info: (o: Record<string, unknown>, m: string) => lines.push(JSON.stringify(o) + m), warn: (o: Record<string, unknown>, m: string) => lines.push(JSON.stringify(o) + m) };
+      const log = {
+        info: (o: Record<string, unknown>, m: string) => lines.push(JSON.stringify(o) + m),
+        warn: (o: Record<string, unknown>, m: string) => lines.push(JSON.stringify(o) + m),
+      };
       const c = make({ log, timeoutMs: 500 });
       await c.push(push('243970000040'));
       await c.payout(payout('243970000001'));
@@ -397,11 +478,24 @@ describe('airtel connector against the simulator', function () {
       await connector.push(req);
       const [cb] = await waitFor(() => callbacksFor(req.paymentId).length > 0 && callbacksFor(req.paymentId));
       const moneyId = (cb.parsed as NormalisedCallback).providerRef!;
-      const refund = { refundId: `re_${randomUUID()}`, paymentId: req.paymentId, paymentProviderRef: moneyId, paymentAmount: 2000, amount: 2000, operator: 'airtel' as const, currency: 'USD' as const, msisdn: '243970000001', description: null };
+      const refund = {
+        refundId: `re_${randomUUID()}`,
+        paymentId: req.paymentId,
+        paymentProviderRef: moneyId,
+        paymentAmount: 2000,
+        amount: 2000,
+        operator: 'airtel' as const,
+        currency: 'USD' as const,
+        msisdn: '243970000001',
+        description: null,
+      };
       const accepted = await connector.refund(refund);
       expect(accepted.providerRef).to.equal(`refund-of:${moneyId}`);
       expect(simTx(compact(req.paymentId))).to.deep.include({ refunded: true, refundRequests: 1 });
-      expect(await connector.ask(opRef('refund', refund.refundId, accepted.providerRef))).to.deep.equal({ state: 'succeeded', providerRef: accepted.providerRef });
+      expect(await connector.ask(opRef('refund', refund.refundId, accepted.providerRef))).to.deep.equal({
+        state: 'succeeded',
+        providerRef: accepted.providerRef,
+      });
       // the same refund sent again after its answer was lost: Airtel's refusal cannot tell it from a
       // refusal of a new refund, so it is not final (the refund stays open and an operator looks)
       const err = await rejection(connector.refund(refund));
@@ -413,25 +507,57 @@ describe('airtel connector against the simulator', function () {
       const req = push('243970000001', 900);
       const accepted = await connector.push(req);
       await waitFor(() => simTx(compact(req.paymentId))!.status === 'TS');
-      await connector.refund({ refundId: `re_${randomUUID()}`, paymentId: req.paymentId, paymentProviderRef: accepted.providerRef, paymentAmount: 900, amount: 900, operator: 'airtel', currency: 'USD', msisdn: '243970000001', description: null });
+      await connector.refund({
+        refundId: `re_${randomUUID()}`,
+        paymentId: req.paymentId,
+        paymentProviderRef: accepted.providerRef,
+        paymentAmount: 900,
+        amount: 900,
+        operator: 'airtel',
+        currency: 'USD',
+        msisdn: '243970000001',
+        description: null,
+      });
       expect(simTx(compact(req.paymentId))).to.deep.include({ refunded: true });
     });
 
     it('refuses a partial refund before anything is sent', async () => {
       const before = sim.requests().length;
-      const err = await rejection(connector.refund({ refundId: `re_${randomUUID()}`, paymentId: `pay_${randomUUID()}`, paymentProviderRef: 'MP1', paymentAmount: 1000, amount: 500, operator: 'airtel', currency: 'USD', msisdn: '243970000001', description: null }));
+      const err = await rejection(
+        connector.refund({
+          refundId: `re_${randomUUID()}`,
+          paymentId: `pay_${randomUUID()}`,
+          paymentProviderRef: 'MP1',
+          paymentAmount: 1000,
+          amount: 500,
+          operator: 'airtel',
+          currency: 'USD',
+          msisdn: '243970000001',
+          description: null,
+        }),
+      );
       expect(err.retryable).to.equal(false);
       expect(sim.requests().length).to.equal(before);
     });
 
-    it('takes the reference\'s own refund answer (status SUCCESS beside success: false) as a success', async () => {
+    it("takes the reference's own refund answer (status SUCCESS beside success: false) as a success", async () => {
       const s = await startAirtelSimulator({ ...simOptions(), callbackUrl: null, refundAnswersAsExample: true });
       try {
         const c = make({ baseUrl: s.url, pinPublicKeyPem: s.publicKeyPem });
         const req = push('243970000001', 700);
         await c.push(req);
         await waitFor(() => s.transactions()[0]?.status === 'TS');
-        const r = await c.refund({ refundId: `re_${randomUUID()}`, paymentId: req.paymentId, paymentProviderRef: s.transactions()[0].airtelMoneyId, paymentAmount: 700, amount: 700, operator: 'airtel', currency: 'USD', msisdn: '243970000001', description: null });
+        const r = await c.refund({
+          refundId: `re_${randomUUID()}`,
+          paymentId: req.paymentId,
+          paymentProviderRef: s.transactions()[0].airtelMoneyId,
+          paymentAmount: 700,
+          amount: 700,
+          operator: 'airtel',
+          currency: 'USD',
+          msisdn: '243970000001',
+          description: null,
+        });
         expect(r.providerRef).to.match(/^refund-of:/);
       } finally {
         await s.close();
@@ -444,9 +570,18 @@ describe('airtel connector against the simulator', function () {
       const req = payout('243970000001', 2550);
       const accepted = await connector.payout(req);
       const t = simTx(compact(req.payoutId))!;
-      expect(t).to.deep.include({ kind: 'disbursement', msisdn: '970000001', amount: '25.5', status: 'TS', initiations: 1 });
+      expect(t).to.deep.include({
+        kind: 'disbursement',
+        msisdn: '970000001',
+        amount: '25.5',
+        status: 'TS',
+        initiations: 1,
+      });
       expect(accepted.providerRef).to.equal(t.airtelMoneyId);
-      expect(await connector.ask(opRef('payout', req.payoutId))).to.deep.equal({ state: 'succeeded', providerRef: t.airtelMoneyId });
+      expect(await connector.ask(opRef('payout', req.payoutId))).to.deep.equal({
+        state: 'succeeded',
+        providerRef: t.airtelMoneyId,
+      });
     });
 
     it('a payout Airtel refuses fails permanently with the mapped code', async () => {
@@ -492,7 +627,12 @@ describe('airtel connector against the simulator', function () {
           'GET /standard/v1/disbursements/{id}',
         ]);
         // OAEP against a v1 (PKCS#1) key does not decrypt: refused, never retried on its own
-        const wrongPadding = make({ baseUrl: s.url, pinPublicKeyPem: s.publicKeyPem, disbursementVersion: 'v1', pinPadding: 'oaep' });
+        const wrongPadding = make({
+          baseUrl: s.url,
+          pinPublicKeyPem: s.publicKeyPem,
+          disbursementVersion: 'v1',
+          pinPadding: 'oaep',
+        });
         expect((await rejection(wrongPadding.payout(payout('243970000001')))).retryable).to.equal(false);
       } finally {
         await s.close();
@@ -504,7 +644,11 @@ describe('airtel connector against the simulator', function () {
     it('outside min/max, or more decimals than configured: 0 requests', async () => {
       const c = make({ amountRules: { CDF: { decimals: 0 } } });
       const before = sim.requests().length;
-      for (const [amount, currency] of [[5, 'USD'], [250_001, 'USD'], [1_000_050, 'CDF']] as const) {
+      for (const [amount, currency] of [
+        [5, 'USD'],
+        [250_001, 'USD'],
+        [1_000_050, 'CDF'],
+      ] as const) {
         const err = await rejection(c.push(push('243970000001', amount, currency)));
         expect([err.retryable, err.code]).to.deep.equal([false, 'amount-out-of-bounds']);
       }
@@ -522,7 +666,16 @@ describe('airtel simulator refuses what Airtel refuses', function () {
   before(async () => {
     client = new HttpClient(4);
     sim = await startAirtelSimulator({ callbackUrl: null });
-    const res = await client.request(`${sim.url}/auth/oauth2/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ client_id: 'sim-client-id', client_secret: 'sim-client-secret', grant_type: 'client_credentials' }), timeoutMs: 2_000 });
+    const res = await client.request(`${sim.url}/auth/oauth2/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({
+        client_id: 'sim-client-id',
+        client_secret: 'sim-client-secret',
+        grant_type: 'client_credentials',
+      }),
+      timeoutMs: 2_000,
+    });
     const body = JSON.parse(res.body.toString()) as { access_token: string; expires_in: unknown };
     expect(check('tokenResponse', body)).to.deep.equal([]);
     expect(body.expires_in).to.equal('180');
@@ -534,15 +687,31 @@ describe('airtel simulator refuses what Airtel refuses', function () {
     client.close();
   });
 
-  const good = () => ({ reference: 'Order 42', subscriber: { country: 'CD', currency: 'USD', msisdn: '970000001' }, transaction: { amount: 10.5, country: 'CD', currency: 'USD', id: `P${randomUUID().replace(/-/g, '')}` } });
+  const good = () => ({
+    reference: 'Order 42',
+    subscriber: { country: 'CD', currency: 'USD', msisdn: '970000001' },
+    transaction: { amount: 10.5, country: 'CD', currency: 'USD', id: `P${randomUUID().replace(/-/g, '')}` },
+  });
   const post = async (body: string, headers: Record<string, string> = {}) => {
     const res = await client.request(`${sim.url}/merchant/v1/payments/`, {
       method: 'POST',
-      headers: { 'Content-Type': 'application/json', 'X-Country': 'CD', 'X-Currency': 'USD', Authorization: `Bearer ${token}`, ...headers },
+      headers: {
+        'Content-Type': 'application/json',
+        'X-Country': 'CD',
+        'X-Currency': 'USD',
+        Authorization: `Bearer ${token}`,
+        ...headers,
+      },
       body,
       timeoutMs: 2_000,
     });
-    return { status: res.status, body: JSON.parse(res.body.toString()) as { status?: { result_code?: string; success?: boolean; message?: string }; error?: string } };
+    return {
+      status: res.status,
+      body: JSON.parse(res.body.toString()) as {
+        status?: { result_code?: string; success?: boolean; message?: string };
+        error?: string;
+      },
+    };
   };
 
   it('takes a conforming request', async () => {
@@ -557,8 +726,14 @@ describe('airtel simulator refuses what Airtel refuses', function () {
       [JSON.stringify(good()).replace('10.5', '-3'), 'ESB000008'],
       [JSON.stringify(good()).replace('10.5', '"10.5"'), 'ESB000008'],
       [JSON.stringify({ ...good(), callback_url: 'http://x' }), 'ESB000008'],
-      [JSON.stringify({ ...good(), subscriber: { country: 'CD', currency: 'USD', msisdn: '243970000001' } }), 'ESB000033'],
-      [JSON.stringify({ ...good(), subscriber: { country: 'CD', currency: 'USD', msisdn: '0970000001' } }), 'ESB000033'],
+      [
+        JSON.stringify({ ...good(), subscriber: { country: 'CD', currency: 'USD', msisdn: '243970000001' } }),
+        'ESB000033',
+      ],
+      [
+        JSON.stringify({ ...good(), subscriber: { country: 'CD', currency: 'USD', msisdn: '0970000001' } }),
+        'ESB000033',
+      ],
       ['{not json', 'ESB000008'],
     ];
     for (const [body, code] of cases) {
@@ -577,12 +752,17 @@ describe('airtel simulator refuses what Airtel refuses', function () {
   });
 
   it('wrong client credentials at the token endpoint: 401 invalid_client', async () => {
-    const res = await client.request(`${sim.url}/auth/oauth2/token`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify({ client_id: 'sim-client-id', client_secret: 'x', grant_type: 'client_credentials' }), timeoutMs: 2_000 });
+    const res = await client.request(`${sim.url}/auth/oauth2/token`, {
+      method: 'POST',
+      headers: { 'Content-Type': 'application/json' },
+      body: JSON.stringify({ client_id: 'sim-client-id', client_secret: 'x', grant_type: 'client_credentials' }),
+      timeoutMs: 2_000,
+    });
     expect(res.status).to.equal(401);
     expect(JSON.parse(res.body.toString())).to.have.property('error', 'invalid_client');
   });
 
-  it('lists each transaction with its final state and initiation count (the chaos drill\'s agreement row)', async () => {
+  it("lists each transaction with its final state and initiation count (the chaos drill's agreement row)", async () => {
     const res = await client.request(`${sim.url}/_sim/transactions`, { method: 'GET', timeoutMs: 2_000 });
     const list = JSON.parse(res.body.toString()) as { id: string; status: string; initiations: number }[];
     expect(list).to.have.length(1);

@@ -20,9 +20,24 @@ describe('amounts beyond the safe integers', () => {
   const TOTAL = 2n * BigInt(HALF); // 9007199254740994: above Number.MAX_SAFE_INTEGER
 
   const credit = (merchantId: string, amountCharged: number, fee = 0, currency: Currency = 'USD') =>
-    db().transaction((trx) => post(trx, paymentCredit({ merchantId, environment: 'test', currency, paymentId: newId('payment'), amountCharged, amountNet: amountCharged - fee, fee })));
+    db().transaction((trx) =>
+      post(
+        trx,
+        paymentCredit({
+          merchantId,
+          environment: 'test',
+          currency,
+          paymentId: newId('payment'),
+          amountCharged,
+          amountNet: amountCharged - fee,
+          fee,
+        }),
+      ),
+    );
   const rawBalance = async (m: MerchantFixture) => {
-    const res = await fetch(`${env.baseUrl}/v1/balance`, { headers: { Authorization: `Bearer ${m.credential.api_key}` } });
+    const res = await fetch(`${env.baseUrl}/v1/balance`, {
+      headers: { Authorization: `Bearer ${m.credential.api_key}` },
+    });
     return { status: res.status, text: await res.text() };
   };
 
@@ -43,7 +58,9 @@ describe('amounts beyond the safe integers', () => {
     expect(unfolded.text).to.equal(expected);
     // folded into the cached balance column (bigint, above 2^53)
     while ((await foldCredits(db())) > 0);
-    const [account] = await db()('ledger_accounts').where({ owner: rich.merchant.id, kind: 'available', currency: 'USD' }).select(db().raw('balance::text as balance'));
+    const [account] = await db()('ledger_accounts')
+      .where({ owner: rich.merchant.id, kind: 'available', currency: 'USD' })
+      .select(db().raw('balance::text as balance'));
     expect(account.balance).to.equal(TOTAL.toString());
     const folded = await rawBalance(rich);
     expect(folded.status).to.equal(200);
@@ -52,7 +69,13 @@ describe('amounts beyond the safe integers', () => {
   });
 
   it('still takes money out of that balance (the checks run in Postgres)', async () => {
-    const res = await rich.client.post('/v1/payouts', { amount: 1_000, currency: 'USD', operator: 'vodacom', phone: '243990000001', reference: 'from-a-big-balance' });
+    const res = await rich.client.post('/v1/payouts', {
+      amount: 1_000,
+      currency: 'USD',
+      operator: 'vodacom',
+      phone: '243990000001',
+      reference: 'from-a-big-balance',
+    });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     const after = await rawBalance(rich);
     expect(after.text).to.include(`"available":[{"currency":"USD","amount":${TOTAL - 1_000n}}`);
@@ -64,24 +87,42 @@ describe('amounts beyond the safe integers', () => {
     const ghost = newId('merchant');
     await credit(ghost, 500);
     const tomorrow = Math.floor(Date.now() / 1000) + 86_400;
-    const made = await settle({ db: db(), outbox: env.services.outbox, clock: env.services.clock, log: env.services.log }, { now: tomorrow });
+    const made = await settle(
+      { db: db(), outbox: env.services.outbox, clock: env.services.clock, log: env.services.log },
+      { now: tomorrow },
+    );
     expect(made).to.have.length(2);
-    const rows = await db()('settlements').select('merchant_id', 'id', db().raw('gross::text as gross'), db().raw('net::text as net'), db().raw('payouts::text as payouts'), 'count');
+    const rows = await db()('settlements').select(
+      'merchant_id',
+      'id',
+      db().raw('gross::text as gross'),
+      db().raw('net::text as net'),
+      db().raw('payouts::text as payouts'),
+      'count',
+    );
     expect(rows.map((r) => r.merchant_id).sort()).to.deep.equal([rich.merchant.id, plain.merchant.id].sort());
     const big = rows.find((r) => r.merchant_id === rich.merchant.id)!;
     expect(big).to.include({ gross: TOTAL.toString(), payouts: '1000', net: (TOTAL - 1_000n).toString(), count: 3 });
     expect(rows.find((r) => r.merchant_id === plain.merchant.id)).to.include({ gross: '10000', net: '9750', count: 1 });
     // the ghost's transaction waits for a later run, unsettled
-    expect((await db()('ledger_transactions').where({ merchant_id: ghost }).first('settlement_id')).settlement_id).to.equal(null);
+    expect(
+      (await db()('ledger_transactions').where({ merchant_id: ghost }).first('settlement_id')).settlement_id,
+    ).to.equal(null);
 
     // the API and the stored event carry every digit
-    const res = await fetch(`${env.baseUrl}/v1/settlements/${big.id}`, { headers: { Authorization: `Bearer ${rich.credential.api_key}` } });
+    const res = await fetch(`${env.baseUrl}/v1/settlements/${big.id}`, {
+      headers: { Authorization: `Bearer ${rich.credential.api_key}` },
+    });
     const text = await res.text();
     expect(res.status, text).to.equal(200);
     expect(text).to.include(`"gross":${TOTAL},"fees":0,"refunds":0,"payouts":1000,"net":${TOTAL - 1_000n},"count":3`);
-    const list = await fetch(`${env.baseUrl}/v1/settlements`, { headers: { Authorization: `Bearer ${rich.credential.api_key}` } });
+    const list = await fetch(`${env.baseUrl}/v1/settlements`, {
+      headers: { Authorization: `Bearer ${rich.credential.api_key}` },
+    });
     expect(await list.text()).to.include(`"gross":${TOTAL},`);
-    const [event] = await db()('events').where({ object_id: big.id }).select(db().raw(`body->'data'->'object'->>'gross' as gross`));
+    const [event] = await db()('events')
+      .where({ object_id: big.id })
+      .select(db().raw(`body->'data'->'object'->>'gross' as gross`));
     expect(event.gross).to.equal(TOTAL.toString());
     expect(await checkLedger(db())).to.deep.equal([]);
   });

@@ -28,14 +28,24 @@ describe('operator availability (GET /v1/availability, PUT /admin/operators/{ope
         calls.push(operator);
         const broken = operator === 'airtel' && airtelBroken;
         res.writeHead(broken ? 503 : 201, { 'Content-Type': 'application/json' });
-        res.end(JSON.stringify(broken ? { error: { code: 'unavailable', message: 'down for maintenance' } } : { provider_ref: `MOCK-${calls.length}`, status: 'pending' }));
+        res.end(
+          JSON.stringify(
+            broken
+              ? { error: { code: 'unavailable', message: 'down for maintenance' } }
+              : { provider_ref: `MOCK-${calls.length}`, status: 'pending' },
+          ),
+        );
       });
     });
     await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
     // live orange is served by pawaPay (its simulator): the operator API answers live availability rows
     pawapay = await startPawapaySimulator({ token: 'availability-token', callbackUrl: null });
-    env = await startTestEnv({ LIVE_ORANGE: 'pawapay', PAWAPAY_URL: pawapay.url, PAWAPAY_API_TOKEN: 'availability-token' });
+    env = await startTestEnv({
+      LIVE_ORANGE: 'pawapay',
+      PAWAPAY_URL: pawapay.url,
+      PAWAPAY_API_TOKEN: 'availability-token',
+    });
     await env.spawn('workers/provider-push/index.ts', { SANDBOX_PROVIDER_URL: url });
     shop = await env.merchant({ scope: 'full' });
   });
@@ -58,7 +68,12 @@ describe('operator availability (GET /v1/availability, PUT /admin/operators/{ope
     const body = await availability();
     expect(body).to.deep.equal({
       object: 'list',
-      data: ['vodacom', 'airtel', 'orange', 'africell'].map((operator) => ({ operator, collection: 'operational', payout: 'operational', refund: 'operational' })),
+      data: ['vodacom', 'airtel', 'orange', 'africell'].map((operator) => ({
+        operator,
+        collection: 'operational',
+        payout: 'operational',
+        refund: 'operational',
+      })),
     });
     const reader = await env.merchant({ scope: 'read' });
     expect((await availability(reader.client)).data).to.have.length(4);
@@ -74,13 +89,24 @@ describe('operator availability (GET /v1/availability, PUT /admin/operators/{ope
       const row = await rowOf('airtel');
       return row.collection === 'delayed' && row;
     });
-    expect(delayed).to.deep.equal({ operator: 'airtel', collection: 'delayed', payout: 'operational', refund: 'operational' });
+    expect(delayed).to.deep.equal({
+      operator: 'airtel',
+      collection: 'delayed',
+      payout: 'operational',
+      refund: 'operational',
+    });
     expect(await rowOf('vodacom')).to.include({ collection: 'operational' });
-    const counted = await env.services.db('provider_health').where({ operator: 'airtel', direction: 'collection', environment: 'test' }).sum('failures as f').first();
+    const counted = await env.services
+      .db('provider_health')
+      .where({ operator: 'airtel', direction: 'collection', environment: 'test' })
+      .sum('failures as f')
+      .first();
     expect(Number(counted!.f)).to.be.at.least(3);
     // a live key sees live figures: no live connector is routed in this file, so every operator is closed there
     const live = await env.merchant({ scope: 'read', environment: 'live' });
-    expect((await availability(live.client)).data.find((r: any) => r.operator === 'airtel').collection).to.equal('closed');
+    expect((await availability(live.client)).data.find((r: any) => r.operator === 'airtel').collection).to.equal(
+      'closed',
+    );
 
     airtelBroken = false;
     // the failed pushes go through on their retry, new payments too: successes outweigh the failures
@@ -95,14 +121,33 @@ describe('operator availability (GET /v1/availability, PUT /admin/operators/{ope
   it('a closure refuses creations for that operator and direction with 422 operator-unavailable, until it is lifted', async () => {
     const closed = await env.admin('PUT', '/admin/operators/orange', { collection: 'closed', payout: 'closed' });
     expect(closed.status, JSON.stringify(closed.body)).to.equal(200);
-    expect(closed.body).to.deep.equal({ operator: 'orange', collection: 'closed', payout: 'closed', refund: 'operational' });
-    expect(await rowOf('orange')).to.deep.equal({ operator: 'orange', collection: 'closed', payout: 'closed', refund: 'operational' });
+    expect(closed.body).to.deep.equal({
+      operator: 'orange',
+      collection: 'closed',
+      payout: 'closed',
+      refund: 'operational',
+    });
+    expect(await rowOf('orange')).to.deep.equal({
+      operator: 'orange',
+      collection: 'closed',
+      payout: 'closed',
+      refund: 'operational',
+    });
 
-    const refused = await shop.client.post('/v1/payments', mobilePayment('243990000001', { operator: 'orange', reference: 'closed-orange' }));
+    const refused = await shop.client.post(
+      '/v1/payments',
+      mobilePayment('243990000001', { operator: 'orange', reference: 'closed-orange' }),
+    );
     expect(refused.status).to.equal(422);
     expect(refused.body.error).to.include({ code: 'operator-unavailable', param: 'operator' });
     expect(await env.services.db('payments').where({ reference: 'closed-orange' })).to.have.length(0);
-    const payout = await shop.client.post('/v1/payouts', { amount: 100, currency: 'USD', operator: 'orange', phone: '243990000001', reference: 'po-closed' });
+    const payout = await shop.client.post('/v1/payouts', {
+      amount: 100,
+      currency: 'USD',
+      operator: 'orange',
+      phone: '243990000001',
+      reference: 'po-closed',
+    });
     expect(payout.status).to.equal(422);
     expect(payout.body.error.code).to.equal('operator-unavailable');
     expect(await env.services.db('payouts').where({ reference: 'po-closed' })).to.have.length(0);
@@ -110,7 +155,12 @@ describe('operator availability (GET /v1/availability, PUT /admin/operators/{ope
     expect((await pay('vodacom')).status).to.equal(201);
 
     const opened = await env.admin('PUT', '/admin/operators/orange', { collection: 'operational' });
-    expect(opened.body).to.deep.equal({ operator: 'orange', collection: 'operational', payout: 'closed', refund: 'operational' });
+    expect(opened.body).to.deep.equal({
+      operator: 'orange',
+      collection: 'operational',
+      payout: 'closed',
+      refund: 'operational',
+    });
     expect((await pay('orange')).status).to.equal(201);
     await env.admin('PUT', '/admin/operators/orange', { payout: 'operational' });
   });
@@ -147,8 +197,12 @@ describe('operator closures and refunds (real flow)', function () {
   it('a closed refund direction refuses the refund (422 operator-unavailable) and takes nothing from the balance', async () => {
     const { client } = await aMerchant(env);
     const p = await aSucceededPayment(client, { operator: 'africell' });
-    expect((await env.admin('PUT', '/admin/operators/africell', { refund: 'closed' })).body).to.include({ refund: 'closed' });
-    expect(await env.services.db('operator_closures').where({ operator: 'africell', direction: 'refund' })).to.have.length(1);
+    expect((await env.admin('PUT', '/admin/operators/africell', { refund: 'closed' })).body).to.include({
+      refund: 'closed',
+    });
+    expect(
+      await env.services.db('operator_closures').where({ operator: 'africell', direction: 'refund' }),
+    ).to.have.length(1);
     const before = await balanceOf(client);
     const refused = await client.post(`/v1/payments/${p.id}/refund`, { amount: 1_000 });
     expect(refused.status).to.equal(422);

@@ -10,8 +10,12 @@ import { callbackBody, SANDBOX_SECRET, sendCallback } from '../helpers/money';
  */
 describe('provider callback endpoint', () => {
   let env: TestEnv;
-  const stored = async () => Number((await env.services.db('provider_callbacks').count<{ c: number }[]>('* as c'))[0].c);
-  const jobs = async () => Number((await env.services.db('outbox').where({ queue: 'callback-reconciler' }).count<{ c: number }[]>('* as c'))[0].c);
+  const stored = async () =>
+    Number((await env.services.db('provider_callbacks').count<{ c: number }[]>('* as c'))[0].c);
+  const jobs = async () =>
+    Number(
+      (await env.services.db('outbox').where({ queue: 'callback-reconciler' }).count<{ c: number }[]>('* as c'))[0].c,
+    );
 
   before(async () => {
     env = await startTestEnv();
@@ -26,7 +30,17 @@ describe('provider callback endpoint', () => {
     expect(res.status).to.equal(200);
     expect(res.body).to.deep.equal({ received: true });
     const [row] = await env.services.db('provider_callbacks').where({ object_id: id });
-    expect(row).to.include({ provider: 'vodacom-sandbox', raw_body: raw, verified: true, provider_event_id: 'e-1', object_kind: 'payment', reported_status: 'succeeded', provider_ref: 'R-1', processed_at: null, outcome: null });
+    expect(row).to.include({
+      provider: 'vodacom-sandbox',
+      raw_body: raw,
+      verified: true,
+      provider_event_id: 'e-1',
+      object_kind: 'payment',
+      reported_status: 'succeeded',
+      provider_ref: 'R-1',
+      processed_at: null,
+      outcome: null,
+    });
     const [job] = await env.services.db('outbox').whereRaw(`payload->>'callbackId' = ?`, [row.id]);
     expect(job).to.include({ queue: 'callback-reconciler', job_name: 'apply-callback' });
     expect(Object.keys(job.payload).sort()).to.deep.equal(['callbackId', 'kind', 'requestId']);
@@ -72,7 +86,9 @@ describe('provider callback endpoint', () => {
     it('tampered: a signature over other bytes', async () => {
       const body = raw();
       const signature = signCallback(SANDBOX_SECRET, body, now());
-      const res = await sendCallback(env.baseUrl, 'vodacom-sandbox', body.replace('succeeded', 'failed'), { signature });
+      const res = await sendCallback(env.baseUrl, 'vodacom-sandbox', body.replace('succeeded', 'failed'), {
+        signature,
+      });
       expect(res.status).to.equal(401);
     });
 
@@ -84,7 +100,12 @@ describe('provider callback endpoint', () => {
       const notJson = await sendCallback(env.baseUrl, 'vodacom-sandbox', '{"status": ');
       expect(notJson.status).to.equal(400);
       expect(notJson.body.error.code).to.equal('invalid-json');
-      for (const body of ['[]', '{}', JSON.stringify({ event_id: 'e', kind: 'loan', external_id: 'pay_x', status: 'succeeded' }), JSON.stringify({ event_id: 'e', kind: 'payment', external_id: 'pay_x', status: 'paid' })]) {
+      for (const body of [
+        '[]',
+        '{}',
+        JSON.stringify({ event_id: 'e', kind: 'loan', external_id: 'pay_x', status: 'succeeded' }),
+        JSON.stringify({ event_id: 'e', kind: 'payment', external_id: 'pay_x', status: 'paid' }),
+      ]) {
         const res = await sendCallback(env.baseUrl, 'vodacom-sandbox', body);
         expect(res.status, body).to.equal(400);
         expect(res.body.error.code).to.equal('validation-failed');
@@ -100,10 +121,27 @@ describe('provider callback endpoint', () => {
         ['an escaped NUL in a key', text(randomUUID(), 'R').replace('}', ',"ex\\u0000tra":1}')],
         ['a raw NUL byte inside a string', Buffer.from(text(randomUUID(), 'R\u0000'), 'utf8')],
         ['a raw NUL byte between tokens', Buffer.concat([Buffer.from(text(randomUUID(), 'R')), Buffer.from([0])])],
-        ['invalid UTF-8 inside a string', Buffer.concat([Buffer.from(text(randomUUID(), 'R').slice(0, -1) + ',"extra":"'), Buffer.from([0xff, 0xc0, 0xaf]), Buffer.from('"}')])],
-        ['a truncated UTF-8 sequence', Buffer.concat([Buffer.from(text(randomUUID(), 'R').slice(0, -1) + ',"extra":"'), Buffer.from([0xe2, 0x82]), Buffer.from('"}')])],
+        [
+          'invalid UTF-8 inside a string',
+          Buffer.concat([
+            Buffer.from(text(randomUUID(), 'R').slice(0, -1) + ',"extra":"'),
+            Buffer.from([0xff, 0xc0, 0xaf]),
+            Buffer.from('"}'),
+          ]),
+        ],
+        [
+          'a truncated UTF-8 sequence',
+          Buffer.concat([
+            Buffer.from(text(randomUUID(), 'R').slice(0, -1) + ',"extra":"'),
+            Buffer.from([0xe2, 0x82]),
+            Buffer.from('"}'),
+          ]),
+        ],
         ['a lone surrogate escape', text(randomUUID(), 'R\\ud800')],
-        ['a UTF-8 byte order mark', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text(randomUUID(), 'R'))])],
+        [
+          'a UTF-8 byte order mark',
+          Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from(text(randomUUID(), 'R'))]),
+        ],
       ];
       for (const [what, body] of bodies) {
         const res = await sendCallback(env.baseUrl, 'vodacom-sandbox', body);
@@ -124,7 +162,11 @@ describe('provider callback endpoint', () => {
     });
 
     it('above the 64 KB callback cap (413 payload-too-large)', async () => {
-      const big = callbackBody({ external_id: `pay_${randomUUID()}`, status: 'succeeded', failure_message: 'x'.repeat(70 * 1024) });
+      const big = callbackBody({
+        external_id: `pay_${randomUUID()}`,
+        status: 'succeeded',
+        failure_message: 'x'.repeat(70 * 1024),
+      });
       const res = await sendCallback(env.baseUrl, 'vodacom-sandbox', big);
       expect(res.status).to.equal(413);
       expect(res.body.error.code).to.equal('payload-too-large');
@@ -133,12 +175,22 @@ describe('provider callback endpoint', () => {
 
   it('is outside the merchant pipeline: no API key, no rate limit, open during maintenance', async () => {
     const results = await Promise.all(
-      Array.from({ length: 110 }, () => sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: `pay_${randomUUID()}`, status: 'succeeded' }))),
+      Array.from({ length: 110 }, () =>
+        sendCallback(
+          env.baseUrl,
+          'vodacom-sandbox',
+          callbackBody({ external_id: `pay_${randomUUID()}`, status: 'succeeded' }),
+        ),
+      ),
     );
     expect(results.every((r) => r.status === 200)).to.equal(true);
     await env.admin('PUT', '/admin/maintenance', { enabled: true });
     try {
-      const res = await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: `pay_${randomUUID()}`, status: 'succeeded' }));
+      const res = await sendCallback(
+        env.baseUrl,
+        'vodacom-sandbox',
+        callbackBody({ external_id: `pay_${randomUUID()}`, status: 'succeeded' }),
+      );
       expect(res.status).to.equal(200);
     } finally {
       await env.admin('PUT', '/admin/maintenance', { enabled: false });

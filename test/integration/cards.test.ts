@@ -5,7 +5,18 @@ import { cardPaymentKind } from '../../shared/cards/kind';
 import { createContext, type ServiceContext } from '../../shared/context';
 import { MAX_ASK_INTERVAL_MS, sweepOpen } from '../../shared/operations/sweep';
 import { signCallback } from '../../shared/providers/signature';
-import { CARD_SECRET, createCardPayment, cardPaymentBody, pay, paymentRow, startCardEnv, tokenFor, VAULT_KEY, waitForRow, type CardTestEnv } from '../helpers/cards';
+import {
+  CARD_SECRET,
+  createCardPayment,
+  cardPaymentBody,
+  pay,
+  paymentRow,
+  startCardEnv,
+  tokenFor,
+  VAULT_KEY,
+  waitForRow,
+  type CardTestEnv,
+} from '../helpers/cards';
 import type { MerchantFixture } from '../helpers/env';
 import { eventually } from '../../scripts/lib/processes';
 import { SANDBOX_SECRET } from '../helpers/money';
@@ -25,8 +36,15 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
   const THREE_DS_WINDOW_MS = 60_000;
 
   before(async () => {
-    c = await startCardEnv({ TRUSTED_PROXIES: '1', CARD_TOKEN_TTL_MS: String(TOKEN_TTL_MS), CARD_3DS_WINDOW_MS: String(THREE_DS_WINDOW_MS) });
-    shop = await c.env.merchant({ scope: 'full', merchant: { name: 'Kin Café & Co', fees: { USD: { percent_bps: 250, fixed: 10 } } } });
+    c = await startCardEnv({
+      TRUSTED_PROXIES: '1',
+      CARD_TOKEN_TTL_MS: String(TOKEN_TTL_MS),
+      CARD_3DS_WINDOW_MS: String(THREE_DS_WINDOW_MS),
+    });
+    shop = await c.env.merchant({
+      scope: 'full',
+      merchant: { name: 'Kin Café & Co', fees: { USD: { percent_bps: 250, fixed: 10 } } },
+    });
   });
   after(async () => {
     await c.env.close();
@@ -40,9 +58,12 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
     return { status: res.status, headers: res.headers, text: await res.text() };
   };
   const history = async (id: string) =>
-    (await c.env.services.db('payment_status_changes').where({ payment_id: id }).orderBy('id')).map((h) => `${h.from_status ?? '∅'}→${h.to_status} (${h.reason})`);
+    (await c.env.services.db('payment_status_changes').where({ payment_id: id }).orderBy('id')).map(
+      (h) => `${h.from_status ?? '∅'}→${h.to_status} (${h.reason})`,
+    );
   const events = (id: string) => c.env.services.db('events').where({ object_id: id }).orderBy('created');
-  const credits = (id: string) => c.env.services.db('ledger_transactions').where({ kind: 'payment_credit', reference_id: id });
+  const credits = (id: string) =>
+    c.env.services.db('ledger_transactions').where({ kind: 'payment_credit', reference_id: id });
   async function paid(number: string, over: Record<string, unknown> = {}) {
     const p = await createCardPayment(shop.client, over);
     const { token } = await tokenFor(c.vaultUrl, p.id, number);
@@ -54,11 +75,21 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
   describe('creation (docs/decisions.md "Cards")', () => {
     it('answers 201 pending with checkout_url, the acquirer as provider, card null', async () => {
       const p = await createCardPayment(shop.client);
-      expect(p).to.include({ status: 'pending', method: 'card', provider: 'card-sandbox', provider_ref: null, amount_charged: 2_500, card: null });
+      expect(p).to.include({
+        status: 'pending',
+        method: 'card',
+        provider: 'card-sandbox',
+        provider_ref: null,
+        amount_charged: 2_500,
+        card: null,
+      });
       expect(p.checkout_url).to.equal(`${base()}/checkout/${p.id}`);
       const row = await paymentRow(c.env, p.id);
       // the 30-minute checkout window
-      expect(row.window_ends_at.getTime() - row.created_at.getTime()).to.be.within(30 * 60_000 - 2000, 30 * 60_000 + 2000);
+      expect(row.window_ends_at.getTime() - row.created_at.getTime()).to.be.within(
+        30 * 60_000 - 2000,
+        30 * 60_000 + 2000,
+      );
       expect(await history(p.id)).to.deep.equal(['∅→pending (created)']);
       // no job until the client pays
       expect(await c.env.services.db('outbox').whereRaw('payload::text like ?', [`%${p.id}%`])).to.have.length(0);
@@ -128,7 +159,12 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       const p = await createCardPayment(shop.client);
       const res = await page(`/checkout/${p.id}`);
       const csp = res.headers.get('content-security-policy')!;
-      const directives = Object.fromEntries(csp.split(';').map((d) => d.trim().split(/\s+/)).map(([k, ...v]) => [k, v]));
+      const directives = Object.fromEntries(
+        csp
+          .split(';')
+          .map((d) => d.trim().split(/\s+/))
+          .map(([k, ...v]) => [k, v]),
+      );
       expect(directives['script-src']).to.deep.equal(["'self'"]);
       expect(directives['default-src']).to.deep.equal(["'none'"]);
       // 'self' only for /checkout/{id}/3ds-return, which the issuer's challenge frame lands on
@@ -148,8 +184,24 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
     });
 
     it('unknown or malformed ids on every /checkout path: the 404 page (or 404 JSON for the API paths), never a 500', async () => {
-      const mobile = await shop.client.post('/v1/payments', { amount: 100, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `mm-${randomUUID()}` });
-      for (const id of [`pay_${randomUUID()}`, 'nope', 'pay_', `PAY_${randomUUID()}`, '%00', 'pay_%F0%9F%92%A5', mobile.body.id, `re_${randomUUID()}`]) {
+      const mobile = await shop.client.post('/v1/payments', {
+        amount: 100,
+        currency: 'USD',
+        method: 'mobile_money',
+        operator: 'vodacom',
+        phone: '243990000001',
+        reference: `mm-${randomUUID()}`,
+      });
+      for (const id of [
+        `pay_${randomUUID()}`,
+        'nope',
+        'pay_',
+        `PAY_${randomUUID()}`,
+        '%00',
+        'pay_%F0%9F%92%A5',
+        mobile.body.id,
+        `re_${randomUUID()}`,
+      ]) {
         for (const path of [`/checkout/${id}`, `/checkout/${id}/3ds-return`]) {
           const res = await page(path);
           expect(res.status, path).to.equal(404);
@@ -161,7 +213,13 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
         const res = await pay(base(), id, { token: 'tok_aaaaaaaaaaaaaaaa' }, newIp());
         expect(res.status, `${id} pay`).to.equal(404);
       }
-      for (const path of ['/checkout', '/checkout/', '/checkout/a/b/c', '/checkout/assets/nope.js', `/checkout/pay_${randomUUID()}/other`]) {
+      for (const path of [
+        '/checkout',
+        '/checkout/',
+        '/checkout/a/b/c',
+        '/checkout/assets/nope.js',
+        `/checkout/pay_${randomUUID()}/other`,
+      ]) {
         const res = await page(path);
         expect(res.status, path).to.equal(404);
         expect(res.text, path).to.include('Paiement introuvable');
@@ -182,20 +240,44 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       expect(await history(p.id)).to.deep.equal(['∅→pending (created)', 'pending→succeeded (provider-callback)']);
       const evs = await events(p.id);
       expect(evs.map((e) => e.type)).to.deep.equal(['payment.succeeded']);
-      expect(evs[0].body.data.object.customer).to.deep.equal({ msisdn: null, operator: null, email: 'client@shop.example', name: 'Amani Client' });
-      expect(evs[0].body.data.object.card).to.deep.equal({ brand: 'visa', last4: '4242', exp_month: 12, exp_year: 2034 });
+      expect(evs[0].body.data.object.customer).to.deep.equal({
+        msisdn: null,
+        operator: null,
+        email: 'client@shop.example',
+        name: 'Amani Client',
+      });
+      expect(evs[0].body.data.object.card).to.deep.equal({
+        brand: 'visa',
+        last4: '4242',
+        exp_month: 12,
+        exp_year: 2034,
+      });
       expect(await credits(p.id)).to.have.length(1);
       // the callback came from the acquirer, kind card_payment
-      const cb = await eventually(async () => (await c.env.services.db('provider_callbacks').where({ object_id: p.id }).first())?.processed_at && c.env.services.db('provider_callbacks').where({ object_id: p.id }).first());
-      expect(cb).to.include({ provider: 'card-sandbox', object_kind: 'card_payment', reported_status: 'succeeded', outcome: 'applied' });
+      const cb = await eventually(
+        async () =>
+          (await c.env.services.db('provider_callbacks').where({ object_id: p.id }).first())?.processed_at &&
+          c.env.services.db('provider_callbacks').where({ object_id: p.id }).first(),
+      );
+      expect(cb).to.include({
+        provider: 'card-sandbox',
+        object_kind: 'card_payment',
+        reported_status: 'succeeded',
+        outcome: 'applied',
+      });
       // the page now shows the outcome and the way back; a second pay is 409
       const shown = await page(`/checkout/${p.id}`);
-      expect(shown.text).to.include('Paiement réussi').and.include(`https://shop.example/return?cart=42&amp;payment_id=${p.id}&amp;status=succeeded`);
+      expect(shown.text)
+        .to.include('Paiement réussi')
+        .and.include(`https://shop.example/return?cart=42&amp;payment_id=${p.id}&amp;status=succeeded`);
       const again = await pay(base(), p.id, { token: (await tokenFor(c.vaultUrl, p.id)).token }, newIp());
       expect(again.status).to.equal(409);
       expect(again.body.error.code).to.equal('payment-not-pending');
       const status = await (await fetch(`${base()}/checkout/${p.id}/status`)).json();
-      expect(status).to.include({ status: 'succeeded', return_url: `https://shop.example/return?cart=42&payment_id=${p.id}&status=succeeded` });
+      expect(status).to.include({
+        status: 'succeeded',
+        return_url: `https://shop.example/return?cart=42&payment_id=${p.id}&status=succeeded`,
+      });
     });
 
     it('4000000000000002: declined at once: failed card-declined, payment.failed, no credit', async () => {
@@ -225,7 +307,11 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
     async function answerChallenge(challengeUrl: string, action: 'complete' | 'fail') {
       const issuer = await fetch(challengeUrl);
       const text = await issuer.text();
-      expect(text).to.include('TEST PAGE').and.include('25.00 USD').and.include('Complete authentication').and.include('Fail authentication');
+      expect(text)
+        .to.include('TEST PAGE')
+        .and.include('25.00 USD')
+        .and.include('Complete authentication')
+        .and.include('Fail authentication');
       expect(issuer.headers.get('content-security-policy')).to.include(`frame-ancestors ${base()}`);
       const res = await fetch(`${challengeUrl}/${action}`, { method: 'POST', redirect: 'manual' });
       expect(res.status).to.equal(303);
@@ -246,7 +332,10 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       const steps = await history(p.id);
       expect(steps.slice(0, 2)).to.deep.equal(['∅→pending (created)', 'pending→processing (3ds-required)']);
       expect(steps.slice(2)).to.have.length(1);
-      expect(steps[2]).to.be.oneOf(['processing→succeeded (provider-callback)', 'processing→succeeded (provider-asked)']);
+      expect(steps[2]).to.be.oneOf([
+        'processing→succeeded (provider-callback)',
+        'processing→succeeded (provider-asked)',
+      ]);
       expect((await events(p.id)).map((e) => e.type)).to.deep.equal(['payment.succeeded']);
       expect(await credits(p.id)).to.have.length(1);
     });
@@ -280,11 +369,15 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       try {
         // sweep until it is decided: the card-charge pool sweeps too (a row it holds is skipped), and an ask the
         // acquirer did not answer in time (a loaded machine) is asked again once its backoff is over
-        await eventually(async () => {
-          clock.advance(MAX_ASK_INTERVAL_MS + 1);
-          await sweepOpen(ctx, cardPaymentKind);
-          return (await paymentRow(c.env, p.id)).status === 'cancelled';
-        }, 10_000, 100);
+        await eventually(
+          async () => {
+            clock.advance(MAX_ASK_INTERVAL_MS + 1);
+            await sweepOpen(ctx, cardPaymentKind);
+            return (await paymentRow(c.env, p.id)).status === 'cancelled';
+          },
+          10_000,
+          100,
+        );
       } finally {
         await ctx.close();
       }
@@ -313,7 +406,14 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       const res = await pay(base(), p.id, { token }, newIp());
       expect(res.status).to.equal(202);
       const after = await waitForRow(c.env, p.id, (r) => r.checkout_token === null && r.checkout_error !== null);
-      expect(after).to.include({ status: 'pending', checkout_error: code, version: before.version, provider_ref: null, card: null, sent_at: null });
+      expect(after).to.include({
+        status: 'pending',
+        checkout_error: code,
+        version: before.version,
+        provider_ref: null,
+        card: null,
+        sent_at: null,
+      });
       expect(await history(p.id)).to.deep.equal(['∅→pending (created)']);
       const status = await (await fetch(`${base()}/checkout/${p.id}/status`)).json();
       expect(status).to.include({ status: 'pending', charging: false, checkout_error: code });
@@ -335,7 +435,11 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       await refusedToken(p, (await tokenFor(c.vaultUrl, other.id)).token, 'token-foreign');
       const { token } = await tokenFor(c.vaultUrl, p.id);
       // someone used it already (the acquirer redeemed it)
-      const redeemed = await fetch(`${c.vaultUrl}/v1/tokens/${token}/redeem`, { method: 'POST', headers: { Authorization: `Bearer ${VAULT_KEY}`, 'Content-Type': 'application/json' }, body: JSON.stringify({ payment: p.id }) });
+      const redeemed = await fetch(`${c.vaultUrl}/v1/tokens/${token}/redeem`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${VAULT_KEY}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify({ payment: p.id }),
+      });
       expect(redeemed.status).to.equal(200);
       await refusedToken(p, token, 'token-used');
       expect((await page(`/checkout/${p.id}`)).text).to.include('déjà servi');
@@ -362,7 +466,10 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       const p = await createCardPayment(shop.client);
       const ip = newIp();
       // two tokens posted back to back: the first holds the payment until its charge is answered
-      const [a, b] = await Promise.all([pay(base(), p.id, { token: (await tokenFor(c.vaultUrl, p.id)).token }, ip), pay(base(), p.id, { token: (await tokenFor(c.vaultUrl, p.id)).token }, ip)]);
+      const [a, b] = await Promise.all([
+        pay(base(), p.id, { token: (await tokenFor(c.vaultUrl, p.id)).token }, ip),
+        pay(base(), p.id, { token: (await tokenFor(c.vaultUrl, p.id)).token }, ip),
+      ]);
       expect([a.status, b.status].sort()).to.deep.equal([202, 409]);
       expect((a.status === 409 ? a : b).body.error.code).to.equal('payment-in-progress');
       await waitForRow(c.env, p.id, (r) => r.status === 'succeeded');
@@ -371,7 +478,13 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
     it('malformed pay requests: 400 on the token, 415 without JSON, 403 from another origin; nothing changes', async () => {
       const p = await createCardPayment(shop.client);
       const ip = newIp();
-      for (const body of [{}, { token: 42 }, { token: '4242424242424242' }, { token: 'tok_' }, { token: 'tok_a b c d e f g h' }]) {
+      for (const body of [
+        {},
+        { token: 42 },
+        { token: '4242424242424242' },
+        { token: 'tok_' },
+        { token: 'tok_a b c d e f g h' },
+      ]) {
         const res = await pay(base(), p.id, body, ip);
         expect(res.status, JSON.stringify(body)).to.equal(400);
         expect(res.body.error).to.include({ code: 'validation-failed', param: 'token' });
@@ -379,9 +492,18 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       const extra = await pay(base(), p.id, { token: 'tok_aaaaaaaaaaaa', number: '4242424242424242' }, ip);
       expect(extra.body.error).to.include({ code: 'validation-failed', param: 'number' });
       expect((await pay(base(), p.id, '{"token":', ip)).body.error.code).to.equal('invalid-json');
-      const form = await fetch(`${base()}/checkout/${p.id}/pay`, { method: 'POST', headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...newIp() }, body: 'token=tok_aaaaaaaaaaaa' });
+      const form = await fetch(`${base()}/checkout/${p.id}/pay`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...newIp() },
+        body: 'token=tok_aaaaaaaaaaaa',
+      });
       expect(form.status).to.equal(415);
-      const foreign = await pay(base(), p.id, { token: 'tok_aaaaaaaaaaaa' }, { ...newIp(), Origin: 'https://evil.example' });
+      const foreign = await pay(
+        base(),
+        p.id,
+        { token: 'tok_aaaaaaaaaaaa' },
+        { ...newIp(), Origin: 'https://evil.example' },
+      );
       expect(foreign.status).to.equal(403);
       const row = await paymentRow(c.env, p.id);
       expect(row).to.include({ status: 'pending', checkout_token: null, version: 1 });
@@ -411,17 +533,49 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
 
     it('forged acquirer callbacks are refused like mobile-money ones (401, nothing stored)', async () => {
       const p = await createCardPayment(shop.client);
-      const raw = JSON.stringify({ event_id: `x_${randomUUID()}`, kind: 'card_payment', external_id: p.id, provider_ref: 'X', status: 'succeeded', failure_code: null, failure_message: null, occurred_at: Math.floor(Date.now() / 1000) });
+      const raw = JSON.stringify({
+        event_id: `x_${randomUUID()}`,
+        kind: 'card_payment',
+        external_id: p.id,
+        provider_ref: 'X',
+        status: 'succeeded',
+        failure_code: null,
+        failure_message: null,
+        occurred_at: Math.floor(Date.now() / 1000),
+      });
       const now = Math.floor(Date.now() / 1000);
-      for (const signature of [signCallback('not-the-secret', raw, now), signCallback(SANDBOX_SECRET, raw, now), signCallback(CARD_SECRET, raw, now - 3600), '']) {
-        const res = await fetch(`${base()}/callbacks/card-sandbox`, { method: 'POST', headers: { 'Content-Type': 'application/json', ...(signature ? { 'X-Provider-Signature': signature } : {}) }, body: raw });
+      for (const signature of [
+        signCallback('not-the-secret', raw, now),
+        signCallback(SANDBOX_SECRET, raw, now),
+        signCallback(CARD_SECRET, raw, now - 3600),
+        '',
+      ]) {
+        const res = await fetch(`${base()}/callbacks/card-sandbox`, {
+          method: 'POST',
+          headers: { 'Content-Type': 'application/json', ...(signature ? { 'X-Provider-Signature': signature } : {}) },
+          body: raw,
+        });
         expect(res.status).to.equal(401);
       }
       // the mobile-money sandbox's callback URL cannot decide a card payment either
-      const mm = await fetch(`${base()}/callbacks/vodacom-sandbox`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(SANDBOX_SECRET, raw, now) }, body: raw });
+      const mm = await fetch(`${base()}/callbacks/vodacom-sandbox`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(SANDBOX_SECRET, raw, now) },
+        body: raw,
+      });
       expect(mm.status).to.equal(200);
-      await eventually(async () => (await c.env.services.db('provider_callbacks').where({ object_id: p.id, provider: 'vodacom-sandbox' }).first())?.outcome);
-      expect((await c.env.services.db('provider_callbacks').where({ object_id: p.id }).first()).outcome).to.equal('provider-mismatch');
+      await eventually(
+        async () =>
+          (
+            await c.env.services
+              .db('provider_callbacks')
+              .where({ object_id: p.id, provider: 'vodacom-sandbox' })
+              .first()
+          )?.outcome,
+      );
+      expect((await c.env.services.db('provider_callbacks').where({ object_id: p.id }).first()).outcome).to.equal(
+        'provider-mismatch',
+      );
       expect(await c.env.services.db('provider_callbacks').where({ object_id: p.id })).to.have.length(1);
       expect(await paymentRow(c.env, p.id)).to.include({ status: 'pending', version: 1 });
     });
@@ -431,8 +585,21 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
     it('a correctly signed success for a card payment never charged: recorded, listed in /admin/attention, not applied, no credit', async () => {
       const p = await createCardPayment(shop.client);
       const now = Math.floor(Date.now() / 1000);
-      const raw = JSON.stringify({ event_id: `x_${randomUUID()}`, kind: 'card_payment', external_id: p.id, provider_ref: 'CH-NEVER', status: 'succeeded', failure_code: null, failure_message: null, occurred_at: now });
-      const res = await fetch(`${base()}/callbacks/card-sandbox`, { method: 'POST', headers: { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(CARD_SECRET, raw, now) }, body: raw });
+      const raw = JSON.stringify({
+        event_id: `x_${randomUUID()}`,
+        kind: 'card_payment',
+        external_id: p.id,
+        provider_ref: 'CH-NEVER',
+        status: 'succeeded',
+        failure_code: null,
+        failure_message: null,
+        occurred_at: now,
+      });
+      const res = await fetch(`${base()}/callbacks/card-sandbox`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(CARD_SECRET, raw, now) },
+        body: raw,
+      });
       expect(res.status).to.equal(200);
       const cb = await eventually(async () => {
         const row = await c.env.services.db('provider_callbacks').where({ object_id: p.id }).first();
@@ -443,7 +610,11 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       expect(await credits(p.id)).to.have.length(0);
       expect(await events(p.id)).to.have.length(0);
       const attention = await c.env.admin('GET', '/admin/attention');
-      expect(attention.body.data.find((i: any) => i.id === p.id)).to.include({ reason: 'never-sent', object: 'card_payment', status: 'pending' });
+      expect(attention.body.data.find((i: any) => i.id === p.id)).to.include({
+        reason: 'never-sent',
+        object: 'card_payment',
+        status: 'pending',
+      });
       // the client can still pay it, and then the acquirer's word counts
       const { token } = await tokenFor(c.vaultUrl, p.id, '4242424242424242');
       expect((await pay(base(), p.id, { token }, newIp())).status).to.equal(202);
@@ -455,12 +626,22 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
   // a suite of its own, so that it runs after every flow above (mocha runs a suite's own tests before its nested suites)
   describe('after every flow', () => {
     it('no card number anywhere in the service: rows, jobs, callbacks, events, or any process log', async () => {
-      expect(await c.env.services.db('payments').where({ method: 'card' }).whereNotNull('card')).to.have.length.greaterThan(5);
+      expect(
+        await c.env.services.db('payments').where({ method: 'card' }).whereNotNull('card'),
+      ).to.have.length.greaterThan(5);
       const numbers = ['4242424242424242', '4000000000003220', '4000000000000002'];
-      const dump = JSON.stringify(await Promise.all(['payments', 'outbox', 'provider_callbacks', 'events', 'payment_status_changes'].map((t) => c.env.services.db(t).select())));
+      const dump = JSON.stringify(
+        await Promise.all(
+          ['payments', 'outbox', 'provider_callbacks', 'events', 'payment_status_changes'].map((t) =>
+            c.env.services.db(t).select(),
+          ),
+        ),
+      );
       for (const n of numbers) expect(dump).not.to.include(n);
       // the vault's own log too: numbers never, tokens by their first characters only
-      const logs = c.processes.flatMap((p) => p.lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l)))).join('\n');
+      const logs = c.processes
+        .flatMap((p) => p.lines.map((l) => (typeof l === 'string' ? l : JSON.stringify(l))))
+        .join('\n');
       for (const n of numbers) expect(logs).not.to.include(n);
       expect(logs).not.to.match(/tok_[A-Za-z0-9_-]{10,}/);
     });

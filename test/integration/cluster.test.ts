@@ -62,9 +62,14 @@ describe('on a Redis Cluster and PgBouncer (real workers)', function () {
     );
     await startSandbox(env, { SANDBOX_PROVIDER_PORT: String(sandboxPort) });
     await Promise.all(
-      [...POOLS, 'workers/webhook-sender/index.ts', 'workers/outbox-relay/index.ts', 'workers/card-charge/index.ts', 'shared/cards/sandbox/vaultServer.ts', 'shared/cards/sandbox/acquirerServer.ts'].map((entry) =>
-        env.spawn(entry),
-      ),
+      [
+        ...POOLS,
+        'workers/webhook-sender/index.ts',
+        'workers/outbox-relay/index.ts',
+        'workers/card-charge/index.ts',
+        'shared/cards/sandbox/vaultServer.ts',
+        'shared/cards/sandbox/acquirerServer.ts',
+      ].map((entry) => env.spawn(entry)),
     );
     receiver = await startReceiver();
   });
@@ -76,7 +81,12 @@ describe('on a Redis Cluster and PgBouncer (real workers)', function () {
 
   it('runs a payment to succeeded with its webhook, a refund, a payout and a 3-D Secure card payment, every process through PgBouncer and the cluster', async () => {
     const shop = await aMerchant(env);
-    const hook = await env.admin('POST', '/admin/webhooks', { merchant_id: shop.merchant.id, url: `${receiver.url}/hook`, events: ['payment.*'], environment: 'test' });
+    const hook = await env.admin('POST', '/admin/webhooks', {
+      merchant_id: shop.merchant.id,
+      url: `${receiver.url}/hook`,
+      events: ['payment.*'],
+      environment: 'test',
+    });
     expect(hook.status, JSON.stringify(hook.body)).to.equal(201);
 
     const p = await aPayment(shop.client, { phone: '243990000001', amount: 10_000 });
@@ -87,7 +97,18 @@ describe('on a Redis Cluster and PgBouncer (real workers)', function () {
 
     const refund = await shop.client.post(`/v1/payments/${p.id}/refund`, { amount: 1_000 });
     expect(refund.status, refund.text).to.equal(201);
-    const payout = await shop.client.post('/v1/payouts', { amount: 2_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `po-${randomUUID()}` }, { idempotencyKey: randomUUID() });
+    const payout = await shop.client.post(
+      '/v1/payouts',
+      {
+        amount: 2_000,
+        currency: 'USD',
+        method: 'mobile_money',
+        operator: 'vodacom',
+        phone: '243990000001',
+        reference: `po-${randomUUID()}`,
+      },
+      { idempotencyKey: randomUUID() },
+    );
     expect(payout.status, payout.text).to.equal(201);
     const finalOf = async (path: string) => {
       for (let i = 0; i < 150; i++) {
@@ -100,7 +121,12 @@ describe('on a Redis Cluster and PgBouncer (real workers)', function () {
     await finalOf(`/v1/payouts/${payout.body.id}`);
     const refunds = await shop.client.get(`/v1/payments/${p.id}/refunds`);
     expect(refunds.body.data).to.have.length(1);
-    for (let i = 0; i < 150 && (await shop.client.get(`/v1/payments/${p.id}/refunds`)).body.data[0].status !== 'succeeded'; i++) await new Promise((r) => setTimeout(r, 200));
+    for (
+      let i = 0;
+      i < 150 && (await shop.client.get(`/v1/payments/${p.id}/refunds`)).body.data[0].status !== 'succeeded';
+      i++
+    )
+      await new Promise((r) => setTimeout(r, 200));
     expect((await shop.client.get(`/v1/payments/${p.id}/refunds`)).body.data[0].status).to.equal('succeeded');
     expect((await balanceOf(shop.client)).available.USD).to.equal(10_000 - 1_000 - 2_000);
 
@@ -130,7 +156,14 @@ describe('on a Redis Cluster and PgBouncer (real workers)', function () {
     const res = await env.admin('GET', '/admin/queues/api/queues?activeQueue=&page=1&jobsPerPage=10');
     expect(res.status).to.equal(200);
     const queues: { name: string; counts: Record<string, number> }[] = res.body.queues;
-    expect(queues.map((q) => q.name).sort()).to.deep.equal(['callback-reconciler', 'card-charge', 'payout', 'provider-push', 'refund', 'webhook-sender']);
+    expect(queues.map((q) => q.name).sort()).to.deep.equal([
+      'callback-reconciler',
+      'card-charge',
+      'payout',
+      'provider-push',
+      'refund',
+      'webhook-sender',
+    ]);
     expect(queues.find((q) => q.name === 'provider-push')!.counts.completed).to.be.at.least(1);
   });
 

@@ -2,7 +2,17 @@ import { expect } from 'chai';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
-import { edgeCertificate, edgeReady, HSTS, nodeEnv, startHaproxy, stopHaproxy, topologyAt, waitFor, type Topology } from '../../scripts/cluster';
+import {
+  edgeCertificate,
+  edgeReady,
+  HSTS,
+  nodeEnv,
+  startHaproxy,
+  stopHaproxy,
+  topologyAt,
+  waitFor,
+  type Topology,
+} from '../../scripts/cluster';
 import { portOpen } from '../../scripts/local-services';
 import { freePort } from '../../scripts/lib/ports';
 import { ServiceClient } from '../../shared/client/signing';
@@ -64,7 +74,10 @@ describe('the TLS edge (HAProxy, TLS 1.3 only)', function () {
     }
     expect(await handshake(t.haproxyPort, ca, 'TLSv1.3')).to.deep.equal({ protocol: 'TLSv1.3' });
     // a client that does not trust the local certificate gets no answer
-    const untrusted = await fetch(`${edge}/health/live`).then(() => 'answered', (err) => String(err.cause?.code ?? err.message));
+    const untrusted = await fetch(`${edge}/health/live`).then(
+      () => 'answered',
+      (err) => String(err.cause?.code ?? err.message),
+    );
     expect(untrusted).to.match(/SELF_SIGNED|UNABLE_TO_VERIFY|CERT/);
   });
 
@@ -88,7 +101,11 @@ describe('the TLS edge (HAProxy, TLS 1.3 only)', function () {
       fetch: secure,
       onResponse: (r) => {
         contract().check(r);
-        answers.push({ status: r.status, hsts: r.headers.get('strict-transport-security'), protocol: r.headers.get('x-test-tls-protocol') });
+        answers.push({
+          status: r.status,
+          hsts: r.headers.get('strict-transport-security'),
+          protocol: r.headers.get('x-test-tls-protocol'),
+        });
       },
     });
     const card = await createCardPayment(client);
@@ -97,7 +114,10 @@ describe('the TLS edge (HAProxy, TLS 1.3 only)', function () {
     const missing = await client.get('/v1/payments/pay_00000000-0000-4000-8000-000000000000');
     expect(missing.status).to.equal(404);
     expect(answers.map((a) => a.status)).to.deep.equal([201, 200, 404]);
-    expect(answers.every((a) => a.hsts === HSTS && a.protocol === 'TLSv1.3'), JSON.stringify(answers)).to.equal(true);
+    expect(
+      answers.every((a) => a.hsts === HSTS && a.protocol === 'TLSv1.3'),
+      JSON.stringify(answers),
+    ).to.equal(true);
 
     const page = await secure(card.checkout_url);
     expect(page.status).to.equal(200);
@@ -130,7 +150,12 @@ describe('the TLS edge (HAProxy, TLS 1.3 only)', function () {
       expect(res.status, p).to.equal(308);
       expect(res.headers.get('location'), p).to.equal(`${edge}${p}`);
     }
-    const post = await fetch(`${plain}/v1/payments`, { method: 'POST', body: '{}', headers: { 'Content-Type': 'application/json' }, redirect: 'manual' });
+    const post = await fetch(`${plain}/v1/payments`, {
+      method: 'POST',
+      body: '{}',
+      headers: { 'Content-Type': 'application/json' },
+      redirect: 'manual',
+    });
     expect(post.status, 'a POST is redirected, never served in clear').to.equal(308);
     for (const p of ['/health/live', '/health/ready']) {
       const res = await fetch(plain + p, { redirect: 'manual' });

@@ -75,22 +75,42 @@ describe('error codes: every code a route answers is in the OpenAPI document', f
   function validBody(route: RouteSpec): string {
     if (route.method === 'GET') return '';
     if (route.path === '/payments') return JSON.stringify(mobilePayment('243990000001', { amount: 1_000 }));
-    if (route.path === '/payouts') return JSON.stringify({ amount: 100, currency: 'USD', operator: 'vodacom', phone: '243990000001', reference: `po-${randomUUID()}` });
+    if (route.path === '/payouts')
+      return JSON.stringify({
+        amount: 100,
+        currency: 'USD',
+        operator: 'vodacom',
+        phone: '243990000001',
+        reference: `po-${randomUUID()}`,
+      });
     // another amount each time: the same key with this body is another request (idempotency-conflict)
     if (route.path === '/payments/:id/refund') return JSON.stringify({ amount: 100 + (refunds++ % 50) });
     return '{}';
   }
 
   /** One request to `route`, as `req` says; returns the answer and the same bytes sent again. */
-  async function call(route: RouteSpec, req: Req = {}): Promise<{ res: RawResponse; again: (headers?: Record<string, string | undefined>) => Promise<RawResponse> }> {
+  async function call(
+    route: RouteSpec,
+    req: Req = {},
+  ): Promise<{ res: RawResponse; again: (headers?: Record<string, string | undefined>) => Promise<RawResponse> }> {
     const credential = req.credential === undefined ? f.shop.credential : req.credential;
     const path = pathOf(route, req.params ?? f.params) + (req.query ?? '');
     const signedMethod = route.method !== 'GET';
     const body = signedMethod ? (req.body ?? validBody(route)) : undefined;
     const ts = String(req.timestamp ?? nowS());
     const headers: Record<string, string> = {
-      ...(req.authorization !== undefined ? { Authorization: req.authorization } : credential ? { Authorization: `Bearer ${credential.api_key}` } : {}),
-      ...(signedMethod && credential ? { 'X-Timestamp': ts, 'X-Signature': req.signature ?? signRequest(credential.secret, ts, route.method, path.split('?')[0], body ?? '') } : {}),
+      ...(req.authorization !== undefined
+        ? { Authorization: req.authorization }
+        : credential
+          ? { Authorization: `Bearer ${credential.api_key}` }
+          : {}),
+      ...(signedMethod && credential
+        ? {
+            'X-Timestamp': ts,
+            'X-Signature':
+              req.signature ?? signRequest(credential.secret, ts, route.method, path.split('?')[0], body ?? ''),
+          }
+        : {}),
       ...(signedMethod && req.contentType !== null ? { 'Content-Type': req.contentType ?? 'application/json' } : {}),
       ...(req.key ? { 'Idempotency-Key': req.key } : {}),
       ...req.headers,
@@ -100,8 +120,9 @@ describe('error codes: every code a route answers is in the OpenAPI document', f
       res: await go(headers),
       again: (changes = {}) => {
         const next = { ...headers };
-        for (const [k, v] of Object.entries(changes)) if (v === undefined) delete next[k];
-        else next[k] = v;
+        for (const [k, v] of Object.entries(changes))
+          if (v === undefined) delete next[k];
+          else next[k] = v;
         return go(next);
       },
     };
@@ -114,7 +135,8 @@ describe('error codes: every code a route answers is in the OpenAPI document', f
     'auth-required': async (route) => (await call(route, { credential: null })).res,
     'api-key-invalid': async (route) => (await call(route, { authorization: `Bearer svc_test_${'0'.repeat(32)}` })).res,
     'ip-not-allowed': async (route) => (await call(route, { credential: f.fenced.credential, key: keyed(route) })).res,
-    'merchant-suspended': async (route) => (await call(route, { credential: f.suspended.credential, key: keyed(route) })).res,
+    'merchant-suspended': async (route) =>
+      (await call(route, { credential: f.suspended.credential, key: keyed(route) })).res,
     'rate-limit-exceeded': async (route) => {
       // the key's count is at the limit (for a new window): its next request is over it
       await f.limiter.set(f.limited.credential.id, env.config.rateLimitPerMinute, 60);
@@ -122,12 +144,17 @@ describe('error codes: every code a route answers is in the OpenAPI document', f
     },
     'timestamp-expired': async (route) => (await call(route, { timestamp: nowS() - 400, key: keyed(route) })).res,
     'signature-invalid': async (route) => (await call(route, { signature: '0'.repeat(64), key: keyed(route) })).res,
-    'insufficient-scope': async (route) => (await call(route, { credential: f.readOnly.credential, key: keyed(route) })).res,
-    'payload-too-large': async (route) => (await call(route, { key: keyed(route), body: `{"x":"${'a'.repeat(1_100_000)}"}` })).res,
-    'unsupported-media-type': async (route) => (await call(route, { key: keyed(route), contentType: 'text/plain' })).res,
+    'insufficient-scope': async (route) =>
+      (await call(route, { credential: f.readOnly.credential, key: keyed(route) })).res,
+    'payload-too-large': async (route) =>
+      (await call(route, { key: keyed(route), body: `{"x":"${'a'.repeat(1_100_000)}"}` })).res,
+    'unsupported-media-type': async (route) =>
+      (await call(route, { key: keyed(route), contentType: 'text/plain' })).res,
     'invalid-json': async (route) => (await call(route, { key: keyed(route), body: '{' })).res,
     'validation-failed': async (route) =>
-      route.method === 'GET' ? (await call(route, { query: '?limit=nonsense' })).res : (await call(route, { key: keyed(route), body: '{"unknown_field":1}' })).res,
+      route.method === 'GET'
+        ? (await call(route, { query: '?limit=nonsense' })).res
+        : (await call(route, { key: keyed(route), body: '{"unknown_field":1}' })).res,
     'idempotency-key-required': async (route) => (await call(route)).res,
     'idempotency-key-invalid': async (route) => (await call(route, { key: 'not-a-uuid' })).res,
     'idempotency-conflict': async (route) => {
@@ -156,14 +183,21 @@ describe('error codes: every code a route answers is in the OpenAPI document', f
     const events = await shop.client.get('/v1/events?limit=1');
     expect(events.status).to.equal(200);
     const suspended = await aMerchant(env);
-    expect((await env.admin('PATCH', `/admin/merchants/${suspended.merchant.id}`, { status: 'suspended' })).status).to.equal(200);
+    expect(
+      (await env.admin('PATCH', `/admin/merchants/${suspended.merchant.id}`, { status: 'suspended' })).status,
+    ).to.equal(200);
     f = {
       shop,
       readOnly: await aMerchant(env, {}, 'read'),
       suspended,
       fenced: await env.merchant({ ip_allowlist: ['10.9.9.9'] }),
       limited: await aMerchant(env),
-      limiter: new RateLimiterRedis({ storeClient: env.services.redis, keyPrefix: `${env.config.queuePrefix}:ratelimit`, points: env.config.rateLimitPerMinute, duration: 60 }),
+      limiter: new RateLimiterRedis({
+        storeClient: env.services.redis,
+        keyPrefix: `${env.config.queuePrefix}:ratelimit`,
+        points: env.config.rateLimitPerMinute,
+        duration: 60,
+      }),
       params: {
         'payments:id': payment.id,
         'events:id': events.body.data[0].id,
@@ -185,21 +219,40 @@ describe('error codes: every code a route answers is in the OpenAPI document', f
         const res = await drive(route);
         const got = res.body?.error?.code as string | undefined;
         if (got) answered.add(got);
-        const problems = checker.problems({ method: route.method, path: pathOf(route, f.params), status: res.status, headers: new Headers(res.headers as Record<string, string>), body: res.body, text: res.text });
+        const problems = checker.problems({
+          method: route.method,
+          path: pathOf(route, f.params),
+          status: res.status,
+          headers: new Headers(res.headers as Record<string, string>),
+          body: res.body,
+          text: res.text,
+        });
         wrong.push(...problems.map((p) => `driving ${code}: ${p}`));
-        if (documented.has(code as MerchantErrorCode) && got !== code) wrong.push(`driving ${code}: the document lists it, but the route answered ${res.status} ${got ?? ''}`);
+        if (documented.has(code as MerchantErrorCode) && got !== code)
+          wrong.push(`driving ${code}: the document lists it, but the route answered ${res.status} ${got ?? ''}`);
       }
       // an object that does not exist (a route without an id answers not-found only for an unknown route)
       if (route.path.includes(':id')) {
-        const unknown = Object.fromEntries(Object.entries(f.params).map(([k, v]) => [k, v.replace(/^([a-z]+_).*$/, `$1${randomUUID()}`)]));
+        const unknown = Object.fromEntries(
+          Object.entries(f.params).map(([k, v]) => [k, v.replace(/^([a-z]+_).*$/, `$1${randomUUID()}`)]),
+        );
         const res = (await call(route, { params: unknown, key: keyed(route) })).res;
         const got = res.body?.error?.code as string | undefined;
         if (got) answered.add(got);
-        const problems = checker.problems({ method: route.method, path: pathOf(route, unknown), status: res.status, headers: new Headers(res.headers as Record<string, string>), body: res.body, text: res.text });
+        const problems = checker.problems({
+          method: route.method,
+          path: pathOf(route, unknown),
+          status: res.status,
+          headers: new Headers(res.headers as Record<string, string>),
+          body: res.body,
+          text: res.text,
+        });
         wrong.push(...problems.map((p) => `an unknown id: ${p}`));
         if (got !== 'not-found') wrong.push(`an unknown id answered ${res.status} ${got ?? ''}`);
       }
-      const undriven = [...documented].filter((c) => !(c in DRIVERS) && !answered.has(c) && !(c in NOT_DRIVEN) && !(route.errors ?? []).includes(c));
+      const undriven = [...documented].filter(
+        (c) => !(c in DRIVERS) && !answered.has(c) && !(c in NOT_DRIVEN) && !(route.errors ?? []).includes(c),
+      );
       expect(undriven, `${name}: documented, but driven neither here nor by a named test`).to.deep.equal([]);
       expect(wrong, name).to.deep.equal([]);
     });

@@ -16,12 +16,25 @@ describe('event redelivery and delivery list (merchant API)', function () {
 
   before(async () => {
     // a failed attempt waits 3 s for the next: long enough to see it `failed`
-    env = await startTestEnv({ WEBHOOK_RETRY_DELAYS_MS: '3000,3000,3000,3000,3000,3000,3000,3000', WEBHOOK_TIMEOUT_MS: '1000' });
+    env = await startTestEnv({
+      WEBHOOK_RETRY_DELAYS_MS: '3000,3000,3000,3000,3000,3000,3000,3000',
+      WEBHOOK_TIMEOUT_MS: '1000',
+    });
     rx = await startReceiver();
-    await env.spawn('workers/webhook-sender/index.ts', { WEBHOOK_SWEEP_INTERVAL_MS: '200', WEBHOOK_SWEEP_GRACE_MS: '5000' });
+    await env.spawn('workers/webhook-sender/index.ts', {
+      WEBHOOK_SWEEP_INTERVAL_MS: '200',
+      WEBHOOK_SWEEP_GRACE_MS: '5000',
+    });
     shop = await env.merchant({ scope: 'full' });
-    const read = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'test', scope: 'read' });
-    reader = new (shop.client.constructor as any)({ baseUrl: env.baseUrl, apiKey: read.body.api_key, secret: read.body.secret });
+    const read = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, {
+      environment: 'test',
+      scope: 'read',
+    });
+    reader = new (shop.client.constructor as any)({
+      baseUrl: env.baseUrl,
+      apiKey: read.body.api_key,
+      secret: read.body.secret,
+    });
   });
   after(async () => {
     await env?.close();
@@ -29,7 +42,12 @@ describe('event redelivery and delivery list (merchant API)', function () {
   });
 
   async function endpoint(merchantId: string, path: string, events = ['payment.*'], environment = 'test') {
-    const res = await env.admin('POST', '/admin/webhooks', { merchant_id: merchantId, url: rx.url + path, events, environment });
+    const res = await env.admin('POST', '/admin/webhooks', {
+      merchant_id: merchantId,
+      url: rx.url + path,
+      events,
+      environment,
+    });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     return res.body;
   }
@@ -60,8 +78,23 @@ describe('event redelivery and delivery list (merchant API)', function () {
     });
     expect(original.object).to.equal('list');
     for (const d of original.data) {
-      expect(d).to.have.keys(['id', 'object', 'event_id', 'webhook_id', 'status', 'attempts', 'last_response_status', 'created']);
-      expect(d).to.include({ object: 'webhook_delivery', event_id: event.id, status: 'succeeded', attempts: 1, last_response_status: 200 });
+      expect(d).to.have.keys([
+        'id',
+        'object',
+        'event_id',
+        'webhook_id',
+        'status',
+        'attempts',
+        'last_response_status',
+        'created',
+      ]);
+      expect(d).to.include({
+        object: 'webhook_delivery',
+        event_id: event.id,
+        status: 'succeeded',
+        attempts: 1,
+        last_response_status: 200,
+      });
     }
     expect(original.data.map((d: any) => d.webhook_id).sort()).to.deep.equal([a.id, b.id].sort());
 
@@ -73,7 +106,13 @@ describe('event redelivery and delivery list (merchant API)', function () {
     for (const d of res.body.data) {
       expect(d.id).to.match(/^whd_/);
       expect([firstA.headers['x-service-delivery-id'], firstB.headers['x-service-delivery-id']]).not.to.include(d.id);
-      expect(d).to.include({ object: 'webhook_delivery', event_id: event.id, status: 'pending', attempts: 0, last_response_status: null });
+      expect(d).to.include({
+        object: 'webhook_delivery',
+        event_id: event.id,
+        status: 'pending',
+        attempts: 0,
+        last_response_status: null,
+      });
     }
     const [, againA] = await rx.waitFor('/a', 2);
     const [, againB] = await rx.waitFor('/b', 2);
@@ -91,8 +130,18 @@ describe('event redelivery and delivery list (merchant API)', function () {
       const r = await reader.get(`/v1/events/${event.id}/deliveries`);
       return r.body.data.length === 4 && r.body.data.every((d: any) => d.status === 'succeeded') && r.body;
     });
-    expect(listed.data.slice(0, 2).map((d: any) => d.id).sort()).to.deep.equal(res.body.data.map((d: any) => d.id).sort());
-    expect(listed.data.slice(2).map((d: any) => d.id).sort()).to.deep.equal(original.data.map((d: any) => d.id).sort());
+    expect(
+      listed.data
+        .slice(0, 2)
+        .map((d: any) => d.id)
+        .sort(),
+    ).to.deep.equal(res.body.data.map((d: any) => d.id).sort());
+    expect(
+      listed.data
+        .slice(2)
+        .map((d: any) => d.id)
+        .sort(),
+    ).to.deep.equal(original.data.map((d: any) => d.id).sort());
   });
 
   it('shows a failing delivery as failed with its last response status, then succeeded', async () => {
@@ -128,7 +177,9 @@ describe('event redelivery and delivery list (merchant API)', function () {
     expect(over.body.error.code).to.equal('redelivery-limit');
     expect(over.body.error.message).to.match(/10 times/);
     await rx.waitFor('/capped', 11);
-    expect(await env.services.db('webhook_deliveries').where({ event_id: event.id }).count('* as n').first()).to.deep.equal({ n: 11 });
+    expect(
+      await env.services.db('webhook_deliveries').where({ event_id: event.id }).count('* as n').first(),
+    ).to.deep.equal({ n: 11 });
     expect((await env.services.db('events').where({ id: event.id }).first()).redeliveries).to.equal(10);
   });
 
@@ -163,7 +214,9 @@ describe('event redelivery and delivery list (merchant API)', function () {
     const payments = await env.merchant({ scope: 'payments' });
     const pm = await emitEvent(env.services, payments.merchant.id);
     expect((await redeliver(pm.id, payments.client)).status).to.equal(403);
-    const unsigned = await shop.client.post(`/v1/events/${mine.id}/redeliver`, undefined, { omitHeaders: ['X-Signature'] });
+    const unsigned = await shop.client.post(`/v1/events/${mine.id}/redeliver`, undefined, {
+      omitHeaders: ['X-Signature'],
+    });
     expect(unsigned.status).to.equal(401);
     expect(unsigned.body.error.code).to.equal('signature-invalid');
     const field = await redeliver(mine.id, shop.client, { endpoints: ['wh_x'] });
@@ -173,6 +226,9 @@ describe('event redelivery and delivery list (merchant API)', function () {
     expect(query.status).to.equal(400);
 
     expect(await env.services.db('webhook_deliveries').count('* as n').first()).to.deep.equal(before);
-    expect((await env.services.db('events').whereIn('id', [foreign.id, live.id, mine.id]).max('redeliveries as m').first())!.m).to.equal(0);
+    expect(
+      (await env.services.db('events').whereIn('id', [foreign.id, live.id, mine.id]).max('redeliveries as m').first())!
+        .m,
+    ).to.equal(0);
   });
 });

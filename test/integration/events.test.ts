@@ -34,7 +34,9 @@ describe('GET /v1/events (merchant recovery)', () => {
     expect(seen.map((e) => e.id).sort()).to.deep.equal([...mine].sort());
     for (let i = 1; i < seen.length; i++) {
       const [a, b] = [seen[i - 1], seen[i]];
-      expect(a.created > b.created || (a.created === b.created && a.id > b.id), 'newest first, ties by id').to.equal(true);
+      expect(a.created > b.created || (a.created === b.created && a.id > b.id), 'newest first, ties by id').to.equal(
+        true,
+      );
     }
     for (const e of seen) {
       expect(Object.keys(e)).to.deep.equal(['id', 'type', 'created', 'data']);
@@ -54,7 +56,12 @@ describe('GET /v1/events (merchant recovery)', () => {
     const event = await emitEvent(env.services, m.merchant.id, { objectVersion: 4 });
     const res = await m.client.get(`/v1/events/${event.id}`);
     expect(res.status).to.equal(200);
-    expect(res.body).to.deep.equal({ id: event.id, type: event.type, created: event.created, data: { object: event.body.data.object, object_version: 4 } });
+    expect(res.body).to.deep.equal({
+      id: event.id,
+      type: event.type,
+      created: event.created,
+      data: { object: event.body.data.object, object_version: 4 },
+    });
 
     const other = await env.merchant();
     const theirs = await emitEvent(env.services, other.merchant.id);
@@ -87,7 +94,9 @@ describe('GET /v1/events (merchant recovery)', () => {
     const newest = all[0].created;
     const res = await m.client.get(`/v1/events?limit=100&cursor=${newest}`);
     expect(res.status).to.equal(200);
-    expect(res.body.data.map((e: { id: string }) => e.id)).to.deep.equal(all.filter((e: { created: number }) => e.created < newest).map((e: { id: string }) => e.id));
+    expect(res.body.data.map((e: { id: string }) => e.id)).to.deep.equal(
+      all.filter((e: { created: number }) => e.created < newest).map((e: { id: string }) => e.id),
+    );
   });
 
   it('requires a valid API key', async () => {

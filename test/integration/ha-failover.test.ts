@@ -44,10 +44,20 @@ describe('HA Postgres: the leader killed under load (Patroni, synchronous standb
     await waitFor('PgBouncer', () => portOpen(pooler.pgbouncerPort));
     const databaseUrl = `postgres://postgres@127.0.0.1:${pooler.pgbouncerPort}/svc_ha_failover`;
     await migrate(databaseUrl);
-    env = await startTestEnv({ DATABASE_URL: databaseUrl, DB_PREPARED_STATEMENTS: 'false', RATE_LIMIT_PER_MINUTE: '1000000' });
+    env = await startTestEnv({
+      DATABASE_URL: databaseUrl,
+      DB_PREPARED_STATEMENTS: 'false',
+      RATE_LIMIT_PER_MINUTE: '1000000',
+    });
     const m = await aMerchant(env);
     // a request unanswered after 20 s is a hang: it fails the test instead of stalling it
-    shop = { ...m, client: new ServiceClient({ ...m.client.opts, fetch: (url, init) => fetch(url, { ...init, signal: AbortSignal.timeout(20_000) }) }) };
+    shop = {
+      ...m,
+      client: new ServiceClient({
+        ...m.client.opts,
+        fetch: (url, init) => fetch(url, { ...init, signal: AbortSignal.timeout(20_000) }),
+      }),
+    };
   });
   after(async () => {
     await env?.close();
@@ -74,7 +84,9 @@ describe('HA Postgres: the leader killed under load (Patroni, synchronous standb
         keys++;
         for (;;) {
           const t0 = Date.now();
-          const res = await shop.client.post('/v1/payments', mobilePayment('243990000001'), { idempotencyKey: key }).catch((err: Error) => ({ status: err.name === 'TimeoutError' ? -1 : 0, body: undefined }));
+          const res = await shop.client
+            .post('/v1/payments', mobilePayment('243990000001'), { idempotencyKey: key })
+            .catch((err: Error) => ({ status: err.name === 'TimeoutError' ? -1 : 0, body: undefined }));
           if (res.status === -1) throw new Error(`POST /v1/payments unanswered after 20 s (key ${key})`);
           answers.push({ status: res.status, ms: Date.now() - t0, at: Date.now() });
           if (res.status === 201) {
@@ -96,8 +108,14 @@ describe('HA Postgres: the leader killed under load (Patroni, synchronous standb
     process.stdout.write(`      ${before} payments acknowledged; kill -9 of ${leader.name}'s postmaster\n`);
     process.kill(postmasterPid(leader)!, 'SIGKILL');
     // the load goes on until payments are acknowledged again through a new leader, then 3 s more
-    await waitFor('a payment acknowledged after the kill', () => answers.some((a) => a.status === 201 && a.at - a.ms > killedAt), 60_000);
-    const firstAfter = answers.filter((a) => a.status === 201 && a.at - a.ms > killedAt).reduce((m, a) => Math.min(m, a.at), Infinity);
+    await waitFor(
+      'a payment acknowledged after the kill',
+      () => answers.some((a) => a.status === 201 && a.at - a.ms > killedAt),
+      60_000,
+    );
+    const firstAfter = answers
+      .filter((a) => a.status === 201 && a.at - a.ms > killedAt)
+      .reduce((m, a) => Math.min(m, a.at), Infinity);
     await new Promise((r) => setTimeout(r, 3000));
     stop = true;
     await Promise.all(writers);
@@ -120,9 +138,18 @@ describe('HA Postgres: the leader killed under load (Patroni, synchronous standb
     const ids = [...acknowledged.values()];
     const rows = await env.services.db('payments').whereIn('id', ids).select('id');
     expect(rows.length, 'acknowledged payments present').to.equal(ids.length);
-    const history = await env.services.db('payment_status_changes').whereIn('payment_id', ids).where({ from_status: null }).select('payment_id');
-    expect(new Set(history.map((r) => r.payment_id)).size, 'each with its creation in its history').to.equal(ids.length);
-    const all = await env.services.db('payments').where({ merchant_id: shop.merchant.id }).count<{ c: string }[]>('* as c');
+    const history = await env.services
+      .db('payment_status_changes')
+      .whereIn('payment_id', ids)
+      .where({ from_status: null })
+      .select('payment_id');
+    expect(new Set(history.map((r) => r.payment_id)).size, 'each with its creation in its history').to.equal(
+      ids.length,
+    );
+    const all = await env.services
+      .db('payments')
+      .where({ merchant_id: shop.merchant.id })
+      .count<{ c: string }[]>('* as c');
     expect(Number(all[0].c), 'no payment doubled: one per idempotency key').to.equal(keys);
   });
 });

@@ -6,7 +6,13 @@ import { createDb, WAITS, type Db } from '../../shared/db/knex';
 import { childEnv, ROOT } from '../../scripts/lib/processes';
 import { Unprocessable } from '../../shared/errors';
 import { newId } from '../../shared/domain/ids';
-import { outgoingDebit, outgoingKinds, outgoingDeliver, paymentCredit, type Currency } from '../../shared/domain/ledger';
+import {
+  outgoingDebit,
+  outgoingKinds,
+  outgoingDeliver,
+  paymentCredit,
+  type Currency,
+} from '../../shared/domain/ledger';
 import { availableBalances } from '../../shared/ledger/balance';
 import { foldCredits, post, reverse } from '../../shared/ledger/postings';
 import { checkLedger } from '../../shared/ledger/check';
@@ -14,8 +20,12 @@ import { checkLedger } from '../../shared/ledger/check';
 /** `npm run ledger:check` on this file's database: exit code and output. */
 function ledgerCheck(env: TestEnv): Promise<{ code: number; stdout: string; stderr: string }> {
   return new Promise((resolve) => {
-    execFile(process.execPath, ['--import', 'tsx', 'scripts/ledger-check.ts'], { cwd: ROOT, env: childEnv(env.processEnv) }, (err, stdout, stderr) =>
-      resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
+    execFile(
+      process.execPath,
+      ['--import', 'tsx', 'scripts/ledger-check.ts'],
+      { cwd: ROOT, env: childEnv(env.processEnv) },
+      (err, stdout, stderr) =>
+        resolve({ code: err ? Number((err as { code?: number }).code ?? 1) : 0, stdout, stderr }),
     );
   });
 }
@@ -29,12 +39,28 @@ describe('ledger', () => {
 
   const credit = (merchantId: string, amount: number, currency: Currency = 'USD', fee = 0) =>
     db().transaction((trx) =>
-      post(trx, paymentCredit({ paymentId: newId('payment'), merchantId, environment: 'test', currency, amountCharged: amount + fee, amountNet: amount, fee })),
+      post(
+        trx,
+        paymentCredit({
+          paymentId: newId('payment'),
+          merchantId,
+          environment: 'test',
+          currency,
+          amountCharged: amount + fee,
+          amountNet: amount,
+          fee,
+        }),
+      ),
     );
   const debit = (merchantId: string, amount: number, fee = 0) => {
     const referenceId = newId('payout');
     return db()
-      .transaction((trx) => post(trx, outgoingDebit('payout', { referenceId, merchantId, environment: 'test', currency: 'USD', amount, fee })))
+      .transaction((trx) =>
+        post(
+          trx,
+          outgoingDebit('payout', { referenceId, merchantId, environment: 'test', currency: 'USD', amount, fee }),
+        ),
+      )
       .then(() => referenceId);
   };
 
@@ -75,7 +101,13 @@ describe('ledger', () => {
       work.push(
         credit(m, 500, 'CDF', 20).then(async () => {
           const referenceId = newId('refund');
-          const movement = { referenceId, merchantId: m, environment: 'test' as const, currency: 'CDF' as const, amount: 300 };
+          const movement = {
+            referenceId,
+            merchantId: m,
+            environment: 'test' as const,
+            currency: 'CDF' as const,
+            amount: 300,
+          };
           await db().transaction((trx) => post(trx, outgoingDebit('refund', movement)));
           await db().transaction((trx) => post(trx, outgoingDeliver('refund', movement)));
         }),
@@ -89,7 +121,8 @@ describe('ledger', () => {
   it('writes credits unfolded without locking the account; a debit folds them in under the lock; the sweep folds the rest', async () => {
     const m = merchant();
     const account = () => db()('ledger_accounts').where({ owner: m, kind: 'available', currency: 'USD' }).first();
-    const unfoldedOf = async (id: number) => (await db()('ledger_entries').where({ account_id: id, unfolded: true })).map((e) => e.amount);
+    const unfoldedOf = async (id: number) =>
+      (await db()('ledger_entries').where({ account_id: id, unfolded: true })).map((e) => e.amount);
     await credit(m, 1_000);
     // a debit holding the account's row lock (the lock of an UPDATE of its balance) does not stop credits
     const a = await account();
@@ -138,7 +171,13 @@ describe('ledger', () => {
   it('posts once per (kind, reference): a job run twice moves money once', async () => {
     const m = merchant();
     await credit(m, 1_000);
-    const p = outgoingDebit('refund', { referenceId: newId('refund'), merchantId: m, environment: 'test', currency: 'USD', amount: 400 });
+    const p = outgoingDebit('refund', {
+      referenceId: newId('refund'),
+      merchantId: m,
+      environment: 'test',
+      currency: 'USD',
+      amount: 400,
+    });
     const first = await db().transaction((trx) => post(trx, p));
     const again = await Promise.all([1, 2, 3].map(() => db().transaction((trx) => post(trx, p))));
     expect(first).to.equal(true);
@@ -161,10 +200,22 @@ describe('ledger', () => {
 
   it('refuses a posting whose entries do not sum to zero before writing anything', async () => {
     const m = merchant();
-    const bad = { ...paymentCredit({ paymentId: newId('payment'), merchantId: m, environment: 'test', currency: 'USD', amountCharged: 100, amountNet: 100, fee: 0 }) };
+    const bad = {
+      ...paymentCredit({
+        paymentId: newId('payment'),
+        merchantId: m,
+        environment: 'test',
+        currency: 'USD',
+        amountCharged: 100,
+        amountNet: 100,
+        fee: 0,
+      }),
+    };
     bad.entries = [bad.entries[0], { ...bad.entries[1], amount: 99 }];
     let error: unknown;
-    await db().transaction((trx) => post(trx, bad)).catch((e) => (error = e));
+    await db()
+      .transaction((trx) => post(trx, bad))
+      .catch((e) => (error = e));
     expect(error).to.be.instanceOf(Error);
     expect(await db()('ledger_transactions').where({ merchant_id: m })).to.have.length(0);
   });
@@ -183,7 +234,14 @@ describe('ledger', () => {
       const account = await db()('ledger_accounts').where({ owner: m, kind: 'available' }).first();
       await db()('ledger_accounts').where({ id: account.id }).update({ balance: 801 });
       const txId = randomUUID();
-      await db()('ledger_transactions').insert({ id: txId, kind: 'manual', reference_id: 'tamper-1', environment: 'test', currency: 'USD', merchant_id: m });
+      await db()('ledger_transactions').insert({
+        id: txId,
+        kind: 'manual',
+        reference_id: 'tamper-1',
+        environment: 'test',
+        currency: 'USD',
+        merchant_id: m,
+      });
       await db()('ledger_entries').insert([
         { transaction_id: txId, account_id: account.id, amount: 5 },
         { transaction_id: txId, account_id: account.id, amount: 1 },
@@ -191,7 +249,10 @@ describe('ledger', () => {
       try {
         const problems = await checkLedger(db());
         expect(problems).to.have.length(2);
-        expect(problems.join('\n')).to.include(`account ${account.id}`).and.include('cached 801, entries 806').and.include('(manual tamper-1) sums to 6 USD');
+        expect(problems.join('\n'))
+          .to.include(`account ${account.id}`)
+          .and.include('cached 801, entries 806')
+          .and.include('(manual tamper-1) sums to 6 USD');
         const res = await ledgerCheck(env);
         expect(res.code).to.equal(1);
         expect(res.stderr).to.include('MISMATCH account').and.include('ledger check failed: 2 problem(s)');

@@ -32,29 +32,50 @@ describe('live keys through the Airtel connector (simulator)', function () {
     reference: `live-${randomUUID()}`,
     ...over,
   });
-  const final = (path: string, timeoutMs = 30_000) => waitFor(shop.client, path, (b) => !['pending', 'processing'].includes(b.status), timeoutMs);
+  const final = (path: string, timeoutMs = 30_000) =>
+    waitFor(shop.client, path, (b) => !['pending', 'processing'].includes(b.status), timeoutMs);
   // our id as Airtel's transaction.id: P, R or O and the UUID's hex digits (shared/providers/airtel/README.md)
   const TX_PREFIX: Record<string, string> = { pay: 'P', re: 'R', po: 'O' };
-  const simTx = (ourId: string) => sim.transactions().filter((t) => t.id === `${TX_PREFIX[ourId.slice(0, ourId.indexOf('_'))]}${ourId.slice(ourId.indexOf('_') + 1).replace(/-/g, '')}`);
+  const simTx = (ourId: string) =>
+    sim
+      .transactions()
+      .filter(
+        (t) =>
+          t.id ===
+          `${TX_PREFIX[ourId.slice(0, ourId.indexOf('_'))]}${ourId.slice(ourId.indexOf('_') + 1).replace(/-/g, '')}`,
+      );
 
   before(async () => {
-    sim = await startAirtelSimulator({ callbackHashSecret: HASH_SECRET, finalAfterMs: 300, callbackDelayMs: 100, slowInitiationMs: 4_000, pin: '2468' });
-    env = await startMoneyEnv({
-      LIVE_AIRTEL: 'airtel',
-      AIRTEL_URL: sim.url,
-      AIRTEL_CLIENT_ID: 'sim-client-id',
-      AIRTEL_CLIENT_SECRET: 'sim-client-secret',
-      AIRTEL_CALLBACK_HASH_SECRET: HASH_SECRET,
-      AIRTEL_DISBURSEMENT_PIN: '2468',
-      AIRTEL_PIN_PUBLIC_KEY: sim.publicKeyPem,
-      // Airtel sends no refund or payout callback: the sweep asks its enquiry endpoint once the window is over
-      PROVIDER_WINDOW_MS: '1500',
-      ASK_INTERVAL_MS: '300',
-      PAYMENT_JOB_LOCK_MS: '1500',
-    }, POOLS.filter((p) => p !== PUSH));
+    sim = await startAirtelSimulator({
+      callbackHashSecret: HASH_SECRET,
+      finalAfterMs: 300,
+      callbackDelayMs: 100,
+      slowInitiationMs: 4_000,
+      pin: '2468',
+    });
+    env = await startMoneyEnv(
+      {
+        LIVE_AIRTEL: 'airtel',
+        AIRTEL_URL: sim.url,
+        AIRTEL_CLIENT_ID: 'sim-client-id',
+        AIRTEL_CLIENT_SECRET: 'sim-client-secret',
+        AIRTEL_CALLBACK_HASH_SECRET: HASH_SECRET,
+        AIRTEL_DISBURSEMENT_PIN: '2468',
+        AIRTEL_PIN_PUBLIC_KEY: sim.publicKeyPem,
+        // Airtel sends no refund or payout callback: the sweep asks its enquiry endpoint once the window is over
+        PROVIDER_WINDOW_MS: '1500',
+        ASK_INTERVAL_MS: '300',
+        PAYMENT_JOB_LOCK_MS: '1500',
+      },
+      POOLS.filter((p) => p !== PUSH),
+    );
     pusher = await env.spawn(PUSH);
     sim.setCallbackUrl(`${env.baseUrl}/callbacks/airtel`);
-    shop = await env.merchant({ environment: 'live', scope: 'full', merchant: { fees: { USD: { percent_bps: 0, fixed: 0 }, CDF: { percent_bps: 0, fixed: 0 } } } });
+    shop = await env.merchant({
+      environment: 'live',
+      scope: 'full',
+      merchant: { fees: { USD: { percent_bps: 0, fixed: 0 }, CDF: { percent_bps: 0, fixed: 0 } } },
+    });
   });
   after(async () => {
     await env?.close();
@@ -83,7 +104,9 @@ describe('live keys through the Airtel connector (simulator)', function () {
   });
 
   it('a partial refund is 422 partial-refund-not-supported and writes nothing; a full one is refunded through Airtel', async () => {
-    const paid = await final(`/v1/payments/${(await shop.client.post('/v1/payments', payment('970000001', { amount: 4_000 }))).body.id}`);
+    const paid = await final(
+      `/v1/payments/${(await shop.client.post('/v1/payments', payment('970000001', { amount: 4_000 }))).body.id}`,
+    );
     expect(paid.status).to.equal('succeeded');
     const partial = await shop.client.post(`/v1/payments/${paid.id}/refund`, { amount: 1_000 });
     expect(partial.status).to.equal(422);
@@ -97,14 +120,31 @@ describe('live keys through the Airtel connector (simulator)', function () {
     }, 30_000);
     expect(refunds[0]).to.include({ amount: 4_000, status: 'succeeded' });
     expect(simTx(paid.id)[0]).to.include({ refunded: true, refundRequests: 1 });
-    expect((await shop.client.get(`/v1/payments/${paid.id}`)).body).to.include({ status: 'refunded', amount_refunded: 4_000 });
+    expect((await shop.client.get(`/v1/payments/${paid.id}`)).body).to.include({
+      status: 'refunded',
+      amount_refunded: 4_000,
+    });
   });
 
   it('a payout is disbursed with the encrypted PIN and succeeds', async () => {
-    await final(`/v1/payments/${(await shop.client.post('/v1/payments', payment('970000001', { amount: 9_000 }))).body.id}`);
-    const res = await shop.client.post('/v1/payouts', { amount: 3_000, currency: 'USD', method: 'mobile_money', operator: 'airtel', phone: '243970000001', reference: `po-${randomUUID()}` });
+    await final(
+      `/v1/payments/${(await shop.client.post('/v1/payments', payment('970000001', { amount: 9_000 }))).body.id}`,
+    );
+    const res = await shop.client.post('/v1/payouts', {
+      amount: 3_000,
+      currency: 'USD',
+      method: 'mobile_money',
+      operator: 'airtel',
+      phone: '243970000001',
+      reference: `po-${randomUUID()}`,
+    });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
-    const done = await waitFor(shop.client, `/v1/payouts/${res.body.id}`, (b) => b.status === 'succeeded' || b.status === 'failed', 30_000);
+    const done = await waitFor(
+      shop.client,
+      `/v1/payouts/${res.body.id}`,
+      (b) => b.status === 'succeeded' || b.status === 'failed',
+      30_000,
+    );
     expect(done.status).to.equal('succeeded');
     expect(simTx(res.body.id)[0]).to.include({ kind: 'disbursement', status: 'TS', amount: '30' });
   });
@@ -123,8 +163,18 @@ describe('live keys through the Airtel connector (simulator)', function () {
     expect(res.status).to.equal(422);
     expect(res.body.error.code).to.equal('operator-unavailable');
     const rows = (await shop.client.get('/v1/availability')).body.data;
-    expect(rows.find((r: any) => r.operator === 'vodacom')).to.deep.equal({ operator: 'vodacom', collection: 'closed', payout: 'closed', refund: 'closed' });
-    expect(rows.find((r: any) => r.operator === 'africell')).to.deep.equal({ operator: 'africell', collection: 'closed', payout: 'closed', refund: 'closed' });
+    expect(rows.find((r: any) => r.operator === 'vodacom')).to.deep.equal({
+      operator: 'vodacom',
+      collection: 'closed',
+      payout: 'closed',
+      refund: 'closed',
+    });
+    expect(rows.find((r: any) => r.operator === 'africell')).to.deep.equal({
+      operator: 'africell',
+      collection: 'closed',
+      payout: 'closed',
+      refund: 'closed',
+    });
     expect(rows.find((r: any) => r.operator === 'airtel').collection).to.not.equal('closed');
   });
 
@@ -132,12 +182,26 @@ describe('live keys through the Airtel connector (simulator)', function () {
     const res = await shop.client.post('/v1/payments', payment('970000020'));
     const id = res.body.id as string;
     const txId = `P${id.slice(4).replace(/-/g, '')}`;
-    const body = (hash?: string) => JSON.stringify({ transaction: { id: txId, message: 'paid', status_code: 'TS', airtel_money_id: 'MP-FORGED' }, ...(hash ? { hash } : {}) });
-    const send = (raw: string) => fetch(`${env.baseUrl}/callbacks/airtel`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: raw });
+    const body = (hash?: string) =>
+      JSON.stringify({
+        transaction: { id: txId, message: 'paid', status_code: 'TS', airtel_money_id: 'MP-FORGED' },
+        ...(hash ? { hash } : {}),
+      });
+    const send = (raw: string) =>
+      fetch(`${env.baseUrl}/callbacks/airtel`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: raw,
+      });
     const stored = async () => (await env.services.db('provider_callbacks').where({ object_id: id })).length;
     const before = await stored();
     const genuine = JSON.parse(body(callbackHash(HASH_SECRET, JSON.parse(body()), 'request')));
-    for (const raw of [body('bm90LXRoZS1oYXNo'), body(), JSON.stringify({ ...genuine, transaction: { ...genuine.transaction, status_code: 'TF' } }), body(callbackHash('guessed', JSON.parse(body()), 'request'))]) {
+    for (const raw of [
+      body('bm90LXRoZS1oYXNo'),
+      body(),
+      JSON.stringify({ ...genuine, transaction: { ...genuine.transaction, status_code: 'TF' } }),
+      body(callbackHash('guessed', JSON.parse(body()), 'request')),
+    ]) {
       expect((await send(raw)).status, raw).to.equal(401);
     }
     expect(await stored()).to.equal(before);

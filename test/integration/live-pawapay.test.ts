@@ -32,12 +32,19 @@ async function captureServer() {
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const kept = ['content-type', 'content-digest', 'signature-date', 'signature-input', 'signature'];
-      captured.push({ headers: Object.fromEntries(kept.filter((k) => req.headers[k]).map((k) => [k, String(req.headers[k])])), body: Buffer.concat(chunks).toString('utf8') });
+      captured.push({
+        headers: Object.fromEntries(kept.filter((k) => req.headers[k]).map((k) => [k, String(req.headers[k])])),
+        body: Buffer.concat(chunks).toString('utf8'),
+      });
       res.writeHead(200).end();
     });
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
-  return { url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callbacks/pawapay`, captured, close: () => new Promise<void>((r) => server.close(() => r())) };
+  return {
+    url: `http://127.0.0.1:${(server.address() as AddressInfo).port}/callbacks/pawapay`,
+    captured,
+    close: () => new Promise<void>((r) => server.close(() => r())),
+  };
 }
 
 const mm = (operator: string, phone: string, over: Record<string, unknown> = {}) => ({
@@ -55,9 +62,11 @@ describe('live keys through the pawaPay connector (simulator), signed callbacks'
   let sim: PawapaySimulator;
   let env: TestEnv;
   let shop: MerchantFixture;
-  const final = (id: string, timeoutMs = 30_000) => waitFor(shop.client, `/v1/payments/${id}`, (b) => !['pending', 'processing'].includes(b.status), timeoutMs);
+  const final = (id: string, timeoutMs = 30_000) =>
+    waitFor(shop.client, `/v1/payments/${id}`, (b) => !['pending', 'processing'].includes(b.status), timeoutMs);
   const simTx = (ourId: string) => sim.transactions().filter((t) => t.id === ourId.slice(ourId.indexOf('_') + 1));
-  const credits = async (id: string) => (await env.services.db('ledger_transactions').where({ reference_id: id })).length;
+  const credits = async (id: string) =>
+    (await env.services.db('ledger_transactions').where({ reference_id: id })).length;
   const pay = async (operator: string, phone: string, over: Record<string, unknown> = {}) => {
     const res = await shop.client.post('/v1/payments', mm(operator, phone, over));
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
@@ -65,7 +74,12 @@ describe('live keys through the pawaPay connector (simulator), signed callbacks'
   };
 
   before(async () => {
-    sim = await startPawapaySimulator({ token: TOKEN, callbackDelayMs: 100, reconciliationMs: 500, slowInitiationMs: 2_500 });
+    sim = await startPawapaySimulator({
+      token: TOKEN,
+      callbackDelayMs: 100,
+      reconciliationMs: 500,
+      slowInitiationMs: 2_500,
+    });
     env = await startMoneyEnv({
       LIVE_VODACOM: 'pawapay',
       LIVE_ORANGE: 'pawapay',
@@ -92,10 +106,24 @@ describe('live keys through the pawaPay connector (simulator), signed callbacks'
     expect(p).to.include({ provider: 'pawapay', environment: 'live', status: 'processing' });
     const done = await final(p.id);
     expect(done).to.include({ status: 'succeeded', provider_ref: p.id.slice(4) });
-    expect(simTx(p.id)[0]).to.include({ kind: 'deposit', provider: 'VODACOM_MPESA_COD', amount: '25', currency: 'USD', status: 'COMPLETED', initiations: 1, phoneNumber: '243811234789' });
+    expect(simTx(p.id)[0]).to.include({
+      kind: 'deposit',
+      provider: 'VODACOM_MPESA_COD',
+      amount: '25',
+      currency: 'USD',
+      status: 'COMPLETED',
+      initiations: 1,
+      phoneNumber: '243811234789',
+    });
     expect(await credits(p.id)).to.equal(1);
     const [cb] = await env.services.db('provider_callbacks').where({ object_id: p.id });
-    expect(cb).to.include({ provider: 'pawapay', verified: true, reported_status: 'succeeded', outcome: 'applied', currency: 'USD' });
+    expect(cb).to.include({
+      provider: 'pawapay',
+      verified: true,
+      reported_status: 'succeeded',
+      outcome: 'applied',
+      currency: 'USD',
+    });
     expect(Number(cb.amount)).to.equal(2_500);
   });
 
@@ -142,10 +170,15 @@ describe('live keys through the pawaPay connector (simulator), signed callbacks'
 
   it('a callback naming another amount is recorded as amount-mismatch and listed, never applied; the status query decides', async () => {
     const p = await pay('vodacom', '243811234208');
-    const cb = await eventually(async () => (await env.services.db('provider_callbacks').where({ object_id: p.id, outcome: 'amount-mismatch' }))[0]);
+    const cb = await eventually(
+      async () =>
+        (await env.services.db('provider_callbacks').where({ object_id: p.id, outcome: 'amount-mismatch' }))[0],
+    );
     expect(Number(cb.amount)).to.equal(25_000);
     const attention = await env.admin('GET', '/admin/attention');
-    expect(attention.body.data.filter((i: any) => i.id === p.id).map((i: any) => i.reason)).to.deep.equal(['amount-mismatch']);
+    expect(attention.body.data.filter((i: any) => i.id === p.id).map((i: any) => i.reason)).to.deep.equal([
+      'amount-mismatch',
+    ]);
     // the provider's status answer (the amount charged) decides at the window's end
     expect((await final(p.id)).status).to.equal('succeeded');
     expect(await credits(p.id)).to.equal(1);
@@ -161,20 +194,44 @@ describe('live keys through the pawaPay connector (simulator), signed callbacks'
       return list.length === 2 && list.every((r: any) => r.status === 'succeeded') && list;
     }, 30_000);
     expect(refunds.map((r: any) => r.amount).sort()).to.deep.equal([1_000, 5_000]);
-    expect(sim.transactions().filter((t) => t.kind === 'refund' && t.depositId === p.id.slice(4)).map((t) => t.amount).sort()).to.deep.equal(['10', '50']);
-    expect((await shop.client.get(`/v1/payments/${p.id}`)).body).to.include({ status: 'refunded', amount_refunded: 6_000 });
+    expect(
+      sim
+        .transactions()
+        .filter((t) => t.kind === 'refund' && t.depositId === p.id.slice(4))
+        .map((t) => t.amount)
+        .sort(),
+    ).to.deep.equal(['10', '50']);
+    expect((await shop.client.get(`/v1/payments/${p.id}`)).body).to.include({
+      status: 'refunded',
+      amount_refunded: 6_000,
+    });
 
     await final((await pay('orange', '243891234789', { amount: 9_000 })).id);
-    const po = await shop.client.post('/v1/payouts', { amount: 2_000, currency: 'USD', method: 'mobile_money', operator: 'orange', phone: '243891234789', reference: `po-${randomUUID()}` });
+    const po = await shop.client.post('/v1/payouts', {
+      amount: 2_000,
+      currency: 'USD',
+      method: 'mobile_money',
+      operator: 'orange',
+      phone: '243891234789',
+      reference: `po-${randomUUID()}`,
+    });
     expect(po.status, JSON.stringify(po.body)).to.equal(201);
-    const paid = await waitFor(shop.client, `/v1/payouts/${po.body.id}`, (b) => ['succeeded', 'failed'].includes(b.status), 30_000);
+    const paid = await waitFor(
+      shop.client,
+      `/v1/payouts/${po.body.id}`,
+      (b) => ['succeeded', 'failed'].includes(b.status),
+      30_000,
+    );
     expect(paid.status).to.equal('succeeded');
     expect(simTx(po.body.id)[0]).to.include({ kind: 'payout', provider: 'ORANGE_COD', status: 'COMPLETED' });
   });
 
   it('an amount pawaPay cannot carry (decimals in CDF for Vodacom M-Pesa, below its minimum) is 422 before any request leaves', async () => {
     const before = sim.transactions().length;
-    const cdf = await shop.client.post('/v1/payments', mm('vodacom', '243811234789', { currency: 'CDF', amount: 100_050 }));
+    const cdf = await shop.client.post(
+      '/v1/payments',
+      mm('vodacom', '243811234789', { currency: 'CDF', amount: 100_050 }),
+    );
     expect(cdf.status).to.equal(422);
     expect(cdf.body.error).to.include({ code: 'amount-not-supported', param: 'amount' });
     expect(cdf.body.error.message).to.match(/vodacom takes no decimals in CDF/);
@@ -183,17 +240,29 @@ describe('live keys through the pawaPay connector (simulator), signed callbacks'
     expect(small.body.error.code).to.equal('amount-not-supported');
     expect(sim.transactions().length).to.equal(before);
     // whole francs are carried
-    expect((await shop.client.post('/v1/payments', mm('vodacom', '243811234789', { currency: 'CDF', amount: 100_000 }))).status).to.equal(201);
+    expect(
+      (await shop.client.post('/v1/payments', mm('vodacom', '243811234789', { currency: 'CDF', amount: 100_000 })))
+        .status,
+    ).to.equal(201);
   });
 
   it('availability: pawaPay’s own word is shown (a DELAYED provider is delayed), africell has no connector (closed)', async () => {
     sim.setAvailability('ORANGE_COD', 'PAYOUT', 'DELAYED');
-    const rows = await eventually(async () => {
-      const data = (await shop.client.get('/v1/availability')).body.data;
-      return data.find((r: any) => r.operator === 'orange').payout === 'delayed' && data;
-    }, 90_000, 500).catch(() => undefined);
+    const rows = await eventually(
+      async () => {
+        const data = (await shop.client.get('/v1/availability')).body.data;
+        return data.find((r: any) => r.operator === 'orange').payout === 'delayed' && data;
+      },
+      90_000,
+      500,
+    ).catch(() => undefined);
     const now = (await shop.client.get('/v1/availability')).body.data;
-    expect(now.find((r: any) => r.operator === 'africell')).to.deep.equal({ operator: 'africell', collection: 'closed', payout: 'closed', refund: 'closed' });
+    expect(now.find((r: any) => r.operator === 'africell')).to.deep.equal({
+      operator: 'africell',
+      collection: 'closed',
+      payout: 'closed',
+      refund: 'closed',
+    });
     expect(now.find((r: any) => r.operator === 'vodacom').collection).to.equal('operational');
     // the connector caches pawaPay's availability for a minute: the change shows within it
     expect(rows, 'orange payouts delayed').to.not.equal(undefined);
@@ -204,7 +273,8 @@ describe('live keys through the pawaPay connector (simulator), signed callbacks'
     let capture: Awaited<ReturnType<typeof captureServer>>;
     let genuine: Captured;
     let paymentId: string;
-    const send = (headers: Record<string, string>, body: string) => fetch(`${env.baseUrl}/callbacks/pawapay`, { method: 'POST', headers, body });
+    const send = (headers: Record<string, string>, body: string) =>
+      fetch(`${env.baseUrl}/callbacks/pawapay`, { method: 'POST', headers, body });
     const stored = async () => (await env.services.db('provider_callbacks').where({ object_id: paymentId })).length;
 
     before(async () => {
@@ -226,7 +296,11 @@ describe('live keys through the pawaPay connector (simulator), signed callbacks'
       const cases: [string, Record<string, string>, string][] = [
         ['forged', forged, body],
         ['altered body', genuine.headers, altered],
-        ['altered body, digest recomputed', { ...genuine.headers, 'content-digest': contentDigest(altered, 'sha-512') }, altered],
+        [
+          'altered body, digest recomputed',
+          { ...genuine.headers, 'content-digest': contentDigest(altered, 'sha-512') },
+          altered,
+        ],
         ['unsigned', { 'content-type': 'application/json' }, body],
       ];
       const before = await stored();
@@ -239,7 +313,11 @@ describe('live keys through the pawaPay connector (simulator), signed callbacks'
       expect((await send(genuine.headers, genuine.body)).status).to.equal(200);
       expect((await final(paymentId)).status).to.equal('succeeded');
       expect((await send(genuine.headers, genuine.body)).status).to.equal(200);
-      await eventually(async () => (await env.services.db('provider_callbacks').where({ object_id: paymentId }).whereNotNull('outcome')).length === 2);
+      await eventually(
+        async () =>
+          (await env.services.db('provider_callbacks').where({ object_id: paymentId }).whereNotNull('outcome'))
+            .length === 2,
+      );
       expect(await credits(paymentId)).to.equal(1);
       env.clock.advance(301_000);
       expect((await send(genuine.headers, genuine.body)).status).to.equal(401);
@@ -255,7 +333,12 @@ describe('live keys through pawaPay with callback signatures off: a callback is 
 
   before(async () => {
     sim = await startPawapaySimulator({ token: TOKEN, callbackDelayMs: 100, signCallbacks: false });
-    env = await startMoneyEnv({ LIVE_VODACOM: 'pawapay', PAWAPAY_URL: sim.url, PAWAPAY_API_TOKEN: TOKEN, PAWAPAY_CALLBACK_SIGNATURES: 'off' });
+    env = await startMoneyEnv({
+      LIVE_VODACOM: 'pawapay',
+      PAWAPAY_URL: sim.url,
+      PAWAPAY_API_TOKEN: TOKEN,
+      PAWAPAY_CALLBACK_SIGNATURES: 'off',
+    });
     sim.setCallbackUrl(`${env.baseUrl}/callbacks/pawapay`);
     shop = await env.merchant({ environment: 'live', scope: 'full', merchant: FEES });
   });
@@ -277,8 +360,24 @@ describe('live keys through pawaPay with callback signatures off: a callback is 
     const res = await shop.client.post('/v1/payments', mm('vodacom', '243811234049'));
     const uuid = res.body.id.slice(4);
     await eventually(async () => sim.transactions().find((t) => t.id === uuid)?.status === 'FAILED');
-    const forged = JSON.stringify({ depositId: uuid, status: 'COMPLETED', amount: '25.00', currency: 'USD', country: 'COD', payer: { type: 'MMO', accountDetails: { phoneNumber: '243811234049', provider: 'VODACOM_MPESA_COD' } }, created: new Date().toISOString() });
-    expect((await fetch(`${env.baseUrl}/callbacks/pawapay`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: forged })).status).to.equal(200);
+    const forged = JSON.stringify({
+      depositId: uuid,
+      status: 'COMPLETED',
+      amount: '25.00',
+      currency: 'USD',
+      country: 'COD',
+      payer: { type: 'MMO', accountDetails: { phoneNumber: '243811234049', provider: 'VODACOM_MPESA_COD' } },
+      created: new Date().toISOString(),
+    });
+    expect(
+      (
+        await fetch(`${env.baseUrl}/callbacks/pawapay`, {
+          method: 'POST',
+          headers: { 'content-type': 'application/json' },
+          body: forged,
+        })
+      ).status,
+    ).to.equal(200);
     const done = await waitFor(shop.client, `/v1/payments/${res.body.id}`, (b) => b.status !== 'processing', 30_000);
     expect(done).to.include({ status: 'failed', failure_code: 'insufficient-funds' });
     expect(await env.services.db('ledger_transactions').where({ reference_id: res.body.id })).to.have.length(0);

@@ -2,7 +2,13 @@ import { expect } from 'chai';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 
 const payment = (extra: Record<string, unknown>) => ({
-  amount: 1000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `nul-${Math.random()}`, ...extra,
+  amount: 1000,
+  currency: 'USD',
+  method: 'mobile_money',
+  operator: 'vodacom',
+  phone: '243990000001',
+  reference: `nul-${Math.random()}`,
+  ...extra,
 });
 
 // Postgres cannot store U+0000 in text or jsonb: a payment holding one could never be credited
@@ -68,13 +74,24 @@ describe('the NUL character in input', () => {
 
     it('refuses one in a payout and in operator requests, naming the field', async () => {
       const before = await Promise.all(['merchants', 'webhooks', 'payouts'].map(count));
-      const payout = await m.client.post('/v1/payouts', { amount: 100, currency: 'USD', operator: 'vodacom', phone: '243990000001', reference: 'po-\ud800' });
+      const payout = await m.client.post('/v1/payouts', {
+        amount: 100,
+        currency: 'USD',
+        operator: 'vodacom',
+        phone: '243990000001',
+        reference: 'po-\ud800',
+      });
       expect(payout.status).to.equal(400);
       expect(payout.body.error).to.include({ code: 'validation-failed', param: 'reference' });
       const merchant = await env.admin('POST', '/admin/merchants', { name: 'Shop \udfff' });
       expect(merchant.status).to.equal(400);
       expect(merchant.body.error).to.include({ code: 'validation-failed', param: 'name' });
-      const hook = await env.admin('POST', '/admin/webhooks', { merchant_id: m.merchant.id, url: 'http://127.0.0.1:9/\ud800', events: ['*'], environment: 'test' });
+      const hook = await env.admin('POST', '/admin/webhooks', {
+        merchant_id: m.merchant.id,
+        url: 'http://127.0.0.1:9/\ud800',
+        events: ['*'],
+        environment: 'test',
+      });
       expect(hook.status).to.equal(400);
       expect(hook.body.error).to.include({ code: 'validation-failed', param: 'url' });
       expect(await Promise.all(['merchants', 'webhooks', 'payouts'].map(count))).to.deep.equal(before);

@@ -6,7 +6,14 @@ import { purgeExpiredSignatures } from '../../shared/requestSignatures';
 import { TIMESTAMP_TOLERANCE_S } from '../../api/pipeline/signed';
 import type { MerchantFixture, TestEnv } from '../helpers/env';
 import { send } from '../helpers/http';
-import { aMerchant, aSucceededPayment, callbackBody, mobilePayment, sendCallback, startMoneyEnv } from '../helpers/money';
+import {
+  aMerchant,
+  aSucceededPayment,
+  callbackBody,
+  mobilePayment,
+  sendCallback,
+  startMoneyEnv,
+} from '../helpers/money';
 
 /**
  * One clock for every freshness rule (docs/decisions.md "Clock"): the service's (shared/clock.ts;
@@ -33,7 +40,11 @@ describe('one clock: every freshness rule follows the service clock', function (
       'X-Timestamp': String(ts),
       'X-Signature': signRequest(shop.credential.secret, String(ts), 'POST', '/v1/payments', body),
     };
-    return { headers, body, send: (h: Record<string, string> = {}) => send(env.baseUrl, 'POST', '/v1/payments', { ...headers, ...h }, body) };
+    return {
+      headers,
+      body,
+      send: (h: Record<string, string> = {}) => send(env.baseUrl, 'POST', '/v1/payments', { ...headers, ...h }, body),
+    };
   }
 
   before(async () => {
@@ -66,7 +77,8 @@ describe('one clock: every freshness rule follows the service clock', function (
   it("keeps a used signature's record while its timestamp is fresh by the service clock, then purges it", async () => {
     const request = signedPayment(serviceS(), randomUUID());
     expect((await request.send()).status).to.equal(201);
-    const record = () => env.services.db('request_signatures').where({ signature: request.headers['X-Signature'] }).first();
+    const record = () =>
+      env.services.db('request_signatures').where({ signature: request.headers['X-Signature'] }).first();
     expect(await record(), 'recorded').to.not.equal(undefined);
     // by Postgres's clock (the wall clock) it expired 301 s ago; by the service's it is fresh
     await purgeExpiredSignatures(env.services.db, env.clock.now());
@@ -76,7 +88,9 @@ describe('one clock: every freshness rule follows the service clock', function (
 
     env.clock.advance(PAST_TOLERANCE_MS);
     const late = await request.send({ 'Idempotency-Key': randomUUID() });
-    expect(late.body.error.code, 'the same bytes later: too old before they are a replay').to.equal('timestamp-expired');
+    expect(late.body.error.code, 'the same bytes later: too old before they are a replay').to.equal(
+      'timestamp-expired',
+    );
     expect(await purgeExpiredSignatures(env.services.db, env.clock.now())).to.be.greaterThan(0);
     expect(await record(), 'purged').to.equal(undefined);
   });
@@ -86,7 +100,10 @@ describe('one clock: every freshness rule follows the service clock', function (
     const first = await signedPayment(serviceS(), key).send();
     expect(first.status, first.text).to.equal(201);
     const row = await env.services.db('idempotency_keys').where({ key }).first();
-    expect(Math.abs(row.created_at.getTime() - env.clock.now()), 'created at the service clock, not at now()').to.be.below(5_000);
+    expect(
+      Math.abs(row.created_at.getTime() - env.clock.now()),
+      'created at the service clock, not at now()',
+    ).to.be.below(5_000);
     expect(row.expires_at.getTime() - row.created_at.getTime()).to.equal(IDEMPOTENCY_WINDOW_MS);
     // the same key, another body: within the window, a conflict
     const conflict = await signedPayment(serviceS(), key).send();

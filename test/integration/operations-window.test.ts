@@ -35,7 +35,8 @@ describe('the end of a provider window', () => {
       let raw = '';
       req.on('data', (c) => (raw += c));
       req.on('end', () => {
-        const reply = (status: number, b: unknown) => res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(b));
+        const reply = (status: number, b: unknown) =>
+          res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(b));
         if (req.method === 'POST') {
           const body = JSON.parse(raw);
           pushes.push(body.external_id);
@@ -45,7 +46,14 @@ describe('the end of a provider window', () => {
         const a = answers.get(id);
         if (!a) return reply(404, { error: { code: 'not-found', message: 'unknown' } });
         if ('error' in a) return reply(a.error, { error: { code: 'down', message: 'provider down' } });
-        reply(200, { kind: 'payment', external_id: id, provider_ref: `REF-${id.slice(4, 12)}`, status: a.status, failure_code: null, failure_message: null });
+        reply(200, {
+          kind: 'payment',
+          external_id: id,
+          provider_ref: `REF-${id.slice(4, 12)}`,
+          status: a.status,
+          failure_code: null,
+          failure_message: null,
+        });
       });
     });
     await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
@@ -64,7 +72,9 @@ describe('the end of a provider window', () => {
 
   const row = (id: string) => env.services.db('payments').where({ id }).first();
   const history = async (id: string) =>
-    (await env.services.db('payment_status_changes').where({ payment_id: id }).orderBy('id')).map((h) => `${h.from_status ?? '∅'}→${h.to_status} (${h.reason})`);
+    (await env.services.db('payment_status_changes').where({ payment_id: id }).orderBy('id')).map(
+      (h) => `${h.from_status ?? '∅'}→${h.to_status} (${h.reason})`,
+    );
   const events = (id: string) => env.services.db('events').where({ object_id: id }).orderBy('created').pluck('type');
   /** Moves the clock past the payment's window (and past any backoff), then sweeps. */
   async function sweepAfter(ms: number) {
@@ -118,7 +128,10 @@ describe('the end of a provider window', () => {
     const fresh = await aPayment(shop.client, { phone: '243990000001' });
     // its window ended two hours ago (its own row moved back: the service's clock moved on would
     // take the fresh one past its window too)
-    await env.services.db('payments').where({ id: p.id }).update({ window_ends_at: new Date(Date.now() - 2 * 3600_000) });
+    await env.services
+      .db('payments')
+      .where({ id: p.id })
+      .update({ window_ends_at: new Date(Date.now() - 2 * 3600_000) });
     const res = await env.admin('GET', '/admin/attention');
     expect(res.status).to.equal(200);
     const ids = res.body.data.map((i: any) => i.id);
@@ -127,7 +140,18 @@ describe('the end of a provider window', () => {
     const item = res.body.data.find((i: any) => i.id === p.id);
     expect(item).to.include({ object: 'payment', status: 'processing', environment: 'test' });
     expect(item).to.include({ reason: 'open-past-bound' });
-    expect(item).to.have.all.keys('reason', 'object', 'id', 'status', 'merchant_id', 'environment', 'provider', 'window_ends_at', 'last_asked', 'asks');
+    expect(item).to.have.all.keys(
+      'reason',
+      'object',
+      'id',
+      'status',
+      'merchant_id',
+      'environment',
+      'provider',
+      'window_ends_at',
+      'last_asked',
+      'asks',
+    );
     const metrics = await env.admin('GET', '/metrics');
     expect(metrics.body).to.match(/operations_open_past_bound\{kind="payment"\} [1-9]/);
     expect(metrics.body).to.match(/operations_open_past_bound\{kind="refund"\} 0/);
@@ -146,7 +170,10 @@ describe('the end of a provider window', () => {
     answers.set(expired.id, { status: 'expired' });
     expect(await sweepAfter(MAX_ASK_INTERVAL_MS + 1)).to.deep.equal({ cancelled: 2 });
     for (const p of [expired, unknown]) {
-      expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→cancelled (provider-window-expired)']);
+      expect(await history(p.id)).to.deep.equal([
+        '∅→processing (created)',
+        'processing→cancelled (provider-window-expired)',
+      ]);
       expect(await events(p.id)).to.deep.equal(['payment.cancelled']);
       expect((await row(p.id)).failure_code).to.equal(null);
     }
@@ -171,7 +198,11 @@ describe('the end of a provider window', () => {
     const r = await row(p.id);
     expect(r).to.include({ status: 'succeeded', failure_code: null });
     expect(r.completed).to.be.a('number');
-    expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→cancelled (provider-window-expired)', 'cancelled→succeeded (late-success)']);
+    expect(await history(p.id)).to.deep.equal([
+      '∅→processing (created)',
+      'processing→cancelled (provider-window-expired)',
+      'cancelled→succeeded (late-success)',
+    ]);
     expect(await events(p.id)).to.deep.equal(['payment.cancelled', 'payment.succeeded']);
     expect(await paymentCredits(env, p.id)).to.have.length(1);
     // a late failure after that success changes nothing
@@ -200,7 +231,11 @@ describe('the end of a provider window', () => {
     expect((await applyStoredCallback(ctx, KINDS, second.id, ctx.log, 'payment')).outcome).to.equal('applied');
     const r = await row(p.id);
     expect(r).to.include({ status: 'succeeded', failure_code: null, failure_message: null });
-    expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→failed (provider-callback)', 'failed→succeeded (late-success)']);
+    expect(await history(p.id)).to.deep.equal([
+      '∅→processing (created)',
+      'processing→failed (provider-callback)',
+      'failed→succeeded (late-success)',
+    ]);
     expect(await events(p.id)).to.deep.equal(['payment.failed', 'payment.succeeded']);
     expect(await paymentCredits(env, p.id)).to.have.length(1);
     const view = await shop.client.get(`/v1/payments/${p.id}`);
@@ -247,16 +282,29 @@ describe('money out the provider forgets', () => {
       let raw = '';
       req.on('data', (c) => (raw += c));
       req.on('end', () => {
-        const reply = (status: number, b: unknown) => res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(b));
-        if (req.method === 'POST') return reply(201, { provider_ref: `REF-${JSON.parse(raw).external_id.slice(4, 12)}`, status: 'pending' });
+        const reply = (status: number, b: unknown) =>
+          res.writeHead(status, { 'Content-Type': 'application/json' }).end(JSON.stringify(b));
+        if (req.method === 'POST')
+          return reply(201, { provider_ref: `REF-${JSON.parse(raw).external_id.slice(4, 12)}`, status: 'pending' });
         if (down) return reply(503, { error: { code: 'down', message: 'provider down' } });
         const id = decodeURIComponent(req.url!.split('/').pop()!);
         const kind = id.startsWith('pay_') ? 'payment' : 'payout';
-        reply(200, { kind, external_id: id, provider_ref: `REF-${id.slice(4, 12)}`, status: kind === 'payment' ? 'succeeded' : 'pending', failure_code: null, failure_message: null });
+        reply(200, {
+          kind,
+          external_id: id,
+          provider_ref: `REF-${id.slice(4, 12)}`,
+          status: kind === 'payment' ? 'succeeded' : 'pending',
+          failure_code: null,
+          failure_message: null,
+        });
       });
     });
     await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
-    env = await startTestEnv({ SANDBOX_PROVIDER_URL: `http://127.0.0.1:${(provider.address() as AddressInfo).port}`, PROVIDER_TIMEOUT_MS: '500', ASK_INTERVAL_MS: '1000' });
+    env = await startTestEnv({
+      SANDBOX_PROVIDER_URL: `http://127.0.0.1:${(provider.address() as AddressInfo).port}`,
+      PROVIDER_TIMEOUT_MS: '500',
+      ASK_INTERVAL_MS: '1000',
+    });
     clock = new ManualClock();
     ctx = createContext({ role: 'worker', name: 'money-out-test', config: env.config, clock });
   });
@@ -273,7 +321,13 @@ describe('money out the provider forgets', () => {
     const p = await aPayment(client, { phone: '243990000001' });
     clock.advance(env.config.providerWindowMs.test + 1000);
     expect(await sweepOpen(ctx, paymentKind)).to.deep.equal({ succeeded: 1 });
-    const res = await client.post('/v1/payouts', { amount: 1_000, currency: 'USD', operator: 'vodacom', phone: '243990000001', reference: `po-${p.id}` });
+    const res = await client.post('/v1/payouts', {
+      amount: 1_000,
+      currency: 'USD',
+      operator: 'vodacom',
+      phone: '243990000001',
+      reference: `po-${p.id}`,
+    });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     const id = res.body.id;
     expect(await sendOnce(ctx, payoutKind, id, ctx.log)).to.equal('sent');
@@ -298,7 +352,13 @@ describe('money out the provider forgets', () => {
     expect(perAsk()).to.have.length(6);
     // then one line an hour: in the first, second and third hour past the bound
     expect(hourly().map((l) => l.hoursPastWindow)).to.deep.equal([1, 2, 3]);
-    expect(hourly()[0]).to.include({ kind: 'payout', id, status: 'processing', providerAnswer: 'provider-unreachable', level: 50 });
+    expect(hourly()[0]).to.include({
+      kind: 'payout',
+      id,
+      status: 'processing',
+      providerAnswer: 'provider-unreachable',
+      level: 50,
+    });
     // it is listed for an operator meanwhile
     expect((await openPastBound(env.services.db, KINDS, clock.now())).map((i) => i.id)).to.include(id);
   });

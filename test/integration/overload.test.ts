@@ -15,7 +15,14 @@ import { callbackBody, aPayment, mobilePayment, sendCallback } from '../helpers/
  * push jobs of the payments created stay waiting: the service is driven past a low threshold.
  */
 
-const aPayout = () => ({ amount: 1_000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `po-${randomUUID()}` });
+const aPayout = () => ({
+  amount: 1_000,
+  currency: 'USD',
+  method: 'mobile_money',
+  operator: 'vodacom',
+  phone: '243990000001',
+  reference: `po-${randomUUID()}`,
+});
 
 /** A POST /v1/payments whose body never ends: it stays in flight until its socket is closed. */
 function hanging(env: TestEnv, apiKey: string): Promise<net.Socket> {
@@ -35,9 +42,13 @@ function hanging(env: TestEnv, apiKey: string): Promise<net.Socket> {
 }
 
 async function shedCount(env: TestEnv, route: string, reason: string): Promise<number> {
-  const res = await fetch(`${env.baseUrl}/metrics`, { headers: { Authorization: 'Bearer test-admin-token-0123456789' } });
+  const res = await fetch(`${env.baseUrl}/metrics`, {
+    headers: { Authorization: 'Bearer test-admin-token-0123456789' },
+  });
   const text = await res.text();
-  const line = text.split('\n').find((l) => l.startsWith(`http_requests_shed_total{route="${route}",reason="${reason}"}`));
+  const line = text
+    .split('\n')
+    .find((l) => l.startsWith(`http_requests_shed_total{route="${route}",reason="${reason}"}`));
   return line ? Number(line.split(' ').pop()) : 0;
 }
 
@@ -45,7 +56,12 @@ describe('graceful overload', () => {
   describe('queue depth above OVERLOAD_MAX_WAITING', () => {
     let env: TestEnv;
     before(async () => {
-      env = await startTestEnv({ OVERLOAD_MAX_WAITING: '3', OVERLOAD_MAX_WAIT_MS: '0', OVERLOAD_SAMPLE_MS: '50', OVERLOAD_RETRY_AFTER_S: '7' });
+      env = await startTestEnv({
+        OVERLOAD_MAX_WAITING: '3',
+        OVERLOAD_MAX_WAIT_MS: '0',
+        OVERLOAD_SAMPLE_MS: '50',
+        OVERLOAD_RETRY_AFTER_S: '7',
+      });
     });
     after(() => env.close());
 
@@ -70,7 +86,9 @@ describe('graceful overload', () => {
 
       // a refused request changes nothing, its key included
       const key = randomUUID();
-      const again = await client.post('/v1/payments', mobilePayment('243990000001'), { headers: { 'Idempotency-Key': key } });
+      const again = await client.post('/v1/payments', mobilePayment('243990000001'), {
+        headers: { 'Idempotency-Key': key },
+      });
       expect(again.status).to.equal(503);
       expect(again.body.error.code).to.equal('service-unavailable');
       expect(await count()).to.equal(before);
@@ -89,9 +107,15 @@ describe('graceful overload', () => {
       expect((await client.get('/v1/payments')).status).to.equal(200);
       expect((await client.get('/v1/balance')).status).to.equal(200);
       // provider callbacks are stored (a provider may not send them again)
-      const cb = await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: created[0].id, status: 'succeeded' }));
+      const cb = await sendCallback(
+        env.baseUrl,
+        'vodacom-sandbox',
+        callbackBody({ external_id: created[0].id, status: 'succeeded' }),
+      );
       expect(cb.status).to.equal(200);
-      expect(await env.services.db('provider_callbacks').where({ object_id: created[0].id }).first()).to.not.equal(undefined);
+      expect(await env.services.db('provider_callbacks').where({ object_id: created[0].id }).first()).to.not.equal(
+        undefined,
+      );
 
       expect(await shedCount(env, '/v1/payments', 'queue-depth')).to.be.at.least(2);
       expect(await shedCount(env, '/v1/payouts', 'queue-depth')).to.equal(1);
@@ -141,7 +165,9 @@ describe('graceful overload', () => {
       // four requests that never end their body: the one that finds three in flight is shed at
       // once, and its answer shows the other three are in the server's hands
       const sockets = await Promise.all([1, 2, 3, 4].map(() => hanging(env, credential.api_key)));
-      const shed = await Promise.race(sockets.map((socket) => new Promise<string>((resolve) => socket.once('data', (d) => resolve(d.toString())))));
+      const shed = await Promise.race(
+        sockets.map((socket) => new Promise<string>((resolve) => socket.once('data', (d) => resolve(d.toString())))),
+      );
       expect(shed).to.match(/^HTTP\/1.1 503/);
       const before = Number((await env.services.db('payments').count('* as n'))[0].n);
       const refused = await client.post('/v1/payments', mobilePayment('243990000001'));
@@ -162,7 +188,13 @@ describe('graceful overload', () => {
   describe('an event loop later than OVERLOAD_MAX_LAG_MS', () => {
     let env: TestEnv;
     before(async () => {
-      env = await startTestEnv({ OVERLOAD_MAX_WAITING: '0', OVERLOAD_MAX_WAIT_MS: '0', OVERLOAD_MAX_IN_FLIGHT: '0', OVERLOAD_MAX_LAG_MS: '50', OVERLOAD_SAMPLE_MS: '200' });
+      env = await startTestEnv({
+        OVERLOAD_MAX_WAITING: '0',
+        OVERLOAD_MAX_WAIT_MS: '0',
+        OVERLOAD_MAX_IN_FLIGHT: '0',
+        OVERLOAD_MAX_LAG_MS: '50',
+        OVERLOAD_SAMPLE_MS: '200',
+      });
     });
     after(() => env.close());
 
@@ -203,7 +235,10 @@ describe('graceful overload', () => {
       // a POST whose body never comes is answered at once: the refusal does not wait for the body
       const refused = await hanging(env, credential.api_key);
       const answer = new Promise<string>((r) => refused.once('data', (d) => r(d.toString())));
-      const head = await Promise.race([answer, new Promise<string>((r) => setTimeout(() => r('no answer within 5 s'), 5000))]).finally(() => {
+      const head = await Promise.race([
+        answer,
+        new Promise<string>((r) => setTimeout(() => r('no answer within 5 s'), 5000)),
+      ]).finally(() => {
         for (const socket of [refused, ...waiting]) socket.destroy();
       });
       await busy;
@@ -213,10 +248,18 @@ describe('graceful overload', () => {
       expect(await shedCount(env, '/v1/payments', 'event-loop-lag')).to.be.at.least(1);
       // reads and provider callbacks are never refused for it
       expect((await client.get(`/v1/payments/${p.id}`)).status).to.equal(200);
-      const callback = await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'succeeded' }));
+      const callback = await sendCallback(
+        env.baseUrl,
+        'vodacom-sandbox',
+        callbackBody({ external_id: p.id, status: 'succeeded' }),
+      );
       expect(callback.status).to.equal(200);
       // the loop on time again (the next sample): creation is taken again
-      await eventually(async () => (await client.post('/v1/payments', mobilePayment('243990000001'))).status === 201, 5000, 100);
+      await eventually(
+        async () => (await client.post('/v1/payments', mobilePayment('243990000001'))).status === 201,
+        5000,
+        100,
+      );
     });
   });
 });

@@ -30,7 +30,11 @@ interface Received {
 class RecordingClient extends HttpClient {
   sent: { method: string; path: string; body?: unknown }[] = [];
   override request(url: string, call: HttpCall): Promise<HttpAnswer> {
-    this.sent.push({ method: call.method, path: new URL(url).pathname, body: call.body === undefined ? undefined : JSON.parse(call.body) });
+    this.sent.push({
+      method: call.method,
+      path: new URL(url).pathname,
+      body: call.body === undefined ? undefined : JSON.parse(call.body),
+    });
     return super.request(url, call);
   }
 }
@@ -68,7 +72,10 @@ describe('pawaPay connector against its simulator (loopback)', function () {
   const meantInvalid = new Set<string>();
   /** every line the connectors logged */
   const logs: string[] = [];
-  const log = { info: (o: object, m: string) => logs.push(`${m} ${JSON.stringify(o)}`), warn: (o: object, m: string) => logs.push(`${m} ${JSON.stringify(o)}`) };
+  const log = {
+    info: (o: object, m: string) => logs.push(`${m} ${JSON.stringify(o)}`),
+    warn: (o: object, m: string) => logs.push(`${m} ${JSON.stringify(o)}`),
+  };
 
   function make(over: Partial<PawapayConnectorOptions> = {}): PawapayConnector {
     return new PawapayConnector({
@@ -98,7 +105,13 @@ describe('pawaPay connector against its simulator (loopback)', function () {
     });
     await new Promise<void>((r) => receiver.listen(0, '127.0.0.1', () => r()));
     callbackUrl = `http://127.0.0.1:${(receiver.address() as AddressInfo).port}/callbacks/pawapay`;
-    sim = await startPawapaySimulator({ token: TOKEN, callbackUrl, callbackDelayMs: 120, slowInitiationMs: 2500, reconciliationMs: 300 });
+    sim = await startPawapaySimulator({
+      token: TOKEN,
+      callbackUrl,
+      callbackDelayMs: 120,
+      slowInitiationMs: 2500,
+      reconciliationMs: 300,
+    });
     client = new RecordingClient();
     connector = make();
     expect(await connector.refreshActiveConf()).to.equal(true);
@@ -127,25 +140,46 @@ describe('pawaPay connector against its simulator (loopback)', function () {
 
   const callbacksOf = (uuid: string) => received.filter((r) => r.raw.toString().includes(uuid));
   const simTx = (uuid: string) => sim.transactions().find((t) => t.id === uuid)!;
-  const initiationsSent = (uuid: string) => client.sent.filter((s) => s.method === 'POST' && JSON.stringify(s.body).includes(`Id":"${uuid}"`)).length;
+  const initiationsSent = (uuid: string) =>
+    client.sent.filter((s) => s.method === 'POST' && JSON.stringify(s.body).includes(`Id":"${uuid}"`)).length;
 
   async function verifiedCallback(uuid: string, index = 0): Promise<NormalisedCallback | 'ignore'> {
     const cb = await until(`callback ${index + 1} of ${uuid}`, () => callbacksOf(uuid)[index]);
-    const v = await connector.verifyCallback({ raw: cb.raw, headers: cb.headers, ip: '127.0.0.1', nowUnix: Math.floor(Date.now() / 1000) });
+    const v = await connector.verifyCallback({
+      raw: cb.raw,
+      headers: cb.headers,
+      ip: '127.0.0.1',
+      nowUnix: Math.floor(Date.now() / 1000),
+    });
     expect(v, 'callback signature').to.equal('verified');
     return connector.parseCallback(cb.raw, cb.headers);
   }
 
   async function pay(operator: Operator, msisdn: string, amount = 150000, currency: 'CDF' | 'USD' = 'CDF') {
     const uuid = randomUUID();
-    const accepted = await connector.push({ paymentId: `pay_${uuid}`, operator, amount, currency, msisdn, description: 'Order 42' });
+    const accepted = await connector.push({
+      paymentId: `pay_${uuid}`,
+      operator,
+      amount,
+      currency,
+      msisdn,
+      description: 'Order 42',
+    });
     return { uuid, accepted };
   }
 
   it('reads the amount rules from active-conf', () => {
     expect(connector.activeConfReady).to.equal(true);
-    expect(connector.capabilities.amountRule('vodacom', 'CDF', 'collection')).to.deep.equal({ decimals: 0, min: 50000, max: 100000000 });
-    expect(connector.capabilities.amountRule('airtel', 'CDF', 'payout')).to.deep.equal({ decimals: 2, min: 10000, max: 625000000 });
+    expect(connector.capabilities.amountRule('vodacom', 'CDF', 'collection')).to.deep.equal({
+      decimals: 0,
+      min: 50000,
+      max: 100000000,
+    });
+    expect(connector.capabilities.amountRule('airtel', 'CDF', 'payout')).to.deep.equal({
+      decimals: 2,
+      min: 10000,
+      max: 625000000,
+    });
     expect(connector.capabilities.amountRule('africell', 'CDF', 'collection')).to.equal(undefined);
     expect(connector.capabilities.operators).to.deep.equal(['vodacom', 'airtel', 'orange']);
     expect(connector.capabilities.partialRefunds).to.equal(true);
@@ -156,12 +190,30 @@ describe('pawaPay connector against its simulator (loopback)', function () {
     expect(accepted).to.deep.equal({ providerRef: uuid });
     const sent = client.sent.find((s) => s.method === 'POST' && (s.body as { depositId?: string }).depositId === uuid)!;
     expect(sent.body).to.deep.include({ amount: '1500.5', currency: 'CDF', customerMessage: 'Order 42' });
-    expect((sent.body as { payer: unknown }).payer).to.deep.equal({ type: 'MMO', accountDetails: { phoneNumber: '243973456789', provider: 'AIRTEL_COD' } });
+    expect((sent.body as { payer: unknown }).payer).to.deep.equal({
+      type: 'MMO',
+      accountDetails: { phoneNumber: '243973456789', provider: 'AIRTEL_COD' },
+    });
     const cb = await verifiedCallback(uuid);
-    expect(cb).to.deep.include({ kind: 'payment', objectId: `pay_${uuid}`, status: 'succeeded', providerRef: uuid, failureCode: null, amount: 150050, currency: 'CDF' });
+    expect(cb).to.deep.include({
+      kind: 'payment',
+      objectId: `pay_${uuid}`,
+      status: 'succeeded',
+      providerRef: uuid,
+      failureCode: null,
+      amount: 150050,
+      currency: 'CDF',
+    });
     // the simulator echoes "1500.50": read back exactly
     expect(JSON.parse(callbacksOf(uuid)[0].raw.toString()).amount).to.equal('1500.50');
-    const status = await connector.ask({ kind: 'payment', id: `pay_${uuid}`, providerRef: uuid, operator: 'airtel', currency: 'CDF', created: Date.now() });
+    const status = await connector.ask({
+      kind: 'payment',
+      id: `pay_${uuid}`,
+      providerRef: uuid,
+      operator: 'airtel',
+      currency: 'CDF',
+      created: Date.now(),
+    });
     expect(status).to.deep.equal({ state: 'succeeded', providerRef: uuid, amount: 150050, currency: 'CDF' });
     expect(simTx(uuid)).to.deep.include({ status: 'COMPLETED', initiations: 1 });
   });
@@ -179,18 +231,45 @@ describe('pawaPay connector against its simulator (loopback)', function () {
       const cb = await verifiedCallback(uuid);
       expect(cb).to.deep.include({ status: 'failed', failureCode: ours });
       expect((cb as NormalisedCallback).failureMessage).to.contain(theirs);
-      const status = await connector.ask({ kind: 'payment', id: `pay_${uuid}`, providerRef: uuid, operator: 'vodacom', currency: 'CDF', created: Date.now() });
+      const status = await connector.ask({
+        kind: 'payment',
+        id: `pay_${uuid}`,
+        providerRef: uuid,
+        operator: 'vodacom',
+        currency: 'CDF',
+        created: Date.now(),
+      });
       expect(status).to.deep.include({ state: 'failed', failureCode: ours });
     });
   }
 
   it('payouts: success, RECIPIENT_NOT_FOUND and UNSPECIFIED_FAILURE', async () => {
-    const outcomes: Record<string, [string, string | null]> = { '789': ['succeeded', null], '089': ['failed', 'payer-not-found'], '119': ['failed', 'provider-failed'] };
+    const outcomes: Record<string, [string, string | null]> = {
+      '789': ['succeeded', null],
+      '089': ['failed', 'payer-not-found'],
+      '119': ['failed', 'provider-failed'],
+    };
     for (const [tail, [state, code]] of Object.entries(outcomes)) {
       const uuid = randomUUID();
-      expect(await connector.payout({ payoutId: `po_${uuid}`, operator: 'orange', amount: 2500, currency: 'USD', msisdn: phone('orange', tail), description: null })).to.deep.equal({ providerRef: uuid });
+      expect(
+        await connector.payout({
+          payoutId: `po_${uuid}`,
+          operator: 'orange',
+          amount: 2500,
+          currency: 'USD',
+          msisdn: phone('orange', tail),
+          description: null,
+        }),
+      ).to.deep.equal({ providerRef: uuid });
       const cb = await verifiedCallback(uuid);
-      expect(cb, tail).to.deep.include({ kind: 'payout', objectId: `po_${uuid}`, status: state, failureCode: code, amount: 2500, currency: 'USD' });
+      expect(cb, tail).to.deep.include({
+        kind: 'payout',
+        objectId: `po_${uuid}`,
+        status: state,
+        failureCode: code,
+        amount: 2500,
+        currency: 'USD',
+      });
     }
   });
 
@@ -199,12 +278,35 @@ describe('pawaPay connector against its simulator (loopback)', function () {
     await verifiedCallback(uuid);
     const refund = (amount: number) => {
       const id = randomUUID();
-      return { id, p: connector.refund({ refundId: `re_${id}`, paymentId: `pay_${uuid}`, paymentProviderRef: uuid, paymentAmount: 100000, operator: 'orange', amount, currency: 'CDF', msisdn: phone('orange', '789'), description: null }) };
+      return {
+        id,
+        p: connector.refund({
+          refundId: `re_${id}`,
+          paymentId: `pay_${uuid}`,
+          paymentProviderRef: uuid,
+          paymentAmount: 100000,
+          operator: 'orange',
+          amount,
+          currency: 'CDF',
+          msisdn: phone('orange', '789'),
+          description: null,
+        }),
+      };
     };
     const first = refund(30050);
     expect(await first.p).to.deep.equal({ providerRef: first.id });
-    expect(client.sent.at(-1)!.body).to.deep.equal({ refundId: first.id, depositId: uuid, amount: '300.5', currency: 'CDF' });
-    expect(await verifiedCallback(first.id)).to.deep.include({ kind: 'refund', objectId: `re_${first.id}`, status: 'succeeded', amount: 30050 });
+    expect(client.sent.at(-1)!.body).to.deep.equal({
+      refundId: first.id,
+      depositId: uuid,
+      amount: '300.5',
+      currency: 'CDF',
+    });
+    expect(await verifiedCallback(first.id)).to.deep.include({
+      kind: 'refund',
+      objectId: `re_${first.id}`,
+      status: 'succeeded',
+      amount: 30050,
+    });
     const rest = refund(69950);
     await rest.p;
     expect(await verifiedCallback(rest.id)).to.deep.include({ status: 'succeeded', amount: 69950 });
@@ -220,21 +322,47 @@ describe('pawaPay connector against its simulator (loopback)', function () {
     const { uuid } = await pay('vodacom', phone('vodacom', '089'));
     await verifiedCallback(uuid);
     const id = randomUUID();
-    await connector.refund({ refundId: `re_${id}`, paymentId: `pay_${uuid}`, paymentProviderRef: null, paymentAmount: 150000, operator: 'vodacom', amount: 150000, currency: 'CDF', msisdn: phone('vodacom', '089'), description: null });
+    await connector.refund({
+      refundId: `re_${id}`,
+      paymentId: `pay_${uuid}`,
+      paymentProviderRef: null,
+      paymentAmount: 150000,
+      operator: 'vodacom',
+      amount: 150000,
+      currency: 'CDF',
+      msisdn: phone('vodacom', '089'),
+      description: null,
+    });
     expect(await verifiedCallback(id)).to.deep.include({ status: 'failed', failureCode: 'payer-not-found' });
   });
 
   it('…129 stays SUBMITTED with no callback: asked, it is pending', async () => {
     const { uuid } = await pay('vodacom', phone('vodacom', '129'));
     await sleep(400);
-    expect(await connector.ask({ kind: 'payment', id: `pay_${uuid}`, providerRef: uuid, operator: 'vodacom', currency: 'CDF', created: Date.now() })).to.deep.equal({ state: 'pending', providerRef: uuid });
+    expect(
+      await connector.ask({
+        kind: 'payment',
+        id: `pay_${uuid}`,
+        providerRef: uuid,
+        operator: 'vodacom',
+        currency: 'CDF',
+        created: Date.now(),
+      }),
+    ).to.deep.equal({ state: 'pending', providerRef: uuid });
     expect(simTx(uuid).status).to.equal('SUBMITTED');
     expect(callbacksOf(uuid)).to.have.length(0);
   });
 
   it('…201 goes IN_RECONCILIATION (pending) and then COMPLETED', async () => {
     const { uuid } = await pay('airtel', phone('airtel', '201'));
-    const op = { kind: 'payment' as const, id: `pay_${uuid}`, providerRef: uuid, operator: 'airtel' as const, currency: 'CDF' as const, created: Date.now() };
+    const op = {
+      kind: 'payment' as const,
+      id: `pay_${uuid}`,
+      providerRef: uuid,
+      operator: 'airtel' as const,
+      currency: 'CDF' as const,
+      created: Date.now(),
+    };
     await until('IN_RECONCILIATION', () => simTx(uuid).status === 'IN_RECONCILIATION');
     expect((await connector.ask(op)).state).to.equal('pending');
     expect(await verifiedCallback(uuid)).to.deep.include({ status: 'succeeded' });
@@ -275,7 +403,9 @@ describe('pawaPay connector against its simulator (loopback)', function () {
     const { uuid, accepted } = await pay('vodacom', phone('vodacom', '207'));
     expect(accepted).to.deep.equal({ providerRef: uuid });
     expect(initiationsSent(uuid)).to.equal(2);
-    const bodies = client.sent.filter((s) => s.method === 'POST' && (s.body as { depositId?: string }).depositId === uuid).map((s) => s.body);
+    const bodies = client.sent
+      .filter((s) => s.method === 'POST' && (s.body as { depositId?: string }).depositId === uuid)
+      .map((s) => s.body);
     expect(bodies[1]).to.deep.equal(bodies[0]);
     expect(simTx(uuid).initiations).to.equal(1);
     expect(await verifiedCallback(uuid)).to.deep.include({ status: 'succeeded' });
@@ -286,13 +416,31 @@ describe('pawaPay connector against its simulator (loopback)', function () {
     await sleep(400);
     expect(simTx(uuid).status).to.equal('PROCESSING');
     expect(callbacksOf(uuid)).to.have.length(0);
-    expect((await connector.ask({ kind: 'payment', id: `pay_${uuid}`, providerRef: uuid, operator: 'airtel', currency: 'CDF', created: Date.now() })).state).to.equal('succeeded');
+    expect(
+      (
+        await connector.ask({
+          kind: 'payment',
+          id: `pay_${uuid}`,
+          providerRef: uuid,
+          operator: 'airtel',
+          currency: 'CDF',
+          created: Date.now(),
+        })
+      ).state,
+    ).to.equal('succeeded');
     expect(await verifiedCallback(uuid)).to.deep.include({ status: 'succeeded' });
   });
 
   it('a payment sent again (a retry after a crash) is DUPLICATE_IGNORED: accepted, one transaction, two initiations', async () => {
     const uuid = randomUUID();
-    const req = { paymentId: `pay_${uuid}`, operator: 'vodacom' as const, amount: 100000, currency: 'CDF' as const, msisdn: phone('vodacom', '789'), description: null };
+    const req = {
+      paymentId: `pay_${uuid}`,
+      operator: 'vodacom' as const,
+      amount: 100000,
+      currency: 'CDF' as const,
+      msisdn: phone('vodacom', '789'),
+      description: null,
+    };
     expect(await connector.push(req)).to.deep.equal({ providerRef: uuid });
     expect(await connector.push(req)).to.deep.equal({ providerRef: uuid });
     expect(sim.transactions().filter((t) => t.id === uuid)).to.have.length(1);
@@ -302,13 +450,40 @@ describe('pawaPay connector against its simulator (loopback)', function () {
   it('an amount the operator cannot carry is refused before any request leaves', async () => {
     const before = client.sent.length;
     // VODACOM_MPESA_COD takes no decimals in CDF
-    const decimals = await rejection(connector.push({ paymentId: `pay_${randomUUID()}`, operator: 'vodacom', amount: 100050, currency: 'CDF', msisdn: phone('vodacom', '789'), description: null }));
+    const decimals = await rejection(
+      connector.push({
+        paymentId: `pay_${randomUUID()}`,
+        operator: 'vodacom',
+        amount: 100050,
+        currency: 'CDF',
+        msisdn: phone('vodacom', '789'),
+        description: null,
+      }),
+    );
     expect(decimals).to.deep.include({ retryable: false, code: 'amount-not-supported' });
     expect(decimals.message).to.contain('0 decimals');
     // below active-conf's minimum (500 CDF)
-    const small = await rejection(connector.push({ paymentId: `pay_${randomUUID()}`, operator: 'vodacom', amount: 40000, currency: 'CDF', msisdn: phone('vodacom', '789'), description: null }));
+    const small = await rejection(
+      connector.push({
+        paymentId: `pay_${randomUUID()}`,
+        operator: 'vodacom',
+        amount: 40000,
+        currency: 'CDF',
+        msisdn: phone('vodacom', '789'),
+        description: null,
+      }),
+    );
     expect(small.code).to.equal('amount-not-supported');
-    const africell = await rejection(connector.push({ paymentId: `pay_${randomUUID()}`, operator: 'africell', amount: 100000, currency: 'CDF', msisdn: '243903456789', description: null }));
+    const africell = await rejection(
+      connector.push({
+        paymentId: `pay_${randomUUID()}`,
+        operator: 'africell',
+        amount: 100000,
+        currency: 'CDF',
+        msisdn: '243903456789',
+        description: null,
+      }),
+    );
     expect(africell.code).to.equal('operator-unavailable');
     expect(client.sent.length).to.equal(before);
   });
@@ -317,20 +492,54 @@ describe('pawaPay connector against its simulator (loopback)', function () {
     // Airtel's number sent as Vodacom's: INVALID_PHONE_NUMBER (200 REJECTED), permanent
     const wrongPhone = randomUUID();
     meantInvalid.add(wrongPhone);
-    const e1 = await rejection(connector.push({ paymentId: `pay_${wrongPhone}`, operator: 'vodacom', amount: 100000, currency: 'CDF', msisdn: phone('airtel', '789'), description: null }));
+    const e1 = await rejection(
+      connector.push({
+        paymentId: `pay_${wrongPhone}`,
+        operator: 'vodacom',
+        amount: 100000,
+        currency: 'CDF',
+        msisdn: phone('airtel', '789'),
+        description: null,
+      }),
+    );
     expect(e1).to.deep.include({ retryable: false, code: 'provider-refused' });
     expect(e1.message).to.contain('INVALID_PHONE_NUMBER');
     // a connector whose rules are the defaults, sent raw to see the simulator's own refusals
     const raw = async (body: unknown) => {
-      const res = await client.request(`${sim.url}/v2/deposits`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' }, body: JSON.stringify(body), timeoutMs: 2000 });
+      const res = await client.request(`${sim.url}/v2/deposits`, {
+        method: 'POST',
+        headers: { Authorization: `Bearer ${TOKEN}`, 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+        timeoutMs: 2000,
+      });
       return { status: res.status, body: JSON.parse(res.body.toString()) };
     };
-    const base = (id: string) => ({ depositId: id, amount: '1000', currency: 'CDF', payer: { type: 'MMO', accountDetails: { phoneNumber: phone('vodacom', '789'), provider: 'VODACOM_MPESA_COD' } } });
+    const base = (id: string) => ({
+      depositId: id,
+      amount: '1000',
+      currency: 'CDF',
+      payer: { type: 'MMO', accountDetails: { phoneNumber: phone('vodacom', '789'), provider: 'VODACOM_MPESA_COD' } },
+    });
     const ids: string[] = [randomUUID(), randomUUID(), randomUUID(), randomUUID()];
     ids.forEach((id) => meantInvalid.add(id));
-    expect(await raw({ ...base(ids[0]), amount: '1000.5' })).to.deep.include({ status: 200, body: { depositId: ids[0], status: 'REJECTED', failureReason: { failureCode: 'INVALID_AMOUNT', failureMessage: 'The number of decimal places specified in the amount is not supported by the provider.' } } });
-    expect((await raw({ ...base(ids[1]), amount: '1000.50' })).body.failureReason.failureCode).to.equal('INVALID_PARAMETER');
-    expect(await raw({ ...base(ids[2]), note: 'x' })).to.have.nested.property('body.failureReason.failureCode', 'UNSUPPORTED_PARAMETER');
+    expect(await raw({ ...base(ids[0]), amount: '1000.5' })).to.deep.include({
+      status: 200,
+      body: {
+        depositId: ids[0],
+        status: 'REJECTED',
+        failureReason: {
+          failureCode: 'INVALID_AMOUNT',
+          failureMessage: 'The number of decimal places specified in the amount is not supported by the provider.',
+        },
+      },
+    });
+    expect((await raw({ ...base(ids[1]), amount: '1000.50' })).body.failureReason.failureCode).to.equal(
+      'INVALID_PARAMETER',
+    );
+    expect(await raw({ ...base(ids[2]), note: 'x' })).to.have.nested.property(
+      'body.failureReason.failureCode',
+      'UNSUPPORTED_PARAMETER',
+    );
     const missing: Record<string, unknown> = base(ids[3]);
     delete missing.currency;
     expect(await raw(missing)).to.deep.include({ status: 400 });
@@ -340,10 +549,28 @@ describe('pawaPay connector against its simulator (loopback)', function () {
   it('a refused token: retryable, and the token is in no error message', async () => {
     const bad = make({ apiToken: 'wrong-secret-token-123' });
     const uuid = randomUUID();
-    const err = await rejection(bad.push({ paymentId: `pay_${uuid}`, operator: 'airtel', amount: 100000, currency: 'CDF', msisdn: phone('airtel', '789'), description: null }));
+    const err = await rejection(
+      bad.push({
+        paymentId: `pay_${uuid}`,
+        operator: 'airtel',
+        amount: 100000,
+        currency: 'CDF',
+        msisdn: phone('airtel', '789'),
+        description: null,
+      }),
+    );
     expect(err).to.deep.include({ retryable: true, code: 'provider-auth' });
     expect(err.message).to.not.contain('wrong-secret-token-123');
-    const askErr = await rejection(bad.ask({ kind: 'payment', id: `pay_${uuid}`, providerRef: null, operator: 'airtel', currency: 'CDF', created: Date.now() }));
+    const askErr = await rejection(
+      bad.ask({
+        kind: 'payment',
+        id: `pay_${uuid}`,
+        providerRef: null,
+        operator: 'airtel',
+        currency: 'CDF',
+        created: Date.now(),
+      }),
+    );
     expect(askErr.retryable).to.equal(true);
     expect(sim.refusals().AUTHENTICATION_ERROR).to.be.greaterThan(0);
     expect(sim.transactions().find((t) => t.id === uuid)).to.equal(undefined);
@@ -360,20 +587,39 @@ describe('pawaPay connector against its simulator (loopback)', function () {
     const freed = (probe.address() as AddressInfo).port;
     await new Promise<void>((r) => probe.close(() => r()));
     const down = make({ baseUrl: `http://127.0.0.1:${freed}` });
-    const err = await rejection(down.push({ paymentId: `pay_${randomUUID()}`, operator: 'airtel', amount: 100000, currency: 'CDF', msisdn: phone('airtel', '789'), description: null }));
+    const err = await rejection(
+      down.push({
+        paymentId: `pay_${randomUUID()}`,
+        operator: 'airtel',
+        amount: 100000,
+        currency: 'CDF',
+        msisdn: phone('airtel', '789'),
+        description: null,
+      }),
+    );
     expect(err).to.deep.include({ retryable: true, code: 'provider-unknown-outcome' });
   });
 
   it('asks about an id pawaPay never saw: not_found', async () => {
     const uuid = randomUUID();
-    expect(await connector.ask({ kind: 'payout', id: `po_${uuid}`, providerRef: null, operator: 'orange', currency: 'USD', created: Date.now() })).to.deep.equal({ state: 'not_found' });
+    expect(
+      await connector.ask({
+        kind: 'payout',
+        id: `po_${uuid}`,
+        providerRef: null,
+        operator: 'orange',
+        currency: 'USD',
+        created: Date.now(),
+      }),
+    ).to.deep.equal({ state: 'not_found' });
   });
 
   it('forged, altered, stale, unsigned and replayed-late callbacks are invalid; a rotated key is fetched again', async () => {
     const { uuid } = await pay('vodacom', phone('vodacom', '789'));
     const cb = await until('callback', () => callbacksOf(uuid)[0]);
     const now = Math.floor(Date.now() / 1000);
-    const verify = (raw: Buffer, headers: http.IncomingHttpHeaders, nowUnix = now) => connector.verifyCallback({ raw, headers, ip: '127.0.0.1', nowUnix });
+    const verify = (raw: Buffer, headers: http.IncomingHttpHeaders, nowUnix = now) =>
+      connector.verifyCallback({ raw, headers, ip: '127.0.0.1', nowUnix });
     expect(await verify(cb.raw, cb.headers)).to.equal('verified');
     const altered = Buffer.from(cb.raw.toString().replace('"1500.00"', '"15000.00"'));
     expect(altered.equals(cb.raw)).to.equal(false);
@@ -385,7 +631,14 @@ describe('pawaPay connector against its simulator (loopback)', function () {
     expect(await verify(cb.raw, cb.headers, now + 400)).to.equal('invalid');
     const { signature: _s, 'signature-input': _i, ...unsigned } = cb.headers;
     expect(await verify(cb.raw, unsigned)).to.equal('invalid');
-    expect(await make({ callbackSignatures: 'off' }).verifyCallback({ raw: cb.raw, headers: unsigned, ip: '127.0.0.1', nowUnix: now })).to.equal('unsigned');
+    expect(
+      await make({ callbackSignatures: 'off' }).verifyCallback({
+        raw: cb.raw,
+        headers: unsigned,
+        ip: '127.0.0.1',
+        nowUnix: now,
+      }),
+    ).to.equal('unsigned');
     // pawaPay rotates its key: the next callback names an unknown keyid, the keys are fetched again
     const oldKey = sim.keyId();
     sim.rotateKey();
@@ -408,8 +661,22 @@ describe('pawaPay connector against its simulator (loopback)', function () {
       const closed = await rejection(pay('airtel', phone('airtel', '789')));
       expect(closed).to.deep.include({ retryable: false, code: 'operator-unavailable' });
       const uuid = randomUUID();
-      await connector.payout({ payoutId: `po_${uuid}`, operator: 'vodacom', amount: 200000, currency: 'CDF', msisdn: phone('vodacom', '789'), description: 'Salary' });
-      const op = { kind: 'payout' as const, id: `po_${uuid}`, providerRef: uuid, operator: 'vodacom' as const, currency: 'CDF' as const, created: Date.now() };
+      await connector.payout({
+        payoutId: `po_${uuid}`,
+        operator: 'vodacom',
+        amount: 200000,
+        currency: 'CDF',
+        msisdn: phone('vodacom', '789'),
+        description: 'Salary',
+      });
+      const op = {
+        kind: 'payout' as const,
+        id: `po_${uuid}`,
+        providerRef: uuid,
+        operator: 'vodacom' as const,
+        currency: 'CDF' as const,
+        created: Date.now(),
+      };
       await sleep(300);
       expect(simTx(uuid).status).to.equal('ENQUEUED');
       expect(await connector.ask(op)).to.deep.equal({ state: 'pending', providerRef: uuid });
@@ -428,7 +695,11 @@ describe('pawaPay connector against its simulator (loopback)', function () {
       expect(await c.refreshActiveConf()).to.equal(true);
       expect(c.capabilities.amountRule('orange', 'USD', 'refund')).to.deep.equal({ decimals: 2, min: 10, max: 250000 });
       arraySim.setAvailability('ORANGE_COD', 'REFUND', 'CLOSED');
-      expect((await c.availability()).orange).to.deep.equal({ collection: 'operational', payout: 'operational', refund: 'closed' });
+      expect((await c.availability()).orange).to.deep.equal({
+        collection: 'operational',
+        payout: 'operational',
+        refund: 'closed',
+      });
     } finally {
       await arraySim.close();
     }
@@ -444,7 +715,7 @@ describe('pawaPay connector against its simulator (loopback)', function () {
     }
   });
 
-  it('refreshes active-conf on an unref\'d timer until close()', async () => {
+  it("refreshes active-conf on an unref'd timer until close()", async () => {
     const count = () => client.sent.filter((s) => s.path === '/v2/active-conf').length;
     const before = count();
     const timed = make({ activeConfRefreshMs: 100 });
@@ -470,9 +741,21 @@ describe('pawaPay connector against its simulator (loopback)', function () {
     expect(() => connector.parseCallback(Buffer.from('not json'), {})).to.throw('not JSON');
     expect(() => connector.parseCallback(Buffer.from('{"status":"COMPLETED"}'), {})).to.throw('pawaPay callback');
     const id = randomUUID();
-    expect(() => connector.parseCallback(Buffer.from(JSON.stringify({ depositId: id, status: 'COMPLETED', amount: '1.001', currency: 'USD' })), {})).to.throw();
-    expect(() => connector.parseCallback(Buffer.from(JSON.stringify({ depositId: id, status: 'COMPLETED', amount: '1', currency: 'XAF' })), {})).to.throw('not one of ours');
-    expect(connector.parseCallback(Buffer.from(JSON.stringify({ depositId: id, status: 'ACCEPTED' })), {})).to.equal('ignore');
+    expect(() =>
+      connector.parseCallback(
+        Buffer.from(JSON.stringify({ depositId: id, status: 'COMPLETED', amount: '1.001', currency: 'USD' })),
+        {},
+      ),
+    ).to.throw();
+    expect(() =>
+      connector.parseCallback(
+        Buffer.from(JSON.stringify({ depositId: id, status: 'COMPLETED', amount: '1', currency: 'XAF' })),
+        {},
+      ),
+    ).to.throw('not one of ours');
+    expect(connector.parseCallback(Buffer.from(JSON.stringify({ depositId: id, status: 'ACCEPTED' })), {})).to.equal(
+      'ignore',
+    );
     expect(connector.callbackAnswer()).to.deep.equal({ status: 200 });
   });
 });

@@ -28,7 +28,13 @@ describe('payment links', function () {
   before(async () => {
     pawapay = await startPawapaySimulator({ token: 'links-token', callbackUrl: null });
     // one trusted proxy: each form comes from a client address of its own (the per-IP limit has its own test)
-    env = await startMoneyEnv({ SANDBOX_CALLBACK_DELAY_MS: '50', TRUSTED_PROXIES: '1', LIVE_VODACOM: 'pawapay', PAWAPAY_URL: pawapay.url, PAWAPAY_API_TOKEN: 'links-token' });
+    env = await startMoneyEnv({
+      SANDBOX_CALLBACK_DELAY_MS: '50',
+      TRUSTED_PROXIES: '1',
+      LIVE_VODACOM: 'pawapay',
+      PAWAPAY_URL: pawapay.url,
+      PAWAPAY_API_TOKEN: 'links-token',
+    });
     shop = await aMerchant(env, { name: 'Kin Shop' }, 'payments');
   });
   after(async () => {
@@ -66,11 +72,20 @@ describe('payment links', function () {
       const again = await shop.client.post('/v1/payment_links', body, { idempotencyKey: key });
       expect(again.status).to.equal(201);
       expect(again.body).to.deep.equal(l);
-      expect(await env.services.db('payment_links').where({ merchant_id: shop.merchant.id, description: 'Robe wax', currency: 'USD' }).whereRaw(`metadata->>'sku' = 'wax-1'`)).to.have.length(1);
+      expect(
+        await env.services
+          .db('payment_links')
+          .where({ merchant_id: shop.merchant.id, description: 'Robe wax', currency: 'USD' })
+          .whereRaw(`metadata->>'sku' = 'wax-1'`),
+      ).to.have.length(1);
     });
 
     it('requires an Idempotency-Key, as POST /v1/payments', async () => {
-      const res = await shop.client.post('/v1/payment_links', { currency: 'USD', description: 'x' }, { idempotencyKey: false });
+      const res = await shop.client.post(
+        '/v1/payment_links',
+        { currency: 'USD', description: 'x' },
+        { idempotencyKey: false },
+      );
       expect(res.status).to.equal(400);
       expect(res.body.error.code).to.equal('idempotency-key-required');
     });
@@ -83,7 +98,11 @@ describe('payment links', function () {
       ['an unknown method', { currency: 'USD', description: 'x', methods: ['cash'] }, 'methods'],
       ['no description', { currency: 'USD' }, 'description'],
       ['a currency it does not take', { currency: 'EUR', description: 'x' }, 'currency'],
-      ['a return_url that is not http(s)', { currency: 'USD', description: 'x', return_url: 'ftp://x.example' }, 'return_url'],
+      [
+        'a return_url that is not http(s)',
+        { currency: 'USD', description: 'x', return_url: 'ftp://x.example' },
+        'return_url',
+      ],
     ] as const) {
       it(`refuses ${name} (400 validation-failed, param ${param})`, async () => {
         const res = await shop.client.post('/v1/payment_links', body);
@@ -107,27 +126,36 @@ describe('payment links', function () {
       expect(got.status).to.equal(200);
       expect(got.body).to.deep.equal(l);
       const other = await aMerchant(env, {}, 'read');
-      for (const [client, id] of [[other.client, l.id], [shop.client, 'plink_nope'], [shop.client, `plink_${randomUUID()}`]] as const) {
+      for (const [client, id] of [
+        [other.client, l.id],
+        [shop.client, 'plink_nope'],
+        [shop.client, `plink_${randomUUID()}`],
+      ] as const) {
         const res = await client.get(`/v1/payment_links/${id}`);
         expect(res.status).to.equal(404);
         expect(res.body.error.code).to.equal('not-found');
       }
     });
 
-    it('lists links newest first with a cursor, only the merchant\'s own', async () => {
+    it("lists links newest first with a cursor, only the merchant's own", async () => {
       const m = await aMerchant(env, {}, 'payments');
       const made = [];
       for (let i = 0; i < 5; i++) made.push((await aLink(m.client, { description: `link ${i}` })).id);
       const first = await m.client.get('/v1/payment_links?limit=3');
       expect(first.status).to.equal(200);
       expect(first.body.has_more).to.equal(true);
-      const second = await m.client.get(`/v1/payment_links?limit=3&cursor=${encodeURIComponent(first.body.next_cursor)}`);
+      const second = await m.client.get(
+        `/v1/payment_links?limit=3&cursor=${encodeURIComponent(first.body.next_cursor)}`,
+      );
       expect(second.body.has_more).to.equal(false);
       const ids = [...first.body.data, ...second.body.data].map((l: any) => l.id);
       expect(new Set(ids)).to.deep.equal(new Set(made));
       const created = [...first.body.data, ...second.body.data].map((l: any) => l.created);
       expect(created).to.deep.equal([...created].sort((a, b) => b - a));
-      expect((await m.client.get('/v1/payment_links?limit=0')).body.error).to.include({ code: 'validation-failed', param: 'limit' });
+      expect((await m.client.get('/v1/payment_links?limit=0')).body.error).to.include({
+        code: 'validation-failed',
+        param: 'limit',
+      });
     });
 
     it('deactivates a link: inactive in the API, 410 on its page and for payments, deactivating again answers it', async () => {
@@ -146,7 +174,11 @@ describe('payment links', function () {
       expect(gone.status).to.equal(410);
       expect(gone.html).to.include('This payment link is no longer active').and.include('deactivated');
       // a form opened before: its submission makes no payment
-      const late = await submit(env.baseUrl, l.id, { token: formToken(page.html, 'mobile_money'), method: 'mobile_money', phone: '243990000001' });
+      const late = await submit(env.baseUrl, l.id, {
+        token: formToken(page.html, 'mobile_money'),
+        method: 'mobile_money',
+        phone: '243990000001',
+      });
       expect(late.status).to.equal(410);
       expect(await env.services.db('payments').where({ payment_link: l.id })).to.have.length(0);
     });
@@ -169,23 +201,48 @@ describe('payment links', function () {
     it('pays by mobile money: an ordinary payment with payment_link and a generated reference, listed by ?payment_link=', async () => {
       const l = await aLink(shop.client, { metadata: { sku: 'wax-1' }, return_url: 'https://shop.example/merci' });
       const phone = uniquePhone();
-      const res = await payByPhone(env.baseUrl, l.id, `+243 ${phone.slice(3, 5)} ${phone.slice(5, 8)} ${phone.slice(8)}`);
+      const res = await payByPhone(
+        env.baseUrl,
+        l.id,
+        `+243 ${phone.slice(3, 5)} ${phone.slice(5, 8)} ${phone.slice(8)}`,
+      );
       expect(res.status, res.html).to.equal(303);
       expect(res.location).to.match(new RegExp(`^/pay/${l.id}/attempts/[^/?]+\\?lang=en$`));
-      expect(res.location, 'no phone number or payment id in the URL').not.to.include(phone.slice(3)).and.not.include('pay_');
+      expect(res.location, 'no phone number or payment id in the URL')
+        .not.to.include(phone.slice(3))
+        .and.not.include('pay_');
       const [row] = await env.services.db('payments').where({ payment_link: l.id });
-      expect(row).to.include({ method: 'mobile_money', phone, operator: 'airtel', amount: 2_500, reference: `${l.id}-1`, description: 'Robe wax' });
+      expect(row).to.include({
+        method: 'mobile_money',
+        phone,
+        operator: 'airtel',
+        amount: 2_500,
+        reference: `${l.id}-1`,
+        description: 'Robe wax',
+      });
       const p = await waitForStatus(shop.client, row.id, 'succeeded');
       expect(p).to.include({ payment_link: l.id, reference: `${l.id}-1` });
       expect(p.metadata).to.deep.equal({ sku: 'wax-1' });
       const listed = await shop.client.get(`/v1/payments?payment_link=${l.id}`);
       expect(listed.body.data.map((x: any) => x.id)).to.deep.equal([row.id]);
-      expect((await shop.client.get(`/v1/payments?payment_link=nope`)).body.error).to.include({ code: 'validation-failed', param: 'payment_link' });
+      expect((await shop.client.get(`/v1/payments?payment_link=nope`)).body.error).to.include({
+        code: 'validation-failed',
+        param: 'payment_link',
+      });
       // the API's own payments carry payment_link null
-      const api = await shop.client.post('/v1/payments', { amount: 100, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `r-${randomUUID()}` });
+      const api = await shop.client.post('/v1/payments', {
+        amount: 100,
+        currency: 'USD',
+        method: 'mobile_money',
+        operator: 'vodacom',
+        phone: '243990000001',
+        reference: `r-${randomUUID()}`,
+      });
       expect(api.body.payment_link).to.equal(null);
       // the events carry it on the payment object
-      const events = await waitFor(shop.client, '/v1/events?type=payment.succeeded', (b) => b.data.some((e: any) => e.data.object.id === row.id));
+      const events = await waitFor(shop.client, '/v1/events?type=payment.succeeded', (b) =>
+        b.data.some((e: any) => e.data.object.id === row.id),
+      );
       expect(events.data.find((e: any) => e.data.object.id === row.id).data.object.payment_link).to.equal(l.id);
       // the status page: the receipt, the masked number nowhere in clear
       const done = await getPage(`${env.baseUrl}${res.location}`);
@@ -198,7 +255,12 @@ describe('payment links', function () {
     it('a double submit or a reload of the form makes one payment', async () => {
       const l = await aLink(shop.client);
       const page = await getPage(l.url);
-      const fields = { token: formToken(page.html, 'mobile_money'), method: 'mobile_money', phone: uniquePhone(), operator: '' };
+      const fields = {
+        token: formToken(page.html, 'mobile_money'),
+        method: 'mobile_money',
+        phone: uniquePhone(),
+        operator: '',
+      };
       const answers = await Promise.all([submit(env.baseUrl, l.id, fields), submit(env.baseUrl, l.id, fields)]);
       const again = await submit(env.baseUrl, l.id, fields);
       for (const a of [...answers, again]) expect(a.status, a.html).to.equal(303);
@@ -211,11 +273,15 @@ describe('payment links', function () {
       const spellings = [phone, `0${phone.slice(3)}`, `+${phone}`, `00${phone}`];
       const links = [await aLink(shop.client), await aLink(shop.client)];
       const answers = [];
-      for (let i = 0; i < spellings.length; i++) answers.push(await payByPhone(env.baseUrl, links[i % 2].id, spellings[i]));
+      for (let i = 0; i < spellings.length; i++)
+        answers.push(await payByPhone(env.baseUrl, links[i % 2].id, spellings[i]));
       expect(answers.map((a) => a.status)).to.deep.equal([303, 303, 303, 429]);
       expect(answers[3].html).to.include('Too many payment requests to this number: at most 3 in 10 minutes');
       expect(Number(answers[3].headers.get('retry-after'))).to.be.within(1, 600);
-      const made = await env.services.db('payments').whereIn('payment_link', links.map((l) => l.id));
+      const made = await env.services.db('payments').whereIn(
+        'payment_link',
+        links.map((l) => l.id),
+      );
       expect(made).to.have.length(3);
       // another number is not held back
       expect((await payByPhone(env.baseUrl, links[0].id, uniquePhone())).status).to.equal(303);
@@ -226,9 +292,24 @@ describe('payment links', function () {
       const token = formToken((await getPage(l.url)).html, 'mobile_money');
       const statuses = [];
       // an invalid phone: counted, no payment, no prompt
-      for (let i = 0; i <= SUBMITS_PER_IP; i++) statuses.push((await submit(env.baseUrl, l.id, { token, method: 'mobile_money', phone: '12', lang: 'en' }, { 'X-Forwarded-For': '10.8.0.1' })).status);
+      for (let i = 0; i <= SUBMITS_PER_IP; i++)
+        statuses.push(
+          (
+            await submit(
+              env.baseUrl,
+              l.id,
+              { token, method: 'mobile_money', phone: '12', lang: 'en' },
+              { 'X-Forwarded-For': '10.8.0.1' },
+            )
+          ).status,
+        );
       expect(statuses).to.deep.equal([...Array(SUBMITS_PER_IP).fill(400), 429]);
-      const last = await submit(env.baseUrl, l.id, { token, method: 'mobile_money', phone: '12', lang: 'en' }, { 'X-Forwarded-For': '10.8.0.1' });
+      const last = await submit(
+        env.baseUrl,
+        l.id,
+        { token, method: 'mobile_money', phone: '12', lang: 'en' },
+        { 'X-Forwarded-For': '10.8.0.1' },
+      );
       expect(last.html).to.include('Too many attempts. Try again in 1 min.');
     });
 
@@ -252,7 +333,9 @@ describe('payment links', function () {
       const base = { method: 'mobile_money', phone: uniquePhone(), operator: '' };
       expect((await submit(env.baseUrl, a.id, { ...base, token: 'x' })).status).to.equal(403);
       expect((await submit(env.baseUrl, a.id, { ...base, token: tokenOfB })).status).to.equal(403);
-      expect((await submit(env.baseUrl, a.id, { ...base, token: tokenOfA }, { Origin: 'https://evil.example' })).status).to.equal(403);
+      expect(
+        (await submit(env.baseUrl, a.id, { ...base, token: tokenOfA }, { Origin: 'https://evil.example' })).status,
+      ).to.equal(403);
       expect(await env.services.db('payments').whereIn('payment_link', [a.id, b.id])).to.have.length(0);
     });
 
@@ -266,7 +349,9 @@ describe('payment links', function () {
       const page = await getPage(l.url, { 'Accept-Language': 'en' });
       expect(page.status).to.equal(410);
       expect(page.html).to.include('This payment link has already been paid');
-      expect((await shop.client.post(`/v1/payment_links/${l.id}/deactivate`)).body.error.code).to.equal('link-inactive');
+      expect((await shop.client.post(`/v1/payment_links/${l.id}/deactivate`)).body.error.code).to.equal(
+        'link-inactive',
+      );
     });
 
     it('the decline number fails, in plain words, with try again', async () => {
@@ -282,9 +367,15 @@ describe('payment links', function () {
       const m = await aMerchant(env, {}, 'payments');
       const l = await aLink(m.client);
       const page = await getPage(l.url);
-      expect((await env.admin('PATCH', `/admin/merchants/${m.merchant.id}`, { status: 'suspended' })).status).to.equal(200);
+      expect((await env.admin('PATCH', `/admin/merchants/${m.merchant.id}`, { status: 'suspended' })).status).to.equal(
+        200,
+      );
       expect((await getPage(l.url)).status).to.equal(410);
-      const late = await submit(env.baseUrl, l.id, { token: formToken(page.html, 'mobile_money'), method: 'mobile_money', phone: uniquePhone() });
+      const late = await submit(env.baseUrl, l.id, {
+        token: formToken(page.html, 'mobile_money'),
+        method: 'mobile_money',
+        phone: uniquePhone(),
+      });
       expect(late.status).to.equal(410);
       expect(await env.services.db('payments').where({ payment_link: l.id })).to.have.length(0);
     });
@@ -306,7 +397,10 @@ describe('payment links', function () {
     });
 
     it('a link of a live key creates a live payment through the live routing, checking the operator prefix', async () => {
-      const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'live', scope: 'payments' });
+      const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, {
+        environment: 'live',
+        scope: 'payments',
+      });
       const live = env.client(c.body);
       const l = await aLink(live, { return_url: 'https://shop.example/ok' });
       expect(l.environment).to.equal('live');

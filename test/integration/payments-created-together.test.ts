@@ -16,13 +16,25 @@ describe('payments created together', () => {
   // the text of the metadata is kept as sent: its key order (jsonb would sort the keys)
   const metadata = { zeta: 'sent first', alpha: 'sent second', m: 'é "quoted"' };
 
-  const burst = async (env: TestEnv, client: Awaited<ReturnType<TestEnv['merchant']>>['client'], bodies: Record<string, unknown>[]) => {
-    const answers = await Promise.all(bodies.map((b) => client.post('/v1/payments', b, { idempotencyKey: randomUUID() })));
+  const burst = async (
+    env: TestEnv,
+    client: Awaited<ReturnType<TestEnv['merchant']>>['client'],
+    bodies: Record<string, unknown>[],
+  ) => {
+    const answers = await Promise.all(
+      bodies.map((b) => client.post('/v1/payments', b, { idempotencyKey: randomUUID() })),
+    );
     const created = answers.filter((a) => a.status === 201).map((a) => a.body.id as string);
     const db = env.services.db;
-    const payments: { id: string; xmin: string; metadata: string }[] = await db('payments').whereIn('id', created).select('id', 'xmin', db.raw('metadata::text as metadata'));
-    const changes: { payment_id: string; xmin: string }[] = await db('payment_status_changes').whereIn('payment_id', created).select('payment_id', 'xmin');
-    const pushes: { paymentId: string; xmin: string }[] = await db('outbox').whereRaw(`payload->>'paymentId' = any(?)`, [created]).select(db.raw(`payload->>'paymentId' as "paymentId"`), 'xmin');
+    const payments: { id: string; xmin: string; metadata: string }[] = await db('payments')
+      .whereIn('id', created)
+      .select('id', 'xmin', db.raw('metadata::text as metadata'));
+    const changes: { payment_id: string; xmin: string }[] = await db('payment_status_changes')
+      .whereIn('payment_id', created)
+      .select('payment_id', 'xmin');
+    const pushes: { paymentId: string; xmin: string }[] = await db('outbox')
+      .whereRaw(`payload->>'paymentId' = any(?)`, [created])
+      .select(db.raw(`payload->>'paymentId' as "paymentId"`), 'xmin');
     return { answers, created, payments, changes, pushes };
   };
 
@@ -48,7 +60,10 @@ describe('payments created together', () => {
       }
       expect(new Set(payments.map((p) => p.xmin)).size, 'commits').to.be.below(24);
       // no card yet is SQL NULL, as the lone statement writes it (not the JSON null)
-      const cards = await env.services.db('payments').whereIn('id', created).select(env.services.db.raw('card is null as none'));
+      const cards = await env.services
+        .db('payments')
+        .whereIn('id', created)
+        .select(env.services.db.raw('card is null as none'));
       expect(cards.map((c) => c.none)).to.deep.equal(created.map(() => true));
       // what each request was answered is what a GET answers, metadata text and all
       for (const a of answers) {
@@ -62,7 +77,10 @@ describe('payments created together', () => {
     it('a lone POST is written alone, its card SQL NULL as a batch writes it', async () => {
       const lone = await client.post('/v1/payments', mobilePayment('243990000001', { metadata }));
       expect(lone.status).to.equal(201);
-      const row = await env.services.db('payments').where({ id: lone.body.id }).first(env.services.db.raw('card is null as none'), env.services.db.raw('metadata::text as metadata'));
+      const row = await env.services
+        .db('payments')
+        .where({ id: lone.body.id })
+        .first(env.services.db.raw('card is null as none'), env.services.db.raw('metadata::text as metadata'));
       expect(row).to.deep.equal({ none: true, metadata: JSON.stringify(metadata) });
       expect((await client.get(`/v1/payments/${lone.body.id}`)).body).to.deep.equal(lone.body);
     });
@@ -70,12 +88,18 @@ describe('payments created together', () => {
     it('one request of a burst reusing a reference gets 409 reference-conflict; the others are created', async () => {
       const used = mobilePayment('243990000001');
       expect((await client.post('/v1/payments', used)).status).to.equal(201);
-      const bodies = Array.from({ length: 12 }, (_, i) => (i === 5 ? mobilePayment('243990000001', { reference: used.reference, amount: 4_242 }) : mobilePayment('243990000001')));
+      const bodies = Array.from({ length: 12 }, (_, i) =>
+        i === 5
+          ? mobilePayment('243990000001', { reference: used.reference, amount: 4_242 })
+          : mobilePayment('243990000001'),
+      );
       const { answers, payments } = await burst(env, client, bodies);
       expect(answers.map((a) => a.status)).to.deep.equal(bodies.map((_, i) => (i === 5 ? 409 : 201)));
       expect(answers[5].body.error.code).to.equal('reference-conflict');
       expect(payments).to.have.length(11);
-      expect(await env.services.db('payments').where({ reference: used.reference }).select('amount')).to.deep.equal([{ amount: 10_000 }]);
+      expect(await env.services.db('payments').where({ reference: used.reference }).select('amount')).to.deep.equal([
+        { amount: 10_000 },
+      ]);
     });
   });
 
@@ -93,19 +117,38 @@ describe('payments created together', () => {
       const batch = (refs: string[]): OperationWrite[] =>
         refs.map((reference) =>
           creationWrite({ ...template, id: `pay_${randomUUID()}`, reference }, [], {
-            merchant_id: template.merchant_id, environment: template.environment, key: randomUUID(), method: 'POST', path: '/v1/payments', request_hash: 'h',
-            status: 'in_progress', response_status: null, response_headers: null, response_body: null, window_ms: 60_000, now_ms: Date.now(), signature: null, signature_expires: null,
+            merchant_id: template.merchant_id,
+            environment: template.environment,
+            key: randomUUID(),
+            method: 'POST',
+            path: '/v1/payments',
+            request_hash: 'h',
+            status: 'in_progress',
+            response_status: null,
+            response_headers: null,
+            response_body: null,
+            window_ms: 60_000,
+            now_ms: Date.now(),
+            signature: null,
+            signature_expires: null,
           }),
         );
       const insertPaymentsWithKeys = (_db: unknown, ws: OperationWrite[]) => writeOperations(db, paymentKind.sql, ws);
       for (let round = 0; round < 5; round++) {
         const refs = Array.from({ length: 300 }, (_, i) => `crosswise-${round}-${String(i).padStart(3, '0')}`);
         // the same references, one batch in each order, at the same time
-        const results = await Promise.allSettled([insertPaymentsWithKeys(db, batch(refs)), insertPaymentsWithKeys(db, batch([...refs].reverse()))]);
-        const refused = results.filter((r): r is PromiseRejectedResult => r.status === 'rejected').map((r) => (r.reason as { code?: string }).code);
+        const results = await Promise.allSettled([
+          insertPaymentsWithKeys(db, batch(refs)),
+          insertPaymentsWithKeys(db, batch([...refs].reverse())),
+        ]);
+        const refused = results
+          .filter((r): r is PromiseRejectedResult => r.status === 'rejected')
+          .map((r) => (r.reason as { code?: string }).code);
         expect(refused, `round ${round}`).to.deep.equal(['23505']);
         expect(results.find((r) => r.status === 'fulfilled')).to.deep.include({ value: refs.map(() => true) });
-        expect((await db('payments').where('reference', 'like', `crosswise-${round}-%`).count({ n: '*' }))[0].n).to.equal(300);
+        expect(
+          (await db('payments').where('reference', 'like', `crosswise-${round}-%`).count({ n: '*' }))[0].n,
+        ).to.equal(300);
       }
     });
 
@@ -118,19 +161,39 @@ describe('payments created together', () => {
       const keys = [randomUUID(), randomUUID(), randomUUID()];
       const writes = keys.map((key, i) =>
         creationWrite({ ...template, id: `pay_${randomUUID()}`, reference: `signed-twice-${i}-${signature}` }, [], {
-          merchant_id: template.merchant_id, environment: template.environment, key, method: 'POST', path: '/v1/payments', request_hash: 'h',
-          status: 'completed', response_status: 201, response_headers: null, response_body: null, window_ms: 60_000, now_ms: Date.now(), signature, signature_expires: Math.floor(Date.now() / 1000) + 300,
+          merchant_id: template.merchant_id,
+          environment: template.environment,
+          key,
+          method: 'POST',
+          path: '/v1/payments',
+          request_hash: 'h',
+          status: 'completed',
+          response_status: 201,
+          response_headers: null,
+          response_body: null,
+          window_ms: 60_000,
+          now_ms: Date.now(),
+          signature,
+          signature_expires: Math.floor(Date.now() / 1000) + 300,
         }),
       );
       const written = await writeOperations(db, paymentKind.sql, writes);
       expect(written.filter(Boolean)).to.have.length(1);
       const winner = keys[written.indexOf(true)];
-      expect(await db('request_signatures').where({ signature }).select('idempotency_key')).to.deep.equal([{ idempotency_key: winner }]);
+      expect(await db('request_signatures').where({ signature }).select('idempotency_key')).to.deep.equal([
+        { idempotency_key: winner },
+      ]);
       expect(await db('idempotency_keys').whereIn('key', keys).pluck('key')).to.deep.equal([winner]);
       // the same signature again with the key it was taken with goes to that key (held: nothing written); with another, nothing
-      expect(await writeOperations(db, paymentKind.sql, [{ ...writes[written.indexOf(true)], id: `pay_${randomUUID()}` }])).to.deep.equal([false]);
-      expect(await writeOperations(db, paymentKind.sql, [{ ...writes[written.indexOf(false)], id: `pay_${randomUUID()}` }])).to.deep.equal([false]);
-      expect(await db('payments').where('reference', 'like', `signed-twice-%-${signature}`).count({ n: '*' })).to.deep.equal([{ n: 1 }]);
+      expect(
+        await writeOperations(db, paymentKind.sql, [{ ...writes[written.indexOf(true)], id: `pay_${randomUUID()}` }]),
+      ).to.deep.equal([false]);
+      expect(
+        await writeOperations(db, paymentKind.sql, [{ ...writes[written.indexOf(false)], id: `pay_${randomUUID()}` }]),
+      ).to.deep.equal([false]);
+      expect(
+        await db('payments').where('reference', 'like', `signed-twice-%-${signature}`).count({ n: '*' }),
+      ).to.deep.equal([{ n: 1 }]);
     });
   });
 });

@@ -29,7 +29,11 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
 
   before(async () => {
     // the provider window is moved through with the test clock, never waited out
-    env = await startTestEnv({ SANDBOX_CALLBACK_DELAY_MS: '300', SANDBOX_PROVIDER_WINDOW_MS: String(WINDOW_MS), ASK_INTERVAL_MS: '250' });
+    env = await startTestEnv({
+      SANDBOX_CALLBACK_DELAY_MS: '300',
+      SANDBOX_PROVIDER_WINDOW_MS: String(WINDOW_MS),
+      ASK_INTERVAL_MS: '250',
+    });
     ({ url: sandboxUrl } = await startSandbox(env));
     await Promise.all([
       env.spawn('workers/provider-push/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl }),
@@ -44,7 +48,13 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
 
   const events = (objectId: string) => env.services.db('events').where({ object_id: objectId }).orderBy('created');
   const history = async (id: string) =>
-    (await env.services.db('payment_status_changes').where({ payment_id: id }).orderBy('id').select('from_status', 'to_status', 'reason')).map((r) => `${r.from_status ?? '∅'}→${r.to_status} (${r.reason})`);
+    (
+      await env.services
+        .db('payment_status_changes')
+        .where({ payment_id: id })
+        .orderBy('id')
+        .select('from_status', 'to_status', 'reason')
+    ).map((r) => `${r.from_status ?? '∅'}→${r.to_status} (${r.reason})`);
 
   describe('each sandbox number reaches its outcome', () => {
     const created: Record<string, any> = {};
@@ -59,9 +69,20 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
     };
 
     before(async () => {
-      for (const [name, phone] of Object.entries(numbers)) created[name] = await aPayment(shop.client, { phone: phone, metadata: { case: name } });
-      const expected: Record<string, string> = { success: 'succeeded', insufficient: 'failed', refused: 'failed', refundFails: 'succeeded', other: 'succeeded' };
-      await Promise.all(Object.entries(expected).map(async ([name, status]) => (final[name] = await waitForStatus(shop.client, created[name].id, status))));
+      for (const [name, phone] of Object.entries(numbers))
+        created[name] = await aPayment(shop.client, { phone: phone, metadata: { case: name } });
+      const expected: Record<string, string> = {
+        success: 'succeeded',
+        insufficient: 'failed',
+        refused: 'failed',
+        refundFails: 'succeeded',
+        other: 'succeeded',
+      };
+      await Promise.all(
+        Object.entries(expected).map(
+          async ([name, status]) => (final[name] = await waitForStatus(shop.client, created[name].id, status)),
+        ),
+      );
       // the silent one is still processing until its window is over: the clock moves past it, the sweep asks the provider
       expect((await shop.client.get(`/v1/payments/${created.silent.id}`)).body.status).to.equal('processing');
       env.clock.advance(WINDOW_MS);
@@ -74,15 +95,34 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
         const sandbox = await sandboxTransaction(sandboxUrl, 'vodacom', p.id);
         expect(sandbox).to.include({ status: 'succeeded' });
         expect(sandbox.sandbox).to.deep.equal({ requests: 1, callback_attempts: 1, callbacks_delivered: 1 });
-        expect(p).to.include({ status: 'succeeded', provider: 'vodacom-sandbox', provider_ref: sandbox.provider_ref, failure_code: null, failure_message: null, amount_net: 9_740 });
+        expect(p).to.include({
+          status: 'succeeded',
+          provider: 'vodacom-sandbox',
+          provider_ref: sandbox.provider_ref,
+          failure_code: null,
+          failure_message: null,
+          amount_net: 9_740,
+        });
         expect(p.completed).to.be.a('number');
-        expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→succeeded (provider-callback)']);
+        expect(await history(p.id)).to.deep.equal([
+          '∅→processing (created)',
+          'processing→succeeded (provider-callback)',
+        ]);
         const credits = await paymentCredits(env, p.id);
         expect(credits).to.have.length(1);
-        const entries = await env.services.db('ledger_entries').where({ transaction_id: credits[0].id }).select('amount');
+        const entries = await env.services
+          .db('ledger_entries')
+          .where({ transaction_id: credits[0].id })
+          .select('amount');
         expect(entries.map((e) => e.amount).sort((a, b) => a - b)).to.deep.equal([-10_000, 260, 9_740]);
         const callbacks = await processedCallbacks(env, p.id, 1);
-        expect(callbacks[0]).to.include({ provider: 'vodacom-sandbox', verified: true, object_kind: 'payment', reported_status: 'succeeded', outcome: 'applied' });
+        expect(callbacks[0]).to.include({
+          provider: 'vodacom-sandbox',
+          verified: true,
+          object_kind: 'payment',
+          reported_status: 'succeeded',
+          outcome: 'applied',
+        });
       });
     }
 
@@ -130,7 +170,10 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
     });
 
     it('insufficient funds and client refusal fail with their failure codes, payment.failed, no money', async () => {
-      for (const [name, code] of [['insufficient', 'insufficient-funds'], ['refused', 'client-refused']] as const) {
+      for (const [name, code] of [
+        ['insufficient', 'insufficient-funds'],
+        ['refused', 'client-refused'],
+      ] as const) {
         const p = final[name];
         expect(p).to.include({ status: 'failed', failure_code: code });
         expect(p.failure_message).to.be.a('string').and.not.empty;
@@ -148,25 +191,41 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
       expect(p).to.include({ status: 'cancelled', failure_code: null, failure_message: null });
       expect(p.completed).to.be.a('number');
       expect(await sandboxTransaction(sandboxUrl, 'vodacom', p.id)).to.include({ status: 'expired' }); // the provider's own word: the client was never prompted to an end
-      expect(await history(p.id)).to.deep.equal(['∅→processing (created)', 'processing→cancelled (provider-window-expired)']);
+      expect(await history(p.id)).to.deep.equal([
+        '∅→processing (created)',
+        'processing→cancelled (provider-window-expired)',
+      ]);
       expect((await events(p.id)).map((e) => e.type)).to.deep.equal(['payment.cancelled']);
       expect(await paymentCredits(env, p.id)).to.have.length(0);
       expect(await env.services.db('provider_callbacks').where({ object_id: p.id })).to.have.length(0);
     });
 
     it('credits the merchant’s available balance with the sum of amount_net of the succeeded payments only', async () => {
-      expect(await availableBalances(env.services.db, shop.merchant.id, 'test')).to.deep.equal({ USD: 3 * 9_740, CDF: 0 });
+      expect(await availableBalances(env.services.db, shop.merchant.id, 'test')).to.deep.equal({
+        USD: 3 * 9_740,
+        CDF: 0,
+      });
     });
 
     it('leaves no payment processing', async () => {
-      const open = await env.services.db('payments').whereIn('id', Object.values(created).map((p) => p.id)).where({ status: 'processing' });
+      const open = await env.services
+        .db('payments')
+        .whereIn(
+          'id',
+          Object.values(created).map((p) => p.id),
+        )
+        .where({ status: 'processing' });
       expect(open).to.have.length(0);
     });
   });
 
   describe('duplicate, late and stray callbacks', () => {
     it('a repeated success and a late failure change nothing and are recorded', async () => {
-      const p = await waitForStatus(shop.client, (await aPayment(shop.client, { phone: '243990000001' })).id, 'succeeded');
+      const p = await waitForStatus(
+        shop.client,
+        (await aPayment(shop.client, { phone: '243990000001' })).id,
+        'succeeded',
+      );
       await processedCallbacks(env, p.id, 1);
       const before = await eventually(async () => {
         const row = await env.services.db('payments').where({ id: p.id }).first();
@@ -189,9 +248,25 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
       // 243990000004: the sandbox never answers, so only our callbacks reach this payment
       const p = await aPayment(shop.client, { phone: '243990000004' });
       await eventually(async () => (await env.services.db('payments').where({ id: p.id }).first()).sent_at);
-      expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'succeeded' }))).status).to.equal(200);
+      expect(
+        (await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'succeeded' })))
+          .status,
+      ).to.equal(200);
       await processedCallbacks(env, p.id, 1);
-      expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'failed', failure_code: 'client-refused', failure_message: 'Wrong PIN' }))).status).to.equal(200);
+      expect(
+        (
+          await sendCallback(
+            env.baseUrl,
+            'vodacom-sandbox',
+            callbackBody({
+              external_id: p.id,
+              status: 'failed',
+              failure_code: 'client-refused',
+              failure_message: 'Wrong PIN',
+            }),
+          )
+        ).status,
+      ).to.equal(200);
       const rows = await processedCallbacks(env, p.id, 2);
       expect(rows.map((r) => r.outcome)).to.deep.equal(['applied', 'ignored-late']);
       const after = (await shop.client.get(`/v1/payments/${p.id}`)).body;
@@ -202,7 +277,11 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
 
     it('a callback for an unknown payment is stored and reported, not a 500', async () => {
       const ghost = `pay_${randomUUID()}`;
-      const res = await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: ghost, status: 'succeeded' }));
+      const res = await sendCallback(
+        env.baseUrl,
+        'vodacom-sandbox',
+        callbackBody({ external_id: ghost, status: 'succeeded' }),
+      );
       expect(res.status).to.equal(200);
       const [row] = await processedCallbacks(env, ghost, 1);
       expect(row.outcome).to.equal('unknown-object');
@@ -211,7 +290,11 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
 
     it('a callback from a provider that does not handle the payment changes nothing', async () => {
       const p = await aPayment(shop.client, { phone: '243990000004' });
-      const res = await sendCallback(env.baseUrl, 'airtel-sandbox', callbackBody({ external_id: p.id, status: 'succeeded' }));
+      const res = await sendCallback(
+        env.baseUrl,
+        'airtel-sandbox',
+        callbackBody({ external_id: p.id, status: 'succeeded' }),
+      );
       expect(res.status).to.equal(200);
       const [row] = await processedCallbacks(env, p.id, 1);
       expect(row).to.include({ provider: 'airtel-sandbox', outcome: 'provider-mismatch' });

@@ -5,11 +5,26 @@ import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env
 import { eventually } from '../../scripts/lib/processes';
 import { checkLedger } from '../../shared/ledger/check';
 import { QUEUES } from '../../shared/queues/names';
-import { callbackBody, aPayment, paymentCredits, processedCallbacks, sandboxTransaction, sendCallback, startSandbox, waitForStatus } from '../helpers/money';
+import {
+  callbackBody,
+  aPayment,
+  paymentCredits,
+  processedCallbacks,
+  sandboxTransaction,
+  sendCallback,
+  startSandbox,
+  waitForStatus,
+} from '../helpers/money';
 
 const row = (env: TestEnv, id: string) => env.services.db('payments').where({ id }).first();
 const history = async (env: TestEnv, id: string) =>
-  (await env.services.db('payment_status_changes').where({ payment_id: id }).orderBy('id').select('to_status', 'reason')).map((r) => `${r.to_status} (${r.reason})`);
+  (
+    await env.services
+      .db('payment_status_changes')
+      .where({ payment_id: id })
+      .orderBy('id')
+      .select('to_status', 'reason')
+  ).map((r) => `${r.to_status} (${r.reason})`);
 
 describe('provider-push', function () {
   this.timeout(60_000);
@@ -22,7 +37,10 @@ describe('provider-push', function () {
       env = await startTestEnv({ PAYMENT_JOB_LOCK_MS: '1000' });
       // the sandbox holds its answer to the push long enough to kill the worker waiting for it,
       // and calls back late enough for the retried push to come first
-      ({ url: sandboxUrl } = await startSandbox(env, { SANDBOX_PUSH_LATENCY_MS: '1500', SANDBOX_CALLBACK_DELAY_MS: '6000' }));
+      ({ url: sandboxUrl } = await startSandbox(env, {
+        SANDBOX_PUSH_LATENCY_MS: '1500',
+        SANDBOX_CALLBACK_DELAY_MS: '6000',
+      }));
       await env.spawn('workers/callback-reconciler/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl });
       shop = await env.merchant({ scope: 'payments' });
     });
@@ -54,7 +72,9 @@ describe('provider-push', function () {
       expect(done.provider_ref).to.equal(tx.provider_ref);
       expect(await paymentCredits(env, p.id)).to.have.length(1);
       expect(await processedCallbacks(env, p.id, 1)).to.have.length(1);
-      expect((await env.services.db('events').where({ object_id: p.id })).map((e) => e.type)).to.deep.equal(['payment.succeeded']);
+      expect((await env.services.db('events').where({ object_id: p.id })).map((e) => e.type)).to.deep.equal([
+        'payment.succeeded',
+      ]);
     });
   });
 
@@ -72,12 +92,20 @@ describe('provider-push', function () {
         req.on('data', (c) => (raw += c));
         req.on('end', () => {
           const body = JSON.parse(raw || '{}');
-          seen.push({ msisdn: body.msisdn, key: req.headers['idempotency-key'] as string, auth: req.headers.authorization, body });
+          seen.push({
+            msisdn: body.msisdn,
+            key: req.headers['idempotency-key'] as string,
+            auth: req.headers.authorization,
+            body,
+          });
           const reply = (status: number, b: unknown) => {
             res.writeHead(status, { 'Content-Type': 'application/json' });
             res.end(JSON.stringify(b));
           };
-          if (body.msisdn === '243811111111') return reply(422, { error: { code: 'msisdn-not-registered', message: 'This number has no mobile-money account' } });
+          if (body.msisdn === '243811111111')
+            return reply(422, {
+              error: { code: 'msisdn-not-registered', message: 'This number has no mobile-money account' },
+            });
           if (body.msisdn === '243822222222' && !hung.has(body.external_id)) {
             hung.add(body.external_id);
             return; // never answers: the adapter's timeout fires
@@ -104,9 +132,15 @@ describe('provider-push', function () {
     it('a permanent refusal fails the payment with the provider’s code, once, with payment.failed', async () => {
       const p = await aPayment(shop.client, { phone: '243811111111' });
       const failed = await waitForStatus(shop.client, p.id, 'failed');
-      expect(failed).to.include({ failure_code: 'msisdn-not-registered', failure_message: 'This number has no mobile-money account', provider_ref: null });
+      expect(failed).to.include({
+        failure_code: 'msisdn-not-registered',
+        failure_message: 'This number has no mobile-money account',
+        provider_ref: null,
+      });
       expect(await history(env, p.id)).to.deep.equal(['processing (created)', 'failed (provider-refused)']);
-      expect((await env.services.db('events').where({ object_id: p.id })).map((e) => e.type)).to.deep.equal(['payment.failed']);
+      expect((await env.services.db('events').where({ object_id: p.id })).map((e) => e.type)).to.deep.equal([
+        'payment.failed',
+      ]);
       expect(seen.filter((s) => s.key === p.id)).to.have.length(1);
     });
 
@@ -122,7 +156,12 @@ describe('provider-push', function () {
       for (const c of calls) {
         expect(c.key).to.equal(p.id);
         expect(c.auth).to.equal('Bearer sandbox-provider-key');
-        expect(c.body).to.deep.include({ amount: 10_000, currency: 'USD', msisdn: '243822222222', callback_url: `${env.baseUrl}/callbacks/vodacom-sandbox` });
+        expect(c.body).to.deep.include({
+          amount: 10_000,
+          currency: 'USD',
+          msisdn: '243822222222',
+          callback_url: `${env.baseUrl}/callbacks/vodacom-sandbox`,
+        });
       }
     });
 
@@ -145,7 +184,10 @@ describe('provider-push', function () {
       env = await startTestEnv({ ASK_INTERVAL_MS: '200' });
       ({ url: sandboxUrl } = await startSandbox(env, { SANDBOX_CALLBACK_DELAY_MS: '200' }));
       // the push tells the provider a callback URL nobody answers on, so every callback is lost
-      await env.spawn('workers/provider-push/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl, BASE_URL: 'http://127.0.0.1:9' });
+      await env.spawn('workers/provider-push/index.ts', {
+        SANDBOX_PROVIDER_URL: sandboxUrl,
+        BASE_URL: 'http://127.0.0.1:9',
+      });
       await env.spawn('workers/callback-reconciler/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl });
       shop = await env.merchant({ scope: 'payments' });
     });
@@ -169,8 +211,12 @@ describe('provider-push', function () {
       expect(await history(env, ok.id)).to.deep.equal(['processing (created)', 'succeeded (provider-asked)']);
       expect(await history(env, ko.id)).to.deep.equal(['processing (created)', 'failed (provider-asked)']);
       expect(await paymentCredits(env, ok.id)).to.have.length(1);
-      expect((await env.services.db('events').where({ object_id: ok.id })).map((e) => e.type)).to.deep.equal(['payment.succeeded']);
-      expect((await env.services.db('events').where({ object_id: ko.id })).map((e) => e.type)).to.deep.equal(['payment.failed']);
+      expect((await env.services.db('events').where({ object_id: ok.id })).map((e) => e.type)).to.deep.equal([
+        'payment.succeeded',
+      ]);
+      expect((await env.services.db('events').where({ object_id: ko.id })).map((e) => e.type)).to.deep.equal([
+        'payment.failed',
+      ]);
     });
   });
 
@@ -187,7 +233,15 @@ describe('provider-push', function () {
     it('is given a job again by the re-drive and applied once', async () => {
       const shop = await env.merchant({ scope: 'payments' });
       const p = await aPayment(shop.client, { phone: '243990000004' });
-      expect((await sendCallback(env.baseUrl, 'vodacom-sandbox', callbackBody({ external_id: p.id, status: 'succeeded', provider_ref: 'R-lost' }))).status).to.equal(200);
+      expect(
+        (
+          await sendCallback(
+            env.baseUrl,
+            'vodacom-sandbox',
+            callbackBody({ external_id: p.id, status: 'succeeded', provider_ref: 'R-lost' }),
+          )
+        ).status,
+      ).to.equal(200);
       // Redis loses the job (flushed, or every attempt failed): only the inbox row remains
       await env.services.queues.get(QUEUES.callbackReconciler).obliterate({ force: true });
       await env.spawn('workers/callback-reconciler/index.ts', { ASK_INTERVAL_MS: '200' });

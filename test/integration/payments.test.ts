@@ -29,7 +29,10 @@ describe('payments API', () => {
     // rate limiting is the pipeline's concern; this file sends far more than 100 requests a minute per key
     // and merchant terms are cached for CACHE_MS, so that a change reaches the web within a test
     env = await startTestEnv({ RATE_LIMIT_PER_MINUTE: '100000', CREDENTIAL_CACHE_MS: String(CACHE_MS) }, {}, { clock });
-    shop = await env.merchant({ scope: 'payments', merchant: { fees: { USD: { percent_bps: 250, fixed: 10 }, CDF: { percent_bps: 100, fixed: 0 } } } });
+    shop = await env.merchant({
+      scope: 'payments',
+      merchant: { fees: { USD: { percent_bps: 250, fixed: 10 }, CDF: { percent_bps: 100, fixed: 0 } } },
+    });
   });
   after(async () => env.close());
 
@@ -66,20 +69,52 @@ describe('payments API', () => {
       expect(Math.abs(p.created - Date.now() / 1000)).to.be.below(5);
 
       const row = await env.services.db('payments').where({ id: p.id }).first();
-      expect(row).to.include({ merchant_id: shop.merchant.id, status: 'processing', version: 1, phone: '243990000001', operator: 'vodacom', amount: 10_000, description: 'Order 42' });
-      const history = await env.services.db('payment_status_changes').where({ payment_id: p.id }).select('from_status', 'to_status', 'reason');
+      expect(row).to.include({
+        merchant_id: shop.merchant.id,
+        status: 'processing',
+        version: 1,
+        phone: '243990000001',
+        operator: 'vodacom',
+        amount: 10_000,
+        description: 'Order 42',
+      });
+      const history = await env.services
+        .db('payment_status_changes')
+        .where({ payment_id: p.id })
+        .select('from_status', 'to_status', 'reason');
       expect(history).to.deep.equal([{ from_status: null, to_status: 'processing', reason: 'created' }]);
-      const jobs = await env.services.db('outbox').whereRaw(`payload->>'paymentId' = ?`, [p.id]).select('queue', 'job_name', 'payload');
-      expect(jobs).to.deep.equal([{ queue: 'provider-push', job_name: 'push', payload: { paymentId: p.id, requestId: 'req-create-1' } }]);
+      const jobs = await env.services
+        .db('outbox')
+        .whereRaw(`payload->>'paymentId' = ?`, [p.id])
+        .select('queue', 'job_name', 'payload');
+      expect(jobs).to.deep.equal([
+        { queue: 'provider-push', job_name: 'push', payload: { paymentId: p.id, requestId: 'req-create-1' } },
+      ]);
     });
 
     it('takes the fee bearer from the merchant, overridable per payment', async () => {
-      const customerShop = await env.merchant({ scope: 'payments', merchant: { fee_bearer: 'customer', fees: { USD: { percent_bps: 250, fixed: 10 } } } });
+      const customerShop = await env.merchant({
+        scope: 'payments',
+        merchant: { fee_bearer: 'customer', fees: { USD: { percent_bps: 250, fixed: 10 } } },
+      });
       const byDefault = await customerShop.client.post('/v1/payments', mm());
-      expect(byDefault.body).to.include({ fee_bearer: 'customer', amount_charged: 10_260, amount_net: 10_000, fee: 260 });
+      expect(byDefault.body).to.include({
+        fee_bearer: 'customer',
+        amount_charged: 10_260,
+        amount_net: 10_000,
+        fee: 260,
+      });
       const overridden = await customerShop.client.post('/v1/payments', mm({ fee_bearer: 'merchant' }));
-      expect(overridden.body).to.include({ fee_bearer: 'merchant', amount_charged: 10_000, amount_net: 9_740, fee: 260 });
-      const cdf = await shop.client.post('/v1/payments', mm({ currency: 'CDF', amount: 1_250, fee_bearer: 'customer' }));
+      expect(overridden.body).to.include({
+        fee_bearer: 'merchant',
+        amount_charged: 10_000,
+        amount_net: 9_740,
+        fee: 260,
+      });
+      const cdf = await shop.client.post(
+        '/v1/payments',
+        mm({ currency: 'CDF', amount: 1_250, fee_bearer: 'customer' }),
+      );
       // 1% of 1250 = 12.5 → 13 (round half up)
       expect(cdf.body).to.include({ currency: 'CDF', fee: 13, amount_charged: 1_263, amount_net: 1_250 });
     });
@@ -87,7 +122,12 @@ describe('payments API', () => {
     it('refuses amount_charged above the per-transaction limit of its currency with 422 amount-over-limit', async () => {
       const limited = await env.merchant({
         scope: 'payments',
-        merchant: { fee_bearer: 'customer', fees: { USD: { percent_bps: 0, fixed: 100 } }, per_tx_limit_usd: 10_000, per_tx_limit_cdf: 500 },
+        merchant: {
+          fee_bearer: 'customer',
+          fees: { USD: { percent_bps: 0, fixed: 100 } },
+          per_tx_limit_usd: 10_000,
+          per_tx_limit_cdf: 500,
+        },
       });
       const before = await count('payments');
       const over = await limited.client.post('/v1/payments', mm({ amount: 9_901 }));
@@ -104,18 +144,28 @@ describe('payments API', () => {
     it('applies the default limits to a merchant created without any: USD 1,000,000 and CDF 2,500,000,000 minor units', async () => {
       const plain = await env.merchant({ scope: 'payments' });
       const before = await count('payments');
-      for (const [currency, amount] of [['USD', 1_000_001], ['CDF', 2_500_000_001], ['USD', 1e12], ['CDF', 1e12]] as const) {
+      for (const [currency, amount] of [
+        ['USD', 1_000_001],
+        ['CDF', 2_500_000_001],
+        ['USD', 1e12],
+        ['CDF', 1e12],
+      ] as const) {
         const res = await plain.client.post('/v1/payments', mm({ currency, amount }));
         expect(res.status, `${currency} ${amount}`).to.equal(422);
         expect(res.body.error).to.include({ code: 'amount-over-limit', param: 'amount' });
       }
       expect(await count('payments')).to.equal(before);
       expect((await plain.client.post('/v1/payments', mm({ amount: 1_000_000 }))).status).to.equal(201);
-      expect((await plain.client.post('/v1/payments', mm({ currency: 'CDF', amount: 2_500_000_000 }))).status).to.equal(201);
+      expect((await plain.client.post('/v1/payments', mm({ currency: 'CDF', amount: 2_500_000_000 }))).status).to.equal(
+        201,
+      );
     });
 
     it('keeps every amount at most 10^12 minor units, even without a limit: the amount, and amount_charged with a customer-borne fee', async () => {
-      const open = await env.merchant({ scope: 'payments', merchant: { per_tx_limit_usd: null, fee_bearer: 'customer', fees: { USD: { percent_bps: 100, fixed: 0 } } } });
+      const open = await env.merchant({
+        scope: 'payments',
+        merchant: { per_tx_limit_usd: null, fee_bearer: 'customer', fees: { USD: { percent_bps: 100, fixed: 0 } } },
+      });
       const before = await count('payments');
       for (const amount of [1e12 + 1, 2 ** 53 - 1, 1e12]) {
         const res = await open.client.post('/v1/payments', mm({ amount }));
@@ -138,19 +188,40 @@ describe('payments API', () => {
       expect(await count('payments')).to.equal(before);
 
       const other = await env.merchant({ scope: 'payments' });
-      expect((await other.client.post('/v1/payments', mm({ reference: 'invoice-7' }))).status, 'another merchant').to.equal(201);
-      const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'live', scope: 'payments' });
-      const live = new (shop.client.constructor as any)({ baseUrl: env.baseUrl, apiKey: c.body.api_key, secret: c.body.secret });
-      const card = { amount: 10_000, currency: 'USD', method: 'card', reference: 'invoice-7', customer_email: 'c@example.com', customer_name: 'C', return_url: 'https://shop.example/paid' };
+      expect(
+        (await other.client.post('/v1/payments', mm({ reference: 'invoice-7' }))).status,
+        'another merchant',
+      ).to.equal(201);
+      const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, {
+        environment: 'live',
+        scope: 'payments',
+      });
+      const live = new (shop.client.constructor as any)({
+        baseUrl: env.baseUrl,
+        apiKey: c.body.api_key,
+        secret: c.body.secret,
+      });
+      const card = {
+        amount: 10_000,
+        currency: 'USD',
+        method: 'card',
+        reference: 'invoice-7',
+        customer_email: 'c@example.com',
+        customer_name: 'C',
+        return_url: 'https://shop.example/paid',
+      };
       const liveRes = await live.post('/v1/payments', card);
       expect(liveRes.status, 'same merchant, live environment').to.equal(201);
       expect(liveRes.body).to.include({ environment: 'live', reference: 'invoice-7' });
     });
 
-    describe('Idempotency-Key (atomic: written in the payment\'s own statement)', () => {
-      const paymentsOf = async (reference: string) => env.services.db('payments').where({ merchant_id: shop.merchant.id, reference });
-      const keyRow = (key: string) => env.services.db('idempotency_keys').where({ merchant_id: shop.merchant.id, key }).first();
-      const outboxOf = (paymentId: string) => env.services.db('outbox').whereRaw(`payload->>'paymentId' = ?`, [paymentId]);
+    describe("Idempotency-Key (atomic: written in the payment's own statement)", () => {
+      const paymentsOf = async (reference: string) =>
+        env.services.db('payments').where({ merchant_id: shop.merchant.id, reference });
+      const keyRow = (key: string) =>
+        env.services.db('idempotency_keys').where({ merchant_id: shop.merchant.id, key }).first();
+      const outboxOf = (paymentId: string) =>
+        env.services.db('outbox').whereRaw(`payload->>'paymentId' = ?`, [paymentId]);
 
       it('replays the stored answer byte for byte, creating one payment and one push', async () => {
         const key = randomUUID();
@@ -168,14 +239,22 @@ describe('payments API', () => {
         expect(await paymentsOf(JSON.parse(body).reference)).to.have.length(1);
         expect(await outboxOf(a.body.id)).to.have.length(1);
         const row = await keyRow(key);
-        expect(row).to.include({ status: 'completed', response_status: 201, method: 'POST', path: '/v1/payments', locked_until: null });
+        expect(row).to.include({
+          status: 'completed',
+          response_status: 201,
+          method: 'POST',
+          path: '/v1/payments',
+          locked_until: null,
+        });
         expect(Buffer.from(row.response_body).toString()).to.equal(a.text);
       });
 
       it('runs one of many simultaneous requests with one key; the others wait for it and get its answer', async () => {
         const key = randomUUID();
         const body = JSON.stringify(mm());
-        const results = await Promise.all(Array.from({ length: 12 }, () => shop.client.post('/v1/payments', body, { idempotencyKey: key })));
+        const results = await Promise.all(
+          Array.from({ length: 12 }, () => shop.client.post('/v1/payments', body, { idempotencyKey: key })),
+        );
         for (const r of results) expect(r.status, r.text).to.equal(201);
         expect(new Set(results.map((r) => r.text)).size, 'one answer').to.equal(1);
         expect(results.filter((r) => r.headers.get('idempotent-replayed') === 'true')).to.have.length(11);
@@ -188,7 +267,9 @@ describe('payments API', () => {
       it('answers 409 idempotency-conflict to the same key with other bodies, even at the same moment, and writes nothing for them', async () => {
         const key = randomUUID();
         const bodies = Array.from({ length: 6 }, () => mm());
-        const results = await Promise.all(bodies.map((b) => shop.client.post('/v1/payments', b, { idempotencyKey: key })));
+        const results = await Promise.all(
+          bodies.map((b) => shop.client.post('/v1/payments', b, { idempotencyKey: key })),
+        );
         const won = results.filter((r) => r.status === 201);
         expect(won).to.have.length(1);
         for (const r of results.filter((x) => x.status !== 201)) {
@@ -232,13 +313,21 @@ describe('payments API', () => {
         expect(invalid.body.error.code).to.equal('idempotency-conflict');
 
         // the same request, after the merchant's terms changed so that it would now be refused
-        const pricey = await env.merchant({ scope: 'payments', merchant: { fees: { USD: { percent_bps: 0, fixed: 50 } } } });
+        const pricey = await env.merchant({
+          scope: 'payments',
+          merchant: { fees: { USD: { percent_bps: 0, fixed: 50 } } },
+        });
         const small = JSON.stringify(mm({ amount: 100 }));
         const created = await pricey.client.post('/v1/payments', small, { idempotencyKey: key });
         expect(created.status).to.equal(201);
-        await env.admin('PATCH', `/admin/merchants/${pricey.merchant.id}`, { fees: { USD: { percent_bps: 0, fixed: 500 }, CDF: { percent_bps: 0, fixed: 0 } } });
+        await env.admin('PATCH', `/admin/merchants/${pricey.merchant.id}`, {
+          fees: { USD: { percent_bps: 0, fixed: 500 }, CDF: { percent_bps: 0, fixed: 0 } },
+        });
         clock.advance(CACHE_WAIT_MS);
-        expect((await pricey.client.post('/v1/payments', mm({ amount: 100 }))).status, 'a new payment of 100 is refused now').to.equal(400);
+        expect(
+          (await pricey.client.post('/v1/payments', mm({ amount: 100 }))).status,
+          'a new payment of 100 is refused now',
+        ).to.equal(400);
         const again = await pricey.client.post('/v1/payments', small, { idempotencyKey: key });
         expect(again.status).to.equal(201);
         expect(again.text).to.equal(created.text);
@@ -254,7 +343,10 @@ describe('payments API', () => {
         expect(first.status).to.equal(201);
         expect(first.headers.get('idempotent-replayed')).to.equal(null);
 
-        await env.services.db('idempotency_keys').where({ key }).update({ expires_at: new Date(Date.now() - 1000) });
+        await env.services
+          .db('idempotency_keys')
+          .where({ key })
+          .update({ expires_at: new Date(Date.now() - 1000) });
         const later = await shop.client.post('/v1/payments', mm(), { idempotencyKey: key });
         expect(later.status).to.equal(201);
         expect(later.headers.get('idempotent-replayed')).to.equal(null);
@@ -284,7 +376,10 @@ describe('payments API', () => {
         expect(held.headers.get('retry-after')).to.equal('1');
         expect(await paymentsOf(JSON.parse(body).reference)).to.have.length(0);
         // its lock has passed (the holder died): the same request takes the key over
-        await env.services.db('idempotency_keys').where({ key }).update({ locked_until: new Date(Date.now() - 1000) });
+        await env.services
+          .db('idempotency_keys')
+          .where({ key })
+          .update({ locked_until: new Date(Date.now() - 1000) });
         const other = await shop.client.post('/v1/payments', mm(), { idempotencyKey: key });
         expect(other.body.error.code, 'only the same request may take over').to.equal('idempotency-conflict');
         const taken = await shop.client.post('/v1/payments', body, { idempotencyKey: key });
@@ -319,7 +414,11 @@ describe('payments API', () => {
         ['an empty reference', { reference: '' }, 'reference'],
         ['a reference of 256 characters', { reference: 'r'.repeat(256) }, 'reference'],
         ['a description of 1001 characters', { description: 'd'.repeat(1001) }, 'description'],
-        ['metadata of 21 keys', { metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v'])) }, 'metadata'],
+        [
+          'metadata of 21 keys',
+          { metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v'])) },
+          'metadata',
+        ],
         ['a metadata value of 501 characters', { metadata: { note: 'x'.repeat(501) } }, 'metadata'],
         ['a metadata value that is an object', { metadata: { nested: { a: 1 } } }, 'metadata'],
         ['a metadata value that is null', { metadata: { gone: null } }, 'metadata'],
@@ -331,9 +430,27 @@ describe('payments API', () => {
         ['a return_url that is not a URL', { return_url: 'back to shop' }, 'return_url'],
         ['an unknown fee bearer', { fee_bearer: 'platform' }, 'fee_bearer'],
         ['an unknown field', { colour: 'red' }, 'colour'],
-        ['a card payment without customer_email', { method: 'card', operator: undefined, phone: undefined, customer_name: 'A', return_url: 'https://shop.example/r' }, 'customer_email'],
-        ['a card payment without customer_name', { method: 'card', customer_email: 'a@shop.example', return_url: 'https://shop.example/r' }, 'customer_name'],
-        ['a card payment without return_url', { method: 'card', customer_email: 'a@shop.example', customer_name: 'A' }, 'return_url'],
+        [
+          'a card payment without customer_email',
+          {
+            method: 'card',
+            operator: undefined,
+            phone: undefined,
+            customer_name: 'A',
+            return_url: 'https://shop.example/r',
+          },
+          'customer_email',
+        ],
+        [
+          'a card payment without customer_name',
+          { method: 'card', customer_email: 'a@shop.example', return_url: 'https://shop.example/r' },
+          'customer_name',
+        ],
+        [
+          'a card payment without return_url',
+          { method: 'card', customer_email: 'a@shop.example', customer_name: 'A' },
+          'return_url',
+        ],
       ];
       for (const [what, change, param] of cases) {
         it(`refuses ${what} (${param})`, async () => {
@@ -354,7 +471,9 @@ describe('payments API', () => {
       });
 
       it('accepts the limits themselves: 20 metadata keys of up to 40 characters, 500-character values, 255-character reference', async () => {
-        const metadata = Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`k${i}`.padEnd(i === 0 ? 1 : 40, 'k'), 'x'.repeat(500)]));
+        const metadata = Object.fromEntries(
+          Array.from({ length: 20 }, (_, i) => [`k${i}`.padEnd(i === 0 ? 1 : 40, 'k'), 'x'.repeat(500)]),
+        );
         const res = await shop.client.post('/v1/payments', mm({ metadata, reference: 'r'.repeat(255) }));
         expect(res.status).to.equal(201);
         expect(Object.keys(res.body.metadata)).to.have.length(20);
@@ -362,17 +481,35 @@ describe('payments API', () => {
     });
 
     it('checks the operator prefix in live (400 operator-mismatch on phone), not for sandbox numbers in test; live without a connector is 422', async () => {
-      const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'live', scope: 'payments' });
-      const live = new (shop.client.constructor as any)({ baseUrl: env.baseUrl, apiKey: c.body.api_key, secret: c.body.secret });
+      const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, {
+        environment: 'live',
+        scope: 'payments',
+      });
+      const live = new (shop.client.constructor as any)({
+        baseUrl: env.baseUrl,
+        apiKey: c.body.api_key,
+        secret: c.body.secret,
+      });
       const before = await count('payments');
-      for (const [operator, phone] of [['vodacom', '243970000000'], ['airtel', '243810000000'], ['orange', '243900000000'], ['africell', '243840000000'], ['vodacom', '243990000001']]) {
+      for (const [operator, phone] of [
+        ['vodacom', '243970000000'],
+        ['airtel', '243810000000'],
+        ['orange', '243900000000'],
+        ['africell', '243840000000'],
+        ['vodacom', '243990000001'],
+      ]) {
         const res = await live.post('/v1/payments', mm({ operator, phone }));
         expect(res.status, `${operator} ${phone}`).to.equal(400);
         expect(res.body.error).to.include({ code: 'operator-mismatch', param: 'phone' });
       }
       expect(await count('payments')).to.equal(before);
       // the right prefix gets as far as the routing table: no live connector is configured in this file
-      for (const [operator, phone] of [['vodacom', '243830000000'], ['airtel', '243970000000'], ['orange', '243890000000'], ['africell', '243910000000']]) {
+      for (const [operator, phone] of [
+        ['vodacom', '243830000000'],
+        ['airtel', '243970000000'],
+        ['orange', '243890000000'],
+        ['africell', '243910000000'],
+      ]) {
         const res = await live.post('/v1/payments', mm({ operator, phone }));
         expect(res.status, `${operator} ${phone}`).to.equal(422);
         expect(res.body.error).to.include({ code: 'operator-unavailable', param: 'operator' });
@@ -396,7 +533,13 @@ describe('payments API', () => {
         return_url: 'https://shop.example/return',
       });
       expect(res.status).to.equal(201);
-      expect(res.body).to.include({ status: 'pending', method: 'card', provider: 'card-sandbox', card: null, checkout_url: `${env.baseUrl}/checkout/${res.body.id}` });
+      expect(res.body).to.include({
+        status: 'pending',
+        method: 'card',
+        provider: 'card-sandbox',
+        card: null,
+        checkout_url: `${env.baseUrl}/checkout/${res.body.id}`,
+      });
     });
 
     it('needs a key whose scope allows it (403 insufficient-scope for read)', async () => {
@@ -410,15 +553,29 @@ describe('payments API', () => {
   describe('GET /v1/payments/{id}', () => {
     it('returns the merchant’s own payment, and 404 for anyone else’s, another environment, or a malformed id', async () => {
       const created = (await shop.client.post('/v1/payments', mm())).body;
-      const reader = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'test', scope: 'read' });
-      const read = new (shop.client.constructor as any)({ baseUrl: env.baseUrl, apiKey: reader.body.api_key, secret: reader.body.secret });
+      const reader = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, {
+        environment: 'test',
+        scope: 'read',
+      });
+      const read = new (shop.client.constructor as any)({
+        baseUrl: env.baseUrl,
+        apiKey: reader.body.api_key,
+        secret: reader.body.secret,
+      });
       const own = await read.get(`/v1/payments/${created.id}`);
       expect(own.status).to.equal(200);
       expect(own.body).to.deep.equal(created);
 
       const stranger = await env.merchant({ scope: 'full' });
-      const live = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'live', scope: 'read' });
-      const liveClient = new (shop.client.constructor as any)({ baseUrl: env.baseUrl, apiKey: live.body.api_key, secret: live.body.secret });
+      const live = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, {
+        environment: 'live',
+        scope: 'read',
+      });
+      const liveClient = new (shop.client.constructor as any)({
+        baseUrl: env.baseUrl,
+        apiKey: live.body.api_key,
+        secret: live.body.secret,
+      });
       for (const [client, id] of [
         [stranger.client, created.id],
         [liveClient, created.id],
@@ -439,7 +596,10 @@ describe('payments API', () => {
     before(async () => {
       lister = await env.merchant({ scope: 'payments' });
       for (let i = 0; i < 25; i++) {
-        const res = await lister.client.post('/v1/payments', mm({ reference: `list-${i}`, phone: i % 5 === 0 ? '243990000002' : '243990000001' }));
+        const res = await lister.client.post(
+          '/v1/payments',
+          mm({ reference: `list-${i}`, phone: i % 5 === 0 ? '243990000002' : '243990000001' }),
+        );
         ids.push(res.body.id);
       }
       // many payments in one second: the order must still be total and stable
@@ -449,7 +609,16 @@ describe('payments API', () => {
     });
 
     const expectedOrder = async (where: Record<string, unknown> = {}) =>
-      (await env.services.db('payments').where({ merchant_id: lister.merchant.id, ...where }).orderBy([{ column: 'created', order: 'desc' }, { column: 'id', order: 'desc' }]).select('id')).map((r) => r.id);
+      (
+        await env.services
+          .db('payments')
+          .where({ merchant_id: lister.merchant.id, ...where })
+          .orderBy([
+            { column: 'created', order: 'desc' },
+            { column: 'id', order: 'desc' },
+          ])
+          .select('id')
+      ).map((r) => r.id);
 
     it('pages newest first, 20 by default, with has_more and next_cursor', async () => {
       const res = await lister.client.get('/v1/payments');
@@ -500,8 +669,15 @@ describe('payments API', () => {
       const res = await lister.client.get('/v1/payments?limit=100');
       expect(res.body.data).to.have.length(25);
       expect(res.body.data.every((p: any) => ids.includes(p.id))).to.equal(true);
-      const live = await env.admin('POST', `/admin/merchants/${lister.merchant.id}/credentials`, { environment: 'live', scope: 'read' });
-      const liveClient = new (shop.client.constructor as any)({ baseUrl: env.baseUrl, apiKey: live.body.api_key, secret: live.body.secret });
+      const live = await env.admin('POST', `/admin/merchants/${lister.merchant.id}/credentials`, {
+        environment: 'live',
+        scope: 'read',
+      });
+      const liveClient = new (shop.client.constructor as any)({
+        baseUrl: env.baseUrl,
+        apiKey: live.body.api_key,
+        secret: live.body.secret,
+      });
       expect((await liveClient.get('/v1/payments')).body.data).to.deep.equal([]);
     });
 

@@ -20,8 +20,10 @@ const aPayout = (over: Record<string, unknown> = {}) => ({
 describe('payouts', () => {
   let env: TestEnv;
   const db = () => env.services.db;
-  const history = (id: string) => db()('payout_status_changes').where({ payout_id: id }).orderBy('id').select('from_status', 'to_status', 'reason');
-  const final = (client: ServiceClient, id: string) => waitFor(client, `/v1/payouts/${id}`, (b) => b.status === 'succeeded' || b.status === 'failed');
+  const history = (id: string) =>
+    db()('payout_status_changes').where({ payout_id: id }).orderBy('id').select('from_status', 'to_status', 'reason');
+  const final = (client: ServiceClient, id: string) =>
+    waitFor(client, `/v1/payouts/${id}`, (b) => b.status === 'succeeded' || b.status === 'failed');
 
   before(async () => {
     env = await startMoneyEnv();
@@ -34,7 +36,12 @@ describe('payouts', () => {
   it('pays out to a phone: amount + fee leave available at creation, the provider confirms, payout.succeeded', async () => {
     // fee 1% + 5 on USD: 1 000 → 15
     const { client, merchant } = await aMerchant(env, { fees: { USD: { percent_bps: 100, fixed: 5 } } });
-    const hook = await env.admin('POST', '/admin/webhooks', { merchant_id: merchant.id, url: 'http://127.0.0.1:9/hook', events: ['payout.succeeded'], environment: 'test' });
+    const hook = await env.admin('POST', '/admin/webhooks', {
+      merchant_id: merchant.id,
+      url: 'http://127.0.0.1:9/hook',
+      events: ['payout.succeeded'],
+      environment: 'test',
+    });
     expect(hook.status).to.equal(201);
     await aSucceededPayment(client, { amount: 20_000 }); // net 20 000 - 205
     const before = await balanceOf(client);
@@ -104,7 +111,10 @@ describe('payouts', () => {
     const { client } = await aMerchant(env, { fees: { CDF: { percent_bps: 0, fixed: 300 } } });
     await aSucceededPayment(client, { currency: 'CDF', amount: 50_000 }); // net 49 700
     // the sandbox fails any payout to 243990000005
-    const res = await client.post('/v1/payouts', aPayout({ currency: 'CDF', amount: 20_000, phone: '243990000005', operator: 'orange' }));
+    const res = await client.post(
+      '/v1/payouts',
+      aPayout({ currency: 'CDF', amount: 20_000, phone: '243990000005', operator: 'orange' }),
+    );
     expect(res.status).to.equal(201);
     expect(res.body).to.include({ fee: 300, status: 'pending' });
     expect((await balanceOf(client)).available.CDF).to.equal(49_700 - 20_300);
@@ -136,7 +146,13 @@ describe('payouts', () => {
       });
     });
 
-    async function refused(body: unknown, status: number, code: string, param?: string, client: ServiceClient = shop.client) {
+    async function refused(
+      body: unknown,
+      status: number,
+      code: string,
+      param?: string,
+      client: ServiceClient = shop.client,
+    ) {
       const before = await snapshot();
       const res = await client.post('/v1/payouts', body);
       expect(res.status, JSON.stringify(res.body)).to.equal(status);
@@ -150,7 +166,15 @@ describe('payouts', () => {
       await refused(aPayout({ currency: 'CDF', amount: 1 }), 422, 'insufficient-balance');
     });
 
-    for (const phone of ['24399000000', '2439900000011', '+243990000001', '0990000001', '243 990000001', 'abc', 243990000001]) {
+    for (const phone of [
+      '24399000000',
+      '2439900000011',
+      '+243990000001',
+      '0990000001',
+      '243 990000001',
+      'abc',
+      243990000001,
+    ]) {
       it(`a malformed number (${JSON.stringify(phone)}): 400 validation-failed on phone`, async () => {
         await refused(aPayout({ phone }), 400, 'validation-failed', 'phone');
       });
@@ -178,7 +202,12 @@ describe('payouts', () => {
       await refused(aPayout({ operator: 'mpesa' }), 400, 'validation-failed', 'operator');
       await refused(aPayout({ bank: 'x' }), 400, 'validation-failed', 'bank');
       await refused(aPayout({ reference: '' }), 400, 'validation-failed', 'reference');
-      await refused(aPayout({ metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v'])) }), 400, 'validation-failed', 'metadata');
+      await refused(
+        aPayout({ metadata: Object.fromEntries(Array.from({ length: 21 }, (_, i) => [`k${i}`, 'v'])) }),
+        400,
+        'validation-failed',
+        'metadata',
+      );
       await refused(aPayout({ metadata: { ['k'.repeat(41)]: 'v' } }), 400, 'validation-failed', 'metadata');
       await refused(aPayout({ metadata: { '': 'v' } }), 400, 'validation-failed', 'metadata');
       await refused(aPayout({ amount: 1e12 + 1 }), 400, 'validation-failed', 'amount');
@@ -186,12 +215,25 @@ describe('payouts', () => {
     });
 
     it('a live number of another operator: 400 operator-mismatch', async () => {
-      const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'live', scope: 'full' });
-      const live = new (shop.client.constructor as any)({ baseUrl: env.baseUrl, apiKey: c.body.api_key, secret: c.body.secret });
+      const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, {
+        environment: 'live',
+        scope: 'full',
+      });
+      const live = new (shop.client.constructor as any)({
+        baseUrl: env.baseUrl,
+        apiKey: c.body.api_key,
+        secret: c.body.secret,
+      });
       // 81 is vodacom's prefix
       await refused(aPayout({ operator: 'airtel', phone: '243810000001' }), 400, 'operator-mismatch', 'phone', live);
       // the right operator gets as far as the routing table: no live connector serves vodacom here
-      await refused(aPayout({ operator: 'vodacom', phone: '243810000001' }), 422, 'operator-unavailable', 'operator', live);
+      await refused(
+        aPayout({ operator: 'vodacom', phone: '243810000001' }),
+        422,
+        'operator-unavailable',
+        'operator',
+        live,
+      );
     });
 
     it('a reference already used by the merchant in this environment: 409 reference-conflict', async () => {
@@ -202,7 +244,10 @@ describe('payouts', () => {
       await refused(aPayout({ reference: 'run-2026-11', amount: 5 }), 409, 'reference-conflict', 'reference');
       const other = await aMerchant(env);
       await aSucceededPayment(other.client, { amount: 2_000 });
-      expect((await other.client.post('/v1/payouts', aPayout({ reference: 'run-2026-11' }))).status, 'another merchant may use it').to.equal(201);
+      expect(
+        (await other.client.post('/v1/payouts', aPayout({ reference: 'run-2026-11' }))).status,
+        'another merchant may use it',
+      ).to.equal(201);
     });
 
     it('without an Idempotency-Key, or with a key that is not the full scope: refused by the pipeline', async () => {
@@ -211,8 +256,15 @@ describe('payouts', () => {
       expect(noKey.status).to.equal(400);
       expect(noKey.body.error.code).to.equal('idempotency-key-required');
       for (const scope of ['read', 'payments'] as const) {
-        const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'test', scope });
-        const limited = new (shop.client.constructor as any)({ baseUrl: env.baseUrl, apiKey: c.body.api_key, secret: c.body.secret });
+        const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, {
+          environment: 'test',
+          scope,
+        });
+        const limited = new (shop.client.constructor as any)({
+          baseUrl: env.baseUrl,
+          apiKey: c.body.api_key,
+          secret: c.body.secret,
+        });
         const res = await limited.post('/v1/payouts', aPayout());
         expect(res.status).to.equal(403);
         expect(res.body.error.code).to.equal('insufficient-scope');
@@ -240,7 +292,10 @@ describe('payouts', () => {
       await aSucceededPayment(client, { amount: 10_000 });
       const made: string[] = [];
       for (let i = 0; i < 5; i++) {
-        const res = await client.post('/v1/payouts', aPayout({ amount: 100 + i, reference: `list-${i}`, phone: i === 4 ? '243990000005' : '243990000001' }));
+        const res = await client.post(
+          '/v1/payouts',
+          aPayout({ amount: 100 + i, reference: `list-${i}`, phone: i === 4 ? '243990000005' : '243990000001' }),
+        );
         made.push(res.body.id);
       }
       for (const id of made) await final(client, id);
@@ -285,7 +340,9 @@ describe('payouts', () => {
     await aSucceededPayment(client, { amount: 500 });
     expect((await balanceOf(client)).available.USD).to.equal(10_580);
 
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => client.post('/v1/payouts', aPayout({ reference: `burst-${i}` }))));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => client.post('/v1/payouts', aPayout({ reference: `burst-${i}` }))),
+    );
     const created = results.filter((r) => r.status === 201);
     const refused = results.filter((r) => r.status === 422);
     expect(created).to.have.length(10);

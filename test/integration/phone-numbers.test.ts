@@ -25,7 +25,15 @@ describe('number lookup (GET /v1/phone-numbers/{number})', function () {
     const quiet = services.log;
     services.log = createLogger('info', 'web-test', memory);
     try {
-      const spellings = ['0812345678', '%2B243%2081%20234%205678', '243-81-234-5678', '(0)81.234.56.78', '%2B243812345678', '00243812345678', '243812345678'];
+      const spellings = [
+        '0812345678',
+        '%2B243%2081%20234%205678',
+        '243-81-234-5678',
+        '(0)81.234.56.78',
+        '%2B243812345678',
+        '00243812345678',
+        '243812345678',
+      ];
       for (const spelling of spellings) {
         // sent as typed, percent-encoding and all (fetch would re-encode brackets)
         const res = await shop.client.get(`/v1/phone-numbers/${spelling}`);
@@ -39,7 +47,8 @@ describe('number lookup (GET /v1/phone-numbers/{number})', function () {
       for (const line of access) expect(line.path).to.equal('/v1/phone-numbers/*****5678');
       expect(access[0].route).to.equal('/v1/phone-numbers/:number');
       const all = lines.join('\n');
-      for (const clear of ['812345678', '81 234', '81-234', '81.234', '81%20234', '%2081']) expect(all).not.to.include(clear);
+      for (const clear of ['812345678', '81 234', '81-234', '81.234', '81%20234', '%2081'])
+        expect(all).not.to.include(clear);
     } finally {
       services.log = quiet;
     }
@@ -85,7 +94,9 @@ describe('number lookup (GET /v1/phone-numbers/{number})', function () {
     const none = await fetch(`${env.baseUrl}/v1/phone-numbers/0812345678`);
     expect(none.status).to.equal(401);
     expect(((await none.json()) as any).error.code).to.equal('auth-required');
-    const bad = await fetch(`${env.baseUrl}/v1/phone-numbers/0812345678`, { headers: { Authorization: 'Bearer svc_test_nope' } });
+    const bad = await fetch(`${env.baseUrl}/v1/phone-numbers/0812345678`, {
+      headers: { Authorization: 'Bearer svc_test_nope' },
+    });
     expect(bad.status).to.equal(401);
     expect(((await bad.json()) as any).error.code).to.equal('api-key-invalid');
   });

@@ -70,7 +70,10 @@ describe('merchant pipeline fuzz: malformed requests never get a 5xx nor change 
     );
     const out: Record<string, string> = {};
     for (const { tablename } of rows as { tablename: string }[]) {
-      const r = await env.services.db.raw(`select count(*)::int as n, md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as h from ?? t`, [tablename]);
+      const r = await env.services.db.raw(
+        `select count(*)::int as n, md5(coalesce(string_agg(t::text, '|' order by t::text), '')) as h from ?? t`,
+        [tablename],
+      );
       out[tablename] = `${r.rows[0].n}:${r.rows[0].h}`;
     }
     return out;
@@ -85,12 +88,31 @@ describe('merchant pipeline fuzz: malformed requests never get a 5xx nor change 
     const now = () => Math.floor(Date.now() / 1000);
 
     const paths = [
-      '/v1/payments', '/v1/payouts', '/V1/PAYMENTS/', '/v1/payments/', `/v1/payments/pay_${randomUUID()}`,
-      `/v1/payments/pay_${randomUUID()}/refund`, `/v1/payments/pay_${randomUUID()}/refunds`, '/v1/payments/pay_x/refund',
-      '/v1/balance', '/v1/events', '/v1/settlements', `/v1/payouts/po_${randomUUID()}`, '/v1/nowhere', '/v1',
-      '/v1/payments?limit=-1', '/v1/payments?limit=100000&cursor=abc', '/v1/payments?status=%00&reference=%ff',
-      '/v1/%00', '/v1/%ff%fe', '/v1/../admin/merchants', '/v1//payments', '/v1/payments/%E2%82%AC',
-      `/v1/payments/${'a'.repeat(4000)}`, '/v1/payments;jsessionid=1', '/v1/payments/%2e%2e/payouts',
+      '/v1/payments',
+      '/v1/payouts',
+      '/V1/PAYMENTS/',
+      '/v1/payments/',
+      `/v1/payments/pay_${randomUUID()}`,
+      `/v1/payments/pay_${randomUUID()}/refund`,
+      `/v1/payments/pay_${randomUUID()}/refunds`,
+      '/v1/payments/pay_x/refund',
+      '/v1/balance',
+      '/v1/events',
+      '/v1/settlements',
+      `/v1/payouts/po_${randomUUID()}`,
+      '/v1/nowhere',
+      '/v1',
+      '/v1/payments?limit=-1',
+      '/v1/payments?limit=100000&cursor=abc',
+      '/v1/payments?status=%00&reference=%ff',
+      '/v1/%00',
+      '/v1/%ff%fe',
+      '/v1/../admin/merchants',
+      '/v1//payments',
+      '/v1/payments/%E2%82%AC',
+      `/v1/payments/${'a'.repeat(4000)}`,
+      '/v1/payments;jsessionid=1',
+      '/v1/payments/%2e%2e/payouts',
     ];
     const methods = ['GET', 'POST', 'POST', 'POST', 'PATCH', 'PUT', 'DELETE', 'HEAD', 'OPTIONS'];
     const junkJson = () =>
@@ -134,7 +156,18 @@ describe('merchant pipeline fuzz: malformed requests never get a 5xx nor change 
     // fixtures 0, 1, 3 pass every merchant check; 2 (read scope), 4 (IP), 5 (suspended), 6 (revoked) do not
     const goodFixtures = [0, 1, 3];
     const badFixtures = [2, 4, 5, 6];
-    const defectKinds = ['fixture', 'auth', 'timestamp', 'signature', 'content-type', 'encoding', 'body', 'idempotency', 'length', 'route'] as const;
+    const defectKinds = [
+      'fixture',
+      'auth',
+      'timestamp',
+      'signature',
+      'content-type',
+      'encoding',
+      'body',
+      'idempotency',
+      'length',
+      'route',
+    ] as const;
     type Kind = (typeof defectKinds)[number];
 
     for (let i = 0; i < STRUCTURED; i++) {
@@ -161,12 +194,30 @@ describe('merchant pipeline fuzz: malformed requests never get a 5xx nor change 
         const a = r.int(3);
         if (a === 0) delete headers.Authorization;
         else if (a === 1) headers.Authorization = `Bearer svc_test_${r.bytes(24).toString('base64url')}`;
-        else headers.Authorization = r.pick(['Bearer', 'Basic Zm9vOmJhcg==', `Bearer ${f.credential.api_key}x`, `Bearer  ${'k'.repeat(5000)}`, 'bearer svc_live_', `Bearer ${f.credential.api_key.replace('svc_test_', 'svc_live_')}`]);
+        else
+          headers.Authorization = r.pick([
+            'Bearer',
+            'Basic Zm9vOmJhcg==',
+            `Bearer ${f.credential.api_key}x`,
+            `Bearer  ${'k'.repeat(5000)}`,
+            'bearer svc_live_',
+            `Bearer ${f.credential.api_key.replace('svc_test_', 'svc_live_')}`,
+          ]);
         defects.push('auth');
       }
       if (chosen.has('timestamp')) {
         // ahead by 302 s or more: still past the bound once the server's clock has ticked on
-        ts = r.pick(['', String(now() - 300 - r.int(100000)), String(now() + 302 + r.int(1000)), 'abc', '1e9', `${now()}.0`, ` ${now()}`, '-1', String(Date.now())]);
+        ts = r.pick([
+          '',
+          String(now() - 300 - r.int(100000)),
+          String(now() + 302 + r.int(1000)),
+          'abc',
+          '1e9',
+          `${now()}.0`,
+          ` ${now()}`,
+          '-1',
+          String(Date.now()),
+        ]);
         defects.push('timestamp');
       }
       if (ts !== '') headers['X-Timestamp'] = ts;
@@ -174,7 +225,16 @@ describe('merchant pipeline fuzz: malformed requests never get a 5xx nor change 
       const good = signRequest(f.credential.secret, ts, method, signedPath, body ?? '');
       headers['X-Signature'] = good;
       if (chosen.has('signature')) {
-        const sig = r.pick(['none', '', 'ab', 'Z'.repeat(64), r.bytes(32).toString('hex'), good.toUpperCase(), good.slice(1), signRequest(f.credential.secret, ts, method, signedPath, 'other')]);
+        const sig = r.pick([
+          'none',
+          '',
+          'ab',
+          'Z'.repeat(64),
+          r.bytes(32).toString('hex'),
+          good.toUpperCase(),
+          good.slice(1),
+          signRequest(f.credential.secret, ts, method, signedPath, 'other'),
+        ]);
         if (sig === 'none') delete headers['X-Signature'];
         else headers['X-Signature'] = sig;
         defects.push('signature');
@@ -182,7 +242,15 @@ describe('merchant pipeline fuzz: malformed requests never get a 5xx nor change 
       // as the signing client does: a POST, PATCH or PUT is JSON even when empty (without the type: 415)
       if (body || ['POST', 'PATCH', 'PUT'].includes(method)) headers['Content-Type'] = 'application/json';
       if (chosen.has('content-type')) {
-        const ct = r.pick(['none', 'text/plain', 'application/x-www-form-urlencoded', 'multipart/form-data; boundary=x', 'application/json; charset=latin1', 'json', '*/*']);
+        const ct = r.pick([
+          'none',
+          'text/plain',
+          'application/x-www-form-urlencoded',
+          'multipart/form-data; boundary=x',
+          'application/json; charset=latin1',
+          'json',
+          '*/*',
+        ]);
         if (ct === 'none') delete headers['Content-Type'];
         else headers['Content-Type'] = ct;
         defects.push('content type');
@@ -193,7 +261,8 @@ describe('merchant pipeline fuzz: malformed requests never get a 5xx nor change 
       }
       // as the signing client does: a key on the routes that require one (a refund's optional key
       // would store the answer to a well-formed refund of an unknown payment, its 404)
-      if (/^\/v1\/(payments|payouts)\/?$/i.test(path)) headers['Idempotency-Key'] = r.chance(0.2) ? randomUUID().toUpperCase() : randomUUID();
+      if (/^\/v1\/(payments|payouts)\/?$/i.test(path))
+        headers['Idempotency-Key'] = r.chance(0.2) ? randomUUID().toUpperCase() : randomUUID();
       if (chosen.has('idempotency')) {
         const k = r.pick(['none', 'abc', '6ba7b810-9dad-11d1-80b4-00c04fd430c8', randomUUID() + 'x', '']);
         if (k === 'none') delete headers['Idempotency-Key'];
@@ -256,7 +325,10 @@ describe('merchant pipeline fuzz: malformed requests never get a 5xx nor change 
         text = b.toString('latin1');
       }
       const bytes = Buffer.from(text, 'latin1');
-      jobs.push({ describe: `raw #${raws.indexOf(text)}: ${JSON.stringify(text.slice(0, 60))}`, run: async () => ({ ...(await sendRaw(env.baseUrl, bytes)), method: 'RAW' }) });
+      jobs.push({
+        describe: `raw #${raws.indexOf(text)}: ${JSON.stringify(text.slice(0, 60))}`,
+        run: async () => ({ ...(await sendRaw(env.baseUrl, bytes)), method: 'RAW' }),
+      });
     }
 
     await pool(jobs, CONCURRENCY, async (job) => {
@@ -264,13 +336,20 @@ describe('merchant pipeline fuzz: malformed requests never get a 5xx nor change 
         const res = await job.run();
         // no X-Request-Id: Node's HTTP parser refused the bytes before any app code ran
         const byApp = res.method !== 'RAW' && res.headers?.['x-request-id'] !== undefined;
-        const code = res.body?.error?.code ?? (res.method === 'RAW' ? `raw-${res.status}` : byApp ? String(res.status) : `http-parser-${res.status}`);
+        const code =
+          res.body?.error?.code ??
+          (res.method === 'RAW' ? `raw-${res.status}` : byApp ? String(res.status) : `http-parser-${res.status}`);
         codes.set(code, (codes.get(code) ?? 0) + 1);
         if (res.status >= 500) failures.push(`${res.status} ${code} ← ${job.describe}`);
         else if (res.method !== 'RAW') {
           if (!byApp) {
-            if (![400, 413, 431].includes(res.status)) failures.push(`${res.status} from the HTTP parser ← ${job.describe}`);
-          } else if (res.status >= 400 && res.method !== 'HEAD' && (typeof res.body?.error?.code !== 'string' || res.body?.error?.request_id !== res.headers?.['x-request-id'])) {
+            if (![400, 413, 431].includes(res.status))
+              failures.push(`${res.status} from the HTTP parser ← ${job.describe}`);
+          } else if (
+            res.status >= 400 &&
+            res.method !== 'HEAD' &&
+            (typeof res.body?.error?.code !== 'string' || res.body?.error?.request_id !== res.headers?.['x-request-id'])
+          ) {
             failures.push(`${res.status} without the error body ← ${job.describe}`);
           }
         }
@@ -283,10 +362,23 @@ describe('merchant pipeline fuzz: malformed requests never get a 5xx nor change 
     expect(await snapshot(), `FUZZ_SEED=${seed}: a row changed`).to.deep.equal(before);
     // the run reached every step, not just the first ones
     for (const code of [
-      'payload-too-large', 'auth-required', 'api-key-invalid', 'ip-not-allowed', 'merchant-suspended', 'timestamp-expired',
-      'signature-invalid', 'insufficient-scope', 'unsupported-media-type', 'invalid-json', 'idempotency-key-required', 'idempotency-key-invalid',
+      'payload-too-large',
+      'auth-required',
+      'api-key-invalid',
+      'ip-not-allowed',
+      'merchant-suspended',
+      'timestamp-expired',
+      'signature-invalid',
+      'insufficient-scope',
+      'unsupported-media-type',
+      'invalid-json',
+      'idempotency-key-required',
+      'idempotency-key-invalid',
     ]) {
-      expect(codes.get(code) ?? 0, `FUZZ_SEED=${seed}: no request got ${code}: ${JSON.stringify([...codes])}`).to.be.greaterThan(0);
+      expect(
+        codes.get(code) ?? 0,
+        `FUZZ_SEED=${seed}: no request got ${code}: ${JSON.stringify([...codes])}`,
+      ).to.be.greaterThan(0);
     }
   });
 });

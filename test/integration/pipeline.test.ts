@@ -41,7 +41,12 @@ const gates = new Map<string, { opened: Promise<void>; open(): void; entered: Pr
 function gate(name: string) {
   let open!: () => void;
   let enter!: () => void;
-  const g = { opened: new Promise<void>((r) => (open = r)), open: () => open(), entered: new Promise<void>((r) => (enter = r)), enter: () => enter() };
+  const g = {
+    opened: new Promise<void>((r) => (open = r)),
+    open: () => open(),
+    entered: new Promise<void>((r) => (enter = r)),
+    enter: () => enter(),
+  };
   gates.set(name, g);
   return g;
 }
@@ -58,7 +63,12 @@ const idempotentRoute: Middleware = async (ctx) => {
   const location = `/v1/payments/${id}`;
   const write = key && {
     ...key.write,
-    encode: (text: string) => (key.stored = { status: 201, headers: { 'Content-Type': 'application/json', Location: location }, body: Buffer.from(text) }),
+    encode: (text: string) =>
+      (key.stored = {
+        status: 201,
+        headers: { 'Content-Type': 'application/json', Location: location },
+        body: Buffer.from(text),
+      }),
   };
   const text = await idempotentTransact(ctx.services, write, async () => {
     calls.push({ path: ctx.path, merchantId: ctx.state.auth!.merchantId, body });
@@ -117,11 +127,16 @@ const routes = testRoutes.routes() as Middleware;
 describe('merchant request pipeline (spec 5.6)', () => {
   let env: TestEnv;
   before(async () => {
-    env = await startTestEnv({ CREDENTIAL_CACHE_MS: String(CACHE_MS), IDEMPOTENCY_WAIT_MS: String(WAIT_MS) }, { extraV1Routes: routes }, { clock });
+    env = await startTestEnv(
+      { CREDENTIAL_CACHE_MS: String(CACHE_MS), IDEMPOTENCY_WAIT_MS: String(WAIT_MS) },
+      { extraV1Routes: routes },
+      { clock },
+    );
   });
   after(async () => env.close());
 
-  const idemRows = async () => Number((await env.services.db('idempotency_keys').count<{ c: string }[]>('* as c'))[0].c);
+  const idemRows = async () =>
+    Number((await env.services.db('idempotency_keys').count<{ c: string }[]>('* as c'))[0].c);
   const callsOf = (m: MerchantFixture) => calls.filter((c) => c.merchantId === m.merchant.id);
 
   /** A signed request built by hand (the way a merchant's own code would), sent with full header control. */
@@ -166,21 +181,111 @@ describe('merchant request pipeline (spec 5.6)', () => {
     const big = Buffer.from(JSON.stringify({ mode: 'ok', pad: 'x'.repeat(100 * 1024) }));
     // in pipeline order: the expected code of a pair is the code of the first
     const defects: Defect[] = [
-      { name: 'Content-Length above 500 MB', field: 'length', status: 413, code: 'payload-too-large', apply: (s) => void (s.declaredLength = String(500 * 1024 * 1024 + 1)) },
-      { name: 'no Authorization header', field: 'auth', status: 401, code: 'auth-required', apply: (s) => void (s.auth = null) },
-      { name: 'a Basic Authorization header', field: 'auth', status: 401, code: 'auth-required', apply: (s) => void (s.auth = 'Basic dXNlcjpwYXNz') },
-      { name: 'an unknown API key', field: 'auth', status: 401, code: 'api-key-invalid', apply: (s) => void (s.auth = `Bearer svc_test_${randomBytes(32).toString('base64url')}`) },
-      { name: 'an address off the allowlist', field: 'ip', status: 403, code: 'ip-not-allowed', apply: (s) => void s.props.push('ip') },
-      { name: 'a suspended merchant', field: 'suspended', status: 403, code: 'merchant-suspended', apply: (s) => void s.props.push('suspended') },
-      { name: 'a key over its rate limit', field: 'limited', status: 429, code: 'rate-limit-exceeded', apply: (s) => void s.props.push('limited') },
-      { name: 'a timestamp 6 minutes old', field: 'ts', status: 401, code: 'timestamp-expired', apply: (s) => void (s.ts = String(nowS() - 360)) },
-      { name: 'a payment body above 100 KB', field: 'body', status: 413, code: 'payload-too-large', apply: (s) => void (s.body = big) },
-      { name: 'a wrong signature', field: 'sig', status: 401, code: 'signature-invalid', apply: (s) => void (s.badSignature = true) },
-      { name: 'a read-scope key', field: 'read', status: 403, code: 'insufficient-scope', apply: (s) => void s.props.push('read') },
-      { name: 'a text/plain body', field: 'ctype', status: 415, code: 'unsupported-media-type', apply: (s) => void (s.contentType = 'text/plain') },
-      { name: 'malformed JSON', field: 'body', status: 400, code: 'invalid-json', apply: (s) => void (s.body = Buffer.from('{"mode": "ok",')) },
-      { name: 'no Idempotency-Key', field: 'idem', status: 400, code: 'idempotency-key-required', apply: (s) => void (s.idempotencyKey = null) },
-      { name: 'an Idempotency-Key that is not a UUID v4', field: 'idem', status: 400, code: 'idempotency-key-invalid', apply: (s) => void (s.idempotencyKey = '6ba7b810-9dad-11d1-80b4-00c04fd430c8') },
+      {
+        name: 'Content-Length above 500 MB',
+        field: 'length',
+        status: 413,
+        code: 'payload-too-large',
+        apply: (s) => void (s.declaredLength = String(500 * 1024 * 1024 + 1)),
+      },
+      {
+        name: 'no Authorization header',
+        field: 'auth',
+        status: 401,
+        code: 'auth-required',
+        apply: (s) => void (s.auth = null),
+      },
+      {
+        name: 'a Basic Authorization header',
+        field: 'auth',
+        status: 401,
+        code: 'auth-required',
+        apply: (s) => void (s.auth = 'Basic dXNlcjpwYXNz'),
+      },
+      {
+        name: 'an unknown API key',
+        field: 'auth',
+        status: 401,
+        code: 'api-key-invalid',
+        apply: (s) => void (s.auth = `Bearer svc_test_${randomBytes(32).toString('base64url')}`),
+      },
+      {
+        name: 'an address off the allowlist',
+        field: 'ip',
+        status: 403,
+        code: 'ip-not-allowed',
+        apply: (s) => void s.props.push('ip'),
+      },
+      {
+        name: 'a suspended merchant',
+        field: 'suspended',
+        status: 403,
+        code: 'merchant-suspended',
+        apply: (s) => void s.props.push('suspended'),
+      },
+      {
+        name: 'a key over its rate limit',
+        field: 'limited',
+        status: 429,
+        code: 'rate-limit-exceeded',
+        apply: (s) => void s.props.push('limited'),
+      },
+      {
+        name: 'a timestamp 6 minutes old',
+        field: 'ts',
+        status: 401,
+        code: 'timestamp-expired',
+        apply: (s) => void (s.ts = String(nowS() - 360)),
+      },
+      {
+        name: 'a payment body above 100 KB',
+        field: 'body',
+        status: 413,
+        code: 'payload-too-large',
+        apply: (s) => void (s.body = big),
+      },
+      {
+        name: 'a wrong signature',
+        field: 'sig',
+        status: 401,
+        code: 'signature-invalid',
+        apply: (s) => void (s.badSignature = true),
+      },
+      {
+        name: 'a read-scope key',
+        field: 'read',
+        status: 403,
+        code: 'insufficient-scope',
+        apply: (s) => void s.props.push('read'),
+      },
+      {
+        name: 'a text/plain body',
+        field: 'ctype',
+        status: 415,
+        code: 'unsupported-media-type',
+        apply: (s) => void (s.contentType = 'text/plain'),
+      },
+      {
+        name: 'malformed JSON',
+        field: 'body',
+        status: 400,
+        code: 'invalid-json',
+        apply: (s) => void (s.body = Buffer.from('{"mode": "ok",')),
+      },
+      {
+        name: 'no Idempotency-Key',
+        field: 'idem',
+        status: 400,
+        code: 'idempotency-key-required',
+        apply: (s) => void (s.idempotencyKey = null),
+      },
+      {
+        name: 'an Idempotency-Key that is not a UUID v4',
+        field: 'idem',
+        status: 400,
+        code: 'idempotency-key-invalid',
+        apply: (s) => void (s.idempotencyKey = '6ba7b810-9dad-11d1-80b4-00c04fd430c8'),
+      },
     ];
 
     const fixtures = new Map<string, { at: number; f: Promise<MerchantFixture> }>();
@@ -200,8 +305,15 @@ describe('merchant request pipeline (spec 5.6)', () => {
               for (let i = 0; i < 100; i++) expect((await f.client.get('/v1/echo')).status).to.equal(200);
               expect((await f.client.get('/v1/echo')).status).to.equal(429);
             }
-            if (props.includes('ip')) await env.services.db('credentials').where({ id: f.credential.id }).update({ ip_allowlist: ['10.20.30.40'] });
-            if (props.includes('suspended')) expect((await env.admin('PATCH', `/admin/merchants/${f.merchant.id}`, { status: 'suspended' })).status).to.equal(200);
+            if (props.includes('ip'))
+              await env.services
+                .db('credentials')
+                .where({ id: f.credential.id })
+                .update({ ip_allowlist: ['10.20.30.40'] });
+            if (props.includes('suspended'))
+              expect(
+                (await env.admin('PATCH', `/admin/merchants/${f.merchant.id}`, { status: 'suspended' })).status,
+              ).to.equal(200);
             clock.advance(CACHE_MS + 50); // past the credential cache of the requests above
             return f;
           })(),
@@ -336,7 +448,10 @@ describe('merchant request pipeline (spec 5.6)', () => {
     it('answers a target Node cannot parse with 400 and the error body, not a bare 500', async () => {
       const { credential } = await env.merchant();
       for (const target of ['http://a]b/v1/echo', 'http://a]b/health/live']) {
-        const res = await sendRaw(env.baseUrl, `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${credential.api_key}\r\n\r\n`);
+        const res = await sendRaw(
+          env.baseUrl,
+          `GET ${target} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${credential.api_key}\r\n\r\n`,
+        );
         expect(res.status, target).to.equal(400);
         expect(res.head, target).to.match(/\r\nX-Request-Id: req_/i);
       }
@@ -348,7 +463,12 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const f = await env.merchant({ scope: 'payments', environment: 'live' });
       const res = await f.client.get('/v1/echo');
       expect(res.status).to.equal(200);
-      expect(res.body.auth).to.deep.equal({ merchantId: f.merchant.id, credentialId: f.credential.id, environment: 'live', scope: 'payments' });
+      expect(res.body.auth).to.deep.equal({
+        merchantId: f.merchant.id,
+        credentialId: f.credential.id,
+        environment: 'live',
+        scope: 'payments',
+      });
     });
 
     it('refuses a key sent with the other environment prefix', async () => {
@@ -391,17 +511,22 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const replacement = env.client(rev.body.replacement);
       expect((await replacement.post('/v1/echo', { a: 1 })).status).to.equal(200);
       // the grace ends
-      await env.services.db('credentials').where({ id: f.credential.id }).update({ expires_at: new Date(clock.now() - 1000) });
+      await env.services
+        .db('credentials')
+        .where({ id: f.credential.id })
+        .update({ expires_at: new Date(clock.now() - 1000) });
       clock.advance(CACHE_MS + 50);
       const res = await f.client.get('/v1/echo');
       expect(res.status).to.equal(401);
       expect(res.body.error.code).to.equal('api-key-invalid');
     });
 
-    it('refuses a key once the end of its grace passes'
-      + ' (checked on every request, cached or not)', async () => {
+    it('refuses a key once the end of its grace passes' + ' (checked on every request, cached or not)', async () => {
       const f = await env.merchant();
-      await env.services.db('credentials').where({ id: f.credential.id }).update({ revoked_at: new Date(), expires_at: new Date(clock.now() + 600) });
+      await env.services
+        .db('credentials')
+        .where({ id: f.credential.id })
+        .update({ revoked_at: new Date(), expires_at: new Date(clock.now() + 600) });
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
       clock.advance(700);
       expect((await f.client.get('/v1/echo')).status).to.equal(401);
@@ -410,7 +535,9 @@ describe('merchant request pipeline (spec 5.6)', () => {
     it('honours an immediate revocation within the credential cache time', async () => {
       const f = await env.merchant();
       expect((await f.client.get('/v1/echo')).status).to.equal(200);
-      expect((await env.admin('POST', `/admin/credentials/${f.credential.id}/revoke`, { immediate: true })).status).to.equal(200);
+      expect(
+        (await env.admin('POST', `/admin/credentials/${f.credential.id}/revoke`, { immediate: true })).status,
+      ).to.equal(200);
       clock.advance(CACHE_MS + 50);
       const res = await f.client.get('/v1/echo');
       expect(res.status).to.equal(401);
@@ -441,7 +568,7 @@ describe('merchant request pipeline (spec 5.6)', () => {
       });
       after(async () => proxied.close());
 
-      it("takes the address the proxy appended, not one the client forged before it", async () => {
+      it('takes the address the proxy appended, not one the client forged before it', async () => {
         const f = await proxied.merchant({ ip_allowlist: ['203.0.113.7'] });
         const ok = await f.client.get('/v1/echo', { headers: { 'X-Forwarded-For': '203.0.113.7' } });
         expect(ok.status).to.equal(200);
@@ -517,7 +644,11 @@ describe('merchant request pipeline (spec 5.6)', () => {
 
     it('answers 503 (no hang, no pass) when Redis is unreachable', async () => {
       const f = await env.merchant();
-      const services = createContext({ role: 'web', name: 'web-no-redis', config: { ...env.config, redisUrl: 'redis://127.0.0.1:1' } });
+      const services = createContext({
+        role: 'web',
+        name: 'web-no-redis',
+        config: { ...env.config, redisUrl: 'redis://127.0.0.1:1' },
+      });
       const app = buildApp(services, { extraV1Routes: routes });
       const server: Server = await new Promise((resolve) => {
         const s = app.listen(0, '127.0.0.1', () => resolve(s));
@@ -563,7 +694,9 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const f = await env.merchant();
       expect((await signed(f, 'POST', '/v1/echo', '{"a":1}', {}, String(nowS() - 298))).status).to.equal(200);
       expect((await signed(f, 'POST', '/v1/echo', '{"a":1}', {}, String(nowS() + 298))).status).to.equal(200);
-      expect((await send(env.baseUrl, 'GET', '/v1/echo', { Authorization: `Bearer ${f.credential.api_key}` })).status).to.equal(200);
+      expect(
+        (await send(env.baseUrl, 'GET', '/v1/echo', { Authorization: `Bearer ${f.credential.api_key}` })).status,
+      ).to.equal(200);
     });
 
     it('requires it on PATCH, PUT and DELETE as well', async () => {
@@ -572,7 +705,10 @@ describe('merchant request pipeline (spec 5.6)', () => {
         const res = await f.client.request(method, '/v1/echo', { omitHeaders: ['X-Timestamp'] });
         expect(res.status, method).to.equal(401);
         expect(res.body.error.code).to.equal('timestamp-expired');
-        expect((await f.client.request(method, '/v1/echo', method === 'DELETE' ? {} : { body: { a: 1 } })).status, method).to.equal(200);
+        expect(
+          (await f.client.request(method, '/v1/echo', method === 'DELETE' ? {} : { body: { a: 1 } })).status,
+          method,
+        ).to.equal(200);
       }
     });
   });
@@ -603,9 +739,19 @@ describe('merchant request pipeline (spec 5.6)', () => {
         ['over another body', { 'X-Signature': signRequest(f.credential.secret, ts, 'POST', '/v1/echo', '{"a":1}') }],
         ['over another path', { 'X-Signature': signRequest(f.credential.secret, ts, 'POST', '/v1/payments', body) }],
         ['over another method', { 'X-Signature': signRequest(f.credential.secret, ts, 'PATCH', '/v1/echo', body) }],
-        ['over another timestamp', { 'X-Signature': signRequest(f.credential.secret, String(Number(ts) - 1), 'POST', '/v1/echo', body) }],
-        ['with another secret', { 'X-Signature': signRequest(`sk_${randomBytes(32).toString('base64url')}`, ts, 'POST', '/v1/echo', body) }],
-        ['over the path with its query', { 'X-Signature': signRequest(f.credential.secret, ts, 'POST', '/v1/echo?x=1', body) }, '/v1/echo?x=1'],
+        [
+          'over another timestamp',
+          { 'X-Signature': signRequest(f.credential.secret, String(Number(ts) - 1), 'POST', '/v1/echo', body) },
+        ],
+        [
+          'with another secret',
+          { 'X-Signature': signRequest(`sk_${randomBytes(32).toString('base64url')}`, ts, 'POST', '/v1/echo', body) },
+        ],
+        [
+          'over the path with its query',
+          { 'X-Signature': signRequest(f.credential.secret, ts, 'POST', '/v1/echo?x=1', body) },
+          '/v1/echo?x=1',
+        ],
       ];
       for (const [what, headers, path] of wrong) {
         const res = await signed(f, 'POST', path ?? '/v1/echo', body, headers, ts);
@@ -626,7 +772,14 @@ describe('merchant request pipeline (spec 5.6)', () => {
     it('signs the path as sent: /V1/ECHO signed as /v1/echo is refused', async () => {
       const f = await env.merchant();
       const ts = String(nowS());
-      const res = await signed(f, 'POST', '/V1/ECHO', '{}', { 'X-Signature': signRequest(f.credential.secret, ts, 'POST', '/v1/echo', '{}') }, ts);
+      const res = await signed(
+        f,
+        'POST',
+        '/V1/ECHO',
+        '{}',
+        { 'X-Signature': signRequest(f.credential.secret, ts, 'POST', '/v1/echo', '{}') },
+        ts,
+      );
       expect(res.status).to.equal(401);
       expect((await signed(f, 'POST', '/V1/ECHO', '{}')).status).to.equal(200);
     });
@@ -657,7 +810,14 @@ describe('merchant request pipeline (spec 5.6)', () => {
       }
       expect(responses['auth-required'].headers['www-authenticate']).to.equal('Bearer realm="api"');
       // same code, other cause: same message
-      const again = await signed(f, 'POST', '/v1/echo', '{}', { 'X-Signature': signRequest('sk_other', ts, 'POST', '/v1/echo', '{}') }, ts);
+      const again = await signed(
+        f,
+        'POST',
+        '/v1/echo',
+        '{}',
+        { 'X-Signature': signRequest('sk_other', ts, 'POST', '/v1/echo', '{}') },
+        ts,
+      );
       expect(again.body.error.message).to.equal(responses['signature-invalid'].body.error.message);
       const missing = await signed(f, 'POST', '/v1/echo', '{}', {}, '');
       expect(missing.body.error.message).to.equal(responses['timestamp-expired'].body.error.message);
@@ -684,7 +844,11 @@ describe('merchant request pipeline (spec 5.6)', () => {
       it(`${scope}: ${method} ${path} → ${allowed ? 'allowed' : '403 insufficient-scope'}`, async () => {
         const f = await env.merchant({ scope });
         const before = callsOf(f).length;
-        const res = await f.client.request(method, path, method === 'GET' || method === 'DELETE' ? {} : { body: { mode: 'ok' }, idempotencyKey: randomUUID() });
+        const res = await f.client.request(
+          method,
+          path,
+          method === 'GET' || method === 'DELETE' ? {} : { body: { mode: 'ok' }, idempotencyKey: randomUUID() },
+        );
         if (allowed) {
           expect(res.status, res.text).to.be.oneOf([200, 201]);
           expect(callsOf(f).length).to.equal(before + 1);
@@ -705,27 +869,56 @@ describe('merchant request pipeline (spec 5.6)', () => {
         ['text/plain', { 'Content-Type': 'text/plain' }, '{"a":1}', 415, 'unsupported-media-type'],
         ['form', { 'Content-Type': 'application/x-www-form-urlencoded' }, 'a=1', 415, 'unsupported-media-type'],
         ['no type', { 'Content-Type': '' }, '{"a":1}', 415, 'unsupported-media-type'],
-        ['latin-1', { 'Content-Type': 'application/json; charset=iso-8859-1' }, '{"a":1}', 415, 'unsupported-media-type'],
+        [
+          'latin-1',
+          { 'Content-Type': 'application/json; charset=iso-8859-1' },
+          '{"a":1}',
+          415,
+          'unsupported-media-type',
+        ],
         ['gzip', { 'Content-Encoding': 'gzip' }, '{"a":1}', 415, 'unsupported-media-type'],
         ['truncated JSON', {}, '{"a":', 400, 'invalid-json'],
-        ['JSON with a BOM', {}, Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":1}')]), 400, 'invalid-json'],
-        ['invalid UTF-8', {}, Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]), 400, 'invalid-json'],
+        [
+          'JSON with a BOM',
+          {},
+          Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('{"a":1}')]),
+          400,
+          'invalid-json',
+        ],
+        [
+          'invalid UTF-8',
+          {},
+          Buffer.from([0x7b, 0x22, 0x61, 0x22, 0x3a, 0x22, 0xff, 0xfe, 0x22, 0x7d]),
+          400,
+          'invalid-json',
+        ],
       ];
       for (const [what, headers, body, status, code] of cases) {
         const h = { ...headers };
         if (h['Content-Type'] === '') delete h['Content-Type'];
-        const res = await signed(f, 'POST', '/v1/echo', body, headers['Content-Type'] === '' ? { 'Content-Type': '' } : h);
+        const res = await signed(
+          f,
+          'POST',
+          '/v1/echo',
+          body,
+          headers['Content-Type'] === '' ? { 'Content-Type': '' } : h,
+        );
         expect(res.status, what).to.equal(status);
         expect(res.body.error.code, what).to.equal(code);
       }
-      const ok = await signed(f, 'POST', '/v1/echo', '{"a":[1,2,{"b":"é"}]}', { 'Content-Type': 'application/json; charset=utf-8' });
+      const ok = await signed(f, 'POST', '/v1/echo', '{"a":[1,2,{"b":"é"}]}', {
+        'Content-Type': 'application/json; charset=utf-8',
+      });
       expect(ok.status).to.equal(200);
       expect(ok.body.body).to.deep.equal({ a: [1, 2, { b: 'é' }] });
     });
 
     it('checks the signature before the content type: a bad signature on a text/plain body is a 401', async () => {
       const f = await env.merchant();
-      const res = await signed(f, 'POST', '/v1/echo', 'not json', { 'Content-Type': 'text/plain', 'X-Signature': '00' });
+      const res = await signed(f, 'POST', '/v1/echo', 'not json', {
+        'Content-Type': 'text/plain',
+        'X-Signature': '00',
+      });
       expect(res.status).to.equal(401);
       expect(res.body.error.code).to.equal('signature-invalid');
     });
@@ -751,7 +944,13 @@ describe('merchant request pipeline (spec 5.6)', () => {
       }
       expect(callsOf(f)).to.have.length(1);
       const row = await env.services.db('idempotency_keys').where({ merchant_id: f.merchant.id }).first();
-      expect(row).to.include({ status: 'completed', response_status: 201, method: 'POST', path: '/v1/payouts', environment: 'test' });
+      expect(row).to.include({
+        status: 'completed',
+        response_status: 201,
+        method: 'POST',
+        path: '/v1/payouts',
+        environment: 'test',
+      });
       expect(Buffer.from(row.response_body).toString()).to.equal(first.text);
       expect(new Date(row.expires_at).getTime() - clock.now()).to.be.within(23.9 * 3600e3, 24 * 3600e3);
     });
@@ -759,8 +958,14 @@ describe('merchant request pipeline (spec 5.6)', () => {
     it('answers 409 idempotency-conflict to the same key with another body, method-path or route', async () => {
       const f = await env.merchant();
       const key = randomUUID();
-      expect((await f.client.post('/v1/payouts', { mode: 'ok', amount: 100 }, { idempotencyKey: key })).status).to.equal(201);
-      for (const [path, body] of [['/v1/payouts', { mode: 'ok', amount: 101 }], ['/v1/payouts', '{"mode":"ok", "amount":100}'], ['/v1/payments', { mode: 'ok', amount: 100 }]] as const) {
+      expect(
+        (await f.client.post('/v1/payouts', { mode: 'ok', amount: 100 }, { idempotencyKey: key })).status,
+      ).to.equal(201);
+      for (const [path, body] of [
+        ['/v1/payouts', { mode: 'ok', amount: 101 }],
+        ['/v1/payouts', '{"mode":"ok", "amount":100}'],
+        ['/v1/payments', { mode: 'ok', amount: 100 }],
+      ] as const) {
         const res = await f.client.post(path, body, { idempotencyKey: key });
         expect(res.status, `${path} ${JSON.stringify(body)}`).to.equal(409);
         expect(res.body.error.code).to.equal('idempotency-conflict');
@@ -777,8 +982,12 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const first = f.client.post('/v1/payouts', body, { idempotencyKey: key });
       await g.entered;
       const started = Date.now();
-      const concurrent = await Promise.all(Array.from({ length: 8 }, () => f.client.post('/v1/payouts', body, { idempotencyKey: key })));
-      expect(Date.now() - started, 'they waited for the first request (IDEMPOTENCY_WAIT_MS)').to.be.at.least(WAIT_MS - 50);
+      const concurrent = await Promise.all(
+        Array.from({ length: 8 }, () => f.client.post('/v1/payouts', body, { idempotencyKey: key })),
+      );
+      expect(Date.now() - started, 'they waited for the first request (IDEMPOTENCY_WAIT_MS)').to.be.at.least(
+        WAIT_MS - 50,
+      );
       for (const res of concurrent) {
         expect(res.status).to.equal(409);
         expect(res.body.error.code).to.equal('idempotency-in-progress');
@@ -818,12 +1027,15 @@ describe('merchant request pipeline (spec 5.6)', () => {
     it('runs exactly one of many simultaneous first requests with one key', async () => {
       const f = await env.merchant();
       const key = randomUUID();
-      const results = await Promise.all(Array.from({ length: 12 }, () => f.client.post('/v1/payouts', { mode: 'ok' }, { idempotencyKey: key })));
+      const results = await Promise.all(
+        Array.from({ length: 12 }, () => f.client.post('/v1/payouts', { mode: 'ok' }, { idempotencyKey: key })),
+      );
       expect(callsOf(f)).to.have.length(1);
       const created = results.filter((r) => r.status === 201);
       expect(created.length).to.be.at.least(1);
       expect(new Set(created.map((r) => r.text)).size, 'every 201 is the one response').to.equal(1);
-      for (const r of results.filter((x) => x.status !== 201)) expect(r.body.error.code).to.equal('idempotency-in-progress');
+      for (const r of results.filter((x) => x.status !== 201))
+        expect(r.body.error.code).to.equal('idempotency-in-progress');
     });
 
     it('leaves the key free after a validation failure or a server error', async () => {
@@ -840,7 +1052,10 @@ describe('merchant request pipeline (spec 5.6)', () => {
     });
 
     it('stores and replays a 409 reference-conflict and a 422 like any other outcome', async () => {
-      for (const [mode, status, code] of [['reference-conflict', 409, 'reference-conflict'], ['unprocessable', 422, 'amount-over-limit']] as const) {
+      for (const [mode, status, code] of [
+        ['reference-conflict', 409, 'reference-conflict'],
+        ['unprocessable', 422, 'amount-over-limit'],
+      ] as const) {
         const f = await env.merchant();
         const key = randomUUID();
         const first = await f.client.post('/v1/payouts', { mode }, { idempotencyKey: key });
@@ -857,7 +1072,10 @@ describe('merchant request pipeline (spec 5.6)', () => {
     it('keeps keys apart per merchant and per environment', async () => {
       const a = await env.merchant();
       const b = await env.merchant();
-      const live = await env.admin('POST', `/admin/merchants/${a.merchant.id}/credentials`, { environment: 'live', scope: 'full' });
+      const live = await env.admin('POST', `/admin/merchants/${a.merchant.id}/credentials`, {
+        environment: 'live',
+        scope: 'full',
+      });
       const aLive = env.client(live.body);
       const key = randomUUID();
       const results = [
@@ -893,7 +1111,10 @@ describe('merchant request pipeline (spec 5.6)', () => {
       const f = await env.merchant();
       const expiredKey = randomUUID();
       const first = await f.client.post('/v1/payouts', { mode: 'ok' }, { idempotencyKey: expiredKey });
-      await env.services.db('idempotency_keys').where({ key: expiredKey }).update({ expires_at: new Date(Date.now() - 1000) });
+      await env.services
+        .db('idempotency_keys')
+        .where({ key: expiredKey })
+        .update({ expires_at: new Date(Date.now() - 1000) });
       const reused = await f.client.post('/v1/payouts', { mode: 'ok', day: 2 }, { idempotencyKey: expiredKey });
       expect(reused.status).to.equal(201);
       expect(reused.text).not.to.equal(first.text);
@@ -926,11 +1147,17 @@ describe('merchant request pipeline (spec 5.6)', () => {
       }
       const row = await env.services.db('idempotency_keys').where({ key: crashedKey }).first();
       expect(row.status).to.equal('completed');
-      expect(Buffer.from(row.response_body).toString(), 'the request that took the key over stored its response').to.equal(b.text);
+      expect(
+        Buffer.from(row.response_body).toString(),
+        'the request that took the key over stored its response',
+      ).to.equal(b.text);
 
       const purged = await purgeExpiredIdempotencyKeys(env.services.db, env.services.clock.now());
       expect(purged).to.equal(0); // the expired one was reused, so nothing is expired
-      await env.services.db('idempotency_keys').where({ key: crashedKey }).update({ expires_at: new Date(Date.now() - 1) });
+      await env.services
+        .db('idempotency_keys')
+        .where({ key: crashedKey })
+        .update({ expires_at: new Date(Date.now() - 1) });
       expect(await purgeExpiredIdempotencyKeys(env.services.db, env.services.clock.now())).to.equal(1);
       expect(await env.services.db('idempotency_keys').where({ key: crashedKey })).to.have.length(0);
       expect(await env.services.db('idempotency_keys').where({ key: expiredKey })).to.have.length(1);

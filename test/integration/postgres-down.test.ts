@@ -40,12 +40,18 @@ describe('Postgres unreachable from the web', () => {
       OVERLOAD_MAX_WAIT_MS: '0',
     });
     down = createContext({ role: 'web', name: 'web-postgres-down', config });
-    down.log = createLogger('info', 'web-postgres-down', { write: (line: string) => void lines.push(JSON.parse(line)) });
+    down.log = createLogger('info', 'web-postgres-down', {
+      write: (line: string) => void lines.push(JSON.parse(line)),
+    });
     const app = buildApp(down);
     server = await new Promise((resolve) => {
       const s = app.listen(0, '127.0.0.1', () => resolve(s));
     });
-    client = new ServiceClient({ baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, apiKey: m.credential.api_key, secret: m.credential.secret });
+    client = new ServiceClient({
+      baseUrl: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
+      apiKey: m.credential.api_key,
+      secret: m.credential.secret,
+    });
   });
   after(async () => {
     await new Promise((r) => server.close(r));
@@ -57,8 +63,21 @@ describe('Postgres unreachable from the web', () => {
     const answers = [
       await client.get('/v1/balance'),
       await client.get('/v1/payments'),
-      await client.post('/v1/payments', { amount: 1000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: 'pg-down' }),
-      await client.post('/v1/payouts', { amount: 1000, currency: 'USD', operator: 'vodacom', phone: '243990000001', reference: 'pg-down' }),
+      await client.post('/v1/payments', {
+        amount: 1000,
+        currency: 'USD',
+        method: 'mobile_money',
+        operator: 'vodacom',
+        phone: '243990000001',
+        reference: 'pg-down',
+      }),
+      await client.post('/v1/payouts', {
+        amount: 1000,
+        currency: 'USD',
+        operator: 'vodacom',
+        phone: '243990000001',
+        reference: 'pg-down',
+      }),
     ];
     for (const res of answers) {
       expect(res.status, JSON.stringify(res.body)).to.equal(503);
@@ -70,21 +89,34 @@ describe('Postgres unreachable from the web', () => {
     expect(faults, 'one Postgres fault logged per request').to.have.length(answers.length);
     expect(faults[0].level).to.equal(50); // error
     expect(faults[0].err?.message).to.match(/ECONNREFUSED/);
-    expect(lines.filter((l) => /redis/i.test(l.msg ?? '')), 'not called a Redis fault').to.deep.equal([]);
+    expect(
+      lines.filter((l) => /redis/i.test(l.msg ?? '')),
+      'not called a Redis fault',
+    ).to.deep.equal([]);
     expect(lines.filter((l) => l.msg === 'unhandled error')).to.deep.equal([]);
   });
 
   it('takes a connection cut under a running query (pg_terminate_backend) for a Postgres fault', async () => {
-    const victim = knexFactory({ client: 'pg', connection: { connectionString: env.config.databaseUrl, application_name: 'pg-down-victim' }, pool: { min: 0, max: 1 } });
+    const victim = knexFactory({
+      client: 'pg',
+      connection: { connectionString: env.config.databaseUrl, application_name: 'pg-down-victim' },
+      pool: { min: 0, max: 1 },
+    });
     try {
       const running = victim.raw('select pg_sleep(30)').then(
         () => null,
         (err: unknown) => err,
       );
-      const pid = await eventually(async () => {
-        const { rows } = await env.services.db.raw(`select pid from pg_stat_activity where application_name = 'pg-down-victim' and state = 'active'`);
-        return rows[0]?.pid;
-      }, 10_000, 20);
+      const pid = await eventually(
+        async () => {
+          const { rows } = await env.services.db.raw(
+            `select pid from pg_stat_activity where application_name = 'pg-down-victim' and state = 'active'`,
+          );
+          return rows[0]?.pid;
+        },
+        10_000,
+        20,
+      );
       await env.services.db.raw('select pg_terminate_backend(?)', [pid]);
       const err = await running;
       expect(err, 'the query failed').to.be.instanceOf(Error);

@@ -4,7 +4,14 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { buildApp } from '../../api/app';
 import { createContext, type ServiceContext } from '../../shared/context';
-import { callbackBody, sendCallback, startMoneyEnv, aMerchant, aSucceededPayment, mobilePayment } from '../helpers/money';
+import {
+  callbackBody,
+  sendCallback,
+  startMoneyEnv,
+  aMerchant,
+  aSucceededPayment,
+  mobilePayment,
+} from '../helpers/money';
 import type { MerchantFixture, TestEnv } from '../helpers/env';
 import { startTcpProxy, type TcpProxy } from '../../scripts/chaos-proxy';
 import { freePort } from '../../scripts/lib/ports';
@@ -33,7 +40,11 @@ describe('a Postgres partition: every request answered within 5 s', function () 
     const proxyPort = await freePort();
     proxy = await startTcpProxy(proxyPort, { host: db.hostname, port: Number(db.port) || 5432 });
     db.port = String(proxyPort);
-    web = createContext({ role: 'web', name: 'web-partitioned', config: { ...env.config, databaseUrl: db.toString() } });
+    web = createContext({
+      role: 'web',
+      name: 'web-partitioned',
+      config: { ...env.config, databaseUrl: db.toString() },
+    });
     server = await new Promise((resolve) => {
       const s = buildApp(web).listen(0, '127.0.0.1', () => resolve(s));
     });
@@ -69,7 +80,11 @@ describe('a Postgres partition: every request answered within 5 s', function () 
       () => client().post(`/v1/payments/${paid.id}/refund`, { amount: 100 }),
       () => client().get(`/v1/payments/${paid.id}`),
       async () => {
-        const r = await sendCallback(base, 'vodacom-sandbox', callbackBody({ external_id: paid.id, status: 'succeeded' }));
+        const r = await sendCallback(
+          base,
+          'vodacom-sandbox',
+          callbackBody({ external_id: paid.id, status: 'succeeded' }),
+        );
         return { status: r.status, body: r.body, headers: new Headers() };
       },
     ];

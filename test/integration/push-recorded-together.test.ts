@@ -22,7 +22,11 @@ describe('provider acceptances recorded together', () => {
   after(() => env.close());
 
   /** The writer's form of a push's acceptance (a stay, written only while the row is unsent). */
-  const record = (p: { id: string; status: string; version: number }, ref: string, version = p.version): OperationWrite => ({
+  const record = (
+    p: { id: string; status: string; version: number },
+    ref: string,
+    version = p.version,
+  ): OperationWrite => ({
     id: p.id,
     from: { status: p.status, version },
     unsent: true,
@@ -54,7 +58,9 @@ describe('provider acceptances recorded together', () => {
     ]);
     expect(written).to.deep.equal([true, false, true, false, false, false]);
 
-    const after = await db()('payments').whereIn('id', [a.id, b.id, c.id, d.id]).select('id', 'provider_ref', 'version', 'sent_at');
+    const after = await db()('payments')
+      .whereIn('id', [a.id, b.id, c.id, d.id])
+      .select('id', 'provider_ref', 'version', 'sent_at');
     const by = (id: string) => after.find((r) => r.id === id)!;
     expect(by(a.id)).to.include({ provider_ref: 'REF-A', version: row(a.id).version + 1 });
     expect(by(a.id).sent_at).to.be.instanceOf(Date);
@@ -65,7 +71,12 @@ describe('provider acceptances recorded together', () => {
 
   it('reads the rows of concurrent pushes in one statement, in the order asked, of its own kind only', async () => {
     const [a, b] = await Promise.all([5, 6].map((i) => aPayment(client, { phone: `24399000000${i}` })));
-    const found = await findOperations<{ id: string; amount: number }>(db(), paymentKind.sql, [b.id, 'pay_doesnotexist0000000000', a.id, b.id]);
+    const found = await findOperations<{ id: string; amount: number }>(db(), paymentKind.sql, [
+      b.id,
+      'pay_doesnotexist0000000000',
+      a.id,
+      b.id,
+    ]);
     expect(found.map((r) => r?.id)).to.deep.equal([b.id, undefined, a.id, b.id]);
     expect(found[2]).to.include({ amount: 10_000, phone: '243990000005' });
     // a payment's id asked of the refunds' table finds nothing

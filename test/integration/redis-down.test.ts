@@ -31,11 +31,24 @@ describe('Redis unreachable from the web', () => {
 
   it('refuses writes with 503 service-unavailable and Retry-After: 5, writing nothing', async () => {
     const before = await Promise.all(['payments', 'payouts', 'idempotency_keys', 'outbox'].map(count));
-    const payment = await m.client.post('/v1/payments', { amount: 1000, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: 'redis-down' });
+    const payment = await m.client.post('/v1/payments', {
+      amount: 1000,
+      currency: 'USD',
+      method: 'mobile_money',
+      operator: 'vodacom',
+      phone: '243990000001',
+      reference: 'redis-down',
+    });
     expect(payment.status).to.equal(503);
     expect(payment.headers.get('retry-after')).to.equal('5');
     expect(payment.body.error.code).to.equal('service-unavailable');
-    const payout = await m.client.post('/v1/payouts', { amount: 1000, currency: 'USD', operator: 'vodacom', phone: '243990000001', reference: 'redis-down' });
+    const payout = await m.client.post('/v1/payouts', {
+      amount: 1000,
+      currency: 'USD',
+      operator: 'vodacom',
+      phone: '243990000001',
+      reference: 'redis-down',
+    });
     expect(payout.status).to.equal(503);
     expect(payout.headers.get('retry-after')).to.equal('5');
     expect(await Promise.all(['payments', 'payouts', 'idempotency_keys', 'outbox'].map(count))).to.deep.equal(before);

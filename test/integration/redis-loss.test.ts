@@ -45,7 +45,15 @@ describe('Redis data lost mid-flight: the re-drive carries every open piece of w
   }
 
   before(async () => {
-    env = await startMoneyEnv({ REDRIVE_INTERVAL_MS: '200', REDRIVE_GRACE_MS: '500', ASK_INTERVAL_MS: '250', WEBHOOK_RETRY_DELAYS_MS: '100,100,100,100,100,100,100,100' }, []);
+    env = await startMoneyEnv(
+      {
+        REDRIVE_INTERVAL_MS: '200',
+        REDRIVE_GRACE_MS: '500',
+        ASK_INTERVAL_MS: '250',
+        WEBHOOK_RETRY_DELAYS_MS: '100,100,100,100,100,100,100,100',
+      },
+      [],
+    );
     sandboxUrl = env.config.sandboxProviderUrl;
     rx = await startReceiver();
   });
@@ -72,21 +80,55 @@ describe('Redis data lost mid-flight: the re-drive carries every open piece of w
       const payments = await Promise.all([1, 2, 3].map(() => aPayment(client)));
       // created a minute ago (their window still open on the clock this context reads)
       clock.advance(Date.now() - clock.now());
-      await env.services.db('payments').whereIn('id', payments.map((p) => p.id)).update({ created_at: new Date(clock.now() - 60_000) });
+      await env.services
+        .db('payments')
+        .whereIn(
+          'id',
+          payments.map((p) => p.id),
+        )
+        .update({ created_at: new Date(clock.now() - 60_000) });
       // their push jobs wait in Redis (no provider-push pool runs): nothing to add
-      expect(await redrive({ db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log }, sources)).to.deep.equal({});
+      expect(
+        await redrive(
+          { db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log },
+          sources,
+        ),
+      ).to.deep.equal({});
       await flushQueues();
-      expect(await redrive({ db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log }, sources)).to.deep.equal({ 'payment-send': 3 });
-      expect(await redrive({ db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log }, sources)).to.deep.equal({});
+      expect(
+        await redrive(
+          { db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log },
+          sources,
+        ),
+      ).to.deep.equal({ 'payment-send': 3 });
+      expect(
+        await redrive(
+          { db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log },
+          sources,
+        ),
+      ).to.deep.equal({});
       const waiting = await ctx.queues.get('provider-push').getJobs(['waiting']);
       expect(waiting.map((j) => j.data.paymentId).sort()).to.deep.equal(payments.map((p) => p.id).sort());
       // not yet older than the grace: left to the writer and the relay
       const fresh = await aPayment(client);
       await flushQueues();
-      expect(await redrive({ db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log }, sources)).to.deep.equal({ 'payment-send': 3 });
-      expect((await ctx.queues.get('provider-push').getJobs(['waiting'])).map((j) => j.data.paymentId)).not.to.include(fresh.id);
+      expect(
+        await redrive(
+          { db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log },
+          sources,
+        ),
+      ).to.deep.equal({ 'payment-send': 3 });
+      expect((await ctx.queues.get('provider-push').getJobs(['waiting'])).map((j) => j.data.paymentId)).not.to.include(
+        fresh.id,
+      );
       // cancel them at the provider's end: the next stage starts from a clean slate
-      await env.services.db('payments').whereIn('id', [...payments, fresh].map((p) => p.id)).update({ window_ends_at: new Date(Date.now() - 1000) });
+      await env.services
+        .db('payments')
+        .whereIn(
+          'id',
+          [...payments, fresh].map((p) => p.id),
+        )
+        .update({ window_ends_at: new Date(Date.now() - 1000) });
     });
   });
 
@@ -100,7 +142,12 @@ describe('Redis data lost mid-flight: the re-drive carries every open piece of w
     before(async () => {
       const shop = await aMerchant(env);
       client = shop.client;
-      const hook = await env.admin('POST', '/admin/webhooks', { merchant_id: shop.merchant.id, url: `${rx.url}/hook`, events: ['payment.*', 'refund.*', 'payout.*'], environment: 'test' });
+      const hook = await env.admin('POST', '/admin/webhooks', {
+        merchant_id: shop.merchant.id,
+        url: `${rx.url}/hook`,
+        events: ['payment.*', 'refund.*', 'payout.*'],
+        environment: 'test',
+      });
       expect(hook.status).to.equal(201);
       await startPool('outbox-relay');
     });
@@ -109,13 +156,35 @@ describe('Redis data lost mid-flight: the re-drive carries every open piece of w
       payments = await Promise.all(Array.from({ length: count }, () => aPayment(client)));
       await flushQueues();
       await startPool('provider-push');
-      await eventually(async () => (await env.services.db('payments').whereIn('id', payments.map((p) => p.id)).whereNotNull('sent_at')).length === count, 20_000);
-      for (const p of payments) expect((await sandboxTransaction(sandboxUrl, 'vodacom', p.id)).sandbox.requests).to.equal(1);
+      await eventually(
+        async () =>
+          (
+            await env.services
+              .db('payments')
+              .whereIn(
+                'id',
+                payments.map((p) => p.id),
+              )
+              .whereNotNull('sent_at')
+          ).length === count,
+        20_000,
+      );
+      for (const p of payments)
+        expect((await sandboxTransaction(sandboxUrl, 'vodacom', p.id)).sandbox.requests).to.equal(1);
     });
 
     it('callbacks stored but their jobs lost: every payment succeeds, credited once', async () => {
       // the sandbox calls back; no callback-reconciler runs, so the callbacks wait in the inbox with their jobs
-      await eventually(async () => (await env.services.db('provider_callbacks').whereIn('object_id', payments.map((p) => p.id))).length === count, 20_000);
+      await eventually(
+        async () =>
+          (
+            await env.services.db('provider_callbacks').whereIn(
+              'object_id',
+              payments.map((p) => p.id),
+            )
+          ).length === count,
+        20_000,
+      );
       await flushQueues();
       await startPool('callback-reconciler');
       for (const p of payments) {
@@ -125,10 +194,20 @@ describe('Redis data lost mid-flight: the re-drive carries every open piece of w
     });
 
     it('refunds and payouts queued but lost: each is sent once and succeeds', async () => {
-      refunds = await Promise.all(payments.slice(0, count / 2).map(async (p) => (await client.post(`/v1/payments/${p.id}/refund`, { amount: 2_500 })).body));
+      refunds = await Promise.all(
+        payments
+          .slice(0, count / 2)
+          .map(async (p) => (await client.post(`/v1/payments/${p.id}/refund`, { amount: 2_500 })).body),
+      );
       payouts = await Promise.all(
         Array.from({ length: count / 2 }, async () => {
-          const res = await client.post('/v1/payouts', { amount: 1_000, currency: 'USD', operator: 'airtel', phone: '243990000001', reference: randomUUID() });
+          const res = await client.post('/v1/payouts', {
+            amount: 1_000,
+            currency: 'USD',
+            operator: 'airtel',
+            phone: '243990000001',
+            reference: randomUUID(),
+          });
           expect(res.status, JSON.stringify(res.body)).to.equal(201);
           return res.body;
         }),
@@ -142,8 +221,22 @@ describe('Redis data lost mid-flight: the re-drive carries every open piece of w
         await waitFor(client, `/v1/payments/${p.id}/refunds`, (l) => l.data[0]?.status === 'succeeded', 20_000);
       }
       for (const po of payouts) await waitFor(client, `/v1/payouts/${po.id}`, (b) => b.status === 'succeeded', 20_000);
-      const sends = async (table: string, ids: string[]) => env.services.db(`${table}_status_changes`).whereIn(`${table}_id`, ids).where({ reason: 'provider-accepted' }).count<{ n: string }[]>('* as n');
-      expect(Number((await sends('payout', payouts.map((p) => p.id)))[0].n)).to.equal(payouts.length);
+      const sends = async (table: string, ids: string[]) =>
+        env.services
+          .db(`${table}_status_changes`)
+          .whereIn(`${table}_id`, ids)
+          .where({ reason: 'provider-accepted' })
+          .count<{ n: string }[]>('* as n');
+      expect(
+        Number(
+          (
+            await sends(
+              'payout',
+              payouts.map((p) => p.id),
+            )
+          )[0].n,
+        ),
+      ).to.equal(payouts.length);
     });
 
     it('webhook deliveries due but their jobs lost: each event is delivered once', async () => {
@@ -157,9 +250,15 @@ describe('Redis data lost mid-flight: the re-drive carries every open piece of w
       const ids = got.map((r) => JSON.parse(r.raw.toString()).id);
       expect(new Set(ids).size).to.equal(ids.length);
       expect(ids.sort()).to.deep.equal(events.map((e) => e.id).sort());
-      await eventually(async () => (await env.services.db('webhook_deliveries').whereIn('event_id', ids).where({ status: 'succeeded' })).length === ids.length);
+      await eventually(
+        async () =>
+          (await env.services.db('webhook_deliveries').whereIn('event_id', ids).where({ status: 'succeeded' }))
+            .length === ids.length,
+      );
       // one attempt each: the re-drive's job was the only one
-      const attempts = await env.services.db('webhook_attempts').whereIn('delivery_id', env.services.db('webhook_deliveries').whereIn('event_id', ids).select('id'));
+      const attempts = await env.services
+        .db('webhook_attempts')
+        .whereIn('delivery_id', env.services.db('webhook_deliveries').whereIn('event_id', ids).select('id'));
       expect(attempts).to.have.length(ids.length);
       expect(await checkLedger(env.services.db)).to.deep.equal([]);
     });

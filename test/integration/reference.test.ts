@@ -26,7 +26,9 @@ describe('API reference: GET /v1/openapi.json and /docs', () => {
   });
 
   it('does not let a bad key or a wrong method through the public routes', async () => {
-    const withBadKey = await fetch(`${env.baseUrl}/v1/openapi.json`, { headers: { Authorization: 'Bearer svc_test_nope' } });
+    const withBadKey = await fetch(`${env.baseUrl}/v1/openapi.json`, {
+      headers: { Authorization: 'Bearer svc_test_nope' },
+    });
     expect(withBadKey.status).to.equal(200);
     const post = await fetch(`${env.baseUrl}/v1/openapi.json`, { method: 'POST' });
     expect(post.status).to.equal(401); // any other method is an ordinary /v1 request: the pipeline answers

@@ -13,7 +13,8 @@ import { aMerchant, aSucceededPayment, balanceOf, startMoneyEnv } from '../helpe
  */
 describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () => {
   let env: TestEnv;
-  const refundsOf = (paymentId: string) => env.services.db('refunds').where({ payment_id: paymentId }).select('id', 'amount');
+  const refundsOf = (paymentId: string) =>
+    env.services.db('refunds').where({ payment_id: paymentId }).select('id', 'amount');
 
   before(async () => {
     env = await startMoneyEnv();
@@ -30,11 +31,20 @@ describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () 
       ...(body.length ? { 'Content-Type': 'application/json' } : {}),
       ...extra,
     };
-    return async () => ({ ...(await send(env.baseUrl, 'POST', path, headers, body.length ? body : undefined)), sentHeaders: headers });
+    return async () => ({
+      ...(await send(env.baseUrl, 'POST', path, headers, body.length ? body : undefined)),
+      sentHeaders: headers,
+    });
   }
 
   /** A captured request sent again: its X-Timestamp, X-Signature and body, with `extra` in place of its Idempotency-Key. */
-  function replayOf(f: MerchantFixture, path: string, body: string, captured: Record<string, string>, extra: Record<string, string>) {
+  function replayOf(
+    f: MerchantFixture,
+    path: string,
+    body: string,
+    captured: Record<string, string>,
+    extra: Record<string, string>,
+  ) {
     const { 'Idempotency-Key': _dropped, ...kept } = captured;
     return send(env.baseUrl, 'POST', path, { ...kept, ...extra }, body);
   }
@@ -82,7 +92,11 @@ describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () 
     expect(first.status).to.equal(201);
     expect(first.headers.get('idempotent-replayed')).to.equal(null);
     // the same request signed again (a later timestamp): answered by its key, not refused as a replay
-    const again = await shop.client.post(path, { amount: 3_000 }, { idempotencyKey: key, timestamp: Math.floor(Date.now() / 1000) + 1 });
+    const again = await shop.client.post(
+      path,
+      { amount: 3_000 },
+      { idempotencyKey: key, timestamp: Math.floor(Date.now() / 1000) + 1 },
+    );
     expect(again.status).to.equal(201);
     expect(again.text).to.equal(first.text);
     expect(again.headers.get('idempotent-replayed')).to.equal('true');
@@ -115,7 +129,11 @@ describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () 
     const shop = await aMerchant(env);
     const p = await aSucceededPayment(shop.client, { amount: 10_000 });
     const key = randomUUID();
-    const results = await Promise.all(Array.from({ length: 12 }, () => shop.client.post(`/v1/payments/${p.id}/refund`, { amount: 1_500 }, { idempotencyKey: key })));
+    const results = await Promise.all(
+      Array.from({ length: 12 }, () =>
+        shop.client.post(`/v1/payments/${p.id}/refund`, { amount: 1_500 }, { idempotencyKey: key }),
+      ),
+    );
     const created = results.filter((r) => r.status === 201);
     expect(created.length).to.be.at.least(1);
     expect(new Set(created.map((r) => r.text)).size, 'every 201 is the one answer').to.equal(1);
@@ -132,18 +150,29 @@ describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () 
     const shop = await aMerchant(env);
     const p = await aSucceededPayment(shop.client, { amount: 10_000 });
     // docs/decisions.md "Empty bodies": a money-moving POST needs a JSON object
-    const contentTypes: Record<string, string>[] = [{}, { 'Content-Type': 'application/json' }, { 'Content-Type': 'text/plain' }];
+    const contentTypes: Record<string, string>[] = [
+      {},
+      { 'Content-Type': 'application/json' },
+      { 'Content-Type': 'text/plain' },
+    ];
     for (const headers of contentTypes) {
       const empty = await signedRequest(shop, `/v1/payments/${p.id}/refund`, '', headers)();
       expect(empty.status, JSON.stringify(headers)).to.equal(400);
       expect(empty.body.error.code).to.equal('invalid-json');
     }
     expect(await refundsOf(p.id)).to.have.length(0);
-    expect((await shop.client.get(`/v1/payments/${p.id}`)).body).to.include({ status: 'succeeded', amount_refunded: 0 });
+    expect((await shop.client.get(`/v1/payments/${p.id}`)).body).to.include({
+      status: 'succeeded',
+      amount_refunded: 0,
+    });
     // the refusal changed nothing: the same signed request is not taken as a replay of itself
-    const again = await signedRequest(shop, `/v1/payments/${p.id}/refund`, '', { 'Content-Type': 'application/json' })();
+    const again = await signedRequest(shop, `/v1/payments/${p.id}/refund`, '', {
+      'Content-Type': 'application/json',
+    })();
     expect(again.body.error.code).to.equal('invalid-json');
-    const full = await signedRequest(shop, `/v1/payments/${p.id}/refund`, '{}', { 'Content-Type': 'application/json' })();
+    const full = await signedRequest(shop, `/v1/payments/${p.id}/refund`, '{}', {
+      'Content-Type': 'application/json',
+    })();
     expect(full.status, full.text).to.equal(201);
     expect(full.body.amount).to.equal(10_000);
   });
@@ -189,16 +218,34 @@ describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () 
   it('refuses a captured signed payment and payout sent again with a new Idempotency-Key: one of each', async () => {
     const shop = await aMerchant(env);
     await aSucceededPayment(shop.client, { amount: 10_000 });
-    const pay = JSON.stringify({ amount: 500, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `r-${randomUUID()}` });
+    const pay = JSON.stringify({
+      amount: 500,
+      currency: 'USD',
+      method: 'mobile_money',
+      operator: 'vodacom',
+      phone: '243990000001',
+      reference: `r-${randomUUID()}`,
+    });
     const payFirst = await signedRequest(shop, '/v1/payments', pay, { 'Idempotency-Key': randomUUID() })();
     expect(payFirst.status, payFirst.text).to.equal(201);
-    const payAgain = await replayOf(shop, '/v1/payments', pay, payFirst.sentHeaders, { 'Idempotency-Key': randomUUID() });
+    const payAgain = await replayOf(shop, '/v1/payments', pay, payFirst.sentHeaders, {
+      'Idempotency-Key': randomUUID(),
+    });
     expect(payAgain.status).to.equal(409);
     expect(payAgain.body.error.code).to.equal('request-replayed');
-    const out = JSON.stringify({ amount: 100, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `o-${randomUUID()}` });
+    const out = JSON.stringify({
+      amount: 100,
+      currency: 'USD',
+      method: 'mobile_money',
+      operator: 'vodacom',
+      phone: '243990000001',
+      reference: `o-${randomUUID()}`,
+    });
     const outFirst = await signedRequest(shop, '/v1/payouts', out, { 'Idempotency-Key': randomUUID() })();
     expect(outFirst.status, outFirst.text).to.equal(201);
-    const outAgain = await replayOf(shop, '/v1/payouts', out, outFirst.sentHeaders, { 'Idempotency-Key': randomUUID() });
+    const outAgain = await replayOf(shop, '/v1/payouts', out, outFirst.sentHeaders, {
+      'Idempotency-Key': randomUUID(),
+    });
     expect(outAgain.status).to.equal(409);
     expect(outAgain.body.error.code).to.equal('request-replayed');
     expect(await env.services.db('payouts').where({ merchant_id: shop.merchant.id })).to.have.length(1);
@@ -206,8 +253,20 @@ describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () 
   });
 
   describe('a signed payment, whose signature is taken with its key and its row in one statement', () => {
-    const paymentBody = () => JSON.stringify({ amount: 700, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: `r-${randomUUID()}` });
-    const paymentsWith = (f: MerchantFixture, body: string) => env.services.db('payments').where({ merchant_id: f.merchant.id, reference: JSON.parse(body).reference }).select('id');
+    const paymentBody = () =>
+      JSON.stringify({
+        amount: 700,
+        currency: 'USD',
+        method: 'mobile_money',
+        operator: 'vodacom',
+        phone: '243990000001',
+        reference: `r-${randomUUID()}`,
+      });
+    const paymentsWith = (f: MerchantFixture, body: string) =>
+      env.services
+        .db('payments')
+        .where({ merchant_id: f.merchant.id, reference: JSON.parse(body).reference })
+        .select('id');
 
     it('makes one payment of a captured request sent ten times at once, each with a new Idempotency-Key: the others are 409 request-replayed, and no key of theirs is kept', async () => {
       const shop = await aMerchant(env);
@@ -218,7 +277,9 @@ describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () 
         return r;
       });
       const keys = Array.from({ length: 10 }, () => randomUUID());
-      const again = await Promise.all(keys.map((k) => replayOf(shop, '/v1/payments', body, sentHeaders, { 'Idempotency-Key': k })));
+      const again = await Promise.all(
+        keys.map((k) => replayOf(shop, '/v1/payments', body, sentHeaders, { 'Idempotency-Key': k })),
+      );
       for (const r of again) {
         expect(r.status, r.text).to.equal(409);
         expect(r.body.error.code).to.equal('request-replayed');
@@ -237,7 +298,11 @@ describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () 
         'X-Signature': signRequest(shop.credential.secret, ts, 'POST', '/v1/payments', body),
         'Content-Type': 'application/json',
       };
-      const results = await Promise.all(Array.from({ length: 10 }, () => send(env.baseUrl, 'POST', '/v1/payments', { ...headers, 'Idempotency-Key': randomUUID() }, body)));
+      const results = await Promise.all(
+        Array.from({ length: 10 }, () =>
+          send(env.baseUrl, 'POST', '/v1/payments', { ...headers, 'Idempotency-Key': randomUUID() }, body),
+        ),
+      );
       const created = results.filter((r) => r.status === 201);
       expect(created, results.map((r) => r.status).join(',')).to.have.length(1);
       for (const r of results.filter((r) => r.status !== 201)) {

@@ -53,16 +53,25 @@ describe('asking the provider about refunds and payouts whose callback is lost',
     const doneB = await waitFor(client, `/v1/payments/${refused.id}/refunds`, (l) => l.data[0].status !== 'pending');
     expect(doneA.data[0]).to.include({ id: a.id, status: 'succeeded' });
     expect(doneB.data[0]).to.include({ id: b.id, status: 'failed', failure_code: 'recipient-inactive' });
-    for (const [id, to] of [[a.id, 'succeeded'], [b.id, 'failed']]) {
-      const history = await db()('refund_status_changes').where({ refund_id: id }).orderBy('id').select('to_status', 'reason');
+    for (const [id, to] of [
+      [a.id, 'succeeded'],
+      [b.id, 'failed'],
+    ]) {
+      const history = await db()('refund_status_changes')
+        .where({ refund_id: id })
+        .orderBy('id')
+        .select('to_status', 'reason');
       expect(history).to.deep.equal([
         { to_status: 'pending', reason: 'created' },
         { to_status: to, reason: 'provider-asked' },
       ]);
     }
-    expect((await db()('events').where({ object_id: b.id }).pluck('type'))).to.deep.equal(['refund.failed']);
+    expect(await db()('events').where({ object_id: b.id }).pluck('type')).to.deep.equal(['refund.failed']);
     expect(await balanceOf(client)).to.deep.equal({ available: { USD: 6_000, CDF: 0 }, pending: { USD: 0, CDF: 0 } });
-    expect((await client.get(`/v1/payments/${refused.id}`)).body).to.include({ status: 'succeeded', amount_refunded: 0 });
+    expect((await client.get(`/v1/payments/${refused.id}`)).body).to.include({
+      status: 'succeeded',
+      amount_refunded: 0,
+    });
   });
 
   describe('payouts', () => {
@@ -72,7 +81,16 @@ describe('asking the provider about refunds and payouts whose callback is lost',
       await aSucceededPayment(client, { amount: 10_000 });
     });
     const payout = (over: Record<string, unknown>): Promise<any> =>
-      withShortWindow(() => client.post('/v1/payouts', { amount: 1_000, currency: 'USD', operator: 'africell', phone: '243990000001', reference: randomUUID(), ...over }));
+      withShortWindow(() =>
+        client.post('/v1/payouts', {
+          amount: 1_000,
+          currency: 'USD',
+          operator: 'africell',
+          phone: '243990000001',
+          reference: randomUUID(),
+          ...over,
+        }),
+      );
 
     it('a payout whose send job was lost is sent again, then decided by what the provider answers when asked', async () => {
       // created while no payout pool runs; its queued job is then lost
@@ -83,7 +101,10 @@ describe('asking the provider about refunds and payouts whose callback is lost',
 
       const done = await waitFor(client, `/v1/payouts/${res.body.id}`, (b) => b.status === 'succeeded');
       expect(done.completed).to.be.a('number');
-      const history = await db()('payout_status_changes').where({ payout_id: res.body.id }).orderBy('id').select('to_status', 'reason');
+      const history = await db()('payout_status_changes')
+        .where({ payout_id: res.body.id })
+        .orderBy('id')
+        .select('to_status', 'reason');
       expect(history).to.deep.equal([
         { to_status: 'pending', reason: 'created' },
         { to_status: 'processing', reason: 'provider-accepted' },

@@ -1,6 +1,14 @@
 import { expect } from 'chai';
 import type { TestEnv } from '../helpers/env';
-import { aMerchant, aPayment, aSucceededCardPayment, aSucceededPayment, balanceOf, startMoneyEnv, waitFor } from '../helpers/money';
+import {
+  aMerchant,
+  aPayment,
+  aSucceededCardPayment,
+  aSucceededPayment,
+  balanceOf,
+  startMoneyEnv,
+  waitFor,
+} from '../helpers/money';
 import { checkLedger } from '../../shared/ledger/check';
 
 const RE_ID = /^re_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
@@ -9,10 +17,19 @@ describe('refunds', () => {
   let env: TestEnv;
   const db = () => env.services.db;
   const refundRows = (paymentId: string) => db()('refunds').where({ payment_id: paymentId });
-  const history = (refundId: string) => db()('refund_status_changes').where({ refund_id: refundId }).orderBy('id').select('from_status', 'to_status', 'reason');
-  const eventsOf = (objectId: string) => db()('events').where({ object_id: objectId }).orderBy('object_version').select('type', 'object_version', 'body');
+  const history = (refundId: string) =>
+    db()('refund_status_changes')
+      .where({ refund_id: refundId })
+      .orderBy('id')
+      .select('from_status', 'to_status', 'reason');
+  const eventsOf = (objectId: string) =>
+    db()('events').where({ object_id: objectId }).orderBy('object_version').select('type', 'object_version', 'body');
   const refundsFinal = (client: any, paymentId: string) =>
-    waitFor(client, `/v1/payments/${paymentId}/refunds`, (b) => b.data.length > 0 && b.data.every((r: any) => r.status !== 'pending'));
+    waitFor(
+      client,
+      `/v1/payments/${paymentId}/refunds`,
+      (b) => b.data.length > 0 && b.data.every((r: any) => r.status !== 'pending'),
+    );
 
   before(async () => {
     env = await startMoneyEnv();
@@ -71,9 +88,15 @@ describe('refunds', () => {
     expect(events.map((e) => [e.type, e.object_version])).to.deep.equal([['refund.succeeded', 2]]);
     expect(events[0].body.data.object).to.deep.equal(done);
     expect(events[0].body.data.object_version).to.equal(2);
-    const payHistory = await db()('payment_status_changes').where({ payment_id: p.id }).orderBy('id').select('from_status', 'to_status');
+    const payHistory = await db()('payment_status_changes')
+      .where({ payment_id: p.id })
+      .orderBy('id')
+      .select('from_status', 'to_status');
     expect(payHistory.slice(-1)).to.deep.equal([{ from_status: 'succeeded', to_status: 'refunded' }]);
-    const postings = await db()('ledger_transactions').where({ reference_id: r.id }).orderBy('created_at').pluck('kind');
+    const postings = await db()('ledger_transactions')
+      .where({ reference_id: r.id })
+      .orderBy('created_at')
+      .pluck('kind');
     expect(postings.sort()).to.deep.equal(['refund_debit', 'refund_deliver']);
     const txs = await db()('ledger_transactions').where({ merchant_id: merchant.id }).pluck('kind');
     expect(txs.sort()).to.deep.equal(['payment_credit', 'refund_debit', 'refund_deliver']);
@@ -106,17 +129,33 @@ describe('refunds', () => {
 
   it('a refund the provider refuses fails with refund.failed, gives the money back and reopens the payment', async () => {
     const { client, merchant } = await aMerchant(env);
-    const hook = await env.admin('POST', '/admin/webhooks', { merchant_id: merchant.id, url: 'http://127.0.0.1:9/hook', events: ['refund.*'], environment: 'test' });
+    const hook = await env.admin('POST', '/admin/webhooks', {
+      merchant_id: merchant.id,
+      url: 'http://127.0.0.1:9/hook',
+      events: ['refund.*'],
+      environment: 'test',
+    });
     expect(hook.status).to.equal(201);
     // the sandbox lets 243990000005 pay, and fails any refund to it
-    const p = await aSucceededPayment(client, { phone: '243990000005', operator: 'airtel', currency: 'CDF', amount: 25_000 });
+    const p = await aSucceededPayment(client, {
+      phone: '243990000005',
+      operator: 'airtel',
+      currency: 'CDF',
+      amount: 25_000,
+    });
     const res = await client.post(`/v1/payments/${p.id}/refund`, { reason: 'cancelled order' });
     expect(res.status).to.equal(201);
     expect((await balanceOf(client)).available).to.deep.equal({ USD: 0, CDF: 0 });
 
     const list = await refundsFinal(client, p.id);
     const r = list.data[0];
-    expect(r).to.include({ id: res.body.id, status: 'failed', failure_code: 'recipient-inactive', currency: 'CDF', reason: 'cancelled order' });
+    expect(r).to.include({
+      id: res.body.id,
+      status: 'failed',
+      failure_code: 'recipient-inactive',
+      currency: 'CDF',
+      reason: 'cancelled order',
+    });
     expect(r.failure_message).to.be.a('string').and.not.empty;
     expect(r.completed).to.be.a('number');
     expect((await client.get(`/v1/payments/${p.id}`)).body).to.include({ status: 'succeeded', amount_refunded: 0 });
@@ -132,7 +171,10 @@ describe('refunds', () => {
     // written with the event: the delivery to the merchant's endpoint subscribed to refund.*
     const deliveries = await db()('webhook_deliveries').where({ event_id: events[0].body.id }).pluck('webhook_id');
     expect(deliveries).to.deep.equal([hook.body.id]);
-    const payHistory = await db()('payment_status_changes').where({ payment_id: p.id }).orderBy('id').select('from_status', 'to_status');
+    const payHistory = await db()('payment_status_changes')
+      .where({ payment_id: p.id })
+      .orderBy('id')
+      .select('from_status', 'to_status');
     expect(payHistory.slice(-2)).to.deep.equal([
       { from_status: 'succeeded', to_status: 'refunded' },
       { from_status: 'refunded', to_status: 'succeeded' },
@@ -179,7 +221,10 @@ describe('refunds', () => {
         balance: await balanceOf(shop.client),
         refunds: await db()('refunds').where({ merchant_id: shop.merchant.id }).count('* as n'),
         postings: await db()('ledger_transactions').where({ merchant_id: shop.merchant.id }).count('* as n'),
-        payments: await db()('payments').where({ merchant_id: shop.merchant.id }).orderBy('id').select('id', 'status', 'amount_refunded', 'version'),
+        payments: await db()('payments')
+          .where({ merchant_id: shop.merchant.id })
+          .orderBy('id')
+          .select('id', 'status', 'amount_refunded', 'version'),
       });
     });
 
@@ -207,7 +252,13 @@ describe('refunds', () => {
     }
 
     it('an unknown field or a reason that is not text: 400 validation-failed', async () => {
-      await refused(`/v1/payments/${paid.id}/refund`, { amount: 10, currency: 'USD' }, 400, 'validation-failed', 'currency');
+      await refused(
+        `/v1/payments/${paid.id}/refund`,
+        { amount: 10, currency: 'USD' },
+        400,
+        'validation-failed',
+        'currency',
+      );
       await refused(`/v1/payments/${paid.id}/refund`, { reason: 42 }, 400, 'validation-failed', 'reason');
       await refused(`/v1/payments/${paid.id}/refund`, { reason: 'x'.repeat(501) }, 400, 'validation-failed', 'reason');
     });
@@ -231,8 +282,15 @@ describe('refunds', () => {
       await refused(`/v1/payments/${theirs.id}/refund`, {}, 404, 'not-found');
       expect((await shop.client.get(`/v1/payments/${theirs.id}/refunds`)).status).to.equal(404);
       // the same merchant's live key does not see its test payments
-      const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'live', scope: 'full' });
-      const live = new (shop.client.constructor as any)({ baseUrl: env.baseUrl, apiKey: c.body.api_key, secret: c.body.secret });
+      const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, {
+        environment: 'live',
+        scope: 'full',
+      });
+      const live = new (shop.client.constructor as any)({
+        baseUrl: env.baseUrl,
+        apiKey: c.body.api_key,
+        secret: c.body.secret,
+      });
       const res = await live.post(`/v1/payments/${paid.id}/refund`, {});
       expect(res.status).to.equal(404);
       expect((await live.get(`/v1/payments/${paid.id}/refunds`)).status).to.equal(404);
@@ -251,8 +309,15 @@ describe('refunds', () => {
 
     it('a key without the full scope: 403 insufficient-scope; a read key may list refunds', async () => {
       for (const scope of ['read', 'payments'] as const) {
-        const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'test', scope });
-        const limited = new (shop.client.constructor as any)({ baseUrl: env.baseUrl, apiKey: c.body.api_key, secret: c.body.secret });
+        const c = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, {
+          environment: 'test',
+          scope,
+        });
+        const limited = new (shop.client.constructor as any)({
+          baseUrl: env.baseUrl,
+          apiKey: c.body.api_key,
+          secret: c.body.secret,
+        });
         const before = await snapshot();
         const res = await limited.post(`/v1/payments/${paid.id}/refund`, {});
         expect(res.status).to.equal(403);
@@ -270,16 +335,26 @@ describe('refunds', () => {
     // 10 500 covers ten refunds of 1 000; the 500 left is too little for an eleventh
     const p = await aSucceededPayment(client, { amount: 10_500 });
     // fifty requests, not one sent fifty times: each its own body, so its own signature (one signature is accepted once)
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => client.post(`/v1/payments/${p.id}/refund`, { amount: 1_000, reason: `r${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) =>
+        client.post(`/v1/payments/${p.id}/refund`, { amount: 1_000, reason: `r${i}` }),
+      ),
+    );
     const statuses = results.map((r) => r.status);
     expect(statuses.filter((s) => s === 201)).to.have.length(10);
     expect(statuses.filter((s) => s === 422)).to.have.length(40);
-    for (const r of results.filter((x) => x.status === 422)) expect(r.body.error.code).to.equal('refund-exceeds-refundable');
+    for (const r of results.filter((x) => x.status === 422))
+      expect(r.body.error.code).to.equal('refund-exceeds-refundable');
 
-    expect((await client.get(`/v1/payments/${p.id}`)).body).to.include({ status: 'succeeded', amount_refunded: 10_000 });
+    expect((await client.get(`/v1/payments/${p.id}`)).body).to.include({
+      status: 'succeeded',
+      amount_refunded: 10_000,
+    });
     expect((await balanceOf(client)).available.USD).to.equal(500);
     expect(await checkLedger(db())).to.deep.equal([]);
-    expect(await db()('ledger_transactions').where({ merchant_id: merchant.id, kind: 'refund_debit' }).count('* as n')).to.deep.equal([{ n: 10 }]);
+    expect(
+      await db()('ledger_transactions').where({ merchant_id: merchant.id, kind: 'refund_debit' }).count('* as n'),
+    ).to.deep.equal([{ n: 10 }]);
 
     const list = await refundsFinal(client, p.id);
     expect(list.data).to.have.length(10);
@@ -290,7 +365,9 @@ describe('refunds', () => {
   it('50 concurrent full refunds of one payment: exactly one is made, the others find it refunded', async () => {
     const { client } = await aMerchant(env);
     const p = await aSucceededPayment(client, { amount: 7_000 });
-    const results = await Promise.all(Array.from({ length: 50 }, (_, i) => client.post(`/v1/payments/${p.id}/refund`, { reason: `r${i}` })));
+    const results = await Promise.all(
+      Array.from({ length: 50 }, (_, i) => client.post(`/v1/payments/${p.id}/refund`, { reason: `r${i}` })),
+    );
     expect(results.filter((r) => r.status === 201)).to.have.length(1);
     const refusals = results.filter((r) => r.status === 422).map((r) => r.body.error.code);
     expect(refusals).to.have.length(49);

@@ -35,7 +35,8 @@ describe('retention: log-like rows purged after 90 days by their pools, transact
   /** every transaction row, whole: payments, their history, the ledger, events */
   const transactions = async () => {
     const out: Record<string, unknown[]> = {};
-    for (const t of ['payments', 'payment_status_changes', 'ledger_transactions', 'ledger_entries', 'events']) out[t] = await db()(t).orderByRaw('1');
+    for (const t of ['payments', 'payment_status_changes', 'ledger_transactions', 'ledger_entries', 'events'])
+      out[t] = await db()(t).orderByRaw('1');
     return out;
   };
   /** the callbacks' normalised columns: everything but the raw body */
@@ -49,7 +50,12 @@ describe('retention: log-like rows purged after 90 days by their pools, transact
     await eventually(async () => {
       const rows = await callbacks(into);
       const tries = await attempts(into);
-      return rows.length >= into.length && rows.every((r) => r.processed_at) && tries.length >= into.length && tries.every((a) => a.finished_at && a.response_excerpt);
+      return (
+        rows.length >= into.length &&
+        rows.every((r) => r.processed_at) &&
+        tries.length >= into.length &&
+        tries.every((a) => a.finished_at && a.response_excerpt)
+      );
     }, 20_000);
   }
 
@@ -62,7 +68,12 @@ describe('retention: log-like rows purged after 90 days by their pools, transact
     ]);
     rx = await startReceiver();
     shop = await aMerchant(env);
-    const hook = await env.admin('POST', '/admin/webhooks', { merchant_id: shop.merchant.id, url: `${rx.url}/hooks`, events: ['payment.*'], environment: 'test' });
+    const hook = await env.admin('POST', '/admin/webhooks', {
+      merchant_id: shop.merchant.id,
+      url: `${rx.url}/hooks`,
+      events: ['payment.*'],
+      environment: 'test',
+    });
     expect(hook.status, JSON.stringify(hook.body)).to.equal(201);
     await somePayments(older);
     // a gap between the two sets, in Postgres's time (received_at, started_at): the cutoff is put in its middle
@@ -111,7 +122,9 @@ describe('retention: log-like rows purged after 90 days by their pools, transact
     // a transaction holds every other old callback: the purge neither waits nor touches them
     const trx = await db().transaction();
     try {
-      await trx.raw(`select id from provider_callbacks where object_id = any(?) and raw_body <> '' for update`, [older]);
+      await trx.raw(`select id from provider_callbacks where object_id = any(?) and raw_body <> '' for update`, [
+        older,
+      ]);
       const started = Date.now();
       expect(await purgeCallbackBodies(db(), { now })).to.equal(0);
       expect(Date.now() - started).to.be.lessThan(2000);
@@ -133,15 +146,33 @@ describe('retention: log-like rows purged after 90 days by their pools, transact
     expect(firstYoung - lastOld, 'the two sets are apart in time').to.be.greaterThan(1500);
     // the service's now: 90 days after the middle of the gap
     env.clock.advance((lastOld + firstYoung) / 2 + 90 * DAY - env.clock.now());
-    await eventually(async () => (await callbacks(older)).every((c) => c.raw_body === '') && (await attempts(older)).every((a) => a.response_excerpt === null), 10_000);
+    await eventually(
+      async () =>
+        (await callbacks(older)).every((c) => c.raw_body === '') &&
+        (await attempts(older)).every((a) => a.response_excerpt === null),
+      10_000,
+    );
     await wait(1000);
-    expect((await callbacks(younger)).every((c) => c.raw_body.length > 0), 'younger than 90 days: bodies kept').to.equal(true);
-    expect((await attempts(younger)).every((a) => a.response_excerpt), 'younger than 90 days: snippets kept').to.equal(true);
+    expect(
+      (await callbacks(younger)).every((c) => c.raw_body.length > 0),
+      'younger than 90 days: bodies kept',
+    ).to.equal(true);
+    expect(
+      (await attempts(younger)).every((a) => a.response_excerpt),
+      'younger than 90 days: snippets kept',
+    ).to.equal(true);
 
     env.clock.advance(DAY);
-    await eventually(async () => (await callbacks(younger)).every((c) => c.raw_body === '') && (await attempts(younger)).every((a) => a.response_excerpt === null), 10_000);
+    await eventually(
+      async () =>
+        (await callbacks(younger)).every((c) => c.raw_body === '') &&
+        (await attempts(younger)).every((a) => a.response_excerpt === null),
+      10_000,
+    );
     // the attempts themselves stay (status, latency, error): only the snippet goes
-    expect((await attempts([...older, ...younger])).every((a) => a.status_code === 200 && a.finished_at)).to.equal(true);
+    expect((await attempts([...older, ...younger])).every((a) => a.status_code === 200 && a.finished_at)).to.equal(
+      true,
+    );
   });
 
   it('never touches transactions: payments, their history, the ledger and events are as they were, and the callbacks keep their normalised columns', async () => {

@@ -37,7 +37,15 @@ describe('merchant SDK package (npm run sdk:pack)', function () {
         hook: sdk.verifyWebhook('{}', { 'x-service-signature': process.argv[1] }, 'whsec_x', { now: 1700000000 }).ok,
         errors: new sdk.NotFoundError({ status: 404, code: 'not-found', message: 'm', requestId: 'r', retryAfter: null, headers: new Headers(), body: null }) instanceof sdk.PaymentsApiError,
       }));`;
-    const out = execFileSync(process.execPath, ['-e', script, signatureHeader('whsec_x', 1_700_000_000, '{}')], { cwd: project, encoding: 'utf8' });
-    expect(JSON.parse(out)).to.deep.equal({ api: true, sig: signRequest('sk_x', '1700000000', 'POST', '/v1/payments', '{}'), hook: true, errors: true });
+    const out = execFileSync(process.execPath, ['-e', script, signatureHeader('whsec_x', 1_700_000_000, '{}')], {
+      cwd: project,
+      encoding: 'utf8',
+    });
+    expect(JSON.parse(out)).to.deep.equal({
+      api: true,
+      sig: signRequest('sk_x', '1700000000', 'POST', '/v1/payments', '{}'),
+      hook: true,
+      errors: true,
+    });
   });
 });

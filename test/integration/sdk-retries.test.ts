@@ -2,7 +2,14 @@ import http, { type IncomingMessage, type Server, type ServerResponse } from 'no
 import type { AddressInfo } from 'node:net';
 import { expect } from 'chai';
 import { PaymentsApi } from '../../shared/client/sdk';
-import { ConnectionError, InvalidRequestError, PaymentsApiError, RateLimitError, ServiceUnavailableError, ConflictError } from '../../shared/client/errors';
+import {
+  ConnectionError,
+  InvalidRequestError,
+  PaymentsApiError,
+  RateLimitError,
+  ServiceUnavailableError,
+  ConflictError,
+} from '../../shared/client/errors';
 import { signRequest } from '../../shared/client/signing';
 
 /**
@@ -35,10 +42,22 @@ describe('SDK retries (loopback server)', () => {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        seen.push({ method: req.method!, path: req.url!, headers: req.headers, body: Buffer.concat(chunks).toString('utf8') });
-        const answer = script.shift() ?? { status: 500, body: { error: { code: 'internal-error', message: 'script exhausted', request_id: 'req_x' } } };
+        seen.push({
+          method: req.method!,
+          path: req.url!,
+          headers: req.headers,
+          body: Buffer.concat(chunks).toString('utf8'),
+        });
+        const answer = script.shift() ?? {
+          status: 500,
+          body: { error: { code: 'internal-error', message: 'script exhausted', request_id: 'req_x' } },
+        };
         if (answer === 'drop') return req.socket.destroy();
-        res.writeHead(answer.status, { 'Content-Type': 'application/json', 'X-Request-Id': `req_${seen.length}`, ...answer.headers });
+        res.writeHead(answer.status, {
+          'Content-Type': 'application/json',
+          'X-Request-Id': `req_${seen.length}`,
+          ...answer.headers,
+        });
         res.end(answer.body === undefined ? '' : JSON.stringify(answer.body));
       });
     });
@@ -53,7 +72,13 @@ describe('SDK retries (loopback server)', () => {
 
   function client(over: Partial<ConstructorParameters<typeof PaymentsApi>[0]> = {}) {
     const waits: number[] = [];
-    const api = new PaymentsApi({ baseUrl, apiKey: API_KEY, secret: SECRET, sleep: async (ms) => void waits.push(ms), ...over });
+    const api = new PaymentsApi({
+      baseUrl,
+      apiKey: API_KEY,
+      secret: SECRET,
+      sleep: async (ms) => void waits.push(ms),
+      ...over,
+    });
     return { api, waits };
   }
 
@@ -63,10 +88,22 @@ describe('SDK retries (loopback server)', () => {
     body: { error: { code, message: code, request_id: `req_${code}` } },
   });
 
-  const PAYMENT = { amount: 2500, currency: 'USD', method: 'mobile_money', operator: 'vodacom', phone: '243990000001', reference: 'order-1' } as const;
+  const PAYMENT = {
+    amount: 2500,
+    currency: 'USD',
+    method: 'mobile_money',
+    operator: 'vodacom',
+    phone: '243990000001',
+    reference: 'order-1',
+  } as const;
 
   it('retries 429, 503 and 409 idempotency-in-progress after Retry-After, with the same key and body, signed anew each time', async () => {
-    script = [err(429, 'rate-limit-exceeded', '2'), err(503, 'maintenance', '1'), err(409, 'idempotency-in-progress', '1'), { status: 201, body: { id: 'pay_1' } }];
+    script = [
+      err(429, 'rate-limit-exceeded', '2'),
+      err(503, 'maintenance', '1'),
+      err(409, 'idempotency-in-progress', '1'),
+      { status: 201, body: { id: 'pay_1' } },
+    ];
     const { api, waits } = client();
     const payment = await api.payments.create(PAYMENT);
     expect(payment).to.deep.equal({ id: 'pay_1' });
@@ -93,14 +130,24 @@ describe('SDK retries (loopback server)', () => {
   });
 
   it('backs off exponentially when there is no Retry-After, then gives up with the typed error after maxRetries', async () => {
-    script = [err(503, 'service-unavailable'), err(503, 'service-unavailable'), err(503, 'service-unavailable'), err(503, 'service-unavailable')];
+    script = [
+      err(503, 'service-unavailable'),
+      err(503, 'service-unavailable'),
+      err(503, 'service-unavailable'),
+      err(503, 'service-unavailable'),
+    ];
     const { api, waits } = client({ baseDelayMs: 100 });
     const e = await api.balance.retrieve().then(
       () => null,
       (x: unknown) => x,
     );
     expect(e).to.be.instanceOf(ServiceUnavailableError).and.instanceOf(PaymentsApiError);
-    expect(e).to.include({ status: 503, code: 'service-unavailable', requestId: 'req_service-unavailable', retryAfter: null });
+    expect(e).to.include({
+      status: 503,
+      code: 'service-unavailable',
+      requestId: 'req_service-unavailable',
+      retryAfter: null,
+    });
     expect(seen).to.have.length(4); // the first attempt and 3 retries
     expect(waits).to.have.length(3);
     [100, 200, 400].forEach((full, i) => expect(waits[i]).to.be.within(full / 2, full));
@@ -117,12 +164,21 @@ describe('SDK retries (loopback server)', () => {
   });
 
   it('never retries another 4xx: the typed error carries code, param and request id', async () => {
-    script = [{ status: 400, body: { error: { code: 'validation-failed', message: 'amount must be >= 1', param: 'amount', request_id: 'req_abc' } } }];
+    script = [
+      {
+        status: 400,
+        body: {
+          error: { code: 'validation-failed', message: 'amount must be >= 1', param: 'amount', request_id: 'req_abc' },
+        },
+      },
+    ];
     const { api } = client();
     const e = await api.payments.create({ ...PAYMENT, amount: 0 }).catch((x: unknown) => x);
     expect(e).to.be.instanceOf(InvalidRequestError);
     expect(e).to.include({ status: 400, code: 'validation-failed', param: 'amount', requestId: 'req_abc' });
-    expect((e as Error).message).to.include('validation-failed').and.include('req_abc');
+    expect((e as Error).message)
+      .to.include('validation-failed')
+      .and.include('req_abc');
     script = [err(409, 'idempotency-conflict', '1')];
     expect(await api.payments.create(PAYMENT).catch((x: unknown) => x)).to.be.instanceOf(ConflictError);
     expect(seen).to.have.length(2);
@@ -134,13 +190,17 @@ describe('SDK retries (loopback server)', () => {
     expect(await api.balance.retrieve()).to.deep.equal({ object: 'balance' });
     expect(waits).to.have.length(1);
     script = ['drop', 'drop'];
-    const e = await client({ maxRetries: 1, baseDelayMs: 10 }).api.balance.retrieve().catch((x: unknown) => x);
+    const e = await client({ maxRetries: 1, baseDelayMs: 10 })
+      .api.balance.retrieve()
+      .catch((x: unknown) => x);
     expect(e).to.be.instanceOf(ConnectionError);
   });
 
   it('turns retrying off with maxRetries 0', async () => {
     script = [err(429, 'rate-limit-exceeded', '1')];
-    const e = await client({ maxRetries: 0 }).api.balance.retrieve().catch((x: unknown) => x);
+    const e = await client({ maxRetries: 0 })
+      .api.balance.retrieve()
+      .catch((x: unknown) => x);
     expect(e).to.be.instanceOf(RateLimitError);
     expect(seen).to.have.length(1);
   });

@@ -2,7 +2,14 @@ import { randomUUID } from 'node:crypto';
 import { expect } from 'chai';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import type { PaymentsApi, CreatePaymentParams } from '../../shared/client/sdk';
-import { ConflictError, InvalidRequestError, NotFoundError, PaymentsApiError, PermissionError, UnprocessableError } from '../../shared/client/errors';
+import {
+  ConflictError,
+  InvalidRequestError,
+  NotFoundError,
+  PaymentsApiError,
+  PermissionError,
+  UnprocessableError,
+} from '../../shared/client/errors';
 
 /**
  * The typed SDK against the real service: creation with its idempotency key, auto-pagination
@@ -35,7 +42,12 @@ describe('merchant SDK against the service', () => {
     const key = randomUUID();
     const params = payment();
     const first = await api.payments.create(params, { idempotencyKey: key });
-    expect(first).to.include({ object: 'payment', status: 'processing', amount_charged: 2500, reference: params.reference });
+    expect(first).to.include({
+      object: 'payment',
+      status: 'processing',
+      amount_charged: 2500,
+      reference: params.reference,
+    });
     expect(first.id).to.match(/^pay_/);
     const again = await api.payments.create(params, { idempotencyKey: key });
     expect(again.id).to.equal(first.id);
@@ -57,7 +69,9 @@ describe('merchant SDK against the service', () => {
     expect(page.data).to.have.length(3);
     expect(page.has_more).to.equal(true);
     expect(await sdk.payments.list({ limit: 2 }).toArray(3)).to.have.length(3);
-    const filtered = await sdk.payments.list({ reference: (await sdk.payments.retrieve(created[0])).reference }).toArray();
+    const filtered = await sdk.payments
+      .list({ reference: (await sdk.payments.retrieve(created[0])).reference })
+      .toArray();
     expect(filtered.map((p) => p.id)).to.deep.equal([created[0]]);
   });
 
@@ -65,7 +79,9 @@ describe('merchant SDK against the service', () => {
     const missing = await api.payments.retrieve(`pay_${randomUUID()}`).catch((e: unknown) => e);
     expect(missing).to.be.instanceOf(NotFoundError).and.instanceOf(PaymentsApiError);
     expect(missing).to.include({ status: 404, code: 'not-found' });
-    expect((missing as PaymentsApiError).requestId).to.be.a('string').and.equal((missing as PaymentsApiError).headers.get('x-request-id'));
+    expect((missing as PaymentsApiError).requestId)
+      .to.be.a('string')
+      .and.equal((missing as PaymentsApiError).headers.get('x-request-id'));
 
     const invalid = await api.payments.create(payment({ phone: '12345' })).catch((e: unknown) => e);
     expect(invalid).to.be.instanceOf(InvalidRequestError);
@@ -85,7 +101,10 @@ describe('merchant SDK against the service', () => {
     expect(refund).to.include({ status: 422, code: 'payment-not-refundable' });
 
     const reader = await env.merchant({ scope: 'read' });
-    const denied = await env.sdk(reader.credential).payments.create(payment()).catch((e: unknown) => e);
+    const denied = await env
+      .sdk(reader.credential)
+      .payments.create(payment())
+      .catch((e: unknown) => e);
     expect(denied).to.be.instanceOf(PermissionError);
     expect(denied).to.include({ status: 403, code: 'insufficient-scope' });
   });
@@ -101,10 +120,23 @@ describe('merchant SDK against the service', () => {
     expect(csv.split('\n')[0]).to.equal('created,type,id,source_id,reference,currency,amount,fee,net,status');
     const tooLong = await api.reports.transactionsCsv({ from: 0, to: 40 * 86_400 }).catch((e: unknown) => e);
     expect(tooLong).to.be.instanceOf(InvalidRequestError);
-    const noSettlement = await api.settlements.transactions(`stl_${randomUUID()}`).toArray().catch((e: unknown) => e);
+    const noSettlement = await api.settlements
+      .transactions(`stl_${randomUUID()}`)
+      .toArray()
+      .catch((e: unknown) => e);
     expect(noSettlement).to.be.instanceOf(NotFoundError);
-    expect((await api.availability.list()).data.map((a) => a.operator).sort()).to.deep.equal(['africell', 'airtel', 'orange', 'vodacom']);
+    expect((await api.availability.list()).data.map((a) => a.operator).sort()).to.deep.equal([
+      'africell',
+      'airtel',
+      'orange',
+      'vodacom',
+    ]);
     const number = await api.phoneNumbers.lookup('+243 81 234 5678');
-    expect(number).to.deep.equal({ object: 'phone_number', input: '+243 81 234 5678', msisdn: '243812345678', operator: 'vodacom' });
+    expect(number).to.deep.equal({
+      object: 'phone_number',
+      input: '+243 81 234 5678',
+      msisdn: '243812345678',
+      operator: 'vodacom',
+    });
   });
 });

@@ -4,7 +4,13 @@ import { waitingOnLocks } from '../../scripts/lib/databases';
 import { eventually, type RunningProcess } from '../../scripts/lib/processes';
 import type { ServiceClient } from '../../shared/client/signing';
 import { newId } from '../../shared/domain/ids';
-import { outgoingDebit, outgoingDeliver, paymentCredit, type Currency, type Environment } from '../../shared/domain/ledger';
+import {
+  outgoingDebit,
+  outgoingDeliver,
+  paymentCredit,
+  type Currency,
+  type Environment,
+} from '../../shared/domain/ledger';
 import { lastCutoff } from '../../shared/domain/settlement';
 import { post, reverse } from '../../shared/ledger/postings';
 import { settle } from '../../shared/settlements/settle';
@@ -26,13 +32,19 @@ describe('daily settlement', () => {
     const base = { merchantId, environment, currency };
     return {
       credit: (amountCharged: number, fee: number) =>
-        db().transaction((trx) => post(trx, paymentCredit({ ...base, paymentId: newId('payment'), amountCharged, amountNet: amountCharged - fee, fee }))),
+        db().transaction((trx) =>
+          post(
+            trx,
+            paymentCredit({ ...base, paymentId: newId('payment'), amountCharged, amountNet: amountCharged - fee, fee }),
+          ),
+        ),
       /** a refund or payout debit; `then` settles it (provider confirmed) or returns it (failed) */
       outgoing: async (kind: 'refund' | 'payout', amount: number, fee: number, then?: 'deliver' | 'return') => {
         const o = { ...base, referenceId: newId(kind), amount, fee };
         await db().transaction((trx) => post(trx, outgoingDebit(kind, o)));
         if (then === 'deliver') await db().transaction((trx) => post(trx, outgoingDeliver(kind, o)));
-        if (then === 'return') await db().transaction((trx) => reverse(trx, `${kind}_debit`, o.referenceId, `${kind}_return`));
+        if (then === 'return')
+          await db().transaction((trx) => reverse(trx, `${kind}_debit`, o.referenceId, `${kind}_return`));
       },
     };
   };
@@ -40,7 +52,10 @@ describe('daily settlement', () => {
   before(async () => {
     env = await startTestEnv();
     a = await env.merchant({ scope: 'read' });
-    const live = await env.admin('POST', `/admin/merchants/${a.merchant.id}/credentials`, { environment: 'live', scope: 'read' });
+    const live = await env.admin('POST', `/admin/merchants/${a.merchant.id}/credentials`, {
+      environment: 'live',
+      scope: 'read',
+    });
     expect(live.status).to.equal(201);
     aLive = env.client(live.body);
     b = await env.merchant({ scope: 'read' });
@@ -65,10 +80,15 @@ describe('daily settlement', () => {
     const [first, second] = await Promise.all([settle(deps(), { now: t }), settle(deps(), { now: t })]);
     const made = [...first, ...second];
     expect(made).to.have.length(3);
-    const rows = await db()('settlements').where({ merchant_id: a.merchant.id }).select('id', 'environment', 'currency');
+    const rows = await db()('settlements')
+      .where({ merchant_id: a.merchant.id })
+      .select('id', 'environment', 'currency');
     expect(rows).to.have.length(3);
 
-    const oldest = await db()('ledger_transactions').where({ merchant_id: a.merchant.id, environment: 'test', currency: 'USD' }).min('created_at as at').first();
+    const oldest = await db()('ledger_transactions')
+      .where({ merchant_id: a.merchant.id, environment: 'test', currency: 'USD' })
+      .min('created_at as at')
+      .first();
     usd = made.find((s) => s.environment === 'test' && s.currency === 'USD');
     expect(usd.id).to.match(STL_ID);
     expect(usd).to.deep.equal({
@@ -89,20 +109,45 @@ describe('daily settlement', () => {
     expect(usd.created).to.be.within(now() - 5, now());
     cdf = made.find((s) => s.environment === 'test' && s.currency === 'CDF');
     expect(cdf).to.include({ gross: 50_000, fees: 0, refunds: 0, payouts: 0, net: 50_000, count: 1 });
-    expect(made.find((s) => s.environment === 'live')).to.include({ currency: 'USD', gross: 7_000, fees: 70, net: 6_930, count: 1 });
+    expect(made.find((s) => s.environment === 'live')).to.include({
+      currency: 'USD',
+      gross: 7_000,
+      fees: 70,
+      net: 6_930,
+      count: 1,
+    });
 
     // every covered transaction points at its batch; the settle posting at none
-    const covered = await db()('ledger_transactions').where({ merchant_id: a.merchant.id, environment: 'test', currency: 'USD' }).select('kind', 'settlement_id');
-    expect(covered.filter((c) => c.settlement_id === usd.id).map((c) => c.kind).sort()).to.deep.equal(
-      ['payment_credit', 'payment_credit', 'payout_debit', 'payout_debit', 'payout_return', 'refund_debit'],
-    );
+    const covered = await db()('ledger_transactions')
+      .where({ merchant_id: a.merchant.id, environment: 'test', currency: 'USD' })
+      .select('kind', 'settlement_id');
+    expect(
+      covered
+        .filter((c) => c.settlement_id === usd.id)
+        .map((c) => c.kind)
+        .sort(),
+    ).to.deep.equal([
+      'payment_credit',
+      'payment_credit',
+      'payout_debit',
+      'payout_debit',
+      'payout_return',
+      'refund_debit',
+    ]);
     expect(covered.filter((c) => c.settlement_id === null).map((c) => c.kind)).to.deep.equal(['refund_deliver']);
   });
 
   it('records settlement.completed carrying the batch', async () => {
-    const events = await db()('events').where({ object_id: usd.id }).select('merchant_id', 'environment', 'type', 'object_version', 'body');
+    const events = await db()('events')
+      .where({ object_id: usd.id })
+      .select('merchant_id', 'environment', 'type', 'object_version', 'body');
     expect(events).to.have.length(1);
-    expect(events[0]).to.deep.include({ merchant_id: a.merchant.id, environment: 'test', type: 'settlement.completed', object_version: 1 });
+    expect(events[0]).to.deep.include({
+      merchant_id: a.merchant.id,
+      environment: 'test',
+      type: 'settlement.completed',
+      object_version: 1,
+    });
     expect(events[0].body.data).to.deep.equal({ object: usd, object_version: 1 });
     const res = await a.client.get(`/v1/events?type=settlement.completed`);
     expect(res.status).to.equal(200);
@@ -112,7 +157,9 @@ describe('daily settlement', () => {
   it('settles nothing twice: a second run makes no batch', async () => {
     expect(await settle(deps(), { now: tomorrow() })).to.deep.equal([]);
     expect(await db()('settlements').count('* as n').first()).to.deep.equal({ n: 3 });
-    expect(await db()('events').where({ type: 'settlement.completed' }).count('* as n').first()).to.deep.equal({ n: 3 });
+    expect(await db()('events').where({ type: 'settlement.completed' }).count('* as n').first()).to.deep.equal({
+      n: 3,
+    });
   });
 
   it('puts what came after a batch into the next period, starting where the last ended', async () => {
@@ -121,7 +168,16 @@ describe('daily settlement', () => {
     expect(await settle(deps(), { now: tomorrow() })).to.deep.equal([]);
     const next = await settle(deps(), { now: tomorrow() + DAY });
     expect(next).to.have.length(1);
-    expect(next[0]).to.include({ currency: 'USD', environment: 'test', period_start: usd.period_end, period_end: usd.period_end + DAY, gross: 4_000, fees: 40, net: 3_960, count: 1 });
+    expect(next[0]).to.include({
+      currency: 'USD',
+      environment: 'test',
+      period_start: usd.period_end,
+      period_end: usd.period_end + DAY,
+      gross: 4_000,
+      fees: 40,
+      net: 3_960,
+      count: 1,
+    });
   });
 
   it('GET /v1/settlements lists the key environment’s batches newest first with cursor pagination', async () => {
@@ -139,7 +195,12 @@ describe('daily settlement', () => {
     expect(page1.body.has_more).to.equal(true);
     expect(page1.body.next_cursor).to.equal(`${page1.body.data[1].created}.${page1.body.data[1].id}`);
     const page2 = await a.client.get(`/v1/settlements?limit=2&cursor=${encodeURIComponent(page1.body.next_cursor)}`);
-    expect(page2.body).to.deep.equal({ object: 'list', data: all.body.data.slice(2), has_more: false, next_cursor: null });
+    expect(page2.body).to.deep.equal({
+      object: 'list',
+      data: all.body.data.slice(2),
+      has_more: false,
+      next_cursor: null,
+    });
 
     const live = await aLive.get('/v1/settlements');
     expect(live.body.data.map((s: any) => [s.environment, s.gross])).to.deep.equal([['live', 7_000]]);
@@ -196,7 +257,9 @@ describe('daily settlement', () => {
     let pools: RunningProcess[];
     try {
       await hold.raw('lock table settlements in access exclusive mode');
-      pools = await Promise.all([1, 2].map(() => env.spawn('workers/settlement/index.ts', { SETTLEMENT_CHECK_INTERVAL_MS: '100' })));
+      pools = await Promise.all(
+        [1, 2].map(() => env.spawn('workers/settlement/index.ts', { SETTLEMENT_CHECK_INTERVAL_MS: '100' })),
+      );
       await waitingOnLocks(db(), 2);
     } finally {
       await hold.commit();
@@ -206,13 +269,28 @@ describe('daily settlement', () => {
       return res.body.data?.length ? res.body : undefined;
     });
     expect(list.data).to.have.length(1);
-    expect(list.data[0]).to.include({ currency: 'USD', gross: 8_000, fees: 80, net: 7_920, count: 1, period_end: lastCutoff(Math.floor(env.clock.now() / 1000), 0) });
+    expect(list.data[0]).to.include({
+      currency: 'USD',
+      gross: 8_000,
+      fees: 80,
+      net: 7_920,
+      count: 1,
+      period_end: lastCutoff(Math.floor(env.clock.now() / 1000), 0),
+    });
     // a graceful stop lets each copy finish the run in hand: every line either would log is in
     for (const pool of pools) expect(await pool.stop(), 'exit code of a settlement pool').to.equal(0);
-    expect(await db()('settlements').where({ merchant_id: c.merchant.id }).count('* as n').first()).to.deep.equal({ n: 1 });
-    expect(await db()('events').where({ merchant_id: c.merchant.id, type: 'settlement.completed' }).count('* as n').first()).to.deep.equal({ n: 1 });
+    expect(await db()('settlements').where({ merchant_id: c.merchant.id }).count('* as n').first()).to.deep.equal({
+      n: 1,
+    });
+    expect(
+      await db()('events').where({ merchant_id: c.merchant.id, type: 'settlement.completed' }).count('* as n').first(),
+    ).to.deep.equal({ n: 1 });
     const covered = await db()('ledger_transactions').where({ merchant_id: c.merchant.id }).pluck('settlement_id');
     expect(covered).to.deep.equal([list.data[0].id]);
-    for (const pool of pools) expect(pool.lines.filter((l) => typeof l === 'object' && l.level >= 50), 'errors logged by a settlement pool').to.deep.equal([]);
+    for (const pool of pools)
+      expect(
+        pool.lines.filter((l) => typeof l === 'object' && l.level >= 50),
+        'errors logged by a settlement pool',
+      ).to.deep.equal([]);
   });
 });

@@ -6,7 +6,10 @@ import { createTestDatabase } from '../../scripts/lib/databases';
 /** shared/db/sql: the one runner of the hand-tuned statements, and its prepared-statement switch. */
 describe('shared/db/sql runner', () => {
   let database: Awaited<ReturnType<typeof createTestDatabase>>;
-  const statement = sqlStatement('sql-test-echo', 'select $1::int + 1 as n, (select count(*)::int from pg_prepared_statements where name = $2) as prepared');
+  const statement = sqlStatement(
+    'sql-test-echo',
+    'select $1::int + 1 as n, (select count(*)::int from pg_prepared_statements where name = $2) as prepared',
+  );
 
   before(async () => {
     database = await createTestDatabase();

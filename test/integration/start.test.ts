@@ -28,8 +28,10 @@ describe('npm start', function () {
   let adminPort: number;
 
   /** pids the supervisor reported for a Procfile line, in order */
-  const pidsOf = (name: string) => [...output.matchAll(new RegExp(`^start \\| ${name} started \\(pid (\\d+)\\)`, 'gm'))].map((m) => Number(m[1]));
-  const get = (p: number, route: string, auth = true) => fetch(`http://127.0.0.1:${p}${route}`, { headers: auth ? { Authorization: `Bearer ${ADMIN_TOKEN}` } : {} });
+  const pidsOf = (name: string) =>
+    [...output.matchAll(new RegExp(`^start \\| ${name} started \\(pid (\\d+)\\)`, 'gm'))].map((m) => Number(m[1]));
+  const get = (p: number, route: string, auth = true) =>
+    fetch(`http://127.0.0.1:${p}${route}`, { headers: auth ? { Authorization: `Bearer ${ADMIN_TOKEN}` } : {} });
 
   before(async () => {
     db = await createTestDatabase();
@@ -62,13 +64,21 @@ describe('npm start', function () {
     child.stdout!.on('data', (d) => (output += d));
     child.stderr!.on('data', (d) => (output += d));
     exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    const ready = await eventually(async () => {
-      const res = await fetch(`http://127.0.0.1:${port}/health/ready`);
-      return res.status === 200 ? res.json() : undefined;
-    }, 90_000, 250);
+    const ready = await eventually(
+      async () => {
+        const res = await fetch(`http://127.0.0.1:${port}/health/ready`);
+        return res.status === 200 ? res.json() : undefined;
+      },
+      90_000,
+      250,
+    );
     expect(ready).to.deep.equal({ status: 'ok', checks: { postgres: 'ok', redis: 'ok' } });
     for (const line of lines) {
-      await eventually(async () => new RegExp(`^${line.name}\\s*\\| .*(started|listening)`, 'm').test(output), 60_000, 100).catch(() => {
+      await eventually(
+        async () => new RegExp(`^${line.name}\\s*\\| .*(started|listening)`, 'm').test(output),
+        60_000,
+        100,
+      ).catch(() => {
         throw new Error(`${line.name} did not report it started; output:\n${output.slice(-3000)}`);
       });
     }
@@ -82,10 +92,12 @@ describe('npm start', function () {
     for (const line of lines) expect(pidsOf(line.name), line.name).to.have.length(1);
   });
 
-  it('serves the web first: every other line runs at the pools\' niceness, set as it is spawned', () => {
+  it("serves the web first: every other line runs at the pools' niceness, set as it is spawned", () => {
     for (const line of lines) {
       const [pid] = pidsOf(line.name);
-      expect(os.getPriority(pid), line.name).to.equal(line.name === 'web' ? os.getPriority(process.pid) : Math.max(POOL_NICENESS, os.getPriority(process.pid)));
+      expect(os.getPriority(pid), line.name).to.equal(
+        line.name === 'web' ? os.getPriority(process.pid) : Math.max(POOL_NICENESS, os.getPriority(process.pid)),
+      );
     }
   });
 
@@ -97,14 +109,20 @@ describe('npm start', function () {
     const again = pidsOf('outbox-relay')[1];
     expect(again).not.to.equal(pid);
     // the new one works: it reports its loops started
-    await eventually(async () => (output.match(/^outbox-relay\s*\| .*"loop":"relay".*periodic task started/gm) ?? []).length === 2, 30_000, 100);
+    await eventually(
+      async () => (output.match(/^outbox-relay\s*\| .*"loop":"relay".*periodic task started/gm) ?? []).length === 2,
+      30_000,
+      100,
+    );
   });
 
   it('kills and starts again a process that stops answering (SIGSTOP: no heartbeat), and logs it (issue 22 #5)', async () => {
     const [pid] = pidsOf('settlement');
     process.kill(pid, 'SIGSTOP');
     await eventually(async () => pidsOf('settlement').length === 2, 30_000, 100);
-    expect(output).to.match(new RegExp(`^start \\| settlement sent no heartbeat for [0-9]+ s \\(pid ${pid}\\); killing it$`, 'm'));
+    expect(output).to.match(
+      new RegExp(`^start \\| settlement sent no heartbeat for [0-9]+ s \\(pid ${pid}\\); killing it$`, 'm'),
+    );
     expect(output).to.match(/^start \| settlement exited \(SIGKILL\); restarting in 1 s$/m);
     expect(() => process.kill(pid, 0), 'the stopped process is gone').to.throw();
     // processes that keep answering are left alone
@@ -123,7 +141,8 @@ describe('npm start', function () {
   });
 
   it('WEB_CONCURRENCY=2: two web processes serve the one port; one that dies is started again', async () => {
-    const listening = () => [...output.matchAll(/^web\s*\| (\{.*"msg":"web listening".*\})$/gm)].map((m) => JSON.parse(m[1]).pid as number);
+    const listening = () =>
+      [...output.matchAll(/^web\s*\| (\{.*"msg":"web listening".*\})$/gm)].map((m) => JSON.parse(m[1]).pid as number);
     await eventually(async () => listening().length === 2, 30_000, 100);
     const pids = listening();
     expect(new Set(pids).size).to.equal(2);
@@ -133,7 +152,9 @@ describe('npm start', function () {
     await eventually(async () => listening().length === 3, 30_000, 100);
     expect(output).to.match(/"msg":"web process exited; restarting it"/);
     expect(pidsOf('web'), 'the primary itself did not die').to.have.length(1);
-    const answers = await Promise.all(Array.from({ length: 20 }, () => fetch(`http://127.0.0.1:${port}/health/live`).then((r) => r.status)));
+    const answers = await Promise.all(
+      Array.from({ length: 20 }, () => fetch(`http://127.0.0.1:${port}/health/live`).then((r) => r.status)),
+    );
     expect(answers.every((s) => s === 200)).to.equal(true);
   });
 
@@ -141,7 +162,8 @@ describe('npm start', function () {
     expect((await get(adminPort, '/admin/maintenance')).status).to.equal(200);
     expect((await get(adminPort, '/metrics')).status).to.equal(200);
     expect((await get(adminPort, '/admin/queues')).status).to.equal(200);
-    for (const route of ['/admin/maintenance', '/metrics', '/admin/queues']) expect((await get(port, route)).status, route).to.equal(404);
+    for (const route of ['/admin/maintenance', '/metrics', '/admin/queues'])
+      expect((await get(port, route)).status, route).to.equal(404);
     // the merchant API is on PORT only
     expect((await get(port, '/v1/balance', false)).status).to.equal(401);
     expect((await get(adminPort, '/v1/balance', false)).status).to.equal(404);
@@ -162,16 +184,28 @@ describe('a supervised process', function () {
     const port = await freePort();
     const child = spawn(process.execPath, ['--import', 'tsx', 'shared/providers/sandbox/server.ts'], {
       cwd: ROOT,
-      env: { PATH: process.env.PATH, HOME: process.env.HOME, NODE_ENV: 'test', SANDBOX_PROVIDER_PORT: String(port), LOG_LEVEL: 'info' },
+      env: {
+        PATH: process.env.PATH,
+        HOME: process.env.HOME,
+        NODE_ENV: 'test',
+        SANDBOX_PROVIDER_PORT: String(port),
+        LOG_LEVEL: 'info',
+      },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });
     let output = '';
     child.stdout!.on('data', (d) => (output += d));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
     try {
-      await new Promise<void>((resolve) => child.on('message', (m: { type?: string }) => m?.type === HEARTBEAT && resolve()));
+      await new Promise<void>((resolve) =>
+        child.on('message', (m: { type?: string }) => m?.type === HEARTBEAT && resolve()),
+      );
       await eventually(async () => /listening/.test(output), 20_000, 50);
-      const answers = () => fetch(`http://127.0.0.1:${port}/`).then(() => true, () => false);
+      const answers = () =>
+        fetch(`http://127.0.0.1:${port}/`).then(
+          () => true,
+          () => false,
+        );
       expect(await answers(), 'it answers while supervised').to.equal(true);
       child.disconnect();
       // its SIGTERM handler's exit (a process killed by the signal would have none)

@@ -21,7 +21,10 @@ describe('statements: settlement lines and the CSV export', function () {
   before(async () => {
     env = await startMoneyEnv();
     shop = await aMerchant(env, { fees: { USD: { percent_bps: 250, fixed: 10 }, CDF: { percent_bps: 0, fixed: 0 } } });
-    const read = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, { environment: 'test', scope: 'read' });
+    const read = await env.admin('POST', `/admin/merchants/${shop.merchant.id}/credentials`, {
+      environment: 'test',
+      scope: 'read',
+    });
     reader = env.client(read.body); // contract-checked like every merchant client
     startedAt = Math.floor(Date.now() / 1000);
 
@@ -33,18 +36,33 @@ describe('statements: settlement lines and the CSV export', function () {
     const refund = await shop.client.post(`/v1/payments/${p1.id}/refund`, { amount: 1_000 });
     expect(refund.status).to.equal(201);
     ids.refund = refund.body.id;
-    const payout = await shop.client.post('/v1/payouts', { amount: 2_000, currency: 'USD', operator: 'vodacom', phone: '243990000001', reference: 'po-ok' });
+    const payout = await shop.client.post('/v1/payouts', {
+      amount: 2_000,
+      currency: 'USD',
+      operator: 'vodacom',
+      phone: '243990000001',
+      reference: 'po-ok',
+    });
     expect(payout.status, JSON.stringify(payout.body)).to.equal(201);
     ids.payout = payout.body.id;
     // 243990000005: the sandbox fails any payout to it, so its debit is given back
-    const failing = await shop.client.post('/v1/payouts', { amount: 500, currency: 'USD', operator: 'vodacom', phone: '243990000005', reference: 'po-ko' });
+    const failing = await shop.client.post('/v1/payouts', {
+      amount: 500,
+      currency: 'USD',
+      operator: 'vodacom',
+      phone: '243990000005',
+      reference: 'po-ko',
+    });
     expect(failing.status).to.equal(201);
     ids.failing = failing.body.id;
     await waitFor(shop.client, `/v1/payments/${p1.id}/refunds`, (b) => b.data[0]?.status === 'succeeded');
     await waitFor(shop.client, `/v1/payouts/${ids.payout}`, (b) => b.status === 'succeeded');
     await waitFor(shop.client, `/v1/payouts/${ids.failing}`, (b) => b.status === 'failed');
 
-    await settle({ db: env.services.db, outbox: env.services.outbox, log: env.services.log, clock: env.services.clock }, { now: Math.floor(Date.now() / 1000) + 86_400 });
+    await settle(
+      { db: env.services.db, outbox: env.services.outbox, log: env.services.log, clock: env.services.clock },
+      { now: Math.floor(Date.now() / 1000) + 86_400 },
+    );
     const listed = await reader.get('/v1/settlements');
     batch = listed.body.data.find((b: any) => b.currency === 'USD');
     expect(batch, JSON.stringify(listed.body)).to.be.an('object');
@@ -76,9 +94,11 @@ describe('statements: settlement lines and the CSV export', function () {
       expect(l.currency).to.equal('USD');
       expect(l.net).to.equal(l.amount - l.fee);
     }
-    expect(lines.map((l: any) => ({ type: l.type, source_id: l.source_id, amount: l.amount, fee: l.fee, net: l.net })).sort((a: any, b: any) => key(a).localeCompare(key(b)))).to.deep.equal(
-      expectedLines().sort((a, b) => key(a).localeCompare(key(b))),
-    );
+    expect(
+      lines
+        .map((l: any) => ({ type: l.type, source_id: l.source_id, amount: l.amount, fee: l.fee, net: l.net }))
+        .sort((a: any, b: any) => key(a).localeCompare(key(b))),
+    ).to.deep.equal(expectedLines().sort((a, b) => key(a).localeCompare(key(b))));
     expect(lines.reduce((s: number, l: any) => s + l.net, 0)).to.equal(batch.net);
     const created = lines.map((l: any) => l.created);
     expect(created).to.deep.equal([...created].sort((a, b) => b - a));
@@ -88,7 +108,9 @@ describe('statements: settlement lines and the CSV export', function () {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const res: any = await reader.get(`/v1/settlements/${batch.id}/transactions?limit=2${cursor ? `&cursor=${cursor}` : ''}`);
+      const res: any = await reader.get(
+        `/v1/settlements/${batch.id}/transactions?limit=2${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       expect(res.status).to.equal(200);
       expect(res.body.data.length).to.be.at.most(2);
       seen.push(...res.body.data.map((l: any) => l.id));
@@ -101,7 +123,9 @@ describe('statements: settlement lines and the CSV export', function () {
   it('refuses another merchant’s batch or an unknown one (404) and bad paging (400)', async () => {
     const other = await aMerchant(env, {}, 'read');
     expect((await other.client.get(`/v1/settlements/${batch.id}/transactions`)).status).to.equal(404);
-    expect((await reader.get('/v1/settlements/stl_00000000-0000-4000-8000-000000000000/transactions')).status).to.equal(404);
+    expect((await reader.get('/v1/settlements/stl_00000000-0000-4000-8000-000000000000/transactions')).status).to.equal(
+      404,
+    );
     expect((await reader.get('/v1/settlements/nope/transactions')).status).to.equal(404);
     for (const q of ['limit=0', 'limit=101', 'cursor=abc', 'cursor=123.pay_x', 'status=x']) {
       const res = await reader.get(`/v1/settlements/${batch.id}/transactions?${q}`);
@@ -121,11 +145,11 @@ describe('statements: settlement lines and the CSV export', function () {
       for (let i = 0; i < r.length; i++) {
         const c = r[i];
         if (quoted) {
-          if (c === '"' && r[i + 1] === '"') (cur += '"'), i++;
+          if (c === '"' && r[i + 1] === '"') ((cur += '"'), i++);
           else if (c === '"') quoted = false;
           else cur += c;
         } else if (c === '"') quoted = true;
-        else if (c === ',') out.push(cur), (cur = '');
+        else if (c === ',') (out.push(cur), (cur = ''));
         else cur += c;
       }
       out.push(cur);
@@ -142,7 +166,18 @@ describe('statements: settlement lines and the CSV export', function () {
     expect(res.text).to.include('"order, ""one"""');
     expect(res.text).to.include(`"'=HYPERLINK(""x"")"`);
     const [header, ...rows] = parse(res.text);
-    expect(header).to.deep.equal(['created', 'type', 'id', 'source_id', 'reference', 'currency', 'amount', 'fee', 'net', 'status']);
+    expect(header).to.deep.equal([
+      'created',
+      'type',
+      'id',
+      'source_id',
+      'reference',
+      'currency',
+      'amount',
+      'fee',
+      'net',
+      'status',
+    ]);
     expect(rows).to.have.length(6);
     const byKey = new Map(rows.map((r) => [`${r[1]}/${r[3]}`, r]));
     for (const l of expectedLines()) {
@@ -151,11 +186,39 @@ describe('statements: settlement lines and the CSV export', function () {
       expect(r.slice(5, 9)).to.deep.equal(['USD', String(l.amount), String(l.fee), String(l.net)]);
       expect(Number(r[0])).to.be.within(startedAt - 5, Math.floor(Date.now() / 1000) + 5);
     }
-    expect(byKey.get(`payment/${ids.p1}`)!.slice(4)).to.deep.equal(['order, "one"', 'USD', '10000', '260', '9740', 'succeeded']);
+    expect(byKey.get(`payment/${ids.p1}`)!.slice(4)).to.deep.equal([
+      'order, "one"',
+      'USD',
+      '10000',
+      '260',
+      '9740',
+      'succeeded',
+    ]);
     expect(byKey.get(`payment/${ids.p2}`)![4]).to.equal(`'=HYPERLINK("x")`);
-    expect(byKey.get(`refund/${ids.refund}`)!.slice(4)).to.deep.equal(['order, "one"', 'USD', '-1000', '0', '-1000', 'succeeded']);
-    expect(byKey.get(`payout/${ids.payout}`)!.slice(4)).to.deep.equal(['po-ok', 'USD', '-2000', '60', '-2060', 'succeeded']);
-    expect(byKey.get(`payout_reversal/${ids.failing}`)!.slice(4)).to.deep.equal(['po-ko', 'USD', '500', '-23', '523', 'failed']);
+    expect(byKey.get(`refund/${ids.refund}`)!.slice(4)).to.deep.equal([
+      'order, "one"',
+      'USD',
+      '-1000',
+      '0',
+      '-1000',
+      'succeeded',
+    ]);
+    expect(byKey.get(`payout/${ids.payout}`)!.slice(4)).to.deep.equal([
+      'po-ok',
+      'USD',
+      '-2000',
+      '60',
+      '-2060',
+      'succeeded',
+    ]);
+    expect(byKey.get(`payout_reversal/${ids.failing}`)!.slice(4)).to.deep.equal([
+      'po-ko',
+      'USD',
+      '500',
+      '-23',
+      '523',
+      'failed',
+    ]);
     // oldest first
     const created = rows.map((r) => Number(r[0]));
     expect(created).to.deep.equal([...created].sort((a, b) => a - b));

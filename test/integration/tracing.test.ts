@@ -76,7 +76,12 @@ async function startCollector() {
         const resource = attributes(rs.resource?.attributes);
         for (const ss of rs.scopeSpans ?? []) {
           for (const span of ss.spans ?? []) {
-            spans.push({ process: String(resource['svc_payments.process']), service: String(resource['service.name']), span, attrs: attributes(span.attributes) });
+            spans.push({
+              process: String(resource['svc_payments.process']),
+              service: String(resource['service.name']),
+              span,
+              attrs: attributes(span.attributes),
+            });
           }
         }
       }
@@ -135,7 +140,12 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
 
   it('links POST /v1/payments, the push, the provider, its callback, the transition and each webhook attempt', async () => {
     const shop = await aMerchant(env);
-    const hook = await env.admin('POST', '/admin/webhooks', { merchant_id: shop.merchant.id, url: `${rx.url}/hooks`, events: ['payment.succeeded'], environment: 'test' });
+    const hook = await env.admin('POST', '/admin/webhooks', {
+      merchant_id: shop.merchant.id,
+      url: `${rx.url}/hooks`,
+      events: ['payment.succeeded'],
+      environment: 'test',
+    });
     expect(hook.status, JSON.stringify(hook.body)).to.equal(201);
     // the merchant's endpoint fails the first attempt: the delivery's two attempts are both in the trace
     rx.on('/hooks', (_req, n) => ({ status: n === 1 ? 500 : 200 }));
@@ -147,12 +157,19 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
     await rx.waitFor('/hooks', 2);
 
     const request = await eventually(async () =>
-      collector.spans.find((s) => s.process === 'web' && s.span.kind === SERVER && s.attrs['http.request.method'] === 'POST' && s.attrs['url.path'] === '/v1/payments'),
+      collector.spans.find(
+        (s) =>
+          s.process === 'web' &&
+          s.span.kind === SERVER &&
+          s.attrs['http.request.method'] === 'POST' &&
+          s.attrs['url.path'] === '/v1/payments',
+      ),
     );
     const traceId = request.span.traceId;
     const inTrace = () => collector.spans.filter((s) => s.span.traceId === traceId);
     // the last hop (the second attempt's request to the merchant) has been exported
-    const isAttempt = (s: Got) => s.process === 'webhook-sender' && s.span.kind === CLIENT && s.attrs['http.request.method'] === 'POST';
+    const isAttempt = (s: Got) =>
+      s.process === 'webhook-sender' && s.span.kind === CLIENT && s.attrs['http.request.method'] === 'POST';
     await eventually(async () => inTrace().filter(isAttempt).length >= 2, 15_000);
     const spans = inTrace();
     const byId = new Map(spans.map((s) => [s.span.spanId, s]));
@@ -164,24 +181,54 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
     const isAncestor = (a: Got, b: Got) => ancestors(b).includes(a);
     const one = (what: string, pred: (s: Got) => boolean) => {
       const found = spans.filter(pred);
-      expect(found, `${what} in the payment's trace; its processes: ${[...new Set(spans.map((s) => `${s.process}:${s.span.name}`))].join(', ')}`).to.not.be.empty;
+      expect(
+        found,
+        `${what} in the payment's trace; its processes: ${[...new Set(spans.map((s) => `${s.process}:${s.span.name}`))].join(', ')}`,
+      ).to.not.be.empty;
       return found;
     };
 
     // one trace, five processes
     const processNames = new Set(spans.map((s) => s.process));
-    expect([...processNames]).to.include.members(['web', 'provider-push', 'sandbox-provider', 'callback-reconciler', 'webhook-sender']);
+    expect([...processNames]).to.include.members([
+      'web',
+      'provider-push',
+      'sandbox-provider',
+      'callback-reconciler',
+      'webhook-sender',
+    ]);
     expect(new Set(spans.map((s) => s.service)).size, 'each process its own service.name').to.be.at.least(5);
 
     // in order: each hop descends from the one before
     const [push] = one('the provider-push job', (s) => s.process === 'provider-push' && s.span.kind === CONSUMER);
     const [send] = one('the send', (s) => s.process === 'provider-push' && s.span.name === 'send payment');
-    const [providerCall] = one('the provider call', (s) => s.process === 'provider-push' && s.span.kind === CLIENT && String(s.attrs['url.full']).includes('/vodacom/v1/collections'));
-    const [atProvider] = one("the provider's side of the push", (s) => s.process === 'sandbox-provider' && s.span.kind === SERVER);
-    const [callback] = one('the callback request', (s) => s.process === 'web' && s.span.kind === SERVER && String(s.attrs['url.path']).startsWith('/callbacks/'));
-    const [reconcile] = one("the reconciler's job", (s) => s.process === 'callback-reconciler' && s.span.kind === CONSUMER);
-    const [transition] = one('the transition', (s) => s.process === 'callback-reconciler' && s.span.name === 'apply-callback');
-    const deliveries = one("the webhook-sender's jobs", (s) => s.process === 'webhook-sender' && s.span.kind === CONSUMER);
+    const [providerCall] = one(
+      'the provider call',
+      (s) =>
+        s.process === 'provider-push' &&
+        s.span.kind === CLIENT &&
+        String(s.attrs['url.full']).includes('/vodacom/v1/collections'),
+    );
+    const [atProvider] = one(
+      "the provider's side of the push",
+      (s) => s.process === 'sandbox-provider' && s.span.kind === SERVER,
+    );
+    const [callback] = one(
+      'the callback request',
+      (s) => s.process === 'web' && s.span.kind === SERVER && String(s.attrs['url.path']).startsWith('/callbacks/'),
+    );
+    const [reconcile] = one(
+      "the reconciler's job",
+      (s) => s.process === 'callback-reconciler' && s.span.kind === CONSUMER,
+    );
+    const [transition] = one(
+      'the transition',
+      (s) => s.process === 'callback-reconciler' && s.span.name === 'apply-callback',
+    );
+    const deliveries = one(
+      "the webhook-sender's jobs",
+      (s) => s.process === 'webhook-sender' && s.span.kind === CONSUMER,
+    );
     const attempts = one('the attempts', isAttempt);
 
     expect(isAncestor(request, push), 'request → push job').to.equal(true);
@@ -189,18 +236,35 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
     expect(send.attrs).to.include({ 'svc_payments.operation.id': created.body.id, 'svc_payments.send.result': 'sent' });
     expect(isAncestor(send, providerCall), 'send → provider call').to.equal(true);
     // the connector call's own span: which connector, operator and kind; no number, token or body
-    const [connectorCall] = one('the connector call', (s) => s.process === 'provider-push' && s.span.name === 'provider payment');
-    expect(connectorCall.attrs).to.deep.equal({ 'svc_payments.connector': 'sandbox', 'svc_payments.operator': 'vodacom', 'svc_payments.operation.kind': 'payment' });
-    expect(isAncestor(send, connectorCall) && isAncestor(connectorCall, providerCall), 'send → connector call → HTTP').to.equal(true);
+    const [connectorCall] = one(
+      'the connector call',
+      (s) => s.process === 'provider-push' && s.span.name === 'provider payment',
+    );
+    expect(connectorCall.attrs).to.deep.equal({
+      'svc_payments.connector': 'sandbox',
+      'svc_payments.operator': 'vodacom',
+      'svc_payments.operation.kind': 'payment',
+    });
+    expect(
+      isAncestor(send, connectorCall) && isAncestor(connectorCall, providerCall),
+      'send → connector call → HTTP',
+    ).to.equal(true);
     expect(isAncestor(providerCall, atProvider), 'provider call → provider').to.equal(true);
     expect(isAncestor(atProvider, callback), 'provider → callback').to.equal(true);
     expect(isAncestor(callback, reconcile), 'callback → reconciler job').to.equal(true);
     expect(isAncestor(reconcile, transition), 'reconciler job → transition').to.equal(true);
-    expect(transition.attrs).to.include({ 'svc_payments.callback.outcome': 'applied', 'svc_payments.operation.id': created.body.id, 'svc_payments.callback.status': 'succeeded' });
+    expect(transition.attrs).to.include({
+      'svc_payments.callback.outcome': 'applied',
+      'svc_payments.operation.id': created.body.id,
+      'svc_payments.callback.status': 'succeeded',
+    });
     for (const d of deliveries) expect(isAncestor(transition, d), 'transition → delivery').to.equal(true);
     expect(attempts.length).to.equal(2);
     for (const a of attempts) {
-      expect(deliveries.some((d) => isAncestor(d, a)), 'delivery → attempt').to.equal(true);
+      expect(
+        deliveries.some((d) => isAncestor(d, a)),
+        'delivery → attempt',
+      ).to.equal(true);
       expect(a.attrs['url.full']).to.equal(`${rx.url}/hooks`);
     }
     expect(attempts.map((a) => a.attrs['http.response.status_code']).sort()).to.deep.equal([200, 500]);
@@ -210,7 +274,13 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
 
     // what a span must never hold, anywhere in what was exported (every span of every process)
     const everything = collector.bodies.join('\n');
-    const secrets = { phone: PHONE, 'phone without its country code': PHONE.slice(3), secret: shop.credential.secret, 'API key': shop.credential.api_key, 'webhook secret': shop.credential.webhook_secret };
+    const secrets = {
+      phone: PHONE,
+      'phone without its country code': PHONE.slice(3),
+      secret: shop.credential.secret,
+      'API key': shop.credential.api_key,
+      'webhook secret': shop.credential.webhook_secret,
+    };
     for (const [what, value] of Object.entries(secrets)) {
       expect(value, what).to.be.a('string').with.length.greaterThan(6);
       expect(everything.includes(value), `no span holds the ${what}`).to.equal(false);
@@ -219,7 +289,9 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
     expect(everything).to.not.include('243812345678');
 
     // every log line of a traced process names the span it was written in
-    const reconciled = await processes['callback-reconciler'].waitForLine((l) => l?.msg === 'callback processed' && l.objectId === created.body.id);
+    const reconciled = await processes['callback-reconciler'].waitForLine(
+      (l) => l?.msg === 'callback processed' && l.objectId === created.body.id,
+    );
     expect(reconciled.trace_id).to.equal(traceId);
     expect(reconciled.span_id).to.match(/^[0-9a-f]{16}$/);
   });
@@ -235,16 +307,30 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
     const refundId = asked.body.id;
 
     const request = await eventually(
-      async () => collector.spans.find((s) => s.process === 'web' && s.span.kind === SERVER && s.attrs['url.path'] === `/v1/payments/${paid.body.id}/refund`),
+      async () =>
+        collector.spans.find(
+          (s) =>
+            s.process === 'web' &&
+            s.span.kind === SERVER &&
+            s.attrs['url.path'] === `/v1/payments/${paid.body.id}/refund`,
+        ),
       20_000,
     );
     const transition = await eventually(
-      async () => collector.spans.find((s) => s.span.traceId === request.span.traceId && s.span.name === 'apply-callback' && s.attrs['svc_payments.operation.id'] === refundId),
+      async () =>
+        collector.spans.find(
+          (s) =>
+            s.span.traceId === request.span.traceId &&
+            s.span.name === 'apply-callback' &&
+            s.attrs['svc_payments.operation.id'] === refundId,
+        ),
       20_000,
     );
     // each process exports on its own schedule: wait until the chain reaches the trace's root
     const chainOf = () => {
-      const byId = new Map(collector.spans.filter((s) => s.span.traceId === request.span.traceId).map((s) => [s.span.spanId, s]));
+      const byId = new Map(
+        collector.spans.filter((s) => s.span.traceId === request.span.traceId).map((s) => [s.span.spanId, s]),
+      );
       const chain: Got[] = [];
       for (let p: Got | undefined = transition; p; p = byId.get(p.span.parentSpanId ?? '')) chain.unshift(p);
       return chain;
@@ -267,7 +353,10 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
       'callback-reconciler: process callback-reconciler',
       'callback-reconciler: apply-callback',
     ]);
-    expect(transition.attrs).to.include({ 'svc_payments.operation.kind': 'refund', 'svc_payments.callback.outcome': 'applied' });
+    expect(transition.attrs).to.include({
+      'svc_payments.operation.kind': 'refund',
+      'svc_payments.callback.outcome': 'applied',
+    });
   });
 
   it('joins a callback that carries no trace context (a live provider) to the trace its payment was created in', async () => {
@@ -280,13 +369,31 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
     // the payment keeps the trace it was created in: its request's
     const { traceparent } = await env.services.db('payments').where({ id }).first('traceparent');
     const traceId = String(traceparent).split('-')[1];
-    const request = await eventually(async () => collector.spans.find((s) => s.process === 'web' && s.span.kind === SERVER && s.attrs['url.path'] === '/v1/payments' && s.span.traceId === traceId));
+    const request = await eventually(async () =>
+      collector.spans.find(
+        (s) =>
+          s.process === 'web' &&
+          s.span.kind === SERVER &&
+          s.attrs['url.path'] === '/v1/payments' &&
+          s.span.traceId === traceId,
+      ),
+    );
     expect(request.attrs['http.request.method']).to.equal('POST');
-    const sent = await sendCallback(webUrlOf(processes.web), 'vodacom-sandbox', callbackBody({ external_id: id, status: 'succeeded', provider_ref: 'LIVE-1' }));
+    const sent = await sendCallback(
+      webUrlOf(processes.web),
+      'vodacom-sandbox',
+      callbackBody({ external_id: id, status: 'succeeded', provider_ref: 'LIVE-1' }),
+    );
     expect(sent.status).to.equal(200);
     await waitForStatus(web, id, 'succeeded');
     const transition = await eventually(
-      async () => collector.spans.find((s) => s.process === 'callback-reconciler' && s.span.name === 'apply-callback' && s.attrs['svc_payments.operation.id'] === id),
+      async () =>
+        collector.spans.find(
+          (s) =>
+            s.process === 'callback-reconciler' &&
+            s.span.name === 'apply-callback' &&
+            s.attrs['svc_payments.operation.id'] === id,
+        ),
       20_000,
     );
     expect(transition.span.traceId, 'the callback joined the payment trace').to.equal(traceId);
@@ -312,12 +419,23 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
       outboxMessage(QUEUES.providerPush, 'push', { paymentId: ids[0] }, 0, tp1),
       outboxMessage(QUEUES.providerPush, 'push', { paymentId: ids[1] }, 0, tp2),
     ]);
-    const element = (traceId: string) => collector.spans.find((s) => s.process === 'provider-push' && s.span.traceId === traceId && s.span.name === 'process provider-push element');
-    const [e1, e2] = await eventually(async () => element(trace1) && element(trace2) && [element(trace1)!, element(trace2)!], 15_000);
+    const element = (traceId: string) =>
+      collector.spans.find(
+        (s) =>
+          s.process === 'provider-push' &&
+          s.span.traceId === traceId &&
+          s.span.name === 'process provider-push element',
+      );
+    const [e1, e2] = await eventually(
+      async () => element(trace1) && element(trace2) && [element(trace1)!, element(trace2)!],
+      15_000,
+    );
     expect([e1.span.parentSpanId, e2.span.parentSpanId]).to.deep.equal([span1, span2]);
     expect(e1.span.kind).to.equal(CONSUMER);
     // each linked to the batch's own job, a trace of its own
-    const batch = collector.spans.find((s) => s.process === 'provider-push' && s.span.kind === CONSUMER && s.span.spanId === e1.span.links?.[0]?.spanId);
+    const batch = collector.spans.find(
+      (s) => s.process === 'provider-push' && s.span.kind === CONSUMER && s.span.spanId === e1.span.links?.[0]?.spanId,
+    );
     expect(batch, 'the batch job, linked').to.exist;
     expect(e2.span.links?.[0]?.spanId).to.equal(batch!.span.spanId);
     expect(batch!.span.traceId).to.not.be.oneOf([trace1, trace2]);
@@ -333,9 +451,21 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
       traceparent: tp3,
       created_at: new Date(Date.now() - 5000),
     });
-    const relayed = await eventually(async () => collector.spans.find((s) => s.process === 'outbox-relay' && s.span.traceId === trace3 && s.span.kind === PRODUCER), 15_000);
+    const relayed = await eventually(
+      async () =>
+        collector.spans.find(
+          (s) => s.process === 'outbox-relay' && s.span.traceId === trace3 && s.span.kind === PRODUCER,
+        ),
+      15_000,
+    );
     expect(relayed.span.parentSpanId).to.equal(span3);
-    const job = await eventually(async () => collector.spans.find((s) => s.process === 'provider-push' && s.span.traceId === trace3 && s.span.kind === CONSUMER), 15_000);
+    const job = await eventually(
+      async () =>
+        collector.spans.find(
+          (s) => s.process === 'provider-push' && s.span.traceId === trace3 && s.span.kind === CONSUMER,
+        ),
+      15_000,
+    );
     expect(job.span.parentSpanId).to.equal(relayed.span.spanId);
   });
 
@@ -358,11 +488,18 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
     // prom-client loads the API (it reads the active span for exemplars); nothing else of OpenTelemetry loads
     expect(off.state.packages.filter((p: string) => p !== '@opentelemetry/api')).to.deep.equal([]);
     expect(off.line).to.exist.and.not.have.property('trace_id');
-    expect((await run({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url })).state.on).to.equal(false);
+    expect((await run({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: collector.url })).state.on).to.equal(
+      false,
+    );
 
     const on = await run({ OTEL_EXPORTER_OTLP_ENDPOINT: collector.url });
     expect(on.state.on).to.equal(true);
-    expect(on.state.packages).to.include.members(['@opentelemetry/sdk-node', '@opentelemetry/instrumentation-pg', '@opentelemetry/instrumentation-ioredis', '@opentelemetry/instrumentation-http']);
+    expect(on.state.packages).to.include.members([
+      '@opentelemetry/sdk-node',
+      '@opentelemetry/instrumentation-pg',
+      '@opentelemetry/instrumentation-ioredis',
+      '@opentelemetry/instrumentation-http',
+    ]);
   });
 });
 

@@ -12,7 +12,10 @@ describe('transact: a deadlock victim is run again', () => {
   before(async () => {
     env = await startTestEnv();
     await env.services.db.raw('create table crossing (id int primary key, n int not null)');
-    await env.services.db('crossing').insert([{ id: 1, n: 0 }, { id: 2, n: 0 }]);
+    await env.services.db('crossing').insert([
+      { id: 1, n: 0 },
+      { id: 2, n: 0 },
+    ]);
   });
   after(async () => {
     await env.close();
@@ -39,6 +42,8 @@ describe('transact: a deadlock victim is run again', () => {
     expect(runs.a + runs.b).to.equal(3);
     expect((await env.services.db('crossing').orderBy('id')).map((r) => r.n)).to.deep.equal([2, 2]);
     // one outbox row per committed transaction: the victim's first one rolled back with it
-    expect(Number((await env.services.db('outbox').where({ job_name: 'noop' }).count<{ n: string }[]>('* as n'))[0].n)).to.equal(2);
+    expect(
+      Number((await env.services.db('outbox').where({ job_name: 'noop' }).count<{ n: string }[]>('* as n'))[0].n),
+    ).to.equal(2);
   });
 });

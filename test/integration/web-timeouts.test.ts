@@ -17,7 +17,12 @@ describe('web process: slow clients', () => {
   before(async () => {
     env = await startTestEnv();
     port = await freePort();
-    await env.spawn('api/server.ts', { PORT: String(port), WEB_HEADERS_TIMEOUT_MS: '1000', WEB_REQUEST_TIMEOUT_MS: '2000', WEB_LISTEN_BACKLOG: '1234' });
+    await env.spawn('api/server.ts', {
+      PORT: String(port),
+      WEB_HEADERS_TIMEOUT_MS: '1000',
+      WEB_REQUEST_TIMEOUT_MS: '2000',
+      WEB_LISTEN_BACKLOG: '1234',
+    });
   });
   after(() => env.close());
 
@@ -38,8 +43,10 @@ describe('web process: slow clients', () => {
     });
   }
 
-  it('listens with a queue of WEB_LISTEN_BACKLOG new connections (the Send-Q of a listening socket), not Node\'s 511', () => {
-    const [line] = execFileSync('ss', ['-ltnH', `sport = :${port}`], { encoding: 'utf8' }).trim().split('\n');
+  it("listens with a queue of WEB_LISTEN_BACKLOG new connections (the Send-Q of a listening socket), not Node's 511", () => {
+    const [line] = execFileSync('ss', ['-ltnH', `sport = :${port}`], { encoding: 'utf8' })
+      .trim()
+      .split('\n');
     expect(line.split(/\s+/)[2]).to.equal('1234');
   });
 
@@ -55,7 +62,9 @@ describe('web process: slow clients', () => {
   });
 
   it('drops a client whose body does not arrive within the request bound (408)', async () => {
-    const { ms, answer } = await hold(`POST /admin/merchants HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`);
+    const { ms, answer } = await hold(
+      `POST /admin/merchants HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ADMIN_TOKEN}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"name":`,
+    );
     expect(answer).to.match(/^HTTP\/1\.1 408/);
     expect(ms).to.be.within(1900, 4500);
   });

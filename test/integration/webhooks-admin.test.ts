@@ -12,16 +12,39 @@ describe('operator API: webhook endpoints', () => {
   });
   after(async () => env.close());
 
-  const create = (body: Record<string, unknown>) => env.admin('POST', '/admin/webhooks', { merchant_id: merchantId, events: ['payment.*'], environment: 'test', url: 'http://127.0.0.1:9/h', ...body });
-  const count = async () => Number((await env.services.db('webhooks').count<{ count: string }[]>('* as count'))[0].count);
+  const create = (body: Record<string, unknown>) =>
+    env.admin('POST', '/admin/webhooks', {
+      merchant_id: merchantId,
+      events: ['payment.*'],
+      environment: 'test',
+      url: 'http://127.0.0.1:9/h',
+      ...body,
+    });
+  const count = async () =>
+    Number((await env.services.db('webhooks').count<{ count: string }[]>('* as count'))[0].count);
 
   it('creates an endpoint with its url, patterns and environment (201), and lists it', async () => {
-    const res = await create({ url: 'https://93.184.216.34/hooks?source=svc', events: ['payment.*', 'refund.succeeded'], environment: 'live' });
+    const res = await create({
+      url: 'https://93.184.216.34/hooks?source=svc',
+      events: ['payment.*', 'refund.succeeded'],
+      environment: 'live',
+    });
     expect(res.status).to.equal(201);
     expect(res.body.id).to.match(/^wh_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-    expect(res.body).to.include({ object: 'webhook', merchant_id: merchantId, url: 'https://93.184.216.34/hooks?source=svc', environment: 'live', status: 'enabled' });
+    expect(res.body).to.include({
+      object: 'webhook',
+      merchant_id: merchantId,
+      url: 'https://93.184.216.34/hooks?source=svc',
+      environment: 'live',
+      status: 'enabled',
+    });
     expect(res.body.events).to.deep.equal(['payment.*', 'refund.succeeded']);
-    expect(res.body.breaker).to.deep.equal({ state: 'closed', consecutive_failures: 0, opened_at: null, open_until: null });
+    expect(res.body.breaker).to.deep.equal({
+      state: 'closed',
+      consecutive_failures: 0,
+      opened_at: null,
+      open_until: null,
+    });
 
     const test = await create({ url: 'http://localhost:8080/dev', environment: 'test' });
     expect(test.status, 'test endpoints may use http and loopback').to.equal(201);
@@ -47,7 +70,13 @@ describe('operator API: webhook endpoints', () => {
     }
     expect(await count()).to.equal(before);
     // another path, port, query, environment or merchant is another endpoint
-    for (const body of [{ url: 'http://localhost/Other' }, { url: 'http://localhost:8080/' }, { url: 'http://localhost/?a=1' }, { url: 'https://localhost/' }, { url: 'http://localhost/', merchant_id: other.id }]) {
+    for (const body of [
+      { url: 'http://localhost/Other' },
+      { url: 'http://localhost:8080/' },
+      { url: 'http://localhost/?a=1' },
+      { url: 'https://localhost/' },
+      { url: 'http://localhost/', merchant_id: other.id },
+    ]) {
       const res = await create(body);
       expect(res.status, JSON.stringify(body)).to.equal(201);
     }
@@ -64,10 +93,19 @@ describe('operator API: webhook endpoints', () => {
     expect(same.status, 'its own URL in another spelling is not a duplicate').to.equal(200);
     expect(same.body.url).to.equal('http://localhost/moving');
     // a row stored before normalisation is compared normalised
-    await env.services.db('webhooks').insert({ id: newId('webhook'), merchant_id: merchantId, environment: 'test', url: 'HTTP://127.0.0.1:80', events: ['*'] });
+    await env.services.db('webhooks').insert({
+      id: newId('webhook'),
+      merchant_id: merchantId,
+      environment: 'test',
+      url: 'HTTP://127.0.0.1:80',
+      events: ['*'],
+    });
     expect((await create({ url: 'http://127.0.0.1/' })).status).to.equal(409);
     // two registrations of one URL at once: one 201, one 409
-    const race = await Promise.all([create({ url: 'http://localhost/race' }), create({ url: 'HTTP://localhost:80/race' })]);
+    const race = await Promise.all([
+      create({ url: 'http://localhost/race' }),
+      create({ url: 'HTTP://localhost:80/race' }),
+    ]);
     expect(race.map((r) => r.status).sort()).to.deep.equal([201, 409]);
   });
 
@@ -138,7 +176,11 @@ describe('operator API: webhook endpoints', () => {
 
   it('updates url, patterns and status; a live URL is checked again', async () => {
     const { body: live } = await create({ url: 'https://93.184.216.34/a', environment: 'live' });
-    const res = await env.admin('PATCH', `/admin/webhooks/${live.id}`, { url: 'https://93.184.216.34/b', events: ['*'], status: 'disabled' });
+    const res = await env.admin('PATCH', `/admin/webhooks/${live.id}`, {
+      url: 'https://93.184.216.34/b',
+      events: ['*'],
+      status: 'disabled',
+    });
     expect(res.status).to.equal(200);
     expect(res.body).to.include({ url: 'https://93.184.216.34/b', status: 'disabled' });
     expect(res.body.events).to.deep.equal(['*']);
@@ -146,7 +188,11 @@ describe('operator API: webhook endpoints', () => {
     expect(inside.status).to.equal(400);
     expect(inside.body.error.param).to.equal('url');
     expect((await env.admin('GET', `/admin/webhooks/${live.id}`)).body.url).to.equal('https://93.184.216.34/b');
-    for (const [body, param] of [[{}, 'body'], [{ status: 'paused' }, 'status'], [{ events: ['nothing'] }, 'events.0']] as const) {
+    for (const [body, param] of [
+      [{}, 'body'],
+      [{ status: 'paused' }, 'status'],
+      [{ events: ['nothing'] }, 'events.0'],
+    ] as const) {
       const bad = await env.admin('PATCH', `/admin/webhooks/${live.id}`, body);
       expect(bad.status).to.equal(400);
       expect(bad.body.error.param).to.equal(param);
@@ -159,7 +205,10 @@ describe('operator API: webhook endpoints', () => {
     const seen: string[] = [];
     let cursor: string | null = null;
     do {
-      const page: any = await env.admin('GET', `/admin/webhooks/${hook.id}/deliveries?limit=3${cursor ? `&cursor=${cursor}` : ''}`);
+      const page: any = await env.admin(
+        'GET',
+        `/admin/webhooks/${hook.id}/deliveries?limit=3${cursor ? `&cursor=${cursor}` : ''}`,
+      );
       expect(page.status).to.equal(200);
       seen.push(...page.body.data.map((d: { id: string }) => d.id));
       cursor = page.body.next_cursor;
@@ -167,7 +216,13 @@ describe('operator API: webhook endpoints', () => {
     } while (cursor);
     expect(seen).to.have.length(7);
     expect(new Set(seen).size).to.equal(7);
-    const rows = await env.services.db('webhook_deliveries').where({ webhook_id: hook.id }).orderBy([{ column: 'created', order: 'desc' }, { column: 'id', order: 'desc' }]);
+    const rows = await env.services
+      .db('webhook_deliveries')
+      .where({ webhook_id: hook.id })
+      .orderBy([
+        { column: 'created', order: 'desc' },
+        { column: 'id', order: 'desc' },
+      ]);
     expect(seen).to.deep.equal(rows.map((r) => r.id));
     const pending = await env.admin('GET', `/admin/webhooks/${hook.id}/deliveries?status=pending&limit=1`);
     expect(pending.body.data[0]).to.include({ status: 'pending', event_type: 'payment.succeeded', attempt_count: 0 });

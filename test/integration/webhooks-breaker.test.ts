@@ -26,7 +26,12 @@ describe('webhook circuit breaker and per-endpoint bound (real sender)', functio
   });
 
   async function endpoint(merchantId: string, path: string, events: string[]) {
-    const res = await env.admin('POST', '/admin/webhooks', { merchant_id: merchantId, url: rx.url + path, events, environment: 'test' });
+    const res = await env.admin('POST', '/admin/webhooks', {
+      merchant_id: merchantId,
+      url: rx.url + path,
+      events,
+      environment: 'test',
+    });
     expect(res.status).to.equal(201);
     return res.body;
   }
@@ -50,12 +55,17 @@ describe('webhook circuit breaker and per-endpoint bound (real sender)', functio
     await emitEvent(env.services, merchant.id, { type: 'refund.succeeded' });
     await rx.waitFor('/up', 1);
     const row = await db()('webhooks').where({ id: dead.id }).first();
-    const upAttempt = await db()('webhook_attempts as a').join('webhook_deliveries as d', 'd.id', 'a.delivery_id').where('d.webhook_id', healthy.id).first('a.started_at');
+    const upAttempt = await db()('webhook_attempts as a')
+      .join('webhook_deliveries as d', 'd.id', 'a.delivery_id')
+      .where('d.webhook_id', healthy.id)
+      .first('a.started_at');
     expect(upAttempt.started_at.getTime()).to.be.below(row.breaker_open_until.getTime());
 
     up = true;
     await eventually(async () => {
-      const notSucceeded = await db()('webhook_deliveries').where({ webhook_id: dead.id }).whereNot({ status: 'succeeded' });
+      const notSucceeded = await db()('webhook_deliveries')
+        .where({ webhook_id: dead.id })
+        .whereNot({ status: 'succeeded' });
       return notSucceeded.length === 0;
     }, 30_000);
 
@@ -116,7 +126,10 @@ describe('webhook circuit breaker and per-endpoint bound (real sender)', functio
     expect(second.breaker_opened_at.getTime()).to.be.at.least(first.breaker_open_until.getTime());
     const before = received();
     up = true;
-    await eventually(async () => (await db()('webhook_deliveries').where({ webhook_id: hook.id, status: 'pending' })).length === 0, 30_000);
+    await eventually(
+      async () => (await db()('webhook_deliveries').where({ webhook_id: hook.id, status: 'pending' })).length === 0,
+      30_000,
+    );
     expect((await env.admin('GET', `/admin/webhooks/${hook.id}`)).body.breaker.state).to.equal('closed');
     expect(received()).to.be.above(before);
   });

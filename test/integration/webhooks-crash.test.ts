@@ -22,7 +22,14 @@ describe('webhook sender killed mid-delivery', function () {
 
   it('retries the delivery from another sender (the next attempt, same delivery id): nothing is lost', async () => {
     const { merchant } = await env.merchant();
-    const hook = (await env.admin('POST', '/admin/webhooks', { merchant_id: merchant.id, url: `${rx.url}/crash`, events: ['payment.*'], environment: 'test' })).body;
+    const hook = (
+      await env.admin('POST', '/admin/webhooks', {
+        merchant_id: merchant.id,
+        url: `${rx.url}/crash`,
+        events: ['payment.*'],
+        environment: 'test',
+      })
+    ).body;
     // the first request is held open: the sender is killed while it waits for the answer
     rx.on('/crash', (_req, n) => (n === 1 ? { hang: true } : { status: 200 }));
     const first = await env.spawn('workers/webhook-sender/index.ts');

@@ -21,7 +21,8 @@ describe('per-endpoint slots shared by sender processes (real Redis)', () => {
     return new EndpointSemaphore(client, prefix, limit, attemptLeaseMs);
   }
   const newEndpoint = () => `wh_slots${++endpoints}`;
-  const key = (webhookId: string, part: 'holders' | 'waiters' | 'avg-ms') => `${prefix}:{webhook-slots:${webhookId}}:${part}`;
+  const key = (webhookId: string, part: 'holders' | 'waiters' | 'avg-ms') =>
+    `${prefix}:{webhook-slots:${webhookId}}:${part}`;
   const holders = (webhookId: string) => redis.zrange(key(webhookId, 'holders'), '0', '-1');
   const waiting = (webhookId: string) => redis.zrange(key(webhookId, 'waiters'), '0', '-1');
   function slotOf(grant: SlotGrant) {
@@ -100,10 +101,14 @@ describe('per-endpoint slots shared by sender processes (real Redis)', () => {
     await redis.set(key(wh, 'avg-ms'), '500');
     const refused = await alive.acquire(wh, 'whd_2');
     expect(refused.ok).to.equal(false);
-    const grant = await eventually(async () => {
-      const g = await alive.acquire(wh, 'whd_2');
-      return g.ok && g;
-    }, 10_000, 100);
+    const grant = await eventually(
+      async () => {
+        const g = await alive.acquire(wh, 'whd_2');
+        return g.ok && g;
+      },
+      10_000,
+      100,
+    );
     await alive.release(slotOf(grant), 5);
   });
 });

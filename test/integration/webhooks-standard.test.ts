@@ -14,9 +14,15 @@ describe('Standard Webhooks and secret rotation (real sender, receiver on loopba
   let rx: Receiver;
 
   before(async () => {
-    env = await startTestEnv({ WEBHOOK_RETRY_DELAYS_MS: '100,100,100,100,100,100,100,100', WEBHOOK_TIMEOUT_MS: '1000' });
+    env = await startTestEnv({
+      WEBHOOK_RETRY_DELAYS_MS: '100,100,100,100,100,100,100,100',
+      WEBHOOK_TIMEOUT_MS: '1000',
+    });
     rx = await startReceiver();
-    await env.spawn('workers/webhook-sender/index.ts', { WEBHOOK_SWEEP_INTERVAL_MS: '200', WEBHOOK_SWEEP_GRACE_MS: '2000' });
+    await env.spawn('workers/webhook-sender/index.ts', {
+      WEBHOOK_SWEEP_INTERVAL_MS: '200',
+      WEBHOOK_SWEEP_GRACE_MS: '2000',
+    });
   });
   after(async () => {
     await env?.close();
@@ -24,14 +30,22 @@ describe('Standard Webhooks and secret rotation (real sender, receiver on loopba
   });
 
   async function endpoint(merchantId: string, path: string) {
-    const res = await env.admin('POST', '/admin/webhooks', { merchant_id: merchantId, url: rx.url + path, events: ['payment.*'], environment: 'test' });
+    const res = await env.admin('POST', '/admin/webhooks', {
+      merchant_id: merchantId,
+      url: rx.url + path,
+      events: ['payment.*'],
+      environment: 'test',
+    });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     return res.body;
   }
 
   /** What a merchant's receiver does with the standard library: throws unless a signature matches. */
   const standardVerify = (secret: string, got: Received) =>
-    new Webhook(secret).verify(got.raw.toString('utf8'), got.headers as Record<string, string>) as { id: string; type: string };
+    new Webhook(secret).verify(got.raw.toString('utf8'), got.headers as Record<string, string>) as {
+      id: string;
+      type: string;
+    };
 
   it('sends webhook-id (the delivery id), webhook-timestamp and webhook-signature that the standardwebhooks library accepts', async () => {
     const { merchant, credential } = await env.merchant({ scope: 'read' });
@@ -53,8 +67,15 @@ describe('Standard Webhooks and secret rotation (real sender, receiver on loopba
     // another merchant's secret, a changed body, a changed id: the library refuses each
     const other = await env.merchant({ scope: 'read' });
     expect(() => standardVerify(other.credential.webhook_secret, got)).to.throw(/No matching signature/);
-    expect(() => standardVerify(credential.webhook_secret, { ...got, raw: Buffer.from(got.raw.toString().replace('5000', '5001')) })).to.throw(/No matching signature/);
-    expect(() => standardVerify(credential.webhook_secret, { ...got, headers: { ...h, 'webhook-id': 'whd_other' } })).to.throw(/No matching signature/);
+    expect(() =>
+      standardVerify(credential.webhook_secret, {
+        ...got,
+        raw: Buffer.from(got.raw.toString().replace('5000', '5001')),
+      }),
+    ).to.throw(/No matching signature/);
+    expect(() =>
+      standardVerify(credential.webhook_secret, { ...got, headers: { ...h, 'webhook-id': 'whd_other' } }),
+    ).to.throw(/No matching signature/);
   });
 
   it('rotation: during the overlap each delivery carries both signatures in both headers, and each secret verifies; after it, only the new one', async () => {
@@ -62,10 +83,14 @@ describe('Standard Webhooks and secret rotation (real sender, receiver on loopba
     const oldSecret: string = credential.webhook_secret;
     await endpoint(merchant.id, '/rotating');
 
-    const rotated = await env.admin('POST', `/admin/merchants/${merchant.id}/webhook-secret/rotate`, { environment: 'test' });
+    const rotated = await env.admin('POST', `/admin/merchants/${merchant.id}/webhook-secret/rotate`, {
+      environment: 'test',
+    });
     expect(rotated.status, JSON.stringify(rotated.body)).to.equal(200);
     const newSecret: string = rotated.body.webhook_secret;
-    expect(newSecret).to.match(/^whsec_[A-Za-z0-9+/]{43}=$/).and.not.equal(oldSecret);
+    expect(newSecret)
+      .to.match(/^whsec_[A-Za-z0-9+/]{43}=$/)
+      .and.not.equal(oldSecret);
     expect(rotated.body).to.include({ object: 'webhook_secret', merchant_id: merchant.id, environment: 'test' });
     expect(rotated.body.previous_expires_at - rotated.body.rotated).to.equal(86_400);
 
@@ -80,7 +105,10 @@ describe('Standard Webhooks and secret rotation (real sender, receiver on loopba
     }
 
     // a rotation with no overlap: the old secret stops signing at once
-    const again = await env.admin('POST', `/admin/merchants/${merchant.id}/webhook-secret/rotate`, { environment: 'test', overlap_seconds: 0 });
+    const again = await env.admin('POST', `/admin/merchants/${merchant.id}/webhook-secret/rotate`, {
+      environment: 'test',
+      overlap_seconds: 0,
+    });
     expect(again.status).to.equal(200);
     expect(again.body.previous_expires_at).to.equal(null);
     await emitEvent(env.services, merchant.id);
@@ -109,10 +137,18 @@ describe('Standard Webhooks and secret rotation (real sender, receiver on loopba
       expect(res.body.error).to.include({ code: 'validation-failed', param });
     }
     expect(await env.services.db('webhook_secrets').where({ merchant_id: merchant.id }).first()).to.deep.equal(before);
-    const unknown = await env.admin('POST', '/admin/merchants/mer_00000000-0000-4000-8000-000000000000/webhook-secret/rotate', { environment: 'test' });
+    const unknown = await env.admin(
+      'POST',
+      '/admin/merchants/mer_00000000-0000-4000-8000-000000000000/webhook-secret/rotate',
+      { environment: 'test' },
+    );
     expect(unknown.status).to.equal(404);
     expect(unknown.body.error.code).to.equal('not-found');
-    const noToken = await fetch(`${env.baseUrl}/admin/merchants/${merchant.id}/webhook-secret/rotate`, { method: 'POST', body: '{"environment":"test"}', headers: { 'Content-Type': 'application/json' } });
+    const noToken = await fetch(`${env.baseUrl}/admin/merchants/${merchant.id}/webhook-secret/rotate`, {
+      method: 'POST',
+      body: '{"environment":"test"}',
+      headers: { 'Content-Type': 'application/json' },
+    });
     expect(noToken.status).to.equal(401);
   });
 });

@@ -24,13 +24,19 @@ describe('webhook deliveries (real sender, receivers on loopback)', function () 
   });
 
   async function endpoint(merchantId: string, path: string, events = ['payment.*'], environment = 'test') {
-    const res = await env.admin('POST', '/admin/webhooks', { merchant_id: merchantId, url: rx.url + path, events, environment });
+    const res = await env.admin('POST', '/admin/webhooks', {
+      merchant_id: merchantId,
+      url: rx.url + path,
+      events,
+      environment,
+    });
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     return res.body;
   }
 
   const delivery = (id: string) => env.services.db('webhook_deliveries').where({ id }).first();
-  const attemptRows = (deliveryId: string) => env.services.db('webhook_attempts').where({ delivery_id: deliveryId }).orderBy(['round', 'attempt']);
+  const attemptRows = (deliveryId: string) =>
+    env.services.db('webhook_attempts').where({ delivery_id: deliveryId }).orderBy(['round', 'attempt']);
 
   it('signs the exact body with the merchant webhook secret and sends the headers of spec 6.3', async () => {
     const { merchant, credential } = await endpointOwner();
@@ -42,30 +48,61 @@ describe('webhook deliveries (real sender, receivers on loopback)', function () 
     expect(h['content-type']).to.equal('application/json');
     expect(h['user-agent']).to.equal('Service-Webhook/1.0');
     expect(h['x-service-event']).to.equal('payment.succeeded');
-    expect(h['x-service-delivery-id']).to.match(/^whd_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    expect(h['x-service-delivery-id']).to.match(
+      /^whd_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/,
+    );
     expect(h['x-service-delivery-attempt']).to.equal('1');
     expect(h['x-service-timestamp']).to.match(/^\d{10}$/);
-    expect(h['x-service-signature']).to.equal(`t=${String(h['x-service-timestamp'])},v1=${/v1=([0-9a-f]{64})$/.exec(String(h['x-service-signature']))?.[1]}`);
-    expect(Object.keys(h).filter((k) => k.startsWith('x-service-')).sort()).to.deep.equal([
-      'x-service-delivery-attempt', 'x-service-delivery-id', 'x-service-event', 'x-service-signature', 'x-service-timestamp',
+    expect(h['x-service-signature']).to.equal(
+      `t=${String(h['x-service-timestamp'])},v1=${/v1=([0-9a-f]{64})$/.exec(String(h['x-service-signature']))?.[1]}`,
+    );
+    expect(
+      Object.keys(h)
+        .filter((k) => k.startsWith('x-service-'))
+        .sort(),
+    ).to.deep.equal([
+      'x-service-delivery-attempt',
+      'x-service-delivery-id',
+      'x-service-event',
+      'x-service-signature',
+      'x-service-timestamp',
     ]);
 
     const now = Math.floor(Date.now() / 1000);
-    expect(verifyWebhook(got.raw, h['x-service-signature'], credential.webhook_secret)).to.deep.equal({ ok: true, timestamp: Number(h['x-service-timestamp']) });
+    expect(verifyWebhook(got.raw, h['x-service-signature'], credential.webhook_secret)).to.deep.equal({
+      ok: true,
+      timestamp: Number(h['x-service-timestamp']),
+    });
     expect(verifyWebhook(got.raw, h['x-service-signature'], 'whsec_someone_else').ok).to.equal(false);
     const tampered = Buffer.from(got.raw.toString().replace('5000', '5001'));
-    expect(verifyWebhook(tampered, h['x-service-signature'], credential.webhook_secret)).to.deep.equal({ ok: false, reason: 'signature-mismatch' });
-    expect(verifyWebhook(got.raw, h['x-service-signature'], credential.webhook_secret, { now: now + 3600 }).ok).to.equal(false);
+    expect(verifyWebhook(tampered, h['x-service-signature'], credential.webhook_secret)).to.deep.equal({
+      ok: false,
+      reason: 'signature-mismatch',
+    });
+    expect(
+      verifyWebhook(got.raw, h['x-service-signature'], credential.webhook_secret, { now: now + 3600 }).ok,
+    ).to.equal(false);
 
     const body = JSON.parse(got.raw.toString());
     expect(Object.keys(body)).to.deep.equal(['id', 'type', 'created', 'data']);
-    expect(body).to.deep.equal({ id: event.id, type: 'payment.succeeded', created: event.created, data: { object: event.body.data.object, object_version: 7 } });
+    expect(body).to.deep.equal({
+      id: event.id,
+      type: 'payment.succeeded',
+      created: event.created,
+      data: { object: event.body.data.object, object_version: 7 },
+    });
 
     const row = await eventually(async () => {
       const d = await delivery(String(h['x-service-delivery-id']));
       return d.status !== 'pending' && d;
     });
-    expect(row).to.include({ event_id: event.id, webhook_id: hook.id, status: 'succeeded', attempts: 1, last_status_code: 200 });
+    expect(row).to.include({
+      event_id: event.id,
+      webhook_id: hook.id,
+      status: 'succeeded',
+      attempts: 1,
+      last_status_code: 200,
+    });
     const [attempt] = await attemptRows(row.id);
     expect(attempt).to.include({ round: 1, attempt: 1, status_code: 200, error: null });
     expect(attempt.latency_ms).to.be.a('number');
@@ -84,7 +121,16 @@ describe('webhook deliveries (real sender, receivers on loopback)', function () 
     await emitEvent(env.services, merchant.id);
     const got = await rx.waitFor('/failing', 8);
     const id = String(got[0].headers['x-service-delivery-id']);
-    expect(got.map((r) => r.headers['x-service-delivery-attempt'])).to.deep.equal(['1', '2', '3', '4', '5', '6', '7', '8']);
+    expect(got.map((r) => r.headers['x-service-delivery-attempt'])).to.deep.equal([
+      '1',
+      '2',
+      '3',
+      '4',
+      '5',
+      '6',
+      '7',
+      '8',
+    ]);
     expect(new Set(got.map((r) => r.headers['x-service-delivery-id']))).to.deep.equal(new Set([id]));
 
     const dead = await eventually(async () => {
@@ -96,16 +142,32 @@ describe('webhook deliveries (real sender, receivers on loopback)', function () 
     expect(attempts.map((a) => a.attempt)).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8]);
     // each retry waited at least its delay of the schedule, in order
     for (let n = 1; n < 8; n++) {
-      expect(attempts[n].started_at.getTime() - attempts[n - 1].started_at.getTime(), `gap before attempt ${n + 1}`).to.be.at.least(DELAYS[n - 1]);
+      expect(
+        attempts[n].started_at.getTime() - attempts[n - 1].started_at.getTime(),
+        `gap before attempt ${n + 1}`,
+      ).to.be.at.least(DELAYS[n - 1]);
     }
     expect(rx.at('/failing')).to.have.length(8);
 
     const list = await env.admin('GET', `/admin/webhooks/${hook.id}/deliveries`);
     expect(list.status).to.equal(200);
     expect(list.body.data).to.have.length(1);
-    expect(list.body.data[0]).to.include({ id, status: 'dead', attempt_count: 8, replays: 0, last_status_code: 500, next_attempt_at: null });
+    expect(list.body.data[0]).to.include({
+      id,
+      status: 'dead',
+      attempt_count: 8,
+      replays: 0,
+      last_status_code: 500,
+      next_attempt_at: null,
+    });
     expect(list.body.data[0].attempts).to.have.length(8);
-    expect(list.body.data[0].attempts[7]).to.include({ round: 1, attempt: 8, status_code: 500, error: null, in_flight: false });
+    expect(list.body.data[0].attempts[7]).to.include({
+      round: 1,
+      attempt: 8,
+      status_code: 500,
+      error: null,
+      in_flight: false,
+    });
 
     healthy = true;
     const replay = await env.admin('POST', `/admin/deliveries/${id}/replay`);
@@ -116,7 +178,17 @@ describe('webhook deliveries (real sender, receivers on loopback)', function () 
     await eventually(async () => (await delivery(id)).status === 'succeeded');
     const after = await env.admin('GET', `/admin/webhooks/${hook.id}/deliveries`);
     expect(after.body.data[0]).to.include({ status: 'succeeded', attempt_count: 1, replays: 1, last_status_code: 204 });
-    expect(after.body.data[0].attempts.map((a: any) => [a.round, a.attempt])).to.deep.equal([[1, 1], [1, 2], [1, 3], [1, 4], [1, 5], [1, 6], [1, 7], [1, 8], [2, 1]]);
+    expect(after.body.data[0].attempts.map((a: any) => [a.round, a.attempt])).to.deep.equal([
+      [1, 1],
+      [1, 2],
+      [1, 3],
+      [1, 4],
+      [1, 5],
+      [1, 6],
+      [1, 7],
+      [1, 8],
+      [2, 1],
+    ]);
 
     const twice = await env.admin('POST', `/admin/deliveries/${id}/replay`);
     expect(twice.status).to.equal(409);
@@ -131,7 +203,11 @@ describe('webhook deliveries (real sender, receivers on loopback)', function () 
   it('retries a receiver that redirects, refuses, fails, hangs, cuts the connection or answers too late, then succeeds', async () => {
     const { merchant } = await endpointOwner();
     const cases: [string, Behaviour, { status_code: number | null; error: string | null }][] = [
-      ['/redirect', { status: 302, location: `${rx.url}/redirect-target` }, { status_code: 302, error: 'redirect-not-followed' }],
+      [
+        '/redirect',
+        { status: 302, location: `${rx.url}/redirect-target` },
+        { status_code: 302, error: 'redirect-not-followed' },
+      ],
       ['/not-found', { status: 404 }, { status_code: 404, error: null }],
       ['/unavailable', { status: 503 }, { status_code: 503, error: null }],
       ['/hang', { hang: true }, { status_code: null, error: 'timeout' }],
@@ -145,7 +221,10 @@ describe('webhook deliveries (real sender, receivers on loopback)', function () 
     await emitEvent(env.services, merchant.id);
     for (const [path, , firstAttempt] of cases) {
       const got = await rx.waitFor(path, 2);
-      expect(got.map((r) => r.headers['x-service-delivery-attempt']), path).to.deep.equal(['1', '2']);
+      expect(
+        got.map((r) => r.headers['x-service-delivery-attempt']),
+        path,
+      ).to.deep.equal(['1', '2']);
       const id = String(got[0].headers['x-service-delivery-id']);
       expect(got[1].headers['x-service-delivery-id']).to.equal(id);
       const d = await eventually(async () => {
@@ -191,7 +270,9 @@ describe('webhook deliveries (real sender, receivers on loopback)', function () 
       { id: newId('webhook'), url: `https://127.0.0.1:${port}/live-literal` },
       { id: newId('webhook'), url: `https://localhost:${port}/live-name` },
     ];
-    await env.services.db('webhooks').insert(live.map((w) => ({ ...w, merchant_id: merchant.id, environment: 'live', events: ['*'] })));
+    await env.services
+      .db('webhooks')
+      .insert(live.map((w) => ({ ...w, merchant_id: merchant.id, environment: 'live', events: ['*'] })));
 
     const testEvent = await emitEvent(env.services, merchant.id, { environment: 'test' });
     await rx.waitFor('/test-env', 1);
@@ -229,7 +310,11 @@ describe('webhook deliveries (real sender, receivers on loopback)', function () 
     const body = JSON.parse(got.raw.toString());
     expect(body.id).to.equal(res.body.event_id);
     expect(body.type).to.equal('webhook.test');
-    expect(body.data.object).to.deep.equal({ object: 'webhook_test', webhook_id: target.id, message: 'Test event sent by the operator' });
+    expect(body.data.object).to.deep.equal({
+      object: 'webhook_test',
+      webhook_id: target.id,
+      message: 'Test event sent by the operator',
+    });
     expect(body.data.object_version).to.be.a('number');
     expect(rx.at('/bystander')).to.have.length(0);
     for (const id of [newId('webhook'), 'wh_nope']) {

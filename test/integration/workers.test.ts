@@ -11,7 +11,11 @@ import { outboxJobId, writeOutbox } from '../../shared/queues/outbox';
 import { POOL_NICENESS } from '../../workers/priority';
 
 function startRedis(port: number): Promise<ChildProcess> {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: ['ignore', 'pipe', 'inherit'] });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    { stdio: ['ignore', 'pipe', 'inherit'] },
+  );
   return new Promise((resolve, reject) => {
     child.stdout.on('data', (d: Buffer) => {
       if (d.toString().includes('Ready to accept connections')) resolve(child);
@@ -45,7 +49,9 @@ describe('outbox relay', () => {
 
   it('enqueues a row committed while Redis was down once Redis is back, exactly once', async () => {
     await stopRedis(redis);
-    const msg = await transact(env.services, (_trx, outbox) => outbox.add(QUEUES.refund, 'relay-test', { marker: 'relay' }));
+    const msg = await transact(env.services, (_trx, outbox) =>
+      outbox.add(QUEUES.refund, 'relay-test', { marker: 'relay' }),
+    );
     const row = await env.services.db('outbox').where({ id: msg.id }).first();
     expect(row, 'the committed row stays in the outbox').to.exist;
     expect(row.enqueued_at, 'not enqueued while Redis is down').to.equal(null);
@@ -53,7 +59,10 @@ describe('outbox relay', () => {
     await env.spawn('workers/outbox-relay/index.ts');
     redis = await startRedis(port);
 
-    const job = await eventually(async () => (await env.services.queues.ready(QUEUES.refund)).getJob(outboxJobId(msg.id)), 15_000);
+    const job = await eventually(
+      async () => (await env.services.queues.ready(QUEUES.refund)).getJob(outboxJobId(msg.id)),
+      15_000,
+    );
     const queue = await env.services.queues.ready(QUEUES.refund);
     expect(job.name).to.equal('relay-test');
     expect(job.data).to.deep.equal({ marker: 'relay' });
@@ -70,7 +79,9 @@ describe('outbox relay', () => {
   });
 
   it('enqueues at once after commit when Redis is up, without the relay', async () => {
-    const msg = await transact(env.services, (_trx, outbox) => outbox.add(QUEUES.refund, 'direct', { marker: 'direct' }));
+    const msg = await transact(env.services, (_trx, outbox) =>
+      outbox.add(QUEUES.refund, 'direct', { marker: 'direct' }),
+    );
     const job = await env.services.queues.get(QUEUES.refund).getJob(outboxJobId(msg.id));
     expect(job?.data).to.deep.equal({ marker: 'direct' });
     // marked in a batch a few milliseconds later, so the relay leaves it alone
@@ -111,7 +122,13 @@ describe('worker bootstrap', () => {
 
   /** The niceness of each thread of a process (field 19 of /proc/PID/task/TID/stat). */
   const threadNiceness = (pid: number) =>
-    readdirSync(`/proc/${pid}/task`).map((tid) => Number(readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8').replace(/^.*\) /s, '').split(' ')[16]));
+    readdirSync(`/proc/${pid}/task`).map((tid) =>
+      Number(
+        readFileSync(`/proc/${pid}/task/${tid}/stat`, 'utf8')
+          .replace(/^.*\) /s, '')
+          .split(' ')[16],
+      ),
+    );
 
   it('runs nicer than the web, every thread of it, so that the web is served first on a shared machine', async () => {
     const worker = await env.spawn('test/fixtures/slow-pool.ts');
@@ -119,7 +136,10 @@ describe('worker bootstrap', () => {
     expect(started.nice).to.equal(POOL_NICENESS);
     const niceness = threadNiceness(worker.child.pid!);
     expect(niceness.length).to.be.above(1);
-    expect(niceness.every((n) => n >= POOL_NICENESS), `threads' niceness ${niceness.join(', ')}`).to.equal(true);
+    expect(
+      niceness.every((n) => n >= POOL_NICENESS),
+      `threads' niceness ${niceness.join(', ')}`,
+    ).to.equal(true);
     expect(os.getPriority(process.pid), 'the test process (and its in-process web) itself').to.equal(0);
     await worker.stop();
   });

@@ -10,14 +10,27 @@ const UUID = '0f8fad5b-d9cb-469f-a165-70867728950e';
 const AIRTEL_ID = 'P0f8fad5bd9cb469fa16570867728950e';
 
 function connector(extra: Partial<AirtelConnectorOptions> = {}) {
-  return new AirtelConnector({ environment: 'live', baseUrl: 'http://127.0.0.1:9', clientId: 'id', clientSecret: 'secret', client: new HttpClient(1), ...extra });
+  return new AirtelConnector({
+    environment: 'live',
+    baseUrl: 'http://127.0.0.1:9',
+    clientId: 'id',
+    clientSecret: 'secret',
+    client: new HttpClient(1),
+    ...extra,
+  });
 }
 
 const body = (statusCode: 'TS' | 'TF' = 'TS') => ({
-  transaction: { id: AIRTEL_ID, message: 'Paid USD 10.5 to MERCHANT, Trans ID MP210603.1234.L06941.', status_code: statusCode, airtel_money_id: 'MP210603.1234.L06941' },
+  transaction: {
+    id: AIRTEL_ID,
+    message: 'Paid USD 10.5 to MERCHANT, Trans ID MP210603.1234.L06941.',
+    status_code: statusCode,
+    airtel_money_id: 'MP210603.1234.L06941',
+  },
 });
 
-const signed = (b: Record<string, unknown>, over: 'request' | 'transaction' = 'request') => Buffer.from(JSON.stringify({ ...b, hash: callbackHash(SECRET, b, over) }));
+const signed = (b: Record<string, unknown>, over: 'request' | 'transaction' = 'request') =>
+  Buffer.from(JSON.stringify({ ...b, hash: callbackHash(SECRET, b, over) }));
 const req = (raw: Buffer, headers: Record<string, string> = {}) => ({ raw, headers, ip: '127.0.0.1', nowUnix: 0 });
 
 describe('airtel callback hash', () => {
@@ -52,7 +65,9 @@ describe('airtel connector: callbacks', () => {
   it('takes the hash from a `hash` header too, and hashes the transaction alone when so configured', async () => {
     const c = connector({ callbackHashSecret: SECRET });
     const b = body();
-    expect(await c.verifyCallback(req(Buffer.from(JSON.stringify(b)), { hash: callbackHash(SECRET, b, 'request') }))).to.equal('verified');
+    expect(
+      await c.verifyCallback(req(Buffer.from(JSON.stringify(b)), { hash: callbackHash(SECRET, b, 'request') })),
+    ).to.equal('verified');
     const t = connector({ callbackHashSecret: SECRET, callbackHashOver: 'transaction' });
     expect(await t.verifyCallback(req(signed(b, 'transaction')))).to.equal('verified');
     expect(await t.verifyCallback(req(signed(b, 'request')))).to.equal('invalid');
@@ -66,7 +81,15 @@ describe('airtel connector: callbacks', () => {
   it('parses a success and a failure into our form, with a stable event id', () => {
     const c = connector();
     const ok = c.parseCallback(signed(body('TS')), {});
-    expect(ok).to.deep.include({ kind: 'payment', objectId: `pay_${UUID}`, status: 'succeeded', providerRef: 'MP210603.1234.L06941', failureCode: null, amount: null, currency: null });
+    expect(ok).to.deep.include({
+      kind: 'payment',
+      objectId: `pay_${UUID}`,
+      status: 'succeeded',
+      providerRef: 'MP210603.1234.L06941',
+      failureCode: null,
+      amount: null,
+      currency: null,
+    });
     const again = c.parseCallback(Buffer.from(JSON.stringify(body('TS'))), {});
     expect(again !== 'ignore' && ok !== 'ignore' && again.eventId).to.equal(ok !== 'ignore' && ok.eventId);
     const ko = c.parseCallback(Buffer.from(JSON.stringify(body('TF'))), {});
@@ -76,13 +99,18 @@ describe('airtel connector: callbacks', () => {
     expect(JSON.stringify(ko)).not.to.include('MERCHANT');
   });
 
-  it('throws CallbackFormatError for what is not Airtel\'s callback', () => {
+  it("throws CallbackFormatError for what is not Airtel's callback", () => {
     const c = connector();
     const bad = (raw: string) => () => c.parseCallback(Buffer.from(raw), {});
     expect(bad('{x')).to.throw(CallbackFormatError);
     expect(bad('{}')).to.throw(CallbackFormatError);
-    expect(bad(JSON.stringify({ transaction: { ...body().transaction, status_code: 'TIP' } }))).to.throw(CallbackFormatError);
-    expect(bad(JSON.stringify({ transaction: { ...body().transaction, id: 'someone-else' } }))).to.throw(CallbackFormatError, /not one of ours/);
+    expect(bad(JSON.stringify({ transaction: { ...body().transaction, status_code: 'TIP' } }))).to.throw(
+      CallbackFormatError,
+    );
+    expect(bad(JSON.stringify({ transaction: { ...body().transaction, id: 'someone-else' } }))).to.throw(
+      CallbackFormatError,
+      /not one of ours/,
+    );
   });
 
   it('answers Airtel with a 200', () => {
@@ -96,7 +124,11 @@ describe('airtel connector: capabilities', () => {
     expect(c.capabilities.operators).to.deep.equal(['airtel']);
     expect(c.capabilities.partialRefunds).to.equal(false);
     expect(c.capabilities.directions).to.deep.equal(['collection', 'refund']);
-    expect(c.capabilities.amountRule('airtel', 'USD', 'collection')).to.deep.equal({ decimals: 2, min: 10, max: 250_000 });
+    expect(c.capabilities.amountRule('airtel', 'USD', 'collection')).to.deep.equal({
+      decimals: 2,
+      min: 10,
+      max: 250_000,
+    });
     expect(c.capabilities.amountRule('vodacom', 'USD', 'collection')).to.equal(undefined);
     expect(c.capabilities.amountRule('airtel', 'USD', 'payout')).to.equal(undefined);
     const only = connector({ currencies: ['USD'], amountRules: { USD: { min: 100, max: null } } });

@@ -1,6 +1,12 @@
 import { expect } from 'chai';
 import { FAILURE_CODES } from '../../shared/providers/failureCodes';
-import { classify, COLLECTION_CODES, DISBURSEMENT_CODES, ESB_CODES, ROUTER_CODES } from '../../shared/providers/airtel/codes';
+import {
+  classify,
+  COLLECTION_CODES,
+  DISBURSEMENT_CODES,
+  ESB_CODES,
+  ROUTER_CODES,
+} from '../../shared/providers/airtel/codes';
 
 describe('airtel codes', () => {
   it('maps every failure onto our vocabulary', () => {
@@ -27,7 +33,11 @@ describe('airtel codes', () => {
     expect(failureOf('DP00900001012')).to.equal('recipient-inactive');
     expect(failureOf('DP00900001004')).to.equal('amount-out-of-bounds');
     expect(failureOf('ROUTER116')).to.equal('provider-refused');
-    expect(classify('DP00800001029', undefined)).to.deep.equal({ class: 'failed', failureCode: 'client-timeout', state: 'expired' });
+    expect(classify('DP00800001029', undefined)).to.deep.equal({
+      class: 'failed',
+      failureCode: 'client-timeout',
+      state: 'expired',
+    });
   });
 
   it('never calls an ambiguous, timed-out or duplicate answer a failure', () => {
@@ -45,7 +55,10 @@ describe('airtel codes', () => {
   });
 
   it('reads the response code before the ESB result code, and knows nothing of unknown codes', () => {
-    expect(classify('DP00800001007', 'ESB000010')).to.deep.equal({ class: 'failed', failureCode: 'insufficient-funds' });
+    expect(classify('DP00800001007', 'ESB000010')).to.deep.equal({
+      class: 'failed',
+      failureCode: 'insufficient-funds',
+    });
     expect(classify('DP99999', 'ESB000011')).to.deep.equal({ class: 'failed', failureCode: 'provider-failed' });
     expect(classify('DP99999', 'ESB99')).to.equal(undefined);
     expect(classify(42, null)).to.equal(undefined);

@@ -17,7 +17,12 @@ describe('airtel PIN encryption', () => {
     expect(enc).not.to.include('1234');
     expect(decryptPin(enc, priv, 'oaep')).to.equal('1234');
     // the standard OAEP-SHA256 decryption reads it too: no home-made format
-    expect(privateDecrypt({ key: priv, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' }, Buffer.from(enc, 'base64')).toString()).to.equal('1234');
+    expect(
+      privateDecrypt(
+        { key: priv, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash: 'sha256' },
+        Buffer.from(enc, 'base64'),
+      ).toString(),
+    ).to.equal('1234');
     expect(decryptPin(enc, priv, 'oaep', 'sha1')).to.equal(undefined);
   });
 

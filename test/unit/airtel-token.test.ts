@@ -12,7 +12,7 @@ describe('airtel token expiry', () => {
     expect(expiresInSeconds(undefined)).to.equal(undefined);
   });
 
-  it('refreshes a margin before expiry, never in the first half of a token\'s life', () => {
+  it("refreshes a margin before expiry, never in the first half of a token's life", () => {
     expect(refreshAtOf(1_000_000, 180, 30_000)).to.equal(1_000_000 + 150_000);
     expect(refreshAtOf(0, 180, 0)).to.equal(180_000);
     expect(refreshAtOf(0, 20, 30_000)).to.equal(10_000);
@@ -43,7 +43,11 @@ describe('airtel token expiry', () => {
 
   it('replaces a rejected token once, however many callers saw it rejected', async () => {
     let fetches = 0;
-    const cache = new TokenCache(async () => ({ accessToken: `t${++fetches}`, expiresInS: 180 }), () => 0, 30_000);
+    const cache = new TokenCache(
+      async () => ({ accessToken: `t${++fetches}`, expiresInS: 180 }),
+      () => 0,
+      30_000,
+    );
     const first = await cache.get();
     const replaced = await Promise.all([cache.replace(first), cache.replace(first), cache.replace(first)]);
     expect(replaced).to.deep.equal(['t2', 't2', 't2']);

@@ -1,5 +1,16 @@
 import { expect } from 'chai';
-import { amountFromWire, amountOnWire, decimalsOf, fromAirtelId, internationalMsisdn, JsonNumber, nationalMsisdn, referenceOf, toAirtelId, writeJson } from '../../shared/providers/airtel/wire';
+import {
+  amountFromWire,
+  amountOnWire,
+  decimalsOf,
+  fromAirtelId,
+  internationalMsisdn,
+  JsonNumber,
+  nationalMsisdn,
+  referenceOf,
+  toAirtelId,
+  writeJson,
+} from '../../shared/providers/airtel/wire';
 
 describe('airtel wire: amounts', () => {
   it('writes minor units as a JSON number in major units, digit for digit', () => {
@@ -24,7 +35,9 @@ describe('airtel wire: amounts', () => {
 
   it('refuses a plain float in a body: amounts go as JsonNumber', () => {
     expect(() => writeJson({ amount: 10.5 })).to.throw(/JsonNumber/);
-    expect(writeJson({ n: 3, s: 'x"y', b: true, z: null, skip: undefined, l: [new JsonNumber('1.5')] })).to.equal('{"n":3,"s":"x\\"y","b":true,"z":null,"l":[1.5]}');
+    expect(writeJson({ n: 3, s: 'x"y', b: true, z: null, skip: undefined, l: [new JsonNumber('1.5')] })).to.equal(
+      '{"n":3,"s":"x\\"y","b":true,"z":null,"l":[1.5]}',
+    );
     expect(() => new JsonNumber('1e3')).to.throw();
     expect(() => new JsonNumber('01.5')).to.throw();
   });
@@ -41,7 +54,7 @@ describe('airtel wire: amounts', () => {
     expect(amountFromWire(null, 'USD')).to.equal(undefined);
   });
 
-  it('counts the decimals of a parsed JSON number (the simulator\'s check)', () => {
+  it("counts the decimals of a parsed JSON number (the simulator's check)", () => {
     expect(decimalsOf(JSON.parse('10.10') as number)).to.equal(1);
     expect(decimalsOf(JSON.parse('10.123') as number)).to.equal(3);
     expect(decimalsOf(JSON.parse('10') as number)).to.equal(0);
@@ -67,7 +80,9 @@ describe('airtel wire: ids', () => {
     expect(toAirtelId(`pay_${uuid}`)).to.equal('P0f8fad5bd9cb469fa16570867728950e');
     expect(toAirtelId(`re_${uuid}`)).to.equal('R0f8fad5bd9cb469fa16570867728950e');
     expect(toAirtelId(`po_${uuid}`)).to.equal('O0f8fad5bd9cb469fa16570867728950e');
-    expect(toAirtelId(`pay_${uuid}`)).to.have.length(33).and.to.match(/^[A-Za-z0-9]+$/);
+    expect(toAirtelId(`pay_${uuid}`))
+      .to.have.length(33)
+      .and.to.match(/^[A-Za-z0-9]+$/);
     expect(toAirtelId(`pay_${uuid}`)).to.equal(toAirtelId(`pay_${uuid}`));
     expect(fromAirtelId('P0f8fad5bd9cb469fa16570867728950e')).to.deep.equal({ kind: 'payment', id: `pay_${uuid}` });
     expect(fromAirtelId('O0f8fad5bd9cb469fa16570867728950e')).to.deep.equal({ kind: 'payout', id: `po_${uuid}` });

@@ -31,7 +31,8 @@ describe('provider amounts (exact, no floating point)', () => {
     expect(decimalToMinor('100.500', 'USD'), 'trailing zeros beyond the exponent are still exact').to.equal(10050);
     // 0.1 + 0.2 style inputs never pass through a double
     expect(decimalToMinor('90071992547409.91', 'USD')).to.equal(Number.MAX_SAFE_INTEGER);
-    for (const bad of ['100.001', '-1', '1e3', '1,00', '', '.5', '5.', 'NaN', '90071992547409.92']) expect(decimalToMinor(bad, 'USD'), bad).to.equal(undefined);
+    for (const bad of ['100.001', '-1', '1e3', '1,00', '', '.5', '5.', 'NaN', '90071992547409.92'])
+      expect(decimalToMinor(bad, 'USD'), bad).to.equal(undefined);
   });
 
   it('counts the decimals an amount needs', () => {
@@ -41,7 +42,15 @@ describe('provider amounts (exact, no floating point)', () => {
 
 describe('routing: an amount a connector cannot carry is refused before anything is sent', () => {
   const connector = (rule: AmountRule | undefined) =>
-    ({ id: 'pawapay', capabilities: { operators: ['vodacom'], directions: ['collection'], partialRefunds: true, amountRule: () => rule } }) as unknown as Connector;
+    ({
+      id: 'pawapay',
+      capabilities: {
+        operators: ['vodacom'],
+        directions: ['collection'],
+        partialRefunds: true,
+        amountRule: () => rule,
+      },
+    }) as unknown as Connector;
   const refusal = (fn: () => void) => {
     try {
       fn();
@@ -62,13 +71,20 @@ describe('routing: an amount a connector cannot carry is refused before anything
 
   it('outside the provider min/max: 422 naming the bound; on the bound passes', () => {
     const c = connector({ decimals: 2, min: 100, max: 500_000 });
-    expect(refusal(() => refuseUncarriable(c, 'vodacom', 'collection', 'USD', 99))!.message).to.match(/below its minimum of 1 USD/);
-    expect(refusal(() => refuseUncarriable(c, 'vodacom', 'collection', 'USD', 500_001))!.message).to.match(/above its maximum of 5000 USD/);
+    expect(refusal(() => refuseUncarriable(c, 'vodacom', 'collection', 'USD', 99))!.message).to.match(
+      /below its minimum of 1 USD/,
+    );
+    expect(refusal(() => refuseUncarriable(c, 'vodacom', 'collection', 'USD', 500_001))!.message).to.match(
+      /above its maximum of 5000 USD/,
+    );
     expect(refusal(() => refuseUncarriable(c, 'vodacom', 'collection', 'USD', 100))).to.equal(undefined);
     expect(refusal(() => refuseUncarriable(c, 'vodacom', 'collection', 'USD', 500_000))).to.equal(undefined);
   });
 
   it('a currency the connector does not carry: 422 on currency', () => {
-    expect(refusal(() => refuseUncarriable(connector(undefined), 'vodacom', 'collection', 'USD', 100))).to.include({ code: 'amount-not-supported', param: 'currency' });
+    expect(refusal(() => refuseUncarriable(connector(undefined), 'vodacom', 'collection', 'USD', 100))).to.include({
+      code: 'amount-not-supported',
+      param: 'currency',
+    });
   });
 });

@@ -14,6 +14,7 @@ describe('operator availability threshold', () => {
       [{ calls: 1000, bad: 499 }, 3, false],
       [{ calls: 1, bad: 1 }, 1, true],
     ];
-    for (const [recent, minCalls, delayed] of table) expect(isDelayed(recent, minCalls), JSON.stringify(recent)).to.equal(delayed);
+    for (const [recent, minCalls, delayed] of table)
+      expect(isDelayed(recent, minCalls), JSON.stringify(recent)).to.equal(delayed);
   });
 });

@@ -8,8 +8,16 @@ import { CALLBACKS_PER_JOB } from '../../shared/providers/inbox';
 describe('callback-reconciler job payload', () => {
   it('a lone callback (callbackId) or callbacks stored together (callbackIds, comma-separated)', () => {
     const [a, b] = [randomUUID(), randomUUID()];
-    expect(guardCallbackJob({ callbackId: a, kind: 'payment', requestId: 'req_1' })).to.deep.equal({ callbackIds: [a], kind: 'payment', requestId: 'req_1' });
-    expect(guardCallbackJob({ callbackIds: `${a},${b}`, kind: 'refund' })).to.deep.equal({ callbackIds: [a, b], kind: 'refund', requestId: undefined });
+    expect(guardCallbackJob({ callbackId: a, kind: 'payment', requestId: 'req_1' })).to.deep.equal({
+      callbackIds: [a],
+      kind: 'payment',
+      requestId: 'req_1',
+    });
+    expect(guardCallbackJob({ callbackIds: `${a},${b}`, kind: 'refund' })).to.deep.equal({
+      callbackIds: [a, b],
+      kind: 'refund',
+      requestId: undefined,
+    });
     // an unknown kind is no hint: the general path decides
     expect(guardCallbackJob({ callbackId: a, kind: 'nope' }).kind).to.equal(undefined);
   });

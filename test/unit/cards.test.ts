@@ -11,7 +11,9 @@ describe('cards: pure rules of the checkout and the sandboxes', () => {
   });
 
   it('escapes text for HTML content and attributes', () => {
-    expect(escapeHtml(`<a href="x" onclick='y'>&</a>`)).to.equal('&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;');
+    expect(escapeHtml(`<a href="x" onclick='y'>&</a>`)).to.equal(
+      '&lt;a href=&quot;x&quot; onclick=&#39;y&#39;&gt;&amp;&lt;/a&gt;',
+    );
   });
 
   it('picks the language: ?lang first, then the best of fr/en in Accept-Language, else French', () => {
@@ -35,8 +37,10 @@ describe('cards: pure rules of the checkout and the sandboxes', () => {
     expect(sandboxCardBehaviour('4000000000003220')).to.equal('challenge');
     expect(sandboxCardBehaviour('4000000000000002')).to.equal('decline');
     expect(sandboxCardBehaviour('5555555555554444')).to.equal('approve');
-    for (const n of ['4242424242424242', '4000000000003220', '4000000000000002', '5555555555554444', '378282246310005']) expect(luhnValid(n), n).to.equal(true);
-    for (const n of ['4242424242424241', '42424242', '4242 4242 4242 4242', '', 'abcd']) expect(luhnValid(n), n).to.equal(false);
+    for (const n of ['4242424242424242', '4000000000003220', '4000000000000002', '5555555555554444', '378282246310005'])
+      expect(luhnValid(n), n).to.equal(true);
+    for (const n of ['4242424242424241', '42424242', '4242 4242 4242 4242', '', 'abcd'])
+      expect(luhnValid(n), n).to.equal(false);
     expect(brandOf('4242424242424242')).to.equal('visa');
     expect(brandOf('5555555555554444')).to.equal('mastercard');
     expect(brandOf('2223003122003222')).to.equal('mastercard');

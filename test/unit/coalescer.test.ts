@@ -25,13 +25,17 @@ describe('Coalescer (group commit of concurrent calls)', () => {
     const sizes: number[] = [];
     let running = 0;
     let most = 0;
-    const c = new Coalescer<number, number>(async (xs) => {
-      sizes.push(xs.length);
-      most = Math.max(most, ++running);
-      await new Promise((r) => setTimeout(r, 5));
-      running--;
-      return xs;
-    }, 2, 3);
+    const c = new Coalescer<number, number>(
+      async (xs) => {
+        sizes.push(xs.length);
+        most = Math.max(most, ++running);
+        await new Promise((r) => setTimeout(r, 5));
+        running--;
+        return xs;
+      },
+      2,
+      3,
+    );
     const out = await Promise.all(Array.from({ length: 10 }, (_, i) => c.call(i)));
     expect(out).to.deep.equal([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
     expect(most).to.equal(2);

@@ -1,5 +1,13 @@
 import { expect } from 'chai';
-import { ConfigError, DEV_ADMIN_API_TOKEN, DEV_CARD_CALLBACK_SECRET, DEV_SANDBOX_CALLBACK_SECRET, DEV_SECRETS_KEY, loadConfig, SPEC_WEBHOOK_DELAYS_S } from '../../shared/config';
+import {
+  ConfigError,
+  DEV_ADMIN_API_TOKEN,
+  DEV_CARD_CALLBACK_SECRET,
+  DEV_SANDBOX_CALLBACK_SECRET,
+  DEV_SECRETS_KEY,
+  loadConfig,
+  SPEC_WEBHOOK_DELAYS_S,
+} from '../../shared/config';
 
 const REAL_KEY = `k2:${Buffer.alloc(32, 7).toString('base64')}`;
 /** Every secret production insists on, set to real values. */
@@ -27,13 +35,22 @@ describe('config', () => {
   it('refuses the development secrets key and admin token in production', () => {
     expect(() => loadConfig({ ...PROD, SECRETS_KEY: '' })).to.throw(ConfigError, /SECRETS_KEY/);
     expect(() => loadConfig({ ...PROD, ADMIN_API_TOKEN: '' })).to.throw(ConfigError, /ADMIN_API_TOKEN/);
-    expect(() => loadConfig({ ...PROD, SECRETS_KEY: `${REAL_KEY},${DEV_SECRETS_KEY}` })).to.throw(ConfigError, /SECRETS_KEY/);
+    expect(() => loadConfig({ ...PROD, SECRETS_KEY: `${REAL_KEY},${DEV_SECRETS_KEY}` })).to.throw(
+      ConfigError,
+      /SECRETS_KEY/,
+    );
     expect(loadConfig(PROD).nodeEnv).to.equal('production');
     // issue 22 #5: the development token with spaces around it, or a short one, is refused too
     for (const token of [`${DEV_ADMIN_API_TOKEN} `, ` ${DEV_ADMIN_API_TOKEN}`, `${DEV_ADMIN_API_TOKEN}\t`]) {
-      expect(() => loadConfig({ ...PROD, ADMIN_API_TOKEN: token })).to.throw(ConfigError, /development token is refused/);
+      expect(() => loadConfig({ ...PROD, ADMIN_API_TOKEN: token })).to.throw(
+        ConfigError,
+        /development token is refused/,
+      );
     }
-    expect(() => loadConfig({ ...PROD, ADMIN_API_TOKEN: 'x'.repeat(31) })).to.throw(ConfigError, /at least 32 characters in production/);
+    expect(() => loadConfig({ ...PROD, ADMIN_API_TOKEN: 'x'.repeat(31) })).to.throw(
+      ConfigError,
+      /at least 32 characters in production/,
+    );
     expect(() => loadConfig({ ...PROD, ADMIN_API_TOKEN: `${'x'.repeat(31)}   ` })).to.throw(ConfigError, /at least 32/);
     expect(loadConfig({ ...PROD, ADMIN_API_TOKEN: 'x'.repeat(32) }).adminApiToken).to.equal('x'.repeat(32));
   });
@@ -41,14 +58,20 @@ describe('config', () => {
   it('honours TEST_CLOCK_FILE (a clock tests move) with NODE_ENV=test only', () => {
     expect(loadConfig({ NODE_ENV: 'test', TEST_CLOCK_FILE: '/tmp/clock' }).testClockFile).to.equal('/tmp/clock');
     expect(loadConfig({ NODE_ENV: 'test' }).testClockFile).to.equal(null);
-    expect(() => loadConfig({ ...PROD, TEST_CLOCK_FILE: '/tmp/clock' })).to.throw(ConfigError, /TEST_CLOCK_FILE.*production/);
+    expect(() => loadConfig({ ...PROD, TEST_CLOCK_FILE: '/tmp/clock' })).to.throw(
+      ConfigError,
+      /TEST_CLOCK_FILE.*production/,
+    );
     expect(() => loadConfig({ TEST_CLOCK_FILE: '/tmp/clock' })).to.throw(ConfigError, /TEST_CLOCK_FILE.*development/);
   });
 
   it('refuses to start in production while a provider callback secret is a development default', () => {
     // unset: the sandbox (which serves test keys in production too) would verify with the public default
     expect(() => loadConfig({ ...PROD, SANDBOX_CALLBACK_SECRET: '' })).to.throw(ConfigError, /SANDBOX_CALLBACK_SECRET/);
-    expect(() => loadConfig({ ...PROD, SANDBOX_CALLBACK_SECRET: DEV_SANDBOX_CALLBACK_SECRET })).to.throw(ConfigError, /SANDBOX_CALLBACK_SECRET/);
+    expect(() => loadConfig({ ...PROD, SANDBOX_CALLBACK_SECRET: DEV_SANDBOX_CALLBACK_SECRET })).to.throw(
+      ConfigError,
+      /SANDBOX_CALLBACK_SECRET/,
+    );
     const live = loadConfig(PROD);
     expect(live.sandboxCallbackSecret).to.equal('a-real-sandbox-callback-secret');
     // development and test keep the default, so a laptop works out of the box
@@ -57,44 +80,106 @@ describe('config', () => {
 
   it('live routing: LIVE_<OPERATOR> names a configured connector that reaches it; a half-configured connector refuses to start', () => {
     const pawapay = { PAWAPAY_URL: 'https://api.sandbox.pawapay.io', PAWAPAY_API_TOKEN: 'token' };
-    const airtel = { AIRTEL_URL: 'https://openapiuat.airtel.africa', AIRTEL_CLIENT_ID: 'id', AIRTEL_CLIENT_SECRET: 'secret' };
+    const airtel = {
+      AIRTEL_URL: 'https://openapiuat.airtel.africa',
+      AIRTEL_CLIENT_ID: 'id',
+      AIRTEL_CLIENT_SECRET: 'secret',
+    };
     // nothing routed: every operator is closed in live (test keys still reach the sandbox)
     expect(loadConfig({}).payments.live).to.deep.equal({ pawapay: null, airtel: null, routes: {} });
-    const both = loadConfig({ ...pawapay, ...airtel, LIVE_VODACOM: 'pawapay', LIVE_ORANGE: 'pawapay', LIVE_AIRTEL: 'airtel', LIVE_AIRTEL_PAYOUT: 'pawapay' }).payments.live;
+    const both = loadConfig({
+      ...pawapay,
+      ...airtel,
+      LIVE_VODACOM: 'pawapay',
+      LIVE_ORANGE: 'pawapay',
+      LIVE_AIRTEL: 'airtel',
+      LIVE_AIRTEL_PAYOUT: 'pawapay',
+    }).payments.live;
     expect(both.routes).to.deep.equal({
       vodacom: { collection: 'pawapay', refund: 'pawapay', payout: 'pawapay' },
       orange: { collection: 'pawapay', refund: 'pawapay', payout: 'pawapay' },
       airtel: { collection: 'airtel', refund: 'airtel', payout: 'pawapay' },
     });
-    expect(both.pawapay).to.deep.equal({ url: 'https://api.sandbox.pawapay.io', apiToken: 'token', callbackSignatures: 'required' });
-    expect(() => loadConfig({ PAWAPAY_URL: 'https://api.sandbox.pawapay.io' })).to.throw(ConfigError, /PAWAPAY_API_TOKEN/);
+    expect(both.pawapay).to.deep.equal({
+      url: 'https://api.sandbox.pawapay.io',
+      apiToken: 'token',
+      callbackSignatures: 'required',
+    });
+    expect(() => loadConfig({ PAWAPAY_URL: 'https://api.sandbox.pawapay.io' })).to.throw(
+      ConfigError,
+      /PAWAPAY_API_TOKEN/,
+    );
     expect(() => loadConfig({ ...airtel, AIRTEL_CLIENT_SECRET: '' })).to.throw(ConfigError, /AIRTEL_CLIENT_SECRET/);
-    expect(() => loadConfig({ ...airtel, AIRTEL_DISBURSEMENT_PIN: '1234' })).to.throw(ConfigError, /AIRTEL_PIN_PUBLIC_KEY/);
+    expect(() => loadConfig({ ...airtel, AIRTEL_DISBURSEMENT_PIN: '1234' })).to.throw(
+      ConfigError,
+      /AIRTEL_PIN_PUBLIC_KEY/,
+    );
     expect(() => loadConfig({ LIVE_VODACOM: 'pawapay' })).to.throw(ConfigError, /not configured/);
-    expect(() => loadConfig({ ...airtel, LIVE_VODACOM: 'airtel' })).to.throw(ConfigError, /airtel does not reach vodacom/);
-    expect(() => loadConfig({ ...pawapay, LIVE_AFRICELL: 'pawapay' })).to.throw(ConfigError, /pawapay does not reach africell/);
+    expect(() => loadConfig({ ...airtel, LIVE_VODACOM: 'airtel' })).to.throw(
+      ConfigError,
+      /airtel does not reach vodacom/,
+    );
+    expect(() => loadConfig({ ...pawapay, LIVE_AFRICELL: 'pawapay' })).to.throw(
+      ConfigError,
+      /pawapay does not reach africell/,
+    );
     expect(() => loadConfig({ ...pawapay, LIVE_VODACOM: 'mtn' })).to.throw(ConfigError, /LIVE_VODACOM must be one of/);
     expect(() => loadConfig({ ...airtel, LIVE_AIRTEL: 'airtel' })).to.throw(ConfigError, /Airtel payouts need/);
-    expect(() => loadConfig({ ...PROD, ...pawapay, PAWAPAY_URL: 'http://api.sandbox.pawapay.io' })).to.throw(ConfigError, /PAWAPAY_URL/);
-    expect(() => loadConfig({ ...pawapay, PAWAPAY_CALLBACK_SIGNATURES: 'maybe' })).to.throw(ConfigError, /PAWAPAY_CALLBACK_SIGNATURES/);
+    expect(() => loadConfig({ ...PROD, ...pawapay, PAWAPAY_URL: 'http://api.sandbox.pawapay.io' })).to.throw(
+      ConfigError,
+      /PAWAPAY_URL/,
+    );
+    expect(() => loadConfig({ ...pawapay, PAWAPAY_CALLBACK_SIGNATURES: 'maybe' })).to.throw(
+      ConfigError,
+      /PAWAPAY_CALLBACK_SIGNATURES/,
+    );
   });
 
   it('card sandboxes and live cards: their own ports and URLs; production refuses their development secrets and never falls back to the sandbox', () => {
     const dev = loadConfig({});
-    expect(dev.cards.sandbox).to.deep.include({ vaultUrl: 'http://127.0.0.1:4020', providerUrl: 'http://127.0.0.1:4030', callbackSecret: DEV_CARD_CALLBACK_SECRET });
+    expect(dev.cards.sandbox).to.deep.include({
+      vaultUrl: 'http://127.0.0.1:4020',
+      providerUrl: 'http://127.0.0.1:4030',
+      callbackSecret: DEV_CARD_CALLBACK_SECRET,
+    });
     expect(dev.cards).to.include({ vaultPort: 4020, providerPort: 4030, threeDsWindowMs: 600_000 });
     // outside production, live keys reach the sandbox (so they work end to end locally)
     expect(dev.cards.live).to.deep.equal(dev.cards.sandbox);
-    expect(loadConfig({ CARD_VAULT_PORT: '5301', CARD_PROVIDER_PORT: '5302' }).cards.sandbox).to.deep.include({ vaultUrl: 'http://127.0.0.1:5301', providerUrl: 'http://127.0.0.1:5302' });
+    expect(loadConfig({ CARD_VAULT_PORT: '5301', CARD_PROVIDER_PORT: '5302' }).cards.sandbox).to.deep.include({
+      vaultUrl: 'http://127.0.0.1:5301',
+      providerUrl: 'http://127.0.0.1:5302',
+    });
     expect(() => loadConfig({ ...PROD, CARD_CALLBACK_SECRET: '' })).to.throw(ConfigError, /CARD_CALLBACK_SECRET/);
-    expect(() => loadConfig({ ...PROD, CARD_CALLBACK_SECRET: DEV_SANDBOX_CALLBACK_SECRET })).to.throw(ConfigError, /CARD_CALLBACK_SECRET/);
+    expect(() => loadConfig({ ...PROD, CARD_CALLBACK_SECRET: DEV_SANDBOX_CALLBACK_SECRET })).to.throw(
+      ConfigError,
+      /CARD_CALLBACK_SECRET/,
+    );
     expect(() => loadConfig({ ...PROD, CARD_VAULT_API_KEY: '' })).to.throw(ConfigError, /CARD_VAULT_API_KEY/);
     expect(loadConfig(PROD).cards.live).to.equal(null);
-    const live = { CARD_LIVE_VAULT_URL: 'https://vault.example', CARD_LIVE_PROVIDER_URL: 'https://acquirer.example', CARD_LIVE_PROVIDER_API_KEY: 'k', CARD_LIVE_CALLBACK_SECRET: 'a-real-live-card-secret' };
-    expect(loadConfig({ ...PROD, ...live }).cards.live).to.deep.equal({ vaultUrl: 'https://vault.example', providerUrl: 'https://acquirer.example', apiKey: 'k', callbackSecret: 'a-real-live-card-secret' });
-    expect(() => loadConfig({ ...PROD, ...live, CARD_LIVE_CALLBACK_SECRET: DEV_CARD_CALLBACK_SECRET })).to.throw(ConfigError, /CARD_LIVE_CALLBACK_SECRET/);
-    expect(() => loadConfig({ ...PROD, ...live, CARD_LIVE_VAULT_URL: 'http://vault.example' })).to.throw(ConfigError, /CARD_LIVE_VAULT_URL must use https/);
-    expect(() => loadConfig({ CARD_LIVE_VAULT_URL: 'https://vault.example' })).to.throw(ConfigError, /must be set together/);
+    const live = {
+      CARD_LIVE_VAULT_URL: 'https://vault.example',
+      CARD_LIVE_PROVIDER_URL: 'https://acquirer.example',
+      CARD_LIVE_PROVIDER_API_KEY: 'k',
+      CARD_LIVE_CALLBACK_SECRET: 'a-real-live-card-secret',
+    };
+    expect(loadConfig({ ...PROD, ...live }).cards.live).to.deep.equal({
+      vaultUrl: 'https://vault.example',
+      providerUrl: 'https://acquirer.example',
+      apiKey: 'k',
+      callbackSecret: 'a-real-live-card-secret',
+    });
+    expect(() => loadConfig({ ...PROD, ...live, CARD_LIVE_CALLBACK_SECRET: DEV_CARD_CALLBACK_SECRET })).to.throw(
+      ConfigError,
+      /CARD_LIVE_CALLBACK_SECRET/,
+    );
+    expect(() => loadConfig({ ...PROD, ...live, CARD_LIVE_VAULT_URL: 'http://vault.example' })).to.throw(
+      ConfigError,
+      /CARD_LIVE_VAULT_URL must use https/,
+    );
+    expect(() => loadConfig({ CARD_LIVE_VAULT_URL: 'https://vault.example' })).to.throw(
+      ConfigError,
+      /must be set together/,
+    );
   });
 
   it('reads WEB_CONCURRENCY (default 1) and ADMIN_PORT (default unset: the operator API shares PORT)', () => {
@@ -103,7 +188,10 @@ describe('config', () => {
     expect(() => loadConfig({ WEB_CONCURRENCY: '0' })).to.throw(ConfigError, /WEB_CONCURRENCY must be between 1/);
     expect(() => loadConfig({ WEB_CONCURRENCY: 'two' })).to.throw(ConfigError, /WEB_CONCURRENCY must be an integer/);
     expect(() => loadConfig({ ADMIN_PORT: '70000' })).to.throw(ConfigError, /ADMIN_PORT must be between/);
-    expect(() => loadConfig({ PORT: '3000', ADMIN_PORT: '3000' })).to.throw(ConfigError, /ADMIN_PORT must differ from PORT/);
+    expect(() => loadConfig({ PORT: '3000', ADMIN_PORT: '3000' })).to.throw(
+      ConfigError,
+      /ADMIN_PORT must differ from PORT/,
+    );
   });
 
   const bad: [string, Record<string, string>, RegExp][] = [
@@ -125,7 +213,9 @@ describe('config', () => {
 
   it('accepts a shortened webhook schedule for tests but refuses it in production', () => {
     const short = '10,20,30,40,50,60,70,80';
-    expect(loadConfig({ NODE_ENV: 'test', WEBHOOK_RETRY_DELAYS_MS: short }).webhookRetryDelaysMs).to.deep.equal([10, 20, 30, 40, 50, 60, 70, 80]);
+    expect(loadConfig({ NODE_ENV: 'test', WEBHOOK_RETRY_DELAYS_MS: short }).webhookRetryDelaysMs).to.deep.equal([
+      10, 20, 30, 40, 50, 60, 70, 80,
+    ]);
     expect(() => loadConfig({ ...PROD, WEBHOOK_RETRY_DELAYS_MS: short })).to.throw(ConfigError, /may not shorten/);
   });
 

@@ -34,7 +34,9 @@ describe('secrets at rest', () => {
   });
 
   it('hashes API keys deterministically', () => {
-    expect(hashApiKey('svc_test_a')).to.equal(hashApiKey('svc_test_a')).and.to.match(/^[0-9a-f]{64}$/);
+    expect(hashApiKey('svc_test_a'))
+      .to.equal(hashApiKey('svc_test_a'))
+      .and.to.match(/^[0-9a-f]{64}$/);
     expect(hashApiKey('svc_test_a')).not.to.equal(hashApiKey('svc_test_b'));
   });
 

@@ -10,7 +10,14 @@ import { expect } from 'chai';
  */
 
 const ROOT = path.join(__dirname, '..', '..');
-const DOCS = ['README.md', 'CONTRIBUTING.md', 'docs/operating.md', 'docs/settings.md', 'docs/decisions.md', 'docs/benchmarks.md'];
+const DOCS = [
+  'README.md',
+  'CONTRIBUTING.md',
+  'docs/operating.md',
+  'docs/settings.md',
+  'docs/decisions.md',
+  'docs/benchmarks.md',
+];
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 
 describe('documentation', () => {
@@ -20,7 +27,8 @@ describe('documentation', () => {
 
   it('has each document the README links to', () => {
     for (const file of DOCS) expect(existsSync(path.join(ROOT, file)), file).to.equal(true);
-    for (const [, link] of read('README.md').matchAll(/\]\(([^)#]+)(?:#[^)]*)?\)/g)) expect(existsSync(path.join(ROOT, link)), link).to.equal(true);
+    for (const [, link] of read('README.md').matchAll(/\]\(([^)#]+)(?:#[^)]*)?\)/g))
+      expect(existsSync(path.join(ROOT, link)), link).to.equal(true);
   });
 
   it('names only files and folders that exist', () => {

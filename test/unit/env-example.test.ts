@@ -22,7 +22,10 @@ function variablesRead(files = [CONFIG]): Set<string> {
   const read = new Set<string>();
   for (const file of files) {
     const source = readFileSync(path.join(ROOT, file), 'utf8');
-    for (const m of source.matchAll(/(?:int|url|bool|oneOf|portSetting)\(env, '([A-Z0-9_]+)'|\bset\('([A-Z0-9_]+)'\)|env\.([A-Z][A-Z0-9_]+)/g)) read.add(m[1] ?? m[2] ?? m[3]);
+    for (const m of source.matchAll(
+      /(?:int|url|bool|oneOf|portSetting)\(env, '([A-Z0-9_]+)'|\bset\('([A-Z0-9_]+)'\)|env\.([A-Z][A-Z0-9_]+)/g,
+    ))
+      read.add(m[1] ?? m[2] ?? m[3]);
   }
   for (const v of spelt('LIVE_<OPERATOR>')) read.add(v);
   for (const v of spelt('<POOL>_CONCURRENCY')) read.add(v);

@@ -63,7 +63,10 @@ describe('domain errors and their one HTTP mapping', () => {
     const sandbox = join(root, 'providers/sandbox');
     const offenders = filesUnder(root).filter((f) => {
       const text = readFileSync(f, 'utf8');
-      return /from '(\.\.\/)+api\/|\bApiError\b/.test(text) || (!f.startsWith(sandbox) && /from 'koa'|\bHttpError\b/.test(text));
+      return (
+        /from '(\.\.\/)+api\/|\bApiError\b/.test(text) ||
+        (!f.startsWith(sandbox) && /from 'koa'|\bHttpError\b/.test(text))
+      );
     });
     expect(offenders).to.deep.equal([]);
   });

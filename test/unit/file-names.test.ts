@@ -29,7 +29,8 @@ describe('file names', () => {
         if (!scheme.test(path.basename(f))) misnamed.push(f);
       }
     }
-    for (const dir of ['scripts', 'test']) for (const f of sources(dir)) if (!KEBAB.test(path.basename(f))) misnamed.push(f);
+    for (const dir of ['scripts', 'test'])
+      for (const f of sources(dir)) if (!KEBAB.test(path.basename(f))) misnamed.push(f);
     expect(sources('shared').length).to.be.greaterThan(50);
     expect(misnamed).to.deep.equal([]);
   });

@@ -16,7 +16,8 @@ import madge from 'madge';
  * The kind registry (shared/operationKinds.ts) is a feature-level module the entry points hand to
  * the kernel. Tests (test/) may import any layer.
  */
-const BASE = /^shared\/(config|clock|errors|vocabulary|logger|money|text|timeout|ttlCache|validation|httpClient|restart|heartbeat)\.ts$|^shared\/(domain|crypto|metrics|tracing)\//;
+const BASE =
+  /^shared\/(config|clock|errors|vocabulary|logger|money|text|timeout|ttlCache|validation|httpClient|restart|heartbeat)\.ts$|^shared\/(domain|crypto|metrics|tracing)\//;
 
 export function layerOf(file: string): number {
   if (/^(api|workers|scripts|test)\//.test(file)) return 5;
@@ -45,13 +46,16 @@ describe('module graph', () => {
   let graph: Awaited<ReturnType<typeof madge>>;
   before(async function () {
     this.timeout(60_000);
-    graph = await madge(['api', 'shared', 'workers', 'scripts', 'test'].map((d) => path.join(root, d)), {
-      baseDir: root,
-      fileExtensions: ['ts'],
-      tsConfig: path.join(root, 'tsconfig.json'),
-      // `import type` counts: a type from a higher layer is a dependency on it all the same
-      detectiveOptions: { ts: { skipTypeImports: false } },
-    });
+    graph = await madge(
+      ['api', 'shared', 'workers', 'scripts', 'test'].map((d) => path.join(root, d)),
+      {
+        baseDir: root,
+        fileExtensions: ['ts'],
+        tsConfig: path.join(root, 'tsconfig.json'),
+        // `import type` counts: a type from a higher layer is a dependency on it all the same
+        detectiveOptions: { ts: { skipTypeImports: false } },
+      },
+    );
   });
 
   it('has no import circle, type imports included', () => {
@@ -63,11 +67,22 @@ describe('module graph', () => {
   });
 
   it('finds a crossing when there is one (the check can fail)', () => {
-    expect(crossings({ 'shared/db/models.ts': ['shared/payments/view.ts'], 'scripts/bench-e2e.ts': ['test/helpers/env.ts'], 'shared/operations/send.ts': ['shared/operationKinds.ts'] })).to.deep.equal([
+    expect(
+      crossings({
+        'shared/db/models.ts': ['shared/payments/view.ts'],
+        'scripts/bench-e2e.ts': ['test/helpers/env.ts'],
+        'shared/operations/send.ts': ['shared/operationKinds.ts'],
+      }),
+    ).to.deep.equal([
       'shared/db/models.ts → shared/payments/view.ts',
       'scripts/bench-e2e.ts → test/helpers/env.ts',
       'shared/operations/send.ts → shared/operationKinds.ts',
     ]);
-    expect(crossings({ 'shared/payments/view.ts': ['shared/db/rows.ts', 'shared/operations/kind.ts'], 'test/unit/x.test.ts': ['api/app.ts'] })).to.deep.equal([]);
+    expect(
+      crossings({
+        'shared/payments/view.ts': ['shared/db/rows.ts', 'shared/operations/kind.ts'],
+        'test/unit/x.test.ts': ['api/app.ts'],
+      }),
+    ).to.deep.equal([]);
   });
 });

@@ -22,12 +22,18 @@ describe('JSON request bodies', () => {
       expect(r!.message).to.equal('amount must be an integer, written without a fraction or an exponent');
     }
     // nested fields are named by their path (the admin API's fees and limits)
-    expect(refusal('{"fees": {"USD": {"percent_bps": 250, "fixed": 10.0}}}')).to.deep.include({ param: 'fees.USD.fixed' });
+    expect(refusal('{"fees": {"USD": {"percent_bps": 250, "fixed": 10.0}}}')).to.deep.include({
+      param: 'fees.USD.fixed',
+    });
     expect(refusal('{"list": [1, 2, 3e0]}')).to.deep.include({ param: 'list.2' });
   });
 
   it('accepts integers as integers, fractions in strings, and any number in metadata', () => {
-    expect(parseJson(Buffer.from('{"amount": 1000000000000, "description": "1.5e3 of 2.0", "metadata": {"rate": 2.0, "k": 1e3}}'))).to.deep.equal({
+    expect(
+      parseJson(
+        Buffer.from('{"amount": 1000000000000, "description": "1.5e3 of 2.0", "metadata": {"rate": 2.0, "k": 1e3}}'),
+      ),
+    ).to.deep.equal({
       amount: 1e12,
       description: '1.5e3 of 2.0',
       metadata: { rate: 2, k: 1000 },
@@ -38,7 +44,10 @@ describe('JSON request bodies', () => {
   });
 
   it('names metadata, and never the refused key, for a NUL in a metadata key or value', () => {
-    expect(refusal('{"metadata": {"k\\u0000": "v"}}')).to.deep.include({ code: 'validation-failed', param: 'metadata' });
+    expect(refusal('{"metadata": {"k\\u0000": "v"}}')).to.deep.include({
+      code: 'validation-failed',
+      param: 'metadata',
+    });
     expect(refusal('{"metadata": {"k": "v\\u0000"}}')).to.deep.include({ param: 'metadata' });
     const r = refusal('{"description": "x", "a\\u0000b": 1}')!;
     expect(r.param).to.equal('body');

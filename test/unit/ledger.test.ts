@@ -13,7 +13,8 @@ import {
 
 const base = { referenceId: 're_1', merchantId: 'mer_1', environment: 'test' as const, currency: 'USD' as const };
 const sumOf = (p: Posting) => p.entries.reduce((s, e) => s + e.amount, 0);
-const byAccount = (p: Posting) => Object.fromEntries(p.entries.map((e) => [`${e.account.owner}/${e.account.kind}`, e.amount]));
+const byAccount = (p: Posting) =>
+  Object.fromEntries(p.entries.map((e) => [`${e.account.owner}/${e.account.kind}`, e.amount]));
 
 describe('ledger rules', () => {
   describe('assertBalanced', () => {
@@ -61,14 +62,40 @@ describe('ledger rules', () => {
 
   describe('paymentCredit', () => {
     it('credits net to the merchant and the fee to the platform against the provider', () => {
-      const p = paymentCredit({ paymentId: 'pay_1', merchantId: 'mer_1', environment: 'test', currency: 'CDF', amountCharged: 1030, amountNet: 1000, fee: 30 });
-      expect(p).to.include({ kind: 'payment_credit', referenceId: 'pay_1', currency: 'CDF', environment: 'test', merchantId: 'mer_1' });
-      expect(byAccount(p)).to.deep.equal({ 'platform/provider_clearing': -1030, 'mer_1/available': 1000, 'platform/fees': 30 });
+      const p = paymentCredit({
+        paymentId: 'pay_1',
+        merchantId: 'mer_1',
+        environment: 'test',
+        currency: 'CDF',
+        amountCharged: 1030,
+        amountNet: 1000,
+        fee: 30,
+      });
+      expect(p).to.include({
+        kind: 'payment_credit',
+        referenceId: 'pay_1',
+        currency: 'CDF',
+        environment: 'test',
+        merchantId: 'mer_1',
+      });
+      expect(byAccount(p)).to.deep.equal({
+        'platform/provider_clearing': -1030,
+        'mer_1/available': 1000,
+        'platform/fees': 30,
+      });
       expect(sumOf(p)).to.equal(0);
     });
 
     it('leaves out a zero fee', () => {
-      const p = paymentCredit({ paymentId: 'pay_1', merchantId: 'mer_1', environment: 'live', currency: 'USD', amountCharged: 500, amountNet: 500, fee: 0 });
+      const p = paymentCredit({
+        paymentId: 'pay_1',
+        merchantId: 'mer_1',
+        environment: 'live',
+        currency: 'USD',
+        amountCharged: 500,
+        amountNet: 500,
+        fee: 0,
+      });
       expect(byAccount(p)).to.deep.equal({ 'platform/provider_clearing': -500, 'mer_1/available': 500 });
       expect(() => assertBalanced(p)).not.to.throw();
     });
@@ -86,13 +113,23 @@ describe('ledger rules', () => {
       it(`${kind}: the settlement sends the amount through the provider and the fee to the platform`, () => {
         const p = outgoingDeliver(kind, { ...base, amount: 700, fee: 20 });
         expect(p.kind).to.equal(`${kind}_deliver`);
-        expect(byAccount(p)).to.deep.equal({ 'mer_1/in_transit': -720, 'platform/provider_clearing': 700, 'platform/fees': 20 });
+        expect(byAccount(p)).to.deep.equal({
+          'mer_1/in_transit': -720,
+          'platform/provider_clearing': 700,
+          'platform/fees': 20,
+        });
         expect(() => assertBalanced(p)).not.to.throw();
       });
 
       it(`${kind}: without a fee, only the amount moves`, () => {
-        expect(byAccount(outgoingDebit(kind, { ...base, amount: 700 }))).to.deep.equal({ 'mer_1/available': -700, 'mer_1/in_transit': 700 });
-        expect(byAccount(outgoingDeliver(kind, { ...base, amount: 700, fee: 0 }))).to.deep.equal({ 'mer_1/in_transit': -700, 'platform/provider_clearing': 700 });
+        expect(byAccount(outgoingDebit(kind, { ...base, amount: 700 }))).to.deep.equal({
+          'mer_1/available': -700,
+          'mer_1/in_transit': 700,
+        });
+        expect(byAccount(outgoingDeliver(kind, { ...base, amount: 700, fee: 0 }))).to.deep.equal({
+          'mer_1/in_transit': -700,
+          'platform/provider_clearing': 700,
+        });
       });
     }
 
@@ -104,14 +141,22 @@ describe('ledger rules', () => {
         return Object.fromEntries(Object.entries(total).filter(([, v]) => v !== 0));
       };
       const debit = outgoingDebit('payout', a);
-      expect(net(debit, outgoingDeliver('payout', a))).to.deep.equal({ 'mer_1/available': -720, 'platform/provider_clearing': 700, 'platform/fees': 20 });
+      expect(net(debit, outgoingDeliver('payout', a))).to.deep.equal({
+        'mer_1/available': -720,
+        'platform/provider_clearing': 700,
+        'platform/fees': 20,
+      });
       const back = reversal(debit, outgoingKinds('payout').return);
       expect(back.kind).to.equal('payout_return');
       expect(net(debit, back)).to.deep.equal({});
     });
 
     it('names one posting kind per step', () => {
-      expect(outgoingKinds('refund')).to.deep.equal({ debit: 'refund_debit', deliver: 'refund_deliver', return: 'refund_return' });
+      expect(outgoingKinds('refund')).to.deep.equal({
+        debit: 'refund_debit',
+        deliver: 'refund_deliver',
+        return: 'refund_return',
+      });
     });
   });
 });

@@ -7,7 +7,9 @@ describe('package-lock.json', () => {
     const lock = JSON.parse(readFileSync(path.join(__dirname, '..', '..', 'package-lock.json'), 'utf8'));
     const parent = lock.packages['node_modules/msgpackr-extract'];
     expect(parent, 'msgpackr-extract is in the lock').to.exist;
-    const missing = Object.keys(parent.optionalDependencies ?? {}).filter((name) => !lock.packages[`node_modules/${name}`]);
+    const missing = Object.keys(parent.optionalDependencies ?? {}).filter(
+      (name) => !lock.packages[`node_modules/${name}`],
+    );
     expect(missing).to.deep.equal([]);
   });
 });

@@ -19,22 +19,38 @@ describe('logger', () => {
     expect(maskText('call 243990000001 now')).to.equal('call 243*****0001 now');
     expect(maskText('mail jane.doe@example.com')).to.equal('mail j***@example.com');
     expect(maskText('card 4242424242424242')).to.equal('card ************4242');
-    expect(maskText('key svc_live_abcdefghijklmnop and sk_abcdefghijkl')).to.equal('key svc_live_[redacted] and sk_[redacted]');
+    expect(maskText('key svc_live_abcdefghijklmnop and sk_abcdefghijkl')).to.equal(
+      'key svc_live_[redacted] and sk_[redacted]',
+    );
     expect(maskText('whsec_0123456789abcdef')).to.equal('whsec_[redacted]');
   });
 
   it('masks MSISDNs in every spelling, card-like numbers in their usual groups, and whole secrets', () => {
-    expect(maskText('to +243990000001, 00243812345678 or 243970000000.')).to.equal('to +243*****0001, 00243*****5678 or 243*****0000.');
-    expect(maskText('cards 4242 4242 4242 4242, 4000-0000-0000-3220, 378282246310005, 3782 822463 10005, 6011000990139424123')).to.equal(
-      'cards ************4242, ************3220, ************0005, ************0005, ************4123',
+    expect(maskText('to +243990000001, 00243812345678 or 243970000000.')).to.equal(
+      'to +243*****0001, 00243*****5678 or 243*****0000.',
     );
+    expect(
+      maskText(
+        'cards 4242 4242 4242 4242, 4000-0000-0000-3220, 378282246310005, 3782 822463 10005, 6011000990139424123',
+      ),
+    ).to.equal('cards ************4242, ************3220, ************0005, ************0005, ************4123');
     expect(maskText('whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw+/abc= end')).to.equal('whsec_[redacted] end');
-    expect(maskText('sk_live+abc/def=ghi', )).to.equal('sk_[redacted]');
+    expect(maskText('sk_live+abc/def=ghi')).to.equal('sk_[redacted]');
   });
 
   it('masks the national form of a DRC number in text, and a phone number in a path whatever its spelling (issue 22 #4)', () => {
     expect(maskText('looked up 0812345678 and 0990000001')).to.equal('looked up 0*****5678 and 0*****0001');
-    const spellings = ['0812345678', '%2B243%2081%20234%205678', '243-81-234-5678', '(0)81.234.56.78', '%2B243812345678', '00243812345678', '243812345678', '081%20234%2056%2078', '%280%2981.234.56.78'];
+    const spellings = [
+      '0812345678',
+      '%2B243%2081%20234%205678',
+      '243-81-234-5678',
+      '(0)81.234.56.78',
+      '%2B243812345678',
+      '00243812345678',
+      '243812345678',
+      '081%20234%2056%2078',
+      '%280%2981.234.56.78',
+    ];
     for (const spelling of spellings) {
       const masked = maskPath(`/v1/phone-numbers/${spelling}`);
       expect(masked, spelling).to.equal('/v1/phone-numbers/*****5678');
@@ -42,7 +58,9 @@ describe('logger', () => {
     // ids and route words stay readable
     const id = 'pay_0b7c2a9e-3d4f-4a1b-9c8d-123456789012';
     expect(maskPath(`/v1/payments/${id}/refund`)).to.equal(`/v1/payments/${id}/refund`);
-    expect(maskPath('/v1/events/evt_0b7c2a9e-3d4f-4a1b-9c8d-123456789012_1764000000_ab12')).to.equal('/v1/events/evt_0b7c2a9e-3d4f-4a1b-9c8d-123456789012_1764000000_ab12');
+    expect(maskPath('/v1/events/evt_0b7c2a9e-3d4f-4a1b-9c8d-123456789012_1764000000_ab12')).to.equal(
+      '/v1/events/evt_0b7c2a9e-3d4f-4a1b-9c8d-123456789012_1764000000_ab12',
+    );
     expect(maskPath('/v1/payments?limit=5')).to.equal('/v1/payments?limit=5');
     expect(maskPath('/%E0%A4%A')).to.equal('/%E0%A4%A');
   });
@@ -91,7 +109,12 @@ describe('logger', () => {
   it('removes those fields at any depth and from a child logger’s bindings, and keeps the rest of the line', () => {
     const out = capture((log) =>
       log.child({ token: 'tok_child_binding', merchant: { id: 'm_1', secret: 'whsec_bindingbindingbinding' } }).info(
-        { job: { attempt: { request: { headers: { 'x-service-signature': 'sig_deep_value' } } } }, list: [{ password: 'pw_in_array' }, { card: { number: '4111111111111111' } }], status: 201, ms: 1.5 },
+        {
+          job: { attempt: { request: { headers: { 'x-service-signature': 'sig_deep_value' } } } },
+          list: [{ password: 'pw_in_array' }, { card: { number: '4111111111111111' } }],
+          status: 201,
+          ms: 1.5,
+        },
         'done',
       ),
     );
@@ -105,7 +128,10 @@ describe('logger', () => {
   });
 
   it('masks errors too: message, stack and driver details', () => {
-    const err = Object.assign(new Error('client 243990000001 a.b@mail.cd key svc_test_abcdefghijkl'), { detail: 'Key (phone)=(243812345678) already exists', code: '23505' });
+    const err = Object.assign(new Error('client 243990000001 a.b@mail.cd key svc_test_abcdefghijkl'), {
+      detail: 'Key (phone)=(243812345678) already exists',
+      code: '23505',
+    });
     const out = capture((log) => log.error({ err }, 'failed'));
     expect(out).not.to.match(/243990000001|243812345678|a\.b@mail\.cd|svc_test_abcdefghijkl/);
     const line = JSON.parse(out.trim());

@@ -16,12 +16,28 @@ const WRITER = 'shared/db/sql/transitions.ts';
 const WRITES: { what: string; pattern: RegExp }[] = [
   { what: 'SQL insert into the outbox', pattern: /insert\s+into\s+outbox\b/i },
   { what: 'SQL write of an operation table', pattern: /\b(insert\s+into|update)\s+(payments|refunds|payouts)\b/i },
-  { what: 'SQL write of a table chosen at run time (an operation kind\'s)', pattern: /\b(insert\s+into|update)\s+\$\{/i },
+  {
+    what: "SQL write of a table chosen at run time (an operation kind's)",
+    pattern: /\b(insert\s+into|update)\s+\$\{/i,
+  },
   { what: 'knex insert into the outbox', pattern: /\(\s*['"]outbox['"]\s*\)[^;]*?\.insert\(/ },
-  { what: 'knex write of an operation table', pattern: /\(\s*['"](payments|refunds|payouts)['"]\s*\)[^;]*?\.(insert|update|increment|decrement|del|delete)\(/ },
-  { what: 'knex write of a kind\'s table', pattern: /\(\s*kind\.model\.tableName\s*\)[^;]*?\.(insert|update|increment|del|delete)\(/ },
-  { what: 'model insert into the outbox', pattern: /\bOutboxRow\s*\.query\([^)]*\)[^;]*?\.(insert|insertGraph|upsertGraph)\(/ },
-  { what: 'model write of an operation', pattern: /\b(Payment|Refund|Payout|kind\.model)\s*\.query\([^)]*\)[^;]*?\.(insert|patch|update|increment|decrement|upsertGraph|insertGraph|del|delete)\(/ },
+  {
+    what: 'knex write of an operation table',
+    pattern: /\(\s*['"](payments|refunds|payouts)['"]\s*\)[^;]*?\.(insert|update|increment|decrement|del|delete)\(/,
+  },
+  {
+    what: "knex write of a kind's table",
+    pattern: /\(\s*kind\.model\.tableName\s*\)[^;]*?\.(insert|update|increment|del|delete)\(/,
+  },
+  {
+    what: 'model insert into the outbox',
+    pattern: /\bOutboxRow\s*\.query\([^)]*\)[^;]*?\.(insert|insertGraph|upsertGraph)\(/,
+  },
+  {
+    what: 'model write of an operation',
+    pattern:
+      /\b(Payment|Refund|Payout|kind\.model)\s*\.query\([^)]*\)[^;]*?\.(insert|patch|update|increment|decrement|upsertGraph|insertGraph|del|delete)\(/,
+  },
 ];
 
 /** The project's own modules (the SDK under shared/client is the merchants', and writes nothing). */
@@ -45,7 +61,7 @@ describe('one writer of operations and of the outbox', () => {
     expect(writesIn('await Payment.query(trx).findById(id).patch({ status })')).to.have.length(1);
     expect(writesIn("await trx('outbox').insert(rows)")).to.have.length(1);
     expect(writesIn('await OutboxRow.query(trx).insert(rows)')).to.have.length(1);
-    expect(writesIn('await kind.model.query(trx).whereIn(\'id\', ids).patch({ asks: 1 })')).to.have.length(1);
+    expect(writesIn("await kind.model.query(trx).whereIn('id', ids).patch({ asks: 1 })")).to.have.length(1);
     expect(writesIn('`update refunds set status = $1 where id = $2`')).to.have.length(1);
     expect(writesIn('`insert into outbox (id) values ($1)`')).to.have.length(1);
     expect(writesIn('await Payment.query(trx).where({ id }).first()')).to.deep.equal([]);
@@ -54,8 +70,14 @@ describe('one writer of operations and of the outbox', () => {
   it('is the kernel writer, and only it, in api, workers and shared', () => {
     const writers = ['api', 'workers', 'shared']
       .flatMap(sources)
-      .map((file) => ({ file: file.split(path.sep).join('/'), writes: writesIn(readFileSync(path.join(ROOT, file), 'utf8')) }))
+      .map((file) => ({
+        file: file.split(path.sep).join('/'),
+        writes: writesIn(readFileSync(path.join(ROOT, file), 'utf8')),
+      }))
       .filter((f) => f.writes.length > 0);
-    expect(writers.map((w) => w.file), JSON.stringify(writers, null, 1)).to.deep.equal([WRITER]);
+    expect(
+      writers.map((w) => w.file),
+      JSON.stringify(writers, null, 1),
+    ).to.deep.equal([WRITER]);
   });
 });

@@ -33,7 +33,9 @@ function registered(router: Router): string[] {
 
 function documented(): string[] {
   const doc = v1Document();
-  return Object.entries(doc.paths).flatMap(([path, item]) => Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`));
+  return Object.entries(doc.paths).flatMap(([path, item]) =>
+    Object.keys(item).map((m) => `${m.toUpperCase()} ${path}`),
+  );
 }
 
 describe('OpenAPI document (contract)', () => {
@@ -44,8 +46,14 @@ describe('OpenAPI document (contract)', () => {
     expect(routes.length).to.be.greaterThan(10);
     const docs = documented().sort();
     const missing = routes.filter((r) => !docs.includes(r));
-    expect(missing, 'routes missing from the document: declare them in the route table (api/routeTable.ts)').to.deep.equal([]);
-    expect(docs.filter((d) => !routes.includes(d)), 'documented operations no router serves').to.deep.equal([]);
+    expect(
+      missing,
+      'routes missing from the document: declare them in the route table (api/routeTable.ts)',
+    ).to.deep.equal([]);
+    expect(
+      docs.filter((d) => !routes.includes(d)),
+      'documented operations no router serves',
+    ).to.deep.equal([]);
   });
 
   it('is OpenAPI 3.1 with the security scheme, the signing headers and unique operation ids', () => {
@@ -61,14 +69,24 @@ describe('OpenAPI document (contract)', () => {
         expect(refs.includes('#/components/parameters/X-Signature'), `${method} ${path} signed`).to.equal(signed);
         expect(refs.includes('#/components/parameters/X-Timestamp'), `${method} ${path} timestamp`).to.equal(signed);
         for (const p of path.match(/\{[^}]+\}/g) ?? []) {
-          expect(op.parameters.some((x: any) => x.in === 'path' && `{${x.name}}` === p), `${path} ${p}`).to.equal(true);
+          expect(
+            op.parameters.some((x: any) => x.in === 'path' && `{${x.name}}` === p),
+            `${path} ${p}`,
+          ).to.equal(true);
         }
-        expect(Object.keys(op.responses).some((s) => /^2/.test(s)), `${method} ${path} success`).to.equal(true);
+        expect(
+          Object.keys(op.responses).some((s) => /^2/.test(s)),
+          `${method} ${path} success`,
+        ).to.equal(true);
       }
     }
-    expect(doc.paths['/v1/payments'].post.parameters).to.deep.include({ $ref: '#/components/parameters/Idempotency-Key' });
+    expect(doc.paths['/v1/payments'].post.parameters).to.deep.include({
+      $ref: '#/components/parameters/Idempotency-Key',
+    });
     expect(doc.paths['/v1/openapi.json'].get.security).to.deep.equal([]);
-    expect(doc.info.description).to.match(/## Signing requests/).and.to.match(/## Webhooks/);
+    expect(doc.info.description)
+      .to.match(/## Signing requests/)
+      .and.to.match(/## Webhooks/);
   });
 
   it('passes the Redocly OpenAPI linter (recommended rules) without an error', async function () {
@@ -76,7 +94,9 @@ describe('OpenAPI document (contract)', () => {
     const { createConfig, lintFromString } = await import('@redocly/openapi-core');
     const config = await createConfig({ extends: ['recommended'] });
     const problems = await lintFromString({ source: renderDocument(), absoluteRef: 'openapi.json', config });
-    const errors = problems.filter((p) => p.severity === 'error').map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`);
+    const errors = problems
+      .filter((p) => p.severity === 'error')
+      .map((p) => `${p.ruleId}: ${p.message} at ${p.location[0]?.pointer}`);
     expect(errors).to.deep.equal([]);
   });
 
@@ -84,7 +104,7 @@ describe('OpenAPI document (contract)', () => {
     let seen = 0;
     for (const route of V1_ROUTES) {
       const body = route.body as { schema?: { examples?: unknown[] }; examples?: unknown[] } | undefined;
-      const schema = (body?.schema ?? body);
+      const schema = body?.schema ?? body;
       for (const example of schema?.examples ?? []) {
         seen++;
         expect(() => validator(schema!)(example), `${route.operationId} ${JSON.stringify(example)}`).to.not.throw();
@@ -106,7 +126,8 @@ describe('OpenAPI document (contract)', () => {
     for (const item of Object.values(doc.paths)) {
       for (const op of Object.values<any>(item)) {
         for (const [status, r] of Object.entries<any>(op.responses)) {
-          for (const code of (r['x-error-codes'] ?? []) as MerchantErrorCode[]) expect(ERROR_CODES[code].status, `${op.operationId} ${code}`).to.equal(Number(status));
+          for (const code of (r['x-error-codes'] ?? []) as MerchantErrorCode[])
+            expect(ERROR_CODES[code].status, `${op.operationId} ${code}`).to.equal(Number(status));
         }
       }
     }
@@ -133,8 +154,16 @@ describe('OpenAPI document (contract)', () => {
     // the names as the steps set them, not a copy: the rate-limit step on a GET while Redis is
     // not ready (it counts in process then), and the headers of a 401, a 429 and a 503
     const sent: Record<string, string> = {};
-    const services = { config: { rateLimitPerMinute: 100, queuePrefix: 'openapi-test' }, redis: { status: 'end' }, clock: { now: () => Date.now() } } as never;
-    const ctx = { method: 'GET', state: { auth: { credentialId: 'c' }, log: { warn() {}, error() {} } }, set: (h: Record<string, string>) => Object.assign(sent, h) };
+    const services = {
+      config: { rateLimitPerMinute: 100, queuePrefix: 'openapi-test' },
+      redis: { status: 'end' },
+      clock: { now: () => Date.now() },
+    } as never;
+    const ctx = {
+      method: 'GET',
+      state: { auth: { credentialId: 'c' }, log: { warn() {}, error() {} } },
+      set: (h: Record<string, string>) => Object.assign(sent, h),
+    };
     await rateLimit(services)(ctx as never, async () => undefined);
     const rateHeaders = Object.keys(sent);
     expect(rateHeaders).to.include.members(['X-RateLimit-Limit', 'X-RateLimit-Remaining', 'X-RateLimit-Reset']);
@@ -147,7 +176,9 @@ describe('OpenAPI document (contract)', () => {
     expect(retry).to.include('Retry-After');
 
     for (const name of [...rateHeaders, ...on401, ...retry]) {
-      expect((doc.components.headers[name] as { description?: string })?.description, `components.headers.${name}`).to.be.a('string').and.not.equal('');
+      expect((doc.components.headers[name] as { description?: string })?.description, `components.headers.${name}`)
+        .to.be.a('string')
+        .and.not.equal('');
     }
     let checked = 0;
     for (const [path, item] of Object.entries(doc.paths)) {
@@ -157,10 +188,12 @@ describe('OpenAPI document (contract)', () => {
           const headers = Object.keys(r.headers ?? {});
           const merchant = op['x-scope'] !== 'none';
           // a 401 leaves without the rate-limit headers (api/pipeline/unauthorized.ts)
-          for (const h of rateHeaders) expect(headers.includes(h), `${where} ${h}`).to.equal(merchant && status !== '401');
+          for (const h of rateHeaders)
+            expect(headers.includes(h), `${where} ${h}`).to.equal(merchant && status !== '401');
           if (status === '401') for (const h of on401) expect(headers, where).to.include(h);
           if (status === '429' || status === '503') for (const h of retry) expect(headers, where).to.include(h);
-          for (const h of [...rateHeaders, ...on401, ...retry].filter((x) => headers.includes(x))) expect(r.headers[h].$ref, `${where} ${h}`).to.equal(`#/components/headers/${h}`);
+          for (const h of [...rateHeaders, ...on401, ...retry].filter((x) => headers.includes(x)))
+            expect(r.headers[h].$ref, `${where} ${h}`).to.equal(`#/components/headers/${h}`);
           checked++;
         }
       }
@@ -170,7 +203,13 @@ describe('OpenAPI document (contract)', () => {
 
   it('is committed as built: shared/client/openapi.json and apiTypes.ts are fresh (run `npm run openapi`)', async function () {
     this.timeout(20_000);
-    expect(readFileSync(DOCUMENT_FILE, 'utf8') === renderDocument(), 'shared/client/openapi.json is stale: run `npm run openapi`').to.equal(true);
-    expect(readFileSync(TYPES_FILE, 'utf8') === (await renderTypes()), 'shared/client/apiTypes.ts is stale: run `npm run openapi`').to.equal(true);
+    expect(
+      readFileSync(DOCUMENT_FILE, 'utf8') === renderDocument(),
+      'shared/client/openapi.json is stale: run `npm run openapi`',
+    ).to.equal(true);
+    expect(
+      readFileSync(TYPES_FILE, 'utf8') === (await renderTypes()),
+      'shared/client/apiTypes.ts is stale: run `npm run openapi`',
+    ).to.equal(true);
   });
 });

@@ -10,7 +10,12 @@ import { KINDS as KERNEL_KINDS } from '../../shared/operationKinds';
  */
 
 type D = Decision<string>;
-const move = (to: string, event: EventType | null = null, effect: 'credit' | 'deliver' | 'return' | null = null, completes = false): D => ({ kind: 'move', to, event, effect, completes });
+const move = (
+  to: string,
+  event: EventType | null = null,
+  effect: 'credit' | 'deliver' | 'return' | null = null,
+  completes = false,
+): D => ({ kind: 'move', to, event, effect, completes });
 const STAY: D = { kind: 'stay' };
 const DUP: D = { kind: 'duplicate' };
 const LATE: D = { kind: 'late' };
@@ -18,7 +23,16 @@ const ILLEGAL: D = { kind: 'illegal' };
 
 const PAYMENT: Record<string, Record<Trigger, D>> = {
   // a mobile-money payment is created processing: nothing moves out of pending (card payments: CARD below)
-  pending: { sent: ILLEGAL, start_3ds: ILLEGAL, succeed: ILLEGAL, fail: ILLEGAL, cancel: ILLEGAL, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
+  pending: {
+    sent: ILLEGAL,
+    start_3ds: ILLEGAL,
+    succeed: ILLEGAL,
+    fail: ILLEGAL,
+    cancel: ILLEGAL,
+    refund_partial: ILLEGAL,
+    refund_in_full: ILLEGAL,
+    refund_reopened: ILLEGAL,
+  },
   processing: {
     // the push was accepted: the payment waits for the client
     sent: STAY,
@@ -44,9 +58,27 @@ const PAYMENT: Record<string, Record<Trigger, D>> = {
     refund_reopened: STAY,
   },
   // a success after a failure contradicts the failure: the money moved, taken like a late success after a cancellation
-  failed: { sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: DUP, cancel: LATE, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
+  failed: {
+    sent: LATE,
+    start_3ds: LATE,
+    succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D,
+    fail: DUP,
+    cancel: LATE,
+    refund_partial: ILLEGAL,
+    refund_in_full: ILLEGAL,
+    refund_reopened: ILLEGAL,
+  },
   // the provider's late success is money that moved: taken, credited, announced (docs/decisions.md)
-  cancelled: { sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: LATE, cancel: DUP, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL },
+  cancelled: {
+    sent: LATE,
+    start_3ds: LATE,
+    succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D,
+    fail: LATE,
+    cancel: DUP,
+    refund_partial: ILLEGAL,
+    refund_in_full: ILLEGAL,
+    refund_reopened: ILLEGAL,
+  },
   refunded: {
     sent: LATE,
     start_3ds: LATE,
@@ -61,23 +93,48 @@ const PAYMENT: Record<string, Record<Trigger, D>> = {
   },
 };
 
-const MONEY_OUT_ONLY: Partial<Record<Trigger, D>> = { start_3ds: ILLEGAL, cancel: ILLEGAL, refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL };
+const MONEY_OUT_ONLY: Partial<Record<Trigger, D>> = {
+  start_3ds: ILLEGAL,
+  cancel: ILLEGAL,
+  refund_partial: ILLEGAL,
+  refund_in_full: ILLEGAL,
+  refund_reopened: ILLEGAL,
+};
 
 const REFUND: Record<string, Record<Trigger, D>> = {
-  pending: { ...MONEY_OUT_ONLY, sent: STAY, succeed: move('succeeded', 'refund.succeeded', 'deliver', true), fail: move('failed', 'refund.failed', 'return', true) } as Record<Trigger, D>,
+  pending: {
+    ...MONEY_OUT_ONLY,
+    sent: STAY,
+    succeed: move('succeeded', 'refund.succeeded', 'deliver', true),
+    fail: move('failed', 'refund.failed', 'return', true),
+  } as Record<Trigger, D>,
   succeeded: { ...MONEY_OUT_ONLY, sent: LATE, succeed: DUP, fail: LATE } as Record<Trigger, D>,
   failed: { ...MONEY_OUT_ONLY, sent: LATE, succeed: LATE, fail: DUP } as Record<Trigger, D>,
 };
 
 const PAYOUT: Record<string, Record<Trigger, D>> = {
   // an outcome may overtake the acceptance (a fast callback)
-  pending: { ...MONEY_OUT_ONLY, sent: move('processing'), succeed: move('succeeded', 'payout.succeeded', 'deliver', true), fail: move('failed', 'payout.failed', 'return', true) } as Record<Trigger, D>,
-  processing: { ...MONEY_OUT_ONLY, sent: DUP, succeed: move('succeeded', 'payout.succeeded', 'deliver', true), fail: move('failed', 'payout.failed', 'return', true) } as Record<Trigger, D>,
+  pending: {
+    ...MONEY_OUT_ONLY,
+    sent: move('processing'),
+    succeed: move('succeeded', 'payout.succeeded', 'deliver', true),
+    fail: move('failed', 'payout.failed', 'return', true),
+  } as Record<Trigger, D>,
+  processing: {
+    ...MONEY_OUT_ONLY,
+    sent: DUP,
+    succeed: move('succeeded', 'payout.succeeded', 'deliver', true),
+    fail: move('failed', 'payout.failed', 'return', true),
+  } as Record<Trigger, D>,
   succeeded: { ...MONEY_OUT_ONLY, sent: LATE, succeed: DUP, fail: LATE } as Record<Trigger, D>,
   failed: { ...MONEY_OUT_ONLY, sent: LATE, succeed: LATE, fail: DUP } as Record<Trigger, D>,
 };
 
-const NO_REFUND: Partial<Record<Trigger, D>> = { refund_partial: ILLEGAL, refund_in_full: ILLEGAL, refund_reopened: ILLEGAL };
+const NO_REFUND: Partial<Record<Trigger, D>> = {
+  refund_partial: ILLEGAL,
+  refund_in_full: ILLEGAL,
+  refund_reopened: ILLEGAL,
+};
 
 /** A card payment: never refunded through the API (spec 4, rule 5), so no refund trigger is legal. */
 const CARD: Record<string, Record<Trigger, D>> = {
@@ -104,10 +161,27 @@ const CARD: Record<string, Record<Trigger, D>> = {
     // the 3-D Secure window is over
     cancel: move('cancelled', 'payment.cancelled', null, true),
   } as Record<Trigger, D>,
-  succeeded: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: DUP, fail: LATE, cancel: LATE } as Record<Trigger, D>,
-  failed: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: DUP, cancel: LATE } as Record<Trigger, D>,
+  succeeded: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: DUP, fail: LATE, cancel: LATE } as Record<
+    Trigger,
+    D
+  >,
+  failed: {
+    ...NO_REFUND,
+    sent: LATE,
+    start_3ds: LATE,
+    succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D,
+    fail: DUP,
+    cancel: LATE,
+  } as Record<Trigger, D>,
   // a success the acquirer reports after the cancellation is money that moved (docs/decisions.md "Late success")
-  cancelled: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D, fail: LATE, cancel: DUP } as Record<Trigger, D>,
+  cancelled: {
+    ...NO_REFUND,
+    sent: LATE,
+    start_3ds: LATE,
+    succeed: { ...move('succeeded', 'payment.succeeded', 'credit', true), correction: 'late-success' } as D,
+    fail: LATE,
+    cancel: DUP,
+  } as Record<Trigger, D>,
 };
 
 /** The only (status, trigger) pairs that post to the ledger. */
@@ -128,7 +202,8 @@ const KINDS: [string, Machine<any>, Record<string, Record<Trigger, D>>][] = [
 describe('operations state machine', () => {
   it('has a table for every kind of the kernel, with that kind’s machine', () => {
     expect(Object.keys(KERNEL_KINDS).sort()).to.deep.equal(KINDS.map(([name]) => name).sort());
-    for (const [name, machine] of KINDS) expect(KERNEL_KINDS[name as keyof typeof KERNEL_KINDS].machine, name).to.equal(machine);
+    for (const [name, machine] of KINDS)
+      expect(KERNEL_KINDS[name as keyof typeof KERNEL_KINDS].machine, name).to.equal(machine);
   });
 
   for (const [name, machine, table] of KINDS) {
@@ -145,7 +220,9 @@ describe('operations state machine', () => {
         }
       }
       it('moves money only on a first move into an outcome', () => {
-        const effects = machine.statuses.flatMap((s: string) => TRIGGERS.map((t) => [s, t, decide(machine, s, t)] as const)).filter(([, , d]) => d.kind === 'move' && d.effect);
+        const effects = machine.statuses
+          .flatMap((s: string) => TRIGGERS.map((t) => [s, t, decide(machine, s, t)] as const))
+          .filter(([, , d]) => d.kind === 'move' && d.effect);
         expect(effects.map(([s, t]) => `${s}+${t}`)).to.deep.equal(MONEY_MOVES[name]);
       });
     });

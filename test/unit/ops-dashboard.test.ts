@@ -31,7 +31,9 @@ describe('Grafana dashboard (ops/grafana)', () => {
   it('shows traffic, success rate per operator, creation-to-final latency, queues, webhooks and overload', () => {
     const exprs = panels.flatMap((p) => p.targets.map((t: any) => t.expr)).join('\n');
     expect(exprs).to.include('http_requests_total');
-    expect(exprs).to.match(/sum by \(operator\) .*operation_time_to_final_seconds_count\{kind=~"payment\|card_payment",status="succeeded"\}/);
+    expect(exprs).to.match(
+      /sum by \(operator\) .*operation_time_to_final_seconds_count\{kind=~"payment\|card_payment",status="succeeded"\}/,
+    );
     expect(exprs).to.include('operation_time_to_final_seconds_bucket');
     expect(exprs).to.include('queue_jobs');
     expect(exprs).to.include('job_wait_seconds_bucket');
@@ -42,7 +44,9 @@ describe('Grafana dashboard (ops/grafana)', () => {
 });
 
 describe('pool metrics ports (shared/metrics/ports.ts)', () => {
-  const pools = parseProcfile(readFileSync(path.join(ROOT, 'Procfile'), 'utf8')).filter((l) => /workers\/[^/]+\/index\.js/.test(l.command));
+  const pools = parseProcfile(readFileSync(path.join(ROOT, 'Procfile'), 'utf8')).filter((l) =>
+    /workers\/[^/]+\/index\.js/.test(l.command),
+  );
   const scrape = readFileSync(path.join(ROOT, 'ops/prometheus/prometheus.yml'), 'utf8');
 
   it('gives every worker pool of the Procfile a block of ports, none overlapping', () => {
@@ -54,7 +58,9 @@ describe('pool metrics ports (shared/metrics/ports.ts)', () => {
 
   it('is what prometheus.yml scrapes with METRICS_PORT_BASE=9400, each target labelled with its process', () => {
     for (const [pool, offset] of Object.entries(METRICS_PORT_OFFSETS)) {
-      expect(scrape, pool).to.include(`- targets: ['127.0.0.1:${9400 + offset}']\n        labels: { process: ${pool} }`);
+      expect(scrape, pool).to.include(
+        `- targets: ['127.0.0.1:${9400 + offset}']\n        labels: { process: ${pool} }`,
+      );
     }
   });
 
@@ -62,8 +68,12 @@ describe('pool metrics ports (shared/metrics/ports.ts)', () => {
     expect(metricsPortFor('provider-push', {})).to.equal(null);
     expect(metricsPortFor('provider-push', { METRICS_PORT_BASE: '0' })).to.equal(null);
     expect(metricsPortFor('provider-push', { METRICS_PORT_BASE: '9400' })).to.equal(9420);
-    expect(metricsPortFor('provider-push', { METRICS_PORT_BASE: '9400', PROVIDER_PUSH_METRICS_PORT: '9999' })).to.equal(9999);
-    expect(metricsPortFor('provider-push', { METRICS_PORT_BASE: '9400', PROVIDER_PUSH_METRICS_PORT: '0' })).to.equal(null);
+    expect(metricsPortFor('provider-push', { METRICS_PORT_BASE: '9400', PROVIDER_PUSH_METRICS_PORT: '9999' })).to.equal(
+      9999,
+    );
+    expect(metricsPortFor('provider-push', { METRICS_PORT_BASE: '9400', PROVIDER_PUSH_METRICS_PORT: '0' })).to.equal(
+      null,
+    );
     expect(() => metricsPortFor('provider-push', { METRICS_PORT_BASE: 'x' })).to.throw(/METRICS_PORT_BASE/);
     expect(() => metricsPortFor('new-pool', { METRICS_PORT_BASE: '9400' })).to.throw(/METRICS_PORT_OFFSETS/);
   });

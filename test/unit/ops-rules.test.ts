@@ -38,7 +38,16 @@ describe('alert rules (ops/prometheus)', () => {
 
   it('covers what on-call needs: provider errors, queue wait, open past window, attention, dead webhooks, ledger, a process down, shedding', () => {
     const names = alerts.map((a) => a.name);
-    for (const name of ['ProviderErrorRateHigh', 'QueueWaitAboveBudget', 'OperationOpenPastWindow', 'AttentionItemsWaiting', 'WebhooksDeadLettering', 'LedgerImbalance', 'ProcessDown', 'OverloadShedding']) {
+    for (const name of [
+      'ProviderErrorRateHigh',
+      'QueueWaitAboveBudget',
+      'OperationOpenPastWindow',
+      'AttentionItemsWaiting',
+      'WebhooksDeadLettering',
+      'LedgerImbalance',
+      'ProcessDown',
+      'OverloadShedding',
+    ]) {
       expect(names).to.include(name);
     }
   });
@@ -54,7 +63,9 @@ describe('alert rules (ops/prometheus)', () => {
   describe('promtool', () => {
     before(function () {
       if (promtool(['--version']).missing) {
-        console.log("      promtool not found: skipping promtool check/test (install Debian's `prometheus` package; .ci/run does)");
+        console.log(
+          "      promtool not found: skipping promtool check/test (install Debian's `prometheus` package; .ci/run does)",
+        );
         this.skip();
       }
     });

@@ -46,8 +46,14 @@ describe('pawaPay wire: amounts, ids, phones, failure codes', () => {
   });
 
   it('the request schema takes the amounts we send and refuses trailing zeros, leading zeros and bad forms', () => {
-    const body = (amount: string) => ({ depositId: UUID, amount, currency: 'USD', payer: { type: 'MMO', accountDetails: { phoneNumber: '243813456789', provider: 'VODACOM_MPESA_COD' } } });
-    for (const ok of ['100', '100.5', '0.5', '0.05', '5555555']) expect(checkContract('depositRequest', body(ok)).ok, ok).to.equal(true);
+    const body = (amount: string) => ({
+      depositId: UUID,
+      amount,
+      currency: 'USD',
+      payer: { type: 'MMO', accountDetails: { phoneNumber: '243813456789', provider: 'VODACOM_MPESA_COD' } },
+    });
+    for (const ok of ['100', '100.5', '0.5', '0.05', '5555555'])
+      expect(checkContract('depositRequest', body(ok)).ok, ok).to.equal(true);
     for (const bad of ['100.50', '100.00', '5.', '.5', '00.5', '-5.5', '1,5', '']) {
       const r = checkContract('depositRequest', body(bad));
       expect(r.ok, bad).to.equal(false);
@@ -56,13 +62,28 @@ describe('pawaPay wire: amounts, ids, phones, failure codes', () => {
   });
 
   it('the request schemas refuse unknown fields and a phone of another provider', () => {
-    const base = { depositId: UUID, amount: '100', currency: 'CDF', payer: { type: 'MMO', accountDetails: { phoneNumber: '243813456789', provider: 'VODACOM_MPESA_COD' } } };
+    const base = {
+      depositId: UUID,
+      amount: '100',
+      currency: 'CDF',
+      payer: { type: 'MMO', accountDetails: { phoneNumber: '243813456789', provider: 'VODACOM_MPESA_COD' } },
+    };
     expect(checkContract('depositRequest', base).ok).to.equal(true);
     expect(checkContract('depositRequest', { ...base, extra: 1 }).errors[0].keyword).to.equal('additionalProperties');
-    const airtelNumber = { ...base, payer: { type: 'MMO', accountDetails: { phoneNumber: '243973456789', provider: 'VODACOM_MPESA_COD' } } };
-    expect(checkContract('depositRequest', airtelNumber).errors[0].instancePath).to.equal('/payer/accountDetails/phoneNumber');
-    expect(checkContract('refundRequest', { refundId: UUID, depositId: UUID, amount: '1', currency: 'CDF' }).ok).to.equal(true);
-    expect(checkContract('payoutRequest', { payoutId: 'not-a-uuid', amount: '1', currency: 'CDF', recipient: base.payer }).ok).to.equal(false);
+    const airtelNumber = {
+      ...base,
+      payer: { type: 'MMO', accountDetails: { phoneNumber: '243973456789', provider: 'VODACOM_MPESA_COD' } },
+    };
+    expect(checkContract('depositRequest', airtelNumber).errors[0].instancePath).to.equal(
+      '/payer/accountDetails/phoneNumber',
+    );
+    expect(
+      checkContract('refundRequest', { refundId: UUID, depositId: UUID, amount: '1', currency: 'CDF' }).ok,
+    ).to.equal(true);
+    expect(
+      checkContract('payoutRequest', { payoutId: 'not-a-uuid', amount: '1', currency: 'CDF', recipient: base.payer })
+        .ok,
+    ).to.equal(false);
   });
 
   it('maps our ids onto pawaPay UUIDs and back, deterministically', () => {
@@ -84,7 +105,8 @@ describe('pawaPay wire: amounts, ids, phones, failure codes', () => {
   });
 
   it('maps every listed pawaPay failure code onto our vocabulary; an unknown one is provider-failed', () => {
-    for (const [theirs, ours] of Object.entries(FAILURE_MAP)) expect(Object.keys(FAILURE_CODES), theirs).to.include(ours);
+    for (const [theirs, ours] of Object.entries(FAILURE_MAP))
+      expect(Object.keys(FAILURE_CODES), theirs).to.include(ours);
     expect(mapFailure('PAYER_NOT_FOUND', 'payment').failureCode).to.equal('payer-not-found');
     expect(mapFailure('PAYMENT_NOT_APPROVED', 'payment').failureCode).to.equal('client-refused');
     expect(mapFailure('INSUFFICIENT_BALANCE', 'payment').failureCode).to.equal('insufficient-funds');
@@ -95,9 +117,14 @@ describe('pawaPay wire: amounts, ids, phones, failure codes', () => {
     expect(mapFailure('AMOUNT_OUT_OF_BOUNDS', 'refund').failureCode).to.equal('amount-out-of-bounds');
     expect(mapFailure('PROVIDER_TEMPORARILY_UNAVAILABLE', 'payment').failureCode).to.equal('operator-unavailable');
     expect(mapFailure('UNSPECIFIED_FAILURE', 'payment').failureCode).to.equal('provider-failed');
-    expect(mapFailure('SOMETHING_NEW', 'payment')).to.deep.equal({ failureCode: 'provider-failed', failureMessage: 'The provider reported a failure (pawaPay SOMETHING_NEW)' });
+    expect(mapFailure('SOMETHING_NEW', 'payment')).to.deep.equal({
+      failureCode: 'provider-failed',
+      failureMessage: 'The provider reported a failure (pawaPay SOMETHING_NEW)',
+    });
     expect(mapFailure(undefined, 'payment').failureCode).to.equal('provider-failed');
-    expect(mapFailure('PAYER_NOT_FOUND', 'payment', 'Wallet not found').failureMessage).to.equal('Wallet not found (pawaPay PAYER_NOT_FOUND)');
+    expect(mapFailure('PAYER_NOT_FOUND', 'payment', 'Wallet not found').failureMessage).to.equal(
+      'Wallet not found (pawaPay PAYER_NOT_FOUND)',
+    );
   });
 
   it('gives a callback without an event id a stable id from its transaction and status', () => {
@@ -112,6 +139,14 @@ describe('pawaPay wire: amounts, ids, phones, failure codes', () => {
     expect(customerMessage('A very long description of the order')).to.equal('A very long descriptio');
     expect(customerMessage('ab')).to.equal(undefined);
     expect(customerMessage(null)).to.equal(undefined);
-    expect(checkContract('depositRequest', { depositId: UUID, amount: '1', currency: 'CDF', customerMessage: customerMessage('Commande n°42 — café'), payer: { type: 'MMO', accountDetails: { phoneNumber: '243813456789', provider: 'VODACOM_MPESA_COD' } } }).ok).to.equal(true);
+    expect(
+      checkContract('depositRequest', {
+        depositId: UUID,
+        amount: '1',
+        currency: 'CDF',
+        customerMessage: customerMessage('Commande n°42 — café'),
+        payer: { type: 'MMO', accountDetails: { phoneNumber: '243813456789', provider: 'VODACOM_MPESA_COD' } },
+      }).ok,
+    ).to.equal(true);
   });
 });

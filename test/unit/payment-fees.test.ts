@@ -26,17 +26,29 @@ describe('payment fees', () => {
   });
 
   it('merchant bears: charged = amount, net = amount - fee', () => {
-    expect(splitFees(10_000, { percent_bps: 250, fixed: 10 }, 'merchant')).to.deep.equal({ fee: 260, amountCharged: 10_000, amountNet: 9_740 });
+    expect(splitFees(10_000, { percent_bps: 250, fixed: 10 }, 'merchant')).to.deep.equal({
+      fee: 260,
+      amountCharged: 10_000,
+      amountNet: 9_740,
+    });
   });
 
   it('customer bears: net = amount, charged = amount + fee', () => {
-    expect(splitFees(10_000, { percent_bps: 250, fixed: 10 }, 'customer')).to.deep.equal({ fee: 260, amountCharged: 10_260, amountNet: 10_000 });
+    expect(splitFees(10_000, { percent_bps: 250, fixed: 10 }, 'customer')).to.deep.equal({
+      fee: 260,
+      amountCharged: 10_260,
+      amountNet: 10_000,
+    });
   });
 
   it('refuses a merchant-borne fee that leaves the merchant less than 1', () => {
     expect(() => splitFees(10, { percent_bps: 0, fixed: 10 }, 'merchant')).to.throw(FeeError);
     expect(splitFees(11, { percent_bps: 0, fixed: 10 }, 'merchant').amountNet).to.equal(1);
-    expect(splitFees(10, { percent_bps: 0, fixed: 10 }, 'customer')).to.deep.equal({ fee: 10, amountCharged: 20, amountNet: 10 });
+    expect(splitFees(10, { percent_bps: 0, fixed: 10 }, 'customer')).to.deep.equal({
+      fee: 10,
+      amountCharged: 20,
+      amountNet: 10,
+    });
   });
 
   it('refuses a customer-borne total beyond the safe integers', () => {

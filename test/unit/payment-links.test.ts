@@ -5,7 +5,9 @@ import { attemptOf, attemptRef, checkFormToken, FORM_TOKEN_TTL_S, issueFormToken
 import { inactiveReason, type PaymentLinkRead } from '../../shared/links/view';
 
 const keys = parseSecretsKeys('k1:' + Buffer.alloc(32, 1).toString('base64'));
-const rotated = parseSecretsKeys(`k2:${Buffer.alloc(32, 2).toString('base64')},k1:${Buffer.alloc(32, 1).toString('base64')}`);
+const rotated = parseSecretsKeys(
+  `k2:${Buffer.alloc(32, 2).toString('base64')},k1:${Buffer.alloc(32, 1).toString('base64')}`,
+);
 const LINK = 'plink_0b7f7a4e-3c1d-4a57-9d0e-0d5c2f9c1a11';
 const OTHER = 'plink_1b7f7a4e-3c1d-4a57-9d0e-0d5c2f9c1a11';
 
@@ -22,7 +24,8 @@ describe('payment links (pure parts)', () => {
     expect(parseAmount('25')).to.equal(2_500);
     expect(parseAmount('25.5')).to.equal(2_550);
     expect(parseAmount(' 25,05 ')).to.equal(2_505);
-    for (const bad of ['', '0', '0.00', '-1', '1.234', '1e3', 'abc', undefined]) expect(parseAmount(bad), String(bad)).to.equal(null);
+    for (const bad of ['', '0', '0.00', '-1', '1.234', '1e3', 'abc', undefined])
+      expect(parseAmount(bad), String(bad)).to.equal(null);
   });
 
   it('form tokens: bound to their link, signed, expiring, verified under every listed key', () => {
@@ -30,10 +33,17 @@ describe('payment links (pure parts)', () => {
     const ok = checkFormToken(keys, LINK, token, now + 1000);
     expect(ok.ok).to.equal(true);
     expect(checkFormToken(keys, OTHER, token, now)).to.deep.equal({ ok: false, reason: 'invalid' });
-    expect(checkFormToken(keys, LINK, token, now + FORM_TOKEN_TTL_S * 1000)).to.deep.equal({ ok: false, reason: 'expired' });
+    expect(checkFormToken(keys, LINK, token, now + FORM_TOKEN_TTL_S * 1000)).to.deep.equal({
+      ok: false,
+      reason: 'expired',
+    });
     const [attempt, expires, tag] = token.split('.');
-    expect(checkFormToken(keys, LINK, `${attempt}.${Number(expires) + 600}.${tag}`, now)).to.deep.equal({ ok: false, reason: 'invalid' });
-    for (const junk of [undefined, '', 'x', `${attempt}.${expires}`, `${token}.x`]) expect(checkFormToken(keys, LINK, junk, now).ok, String(junk)).to.equal(false);
+    expect(checkFormToken(keys, LINK, `${attempt}.${Number(expires) + 600}.${tag}`, now)).to.deep.equal({
+      ok: false,
+      reason: 'invalid',
+    });
+    for (const junk of [undefined, '', 'x', `${attempt}.${expires}`, `${token}.x`])
+      expect(checkFormToken(keys, LINK, junk, now).ok, String(junk)).to.equal(false);
     expect(checkFormToken(rotated, LINK, token, now).ok, 'an older key still verifies').to.equal(true);
   });
 

@@ -5,7 +5,15 @@ import { sandboxOutcome } from '../../shared/providers/sandbox/behaviour';
 describe('payment MSISDN rules', () => {
   it('accepts 243 followed by 9 digits only', () => {
     expect(isMsisdn('243810000000')).to.equal(true);
-    for (const bad of ['+243810000000', '24381000000', '2438100000000', '244810000000', '243 81000000', '24381000000a', '']) {
+    for (const bad of [
+      '+243810000000',
+      '24381000000',
+      '2438100000000',
+      '244810000000',
+      '243 81000000',
+      '24381000000a',
+      '',
+    ]) {
       expect(isMsisdn(bad), bad).to.equal(false);
     }
   });
@@ -14,7 +22,9 @@ describe('payment MSISDN rules', () => {
     const all = Object.values(OPERATOR_PREFIXES).flat();
     for (const op of OPERATORS) {
       for (const prefix of all) {
-        expect(operatorAccepts('live', op, `243${prefix}1234567`), `${op} ${prefix}`).to.equal(OPERATOR_PREFIXES[op].includes(prefix));
+        expect(operatorAccepts('live', op, `243${prefix}1234567`), `${op} ${prefix}`).to.equal(
+          OPERATOR_PREFIXES[op].includes(prefix),
+        );
       }
     }
     expect(operatorAccepts('live', 'vodacom', '243990000001')).to.equal(false);
@@ -26,12 +36,21 @@ describe('payment MSISDN rules', () => {
 
   it('plays the sandbox table', () => {
     expect(sandboxOutcome('payment', '243990000001')).to.deep.equal({ status: 'succeeded' });
-    expect(sandboxOutcome('payment', '243990000002')).to.include({ status: 'failed', failureCode: 'insufficient-funds' });
+    expect(sandboxOutcome('payment', '243990000002')).to.include({
+      status: 'failed',
+      failureCode: 'insufficient-funds',
+    });
     expect(sandboxOutcome('payment', '243990000003')).to.include({ status: 'failed', failureCode: 'client-refused' });
     expect(sandboxOutcome('payment', '243990000004')).to.deep.equal({ status: 'never' });
     expect(sandboxOutcome('payment', '243990000005')).to.deep.equal({ status: 'succeeded' });
-    expect(sandboxOutcome('refund', '243990000005')).to.include({ status: 'failed', failureCode: 'recipient-inactive' });
-    expect(sandboxOutcome('payout', '243990000005')).to.include({ status: 'failed', failureCode: 'recipient-inactive' });
+    expect(sandboxOutcome('refund', '243990000005')).to.include({
+      status: 'failed',
+      failureCode: 'recipient-inactive',
+    });
+    expect(sandboxOutcome('payout', '243990000005')).to.include({
+      status: 'failed',
+      failureCode: 'recipient-inactive',
+    });
     expect(sandboxOutcome('payment', '243811234567')).to.deep.equal({ status: 'succeeded' });
   });
 });

@@ -5,7 +5,18 @@ import { signCallback, verifyCallbackSignature } from '../../shared/providers/si
 import { parseCursor, parseLimit } from '../../shared/db/pagination';
 import { ValidationFailed } from '../../shared/errors';
 
-const body = Buffer.from(JSON.stringify({ event_id: 'e1', kind: 'payment', external_id: 'pay_x', provider_ref: 'R1', status: 'succeeded', failure_code: null, failure_message: null, occurred_at: 1 }));
+const body = Buffer.from(
+  JSON.stringify({
+    event_id: 'e1',
+    kind: 'payment',
+    external_id: 'pay_x',
+    provider_ref: 'R1',
+    status: 'succeeded',
+    failure_code: null,
+    failure_message: null,
+    occurred_at: 1,
+  }),
+);
 
 function paramOf(fn: () => unknown): string | undefined {
   try {
@@ -48,8 +59,15 @@ describe('payment provider protocol', () => {
       failureMessage: null,
     });
     expect(() => parseCallbackBody(Buffer.from('{'))).to.throw(CallbackFormatError);
-    for (const bad of [{}, { event_id: 'e', kind: 'loan', external_id: 'pay_x', status: 'succeeded' }, { event_id: 'e', kind: 'payment', external_id: 'pay_x', status: 'maybe' }, []]) {
-      expect(() => parseCallbackBody(Buffer.from(JSON.stringify(bad))), JSON.stringify(bad)).to.throw(CallbackFormatError);
+    for (const bad of [
+      {},
+      { event_id: 'e', kind: 'loan', external_id: 'pay_x', status: 'succeeded' },
+      { event_id: 'e', kind: 'payment', external_id: 'pay_x', status: 'maybe' },
+      [],
+    ]) {
+      expect(() => parseCallbackBody(Buffer.from(JSON.stringify(bad))), JSON.stringify(bad)).to.throw(
+        CallbackFormatError,
+      );
     }
   });
 });
@@ -59,7 +77,11 @@ describe('payment list pagination', () => {
     expect(parseLimit(undefined)).to.equal(20);
     expect(parseLimit('1')).to.equal(1);
     expect(parseLimit('100')).to.equal(100);
-    for (const bad of ['0', '101', '-1', '1.5', 'ten', '', '0100']) expect(paramOf(() => parseLimit(bad)), bad).to.equal('limit');
+    for (const bad of ['0', '101', '-1', '1.5', 'ten', '', '0100'])
+      expect(
+        paramOf(() => parseLimit(bad)),
+        bad,
+      ).to.equal('limit');
   });
 
   it('reads `<created>.<id>` and bare Unix-second cursors', () => {
@@ -68,7 +90,10 @@ describe('payment list pagination', () => {
     expect(parseCursor('1763700000', 'pay_')).to.deep.equal({ created: 1763700000, id: null });
     expect(parseCursor(undefined, 'pay_')).to.equal(null);
     for (const bad of ['abc', `x.${id}`, '1763700000.pay_nope', `1763700000.po_${id.slice(4)}`, '1763700000.']) {
-      expect(paramOf(() => parseCursor(bad, 'pay_')), bad).to.equal('cursor');
+      expect(
+        paramOf(() => parseCursor(bad, 'pay_')),
+        bad,
+      ).to.equal('cursor');
     }
   });
 });

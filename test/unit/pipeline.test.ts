@@ -13,7 +13,17 @@ import type { Scope } from '../../shared/db/models';
 describe('pipeline pure rules', () => {
   describe('scopes (spec 5.5), every scope × method × route', () => {
     const methods = ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'];
-    const paths = ['/v1/payments', '/v1/payments/', '/V1/PAYMENTS', '/v1/payments/pay_1', '/v1/payments/pay_1/refund', '/v1/payments/pay_1/refunds', '/v1/payouts', '/v1/balance', '/v1/unknown'];
+    const paths = [
+      '/v1/payments',
+      '/v1/payments/',
+      '/V1/PAYMENTS',
+      '/v1/payments/pay_1',
+      '/v1/payments/pay_1/refund',
+      '/v1/payments/pay_1/refunds',
+      '/v1/payouts',
+      '/v1/balance',
+      '/v1/unknown',
+    ];
     /** The spec's table, written out independently of the implementation. */
     function expected(scope: Scope, method: string, path: string): boolean {
       const read = method === 'GET' || method === 'HEAD';
@@ -45,9 +55,21 @@ describe('pipeline pure rules', () => {
     });
 
     it('refuses, without throwing, any other value: other length, case, prefix, empty, non-hex, multi-byte', () => {
-      for (const presented of ['', 'a', good.slice(1), good + '0', good.toUpperCase(), `sha256=${good}`, 'é'.repeat(32), '\u0000'.repeat(64), good.replace(/.$/, (c) => (c === '0' ? '1' : '0'))]) {
+      for (const presented of [
+        '',
+        'a',
+        good.slice(1),
+        good + '0',
+        good.toUpperCase(),
+        `sha256=${good}`,
+        'é'.repeat(32),
+        '\u0000'.repeat(64),
+        good.replace(/.$/, (c) => (c === '0' ? '1' : '0')),
+      ]) {
         expect(() => signatureValid(secret, '1700000000', 'POST', '/v1/payments', body, presented)).not.to.throw();
-        expect(signatureValid(secret, '1700000000', 'POST', '/v1/payments', body, presented), presented).to.equal(false);
+        expect(signatureValid(secret, '1700000000', 'POST', '/v1/payments', body, presented), presented).to.equal(
+          false,
+        );
       }
     });
 
@@ -55,7 +77,9 @@ describe('pipeline pure rules', () => {
       expect(signatureValid(secret, '1700000001', 'POST', '/v1/payments', body, good)).to.equal(false);
       expect(signatureValid(secret, '1700000000', 'PATCH', '/v1/payments', body, good)).to.equal(false);
       expect(signatureValid(secret, '1700000000', 'POST', '/v1/payouts', body, good)).to.equal(false);
-      expect(signatureValid(secret, '1700000000', 'POST', '/v1/payments', Buffer.from('{"amount": 100}'), good)).to.equal(false);
+      expect(
+        signatureValid(secret, '1700000000', 'POST', '/v1/payments', Buffer.from('{"amount": 100}'), good),
+      ).to.equal(false);
       expect(signatureValid('sk_other', '1700000000', 'POST', '/v1/payments', body, good)).to.equal(false);
     });
 
@@ -97,7 +121,8 @@ describe('pipeline pure rules', () => {
 
     it('guards every /v1 path, whatever its case, and nothing else', () => {
       for (const p of ['/v1', '/v1/', '/V1/payments', '/v1/x/y']) expect(V1_PATH.test(p), p).to.equal(true);
-      for (const p of ['/v10', '/v1x', '/admin/v1', '/health/live', '/checkout/v1']) expect(V1_PATH.test(p), p).to.equal(false);
+      for (const p of ['/v10', '/v1x', '/admin/v1', '/health/live', '/checkout/v1'])
+        expect(V1_PATH.test(p), p).to.equal(false);
     });
 
     it('needs an idempotency key on POST /v1/payments and /v1/payouts, takes one on a refund, and nowhere else', () => {
@@ -115,15 +140,24 @@ describe('pipeline pure rules', () => {
     it("takes a payment's signature with its key, in the writer's statement; every other signed POST's before its route", () => {
       expect(signatureTakenWithKey('POST', '/v1/payments')).to.equal(true);
       expect(signatureTakenWithKey('POST', '/V1/Payments/')).to.equal(true);
-      for (const [m, p] of [['POST', '/v1/payouts'], ['POST', '/v1/payments/pay_1/refund'], ['POST', '/v1/events/evt_1/redeliver'], ['GET', '/v1/payments']]) {
+      for (const [m, p] of [
+        ['POST', '/v1/payouts'],
+        ['POST', '/v1/payments/pay_1/refund'],
+        ['POST', '/v1/events/evt_1/redeliver'],
+        ['GET', '/v1/payments'],
+      ]) {
         expect(signatureTakenWithKey(m, p), `${m} ${p}`).to.equal(false);
       }
     });
 
     it('caps POST /v1/payments at 100 KB and other bodies at 1 MB', () => {
-      expect(bodyLimitFor('POST', '/v1/payments')).to.equal(PAYMENT_BODY_LIMIT).and.equal(100 * 1024);
+      expect(bodyLimitFor('POST', '/v1/payments'))
+        .to.equal(PAYMENT_BODY_LIMIT)
+        .and.equal(100 * 1024);
       expect(bodyLimitFor('POST', '/V1/PAYMENTS/')).to.equal(PAYMENT_BODY_LIMIT);
-      expect(bodyLimitFor('POST', '/v1/payouts')).to.equal(V1_BODY_LIMIT).and.equal(1024 * 1024);
+      expect(bodyLimitFor('POST', '/v1/payouts'))
+        .to.equal(V1_BODY_LIMIT)
+        .and.equal(1024 * 1024);
       expect(bodyLimitFor('PATCH', '/v1/payments')).to.equal(V1_BODY_LIMIT);
     });
   });
@@ -166,7 +200,14 @@ describe('pipeline pure rules', () => {
     it('is 100 per minute by default and cannot be changed in production', () => {
       expect(loadConfig({}).rateLimitPerMinute).to.equal(100);
       expect(loadConfig({ RATE_LIMIT_PER_MINUTE: '5000' }).rateLimitPerMinute).to.equal(5000);
-      const prod = { NODE_ENV: 'production', SECRETS_KEY: `k:${Buffer.alloc(32, 7).toString('base64')}`, ADMIN_API_TOKEN: 'a-real-admin-token-0123456789abcd', SANDBOX_CALLBACK_SECRET: 'a-real-sandbox-callback-secret', CARD_CALLBACK_SECRET: 'a-real-card-callback-secret', CARD_VAULT_API_KEY: 'a-real-card-vault-key' };
+      const prod = {
+        NODE_ENV: 'production',
+        SECRETS_KEY: `k:${Buffer.alloc(32, 7).toString('base64')}`,
+        ADMIN_API_TOKEN: 'a-real-admin-token-0123456789abcd',
+        SANDBOX_CALLBACK_SECRET: 'a-real-sandbox-callback-secret',
+        CARD_CALLBACK_SECRET: 'a-real-card-callback-secret',
+        CARD_VAULT_API_KEY: 'a-real-card-vault-key',
+      };
       expect(loadConfig(prod).rateLimitPerMinute).to.equal(100);
       expect(() => loadConfig({ ...prod, RATE_LIMIT_PER_MINUTE: '101' })).to.throw(/RATE_LIMIT_PER_MINUTE/);
     });

@@ -39,7 +39,9 @@ describe('refund rules', () => {
 
     for (const status of ['succeeded', 'pending', 'failed']) {
       it(`refuses a ${status} card payment with card-refund-not-supported`, () => {
-        expect(codeOf(() => refundAmount({ ...paid, method: 'card', status }, 10))).to.equal('card-refund-not-supported');
+        expect(codeOf(() => refundAmount({ ...paid, method: 'card', status }, 10))).to.equal(
+          'card-refund-not-supported',
+        );
       });
     }
   });

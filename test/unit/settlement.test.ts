@@ -5,7 +5,8 @@ import { lastCutoff, parseDailyTime, settlementFigures, type CoveredKindTotal } 
 
 const M = 'mer_1';
 const base = { merchantId: M, environment: 'test' as const, currency: 'USD' as const };
-const credit = (id: string, amountCharged: number, fee: number) => paymentCredit({ ...base, paymentId: id, amountCharged, amountNet: amountCharged - fee, fee });
+const credit = (id: string, amountCharged: number, fee: number) =>
+  paymentCredit({ ...base, paymentId: id, amountCharged, amountNet: amountCharged - fee, fee });
 
 /** What settle() reads from Postgres: per kind, the number of transactions and their entries summed per account. */
 function totals(postings: Posting[]): CoveredKindTotal[] {
@@ -54,18 +55,55 @@ describe('settlement figures', () => {
 
   it('lowers a later period by a return whose debit an earlier batch counted', () => {
     const debit = outgoingDebit('payout', { ...base, referenceId: 'po_1', amount: 1_000, fee: 15 });
-    expect(settlementFigures(M, totals([reversal(debit, 'payout_return')]))).to.deep.equal({ gross: 0, fees: 0, refunds: 0, payouts: -1_015, net: 1_015, count: 1 });
+    expect(settlementFigures(M, totals([reversal(debit, 'payout_return')]))).to.deep.equal({
+      gross: 0,
+      fees: 0,
+      refunds: 0,
+      payouts: -1_015,
+      net: 1_015,
+      count: 1,
+    });
   });
 
   it('sums exactly beyond the safe integers: numbers while safe, bigints beyond, from Postgres text', () => {
     const huge = (2n ** 53n + 3n).toString(); // 9007199254740995: not a double
     const f = settlementFigures(M, [
-      { kind: 'payment_credit', transactions: 2, entries: [{ owner: M, account: 'available', amount: huge }, { owner: 'platform', account: 'fees', amount: '5' }, { owner: 'platform', account: 'provider_clearing', amount: `-${2n ** 53n + 8n}` }] },
-      { kind: 'payout_debit', transactions: 1, entries: [{ owner: M, account: 'available', amount: -100 }, { owner: M, account: 'in_transit', amount: 100 }] },
+      {
+        kind: 'payment_credit',
+        transactions: 2,
+        entries: [
+          { owner: M, account: 'available', amount: huge },
+          { owner: 'platform', account: 'fees', amount: '5' },
+          { owner: 'platform', account: 'provider_clearing', amount: `-${2n ** 53n + 8n}` },
+        ],
+      },
+      {
+        kind: 'payout_debit',
+        transactions: 1,
+        entries: [
+          { owner: M, account: 'available', amount: -100 },
+          { owner: M, account: 'in_transit', amount: 100 },
+        ],
+      },
     ]);
     // gross passes 2^53 - 1 (a bigint, exact); net, 100 lower, is back among the safe integers (a number)
-    expect(f).to.deep.equal({ gross: 2n ** 53n + 8n, fees: 5, refunds: 0, payouts: 100, net: 9_007_199_254_740_895, count: 3 });
-    expect(settlementFigures(M, [{ kind: 'payment_credit', transactions: 1, entries: [{ owner: M, account: 'available', amount: String(Number.MAX_SAFE_INTEGER) }] }]).gross).to.equal(Number.MAX_SAFE_INTEGER);
+    expect(f).to.deep.equal({
+      gross: 2n ** 53n + 8n,
+      fees: 5,
+      refunds: 0,
+      payouts: 100,
+      net: 9_007_199_254_740_895,
+      count: 3,
+    });
+    expect(
+      settlementFigures(M, [
+        {
+          kind: 'payment_credit',
+          transactions: 1,
+          entries: [{ owner: M, account: 'available', amount: String(Number.MAX_SAFE_INTEGER) }],
+        },
+      ]).gross,
+    ).to.equal(Number.MAX_SAFE_INTEGER);
   });
 
   it('refuses a kind no batch covers (settle postings never reach available)', () => {
@@ -79,7 +117,8 @@ describe('daily cut-off', () => {
     expect(parseDailyTime('00:00')).to.equal(0);
     expect(parseDailyTime('23:59')).to.equal(23 * 60 + 59);
     expect(parseDailyTime('06:30')).to.equal(390);
-    for (const bad of ['24:00', '7:00', '12:60', '12:00:00', '', 'noon']) expect(parseDailyTime(bad), bad).to.equal(null);
+    for (const bad of ['24:00', '7:00', '12:60', '12:00:00', '', 'noon'])
+      expect(parseDailyTime(bad), bad).to.equal(null);
   });
 
   it('is the latest cut-off at or before now', () => {
@@ -94,11 +133,16 @@ describe('daily cut-off', () => {
 describe('settlement configuration', () => {
   it('reads SETTLEMENT_TIME_UTC and SETTLEMENT_CHECK_INTERVAL_MS, defaults 00:00 and 60 s', () => {
     expect(loadConfig({}).settlement).to.deep.equal({ cutoffMinutesUtc: 0, checkIntervalMs: 60_000 });
-    expect(loadConfig({ SETTLEMENT_TIME_UTC: '18:45', SETTLEMENT_CHECK_INTERVAL_MS: '5000' }).settlement).to.deep.equal({ cutoffMinutesUtc: 1_125, checkIntervalMs: 5_000 });
+    expect(loadConfig({ SETTLEMENT_TIME_UTC: '18:45', SETTLEMENT_CHECK_INTERVAL_MS: '5000' }).settlement).to.deep.equal(
+      { cutoffMinutesUtc: 1_125, checkIntervalMs: 5_000 },
+    );
   });
 
   it('stops on a malformed time or interval', () => {
     expect(() => loadConfig({ SETTLEMENT_TIME_UTC: '24:00' })).to.throw(ConfigError, /SETTLEMENT_TIME_UTC/);
-    expect(() => loadConfig({ SETTLEMENT_CHECK_INTERVAL_MS: 'often' })).to.throw(ConfigError, /SETTLEMENT_CHECK_INTERVAL_MS/);
+    expect(() => loadConfig({ SETTLEMENT_CHECK_INTERVAL_MS: 'often' })).to.throw(
+      ConfigError,
+      /SETTLEMENT_CHECK_INTERVAL_MS/,
+    );
   });
 });

@@ -15,7 +15,12 @@ const ROOT = path.join(__dirname, '..', '..');
 class StackContextManager implements api.ContextManager {
   private stack: api.Context[] = [];
   active = () => this.stack[this.stack.length - 1] ?? api.ROOT_CONTEXT;
-  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(ctx: api.Context, fn: F, thisArg?: ThisParameterType<F>, ...args: A): ReturnType<F> {
+  with<A extends unknown[], F extends (...args: A) => ReturnType<F>>(
+    ctx: api.Context,
+    fn: F,
+    thisArg?: ThisParameterType<F>,
+    ...args: A
+  ): ReturnType<F> {
     this.stack.push(ctx);
     try {
       return fn.call(thisArg, ...args);
@@ -48,12 +53,16 @@ describe('tracing', () => {
     expect(tracingWanted({ OTEL_EXPORTER_OTLP_TRACES_ENDPOINT: 'http://collector:4318/v1/traces' })).to.equal(true);
     expect(tracingWanted({ OTEL_TRACES_EXPORTER: 'console' })).to.equal(true);
     expect(tracingWanted({ OTEL_EXPORTER_OTLP_ENDPOINT: ' ' })).to.equal(false);
-    expect(tracingWanted({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' })).to.equal(false);
+    expect(
+      tracingWanted({ OTEL_TRACES_EXPORTER: 'none', OTEL_EXPORTER_OTLP_ENDPOINT: 'http://collector:4318' }),
+    ).to.equal(false);
     expect(tracingWanted({ OTEL_SDK_DISABLED: 'true', OTEL_TRACES_EXPORTER: 'otlp' })).to.equal(false);
   });
 
-  it("names each Procfile process after its line, from its compiled or TypeScript entry (PROCESS_NAME wins)", () => {
-    const lines = readFileSync(path.join(ROOT, 'Procfile'), 'utf8').split('\n').filter((l) => /^[a-z-]+:/.test(l));
+  it('names each Procfile process after its line, from its compiled or TypeScript entry (PROCESS_NAME wins)', () => {
+    const lines = readFileSync(path.join(ROOT, 'Procfile'), 'utf8')
+      .split('\n')
+      .filter((l) => /^[a-z-]+:/.test(l));
     expect(lines.length).to.be.greaterThan(10);
     for (const line of lines) {
       const [name, command] = [line.slice(0, line.indexOf(':')), line.slice(line.indexOf(':') + 1).trim()];
@@ -66,7 +75,9 @@ describe('tracing', () => {
   });
 
   it('keeps no query string, user info or full phone number in a URL, and masks every other string', () => {
-    expect(scrubUrl('https://user:pw@merchant.example:8443/hooks/243990000001?token=s3cret#x')).to.equal('https://merchant.example:8443/hooks/*****0001');
+    expect(scrubUrl('https://user:pw@merchant.example:8443/hooks/243990000001?token=s3cret#x')).to.equal(
+      'https://merchant.example:8443/hooks/*****0001',
+    );
     const attrs: api.Attributes = {
       'url.full': 'http://127.0.0.1:3000/v1/phone-numbers/%2B243%2081%20234%205678?x=1',
       'url.path': '/v1/phone-numbers/0812345678',
@@ -88,19 +99,29 @@ describe('tracing', () => {
   });
 
   it('traces no probe, scrape or Bull Board poll', () => {
-    for (const url of ['/health/ready', '/health/live', '/metrics', '/admin/queues', '/admin/queues/api/queues?x=1']) expect(UNTRACED_PATHS.test(url), url).to.equal(true);
-    for (const url of ['/v1/payments', '/callbacks/vodacom-sandbox', '/admin/merchants', '/metricsx']) expect(UNTRACED_PATHS.test(url), url).to.equal(false);
+    for (const url of ['/health/ready', '/health/live', '/metrics', '/admin/queues', '/admin/queues/api/queues?x=1'])
+      expect(UNTRACED_PATHS.test(url), url).to.equal(true);
+    for (const url of ['/v1/payments', '/callbacks/vodacom-sandbox', '/admin/merchants', '/metricsx'])
+      expect(UNTRACED_PATHS.test(url), url).to.equal(false);
   });
 
   it("keeps no trace of BullMQ's housekeeping roots, and samples as OTEL_TRACES_SAMPLER says", () => {
     const quiet = new QuietRoots(samplerFromEnv({}));
-    const child = api.trace.setSpanContext(api.ROOT_CONTEXT, { traceId: TRACE_ID, spanId: SPAN_ID, traceFlags: 1, isRemote: true });
-    const decide = (ctx: api.Context, kind: api.SpanKind) => quiet.shouldSample(ctx, TRACE_ID, 'x', kind, {}, []).decision;
+    const child = api.trace.setSpanContext(api.ROOT_CONTEXT, {
+      traceId: TRACE_ID,
+      spanId: SPAN_ID,
+      traceFlags: 1,
+      isRemote: true,
+    });
+    const decide = (ctx: api.Context, kind: api.SpanKind) =>
+      quiet.shouldSample(ctx, TRACE_ID, 'x', kind, {}, []).decision;
     expect(decide(api.ROOT_CONTEXT, api.SpanKind.INTERNAL)).to.equal(SamplingDecision.NOT_RECORD);
     expect(decide(api.ROOT_CONTEXT, api.SpanKind.SERVER)).to.equal(SamplingDecision.RECORD_AND_SAMPLED);
     expect(decide(api.ROOT_CONTEXT, api.SpanKind.CONSUMER)).to.equal(SamplingDecision.RECORD_AND_SAMPLED);
     expect(decide(child, api.SpanKind.INTERNAL)).to.equal(SamplingDecision.RECORD_AND_SAMPLED);
-    expect(samplerFromEnv({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' }).toString()).to.match(/ParentBased.*TraceIdRatioBased\{0\.25\}/);
+    expect(
+      samplerFromEnv({ OTEL_TRACES_SAMPLER: 'parentbased_traceidratio', OTEL_TRACES_SAMPLER_ARG: '0.25' }).toString(),
+    ).to.match(/ParentBased.*TraceIdRatioBased\{0\.25\}/);
     expect(samplerFromEnv({ OTEL_TRACES_SAMPLER: 'always_off' }).toString()).to.equal('AlwaysOffSampler');
     expect(samplerFromEnv({}).toString()).to.match(/ParentBased\{root=AlwaysOnSampler/);
   });

@@ -5,10 +5,12 @@ import { TtlCache } from '../../shared/ttlCache';
 describe('TtlCache', () => {
   const counting = () => {
     const calls: string[] = [];
-    const load = (key: string, value = `v-${key}`) => () => {
-      calls.push(key);
-      return Promise.resolve(value);
-    };
+    const load =
+      (key: string, value = `v-${key}`) =>
+      () => {
+        calls.push(key);
+        return Promise.resolve(value);
+      };
     return { calls, load };
   };
 

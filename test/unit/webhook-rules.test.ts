@@ -28,8 +28,17 @@ describe('webhook delivery rules', () => {
     it('takes the delays from configuration; production refuses a shortened schedule and a non-spec timeout or pause', () => {
       const base = { NODE_ENV: 'test', ADMIN_API_TOKEN: 'x'.repeat(20) };
       expect(loadConfig(base).webhookRetryDelaysMs).to.deep.equal(SPEC_MS);
-      expect(loadConfig({ ...base, WEBHOOK_RETRY_DELAYS_MS: '1,2,3,4,5,6,7,8' }).webhookRetryDelaysMs).to.deep.equal([1, 2, 3, 4, 5, 6, 7, 8]);
-      const prod = { NODE_ENV: 'production', ADMIN_API_TOKEN: 'y'.repeat(32), SECRETS_KEY: `k:${Buffer.alloc(32, 7).toString('base64')}`, SANDBOX_CALLBACK_SECRET: 'z'.repeat(32), CARD_CALLBACK_SECRET: 'c'.repeat(32), CARD_VAULT_API_KEY: 'v'.repeat(32) };
+      expect(loadConfig({ ...base, WEBHOOK_RETRY_DELAYS_MS: '1,2,3,4,5,6,7,8' }).webhookRetryDelaysMs).to.deep.equal([
+        1, 2, 3, 4, 5, 6, 7, 8,
+      ]);
+      const prod = {
+        NODE_ENV: 'production',
+        ADMIN_API_TOKEN: 'y'.repeat(32),
+        SECRETS_KEY: `k:${Buffer.alloc(32, 7).toString('base64')}`,
+        SANDBOX_CALLBACK_SECRET: 'z'.repeat(32),
+        CARD_CALLBACK_SECRET: 'c'.repeat(32),
+        CARD_VAULT_API_KEY: 'v'.repeat(32),
+      };
       expect(loadConfig(prod).webhooks).to.include({ timeoutMs: 10_000, breakerPauseMs: 3_600_000 });
       expect(() => loadConfig({ ...prod, WEBHOOK_RETRY_DELAYS_MS: '1,2,3,4,5,6,7,8' })).to.throw(/shorten/);
       expect(() => loadConfig({ ...prod, WEBHOOK_TIMEOUT_MS: '1000' })).to.throw(/WEBHOOK_TIMEOUT_MS/);
@@ -39,7 +48,8 @@ describe('webhook delivery rules', () => {
 
   it('succeeds on any 2xx only', () => {
     for (const code of [200, 201, 202, 204, 299]) expect(isSuccess(code)).to.equal(true);
-    for (const code of [null, 100, 199, 300, 301, 302, 304, 400, 404, 410, 500, 503]) expect(isSuccess(code)).to.equal(false);
+    for (const code of [null, 100, 199, 300, 301, 302, 304, 400, 404, 410, 500, 503])
+      expect(isSuccess(code)).to.equal(false);
   });
 
   it('derives the breaker state: closed, open during the pause, half-open after it', () => {
@@ -75,8 +85,18 @@ describe('webhook delivery rules', () => {
     });
 
     it('refuses patterns that are malformed or match no event type', () => {
-      for (const ok of ['*', 'payment.*', 'refund.succeeded', '*.failed', 'settlement.completed']) expect(patternProblem(ok), ok).to.equal(null);
-      for (const bad of ['', 'Payment.*', 'payment.refunded', 'webhook.test', 'webhook.*', 'payment succeeded', '.*', 'a'.repeat(101)]) {
+      for (const ok of ['*', 'payment.*', 'refund.succeeded', '*.failed', 'settlement.completed'])
+        expect(patternProblem(ok), ok).to.equal(null);
+      for (const bad of [
+        '',
+        'Payment.*',
+        'payment.refunded',
+        'webhook.test',
+        'webhook.*',
+        'payment succeeded',
+        '.*',
+        'a'.repeat(101),
+      ]) {
         expect(patternProblem(bad), bad).to.be.a('string');
       }
     });

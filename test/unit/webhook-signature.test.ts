@@ -3,7 +3,8 @@ import { createHmac } from 'node:crypto';
 import { signatureHeader, verifyWebhook, webhookSignature } from '../../shared/client/webhooks';
 
 const SECRET = 'whsec_unit_test_secret';
-const BODY = '{"id":"evt_1","type":"payment.succeeded","created":1700000000,"data":{"object":{"amount":5000},"object_version":2}}';
+const BODY =
+  '{"id":"evt_1","type":"payment.succeeded","created":1700000000,"data":{"object":{"amount":5000},"object_version":2}}';
 const T = 1_700_000_000;
 
 describe('webhook signatures (spec 6.4) and the verification helper', () => {
@@ -24,7 +25,10 @@ describe('webhook signatures (spec 6.4) and the verification helper', () => {
 
   it('rejects a timestamp outside the tolerance (default 300 s, or the one given)', () => {
     const header = signatureHeader(SECRET, T, BODY);
-    expect(verifyWebhook(BODY, header, SECRET, { now: T + 301 })).to.deep.equal({ ok: false, reason: 'timestamp-outside-tolerance' });
+    expect(verifyWebhook(BODY, header, SECRET, { now: T + 301 })).to.deep.equal({
+      ok: false,
+      reason: 'timestamp-outside-tolerance',
+    });
     expect(verifyWebhook(BODY, header, SECRET, { now: T - 301 }).ok).to.equal(false);
     expect(verifyWebhook(BODY, header, SECRET, { now: T + 60, toleranceSeconds: 30 }).ok).to.equal(false);
   });
@@ -35,7 +39,9 @@ describe('webhook signatures (spec 6.4) and the verification helper', () => {
     expect(verifyWebhook(BODY.replace('5000', '5001'), header, SECRET, { now: T })).to.deep.equal(mismatch);
     expect(verifyWebhook(BODY, header, 'whsec_other', { now: T })).to.deep.equal(mismatch);
     expect(verifyWebhook(BODY, header.replace(`t=${T}`, `t=${T + 1}`), SECRET, { now: T })).to.deep.equal(mismatch);
-    expect(verifyWebhook(JSON.stringify(JSON.parse(BODY), null, 2), header, SECRET, { now: T })).to.deep.equal(mismatch);
+    expect(verifyWebhook(JSON.stringify(JSON.parse(BODY), null, 2), header, SECRET, { now: T })).to.deep.equal(
+      mismatch,
+    );
   });
 
   it('accepts when any v1 matches (secret rotation), and rejects truncated or uppercase signatures', () => {
@@ -48,7 +54,16 @@ describe('webhook signatures (spec 6.4) and the verification helper', () => {
 
   it('rejects a missing or malformed header', () => {
     const malformed = { ok: false, reason: 'malformed-header' };
-    for (const header of [undefined, null, '', 'garbage', `v1=${'0'.repeat(64)}`, `t=${T}`, `t=soon,v1=${'0'.repeat(64)}`, 'x'.repeat(2000)]) {
+    for (const header of [
+      undefined,
+      null,
+      '',
+      'garbage',
+      `v1=${'0'.repeat(64)}`,
+      `t=${T}`,
+      `t=soon,v1=${'0'.repeat(64)}`,
+      'x'.repeat(2000),
+    ]) {
       expect(verifyWebhook(BODY, header, SECRET, { now: T }), String(header)).to.deep.equal(malformed);
     }
   });

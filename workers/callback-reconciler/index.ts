@@ -26,22 +26,32 @@ void runPool({
         // with traces on, each callback's transition is a span of its payment's trace: the job's
         // own, or (callbacks stored together) the callback's request's
         data.callbackIds.map((callbackId: string, i: number) =>
-          inSpan('apply-callback', { parent: data.traceparents?.[i] || undefined, attributes: { 'svc_payments.callback.id': callbackId } }, async (span) => {
-            const log = ctx.log.child({ requestId: data.requestId, callbackId });
-            const { outcome, callback } = await applyStoredCallback(ctx, KINDS, callbackId, log, data.kind);
-            const facts = { outcome, kind: callback?.kind, objectId: callback?.objectId, status: callback?.status, provider: callback?.provider };
-            span({
-              'svc_payments.callback.outcome': outcome,
-              'svc_payments.operation.kind': callback?.kind,
-              'svc_payments.operation.id': callback?.objectId,
-              'svc_payments.callback.status': callback?.status,
-              'svc_payments.provider': callback?.provider,
-            });
-            // anything but a clean application is worth an operator's eye
-            if (outcome === 'applied' || outcome === 'already-processed') log.info(facts, 'callback processed');
-            else log.warn(facts, 'callback recorded without effect');
-            return outcome;
-          }),
+          inSpan(
+            'apply-callback',
+            { parent: data.traceparents?.[i] || undefined, attributes: { 'svc_payments.callback.id': callbackId } },
+            async (span) => {
+              const log = ctx.log.child({ requestId: data.requestId, callbackId });
+              const { outcome, callback } = await applyStoredCallback(ctx, KINDS, callbackId, log, data.kind);
+              const facts = {
+                outcome,
+                kind: callback?.kind,
+                objectId: callback?.objectId,
+                status: callback?.status,
+                provider: callback?.provider,
+              };
+              span({
+                'svc_payments.callback.outcome': outcome,
+                'svc_payments.operation.kind': callback?.kind,
+                'svc_payments.operation.id': callback?.objectId,
+                'svc_payments.callback.status': callback?.status,
+                'svc_payments.provider': callback?.provider,
+              });
+              // anything but a clean application is worth an operator's eye
+              if (outcome === 'applied' || outcome === 'already-processed') log.info(facts, 'callback processed');
+              else log.warn(facts, 'callback recorded without effect');
+              return outcome;
+            },
+          ),
         ),
       );
       // one that failed fails the job: it runs again, and the callbacks already applied are found processed
@@ -51,5 +61,7 @@ void runPool({
       return outcomes.length === 1 ? outcomes[0] : outcomes;
     },
   },
-  loops: [retentionLoop(async (ctx) => ({ callbackBodies: await purgeCallbackBodies(ctx.db, { now: ctx.clock.now() }) }))],
+  loops: [
+    retentionLoop(async (ctx) => ({ callbackBodies: await purgeCallbackBodies(ctx.db, { now: ctx.clock.now() }) })),
+  ],
 });

@@ -21,13 +21,20 @@ export interface CallbackJob {
 const invalid = () => new UnrecoverableError('callback-reconciler job without a valid callbackId or callbackIds');
 
 export function guardCallbackJob(data: unknown): CallbackJob {
-  const d = data as { callbackId?: unknown; callbackIds?: unknown; kind?: unknown; requestId?: unknown; traceparents?: unknown } | null;
+  const d = data as {
+    callbackId?: unknown;
+    callbackIds?: unknown;
+    kind?: unknown;
+    requestId?: unknown;
+    traceparents?: unknown;
+  } | null;
   if (!d) throw invalid();
   let ids: string[];
   if (typeof d.callbackId === 'string' && d.callbackIds === undefined) ids = [d.callbackId];
   else if (typeof d.callbackIds === 'string' && d.callbackId === undefined) ids = d.callbackIds.split(',');
   else throw invalid();
-  if (ids.length > CALLBACKS_PER_JOB || ids.some((id) => !UUID_V4_RE.test(id)) || new Set(ids).size !== ids.length) throw invalid();
+  if (ids.length > CALLBACKS_PER_JOB || ids.some((id) => !UUID_V4_RE.test(id)) || new Set(ids).size !== ids.length)
+    throw invalid();
   const kind = typeof d.kind === 'string' && Object.hasOwn(KINDS, d.kind) ? (d.kind as ProviderObjectKind) : undefined;
   // trace contexts are a help, never a reason to refuse the work: a list that does not match is dropped
   const traceparents = typeof d.traceparents === 'string' ? d.traceparents.split(',') : undefined;

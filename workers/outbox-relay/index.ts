@@ -34,7 +34,15 @@ void runPool({
         while (n > 0);
       },
     },
-    { name: 'redrive', intervalMs: (ctx) => ctx.config.redrive.intervalMs, run: (ctx) => redrive({ db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log }, OPEN_WORK) },
+    {
+      name: 'redrive',
+      intervalMs: (ctx) => ctx.config.redrive.intervalMs,
+      run: (ctx) =>
+        redrive(
+          { db: ctx.db, queues: ctx.queues, now: ctx.clock.now(), graceMs: ctx.config.redrive.graceMs, log: ctx.log },
+          OPEN_WORK,
+        ),
+    },
     {
       name: 'housekeeping',
       intervalMs: () => 60_000,

@@ -20,7 +20,11 @@ void runPool({
     {
       name: 'daily-settlement',
       intervalMs: (ctx) => ctx.config.settlement.checkIntervalMs,
-      run: (ctx) => settle(ctx, { now: Math.floor(ctx.clock.now() / 1000), cutoffMinutesUtc: ctx.config.settlement.cutoffMinutesUtc }),
+      run: (ctx) =>
+        settle(ctx, {
+          now: Math.floor(ctx.clock.now() / 1000),
+          cutoffMinutesUtc: ctx.config.settlement.cutoffMinutesUtc,
+        }),
     },
     {
       name: 'fold-credits',

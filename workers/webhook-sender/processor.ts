@@ -17,7 +17,13 @@ export interface DeliverJob {
 
 export function guardDeliverJob(data: unknown): DeliverJob {
   const d = data as Partial<DeliverJob> | null;
-  if (!d || typeof d.deliveryId !== 'string' || !isId('delivery', d.deliveryId) || typeof d.webhookId !== 'string' || !isId('webhook', d.webhookId)) {
+  if (
+    !d ||
+    typeof d.deliveryId !== 'string' ||
+    !isId('delivery', d.deliveryId) ||
+    typeof d.webhookId !== 'string' ||
+    !isId('webhook', d.webhookId)
+  ) {
     throw new UnrecoverableError('webhook-sender job needs a deliveryId (whd_) and a webhookId (wh_)');
   }
   return { deliveryId: d.deliveryId, webhookId: d.webhookId };

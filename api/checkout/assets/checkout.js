@@ -23,12 +23,16 @@
 
   function check() {
     fetch('/checkout/' + id + '/status', { headers: { Accept: 'application/json' }, cache: 'no-store' })
-      .then(function (res) { return res.json(); })
+      .then(function (res) {
+        return res.json();
+      })
       .then(function (s) {
         // a new state, or a charge that ended without one (a refused card token): the server renders it
         if (s.status !== shown || (s.status === 'pending' && !s.charging)) reload();
       })
-      .catch(function () { /* asked again at the next tick */ });
+      .catch(function () {
+        /* asked again at the next tick */
+      });
   }
 
   function poll() {
@@ -56,13 +60,18 @@
     };
     if (phone && select && shownOp) {
       phone.addEventListener('input', detect);
-      select.addEventListener('change', function () { chosen = select.value !== ''; });
+      select.addEventListener('change', function () {
+        chosen = select.value !== '';
+      });
       detect();
     }
     // one submission per form: a second click waits for the first (the token would make it the same payment anyway)
     Array.prototype.forEach.call(document.querySelectorAll('form.method'), function (f) {
       f.addEventListener('submit', function (e) {
-        if (f.getAttribute('data-sent')) { e.preventDefault(); return; }
+        if (f.getAttribute('data-sent')) {
+          e.preventDefault();
+          return;
+        }
         f.setAttribute('data-sent', '1');
         var b = f.querySelector('button');
         if (b) b.setAttribute('aria-busy', 'true');
@@ -76,11 +85,15 @@
     var statusUrl = body.getAttribute('data-status-url');
     var tick = function () {
       fetch(statusUrl, { headers: { Accept: 'application/json' }, cache: 'no-store', credentials: 'omit' })
-        .then(function (res) { return res.json(); })
+        .then(function (res) {
+          return res.json();
+        })
         .then(function (s) {
           if (s.status === shown) return setTimeout(tick, 1500);
           return fetch(location.pathname + location.search, { cache: 'no-store', credentials: 'omit' })
-            .then(function (res) { return res.text(); })
+            .then(function (res) {
+              return res.text();
+            })
             .then(function (text) {
               var doc = new DOMParser().parseFromString(text, 'text/html');
               document.querySelector('main').innerHTML = doc.querySelector('main').innerHTML;
@@ -90,7 +103,9 @@
               else body.setAttribute('data-state', doc.body.getAttribute('data-state'));
             });
         })
-        .catch(function () { setTimeout(tick, 3000); });
+        .catch(function () {
+          setTimeout(tick, 3000);
+        });
     };
     setTimeout(tick, 1000);
     return;
@@ -105,7 +120,10 @@
 
   if (state === 'final') {
     var back = body.getAttribute('data-auto-return');
-    if (back) setTimeout(function () { location.assign(back); }, 3000);
+    if (back)
+      setTimeout(function () {
+        location.assign(back);
+      }, 3000);
     return;
   }
 
@@ -155,7 +173,9 @@
           if (res.status === 409) return reload();
           stop(res.status === 429 ? messages.busy : messages.network);
         })
-        .catch(function () { stop(messages.network); });
+        .catch(function () {
+          stop(messages.network);
+        });
     };
 
     form.addEventListener('submit', start);

@@ -5,7 +5,14 @@ import { MONEY, validator } from '../../../shared/validation';
 import { MAX_AMOUNT } from '../../../shared/money';
 import { isId } from '../../../shared/domain/ids';
 import { NotFound, ValidationFailed } from '../../../shared/errors';
-import { createMerchant, getMerchant, issueCredential, revokeCredential, updateMerchant, type MerchantInput } from '../../../shared/merchants/service';
+import {
+  createMerchant,
+  getMerchant,
+  issueCredential,
+  revokeCredential,
+  updateMerchant,
+  type MerchantInput,
+} from '../../../shared/merchants/service';
 import { attentionList } from '../../../shared/operations/attention';
 import { getMaintenance, setMaintenance } from '../../../shared/settings';
 import { rememberMaintenance } from '../../middleware/maintenance';
@@ -15,7 +22,10 @@ import { OPERATORS, type Direction, type Operator } from '../../../shared/vocabu
 import { DEFAULT_ROTATION_OVERLAP_SECONDS, rotateWebhookSecret } from '../../../shared/merchants/webhookSecrets';
 import { KINDS } from '../../../shared/operationKinds';
 
-const FEE_RULE = closedObject({ percent_bps: { type: 'integer', minimum: 0, maximum: 10000 }, fixed: { type: 'integer', minimum: 0, maximum: MAX_AMOUNT } });
+const FEE_RULE = closedObject({
+  percent_bps: { type: 'integer', minimum: 0, maximum: 10000 },
+  fixed: { type: 'integer', minimum: 0, maximum: MAX_AMOUNT },
+});
 
 /** A per-transaction limit: 1 to 10^12 minor units, or null (no limit of the merchant's own; amounts stay at most 10^12). */
 const LIMIT = { anyOf: [MONEY, { type: 'null' }] } as const;
@@ -44,19 +54,37 @@ const validateUpdateMerchant = validator<MerchantInput>({
   properties: { ...MERCHANT_FIELDS, status: { type: 'string', enum: ['active', 'suspended'] } },
 });
 
-const validateIssue = validator<{ environment: 'test' | 'live'; scope: 'read' | 'payments' | 'full'; ip_allowlist?: string[] }>(closedObject({
-  environment: ENVIRONMENT,
-  scope: { type: 'string', enum: ['read', 'payments', 'full'] },
-  ip_allowlist: { type: 'array', maxItems: 100, items: { type: 'string', maxLength: 64 } },
-}, ['ip_allowlist']));
+const validateIssue = validator<{
+  environment: 'test' | 'live';
+  scope: 'read' | 'payments' | 'full';
+  ip_allowlist?: string[];
+}>(
+  closedObject(
+    {
+      environment: ENVIRONMENT,
+      scope: { type: 'string', enum: ['read', 'payments', 'full'] },
+      ip_allowlist: { type: 'array', maxItems: 100, items: { type: 'string', maxLength: 64 } },
+    },
+    ['ip_allowlist'],
+  ),
+);
 
-const validateRevoke = validator<{ immediate?: boolean }>({ type: 'object', additionalProperties: false, properties: { immediate: { type: 'boolean' } } });
+const validateRevoke = validator<{ immediate?: boolean }>({
+  type: 'object',
+  additionalProperties: false,
+  properties: { immediate: { type: 'boolean' } },
+});
 
-const validateRotate = validator<{ environment: 'test' | 'live'; overlap_seconds?: number }>(closedObject({
-  environment: ENVIRONMENT,
-  // how long the replaced secret keeps signing beside the new one; at most 30 days
-  overlap_seconds: { type: 'integer', minimum: 0, maximum: 2_592_000 },
-}, ['overlap_seconds']));
+const validateRotate = validator<{ environment: 'test' | 'live'; overlap_seconds?: number }>(
+  closedObject(
+    {
+      environment: ENVIRONMENT,
+      // how long the replaced secret keeps signing beside the new one; at most 30 days
+      overlap_seconds: { type: 'integer', minimum: 0, maximum: 2_592_000 },
+    },
+    ['overlap_seconds'],
+  ),
+);
 
 const validateClosures = validator<Partial<Record<Direction, 'closed' | 'operational'>>>({
   type: 'object',
@@ -66,7 +94,9 @@ const validateClosures = validator<Partial<Record<Direction, 'closed' | 'operati
 });
 
 const validateMaintenance = validator<{ enabled: boolean; retry_after?: number }>(
-  closedObject({ enabled: { type: 'boolean' }, retry_after: { type: 'integer', minimum: 1, maximum: 86400 } }, ['retry_after']),
+  closedObject({ enabled: { type: 'boolean' }, retry_after: { type: 'integer', minimum: 1, maximum: 86400 } }, [
+    'retry_after',
+  ]),
 );
 
 /** Operator API (docs/decisions.md); mounted behind adminAuth. Webhook routes join in their own module. */
@@ -95,21 +125,41 @@ export const adminRouter = new Router({ prefix: '/admin' })
     if (!isId('merchant', ctx.params.id)) throw new NotFound('Merchant');
     const input = validateRotate(await readJson(ctx));
     const overlap = input.overlap_seconds ?? DEFAULT_ROTATION_OVERLAP_SECONDS;
-    ctx.body = await rotateWebhookSecret(ctx.services.db, ctx.params.id, input.environment, overlap, ctx.services.config.secretsKeys);
+    ctx.body = await rotateWebhookSecret(
+      ctx.services.db,
+      ctx.params.id,
+      input.environment,
+      overlap,
+      ctx.services.config.secretsKeys,
+    );
   })
   .post('/credentials/:id/revoke', async (ctx) => {
     if (!isId('credential', ctx.params.id)) throw new NotFound('Credential');
     const input = validateRevoke(await readJson(ctx));
-    ctx.body = await revokeCredential(ctx.services.db, ctx.params.id, input.immediate === true, ctx.services.config.secretsKeys, ctx.services.clock.now());
+    ctx.body = await revokeCredential(
+      ctx.services.db,
+      ctx.params.id,
+      input.immediate === true,
+      ctx.services.config.secretsKeys,
+      ctx.services.clock.now(),
+    );
   })
   // closes or opens an operator's directions; answers its availability row (live providers' figures)
   .put('/operators/:operator', async (ctx) => {
     const operator = ctx.params.operator as Operator;
-    if (!OPERATORS.includes(operator)) throw new ValidationFailed('operator', `operator must be one of: ${OPERATORS.join(', ')}`);
+    if (!OPERATORS.includes(operator))
+      throw new ValidationFailed('operator', `operator must be one of: ${OPERATORS.join(', ')}`);
     const change = validateClosures(await readJson(ctx));
     await setClosures(ctx.services, operator, change);
     const { db, clock, config } = ctx.services;
-    [ctx.body] = await operatorAvailability(db, ctx.services.providers, 'live', clock.now(), config.availability, operator);
+    [ctx.body] = await operatorAvailability(
+      db,
+      ctx.services.providers,
+      'live',
+      clock.now(),
+      config.availability,
+      operator,
+    );
   })
   .get('/attention', async (ctx) => {
     ctx.body = { object: 'list', data: await attentionList(ctx.services.db, KINDS, ctx.services.clock.now()) };
@@ -119,7 +169,10 @@ export const adminRouter = new Router({ prefix: '/admin' })
   })
   .put('/maintenance', async (ctx) => {
     const input = validateMaintenance(await readJson(ctx));
-    const flag = await setMaintenance(ctx.services.db, { enabled: input.enabled, retry_after: input.retry_after ?? 300 });
+    const flag = await setMaintenance(ctx.services.db, {
+      enabled: input.enabled,
+      retry_after: input.retry_after ?? 300,
+    });
     rememberMaintenance(ctx.services.caches, flag);
     ctx.body = flag;
   });

@@ -6,18 +6,34 @@ import { validator } from '../../../shared/validation';
 import { isId } from '../../../shared/domain/ids';
 import { NotFound, ValidationFailed } from '../../../shared/errors';
 import { parseCursor, parseLimit } from '../../../shared/db/pagination';
-import { createWebhook, getWebhook, listWebhooks, sendTestEvent, updateWebhook, type WebhookInput, type WebhookPatch } from '../../../shared/webhooks/endpoints';
+import {
+  createWebhook,
+  getWebhook,
+  listWebhooks,
+  sendTestEvent,
+  updateWebhook,
+  type WebhookInput,
+  type WebhookPatch,
+} from '../../../shared/webhooks/endpoints';
 import { listDeliveries, replayDelivery } from '../../../shared/webhooks/operator';
 
-const EVENTS = { type: 'array', minItems: 1, maxItems: 20, uniqueItems: true, items: { type: 'string', minLength: 1, maxLength: 100 } } as const;
+const EVENTS = {
+  type: 'array',
+  minItems: 1,
+  maxItems: 20,
+  uniqueItems: true,
+  items: { type: 'string', minLength: 1, maxLength: 100 },
+} as const;
 const URL_FIELD = { type: 'string', minLength: 1, maxLength: 2048 } as const;
 
-const validateCreate = validator<WebhookInput>(closedObject({
-  merchant_id: { type: 'string', maxLength: 100 },
-  url: URL_FIELD,
-  events: EVENTS,
-  environment: { type: 'string', enum: ['test', 'live'] },
-}));
+const validateCreate = validator<WebhookInput>(
+  closedObject({
+    merchant_id: { type: 'string', maxLength: 100 },
+    url: URL_FIELD,
+    events: EVENTS,
+    environment: { type: 'string', enum: ['test', 'live'] },
+  }),
+);
 
 const validatePatch = validator<WebhookPatch>({
   type: 'object',
@@ -38,13 +54,15 @@ function webhookId(id: string): string {
 export const webhooksAdminRouter = new Router({ prefix: '/admin' })
   .post('/webhooks', async (ctx) => {
     const input = validateCreate(await readJson(ctx));
-    if (!isId('merchant', input.merchant_id)) throw new ValidationFailed('merchant_id', 'merchant_id must be a merchant id (mer_...)');
+    if (!isId('merchant', input.merchant_id))
+      throw new ValidationFailed('merchant_id', 'merchant_id must be a merchant id (mer_...)');
     ctx.status = 201;
     ctx.body = await createWebhook(ctx.services.db, input);
   })
   .get('/webhooks', async (ctx) => {
     const merchantId = lastValue(ctx.query.merchant_id);
-    if (typeof merchantId !== 'string' || !isId('merchant', merchantId)) throw new ValidationFailed('merchant_id', 'merchant_id (mer_...) is required');
+    if (typeof merchantId !== 'string' || !isId('merchant', merchantId))
+      throw new ValidationFailed('merchant_id', 'merchant_id (mer_...) is required');
     ctx.body = await listWebhooks(ctx.services.db, merchantId);
   })
   .get('/webhooks/:id', async (ctx) => {
@@ -62,8 +80,12 @@ export const webhooksAdminRouter = new Router({ prefix: '/admin' })
   .get('/webhooks/:id/deliveries', async (ctx) => {
     const id = webhookId(ctx.params.id);
     const status = lastValue(ctx.query.status) as (typeof DELIVERY_STATUSES)[number] | undefined;
-    if (status !== undefined && !DELIVERY_STATUSES.includes(status)) throw new ValidationFailed('status', `status must be one of: ${DELIVERY_STATUSES.join(', ')}`);
-    const page = { limit: parseLimit(lastValue(ctx.query.limit)), cursor: parseCursor(lastValue(ctx.query.cursor), 'whd_') };
+    if (status !== undefined && !DELIVERY_STATUSES.includes(status))
+      throw new ValidationFailed('status', `status must be one of: ${DELIVERY_STATUSES.join(', ')}`);
+    const page = {
+      limit: parseLimit(lastValue(ctx.query.limit)),
+      cursor: parseCursor(lastValue(ctx.query.cursor), 'whd_'),
+    };
     ctx.body = await listDeliveries(ctx.services.db, id, page, status);
   })
   .post('/deliveries/:id/replay', async (ctx) => {

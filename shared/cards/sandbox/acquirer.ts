@@ -68,10 +68,17 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
   const callbacks = createCallbackSender(opts.callbackSecret, opts.log, opts.clock);
   const { later } = callbacks;
 
-  const expired = (c: Charge, now = opts.clock.now()) => c.outcome === 'challenge' && c.status === 'pending' && now >= c.challengeEndsAt;
+  const expired = (c: Charge, now = opts.clock.now()) =>
+    c.outcome === 'challenge' && c.status === 'pending' && now >= c.challengeEndsAt;
 
   /** Decides a pending charge; its signed callback follows after `delayMs`. */
-  function conclude(c: Charge, status: 'succeeded' | 'failed', failureCode: string | null, failureMessage: string | null, delayMs: number): void {
+  function conclude(
+    c: Charge,
+    status: 'succeeded' | 'failed',
+    failureCode: string | null,
+    failureMessage: string | null,
+    delayMs: number,
+  ): void {
     Object.assign(c, { status, failureCode, failureMessage });
     later(delayMs, () => {
       const body: CallbackWire = {
@@ -120,19 +127,28 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
   async function charge(req: IncomingMessage): Promise<[number, unknown]> {
     const body = await readJson(req);
     const externalId = body.external_id;
-    if (typeof externalId !== 'string' || !CHARGE_ID.test(externalId)) throw new SandboxError(400, 'invalid-request', 'external_id must be our payment id');
-    if (req.headers['idempotency-key'] !== externalId) throw new SandboxError(400, 'invalid-request', 'Idempotency-Key must equal external_id');
+    if (typeof externalId !== 'string' || !CHARGE_ID.test(externalId))
+      throw new SandboxError(400, 'invalid-request', 'external_id must be our payment id');
+    if (req.headers['idempotency-key'] !== externalId)
+      throw new SandboxError(400, 'invalid-request', 'Idempotency-Key must equal external_id');
     const existing = charges.get(externalId);
     if (existing) {
       existing.requests++;
       return [200, answer(existing)];
     }
     const { token, amount, currency, callback_url: callbackUrl, return_url: returnUrl } = body;
-    if (typeof token !== 'string' || !TOKEN.test(token)) throw new SandboxError(422, 'token-invalid', 'token must be a vault token');
-    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) throw new SandboxError(400, 'invalid-amount', 'amount must be a positive integer');
-    if (currency !== 'USD' && currency !== 'CDF') throw new SandboxError(400, 'invalid-currency', 'currency must be USD or CDF');
-    for (const [name, v] of [['callback_url', callbackUrl], ['return_url', returnUrl]] as const) {
-      if (typeof v !== 'string' || !/^https?:\/\//.test(v)) throw new SandboxError(400, 'invalid-request', `${name} must be an http(s) URL`);
+    if (typeof token !== 'string' || !TOKEN.test(token))
+      throw new SandboxError(422, 'token-invalid', 'token must be a vault token');
+    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1)
+      throw new SandboxError(400, 'invalid-amount', 'amount must be a positive integer');
+    if (currency !== 'USD' && currency !== 'CDF')
+      throw new SandboxError(400, 'invalid-currency', 'currency must be USD or CDF');
+    for (const [name, v] of [
+      ['callback_url', callbackUrl],
+      ['return_url', returnUrl],
+    ] as const) {
+      if (typeof v !== 'string' || !/^https?:\/\//.test(v))
+        throw new SandboxError(400, 'invalid-request', `${name} must be an http(s) URL`);
     }
     const card = await redeem(token, externalId);
     opts.log.info({ externalId, token: maskToken(token), brand: card.brand }, 'charge');
@@ -188,7 +204,9 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
 
   function challengePage(res: ServerResponse, c: Charge): void {
     const open = c.status === 'pending' && !expired(c);
-    const state = open ? '' : `<p class="done" role="status">${expired(c) ? 'This authentication has expired. / Cette authentification a expiré.' : 'This authentication is already answered. / Cette authentification a déjà reçu sa réponse.'}</p>`;
+    const state = open
+      ? ''
+      : `<p class="done" role="status">${expired(c) ? 'This authentication has expired. / Cette authentification a expiré.' : 'This authentication is already answered. / Cette authentification a déjà reçu sa réponse.'}</p>`;
     const forms = open
       ? `<form method="post" action="/acs/${c.providerRef}/complete"><button type="submit" class="ok">Complete authentication</button></form>
 <form method="post" action="/acs/${c.providerRef}/fail"><button type="submit" class="ko">Fail authentication</button></form>`
@@ -202,7 +220,12 @@ ${state}${forms}</main></body></html>`;
     sendText(res, open ? 200 : 409, 'text/html; charset=utf-8', html, acsHeaders());
   }
 
-  async function answerChallenge(req: IncomingMessage, res: ServerResponse, c: Charge, action: 'complete' | 'fail'): Promise<void> {
+  async function answerChallenge(
+    req: IncomingMessage,
+    res: ServerResponse,
+    c: Charge,
+    action: 'complete' | 'fail',
+  ): Promise<void> {
     await readBody(req, 1024);
     if (expired(c)) return challengePage(res, c);
     if (c.status === 'pending') {
@@ -218,17 +241,27 @@ ${state}${forms}</main></body></html>`;
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://acquirer');
     const parts = url.pathname.split('/').filter(Boolean);
-    if (req.method === 'GET' && url.pathname === '/acs.css') return sendText(res, 200, 'text/css; charset=utf-8', acsStyle, { 'Cache-Control': 'public, max-age=300' });
+    if (req.method === 'GET' && url.pathname === '/acs.css')
+      return sendText(res, 200, 'text/css; charset=utf-8', acsStyle, { 'Cache-Control': 'public, max-age=300' });
     if (req.method === 'GET' && url.pathname === '/health') return sendJson(res, 200, { ok: true });
     if (parts[0] === 'acs') {
       const c = byRef.get(parts[1] ?? '');
-      if (!c || c.outcome !== 'challenge') return sendText(res, 404, 'text/html; charset=utf-8', '<!doctype html><title>Not found</title><p>No such authentication.</p>', acsHeaders());
+      if (!c || c.outcome !== 'challenge')
+        return sendText(
+          res,
+          404,
+          'text/html; charset=utf-8',
+          '<!doctype html><title>Not found</title><p>No such authentication.</p>',
+          acsHeaders(),
+        );
       if (req.method === 'GET' && parts.length === 2) return challengePage(res, c);
-      if (req.method === 'POST' && parts.length === 3 && (parts[2] === 'complete' || parts[2] === 'fail')) return answerChallenge(req, res, c, parts[2]);
+      if (req.method === 'POST' && parts.length === 3 && (parts[2] === 'complete' || parts[2] === 'fail'))
+        return answerChallenge(req, res, c, parts[2]);
       throw new SandboxError(404, 'not-found', 'no such route');
     }
     if (parts[0] !== 'v1') throw new SandboxError(404, 'not-found', 'no such route');
-    if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`)) throw new SandboxError(401, 'unauthorized', 'bad API key');
+    if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`))
+      throw new SandboxError(401, 'unauthorized', 'bad API key');
     if (req.method === 'POST' && url.pathname === '/v1/charges') return sendJson(res, ...(await charge(req)));
     if (req.method === 'GET' && parts.length === 3 && parts[1] === 'transactions') {
       const c = charges.get(decodeURIComponent(parts[2]));

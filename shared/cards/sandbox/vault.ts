@@ -45,8 +45,26 @@ const asset = (name: string) => readFileSync(path.join(ASSETS, name), 'utf8');
 const PAYMENT_ID = /^pay_[0-9a-f-]{36}$/;
 
 const TEXT = {
-  fr: { title: 'Carte bancaire', number: 'Numéro de carte', exp: 'Expiration (MM/AA)', csc: 'Cryptogramme (CVC)', 'card-invalid': 'Numéro de carte invalide.', 'expiry-invalid': "Date d'expiration invalide ou passée (MM/AA).", 'cvc-invalid': 'Le cryptogramme doit avoir 3 chiffres.', network: 'Le service de carte ne répond pas. Réessayez.' },
-  en: { title: 'Card', number: 'Card number', exp: 'Expiry (MM/YY)', csc: 'Security code (CVC)', 'card-invalid': 'Invalid card number.', 'expiry-invalid': 'Invalid or past expiry date (MM/YY).', 'cvc-invalid': 'The security code must have 3 digits.', network: 'The card service does not answer. Please try again.' },
+  fr: {
+    title: 'Carte bancaire',
+    number: 'Numéro de carte',
+    exp: 'Expiration (MM/AA)',
+    csc: 'Cryptogramme (CVC)',
+    'card-invalid': 'Numéro de carte invalide.',
+    'expiry-invalid': "Date d'expiration invalide ou passée (MM/AA).",
+    'cvc-invalid': 'Le cryptogramme doit avoir 3 chiffres.',
+    network: 'Le service de carte ne répond pas. Réessayez.',
+  },
+  en: {
+    title: 'Card',
+    number: 'Card number',
+    exp: 'Expiry (MM/YY)',
+    csc: 'Security code (CVC)',
+    'card-invalid': 'Invalid card number.',
+    'expiry-invalid': 'Invalid or past expiry date (MM/YY).',
+    'cvc-invalid': 'The security code must have 3 digits.',
+    network: 'The card service does not answer. Please try again.',
+  },
 } as const;
 
 export function createVaultServer(opts: VaultOptions): Server {
@@ -66,7 +84,12 @@ export function createVaultServer(opts: VaultOptions): Server {
     const payment = url.searchParams.get('payment') ?? '';
     if (!PAYMENT_ID.test(payment)) throw new SandboxError(404, 'not-found', 'no such payment');
     const t = TEXT[lang];
-    const messages = JSON.stringify({ 'card-invalid': t['card-invalid'], 'expiry-invalid': t['expiry-invalid'], 'cvc-invalid': t['cvc-invalid'], network: t.network });
+    const messages = JSON.stringify({
+      'card-invalid': t['card-invalid'],
+      'expiry-invalid': t['expiry-invalid'],
+      'cvc-invalid': t['cvc-invalid'],
+      network: t.network,
+    });
     const html = `<!doctype html><html lang="${lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><title>${t.title}</title><link rel="stylesheet" href="/fields.css"></head>
 <body data-parent-origin="${escapeHtml(opts.serviceOrigin)}" data-payment="${payment}" data-messages="${escapeHtml(messages)}">
 <form id="card" novalidate autocomplete="on">
@@ -78,51 +101,74 @@ export function createVaultServer(opts: VaultOptions): Server {
 <input id="cc-csc" name="cc-csc" autocomplete="cc-csc" inputmode="numeric" maxlength="4" required aria-describedby="card-error"></div></div>
 <p id="card-error" class="error" role="alert" aria-live="assertive"></p>
 </form><script src="/fields.js"></script></body></html>`;
-    sendText(res, 200, 'text/html; charset=utf-8', html, { 'Content-Security-Policy': csp, 'Cache-Control': 'no-store' });
+    sendText(res, 200, 'text/html; charset=utf-8', html, {
+      'Content-Security-Policy': csp,
+      'Cache-Control': 'no-store',
+    });
   }
 
   async function createToken(req: IncomingMessage): Promise<[number, unknown]> {
     // the token API serves the vault's own iframe only
     const { origin, host } = req.headers;
-    if (origin !== undefined && origin !== `http://${host}` && origin !== `https://${host}`) throw new SandboxError(403, 'origin-not-allowed', 'tokens are created by the vault’s own card fields');
+    if (origin !== undefined && origin !== `http://${host}` && origin !== `https://${host}`)
+      throw new SandboxError(403, 'origin-not-allowed', 'tokens are created by the vault’s own card fields');
     const body = await readJson(req, 4096);
     const number = typeof body.number === 'string' ? body.number.replace(/[\s-]/g, '') : '';
     if (!luhnValid(number)) throw new SandboxError(400, 'card-invalid', 'the card number is not valid');
     const exp = typeof body.exp === 'string' ? parseExpiry(body.exp) : null;
     if (!exp) throw new SandboxError(400, 'expiry-invalid', 'the expiry must be MM/YY in the future');
-    if (typeof body.cvc !== 'string' || !/^[0-9]{3,4}$/.test(body.cvc)) throw new SandboxError(400, 'cvc-invalid', 'the CVC must be 3 digits');
-    if (typeof body.payment !== 'string' || !PAYMENT_ID.test(body.payment)) throw new SandboxError(400, 'invalid-request', 'payment must be the payment id');
+    if (typeof body.cvc !== 'string' || !/^[0-9]{3,4}$/.test(body.cvc))
+      throw new SandboxError(400, 'cvc-invalid', 'the CVC must be 3 digits');
+    if (typeof body.payment !== 'string' || !PAYMENT_ID.test(body.payment))
+      throw new SandboxError(400, 'invalid-request', 'payment must be the payment id');
     const token = `tok_${randomBytes(18).toString('base64url')}`;
-    const card: StoredCard = { number, expMonth: exp.month, expYear: exp.year, brand: brandOf(number), last4: number.slice(-4), payment: body.payment, expiresAt: opts.clock.now() + opts.tokenTtlMs, used: false };
+    const card: StoredCard = {
+      number,
+      expMonth: exp.month,
+      expYear: exp.year,
+      brand: brandOf(number),
+      last4: number.slice(-4),
+      payment: body.payment,
+      expiresAt: opts.clock.now() + opts.tokenTtlMs,
+      used: false,
+    };
     tokens.set(token, card);
     opts.log.info({ token: maskToken(token), brand: card.brand }, 'token created');
     return [201, { token, brand: card.brand, last4: card.last4, exp_month: card.expMonth, exp_year: card.expYear }];
   }
 
   async function redeem(req: IncomingMessage, token: string): Promise<[number, unknown]> {
-    if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`)) throw new SandboxError(401, 'unauthorized', 'bad API key');
+    if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`))
+      throw new SandboxError(401, 'unauthorized', 'bad API key');
     const body = await readJson(req, 1024);
     const card = tokens.get(token);
     if (!card) throw new SandboxError(404, 'token-invalid', 'no such token');
-    if (card.payment !== body.payment) throw new SandboxError(403, 'token-foreign', 'the token was issued for another payment');
+    if (card.payment !== body.payment)
+      throw new SandboxError(403, 'token-foreign', 'the token was issued for another payment');
     if (card.used) throw new SandboxError(409, 'token-used', 'the token was already used');
     if (opts.clock.now() > card.expiresAt) throw new SandboxError(410, 'token-expired', 'the token has expired');
     card.used = true;
     opts.log.info({ token: maskToken(token) }, 'token redeemed');
-    return [200, { number: card.number, brand: card.brand, last4: card.last4, exp_month: card.expMonth, exp_year: card.expYear }];
+    return [
+      200,
+      { number: card.number, brand: card.brand, last4: card.last4, exp_month: card.expMonth, exp_year: card.expYear },
+    ];
   }
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const url = new URL(req.url ?? '/', 'http://vault');
     const p = url.pathname;
     if (req.method === 'GET' && p === '/fields') return fieldsPage(url, res);
-    if (req.method === 'GET' && p === '/fields.js') return sendText(res, 200, 'text/javascript; charset=utf-8', script, { 'Cache-Control': 'public, max-age=300' });
-    if (req.method === 'GET' && p === '/fields.css') return sendText(res, 200, 'text/css; charset=utf-8', style, { 'Cache-Control': 'public, max-age=300' });
+    if (req.method === 'GET' && p === '/fields.js')
+      return sendText(res, 200, 'text/javascript; charset=utf-8', script, { 'Cache-Control': 'public, max-age=300' });
+    if (req.method === 'GET' && p === '/fields.css')
+      return sendText(res, 200, 'text/css; charset=utf-8', style, { 'Cache-Control': 'public, max-age=300' });
     if (req.method === 'GET' && p === '/health') return sendJson(res, 200, { ok: true });
     if (req.method === 'POST' && p === '/v1/tokens') return sendJson(res, ...(await createToken(req)));
     const m = /^\/v1\/tokens\/(tok_[A-Za-z0-9_-]{1,64})\/redeem$/.exec(p);
     if (req.method === 'POST' && m) return sendJson(res, ...(await redeem(req, m[1])));
-    if (req.method === 'POST' && /^\/v1\/tokens\/[^/]+\/redeem$/.test(p)) throw new SandboxError(404, 'token-invalid', 'no such token');
+    if (req.method === 'POST' && /^\/v1\/tokens\/[^/]+\/redeem$/.test(p))
+      throw new SandboxError(404, 'token-invalid', 'no such token');
     throw new SandboxError(404, 'not-found', 'no such route');
   }
 

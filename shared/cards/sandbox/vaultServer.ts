@@ -6,6 +6,12 @@ import { createVaultServer } from './vault';
 
 /** Entry point of the sandbox card vault (Procfile `card-vault`), on CARD_VAULT_PORT. */
 runSandbox('card-vault', 'card-vault listening', (config, log) => ({
-  server: createVaultServer({ serviceOrigin: new URL(config.baseUrl).origin, apiKey: config.cards.vaultApiKey, tokenTtlMs: config.cards.tokenTtlMs, clock: clockOf(config), log }),
+  server: createVaultServer({
+    serviceOrigin: new URL(config.baseUrl).origin,
+    apiKey: config.cards.vaultApiKey,
+    tokenTtlMs: config.cards.tokenTtlMs,
+    clock: clockOf(config),
+    log,
+  }),
   port: config.cards.vaultPort,
 }));

@@ -13,8 +13,12 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
   });
-  await knex.raw(`alter table merchants add constraint merchants_status_check check (status in ('active','suspended'))`);
-  await knex.raw(`alter table merchants add constraint merchants_fee_bearer_check check (fee_bearer in ('merchant','customer'))`);
+  await knex.raw(
+    `alter table merchants add constraint merchants_status_check check (status in ('active','suspended'))`,
+  );
+  await knex.raw(
+    `alter table merchants add constraint merchants_fee_bearer_check check (fee_bearer in ('merchant','customer'))`,
+  );
 
   await knex.schema.createTable('credentials', (t) => {
     t.text('id').primary();
@@ -34,7 +38,9 @@ export async function up(knex: Knex): Promise<void> {
     t.index(['merchant_id', 'environment']);
   });
   await knex.raw(`alter table credentials add constraint credentials_env_check check (environment in ('test','live'))`);
-  await knex.raw(`alter table credentials add constraint credentials_scope_check check (scope in ('read','payments','full'))`);
+  await knex.raw(
+    `alter table credentials add constraint credentials_scope_check check (scope in ('read','payments','full'))`,
+  );
 
   await knex.schema.createTable('webhook_secrets', (t) => {
     t.text('id').primary();

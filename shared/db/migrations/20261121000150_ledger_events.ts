@@ -14,8 +14,12 @@ export async function up(knex: Knex): Promise<void> {
     t.bigInteger('balance').notNullable().defaultTo(0);
     t.unique(['owner', 'environment', 'currency', 'kind']);
   });
-  await knex.raw(`alter table ledger_accounts add constraint ledger_accounts_non_negative check (allow_negative or balance >= 0)`);
-  await knex.raw(`alter table ledger_accounts add constraint ledger_accounts_currency check (currency in ('USD','CDF'))`);
+  await knex.raw(
+    `alter table ledger_accounts add constraint ledger_accounts_non_negative check (allow_negative or balance >= 0)`,
+  );
+  await knex.raw(
+    `alter table ledger_accounts add constraint ledger_accounts_currency check (currency in ('USD','CDF'))`,
+  );
 
   await knex.schema.createTable('ledger_transactions', (t) => {
     t.uuid('id').primary();

@@ -43,16 +43,24 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.unique(['merchant_id', 'environment', 'reference'], { indexName: 'payments_reference_unique' });
   });
-  await knex.raw(`alter table payments add constraint payments_status_check check (status in ('pending','processing','succeeded','failed','cancelled','refunded'))`);
+  await knex.raw(
+    `alter table payments add constraint payments_status_check check (status in ('pending','processing','succeeded','failed','cancelled','refunded'))`,
+  );
   await knex.raw(`alter table payments add constraint payments_env_check check (environment in ('test','live'))`);
   await knex.raw(`alter table payments add constraint payments_method_check check (method in ('mobile_money','card'))`);
   await knex.raw(`alter table payments add constraint payments_currency_check check (currency in ('USD','CDF'))`);
-  await knex.raw(`alter table payments add constraint payments_money_check check (amount > 0 and amount_net > 0 and fee >= 0 and amount_charged = amount_net + fee and amount_refunded between 0 and amount_charged)`);
+  await knex.raw(
+    `alter table payments add constraint payments_money_check check (amount > 0 and amount_net > 0 and fee >= 0 and amount_charged = amount_net + fee and amount_refunded between 0 and amount_charged)`,
+  );
   // list paths: newest first, ties broken by id; with and without the status filter
   await knex.raw(`create index payments_list_idx on payments (merchant_id, environment, created desc, id desc)`);
-  await knex.raw(`create index payments_status_list_idx on payments (merchant_id, environment, status, created desc, id desc)`);
+  await knex.raw(
+    `create index payments_status_list_idx on payments (merchant_id, environment, status, created desc, id desc)`,
+  );
   // the reconciliation sweep only ever looks at open payments
-  await knex.raw(`create index payments_open_window_idx on payments (window_ends_at) where status in ('pending','processing')`);
+  await knex.raw(
+    `create index payments_open_window_idx on payments (window_ends_at) where status in ('pending','processing')`,
+  );
 
   // History as data: every status change of a payment, beside the current status on the row.
   await knex.schema.createTable('payment_status_changes', (t) => {
@@ -83,7 +91,9 @@ export async function up(knex: Knex): Promise<void> {
     t.text('outcome');
     t.index(['object_kind', 'object_id']);
   });
-  await knex.raw(`create index provider_callbacks_unprocessed_idx on provider_callbacks (received_at) where processed_at is null`);
+  await knex.raw(
+    `create index provider_callbacks_unprocessed_idx on provider_callbacks (received_at) where processed_at is null`,
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {

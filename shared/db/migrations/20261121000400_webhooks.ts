@@ -48,11 +48,19 @@ export async function up(knex: Knex): Promise<void> {
     t.unique(['event_id', 'webhook_id']);
     t.index(['webhook_id', 'created', 'id']);
   });
-  await knex.raw(`alter table webhook_deliveries add constraint webhook_deliveries_status_check check (status in ('pending','succeeded','dead'))`);
-  await knex.raw(`alter table webhook_deliveries add constraint webhook_deliveries_attempts_check check (attempts between 0 and 8)`);
+  await knex.raw(
+    `alter table webhook_deliveries add constraint webhook_deliveries_status_check check (status in ('pending','succeeded','dead'))`,
+  );
+  await knex.raw(
+    `alter table webhook_deliveries add constraint webhook_deliveries_attempts_check check (attempts between 0 and 8)`,
+  );
   // the sweep for lost jobs, and the 30-day purge of finished deliveries
-  await knex.raw(`create index webhook_deliveries_due_idx on webhook_deliveries (next_attempt_at) where status = 'pending'`);
-  await knex.raw(`create index webhook_deliveries_finished_idx on webhook_deliveries (completed_at) where status <> 'pending'`);
+  await knex.raw(
+    `create index webhook_deliveries_due_idx on webhook_deliveries (next_attempt_at) where status = 'pending'`,
+  );
+  await knex.raw(
+    `create index webhook_deliveries_finished_idx on webhook_deliveries (completed_at) where status <> 'pending'`,
+  );
 
   await knex.schema.createTable('webhook_attempts', (t) => {
     t.bigIncrements('id').primary();

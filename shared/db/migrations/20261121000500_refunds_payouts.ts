@@ -30,7 +30,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
   });
-  await knex.raw(`alter table refunds add constraint refunds_status_check check (status in ('pending','succeeded','failed'))`);
+  await knex.raw(
+    `alter table refunds add constraint refunds_status_check check (status in ('pending','succeeded','failed'))`,
+  );
   await knex.raw(`alter table refunds add constraint refunds_amount_check check (amount > 0)`);
   await knex.raw(`create index refunds_payment_idx on refunds (payment_id, created, id)`);
   await knex.raw(`create index refunds_merchant_idx on refunds (merchant_id, environment, created desc, id desc)`);
@@ -74,12 +76,16 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.unique(['merchant_id', 'environment', 'reference'], { indexName: 'payouts_reference_unique' });
   });
-  await knex.raw(`alter table payouts add constraint payouts_status_check check (status in ('pending','processing','succeeded','failed'))`);
+  await knex.raw(
+    `alter table payouts add constraint payouts_status_check check (status in ('pending','processing','succeeded','failed'))`,
+  );
   await knex.raw(`alter table payouts add constraint payouts_env_check check (environment in ('test','live'))`);
   await knex.raw(`alter table payouts add constraint payouts_currency_check check (currency in ('USD','CDF'))`);
   await knex.raw(`alter table payouts add constraint payouts_money_check check (amount > 0 and fee >= 0)`);
   await knex.raw(`create index payouts_list_idx on payouts (merchant_id, environment, created desc, id desc)`);
-  await knex.raw(`create index payouts_status_list_idx on payouts (merchant_id, environment, status, created desc, id desc)`);
+  await knex.raw(
+    `create index payouts_status_list_idx on payouts (merchant_id, environment, status, created desc, id desc)`,
+  );
   await knex.raw(`create index payouts_open_idx on payouts (created_at) where status in ('pending','processing')`);
 
   await knex.schema.createTable('payout_status_changes', (t) => {

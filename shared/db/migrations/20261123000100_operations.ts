@@ -10,15 +10,20 @@ export async function up(knex: Knex): Promise<void> {
   for (const table of ['refunds', 'payouts']) {
     await knex.raw(`alter table ${table} add column window_ends_at timestamptz`);
     // the windows these rows had: 30 s in the sandbox, 120 s live (config defaults)
-    await knex.raw(`update ${table} set window_ends_at = created_at + case when environment = 'test' then interval '30 seconds' else interval '120 seconds' end`);
+    await knex.raw(
+      `update ${table} set window_ends_at = created_at + case when environment = 'test' then interval '30 seconds' else interval '120 seconds' end`,
+    );
     await knex.raw(`alter table ${table} alter column window_ends_at set not null`);
   }
   // how often the sweep has asked about it: spaces the questions out (backoff up to 5 minutes)
-  for (const table of ['payments', 'refunds', 'payouts']) await knex.raw(`alter table ${table} add column checks integer not null default 0`);
+  for (const table of ['payments', 'refunds', 'payouts'])
+    await knex.raw(`alter table ${table} add column checks integer not null default 0`);
   await knex.raw(`drop index refunds_open_idx`);
   await knex.raw(`drop index payouts_open_idx`);
   await knex.raw(`create index refunds_open_window_idx on refunds (window_ends_at) where status = 'pending'`);
-  await knex.raw(`create index payouts_open_window_idx on payouts (window_ends_at) where status in ('pending','processing')`);
+  await knex.raw(
+    `create index payouts_open_window_idx on payouts (window_ends_at) where status in ('pending','processing')`,
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -18,7 +18,9 @@ export async function up(knex: Knex): Promise<void> {
     t.integer('redelivery').notNullable().defaultTo(0);
   });
   await knex.raw(`alter table webhook_deliveries drop constraint webhook_deliveries_event_id_webhook_id_unique`);
-  await knex.raw(`alter table webhook_deliveries add constraint webhook_deliveries_event_webhook_redelivery_unique unique (event_id, webhook_id, redelivery)`);
+  await knex.raw(
+    `alter table webhook_deliveries add constraint webhook_deliveries_event_webhook_redelivery_unique unique (event_id, webhook_id, redelivery)`,
+  );
   // how many times the merchant asked for the event again (at most 10)
   await knex.schema.alterTable('events', (t) => {
     t.integer('redeliveries').notNullable().defaultTo(0);
@@ -31,7 +33,9 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('closed_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.primary(['operator', 'direction']);
   });
-  await knex.raw(`alter table operator_closures add constraint operator_closures_direction_check check (direction in ('collection','payout','refund'))`);
+  await knex.raw(
+    `alter table operator_closures add constraint operator_closures_direction_check check (direction in ('collection','payout','refund'))`,
+  );
 
   // Provider calls per operator, direction, environment and 10-second bucket: what `delayed` is computed from.
   await knex.schema.createTable('provider_health', (t) => {
@@ -50,8 +54,12 @@ export async function up(knex: Knex): Promise<void> {
   await knex.raw(`create index provider_health_bucket_idx on provider_health (bucket)`);
 
   // Statements: a merchant's ledger lines by time (CSV export) and by settlement batch.
-  await knex.raw(`create index ledger_transactions_settlement_created_idx on ledger_transactions (settlement_id, created_at, id) where settlement_id is not null`);
-  await knex.raw(`create index ledger_transactions_merchant_created_idx on ledger_transactions (merchant_id, environment, created_at, id)`);
+  await knex.raw(
+    `create index ledger_transactions_settlement_created_idx on ledger_transactions (settlement_id, created_at, id) where settlement_id is not null`,
+  );
+  await knex.raw(
+    `create index ledger_transactions_merchant_created_idx on ledger_transactions (merchant_id, environment, created_at, id)`,
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {
@@ -62,7 +70,9 @@ export async function down(knex: Knex): Promise<void> {
   await knex.schema.alterTable('events', (t) => t.dropColumn('redeliveries'));
   await knex.raw(`alter table webhook_deliveries drop constraint webhook_deliveries_event_webhook_redelivery_unique`);
   await knex.raw(`delete from webhook_deliveries where redelivery > 0`);
-  await knex.raw(`alter table webhook_deliveries add constraint webhook_deliveries_event_id_webhook_id_unique unique (event_id, webhook_id)`);
+  await knex.raw(
+    `alter table webhook_deliveries add constraint webhook_deliveries_event_id_webhook_id_unique unique (event_id, webhook_id)`,
+  );
   await knex.schema.alterTable('webhook_deliveries', (t) => t.dropColumn('redelivery'));
   await knex.schema.alterTable('webhook_secrets', (t) => {
     t.dropColumn('previous_secret_ciphertext');

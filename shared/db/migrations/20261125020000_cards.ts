@@ -8,9 +8,13 @@ import type { Knex } from 'knex';
  * refused (`checkout_error`, shown by the checkout page; the payment stays payable).
  */
 export async function up(knex: Knex): Promise<void> {
-  await knex.raw(`alter table payments add column card jsonb, add column checkout_token text, add column challenge_url text, add column checkout_error text`);
+  await knex.raw(
+    `alter table payments add column card jsonb, add column checkout_token text, add column challenge_url text, add column checkout_error text`,
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw(`alter table payments drop column card, drop column checkout_token, drop column challenge_url, drop column checkout_error`);
+  await knex.raw(
+    `alter table payments drop column card, drop column checkout_token, drop column challenge_url, drop column checkout_error`,
+  );
 }

@@ -6,9 +6,13 @@ import type { Knex } from 'knex';
  * is the `*_deliver` posting, as the operations' state machine calls that effect.
  */
 export async function up(knex: Knex): Promise<void> {
-  await knex.raw(`update ledger_transactions set kind = replace(kind, '_settle', '_deliver') where kind in ('refund_settle', 'payout_settle')`);
+  await knex.raw(
+    `update ledger_transactions set kind = replace(kind, '_settle', '_deliver') where kind in ('refund_settle', 'payout_settle')`,
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw(`update ledger_transactions set kind = replace(kind, '_deliver', '_settle') where kind in ('refund_deliver', 'payout_deliver')`);
+  await knex.raw(
+    `update ledger_transactions set kind = replace(kind, '_deliver', '_settle') where kind in ('refund_deliver', 'payout_deliver')`,
+  );
 }

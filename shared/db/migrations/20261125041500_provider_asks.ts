@@ -13,11 +13,13 @@ export async function up(knex: Knex): Promise<void> {
     await knex.raw(`alter table ${table} rename column checked_at to asked_at`);
     await knex.raw(`alter table ${table} rename column checks to asks`);
   }
-  for (const table of HISTORY) await knex.raw(`update ${table} set reason = 'provider-asked' where reason = 'reconciliation'`);
+  for (const table of HISTORY)
+    await knex.raw(`update ${table} set reason = 'provider-asked' where reason = 'reconciliation'`);
 }
 
 export async function down(knex: Knex): Promise<void> {
-  for (const table of HISTORY) await knex.raw(`update ${table} set reason = 'reconciliation' where reason = 'provider-asked'`);
+  for (const table of HISTORY)
+    await knex.raw(`update ${table} set reason = 'reconciliation' where reason = 'provider-asked'`);
   for (const table of TABLES) {
     await knex.raw(`alter table ${table} rename column asks to checks`);
     await knex.raw(`alter table ${table} rename column asked_at to checked_at`);

@@ -10,5 +10,7 @@ export async function up(knex: Knex): Promise<void> {
 }
 
 export async function down(knex: Knex): Promise<void> {
-  await knex.raw(`create index if not exists ledger_transactions_merchant_id_environment_currency_created_at on ledger_transactions (merchant_id, environment, currency, created_at)`);
+  await knex.raw(
+    `create index if not exists ledger_transactions_merchant_id_environment_currency_created_at on ledger_transactions (merchant_id, environment, currency, created_at)`,
+  );
 }

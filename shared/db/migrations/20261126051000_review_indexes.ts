@@ -6,8 +6,12 @@ import type { Knex } from 'knex';
  * Both are rare, so partial indexes hold only them.
  */
 export async function up(knex: Knex): Promise<void> {
-  await knex.raw(`create index payment_status_changes_late_success_idx on payment_status_changes (at) where reason = 'late-success'`);
-  await knex.raw(`create index provider_callbacks_never_sent_idx on provider_callbacks (received_at) where outcome = 'never-sent'`);
+  await knex.raw(
+    `create index payment_status_changes_late_success_idx on payment_status_changes (at) where reason = 'late-success'`,
+  );
+  await knex.raw(
+    `create index provider_callbacks_never_sent_idx on provider_callbacks (received_at) where outcome = 'never-sent'`,
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {

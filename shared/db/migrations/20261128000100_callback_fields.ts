@@ -15,7 +15,9 @@ export async function up(knex: Knex): Promise<void> {
     t.text('currency');
   });
   await knex.raw('create index provider_callbacks_provider_ref_idx on provider_callbacks (provider, provider_ref)');
-  await knex.raw(`create index provider_callbacks_amount_mismatch_idx on provider_callbacks (received_at) where outcome = 'amount-mismatch'`);
+  await knex.raw(
+    `create index provider_callbacks_amount_mismatch_idx on provider_callbacks (received_at) where outcome = 'amount-mismatch'`,
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {

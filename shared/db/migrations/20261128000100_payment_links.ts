@@ -27,9 +27,13 @@ export async function up(knex: Knex): Promise<void> {
     t.timestamp('created_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
     t.timestamp('updated_at', { useTz: true }).notNullable().defaultTo(knex.fn.now());
   });
-  await knex.raw(`create index payment_links_list_idx on payment_links (merchant_id, environment, created desc, id desc)`);
+  await knex.raw(
+    `create index payment_links_list_idx on payment_links (merchant_id, environment, created desc, id desc)`,
+  );
   await knex.schema.alterTable('payments', (t) => t.text('payment_link').references('payment_links.id'));
-  await knex.raw(`create index payments_link_list_idx on payments (payment_link, created desc, id desc) where payment_link is not null`);
+  await knex.raw(
+    `create index payments_link_list_idx on payments (payment_link, created desc, id desc) where payment_link is not null`,
+  );
 }
 
 export async function down(knex: Knex): Promise<void> {

@@ -30,7 +30,10 @@ export async function insertCallbacksWithJobs(db: Executor, rows: InboxRow[], jo
 }
 
 /** The re-drive's (shared/providers/inbox.ts): callbacks not applied yet, received before $1, oldest first, at most $2. */
-const UNAPPLIED = sqlStatement('callbacks-unapplied', `select id from provider_callbacks where processed_at is null and received_at < $1 order by received_at limit $2`);
+const UNAPPLIED = sqlStatement(
+  'callbacks-unapplied',
+  `select id from provider_callbacks where processed_at is null and received_at < $1 order by received_at limit $2`,
+);
 
 export async function unappliedCallbackIds(db: Executor, receivedBefore: Date, limit: number): Promise<string[]> {
   return (await runSql<{ id: string }>(db, UNAPPLIED, [receivedBefore, limit])).map((r) => r.id);

@@ -17,7 +17,8 @@ const COLUMNS = `(merchant_id, environment, key, method, path, request_hash, sta
           response_status, response_headers, response_body, created_at, expires_at)`;
 
 /** A key's start and end, from the service clock's now (Unix ms) and the window (ms). */
-const window = (nowMs: string, windowMs: string) => `to_timestamp(${nowMs} / 1000.0), to_timestamp((${nowMs} + ${windowMs}) / 1000.0)`;
+const window = (nowMs: string, windowMs: string) =>
+  `to_timestamp(${nowMs} / 1000.0), to_timestamp((${nowMs} + ${windowMs}) / 1000.0)`;
 
 /**
  * The statement that takes many keys at once, from the rows of `source` (a CTE of the caller's

@@ -16,7 +16,9 @@ const TRANSACTION = `t as (insert into ledger_transactions (id, kind, reference_
           values ($1, $2, $3, $4, $5, $6) on conflict (kind, reference_id) do nothing returning id)`;
 
 /** the entries, written only with a new transaction row, from $first (account ids, amounts, unfolded flags) */
-const entries = (first: number) => `written as (insert into ledger_entries (transaction_id, account_id, amount, unfolded)
+const entries = (
+  first: number,
+) => `written as (insert into ledger_entries (transaction_id, account_id, amount, unfolded)
           select t.id, v.id, v.amount, v.unfolded from t, unnest($${first}::bigint[], $${first + 1}::bigint[], $${first + 2}::boolean[]) as v(id, amount, unfolded))`;
 
 /**
@@ -25,7 +27,10 @@ const entries = (first: number) => `written as (insert into ledger_entries (tran
  * cached balance, and moves each by its amount unless that would take it below zero; with
  * `guard`, only when the posting's transaction row is new. Moves from $first (ids, amounts).
  */
-const foldAndMove = (first: number, guard: string) => `locked as materialized (select id from ledger_accounts where id = any($${first}::bigint[]) order by id for no key update),
+const foldAndMove = (
+  first: number,
+  guard: string,
+) => `locked as materialized (select id from ledger_accounts where id = any($${first}::bigint[]) order by id for no key update),
      folded as (update ledger_entries set unfolded = false
                  where unfolded and account_id in (select id from locked)
                  returning account_id, amount),
@@ -36,19 +41,32 @@ const foldAndMove = (first: number, guard: string) => `locked as materialized (s
                 where a.id = m.id and a.id in (select id from locked) and a.balance + m.amount >= 0 ${guard}
                 returning a.id)`;
 
-const POST_CREDITS = sqlStatement('ledger-post-credits', `with ${TRANSACTION},
+const POST_CREDITS = sqlStatement(
+  'ledger-post-credits',
+  `with ${TRANSACTION},
      ${entries(7)}
-select count(*)::int as posted from t`);
+select count(*)::int as posted from t`,
+);
 
-const POST_AND_MOVE = sqlStatement('ledger-post-and-move', `with ${TRANSACTION},
+const POST_AND_MOVE = sqlStatement(
+  'ledger-post-and-move',
+  `with ${TRANSACTION},
      ${foldAndMove(7, 'and exists (select 1 from t)')},
      ${entries(9)}
-select (select count(*) from t)::int as posted, (select count(*) from moved)::int as moved`);
+select (select count(*) from t)::int as posted, (select count(*) from moved)::int as moved`,
+);
 
-const FOLD = sqlStatement('ledger-fold', `with ${foldAndMove(1, '')}
-select (select count(*) from moved)::int as moved`);
+const FOLD = sqlStatement(
+  'ledger-fold',
+  `with ${foldAndMove(1, '')}
+select (select count(*) from moved)::int as moved`,
+);
 
-const entryValues = (rows: EntryRow[]) => [rows.map((e) => e.account_id), rows.map((e) => e.amount), rows.map((e) => e.unfolded)];
+const entryValues = (rows: EntryRow[]) => [
+  rows.map((e) => e.account_id),
+  rows.map((e) => e.amount),
+  rows.map((e) => e.unfolded),
+];
 const postingValues = (p: PostingRow) => [p.id, p.kind, p.reference_id, p.environment, p.currency, p.merchant_id];
 
 /** A posting that takes no lock (credits only): its transaction row and entries; false when already posted. */
@@ -58,7 +76,12 @@ export async function insertPosting(db: Executor, posting: PostingRow, rows: Ent
 }
 
 /** A posting that moves guarded accounts: whether it was new, and how many of `moves` moved (fewer: one would go below zero). */
-export async function insertPostingAndMove(db: Executor, posting: PostingRow, rows: EntryRow[], moves: { id: number; amount: number }[]): Promise<{ posted: boolean; moved: number }> {
+export async function insertPostingAndMove(
+  db: Executor,
+  posting: PostingRow,
+  rows: EntryRow[],
+  moves: { id: number; amount: number }[],
+): Promise<{ posted: boolean; moved: number }> {
   const [r] = await runSql<{ posted: number; moved: number }>(db, POST_AND_MOVE, [
     ...postingValues(posting),
     moves.map((m) => m.id),
@@ -74,7 +97,10 @@ export async function foldAccount(db: Executor, accountId: number): Promise<void
 }
 
 /** The accounts with credits not yet folded into their cached balance (the fold's, shared/ledger/postings.ts), at most $1. */
-const UNFOLDED_ACCOUNTS = sqlStatement('ledger-unfolded-accounts', `select distinct account_id from ledger_entries where unfolded limit $1`);
+const UNFOLDED_ACCOUNTS = sqlStatement(
+  'ledger-unfolded-accounts',
+  `select distinct account_id from ledger_entries where unfolded limit $1`,
+);
 
 export async function unfoldedAccounts(db: Executor, limit: number): Promise<number[]> {
   return (await runSql<{ account_id: number }>(db, UNFOLDED_ACCOUNTS, [limit])).map((r) => r.account_id);

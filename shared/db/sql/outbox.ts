@@ -3,7 +3,10 @@ import type { Executor } from '../knex';
 import { runSql, sqlStatement } from './run';
 
 /** The outbox's batched marks (shared/queues/outbox.ts): the rows whose jobs were enqueued, one statement for many. */
-const MARK_ENQUEUED = sqlStatement('outbox-mark-enqueued', `update outbox set enqueued_at = now() where id = any($1::uuid[])`);
+const MARK_ENQUEUED = sqlStatement(
+  'outbox-mark-enqueued',
+  `update outbox set enqueued_at = now() where id = any($1::uuid[])`,
+);
 
 export async function markOutboxEnqueued(db: Executor, ids: string[]): Promise<void> {
   await runSql(db, MARK_ENQUEUED, [ids]);
@@ -18,7 +21,10 @@ const MISSED = `enqueued_at is null and created_at < now() - make_interval(secs 
 /** Its probe: nearly always there are none, and one read without a transaction says so. */
 const ANY_MISSED = sqlStatement('outbox-any-missed', `select 1 from outbox where ${MISSED} limit 1`);
 /** Its claim, in the caller's transaction: the oldest $2, locked, passing over rows another relay holds. */
-const CLAIM_MISSED = sqlStatement('outbox-claim-missed', `select * from outbox where ${MISSED} order by created_at limit $2 for update skip locked`);
+const CLAIM_MISSED = sqlStatement(
+  'outbox-claim-missed',
+  `select * from outbox where ${MISSED} order by created_at limit $2 for update skip locked`,
+);
 
 export async function anyOutboxMissed(db: Executor, graceS: number): Promise<boolean> {
   return (await runSql(db, ANY_MISSED, [graceS])).length > 0;

@@ -44,7 +44,9 @@ export async function runSql<R>(db: Executor, statement: SqlStatement, values: u
   const client = db.client as unknown as ConnectionLender;
   const connection = await client.acquireConnection();
   try {
-    const query = preparesStatements(db) ? { name: statement.name, text: statement.text, values } : { text: statement.text, values };
+    const query = preparesStatements(db)
+      ? { name: statement.name, text: statement.text, values }
+      : { text: statement.text, values };
     return (await connection.query(query)).rows as R[];
   } finally {
     await client.releaseConnection(connection);
@@ -58,7 +60,12 @@ export async function runSql<R>(db: Executor, statement: SqlStatement, values: u
  * connection goes back to the pool. A cursor's statement is sent unnamed, whatever
  * DB_PREPARED_STATEMENTS says.
  */
-export async function* streamSql<R>(db: Executor, statement: SqlStatement, values: unknown[], batchSize: number): AsyncGenerator<R> {
+export async function* streamSql<R>(
+  db: Executor,
+  statement: SqlStatement,
+  values: unknown[],
+  batchSize: number,
+): AsyncGenerator<R> {
   const client = db.client as unknown as ConnectionLender;
   const connection = await client.acquireConnection();
   const rows = connection.query(new QueryStream(statement.text, values, { batchSize }));

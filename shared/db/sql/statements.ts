@@ -51,17 +51,28 @@ export interface StatementLine {
 
 /** A page of a settlement's lines ($1 the settlement, $2 the limit), `after` the condition on $3. */
 const settlementPage = (name: string, after: string) =>
-  sqlStatement(name, `${LINE}
+  sqlStatement(
+    name,
+    `${LINE}
    where t.settlement_id = $1 and t.kind in ${STATEMENT_KINDS}${after}
    order by t.created_at desc, t.id desc
-   limit $2`);
+   limit $2`,
+  );
 const SETTLEMENT_PAGE = settlementPage('settlement-lines', '');
 // after the cursor's line: its exact instant comes from its row, so lines of one second are neither skipped nor repeated
-const SETTLEMENT_PAGE_AFTER = settlementPage('settlement-lines-after', ' and (t.created_at, t.id) < (select c.created_at, c.id from ledger_transactions c where c.id = $3::uuid)');
+const SETTLEMENT_PAGE_AFTER = settlementPage(
+  'settlement-lines-after',
+  ' and (t.created_at, t.id) < (select c.created_at, c.id from ledger_transactions c where c.id = $3::uuid)',
+);
 const SETTLEMENT_PAGE_BEFORE = settlementPage('settlement-lines-before', ' and t.created_at < to_timestamp($3)');
 
 /** One page of a settlement's lines, newest first (`limit` rows; ask one more to know if there are more). */
-export function settlementLines(db: Executor, settlementId: string, limit: number, after: { created: number; id: string | null } | null): Promise<StatementLine[]> {
+export function settlementLines(
+  db: Executor,
+  settlementId: string,
+  limit: number,
+  after: { created: number; id: string | null } | null,
+): Promise<StatementLine[]> {
   if (!after) return runSql(db, SETTLEMENT_PAGE, [settlementId, limit]);
   if (after.id) return runSql(db, SETTLEMENT_PAGE_AFTER, [settlementId, limit, after.id]);
   return runSql(db, SETTLEMENT_PAGE_BEFORE, [settlementId, limit, after.created]);
@@ -76,6 +87,13 @@ const TRANSACTION_LINES = sqlStatement(
 );
 
 /** A merchant's lines of one environment in [from, to) (Unix seconds), oldest first, read through a cursor (the CSV export). */
-export function transactionLines(db: Executor, merchantId: string, environment: string, from: number, to: number, batchSize: number): AsyncGenerator<StatementLine> {
+export function transactionLines(
+  db: Executor,
+  merchantId: string,
+  environment: string,
+  from: number,
+  to: number,
+  batchSize: number,
+): AsyncGenerator<StatementLine> {
   return streamSql<StatementLine>(db, TRANSACTION_LINES, [merchantId, environment, from, to], batchSize);
 }

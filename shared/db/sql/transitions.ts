@@ -93,7 +93,10 @@ export function operationSql(k: OperationTables) {
     find: sqlStatement(`find-${k.name}`, `select * from ${t} o where o.id = $1${scopeSql(k, 'o')}`),
     // the ids go through array(select unnest(...)): a custom plan would know how many there are
     // and always look cheaper than the generic one, so Postgres would plan the read at every call
-    findMany: sqlStatement(`find-many-${k.name}`, `select * from ${t} o where o.id = any(array(select unnest($1::text[])))${scopeSql(k, 'o')}`),
+    findMany: sqlStatement(
+      `find-many-${k.name}`,
+      `select * from ${t} o where o.id = any(array(select unnest($1::text[])))${scopeSql(k, 'o')}`,
+    ),
     readCallbacks: sqlStatement(
       `read-callbacks-${k.name}`,
       `select c.id as cb_id, c.processed_at as cb_processed_at, to_jsonb(c) - 'raw_body' as cb_fields, o.*,
@@ -219,11 +222,17 @@ function writeStatement(k: OperationTables, shape: WriteShape): SqlStatement {
                from json_to_recordset($6::json) as x(transaction_id uuid, account_id bigint, amount bigint, unfolded boolean)
                join lt on lt.id = x.transaction_id),
        c as (update provider_callbacks pc set processed_at = now(), outcome = 'applied' from m where pc.id = m.callback_id and pc.processed_at is null)`;
-  const writes = shape === 'change-row' ? rows : `${rows},
+  const writes =
+    shape === 'change-row'
+      ? rows
+      : `${rows},
        ${history},
        ${outbox}${effects}`;
-  return sqlStatement(`${shape}-${k.name}`, `with ${writes}
-       select id from m`);
+  return sqlStatement(
+    `${shape}-${k.name}`,
+    `with ${writes}
+       select id from m`,
+  );
 }
 
 /** An operation's row by id (no lock). */
@@ -233,7 +242,11 @@ export async function findOperation<R>(db: Executor, k: OperationSql, id: string
 }
 
 /** Operations' rows by id (no lock), one statement for many, in the order of `ids` (undefined: not found). */
-export async function findOperations<R extends { id: string }>(db: Executor, k: OperationSql, ids: string[]): Promise<(R | undefined)[]> {
+export async function findOperations<R extends { id: string }>(
+  db: Executor,
+  k: OperationSql,
+  ids: string[],
+): Promise<(R | undefined)[]> {
   const found = new Map((await runSql<R>(db, k.findMany, [ids])).map((r) => [r.id, r] as const));
   return ids.map((id) => found.get(id));
 }
@@ -253,7 +266,11 @@ export interface CallbackWithRow<R> {
  * Callbacks with their operations and what their transitions need, in one read, by callback id;
  * a callback that is missing, of another kind or whose operation is missing is not in the map.
  */
-export async function readCallbacksWithRows<R>(db: Executor, k: OperationSql, callbackIds: string[]): Promise<Map<string, CallbackWithRow<R>>> {
+export async function readCallbacksWithRows<R>(
+  db: Executor,
+  k: OperationSql,
+  callbackIds: string[],
+): Promise<Map<string, CallbackWithRow<R>>> {
   const found = await runSql<Record<string, unknown>>(db, k.readCallbacks, [callbackIds, k.tables.name]);
   const byId = new Map<string, CallbackWithRow<R>>();
   for (const { cb_id, cb_processed_at, cb_fields, cb_endpoints, cb_accounts, ...row } of found) {
@@ -324,7 +341,8 @@ export interface OperationWrite {
 }
 
 /** A change of the row alone: no history, event, delivery, job, posting or callback. */
-const rowOnly = (w: OperationWrite) => !w.history && !w.event && w.deliveries.length === 0 && w.outbox.length === 0 && !w.posting && !w.callbackId;
+const rowOnly = (w: OperationWrite) =>
+  !w.history && !w.event && w.deliveries.length === 0 && w.outbox.length === 0 && !w.posting && !w.callbackId;
 
 /**
  * Splits writes into rounds in which no row and no callback appears twice (an UPDATE ... FROM
@@ -352,11 +370,15 @@ function rounds(ws: OperationWrite[]): OperationWrite[][] {
 export async function writeOperations(db: Executor, k: OperationSql, ws: OperationWrite[]): Promise<boolean[]> {
   const written = new Set<OperationWrite>();
   const creations = ws.filter((w) => w.from === null);
-  for (const w of creations) if (w.event || w.posting || w.callbackId) throw new Error(`a creation (${w.id}) has no event, posting or callback`);
+  for (const w of creations)
+    if (w.event || w.posting || w.callbackId) throw new Error(`a creation (${w.id}) has no event, posting or callback`);
   const batches: [SqlStatement, OperationWrite[]][] = [
     [k.createKeyed, creations.filter((w) => w.key)],
     [k.create, creations.filter((w) => !w.key)],
-    ...rounds(ws.filter((w) => w.from !== null)).map((round): [SqlStatement, OperationWrite[]] => [round.every(rowOnly) ? k.changeRow : k.change, round]),
+    ...rounds(ws.filter((w) => w.from !== null)).map((round): [SqlStatement, OperationWrite[]] => [
+      round.every(rowOnly) ? k.changeRow : k.change,
+      round,
+    ]),
   ];
   for (const [statement, batch] of batches) {
     if (batch.length === 0) continue;
@@ -364,21 +386,52 @@ export async function writeOperations(db: Executor, k: OperationSql, ws: Operati
     const changeRow = statement === k.changeRow;
     const rows = batch.map((w) =>
       change || changeRow
-        ? { id: w.id, from_status: w.from!.status, from_version: w.from!.version, unsent: w.unsent ?? false, patch: w.patch, to_status: w.history?.to ?? null, reason: w.history?.reason ?? null, callback_id: w.callbackId ?? null }
+        ? {
+            id: w.id,
+            from_status: w.from!.status,
+            from_version: w.from!.version,
+            unsent: w.unsent ?? false,
+            patch: w.patch,
+            to_status: w.history?.to ?? null,
+            reason: w.history?.reason ?? null,
+            callback_id: w.callbackId ?? null,
+          }
         : { id: w.id, patch: w.patch, ...w.key },
     );
     const outbox = batch.flatMap((w) => w.outbox.map((m) => ({ object_id: w.id, ...m })));
     const effects = change
       ? [
-          batch.filter((w) => w.event).map((w) => ({ object_id: w.id, merchant_id: w.merchantId, environment: w.environment, object_version: w.patch.version, ...w.event })),
+          batch
+            .filter((w) => w.event)
+            .map((w) => ({
+              object_id: w.id,
+              merchant_id: w.merchantId,
+              environment: w.environment,
+              object_version: w.patch.version,
+              ...w.event,
+            })),
           batch.flatMap((w) => w.deliveries.map((d) => ({ object_id: w.id, ...d }))),
           batch
             .filter((w) => w.posting)
-            .map((w) => ({ object_id: w.id, id: w.posting!.id, kind: w.posting!.kind, reference_id: w.posting!.referenceId, environment: w.environment, currency: w.posting!.currency, merchant_id: w.posting!.merchantId })),
-          batch.flatMap((w) => (w.posting ? w.posting.entries.map((e) => ({ transaction_id: w.posting!.id, ...e })) : [])),
+            .map((w) => ({
+              object_id: w.id,
+              id: w.posting!.id,
+              kind: w.posting!.kind,
+              reference_id: w.posting!.referenceId,
+              environment: w.environment,
+              currency: w.posting!.currency,
+              merchant_id: w.posting!.merchantId,
+            })),
+          batch.flatMap((w) =>
+            w.posting ? w.posting.entries.map((e) => ({ transaction_id: w.posting!.id, ...e })) : [],
+          ),
         ]
       : [];
-    const ids = await runSql<{ id: string }>(db, statement, (changeRow ? [rows] : [rows, outbox, ...effects]).map((v) => JSON.stringify(v)));
+    const ids = await runSql<{ id: string }>(
+      db,
+      statement,
+      (changeRow ? [rows] : [rows, outbox, ...effects]).map((v) => JSON.stringify(v)),
+    );
     const done = new Set(ids.map((r) => r.id));
     for (const w of batch) if (done.has(w.id)) written.add(w);
   }
@@ -402,7 +455,13 @@ export interface CallbackMark {
  * taken). Returns, in order, whether each was marked.
  */
 export async function markCallbacks(db: Executor, k: OperationSql, ms: CallbackMark[]): Promise<boolean[]> {
-  const rows = ms.map((m) => ({ callback_id: m.callbackId, outcome: m.outcome, id: m.id, from_status: m.from.status, from_version: m.from.version }));
+  const rows = ms.map((m) => ({
+    callback_id: m.callbackId,
+    outcome: m.outcome,
+    id: m.id,
+    from_status: m.from.status,
+    from_version: m.from.version,
+  }));
   const marked = new Set((await runSql<{ id: string }>(db, k.mark, [JSON.stringify(rows)])).map((r) => r.id));
   // a callback given twice counts once, for its first
   return ms.map((m) => marked.delete(m.callbackId));

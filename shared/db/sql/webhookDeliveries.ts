@@ -21,7 +21,9 @@ import type { Executor } from '../knex';
  */
 function claimStatement(asProbe: boolean) {
   // a probe may claim while the breaker is still tripped, as long as it holds the endpoint's probe
-  const breaker = asProbe ? 'w.breaker_open_until is null or w.breaker_probe_until > now()' : 'w.breaker_open_until is null';
+  const breaker = asProbe
+    ? 'w.breaker_open_until is null or w.breaker_probe_until > now()'
+    : 'w.breaker_open_until is null';
   return sqlStatement(
     asProbe ? 'webhook_claim_probe' : 'webhook_claim_attempts',
     `with t as materialized (
@@ -190,6 +192,10 @@ const DUE = sqlStatement(
     order by d.next_attempt_at limit $2`,
 );
 
-export async function dueDeliveryRows(db: Executor, dueBefore: Date, limit: number): Promise<{ id: string; webhook_id: string; round: number }[]> {
+export async function dueDeliveryRows(
+  db: Executor,
+  dueBefore: Date,
+  limit: number,
+): Promise<{ id: string; webhook_id: string; round: number }[]> {
   return runSql(db, DUE, [dueBefore, limit]);
 }

@@ -25,7 +25,12 @@ export function callbackHash(secret: string, body: Record<string, unknown>, over
 }
 
 /** Constant-time comparison of a received base64 hash with the expected one. */
-export function hashMatches(secret: string, body: Record<string, unknown>, received: string, over: CallbackHashOver): boolean {
+export function hashMatches(
+  secret: string,
+  body: Record<string, unknown>,
+  received: string,
+  over: CallbackHashOver,
+): boolean {
   if (!/^[A-Za-z0-9+/]+={0,2}$/.test(received)) return false;
   const expected = createHmac('sha256', secret).update(hashedText(body, over), 'utf8').digest();
   const got = Buffer.from(received, 'base64');

@@ -27,7 +27,11 @@ const unknown = { class: 'unknown' } as const;
 const duplicate = { class: 'duplicate' } as const;
 const notFound = { class: 'not_found' } as const;
 const auth = { class: 'auth' } as const;
-const failed = (failureCode: FailureCode, state?: 'expired'): CodeClass => ({ class: 'failed', failureCode, ...(state ? { state } : {}) });
+const failed = (failureCode: FailureCode, state?: 'expired'): CodeClass => ({
+  class: 'failed',
+  failureCode,
+  ...(state ? { state } : {}),
+});
 
 /** `status.response_code` of the Collection API (USSD push, enquiry, refund). */
 export const COLLECTION_CODES: Record<string, { meaning: string; is: CodeClass }> = {
@@ -41,7 +45,10 @@ export const COLLECTION_CODES: Record<string, { meaning: string; is: CodeClass }
   DP00800001007: { meaning: 'Not enough balance', is: failed('insufficient-funds') },
   DP00800001008: { meaning: 'Refused', is: failed('provider-refused') },
   DP00800001009: { meaning: 'Do not honor (generic refusal)', is: failed('provider-refused') },
-  DP00800001010: { meaning: 'Transaction not permitted: barred or not registered on Airtel Money', is: failed('wallet-limited') },
+  DP00800001010: {
+    meaning: 'Transaction not permitted: barred or not registered on Airtel Money',
+    is: failed('wallet-limited'),
+  },
   DP00800001024: { meaning: 'Transaction timed out', is: failed('client-timeout') },
   DP00800001025: { meaning: 'Transaction not found', is: notFound },
   DP00800001026: { meaning: 'Forbidden: x-signature and payload did not match', is: auth },
@@ -82,7 +89,10 @@ export const ESB_CODES: Record<string, { meaning: string; is: CodeClass }> = {
   ESB000034: { meaning: 'Invalid country name', is: failed('provider-refused') },
   ESB000035: { meaning: 'Invalid currency code', is: failed('provider-refused') },
   ESB000036: { meaning: 'Invalid MSISDN length (should start with 0)', is: failed('payer-not-found') },
-  ESB000039: { meaning: 'Vendor is not configured to do transactions in the country', is: failed('operator-unavailable') },
+  ESB000039: {
+    meaning: 'Vendor is not configured to do transactions in the country',
+    is: failed('operator-unavailable'),
+  },
   ESB000041: { meaning: 'External transaction id already exists', is: duplicate },
   ESB000045: { meaning: 'No transaction found with the provided transaction id', is: notFound },
 };

@@ -23,7 +23,17 @@ import { classify, meaningOf, type CodeClass } from './codes';
 import { encryptPin, publicKeyOf, type OaepHash, type PinPadding } from './pin';
 import { check, type AirtelSchemaName } from './schema';
 import { expiresInSeconds, TokenCache } from './token';
-import { amountFromWire, amountOnWire, digest, fromAirtelId, nationalMsisdn, referenceOf, toAirtelId, writeJson, type IdFormat } from './wire';
+import {
+  amountFromWire,
+  amountOnWire,
+  digest,
+  fromAirtelId,
+  nationalMsisdn,
+  referenceOf,
+  toAirtelId,
+  writeJson,
+  type IdFormat,
+} from './wire';
 
 /**
  * The Airtel Money Africa Open API connector (https://developers.airtel.africa/documentation),
@@ -120,7 +130,7 @@ interface Status {
   code?: unknown;
 }
 
-const statusOf = (json: unknown): Status => ((json as { status?: Status } | null)?.status ?? {});
+const statusOf = (json: unknown): Status => (json as { status?: Status } | null)?.status ?? {};
 const txOf = (json: unknown): Record<string, unknown> | undefined => {
   const t = (json as { data?: { transaction?: unknown } } | null)?.data?.transaction;
   return t && typeof t === 'object' ? (t as Record<string, unknown>) : undefined;
@@ -166,7 +176,8 @@ export class AirtelConnector implements Connector {
     if ((opts.disbursementPin === undefined) !== (opts.pinPublicKeyPem === undefined)) {
       throw new RangeError('airtel: payouts need both the disbursement PIN and the PIN public key');
     }
-    if (opts.disbursementPin !== undefined && !/^\d{4,6}$/.test(opts.disbursementPin)) throw new RangeError('airtel: the disbursement PIN must be 4 to 6 digits');
+    if (opts.disbursementPin !== undefined && !/^\d{4,6}$/.test(opts.disbursementPin))
+      throw new RangeError('airtel: the disbursement PIN must be 4 to 6 digits');
     this.pinKey = opts.pinPublicKeyPem ? publicKeyOf(opts.pinPublicKeyPem) : undefined;
     this.tokens = new TokenCache(() => this.fetchToken(), this.now, opts.tokenMarginMs ?? 30_000);
 
@@ -178,7 +189,8 @@ export class AirtelConnector implements Connector {
       directions,
       partialRefunds: false,
       amountRule(operator: Operator, currency: Currency, direction: Direction): AmountRule | undefined {
-        if (operator !== 'airtel' || !currencies.includes(currency) || !directions.includes(direction)) return undefined;
+        if (operator !== 'airtel' || !currencies.includes(currency) || !directions.includes(direction))
+          return undefined;
         return { ...rules[currency] };
       },
     };
@@ -194,25 +206,47 @@ export class AirtelConnector implements Connector {
     const body = writeJson({
       reference: referenceOf(req.description, airtelId),
       subscriber: { country: this.country, currency: req.currency, msisdn: national },
-      transaction: { amount: amountOnWire(req.amount, req.currency), country: this.country, currency: req.currency, id: airtelId },
+      transaction: {
+        amount: amountOnWire(req.amount, req.currency),
+        country: this.country,
+        currency: req.currency,
+        id: airtelId,
+      },
     });
-    const sent: Sent = { method: 'POST', path: '/merchant/v1/payments/', schema: 'collectionRequest', body, currency: req.currency };
+    const sent: Sent = {
+      method: 'POST',
+      path: '/merchant/v1/payments/',
+      schema: 'collectionRequest',
+      body,
+      currency: req.currency,
+    };
     return this.initiate('payment', airtelId, sent, () => this.enquire('payment', airtelId, req.currency));
   }
 
   async payout(req: PayoutRequest): Promise<ProviderAccepted> {
-    if (!this.pinKey || this.opts.disbursementPin === undefined) throw permanent('provider-refused', 'Airtel payouts are not configured (no disbursement PIN and key)');
+    if (!this.pinKey || this.opts.disbursementPin === undefined)
+      throw permanent('provider-refused', 'Airtel payouts are not configured (no disbursement PIN and key)');
     this.checkTransfer(req.operator, req.amount, req.currency, 'payout');
     const airtelId = toAirtelId(req.payoutId, this.idFormat);
     const v2 = this.disbursementVersion === 'v2';
     const body = writeJson({
-      payee: v2 ? { msisdn: nationalMsisdn(req.msisdn), wallet_type: 'NORMAL' } : { msisdn: nationalMsisdn(req.msisdn) },
+      payee: v2
+        ? { msisdn: nationalMsisdn(req.msisdn), wallet_type: 'NORMAL' }
+        : { msisdn: nationalMsisdn(req.msisdn) },
       reference: referenceOf(req.description, airtelId),
       // a fresh encryption per request (OAEP and PKCS#1 v1.5 are randomised): never logged, never in an error
       pin: encryptPin(this.opts.disbursementPin, this.pinKey, this.pinPadding, this.opts.pinOaepHash ?? 'sha256'),
-      transaction: v2 ? { amount: amountOnWire(req.amount, req.currency), id: airtelId, type: 'B2C' } : { amount: amountOnWire(req.amount, req.currency), id: airtelId },
+      transaction: v2
+        ? { amount: amountOnWire(req.amount, req.currency), id: airtelId, type: 'B2C' }
+        : { amount: amountOnWire(req.amount, req.currency), id: airtelId },
     });
-    const sent: Sent = { method: 'POST', path: `/standard/${this.disbursementVersion}/disbursements/`, schema: 'disbursementRequest', body, currency: req.currency };
+    const sent: Sent = {
+      method: 'POST',
+      path: `/standard/${this.disbursementVersion}/disbursements/`,
+      schema: 'disbursementRequest',
+      body,
+      currency: req.currency,
+    };
     return this.initiate('payout', airtelId, sent, () => this.enquire('payout', airtelId, req.currency));
   }
 
@@ -228,18 +262,32 @@ export class AirtelConnector implements Connector {
     if (!moneyId) {
       const e = await this.enquire('payment', toAirtelId(req.paymentId, this.idFormat), req.currency);
       if (!e.found) throw permanent('provider-refused', 'Airtel does not know the payment refunded');
-      if (e.status !== 'TS') throw (e.status === 'TF' || e.status === 'TE' ? permanent : retryable)('provider-refused', `the payment refunded is not successful at Airtel (${e.status})`);
+      if (e.status !== 'TS')
+        throw (e.status === 'TF' || e.status === 'TE' ? permanent : retryable)(
+          'provider-refused',
+          `the payment refunded is not successful at Airtel (${e.status})`,
+        );
       if (!e.airtelMoneyId) throw retryable(UNKNOWN, 'Airtel did not give the Airtel Money id of the payment refunded');
       moneyId = e.airtelMoneyId;
     }
-    const sent: Sent = { method: 'POST', path: '/standard/v1/payments/refund', schema: 'refundRequest', body: writeJson({ transaction: { airtel_money_id: moneyId } }), currency: req.currency };
+    const sent: Sent = {
+      method: 'POST',
+      path: '/standard/v1/payments/refund',
+      schema: 'refundRequest',
+      body: writeJson({ transaction: { airtel_money_id: moneyId } }),
+      currency: req.currency,
+    };
     const x = await this.exchange(sent);
     const r = this.interpretRefund(x);
     if (r.is === 'accepted') return { providerRef: `refund-of:${moneyId}` };
     // Airtel refunds a collection once, and its refusal of a refund does not say whether an earlier
     // request (whose answer we lost: a crash, a timeout) already refunded it: never final, the
     // refund stays open and is listed in GET /admin/attention after an hour (README "Refunds")
-    if (r.is === 'refused') throw retryable('provider-refused', this.describe(r.code, 'Airtel refused the refund; it may have refunded this collection already'));
+    if (r.is === 'refused')
+      throw retryable(
+        'provider-refused',
+        this.describe(r.code, 'Airtel refused the refund; it may have refunded this collection already'),
+      );
     if (r.is === 'auth') throw retryable('provider-auth', this.describe(r.code, 'Airtel refused our credentials'));
     // no refund enquiry exists: the kernel tries again later with the same airtel_money_id
     throw retryable(UNKNOWN, `the refund's outcome is unknown (${r.is === 'unknown' ? r.why : 'duplicate'})`);
@@ -252,7 +300,9 @@ export class AirtelConnector implements Connector {
     if (op.kind === 'refund') {
       // a refund is final when Airtel answers it (no callback, no enquiry): a stored provider
       // reference means Airtel said SUCCESS; none means the outcome was never known
-      return op.providerRef ? { state: 'succeeded', providerRef: op.providerRef } : { state: 'pending', providerRef: null };
+      return op.providerRef
+        ? { state: 'succeeded', providerRef: op.providerRef }
+        : { state: 'pending', providerRef: null };
     }
     if (op.kind !== 'payment' && op.kind !== 'payout') return { state: 'not_found' };
     const e = await this.enquire(op.kind, toAirtelId(op.id, this.idFormat), op.currency);
@@ -306,7 +356,10 @@ export class AirtelConnector implements Connector {
       throw new CallbackFormatError('the callback is not JSON', true);
     }
     const problems = check('callback', body);
-    if (problems.length > 0) throw new CallbackFormatError(`the callback breaks Airtel's schema at ${problems[0].path || 'the body'}: ${problems[0].message}`);
+    if (problems.length > 0)
+      throw new CallbackFormatError(
+        `the callback breaks Airtel's schema at ${problems[0].path || 'the body'}: ${problems[0].message}`,
+      );
     const t = (body as { transaction: { id: string; status_code: 'TS' | 'TF'; airtel_money_id?: string } }).transaction;
     const ours = fromAirtelId(t.id);
     if (!ours) throw new CallbackFormatError('the callback names a transaction id that is not one of ours');
@@ -321,7 +374,12 @@ export class AirtelConnector implements Connector {
     };
     if (t.status_code === 'TS') return { ...base, status: 'succeeded', failureCode: null, failureMessage: null };
     // a failed callback carries Airtel's free text only (it may hold a phone number): not kept
-    return { ...base, status: 'failed', failureCode: 'provider-failed', failureMessage: FAILURE_CODES['provider-failed'] };
+    return {
+      ...base,
+      status: 'failed',
+      failureCode: 'provider-failed',
+      failureMessage: FAILURE_CODES['provider-failed'],
+    };
   }
 
   /** Airtel expects a 200; it sends a callback again otherwise. */
@@ -341,14 +399,23 @@ export class AirtelConnector implements Connector {
    * follow it; not found after an unknown outcome → send again with the same id, once; still
    * unknown → a retryable error (the kernel asks again later). A definite refusal is permanent.
    */
-  private async initiate(kind: 'payment' | 'payout', airtelId: string, sent: Sent, enquire: () => Promise<Enquiry>): Promise<ProviderAccepted> {
+  private async initiate(
+    kind: 'payment' | 'payout',
+    airtelId: string,
+    sent: Sent,
+    enquire: () => Promise<Enquiry>,
+  ): Promise<ProviderAccepted> {
     const first = this.interpretInitiation(await this.exchange(sent));
     const settled = this.settle(first, airtelId);
     if (settled) return settled;
-    this.opts.log?.warn({ connector: this.id, kind, transaction: airtelId, outcome: first.is }, 'airtel initiation not definite: asking first');
+    this.opts.log?.warn(
+      { connector: this.id, kind, transaction: airtelId, outcome: first.is },
+      'airtel initiation not definite: asking first',
+    );
     const e = await enquire();
     if (e.found) return this.follow(e, airtelId);
-    if (first.is === 'duplicate') throw retryable(UNKNOWN, 'Airtel has this transaction id but its enquiry does not find it yet');
+    if (first.is === 'duplicate')
+      throw retryable(UNKNOWN, 'Airtel has this transaction id but its enquiry does not find it yet');
     const second = this.interpretInitiation(await this.exchange(sent));
     const settled2 = this.settle(second, airtelId);
     if (settled2) return settled2;
@@ -366,7 +433,8 @@ export class AirtelConnector implements Connector {
       return { providerRef: r.airtelMoneyId ?? airtelId };
     }
     if (r.is === 'refused') throw permanent(r.failureCode, this.describe(r.code, FAILURE_CODES[r.failureCode]));
-    if (r.is === 'auth') throw retryable('provider-auth', this.describe(r.code, 'Airtel refused our credentials or signature'));
+    if (r.is === 'auth')
+      throw retryable('provider-auth', this.describe(r.code, 'Airtel refused our credentials or signature'));
     return undefined;
   }
 
@@ -381,7 +449,8 @@ export class AirtelConnector implements Connector {
   private interpretInitiation(x: Exchange): Initiation {
     if (!x.answered) return { is: 'unknown', why: x.why };
     if (x.status >= 500) return { is: 'unknown', why: `HTTP ${x.status}` };
-    if (x.json === undefined || check('answer', x.json).length > 0) return { is: 'unknown', why: `unparsable answer (HTTP ${x.status})` };
+    if (x.json === undefined || check('answer', x.json).length > 0)
+      return { is: 'unknown', why: `unparsable answer (HTTP ${x.status})` };
     const s = statusOf(x.json);
     const code = str(s.response_code) ?? str(s.result_code) ?? `http-${x.status}`;
     const c: CodeClass | undefined = classify(s.response_code, s.result_code);
@@ -394,7 +463,8 @@ export class AirtelConnector implements Connector {
     if (x.status >= 200 && x.status < 300 && s.success === true) {
       return { is: 'accepted', airtelMoneyId: str(t?.airtel_money_id), status: txStatus };
     }
-    if (x.status >= 400 && x.status < 500 && s.success === false) return { is: 'refused', code, failureCode: 'provider-refused' };
+    if (x.status >= 400 && x.status < 500 && s.success === false)
+      return { is: 'refused', code, failureCode: 'provider-refused' };
     return { is: 'unknown', why: `${code} with success ${String(s.success)}` };
   }
 
@@ -405,11 +475,16 @@ export class AirtelConnector implements Connector {
   private interpretRefund(x: Exchange): Initiation {
     if (x.answered && x.status < 500 && x.json !== undefined && check('answer', x.json).length === 0) {
       const txStatus = str(txOf(x.json)?.status);
-      if (txStatus === 'SUCCESS' || txStatus === 'TS') return { is: 'accepted', airtelMoneyId: str(txOf(x.json)?.airtel_money_id), status: txStatus };
+      if (txStatus === 'SUCCESS' || txStatus === 'TS')
+        return { is: 'accepted', airtelMoneyId: str(txOf(x.json)?.airtel_money_id), status: txStatus };
       if (txStatus === 'FAILED' || txStatus === 'TF') {
         const s = statusOf(x.json);
         const c = classify(s.response_code, s.result_code);
-        return { is: 'refused', code: str(s.response_code) ?? str(s.result_code) ?? 'FAILED', failureCode: c?.class === 'failed' ? c.failureCode : 'provider-refused' };
+        return {
+          is: 'refused',
+          code: str(s.response_code) ?? str(s.result_code) ?? 'FAILED',
+          failureCode: c?.class === 'failed' ? c.failureCode : 'provider-refused',
+        };
       }
     }
     return this.interpretInitiation(x);
@@ -423,7 +498,8 @@ export class AirtelConnector implements Connector {
     const x = await this.exchange({ method: 'GET', path, currency });
     if (!x.answered) throw retryable(UNKNOWN, `Airtel's enquiry got no answer (${x.why})`);
     if (x.status >= 500) throw retryable(UNKNOWN, `Airtel's enquiry answered HTTP ${x.status}`);
-    if (x.json === undefined || check('answer', x.json).length > 0) throw retryable(UNKNOWN, `Airtel's enquiry answer is unparsable (HTTP ${x.status})`);
+    if (x.json === undefined || check('answer', x.json).length > 0)
+      throw retryable(UNKNOWN, `Airtel's enquiry answer is unparsable (HTTP ${x.status})`);
     const s = statusOf(x.json);
     const c = classify(s.response_code, s.result_code);
     if (c?.class === 'not_found') return { found: false };
@@ -433,9 +509,16 @@ export class AirtelConnector implements Connector {
       const amount = t.amount === undefined ? undefined : amountFromWire(t.amount, currency);
       if (amount !== undefined) echoed.amount = amount;
       if (t.currency === 'USD' || t.currency === 'CDF') echoed.currency = t.currency;
-      return { found: true, status: t.status, airtelMoneyId: str(t.airtel_money_id), responseCode: str(s.response_code), echoed };
+      return {
+        found: true,
+        status: t.status,
+        airtelMoneyId: str(t.airtel_money_id),
+        responseCode: str(s.response_code),
+        echoed,
+      };
     }
-    if (c?.class === 'auth') throw retryable('provider-auth', this.describe(str(s.response_code) ?? '', 'Airtel refused our credentials'));
+    if (c?.class === 'auth')
+      throw retryable('provider-auth', this.describe(str(s.response_code) ?? '', 'Airtel refused our credentials'));
     throw retryable(UNKNOWN, `Airtel's enquiry answer says nothing definite (HTTP ${x.status})`);
   }
 
@@ -446,7 +529,11 @@ export class AirtelConnector implements Connector {
   private async exchange(sent: Sent): Promise<Exchange> {
     if (sent.schema && sent.body !== undefined) {
       const problems = check(sent.schema, JSON.parse(sent.body));
-      if (problems.length > 0) throw permanent('provider-contract', `request breaks Airtel's contract at ${problems[0].path}: ${problems[0].message}`);
+      if (problems.length > 0)
+        throw permanent(
+          'provider-contract',
+          `request breaks Airtel's contract at ${problems[0].path}: ${problems[0].message}`,
+        );
     }
     let token = await this.tokens.get();
     let x = await this.send(sent, token);
@@ -468,9 +555,17 @@ export class AirtelConnector implements Connector {
     if (sent.body !== undefined) headers['Content-Type'] = 'application/json';
     let res: HttpAnswer;
     try {
-      res = await this.opts.client.request(this.opts.baseUrl.replace(/\/+$/, '') + sent.path, { method: sent.method, headers, body: sent.body, timeoutMs: this.timeoutMs });
+      res = await this.opts.client.request(this.opts.baseUrl.replace(/\/+$/, '') + sent.path, {
+        method: sent.method,
+        headers,
+        body: sent.body,
+        timeoutMs: this.timeoutMs,
+      });
     } catch (err) {
-      return { answered: false, why: (err as Error).name === 'TimeoutError' ? `no answer within ${this.timeoutMs} ms` : 'unreachable' };
+      return {
+        answered: false,
+        why: (err as Error).name === 'TimeoutError' ? `no answer within ${this.timeoutMs} ms` : 'unreachable',
+      };
     }
     if (res.status >= 300 && res.status < 400) return { answered: false, why: `redirected (HTTP ${res.status})` };
     let json: unknown;
@@ -483,7 +578,11 @@ export class AirtelConnector implements Connector {
   }
 
   private async fetchToken(): Promise<{ accessToken: string; expiresInS: number }> {
-    const body = JSON.stringify({ client_id: this.opts.clientId, client_secret: this.opts.clientSecret, grant_type: 'client_credentials' });
+    const body = JSON.stringify({
+      client_id: this.opts.clientId,
+      client_secret: this.opts.clientSecret,
+      grant_type: 'client_credentials',
+    });
     let res: HttpAnswer;
     try {
       res = await this.opts.client.request(`${this.opts.baseUrl.replace(/\/+$/, '')}/auth/oauth2/token`, {
@@ -493,20 +592,27 @@ export class AirtelConnector implements Connector {
         timeoutMs: this.timeoutMs,
       });
     } catch (err) {
-      throw retryable((err as Error).name === 'TimeoutError' ? 'provider-timeout' : 'provider-unreachable', `Airtel's token endpoint did not answer`);
+      throw retryable(
+        (err as Error).name === 'TimeoutError' ? 'provider-timeout' : 'provider-unreachable',
+        `Airtel's token endpoint did not answer`,
+      );
     }
-    if (res.status === 400 || res.status === 401 || res.status === 403) throw retryable('provider-auth', `Airtel refused our client credentials (HTTP ${res.status})`);
-    if (res.status < 200 || res.status >= 300) throw retryable('provider-unreachable', `Airtel's token endpoint answered HTTP ${res.status}`);
+    if (res.status === 400 || res.status === 401 || res.status === 403)
+      throw retryable('provider-auth', `Airtel refused our client credentials (HTTP ${res.status})`);
+    if (res.status < 200 || res.status >= 300)
+      throw retryable('provider-unreachable', `Airtel's token endpoint answered HTTP ${res.status}`);
     let json: unknown;
     try {
       json = JSON.parse(res.body.toString('utf8'));
     } catch {
       throw retryable('provider-protocol', `Airtel's token answer is not JSON`);
     }
-    if (check('tokenResponse', json).length > 0) throw retryable('provider-protocol', `Airtel's token answer breaks its schema`);
+    if (check('tokenResponse', json).length > 0)
+      throw retryable('provider-protocol', `Airtel's token answer breaks its schema`);
     const t = json as { access_token: string; expires_in: unknown };
     const expiresInS = expiresInSeconds(t.expires_in);
-    if (expiresInS === undefined) throw retryable('provider-protocol', `Airtel's token answer has no usable expires_in`);
+    if (expiresInS === undefined)
+      throw retryable('provider-protocol', `Airtel's token answer has no usable expires_in`);
     this.opts.log?.info({ connector: this.id, expiresInS }, 'airtel token fetched');
     return { accessToken: t.access_token, expiresInS };
   }
@@ -516,11 +622,20 @@ export class AirtelConnector implements Connector {
   /** Refuses before anything is sent what this account cannot carry (the kernel refuses it earlier, at creation). */
   private checkTransfer(operator: Operator, amount: number, currency: Currency, direction: Direction): void {
     const rule = this.capabilities.amountRule(operator, currency, direction);
-    if (!rule) throw permanent('provider-refused', `Airtel does not carry ${operator} ${currency} ${direction}s on this account`);
-    if (!Number.isSafeInteger(amount) || amount <= 0) throw permanent('amount-out-of-bounds', 'the amount is not a positive number of minor units');
-    if (decimalsNeeded(amount, currency) > rule.decimals) throw permanent('amount-out-of-bounds', `Airtel takes ${rule.decimals} decimals in ${currency}`);
+    if (!rule)
+      throw permanent(
+        'provider-refused',
+        `Airtel does not carry ${operator} ${currency} ${direction}s on this account`,
+      );
+    if (!Number.isSafeInteger(amount) || amount <= 0)
+      throw permanent('amount-out-of-bounds', 'the amount is not a positive number of minor units');
+    if (decimalsNeeded(amount, currency) > rule.decimals)
+      throw permanent('amount-out-of-bounds', `Airtel takes ${rule.decimals} decimals in ${currency}`);
     if ((rule.min !== null && amount < rule.min) || (rule.max !== null && amount > rule.max)) {
-      throw permanent('amount-out-of-bounds', `the amount is outside Airtel's ${currency} limits (${rule.min}..${rule.max} minor units)`);
+      throw permanent(
+        'amount-out-of-bounds',
+        `the amount is outside Airtel's ${currency} limits (${rule.min}..${rule.max} minor units)`,
+      );
     }
   }
 
@@ -530,5 +645,3 @@ export class AirtelConnector implements Connector {
     return meaning ? `${meaning} (${code})` : `${fallback} (${code})`;
   }
 }
-
-

@@ -20,7 +20,9 @@ export function publicKeyOf(pemOrBase64: string): KeyObject {
 
 export function encryptPin(pin: string, key: KeyObject, padding: PinPadding, oaepHash: OaepHash = 'sha256'): string {
   const options =
-    padding === 'oaep' ? { key, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash } : { key, padding: constants.RSA_PKCS1_PADDING };
+    padding === 'oaep'
+      ? { key, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash }
+      : { key, padding: constants.RSA_PKCS1_PADDING };
   return publicEncrypt(options, Buffer.from(pin, 'utf8')).toString('base64');
 }
 
@@ -29,10 +31,18 @@ export function encryptPin(pin: string, key: KeyObject, padding: PinPadding, oae
  * PKCS#1 v1.5 is undone by hand after a raw RSA operation (RFC 8017 §7.2.2: 0x00 0x02, at least
  * 8 non-zero padding bytes, 0x00, the message).
  */
-export function decryptPin(encrypted: string, privateKeyPem: string, padding: PinPadding, oaepHash: OaepHash = 'sha256'): string | undefined {
+export function decryptPin(
+  encrypted: string,
+  privateKeyPem: string,
+  padding: PinPadding,
+  oaepHash: OaepHash = 'sha256',
+): string | undefined {
   try {
     const data = Buffer.from(encrypted, 'base64');
-    if (padding === 'oaep') return privateDecrypt({ key: privateKeyPem, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash }, data).toString('utf8');
+    if (padding === 'oaep')
+      return privateDecrypt({ key: privateKeyPem, padding: constants.RSA_PKCS1_OAEP_PADDING, oaepHash }, data).toString(
+        'utf8',
+      );
     const em = privateDecrypt({ key: privateKeyPem, padding: constants.RSA_NO_PADDING }, data);
     if (em[0] !== 0x00 || em[1] !== 0x02) return undefined;
     const sep = em.indexOf(0x00, 2);

@@ -126,24 +126,66 @@ interface NumberRule {
 export const SIMULATOR_NUMBERS: Record<string, NumberRule> = {
   '970000001': { scenario: 'success', what: 'succeeds (TS)' },
   '970000002': { scenario: 'fail', codes: ['DP00800001007', 'DP00900001007'], what: 'fails: not enough balance' },
-  '970000003': { scenario: 'fail', codes: ['DP00800001002', 'DP00900001013'], what: 'fails: incorrect PIN (payout: refused)' },
-  '970000004': { scenario: 'fail', codes: ['DP00800001003', 'DP00900001003'], what: 'fails: transaction limit exceeded' },
-  '970000005': { scenario: 'fail', codes: ['DP00800001005', 'DP00900001005'], what: 'fails: the client did not enter the PIN (payout: failed)' },
+  '970000003': {
+    scenario: 'fail',
+    codes: ['DP00800001002', 'DP00900001013'],
+    what: 'fails: incorrect PIN (payout: refused)',
+  },
+  '970000004': {
+    scenario: 'fail',
+    codes: ['DP00800001003', 'DP00900001003'],
+    what: 'fails: transaction limit exceeded',
+  },
+  '970000005': {
+    scenario: 'fail',
+    codes: ['DP00800001005', 'DP00900001005'],
+    what: 'fails: the client did not enter the PIN (payout: failed)',
+  },
   '970000006': { scenario: 'fail', codes: ['DP00800001008', 'DP00900001013'], what: 'fails: refused' },
-  '970000007': { scenario: 'fail', codes: ['DP00800001010', 'DP00900001012'], what: 'fails: not permitted / barred (payout: incorrect number)' },
-  '970000008': { scenario: 'fail', codes: ['DP00800001024', 'DP00900001005'], what: 'fails: timed out (payout: failed)' },
+  '970000007': {
+    scenario: 'fail',
+    codes: ['DP00800001010', 'DP00900001012'],
+    what: 'fails: not permitted / barred (payout: incorrect number)',
+  },
+  '970000008': {
+    scenario: 'fail',
+    codes: ['DP00800001024', 'DP00900001005'],
+    what: 'fails: timed out (payout: failed)',
+  },
   '970000009': { scenario: 'expire', codes: ['DP00800001029', 'DP00900001005'], what: 'expires (TE)' },
-  '970000010': { scenario: 'fail', codes: ['DP00800001009', 'DP00900001010'], what: 'fails: do not honor (payout: payer not allowed)' },
+  '970000010': {
+    scenario: 'fail',
+    codes: ['DP00800001009', 'DP00900001010'],
+    what: 'fails: do not honor (payout: payer not allowed)',
+  },
   '970000011': { scenario: 'fail', codes: ['DP00800001004', 'DP00900001004'], what: 'fails: invalid amount' },
-  '970000020': { scenario: 'pending-until-asked', what: 'stays TIP, no callback, until an enquiry: then TS (answered), callback' },
+  '970000020': {
+    scenario: 'pending-until-asked',
+    what: 'stays TIP, no callback, until an enquiry: then TS (answered), callback',
+  },
   '970000021': { scenario: 'tip-then-success', what: 'the first enquiry answers TIP; TS after it, with a callback' },
-  '970000022': { scenario: 'ta-then-success', what: 'the first enquiry answers TA (ambiguous); TS after it, with a callback' },
+  '970000022': {
+    scenario: 'ta-then-success',
+    what: 'the first enquiry answers TA (ambiguous); TS after it, with a callback',
+  },
   '970000030': { scenario: 'callback-twice', what: 'succeeds; the callback is sent twice' },
   '970000031': { scenario: 'out-of-order', what: 'succeeds; the callback arrives before the initiation is answered' },
-  '970000040': { scenario: 'error-500-created', what: 'initiation answers 500, yet the transaction exists and succeeds' },
-  '970000041': { scenario: 'slow', what: 'initiation answered after slowInitiationMs (15 s); the transaction succeeds' },
-  '970000042': { scenario: 'token-expires', what: 'succeeds; every token expires right after the initiation is answered' },
-  '970000043': { scenario: 'error-500-not-created', what: 'the first initiation answers 500 without creating anything; a resend succeeds' },
+  '970000040': {
+    scenario: 'error-500-created',
+    what: 'initiation answers 500, yet the transaction exists and succeeds',
+  },
+  '970000041': {
+    scenario: 'slow',
+    what: 'initiation answered after slowInitiationMs (15 s); the transaction succeeds',
+  },
+  '970000042': {
+    scenario: 'token-expires',
+    what: 'succeeds; every token expires right after the initiation is answered',
+  },
+  '970000043': {
+    scenario: 'error-500-not-created',
+    what: 'the first initiation answers 500 without creating anything; a resend succeeds',
+  },
 };
 
 interface Tx extends SimTransaction {
@@ -153,10 +195,29 @@ interface Tx extends SimTransaction {
   settleTimer?: NodeJS.Timeout;
 }
 
-const COLLECTION_STATUS_CODE: Record<SimStatus, string> = { TS: 'DP00800001001', TIP: 'DP00800001006', TA: 'DP00800001000', TF: 'DP00800001008', TE: 'DP00800001029' };
-const DISBURSEMENT_STATUS_CODE: Record<SimStatus, string> = { TS: 'DP00900001001', TIP: 'DP00900001006', TA: 'DP00900001000', TF: 'DP00900001005', TE: 'DP00900001005' };
+const COLLECTION_STATUS_CODE: Record<SimStatus, string> = {
+  TS: 'DP00800001001',
+  TIP: 'DP00800001006',
+  TA: 'DP00800001000',
+  TF: 'DP00800001008',
+  TE: 'DP00800001029',
+};
+const DISBURSEMENT_STATUS_CODE: Record<SimStatus, string> = {
+  TS: 'DP00900001001',
+  TIP: 'DP00900001006',
+  TA: 'DP00900001000',
+  TF: 'DP00900001005',
+  TE: 'DP00900001005',
+};
 
-const envelope = (httpCode: number, message: string, resultCode: string | undefined, responseCode: string | undefined, success: boolean, data: unknown = {}) => ({
+const envelope = (
+  httpCode: number,
+  message: string,
+  resultCode: string | undefined,
+  responseCode: string | undefined,
+  success: boolean,
+  data: unknown = {},
+) => ({
   data,
   status: {
     code: String(httpCode),
@@ -209,7 +270,9 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
     const d = new Date();
     const ymd = d.toISOString().slice(2, 10).replace(/-/g, '');
     const hm = d.toISOString().slice(11, 16).replace(':', '');
-    return kind === 'collection' ? `MP${ymd}.${hm}.L${String(moneyCounter).padStart(5, '0')}` : `disbursement-${randomBytes(5).toString('hex').toUpperCase()}-${id}`;
+    return kind === 'collection'
+      ? `MP${ymd}.${hm}.L${String(moneyCounter).padStart(5, '0')}`
+      : `disbursement-${randomBytes(5).toString('hex').toUpperCase()}-${id}`;
   };
 
   // -------------------------------------------------------------------------------------------
@@ -218,12 +281,28 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
   async function sendCallback(tx: Tx): Promise<void> {
     const callbackUrl = opts.callbackUrl;
     if (!callbackUrl || tx.kind !== 'collection') return;
-    const message = tx.status === 'TS' ? `Paid ${tx.currency} ${tx.amount}, Trans ID ${tx.airtelMoneyId}.` : `Transaction failed (${tx.failCode ?? tx.responseCode}).`;
-    const body: Record<string, unknown> = { transaction: { id: tx.id, message, status_code: tx.status === 'TS' ? 'TS' : 'TF', airtel_money_id: tx.airtelMoneyId } };
-    if (opts.callbackHashSecret) body.hash = callbackHash(opts.callbackHashSecret, body, opts.callbackHashOver ?? 'request');
+    const message =
+      tx.status === 'TS'
+        ? `Paid ${tx.currency} ${tx.amount}, Trans ID ${tx.airtelMoneyId}.`
+        : `Transaction failed (${tx.failCode ?? tx.responseCode}).`;
+    const body: Record<string, unknown> = {
+      transaction: {
+        id: tx.id,
+        message,
+        status_code: tx.status === 'TS' ? 'TS' : 'TF',
+        airtel_money_id: tx.airtelMoneyId,
+      },
+    };
+    if (opts.callbackHashSecret)
+      body.hash = callbackHash(opts.callbackHashSecret, body, opts.callbackHashOver ?? 'request');
     tx.callbacksSent += 1;
     try {
-      const res = await callbackClient.request(callbackUrl, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body), timeoutMs: 5_000 });
+      const res = await callbackClient.request(callbackUrl, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify(body),
+        timeoutMs: 5_000,
+      });
       log(`callback ${tx.id} ${tx.status} -> HTTP ${res.status}`);
     } catch (err) {
       log(`callback ${tx.id} failed: ${(err as Error).message}`);
@@ -264,11 +343,23 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
   }
 
   /** Header and body checks shared by every money request; a refusal, or the parsed body. */
-  function validate(req: http.IncomingMessage, raw: string, schema: AirtelSchemaName | null, entry: SimRequest): Answer | { body: Record<string, unknown> } {
-    const headerProblems = check('headers', { authorization: req.headers.authorization, 'x-country': req.headers['x-country'], 'x-currency': req.headers['x-currency'] });
+  function validate(
+    req: http.IncomingMessage,
+    raw: string,
+    schema: AirtelSchemaName | null,
+    entry: SimRequest,
+  ): Answer | { body: Record<string, unknown> } {
+    const headerProblems = check('headers', {
+      authorization: req.headers.authorization,
+      'x-country': req.headers['x-country'],
+      'x-currency': req.headers['x-currency'],
+    });
     if (!authorised(req.headers)) {
       entry.problems.push(...headerProblems.filter((p) => p.path.includes('authorization')));
-      return { status: 401, body: { error: 'invalid_token', error_description: 'The access token is missing, invalid or expired' } };
+      return {
+        status: 401,
+        body: { error: 'invalid_token', error_description: 'The access token is missing, invalid or expired' },
+      };
     }
     if (req.headers['x-country'] !== country) {
       entry.problems.push(...headerProblems);
@@ -290,7 +381,8 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
     if (problems.length > 0) {
       entry.problems.push(...problems);
       const p = problems[0];
-      if (p.path.endsWith('/msisdn')) return refusal(400, 'Invalid MSISDN Length. MSISDN Length should be 9', 'ESB000033');
+      if (p.path.endsWith('/msisdn'))
+        return refusal(400, 'Invalid MSISDN Length. MSISDN Length should be 9', 'ESB000033');
       return refusal(400, `Field validation: ${p.path || 'body'} ${p.message}`, 'ESB000008');
     }
     const b = body as Record<string, unknown>;
@@ -300,14 +392,21 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
       const allowed = opts.decimals?.[currency] ?? CURRENCY_EXPONENT[currency];
       const d = decimalsOf(t.amount);
       if (d === undefined || d > allowed) {
-        entry.problems.push({ path: '/transaction/amount', keyword: 'decimals', message: `must have at most ${allowed} decimals in ${currency}` });
+        entry.problems.push({
+          path: '/transaction/amount',
+          keyword: 'decimals',
+          message: `must have at most ${allowed} decimals in ${currency}`,
+        });
         return refusal(400, `Field validation: amount must have at most ${allowed} decimals`, 'ESB000008');
       }
     }
     const sub = b.subscriber as { country?: string; currency?: string } | undefined;
     const bodyCountry = (t as { country?: string } | undefined)?.country ?? sub?.country;
     if (bodyCountry !== undefined && bodyCountry !== country) return refusal(400, 'Invalid Country Name', 'ESB000034');
-    if ((t?.currency !== undefined && t.currency !== req.headers['x-currency']) || (sub?.currency !== undefined && sub.currency !== req.headers['x-currency'])) {
+    if (
+      (t?.currency !== undefined && t.currency !== req.headers['x-currency']) ||
+      (sub?.currency !== undefined && sub.currency !== req.headers['x-currency'])
+    ) {
       return refusal(400, 'Invalid Currency Code', 'ESB000035');
     }
     return { body: b };
@@ -322,9 +421,14 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
     }
     const problems = check('tokenRequest', body);
     entry.problems.push(...problems);
-    if (problems.length > 0) return { status: 400, body: { error: 'invalid_request', error_description: `${problems[0].path || 'body'} ${problems[0].message}` } };
+    if (problems.length > 0)
+      return {
+        status: 400,
+        body: { error: 'invalid_request', error_description: `${problems[0].path || 'body'} ${problems[0].message}` },
+      };
     const b = body as { client_id: string; client_secret: string };
-    if (b.client_id !== clientId || b.client_secret !== clientSecret) return { status: 401, body: { error: 'invalid_client', error_description: 'Client authentication failed' } };
+    if (b.client_id !== clientId || b.client_secret !== clientSecret)
+      return { status: 401, body: { error: 'invalid_client', error_description: 'Client authentication failed' } };
     tokenCount += 1;
     const accessToken = randomBytes(24).toString('base64url');
     tokens.set(accessToken, Date.now() + lifetimeS * 1000);
@@ -347,7 +451,9 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
     const tx = create('collection', t.id, sub.msisdn, t.amount, t.currency, rule);
     const accepted: Answer = {
       status: 200,
-      body: envelope(200, 'In process', 'ESB000010', 'DP00800001006', true, { transaction: { id: tx.id, status: 'SUCCESS' } }),
+      body: envelope(200, 'In process', 'ESB000010', 'DP00800001006', true, {
+        transaction: { id: tx.id, status: 'SUCCESS' },
+      }),
     };
     switch (rule.scenario) {
       case 'pending-until-asked':
@@ -374,7 +480,14 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
     }
   }
 
-  function create(kind: 'collection' | 'disbursement', id: string, msisdn: string, amount: number, currency: string, rule: NumberRule): Tx {
+  function create(
+    kind: 'collection' | 'disbursement',
+    id: string,
+    msisdn: string,
+    amount: number,
+    currency: string,
+    rule: NumberRule,
+  ): Tx {
     const tx: Tx = {
       id,
       kind,
@@ -402,14 +515,20 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
     const payee = body.payee as { msisdn: string };
     const t = body.transaction as { id: string; amount: number; type?: string };
     const currency = (body as { _currency?: string })._currency!;
-    if (version === 'v2' && t.type === undefined) return refusal(400, 'Field validation: transaction.type is required', 'ESB000008');
+    if (version === 'v2' && t.type === undefined)
+      return refusal(400, 'Field validation: transaction.type is required', 'ESB000008');
     const pin = decryptPin(body.pin as string, privateKeyPem, padding, opts.pinOaepHash ?? 'sha256');
     if (pin === undefined) return refusal(400, 'Encrypted PIN could not be decrypted', 'ESB000011', 'ROUTER115');
     if (pin !== expectedPin) return refusal(400, 'Incorrect PIN', 'ESB000011', 'ROUTER116');
     const existing = txs.get(t.id);
     if (existing) {
       existing.initiations += 1;
-      return refusal(400, 'Duplicate Transaction Id. To know the status of the actual transaction, please do transaction enquiry.', 'ESB000011', 'DP00900001017');
+      return refusal(
+        400,
+        'Duplicate Transaction Id. To know the status of the actual transaction, please do transaction enquiry.',
+        'ESB000011',
+        'DP00900001017',
+      );
     }
     const rule = SIMULATOR_NUMBERS[payee.msisdn] ?? { scenario: 'success' as const, what: 'succeeds' };
     if (rule.scenario === 'error-500-not-created' && !droppedOnce.has(t.id)) {
@@ -417,7 +536,14 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
       return refusal(500, 'Something went wrong', 'ESB000001');
     }
     const tx = create('disbursement', t.id, payee.msisdn, t.amount, currency, rule);
-    const data = () => ({ transaction: { reference_id: String(100000 + moneyCounter), airtel_money_id: tx.airtelMoneyId, id: tx.id, status: tx.status } });
+    const data = () => ({
+      transaction: {
+        reference_id: String(100000 + moneyCounter),
+        airtel_money_id: tx.airtelMoneyId,
+        id: tx.id,
+        status: tx.status,
+      },
+    });
     switch (rule.scenario) {
       case 'fail':
       case 'expire':
@@ -427,16 +553,27 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
       case 'tip-then-success':
       case 'ta-then-success':
         if (rule.scenario === 'ta-then-success') tx.status = 'TA';
-        return { status: 200, body: envelope(200, 'Transaction is in process', 'ESB000010', DISBURSEMENT_STATUS_CODE.TIP, true, data()) };
+        return {
+          status: 200,
+          body: envelope(200, 'Transaction is in process', 'ESB000010', DISBURSEMENT_STATUS_CODE.TIP, true, data()),
+        };
       case 'error-500-created':
         settle(tx);
         return refusal(500, 'Something went wrong', 'ESB000001');
       case 'slow':
         settle(tx);
-        return { status: 200, body: envelope(200, 'Success', 'ESB000010', tx.responseCode, true, data()), delayMs: slowMs };
+        return {
+          status: 200,
+          body: envelope(200, 'Success', 'ESB000010', tx.responseCode, true, data()),
+          delayMs: slowMs,
+        };
       case 'token-expires':
         settle(tx);
-        return { status: 200, body: envelope(200, 'Success', 'ESB000010', tx.responseCode, true, data()), after: () => expireAll() };
+        return {
+          status: 200,
+          body: envelope(200, 'Success', 'ESB000010', tx.responseCode, true, data()),
+          after: () => expireAll(),
+        };
       default:
         settle(tx);
         return { status: 200, body: envelope(200, 'Success', 'ESB000010', tx.responseCode, true, data()) };
@@ -446,26 +583,43 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
   function enquiry(kind: 'collection' | 'disbursement', id: string): Answer {
     const tx = txs.get(id);
     if (!tx || tx.kind !== kind) {
-      return refusal(404, 'Transaction Not Found', 'ESB000045', kind === 'collection' ? 'DP00800001025' : 'DP00900001015');
+      return refusal(
+        404,
+        'Transaction Not Found',
+        'ESB000045',
+        kind === 'collection' ? 'DP00800001025' : 'DP00900001015',
+      );
     }
     tx.enquiries += 1;
     const answer = (): Answer => ({
       status: 200,
-      body: envelope(200, 'SUCCESS', 'ESB000010', tx.status === 'TF' || tx.status === 'TE' ? tx.responseCode : (kind === 'collection' ? COLLECTION_STATUS_CODE : DISBURSEMENT_STATUS_CODE)[tx.status], true, {
-        transaction: {
-          airtel_money_id: tx.airtelMoneyId,
-          id: tx.id,
-          message: tx.status === 'TS' ? 'success' : tx.status === 'TF' ? 'failed' : 'in progress',
-          status: tx.status,
-          ...(opts.enquiryEchoesAmount ? { amount: Number(tx.amount), currency: tx.currency } : {}),
+      body: envelope(
+        200,
+        'SUCCESS',
+        'ESB000010',
+        tx.status === 'TF' || tx.status === 'TE'
+          ? tx.responseCode
+          : (kind === 'collection' ? COLLECTION_STATUS_CODE : DISBURSEMENT_STATUS_CODE)[tx.status],
+        true,
+        {
+          transaction: {
+            airtel_money_id: tx.airtelMoneyId,
+            id: tx.id,
+            message: tx.status === 'TS' ? 'success' : tx.status === 'TF' ? 'failed' : 'in progress',
+            status: tx.status,
+            ...(opts.enquiryEchoesAmount ? { amount: Number(tx.amount), currency: tx.currency } : {}),
+          },
         },
-      }),
+      ),
     });
     if (tx.scenario === 'pending-until-asked' && (tx.status === 'TIP' || tx.status === 'TA')) {
       settle(tx);
       return answer();
     }
-    if ((tx.scenario === 'tip-then-success' || tx.scenario === 'ta-then-success') && (tx.status === 'TIP' || tx.status === 'TA')) {
+    if (
+      (tx.scenario === 'tip-then-success' || tx.scenario === 'ta-then-success') &&
+      (tx.status === 'TIP' || tx.status === 'TA')
+    ) {
       const a = answer();
       if (!tx.settleTimer) tx.settleTimer = later(finalAfterMs, () => settle(tx));
       return a;
@@ -478,11 +632,16 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
     const tx = byMoneyId.get(moneyId);
     if (!tx || tx.kind !== 'collection') return refusal(404, 'Transaction Not Found', 'ESB000045', 'DP00800001025');
     tx.refundRequests += 1;
-    if (tx.status !== 'TS') return refusal(400, 'Refund not allowed: the transaction is not successful', 'ESB000011', 'DP00800001008');
-    if (tx.refunded) return refusal(400, 'Refund not allowed: the transaction is already refunded', 'ESB000011', 'DP00800001008');
+    if (tx.status !== 'TS')
+      return refusal(400, 'Refund not allowed: the transaction is not successful', 'ESB000011', 'DP00800001008');
+    if (tx.refunded)
+      return refusal(400, 'Refund not allowed: the transaction is already refunded', 'ESB000011', 'DP00800001008');
     tx.refunded = true;
     const data = { transaction: { airtel_money_id: moneyId, status: 'SUCCESS' } };
-    return { status: 200, body: envelope(200, 'SUCCESS', 'ESB000010', 'DP00800001001', !opts.refundAnswersAsExample, data) };
+    return {
+      status: 200,
+      body: envelope(200, 'SUCCESS', 'ESB000010', 'DP00800001001', !opts.refundAnswersAsExample, data),
+    };
   }
 
   function expireAll(): void {
@@ -534,7 +693,9 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
   }
 
   function publicTransactions(): SimTransaction[] {
-    return [...txs.values()].map(({ scenario: _s, failCode: _f, created: _c, settleTimer: _t, ...pub }) => ({ ...pub }));
+    return [...txs.values()].map(({ scenario: _s, failCode: _f, created: _c, settleTimer: _t, ...pub }) => ({
+      ...pub,
+    }));
   }
 
   const server = http.createServer((req, res) => {
@@ -542,7 +703,13 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
     req.on('data', (c: Buffer) => chunks.push(c));
     req.on('end', () => {
       const raw = Buffer.concat(chunks).toString('utf8');
-      const entry: SimRequest = { method: req.method ?? '', path: req.url ?? '', schema: null, problems: [], status: 0 };
+      const entry: SimRequest = {
+        method: req.method ?? '',
+        path: req.url ?? '',
+        schema: null,
+        problems: [],
+        status: 0,
+      };
       let answer: Answer;
       try {
         answer = route(req, raw, entry);

@@ -18,7 +18,12 @@ export interface Token {
  * Seconds from `expires_in` ("180" or 180); undefined when it is not a positive number.
  */
 export function expiresInSeconds(value: unknown): number | undefined {
-  const n = typeof value === 'number' ? value : typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value) ? Number(value) : NaN;
+  const n =
+    typeof value === 'number'
+      ? value
+      : typeof value === 'string' && /^\s*\d+(\.\d+)?\s*$/.test(value)
+        ? Number(value)
+        : NaN;
   return Number.isFinite(n) && n > 0 ? n : undefined;
 }
 
@@ -64,7 +69,11 @@ export class TokenCache {
       const started = this.now();
       this.inFlight = this.fetchToken()
         .then(({ accessToken, expiresInS }) => {
-          const token = { accessToken, refreshAt: refreshAtOf(started, expiresInS, this.marginMs), expiresAt: started + expiresInS * 1000 };
+          const token = {
+            accessToken,
+            refreshAt: refreshAtOf(started, expiresInS, this.marginMs),
+            expiresAt: started + expiresInS * 1000,
+          };
           this.token = token;
           return token;
         })

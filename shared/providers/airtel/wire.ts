@@ -46,7 +46,8 @@ export function writeJson(value: unknown): string {
 }
 
 /** Minor units as Airtel's `amount`: major units, no trailing zeros ("10.5", "100"). */
-export const amountOnWire = (minor: number, currency: Currency) => new JsonNumber(minorToDecimal(minor, currency, false));
+export const amountOnWire = (minor: number, currency: Currency) =>
+  new JsonNumber(minorToDecimal(minor, currency, false));
 
 /**
  * A JSON number Airtel sent (parsed by JSON.parse into a double), back to minor units, exactly;
@@ -140,7 +141,10 @@ export function fromAirtelId(airtelId: string): { id: string; kind: ProviderObje
   if (compact) {
     const kind = (Object.keys(PREFIX) as (keyof typeof PREFIX)[]).find((k) => PREFIX[k].letter === compact[1])!;
     const h = compact[2];
-    return { kind, id: `${PREFIX[kind].ours}${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}` };
+    return {
+      kind,
+      id: `${PREFIX[kind].ours}${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`,
+    };
   }
   const kind = kindOfOurs(airtelId);
   if (kind && UUID.test(airtelId.slice(PREFIX[kind].ours.length))) return { kind, id: airtelId };
@@ -152,7 +156,12 @@ export function fromAirtelId(airtelId: string): { id: string; kind: ProviderObje
  * letters and digits): the description's letters, digits and spaces, else the transaction id.
  */
 export function referenceOf(description: string | null, fallback: string): string {
-  const cleaned = (description ?? '').replace(/[^A-Za-z0-9 ]/g, '').replace(/\s+/g, ' ').trim().slice(0, 64).trim();
+  const cleaned = (description ?? '')
+    .replace(/[^A-Za-z0-9 ]/g, '')
+    .replace(/\s+/g, ' ')
+    .trim()
+    .slice(0, 64)
+    .trim();
   return cleaned.length >= 4 ? cleaned : fallback.slice(0, 64);
 }
 

@@ -1,7 +1,15 @@
 import type { Currency, Direction, Operator } from '../../vocabulary';
 import { CURRENCY_EXPONENT } from '../amounts';
 import type { AmountRule, ProviderAvailability } from '../connector';
-import { DIRECTION_OF, OPERATOR_OF, decimalsOf, fromPawapayAmount, ourCurrency, type OperationType, type PawapayProvider } from './wire';
+import {
+  DIRECTION_OF,
+  OPERATOR_OF,
+  decimalsOf,
+  fromPawapayAmount,
+  ourCurrency,
+  type OperationType,
+  type PawapayProvider,
+} from './wire';
 
 /**
  * pawaPay's active configuration (GET /v2/active-conf,
@@ -13,7 +21,8 @@ import { DIRECTION_OF, OPERATOR_OF, decimalsOf, fromPawapayAmount, ourCurrency, 
 
 /** key: operator|currency|direction */
 export type AmountRules = Map<string, AmountRule>;
-export const ruleKey = (operator: Operator, currency: Currency, direction: Direction) => `${operator}|${currency}|${direction}`;
+export const ruleKey = (operator: Operator, currency: Currency, direction: Direction) =>
+  `${operator}|${currency}|${direction}`;
 
 /**
  * What holds until the first active-conf answer: decimals per provider and currency from the
@@ -45,7 +54,9 @@ const list = (v: unknown): unknown[] => (Array.isArray(v) ? v : []);
 /** operationTypes in either shape → [type, its object or its status string]. */
 export function operationEntries(v: unknown): [string, unknown][] {
   if (Array.isArray(v)) {
-    return v.filter(isObj).flatMap((o) => (typeof o.operationType === 'string' ? [[o.operationType, o] as [string, unknown]] : []));
+    return v
+      .filter(isObj)
+      .flatMap((o) => (typeof o.operationType === 'string' ? [[o.operationType, o] as [string, unknown]] : []));
   }
   if (isObj(v)) return Object.entries(v);
   return [];
@@ -88,7 +99,11 @@ export function parseActiveConf(body: unknown): AmountRules {
   return rules;
 }
 
-const AVAILABILITY: Record<string, 'operational' | 'delayed' | 'closed'> = { OPERATIONAL: 'operational', DELAYED: 'delayed', CLOSED: 'closed' };
+const AVAILABILITY: Record<string, 'operational' | 'delayed' | 'closed'> = {
+  OPERATIONAL: 'operational',
+  DELAYED: 'delayed',
+  CLOSED: 'closed',
+};
 
 /** GET /v2/availability → per operator and direction; CLOSED → closed, DELAYED → delayed, anything else operational. */
 export function parseAvailability(body: unknown): ProviderAvailability {

@@ -83,7 +83,8 @@ export interface PawapayConnectorOptions {
 }
 
 type SendOutcome = { kind: 'accepted' } | { kind: 'unknown'; why: string };
-type Lookup = { kind: 'found'; data: Record<string, unknown> } | { kind: 'not_found' } | { kind: 'unknown'; why: string };
+type Lookup =
+  { kind: 'found'; data: Record<string, unknown> } | { kind: 'not_found' } | { kind: 'unknown'; why: string };
 
 const SERVED_DIRECTIONS: Direction[] = ['collection', 'refund', 'payout'];
 const JSON_HEADERS = { Accept: 'application/json' };
@@ -115,7 +116,8 @@ export class PawapayConnector implements Connector {
       operators: SERVED_OPERATORS,
       directions: SERVED_DIRECTIONS,
       partialRefunds: true,
-      amountRule: (operator: Operator, currency: Currency, direction: Direction): AmountRule | undefined => rules().get(ruleKey(operator, currency, direction)),
+      amountRule: (operator: Operator, currency: Currency, direction: Direction): AmountRule | undefined =>
+        rules().get(ruleKey(operator, currency, direction)),
     };
     const period = opts.activeConfRefreshMs ?? 10 * 60_000;
     if (period > 0) {
@@ -174,10 +176,22 @@ export class PawapayConnector implements Connector {
     const uuid = this.uuidOf(req.refundId, wire);
     this.providerOf(req.operator);
     // the refunded deposit: the reference stored for the payment (its depositId), else its id's UUID
-    const depositId = req.paymentProviderRef && isUuidV4(req.paymentProviderRef) ? req.paymentProviderRef : this.uuidOf(req.paymentId, KINDS.payment);
-    if (req.amount > req.paymentAmount) throw permanent('amount-not-supported', `${this.id}: a refund of ${req.amount} is more than the payment's ${req.paymentAmount}`);
+    const depositId =
+      req.paymentProviderRef && isUuidV4(req.paymentProviderRef)
+        ? req.paymentProviderRef
+        : this.uuidOf(req.paymentId, KINDS.payment);
+    if (req.amount > req.paymentAmount)
+      throw permanent(
+        'amount-not-supported',
+        `${this.id}: a refund of ${req.amount} is more than the payment's ${req.paymentAmount}`,
+      );
     this.checkAmount(req.operator, req.amount, req.currency, 'refund');
-    const body = { refundId: uuid, depositId, amount: this.amountText(req.amount, req.currency), currency: req.currency };
+    const body = {
+      refundId: uuid,
+      depositId,
+      amount: this.amountText(req.amount, req.currency),
+      currency: req.currency,
+    };
     return this.initiate(wire, uuid, body, req.msisdn);
   }
 
@@ -186,18 +200,36 @@ export class PawapayConnector implements Connector {
    * is never a failure: the status endpoint decides (found: accepted; not found: the same request
    * again, idempotent at pawaPay by its id; still unknown: a retryable error).
    */
-  private async initiate(wire: KindWire, uuid: string, body: Record<string, unknown>, msisdn: string): Promise<ProviderAccepted> {
+  private async initiate(
+    wire: KindWire,
+    uuid: string,
+    body: Record<string, unknown>,
+    msisdn: string,
+  ): Promise<ProviderAccepted> {
     const accepted = { providerRef: uuid };
-    this.opts.log?.info({ connector: this.id, kind: wire.kind, id: ourId(uuid, wire), msisdn: maskPhone(msisdn) }, 'pawapay initiation');
+    this.opts.log?.info(
+      { connector: this.id, kind: wire.kind, id: ourId(uuid, wire), msisdn: maskPhone(msisdn) },
+      'pawapay initiation',
+    );
     const first = await this.send(wire, uuid, body);
     if (first.kind === 'accepted') return accepted;
-    this.opts.log?.warn({ connector: this.id, kind: wire.kind, id: ourId(uuid, wire), why: first.why }, 'pawapay initiation outcome unknown: asking its status');
+    this.opts.log?.warn(
+      { connector: this.id, kind: wire.kind, id: ourId(uuid, wire), why: first.why },
+      'pawapay initiation outcome unknown: asking its status',
+    );
     const found = await this.lookup(wire, uuid);
     if (found.kind === 'found') return accepted;
-    if (found.kind === 'unknown') throw retryable('provider-unknown-outcome', `${this.id}: ${wire.kind} ${ourId(uuid, wire)} outcome unknown (${first.why}; status: ${found.why})`);
+    if (found.kind === 'unknown')
+      throw retryable(
+        'provider-unknown-outcome',
+        `${this.id}: ${wire.kind} ${ourId(uuid, wire)} outcome unknown (${first.why}; status: ${found.why})`,
+      );
     const again = await this.send(wire, uuid, body);
     if (again.kind === 'accepted') return accepted;
-    throw retryable('provider-unknown-outcome', `${this.id}: ${wire.kind} ${ourId(uuid, wire)} outcome unknown after a resend (${again.why})`);
+    throw retryable(
+      'provider-unknown-outcome',
+      `${this.id}: ${wire.kind} ${ourId(uuid, wire)} outcome unknown after a resend (${again.why})`,
+    );
   }
 
   private async send(wire: KindWire, uuid: string, body: Record<string, unknown>): Promise<SendOutcome> {
@@ -205,7 +237,10 @@ export class PawapayConnector implements Connector {
     try {
       res = await this.call('POST', wire.path, body);
     } catch (err) {
-      return { kind: 'unknown', why: (err as Error).name === 'TimeoutError' ? `no answer within ${this.opts.timeoutMs} ms` : 'unreachable' };
+      return {
+        kind: 'unknown',
+        why: (err as Error).name === 'TimeoutError' ? `no answer within ${this.opts.timeoutMs} ms` : 'unreachable',
+      };
     }
     if (res.status >= 500) return { kind: 'unknown', why: `HTTP ${res.status}` };
     const answer = parseJson(res.body);
@@ -213,18 +248,28 @@ export class PawapayConnector implements Connector {
       if (res.status >= 200 && res.status < 300) return { kind: 'unknown', why: 'unparsable answer' };
       throw this.httpRefusal(res.status, wire);
     }
-    const a = answer as { status?: unknown; failureReason?: { failureCode?: unknown; failureMessage?: unknown }; rejectionReason?: { rejectionCode?: unknown; rejectionMessage?: unknown } };
+    const a = answer as {
+      status?: unknown;
+      failureReason?: { failureCode?: unknown; failureMessage?: unknown };
+      rejectionReason?: { rejectionCode?: unknown; rejectionMessage?: unknown };
+    };
     // v2 names it failureReason; v1 answers carried rejectionReason: read either (README)
-    if (!a.failureReason && a.rejectionReason) a.failureReason = { failureCode: a.rejectionReason.rejectionCode, failureMessage: a.rejectionReason.rejectionMessage };
+    if (!a.failureReason && a.rejectionReason)
+      a.failureReason = {
+        failureCode: a.rejectionReason.rejectionCode,
+        failureMessage: a.rejectionReason.rejectionMessage,
+      };
     const echoed = (answer as Record<string, unknown>)[wire.idField];
     if (res.status >= 200 && res.status < 300 && (a.status === 'ACCEPTED' || a.status === 'DUPLICATE_IGNORED')) {
-      if (echoed !== undefined && echoed !== uuid) return { kind: 'unknown', why: `answer names another ${wire.idField}` };
+      if (echoed !== undefined && echoed !== uuid)
+        return { kind: 'unknown', why: `answer names another ${wire.idField}` };
       return { kind: 'accepted' };
     }
     const code = a.failureReason?.failureCode;
     if (a.status === 'REJECTED' || typeof code === 'string') {
       if (typeof code === 'string' && UNKNOWN_OUTCOME_CODES.has(code)) return { kind: 'unknown', why: code };
-      if (typeof code === 'string' && CREDENTIAL_CODES.has(code)) throw retryable('provider-auth', `${this.id} refused our credentials (${code})`);
+      if (typeof code === 'string' && CREDENTIAL_CODES.has(code))
+        throw retryable('provider-auth', `${this.id} refused our credentials (${code})`);
       const mapped = mapFailure(code, wire.kind, a.failureReason?.failureMessage);
       throw permanent(mapped.failureCode, mapped.failureMessage);
     }
@@ -233,8 +278,10 @@ export class PawapayConnector implements Connector {
   }
 
   private httpRefusal(status: number, wire: KindWire): ProviderError {
-    if (status === 401 || status === 403) return retryable('provider-auth', `${this.id} refused our credentials (HTTP ${status})`);
-    if ([404, 408, 409, 425, 429].includes(status)) return retryable(`provider-http-${status}`, `${this.id} answered HTTP ${status}`);
+    if (status === 401 || status === 403)
+      return retryable('provider-auth', `${this.id} refused our credentials (HTTP ${status})`);
+    if ([404, 408, 409, 425, 429].includes(status))
+      return retryable(`provider-http-${status}`, `${this.id} answered HTTP ${status}`);
     return permanent('provider-refused', `${this.id} refused the ${wire.kind} (HTTP ${status})`);
   }
 
@@ -246,7 +293,8 @@ export class PawapayConnector implements Connector {
     const uuid = pawapayId(op.id, wire) ?? (op.providerRef && isUuidV4(op.providerRef) ? op.providerRef : undefined);
     if (!uuid) throw permanent('provider-protocol', `${this.id}: ${op.id} is not a ${wire.prefix}<uuid v4>`);
     const found = await this.lookup(wire, uuid);
-    if (found.kind === 'unknown') throw retryable('provider-unavailable', `${this.id}: status of ${op.id} unknown (${found.why})`);
+    if (found.kind === 'unknown')
+      throw retryable('provider-unavailable', `${this.id}: status of ${op.id} unknown (${found.why})`);
     if (found.kind === 'not_found') return { state: 'not_found' };
     const data = found.data;
     const status = String(data.status);
@@ -256,7 +304,13 @@ export class PawapayConnector implements Connector {
     if (status === 'COMPLETED') return { state: 'succeeded', providerRef, amount, currency };
     if (status === 'FAILED') {
       const reason = (data.failureReason ?? {}) as { failureCode?: unknown; failureMessage?: unknown };
-      return { state: 'failed', providerRef, ...mapFailure(reason.failureCode, wire.kind, reason.failureMessage), amount, currency };
+      return {
+        state: 'failed',
+        providerRef,
+        ...mapFailure(reason.failureCode, wire.kind, reason.failureMessage),
+        amount,
+        currency,
+      };
     }
     // ACCEPTED, ENQUEUED, SUBMITTED, PROCESSING, IN_RECONCILIATION, and any word we do not know: open
     return { state: 'pending', providerRef };
@@ -269,7 +323,8 @@ export class PawapayConnector implements Connector {
     } catch (err) {
       return { kind: 'unknown', why: (err as Error).name === 'TimeoutError' ? 'timeout' : 'unreachable' };
     }
-    if (res.status === 401 || res.status === 403) throw retryable('provider-auth', `${this.id} refused our credentials (HTTP ${res.status})`);
+    if (res.status === 401 || res.status === 403)
+      throw retryable('provider-auth', `${this.id} refused our credentials (HTTP ${res.status})`);
     const body = parseJson(res.body);
     if (res.status === 404) {
       const s = (body as { status?: unknown } | undefined)?.status;
@@ -281,7 +336,8 @@ export class PawapayConnector implements Connector {
     const b = body as { status: 'FOUND' | 'NOT_FOUND'; data?: Record<string, unknown> };
     if (b.status === 'NOT_FOUND') return { kind: 'not_found' };
     const data = b.data!;
-    if (data[wire.idField] !== undefined && data[wire.idField] !== uuid) return { kind: 'unknown', why: `status answer names another ${wire.idField}` };
+    if (data[wire.idField] !== undefined && data[wire.idField] !== uuid)
+      return { kind: 'unknown', why: `status answer names another ${wire.idField}` };
     return { kind: 'found', data };
   }
 
@@ -293,14 +349,27 @@ export class PawapayConnector implements Connector {
       const host = typeof req.headers.host === 'string' ? req.headers.host : 'localhost';
       const url = this.opts.callbackUrl ?? `http://${host}/callbacks/${this.id}`;
       const outcome = await verifySignedMessage(
-        { raw: req.raw, headers: req.headers, method: 'POST', url, nowUnix: req.nowUnix, maxSkewSec: this.opts.callbackMaxSkewSec ?? 300 },
+        {
+          raw: req.raw,
+          headers: req.headers,
+          method: 'POST',
+          url,
+          nowUnix: req.nowUnix,
+          maxSkewSec: this.opts.callbackMaxSkewSec ?? 300,
+        },
         (keyid) => this.publicKey(keyid),
       );
       if (outcome.ok) return 'verified';
-      this.opts.log?.warn({ connector: this.id, ip: req.ip, reason: outcome.reason }, 'pawapay callback signature refused');
+      this.opts.log?.warn(
+        { connector: this.id, ip: req.ip, reason: outcome.reason },
+        'pawapay callback signature refused',
+      );
       return 'invalid';
     } catch (err) {
-      this.opts.log?.warn({ connector: this.id, ip: req.ip, reason: (err as Error).message }, 'pawapay callback signature refused');
+      this.opts.log?.warn(
+        { connector: this.id, ip: req.ip, reason: (err as Error).message },
+        'pawapay callback signature refused',
+      );
       return 'invalid';
     }
   }
@@ -320,12 +389,16 @@ export class PawapayConnector implements Connector {
     let currency: Currency | null = null;
     if (b.currency !== undefined) {
       currency = ourCurrency(b.currency) ?? null;
-      if (!currency) throw new CallbackFormatError(`pawaPay callback: currency ${JSON.stringify(b.currency).slice(0, 10)} is not one of ours`);
+      if (!currency)
+        throw new CallbackFormatError(
+          `pawaPay callback: currency ${JSON.stringify(b.currency).slice(0, 10)} is not one of ours`,
+        );
     }
     if (b.amount !== undefined) {
       if (!currency) throw new CallbackFormatError('pawaPay callback: an amount without a currency');
       const minor = fromPawapayAmount(b.amount, currency);
-      if (minor === undefined) throw new CallbackFormatError('pawaPay callback: amount is not an exact amount of its currency');
+      if (minor === undefined)
+        throw new CallbackFormatError('pawaPay callback: amount is not an exact amount of its currency');
       amount = minor;
     }
     const reason = (b.failureReason ?? {}) as { failureCode?: unknown; failureMessage?: unknown };
@@ -362,7 +435,10 @@ export class PawapayConnector implements Connector {
       this.activeConfLoaded = true;
       return true;
     } catch (err) {
-      this.opts.log?.warn({ connector: this.id, reason: (err as Error).message }, 'pawapay active-conf not refreshed: keeping the rules in force');
+      this.opts.log?.warn(
+        { connector: this.id, reason: (err as Error).message },
+        'pawapay active-conf not refreshed: keeping the rules in force',
+      );
       return false;
     }
   }
@@ -420,7 +496,12 @@ export class PawapayConnector implements Connector {
     const headers: Record<string, string> = { ...JSON_HEADERS, Authorization: `Bearer ${this.opts.apiToken}` };
     if (body !== undefined) headers['Content-Type'] = 'application/json';
     const base = this.opts.baseUrl.replace(/\/+$/, '');
-    return this.opts.client.request(base + path, { method, headers, body: body === undefined ? undefined : JSON.stringify(body), timeoutMs: this.opts.timeoutMs });
+    return this.opts.client.request(base + path, {
+      method,
+      headers,
+      body: body === undefined ? undefined : JSON.stringify(body),
+      timeoutMs: this.opts.timeoutMs,
+    });
   }
 
   private uuidOf(id: string, wire: KindWire): string {
@@ -437,20 +518,28 @@ export class PawapayConnector implements Connector {
 
   private phoneOf(msisdn: string): string {
     const phone = pawapayPhone(msisdn);
-    if (!phone) throw permanent('provider-protocol', `${this.id}: the phone number ${maskPhone(msisdn)} is not 243 + 9 digits`);
+    if (!phone)
+      throw permanent('provider-protocol', `${this.id}: the phone number ${maskPhone(msisdn)} is not 243 + 9 digits`);
     return phone;
   }
 
   /** Refused before anything leaves when the rule in force cannot carry the amount (422 amount-not-supported at creation). */
   private checkAmount(operator: Operator, amount: number, currency: Currency, direction: Direction): void {
     const rule = this.capabilities.amountRule(operator, currency, direction);
-    if (!rule) throw permanent('amount-not-supported', `${this.id} cannot carry ${currency} for ${operator} (${direction})`);
+    if (!rule)
+      throw permanent('amount-not-supported', `${this.id} cannot carry ${currency} for ${operator} (${direction})`);
     if (decimalsNeeded(amount, currency) > rule.decimals) {
-      throw permanent('amount-not-supported', `${this.id}: ${operator} takes ${rule.decimals} decimals in ${currency} (${direction})`);
+      throw permanent(
+        'amount-not-supported',
+        `${this.id}: ${operator} takes ${rule.decimals} decimals in ${currency} (${direction})`,
+      );
     }
     if ((rule.min !== null && amount < rule.min) || (rule.max !== null && amount > rule.max)) {
       const show = (v: number | null) => (v === null ? '-' : minorToDecimal(v, currency));
-      throw permanent('amount-not-supported', `${this.id}: ${operator} takes ${show(rule.min)} to ${show(rule.max)} ${currency} (${direction})`);
+      throw permanent(
+        'amount-not-supported',
+        `${this.id}: ${operator} takes ${show(rule.min)} to ${show(rule.max)} ${currency} (${direction})`,
+      );
     }
   }
 

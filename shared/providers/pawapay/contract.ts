@@ -17,7 +17,18 @@ import transaction from './schema/transaction.json';
  * and the simulator validates every request it receives with the very same functions.
  */
 
-const SCHEMAS = { activeConf, availability, depositRequest, errorResponse, initiationResponse, payoutRequest, publicKeys, refundRequest, statusResponse, transaction };
+const SCHEMAS = {
+  activeConf,
+  availability,
+  depositRequest,
+  errorResponse,
+  initiationResponse,
+  payoutRequest,
+  publicKeys,
+  refundRequest,
+  statusResponse,
+  transaction,
+};
 export type ContractName = keyof typeof SCHEMAS;
 
 // transaction first: status-response refers to it by $id
@@ -52,7 +63,9 @@ export function describeErrors(errors: ErrorObject[]): string {
   const e = errors[0];
   if (!e) return 'valid';
   const at = e.instancePath || '(root)';
-  const extra = (e.params as { additionalProperty?: string; missingProperty?: string }).additionalProperty ?? (e.params as { missingProperty?: string }).missingProperty;
+  const extra =
+    (e.params as { additionalProperty?: string; missingProperty?: string }).additionalProperty ??
+    (e.params as { missingProperty?: string }).missingProperty;
   return `${at} ${e.message ?? e.keyword}${extra ? `: ${extra}` : ''}`;
 }
 

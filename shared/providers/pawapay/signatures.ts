@@ -17,8 +17,8 @@ interface StructuredHeaders {
   serializeItem: (item: Item) => string;
   serializeList: (list: (Item | InnerList)[]) => string;
 }
-// eslint-disable-next-line @typescript-eslint/no-require-imports
-const { isInnerList, parseDictionary, serializeItem, serializeList } = require('structured-headers') as StructuredHeaders;
+const { isInnerList, parseDictionary, serializeItem, serializeList } =
+  require('structured-headers') as StructuredHeaders;
 
 /**
  * pawaPay's signed callbacks: RFC 9421 HTTP Message Signatures over the request, with an RFC 9530
@@ -73,7 +73,10 @@ export async function signMessage(opts: SignOptions): Promise<Record<string, str
       key: {
         id: opts.keyId,
         alg: SIGNATURE_ALG,
-        sign: async (data: Buffer) => createSign('sha256').update(data).sign({ key: opts.privateKey, dsaEncoding: encoding === 'raw' ? 'ieee-p1363' : 'der' }),
+        sign: async (data: Buffer) =>
+          createSign('sha256')
+            .update(data)
+            .sign({ key: opts.privateKey, dsaEncoding: encoding === 'raw' ? 'ieee-p1363' : 'der' }),
       },
       name: SIGNATURE_LABEL,
       fields: opts.fields ?? SIGNED_FIELDS,
@@ -138,7 +141,8 @@ export function checkContentDigest(raw: Buffer, value: string | undefined): stri
     if (!(bytes instanceof ArrayBuffer)) return `Content-Digest ${alg} is not a byte sequence`;
     const expected = createHash(NODE_HASH[alg]).update(raw).digest();
     const given = Buffer.from(bytes);
-    if (given.length !== expected.length || !timingSafeEqual(given, expected)) return `Content-Digest ${alg} does not match the body`;
+    if (given.length !== expected.length || !timingSafeEqual(given, expected))
+      return `Content-Digest ${alg} does not match the body`;
     known++;
   }
   return known > 0 ? null : 'Content-Digest has no sha-256 or sha-512';
@@ -162,7 +166,13 @@ export async function verifySignedMessage(req: VerifyRequest, lookup: KeyLookup)
   } catch {
     return { ok: false, reason: 'Signature or Signature-Input is not a structured dictionary' };
   }
-  const message = { method: req.method, url: req.url, headers: Object.fromEntries(Object.entries(req.headers).filter((e): e is [string, string | string[]] => e[1] !== undefined)) };
+  const message = {
+    method: req.method,
+    url: req.url,
+    headers: Object.fromEntries(
+      Object.entries(req.headers).filter((e): e is [string, string | string[]] => e[1] !== undefined),
+    ),
+  };
   let reason = 'no signature';
   for (const [label, member] of inputs) {
     if (!isInnerList(member)) {

@@ -16,7 +16,8 @@ import { ourCurrency, type OperationType, type PawapayProvider, PAWAPAY_PROVIDER
  * pawaPay's DRC sandbox test numbers, then the simulator's own scenarios (2xx).
  */
 
-export type SimStatus = 'ACCEPTED' | 'ENQUEUED' | 'SUBMITTED' | 'PROCESSING' | 'IN_RECONCILIATION' | 'COMPLETED' | 'FAILED';
+export type SimStatus =
+  'ACCEPTED' | 'ENQUEUED' | 'SUBMITTED' | 'PROCESSING' | 'IN_RECONCILIATION' | 'COMPLETED' | 'FAILED';
 export type SimKind = 'deposit' | 'payout' | 'refund';
 type Availability = 'OPERATIONAL' | 'DELAYED' | 'CLOSED';
 
@@ -85,22 +86,54 @@ export interface PawapaySimulator {
 /** Limits served by active-conf, per provider, currency, type: [decimalsInAmount, min, max]. CDF: a captured sandbox answer; USD: the simulator's own. */
 const CONF: Record<PawapayProvider, Record<Currency, Record<OperationType, [string, string, string]>>> = {
   VODACOM_MPESA_COD: {
-    CDF: { DEPOSIT: ['NONE', '500', '1000000'], PAYOUT: ['NONE', '1000', '1000000'], REFUND: ['NONE', '1000', '1000000'] },
-    USD: { DEPOSIT: ['TWO_PLACES', '0.5', '2500'], PAYOUT: ['TWO_PLACES', '1', '2500'], REFUND: ['TWO_PLACES', '1', '2500'] },
+    CDF: {
+      DEPOSIT: ['NONE', '500', '1000000'],
+      PAYOUT: ['NONE', '1000', '1000000'],
+      REFUND: ['NONE', '1000', '1000000'],
+    },
+    USD: {
+      DEPOSIT: ['TWO_PLACES', '0.5', '2500'],
+      PAYOUT: ['TWO_PLACES', '1', '2500'],
+      REFUND: ['TWO_PLACES', '1', '2500'],
+    },
   },
   AIRTEL_COD: {
-    CDF: { DEPOSIT: ['TWO_PLACES', '100', '6250000'], PAYOUT: ['TWO_PLACES', '100', '6250000'], REFUND: ['TWO_PLACES', '100', '6250000'] },
-    USD: { DEPOSIT: ['TWO_PLACES', '0.1', '2500'], PAYOUT: ['TWO_PLACES', '0.1', '2500'], REFUND: ['TWO_PLACES', '0.1', '2500'] },
+    CDF: {
+      DEPOSIT: ['TWO_PLACES', '100', '6250000'],
+      PAYOUT: ['TWO_PLACES', '100', '6250000'],
+      REFUND: ['TWO_PLACES', '100', '6250000'],
+    },
+    USD: {
+      DEPOSIT: ['TWO_PLACES', '0.1', '2500'],
+      PAYOUT: ['TWO_PLACES', '0.1', '2500'],
+      REFUND: ['TWO_PLACES', '0.1', '2500'],
+    },
   },
   ORANGE_COD: {
-    CDF: { DEPOSIT: ['TWO_PLACES', '10', '1000000'], PAYOUT: ['TWO_PLACES', '10', '1000000'], REFUND: ['TWO_PLACES', '10', '1000000'] },
-    USD: { DEPOSIT: ['TWO_PLACES', '0.1', '2500'], PAYOUT: ['TWO_PLACES', '0.1', '2500'], REFUND: ['TWO_PLACES', '0.1', '2500'] },
+    CDF: {
+      DEPOSIT: ['TWO_PLACES', '10', '1000000'],
+      PAYOUT: ['TWO_PLACES', '10', '1000000'],
+      REFUND: ['TWO_PLACES', '10', '1000000'],
+    },
+    USD: {
+      DEPOSIT: ['TWO_PLACES', '0.1', '2500'],
+      PAYOUT: ['TWO_PLACES', '0.1', '2500'],
+      REFUND: ['TWO_PLACES', '0.1', '2500'],
+    },
   },
 };
 
 const TYPE_OF: Record<SimKind, OperationType> = { deposit: 'DEPOSIT', payout: 'PAYOUT', refund: 'REFUND' };
-const ID_FIELD: Record<SimKind, 'depositId' | 'payoutId' | 'refundId'> = { deposit: 'depositId', payout: 'payoutId', refund: 'refundId' };
-const PATH_KIND: Record<string, SimKind> = { '/v2/deposits': 'deposit', '/v2/payouts': 'payout', '/v2/refunds': 'refund' };
+const ID_FIELD: Record<SimKind, 'depositId' | 'payoutId' | 'refundId'> = {
+  deposit: 'depositId',
+  payout: 'payoutId',
+  refund: 'refundId',
+};
+const PATH_KIND: Record<string, SimKind> = {
+  '/v2/deposits': 'deposit',
+  '/v2/payouts': 'payout',
+  '/v2/refunds': 'refund',
+};
 
 interface Scenario {
   name: string;
@@ -160,17 +193,37 @@ export function scenarioOf(phoneNumber: string, kind: SimKind): Scenario {
     case '202':
       return { name: 'COMPLETED, callback sent twice', final: 'COMPLETED', callbackTwice: true };
     case '203':
-      return { name: 'COMPLETED, then a stale PROCESSING callback (out of order)', final: 'COMPLETED', staleCallbackAfter: true };
+      return {
+        name: 'COMPLETED, then a stale PROCESSING callback (out of order)',
+        final: 'COMPLETED',
+        staleCallbackAfter: true,
+      };
     case '204':
-      return { name: 'HTTP 500 on initiation, created anyway, COMPLETED', final: 'COMPLETED', initiation500Created: true };
+      return {
+        name: 'HTTP 500 on initiation, created anyway, COMPLETED',
+        final: 'COMPLETED',
+        initiation500Created: true,
+      };
     case '205':
       return { name: 'initiation answered late, COMPLETED', final: 'COMPLETED', slowInitiation: true };
     case '206':
-      return { name: 'PROCESSING, no callback, until its status is asked: then COMPLETED', final: 'COMPLETED', pendingUntilAsked: true };
+      return {
+        name: 'PROCESSING, no callback, until its status is asked: then COMPLETED',
+        final: 'COMPLETED',
+        pendingUntilAsked: true,
+      };
     case '207':
-      return { name: 'HTTP 500 on the first initiation, not created', final: 'COMPLETED', initiation500NotCreated: true };
+      return {
+        name: 'HTTP 500 on the first initiation, not created',
+        final: 'COMPLETED',
+        initiation500NotCreated: true,
+      };
     case '208':
-      return { name: 'COMPLETED, its callback naming ten times the amount', final: 'COMPLETED', callbackWrongAmount: true };
+      return {
+        name: 'COMPLETED, its callback naming ten times the amount',
+        final: 'COMPLETED',
+        callbackWrongAmount: true,
+      };
   }
   return { name: 'COMPLETED', final: 'COMPLETED' };
 }
@@ -194,7 +247,11 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
 
   function newKey(): { id: string; privateKey: KeyObject; pem: string } {
     const { privateKey, publicKey } = generateKeyPairSync('ec', { namedCurve: 'P-256' });
-    return { id: `sim-${randomUUID().slice(0, 8)}`, privateKey, pem: publicKey.export({ type: 'spki', format: 'pem' }).toString() };
+    return {
+      id: `sim-${randomUUID().slice(0, 8)}`,
+      privateKey,
+      pem: publicKey.export({ type: 'spki', format: 'pem' }).toString(),
+    };
   }
 
   function later(ms: number, fn: () => void | Promise<void>): void {
@@ -206,7 +263,8 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     timers.add(t);
   }
 
-  const availabilityOf = (provider: PawapayProvider, type: OperationType): Availability => availability.get(`${provider}|${type}`) ?? 'OPERATIONAL';
+  const availabilityOf = (provider: PawapayProvider, type: OperationType): Availability =>
+    availability.get(`${provider}|${type}`) ?? 'OPERATIONAL';
 
   // ---- wire views ------------------------------------------------------------------------------
 
@@ -226,7 +284,8 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     else out.recipient = party;
     if (tx.kind === 'refund') out.depositId = tx.depositId;
     if (status === 'COMPLETED') out.providerTransactionId = `SIM${tx.id.replace(/-/g, '').slice(0, 12).toUpperCase()}`;
-    if (status === 'FAILED' && tx.failureCode) out.failureReason = { failureCode: tx.failureCode, failureMessage: `Simulated ${tx.failureCode}` };
+    if (status === 'FAILED' && tx.failureCode)
+      out.failureReason = { failureCode: tx.failureCode, failureMessage: `Simulated ${tx.failureCode}` };
     return out;
   }
 
@@ -241,11 +300,23 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     const body = JSON.stringify(shown);
     let headers: Record<string, string> = { 'content-type': 'application/json' };
     if (opts.signCallbacks !== false) {
-      headers = await signMessage({ privateKey: key.privateKey, keyId: key.id, url: opts.callbackUrl, body, digest: opts.digest ?? 'sha-512', encoding: opts.signatureEncoding ?? 'der' });
+      headers = await signMessage({
+        privateKey: key.privateKey,
+        keyId: key.id,
+        url: opts.callbackUrl,
+        body,
+        digest: opts.digest ?? 'sha-512',
+        encoding: opts.signatureEncoding ?? 'der',
+      });
     }
     for (let attempt = 1; attempt <= 3 && !closed; attempt++) {
       try {
-        const res = await client.request(deliverTo ?? opts.callbackUrl, { method: 'POST', headers, body, timeoutMs: 5_000 });
+        const res = await client.request(deliverTo ?? opts.callbackUrl, {
+          method: 'POST',
+          headers,
+          body,
+          timeoutMs: 5_000,
+        });
         tx.callbacksSent++;
         log(`pawapay-sim: callback ${tx.kind} ${tx.id} ${status} → HTTP ${res.status}`);
         if (res.status >= 200 && res.status < 300) return;
@@ -294,10 +365,20 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     res.end(text);
   }
 
-  function refuse(res: http.ServerResponse, httpStatus: number, code: string, message: string, idField?: string, id?: unknown): void {
+  function refuse(
+    res: http.ServerResponse,
+    httpStatus: number,
+    code: string,
+    message: string,
+    idField?: string,
+    id?: unknown,
+  ): void {
     refused[code] = (refused[code] ?? 0) + 1;
     log(`pawapay-sim: refused ${code}: ${message}`);
-    const body: Record<string, unknown> = { status: 'REJECTED', failureReason: { failureCode: code, failureMessage: message } };
+    const body: Record<string, unknown> = {
+      status: 'REJECTED',
+      failureReason: { failureCode: code, failureMessage: message },
+    };
     if (idField && typeof id === 'string') body[idField] = id;
     reply(res, httpStatus, body);
   }
@@ -338,7 +419,8 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     const uuid = String(id);
     const existing = txs.get(uuid);
     if (existing) {
-      if (existing.kind !== kind) return refuse(res, 400, 'INVALID_PARAMETER', `${idField} is already used`, idField, id);
+      if (existing.kind !== kind)
+        return refuse(res, 400, 'INVALID_PARAMETER', `${idField} is already used`, idField, id);
       existing.initiations++;
       return reply(res, 200, { [idField]: uuid, status: 'DUPLICATE_IGNORED', created: existing.created });
     }
@@ -349,36 +431,71 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     let deposit: SimTransaction | undefined;
     if (kind === 'refund') {
       deposit = txs.get(String(body.depositId));
-      if (!deposit || deposit.kind !== 'deposit') return refuse(res, 200, 'DEPOSIT_NOT_FOUND', 'The deposit to refund was not found.', idField, id);
-      if (deposit.status !== 'COMPLETED') return refuse(res, 200, 'DEPOSIT_NOT_COMPLETED', 'Only a completed deposit can be refunded.', idField, id);
+      if (!deposit || deposit.kind !== 'deposit')
+        return refuse(res, 200, 'DEPOSIT_NOT_FOUND', 'The deposit to refund was not found.', idField, id);
+      if (deposit.status !== 'COMPLETED')
+        return refuse(res, 200, 'DEPOSIT_NOT_COMPLETED', 'Only a completed deposit can be refunded.', idField, id);
       provider = deposit.provider;
       phoneNumber = deposit.phoneNumber;
-      if (currency !== deposit.currency) return refuse(res, 200, 'INVALID_CURRENCY', 'The currency is not the deposit currency.', idField, id);
+      if (currency !== deposit.currency)
+        return refuse(res, 200, 'INVALID_CURRENCY', 'The currency is not the deposit currency.', idField, id);
     } else {
-      const party = (kind === 'deposit' ? body.payer : body.recipient) as { accountDetails: { phoneNumber: string; provider: PawapayProvider } };
+      const party = (kind === 'deposit' ? body.payer : body.recipient) as {
+        accountDetails: { phoneNumber: string; provider: PawapayProvider };
+      };
       provider = party.accountDetails.provider;
       phoneNumber = party.accountDetails.phoneNumber;
     }
     const type = TYPE_OF[kind];
     const conf = currency ? CONF[provider][currency]?.[type] : undefined;
-    if (!currency || !conf) return refuse(res, 200, 'INVALID_CURRENCY', 'The currency is not supported by the provider.', idField, id);
+    if (!currency || !conf)
+      return refuse(res, 200, 'INVALID_CURRENCY', 'The currency is not supported by the provider.', idField, id);
     const minor = decimalToMinor(amountText, currency);
     const decimals = conf[0] === 'NONE' ? 0 : conf[0] === 'ONE_PLACE' ? 1 : 2;
     if (minor === undefined || decimalsNeeded(minor, currency) > decimals) {
-      return refuse(res, 200, 'INVALID_AMOUNT', 'The number of decimal places specified in the amount is not supported by the provider.', idField, id);
+      return refuse(
+        res,
+        200,
+        'INVALID_AMOUNT',
+        'The number of decimal places specified in the amount is not supported by the provider.',
+        idField,
+        id,
+      );
     }
     if (minor < decimalToMinor(conf[1], currency)! || minor > decimalToMinor(conf[2], currency)!) {
-      return refuse(res, 200, 'AMOUNT_OUT_OF_BOUNDS', `The amount is outside of the transaction limits (${conf[1]} to ${conf[2]} ${currency}).`, idField, id);
+      return refuse(
+        res,
+        200,
+        'AMOUNT_OUT_OF_BOUNDS',
+        `The amount is outside of the transaction limits (${conf[1]} to ${conf[2]} ${currency}).`,
+        idField,
+        id,
+      );
     }
     if (kind === 'refund') {
       const refunded = [...txs.values()]
         .filter((t) => t.kind === 'refund' && t.depositId === deposit!.id && t.status !== 'FAILED')
         .reduce((sum, t) => sum + (decimalToMinor(t.amount, t.currency) ?? 0), 0);
       if (refunded + minor > decimalToMinor(deposit!.amount, deposit!.currency)!) {
-        return refuse(res, 200, 'AMOUNT_OUT_OF_BOUNDS', 'The refund amount is more than what the deposit has left.', idField, id);
+        return refuse(
+          res,
+          200,
+          'AMOUNT_OUT_OF_BOUNDS',
+          'The refund amount is more than what the deposit has left.',
+          idField,
+          id,
+        );
       }
     }
-    if (availabilityOf(provider, type) === 'CLOSED') return refuse(res, 200, 'PROVIDER_TEMPORARILY_UNAVAILABLE', 'The provider is temporarily unavailable.', idField, id);
+    if (availabilityOf(provider, type) === 'CLOSED')
+      return refuse(
+        res,
+        200,
+        'PROVIDER_TEMPORARILY_UNAVAILABLE',
+        'The provider is temporarily unavailable.',
+        idField,
+        id,
+      );
 
     // refunds follow the refunded deposit's number: a payout failure number fails them too
     const scenario = scenarioOf(phoneNumber, kind === 'refund' ? 'refund' : kind);
@@ -404,14 +521,16 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     };
     txs.set(uuid, tx);
     progress(tx, scenario);
-    if (scenario.initiation500Created) return refuse(res, 500, 'UNKNOWN_ERROR', 'Simulated internal error after the request was stored.', idField, id);
+    if (scenario.initiation500Created)
+      return refuse(res, 500, 'UNKNOWN_ERROR', 'Simulated internal error after the request was stored.', idField, id);
     if (scenario.slowInitiation) await sleep(slowInitiationMs);
     if (closed) return;
     reply(res, 200, { [idField]: uuid, status: 'ACCEPTED', created: tx.created });
   }
 
   function status(kind: SimKind, id: string, res: http.ServerResponse): void {
-    if (!/^[0-9a-fA-F-]{36}$/.test(id)) return refuse(res, 400, 'INVALID_PARAMETER', `${ID_FIELD[kind]} must be a UUID`);
+    if (!/^[0-9a-fA-F-]{36}$/.test(id))
+      return refuse(res, 400, 'INVALID_PARAMETER', `${ID_FIELD[kind]} must be a UUID`);
     const tx = txs.get(id);
     if (!tx || tx.kind !== kind) return reply(res, 200, { status: 'NOT_FOUND' });
     tx.statusQueries++;
@@ -423,8 +542,13 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     reply(res, 200, { status: 'FOUND', data: view(tx) });
   }
 
-  function renderOperationTypes<T>(entries: [OperationType, T][], arrayItem: (type: OperationType, v: T) => Record<string, unknown>): unknown {
-    return opts.operationTypesShape === 'array' ? entries.map(([t, v]) => arrayItem(t, v)) : Object.fromEntries(entries);
+  function renderOperationTypes<T>(
+    entries: [OperationType, T][],
+    arrayItem: (type: OperationType, v: T) => Record<string, unknown>,
+  ): unknown {
+    return opts.operationTypesShape === 'array'
+      ? entries.map(([t, v]) => arrayItem(t, v))
+      : Object.fromEntries(entries);
   }
 
   function activeConf(): unknown {
@@ -438,10 +562,15 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
           prefix: '243',
           providers: PAWAPAY_PROVIDERS.map((provider) => ({
             provider,
-            currencies: (Object.entries(CONF[provider]) as [Currency, Record<OperationType, [string, string, string]>][]).map(([currency, types]) => ({
+            currencies: (
+              Object.entries(CONF[provider]) as [Currency, Record<OperationType, [string, string, string]>][]
+            ).map(([currency, types]) => ({
               currency,
               operationTypes: renderOperationTypes(
-                (Object.entries(types) as [OperationType, [string, string, string]][]).map(([t, [d, min, max]]) => [t, { minAmount: min, maxAmount: max, decimalsInAmount: d, status: availabilityOf(provider, t) }]),
+                (Object.entries(types) as [OperationType, [string, string, string]][]).map(([t, [d, min, max]]) => [
+                  t,
+                  { minAmount: min, maxAmount: max, decimalsInAmount: d, status: availabilityOf(provider, t) },
+                ]),
                 (t, v) => ({ operationType: t, ...v }),
               ),
             })),
@@ -484,13 +613,20 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     const m = /^\/v2\/(deposits|payouts|refunds)\/([^/]+)$/.exec(path);
     if (req.method === 'GET' && m) return status(PATH_KIND[`/v2/${m[1]}`], decodeURIComponent(m[2]), res);
     if (req.method === 'GET' && path === '/v2/active-conf') return reply(res, 200, activeConf());
-    reply(res, 404, { status: 'REJECTED', failureReason: { failureCode: 'NOT_FOUND', failureMessage: 'No such endpoint' } });
+    reply(res, 404, {
+      status: 'REJECTED',
+      failureReason: { failureCode: 'NOT_FOUND', failureMessage: 'No such endpoint' },
+    });
   }
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((err) => {
       log(`pawapay-sim: ${(err as Error).message}`);
-      if (!res.headersSent) reply(res, 500, { status: 'REJECTED', failureReason: { failureCode: 'UNKNOWN_ERROR', failureMessage: 'Internal error' } });
+      if (!res.headersSent)
+        reply(res, 500, {
+          status: 'REJECTED',
+          failureReason: { failureCode: 'UNKNOWN_ERROR', failureMessage: 'Internal error' },
+        });
     });
   });
   await new Promise<void>((resolve, reject) => {

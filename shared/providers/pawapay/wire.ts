@@ -43,8 +43,16 @@ export const SERVED_OPERATORS: Operator[] = ['vodacom', 'airtel', 'orange'];
 
 /** pawaPay's operation types (active-conf, availability) and our directions. */
 export type OperationType = 'DEPOSIT' | 'PAYOUT' | 'REFUND';
-export const OPERATION_TYPE_OF: Record<Direction, OperationType> = { collection: 'DEPOSIT', payout: 'PAYOUT', refund: 'REFUND' };
-export const DIRECTION_OF: Record<OperationType, Direction> = { DEPOSIT: 'collection', PAYOUT: 'payout', REFUND: 'refund' };
+export const OPERATION_TYPE_OF: Record<Direction, OperationType> = {
+  collection: 'DEPOSIT',
+  payout: 'PAYOUT',
+  refund: 'REFUND',
+};
+export const DIRECTION_OF: Record<OperationType, Direction> = {
+  DEPOSIT: 'collection',
+  PAYOUT: 'payout',
+  REFUND: 'refund',
+};
 
 /** The three kinds of transaction and where they live (paths, id field, our id prefix). */
 export interface KindWire {
@@ -160,12 +168,21 @@ export const FAILURE_MAP: Record<string, FailureCode> = {
 };
 
 /** Codes that say our own credentials or signature were refused: another attempt may succeed once the configuration is fixed. */
-export const CREDENTIAL_CODES = new Set(['NO_AUTHENTICATION', 'AUTHENTICATION_ERROR', 'AUTHORISATION_ERROR', 'HTTP_SIGNATURE_ERROR']);
+export const CREDENTIAL_CODES = new Set([
+  'NO_AUTHENTICATION',
+  'AUTHENTICATION_ERROR',
+  'AUTHORISATION_ERROR',
+  'HTTP_SIGNATURE_ERROR',
+]);
 
 /** Codes that leave the outcome unknown (never a failure: the status endpoint decides). */
 export const UNKNOWN_OUTCOME_CODES = new Set(['UNKNOWN_ERROR']);
 
-export function mapFailure(code: unknown, kind: ProviderObjectKind, message?: unknown): { failureCode: FailureCode; failureMessage: string } {
+export function mapFailure(
+  code: unknown,
+  kind: ProviderObjectKind,
+  message?: unknown,
+): { failureCode: FailureCode; failureMessage: string } {
   const text = typeof code === 'string' ? code : '';
   let ours: FailureCode = FAILURE_MAP[text] ?? 'provider-failed';
   // a payout's INSUFFICIENT_BALANCE is the merchant's pawaPay wallet, not the client's
@@ -180,5 +197,7 @@ export const OPEN_STATUSES = new Set(['ACCEPTED', 'ENQUEUED', 'SUBMITTED', 'PROC
 
 /** A stable id for a callback pawaPay gives no id of its own: a digest of the transaction's kind, id and status (a repeat keeps it). */
 export function callbackEventId(kind: ProviderObjectKind, pawapayUuid: string, status: string): string {
-  return 'ppcb_' + createHash('sha256').update(`${kind}:${pawapayUuid.toLowerCase()}:${status}`).digest('hex').slice(0, 32);
+  return (
+    'ppcb_' + createHash('sha256').update(`${kind}:${pawapayUuid.toLowerCase()}:${status}`).digest('hex').slice(0, 32)
+  );
 }

@@ -76,7 +76,11 @@ function statusView(tx: SandboxTransaction, now: number) {
     failure_code: outcome?.status === 'failed' ? outcome.failureCode : null,
     failure_message: outcome?.status === 'failed' ? outcome.failureMessage : null,
     // sandbox-only counters, so tests can see how many prompts and callbacks happened
-    sandbox: { requests: tx.requests, callback_attempts: tx.callbackAttempts, callbacks_delivered: tx.callbacksDelivered },
+    sandbox: {
+      requests: tx.requests,
+      callback_attempts: tx.callbackAttempts,
+      callbacks_delivered: tx.callbacksDelivered,
+    },
   };
 }
 
@@ -111,26 +115,38 @@ export function createSandboxServer(opts: SandboxOptions): Server {
       failure_message: tx.outcome.status === 'failed' ? tx.outcome.failureMessage : null,
       occurred_at: Math.floor(tx.outcomeAt / 1000),
     };
-    void callbacks.send(tx.callbackUrl, body, { onAttempt: () => tx.callbackAttempts++, onDelivered: () => tx.callbacksDelivered++ });
+    void callbacks.send(tx.callbackUrl, body, {
+      onAttempt: () => tx.callbackAttempts++,
+      onDelivered: () => tx.callbacksDelivered++,
+    });
   }
 
-  async function create(operator: Operator, kind: ProviderObjectKind, req: IncomingMessage): Promise<[number, unknown]> {
+  async function create(
+    operator: Operator,
+    kind: ProviderObjectKind,
+    req: IncomingMessage,
+  ): Promise<[number, unknown]> {
     const body = jsonObject(await readBody(req));
     const externalId = body.external_id;
     if (typeof externalId !== 'string' || !externalId.startsWith(ID_PREFIX[kind]!) || externalId.length > 100) {
       throw new SandboxError(400, 'invalid-request', `external_id must be our ${kind} id`);
     }
-    if (req.headers['idempotency-key'] !== externalId) throw new SandboxError(400, 'invalid-request', 'Idempotency-Key must equal external_id');
+    if (req.headers['idempotency-key'] !== externalId)
+      throw new SandboxError(400, 'invalid-request', 'Idempotency-Key must equal external_id');
     const existing = transactions.get(externalId);
     if (existing) {
       existing.requests++;
       return [200, { provider_ref: existing.providerRef, status: 'pending' }];
     }
     const { amount, currency, msisdn, callback_url: callbackUrl } = body;
-    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1) throw new SandboxError(400, 'invalid-amount', 'amount must be a positive integer');
-    if (currency !== 'USD' && currency !== 'CDF') throw new SandboxError(400, 'invalid-currency', 'currency must be USD or CDF');
-    if (typeof msisdn !== 'string' || !isMsisdn(msisdn)) throw new SandboxError(400, 'invalid-msisdn', 'msisdn must be 243 followed by 9 digits');
-    if (typeof callbackUrl !== 'string' || !/^https?:\/\//.test(callbackUrl)) throw new SandboxError(400, 'invalid-request', 'callback_url must be an http(s) URL');
+    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1)
+      throw new SandboxError(400, 'invalid-amount', 'amount must be a positive integer');
+    if (currency !== 'USD' && currency !== 'CDF')
+      throw new SandboxError(400, 'invalid-currency', 'currency must be USD or CDF');
+    if (typeof msisdn !== 'string' || !isMsisdn(msisdn))
+      throw new SandboxError(400, 'invalid-msisdn', 'msisdn must be 243 followed by 9 digits');
+    if (typeof callbackUrl !== 'string' || !/^https?:\/\//.test(callbackUrl))
+      throw new SandboxError(400, 'invalid-request', 'callback_url must be an http(s) URL');
     const tx: SandboxTransaction = {
       kind,
       operator,
@@ -156,7 +172,8 @@ export function createSandboxServer(opts: SandboxOptions): Server {
     const parts = url.pathname.split('/').filter(Boolean);
     const operator = parts[0] as Operator;
     if (!OPERATORS.includes(operator) || parts[1] !== 'v1') throw new SandboxError(404, 'not-found', 'no such route');
-    if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`)) throw new SandboxError(401, 'unauthorized', 'bad API key');
+    if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`))
+      throw new SandboxError(401, 'unauthorized', 'bad API key');
     if (req.method === 'POST' && parts.length === 3 && PATHS[parts[2]]) {
       const answer = await create(operator, PATHS[parts[2]], req);
       if (opts.pushLatencyMs > 0) await new Promise((r) => setTimeout(r, opts.pushLatencyMs));

@@ -8,16 +8,19 @@ import type { ProviderObjectKind } from '../types';
  */
 
 export type SandboxOutcome =
-  | { status: 'succeeded' }
-  | { status: 'failed'; failureCode: string; failureMessage: string }
-  | { status: 'never' };
+  { status: 'succeeded' } | { status: 'failed'; failureCode: string; failureMessage: string } | { status: 'never' };
 
-const failed = (failureCode: string, failureMessage: string): SandboxOutcome => ({ status: 'failed', failureCode, failureMessage });
+const failed = (failureCode: string, failureMessage: string): SandboxOutcome => ({
+  status: 'failed',
+  failureCode,
+  failureMessage,
+});
 
 export function sandboxOutcome(kind: ProviderObjectKind, msisdn: string): SandboxOutcome {
   const payment = kind === 'payment';
   if (msisdn === '243990000002' && payment) return failed('insufficient-funds', 'The client has insufficient funds');
-  if (msisdn === '243990000003' && payment) return failed('client-refused', 'The client refused the payment (wrong PIN)');
+  if (msisdn === '243990000003' && payment)
+    return failed('client-refused', 'The client refused the payment (wrong PIN)');
   if (msisdn === '243990000004') return { status: 'never' };
   if (msisdn === '243990000005' && !payment) return failed('recipient-inactive', 'The recipient number is inactive');
   return { status: 'succeeded' };

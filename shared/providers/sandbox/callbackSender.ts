@@ -27,12 +27,23 @@ export function createCallbackSender(callbackSecret: string, log: Logger, clock:
   };
 
   /** Sends `body` to `url`; `onAttempt` and `onDelivered` feed the sandbox's own counters. */
-  async function send(url: string, body: CallbackWire, hooks: { onAttempt?: () => void; onDelivered: () => void }, attempt = 0): Promise<void> {
+  async function send(
+    url: string,
+    body: CallbackWire,
+    hooks: { onAttempt?: () => void; onDelivered: () => void },
+    attempt = 0,
+  ): Promise<void> {
     const raw = JSON.stringify(body);
     hooks.onAttempt?.();
-    const headers = { 'Content-Type': 'application/json', 'X-Provider-Signature': signCallback(callbackSecret, raw, Math.floor(clock.now() / 1000)) };
+    const headers = {
+      'Content-Type': 'application/json',
+      'X-Provider-Signature': signCallback(callbackSecret, raw, Math.floor(clock.now() / 1000)),
+    };
     // a network failure counts as 0, retried below; redirects are not followed (3xx is a failure)
-    const status = await client.request(url, { method: 'POST', headers, body: raw, timeoutMs: 10_000 }).then((r) => r.status, () => 0);
+    const status = await client.request(url, { method: 'POST', headers, body: raw, timeoutMs: 10_000 }).then(
+      (r) => r.status,
+      () => 0,
+    );
     if (status >= 200 && status < 300) return hooks.onDelivered();
     log.warn({ externalId: body.external_id, status, attempt }, 'sandbox callback not accepted');
     const final = status >= 400 && status < 500 && status !== 408 && status !== 429;

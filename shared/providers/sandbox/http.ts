@@ -18,14 +18,37 @@ export class SandboxError extends Error {
 
 type Send = (res: ServerResponse, status: number, body: unknown) => void;
 
-export function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+export function sendJson(
+  res: ServerResponse,
+  status: number,
+  body: unknown,
+  headers: Record<string, string> = {},
+): void {
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)), 'Cache-Control': 'no-store', 'X-Content-Type-Options': 'nosniff', ...headers });
+  res.writeHead(status, {
+    'Content-Type': 'application/json',
+    'Content-Length': String(Buffer.byteLength(text)),
+    'Cache-Control': 'no-store',
+    'X-Content-Type-Options': 'nosniff',
+    ...headers,
+  });
   res.end(text);
 }
 
-export function sendText(res: ServerResponse, status: number, type: string, text: string, headers: Record<string, string> = {}): void {
-  res.writeHead(status, { 'Content-Type': type, 'Content-Length': String(Buffer.byteLength(text)), 'X-Content-Type-Options': 'nosniff', 'Referrer-Policy': 'no-referrer', ...headers });
+export function sendText(
+  res: ServerResponse,
+  status: number,
+  type: string,
+  text: string,
+  headers: Record<string, string> = {},
+): void {
+  res.writeHead(status, {
+    'Content-Type': type,
+    'Content-Length': String(Buffer.byteLength(text)),
+    'X-Content-Type-Options': 'nosniff',
+    'Referrer-Policy': 'no-referrer',
+    ...headers,
+  });
   res.end(text);
 }
 
@@ -42,7 +65,8 @@ export async function readBody(req: IncomingMessage, max = 16 * 1024): Promise<s
 }
 
 export async function readJson(req: IncomingMessage, max?: number): Promise<Record<string, unknown>> {
-  if (!/^application\/json\b/i.test(req.headers['content-type'] ?? '')) throw new SandboxError(415, 'unsupported-media-type', 'send application/json');
+  if (!/^application\/json\b/i.test(req.headers['content-type'] ?? ''))
+    throw new SandboxError(415, 'unsupported-media-type', 'send application/json');
   return jsonObject(await readBody(req, max));
 }
 
@@ -58,10 +82,16 @@ export function jsonObject(text: string): Record<string, unknown> {
 }
 
 /** A sandbox's server: a SandboxError thrown by `route` is its error answer; anything else is logged and answered 500. */
-export function sandboxServer(name: string, log: Logger, route: (req: IncomingMessage, res: ServerResponse) => Promise<void>, send: Send = sendJson): http.Server {
+export function sandboxServer(
+  name: string,
+  log: Logger,
+  route: (req: IncomingMessage, res: ServerResponse) => Promise<void>,
+  send: Send = sendJson,
+): http.Server {
   return http.createServer((req, res) => {
     route(req, res).catch((err) => {
-      if (err instanceof SandboxError) return send(res, err.status, { error: { code: err.code, message: err.message } });
+      if (err instanceof SandboxError)
+        return send(res, err.status, { error: { code: err.code, message: err.message } });
       log.error({ err: { message: (err as Error).message } }, `${name} error`);
       send(res, 500, { error: { code: 'internal', message: `${name} error` } });
     });
@@ -72,7 +102,11 @@ export function sandboxServer(name: string, log: Logger, route: (req: IncomingMe
  * Runs a sandbox as its own process (Procfile), on its own port and so its own origin; port 0
  * picks a free port, logged on the listening line.
  */
-export function runSandbox(name: string, listening: string, make: (config: Config, log: Logger) => { server: http.Server; port: number; backlog?: number }): void {
+export function runSandbox(
+  name: string,
+  listening: string,
+  make: (config: Config, log: Logger) => { server: http.Server; port: number; backlog?: number },
+): void {
   beatForSupervisor();
   process.env.PROCESS_NAME ||= name;
   const config = getConfig();

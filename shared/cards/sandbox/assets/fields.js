@@ -19,7 +19,9 @@
 
   function clear() {
     error.textContent = '';
-    [number, exp, csc].forEach(function (f) { f.removeAttribute('aria-invalid'); });
+    [number, exp, csc].forEach(function (f) {
+      f.removeAttribute('aria-invalid');
+    });
   }
 
   function fail(code) {
@@ -57,17 +59,30 @@
       body: JSON.stringify({ number: number.value, exp: exp.value, cvc: csc.value, payment: payment }),
     })
       .then(function (res) {
-        return res.json().then(function (b) { return { status: res.status, body: b }; });
+        return res.json().then(function (b) {
+          return { status: res.status, body: b };
+        });
       })
       .then(function (r) {
         if (r.status === 201) {
-          tell({ type: 'token', token: r.body.token, brand: r.body.brand, last4: r.body.last4, exp_month: r.body.exp_month, exp_year: r.body.exp_year });
+          tell({
+            type: 'token',
+            token: r.body.token,
+            brand: r.body.brand,
+            last4: r.body.last4,
+            exp_month: r.body.exp_month,
+            exp_year: r.body.exp_year,
+          });
         } else {
           fail(r.body && r.body.error ? r.body.error.code : 'network');
         }
       })
-      .catch(function () { fail('network'); })
-      .then(function () { busy = false; });
+      .catch(function () {
+        fail('network');
+      })
+      .then(function () {
+        busy = false;
+      });
   }
 
   window.addEventListener('message', function (e) {

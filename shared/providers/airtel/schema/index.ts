@@ -50,8 +50,14 @@ export interface SchemaProblem {
 }
 
 const problemOf = (e: ErrorObject): SchemaProblem => {
-  const child = (e.params as { additionalProperty?: string; missingProperty?: string }).additionalProperty ?? (e.params as { missingProperty?: string }).missingProperty;
-  return { path: child ? `${e.instancePath}/${child}` : e.instancePath, keyword: e.keyword, message: e.message ?? 'is invalid' };
+  const child =
+    (e.params as { additionalProperty?: string; missingProperty?: string }).additionalProperty ??
+    (e.params as { missingProperty?: string }).missingProperty;
+  return {
+    path: child ? `${e.instancePath}/${child}` : e.instancePath,
+    keyword: e.keyword,
+    message: e.message ?? 'is invalid',
+  };
 };
 
 /** The problems of `data` against a schema; empty when it conforms. */
