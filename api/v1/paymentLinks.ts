@@ -123,10 +123,11 @@ export const paymentLinksRoutes = defineRoutes([
     operationId: 'deactivatePaymentLink',
     summary: 'Deactivate a payment link',
     description:
-      'The link takes no more payments; those already open go on to their end. Deactivating a deactivated link answers it as it is; an expired or used-up link answers 410 `link-inactive`.',
+      'The link takes no more payments; those already open go on to their end. Deactivating a deactivated link answers it as it is; an expired or used-up link answers 410 `link-inactive`. Takes no fields: send `{}` or an empty body (any field is 400 `validation-failed`).',
     tag: 'Payment links',
     scope: 'payments',
     params: { id: LINK_ID },
+    body: { type: 'object', additionalProperties: false, properties: {} },
     responses: { 200: { description: 'The payment link, deactivated', body: PaymentLink } },
     errors: ['link-inactive'],
     async handler(ctx) {

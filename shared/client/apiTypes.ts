@@ -130,7 +130,7 @@ export interface paths {
         put?: never;
         /**
          * Deactivate a payment link
-         * @description The link takes no more payments; those already open go on to their end. Deactivating a deactivated link answers it as it is; an expired or used-up link answers 410 `link-inactive`.
+         * @description The link takes no more payments; those already open go on to their end. Deactivating a deactivated link answers it as it is; an expired or used-up link answers 410 `link-inactive`. Takes no fields: send `{}` or an empty body (any field is 400 `validation-failed`).
          *
          *     Scope: `payments` or `full`. Signed (X-Timestamp, X-Signature).
          */
@@ -2060,7 +2060,11 @@ export interface operations {
             };
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody: {
+            content: {
+                "application/json": Record<string, never>;
+            };
+        };
         responses: {
             /** @description The payment link, deactivated */
             200: {

@@ -85,6 +85,8 @@ describe('error codes: every code a route answers is in the OpenAPI document', f
       });
     // another amount each time: the same key with this body is another request (idempotency-conflict)
     if (route.path === '/payments/:id/refund') return JSON.stringify({ amount: 100 + (refunds++ % 50) });
+    if (route.path === '/payment_links')
+      return JSON.stringify({ amount: 100 + (refunds++ % 50), currency: 'USD', description: 'Robe wax' });
     return '{}';
   }
 
@@ -181,6 +183,11 @@ describe('error codes: every code a route answers is in the OpenAPI document', f
     const shop = await aMerchant(env);
     const payment = await aSucceededPayment(shop.client, { amount: 100_000 });
     const events = await shop.client.get('/v1/events?limit=1');
+    const link = await shop.client.post('/v1/payment_links', {
+      amount: 2_500,
+      currency: 'USD',
+      description: 'Robe wax',
+    });
     expect(events.status).to.equal(200);
     const suspended = await aMerchant(env);
     expect(
@@ -202,6 +209,7 @@ describe('error codes: every code a route answers is in the OpenAPI document', f
         'payments:id': payment.id,
         'events:id': events.body.data[0].id,
         'payouts:id': `po_${randomUUID()}`,
+        'payment_links:id': link.body.id,
         'settlements:id': `stl_${randomUUID()}`,
         'phone-numbers:number': '243990000001',
       },
