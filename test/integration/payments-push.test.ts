@@ -58,10 +58,11 @@ describe('provider-push', function () {
       expect((await row(env, p.id)).sent_at, 'the killed worker recorded nothing').to.equal(null);
 
       await env.spawn('workers/provider-push/index.ts', { SANDBOX_PROVIDER_URL: sandboxUrl });
+      // the new worker takes the stalled job once its lock (1 s) has expired; a loaded machine may take a while to start it
       const pushed = await eventually(async () => {
         const r = await row(env, p.id);
         return r.sent_at ? r : undefined;
-      });
+      }, 30_000);
       const tx = await sandboxTransaction(sandboxUrl, 'vodacom', p.id);
       expect(tx.sandbox.requests, 'the push was sent again after the crash').to.equal(2);
       expect(pushed.provider_ref).to.equal(tx.provider_ref);
@@ -146,10 +147,11 @@ describe('provider-push', function () {
 
     it('a timeout is retried with backoff, with our payment id as the idempotency key each time', async () => {
       const p = await aPayment(shop.client, { phone: '243822222222' });
+      // the new worker takes the stalled job once its lock (1 s) has expired; a loaded machine may take a while to start it
       const pushed = await eventually(async () => {
         const r = await row(env, p.id);
         return r.sent_at ? r : undefined;
-      });
+      }, 30_000);
       expect(pushed).to.include({ status: 'processing', provider_ref: `MOCK-${p.id.slice(4, 12)}` });
       const calls = seen.filter((s) => s.body.external_id === p.id);
       expect(calls).to.have.length(2);
@@ -167,10 +169,11 @@ describe('provider-push', function () {
 
     it('a provider error (5xx) is retried too, and the payment stays open until the push is taken', async () => {
       const p = await aPayment(shop.client, { phone: '243833333333' });
+      // the new worker takes the stalled job once its lock (1 s) has expired; a loaded machine may take a while to start it
       const pushed = await eventually(async () => {
         const r = await row(env, p.id);
         return r.sent_at ? r : undefined;
-      });
+      }, 30_000);
       expect(pushed).to.include({ status: 'processing', failure_code: null });
       expect(seen.filter((s) => s.body.external_id === p.id)).to.have.length(2);
     });
