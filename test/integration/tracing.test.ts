@@ -170,7 +170,20 @@ describe('traces: one payment, one trace across the processes (OpenTelemetry)', 
     // the last hop (the second attempt's request to the merchant) has been exported
     const isAttempt = (s: Got) =>
       s.process === 'webhook-sender' && s.span.kind === CLIENT && s.attrs['http.request.method'] === 'POST';
-    await eventually(async () => inTrace().filter(isAttempt).length >= 2, 15_000);
+    // each process exports on its own schedule: wait until both attempts and the job spans above them are in
+    const chainComplete = () => {
+      const all = inTrace();
+      const ids = new Map(all.map((s) => [s.span.spanId, s]));
+      const reachesJob = (s: Got) => {
+        for (let p = ids.get(s.span.parentSpanId ?? ''); p; p = ids.get(p.span.parentSpanId ?? '')) {
+          if (p.process === 'webhook-sender' && p.span.kind === CONSUMER) return true;
+        }
+        return false;
+      };
+      const attempts = all.filter(isAttempt);
+      return attempts.length >= 2 && attempts.every(reachesJob);
+    };
+    await eventually(async () => chainComplete(), 15_000).catch(() => undefined);
     const spans = inTrace();
     const byId = new Map(spans.map((s) => [s.span.spanId, s]));
     const ancestors = (s: Got): Got[] => {
