@@ -29,7 +29,7 @@ import {
   type Tally,
 } from './chaos-merchant';
 import { takenPorts } from './chaos-ports';
-import { counted, replayCheck, type Check, type Outcome } from './chaos-report';
+import { counted, objectRow, replayCheck, type Check, type Outcome } from './chaos-report';
 import type { ReplayTally } from './chaos-replays';
 
 /**
@@ -320,12 +320,6 @@ async function createLiveMerchant(admin: OperatorApi, serviceUrl: string): Promi
 
 // ---------------------------------------------------------------- the outcome
 
-/** The statuses in which an object is not final yet (as chaos-report.ts). */
-const OPEN: Record<Kind, string[]> = {
-  payments: ['pending', 'processing'],
-  refunds: ['pending'],
-  payouts: ['pending', 'processing'],
-};
 /** The connector each operator is routed to. */
 const CONNECTOR_OF: Record<string, 'pawapay' | 'airtel'> = { vodacom: 'pawapay', orange: 'pawapay', airtel: 'airtel' };
 const SINGULAR: Record<Kind, 'payment' | 'refund' | 'payout'> = {
@@ -405,7 +399,6 @@ async function assessLive(
   let lostOrDoubled = 0;
   const rows = {} as Record<Kind, Row[]>;
   for (const table of KINDS) {
-    const open = OPEN[table];
     const all: Row[] = await db(table)
       .where({ merchant_id: merchantId })
       .select(
@@ -418,48 +411,9 @@ async function assessLive(
         ...(table === 'refunds' ? ['payment_id'] : []),
       );
     rows[table] = all;
-    const lost = all.filter((r) => open.includes(r.status)).length;
-    const key = table === 'refunds' ? 'reason' : 'reference';
-    const dupRequests = await db(table)
-      .where({ merchant_id: merchantId })
-      .groupBy(key)
-      .havingRaw('count(*) > 1')
-      .select(key);
-    const dupPostings = await db('ledger_transactions')
-      .whereIn(
-        'reference_id',
-        all.map((r) => r.id),
-      )
-      .groupBy('kind', 'reference_id')
-      .havingRaw('count(*) > 1')
-      .select('reference_id');
-    const dupEvents = await db('events')
-      .whereIn(
-        'object_id',
-        all.map((r) => r.id),
-      )
-      .whereIn('type', [`${SINGULAR[table]}.succeeded`, `${SINGULAR[table]}.failed`, `${SINGULAR[table]}.cancelled`])
-      .groupBy('object_id', 'type')
-      .havingRaw('count(*) > 1')
-      .select('object_id');
-    const doubled = dupRequests.length + dupPostings.length + dupEvents.length;
-    const byStatus = Object.entries(
-      all.reduce<Record<string, number>>((m, r) => ((m[r.status] = (m[r.status] ?? 0) + 1), m), {}),
-    )
-      .map(([s, n]) => `${s} ${n}`)
-      .join(', ');
-    const { requested, refused } = load.tally[table];
-    objectRows.push([
-      table,
-      String(requested),
-      String(refused),
-      String(all.length),
-      String(all.length - lost),
-      String(lost),
-      String(doubled),
-      byStatus,
-    ]);
-    lostOrDoubled += lost + doubled;
+    const tableRow = await objectRow(db, merchantId, table, all, load.tally[table]);
+    objectRows.push(tableRow.row);
+    lostOrDoubled += tableRow.lostOrDoubled;
   }
   const ledgerProblems = await checkLedger(db);
   const [pawapayTxs, airtelTxs] = [pawapay.transactions(), airtel.transactions()];

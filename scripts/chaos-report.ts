@@ -88,54 +88,10 @@ export async function assessOutcome(
   const providerMismatches: string[] = [];
   let lostOrDoubled = 0;
   for (const table of KINDS) {
-    const open = OPEN[table];
     const all = await db(table).where({ merchant_id: merchantId }).select('id', 'status', 'operator');
-    const lost = all.filter((r) => open.includes(r.status)).length;
-    const key = table === 'refunds' ? 'reason' : 'reference';
-    const dupRequests = await db(table)
-      .where({ merchant_id: merchantId })
-      .groupBy(key)
-      .havingRaw('count(*) > 1')
-      .select(key);
-    const dupPostings = await db('ledger_transactions')
-      .whereIn(
-        'reference_id',
-        all.map((r) => r.id),
-      )
-      .groupBy('kind', 'reference_id')
-      .havingRaw('count(*) > 1')
-      .select('reference_id');
-    const dupEvents = await db('events')
-      .whereIn(
-        'object_id',
-        all.map((r) => r.id),
-      )
-      .whereIn('type', [
-        `${table.slice(0, -1)}.succeeded`,
-        `${table.slice(0, -1)}.failed`,
-        `${table.slice(0, -1)}.cancelled`,
-      ])
-      .groupBy('object_id', 'type')
-      .havingRaw('count(*) > 1')
-      .select('object_id');
-    const doubled = dupRequests.length + dupPostings.length + dupEvents.length;
-    const byStatus = Object.entries(
-      all.reduce<Record<string, number>>((m, r) => ((m[r.status] = (m[r.status] ?? 0) + 1), m), {}),
-    )
-      .map(([s, n]) => `${s} ${n}`)
-      .join(', ');
-    const { requested, refused } = load.tally[table];
-    objectRows.push([
-      table,
-      String(requested),
-      String(refused),
-      String(all.length),
-      String(all.length - lost),
-      String(lost),
-      String(doubled),
-      byStatus,
-    ]);
-    lostOrDoubled += lost + doubled;
+    const tableRow = await objectRow(db, merchantId, table, all, load.tally[table]);
+    objectRows.push(tableRow.row);
+    lostOrDoubled += tableRow.lostOrDoubled;
     const comparison = await compareWithProvider(provider.url, provider.apiKey, all);
     providerChecks.push(providerCheck(table, comparison));
     providerMismatches.push(...comparison.mismatches);
@@ -264,4 +220,63 @@ export function printReport(r: Report): number {
     ].join('\n'),
   );
   return passed ? 0 : 1;
+}
+
+/**
+ * One object table's row of the drill's table: what was asked and refused (the load's tally), what
+ * exists, what is still open (lost), and what exists twice (a request, a posting or a final event).
+ */
+export async function objectRow(
+  db: Knex,
+  merchantId: string,
+  table: Kind,
+  all: { id: string; status: string }[],
+  tally: Tally,
+): Promise<{ row: string[]; lostOrDoubled: number }> {
+  const lost = all.filter((r) => OPEN[table].includes(r.status)).length;
+  const key = table === 'refunds' ? 'reason' : 'reference';
+  const dupRequests = await db(table)
+    .where({ merchant_id: merchantId })
+    .groupBy(key)
+    .havingRaw('count(*) > 1')
+    .select(key);
+  const dupPostings = await db('ledger_transactions')
+    .whereIn(
+      'reference_id',
+      all.map((r) => r.id),
+    )
+    .groupBy('kind', 'reference_id')
+    .havingRaw('count(*) > 1')
+    .select('reference_id');
+  const dupEvents = await db('events')
+    .whereIn(
+      'object_id',
+      all.map((r) => r.id),
+    )
+    .whereIn('type', [
+      `${table.slice(0, -1)}.succeeded`,
+      `${table.slice(0, -1)}.failed`,
+      `${table.slice(0, -1)}.cancelled`,
+    ])
+    .groupBy('object_id', 'type')
+    .havingRaw('count(*) > 1')
+    .select('object_id');
+  const doubled = dupRequests.length + dupPostings.length + dupEvents.length;
+  const byStatus = Object.entries(
+    all.reduce<Record<string, number>>((m, r) => ((m[r.status] = (m[r.status] ?? 0) + 1), m), {}),
+  )
+    .map(([s, n]) => `${s} ${n}`)
+    .join(', ');
+  const { requested, refused } = tally;
+  const row = [
+    table,
+    String(requested),
+    String(refused),
+    String(all.length),
+    String(all.length - lost),
+    String(lost),
+    String(doubled),
+    byStatus,
+  ];
+  return { row, lostOrDoubled: lost + doubled };
 }
