@@ -27,7 +27,7 @@ import { createContext, type ServiceContext } from '../shared/context';
 import { transact } from '../shared/db/transact';
 import { newId } from '../shared/domain/ids';
 import type { EventType } from '../shared/vocabulary';
-import { emitEvent } from '../shared/events/fanout';
+import { emitEvent } from '../shared/webhooks/fanout';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { createWebhook } from '../shared/webhooks/endpoints';
 import { createTestDatabase } from './lib/databases';

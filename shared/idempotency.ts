@@ -2,9 +2,8 @@ import type { Db, Executor, Trx } from './db/knex';
 import { IdempotencyKey } from './db/models';
 import { purgeIdempotencyKeys } from './retention';
 import { runSql } from './db/sql/run';
-import { TAKE_KEY } from './db/sql/idempotencyKeys';
+import { TAKE_KEY, type KeyRow } from './idempotencySql';
 import { transact, type OutboxWriter, type TransactDeps } from './db/transact';
-import type { KeyRow } from './db/sql/transitions';
 
 /**
  * Idempotency keys (spec 5.4), one mode for every route that takes them: the key is written in
@@ -75,7 +74,7 @@ export class IdempotencyKeyHeld extends Error {
 const LOCK_TIMEOUT = '55P03';
 
 /**
- * The values of the statement that takes a key (shared/db/sql/idempotencyKeys.ts): a new key is
+ * The values of the statement that takes a key (shared/idempotencySql.ts): a new key is
  * inserted; an expired key (not yet purged) is free again; a key left `in_progress` by an older
  * version of this service is taken over after its lock passed, by the same request only.
  * `response` null writes it `in_progress` (completed later in the same transaction); otherwise
@@ -98,7 +97,7 @@ export function takeKeyValues(key: IdempotentWrite<unknown>, response: StoredRes
   ];
 }
 
-/** The key and its answer as a creation carries it into the writer (shared/db/sql/transitions.ts). */
+/** The key and its answer as a creation carries it into the writer (shared/operations/writer.ts). */
 export function keyRow(key: IdempotentWrite<unknown>, response: StoredResponse | null): KeyRow {
   const [
     merchant_id,
@@ -195,7 +194,7 @@ export async function readIdempotencyKey(
   req: IdempotentRequest,
   nowMs: number,
 ): Promise<HeldKey | null> {
-  // the service clock decides a key's expiry, as in the statement that takes a key (shared/db/sql/idempotencyKeys.ts)
+  // the service clock decides a key's expiry, as in the statement that takes a key (shared/idempotencySql.ts)
   const row = await IdempotencyKey.query(db)
     .findById(idOf(id))
     .where('expires_at', '>', new Date(nowMs))

@@ -3,7 +3,7 @@ import type { Db } from './db/knex';
 import { RequestSignature } from './db/models';
 import { purgeRequestSignatures } from './retention';
 import { runSql } from './db/sql/run';
-import { USE_SIGNATURES } from './db/sql/requestSignatures';
+import { USE_SIGNATURES } from './requestSignaturesSql';
 import type { Batches } from './db/coalescer';
 
 /**
@@ -62,7 +62,7 @@ export async function signatureUse(db: Db, req: SignedRequest): Promise<Exclude<
 
 /**
  * Records a request's signature, batched with the signed POSTs of this process that arrive
- * meanwhile (one statement for them all: shared/db/sql/requestSignatures.ts).
+ * meanwhile (one statement for them all: shared/requestSignaturesSql.ts).
  */
 export function useSignature(
   deps: { db: Db; batches: Batches },

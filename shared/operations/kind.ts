@@ -10,7 +10,7 @@ import type { Connector } from '../providers/connector';
 import type { QueueName } from '../queues/names';
 import type { Posting } from '../domain/ledger';
 import type { OperationRow } from '../db/rows';
-import { operationSql, type OperationSql } from '../db/sql/transitions';
+import { operationSql, type OperationSql } from './writer';
 import { traceparentNow } from '../tracing/spans';
 import type { LedgerEffect, Machine, Trigger } from './machine';
 
@@ -106,7 +106,7 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
   posting?(row: R, effect: LedgerEffect): Posting;
   /** writes the posting of a ledger effect, for a kind without `posting` (money out reverses what it took) */
   post?(trx: Trx, row: R, effect: LedgerEffect): Promise<void>;
-  /** its statements (the writer's, shared/db/sql/transitions.ts), built with the kind (defineKind) */
+  /** its statements (its reads and the writer's: writer.ts), built with the kind (defineKind) */
   sql: OperationSql;
   /** what a move changes beyond its own row (a refund's payment), in the same transaction, before the event */
   afterMove?(trx: Trx, outbox: OutboxWriter, row: R, to: S, at: number): Promise<void>;

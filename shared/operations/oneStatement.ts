@@ -1,5 +1,6 @@
 import type { ServiceContext } from '../context';
-import { markCallbacks, readCallbacksWithRows, type CallbackMark } from '../db/sql/transitions';
+import { readCallbacksWithRows } from '../db/sql/operationReads';
+import { markCallbacks, type CallbackMark } from '../providers/callbackOutcome';
 import { accountKey } from '../ledger/postings';
 import type { Logger } from '../logger';
 import type { StoredCallback } from '../providers/connector';

@@ -1,6 +1,6 @@
 import { runSql } from '../db/sql/run';
 import type { ServiceContext } from '../context';
-import { findOperations } from '../db/sql/transitions';
+import { findOperations } from '../db/sql/operationReads';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import { ProviderError } from '../providers/errors';

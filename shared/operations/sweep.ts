@@ -1,5 +1,5 @@
 import type { ServiceContext } from '../context';
-import { findOperation } from '../db/sql/transitions';
+import { findOperation } from '../db/sql/operationReads';
 import { runSql } from '../db/sql/run';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';

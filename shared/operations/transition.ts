@@ -1,11 +1,13 @@
 import { randomUUID } from 'node:crypto';
 import type { ServiceContext } from '../context';
 import type { Executor, Trx } from '../db/knex';
-import { writeOperations, type CreditPosting, type OperationWrite } from '../db/sql/transitions';
+import { writeOperations } from './writer';
+import type { OperationWrite } from './write';
+import type { CreditPosting } from '../ledger/credit';
 import type { OutboxWriter } from '../db/transact';
 import { allowsNegative, assertBalanced, normalise, type Posting } from '../domain/ledger';
-import { DELIVER_JOB, deliverJob, deliveryRows, enabledEndpoints, subscribedEndpoints } from '../events/fanout';
-import { newEventRow, storedBody } from '../events/record';
+import { DELIVER_JOB, deliverJob, deliveryRows, enabledEndpoints, subscribedEndpoints } from '../webhooks/fanout';
+import { eventRecord, newEventRow } from '../events/record';
 import { accountKey, onlyCredits, post, postingAccountIds } from '../ledger/postings';
 import { QUEUES } from '../queues/names';
 import { outboxMessage } from '../queues/outbox';
@@ -18,7 +20,7 @@ import type { Logger } from '../logger';
  * Every change of an operation, its creation included: `decide` (the machine, pure) says what a
  * trigger does, `operationWrite` (pure) turns that into the writer's terms (the row's change, its
  * history row, its event with its webhook deliveries and their outbox rows, its ledger credit),
- * and the writer (shared/db/sql/transitions.ts) carries it out as a compare-and-set on the status
+ * and the writer (writer.ts) carries it out as a compare-and-set on the status
  * and version the row was read with, in one statement. Two callers, one writer:
  *
  * - under the row's lock (`applyTrigger`), inside a flow's transaction: what changes beyond the
@@ -147,9 +149,8 @@ export function operationWrite<R extends OperationRow>(
     patch: change,
     history: d.kind === 'move' ? { to: d.to, reason: d.correction ?? details.reason } : null,
     callbackId: inputs.callbackId ?? null,
-    merchantId: row.merchant_id,
     environment: row.environment,
-    event: event && { id: event.id, type: event.type, created: event.created, body: storedBody(event) },
+    event: event && eventRecord(event),
     deliveries,
     outbox: deliveries.map((del) => outboxMessage(QUEUES.webhookSender, DELIVER_JOB, deliverJob(del))),
     posting: inputs.posting,
@@ -168,7 +169,6 @@ function rowWrite(
     from,
     patch,
     history,
-    merchantId: row.merchant_id,
     environment: row.environment,
     event: null,
     deliveries: [],

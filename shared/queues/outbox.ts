@@ -1,10 +1,9 @@
 import { raw } from 'objection';
 import { OutboxRow } from '../db/models';
-import { anyOutboxMissed, claimMissedOutbox, markOutboxEnqueued } from '../db/sql/outbox';
+import { anyOutboxMissed, claimMissedOutbox, insertOutbox, markOutboxEnqueued } from '../db/sql/outbox';
 import { randomUUID } from 'node:crypto';
 import type { Executor, Db } from '../db/knex';
 import { Coalescer } from '../db/coalescer';
-import { insertOutbox } from '../db/sql/transitions';
 import { inBatches } from './batch';
 import type { QueueRegistry } from './registry';
 import type { JobData, QueueName } from './names';

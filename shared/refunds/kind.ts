@@ -3,7 +3,7 @@ import { defineKind, type OperationKind } from '../operations/kind';
 import { refundMachine } from '../operations/machines';
 import { moneyOutPolicy } from '../operations/moneyOut';
 import { applyTrigger, lockRow } from '../operations/transition';
-import { findOperation } from '../db/sql/transitions';
+import { findOperation } from '../db/sql/operationReads';
 import { paymentKind } from '../payments/kind';
 import { QUEUES } from '../queues/names';
 import { Refund, RefundStatusChange } from '../db/models';

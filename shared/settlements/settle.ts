@@ -1,6 +1,6 @@
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
-import { emitEvent } from '../events/fanout';
+import { emitEvent } from '../webhooks/fanout';
 import { newId } from '../domain/ids';
 import { COVERED_KINDS, lastCutoff, settlementFigures, type CoveredEntry } from '../domain/settlement';
 import { LedgerTransaction, Settlement } from '../db/models';

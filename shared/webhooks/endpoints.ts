@@ -4,7 +4,7 @@ import type { Db, Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { newId, unixOf } from '../domain/ids';
 import { Conflict, NotFound, ValidationFailed } from '../errors';
-import { emitEvent } from '../events/fanout';
+import { emitEvent } from './fanout';
 import { destinationProblem, type Resolver } from './destination';
 import { patternProblem } from '../events/patterns';
 import { breakerState } from './rules';

@@ -6,7 +6,7 @@ import { transact, type TransactDeps } from '../db/transact';
 import { Conflict, NotFound } from '../errors';
 import { QUEUES } from '../queues/names';
 import { pageQuery, toPage, type Cursor } from '../db/pagination';
-import { DELIVER_JOB } from '../events/fanout';
+import { DELIVER_JOB } from './fanout';
 
 /** What the operator sees of deliveries and attempts, and the replay of a dead delivery. */
 

@@ -4,7 +4,7 @@ import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { TooManyRequests } from '../errors';
 import { findEvent } from '../events/read';
-import { endpointsFor, insertDeliveries } from '../events/fanout';
+import { endpointsFor, insertDeliveries } from './fanout';
 
 /** The merchant's side of deliveries (docs/decisions.md "Integrator's kit"): list an event's, send it again. */
 
@@ -62,7 +62,7 @@ export async function redeliverEvent(deps: TransactDeps, caller: Caller, eventId
       trx,
       caller,
       eventId,
-      ['id', 'merchant_id', 'environment', 'type', 'body', 'redeliveries'],
+      ['id', 'merchant_id', 'environment', 'type', 'object_id', 'body', 'redeliveries'],
       true,
     );
     if (event.redeliveries >= MAX_REDELIVERIES) {

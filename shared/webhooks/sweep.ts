@@ -1,7 +1,7 @@
 import type { WorkSource } from '../queues/redrive';
 import { dueDeliveryRows } from '../db/sql/webhookDeliveries';
 import { QUEUES } from '../queues/names';
-import { DELIVER_JOB } from '../events/fanout';
+import { DELIVER_JOB } from './fanout';
 
 /**
  * The re-drive's source of webhook deliveries (shared/queues/redrive.ts): a pending delivery past

@@ -5,7 +5,7 @@ import type { ServiceContext } from '../../shared/context';
 import { transact } from '../../shared/db/transact';
 import { newId } from '../../shared/domain/ids';
 import type { EventType } from '../../shared/vocabulary';
-import { emitEvent as emitEventIn } from '../../shared/events/fanout';
+import { emitEvent as emitEventIn } from '../../shared/webhooks/fanout';
 
 /**
  * A merchant's webhook receiver on loopback (a real HTTP server), whose behaviour each test

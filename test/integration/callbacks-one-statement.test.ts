@@ -175,7 +175,7 @@ describe('callbacks applied in one statement', () => {
 
     // a repeat decided on a version the row no longer has marks nothing (compare-and-set), and is decided afresh
     const stale = await stored(p.id);
-    const { markCallbacks } = await import('../../shared/db/sql/transitions');
+    const { markCallbacks } = await import('../../shared/providers/callbackOutcome');
     expect(
       await markCallbacks(db(), paymentKind.sql, [
         { callbackId: stale, outcome: 'duplicate', id: p.id, from: { status: 'succeeded', version: row.version - 1 } },
@@ -195,7 +195,7 @@ describe('callbacks applied in one statement', () => {
     await db()('payments')
       .where({ id: p.id })
       .update({ version: row.version + 1 });
-    const { writeOperations } = await import('../../shared/db/sql/transitions');
+    const { writeOperations } = await import('../../shared/operations/writer');
     const wrote = await writeOperations(db(), paymentKind.sql, [
       {
         id: p.id,
@@ -210,7 +210,6 @@ describe('callbacks applied in one statement', () => {
         },
         history: { to: 'failed', reason: 'provider-callback' },
         callbackId: cb,
-        merchantId: row.merchant_id,
         environment: row.environment,
         event: null,
         deliveries: [],

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { mobilePayment } from '../helpers/money';
-import { writeOperations, type OperationWrite } from '../../shared/db/sql/transitions';
+import { writeOperations } from '../../shared/operations/writer';
+import type { OperationWrite } from '../../shared/operations/write';
 import { creationWrite } from '../../shared/operations/transition';
 import { paymentKind } from '../../shared/payments/kind';
 

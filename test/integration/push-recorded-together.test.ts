@@ -1,12 +1,14 @@
 import { expect } from 'chai';
 import { startTestEnv, type TestEnv } from '../helpers/env';
-import { findOperations, writeOperations, type OperationWrite } from '../../shared/db/sql/transitions';
+import { findOperations } from '../../shared/db/sql/operationReads';
+import { writeOperations } from '../../shared/operations/writer';
+import type { OperationWrite } from '../../shared/operations/write';
 import { refundKind } from '../../shared/refunds/kind';
 import { paymentKind } from '../../shared/payments/kind';
 import { aPayment } from '../helpers/money';
 
 /**
- * The pushes of concurrent jobs are recorded by the writer in one statement (shared/db/sql/transitions.ts): each row of
+ * The pushes of concurrent jobs are recorded by the writer in one statement (shared/operations/writer.ts): each row of
  * the batch is still its own compare-and-set, so a stale one, a sent one or an id given twice
  * changes nothing of its own while the others are written.
  */
@@ -32,7 +34,6 @@ describe('provider acceptances recorded together', () => {
     unsent: true,
     patch: { sent_at: new Date(), provider_ref: ref, version: version + 1, updated_at: new Date() },
     history: null,
-    merchantId: 'm',
     environment: 'test',
     event: null,
     deliveries: [],

@@ -4,13 +4,18 @@ import path from 'node:path';
 
 /**
  * Issue 23 #1: one writer. Every change of an operation's row (payments, refunds, payouts: its
- * creation, its status, any column) and every insert into the outbox is written by one module,
- * the kernel's writer (shared/db/sql/transitions.ts); the kernel decides, the writer writes. (The
- * outbox's own bookkeeping, marking rows enqueued and pruning them, stays with the outbox.)
+ * creation, its status, any column) is written by one module, the kernel's writer
+ * (shared/operations/writer.ts); the kernel decides, the writer writes. Every insert into the
+ * outbox is built by the outbox's one insert (shared/db/sql/outbox.ts `outboxInsertSql`), composed
+ * only into the writer's statement, the inbox's and a flow's job on its own. (The outbox's own
+ * bookkeeping, marking rows enqueued and pruning them, stays with the outbox.)
  */
 
 const ROOT = path.resolve(__dirname, '..', '..');
-const WRITER = 'shared/db/sql/transitions.ts';
+const WRITER = 'shared/operations/writer.ts';
+const OUTBOX = 'shared/db/sql/outbox.ts';
+/** The statements the outbox's insert may be part of: the writer's, the inbox's, and insertOutbox (in OUTBOX itself). */
+const OUTBOX_INSERTERS = [OUTBOX, 'shared/db/sql/callbacks.ts', WRITER];
 
 /** What writes an operation's row or inserts an outbox row, in any of the project's ways. */
 const WRITES: { what: string; pattern: RegExp }[] = [
@@ -67,17 +72,26 @@ describe('one writer of operations and of the outbox', () => {
     expect(writesIn('await Payment.query(trx).where({ id }).first()')).to.deep.equal([]);
   });
 
-  it('is the kernel writer, and only it, in api, workers and shared', () => {
-    const writers = ['api', 'workers', 'shared']
+  const files = () =>
+    ['api', 'workers', 'shared']
       .flatMap(sources)
-      .map((file) => ({
-        file: file.split(path.sep).join('/'),
-        writes: writesIn(readFileSync(path.join(ROOT, file), 'utf8')),
-      }))
+      .map((file) => ({ file: file.split(path.sep).join('/'), text: readFileSync(path.join(ROOT, file), 'utf8') }));
+
+  it('is the kernel writer for operations, the outbox module for outbox rows, in api, workers and shared', () => {
+    const writers = files()
+      .map(({ file, text }) => ({ file, writes: writesIn(text) }))
       .filter((f) => f.writes.length > 0);
-    expect(
-      writers.map((w) => w.file),
-      JSON.stringify(writers, null, 1),
-    ).to.deep.equal([WRITER]);
+    expect(writers, JSON.stringify(writers, null, 1)).to.deep.equal([
+      { file: OUTBOX, writes: ['SQL insert into the outbox'] },
+      { file: WRITER, writes: ["SQL write of a table chosen at run time (an operation kind's)"] },
+    ]);
+  });
+
+  it('composes the outbox insert only into the writer, the inbox and insertOutbox', () => {
+    const users = files()
+      .filter(({ text }) => /\boutboxInsertSql\b/.test(text))
+      .map((f) => f.file)
+      .sort();
+    expect(users).to.deep.equal([...OUTBOX_INSERTERS].sort());
   });
 });

@@ -1,7 +1,7 @@
 import type { CallbackColumns, OutboxMessage } from '../rows';
 import type { Executor } from '../knex';
 import { runSql, sqlStatement } from './run';
-import { outboxInsertSql } from './transitions';
+import { OUTBOX_COLUMNS, outboxInsertSql } from './outbox';
 
 /** A provider callback as the inbox stores it: its raw body beside its normalised columns. */
 export interface InboxRow extends CallbackColumns {
@@ -17,7 +17,7 @@ const STORE = sqlStatement(
        id uuid, provider text, raw_body text, verified boolean, provider_event_id text, object_kind text, object_id text, reported_status text, provider_ref text,
        failure_code text, failure_message text, amount bigint, currency text)
    )
-   ${outboxInsertSql('jsonb_to_recordset($2::jsonb) as j(id uuid, queue text, job_name text, payload jsonb, delay_ms int, traceparent text)')}`,
+   ${outboxInsertSql(`jsonb_to_recordset($2::jsonb) as j(${OUTBOX_COLUMNS})`)}`,
 );
 
 /**

@@ -2,6 +2,34 @@ import type { OutboxMessage } from '../rows';
 import type { Executor } from '../knex';
 import { runSql, sqlStatement } from './run';
 
+/**
+ * The outbox's statements. Its one insert (`outboxInsertSql`) is composed into every statement
+ * that writes outbox rows: the writer's (shared/operations/writer.ts, joined to the rows it
+ * wrote), the inbox's (shared/db/sql/callbacks.ts, a callback with its job) and a flow's job on
+ * its own (`insertOutbox`); test/unit/one-writer.test.ts holds it to these.
+ */
+
+/** An outbox row's columns as a json recordset reads them (shared/db/rows.ts OutboxMessage). */
+export const OUTBOX_COLUMNS = 'id uuid, queue text, job_name text, payload jsonb, delay_ms int, traceparent text';
+
+/** The outbox insert of every statement that writes outbox rows, from `source` (rows with OUTBOX_COLUMNS). */
+export const outboxInsertSql = (source: string) =>
+  `insert into outbox (id, queue, job_name, payload, delay_ms, traceparent) select id, queue, job_name, payload, delay_ms, traceparent from ${source}`;
+
+const INSERT_OUTBOX = sqlStatement(
+  'outbox-insert',
+  outboxInsertSql(`json_to_recordset($1::json) as x(${OUTBOX_COLUMNS})`),
+);
+
+/** Outbox rows on their own (shared/queues/outbox.ts: a flow's jobs written in its transaction). */
+export async function insertOutbox(db: Executor, msgs: OutboxMessage[]): Promise<void> {
+  await runSql(db, INSERT_OUTBOX, [JSON.stringify(msgs)]);
+}
+
+/** The writer's outbox rows of one operation: its messages, each with the row's id (written only if the row is). */
+export const outboxRecords = (objectId: string, msgs: OutboxMessage[]) =>
+  msgs.map((m) => ({ object_id: objectId, ...m }));
+
 /** The outbox's batched marks (shared/queues/outbox.ts): the rows whose jobs were enqueued, one statement for many. */
 const MARK_ENQUEUED = sqlStatement(
   'outbox-mark-enqueued',

@@ -1,4 +1,11 @@
-import { sqlStatement } from './run';
+import { sqlStatement } from './db/sql/run';
+
+/**
+ * The idempotency keys' statements (their rules: shared/idempotency.ts): the key alone
+ * (`TAKE_KEY`) and the keys of a batch of creations (`takeKeysSql`, the writer's `k`:
+ * shared/operations/writer.ts). A part of what the kernel writes, so of layer 2
+ * (test/unit/imports.test.ts): it imports only the stores.
+ */
 
 /**
  * The rules of the statement that takes a key (shared/idempotency.ts), shared by both forms. The
@@ -19,6 +26,33 @@ const COLUMNS = `(merchant_id, environment, key, method, path, request_hash, sta
 /** A key's start and end, from the service clock's now (Unix ms) and the window (ms). */
 const window = (nowMs: string, windowMs: string) =>
   `to_timestamp(${nowMs} / 1000.0), to_timestamp((${nowMs} + ${windowMs}) / 1000.0)`;
+
+/** The idempotency key a creation is written under (shared/idempotency.ts `keyRow`), as the writer's keyed creation reads it. */
+export interface KeyRow {
+  merchant_id: string;
+  environment: string;
+  key: string;
+  method: string;
+  path: string;
+  request_hash: string;
+  status: string;
+  response_status: number | null;
+  response_headers: string | null;
+  /** base64 */
+  response_body: string | null;
+  window_ms: number;
+  /** the service clock at the request, Unix ms: the key's window starts here */
+  now_ms: number;
+  /** the signed request's signature, taken with the key (null: the request leaves it to the replay guard) */
+  signature: string | null;
+  /** when its record may go: the request's X-Timestamp plus the tolerance, Unix seconds */
+  signature_expires: number | null;
+}
+
+/** A KeyRow's columns as a json recordset reads them (the keyed creation's rows, after each row's id and patch). */
+export const KEY_COLUMNS = `merchant_id text, environment text, key uuid, method text,
+             path text, request_hash text, status text, response_status int, response_headers text, response_body text, window_ms bigint, now_ms bigint,
+             signature text, signature_expires bigint`;
 
 /**
  * The statement that takes many keys at once, from the rows of `source` (a CTE of the caller's
