@@ -16,7 +16,7 @@ import { checkLedger } from '../shared/ledger/check';
  *    (a cursor in the middle of the merchant's history), and a settlement's transactions
  *    (shared/db/sql/statements.ts) first page and after a cursor in its middle. EXPLAIN ANALYZE's
  *    planning + execution time, the median of 5 runs (warm), and the buffers read.
- * 3. The writer's kind of insert (shared/db/sql/transitions.ts `change`): one statement writing a
+ * 3. The writer's kind of insert (shared/operations/writer.ts `change`): one statement writing a
  *    status change, a ledger transaction of 3 entries, an event and a delivery, `--inserts` times,
  *    one transaction each, p50 and p99. `synchronous_commit = off` in this session: the figure
  *    is the statement's work (index descents, pages touched), not the WAL flush of the commit,

@@ -25,7 +25,7 @@ export type IdempotencyRule = 'required' | 'optional';
 /**
  * Per route: its key's rule, and where a signed request's signature is taken (docs/decisions.md
  * "Replayed signed requests"): `with-the-key` in the one statement that writes the key, the row
- * and its jobs (the writer's keyed creation, shared/db/sql/transitions.ts), else `before` the
+ * and its jobs (the writer's keyed creation, shared/operations/writer.ts), else `before` the
  * route, in a statement of its own (api/pipeline/replay.ts).
  */
 const IDEMPOTENT_ROUTES: ReadonlyArray<[RegExp, IdempotencyRule, 'with-the-key' | 'before']> = [

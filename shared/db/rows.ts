@@ -145,7 +145,7 @@ const OPERATION_COLUMNS = [
   'traceparent',
 ] as const satisfies ColumnsOf<OperationRow>;
 
-/** The columns of each operation's table that a row of its type holds (the writer's: shared/db/sql/transitions.ts). */
+/** The columns of each operation's table that a row of its type holds (the writer's: shared/operations/writer.ts). */
 export const PAYMENT_COLUMNS = columns<PaymentRow>()([
   ...OPERATION_COLUMNS,
   'method',

@@ -8,7 +8,7 @@ import type { Clock } from '../clock';
 export interface OutboxWriter {
   /** writes a job's outbox row now */
   add(queue: QueueName, jobName: string, payload: JobData, delayMs?: number): Promise<OutboxMessage>;
-  /** rows the writer wrote with the flow's change (shared/db/sql/transitions.ts), to enqueue as well */
+  /** rows the writer wrote with the flow's change (shared/operations/writer.ts), to enqueue as well */
   written(msgs: OutboxMessage[]): void;
 }
 

@@ -39,7 +39,7 @@ export function newEventRow(input: EventInput): EventRow {
 }
 
 /** The stored form of an event's body. exactJson: a settlement's figures beyond 2^53 - 1 (bigints) are stored with every digit. */
-export const storedBody = (row: EventRow) => exactJson(row.body);
+const storedBody = (row: EventRow) => exactJson(row.body);
 
 /**
  * An event as the statements that insert it read it: newEventRow's values, the body in its stored
