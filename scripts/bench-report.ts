@@ -10,21 +10,18 @@
  * Environment: BENCH_LINES, BENCH_PORT (default: a free port), REDIS_URL, and the database server
  * of TEST_DATABASE_SERVER_URL (a throwaway database cloned from the migrated template).
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
 import { loadConfig } from '../shared/config';
 import { createContext } from '../shared/context';
 import { createMerchant, issueCredential } from '../shared/merchants/service';
-import { createTestDatabase } from './lib/databases';
 import { freePort } from './lib/ports';
-import { benchEnv } from './bench-common';
+import { startProcess } from './lib/processes';
+import { setUpStack } from './lib/stack';
 
 const LINES = Number(process.env.BENCH_LINES || 1_000_000);
 const BOUND_MB = 50;
 const SEED_CHUNK = 100_000;
-const ROOT = path.join(__dirname, '..');
 
 /** Resident set and its high-water mark of a process, in bytes (Linux /proc). */
 function memoryOf(pid: number): { rss: number; hwm: number } {
@@ -109,17 +106,17 @@ async function seed(db: ReturnType<typeof createContext>['db'], merchantId: stri
 }
 
 async function main(): Promise<void> {
-  const database = await createTestDatabase();
+  const stack = await setUpStack({ logLevel: 'info' });
   const port = Number(process.env.BENCH_PORT || (await freePort()));
-  const env = {
-    ...benchEnv(database.url, 'info'),
+  const env: Record<string, string> = {
+    ...stack.env,
     PORT: String(port),
     BASE_URL: `http://127.0.0.1:${port}`,
     WEB_CONCURRENCY: '1',
   };
-  delete (env as Record<string, string>).ADMIN_PORT;
+  delete env.ADMIN_PORT;
   const ctx = createContext({ role: 'worker', name: 'bench-report', config: loadConfig(env) });
-  let web: ReturnType<typeof spawn> | undefined;
+  stack.teardown.add(() => ctx.close());
   try {
     const merchant = await createMerchant(ctx.db, { name: 'Bench statements' });
     const credential = await issueCredential(
@@ -132,16 +129,10 @@ async function main(): Promise<void> {
     await seed(ctx.db, merchant.id);
     console.log(`seeding took ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
 
-    web = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    await new Promise<void>((resolve, reject) => {
-      web!.once('exit', (code) => reject(new Error(`the web process exited (${code})`)));
-      web!.stdout!.on('data', (c: Buffer) => (c.toString().includes('web listening') ? resolve() : undefined));
-    });
-    const pid = web.pid!;
+    const web = startProcess('api/server.ts', env);
+    stack.teardown.add(() => web.stop());
+    await web.waitForLine((l) => l?.msg === 'web listening', 60_000);
+    const pid = web.child.pid!;
     const now = Math.floor(Date.now() / 1000);
     const query = `/v1/reports/transactions.csv?from=${now - 31 * 86_400 + 60}&to=${now + 60}`;
 
@@ -189,12 +180,7 @@ async function main(): Promise<void> {
     );
     if (rise > BOUND_MB * 1024 * 1024 || rows !== LINES || again.status !== 200) process.exitCode = 1;
   } finally {
-    if (web && web.exitCode === null) {
-      web.kill('SIGTERM');
-      await new Promise((r) => web!.once('exit', r));
-    }
-    await ctx.close();
-    await database.drop();
+    await stack.tearDown();
   }
 }
 
