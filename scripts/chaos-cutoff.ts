@@ -1,7 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
 import path from 'node:path';
-import { sleep } from './chaos-merchant';
+import { sleep } from './lib/processes';
 
 /**
  * The topology drill's network cut of one node from Redis and Postgres, done by the kernel, as a

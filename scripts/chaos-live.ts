@@ -3,7 +3,6 @@ import { createWriteStream } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import { ServiceClient } from '../shared/client/signing';
 import { checkLedger } from '../shared/ledger/check';
 import { decimalToMinor } from '../shared/providers/amounts';
 import {
@@ -25,10 +24,11 @@ import {
   type Kind,
   type LoadRequests,
   type MerchantPost,
-  type OperatorApi,
+  drillMerchant,
   type Tally,
 } from './chaos-merchant';
 import { takenPorts } from './chaos-ports';
+import type { OperatorApi } from './lib/demo';
 import { counted, objectRow, replayCheck, type Check, type Outcome } from './chaos-report';
 import type { ReplayTally } from './chaos-replays';
 
@@ -302,21 +302,8 @@ export async function startLiveConnectors(base: number, webPort: number): Promis
 }
 
 /** A merchant of the drill's own with fees and a full-scope LIVE credential; no webhook endpoint (live endpoints must be https). */
-async function createLiveMerchant(admin: OperatorApi, serviceUrl: string): Promise<DrillMerchant> {
-  const merchant = await admin('POST', '/admin/merchants', {
-    name: `Chaos live ${new Date().toISOString()}`,
-    fees: { USD: { percent_bps: 150, fixed: 5 }, CDF: { percent_bps: 150, fixed: 0 } },
-  });
-  const credential = await admin('POST', `/admin/merchants/${merchant.id}/credentials`, {
-    environment: 'live',
-    scope: 'full',
-  });
-  return {
-    id: merchant.id,
-    credential,
-    client: new ServiceClient({ baseUrl: serviceUrl, apiKey: credential.api_key, secret: credential.secret }),
-  };
-}
+const createLiveMerchant = (admin: OperatorApi, serviceUrl: string): Promise<DrillMerchant> =>
+  drillMerchant(admin, serviceUrl, `Chaos live ${new Date().toISOString()}`, 'live');
 
 // ---------------------------------------------------------------- the outcome
 

@@ -3,6 +3,8 @@ import { randomInt, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { ServiceClient, type ClientResponse } from '../shared/client/signing';
 import { countOf, Replays, SignedPoster, type Identity, type SentPost } from './chaos-replays';
+import { createMerchantWithKey, type OperatorApi } from './lib/demo';
+import { sleep } from './lib/processes';
 
 /**
  * The merchant's side of the chaos drills (the single-machine one and the one across the
@@ -10,7 +12,6 @@ import { countOf, Replays, SignedPoster, type Identity, type SentPost } from './
  * load of payments, refunds and payouts sent as a careful client would, some of them replayed.
  */
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const say = (line: string) => process.stdout.write(`chaos | ${line}\n`);
 
 /** The operator token and the sandbox provider's key of the service a drill starts. */
@@ -31,7 +32,7 @@ export interface Tally {
 export const answerCode = (res: ClientResponse) => `${res.status} ${res.body?.error?.code ?? ''}`.trim();
 const countIn = (m: Map<string, number>, what: string) => m.set(what, (m.get(what) ?? 0) + 1);
 
-// ---------------------------------------------------------------- the webhook endpoint and the operator API
+// ---------------------------------------------------------------- the webhook endpoint and the drill's merchant
 
 /** The merchant's webhook endpoint on 127.0.0.1:port; `received` counts the deliveries of each event id. */
 export function startReceiver(port: number): Promise<{ server: http.Server; received: Map<string, number> }> {
@@ -54,29 +55,6 @@ export function startReceiver(port: number): Promise<{ server: http.Server; rece
   });
 }
 
-export type OperatorApi = (method: string, route: string, body?: unknown) => Promise<any>;
-
-/** Calls to the operator API at `baseUrl`: a 5xx or no answer is asked again, once a second, about 20 times. */
-export function operatorApi(baseUrl: string, token: string): OperatorApi {
-  return async (method, route, body) => {
-    for (let i = 0; ; i++) {
-      try {
-        const res = await fetch(`${baseUrl}${route}`, {
-          method,
-          headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        const json = await res.json().catch(() => undefined);
-        if (res.status < 300) return json;
-        if (res.status < 500 || i > 20) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(json)}`);
-      } catch (err) {
-        if (i > 20) throw err;
-      }
-      await sleep(1000);
-    }
-  };
-}
-
 export interface DrillMerchant {
   id: string;
   credential: { api_key: string; secret: string; webhook_secret: string };
@@ -84,31 +62,39 @@ export interface DrillMerchant {
   client: ServiceClient;
 }
 
-/** A merchant of the drill's own with fees, a full-scope test credential, and a webhook endpoint for every payment, refund and payout event. */
+/** A merchant of the drill's own with fees and a full-scope credential of `environment`, and a client on it. */
+export async function drillMerchant(
+  admin: OperatorApi,
+  serviceUrl: string,
+  name: string,
+  environment: 'test' | 'live',
+): Promise<DrillMerchant> {
+  const { id, credential } = await createMerchantWithKey(
+    admin,
+    { name, fees: { USD: { percent_bps: 150, fixed: 5 }, CDF: { percent_bps: 150, fixed: 0 } } },
+    { environment, scope: 'full' },
+  );
+  return {
+    id,
+    credential,
+    client: new ServiceClient({ baseUrl: serviceUrl, apiKey: credential.api_key, secret: credential.secret }),
+  };
+}
+
+/** drillMerchant with a test credential and a webhook endpoint for every payment, refund and payout event. */
 export async function createDrillMerchant(
   admin: OperatorApi,
   serviceUrl: string,
   webhookUrl: string,
 ): Promise<DrillMerchant> {
-  const merchant = await admin('POST', '/admin/merchants', {
-    name: `Chaos ${new Date().toISOString()}`,
-    fees: { USD: { percent_bps: 150, fixed: 5 }, CDF: { percent_bps: 150, fixed: 0 } },
-  });
-  const credential = await admin('POST', `/admin/merchants/${merchant.id}/credentials`, {
-    environment: 'test',
-    scope: 'full',
-  });
+  const merchant = await drillMerchant(admin, serviceUrl, `Chaos ${new Date().toISOString()}`, 'test');
   await admin('POST', '/admin/webhooks', {
     merchant_id: merchant.id,
     url: webhookUrl,
     events: ['payment.*', 'refund.*', 'payout.*'],
     environment: 'test',
   });
-  return {
-    id: merchant.id,
-    credential,
-    client: new ServiceClient({ baseUrl: serviceUrl, apiKey: credential.api_key, secret: credential.secret }),
-  };
+  return merchant;
 }
 
 /** Looks one phone number up in several spellings (the log scan then looks for it written whole); the answers by status and code. */

@@ -4,7 +4,8 @@ import type { LeakScan } from './chaos-leaks';
 import { ANSWER_BOUND_MS, type PartitionProbes } from './chaos-partition';
 import { compareWithProvider, type ProviderComparison } from './chaos-provider';
 import type { ReplayTally } from './chaos-replays';
-import { KINDS, sleep, type Kind, type Tally } from './chaos-merchant';
+import { KINDS, type Kind, type Tally } from './chaos-merchant';
+import { sleep } from './lib/processes';
 
 /**
  * The outcome of a chaos drill (the single-machine one and the one across the topology): the

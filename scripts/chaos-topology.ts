@@ -15,7 +15,6 @@ import {
   startNode,
   stopNode,
   topologyAt,
-  waitFor,
   type NodePorts,
   type Topology,
 } from './cluster';
@@ -28,14 +27,14 @@ import {
   createDrillMerchant,
   lookUpPhoneSpellings,
   MerchantLoad,
-  operatorApi,
   SANDBOX_PROVIDER_KEY,
   say,
-  sleep,
   startReceiver,
   type DrillMerchant,
 } from './chaos-merchant';
 import { probeUntil, type PartitionProbes } from './chaos-partition';
+import { operatorApi } from './lib/demo';
+import { answers200, sleep, waitFor } from './lib/processes';
 import { takenPorts } from './chaos-ports';
 import { SignedPoster } from './chaos-replays';
 import {
@@ -124,8 +123,7 @@ function drillNodeEnv(t: Topology, node: NodePorts, database: string): Record<st
 const nodeLog = (t: Topology, node: NodePorts) => path.join(t.dir, `${node.name}.log`);
 const keptLog = (t: Topology, node: NodePorts) =>
   path.join(os.tmpdir(), `chaos-topology-${t.redisPorts[0]}-${node.name}.log`);
-const answersReady = async (port: number) =>
-  (await fetch(`http://127.0.0.1:${port}/health/ready`).catch(() => null))?.status === 200;
+const answersReady = (port: number) => answers200(`http://127.0.0.1:${port}/health/ready`);
 
 export async function runTopologyDrill(o: TopologyDrillOptions): Promise<number> {
   const t = topologyAt(o.base, 2);

@@ -6,20 +6,19 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import knex, { type Knex } from 'knex';
 import { Redis } from 'ioredis';
-import { portOpen } from './local-services';
+import { which } from './local-services';
 import { scanLogForLeaks } from './chaos-leaks';
 import {
   ADMIN_TOKEN,
   createDrillMerchant,
   lookUpPhoneSpellings,
   MerchantLoad,
-  operatorApi,
   SANDBOX_PROVIDER_KEY,
   say,
-  sleep,
   startReceiver,
 } from './chaos-merchant';
 import { probeUntil, type PartitionProbes } from './chaos-partition';
+import { operatorApi } from './lib/demo';
 import { portInUseIn, takenPorts } from './chaos-ports';
 import { startTcpProxy } from './chaos-proxy';
 import { SignedPoster } from './chaos-replays';
@@ -28,7 +27,8 @@ import { runTopologyDrill } from './chaos-topology';
 import { startLiveConnectors, type LiveConnectors } from './chaos-live';
 import { edgeCertificate } from './cluster';
 import { haTopologyAt } from './ha';
-import { pidAlive } from './lib/processes';
+import { answers200, pidAlive, sleep, stopAll, waitFor } from './lib/processes';
+import { spawnRedisServer, startRedisServer } from './lib/stack';
 
 /**
  * `npm run chaos -- --duration 300`: an operator's fault drill. It starts the whole service
@@ -168,16 +168,6 @@ const toLog = (chunk: Buffer | string) => {
 // ---------------------------------------------------------------- the service under test
 
 let redisServer: ChildProcess | null = null;
-function spawnRedisServer(): ChildProcess {
-  const child = spawn(
-    which('redis-server') ?? '/usr/bin/redis-server',
-    ['--port', String(ports.redis), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  child.stdout.on('data', toLog);
-  child.stderr.on('data', toLog);
-  return child;
-}
 async function startRedis(): Promise<string> {
   if (opts['redis-url']) {
     const u = new URL(opts['redis-url']);
@@ -189,16 +179,8 @@ async function startRedis(): Promise<string> {
     throw new Error(
       'no redis-server on this machine: pass --redis-url redis://127.0.0.1:6379/N with a database index of its own',
     );
-  redisServer = spawnRedisServer();
-  for (let i = 0; i < 50 && !(await portOpen(ports.redis)); i++) await sleep(100);
+  redisServer = await startRedisServer(ports.redis, toLog);
   return `redis://127.0.0.1:${ports.redis}/2`;
-}
-function which(bin: string): string | undefined {
-  try {
-    return execFileSync('sh', ['-c', `command -v ${bin}`], { encoding: 'utf8' }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** Exit code 2, everything the drill started stopped: the drill could not run. */
@@ -269,12 +251,14 @@ function targets(): { pid: number; name: string }[] {
 }
 /** Stops the service gracefully (SIGKILL after 45 s) and its Redis; resolves once the log file is complete. */
 async function stopService(service: ChildProcess): Promise<void> {
-  service.kill('SIGINT');
-  await Promise.race([new Promise((r) => service.once('exit', r)), sleep(45_000)]);
-  if (service.exitCode === null) service.kill('SIGKILL');
+  await stopAll([service], 'SIGINT', 45_000);
   redisServer?.kill('SIGTERM');
   await new Promise((r) => out!.end(r));
 }
+
+/** Resolves once the web answers /health/ready, or after `ms` all the same (the drill then goes on, and its checks tell). */
+const webReady = (ms: number) =>
+  waitFor('the web', () => answers200(`http://127.0.0.1:${ports.web}/health/ready`), ms, 500).catch(() => undefined);
 
 // ---------------------------------------------------------------- the drill
 
@@ -325,15 +309,7 @@ async function main() {
     pool: { min: 0, max: 4 },
   });
 
-  for (
-    let i = 0;
-    i < 240 &&
-    !(await fetch(`http://127.0.0.1:${ports.web}/health/ready`)
-      .then((r) => r.ok)
-      .catch(() => false));
-    i++
-  )
-    await sleep(500);
+  await webReady(120_000);
   const merchant = live
     ? await live.createMerchant(
         operatorApi(`http://127.0.0.1:${ports.admin}`, ADMIN_TOKEN),
@@ -401,7 +377,7 @@ async function main() {
       r.disconnect();
       await stopped;
       await sleep(2000);
-      redisServer = spawnRedisServer();
+      redisServer = spawnRedisServer(ports.redis, toLog);
       faults.redisRestart++;
       say('Redis restarted without persistence (every job lost), down 2 s');
     })(),
@@ -428,15 +404,7 @@ async function main() {
       await sleep(durationS * 750 - 5000);
       partitioned = true;
       await sleep(10_000);
-      for (
-        let i = 0;
-        i < 60 &&
-        !(await fetch(`http://127.0.0.1:${ports.web}/health/ready`)
-          .then((r) => r.ok)
-          .catch(() => false));
-        i++
-      )
-        await sleep(500);
+      await webReady(30_000);
       const refundable = await load.refundablePayments(10);
       say(`Postgres partitioned for ${PARTITION_S} s (its proxy forwards nothing)`);
       partition = await probeUntil(
