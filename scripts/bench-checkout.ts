@@ -14,9 +14,8 @@ import { buildApp } from '../api/app';
 import { ServiceClient } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
 import { createContext } from '../shared/context';
-import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { forkRole, stopRole } from './lib/processes';
-import { setUpStack, stopOnRequest } from './lib/stack';
+import { seedMerchant, setUpStack, stopOnRequest } from './lib/stack';
 import { closedLoop, closeServer, listen, percentile, portOf, runBench } from './bench-common';
 
 interface Ready {
@@ -34,14 +33,8 @@ async function serve(): Promise<void> {
   stack.teardown.add(() => closeServer(server));
   const port = portOf(server);
   config.baseUrl = `http://127.0.0.1:${port}`;
-  const merchant = await createMerchant(services.db, { name: 'Bench Café' });
-  const cred = await issueCredential(
-    services.db,
-    merchant.id,
-    { environment: 'test', scope: 'full' },
-    config.secretsKeys,
-  );
-  const client = new ServiceClient({ baseUrl: config.baseUrl, apiKey: cred.api_key, secret: cred.secret });
+  const merchant = await seedMerchant(services, { name: 'Bench Café' });
+  const client = new ServiceClient({ baseUrl: config.baseUrl, ...merchant });
   const created = await client.post('/v1/payments', {
     amount: 2_500,
     currency: 'USD',

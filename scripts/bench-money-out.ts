@@ -26,9 +26,8 @@ import { newId } from '../shared/domain/ids';
 import { paymentCredit } from '../shared/domain/ledger';
 import { checkLedger } from '../shared/ledger/check';
 import { post } from '../shared/ledger/postings';
-import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { ask, forkRole, stopRole } from './lib/processes';
-import { setUpStack, stopOnRequest } from './lib/stack';
+import { seedMerchant, setUpStack, stopOnRequest } from './lib/stack';
 
 const SEED = 1_000_000_000; // minor units per merchant and per payment: never short during a run
 
@@ -89,12 +88,11 @@ async function serve(): Promise<void> {
   stack.teardown.add(() => services.close());
   const shops: Shop[] = [];
   for (let i = 0; i < Number(process.env.BENCH_MERCHANTS || 32); i++) {
-    const m = await createMerchant(services.db, { name: `Bench ${i}`, fees: { USD: { percent_bps: 100, fixed: 10 } } });
-    const c = await issueCredential(services.db, m.id, { environment: 'test', scope: 'full' }, config.secretsKeys);
+    const m = await seedMerchant(services, { name: `Bench ${i}`, fees: { USD: { percent_bps: 100, fixed: 10 } } });
     shops.push({
       merchantId: m.id,
-      apiKey: c.api_key,
-      secret: c.secret,
+      apiKey: m.apiKey,
+      secret: m.secret,
       paymentId: await seedPayment(services.db, m.id),
     });
   }

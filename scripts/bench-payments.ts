@@ -40,10 +40,9 @@ import {
   type LoadResult,
 } from './bench-common';
 import { createContext } from '../shared/context';
-import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { QUEUES } from '../shared/queues/names';
 import { ask, exited, forkRole, startProcess, stopRole, type RunningProcess } from './lib/processes';
-import { setUpStack, stopOnRequest } from './lib/stack';
+import { seedMerchant, setUpStack, stopOnRequest } from './lib/stack';
 
 interface Ready {
   bare: number;
@@ -64,15 +63,10 @@ async function serve(): Promise<void> {
   stack.teardown.add(() => services.close());
 
   const bare = bareKoaApp();
-  const merchant = await createMerchant(services.db, {
-    name: 'Bench merchant',
-    fees: { USD: { percent_bps: 250, fixed: 10 } },
-  });
-  const cred = await issueCredential(
-    services.db,
-    merchant.id,
-    { environment: 'test', scope: 'payments' },
-    config.secretsKeys,
+  const merchant = await seedMerchant(
+    services,
+    { name: 'Bench merchant', fees: { USD: { percent_bps: 250, fixed: 10 } } },
+    'payments',
   );
   const bareServer = await listen(bare);
   // the web processes: copies of the web app sharing one port, as an operator scales `web: N`
@@ -151,7 +145,7 @@ async function serve(): Promise<void> {
     );
   });
   stopOnRequest(stack.teardown);
-  const ready: Ready = { bare: portOf(bareServer), web: webPort, apiKey: cred.api_key, secret: cred.secret };
+  const ready: Ready = { bare: portOf(bareServer), web: webPort, apiKey: merchant.apiKey, secret: merchant.secret };
   process.send!(ready);
 }
 

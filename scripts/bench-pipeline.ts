@@ -31,9 +31,8 @@ import { signRequest } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
 import { closeServer, listen as listenOn, portOf, runBench } from './bench-common';
 import { createContext } from '../shared/context';
-import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { forkRole, sleep, stopRole } from './lib/processes';
-import { setUpStack, stopOnRequest } from './lib/stack';
+import { seedMerchant, setUpStack, stopOnRequest } from './lib/stack';
 
 interface Ready {
   bare: number;
@@ -87,13 +86,7 @@ async function serve(): Promise<void> {
   trivial.post('/bench', handler);
   const app = buildApp(services, { extraV1Routes: trivial.routes() as Middleware });
 
-  const merchant = await createMerchant(services.db, { name: 'Bench merchant' });
-  const cred = await issueCredential(
-    services.db,
-    merchant.id,
-    { environment: 'test', scope: 'full' },
-    config.secretsKeys,
-  );
+  const merchant = await seedMerchant(services, { name: 'Bench merchant' });
   const [bareServer, appServer] = await Promise.all([listen(bare), listen(app)]);
   stack.teardown.add(async () => {
     await Promise.all([bareServer, appServer].map(closeServer));
@@ -103,8 +96,8 @@ async function serve(): Promise<void> {
   const ready: Ready = {
     bare: portOf(bareServer),
     pipeline: portOf(appServer),
-    apiKey: cred.api_key,
-    secret: cred.secret,
+    apiKey: merchant.apiKey,
+    secret: merchant.secret,
   };
   process.send!(ready);
 }

@@ -14,10 +14,9 @@ import { readFileSync } from 'node:fs';
 import http from 'node:http';
 import { loadConfig } from '../shared/config';
 import { createContext } from '../shared/context';
-import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { freePort } from './lib/ports';
 import { startProcess } from './lib/processes';
-import { setUpStack } from './lib/stack';
+import { seedMerchant, setUpStack } from './lib/stack';
 
 const LINES = Number(process.env.BENCH_LINES || 1_000_000);
 const BOUND_MB = 50;
@@ -118,13 +117,7 @@ async function main(): Promise<void> {
   const ctx = createContext({ role: 'worker', name: 'bench-report', config: loadConfig(env) });
   stack.teardown.add(() => ctx.close());
   try {
-    const merchant = await createMerchant(ctx.db, { name: 'Bench statements' });
-    const credential = await issueCredential(
-      ctx.db,
-      merchant.id,
-      { environment: 'test', scope: 'read' },
-      ctx.config.secretsKeys,
-    );
+    const merchant = await seedMerchant(ctx, { name: 'Bench statements' }, 'read');
     const seedStart = performance.now();
     await seed(ctx.db, merchant.id);
     console.log(`seeding took ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
@@ -137,11 +130,7 @@ async function main(): Promise<void> {
     const query = `/v1/reports/transactions.csv?from=${now - 31 * 86_400 + 60}&to=${now + 60}`;
 
     // warm-up: the route, the statement and the stream once, on a small range
-    const warm = await download(
-      port,
-      `/v1/reports/transactions.csv?from=${now - 600}&to=${now + 60}`,
-      credential.api_key,
-    );
+    const warm = await download(port, `/v1/reports/transactions.csv?from=${now - 600}&to=${now + 60}`, merchant.apiKey);
     if (warm.status !== 200) throw new Error(`warm-up answered ${warm.status}`);
     await new Promise((r) => setTimeout(r, 1000));
     const before = memoryOf(pid);
@@ -149,7 +138,7 @@ async function main(): Promise<void> {
     let peak = before.rss;
     const sampler = setInterval(() => (peak = Math.max(peak, memoryOf(pid).rss)), 20);
     const started = performance.now();
-    const full = await download(port, query, credential.api_key);
+    const full = await download(port, query, merchant.apiKey);
     const seconds = (performance.now() - started) / 1000;
     clearInterval(sampler);
     const after = memoryOf(pid);
@@ -169,11 +158,11 @@ async function main(): Promise<void> {
     if (rows !== LINES) console.log(`WARNING: expected ${LINES} rows`);
 
     // a client that leaves halfway: the export stops and its connection goes back to the pool
-    const cut = await download(port, query, credential.api_key, Math.floor(full.bytes / 2));
+    const cut = await download(port, query, merchant.apiKey, Math.floor(full.bytes / 2));
     const again = await download(
       port,
       `/v1/reports/transactions.csv?from=${now - 600}&to=${now + 60}`,
-      credential.api_key,
+      merchant.apiKey,
     );
     console.log(
       `an export cut off after ${mb(cut.bytes)} MB: the next export answers ${again.status} with ${again.lines - 1} rows`,

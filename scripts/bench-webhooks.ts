@@ -25,10 +25,9 @@ import { transact } from '../shared/db/transact';
 import { newId } from '../shared/domain/ids';
 import { EVENT_TYPES, type EventType } from '../shared/vocabulary';
 import { emitEvent } from '../shared/events/fanout';
-import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { createWebhook } from '../shared/webhooks/endpoints';
 import { ask, forkRole, sleep, startProcess, stopRole, type RunningProcess } from './lib/processes';
-import { setUpStack } from './lib/stack';
+import { seedMerchant, setUpStack } from './lib/stack';
 import { percentile as pct, runBench, webhookReceiver } from './bench-common';
 
 const EVENTS = Number(process.env.BENCH_EVENTS || 5000);
@@ -150,8 +149,7 @@ async function main(): Promise<void> {
     } = await forkRole<{ port: number }>(__filename, '--receive');
     stack.teardown.add(() => stopRole(receiver));
     stack.teardown.add(() => Promise.all(senders.map((p) => p.stop())));
-    const merchant = await createMerchant(ctx.db, { name: 'Bench' });
-    await issueCredential(ctx.db, merchant.id, { environment: 'test', scope: 'full' }, ctx.config.secretsKeys);
+    const merchant = await seedMerchant(ctx, { name: 'Bench' });
     for (let i = 0; i < ENDPOINTS; i++) {
       await createWebhook(ctx.db, {
         merchant_id: merchant.id,

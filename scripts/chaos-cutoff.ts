@@ -93,38 +93,23 @@ export class NodeCutoffs {
   async cut(node: string, ports: number[], ms: number): Promise<void> {
     const cgroup = `${this.relative}/${node}`;
     const list = [...new Set(ports)].join(',');
-    iptables(
-      '-A',
-      this.chain,
-      '-p',
-      'tcp',
-      '-m',
-      'multiport',
-      '--dports',
-      list,
-      '-m',
-      'cgroup',
-      '--path',
-      cgroup,
-      '-j',
-      'DROP',
-    );
-    iptables(
-      '-A',
-      this.chain,
-      '-p',
-      'tcp',
-      '-m',
-      'multiport',
-      '--sports',
-      list,
-      '-m',
-      'cgroup',
-      '--path',
-      cgroup,
-      '-j',
-      'DROP',
-    );
+    for (const direction of ['--dports', '--sports'])
+      iptables(
+        '-A',
+        this.chain,
+        '-p',
+        'tcp',
+        '-m',
+        'multiport',
+        direction,
+        list,
+        '-m',
+        'cgroup',
+        '--path',
+        cgroup,
+        '-j',
+        'DROP',
+      );
     try {
       this.hook();
       await sleep(ms);

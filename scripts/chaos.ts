@@ -8,20 +8,10 @@ import knex, { type Knex } from 'knex';
 import { Redis } from 'ioredis';
 import { which } from './local-services';
 import { scanLogForLeaks } from './chaos-leaks';
-import {
-  ADMIN_TOKEN,
-  createDrillMerchant,
-  lookUpPhoneSpellings,
-  MerchantLoad,
-  SANDBOX_PROVIDER_KEY,
-  say,
-  startReceiver,
-} from './chaos-merchant';
+import { DRILL_SERVICE_ENV, sandboxProvider, say, startMerchantSide } from './chaos-merchant';
 import { probeUntil, type PartitionProbes } from './chaos-partition';
-import { operatorApi } from './lib/demo';
 import { portInUseIn, takenPorts } from './chaos-ports';
 import { startTcpProxy } from './chaos-proxy';
-import { SignedPoster } from './chaos-replays';
 import { assessOutcome, boundedAnswersCheck, logLeaksCheck, printReport, waitUntilFinal } from './chaos-report';
 import { runTopologyDrill } from './chaos-topology';
 import { startLiveConnectors, type LiveConnectors } from './chaos-live';
@@ -278,7 +268,6 @@ async function main() {
   say(
     `service on 127.0.0.1:${ports.web} (operator API :${ports.admin}), database ${dbName} through 127.0.0.1:${ports.pgProxy}, Redis ${redisUrl}${redisServer ? ' (private redis-server, no persistence)' : ''}; service log ${logFile}`,
   );
-  const { server: receiver, received } = await startReceiver(ports.receiver);
   const service = startService({
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '',
@@ -292,15 +281,11 @@ async function main() {
     QUEUE_PREFIX: '{chaos}',
     SANDBOX_PROVIDER_PORT: String(ports.sandbox),
     SANDBOX_PROVIDER_URL: `http://127.0.0.1:${ports.sandbox}`,
-    SANDBOX_PROVIDER_API_KEY: SANDBOX_PROVIDER_KEY,
     CARD_VAULT_PORT: String(ports.cardVault),
     CARD_VAULT_URL: `http://127.0.0.1:${ports.cardVault}`,
     CARD_PROVIDER_PORT: String(ports.cardAcquirer),
     CARD_PROVIDER_URL: `http://127.0.0.1:${ports.cardAcquirer}`,
-    ADMIN_API_TOKEN: ADMIN_TOKEN,
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    // info: the access log (one line per request) is part of what the leak scan reads
-    LOG_LEVEL: 'info',
+    ...DRILL_SERVICE_ENV,
     ...live?.env,
   });
   const db: Knex = knex({
@@ -310,20 +295,15 @@ async function main() {
   });
 
   await webReady(120_000);
-  const merchant = live
-    ? await live.createMerchant(
-        operatorApi(`http://127.0.0.1:${ports.admin}`, ADMIN_TOKEN),
-        `http://127.0.0.1:${ports.web}`,
-      )
-    : await createDrillMerchant(
-        operatorApi(`http://127.0.0.1:${ports.admin}`, ADMIN_TOKEN),
-        `http://127.0.0.1:${ports.web}`,
-        `http://127.0.0.1:${ports.receiver}/hook`,
-      );
+  const { receiver, received, merchant, secrets, poster, load, lookups } = await startMerchantSide({
+    adminUrl: `http://127.0.0.1:${ports.admin}`,
+    serviceUrl: `http://127.0.0.1:${ports.web}`,
+    receiverPort: ports.receiver,
+    db,
+    create: live && ((admin, url) => live.createMerchant(admin, url)),
+    requests: live?.requests,
+  });
   const { client } = merchant;
-  const poster = new SignedPoster(client);
-  const load = new MerchantLoad(poster, db, merchant.id, live?.requests);
-  const lookups = await lookUpPhoneSpellings(client);
   say(`merchant ${merchant.id}; load and faults for ${durationS} s`);
 
   const start = Date.now();
@@ -426,10 +406,7 @@ async function main() {
   await waitUntilFinal(db, merchant.id, drainS);
   const outcome = live
     ? await live.assess(db, merchant.id, load)
-    : await assessOutcome(db, merchant.id, load, received, {
-        url: `http://127.0.0.1:${ports.sandbox}`,
-        apiKey: SANDBOX_PROVIDER_KEY,
-      });
+    : await assessOutcome(db, merchant.id, load, received, sandboxProvider(`http://127.0.0.1:${ports.sandbox}`));
   const checks = [...outcome.checks, boundedAnswersCheck('Postgres partition', partition)];
 
   await db.destroy();
@@ -437,9 +414,8 @@ async function main() {
   await stopService(service);
   proxy.close();
   await live?.close();
-  const { api_key, secret, webhook_secret } = merchant.credential;
   const leaks = await scanLogForLeaks(logFile, {
-    values: [api_key, secret, webhook_secret, ADMIN_TOKEN, ...(live?.secrets ?? [])].filter(Boolean),
+    values: [...secrets, ...(live?.secrets ?? [])].filter(Boolean),
     signatures: poster.signatures,
   });
   checks.push(logLeaksCheck(leaks, lookups));

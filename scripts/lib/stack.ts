@@ -1,6 +1,8 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { Redis } from 'ioredis';
+import type { ServiceContext } from '../../shared/context';
+import { createMerchant, issueCredential } from '../../shared/merchants/service';
 import { portOpen, which } from '../local-services';
 import { createTestDatabase } from './databases';
 import { sleep } from './processes';
@@ -146,4 +148,15 @@ export function stopOnRequest(teardown: Teardown): void {
   const stop = () => void teardown.run().finally(() => process.exit(0));
   process.on('message', (m: { cmd?: string }) => m?.cmd === 'stop' && stop());
   process.on('disconnect', stop);
+}
+
+/** A merchant written straight to the stack's database, with one test credential of `scope`. */
+export async function seedMerchant(
+  ctx: ServiceContext,
+  merchant: Parameters<typeof createMerchant>[1],
+  scope: 'read' | 'payments' | 'full' = 'full',
+): Promise<{ id: string; apiKey: string; secret: string }> {
+  const m = await createMerchant(ctx.db, merchant);
+  const c = await issueCredential(ctx.db, m.id, { environment: 'test', scope }, ctx.config.secretsKeys);
+  return { id: m.id, apiKey: c.api_key, secret: c.secret };
 }
