@@ -94,6 +94,10 @@ function slowestPhases(timed: [number, RequestPhases][]): RequestPhases | undefi
   return meanPhases(sorted.slice(0, Math.max(1, Math.ceil(sorted.length / 100))).map(([, p]) => p));
 }
 
+/** A figure with no decimal, or one; `-` for none (NaN: no sample). */
+export const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
+export const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
+
 export const percentile = (sorted: number[], p: number) =>
   sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN;
 

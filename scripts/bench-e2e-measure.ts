@@ -8,6 +8,7 @@ import { ALL_QUEUES, queueKeyPrefix } from '../shared/queues/names';
 import {
   BARE_REQUEST,
   closedLoop,
+  f0,
   nowMs,
   openLoop,
   percentile,
@@ -23,7 +24,6 @@ import {
   takeReceipts,
   type Receipt,
 } from './bench-e2e-load';
-import { f0 } from './bench-e2e-report';
 import { forkRole, sleep, stopAll } from './lib/processes';
 import type { Teardown } from './lib/stack';
 

@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { ALL_QUEUES } from '../shared/queues/names';
+import { f0, f1 } from './bench-common';
 import { OVERLOAD_TIMEOUT_MS, RECOVERY_RATE, RECOVERY_S } from './bench-e2e-load';
 import type { AnswerKind, BareBaseline, OverloadResult, StepResult } from './bench-e2e-measure';
 
@@ -9,8 +10,6 @@ import type { AnswerKind, BareBaseline, OverloadResult, StepResult } from './ben
  */
 
 export const say = (line: string) => process.stdout.write(`${line}\n`);
-export const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
-export const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
 
 export function sayBare(b: BareBaseline): void {
   say(
