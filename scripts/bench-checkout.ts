@@ -8,18 +8,15 @@
  * template; REDIS_URL), so the load generator does not take its CPU. Every answer must be 200
  * with the page, or the figures are void.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { randomUUID } from 'node:crypto';
-import type { Server } from 'node:http';
 import { buildApp } from '../api/app';
 import { ServiceClient } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
 import { createContext } from '../shared/context';
-import { createMerchant, issueCredential } from '../shared/merchants/service';
-import { createTestDatabase } from './lib/databases';
-import { benchEnv, closedLoop, percentile, runBench } from './bench-common';
+import { forkRole, stopRole } from './lib/processes';
+import { seedMerchant, setUpStack, stopOnRequest } from './lib/stack';
+import { closedLoop, closeServer, listen, percentile, portOf, runBench } from './bench-common';
 
 interface Ready {
   port: number;
@@ -28,23 +25,16 @@ interface Ready {
 
 /** Child: the web app with one card payment. */
 async function serve(): Promise<void> {
-  const database = await createTestDatabase();
-  const config = loadConfig(benchEnv(database.url));
+  const stack = await setUpStack();
+  const config = loadConfig(stack.env);
   const services = createContext({ role: 'web', name: 'bench', config });
-  const app = buildApp(services);
-  const server: Server = await new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-  const port = (server.address() as AddressInfo).port;
+  stack.teardown.add(() => services.close());
+  const server = await listen(buildApp(services));
+  stack.teardown.add(() => closeServer(server));
+  const port = portOf(server);
   config.baseUrl = `http://127.0.0.1:${port}`;
-  const merchant = await createMerchant(services.db, { name: 'Bench Café' });
-  const cred = await issueCredential(
-    services.db,
-    merchant.id,
-    { environment: 'test', scope: 'full' },
-    config.secretsKeys,
-  );
-  const client = new ServiceClient({ baseUrl: config.baseUrl, apiKey: cred.api_key, secret: cred.secret });
+  const merchant = await seedMerchant(services, { name: 'Bench Café' });
+  const client = new ServiceClient({ baseUrl: config.baseUrl, ...merchant });
   const created = await client.post('/v1/payments', {
     amount: 2_500,
     currency: 'USD',
@@ -56,17 +46,7 @@ async function serve(): Promise<void> {
     return_url: 'https://shop.example/return',
   });
   if (created.status !== 201) throw new Error(`POST /v1/payments answered ${created.status}: ${created.text}`);
-  const stop = async () => {
-    await new Promise((r) => server.close(r));
-    server.closeAllConnections();
-    const keys = await services.redis.keys(`${config.queuePrefix}:*`).catch(() => [] as string[]);
-    if (keys.length) await services.redis.del(...keys).catch(() => undefined);
-    await services.close();
-    await database.drop();
-    process.exit(0);
-  };
-  process.on('message', (m) => m === 'stop' && void stop());
-  process.on('disconnect', () => void stop());
+  stopOnRequest(stack.teardown);
   process.send!({ port, path: new URL(created.body.checkout_url).pathname } satisfies Ready);
 }
 
@@ -92,11 +72,7 @@ async function bench(): Promise<void> {
   const requests = Number(process.env.BENCH_REQUESTS || 5000);
   const duration = Number(process.env.BENCH_DURATION || 5);
   const connections = Number(process.env.BENCH_CONNECTIONS || 16);
-  const child: ChildProcess = fork(__filename, ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ready = await new Promise<Ready>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as Ready));
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-  });
+  const { child, ready } = await forkRole<Ready>(__filename, '--serve');
   try {
     const agent = new http.Agent({ keepAlive: true, maxSockets: 1 });
     for (let i = 0; i < 500; i++) await timedGet(agent, ready.port, ready.path);
@@ -120,7 +96,7 @@ async function bench(): Promise<void> {
     );
     if (load.errors) throw new Error(`${load.errors} requests failed: the figures are void`);
   } finally {
-    child.send('stop');
+    await stopRole(child);
   }
 }
 

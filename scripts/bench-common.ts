@@ -1,28 +1,16 @@
-import { randomBytes } from 'node:crypto';
+import { randomUUID } from 'node:crypto';
 import http from 'node:http';
+import type { AddressInfo } from 'node:net';
 import Koa from 'koa';
 import getRawBody from 'raw-body';
+import { signRequest } from '../shared/client/signing';
 
 /**
- * What every bench script shares: the environment of a throwaway service (its own database and
- * queue prefix, the rate limit out of the way), and the entry that runs this file as the load
- * generator or, in a child process, as one of the servers it measures.
+ * What every bench script shares for its load: the entry that runs a file as the load generator
+ * or, in a child process, as one of the servers it measures; the requests (a signed payment); the
+ * closed and open loops that send them; the bare Koa app the service is held against. Their setup
+ * and teardown (database, queue prefix, environment) are lib/stack.ts's.
  */
-
-export function benchEnv(databaseUrl: string, logLevel = 'silent'): Record<string, string> {
-  return {
-    ...(process.env as Record<string, string>),
-    NODE_ENV: 'development',
-    DATABASE_URL: databaseUrl,
-    QUEUE_PREFIX: `{bench${randomBytes(3).toString('hex')}}`,
-    // the bench's one merchant would otherwise stop at 100 requests a minute (refused in production)
-    RATE_LIMIT_PER_MINUTE: String(1_000_000_000),
-    // the saturation runs leave their jobs waiting on purpose: no overload guard
-    OVERLOAD_MAX_WAITING: '0',
-    OVERLOAD_MAX_WAIT_MS: '0',
-    LOG_LEVEL: logLevel,
-  };
-}
 
 /** Runs the role named on the command line (`--serve`, `--web`, …), else the load generator. */
 export function runBench(roles: Record<string, () => unknown>, bench: () => Promise<void>): void {
@@ -105,6 +93,10 @@ function slowestPhases(timed: [number, RequestPhases][]): RequestPhases | undefi
   const sorted = [...timed].sort((a, b) => b[0] - a[0]);
   return meanPhases(sorted.slice(0, Math.max(1, Math.ceil(sorted.length / 100))).map(([, p]) => p));
 }
+
+/** A figure with no decimal, or one; `-` for none (NaN: no sample). */
+export const f0 = (x: number) => (Number.isFinite(x) ? x.toFixed(0) : '-');
+export const f1 = (x: number) => (Number.isFinite(x) ? x.toFixed(1) : '-');
 
 export const percentile = (sorted: number[], p: number) =>
   sorted.length ? sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))] : NaN;
@@ -262,17 +254,95 @@ export function bareKoaApp(): Koa {
   return bare;
 }
 
-/** The request sent to the bare app: a payment's body, unsigned. */
-export const BARE_REQUEST: LoadRequest = {
-  method: 'POST',
-  path: '/v1/payments',
-  headers: { 'content-type': 'application/json' },
-  body: JSON.stringify({
+/** A payment's body: 100.00 USD by mobile money from the sandbox number that succeeds. */
+const paymentBody = (reference: string) =>
+  JSON.stringify({
     amount: 10_000,
     currency: 'USD',
     method: 'mobile_money',
     operator: 'vodacom',
     phone: '243990000001',
-    reference: 'bench',
-  }),
+    reference,
+  });
+
+/** The request sent to the bare app: a payment's body, unsigned. */
+export const BARE_REQUEST: LoadRequest = {
+  method: 'POST',
+  path: '/v1/payments',
+  headers: { 'content-type': 'application/json' },
+  body: paymentBody('bench'),
 };
+
+/**
+ * A new payment signed with `key` as a merchant would sign it: a unique reference
+ * (`<referencePrefix>-<uuid>`) and Idempotency-Key, X-Timestamp now (valid 300 s).
+ */
+export function signedPayment(key: { apiKey: string; secret: string }, referencePrefix: string): LoadRequest {
+  const ts = String(Math.floor(Date.now() / 1000));
+  const body = paymentBody(`${referencePrefix}-${randomUUID()}`);
+  return {
+    method: 'POST',
+    path: '/v1/payments',
+    body,
+    headers: {
+      authorization: `Bearer ${key.apiKey}`,
+      'content-type': 'application/json',
+      'idempotency-key': randomUUID(),
+      'x-timestamp': ts,
+      'x-signature': signRequest(key.secret, ts, 'POST', '/v1/payments', body),
+    },
+  };
+}
+
+/** Listens on 127.0.0.1:`port` (0: any free port); resolves with the server once it listens. */
+export function listen(app: Koa | http.RequestListener, port = 0): Promise<http.Server> {
+  const server = app instanceof Koa ? http.createServer(app.callback()) : http.createServer(app);
+  return new Promise((resolve) => server.listen(port, '127.0.0.1', () => resolve(server)));
+}
+
+/** The port a server listens on. */
+export const portOf = (server: http.Server) => (server.address() as AddressInfo).port;
+
+/** Stops taking connections and cuts the open ones; resolves once the server is closed. */
+export async function closeServer(server: http.Server): Promise<void> {
+  const closed = new Promise((r) => server.close(r));
+  server.closeAllConnections();
+  await closed;
+}
+
+/**
+ * A merchant's webhook receiver, run as a child process of a bench (forkRole): listens on
+ * 127.0.0.1:`port` (0: any free port) and tells it with `{ port }`, answers every delivery 200 at
+ * once, and keeps `receipt(event, request, arrivedAtMs)` of each one whose body is an event (when
+ * it gives one). `{ cmd: 'take' }` sends the receipts kept so far and forgets them; any other
+ * message, or the bench gone, stops it.
+ */
+export function webhookReceiver<R>(
+  port: number,
+  receipt: (event: any, req: http.IncomingMessage, atMs: number) => R | undefined,
+): void {
+  let receipts: R[] = [];
+  const server = http.createServer((req, res) => {
+    const chunks: Buffer[] = [];
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('end', () => {
+      const at = nowMs();
+      res.writeHead(200, { 'Content-Length': '2' }).end('ok');
+      try {
+        const r = receipt(JSON.parse(Buffer.concat(chunks).toString('utf8')), req, at);
+        if (r !== undefined) receipts.push(r);
+      } catch {
+        /* not an event: ignored */
+      }
+    });
+  });
+  server.keepAliveTimeout = 65_000;
+  server.listen({ port, host: '127.0.0.1', backlog: 4096 }, () => process.send!({ port: portOf(server) }));
+  process.on('message', (m: { cmd: string }) => {
+    if (m.cmd === 'take') {
+      process.send!({ receipts });
+      receipts = [];
+    } else process.exit(0);
+  });
+  process.on('disconnect', () => process.exit(0)); // the bench is gone
+}

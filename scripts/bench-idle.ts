@@ -1,11 +1,9 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, openSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import path from 'node:path';
 import { parseArgs } from 'node:util';
-import { Redis } from 'ioredis';
-import { ROOT } from './lib/processes';
-import { createTestDatabase } from './lib/databases';
+import { answers200, exited, sleep, spawnLogged, waitFor } from './lib/processes';
+import { setUpStack } from './lib/stack';
 
 /**
  * `npm run bench:idle`: what the whole stack costs when nothing happens. Runs `npm start`'s
@@ -33,7 +31,6 @@ const { values } = parseArgs({
 });
 const port = Number(values.port);
 const seconds = Number(values.seconds);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 interface Proc {
   pid: number;
@@ -65,57 +62,51 @@ const kb = (file: string, field: string) =>
   Number(new RegExp(`^${field}:\\s+(\\d+)`, 'm').exec(readFileSync(file, 'utf8'))?.[1] ?? 0);
 
 async function main(): Promise<void> {
-  const db = await createTestDatabase();
-  const env = {
-    ...process.env,
-    NODE_ENV: 'development',
-    LOG_LEVEL: 'warn',
-    PORT: String(port),
-    BASE_URL: `http://127.0.0.1:${port}`,
-    DATABASE_URL: db.url,
-    REDIS_URL: values['redis-url'],
-    QUEUE_PREFIX: `idle${port}`,
-    SANDBOX_PROVIDER_PORT: String(port + 1),
-    SANDBOX_PROVIDER_URL: `http://127.0.0.1:${port + 1}`,
-    CARD_VAULT_PORT: String(port + 2),
-    CARD_VAULT_URL: `http://127.0.0.1:${port + 2}`,
-    CARD_PROVIDER_PORT: String(port + 3),
-    CARD_PROVIDER_URL: `http://127.0.0.1:${port + 3}`,
-  };
+  const stack = await setUpStack({
+    env: (databaseUrl, prefix) => ({
+      ...(process.env as Record<string, string>),
+      NODE_ENV: 'development',
+      LOG_LEVEL: 'warn',
+      PORT: String(port),
+      BASE_URL: `http://127.0.0.1:${port}`,
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: values['redis-url'],
+      QUEUE_PREFIX: prefix,
+      SANDBOX_PROVIDER_PORT: String(port + 1),
+      SANDBOX_PROVIDER_URL: `http://127.0.0.1:${port + 1}`,
+      CARD_VAULT_PORT: String(port + 2),
+      CARD_VAULT_URL: `http://127.0.0.1:${port + 2}`,
+      CARD_PROVIDER_PORT: String(port + 3),
+      CARD_PROVIDER_URL: `http://127.0.0.1:${port + 3}`,
+    }),
+  });
   // the stack's output, read after the measurement: a process restarted meanwhile voids the figures
   const logFile = path.join(mkdtempSync(path.join(tmpdir(), 'bench-idle-')), 'stack.log');
-  const out = openSync(logFile, 'w');
   const started = performance.now();
-  const stack = spawn('npm', ['start', '--silent'], { cwd: ROOT, env, detached: true, stdio: ['ignore', out, out] });
-  const stop = () => {
+  const { child: supervisor } = spawnLogged('npm', ['start', '--silent'], { env: stack.env, logFile, detached: true });
+  stack.teardown.add(async () => {
     try {
-      process.kill(-stack.pid!, 'SIGTERM');
+      process.kill(-supervisor.pid!, 'SIGTERM');
     } catch {
       // already gone
     }
-  };
-  process.on('SIGINT', () => (stop(), process.exit(130)));
+    await exited(supervisor);
+    await sleep(1000);
+  });
+  stack.teardown.onSignals();
   try {
-    for (;;) {
-      const ready = await fetch(`http://127.0.0.1:${port}/health/ready`).then(
-        (r) => r.ok,
-        () => false,
-      );
-      if (ready) break;
-      if (performance.now() - started > 120_000) throw new Error('the stack was not ready within 120 s');
-      await sleep(100);
-    }
+    await waitFor('the stack', () => answers200(`http://127.0.0.1:${port}/health/ready`), 120_000);
     console.log(
       `ready ${((performance.now() - started) / 1000).toFixed(1)} s after npm start (a warm database: cloned from the migrated template)`,
     );
     await sleep(Number(values.settle) * 1000);
-    const before = new Map(group(stack.pid!).map((p) => [p.pid, cpuTicks(p.pid)]));
+    const before = new Map(group(supervisor.pid!).map((p) => [p.pid, cpuTicks(p.pid)]));
     await sleep(seconds * 1000);
     let rss = 0;
     let pss = 0;
     let ticks = 0;
     const rows: string[] = [];
-    for (const p of group(stack.pid!)) {
+    for (const p of group(supervisor.pid!)) {
       if (!before.has(p.pid)) continue;
       const r = kb(`/proc/${p.pid}/status`, 'VmRSS');
       const s = kb(`/proc/${p.pid}/smaps_rollup`, 'Pss');
@@ -139,15 +130,7 @@ async function main(): Promise<void> {
       `total: ${rows.length} processes, RSS ${(rss / 1024).toFixed(0)} MB, PSS ${(pss / 1024).toFixed(0)} MB, CPU ${((100 * ticks * TICK_MS) / (seconds * 1000)).toFixed(2)} % of one core`,
     );
   } finally {
-    stop();
-    await new Promise((r) => (stack.exitCode === null ? stack.once('exit', r) : r(null)));
-    await sleep(1000);
-    await db.drop();
-    // the stack's own keys only (never a flush: the Redis may be shared)
-    const redis = new Redis(values['redis-url']);
-    const keys = await redis.keys(`${env.QUEUE_PREFIX}:*`);
-    if (keys.length) await redis.del(...keys);
-    redis.disconnect();
+    await stack.tearDown();
   }
 }
 

@@ -15,21 +15,19 @@
  * (default 32), BENCH_MERCHANTS (default 32). Uses a throwaway database cloned from the migrated
  * template on TEST_DATABASE_SERVER_URL's server, and REDIS_URL.
  */
-import { fork, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
 import autocannon from 'autocannon';
 import { buildApp } from '../api/app';
 import { signRequest } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
-import { benchEnv, runBench } from './bench-common';
+import { closeServer, listen, percentile, portOf, runBench } from './bench-common';
 import { createContext } from '../shared/context';
 import { newId } from '../shared/domain/ids';
 import { paymentCredit } from '../shared/domain/ledger';
 import { checkLedger } from '../shared/ledger/check';
 import { post } from '../shared/ledger/postings';
-import { createMerchant, issueCredential } from '../shared/merchants/service';
-import { createTestDatabase } from './lib/databases';
+import { ask, forkRole, stopRole } from './lib/processes';
+import { seedMerchant, setUpStack, stopOnRequest } from './lib/stack';
 
 const SEED = 1_000_000_000; // minor units per merchant and per payment: never short during a run
 
@@ -39,7 +37,7 @@ interface Shop {
   secret: string;
   paymentId: string;
 }
-type Message = { cmd: 'check' } | { cmd: 'stop' };
+type Message = { cmd: 'check' };
 
 /** A succeeded mobile-money payment of SEED, written as the payment flow leaves it, with its credit. */
 async function seedPayment(db: ReturnType<typeof createContext>['db'], merchantId: string): Promise<string> {
@@ -84,59 +82,44 @@ async function seedPayment(db: ReturnType<typeof createContext>['db'], merchantI
 
 /** Child: the web app on its own database and queues. */
 async function serve(): Promise<void> {
-  const database = await createTestDatabase();
-  const env = benchEnv(database.url);
-  const config = loadConfig(env);
+  const stack = await setUpStack();
+  const config = loadConfig(stack.env);
   const services = createContext({ role: 'web', name: 'bench', config, poolMax: 20 });
+  stack.teardown.add(() => services.close());
   const shops: Shop[] = [];
   for (let i = 0; i < Number(process.env.BENCH_MERCHANTS || 32); i++) {
-    const m = await createMerchant(services.db, { name: `Bench ${i}`, fees: { USD: { percent_bps: 100, fixed: 10 } } });
-    const c = await issueCredential(services.db, m.id, { environment: 'test', scope: 'full' }, config.secretsKeys);
+    const m = await seedMerchant(services, { name: `Bench ${i}`, fees: { USD: { percent_bps: 100, fixed: 10 } } });
     shops.push({
       merchantId: m.id,
-      apiKey: c.api_key,
-      secret: c.secret,
+      apiKey: m.apiKey,
+      secret: m.secret,
       paymentId: await seedPayment(services.db, m.id),
     });
   }
-  const server = buildApp(services).listen(0, '127.0.0.1');
-  await new Promise((r) => server.once('listening', r));
+  const server = await listen(buildApp(services));
+  stack.teardown.add(() => closeServer(server));
 
   process.on('message', async (m: Message) => {
-    if (m.cmd === 'check') {
-      const problems = await checkLedger(services.db);
-      const totals = await services
-        .db('ledger_transactions')
-        .groupBy('kind')
-        .select('kind', services.db.raw('count(*)::int as n'));
-      return process.send!({ problems, totals });
-    }
-    server.close();
-    server.closeAllConnections();
-    const keys = await services.redis.keys(`${config.queuePrefix}:*`).catch(() => [] as string[]);
-    for (let i = 0; i < keys.length; i += 500)
-      await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
-    await services.close();
-    await database.drop();
-    process.exit(0);
+    if (m.cmd !== 'check') return;
+    const problems = await checkLedger(services.db);
+    const totals = await services
+      .db('ledger_transactions')
+      .groupBy('kind')
+      .select('kind', services.db.raw('count(*)::int as n'));
+    process.send!({ problems, totals });
   });
-  process.send!({ port: (server.address() as AddressInfo).port, shops });
+  stopOnRequest(stack.teardown);
+  process.send!({ port: portOf(server), shops });
 }
-
-const percentile = (sorted: number[], p: number) =>
-  sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
 
 /** Parent: the load. */
 async function bench(): Promise<void> {
   const duration = Number(process.env.BENCH_DURATION || 10);
   const connections = Number(process.env.BENCH_CONNECTIONS || 32);
-  const child: ChildProcess = fork(__filename, ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const { port, shops } = await new Promise<{ port: number; shops: Shop[] }>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as { port: number; shops: Shop[] }));
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-  });
-  const ask = <T>(m: Message) =>
-    new Promise<T>((resolve) => (child.once('message', (r) => resolve(r as T)), child.send(m)));
+  const {
+    child,
+    ready: { port, shops },
+  } = await forkRole<{ port: number; shops: Shop[] }>(__filename, '--serve');
 
   const signed = (shop: Shop, path: string, body: string, idempotent: boolean) => {
     const ts = String(Math.floor(Date.now() / 1000));
@@ -206,7 +189,7 @@ async function bench(): Promise<void> {
       await run('refunds, one payment', refund(false)),
       await run(`refunds, ${shops.length} payments`, refund(true)),
     ];
-    const { problems, totals } = await ask<{ problems: string[]; totals: { kind: string; n: number }[] }>({
+    const { problems, totals } = await ask<{ problems: string[]; totals: { kind: string; n: number }[] }>(child, {
       cmd: 'check',
     });
     console.log(`\nmoney-out bench: ${duration} s per run, ${connections} connections, node ${process.version}\n`);
@@ -221,8 +204,7 @@ async function bench(): Promise<void> {
       `\nledger postings: ${JSON.stringify(debits)}; ledger check: ${problems.length ? `${problems.length} PROBLEM(S)` : 'ok'}`,
     );
   } finally {
-    child.send({ cmd: 'stop' });
-    await new Promise((r) => child.once('exit', r));
+    await stopRole(child);
   }
 }
 

@@ -22,34 +22,27 @@
  * (copies of the web process sharing the port, default 1). Uses a throwaway
  * database cloned from the migrated template on TEST_DATABASE_SERVER_URL's server, and REDIS_URL.
  */
-import { fork, spawn, type ChildProcess } from 'node:child_process';
 import cluster from 'node:cluster';
-import { randomUUID } from 'node:crypto';
-import type { AddressInfo } from 'node:net';
-import type { Server } from 'node:http';
-import path from 'node:path';
-import type Koa from 'koa';
 import { buildApp } from '../api/app';
-import { signRequest } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
 import {
   BARE_REQUEST,
   bareKoaApp,
-  benchEnv,
   closedLoop,
+  closeServer,
+  listen,
   openLoop,
   percentile,
+  portOf,
   prepared,
   runBench,
-  type LoadRequest,
+  signedPayment,
   type LoadResult,
 } from './bench-common';
 import { createContext } from '../shared/context';
-import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { QUEUES } from '../shared/queues/names';
-import { createTestDatabase } from './lib/databases';
-
-const ROOT = path.resolve(__dirname, '..');
+import { ask, exited, forkRole, startProcess, stopRole, type RunningProcess } from './lib/processes';
+import { seedMerchant, setUpStack, stopOnRequest } from './lib/stack';
 
 interface Ready {
   bare: number;
@@ -58,52 +51,22 @@ interface Ready {
   secret: string;
 }
 
-type Message =
-  | { cmd: 'start-workers' }
-  | { cmd: 'callback-latency'; since: number }
-  | { cmd: 'count'; since: number }
-  | { cmd: 'stop' };
-
-const listen = (app: Koa): Promise<Server> =>
-  new Promise((resolve) => {
-    const s = app.listen(0, '127.0.0.1', () => resolve(s));
-  });
-const portOf = (s: Server) => (s.address() as AddressInfo).port;
-
-function waitForLine(child: ChildProcess, re: RegExp): Promise<string> {
-  return new Promise((resolve, reject) => {
-    let buf = '';
-    const onData = (d: Buffer) => {
-      buf += d.toString();
-      const m = buf.split('\n').find((l) => re.test(l));
-      if (m) {
-        child.stdout!.off('data', onData);
-        resolve(m);
-      }
-    };
-    child.stdout!.on('data', onData);
-    child.once('exit', (code) => reject(new Error(`process exited with ${code}: ${buf.slice(-500)}`)));
-  });
-}
+type Message = { cmd: 'start-workers' } | { cmd: 'callback-latency'; since: number } | { cmd: 'count'; since: number };
 
 /** Child: the web app, the bare app, and on demand the sandbox and the workers. */
 async function serve(): Promise<void> {
   const webProcesses = Number(process.env.BENCH_WEB_PROCESSES || 1);
-  const database = await createTestDatabase();
-  const baseEnv = benchEnv(database.url, 'warn');
+  const stack = await setUpStack({ logLevel: 'warn' });
+  const baseEnv = stack.env;
   const config = loadConfig({ ...baseEnv, LOG_LEVEL: 'silent' });
   const services = createContext({ role: 'web', name: 'bench', config, poolMax: 4 });
+  stack.teardown.add(() => services.close());
 
   const bare = bareKoaApp();
-  const merchant = await createMerchant(services.db, {
-    name: 'Bench merchant',
-    fees: { USD: { percent_bps: 250, fixed: 10 } },
-  });
-  const cred = await issueCredential(
-    services.db,
-    merchant.id,
-    { environment: 'test', scope: 'payments' },
-    config.secretsKeys,
+  const merchant = await seedMerchant(
+    services,
+    { name: 'Bench merchant', fees: { USD: { percent_bps: 250, fixed: 10 } } },
+    'payments',
   );
   const bareServer = await listen(bare);
   // the web processes: copies of the web app sharing one port, as an operator scales `web: N`
@@ -113,16 +76,12 @@ async function serve(): Promise<void> {
     await Promise.all(webs.map((w) => new Promise<number>((r) => w.once('listening', (a) => r(a.port)))))
   )[0];
   config.baseUrl = `http://127.0.0.1:${webPort}`;
-  const children: ChildProcess[] = [];
+  const children: RunningProcess[] = [];
 
-  const start = async (entry: string, env: Record<string, string>, ready: RegExp) => {
-    const child = spawn(process.execPath, ['--import', 'tsx', entry], {
-      cwd: ROOT,
-      env: { ...baseEnv, BASE_URL: config.baseUrl, ...env },
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
+  const start = async (entry: string, env: Record<string, string>, ready: string) => {
+    const child = startProcess(entry, { ...baseEnv, BASE_URL: config.baseUrl, ...env });
     children.push(child);
-    return waitForLine(child, ready);
+    return child.waitForLine((l) => l?.msg === ready, 60_000);
   };
 
   const handle = async (m: Message) => {
@@ -133,19 +92,19 @@ async function serve(): Promise<void> {
       const line = await start(
         'shared/providers/sandbox/server.ts',
         { SANDBOX_PROVIDER_PORT: '0', LOG_LEVEL: 'info' },
-        /sandbox provider listening/,
+        'sandbox provider listening',
       );
-      const sandboxUrl = JSON.parse(line).url;
+      const sandboxUrl = line.url;
       await Promise.all([
         start(
           'workers/provider-push/index.ts',
           { SANDBOX_PROVIDER_URL: sandboxUrl, LOG_LEVEL: 'info' },
-          /worker pool started/,
+          'worker pool started',
         ),
         start(
           'workers/callback-reconciler/index.ts',
           { SANDBOX_PROVIDER_URL: sandboxUrl, LOG_LEVEL: 'info' },
-          /worker pool started/,
+          'worker pool started',
         ),
       ]);
       return { ok: true };
@@ -173,28 +132,20 @@ async function serve(): Promise<void> {
     return { ok: true };
   };
 
-  const stop = async () => {
-    for (const c of children) c.kill('SIGTERM');
-    await Promise.all(children.map((c) => new Promise((r) => (c.exitCode !== null ? r(null) : c.once('exit', r)))));
-    await Promise.all(webs.map((w) => new Promise((r) => (w.once('exit', r), w.kill('SIGTERM')))));
-    await new Promise((r) => bareServer.close(r));
-    bareServer.closeAllConnections();
-    const keys = await services.redis.keys(`${config.queuePrefix}:*`).catch(() => [] as string[]);
-    for (let i = 0; i < keys.length; i += 500)
-      await services.redis.del(...keys.slice(i, i + 500)).catch(() => undefined);
-    await services.close();
-    await database.drop();
-    process.exit(0);
-  };
-  process.on('message', (m: Message) => {
-    if (m.cmd === 'stop') return void stop();
+  stack.teardown.add(async () => {
+    await Promise.all(children.map((c) => c.stop()));
+    await Promise.all(webs.map((w) => (w.kill('SIGTERM'), exited(w.process))));
+    await closeServer(bareServer);
+  });
+  process.on('message', (m: Message | { cmd: 'stop' }) => {
+    if (m.cmd === 'stop') return;
     handle(m).then(
       (r) => process.send!(r),
       (err) => process.send!({ error: (err as Error).message }),
     );
   });
-  process.on('disconnect', () => void stop());
-  const ready: Ready = { bare: portOf(bareServer), web: webPort, apiKey: cred.api_key, secret: cred.secret };
+  stopOnRequest(stack.teardown);
+  const ready: Ready = { bare: portOf(bareServer), web: webPort, apiKey: merchant.apiKey, secret: merchant.secret };
   process.send!(ready);
 }
 
@@ -217,41 +168,11 @@ async function bench(): Promise<void> {
   const connections = Number(process.env.BENCH_CONNECTIONS || 32);
   const rate = Number(process.env.BENCH_RATE || 500);
   const flowRate = Number(process.env.BENCH_FLOW_RATE || 100);
-  const child: ChildProcess = fork(__filename, ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ready = await new Promise<Ready>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as Ready));
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-  });
-  const ask = <T>(m: Message) =>
-    new Promise<T>((resolve, reject) => {
-      child.once('message', (r: any) => (r.error ? reject(new Error(r.error)) : resolve(r)));
-      child.send(m);
-    });
+  const { child, ready } = await forkRole<Ready>(__filename, '--serve');
+  const call = <T>(m: Message) => ask<T>(child, m);
 
   // a new payment per request: unique reference and Idempotency-Key, signed as a merchant would
-  const payment = (): LoadRequest => {
-    const ts = String(Math.floor(Date.now() / 1000));
-    const body = JSON.stringify({
-      amount: 10_000,
-      currency: 'USD',
-      method: 'mobile_money',
-      operator: 'vodacom',
-      phone: '243990000001',
-      reference: `bench-${randomUUID()}`,
-    });
-    return {
-      method: 'POST',
-      path: '/v1/payments',
-      body,
-      headers: {
-        authorization: `Bearer ${ready.apiKey}`,
-        'content-type': 'application/json',
-        'idempotency-key': randomUUID(),
-        'x-timestamp': ts,
-        'x-signature': signRequest(ready.secret, ts, 'POST', '/v1/payments', body),
-      },
-    };
-  };
+  const payment = () => signedPayment(ready, 'bench');
   const bareRequest = BARE_REQUEST;
 
   const summary = (name: string, r: LoadResult) => ({
@@ -278,13 +199,13 @@ async function bench(): Promise<void> {
       'payments (saturation)',
       await closedLoop(ready.web, { connections, seconds: duration, next: satPayments }),
     );
-    const created1 = (await ask<{ count: number }>({ cmd: 'count', since: since1 })).count;
+    const created1 = (await call<{ count: number }>({ cmd: 'count', since: since1 })).count;
     const steady = summary(
       `payments (steady ${rate}/s)`,
       await openLoop(ready.web, { rate, seconds: duration, next: enough(rate, duration) }),
     );
 
-    await ask({ cmd: 'start-workers' });
+    await call({ cmd: 'start-workers' });
     const since2 = Math.floor(Date.now() / 1000) + 1;
     await new Promise((r) => setTimeout(r, 1000));
     const flow = summary(
@@ -295,7 +216,7 @@ async function bench(): Promise<void> {
     // wait for the flow run's payments to reach their outcome (sandbox: about 3 s)
     let latency: { status: string; ms: number | null }[] = [];
     for (let i = 0; i < 60; i++) {
-      latency = (await ask<{ rows: typeof latency }>({ cmd: 'callback-latency', since: since2 })).rows;
+      latency = (await call<{ rows: typeof latency }>({ cmd: 'callback-latency', since: since2 })).rows;
       if (latency.length && latency.every((r) => r.status !== 'processing')) break;
       await new Promise((r) => setTimeout(r, 1000));
     }
@@ -331,8 +252,7 @@ async function bench(): Promise<void> {
       );
     }
   } finally {
-    child.send({ cmd: 'stop' });
-    await new Promise((r) => child.once('exit', r));
+    await stopRole(child);
   }
 }
 

@@ -22,9 +22,6 @@
  * rounds of the four runs (default 3; medians are reported), BENCH_CONNECTIONS (default 32). Uses DATABASE server of TEST_DATABASE_SERVER_URL (a throwaway database cloned
  * from the migrated template) and REDIS_URL.
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import type { AddressInfo } from 'node:net';
-import { createServer, type Server } from 'node:http';
 import autocannon from 'autocannon';
 import Koa, { type Middleware } from 'koa';
 import Router from '@koa/router';
@@ -32,10 +29,10 @@ import getRawBody from 'raw-body';
 import { buildApp } from '../api/app';
 import { signRequest } from '../shared/client/signing';
 import { loadConfig } from '../shared/config';
-import { benchEnv, runBench } from './bench-common';
+import { closeServer, listen as listenOn, portOf, runBench } from './bench-common';
 import { createContext } from '../shared/context';
-import { createMerchant, issueCredential } from '../shared/merchants/service';
-import { createTestDatabase } from './lib/databases';
+import { forkRole, sleep, stopRole } from './lib/processes';
+import { seedMerchant, setUpStack, stopOnRequest } from './lib/stack';
 
 interface Ready {
   bare: number;
@@ -50,22 +47,20 @@ interface Ready {
  * still be waiting for a Postgres connection when the pool closes).
  */
 let handling = 0;
-const listen = (app: Koa): Promise<Server> =>
-  new Promise((resolve) => {
-    const handle = app.callback();
-    const s = createServer((req, res) => {
-      handling++;
-      void Promise.resolve(handle(req, res)).finally(() => handling--);
-    });
-    s.listen(0, '127.0.0.1', () => resolve(s));
+const listen = (app: Koa) => {
+  const handle = app.callback();
+  return listenOn((req, res) => {
+    handling++;
+    void Promise.resolve(handle(req, res)).finally(() => handling--);
   });
-const portOf = (s: Server) => (s.address() as AddressInfo).port;
+};
 
 /** Child: both servers. */
 async function serve(): Promise<void> {
-  const database = await createTestDatabase();
-  const config = loadConfig(benchEnv(database.url));
+  const stack = await setUpStack();
+  const config = loadConfig(stack.env);
   const services = createContext({ role: 'web', name: 'bench', config });
+  stack.teardown.add(() => services.close());
 
   const bare = new Koa();
   bare.use(async (ctx) => {
@@ -91,33 +86,18 @@ async function serve(): Promise<void> {
   trivial.post('/bench', handler);
   const app = buildApp(services, { extraV1Routes: trivial.routes() as Middleware });
 
-  const merchant = await createMerchant(services.db, { name: 'Bench merchant' });
-  const cred = await issueCredential(
-    services.db,
-    merchant.id,
-    { environment: 'test', scope: 'full' },
-    config.secretsKeys,
-  );
+  const merchant = await seedMerchant(services, { name: 'Bench merchant' });
   const [bareServer, appServer] = await Promise.all([listen(bare), listen(app)]);
-
-  const stop = async () => {
-    await Promise.all([bareServer, appServer].map((s) => new Promise((r) => s.close(r))));
-    bareServer.closeAllConnections();
-    appServer.closeAllConnections();
-    for (let waited = 0; handling > 0 && waited < 10_000; waited += 50) await new Promise((r) => setTimeout(r, 50));
-    const keys = await services.redis.keys(`${config.queuePrefix}:*`).catch(() => [] as string[]);
-    if (keys.length) await services.redis.del(...keys).catch(() => undefined);
-    await services.close();
-    await database.drop();
-    process.exit(0);
-  };
-  process.on('message', (m) => m === 'stop' && void stop());
-  process.on('disconnect', () => void stop());
+  stack.teardown.add(async () => {
+    await Promise.all([bareServer, appServer].map(closeServer));
+    for (let waited = 0; handling > 0 && waited < 10_000; waited += 50) await sleep(50);
+  });
+  stopOnRequest(stack.teardown);
   const ready: Ready = {
     bare: portOf(bareServer),
     pipeline: portOf(appServer),
-    apiKey: cred.api_key,
-    secret: cred.secret,
+    apiKey: merchant.apiKey,
+    secret: merchant.secret,
   };
   process.send!(ready);
 }
@@ -127,11 +107,7 @@ async function bench(): Promise<void> {
   const duration = Number(process.env.BENCH_DURATION || 5);
   const connections = Number(process.env.BENCH_CONNECTIONS || 32);
   const rounds = Number(process.env.BENCH_ROUNDS || 3);
-  const child: ChildProcess = fork(__filename, ['--serve'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
-  const ready = await new Promise<Ready>((resolve, reject) => {
-    child.once('message', (m) => resolve(m as Ready));
-    child.once('exit', (code) => reject(new Error(`bench server exited with ${code}`)));
-  });
+  const { child, ready } = await forkRole<Ready>(__filename, '--serve');
 
   /**
    * A POST built and signed as it is sent, never twice the same: a unique reference per request
@@ -227,8 +203,7 @@ async function bench(): Promise<void> {
       `ratio POST pipeline/bare: ${pct(post)} median (rounds: ${postRatios.map(pct).join(', ')})  target >= 25 %: ${post >= 0.25 ? 'met' : 'MISSED'}`,
     );
   } finally {
-    child.send('stop');
-    await new Promise((r) => child.once('exit', r));
+    await stopRole(child);
   }
 }
 

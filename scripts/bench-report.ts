@@ -10,21 +10,17 @@
  * Environment: BENCH_LINES, BENCH_PORT (default: a free port), REDIS_URL, and the database server
  * of TEST_DATABASE_SERVER_URL (a throwaway database cloned from the migrated template).
  */
-import { spawn } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import http from 'node:http';
-import path from 'node:path';
 import { loadConfig } from '../shared/config';
 import { createContext } from '../shared/context';
-import { createMerchant, issueCredential } from '../shared/merchants/service';
-import { createTestDatabase } from './lib/databases';
 import { freePort } from './lib/ports';
-import { benchEnv } from './bench-common';
+import { startProcess } from './lib/processes';
+import { seedMerchant, setUpStack } from './lib/stack';
 
 const LINES = Number(process.env.BENCH_LINES || 1_000_000);
 const BOUND_MB = 50;
 const SEED_CHUNK = 100_000;
-const ROOT = path.join(__dirname, '..');
 
 /** Resident set and its high-water mark of a process, in bytes (Linux /proc). */
 function memoryOf(pid: number): { rss: number; hwm: number } {
@@ -109,48 +105,32 @@ async function seed(db: ReturnType<typeof createContext>['db'], merchantId: stri
 }
 
 async function main(): Promise<void> {
-  const database = await createTestDatabase();
+  const stack = await setUpStack({ logLevel: 'info' });
   const port = Number(process.env.BENCH_PORT || (await freePort()));
-  const env = {
-    ...benchEnv(database.url, 'info'),
+  const env: Record<string, string> = {
+    ...stack.env,
     PORT: String(port),
     BASE_URL: `http://127.0.0.1:${port}`,
     WEB_CONCURRENCY: '1',
   };
-  delete (env as Record<string, string>).ADMIN_PORT;
+  delete env.ADMIN_PORT;
   const ctx = createContext({ role: 'worker', name: 'bench-report', config: loadConfig(env) });
-  let web: ReturnType<typeof spawn> | undefined;
+  stack.teardown.add(() => ctx.close());
   try {
-    const merchant = await createMerchant(ctx.db, { name: 'Bench statements' });
-    const credential = await issueCredential(
-      ctx.db,
-      merchant.id,
-      { environment: 'test', scope: 'read' },
-      ctx.config.secretsKeys,
-    );
+    const merchant = await seedMerchant(ctx, { name: 'Bench statements' }, 'read');
     const seedStart = performance.now();
     await seed(ctx.db, merchant.id);
     console.log(`seeding took ${((performance.now() - seedStart) / 1000).toFixed(1)} s`);
 
-    web = spawn(process.execPath, ['--import', 'tsx', 'api/server.ts'], {
-      cwd: ROOT,
-      env,
-      stdio: ['ignore', 'pipe', 'inherit'],
-    });
-    await new Promise<void>((resolve, reject) => {
-      web!.once('exit', (code) => reject(new Error(`the web process exited (${code})`)));
-      web!.stdout!.on('data', (c: Buffer) => (c.toString().includes('web listening') ? resolve() : undefined));
-    });
-    const pid = web.pid!;
+    const web = startProcess('api/server.ts', env);
+    stack.teardown.add(() => web.stop());
+    await web.waitForLine((l) => l?.msg === 'web listening', 60_000);
+    const pid = web.child.pid!;
     const now = Math.floor(Date.now() / 1000);
     const query = `/v1/reports/transactions.csv?from=${now - 31 * 86_400 + 60}&to=${now + 60}`;
 
     // warm-up: the route, the statement and the stream once, on a small range
-    const warm = await download(
-      port,
-      `/v1/reports/transactions.csv?from=${now - 600}&to=${now + 60}`,
-      credential.api_key,
-    );
+    const warm = await download(port, `/v1/reports/transactions.csv?from=${now - 600}&to=${now + 60}`, merchant.apiKey);
     if (warm.status !== 200) throw new Error(`warm-up answered ${warm.status}`);
     await new Promise((r) => setTimeout(r, 1000));
     const before = memoryOf(pid);
@@ -158,7 +138,7 @@ async function main(): Promise<void> {
     let peak = before.rss;
     const sampler = setInterval(() => (peak = Math.max(peak, memoryOf(pid).rss)), 20);
     const started = performance.now();
-    const full = await download(port, query, credential.api_key);
+    const full = await download(port, query, merchant.apiKey);
     const seconds = (performance.now() - started) / 1000;
     clearInterval(sampler);
     const after = memoryOf(pid);
@@ -178,23 +158,18 @@ async function main(): Promise<void> {
     if (rows !== LINES) console.log(`WARNING: expected ${LINES} rows`);
 
     // a client that leaves halfway: the export stops and its connection goes back to the pool
-    const cut = await download(port, query, credential.api_key, Math.floor(full.bytes / 2));
+    const cut = await download(port, query, merchant.apiKey, Math.floor(full.bytes / 2));
     const again = await download(
       port,
       `/v1/reports/transactions.csv?from=${now - 600}&to=${now + 60}`,
-      credential.api_key,
+      merchant.apiKey,
     );
     console.log(
       `an export cut off after ${mb(cut.bytes)} MB: the next export answers ${again.status} with ${again.lines - 1} rows`,
     );
     if (rise > BOUND_MB * 1024 * 1024 || rows !== LINES || again.status !== 200) process.exitCode = 1;
   } finally {
-    if (web && web.exitCode === null) {
-      web.kill('SIGTERM');
-      await new Promise((r) => web!.once('exit', r));
-    }
-    await ctx.close();
-    await database.drop();
+    await stack.tearDown();
   }
 }
 

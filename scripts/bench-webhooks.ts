@@ -18,20 +18,17 @@
  * migrated template on TEST_DATABASE_SERVER_URL's server, and REDIS_URL. The service's WEBHOOK_*,
  * OUTBOX_* and DB_* settings in the bench's environment reach the sender.
  */
-import { fork, type ChildProcess } from 'node:child_process';
-import { randomBytes } from 'node:crypto';
-import http from 'node:http';
-import type { AddressInfo } from 'node:net';
+import type { ChildProcess } from 'node:child_process';
 import { loadConfig } from '../shared/config';
 import { createContext, type ServiceContext } from '../shared/context';
 import { transact } from '../shared/db/transact';
 import { newId } from '../shared/domain/ids';
-import type { EventType } from '../shared/vocabulary';
+import { EVENT_TYPES, type EventType } from '../shared/vocabulary';
 import { emitEvent } from '../shared/webhooks/fanout';
-import { createMerchant, issueCredential } from '../shared/merchants/service';
 import { createWebhook } from '../shared/webhooks/endpoints';
-import { createTestDatabase } from './lib/databases';
-import { startProcess, type RunningProcess } from './lib/processes';
+import { ask, forkRole, sleep, startProcess, stopRole, type RunningProcess } from './lib/processes';
+import { seedMerchant, setUpStack } from './lib/stack';
+import { percentile as pct, runBench, webhookReceiver } from './bench-common';
 
 const EVENTS = Number(process.env.BENCH_EVENTS || 5000);
 const RATE = Number(process.env.BENCH_RATE || 200);
@@ -41,49 +38,13 @@ const ENDPOINTS = Math.min(7, Number(process.env.BENCH_ENDPOINTS || 1));
 const SENDERS = Math.max(1, Number(process.env.BENCH_SENDERS || 1));
 const PRODUCERS = 8;
 const BATCH = 10;
-const TYPES: EventType[] = [
-  'payment.succeeded',
-  'payment.failed',
-  'payment.cancelled',
-  'refund.succeeded',
-  'refund.failed',
-  'payout.succeeded',
-  'payout.failed',
-];
+/** the payment, refund and payout events: one endpoint subscribed to each */
+const TYPES: EventType[] = EVENT_TYPES.slice(0, 7);
 
 type Receipt = [eventId: string, atMs: number];
 
 /** Child: the merchant's receiver. Reports what it got when asked. */
-function receive(): void {
-  let receipts: Receipt[] = [];
-  const server = http.createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (c: Buffer) => chunks.push(c));
-    req.on('end', () => {
-      const at = Date.now();
-      receipts.push([JSON.parse(Buffer.concat(chunks).toString()).id, at]);
-      res.writeHead(200, { 'Content-Length': '2' }).end('ok');
-    });
-  });
-  server.keepAliveTimeout = 60_000;
-  server.listen(0, '127.0.0.1', () => process.send!({ port: (server.address() as AddressInfo).port }));
-  process.on('message', (m: { cmd: 'take' | 'stop' }) => {
-    if (m.cmd === 'take') {
-      process.send!({ receipts });
-      receipts = [];
-    } else process.exit(0);
-  });
-}
-
-function ask<T>(child: ChildProcess, msg: object): Promise<T> {
-  return new Promise((resolve) => {
-    child.once('message', (m) => resolve(m as T));
-    child.send(msg);
-  });
-}
-
-const pct = (sorted: number[], p: number) => sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))];
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+const receive = () => webhookReceiver<Receipt>(0, (event, _req, at) => [event.id, Math.floor(at)]);
 
 async function writeEvents(
   ctx: ServiceContext,
@@ -158,18 +119,20 @@ const latency = (r: { latencies: number[] }) =>
   `event row to receipt p50 ${pct(r.latencies, 50)} ms, p99 ${pct(r.latencies, 99)} ms`;
 
 async function main(): Promise<void> {
-  const database = await createTestDatabase();
-  const env: Record<string, string> = {
-    // the service's settings given to the bench (WEBHOOK_ENDPOINT_CONCURRENCY=32 npm run bench:webhooks) reach the sender too
-    ...Object.fromEntries(
-      Object.entries(process.env).filter(([k]) => /^(WEBHOOK|OUTBOX|DB)_/.test(k)) as [string, string][],
-    ),
-    NODE_ENV: 'development',
-    DATABASE_URL: database.url,
-    REDIS_URL: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
-    QUEUE_PREFIX: `{bench${randomBytes(3).toString('hex')}}`,
-    LOG_LEVEL: 'warn',
-  };
+  const stack = await setUpStack({
+    env: (databaseUrl, prefix) => ({
+      // the service's settings given to the bench (WEBHOOK_ENDPOINT_CONCURRENCY=32 npm run bench:webhooks) reach the sender too
+      ...Object.fromEntries(
+        Object.entries(process.env).filter(([k]) => /^(WEBHOOK|OUTBOX|DB)_/.test(k)) as [string, string][],
+      ),
+      NODE_ENV: 'development',
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
+      QUEUE_PREFIX: prefix,
+      LOG_LEVEL: 'warn',
+    }),
+  });
+  const env = stack.env;
   // the sender inherits this environment too, so the figures printed are the ones it runs with
   const ctx = createContext({
     role: 'worker',
@@ -177,14 +140,16 @@ async function main(): Promise<void> {
     config: loadConfig({ ...process.env, ...env }),
     poolMax: PRODUCERS + 2,
   });
-  const receiver = fork(__filename, ['--receive'], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  stack.teardown.add(() => ctx.close());
   const senders: RunningProcess[] = [];
   try {
-    const { port } = await new Promise<{ port: number }>((r) =>
-      receiver.once('message', (m) => r(m as { port: number })),
-    );
-    const merchant = await createMerchant(ctx.db, { name: 'Bench' });
-    await issueCredential(ctx.db, merchant.id, { environment: 'test', scope: 'full' }, ctx.config.secretsKeys);
+    const {
+      child: receiver,
+      ready: { port },
+    } = await forkRole<{ port: number }>(__filename, '--receive');
+    stack.teardown.add(() => stopRole(receiver));
+    stack.teardown.add(() => Promise.all(senders.map((p) => p.stop())));
+    const merchant = await seedMerchant(ctx, { name: 'Bench' });
     for (let i = 0; i < ENDPOINTS; i++) {
       await createWebhook(ctx.db, {
         merchant_id: merchant.id,
@@ -238,18 +203,8 @@ async function main(): Promise<void> {
     const s = await collect(receiver, st, 120_000);
     report('steady', s, `${RATE} events/s for ${DURATION_S} s; ${latency(s)}`);
   } finally {
-    receiver.send({ cmd: 'stop' });
-    await Promise.all(senders.map((p) => p.stop()));
-    const keys = await ctx.redis.keys(`${ctx.config.queuePrefix}:*`);
-    for (let i = 0; i < keys.length; i += 500) await ctx.redis.del(...keys.slice(i, i + 500));
-    await ctx.close();
-    await database.drop();
+    await stack.tearDown();
   }
 }
 
-if (process.argv.includes('--receive')) receive();
-else
-  main().catch((err) => {
-    process.stderr.write(`bench failed: ${err.stack ?? err}\n`);
-    process.exit(1);
-  });
+runBench({ '--receive': receive }, main);

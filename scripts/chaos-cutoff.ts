@@ -1,7 +1,7 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmdirSync } from 'node:fs';
 import path from 'node:path';
-import { sleep } from './chaos-merchant';
+import { sleep } from './lib/processes';
 
 /**
  * The topology drill's network cut of one node from Redis and Postgres, done by the kernel, as a
@@ -93,38 +93,23 @@ export class NodeCutoffs {
   async cut(node: string, ports: number[], ms: number): Promise<void> {
     const cgroup = `${this.relative}/${node}`;
     const list = [...new Set(ports)].join(',');
-    iptables(
-      '-A',
-      this.chain,
-      '-p',
-      'tcp',
-      '-m',
-      'multiport',
-      '--dports',
-      list,
-      '-m',
-      'cgroup',
-      '--path',
-      cgroup,
-      '-j',
-      'DROP',
-    );
-    iptables(
-      '-A',
-      this.chain,
-      '-p',
-      'tcp',
-      '-m',
-      'multiport',
-      '--sports',
-      list,
-      '-m',
-      'cgroup',
-      '--path',
-      cgroup,
-      '-j',
-      'DROP',
-    );
+    for (const direction of ['--dports', '--sports'])
+      iptables(
+        '-A',
+        this.chain,
+        '-p',
+        'tcp',
+        '-m',
+        'multiport',
+        direction,
+        list,
+        '-m',
+        'cgroup',
+        '--path',
+        cgroup,
+        '-j',
+        'DROP',
+      );
     try {
       this.hook();
       await sleep(ms);

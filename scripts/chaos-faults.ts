@@ -7,12 +7,12 @@ import {
   startPgbouncer,
   startRedisNode,
   stopNode,
-  waitFor,
   type NodePorts,
   type Topology,
 } from './cluster';
 import { portOpen } from './local-services';
-import { say, sleep } from './chaos-merchant';
+import { say } from './chaos-merchant';
+import { sleep, waitFor } from './lib/processes';
 
 /**
  * The faults of the topology drill other than the network cut (chaos-cutoff.ts): a kill -9 of a

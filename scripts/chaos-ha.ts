@@ -1,6 +1,7 @@
 import { rmSync } from 'node:fs';
 import pg from 'pg';
-import { say, sleep } from './chaos-merchant';
+import { say } from './chaos-merchant';
+import { sleep } from './lib/processes';
 import { leaderOf, postmasterPid, switchover, waitHealthy, type HaNode, type HaTopology } from './ha';
 
 /**

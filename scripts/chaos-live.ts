@@ -1,9 +1,8 @@
-import { randomInt, randomUUID } from 'node:crypto';
+import { randomInt } from 'node:crypto';
 import { createWriteStream } from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
 import type { Knex } from 'knex';
-import { ServiceClient } from '../shared/client/signing';
 import { checkLedger } from '../shared/ledger/check';
 import { decimalToMinor } from '../shared/providers/amounts';
 import {
@@ -20,16 +19,18 @@ import {
 import type { Currency } from '../shared/vocabulary';
 import {
   KINDS,
+  referencedPost,
   refundPost,
   type DrillMerchant,
   type Kind,
   type LoadRequests,
   type MerchantPost,
-  type OperatorApi,
+  drillMerchant,
   type Tally,
 } from './chaos-merchant';
 import { takenPorts } from './chaos-ports';
-import { counted, objectRow, replayCheck, type Check, type Outcome } from './chaos-report';
+import type { OperatorApi } from './lib/demo';
+import { counted, ledgerCheck, objectRow, replayCheck, type Check, type Outcome } from './chaos-report';
 import type { ReplayTally } from './chaos-replays';
 
 /**
@@ -100,14 +101,7 @@ const airtelPhone = (national: string) => `243${national}`;
 
 /** Deposit tails (shared/providers/pawapay/README.md): success weighted, each failure, every scenario but …129 (stuck forever). */
 const PAWAPAY_PAYMENT_TAILS = [
-  '789',
-  '789',
-  '789',
-  '789',
-  '789',
-  '789',
-  '789',
-  '789',
+  ...Array(8).fill('789'),
   '019',
   '029',
   '039',
@@ -126,22 +120,7 @@ const PAWAPAY_PAYMENT_TAILS = [
   '207',
 ];
 /** Payout tails: success weighted, both payout failures, the scenarios. */
-const PAWAPAY_PAYOUT_TAILS = [
-  '789',
-  '789',
-  '789',
-  '789',
-  '789',
-  '789',
-  '089',
-  '119',
-  '201',
-  '202',
-  '203',
-  '204',
-  '206',
-  '207',
-];
+const PAWAPAY_PAYOUT_TAILS = [...Array(6).fill('789'), '089', '119', '201', '202', '203', '204', '206', '207'];
 /** Airtel numbers (shared/providers/airtel/README.md): success weighted, each failure, every scenario. */
 const AIRTEL_PAYMENT_NUMBERS = [
   ...Array(8).fill('970000001'),
@@ -183,42 +162,23 @@ const AIRTEL_PAYOUT_NUMBERS = [
 const OPERATORS = ['vodacom', 'vodacom', 'orange', 'airtel', 'airtel'] as const;
 
 function livePayment(): MerchantPost {
-  const reference = `chaos-live-${randomUUID()}`;
   const operator = pick(OPERATORS);
   const phone =
     operator === 'airtel'
       ? airtelPhone(pick(AIRTEL_PAYMENT_NUMBERS))
       : pawapayPhone(operator, pick(PAWAPAY_PAYMENT_TAILS));
-  return {
-    kind: 'payments',
-    path: '/v1/payments',
-    body: {
-      amount: randomInt(1_000, 50_000),
-      currency: 'USD',
-      method: 'mobile_money',
-      operator,
-      phone,
-      reference,
-      description: 'Chaos live drill',
-    },
-    identity: { table: 'payments', column: 'reference', value: reference },
-  };
+  const body = { amount: randomInt(1_000, 50_000), currency: 'USD', method: 'mobile_money', operator, phone };
+  return referencedPost('payments', { ...body, description: 'Chaos live drill' }, 'chaos-live');
 }
 
 function livePayout(): MerchantPost {
-  const reference = `chaos-live-${randomUUID()}`;
   const operator = pick(OPERATORS);
   const phone =
     operator === 'airtel'
       ? airtelPhone(pick(AIRTEL_PAYOUT_NUMBERS))
       : pawapayPhone(operator, pick(PAWAPAY_PAYOUT_TAILS));
   // pawaPay's smallest USD payout is 1.00 (Vodacom)
-  return {
-    kind: 'payouts',
-    path: '/v1/payouts',
-    body: { amount: randomInt(100, 1_000), currency: 'USD', operator, phone, reference },
-    identity: { table: 'payouts', column: 'reference', value: reference },
-  };
+  return referencedPost('payouts', { amount: randomInt(100, 1_000), currency: 'USD', operator, phone }, 'chaos-live');
 }
 
 export const LIVE_REQUESTS: LoadRequests = {
@@ -228,15 +188,7 @@ export const LIVE_REQUESTS: LoadRequests = {
   // whole payments), half of a pawaPay one
   refund: (p) => {
     if (randomInt(2) !== 0) return undefined;
-    if (p.operator === 'airtel') {
-      const reason = `chaos-${randomUUID()}`;
-      return {
-        kind: 'refunds',
-        path: `/v1/payments/${p.id}/refund`,
-        body: { reason },
-        identity: { table: 'refunds', column: 'reason', value: reason },
-      };
-    }
+    if (p.operator === 'airtel') return refundPost(p.id);
     return refundPost(p.id, Math.max(100, Math.floor(p.amount_charged / 2)));
   },
 };
@@ -302,21 +254,8 @@ export async function startLiveConnectors(base: number, webPort: number): Promis
 }
 
 /** A merchant of the drill's own with fees and a full-scope LIVE credential; no webhook endpoint (live endpoints must be https). */
-async function createLiveMerchant(admin: OperatorApi, serviceUrl: string): Promise<DrillMerchant> {
-  const merchant = await admin('POST', '/admin/merchants', {
-    name: `Chaos live ${new Date().toISOString()}`,
-    fees: { USD: { percent_bps: 150, fixed: 5 }, CDF: { percent_bps: 150, fixed: 0 } },
-  });
-  const credential = await admin('POST', `/admin/merchants/${merchant.id}/credentials`, {
-    environment: 'live',
-    scope: 'full',
-  });
-  return {
-    id: merchant.id,
-    credential,
-    client: new ServiceClient({ baseUrl: serviceUrl, apiKey: credential.api_key, secret: credential.secret }),
-  };
-}
+const createLiveMerchant = (admin: OperatorApi, serviceUrl: string): Promise<DrillMerchant> =>
+  drillMerchant(admin, serviceUrl, `Chaos live ${new Date().toISOString()}`, 'live');
 
 // ---------------------------------------------------------------- the outcome
 
@@ -422,14 +361,7 @@ async function assessLive(
     objectRows,
     checks: [
       await eventsCheck(db, rows),
-      {
-        name: 'ledger',
-        ok: ledgerProblems.length === 0,
-        detail:
-          ledgerProblems.length === 0
-            ? 'balanced (every transaction sums to zero, every cached balance equals its entries)'
-            : `${ledgerProblems.length} problems`,
-      },
+      ledgerCheck(ledgerProblems),
       await callbacksCheck(db, rows, pawapayTxs, airtelTxs),
       pawapayCheck,
       airtelCheck,

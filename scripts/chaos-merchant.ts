@@ -3,6 +3,8 @@ import { randomInt, randomUUID } from 'node:crypto';
 import type { Knex } from 'knex';
 import { ServiceClient, type ClientResponse } from '../shared/client/signing';
 import { countOf, Replays, SignedPoster, type Identity, type SentPost } from './chaos-replays';
+import { createMerchantWithKey, operatorApi, type OperatorApi } from './lib/demo';
+import { sleep } from './lib/processes';
 
 /**
  * The merchant's side of the chaos drills (the single-machine one and the one across the
@@ -10,12 +12,23 @@ import { countOf, Replays, SignedPoster, type Identity, type SentPost } from './
  * load of payments, refunds and payouts sent as a careful client would, some of them replayed.
  */
 
-export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 export const say = (line: string) => process.stdout.write(`chaos | ${line}\n`);
 
 /** The operator token and the sandbox provider's key of the service a drill starts. */
 export const ADMIN_TOKEN = 'chaos-admin-token-0123456789';
 export const SANDBOX_PROVIDER_KEY = 'chaos-sandbox-provider-key';
+
+/** The sandbox provider of a drill's service at `url`, for the provider check (assessOutcome). */
+export const sandboxProvider = (url: string) => ({ url, apiKey: SANDBOX_PROVIDER_KEY });
+
+/** What a drill sets in its service's environment: the operator token and provider key above, no rate limit, the access log. */
+export const DRILL_SERVICE_ENV = {
+  SANDBOX_PROVIDER_API_KEY: SANDBOX_PROVIDER_KEY,
+  ADMIN_API_TOKEN: ADMIN_TOKEN,
+  RATE_LIMIT_PER_MINUTE: '1000000',
+  // info: the access log (one line per request) is part of what the leak scan reads
+  LOG_LEVEL: 'info',
+};
 
 /** Spellings of one number, looked up so that a number left whole in the access log is found. */
 const PHONE_SPELLINGS = ['0812345678', '%2B243%2081%20234%205678', '243-81-234-5678', '(0)81.234.56.78'];
@@ -31,7 +44,7 @@ export interface Tally {
 export const answerCode = (res: ClientResponse) => `${res.status} ${res.body?.error?.code ?? ''}`.trim();
 const countIn = (m: Map<string, number>, what: string) => m.set(what, (m.get(what) ?? 0) + 1);
 
-// ---------------------------------------------------------------- the webhook endpoint and the operator API
+// ---------------------------------------------------------------- the webhook endpoint and the drill's merchant
 
 /** The merchant's webhook endpoint on 127.0.0.1:port; `received` counts the deliveries of each event id. */
 export function startReceiver(port: number): Promise<{ server: http.Server; received: Map<string, number> }> {
@@ -54,29 +67,6 @@ export function startReceiver(port: number): Promise<{ server: http.Server; rece
   });
 }
 
-export type OperatorApi = (method: string, route: string, body?: unknown) => Promise<any>;
-
-/** Calls to the operator API at `baseUrl`: a 5xx or no answer is asked again, once a second, about 20 times. */
-export function operatorApi(baseUrl: string, token: string): OperatorApi {
-  return async (method, route, body) => {
-    for (let i = 0; ; i++) {
-      try {
-        const res = await fetch(`${baseUrl}${route}`, {
-          method,
-          headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-          body: body === undefined ? undefined : JSON.stringify(body),
-        });
-        const json = await res.json().catch(() => undefined);
-        if (res.status < 300) return json;
-        if (res.status < 500 || i > 20) throw new Error(`${method} ${route}: ${res.status} ${JSON.stringify(json)}`);
-      } catch (err) {
-        if (i > 20) throw err;
-      }
-      await sleep(1000);
-    }
-  };
-}
-
 export interface DrillMerchant {
   id: string;
   credential: { api_key: string; secret: string; webhook_secret: string };
@@ -84,30 +74,84 @@ export interface DrillMerchant {
   client: ServiceClient;
 }
 
-/** A merchant of the drill's own with fees, a full-scope test credential, and a webhook endpoint for every payment, refund and payout event. */
+/** A merchant of the drill's own with fees and a full-scope credential of `environment`, and a client on it. */
+export async function drillMerchant(
+  admin: OperatorApi,
+  serviceUrl: string,
+  name: string,
+  environment: 'test' | 'live',
+): Promise<DrillMerchant> {
+  const { id, credential } = await createMerchantWithKey(
+    admin,
+    { name, fees: { USD: { percent_bps: 150, fixed: 5 }, CDF: { percent_bps: 150, fixed: 0 } } },
+    { environment, scope: 'full' },
+  );
+  return {
+    id,
+    credential,
+    client: new ServiceClient({ baseUrl: serviceUrl, apiKey: credential.api_key, secret: credential.secret }),
+  };
+}
+
+/** drillMerchant with a test credential and a webhook endpoint for every payment, refund and payout event. */
 export async function createDrillMerchant(
   admin: OperatorApi,
   serviceUrl: string,
   webhookUrl: string,
 ): Promise<DrillMerchant> {
-  const merchant = await admin('POST', '/admin/merchants', {
-    name: `Chaos ${new Date().toISOString()}`,
-    fees: { USD: { percent_bps: 150, fixed: 5 }, CDF: { percent_bps: 150, fixed: 0 } },
-  });
-  const credential = await admin('POST', `/admin/merchants/${merchant.id}/credentials`, {
-    environment: 'test',
-    scope: 'full',
-  });
+  const merchant = await drillMerchant(admin, serviceUrl, `Chaos ${new Date().toISOString()}`, 'test');
   await admin('POST', '/admin/webhooks', {
     merchant_id: merchant.id,
     url: webhookUrl,
     events: ['payment.*', 'refund.*', 'payout.*'],
     environment: 'test',
   });
+  return merchant;
+}
+
+/** The merchant's side of a drill, once its service answers. */
+export interface MerchantSide {
+  /** the webhook endpoint, and the deliveries of each event id */
+  receiver: http.Server;
+  received: Map<string, number>;
+  merchant: DrillMerchant;
+  /** what the log scan looks for: the credential's secrets and the operator token */
+  secrets: string[];
+  poster: SignedPoster;
+  load: MerchantLoad;
+  /** the phone-number lookups' answers (lookUpPhoneSpellings) */
+  lookups: Map<string, number>;
+}
+
+/**
+ * The drill's webhook endpoint on `receiverPort` (startReceiver) and merchant, made through the
+ * operator API at `adminUrl` (createDrillMerchant, its webhooks to that endpoint; or `create`'s own), its signed poster and load (`requests`' unless
+ * the sandbox's), and the phone-number lookups.
+ */
+export async function startMerchantSide(o: {
+  adminUrl: string;
+  serviceUrl: string;
+  receiverPort: number;
+  db: Knex;
+  create?: (admin: OperatorApi, serviceUrl: string) => Promise<DrillMerchant>;
+  requests?: LoadRequests;
+}): Promise<MerchantSide> {
+  const { server: receiver, received } = await startReceiver(o.receiverPort);
+  const admin = operatorApi(o.adminUrl, ADMIN_TOKEN);
+  const merchant = o.create
+    ? await o.create(admin, o.serviceUrl)
+    : await createDrillMerchant(admin, o.serviceUrl, `http://127.0.0.1:${o.receiverPort}/hook`);
+  const poster = new SignedPoster(merchant.client);
+  const load = new MerchantLoad(poster, o.db, merchant.id, o.requests);
+  const { api_key, secret, webhook_secret } = merchant.credential;
   return {
-    id: merchant.id,
-    credential,
-    client: new ServiceClient({ baseUrl: serviceUrl, apiKey: credential.api_key, secret: credential.secret }),
+    receiver,
+    received,
+    merchant,
+    secrets: [api_key, secret, webhook_secret, ADMIN_TOKEN],
+    poster,
+    load,
+    lookups: await lookUpPhoneSpellings(merchant.client),
   };
 }
 
@@ -146,43 +190,38 @@ const REPLAY_ONE_IN: Record<Kind, number> = { payments: 10, refunds: 1, payouts:
 /** How long a client keeps asking (a merchant's checkout would give up after about that). */
 const RETRY_FOR_MS = 120_000;
 
-export function paymentPost(): MerchantPost {
-  const reference = `chaos-${randomUUID()}`;
+/** A POST of a payment or payout, found again by its reference (`<prefix>-<uuid>`, added to `body`). */
+export function referencedPost(kind: 'payments' | 'payouts', body: object, prefix = 'chaos'): MerchantPost {
+  const reference = `${prefix}-${randomUUID()}`;
   return {
-    kind: 'payments',
-    path: '/v1/payments',
-    body: {
-      amount: randomInt(1_000, 50_000),
-      currency: 'USD',
-      method: 'mobile_money',
-      operator: 'vodacom',
-      phone: PHONES[randomInt(PHONES.length)],
-      reference,
-    },
-    identity: { table: 'payments', column: 'reference', value: reference },
+    kind,
+    path: `/v1/${kind}`,
+    body: { ...body, reference },
+    identity: { table: kind, column: 'reference', value: reference },
   };
 }
-export function payoutPost(): MerchantPost {
-  const reference = `chaos-${randomUUID()}`;
-  return {
-    kind: 'payouts',
-    path: '/v1/payouts',
-    body: {
-      amount: randomInt(100, 1_000),
-      currency: 'USD',
-      operator: 'airtel',
-      phone: randomInt(5) === 0 ? '243990000005' : '243990000001',
-      reference,
-    },
-    identity: { table: 'payouts', column: 'reference', value: reference },
-  };
-}
-export function refundPost(paymentId: string, amount: number): MerchantPost {
+export const paymentPost = (): MerchantPost =>
+  referencedPost('payments', {
+    amount: randomInt(1_000, 50_000),
+    currency: 'USD',
+    method: 'mobile_money',
+    operator: 'vodacom',
+    phone: PHONES[randomInt(PHONES.length)],
+  });
+export const payoutPost = (): MerchantPost =>
+  referencedPost('payouts', {
+    amount: randomInt(100, 1_000),
+    currency: 'USD',
+    operator: 'airtel',
+    phone: randomInt(5) === 0 ? '243990000005' : '243990000001',
+  });
+/** A refund of `amount` (none: the whole payment), found again by its reason. */
+export function refundPost(paymentId: string, amount?: number): MerchantPost {
   const reason = `chaos-${randomUUID()}`;
   return {
     kind: 'refunds',
     path: `/v1/payments/${paymentId}/refund`,
-    body: { amount, reason },
+    body: { ...(amount === undefined ? {} : { amount }), reason },
     identity: { table: 'refunds', column: 'reason', value: reason },
   };
 }

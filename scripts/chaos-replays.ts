@@ -3,6 +3,7 @@ import { isDeepStrictEqual } from 'node:util';
 import type { Knex } from 'knex';
 import { signRequest, type ClientResponse, type ServiceClient } from '../shared/client/signing';
 import { TIMESTAMP_TOLERANCE_S } from '../api/pipeline/signed';
+import { sleep } from './lib/processes';
 
 /**
  * The chaos drill's replays of signed requests (docs/decisions.md "Replayed signed requests"): an
@@ -39,8 +40,6 @@ export interface SentPost {
   identity: Identity;
   answer: ClientResponse;
 }
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 
 /** Signs and sends the drill's POSTs, remembering every X-Signature it sent (the log scan looks for them). */
 export class SignedPoster {

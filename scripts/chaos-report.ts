@@ -4,7 +4,8 @@ import type { LeakScan } from './chaos-leaks';
 import { ANSWER_BOUND_MS, type PartitionProbes } from './chaos-partition';
 import { compareWithProvider, type ProviderComparison } from './chaos-provider';
 import type { ReplayTally } from './chaos-replays';
-import { KINDS, sleep, type Kind, type Tally } from './chaos-merchant';
+import { KINDS, type Kind, type Tally } from './chaos-merchant';
+import { sleep } from './lib/processes';
 
 /**
  * The outcome of a chaos drill (the single-machine one and the one across the topology): the
@@ -101,14 +102,7 @@ export async function assessOutcome(
     objectRows,
     checks: [
       await webhookCheck(db, merchantId, received),
-      {
-        name: 'ledger',
-        ok: ledgerProblems.length === 0,
-        detail:
-          ledgerProblems.length === 0
-            ? 'balanced (every transaction sums to zero, every cached balance equals its entries)'
-            : `${ledgerProblems.length} problems`,
-      },
+      ledgerCheck(ledgerProblems),
       ...providerChecks,
       replayCheck(load.replays.tally),
     ],
@@ -147,6 +141,18 @@ function providerCheck(table: Kind, c: ProviderComparison): Check {
     name: `provider: ${table}`,
     ok: c.mismatches.length === 0,
     detail: `${c.asked} final asked, ${c.mismatches.length} disagree; create requests per operation: 1 for ${once}, more (same key) for ${more}, none for ${none}`,
+  };
+}
+
+/** Every ledger transaction sums to zero and every cached balance equals its entries (shared/ledger/check.ts). */
+export function ledgerCheck(problems: unknown[]): Check {
+  return {
+    name: 'ledger',
+    ok: problems.length === 0,
+    detail:
+      problems.length === 0
+        ? 'balanced (every transaction sums to zero, every cached balance equals its entries)'
+        : `${problems.length} problems`,
   };
 }
 

@@ -15,7 +15,6 @@ import {
   startNode,
   stopNode,
   topologyAt,
-  waitFor,
   type NodePorts,
   type Topology,
 } from './cluster';
@@ -23,19 +22,9 @@ import { PROJECT_ROOT, portOpen } from './local-services';
 import { NodeCutoffs, processesIn } from './chaos-cutoff';
 import { killRedisMaster, killWholeNode, restartPgbouncer, type FaultOutcome } from './chaos-faults';
 import { scanLogsForLeaks } from './chaos-leaks';
-import {
-  ADMIN_TOKEN,
-  createDrillMerchant,
-  lookUpPhoneSpellings,
-  MerchantLoad,
-  operatorApi,
-  SANDBOX_PROVIDER_KEY,
-  say,
-  sleep,
-  startReceiver,
-  type DrillMerchant,
-} from './chaos-merchant';
+import { DRILL_SERVICE_ENV, sandboxProvider, say, startMerchantSide, type DrillMerchant } from './chaos-merchant';
 import { probeUntil, type PartitionProbes } from './chaos-partition';
+import { answers200, sleep, waitFor } from './lib/processes';
 import { takenPorts } from './chaos-ports';
 import { SignedPoster } from './chaos-replays';
 import {
@@ -113,19 +102,14 @@ function drillNodeEnv(t: Topology, node: NodePorts, database: string): Record<st
     NODE_ENV: 'development',
     // queue keys of the drill's own, whatever a Redis Cluster already up on these ports holds
     QUEUE_PREFIX: 'chaos',
-    SANDBOX_PROVIDER_API_KEY: SANDBOX_PROVIDER_KEY,
-    ADMIN_API_TOKEN: ADMIN_TOKEN,
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    // info: the access log (one line per request) is part of what the leak scan reads
-    LOG_LEVEL: 'info',
+    ...DRILL_SERVICE_ENV,
   };
 }
 
 const nodeLog = (t: Topology, node: NodePorts) => path.join(t.dir, `${node.name}.log`);
 const keptLog = (t: Topology, node: NodePorts) =>
   path.join(os.tmpdir(), `chaos-topology-${t.redisPorts[0]}-${node.name}.log`);
-const answersReady = async (port: number) =>
-  (await fetch(`http://127.0.0.1:${port}/health/ready`).catch(() => null))?.status === 200;
+const answersReady = (port: number) => answers200(`http://127.0.0.1:${port}/health/ready`);
 
 export async function runTopologyDrill(o: TopologyDrillOptions): Promise<number> {
   const t = topologyAt(o.base, 2);
@@ -211,21 +195,18 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs 
   );
 
   const receiverPort = o.base + RECEIVER_OFFSET;
-  const { server: receiver, received } = await startReceiver(receiverPort);
   // idle connections closed soon: a failover drops them, and a dead one must not be handed out
   const db: Knex = knex({
     client: 'pg',
     connection: { connectionString: o.databaseUrl, application_name: APP_NAME },
     pool: { min: 0, max: 4, idleTimeoutMillis: 1000 },
   });
-  const merchant = await createDrillMerchant(
-    operatorApi(`http://127.0.0.1:${nodeA.admin}`, ADMIN_TOKEN),
+  const { receiver, received, merchant, secrets, poster, load, lookups } = await startMerchantSide({
+    adminUrl: `http://127.0.0.1:${nodeA.admin}`,
     serviceUrl,
-    `http://127.0.0.1:${receiverPort}/hook`,
-  );
-  const poster = new SignedPoster(merchant.client);
-  const load = new MerchantLoad(poster, db, merchant.id);
-  const lookups = await lookUpPhoneSpellings(merchant.client);
+    receiverPort,
+    db,
+  });
   const straightAtNodeA = nodeClient(merchant, nodeA);
   say(`merchant ${merchant.id}; load through HAProxy and faults for ${o.durationS} s`);
 
@@ -263,10 +244,13 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs 
   say(`load over after ${loadS} s; waiting up to ${o.drainS} s for every object to be final and every event delivered`);
 
   await waitUntilFinal(db, merchant.id, o.drainS);
-  const outcome = await assessOutcome(db, merchant.id, load, received, {
-    url: `http://127.0.0.1:${nodeA.sandbox}`,
-    apiKey: SANDBOX_PROVIDER_KEY,
-  });
+  const outcome = await assessOutcome(
+    db,
+    merchant.id,
+    load,
+    received,
+    sandboxProvider(`http://127.0.0.1:${nodeA.sandbox}`),
+  );
   const checks = [
     ...outcome.checks,
     ...('changes' in broken ? [] : [boundedAnswersCheck(`${nodeA.name} cut off (network, ${CUT_S} s)`, broken.cut)]),
@@ -276,11 +260,10 @@ async function drill(t: Topology, o: TopologyDrillOptions, cutoffs: NodeCutoffs 
   receiver.close();
   // stopped gracefully, so that their logs are whole
   for (const node of t.nodes) await stopNode(t, node);
-  const { api_key, secret, webhook_secret } = merchant.credential;
   const leaks = await scanLogsForLeaks(
     t.nodes.map((n) => nodeLog(t, n)),
     {
-      values: [api_key, secret, webhook_secret, ADMIN_TOKEN],
+      values: secrets,
       signatures: new Set([...poster.signatures, ...straightAtNodeA.poster.signatures]),
     },
   );

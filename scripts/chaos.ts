@@ -6,29 +6,19 @@ import path from 'node:path';
 import { parseArgs } from 'node:util';
 import knex, { type Knex } from 'knex';
 import { Redis } from 'ioredis';
-import { portOpen } from './local-services';
+import { which } from './local-services';
 import { scanLogForLeaks } from './chaos-leaks';
-import {
-  ADMIN_TOKEN,
-  createDrillMerchant,
-  lookUpPhoneSpellings,
-  MerchantLoad,
-  operatorApi,
-  SANDBOX_PROVIDER_KEY,
-  say,
-  sleep,
-  startReceiver,
-} from './chaos-merchant';
+import { DRILL_SERVICE_ENV, sandboxProvider, say, startMerchantSide } from './chaos-merchant';
 import { probeUntil, type PartitionProbes } from './chaos-partition';
 import { portInUseIn, takenPorts } from './chaos-ports';
 import { startTcpProxy } from './chaos-proxy';
-import { SignedPoster } from './chaos-replays';
 import { assessOutcome, boundedAnswersCheck, logLeaksCheck, printReport, waitUntilFinal } from './chaos-report';
 import { runTopologyDrill } from './chaos-topology';
 import { startLiveConnectors, type LiveConnectors } from './chaos-live';
 import { edgeCertificate } from './cluster';
 import { haTopologyAt } from './ha';
-import { pidAlive } from './lib/processes';
+import { answers200, pidAlive, sleep, stopAll, waitFor } from './lib/processes';
+import { spawnRedisServer, startRedisServer } from './lib/stack';
 
 /**
  * `npm run chaos -- --duration 300`: an operator's fault drill. It starts the whole service
@@ -168,16 +158,6 @@ const toLog = (chunk: Buffer | string) => {
 // ---------------------------------------------------------------- the service under test
 
 let redisServer: ChildProcess | null = null;
-function spawnRedisServer(): ChildProcess {
-  const child = spawn(
-    which('redis-server') ?? '/usr/bin/redis-server',
-    ['--port', String(ports.redis), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
-    { stdio: ['ignore', 'pipe', 'pipe'] },
-  );
-  child.stdout.on('data', toLog);
-  child.stderr.on('data', toLog);
-  return child;
-}
 async function startRedis(): Promise<string> {
   if (opts['redis-url']) {
     const u = new URL(opts['redis-url']);
@@ -189,16 +169,8 @@ async function startRedis(): Promise<string> {
     throw new Error(
       'no redis-server on this machine: pass --redis-url redis://127.0.0.1:6379/N with a database index of its own',
     );
-  redisServer = spawnRedisServer();
-  for (let i = 0; i < 50 && !(await portOpen(ports.redis)); i++) await sleep(100);
+  redisServer = await startRedisServer(ports.redis, toLog);
   return `redis://127.0.0.1:${ports.redis}/2`;
-}
-function which(bin: string): string | undefined {
-  try {
-    return execFileSync('sh', ['-c', `command -v ${bin}`], { encoding: 'utf8' }).trim() || undefined;
-  } catch {
-    return undefined;
-  }
 }
 
 /** Exit code 2, everything the drill started stopped: the drill could not run. */
@@ -269,12 +241,14 @@ function targets(): { pid: number; name: string }[] {
 }
 /** Stops the service gracefully (SIGKILL after 45 s) and its Redis; resolves once the log file is complete. */
 async function stopService(service: ChildProcess): Promise<void> {
-  service.kill('SIGINT');
-  await Promise.race([new Promise((r) => service.once('exit', r)), sleep(45_000)]);
-  if (service.exitCode === null) service.kill('SIGKILL');
+  await stopAll([service], 'SIGINT', 45_000);
   redisServer?.kill('SIGTERM');
   await new Promise((r) => out!.end(r));
 }
+
+/** Resolves once the web answers /health/ready, or after `ms` all the same (the drill then goes on, and its checks tell). */
+const webReady = (ms: number) =>
+  waitFor('the web', () => answers200(`http://127.0.0.1:${ports.web}/health/ready`), ms, 500).catch(() => undefined);
 
 // ---------------------------------------------------------------- the drill
 
@@ -294,7 +268,6 @@ async function main() {
   say(
     `service on 127.0.0.1:${ports.web} (operator API :${ports.admin}), database ${dbName} through 127.0.0.1:${ports.pgProxy}, Redis ${redisUrl}${redisServer ? ' (private redis-server, no persistence)' : ''}; service log ${logFile}`,
   );
-  const { server: receiver, received } = await startReceiver(ports.receiver);
   const service = startService({
     PATH: process.env.PATH ?? '',
     HOME: process.env.HOME ?? '',
@@ -308,15 +281,11 @@ async function main() {
     QUEUE_PREFIX: '{chaos}',
     SANDBOX_PROVIDER_PORT: String(ports.sandbox),
     SANDBOX_PROVIDER_URL: `http://127.0.0.1:${ports.sandbox}`,
-    SANDBOX_PROVIDER_API_KEY: SANDBOX_PROVIDER_KEY,
     CARD_VAULT_PORT: String(ports.cardVault),
     CARD_VAULT_URL: `http://127.0.0.1:${ports.cardVault}`,
     CARD_PROVIDER_PORT: String(ports.cardAcquirer),
     CARD_PROVIDER_URL: `http://127.0.0.1:${ports.cardAcquirer}`,
-    ADMIN_API_TOKEN: ADMIN_TOKEN,
-    RATE_LIMIT_PER_MINUTE: '1000000',
-    // info: the access log (one line per request) is part of what the leak scan reads
-    LOG_LEVEL: 'info',
+    ...DRILL_SERVICE_ENV,
     ...live?.env,
   });
   const db: Knex = knex({
@@ -325,29 +294,16 @@ async function main() {
     pool: { min: 0, max: 4 },
   });
 
-  for (
-    let i = 0;
-    i < 240 &&
-    !(await fetch(`http://127.0.0.1:${ports.web}/health/ready`)
-      .then((r) => r.ok)
-      .catch(() => false));
-    i++
-  )
-    await sleep(500);
-  const merchant = live
-    ? await live.createMerchant(
-        operatorApi(`http://127.0.0.1:${ports.admin}`, ADMIN_TOKEN),
-        `http://127.0.0.1:${ports.web}`,
-      )
-    : await createDrillMerchant(
-        operatorApi(`http://127.0.0.1:${ports.admin}`, ADMIN_TOKEN),
-        `http://127.0.0.1:${ports.web}`,
-        `http://127.0.0.1:${ports.receiver}/hook`,
-      );
+  await webReady(120_000);
+  const { receiver, received, merchant, secrets, poster, load, lookups } = await startMerchantSide({
+    adminUrl: `http://127.0.0.1:${ports.admin}`,
+    serviceUrl: `http://127.0.0.1:${ports.web}`,
+    receiverPort: ports.receiver,
+    db,
+    create: live && ((admin, url) => live.createMerchant(admin, url)),
+    requests: live?.requests,
+  });
   const { client } = merchant;
-  const poster = new SignedPoster(client);
-  const load = new MerchantLoad(poster, db, merchant.id, live?.requests);
-  const lookups = await lookUpPhoneSpellings(client);
   say(`merchant ${merchant.id}; load and faults for ${durationS} s`);
 
   const start = Date.now();
@@ -401,7 +357,7 @@ async function main() {
       r.disconnect();
       await stopped;
       await sleep(2000);
-      redisServer = spawnRedisServer();
+      redisServer = spawnRedisServer(ports.redis, toLog);
       faults.redisRestart++;
       say('Redis restarted without persistence (every job lost), down 2 s');
     })(),
@@ -428,15 +384,7 @@ async function main() {
       await sleep(durationS * 750 - 5000);
       partitioned = true;
       await sleep(10_000);
-      for (
-        let i = 0;
-        i < 60 &&
-        !(await fetch(`http://127.0.0.1:${ports.web}/health/ready`)
-          .then((r) => r.ok)
-          .catch(() => false));
-        i++
-      )
-        await sleep(500);
+      await webReady(30_000);
       const refundable = await load.refundablePayments(10);
       say(`Postgres partitioned for ${PARTITION_S} s (its proxy forwards nothing)`);
       partition = await probeUntil(
@@ -458,10 +406,7 @@ async function main() {
   await waitUntilFinal(db, merchant.id, drainS);
   const outcome = live
     ? await live.assess(db, merchant.id, load)
-    : await assessOutcome(db, merchant.id, load, received, {
-        url: `http://127.0.0.1:${ports.sandbox}`,
-        apiKey: SANDBOX_PROVIDER_KEY,
-      });
+    : await assessOutcome(db, merchant.id, load, received, sandboxProvider(`http://127.0.0.1:${ports.sandbox}`));
   const checks = [...outcome.checks, boundedAnswersCheck('Postgres partition', partition)];
 
   await db.destroy();
@@ -469,9 +414,8 @@ async function main() {
   await stopService(service);
   proxy.close();
   await live?.close();
-  const { api_key, secret, webhook_secret } = merchant.credential;
   const leaks = await scanLogForLeaks(logFile, {
-    values: [api_key, secret, webhook_secret, ADMIN_TOKEN, ...(live?.secrets ?? [])].filter(Boolean),
+    values: [...secrets, ...(live?.secrets ?? [])].filter(Boolean),
     signatures: poster.signatures,
   });
   checks.push(logLeaksCheck(leaks, lookups));

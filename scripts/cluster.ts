@@ -3,7 +3,7 @@ import { chownSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, r
 import path from 'node:path';
 import { parseArgs } from 'node:util';
 import { asPostgresUser, isRoot, portOpen, PROJECT_ROOT } from './local-services';
-import { pidAlive } from './lib/processes';
+import { answers200, need, pidAlive, waitFor } from './lib/processes';
 import { HSTS } from '../api/middleware/securityHeaders';
 import { haDown, haTopologyAt, haUp } from './ha';
 
@@ -85,8 +85,6 @@ export function topologyEnv(t: Topology, database: string): Record<string, strin
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
 /** The edge's certificate for local use: `pem` (certificate and key, HAProxy's crt), `crt` (what clients trust). */
 export interface EdgeCertificate {
   pem: string;
@@ -132,25 +130,6 @@ export function edgeCertificate(dir = path.join(PROJECT_ROOT, '.data', 'tls')): 
   renameSync(`${tmp}.crt`, cert.crt);
   rmSync(`${tmp}.key`, { force: true });
   return cert;
-}
-
-function need(bin: string, pkg: string): string {
-  for (const dir of ['/usr/bin', '/usr/sbin', '/usr/local/bin'])
-    if (existsSync(path.join(dir, bin))) return path.join(dir, bin);
-  throw new Error(`${bin} is not installed: apt-get install -y ${pkg}`);
-}
-
-export async function waitFor(
-  what: string,
-  check: () => Promise<boolean> | boolean,
-  timeoutMs = 20_000,
-): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await sleep(100);
-  }
-  throw new Error(`${what} did not come up within ${timeoutMs / 1000} s`);
 }
 
 function clusterOk(port: number): boolean {
@@ -375,7 +354,7 @@ export function stopHaproxy(t: Topology): void {
 
 /** HAProxy answers and a node behind it is ready (through the internal port's /health/ready). */
 export async function edgeReady(t: Topology): Promise<boolean> {
-  return (await fetch(`http://127.0.0.1:${t.haproxyHttpPort}/health/ready`).catch(() => null))?.status === 200;
+  return answers200(`http://127.0.0.1:${t.haproxyHttpPort}/health/ready`);
 }
 
 /** Stops what clusterUp started (by the pid files under its folder) and removes its files. */
@@ -448,7 +427,7 @@ async function main() {
         // one after the other: the first migrates the database
         await waitFor(
           `${node.name} (web on ${node.web})`,
-          async () => (await fetch(`http://127.0.0.1:${node.web}/health/ready`).catch(() => null))?.status === 200,
+          () => answers200(`http://127.0.0.1:${node.web}/health/ready`),
           120_000,
         );
         process.stdout.write(

@@ -10,10 +10,10 @@
  * server through TEST_DATABASE_SERVER_URL and REDIS_URL); touches no database but its own.
  */
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createTestDatabase } from './lib/databases';
+import { createMerchantWithKey, follow as followStatus, merchantSdk, operatorApi } from './lib/demo';
 import { freePort } from './lib/ports';
-import { eventually, startProcess, type RunningProcess } from './lib/processes';
-import { PaymentsApi } from '../shared/client/index';
+import { startProcess, type RunningProcess } from './lib/processes';
+import { setUpStack } from './lib/stack';
 import { startAirtelSimulator } from '../shared/providers/airtel/simulator';
 import { startPawapaySimulator } from '../shared/providers/pawapay/simulator';
 
@@ -37,24 +37,17 @@ interface Operation {
 }
 
 /** Prints each status of one operation until it is final; returns the final object. */
-async function follow(label: string, read: () => Promise<Operation>, timeoutMs = 60_000): Promise<Operation> {
-  let shown = '';
-  return eventually(
-    async () => {
-      const op = await read();
-      const line = `${op.status}${op.provider_ref ? `, provider_ref ${op.provider_ref}` : ''}${op.failure_code ? ` (${op.failure_code})` : ''}`;
-      if (line !== shown) say(`${label} ${op.id}: ${line}`);
-      shown = line;
-      return ['succeeded', 'failed', 'cancelled', 'refunded'].includes(op.status) && op;
-    },
-    timeoutMs,
-    200,
-  );
+function follow(label: string, read: () => Promise<Operation>): Promise<Operation> {
+  const line = (op: Operation) =>
+    `${op.status}${op.provider_ref ? `, provider_ref ${op.provider_ref}` : ''}${op.failure_code ? ` (${op.failure_code})` : ''}`;
+  return followStatus(read, {
+    everyMs: 200,
+    timeoutMs: 60_000,
+    onRead: (op, last) => (!last || line(op) !== line(last) ? say(`${label} ${op.id}: ${line(op)}`) : undefined),
+  });
 }
 
 async function main() {
-  const processes: RunningProcess[] = [];
-  const database = await createTestDatabase();
   const [webPort, airtelPort, pawapayPort] = [await freePort(), await freePort(), await freePort()];
   const baseUrl = `http://127.0.0.1:${webPort}`;
   const airtel = await startAirtelSimulator({
@@ -68,59 +61,60 @@ async function main() {
     callbackUrl: `${baseUrl}/callbacks/pawapay`,
     token: 'demo-pawapay-token',
   });
-  say(`simulators: pawaPay ${pawapay.url}, Airtel ${airtel.url}; database ${database.name}`);
-  const env: Record<string, string> = {
-    NODE_ENV: 'development',
-    PORT: String(webPort),
-    BASE_URL: baseUrl,
-    DATABASE_URL: database.url,
-    REDIS_URL: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
-    QUEUE_PREFIX: `{demo-live-${randomBytes(3).toString('hex')}}`,
-    ADMIN_API_TOKEN: ADMIN_TOKEN,
-    LOG_LEVEL: 'info',
-    LIVE_VODACOM: 'pawapay',
-    LIVE_ORANGE: 'pawapay',
-    LIVE_AIRTEL: 'airtel',
-    PAWAPAY_URL: pawapay.url,
-    PAWAPAY_API_TOKEN: 'demo-pawapay-token',
-    AIRTEL_URL: airtel.url,
-    AIRTEL_CLIENT_ID: 'sim-client-id',
-    AIRTEL_CLIENT_SECRET: 'sim-client-secret',
-    AIRTEL_CALLBACK_HASH_SECRET: 'demo-airtel-hash',
-    AIRTEL_DISBURSEMENT_PIN: '2468',
-    AIRTEL_PIN_PUBLIC_KEY: airtel.publicKeyPem,
-    // Airtel calls back for collections only: refunds and payouts are asked about once their window is over
-    PROVIDER_WINDOW_MS: '2000',
-    ASK_INTERVAL_MS: '500',
-    SANDBOX_PROVIDER_PORT: String(await freePort()),
-    CARD_VAULT_PORT: String(await freePort()),
-    CARD_PROVIDER_PORT: String(await freePort()),
-  };
+  const ports = { sandbox: await freePort(), cardVault: await freePort(), cardProvider: await freePort() };
+  const stack = await setUpStack({
+    name: 'demo-live-',
+    env: (databaseUrl, prefix) => ({
+      NODE_ENV: 'development',
+      PORT: String(webPort),
+      BASE_URL: baseUrl,
+      DATABASE_URL: databaseUrl,
+      REDIS_URL: process.env.REDIS_URL || 'redis://127.0.0.1:6379',
+      QUEUE_PREFIX: prefix,
+      ADMIN_API_TOKEN: ADMIN_TOKEN,
+      LOG_LEVEL: 'info',
+      LIVE_VODACOM: 'pawapay',
+      LIVE_ORANGE: 'pawapay',
+      LIVE_AIRTEL: 'airtel',
+      PAWAPAY_URL: pawapay.url,
+      PAWAPAY_API_TOKEN: 'demo-pawapay-token',
+      AIRTEL_URL: airtel.url,
+      AIRTEL_CLIENT_ID: 'sim-client-id',
+      AIRTEL_CLIENT_SECRET: 'sim-client-secret',
+      AIRTEL_CALLBACK_HASH_SECRET: 'demo-airtel-hash',
+      AIRTEL_DISBURSEMENT_PIN: '2468',
+      AIRTEL_PIN_PUBLIC_KEY: airtel.publicKeyPem,
+      // Airtel calls back for collections only: refunds and payouts are asked about once their window is over
+      PROVIDER_WINDOW_MS: '2000',
+      ASK_INTERVAL_MS: '500',
+      SANDBOX_PROVIDER_PORT: String(ports.sandbox),
+      CARD_VAULT_PORT: String(ports.cardVault),
+      CARD_PROVIDER_PORT: String(ports.cardProvider),
+    }),
+  });
+  stack.teardown.add(() => Promise.all([airtel.close(), pawapay.close()]));
+  say(`simulators: pawaPay ${pawapay.url}, Airtel ${airtel.url}; database ${stack.database.name}`);
+  const processes: RunningProcess[] = [];
+  stack.teardown.add(() => Promise.all(processes.map((p) => p.stop())));
   let ok: boolean;
   try {
     for (const entry of ['api/server.ts', ...POOLS]) {
-      const p = startProcess(entry, env);
+      const p = startProcess(entry, stack.env);
       processes.push(p);
       await p.waitForLine((l) => typeof l === 'object' && /started|listening/.test(l?.msg ?? ''));
     }
     say(`service on ${baseUrl}, live operators routed: vodacom and orange to pawaPay, airtel to Airtel`);
 
-    const admin = async (path: string, body: unknown) => {
-      const res = await fetch(baseUrl + path, {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      const json: any = await res.json();
-      if (res.status !== 201) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(json)}`);
-      return json;
-    };
-    const merchant = await admin('/admin/merchants', {
-      name: 'Demo live shop',
-      fees: { USD: { percent_bps: 150, fixed: 0 }, CDF: { percent_bps: 150, fixed: 0 } },
-    });
-    const cred = await admin(`/admin/merchants/${merchant.id}/credentials`, { environment: 'live', scope: 'full' });
-    const api = new PaymentsApi({ baseUrl, apiKey: cred.api_key, secret: cred.secret });
+    const merchant = await createMerchantWithKey(
+      operatorApi(baseUrl, ADMIN_TOKEN),
+      {
+        name: 'Demo live shop',
+        fees: { USD: { percent_bps: 150, fixed: 0 }, CDF: { percent_bps: 150, fixed: 0 } },
+      },
+      { environment: 'live', scope: 'full' },
+    );
+    const cred = merchant.credential;
+    const api = merchantSdk(baseUrl, cred);
     say(`merchant ${merchant.id}, live key ${cred.api_key.slice(0, 12)}…`);
 
     const results: [string, string, string][] = [];
@@ -178,9 +172,7 @@ async function main() {
     for (const [sim, t] of simRows) console.log(`| ${sim} | ${t.id} | ${t.status} | ${t.initiations} |`);
     ok = results.every(([, status, expected]) => status === expected);
   } finally {
-    await Promise.all(processes.map((p) => p.stop()));
-    await Promise.all([airtel.close(), pawapay.close()]);
-    await database.drop();
+    await stack.tearDown();
   }
   console.log(
     ok

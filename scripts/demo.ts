@@ -7,41 +7,24 @@
  */
 import { randomUUID } from 'node:crypto';
 import { getConfig } from '../shared/config';
-import { PaymentsApi } from '../shared/client/index';
-
-const FINAL = new Set(['succeeded', 'failed', 'cancelled']);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-async function admin(baseUrl: string, token: string, path: string, body: unknown) {
-  const res = await fetch(baseUrl + path, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const json: any = await res.json().catch(() => ({}));
-  if (res.status !== 201) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(json)}`);
-  return json;
-}
+import { createMerchantWithKey, follow, merchantSdk, operatorApi, requireService } from './lib/demo';
+import { sleep } from './lib/processes';
 
 async function main() {
   const config = getConfig();
   const baseUrl = config.baseUrl;
-  const ready = await fetch(`${baseUrl}/health/ready`).catch(() => undefined);
-  if (!ready || ready.status !== 200)
-    throw new Error(`the service does not answer at ${baseUrl}: start it with \`npm start\` first`);
+  await requireService(baseUrl);
 
-  const merchant = await admin(baseUrl, config.adminApiToken, '/admin/merchants', {
-    name: `Demo shop ${new Date().toISOString()}`,
-    fees: { USD: { percent_bps: 250, fixed: 10 } },
-  });
-  const cred = await admin(baseUrl, config.adminApiToken, `/admin/merchants/${merchant.id}/credentials`, {
-    environment: 'test',
-    scope: 'full',
-  });
+  const merchant = await createMerchantWithKey(
+    operatorApi(baseUrl, config.adminApiToken),
+    { name: `Demo shop ${new Date().toISOString()}`, fees: { USD: { percent_bps: 250, fixed: 10 } } },
+    { environment: 'test', scope: 'full' },
+  );
+  const cred = merchant.credential;
   console.log(`merchant ${merchant.id}, test credential ${cred.id}`);
 
   // the merchant SDK (shared/client): signs, sets the Idempotency-Key, retries, throws typed errors
-  const api = new PaymentsApi({ baseUrl, apiKey: cred.api_key, secret: cred.secret });
+  const api = merchantSdk(baseUrl, cred);
   const started = Date.now();
   const elapsed = () => `${((Date.now() - started) / 1000).toFixed(1).padStart(5)} s`;
   let payment = await api.payments.create({
@@ -60,20 +43,19 @@ async function main() {
     `${elapsed()}  status ${payment.status} (amount_charged ${payment.amount_charged}, fee ${payment.fee}, amount_net ${payment.amount_net} ${payment.currency})`,
   );
 
-  let shown = { status: payment.status, ref: payment.provider_ref };
-  while (!FINAL.has(payment.status)) {
-    if (Date.now() - started > 60_000)
-      throw new Error(
-        `payment still ${payment.status} after 60 s: are the provider-push, callback-reconciler and sandbox-provider processes running?`,
-      );
-    await sleep(200);
-    payment = await api.payments.retrieve(id);
-    if (payment.provider_ref && !shown.ref)
-      console.log(`${elapsed()}  push sent to ${payment.provider}, provider_ref ${payment.provider_ref}`);
-    if (payment.status !== shown.status)
-      console.log(`${elapsed()}  status ${payment.status}${payment.failure_code ? ` (${payment.failure_code})` : ''}`);
-    shown = { status: payment.status, ref: payment.provider_ref };
-  }
+  payment = await follow(() => api.payments.retrieve(id), {
+    everyMs: 200,
+    timeoutMs: 60_000,
+    timeoutMessage: (last) =>
+      `payment still ${last?.status} after 60 s: are the provider-push, callback-reconciler and sandbox-provider processes running?`,
+    first: payment,
+    onRead: (p, shown) => {
+      if (p.provider_ref && !shown?.provider_ref)
+        console.log(`${elapsed()}  push sent to ${p.provider}, provider_ref ${p.provider_ref}`);
+      if (p.status !== shown?.status)
+        console.log(`${elapsed()}  status ${p.status}${p.failure_code ? ` (${p.failure_code})` : ''}`);
+    },
+  });
   console.log(`\npayment:\n${JSON.stringify(payment, null, 2)}`);
 
   // the event is written with the status change; the events API lists the newest first

@@ -7,7 +7,9 @@ import { parseArgs } from 'node:util';
 import knex, { type Knex } from 'knex';
 import { ServiceClient } from '../shared/client/signing';
 import { PROJECT_ROOT, portOpen } from './local-services';
-import { pidAlive } from './lib/processes';
+import { drillMerchant } from './chaos-merchant';
+import { operatorApi } from './lib/demo';
+import { answers200, pidAlive, sleep, waitFor as waitForEvery } from './lib/processes';
 import { ARCHIVE_TIMEOUT_S, haDown, haTopologyAt, haUp, pgbackrest } from './ha';
 import { backup, dropRestored, restore } from './backup';
 
@@ -39,7 +41,9 @@ const { values: opts } = parseArgs({
   },
 });
 const say = (line: string) => process.stdout.write(`drill:restore | ${line}\n`);
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
+/** lib/processes waitFor, polling every 250 ms */
+const waitFor = (what: string, check: () => Promise<boolean> | boolean, timeoutMs: number) =>
+  waitForEvery(what, check, timeoutMs, 250);
 const ADMIN_TOKEN = 'drill-restore-admin-token-0123456789';
 const DATABASE = 'svc_restore_drill';
 
@@ -72,11 +76,7 @@ async function main(): Promise<number> {
   let db: Knex | undefined;
   let restored: Knex | undefined;
   try {
-    await waitFor(
-      'the service',
-      async () => (await fetch(`http://127.0.0.1:${base}/health/ready`).catch(() => null))?.status === 200,
-      180_000,
-    );
+    await waitFor('the service', () => answers200(`http://127.0.0.1:${base}/health/ready`), 180_000);
     const client = await merchant(base);
     db = knex({ client: 'pg', connection: liveUrl, pool: { min: 0, max: 4 } });
 
@@ -214,31 +214,10 @@ async function stopService(pid: number): Promise<void> {
   await waitFor('the service to stop', () => !pidAlive(pid), 60_000).catch(() => process.kill(-pid, 'SIGKILL'));
 }
 
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs: number): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await sleep(250);
-  }
-  throw new Error(`${what}: not within ${timeoutMs / 1000} s`);
-}
-
+/** The drill's merchant (chaos-merchant.ts drillMerchant), and its client. */
 async function merchant(base: number): Promise<ServiceClient> {
-  const adminCall = async (route: string, body: unknown) => {
-    const res = await fetch(`http://127.0.0.1:${base + 1}${route}`, {
-      method: 'POST',
-      headers: { Authorization: `Bearer ${ADMIN_TOKEN}`, 'Content-Type': 'application/json' },
-      body: JSON.stringify(body),
-    });
-    if (res.status !== 201) throw new Error(`${route}: ${res.status} ${await res.text()}`);
-    return (await res.json()) as any;
-  };
-  const m = await adminCall('/admin/merchants', {
-    name: 'Restore drill',
-    fees: { USD: { percent_bps: 150, fixed: 5 }, CDF: { percent_bps: 150, fixed: 0 } },
-  });
-  const c = await adminCall(`/admin/merchants/${m.id}/credentials`, { environment: 'test', scope: 'full' });
-  return new ServiceClient({ baseUrl: `http://127.0.0.1:${base}`, apiKey: c.api_key, secret: c.secret });
+  const admin = operatorApi(`http://127.0.0.1:${base + 1}`, ADMIN_TOKEN);
+  return (await drillMerchant(admin, `http://127.0.0.1:${base}`, 'Restore drill', 'test')).client;
 }
 
 /** `n` payments the sandbox confirms, 16 at a time; resolves once every payment is final. */

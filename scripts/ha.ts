@@ -12,7 +12,7 @@ import {
 } from 'node:fs';
 import path from 'node:path';
 import { isRoot, portOpen, PROJECT_ROOT } from './local-services';
-import { pidAlive } from './lib/processes';
+import { answers200, need as needIn, pidAlive, waitFor as waitForEvery } from './lib/processes';
 
 /**
  * Postgres with a synchronous standby and automatic failover (issue 34 §1), from Debian's
@@ -70,13 +70,8 @@ export function haTopologyAt(
   };
 }
 
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
-
-function need(bin: string, pkg: string): string {
-  for (const dir of ['/usr/bin', '/usr/sbin', '/usr/local/bin', PG_BIN])
-    if (existsSync(path.join(dir, bin))) return path.join(dir, bin);
-  throw new Error(`${bin} is not installed: apt-get install -y ${pkg}`);
-}
+/** A machine binary, also among Postgres 15's (lib/processes need). */
+const need = (bin: string, pkg: string) => needIn(bin, pkg, [PG_BIN]);
 
 function postgresIds(): { uid: number; gid: number } | undefined {
   if (!isRoot()) return undefined;
@@ -110,14 +105,9 @@ function daemon(cmd: string, args: string[], log: string, pidFile: string, asPos
   return child.pid!;
 }
 
-async function waitFor(what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (Date.now() < end) {
-    if (await check()) return;
-    await sleep(200);
-  }
-  throw new Error(`${what} did not come up within ${timeoutMs / 1000} s`);
-}
+/** lib/processes waitFor, polling every 200 ms, 30 s unless told */
+const waitFor = (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000) =>
+  waitForEvery(what, check, timeoutMs, 200);
 
 /** pgBackRest (issue 34 §2): its stanza, and its files under the topology's folder (the repository in repo/). */
 export const STANZA = 'svc';
@@ -352,10 +342,7 @@ export async function haUp(h: HaTopology): Promise<{ leader: HaNode; standby: Ha
       etcdPidFile(h),
     );
   }
-  await waitFor(
-    `etcd on ${h.etcd.client}`,
-    async () => (await fetch(`http://127.0.0.1:${h.etcd.client}/health`).catch(() => null))?.status === 200,
-  );
+  await waitFor(`etcd on ${h.etcd.client}`, () => answers200(`http://127.0.0.1:${h.etcd.client}/health`));
   const ids = postgresIds();
   for (const n of h.nodes) {
     mkdirSync(n.dir, { recursive: true });

@@ -10,19 +10,8 @@
  */
 import { parseArgs } from 'node:util';
 import { getConfig } from '../shared/config';
-import { PaymentsApi } from '../shared/client/index';
 import type { CreatePaymentLinkParams } from '../shared/client/sdk';
-
-async function admin(baseUrl: string, token: string, path: string, body: unknown) {
-  const res = await fetch(baseUrl + path, {
-    method: 'POST',
-    headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-    body: JSON.stringify(body),
-  });
-  const json: any = await res.json().catch(() => ({}));
-  if (res.status !== 201) throw new Error(`${path} answered ${res.status}: ${JSON.stringify(json)}`);
-  return json;
-}
+import { createMerchantWithKey, merchantSdk, operatorApi, requireService } from './lib/demo';
 
 const minor = (name: string, v: string | undefined) => {
   if (v === undefined) return undefined;
@@ -49,16 +38,14 @@ async function main() {
   if (!['USD', 'CDF'].includes(values.currency)) throw new Error('--currency must be USD or CDF');
   const config = getConfig();
   const baseUrl = config.baseUrl;
-  const ready = await fetch(`${baseUrl}/health/live`).catch(() => undefined);
-  if (!ready || ready.status !== 200)
-    throw new Error(`the service does not answer at ${baseUrl}: start it with \`npm start\` first`);
+  await requireService(baseUrl, '/health/live');
 
-  const merchant = await admin(baseUrl, config.adminApiToken, '/admin/merchants', { name: values['merchant-name'] });
-  const cred = await admin(baseUrl, config.adminApiToken, `/admin/merchants/${merchant.id}/credentials`, {
-    environment: 'test',
-    scope: 'payments',
-  });
-  const api = new PaymentsApi({ baseUrl, apiKey: cred.api_key, secret: cred.secret });
+  const merchant = await createMerchantWithKey(
+    operatorApi(baseUrl, config.adminApiToken),
+    { name: values['merchant-name'] },
+    { environment: 'test', scope: 'payments' },
+  );
+  const api = merchantSdk(baseUrl, merchant.credential);
   const params: CreatePaymentLinkParams = {
     currency: values.currency as 'USD' | 'CDF',
     description: values.description,

@@ -28,7 +28,7 @@ export function portOpen(port: number, host = '127.0.0.1', timeoutMs = 500): Pro
   });
 }
 
-function which(bin: string): string | undefined {
+export function which(bin: string): string | undefined {
   const r = spawnSync('sh', ['-c', `command -v ${bin}`], { encoding: 'utf8' });
   if (r.status === 0 && r.stdout.trim()) return r.stdout.trim();
   // Debian keeps the server binaries off PATH

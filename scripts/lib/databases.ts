@@ -56,11 +56,21 @@ export async function prepareTemplate(): Promise<string> {
   return name;
 }
 
-export async function createTestDatabase(): Promise<{ name: string; url: string; drop(): Promise<void> }> {
+export interface Database {
+  name: string;
+  url: string;
+  drop(): Promise<void>;
+}
+
+/**
+ * The database `name` cloned from the migrated template; with `replace`, one of that name is
+ * dropped first (a bench's named database, left by a run with --keep).
+ */
+export async function createDatabase(name: string, opts: { replace?: boolean } = {}): Promise<Database> {
   const template = await prepareTemplate();
-  const name = `svc_t_${process.pid}_${randomBytes(4).toString('hex')}`;
   const db = admin();
   try {
+    if (opts.replace) await db.raw('drop database if exists ?? with (force)', [name]);
     for (let attempt = 0; ; attempt++) {
       try {
         await db.raw('create database ?? template ??', [name, template]);
@@ -85,6 +95,11 @@ export async function createTestDatabase(): Promise<{ name: string; url: string;
       }
     },
   };
+}
+
+/** A database of this process's own (dropped by prepareTemplate once the process is gone, if not before). */
+export function createTestDatabase(): Promise<Database> {
+  return createDatabase(`svc_t_${process.pid}_${randomBytes(4).toString('hex')}`);
 }
 
 /** Resolves once `n` statements on this test database wait on a lock (e.g. one request waiting for another's key). */

@@ -1,4 +1,5 @@
-import { spawn, type ChildProcess } from 'node:child_process';
+import { fork, spawn, type ChildProcess } from 'node:child_process';
+import { closeSync, existsSync, fstatSync, openSync, readSync } from 'node:fs';
 import path from 'node:path';
 
 export const ROOT = path.resolve(__dirname, '..', '..');
@@ -124,4 +125,118 @@ export function pidAlive(pid: number): boolean {
   } catch {
     return false;
   }
+}
+
+export const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms));
+
+/** Polls `check` every `everyMs` until it holds; past `timeoutMs`, throws `<what> did not come up within N s`. */
+export async function waitFor(
+  what: string,
+  check: () => Promise<boolean> | boolean,
+  timeoutMs = 20_000,
+  everyMs = 100,
+): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    if (await check()) return;
+    await sleep(everyMs);
+  }
+  throw new Error(`${what} did not come up within ${timeoutMs / 1000} s`);
+}
+
+/** Whether `url` answers 200 right now (no answer: false), e.g. a service's /health/ready. */
+export const answers200 = async (url: string): Promise<boolean> => (await fetch(url).catch(() => null))?.status === 200;
+
+/** The path of a machine binary in the usual folders (and `dirs`), else an error saying what to install. */
+export function need(bin: string, pkg: string, dirs: string[] = []): string {
+  for (const dir of ['/usr/bin', '/usr/sbin', '/usr/local/bin', ...dirs])
+    if (existsSync(path.join(dir, bin))) return path.join(dir, bin);
+  throw new Error(`${bin} is not installed: apt-get install -y ${pkg}`);
+}
+
+const running = (child: ChildProcess) => child.exitCode === null && child.signalCode === null;
+
+/** Resolves once `child` has exited (at once if it has). */
+export function exited(child: ChildProcess): Promise<void> {
+  return running(child) ? new Promise((r) => child.once('exit', () => r())) : Promise.resolve();
+}
+
+/**
+ * Stops processes: `signal` to each one still running, then SIGKILL to whatever is left after
+ * `graceMs` (a process whose Redis is gone may never finish closing); resolves once all exited.
+ */
+export async function stopAll(children: ChildProcess[], signal: NodeJS.Signals = 'SIGTERM', graceMs = 30_000) {
+  const all = Promise.all(children.map(exited));
+  for (const c of children) if (running(c)) c.kill(signal);
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<'late'>((r) => (timer = setTimeout(() => r('late'), graceMs)));
+  if ((await Promise.race([all, late])) === 'late') {
+    for (const c of children) if (running(c)) c.kill('SIGKILL');
+    await all;
+  }
+  clearTimeout(timer);
+}
+
+/**
+ * Runs this script's `file` again in a child process in the role `role` (a flag of runBench, such
+ * as `--serve`), with an IPC channel; resolves with the child's first message, its sign that it is
+ * ready (its ports, its keys).
+ */
+export async function forkRole<T>(
+  file: string,
+  role: string,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<{ child: ChildProcess; ready: T }> {
+  const child = fork(file, [role], { env, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const ready = await new Promise<T>((resolve, reject) => {
+    child.once('message', (m) => resolve(m as T));
+    child.once('exit', (code) => reject(new Error(`${path.basename(file)} ${role} exited (${code})`)));
+  });
+  return { child, ready };
+}
+
+/** Sends `message` to a child of forkRole and resolves with its answer (rejects on `{ error }`). */
+export function ask<T>(child: ChildProcess, message: unknown): Promise<T> {
+  return new Promise((resolve, reject) => {
+    child.once('message', (r: any) => (typeof r?.error === 'string' ? reject(new Error(r.error)) : resolve(r as T)));
+    child.send(message as object);
+  });
+}
+
+/**
+ * Starts `command` (node runs as this Node) with its output appended to `logFile`, as an
+ * operator's process manager keeps it: no pipe for the caller to read, which would take CPU from
+ * what it measures. `tail()` is the end of that log, for an error message.
+ */
+export function spawnLogged(
+  command: string,
+  args: string[],
+  opts: { env: NodeJS.ProcessEnv; logFile: string; detached?: boolean; cwd?: string },
+): { child: ChildProcess; tail: () => string } {
+  const fd = openSync(opts.logFile, 'a');
+  const child = spawn(command === 'node' ? process.execPath : command, args, {
+    cwd: opts.cwd ?? ROOT,
+    env: opts.env,
+    stdio: ['ignore', fd, fd],
+    detached: opts.detached,
+  });
+  closeSync(fd);
+  const tail = () => {
+    const f = openSync(opts.logFile, 'r');
+    try {
+      const size = fstatSync(f).size;
+      const end = Buffer.alloc(Math.min(size, 1500));
+      readSync(f, end, 0, end.length, size - end.length);
+      return end.toString('utf8');
+    } finally {
+      closeSync(f);
+    }
+  };
+  return { child, tail };
+}
+
+/** Asks a child of forkRole to stop (stopOnRequest: its teardown runs) and resolves once it has exited. */
+export async function stopRole(child: ChildProcess): Promise<void> {
+  if (running(child) && child.connected) child.send({ cmd: 'stop' });
+  await exited(child);
 }

@@ -10,11 +10,11 @@ import {
   startHaproxy,
   stopHaproxy,
   topologyAt,
-  waitFor,
   type Topology,
 } from '../../scripts/cluster';
 import { portOpen } from '../../scripts/local-services';
 import { freePort } from '../../scripts/lib/ports';
+import { waitFor } from '../../scripts/lib/processes';
 import { ServiceClient } from '../../shared/client/signing';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { aMerchant } from '../helpers/money';
