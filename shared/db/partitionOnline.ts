@@ -35,6 +35,9 @@ export interface OnlineReport {
   attempts: number;
 }
 
+/** Every report of this process (a test reads the swap's time); PARTITION_REPORT=1 prints each to stderr. */
+export const onlineReports: OnlineReport[] = [];
+
 /** How long the swap waits for its locks: while it waits, writers queue behind it. */
 const LOCK_TIMEOUT = '500ms';
 const ATTEMPTS = 40;
@@ -99,6 +102,17 @@ export async function partitionOnline(
   // 3. the swap, one short transaction
   let exclusiveMs = 0;
   const [refs, attempts] = await withShortLocks(knex, async (trx) => {
+    // the tables the foreign keys reference first (declaring a key takes SHARE ROW EXCLUSIVE on
+    // them), in the order writers take them: a writer that holds one and waits for this table
+    // would otherwise wait on the swap while the swap waits on it
+    const { rows: referenced } = await trx.raw(
+      `select distinct confrelid::regclass::text as name from pg_constraint
+        where conrelid = '${t.table}'::regclass and contype = 'f' and confrelid <> conrelid`,
+    );
+    if (referenced.length)
+      await trx.raw(
+        `lock table ${(referenced as { name: string }[]).map((r) => r.name).join(', ')} in share row exclusive mode`,
+      );
     await trx.raw(
       `lock table ${[t.table, ...referencing.map((r) => r.table)].map(ident).join(', ')} in access exclusive mode`,
     );
@@ -185,7 +199,10 @@ export async function partitionOnline(
   for (const r of refs) await knex.raw(`alter table ?? validate constraint ??`, [r.table, r.name]);
   await knex.raw(`analyze ??`, [t.table]);
   await ensurePartitions(knex, opts.now ?? Date.now());
-  return { table: t.table, cutover, exclusiveMs, attempts };
+  const report = { table: t.table, cutover, exclusiveMs, attempts };
+  onlineReports.push(report);
+  if (process.env.PARTITION_REPORT) process.stderr.write(`${JSON.stringify(report)}\n`);
+  return report;
 }
 
 /**
