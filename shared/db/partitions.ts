@@ -144,14 +144,20 @@ export async function partitionStates(db: Knex, now: number): Promise<PartitionS
  * checks the DEFAULT partition holds no row of the new period; when it does, the attach fails,
  * nothing is moved, and the alert on the DEFAULT partition's rows says so. Returns the names created.
  */
-export async function ensurePartitions(db: Knex, now: number, monthsAhead = MONTHS_AHEAD): Promise<string[]> {
+export async function ensurePartitions(
+  db: Knex,
+  now: number,
+  monthsAhead = MONTHS_AHEAD,
+  /** the first period to have (the one holding `now` by default; earlier for a measurement's empty database) */
+  from = now,
+): Promise<string[]> {
   const created: string[] = [];
   for (const t of PARTITIONED) {
     const names = await partitionsOf(db, t.table);
     if (names.length === 0) continue; // not partitioned (yet): its migration makes it so
     const oldEnd = names.map((n) => boundsOfName(t, n)).find((r) => r?.from === null)?.to ?? -Infinity;
     const last = periodAfter(periodStart(now, 'month'), 'month', monthsAhead);
-    for (let start = periodStart(now, t.unit); start <= last; start = periodAfter(start, t.unit)) {
+    for (let start = periodStart(from, t.unit); start <= last; start = periodAfter(start, t.unit)) {
       const name = partitionName(t, start);
       if (start < oldEnd || names.includes(name)) continue;
       const made = await db.transaction(async (trx) => {
