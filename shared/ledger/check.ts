@@ -80,7 +80,7 @@ async function transactionChecks(db: Executor, since: Date | null) {
   const byMonth = new Map<string, string[]>();
   const add = (month: string, p: string) => byMonth.set(month, [...(byMonth.get(month) ?? []), p]);
   const { rows: unbalanced } = await db.raw(
-    `select ${MONTH} as month, t.id, t.kind, t.reference_id, a.currency, sum(e.amount)::bigint as total
+    `select (${MONTH})::text as month, t.id, t.kind, t.reference_id, a.currency, sum(e.amount)::bigint as total
        from ledger_entries e join ledger_accounts a on a.id = e.account_id join ledger_transactions t on t.id = e.transaction_id
       where e.created_at >= ? group by 1, t.id, a.currency having sum(e.amount) <> 0`,
     [from],
@@ -88,14 +88,14 @@ async function transactionChecks(db: Executor, since: Date | null) {
   for (const r of unbalanced)
     add(isoDay(r.month), `transaction ${r.id} (${r.kind} ${r.reference_id}) sums to ${r.total} ${r.currency}`);
   const { rows: mixed } = await db.raw(
-    `select distinct ${MONTH} as month, t.id
+    `select distinct (${MONTH})::text as month, t.id
        from ledger_entries e join ledger_accounts a on a.id = e.account_id join ledger_transactions t on t.id = e.transaction_id
       where e.created_at >= ? and (a.currency <> t.currency or a.environment <> t.environment)`,
     [from],
   );
   for (const r of mixed) add(isoDay(r.month), `transaction ${r.id} mixes currencies or environments`);
   const { rows: transactions } = await db.raw(
-    `select month, count(*)::int as n, coalesce(jsonb_agg(id) filter (where entries < 2), '[]') as lonely
+    `select month::text as month, count(*)::int as n, coalesce(jsonb_agg(id) filter (where entries < 2), '[]') as lonely
        from (select date_trunc('month', t.created_at at time zone 'UTC')::date as month, t.id, count(e.id) as entries
                from ledger_transactions t left join ledger_entries e on e.transaction_id = t.id and e.created_at >= ?
               where t.created_at >= ? group by 1, t.id) x
@@ -113,7 +113,7 @@ async function transactionChecks(db: Executor, since: Date | null) {
 /** Each account's sum of its entries from `since` on, by month. */
 async function sumsByMonth(db: Executor, since: Date | null) {
   const { rows } = await db.raw(
-    `select ${MONTH} as month, e.account_id, sum(e.amount)::text as total, count(*)::int as n
+    `select (${MONTH})::text as month, e.account_id, sum(e.amount)::text as total, count(*)::int as n
        from ledger_entries e where e.created_at >= ? group by 1, 2`,
     [since ?? '-infinity'],
   );
@@ -144,7 +144,7 @@ async function balanceProblems(db: Executor, totals: Map<number, bigint>): Promi
 async function incrementalCheck(db: Executor, opts: CheckOptions): Promise<CheckReport> {
   const now = opts.now ?? (await db.raw(`select now() as now`)).rows[0].now;
   const kept: { month: Date | string; problems: string[] }[] = (
-    await db.raw(`select month, problems from ledger_check_months order by month`)
+    await db.raw(`select month::text as month, problems from ledger_check_months order by month`)
   ).rows;
   const since = kept.length ? nextMonth(isoDay(kept[kept.length - 1].month)) : null;
   const sums = await sumsByMonth(db, since);
@@ -190,15 +190,19 @@ async function fullCheck(db: Executor): Promise<CheckReport> {
   const { byMonth, counts } = await transactionChecks(db, null);
   const totals = new Map<number, bigint>();
   for (const r of sums) totals.set(Number(r.account_id), (totals.get(Number(r.account_id)) ?? 0n) + BigInt(r.total));
-  // a kept month whose entries changed since it was checked (the incremental check reads it no more)
+  // a kept month whose entries changed since it was checked (the incremental check reads it no more);
+  // a schema before migration 20261201000400 keeps none
+  const { rows: has } = await db.raw(`select to_regclass('ledger_check_months') is not null as has`);
   const keptMonths = new Set(
-    ((await db.raw(`select month from ledger_check_months`)).rows as { month: Date | string }[]).map((r) =>
-      isoDay(r.month),
-    ),
+    has[0].has
+      ? ((await db.raw(`select month::text as month from ledger_check_months`)).rows as { month: Date | string }[]).map(
+          (r) => isoDay(r.month),
+        )
+      : [],
   );
-  const keptSums: { month: Date | string; account_id: number; total: string }[] = (
-    await db.raw(`select month, account_id, total::text as total from ledger_check_sums`)
-  ).rows;
+  const keptSums: { month: Date | string; account_id: number; total: string }[] = has[0].has
+    ? (await db.raw(`select month::text as month, account_id, total::text as total from ledger_check_sums`)).rows
+    : [];
   const found = new Map(
     sums.filter((s) => keptMonths.has(s.month)).map((s) => [`${s.month} ${s.account_id}`, s.total]),
   );
