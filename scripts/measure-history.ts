@@ -106,7 +106,7 @@ const LINE = `
                          when 'payout_debit' then -po.amount when 'payout_return' then po.amount end as amount) x
     cross join lateral (
       select coalesce(sum(e.amount), 0)::bigint as net from ledger_entries e join ledger_accounts a on a.id = e.account_id
-       where e.transaction_id = t.id and a.owner = t.merchant_id and a.kind = 'available') n
+       where e.transaction_id = t.id and e.created_at = t.created_at and a.owner = t.merchant_id and a.kind = 'available') n
    where t.settlement_id = $1 and t.kind in ('payment_credit', 'refund_debit', 'refund_return', 'payout_debit', 'payout_return')`;
 const LINES_PAGE = ` order by t.created_at desc, t.id desc limit $2`;
 const LINES_AFTER = ` and (t.created_at, t.id) < (select c.created_at, c.id from ledger_transactions c where c.id = $3::uuid)`;
@@ -122,9 +122,9 @@ const WRITE = `with
            cross join (values ($4::bigint, -1000::bigint, false), ($5::bigint, 980::bigint, true), ($6::bigint, 20::bigint, false))
                    as x(account_id, amount, unfolded)),
   e as (insert into events (id, merchant_id, environment, type, object_id, object_version, created, body)
-        values ($7, $3, 'live', 'payment.succeeded', $1, 4, extract(epoch from now())::bigint, $8::jsonb)),
+        values ($7, $3, 'live', 'payment.succeeded', $1, 4, $10::bigint, $8::jsonb)),
   d as (insert into webhook_deliveries (id, event_id, webhook_id, created, redelivery)
-        values ('whd_' || gen_random_uuid(), $7, $9, extract(epoch from now())::bigint, 0))
+        values ('whd_' || gen_random_uuid(), $7, $9, $10::bigint, 0))
   select 1`;
 
 async function main() {
@@ -246,7 +246,9 @@ async function main() {
     const times: number[] = [];
     for (const t of targets) {
       const tx = randomUUID();
-      const eventId = `evt_${t.id.slice(4)}_${Math.floor(Date.now() / 1000)}_${tx.slice(0, 8)}`;
+      // an event's created is the seconds in its id (shared/domain/ids.ts)
+      const created = Math.floor(Date.now() / 1000);
+      const eventId = `evt_${t.id.slice(4)}_${created}_${tx.slice(0, 8)}`;
       const body = JSON.stringify({
         id: eventId,
         type: 'payment.succeeded',
@@ -256,7 +258,7 @@ async function main() {
       await db.query({
         name: 'write',
         text: WRITE,
-        values: [t.id, tx, t.merchant_id, clearing, t.available, fees, eventId, body, t.webhook_id],
+        values: [t.id, tx, t.merchant_id, clearing, t.available, fees, eventId, body, t.webhook_id, created],
       });
       times.push(ms(t0));
     }
