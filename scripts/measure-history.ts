@@ -12,7 +12,7 @@ import { PARTITIONED } from '../shared/db/partitions';
  * the update churn): a scratch database only.
  *
  * 1. VACUUM ANALYZE of the history tables (autovacuum is off on the measuring instance).
- * 2. The list queries, for the heaviest merchant, as the service sends them: GET /v1/payments and
+ * 2. The list queries, for the heaviest merchant, as the service sends them: GET /v1/balance, GET /v1/payments and
  *    GET /v1/events (shared/db/pagination.ts: newest first, 21 rows), first page and a deep page
  *    (a cursor in the middle of the merchant's history), and a settlement's transactions
  *    (shared/db/sql/statements.ts) first page and after a cursor in its middle. EXPLAIN ANALYZE's
@@ -111,6 +111,10 @@ const LINE = `
 const LINES_PAGE = ` order by t.created_at desc, t.id desc limit $2`;
 const LINES_AFTER = ` and (t.created_at, t.id) < (select c.created_at, c.id from ledger_transactions c where c.id = $3::uuid)`;
 
+// GET /v1/balance (shared/ledger/balance.ts): the merchant's accounts through the ledger_balances view
+const BALANCE = `select "kind", "currency", balance::text as balance from "ledger_balances"
+  where "owner" = $1 and "environment" = $2 and "kind" in ('available', 'in_transit')`;
+
 /** The writer's `change` statement reduced to its inserts: history row, ledger transaction and entries, event, delivery. */
 const WRITE = `with
   h as (insert into payment_status_changes (payment_id, from_status, to_status, reason, at)
@@ -147,7 +151,7 @@ async function main() {
     const { rows: sizes } = await db.query<{ relname: string; rows: string; bytes: string; parts: number }>(
       `select c.relname, sum(greatest(p.reltuples, 0))::bigint as rows, sum(pg_total_relation_size(p.oid)) as bytes,
               count(*) filter (where p.relkind = 'r' and p.oid <> c.oid)::int as parts
-         from pg_class c cross join lateral pg_partition_tree(c.oid) t join pg_class p on p.oid = t.relid
+         from pg_class c left join lateral pg_partition_tree(c.oid) t on true join pg_class p on p.oid = coalesce(t.relid, c.oid)
         where (c.relname = any($1::text[]) or c.relname in ('payments', 'settlements')) and c.relkind in ('r', 'p')
         group by c.relname order by c.relname`,
       [HISTORY.map((h) => h.table)],
@@ -189,6 +193,7 @@ async function main() {
       [merchant, 'live', mid],
     );
     const lists: [string, string, unknown[]][] = [
+      ['GET /v1/balance (ledger_balances)', BALANCE, [merchant, 'live']],
       ['GET /v1/payments first page', PAYMENTS + PAGE, [merchant, 'live']],
       [
         'GET /v1/payments deep page (mid-history cursor)',

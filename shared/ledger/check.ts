@@ -2,8 +2,8 @@ import type { Executor } from '../db/knex';
 import { LedgerAccount } from '../db/models';
 
 /**
- * `npm run ledger:check`: every balance (the `ledger_balances` view, migration 20261125010700)
- * against the sum of its account's entries, every transaction sums to zero in one currency and
+ * `npm run ledger:check`: every balance (as the `ledger_balances` view, migration 20261125010700,
+ * defines it) against the sum of its account's entries, every transaction sums to zero in one currency and
  * environment and has two entries at least, no guarded account is negative, no debit is left
  * unfolded. Returns the problems found (empty when the ledger is sound).
  *
@@ -123,12 +123,19 @@ async function sumsByMonth(db: Executor, since: Date | null) {
   }));
 }
 
-/** Guarded balances (`ledger_balances`) against their accounts' sums of entries. */
+/**
+ * Guarded balances against their accounts' sums of entries. The balance is `ledger_balances`'s
+ * (the cached balance plus the unfolded credits), computed for every account at once: the view
+ * sums each account's unfolded entries apart, one probe of every monthly partition per account.
+ */
 async function balanceProblems(db: Executor, totals: Map<number, bigint>): Promise<string[]> {
   const { rows } = await db.raw(
-    `select b.id, b.owner, b.kind, b.currency, b.environment, b.balance::text as balance, a.balance::text as cached
-       from ledger_balances b join ledger_accounts a on a.id = b.id
-      where not b.allow_negative order by b.id`,
+    `select a.id, a.owner, a.kind, a.currency, a.environment, a.balance::text as cached,
+            (a.balance::numeric + coalesce(u.total, 0))::text as balance
+       from ledger_accounts a
+       left join (select account_id, sum(amount) as total from ledger_entries where unfolded group by account_id) u
+         on u.account_id = a.id
+      where not a.allow_negative order by a.id`,
   );
   const problems: string[] = [];
   for (const r of rows as (Account & { balance: string; cached: string })[]) {
