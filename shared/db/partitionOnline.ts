@@ -50,7 +50,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms));
 const lockNotGranted = (err: unknown) => (err as { code?: string }).code === '55P03';
 
 /** Runs `work` in a transaction whose lock waits last at most LOCK_TIMEOUT, again while a lock is not granted. */
-async function withShortLocks<T>(knex: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<[T, number]> {
+export async function withShortLocks<T>(knex: Knex, work: (trx: Knex.Transaction) => Promise<T>): Promise<[T, number]> {
   for (let attempt = 1; ; attempt++) {
     try {
       const out = await knex.transaction(async (trx) => {

@@ -160,23 +160,43 @@ export async function ensurePartitions(
     for (let start = periodStart(from, t.unit); start <= last; start = periodAfter(start, t.unit)) {
       const name = partitionName(t, start);
       if (start < oldEnd || names.includes(name)) continue;
-      const made = await db.transaction(async (trx) => {
-        await trx.raw(`set local lock_timeout = '5s'`);
-        const { rows } = await trx.raw(`select pg_try_advisory_xact_lock(hashtext(?)) as got`, [
-          `partitions:${t.table}`,
-        ]);
-        if (!rows[0].got) return false;
-        if ((await partitionsOf(trx, t.table)).includes(name)) return false;
-        await trx.raw(`create table if not exists ?? (like ?? including defaults including constraints)`, [
-          name,
-          t.table,
-        ]);
-        await trx.raw(
-          `alter table ?? attach partition ?? for values from (${boundSql(t, start)}) to (${boundSql(t, periodAfter(start, t.unit))})`,
-          [t.table, name],
-        );
-        return true;
-      });
+      const made = await db
+        .transaction(async (trx) => {
+          await trx.raw(`set local lock_timeout = '1s'`);
+          const { rows } = await trx.raw(`select pg_try_advisory_xact_lock(hashtext(?)) as got`, [
+            `partitions:${t.table}`,
+          ]);
+          if (!rows[0].got) return false;
+          if ((await partitionsOf(trx, t.table)).includes(name)) return false;
+          // the tables whose keys reference this one first (webhook_deliveries for events): the
+          // attach takes SHARE ROW EXCLUSIVE on them after locking the DEFAULT partition, which a
+          // writer's key check (FOR KEY SHARE on every partition) may be waiting for while it
+          // holds them: a deadlock, the writer's transaction lost. Taken first, the attach waits
+          // for those writers instead.
+          const { rows: referencing } = await trx.raw(
+            `select distinct conrelid::regclass::text as name from pg_constraint
+              where confrelid = ?::regclass and contype = 'f' and conparentid = 0`,
+            [t.table],
+          );
+          if (referencing.length)
+            await trx.raw(
+              `lock table ${(referencing as { name: string }[]).map((r) => r.name).join(', ')} in share row exclusive mode`,
+            );
+          await trx.raw(`create table if not exists ?? (like ?? including defaults including constraints)`, [
+            name,
+            t.table,
+          ]);
+          await trx.raw(
+            `alter table ?? attach partition ?? for values from (${boundSql(t, start)}) to (${boundSql(t, periodAfter(start, t.unit))})`,
+            [t.table, name],
+          );
+          return true;
+        })
+        // a lock not granted within a second: given up, the next run tries again (never a writer held long)
+        .catch((err: { code?: string }) => {
+          if (err.code === '55P03') return false;
+          throw err;
+        });
       if (made) created.push(name);
     }
   }
