@@ -149,7 +149,7 @@ async function main() {
       add(`VACUUM ANALYZE ${table} (before measuring)`, await timed(db, `vacuum analyze ${table}`));
     await db.query('vacuum analyze payments, settlements, ledger_accounts');
     const { rows: sizes } = await db.query<{ relname: string; rows: string; bytes: string; parts: number }>(
-      `select c.relname, sum(greatest(p.reltuples, 0))::bigint as rows, sum(pg_total_relation_size(p.oid)) as bytes,
+      `select c.relname, (sum(greatest(p.reltuples, 0)) filter (where p.relkind = 'r'))::bigint as rows, sum(pg_total_relation_size(p.oid)) as bytes,
               count(*) filter (where p.relkind = 'r' and p.oid <> c.oid)::int as parts
          from pg_class c left join lateral pg_partition_tree(c.oid) t on true join pg_class p on p.oid = coalesce(t.relid, c.oid)
         where (c.relname = any($1::text[]) or c.relname in ('payments', 'settlements')) and c.relkind in ('r', 'p')
