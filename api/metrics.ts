@@ -10,6 +10,7 @@ import { operatorLabel } from '../shared/metrics/providerCalls';
 import { collectProcessMetrics } from '../shared/metrics/registry';
 import { BOARD_PATH } from './board';
 import { KINDS } from '../shared/operationKinds';
+import { partitionStates } from '../shared/db/partitions';
 
 /** Methods kept as label values; anything else (Node accepts a few dozen) is counted as OTHER. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -171,6 +172,16 @@ function storeMetrics(registry: Registry, services: ServiceContext): void {
     'ledger_check_problems',
     'Problems the last ledger check found (0: balances match their entries, every transaction sums to zero)',
   );
+  const partitionsAhead = gauge(
+    'history_partitions_months_ahead',
+    'Whole months past the current one that a history table’s partitions cover (outbox-relay keeps 12: shared/db/partitions.ts)',
+    ['table'],
+  );
+  const partitionDefaultRows = gauge(
+    'history_partition_default_rows',
+    'Rows in a history table’s DEFAULT partition (counted up to 1,000): rows no monthly or yearly partition took, 0 normally',
+    ['table'],
+  );
   const ledgerLastRun = new Gauge({
     name: 'ledger_check_last_run_timestamp_seconds',
     help: 'When the last ledger check finished (Unix seconds; 0: not yet)',
@@ -269,6 +280,11 @@ function storeMetrics(registry: Registry, services: ServiceContext): void {
       .where('breaker_open_until', '>', db.raw('now()'))
       .count({ n: '*' });
     breakers.set(Number(open));
+    for (const p of await partitionStates(db, now.getTime())) {
+      if (!p.partitioned) continue;
+      partitionsAhead.set({ table: p.table }, p.monthsAhead);
+      partitionDefaultRows.set({ table: p.table }, p.defaultRows);
+    }
     await readDeliveries();
   };
 

@@ -1,4 +1,6 @@
 import pg from 'pg';
+import { createDb } from '../shared/db/knex';
+import { boundsOfName, ensurePartitions, PARTITIONED, partitionsOf } from '../shared/db/partitions';
 
 /**
  * `npm run db:fill-history -- --rows 100000000`: fills the history tables of `DATABASE_URL` (a
@@ -25,6 +27,12 @@ import pg from 'pg';
  * with a larger `--rows`, it appends the days after those already filled, denser (the target is
  * the same ten years: stopping early leaves the oldest years filled). Meant for a
  * private instance: run it under `nice`.
+ *
+ * `--past-partitions`: on a database migrated fresh (its partitioned history tables empty), the
+ * partition of the rows before the migration (`<table>_before_<yyyymm>`, empty) is dropped and
+ * one partition a month (a year for events) is created over the ten years, so that the fill
+ * spreads them as ten years of production on the partitioned schema would (the online migration
+ * of an existing database leaves its old rows in one partition instead).
  */
 
 const ROWS_PER_PAYMENT = 6.7;
@@ -186,6 +194,26 @@ async function fillDays(db: pg.Client, startDay: number, from: number, to: numbe
   await db.query('commit');
 }
 
+/** Ten years of monthly (yearly) partitions in place of the empty partition of the rows before the migration. */
+async function pastPartitions(url: string, years: number): Promise<void> {
+  const knex = createDb(url, 1);
+  try {
+    for (const t of PARTITIONED) {
+      const before = (await partitionsOf(knex, t.table)).find((n) => boundsOfName(t, n)?.from === null);
+      if (!before) continue;
+      const { rows } = await knex.raw(`select exists (select 1 from ??) as used`, [before]);
+      if (rows[0].used) throw new Error(`${before} holds rows: --past-partitions is for a database migrated fresh`);
+      await knex.raw(`alter table ?? detach partition ??`, [t.table, before]);
+      await knex.raw(`drop table ??`, [before]);
+    }
+    const from = Date.now() - (years * 365.25 + 31) * DAY * 1000;
+    const made = await ensurePartitions(knex, Date.now(), 12, from);
+    process.stdout.write(`created ${made.length} partitions from ${new Date(from).toISOString().slice(0, 7)}\n`);
+  } finally {
+    await knex.destroy();
+  }
+}
+
 async function main() {
   const url = process.env.DATABASE_URL;
   if (!url) throw new Error('DATABASE_URL names the scratch database to fill');
@@ -198,6 +226,7 @@ async function main() {
   try {
     // a chunk is one transaction of this session: a crash loses that chunk, nothing else
     await db.query('set synchronous_commit = off');
+    if (process.argv.includes('--past-partitions')) await pastPartitions(url, arg('years', 10));
     // the foreign keys hold by construction: their per-row triggers off (a superuser's setting) about doubles the rate;
     // every index and check constraint stays. The measurement's inserts run with them, as in production
     await db.query('set session_replication_role = replica');

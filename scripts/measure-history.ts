@@ -2,7 +2,8 @@ import { randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import pg from 'pg';
 import { createDb } from '../shared/db/knex';
-import { checkLedger } from '../shared/ledger/check';
+import { runLedgerCheck } from '../shared/ledger/check';
+import { PARTITIONED } from '../shared/db/partitions';
 
 /**
  * `npm run db:measure-history [-- --json out.json] [-- --inserts 1000]`: the figures of
@@ -11,7 +12,7 @@ import { checkLedger } from '../shared/ledger/check';
  * the update churn): a scratch database only.
  *
  * 1. VACUUM ANALYZE of the history tables (autovacuum is off on the measuring instance).
- * 2. The list queries, for the heaviest merchant, as the service sends them: GET /v1/payments and
+ * 2. The list queries, for the heaviest merchant, as the service sends them: GET /v1/balance, GET /v1/payments and
  *    GET /v1/events (shared/db/pagination.ts: newest first, 21 rows), first page and a deep page
  *    (a cursor in the middle of the merchant's history), and a settlement's transactions
  *    (shared/db/sql/statements.ts) first page and after a cursor in its middle. EXPLAIN ANALYZE's
@@ -21,12 +22,16 @@ import { checkLedger } from '../shared/ledger/check';
  *    one transaction each, p50 and p99. `synchronous_commit = off` in this session: the figure
  *    is the statement's work (index descents, pages touched), not the WAL flush of the commit,
  *    which does not depend on the tables' size and would measure the disk.
- * 4. `npm run ledger:check`'s function (shared/ledger/check.ts), timed.
+ * 4. `npm run ledger:check`'s function (shared/ledger/check.ts), timed: `--full`, and where the
+ *    schema has the incremental check's tables, its first run (every month read, the closed
+ *    ones kept) and a second run (the open month read).
  * 5. Plain VACUUM of each history table with nothing deleted, then a 1 % update churn (one
  *    column set to itself: a new version of the row, the old one dead) and VACUUM again, twice:
  *    on the newest 1 % of the rows (the last pages of the heap: what production updates, the
  *    recent rows) and on 1 % picked at random across the ten years. The times of each update
- *    and of the VACUUM after it.
+ *    and of the VACUUM after it. On a partitioned table (shared/db/partitions.ts) the sizes are
+ *    its partitions' sums, VACUUM names the parent (every partition), and the newest 1 % are the
+ *    rows of the newest partition-key values (a partitioned parent has no pages of its own).
  */
 
 const HISTORY = [
@@ -101,10 +106,14 @@ const LINE = `
                          when 'payout_debit' then -po.amount when 'payout_return' then po.amount end as amount) x
     cross join lateral (
       select coalesce(sum(e.amount), 0)::bigint as net from ledger_entries e join ledger_accounts a on a.id = e.account_id
-       where e.transaction_id = t.id and a.owner = t.merchant_id and a.kind = 'available') n
+       where e.transaction_id = t.id and e.created_at = t.created_at and a.owner = t.merchant_id and a.kind = 'available') n
    where t.settlement_id = $1 and t.kind in ('payment_credit', 'refund_debit', 'refund_return', 'payout_debit', 'payout_return')`;
 const LINES_PAGE = ` order by t.created_at desc, t.id desc limit $2`;
 const LINES_AFTER = ` and (t.created_at, t.id) < (select c.created_at, c.id from ledger_transactions c where c.id = $3::uuid)`;
+
+// GET /v1/balance (shared/ledger/balance.ts): the merchant's accounts through the ledger_balances view
+const BALANCE = `select "kind", "currency", balance::text as balance from "ledger_balances"
+  where "owner" = $1 and "environment" = $2 and "kind" in ('available', 'in_transit')`;
 
 /** The writer's `change` statement reduced to its inserts: history row, ledger transaction and entries, event, delivery. */
 const WRITE = `with
@@ -117,9 +126,9 @@ const WRITE = `with
            cross join (values ($4::bigint, -1000::bigint, false), ($5::bigint, 980::bigint, true), ($6::bigint, 20::bigint, false))
                    as x(account_id, amount, unfolded)),
   e as (insert into events (id, merchant_id, environment, type, object_id, object_version, created, body)
-        values ($7, $3, 'live', 'payment.succeeded', $1, 4, extract(epoch from now())::bigint, $8::jsonb)),
+        values ($7, $3, 'live', 'payment.succeeded', $1, 4, $10::bigint, $8::jsonb)),
   d as (insert into webhook_deliveries (id, event_id, webhook_id, created, redelivery)
-        values ('whd_' || gen_random_uuid(), $7, $9, extract(epoch from now())::bigint, 0))
+        values ('whd_' || gen_random_uuid(), $7, $9, $10::bigint, 0))
   select 1`;
 
 async function main() {
@@ -139,15 +148,24 @@ async function main() {
     for (const { table } of HISTORY)
       add(`VACUUM ANALYZE ${table} (before measuring)`, await timed(db, `vacuum analyze ${table}`));
     await db.query('vacuum analyze payments, settlements, ledger_accounts');
-    const { rows: sizes } = await db.query<{ relname: string; rows: string; bytes: string }>(
-      `select c.relname, c.reltuples::bigint as rows, pg_total_relation_size(c.oid) as bytes from pg_class c
-        where c.relname = any($1::text[]) or c.relname in ('payments', 'settlements') order by c.relname`,
+    const { rows: sizes } = await db.query<{ relname: string; rows: string; bytes: string; parts: number }>(
+      `select c.relname, (sum(greatest(p.reltuples, 0)) filter (where p.relkind = 'r'))::bigint as rows, sum(pg_total_relation_size(p.oid)) as bytes,
+              count(*) filter (where p.relkind = 'r' and p.oid <> c.oid)::int as parts
+         from pg_class c left join lateral pg_partition_tree(c.oid) t on true join pg_class p on p.oid = coalesce(t.relid, c.oid)
+        where (c.relname = any($1::text[]) or c.relname in ('payments', 'settlements')) and c.relkind in ('r', 'p')
+        group by c.relname order by c.relname`,
       [HISTORY.map((h) => h.table)],
     );
     let total = 0;
     for (const s of sizes) {
       if (HISTORY.some((h) => h.table === s.relname)) total += Number(s.rows);
-      add(`rows ${s.relname}`, Number(s.rows), 'rows', `${(Number(s.bytes) / 2 ** 30).toFixed(2)} GiB with indexes`);
+      const parts = s.parts ? `, ${s.parts} partitions` : '';
+      add(
+        `rows ${s.relname}`,
+        Number(s.rows),
+        'rows',
+        `${(Number(s.bytes) / 2 ** 30).toFixed(2)} GiB with indexes${parts}`,
+      );
     }
     add(
       'rows of the four history tables (ledger transactions apart)',
@@ -175,6 +193,7 @@ async function main() {
       [merchant, 'live', mid],
     );
     const lists: [string, string, unknown[]][] = [
+      ['GET /v1/balance (ledger_balances)', BALANCE, [merchant, 'live']],
       ['GET /v1/payments first page', PAYMENTS + PAGE, [merchant, 'live']],
       [
         'GET /v1/payments deep page (mid-history cursor)',
@@ -232,7 +251,9 @@ async function main() {
     const times: number[] = [];
     for (const t of targets) {
       const tx = randomUUID();
-      const eventId = `evt_${t.id.slice(4)}_${Math.floor(Date.now() / 1000)}_${tx.slice(0, 8)}`;
+      // an event's created is the seconds in its id (shared/domain/ids.ts)
+      const created = Math.floor(Date.now() / 1000);
+      const eventId = `evt_${t.id.slice(4)}_${created}_${tx.slice(0, 8)}`;
       const body = JSON.stringify({
         id: eventId,
         type: 'payment.succeeded',
@@ -242,19 +263,29 @@ async function main() {
       await db.query({
         name: 'write',
         text: WRITE,
-        values: [t.id, tx, t.merchant_id, clearing, t.available, fees, eventId, body, t.webhook_id],
+        values: [t.id, tx, t.merchant_id, clearing, t.available, fees, eventId, body, t.webhook_id, created],
       });
       times.push(ms(t0));
     }
     add(`insert (writer's kind) p50, ${times.length} single-row transactions`, percentile(times, 50));
     add(`insert (writer's kind) p99`, percentile(times, 99));
 
-    // 4. ledger:check
+    // 4. ledger:check, full; incremental twice where the schema has it
     const knex = createDb(url, 1);
     try {
-      const t0 = process.hrtime.bigint();
-      const problems = await checkLedger(knex);
-      add('ledger:check', ms(t0), 'ms', problems.length ? `${problems.length} problems` : 'balanced');
+      const check = async (name: string, full: boolean) => {
+        const t0 = process.hrtime.bigint();
+        const r = await runLedgerCheck(knex, { full });
+        const verdict = r.problems.length ? `${r.problems.length} problems` : 'balanced';
+        add(name, ms(t0), 'ms', `${verdict}, ${r.monthsRead.length} months read, ${r.monthsKept.length} kept`);
+      };
+      await check('ledger:check --full', true);
+      const { rows: incremental } = await db.query(`select to_regclass('ledger_check_months') is not null as has`);
+      if (incremental[0].has) {
+        await db.query('truncate ledger_check_months cascade');
+        await check('ledger:check incremental, first run', false);
+        await check('ledger:check incremental, next run', false);
+      }
     } finally {
       await knex.destroy();
     }
@@ -262,15 +293,23 @@ async function main() {
     // 5. VACUUM: nothing deleted, then after a 1 % update churn
     for (const { table } of HISTORY) add(`VACUUM ${table} (nothing deleted)`, await timed(db, `vacuum ${table}`));
     for (const { table, churn } of HISTORY) {
-      // the newest 1 %: the last 1 % of the heap's pages (the fill appends in time order), found by a TID range scan
-      const { rows: pages } = await db.query<{ n: number }>(`select relpages as n from pg_class where relname = $1`, [
-        table,
-      ]);
-      const from = Math.floor(pages[0].n * 0.99);
-      add(
-        `1% update churn, newest rows, ${table}`,
-        await timed(db, `update ${table} set ${churn} where ctid >= '(${from},0)'`),
+      const { rows: pages } = await db.query<{ n: number; kind: string }>(
+        `select relpages as n, relkind as kind from pg_class where relname = $1`,
+        [table],
       );
+      const key = PARTITIONED.find((p) => p.table === table)?.column;
+      let newest: string;
+      if (pages[0].kind === 'p' && key) {
+        // partitioned: the rows of the newest 1 % of key values (the newest partitions)
+        const { rows: cut } = await db.query(
+          `select ${key}::text as v from ${table} order by ${key} desc offset (select count(*) / 100 from ${table}) limit 1`,
+        );
+        newest = `${key} >= '${cut[0].v}'`;
+      } else {
+        // the newest 1 %: the last 1 % of the heap's pages (the fill appends in time order), found by a TID range scan
+        newest = `ctid >= '(${Math.floor(pages[0].n * 0.99)},0)'`;
+      }
+      add(`1% update churn, newest rows, ${table}`, await timed(db, `update ${table} set ${churn} where ${newest}`));
       add(`VACUUM ${table} (after newest-1% churn)`, await timed(db, `vacuum ${table}`));
       add(
         `1% update churn, random rows, ${table}`,

@@ -517,6 +517,8 @@ export function loadConfig(env: Env = process.env) {
     outboxRelayIntervalMs: int(env, 'OUTBOX_RELAY_INTERVAL_MS', 5000, 10),
     /** how often each pool purges the log-like rows it owns past their retention (shared/retention.ts) */
     retentionIntervalMs: int(env, 'RETENTION_INTERVAL_MS', 60_000, 50, 86_400_000),
+    /** how often the outbox-relay creates the history tables' partitions 12 months ahead (shared/db/partitions.ts); also once at its start */
+    partitionsIntervalMs: int(env, 'PARTITIONS_INTERVAL_MS', 86_400_000, 50, 86_400_000),
     /** the re-drive (shared/queues/redrive.ts): every `intervalMs`, a job for each open piece of work older than `graceMs` that has none (Redis lost it) */
     redrive: {
       intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000),

@@ -14,6 +14,9 @@ function isEventId(id: string): boolean {
   return m !== null && UUID_V4_RE.test(m[1]);
 }
 
+/** The `created` an event id carries (its third part): events are partitioned on it (docs/retention.md). */
+export const createdOfEventId = (id: string) => Number(id.split('_')[2]);
+
 /**
  * The event envelope of spec 6.2 in its documented key order (Postgres jsonb does not keep key
  * order), exactly as webhook deliveries send it and GET /v1/events returns it.
@@ -60,7 +63,8 @@ export async function findEvent(
 ): Promise<Event> {
   if (!isEventId(id)) throw new NotFound('Event');
   const q = Event.query(db)
-    .findOne({ id, merchant_id: caller.merchantId, environment: caller.environment })
+    // `created` from the id: one partition read (events are partitioned by year on it, docs/retention.md)
+    .findOne({ id, created: createdOfEventId(id), merchant_id: caller.merchantId, environment: caller.environment })
     .select(columns);
   if (lock) q.forUpdate();
   const row = await q;

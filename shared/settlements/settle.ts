@@ -99,7 +99,8 @@ async function settleGroup(deps: TransactDeps, group: Group, periodEnd: number):
       if (claimed.length === 0) throw new NothingToSettle();
 
       const sums: (CoveredEntry & { kind: string; amount: string })[] = await trx('ledger_transactions as t')
-        .join('ledger_entries as e', 'e.transaction_id', 't.id')
+        // an entry's created_at is its transaction's (one statement): its monthly partition alone is read
+        .join('ledger_entries as e', (j) => j.on('e.transaction_id', 't.id').andOn('e.created_at', 't.created_at'))
         .join('ledger_accounts as a', 'a.id', 'e.account_id')
         .where('t.settlement_id', id)
         .groupBy('t.kind', 'a.owner', 'a.kind')

@@ -3,7 +3,7 @@ import type { Caller } from '../domain/caller';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { TooManyRequests } from '../errors';
-import { findEvent } from '../events/read';
+import { createdOfEventId, findEvent } from '../events/read';
 import { endpointsFor, insertDeliveries } from './fanout';
 
 /** The merchant's side of deliveries (docs/decisions.md "Integrator's kit"): list an event's, send it again. */
@@ -74,7 +74,9 @@ export async function redeliverEvent(deps: TransactDeps, caller: Caller, eventId
     const endpoints = await endpointsFor(trx, event);
     if (endpoints.length === 0) return { object: 'list' as const, data: [] };
     const round = event.redeliveries + 1;
-    await Event.query(trx).findById(event.id).patch({ redeliveries: round });
+    await Event.query(trx)
+      .where({ id: event.id, created: createdOfEventId(event.id) })
+      .patch({ redeliveries: round });
     const inserted = await insertDeliveries(trx, outbox, event, endpoints, round, Math.floor(deps.clock.now() / 1000));
     const fresh = { status: 'pending', attempts: 0, last_status_code: null, last_error: null } as const;
     return { object: 'list' as const, data: inserted.map((d) => merchantDeliveryView({ ...d, ...fresh })) };

@@ -31,7 +31,8 @@ const LINE = `
     cross join lateral (
       select coalesce(sum(e.amount), 0)::bigint as net
         from ledger_entries e join ledger_accounts a on a.id = e.account_id
-       where e.transaction_id = t.id and a.owner = t.merchant_id and a.kind = 'available'
+       -- an entry's created_at is its transaction's (one statement, one now()): one monthly partition read
+       where e.transaction_id = t.id and e.created_at = t.created_at and a.owner = t.merchant_id and a.kind = 'available'
     ) n`;
 
 export const STATEMENT_KINDS = `('payment_credit', 'refund_debit', 'refund_return', 'payout_debit', 'payout_return')`;

@@ -37,7 +37,7 @@ function claimStatement(asProbe: boolean) {
                 case when s.previous_expires_at > now() then s.previous_secret_key_id end as previous_key_id
            from webhook_deliveries d
            join webhooks w on w.id = d.webhook_id
-           join events e on e.id = d.event_id
+           join events e on e.id = d.event_id and e.created = d.event_created
            left join webhook_secrets s on s.merchant_id = w.merchant_id and s.environment = w.environment
           where d.id = ids.id and d.status = 'pending' and d.attempts < $3
             and d.next_attempt_at <= now() and (d.lease_until is null or d.lease_until <= now())
