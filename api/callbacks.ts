@@ -4,7 +4,7 @@ import { CallbackFormatError } from '../shared/providers/errors';
 import { storeCallback } from '../shared/providers/inbox';
 import { readRawBody } from './body';
 import type { Db } from '../shared/db/knex';
-import { KINDS } from '../shared/operationKinds';
+import { KINDS } from '../shared/kindRegistry';
 import type { ProviderObjectKind } from '../shared/providers/types';
 import { tracingOn, withTraceparent } from '../shared/tracing/spans';
 

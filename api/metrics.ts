@@ -9,7 +9,7 @@ import { readBacklog } from '../shared/queues/backlog';
 import { operatorLabel } from '../shared/metrics/providerCalls';
 import { collectProcessMetrics } from '../shared/metrics/registry';
 import { BOARD_PATH } from './board';
-import { KINDS } from '../shared/operationKinds';
+import { KINDS } from '../shared/kindRegistry';
 import { partitionStates } from '../shared/db/partitions';
 
 /** Methods kept as label values; anything else (Node accepts a few dozen) is counted as OTHER. */

@@ -22,7 +22,7 @@ import type { ChildProcess } from 'node:child_process';
 import { loadConfig } from '../shared/config';
 import { createContext, type ServiceContext } from '../shared/context';
 import { transact } from '../shared/db/transact';
-import { newId } from '../shared/domain/ids';
+import { newId } from '../shared/ids';
 import { EVENT_TYPES, type EventType } from '../shared/vocabulary';
 import { emitEvent } from '../shared/webhooks/fanout';
 import { createWebhook } from '../shared/webhooks/endpoints';

@@ -251,7 +251,7 @@ async function main() {
     const times: number[] = [];
     for (const t of targets) {
       const tx = randomUUID();
-      // an event's created is the seconds in its id (shared/domain/ids.ts)
+      // an event's created is the seconds in its id (shared/ids.ts)
       const created = Math.floor(Date.now() / 1000);
       const eventId = `evt_${t.id.slice(4)}_${created}_${tx.slice(0, 8)}`;
       const body = JSON.stringify({

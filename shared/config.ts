@@ -4,7 +4,7 @@
  * in .env.example), and the development secrets are refused in production.
  */
 
-import { parseDailyTime } from './domain/settlement';
+import { parseDailyTime } from './rules/settlement';
 
 // development secrets that ship with the code (public): production refuses each of them
 export const DEV_SECRETS_KEY = 'dev:ZGV2ZWxvcG1lbnQtb25seS1rZXktZG8tbm90LXVzZSE=';

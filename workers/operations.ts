@@ -1,5 +1,5 @@
 import { UnrecoverableError } from 'bullmq';
-import { isId, type IdKind } from '../shared/domain/ids';
+import { isId, type IdKind } from '../shared/ids';
 import type { OperationKind } from '../shared/operations/kind';
 import { sendOnce } from '../shared/operations/send';
 import { sweepOpen } from '../shared/operations/sweep';

@@ -1,7 +1,7 @@
 import { escapeHtml as h, formatAmount, maskPhone } from '../../shared/checkout/html';
 import { langSwitch, layout, outcomeSection } from '../../shared/checkout/frame';
 import { LINK_TEXT, type Lang } from '../../shared/checkout/i18n';
-import { OPERATOR_PREFIXES } from '../../shared/domain/msisdn';
+import { OPERATOR_PREFIXES } from '../../shared/msisdn';
 import { OPERATORS, type Operator } from '../../shared/vocabulary';
 import type { PaymentRow } from '../../shared/db/rows';
 import type { PageLink } from '../../shared/links/service';

@@ -7,7 +7,7 @@ import { DomainError, TooManyRequests } from '../../shared/errors';
 import { checkoutCsp } from '../../shared/checkout/frame';
 import { parseAmount } from '../../shared/checkout/html';
 import { LINK_TEXT, type Lang } from '../../shared/checkout/i18n';
-import { lookupPhoneNumber, PhoneNumberProblem } from '../../shared/domain/msisdn';
+import { lookupPhoneNumber, PhoneNumberProblem } from '../../shared/msisdn';
 import { operatorAvailability } from '../../shared/availability/read';
 import { OPERATORS, type Operator } from '../../shared/vocabulary';
 import { attemptOf, attemptRef, checkFormToken, issueFormToken } from '../../shared/links/formToken';

@@ -1,6 +1,6 @@
 import { closedObject, component, type Component, type JsonSchema } from '../routeTable';
 import { CURRENCIES, ENVIRONMENTS } from '../../shared/vocabulary';
-import { ID_PREFIX, type IdKind } from '../../shared/domain/ids';
+import { ID_PREFIX, type IdKind } from '../../shared/ids';
 import { ERROR_CODES } from './errors';
 
 /**

@@ -1,7 +1,7 @@
 import { createHash } from 'node:crypto';
 import { Stream } from 'node:stream';
 import type { Context, Middleware } from 'koa';
-import { UUID_V4_RE } from '../../shared/domain/ids';
+import { UUID_V4_RE } from '../../shared/ids';
 import { BadRequest, Conflict, DomainError } from '../../shared/errors';
 import {
   IdempotencyKeyHeld,

@@ -1,5 +1,5 @@
 import type { Context } from 'koa';
-import type { Caller } from '../../shared/domain/caller';
+import type { Caller } from '../../shared/caller';
 
 /** The merchant and environment a /v1 route acts for (from the pipeline's key), with the request id. */
 export function callerOf(ctx: Context): Caller {

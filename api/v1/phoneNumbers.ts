@@ -1,5 +1,5 @@
 import { closedObject, component, defineRoutes, route } from '../routeTable';
-import { lookupPhoneNumber, PhoneNumberProblem } from '../../shared/domain/msisdn';
+import { lookupPhoneNumber, PhoneNumberProblem } from '../../shared/msisdn';
 import { ValidationFailed } from '../../shared/errors';
 import { OPERATORS } from '../../shared/vocabulary';
 import { refuseQuery } from '../query';

@@ -1,7 +1,7 @@
 import type { CardEndpoints, Config } from '../config';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
-import { isId } from '../domain/ids';
+import { isId } from '../ids';
 import { Conflict, NotFound } from '../errors';
 import { lockRow, writeColumns } from '../operations/transition';
 import { QUEUES } from '../queues/names';

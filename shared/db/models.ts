@@ -10,8 +10,8 @@ import { Model, type ModelClass } from 'objection';
  * declaration merging.
  */
 
-import type { AccountKind, Currency, Environment } from '../domain/ledger';
-import type { FeeRule } from '../domain/fees';
+import type { AccountKind, Currency, Environment } from '../rules/ledger';
+import type { FeeRule } from '../rules/fees';
 import type {
   EventRow,
   OutboxMessage,

@@ -1,6 +1,6 @@
 import type { Knex } from 'knex';
 import type { Model, QueryBuilder } from 'objection';
-import { UUID_V4_RE } from '../domain/ids';
+import { UUID_V4_RE } from '../ids';
 import { ValidationFailed } from '../errors';
 
 /**

@@ -1,5 +1,5 @@
-import type { FeeBearer } from '../domain/fees';
-import type { SettlementFigures } from '../domain/settlement';
+import type { FeeBearer } from '../rules/fees';
+import type { SettlementFigures } from '../rules/settlement';
 import type { JobData, QueueName } from '../queues/names';
 import type {
   Currency,

@@ -1,7 +1,7 @@
 import { Event } from '../db/models';
-import type { Caller } from '../domain/caller';
+import type { Caller } from '../caller';
 import type { Executor } from '../db/knex';
-import { UUID_V4_RE } from '../domain/ids';
+import { UUID_V4_RE } from '../ids';
 import { NotFound } from '../errors';
 import { cursorOf, pageQuery, toPage, type Cursor } from '../db/pagination';
 import type { EventBody, EventRow } from '../db/rows';

@@ -1,6 +1,6 @@
 import type { Executor } from '../db/knex';
 import { runSql, sqlStatement } from '../db/sql/run';
-import { newEventId } from '../domain/ids';
+import { newEventId } from '../ids';
 import type { Environment, EventType } from '../vocabulary';
 import { exactJson } from '../money';
 import type { EventBody, EventRow } from '../db/rows';

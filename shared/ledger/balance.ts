@@ -1,7 +1,7 @@
 import { raw } from 'objection';
 import { LedgerBalance } from '../db/models';
 import type { Executor } from '../db/knex';
-import type { AccountKind, Currency, Environment } from '../domain/ledger';
+import type { AccountKind, Currency, Environment } from '../rules/ledger';
 import { exact, type Exact } from '../money';
 import { CURRENCIES } from '../vocabulary';
 

@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Executor, Trx } from '../db/knex';
 import { Unprocessable } from '../errors';
 import { foldAccount, insertPosting, insertPostingAndMove, unfoldedAccounts } from '../db/sql/ledger';
-import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, type Posting } from '../domain/ledger';
+import { allowsNegative, assertBalanced, normalise, reversal, type AccountRef, type Posting } from '../rules/ledger';
 
 /** Writes ledger postings: balanced double-entry transactions, once per object. */
 

@@ -1,7 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 import type { SecretsKey } from '../config';
 import { safeEqual } from '../crypto/secrets';
-import { UUID_V4_RE } from '../domain/ids';
+import { UUID_V4_RE } from '../ids';
 
 /**
  * The payment-link page's form token (issue 35: CSRF protection and one payment per form). The

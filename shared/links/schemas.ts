@@ -1,7 +1,7 @@
 import { MONEY } from '../validation';
 import { CURSOR_QUERY, LIMIT_QUERY } from '../db/pagination';
 import { createPaymentSchema } from '../payments/schemas';
-import type { Currency } from '../domain/ledger';
+import type { Currency } from '../rules/ledger';
 import type { MetadataValue } from '../vocabulary';
 
 /** Request schemas of the payment-link routes (decisions.md "Payment links", issue 35); also the API description's. */

@@ -1,12 +1,12 @@
 import { createHash } from 'node:crypto';
-import type { Caller } from '../domain/caller';
+import type { Caller } from '../caller';
 import type { Config } from '../config';
 import type { ProviderRegistry } from '../providers/registry';
 import type { Db, Executor } from '../db/knex';
 import type { Batches } from '../db/coalescer';
 import type { Caches } from '../ttlCache';
 import type { TransactDeps } from '../db/transact';
-import { isId, newId } from '../domain/ids';
+import { isId, newId } from '../ids';
 import { Gone, NotFound, ValidationFailed } from '../errors';
 import { PaymentLink } from '../db/models';
 import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';

@@ -3,7 +3,7 @@ import type { SecretsKey } from '../config';
 import { encryptSecret, hashApiKey, randomToken } from '../crypto/secrets';
 import type { Db, Executor } from '../db/knex';
 import { Credential, Merchant, type Currency, type Environment, type FeeRule, type Scope } from '../db/models';
-import { newId, unixOf } from '../domain/ids';
+import { newId, unixOf } from '../ids';
 import { Conflict, NotFound, ValidationFailed } from '../errors';
 import { webhookSecretFor } from './webhookSecrets';
 import { CURRENCIES } from '../vocabulary';

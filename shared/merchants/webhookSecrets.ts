@@ -3,7 +3,7 @@ import type { SecretsKey } from '../config';
 import { decryptSecret, encryptSecret } from '../crypto/secrets';
 import type { Db, Executor } from '../db/knex';
 import { Merchant, WebhookSecret, type Environment } from '../db/models';
-import { newId, unixOf } from '../domain/ids';
+import { newId, unixOf } from '../ids';
 import { NotFound } from '../errors';
 
 /**

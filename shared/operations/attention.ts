@@ -1,9 +1,9 @@
 import type { Executor } from '../db/knex';
-import { unixOf } from '../domain/ids';
+import { unixOf } from '../ids';
 import type { OperationKind } from './kind';
 import type { OperationRow } from '../db/rows';
 
-/** The kinds of operation to look at (the composition root's registry: shared/operationKinds.ts). */
+/** The kinds of operation to look at (the composition root's registry: shared/kindRegistry.ts). */
 type KindTable = Record<string, OperationKind<any, any, any>>;
 
 /**

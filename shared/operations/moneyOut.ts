@@ -1,5 +1,5 @@
 import type { Trx } from '../db/knex';
-import { outgoingKinds, outgoingDeliver, type OutgoingKind } from '../domain/ledger';
+import { outgoingKinds, outgoingDeliver, type OutgoingKind } from '../rules/ledger';
 import { post, reverse } from '../ledger/postings';
 import type { Trigger } from './machine';
 import type { OperationKind } from './kind';

@@ -5,7 +5,7 @@ import { writeOperations } from './writer';
 import type { OperationWrite } from './write';
 import type { CreditPosting } from '../ledger/credit';
 import type { OutboxWriter } from '../db/transact';
-import { allowsNegative, assertBalanced, normalise, type Posting } from '../domain/ledger';
+import { allowsNegative, assertBalanced, normalise, type Posting } from '../rules/ledger';
 import { DELIVER_JOB, deliverJob, deliveryRows, enabledEndpoints, subscribedEndpoints } from '../webhooks/fanout';
 import { eventRecord, newEventRow } from '../events/record';
 import { accountKey, onlyCredits, post, postingAccountIds } from '../ledger/postings';

@@ -1,12 +1,12 @@
-import type { Caller } from '../domain/caller';
+import type { Caller } from '../caller';
 import type { Config } from '../config';
 import { isUniqueViolation } from '../db/errors';
 import type { Batches } from '../db/coalescer';
 import type { Caches } from '../ttlCache';
 import type { TransactDeps } from '../db/transact';
-import { FeeError, splitFees } from '../domain/fees';
-import { newId } from '../domain/ids';
-import { operatorAccepts } from '../domain/msisdn';
+import { FeeError, splitFees } from '../rules/fees';
+import { newId } from '../ids';
+import { operatorAccepts } from '../msisdn';
 import { refuseIfClosed } from '../availability/closures';
 import { BadRequest, Conflict, Unauthenticated, Unprocessable, ValidationFailed } from '../errors';
 import type { ProviderRegistry } from '../providers/registry';

@@ -1,4 +1,4 @@
-import { paymentCredit } from '../domain/ledger';
+import { paymentCredit } from '../rules/ledger';
 import { defineKind, type OperationKind } from '../operations/kind';
 import { paymentMachine } from '../operations/machines';
 import { QUEUES } from '../queues/names';

@@ -1,6 +1,6 @@
-import type { Caller } from '../domain/caller';
+import type { Caller } from '../caller';
 import type { Executor } from '../db/knex';
-import { isId } from '../domain/ids';
+import { isId } from '../ids';
 import { NotFound } from '../errors';
 import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
 import { Payment } from '../db/models';

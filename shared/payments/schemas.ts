@@ -1,9 +1,9 @@
 import { MONEY } from '../validation';
 import { CURSOR_QUERY, LIMIT_QUERY } from '../db/pagination';
-import { MSISDN_PATTERN, OPERATORS, type Operator } from '../domain/msisdn';
+import { MSISDN_PATTERN, OPERATORS, type Operator } from '../msisdn';
 import { paymentMachine } from '../operations/machines';
-import type { Currency } from '../domain/ledger';
-import type { FeeBearer } from '../domain/fees';
+import type { Currency } from '../rules/ledger';
+import type { FeeBearer } from '../rules/fees';
 import type { MetadataValue, PaymentStatus } from '../vocabulary';
 
 /**

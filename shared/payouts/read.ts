@@ -1,8 +1,8 @@
 import type { Executor } from '../db/knex';
-import { isId } from '../domain/ids';
+import { isId } from '../ids';
 import { NotFound } from '../errors';
 import { pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
-import type { Caller } from '../domain/caller';
+import type { Caller } from '../caller';
 import { Payout } from '../db/models';
 import type { ListPayoutsQuery } from './schemas';
 import { payoutView } from './view';

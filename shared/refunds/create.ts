@@ -1,11 +1,11 @@
 import type { TransactDeps } from '../db/transact';
 import type { Caches } from '../ttlCache';
 import { idempotentTransact, type IdempotentWrite } from '../idempotency';
-import type { Caller } from '../domain/caller';
+import type { Caller } from '../caller';
 import { closures, refuseClosed } from '../availability/closures';
-import { isId, newId } from '../domain/ids';
-import { outgoingDebit } from '../domain/ledger';
-import { refundAmount, refundTrigger } from '../domain/refund';
+import { isId, newId } from '../ids';
+import { outgoingDebit } from '../rules/ledger';
+import { refundAmount, refundTrigger } from '../rules/refund';
 import { NotFound, Unprocessable } from '../errors';
 import type { ProviderRegistry } from '../providers/registry';
 import { refuseUncarriable } from '../providers/routing';

@@ -1,8 +1,8 @@
 import { Payment, Refund } from '../db/models';
 import type { Executor } from '../db/knex';
-import { isId } from '../domain/ids';
+import { isId } from '../ids';
 import { NotFound } from '../errors';
-import type { Caller } from '../domain/caller';
+import type { Caller } from '../caller';
 import { refundView } from './view';
 import type { RefundRow } from '../db/rows';
 

@@ -1,8 +1,8 @@
 import type { Executor } from '../db/knex';
-import { isId } from '../domain/ids';
+import { isId } from '../ids';
 import { NotFound } from '../errors';
 import { CURSOR_QUERY, LIMIT_QUERY, pageQuery, parseCursor, parseLimit, toPage } from '../db/pagination';
-import type { Caller } from '../domain/caller';
+import type { Caller } from '../caller';
 import { Settlement } from '../db/models';
 import { settlementView } from './view';
 import type { SettlementRow } from '../db/rows';

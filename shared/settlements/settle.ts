@@ -1,15 +1,15 @@
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { emitEvent } from '../webhooks/fanout';
-import { newId } from '../domain/ids';
-import { COVERED_KINDS, lastCutoff, settlementFigures, type CoveredEntry } from '../domain/settlement';
+import { newId } from '../ids';
+import { COVERED_KINDS, lastCutoff, settlementFigures, type CoveredEntry } from '../rules/settlement';
 import { LedgerTransaction, Settlement } from '../db/models';
 import { settlementView, type SettlementView } from './view';
 import type { SettlementRow } from '../db/rows';
 
 /**
  * The daily settlement: one batch per merchant, environment and currency whose covered ledger
- * transactions (shared/domain/settlement.ts) are not yet in a batch, each with its
+ * transactions (shared/rules/settlement.ts) are not yet in a batch, each with its
  * `settlement.completed` event, in one transaction per batch. Safe with any number of
  * settlement workers at once: a per-group advisory lock serialises them, the later one finds the
  * period already settled, and the unique (merchant, environment, currency, period_end) backs it.

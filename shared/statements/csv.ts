@@ -1,5 +1,5 @@
 import { Readable } from 'node:stream';
-import type { Caller } from '../domain/caller';
+import type { Caller } from '../caller';
 import type { Executor } from '../db/knex';
 import { ValidationFailed } from '../errors';
 import { transactionLines, type StatementLine } from '../db/sql/statements';

@@ -1,6 +1,6 @@
-import type { Caller } from '../domain/caller';
+import type { Caller } from '../caller';
 import type { Executor } from '../db/knex';
-import { isId } from '../domain/ids';
+import { isId } from '../ids';
 import { NotFound } from '../errors';
 import { cursorOf, parseLimit, toPage } from '../db/pagination';
 import { settlementLines, type StatementLine } from '../db/sql/statements';

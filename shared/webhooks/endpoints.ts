@@ -2,7 +2,7 @@ import { raw } from 'objection';
 import { Merchant, Webhook, WebhookDelivery, type Environment } from '../db/models';
 import type { Db, Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
-import { newId, unixOf } from '../domain/ids';
+import { newId, unixOf } from '../ids';
 import { Conflict, NotFound, ValidationFailed } from '../errors';
 import { emitEvent } from './fanout';
 import { destinationProblem, type Resolver } from './destination';

@@ -1,7 +1,7 @@
 import type { Executor, Trx } from '../db/knex';
 import type { OutboxWriter } from '../db/transact';
 import { runSql, sqlStatement } from '../db/sql/run';
-import { newId } from '../domain/ids';
+import { newId } from '../ids';
 import { recordEvent, type EventInput } from '../events/record';
 import { subscribes } from '../events/patterns';
 import { QUEUES } from '../queues/names';

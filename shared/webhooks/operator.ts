@@ -1,6 +1,6 @@
 import { raw } from 'objection';
 import { Event, Webhook, WebhookAttempt, WebhookDelivery } from '../db/models';
-import { unixOf } from '../domain/ids';
+import { unixOf } from '../ids';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { Conflict, NotFound } from '../errors';

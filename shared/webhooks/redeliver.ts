@@ -1,5 +1,5 @@
 import { Event, WebhookDelivery } from '../db/models';
-import type { Caller } from '../domain/caller';
+import type { Caller } from '../caller';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { TooManyRequests } from '../errors';

@@ -3,7 +3,7 @@ import type { AddressInfo } from 'node:net';
 import { eventually } from '../../scripts/lib/processes';
 import type { ServiceContext } from '../../shared/context';
 import { transact } from '../../shared/db/transact';
-import { newId } from '../../shared/domain/ids';
+import { newId } from '../../shared/ids';
 import type { EventType } from '../../shared/vocabulary';
 import { emitEvent as emitEventIn } from '../../shared/webhooks/fanout';
 

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
-import { newId } from '../../shared/domain/ids';
-import { paymentCredit, type Currency } from '../../shared/domain/ledger';
+import { newId } from '../../shared/ids';
+import { paymentCredit, type Currency } from '../../shared/rules/ledger';
 import { foldCredits, post } from '../../shared/ledger/postings';
 import { settle } from '../../shared/settlements/settle';
 import { checkLedger } from '../../shared/ledger/check';

@@ -7,7 +7,7 @@ import { applyStoredCallback } from '../../shared/operations/callbacks';
 import { applyCallbackInOneStatement } from '../../shared/operations/oneStatement';
 import { paymentKind } from '../../shared/payments/kind';
 import { callbackBody, aPayment, sendCallback } from '../helpers/money';
-import { KINDS } from '../../shared/operationKinds';
+import { KINDS } from '../../shared/kindRegistry';
 
 /**
  * A callback's transition in one statement (shared/operations/oneStatement.ts) writes exactly what the general

@@ -5,14 +5,8 @@ import { startTestEnv, type TestEnv } from '../helpers/env';
 import { createDb, WAITS, type Db } from '../../shared/db/knex';
 import { childEnv, ROOT } from '../../scripts/lib/processes';
 import { Unprocessable } from '../../shared/errors';
-import { newId } from '../../shared/domain/ids';
-import {
-  outgoingDebit,
-  outgoingKinds,
-  outgoingDeliver,
-  paymentCredit,
-  type Currency,
-} from '../../shared/domain/ledger';
+import { newId } from '../../shared/ids';
+import { outgoingDebit, outgoingKinds, outgoingDeliver, paymentCredit, type Currency } from '../../shared/rules/ledger';
 import { availableBalances } from '../../shared/ledger/balance';
 import { foldCredits, post, reverse } from '../../shared/ledger/postings';
 import { checkLedger } from '../../shared/ledger/check';

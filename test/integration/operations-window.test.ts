@@ -12,7 +12,7 @@ import { payoutKind } from '../../shared/payouts/kind';
 import { openPastBound } from '../../shared/operations/attention';
 import { createLogger } from '../../shared/logger';
 import { callbackBody, aPayment, paymentCredits, sendCallback } from '../helpers/money';
-import { KINDS } from '../../shared/operationKinds';
+import { KINDS } from '../../shared/kindRegistry';
 
 /**
  * The end of a payment's provider window (docs/decisions.md "Faults and limits"): the service never

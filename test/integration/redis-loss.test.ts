@@ -8,7 +8,7 @@ import { startReceiver, type Receiver } from '../helpers/webhooks';
 import { ManualClock } from '../../shared/clock';
 import { createContext, type ServiceContext } from '../../shared/context';
 import { checkLedger } from '../../shared/ledger/check';
-import { KINDS } from '../../shared/operationKinds';
+import { KINDS } from '../../shared/kindRegistry';
 import { unsentOperations } from '../../shared/operations/send';
 import { unappliedCallbacks } from '../../shared/providers/inbox';
 import { redrive } from '../../shared/queues/redrive';

@@ -3,15 +3,15 @@ import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env
 import { waitingOnLocks } from '../../scripts/lib/databases';
 import { eventually, type RunningProcess } from '../../scripts/lib/processes';
 import type { ServiceClient } from '../../shared/client/signing';
-import { newId } from '../../shared/domain/ids';
+import { newId } from '../../shared/ids';
 import {
   outgoingDebit,
   outgoingDeliver,
   paymentCredit,
   type Currency,
   type Environment,
-} from '../../shared/domain/ledger';
-import { lastCutoff } from '../../shared/domain/settlement';
+} from '../../shared/rules/ledger';
+import { lastCutoff } from '../../shared/rules/settlement';
 import { post, reverse } from '../../shared/ledger/postings';
 import { settle } from '../../shared/settlements/settle';
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { startTestEnv, type TestEnv } from '../helpers/env';
-import { newId } from '../../shared/domain/ids';
+import { newId } from '../../shared/ids';
 import { emitEvent } from '../helpers/webhooks';
 
 describe('operator API: webhook endpoints', () => {

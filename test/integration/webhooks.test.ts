@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { eventually } from '../../scripts/lib/processes';
 import { verifyWebhook } from '../../shared/client/webhooks';
-import { newId } from '../../shared/domain/ids';
+import { newId } from '../../shared/ids';
 import { emitEvent, startReceiver, type Behaviour, type Receiver } from '../helpers/webhooks';
 
 /** Shortened schedule: distinct delays so the order of the retries shows. */

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { decryptSecret, encryptSecret, hashApiKey, safeEqual } from '../../shared/crypto/secrets';
 import { parseSecretsKeys } from '../../shared/config';
-import { isId, newEventId, newId, UUID_V4_RE } from '../../shared/domain/ids';
+import { isId, newEventId, newId, UUID_V4_RE } from '../../shared/ids';
 
 const oldKey = parseSecretsKeys(`old:${Buffer.alloc(32, 1).toString('base64')}`);
 const newKey = parseSecretsKeys(`new:${Buffer.alloc(32, 2).toString('base64')}`);

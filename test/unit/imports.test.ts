@@ -13,13 +13,14 @@ import madge from 'madge';
  *                                   writer's statement that live with a feature: shared/webhooks/fanout.ts,
  *                                   shared/idempotencySql.ts, shared/requestSignaturesSql.ts
  *   1  the stores                   shared/db, shared/queues
- *   0  the vocabulary               config, clock, errors, vocabulary, logger, metrics, tracing, money, text, domain, crypto…
+ *   0  the vocabulary               config, clock, errors, vocabulary, logger, metrics, tracing, money, text, ids, msisdn, caller,
+ *                                  rules (pure: fees, ledger, refund, settlement), crypto…
  *
- * The kind registry (shared/operationKinds.ts) is a feature-level module the entry points hand to
+ * The kind registry (shared/kindRegistry.ts) is a feature-level module the entry points hand to
  * the kernel. Tests (test/) may import any layer.
  */
 const BASE =
-  /^shared\/(config|clock|errors|vocabulary|logger|money|text|timeout|ttlCache|validation|httpClient|restart|heartbeat)\.ts$|^shared\/(domain|crypto|metrics|tracing)\//;
+  /^shared\/(config|clock|errors|vocabulary|logger|money|text|timeout|ttlCache|validation|httpClient|restart|heartbeat|ids|msisdn|caller)\.ts$|^shared\/(rules|crypto|metrics|tracing)\//;
 
 /** A feature's part of the kernel's writer (shared/operations/writer.ts composes it): layer 2, so it imports no feature. */
 const WRITTEN_WITH_THE_KERNEL = /^shared\/(idempotencySql|requestSignaturesSql)\.ts$|^shared\/webhooks\/fanout\.ts$/;
@@ -76,7 +77,7 @@ describe('module graph', () => {
       crossings({
         'shared/db/models.ts': ['shared/payments/view.ts'],
         'scripts/bench-e2e.ts': ['test/helpers/env.ts'],
-        'shared/operations/send.ts': ['shared/operationKinds.ts'],
+        'shared/operations/send.ts': ['shared/kindRegistry.ts'],
         'shared/webhooks/fanout.ts': ['shared/webhooks/endpoints.ts', 'shared/operations/writer.ts'],
         'shared/idempotencySql.ts': ['shared/idempotency.ts'],
         'shared/db/sql/outbox.ts': ['shared/events/record.ts'],
@@ -84,7 +85,7 @@ describe('module graph', () => {
     ).to.deep.equal([
       'shared/db/models.ts → shared/payments/view.ts',
       'scripts/bench-e2e.ts → test/helpers/env.ts',
-      'shared/operations/send.ts → shared/operationKinds.ts',
+      'shared/operations/send.ts → shared/kindRegistry.ts',
       'shared/webhooks/fanout.ts → shared/webhooks/endpoints.ts',
       'shared/webhooks/fanout.ts → shared/operations/writer.ts',
       'shared/idempotencySql.ts → shared/idempotency.ts',

@@ -9,7 +9,7 @@ import {
   reversal,
   UnbalancedPosting,
   type Posting,
-} from '../../shared/domain/ledger';
+} from '../../shared/rules/ledger';
 
 const base = { referenceId: 're_1', merchantId: 'mer_1', environment: 'test' as const, currency: 'USD' as const };
 const sumOf = (p: Posting) => p.entries.reduce((s, e) => s + e.amount, 0);

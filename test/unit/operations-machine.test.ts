@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { decide, TRIGGERS, type Decision, type Machine, type Trigger } from '../../shared/operations/machine';
 import { cardPaymentMachine, paymentMachine, payoutMachine, refundMachine } from '../../shared/operations/machines';
 import type { EventType } from '../../shared/vocabulary';
-import { KINDS as KERNEL_KINDS } from '../../shared/operationKinds';
+import { KINDS as KERNEL_KINDS } from '../../shared/kindRegistry';
 
 /**
  * Every (status, trigger) pair of every kind of provider operation, allowed or not: the one table

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { divRoundHalfUp, FeeError, feeFor, splitFees } from '../../shared/domain/fees';
+import { divRoundHalfUp, FeeError, feeFor, splitFees } from '../../shared/rules/fees';
 
 describe('payment fees', () => {
   it('rounds half up on integers', () => {

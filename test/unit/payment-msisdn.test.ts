@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { isMsisdn, operatorAccepts, OPERATOR_PREFIXES, OPERATORS } from '../../shared/domain/msisdn';
+import { isMsisdn, operatorAccepts, OPERATOR_PREFIXES, OPERATORS } from '../../shared/msisdn';
 import { sandboxOutcome } from '../../shared/providers/sandbox/behaviour';
 
 describe('payment MSISDN rules', () => {

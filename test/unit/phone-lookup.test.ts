@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { lookupPhoneNumber, PhoneNumberProblem } from '../../shared/domain/msisdn';
+import { lookupPhoneNumber, PhoneNumberProblem } from '../../shared/msisdn';
 
 /** The number lookup of docs/decisions.md "Integrator's kit": normalisation and the prefix table. */
 describe('phone number lookup', () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { Unprocessable } from '../../shared/errors';
-import { refundAmount, refundTrigger } from '../../shared/domain/refund';
+import { refundAmount, refundTrigger } from '../../shared/rules/refund';
 
 function codeOf(fn: () => unknown): string | undefined {
   try {

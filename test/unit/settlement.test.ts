@@ -1,7 +1,7 @@
 import { expect } from 'chai';
-import { outgoingDebit, outgoingDeliver, paymentCredit, reversal, type Posting } from '../../shared/domain/ledger';
+import { outgoingDebit, outgoingDeliver, paymentCredit, reversal, type Posting } from '../../shared/rules/ledger';
 import { ConfigError, loadConfig } from '../../shared/config';
-import { lastCutoff, parseDailyTime, settlementFigures, type CoveredKindTotal } from '../../shared/domain/settlement';
+import { lastCutoff, parseDailyTime, settlementFigures, type CoveredKindTotal } from '../../shared/rules/settlement';
 
 const M = 'mer_1';
 const base = { merchantId: M, environment: 'test' as const, currency: 'USD' as const };

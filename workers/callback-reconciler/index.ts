@@ -5,7 +5,7 @@ import { QUEUES } from '../../shared/queues/names';
 import { retentionLoop, runPool } from '../bootstrap';
 import { purgeCallbackBodies } from '../../shared/retention';
 import { guardCallbackJob } from './job';
-import { KINDS } from '../../shared/operationKinds';
+import { KINDS } from '../../shared/kindRegistry';
 import { inSpan } from '../../shared/tracing/spans';
 
 /**

@@ -1,6 +1,6 @@
 import { UnrecoverableError } from 'bullmq';
-import { UUID_V4_RE } from '../../shared/domain/ids';
-import { KINDS } from '../../shared/operationKinds';
+import { UUID_V4_RE } from '../../shared/ids';
+import { KINDS } from '../../shared/kindRegistry';
 import { CALLBACKS_PER_JOB } from '../../shared/providers/inbox';
 import type { ProviderObjectKind } from '../../shared/providers/types';
 

@@ -5,7 +5,7 @@ import { relayOutbox, pruneOutbox } from '../../shared/queues/outbox';
 import { redrive, type WorkSource } from '../../shared/queues/redrive';
 import { purgeExpiredIdempotencyKeys } from '../../shared/idempotency';
 import { pruneProviderHealth } from '../../shared/operations/health';
-import { KINDS } from '../../shared/operationKinds';
+import { KINDS } from '../../shared/kindRegistry';
 import { unsentOperations } from '../../shared/operations/send';
 import { unappliedCallbacks } from '../../shared/providers/inbox';
 import { purgeExpiredSignatures } from '../../shared/requestSignatures';

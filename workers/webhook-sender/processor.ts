@@ -1,7 +1,7 @@
 import { UnrecoverableError } from 'bullmq';
 import { later, type PoolProcessor } from '../bootstrap';
 import type { ServiceContext } from '../../shared/context';
-import { isId } from '../../shared/domain/ids';
+import { isId } from '../../shared/ids';
 import { QUEUES } from '../../shared/queues/names';
 import { webhookSender } from '../../shared/webhooks/sender';
 

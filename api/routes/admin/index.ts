@@ -3,7 +3,7 @@ import { readJson } from '../../body';
 import { closedObject } from '../../routeTable';
 import { MONEY, validator } from '../../../shared/validation';
 import { MAX_AMOUNT } from '../../../shared/money';
-import { isId } from '../../../shared/domain/ids';
+import { isId } from '../../../shared/ids';
 import { NotFound, ValidationFailed } from '../../../shared/errors';
 import {
   createMerchant,
@@ -20,7 +20,7 @@ import { setClosures } from '../../../shared/availability/closures';
 import { operatorAvailability } from '../../../shared/availability/read';
 import { OPERATORS, type Direction, type Operator } from '../../../shared/vocabulary';
 import { DEFAULT_ROTATION_OVERLAP_SECONDS, rotateWebhookSecret } from '../../../shared/merchants/webhookSecrets';
-import { KINDS } from '../../../shared/operationKinds';
+import { KINDS } from '../../../shared/kindRegistry';
 
 const FEE_RULE = closedObject({
   percent_bps: { type: 'integer', minimum: 0, maximum: 10000 },

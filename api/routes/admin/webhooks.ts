@@ -3,7 +3,7 @@ import { lastValue } from '../../query';
 import { readJson } from '../../body';
 import { closedObject } from '../../routeTable';
 import { validator } from '../../../shared/validation';
-import { isId } from '../../../shared/domain/ids';
+import { isId } from '../../../shared/ids';
 import { NotFound, ValidationFailed } from '../../../shared/errors';
 import { parseCursor, parseLimit } from '../../../shared/db/pagination';
 import {

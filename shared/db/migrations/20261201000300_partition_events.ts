@@ -10,7 +10,7 @@ import { partitionedTable } from '../partitions';
  *
  * `webhook_deliveries.event_id` referenced `events (id)`, no longer unique alone: deliveries get
  * `event_created`, the `created` an event id carries (`evt_<uuid>_<created>_<hex>`,
- * shared/domain/ids.ts newEventId, the only maker of event ids: the uuid has no `_`), and the key
+ * shared/ids.ts newEventId, the only maker of event ids: the uuid has no `_`), and the key
  * becomes (event_id, event_created) → events (id, created). No writer changes: a trigger sets the
  * column from the id on insert. Not a stored generated column: adding one rewrites the table under
  * an ACCESS EXCLUSIVE lock, 3.0 s for 150,000 deliveries on the 1 M fill (docs/retention.md), and

@@ -3,7 +3,7 @@ import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import type { Clock } from '../../clock';
 import type { Logger } from '../../logger';
 import { safeEqual } from '../../crypto/secrets';
-import { isMsisdn, OPERATORS, type Operator } from '../../domain/msisdn';
+import { isMsisdn, OPERATORS, type Operator } from '../../msisdn';
 import type { CallbackWire } from '../protocol';
 import type { ProviderObjectKind } from '../types';
 import { sandboxOutcome, type SandboxOutcome } from './behaviour';

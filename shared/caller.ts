@@ -1,4 +1,4 @@
-import type { Environment } from './ledger';
+import type { Environment } from './rules/ledger';
 
 /**
  * Who a merchant request acts for: the merchant and its key's environment (every read and

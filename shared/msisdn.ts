@@ -4,7 +4,7 @@
  * numbers (whose prefix 99 is airtel's) go with any operator.
  */
 
-import { OPERATORS, type Operator } from '../vocabulary';
+import { OPERATORS, type Operator } from './vocabulary';
 export { OPERATORS, type Operator };
 
 export const MSISDN_PATTERN = '^243[0-9]{9}$';
