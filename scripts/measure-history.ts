@@ -4,6 +4,7 @@ import pg from 'pg';
 import { createDb } from '../shared/db/knex';
 import { runLedgerCheck } from '../shared/ledger/check';
 import { PARTITIONED } from '../shared/db/partitions';
+import { LINE, STATEMENT_KINDS } from '../shared/db/sql/statements';
 
 /**
  * `npm run db:measure-history [-- --json out.json] [-- --inserts 1000]`: the figures of
@@ -88,26 +89,9 @@ const PAYMENTS = `select "payments".* from "payments" where "merchant_id" = $1 a
 const EVENTS = `select "id", "type", "created", "object_version", "body" from "events" where "merchant_id" = $1 and "environment" = $2`;
 const PAGE = ` order by "created" desc, "id" desc limit 21`;
 const AFTER = ` and (created, id) < ($3, $4)`;
-// a settlement's transactions (shared/db/sql/statements.ts LINE, settlementPage)
-const LINE = `
-  select t.id::text as id,
-         case t.kind when 'payment_credit' then 'payment' when 'refund_debit' then 'refund' when 'refund_return' then 'refund_reversal'
-                     when 'payout_debit' then 'payout' when 'payout_return' then 'payout_reversal' end as type,
-         t.reference_id as source_id, coalesce(p.reference, rp.reference, po.reference) as reference, t.currency,
-         x.amount, x.amount - n.net as fee, n.net, coalesce(p.status, r.status, po.status) as status,
-         floor(extract(epoch from t.created_at))::bigint as created
-    from ledger_transactions t
-    left join payments p on t.kind = 'payment_credit' and p.id = t.reference_id
-    left join refunds r on t.kind in ('refund_debit', 'refund_return') and r.id = t.reference_id
-    left join payments rp on rp.id = r.payment_id
-    left join payouts po on t.kind in ('payout_debit', 'payout_return') and po.id = t.reference_id
-    cross join lateral (
-      select case t.kind when 'payment_credit' then p.amount_charged when 'refund_debit' then -r.amount when 'refund_return' then r.amount
-                         when 'payout_debit' then -po.amount when 'payout_return' then po.amount end as amount) x
-    cross join lateral (
-      select coalesce(sum(e.amount), 0)::bigint as net from ledger_entries e join ledger_accounts a on a.id = e.account_id
-       where e.transaction_id = t.id and e.created_at = t.created_at and a.owner = t.merchant_id and a.kind = 'available') n
-   where t.settlement_id = $1 and t.kind in ('payment_credit', 'refund_debit', 'refund_return', 'payout_debit', 'payout_return')`;
+// a settlement's transactions: the service's own line (shared/db/sql/statements.ts settlementPage)
+const LINES = `${LINE}
+   where t.settlement_id = $1 and t.kind in ${STATEMENT_KINDS}`;
 const LINES_PAGE = ` order by t.created_at desc, t.id desc limit $2`;
 const LINES_AFTER = ` and (t.created_at, t.id) < (select c.created_at, c.id from ledger_transactions c where c.id = $3::uuid)`;
 
@@ -217,11 +201,11 @@ async function main() {
         `select id::text from ledger_transactions where settlement_id = $1 order by created_at desc, id desc offset $2 limit 1`,
         [stl[0].id, Math.floor(stl[0].count / 2)],
       );
-      lists.push([`settlement transactions first page (${stl[0].count} in it)`, LINE + LINES_PAGE, [stl[0].id, 21]]);
+      lists.push([`settlement transactions first page (${stl[0].count} in it)`, LINES + LINES_PAGE, [stl[0].id, 21]]);
       if (lc.length)
         lists.push([
           'settlement transactions after a mid cursor',
-          LINE + LINES_AFTER + LINES_PAGE,
+          LINES + LINES_AFTER + LINES_PAGE,
           [stl[0].id, 21, lc[0].id],
         ]);
     }

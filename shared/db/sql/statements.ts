@@ -9,7 +9,8 @@ import { runSql, sqlStatement, streamSql } from './run';
  * `fee = amount - net` (a payment's fee, a payout's fee, its return negative; refunds 0).
  */
 
-const LINE = `
+/** A line's select, from a ledger transaction `t` (exported for db:measure-history, which times it). */
+export const LINE = `
   select t.id::text as id,
          case t.kind when 'payment_credit' then 'payment' when 'refund_debit' then 'refund' when 'refund_return' then 'refund_reversal'
                      when 'payout_debit' then 'payout' when 'payout_return' then 'payout_reversal' end as type,
