@@ -279,13 +279,6 @@ export class LedgerAccount extends Row {
 }
 export interface LedgerAccount extends AccountColumns {}
 
-/** A ledger account's balance, defined once (the `ledger_balances` view): exact numeric, read as text. */
-export class LedgerBalance extends Row {
-  static override tableName = 'ledger_balances';
-  declare balance: string;
-}
-export interface LedgerBalance extends AccountColumns {}
-
 export class LedgerTransaction extends Row {
   static override tableName = 'ledger_transactions';
   declare id: string;
