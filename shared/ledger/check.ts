@@ -148,23 +148,46 @@ async function balanceProblems(db: Executor, totals: Map<number, bigint>): Promi
   return problems;
 }
 
+/**
+ * The check's reads in one snapshot (REPEATABLE READ, read only): they are several statements, and
+ * a posting committed between two of them would show a balance against sums that missed it (a
+ * payout delivered while the check ran was reported as a wrong balance). Inside a caller's
+ * transaction, the caller's snapshot rules.
+ */
+async function inOneSnapshot<T>(db: Executor, read: (snapshot: Executor) => Promise<T>): Promise<T> {
+  if (db.isTransaction) return read(db);
+  return db.transaction((trx) => read(trx), { isolationLevel: 'repeatable read', readOnly: true });
+}
+
 async function incrementalCheck(db: Executor, opts: CheckOptions): Promise<CheckReport> {
-  const now = opts.now ?? (await db.raw(`select now() as now`)).rows[0].now;
-  const kept: { month: Date | string; problems: string[] }[] = (
-    await db.raw(`select month::text as month, problems from ledger_check_months order by month`)
-  ).rows;
-  const since = kept.length ? nextMonth(isoDay(kept[kept.length - 1].month)) : null;
-  const sums = await sumsByMonth(db, since);
-  const { byMonth, counts } = await transactionChecks(db, since);
+  const seen = await inOneSnapshot(db, async (snapshot) => {
+    const now: Date = opts.now ?? (await snapshot.raw(`select now() as now`)).rows[0].now;
+    const kept: { month: Date | string; problems: string[] }[] = (
+      await snapshot.raw(`select month::text as month, problems from ledger_check_months order by month`)
+    ).rows;
+    const since = kept.length ? nextMonth(isoDay(kept[kept.length - 1].month)) : null;
+    const sums = await sumsByMonth(snapshot, since);
+    const { byMonth, counts } = await transactionChecks(snapshot, since);
 
-  const totals = new Map<number, bigint>();
-  const keptSums: { account_id: number; total: string }[] = (
-    await db.raw(`select account_id, sum(total)::text as total from ledger_check_sums group by account_id`)
-  ).rows;
-  for (const r of keptSums) totals.set(Number(r.account_id), BigInt(r.total));
-  for (const r of sums) totals.set(Number(r.account_id), (totals.get(Number(r.account_id)) ?? 0n) + BigInt(r.total));
+    const totals = new Map<number, bigint>();
+    const keptSums: { account_id: number; total: string }[] = (
+      await snapshot.raw(`select account_id, sum(total)::text as total from ledger_check_sums group by account_id`)
+    ).rows;
+    for (const r of keptSums) totals.set(Number(r.account_id), BigInt(r.total));
+    for (const r of sums) totals.set(Number(r.account_id), (totals.get(Number(r.account_id)) ?? 0n) + BigInt(r.total));
 
-  const read = [...new Set([...sums.map((s) => s.month), ...counts.keys()])].sort();
+    const read = [...new Set([...sums.map((s) => s.month), ...counts.keys()])].sort();
+    const problems = [
+      ...(await balanceProblems(snapshot, totals)),
+      ...kept.flatMap((k) => k.problems),
+      ...read.flatMap((m) => byMonth.get(m) ?? []),
+      ...(await accountChecks(snapshot)),
+    ];
+    return { now, sums, byMonth, counts, read, problems };
+  });
+
+  // the closed months read are kept, after the snapshot (their figures are the snapshot's)
+  const { now, sums, byMonth, counts, read } = seen;
   const closed = read.filter((m) => nextMonth(m).getTime() + CLOSED_AFTER_MS <= now.getTime());
   const monthsKept: string[] = [];
   for (const month of closed) {
@@ -182,17 +205,14 @@ async function incrementalCheck(db: Executor, opts: CheckOptions): Promise<Check
     });
     if (stored) monthsKept.push(month);
   }
-
-  const problems = [
-    ...(await balanceProblems(db, totals)),
-    ...kept.flatMap((k) => k.problems),
-    ...read.flatMap((m) => byMonth.get(m) ?? []),
-    ...(await accountChecks(db)),
-  ];
-  return { problems, monthsRead: read, monthsKept };
+  return { problems: seen.problems, monthsRead: read, monthsKept };
 }
 
-async function fullCheck(db: Executor): Promise<CheckReport> {
+async function fullCheck(pool: Executor): Promise<CheckReport> {
+  return inOneSnapshot(pool, (db) => fullCheckIn(db));
+}
+
+async function fullCheckIn(db: Executor): Promise<CheckReport> {
   const sums = await sumsByMonth(db, null);
   const { byMonth, counts } = await transactionChecks(db, null);
   const totals = new Map<number, bigint>();

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
 import { createTestDatabase } from '../../scripts/lib/databases';
-import { createDb, type Db } from '../../shared/db/knex';
+import { createDb, type Db, type Executor } from '../../shared/db/knex';
 import { runLedgerCheck } from '../../shared/ledger/check';
 
 /**
@@ -19,8 +19,12 @@ describe('ledger:check by month: closed months read once, --full reads everythin
   const closed: string[] = [];
   const tampered: { id: number } = { id: 0 };
 
-  /** A transaction of 2 folded entries at `at` (clearing → the merchant), the cached balance raised. */
+  /** A transaction of 2 folded entries at `at` (clearing → the merchant), the cached balance raised, committed together. */
   async function post(at: Date, amount: number): Promise<void> {
+    await db.transaction((trx) => postIn(trx, at, amount));
+  }
+
+  async function postIn(db: Executor, at: Date, amount: number): Promise<void> {
     const tx = randomUUID();
     await db('ledger_transactions').insert({
       id: tx,
@@ -124,5 +128,23 @@ describe('ledger:check by month: closed months read once, --full reads everythin
       await db('ledger_entries').where({ id: entry.id, created_at: entry.created_at }).update({ amount: 100 });
     }
     expect((await runLedgerCheck(db, { full: true })).problems).to.deep.equal([]);
+  });
+
+  it('reads one snapshot: postings committed while it runs never show as a wrong balance', async () => {
+    let writing = true;
+    let posted = 0;
+    const writer = (async () => {
+      for (; writing; posted++) await post(new Date(), 1);
+    })();
+    try {
+      for (let i = 0; i < 15; i++) {
+        expect((await runLedgerCheck(db)).problems, `incremental run ${i}`).to.deep.equal([]);
+        expect((await runLedgerCheck(db, { full: true })).problems, `full run ${i}`).to.deep.equal([]);
+      }
+    } finally {
+      writing = false;
+      await writer;
+    }
+    expect(posted, 'postings went on during the runs').to.be.greaterThan(30);
   });
 });
