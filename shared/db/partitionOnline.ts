@@ -118,13 +118,7 @@ export async function partitionOnline(
     );
     const t0 = process.hrtime.bigint();
     const oid = `'${t.table}'::regclass`;
-    const views: { name: string; def: string }[] = (
-      await trx.raw(
-        `select distinct v.oid::regclass::text as name, pg_get_viewdef(v.oid) as def
-           from pg_depend d join pg_rewrite r on r.oid = d.objid join pg_class v on v.oid = r.ev_class
-          where d.classid = 'pg_rewrite'::regclass and d.refobjid = ${oid} and v.oid <> ${oid}`,
-      )
-    ).rows;
+    const views = await viewsOn(trx, t.table);
     const indexes: { name: string; def: string }[] = (
       await trx.raw(
         `select c.relname as name, pg_get_indexdef(i.indexrelid) as def
@@ -144,12 +138,7 @@ export async function partitionOnline(
         `select conname as name, conrelid::regclass::text as "table" from pg_constraint where confrelid = ${oid} and contype = 'f'`,
       )
     ).rows;
-    const sequences: { name: string }[] = (
-      await trx.raw(
-        `select s.oid::regclass::text as name from pg_depend d join pg_class s on s.oid = d.objid
-          where d.refobjid = ${oid} and d.deptype = 'a' and s.relkind = 'S'`,
-      )
-    ).rows;
+    const sequences = await sequencesOwnedBy(trx, t.table);
     for (const r of incoming)
       if (!referencing.some((x) => x.table === r.table))
         throw new Error(`${r.table} references ${t.table} (${r.name}): say how it follows the partition key`);
@@ -223,13 +212,7 @@ export async function unpartitionOnline(knex: Knex, t: PartitionedTable, referen
       `lock table ${[t.table, ...referencing.map((r) => r.table)].map(ident).join(', ')} in access exclusive mode`,
     );
     const oid = `'${t.table}'::regclass`;
-    const views: { name: string; def: string }[] = (
-      await trx.raw(
-        `select distinct v.oid::regclass::text as name, pg_get_viewdef(v.oid) as def
-           from pg_depend d join pg_rewrite r on r.oid = d.objid join pg_class v on v.oid = r.ev_class
-          where d.classid = 'pg_rewrite'::regclass and d.refobjid = ${oid} and v.oid <> ${oid}`,
-      )
-    ).rows;
+    const views = await viewsOn(trx, t.table);
     // the old table's indexes get back the names of the parent's indexes they are attached to
     const indexNames: { child: string; parent: string }[] = (
       await trx.raw(
@@ -246,12 +229,7 @@ export async function unpartitionOnline(knex: Knex, t: PartitionedTable, referen
           where confrelid = ${oid} and contype = 'f' and conparentid = 0`,
       )
     ).rows;
-    const sequences: { name: string }[] = (
-      await trx.raw(
-        `select s.oid::regclass::text as name from pg_depend d join pg_class s on s.oid = d.objid
-          where d.refobjid = ${oid} and d.deptype = 'a' and s.relkind = 'S'`,
-      )
-    ).rows;
+    const sequences = await sequencesOwnedBy(trx, t.table);
     for (const r of incoming) await trx.raw(`alter table ?? drop constraint ??`, [r.table, r.name]);
     for (const v of views) await trx.raw(`drop view ${v.name}`);
     await trx.raw(`alter table ?? detach partition ??`, [t.table, before]);
@@ -282,4 +260,25 @@ export async function unpartitionOnline(knex: Knex, t: PartitionedTable, referen
     for (const c of rows as { conname: string }[])
       await knex.raw(`alter table ?? validate constraint ??`, [r.table, c.conname]);
   }
+}
+
+/** The views that read `table`, with their definitions (to drop and declare again around a swap). */
+async function viewsOn(trx: Knex.Transaction, table: string): Promise<{ name: string; def: string }[]> {
+  const { rows } = await trx.raw(
+    `select distinct v.oid::regclass::text as name, pg_get_viewdef(v.oid) as def
+       from pg_depend d join pg_rewrite r on r.oid = d.objid join pg_class v on v.oid = r.ev_class
+      where d.classid = 'pg_rewrite'::regclass and d.refobjid = ?::regclass and v.oid <> ?::regclass`,
+    [table, table],
+  );
+  return rows;
+}
+
+/** The sequences `table` owns (its serial columns'), which follow the table that keeps the rows. */
+async function sequencesOwnedBy(trx: Knex.Transaction, table: string): Promise<{ name: string }[]> {
+  const { rows } = await trx.raw(
+    `select s.oid::regclass::text as name from pg_depend d join pg_class s on s.oid = d.objid
+      where d.refobjid = ?::regclass and d.deptype = 'a' and s.relkind = 'S'`,
+    [table],
+  );
+  return rows;
 }

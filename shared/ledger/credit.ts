@@ -1,3 +1,5 @@
+import { insertLedgerTransactionsSql } from '../db/sql/ledger';
+
 /**
  * A credit posted with an operation's move, inside the writer's statement
  * (shared/operations/writer.ts: `lt`, `le`). A credit takes from no guarded account, so it locks
@@ -34,17 +36,12 @@ export const creditRecord = (objectId: string, environment: string, p: CreditPos
 export const creditEntryRecords = (p: CreditPosting) => p.entries.map((e) => ({ transaction_id: p.id, ...e }));
 
 /**
- * The credit's transaction rows, from `source` (rows `x` with CREDIT_COLUMNS). A posting is
- * unique per kind and reference: one already there (the same credit posted again, by a repeated
- * move or another path) is left alone, `on conflict do nothing`, and not returned, so that
- * nothing of the second one is written (its entries join the rows returned) and the statement
- * still writes the rest of its move. Returns the ids of the transactions written.
+ * The credit's transaction rows, from `source` (rows `x` with CREDIT_COLUMNS), written as every
+ * posting's are (unique per kind and reference; a credit already there is left alone and not
+ * returned, so none of its entries is written twice, and the statement still writes the rest of
+ * its move). Returns the ids of the transactions written.
  */
-export const insertCreditSql = (source: string) =>
-  `insert into ledger_transactions (id, kind, reference_id, environment, currency, merchant_id)
-             select x.id, x.kind, x.reference_id, x.environment, x.currency, x.merchant_id
-               from ${source}
-             on conflict (kind, reference_id) do nothing returning id`;
+export const insertCreditSql = insertLedgerTransactionsSql;
 
 /**
  * The credit's entries, from the json parameter `param` (creditEntryRecords), each joined to its

@@ -1,14 +1,14 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { createDb, type Db } from '../../shared/db/knex';
+import type { Db } from '../../shared/db/knex';
 import { runSql, sqlStatement } from '../../shared/db/sql/run';
 import { callbackAppliedSql, callbackUnprocessedSql } from '../../shared/providers/callbackOutcome';
-import { createTestDatabase } from '../../scripts/lib/databases';
+import { ownDatabase } from '../helpers/ownDatabase';
 
 /** shared/providers/callbackOutcome.ts on a real database: a callback is applied at most once. */
 describe('the callback outcome part, on Postgres', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let db: Db;
+  ownDatabase((d) => (db = d));
   // `m` as the writer's: the rows it wrote, each with the callback it carries
   const apply = sqlStatement(
     'callback-outcome-test-apply',
@@ -20,15 +20,6 @@ describe('the callback outcome part, on Postgres', () => {
     'callback-outcome-test-unprocessed',
     `select ${callbackUnprocessedSql('$1::uuid')} as free`,
   );
-
-  before(async () => {
-    database = await createTestDatabase();
-    db = createDb(database.url, 2);
-  });
-  after(async () => {
-    await db?.destroy();
-    await database?.drop();
-  });
 
   const callback = (processed: boolean) => ({
     id: randomUUID(),

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { createTestDatabase } from '../../scripts/lib/databases';
-import { createDb, type Db, type Executor } from '../../shared/db/knex';
+import { ownDatabase } from '../helpers/ownDatabase';
+import type { Db, Executor } from '../../shared/db/knex';
 import { runLedgerCheck } from '../../shared/ledger/check';
 
 /**
@@ -11,8 +11,8 @@ import { runLedgerCheck } from '../../shared/ledger/check';
  */
 describe('ledger:check by month: closed months read once, --full reads everything', function () {
   this.timeout(60_000);
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let db: Db;
+  ownDatabase((d) => (db = d));
   const merchant = `mer_${randomUUID()}`;
   let guarded: number;
   let clearing: number;
@@ -43,8 +43,6 @@ describe('ledger:check by month: closed months read once, --full reads everythin
   }
 
   before(async () => {
-    database = await createTestDatabase();
-    db = createDb(database.url, 2);
     [{ id: guarded }] = await db('ledger_accounts')
       .insert({ owner: merchant, environment: 'live', currency: 'USD', kind: 'available' })
       .returning('id');
@@ -66,10 +64,6 @@ describe('ledger:check by month: closed months read once, --full reads everythin
       await post(new Date(mid.getTime() + 3600_000), 40);
     }
     await post(new Date(now.getTime() - 60_000), 25);
-  });
-  after(async () => {
-    await db?.destroy();
-    await database?.drop();
   });
 
   it('the first run reads every month and keeps the closed ones; balances agree with the full check', async () => {

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { createDb, type Db } from '../../shared/db/knex';
+import type { Db } from '../../shared/db/knex';
 import { runSql, sqlStatement } from '../../shared/db/sql/run';
 import {
   CREDIT_COLUMNS,
@@ -10,27 +10,18 @@ import {
   insertCreditSql,
   type CreditPosting,
 } from '../../shared/ledger/credit';
-import { createTestDatabase } from '../../scripts/lib/databases';
+import { ownDatabase } from '../helpers/ownDatabase';
 
 /** shared/ledger/credit.ts on a real database: a credit posted twice is written once. */
 describe('the ledger credit part, on Postgres', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let db: Db;
+  ownDatabase((d) => (db = d));
   const post = sqlStatement(
     'ledger-credit-test-post',
     `with lt as (${insertCreditSql(`json_to_recordset($1::json) as x(object_id text, ${CREDIT_COLUMNS})`)}),
           le as (${insertCreditEntriesSql('$2', 'lt')} returning 1)
      select (select count(*) from lt)::int as posted, (select count(*) from le)::int as entries`,
   );
-
-  before(async () => {
-    database = await createTestDatabase();
-    db = createDb(database.url, 2);
-  });
-  after(async () => {
-    await db?.destroy();
-    await database?.drop();
-  });
 
   async function accounts(): Promise<number[]> {
     const rows = await db('ledger_accounts')

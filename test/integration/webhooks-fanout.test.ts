@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import { createDb, type Db } from '../../shared/db/knex';
+import type { Db } from '../../shared/db/knex';
 import { runSql, sqlStatement } from '../../shared/db/sql/run';
 import type { OutboxWriter } from '../../shared/db/transact';
 import { eventEnvelope } from '../../shared/events/read';
 import { deliveryRecords, emitEvent, insertDeliveries, insertDeliveriesSql } from '../../shared/webhooks/fanout';
-import { createTestDatabase } from '../../scripts/lib/databases';
+import { ownDatabase } from '../helpers/ownDatabase';
 
 /**
  * shared/webhooks/fanout.ts and shared/events/record.ts on a real database: an event and its
@@ -12,8 +12,8 @@ import { createTestDatabase } from '../../scripts/lib/databases';
  * is written only with its event.
  */
 describe('the events and deliveries parts, on Postgres', () => {
-  let database: Awaited<ReturnType<typeof createTestDatabase>>;
   let db: Db;
+  ownDatabase((d) => (db = d));
   const jobs: unknown[] = [];
   const outbox: OutboxWriter = {
     async add(queue, jobName, payload, delayMs = 0) {
@@ -24,17 +24,11 @@ describe('the events and deliveries parts, on Postgres', () => {
   };
 
   before(async () => {
-    database = await createTestDatabase();
-    db = createDb(database.url, 2);
     await db('merchants').insert({ id: 'mer_fan', name: 'Fan-out', fees: {} });
     await db('webhooks').insert([
       { id: 'wh_pay', merchant_id: 'mer_fan', environment: 'test', url: 'https://a.example', events: ['payment.*'] },
       { id: 'wh_ref', merchant_id: 'mer_fan', environment: 'test', url: 'https://b.example', events: ['refund.*'] },
     ]);
-  });
-  after(async () => {
-    await db?.destroy();
-    await database?.drop();
   });
 
   it('emits an event with one delivery per subscribed endpoint, created with the event, and its job', async () => {

@@ -11,9 +11,25 @@ import { runSql, sqlStatement } from './run';
 type PostingRow = Pick<LedgerTransaction, 'id' | 'kind' | 'reference_id' | 'environment' | 'currency' | 'merchant_id'>;
 type EntryRow = Pick<LedgerEntry, 'account_id' | 'amount' | 'unfolded'>;
 
-/** `t`: the transaction row, returned only when the posting is new (unique per kind and reference): $1..$6 */
-const TRANSACTION = `t as (insert into ledger_transactions (id, kind, reference_id, environment, currency, merchant_id)
-          values ($1, $2, $3, $4, $5, $6) on conflict (kind, reference_id) do nothing returning id)`;
+/**
+ * A posting's transaction rows, from `source` (rows `x` with id, kind, reference_id, environment,
+ * currency, merchant_id). A posting is unique per kind and reference: one already there (the same
+ * posting made again, by a repeated move or another path) is left alone, `on conflict do
+ * nothing`, and not returned, so that nothing of the second one is written (its entries join the
+ * rows returned). Returns the ids of the transactions written. Every posting writes its
+ * transaction through this text: the credits in the kernel's statement (shared/ledger/credit.ts)
+ * and the postings here.
+ */
+export const insertLedgerTransactionsSql = (source: string) =>
+  `insert into ledger_transactions (id, kind, reference_id, environment, currency, merchant_id)
+             select x.id, x.kind, x.reference_id, x.environment, x.currency, x.merchant_id
+               from ${source}
+             on conflict (kind, reference_id) do nothing returning id`;
+
+/** `t`: the transaction row, returned only when the posting is new: $1..$6 */
+const TRANSACTION = `t as (${insertLedgerTransactionsSql(
+  '(values ($1::uuid, $2::text, $3::text, $4::text, $5::text, $6::text)) as x(id, kind, reference_id, environment, currency, merchant_id)',
+)})`;
 
 /** the entries, written only with a new transaction row, from $first (account ids, amounts, unfolded flags) */
 const entries = (
