@@ -26,6 +26,8 @@ describe('HA Postgres: the leader killed under load (Patroni, synchronous standb
   let pooler: Topology;
   let env: TestEnv;
   let shop: MerchantFixture;
+  /** set when the load must end: by the test, or by `after` when the test failed midway */
+  let stop = false;
 
   /** `n` consecutive free ports from `from` to `to` */
   async function freeRun(from: number, to: number, n: number, step = 1): Promise<number> {
@@ -61,6 +63,7 @@ describe('HA Postgres: the leader killed under load (Patroni, synchronous standb
     };
   });
   after(async () => {
+    stop = true;
     await env?.close();
     if (pooler && existsSync(pgbouncerPidFile(pooler))) {
       try {
@@ -73,33 +76,54 @@ describe('HA Postgres: the leader killed under load (Patroni, synchronous standb
     if (pooler) rmSync(pooler.dir, { recursive: true, force: true });
   });
 
+  /** answers counted by status and code, e.g. `503 service-unavailable × 12, 0 fetch failed × 3` */
+  const tally = (list: { status: number; code?: string }[]) => {
+    const counts = new Map<string, number>();
+    for (const a of list) {
+      const k = `${a.status} ${a.code ?? ''}`.trim();
+      counts.set(k, (counts.get(k) ?? 0) + 1);
+    }
+    return [...counts].map(([k, n]) => `${k} × ${n}`).join(', ') || 'none';
+  };
+
   it('loses no acknowledged payment, doubles none, answers every request in bounds, and has a writable leader again within 30 s', async () => {
     const acknowledged = new Map<string, string>(); // idempotency key -> payment id
-    const answers: { status: number; ms: number; at: number }[] = [];
-    let stop = false;
+    const answers: { status: number; code?: string; ms: number; at: number }[] = [];
     let keys = 0;
+    /** each writer's key in hand and the answers it got for it (what a stuck writer is stuck on) */
+    const inHand: { key: string; since: number; tries: number; last?: string }[] = [];
     /** a merchant's loop: each payment posted until it gets 201, with the same key (a 503 or a dropped connection is retried) */
-    const writer = async () => {
+    const writer = async (w: number) => {
       while (!stop) {
         const key = randomUUID();
         keys++;
+        inHand[w] = { key, since: Date.now(), tries: 0 };
         for (;;) {
           const t0 = Date.now();
           const res = await shop.client
             .post('/v1/payments', mobilePayment('243990000001'), { idempotencyKey: key })
-            .catch((err: Error) => ({ status: err.name === 'TimeoutError' ? -1 : 0, body: undefined }));
+            .catch((err: Error) => ({ status: err.name === 'TimeoutError' ? -1 : 0, body: { code: err.message } }));
           if (res.status === -1) throw new Error(`POST /v1/payments unanswered after 20 s (key ${key})`);
-          answers.push({ status: res.status, ms: Date.now() - t0, at: Date.now() });
+          const code = (res.body as { code?: string } | undefined)?.code;
+          answers.push({ status: res.status, code, ms: Date.now() - t0, at: Date.now() });
+          inHand[w].tries++;
+          inHand[w].last = `${res.status} ${code ?? ''}`;
           if (res.status === 201) {
             acknowledged.set(key, res.body.id);
             break;
           }
           expect([0, 409, 503], JSON.stringify(res.body)).to.include(res.status);
+          // a payment refused for a minute is a service that did not come back: fail, and say how
+          if (Date.now() - inHand[w].since > 60_000)
+            throw new Error(`key ${key} refused for 60 s, ${inHand[w].tries} tries, the last: ${inHand[w].last}`);
           await new Promise((r) => setTimeout(r, 200));
         }
       }
     };
-    const writers = [writer(), writer(), writer()];
+    const writers = [writer(0), writer(1), writer(2)];
+    // a writer that throws (an unanswered request, a code out of bounds) fails the test at once
+    const load = Promise.all(writers);
+    load.catch(() => (stop = true));
     await new Promise((r) => setTimeout(r, 3000));
     const before = acknowledged.size;
     expect(before, 'payments acknowledged before the fault').to.be.greaterThan(5);
@@ -109,25 +133,31 @@ describe('HA Postgres: the leader killed under load (Patroni, synchronous standb
     process.stdout.write(`      ${before} payments acknowledged; kill -9 of ${leader.name}'s postmaster\n`);
     process.kill(postmasterPid(leader)!, 'SIGKILL');
     // the load goes on until payments are acknowledged again through a new leader, then 3 s more
-    await waitFor(
-      'a payment acknowledged after the kill',
-      () => answers.some((a) => a.status === 201 && a.at - a.ms > killedAt),
-      60_000,
-    );
+    await Promise.race([
+      load,
+      waitFor(
+        'a payment acknowledged after the kill',
+        () => answers.some((a) => a.status === 201 && a.at - a.ms > killedAt),
+        60_000,
+      ),
+    ]).catch((err: Error) => {
+      stop = true;
+      throw new Error(`${err.message}; answers since the kill: ${tally(answers.filter((a) => a.at > killedAt))}`);
+    });
     const firstAfter = answers
       .filter((a) => a.status === 201 && a.at - a.ms > killedAt)
       .reduce((m, a) => Math.min(m, a.at), Infinity);
     await new Promise((r) => setTimeout(r, 3000));
     stop = true;
-    await Promise.all(writers);
+    await load;
     process.stdout.write(`      writers stopped\n`);
     const newLeader = await leaderOf(h);
 
     const unwritable = (firstAfter - killedAt) / 1000;
-    const refused = answers.filter((a) => a.status !== 201).length;
+    const refused = tally(answers.filter((a) => a.status !== 201));
     const slowest = Math.max(...answers.map((a) => a.ms));
     process.stdout.write(
-      `      leader ${leader.name} killed; new leader ${newLeader?.name}; no writable leader for ${unwritable.toFixed(1)} s; ${acknowledged.size} payments acknowledged (${before} before the kill), ${refused} answers 503/dropped and retried; slowest answer ${slowest} ms\n`,
+      `      leader ${leader.name} killed; new leader ${newLeader?.name}; no writable leader for ${unwritable.toFixed(1)} s; ${acknowledged.size} payments acknowledged (${before} before the kill), answers retried: ${refused}; slowest answer ${slowest} ms\n`,
     );
     expect(newLeader, 'a leader again').to.not.equal(undefined);
     expect(newLeader!.name, 'the synchronous standby took over').to.not.equal(leader.name);
