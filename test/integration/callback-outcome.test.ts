@@ -3,7 +3,7 @@ import { randomUUID } from 'node:crypto';
 import type { Db } from '../../shared/db/knex';
 import { runSql, sqlStatement } from '../../shared/db/sql/run';
 import { callbackAppliedSql, callbackUnprocessedSql } from '../../shared/providers/callbackOutcome';
-import { ownDatabase } from '../helpers/ownDatabase';
+import { ownDatabase } from '../helpers/own-database';
 
 /** shared/providers/callbackOutcome.ts on a real database: a callback is applied at most once. */
 describe('the callback outcome part, on Postgres', () => {

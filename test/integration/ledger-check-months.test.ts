@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { randomUUID } from 'node:crypto';
-import { ownDatabase } from '../helpers/ownDatabase';
+import { ownDatabase } from '../helpers/own-database';
 import type { Db, Executor } from '../../shared/db/knex';
 import { runLedgerCheck } from '../../shared/ledger/check';
 

@@ -10,7 +10,7 @@ import {
   insertCreditSql,
   type CreditPosting,
 } from '../../shared/ledger/credit';
-import { ownDatabase } from '../helpers/ownDatabase';
+import { ownDatabase } from '../helpers/own-database';
 
 /** shared/ledger/credit.ts on a real database: a credit posted twice is written once. */
 describe('the ledger credit part, on Postgres', () => {

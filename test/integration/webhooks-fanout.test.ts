@@ -4,7 +4,7 @@ import { runSql, sqlStatement } from '../../shared/db/sql/run';
 import type { OutboxWriter } from '../../shared/db/transact';
 import { eventEnvelope } from '../../shared/events/read';
 import { deliveryRecords, emitEvent, insertDeliveries, insertDeliveriesSql } from '../../shared/webhooks/fanout';
-import { ownDatabase } from '../helpers/ownDatabase';
+import { ownDatabase } from '../helpers/own-database';
 
 /**
  * shared/webhooks/fanout.ts and shared/events/record.ts on a real database: an event and its
