@@ -121,7 +121,7 @@ async function bench(): Promise<void> {
     ready: { port, shops },
   } = await forkRole<{ port: number; shops: Shop[] }>(__filename, '--serve');
 
-  const signed = (shop: Shop, path: string, body: string, idempotent: boolean) => {
+  const signed = (shop: Shop, path: string, body: string) => {
     const ts = String(Math.floor(Date.now() / 1000));
     return {
       method: 'POST',
@@ -130,7 +130,7 @@ async function bench(): Promise<void> {
       headers: {
         authorization: `Bearer ${shop.apiKey}`,
         'content-type': 'application/json',
-        ...(idempotent ? { 'idempotency-key': randomUUID() } : {}),
+        'idempotency-key': randomUUID(),
         'x-timestamp': ts,
         'x-signature': signRequest(shop.secret, ts, 'POST', path, body),
       },
@@ -148,11 +148,13 @@ async function bench(): Promise<void> {
         phone: '243990000001',
         reference: randomUUID(),
       }),
-      true,
     );
   const refund = (many: boolean) => () => {
     const shop = pick(many);
-    return signed(shop, `/v1/payments/${shop.paymentId}/refund`, JSON.stringify({ amount: 1 }), false);
+    // a reason of its own: two equal bodies signed in the same second are one request sent twice
+    // (409 request-replayed), as a merchant's would be
+    const body = JSON.stringify({ amount: 1, reason: randomUUID() });
+    return signed(shop, `/v1/payments/${shop.paymentId}/refund`, body);
   };
 
   async function run(name: string, setupRequest: () => object, seconds = duration) {
@@ -178,6 +180,10 @@ async function bench(): Promise<void> {
       p50: percentile(latencies, 50),
       p99: percentile(latencies, 99),
       errors: r.non2xx + r.errors + r.timeouts,
+      /** the answers that were not 201, by status (what makes a run's figures void) */
+      refused: Object.entries(r.statusCodeStats ?? {})
+        .filter(([status]) => status !== '201')
+        .map(([status, { count }]) => `${status} × ${count}`),
     };
   }
 
@@ -198,6 +204,11 @@ async function bench(): Promise<void> {
       console.log(
         `${r.name.padEnd(27)}  ${r.rps.toFixed(0).padStart(9)}  ${r.p50.toFixed(1).padStart(7)}  ${r.p99.toFixed(1).padStart(7)}  ${String(r.errors).padStart(6)}`,
       );
+    }
+    // every answer must be 201, or the run measured refusals
+    for (const r of runs.filter((x) => x.errors > 0)) {
+      console.log(`VOID ${r.name}: ${r.errors} answers not 201 (${r.refused.join(', ') || 'errors, timeouts'})`);
+      process.exitCode = 1;
     }
     const debits = Object.fromEntries(totals.map((t) => [t.kind, t.n]));
     console.log(
