@@ -30,7 +30,7 @@ export async function readRawBody(ctx: Context, limit: number): Promise<Buffer> 
  * surrogate (Postgres could not keep it as sent) is 400 validation-failed naming the nearest
  * clean key (`metadata` for anything inside it), never the refused key. Outside metadata, a
  * number written with a fraction or an exponent that rounds to an integer (`1e3`) is 400 on its
- * field (docs/decisions.md "Integers are integers in the text": they are amounts, fees, limits, counts).
+ * field (docs/decisions.md#integers-are-integers-in-the-text: they are amounts, fees, limits, counts).
  */
 export function parseJson(raw: Buffer): unknown {
   let text: string;

@@ -6,7 +6,7 @@ import { TIMESTAMP_TOLERANCE_S } from '../api/pipeline/signed';
 import { sleep } from './lib/processes';
 
 /**
- * The chaos drill's replays of signed requests (docs/decisions.md "Replayed signed requests"): an
+ * The chaos drill's replays of signed requests (docs/decisions.md#replayed-signed-requests): an
  * accepted signed POST sent again, byte for byte with its X-Timestamp and X-Signature, within the
  * tolerance, must be refused with 409 `request-replayed` and create nothing when it carries a new
  * Idempotency-Key or none (on a route whose key is required, none is refused before the

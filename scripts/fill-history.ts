@@ -5,7 +5,7 @@ import { boundsOfName, ensurePartitions, PARTITIONED, partitionsOf } from '../sh
 /**
  * `npm run db:fill-history -- --rows 100000000`: fills the history tables of `DATABASE_URL` (a
  * scratch database, migrated) with ten years of realistic rows, for the scale measurement of
- * docs/retention.md "Ten years of history" (`npm run db:measure-history`).
+ * docs/retention.md#ten-years-of-history (`npm run db:measure-history`).
  *
  * `--rows` is the total across the four history tables: payment status changes, ledger entries,
  * events and webhook deliveries. Each payment brings 2 status changes (created, then succeeded or

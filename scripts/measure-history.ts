@@ -8,7 +8,7 @@ import { LINE, STATEMENT_KINDS } from '../shared/db/sql/statements';
 
 /**
  * `npm run db:measure-history [-- --json out.json] [-- --inserts 1000]`: the figures of
- * docs/retention.md "Ten years of history" at the current size of `DATABASE_URL`'s history
+ * docs/retention.md#ten-years-of-history at the current size of `DATABASE_URL`'s history
  * tables (filled by `npm run db:fill-history`). It writes to the database (the inserts it times,
  * the update churn): a scratch database only.
  *

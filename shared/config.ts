@@ -41,7 +41,7 @@ export interface CardEndpoints {
   callbackSecret: string;
 }
 
-/** Card payments (docs/decisions.md "Cards (hosted checkout)"): three parties, three origins. */
+/** Card payments (docs/decisions.md#cards-hosted-checkout): three parties, three origins. */
 function loadCardsConfig(env: Env, production: boolean) {
   const vaultPort = int(env, 'CARD_VAULT_PORT', 4020, 0, 65535);
   const providerPort = int(env, 'CARD_PROVIDER_PORT', 4030, 0, 65535);
@@ -145,7 +145,7 @@ export function loadOverloadConfig(env: Env): OverloadConfig {
   };
 }
 
-/** The daily settlement (docs/decisions.md "Balance and settlement"). */
+/** The daily settlement (docs/decisions.md#balance-and-settlement). */
 function loadSettlementConfig(env: Env) {
   const time = env.SETTLEMENT_TIME_UTC || '00:00';
   // minutes after midnight UTC
@@ -245,7 +245,7 @@ function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], 
 const pem = (raw: string) => raw.replace(/\\n/g, '\n');
 
 /**
- * Live mobile-money routing (docs/decisions.md "Live providers"): LIVE_<OPERATOR>=<connector> routes
+ * Live mobile-money routing (docs/decisions.md#live-providers): LIVE_<OPERATOR>=<connector> routes
  * every direction of an operator, LIVE_<OPERATOR>_<DIRECTION> overrides one; an operator with
  * no route is closed in live. Test keys always reach the sandbox, whatever is set here. Each
  * connector's base URL is a setting (its own sandbox, production, or a simulator).

@@ -41,12 +41,12 @@ export type UnprocessableCode =
   | 'operator-unavailable'
   | 'amount-not-supported'
   | 'partial-refund-not-supported';
-/** docs/decisions.md "Payment links": a link deactivated, expired or used up. */
+/** docs/decisions.md#payment-links: a link deactivated, expired or used up. */
 export type GoneCode = 'link-inactive';
 export type TooManyCode = 'rate-limit-exceeded' | 'redelivery-limit';
 export type UnavailableCode = 'maintenance' | 'service-unavailable';
 
-/** Every error code the service answers with: docs/decisions.md "Errors", spec section 7, the README's few more. */
+/** Every error code the service answers with: docs/decisions.md#errors, spec section 7, the README's few more. */
 export type ErrorCode =
   | UnauthenticatedCode
   | BadRequestCode

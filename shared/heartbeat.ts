@@ -1,5 +1,5 @@
 /**
- * Liveness under `npm start` (docs/decisions.md "Processes"): a supervised process tells its
+ * Liveness under `npm start` (docs/decisions.md#processes): a supervised process tells its
  * supervisor (scripts/start.ts) over IPC, three times per HEARTBEAT_TIMEOUT_MS, that its event loop
  * still turns; past the timeout without a beat (SIGSTOPped, stuck in a loop) it is killed and
  * started again. Before its first beat a process has STARTING_GRACE_MS. A process whose supervisor

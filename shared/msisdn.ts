@@ -32,7 +32,7 @@ const MAX_TYPED_LENGTH = 32;
 export class PhoneNumberProblem extends Error {}
 
 /**
- * What people type, normalised (docs/decisions.md "Integrator's kit"): spaces, dots, dashes and
+ * What people type, normalised (docs/decisions.md#integrators-kit): spaces, dots, dashes and
  * brackets are dropped; `+243…`, `00243…`, `243…` (then 9 digits) and the national `0…` form
  * (10 digits) are accepted; the operator comes from the two digits after 243. Throws
  * PhoneNumberProblem with the reason otherwise.

@@ -7,7 +7,7 @@ import { USE_SIGNATURES } from './requestSignaturesSql';
 import type { Batches } from './db/coalescer';
 
 /**
- * Used signatures (docs/decisions.md "Replayed signed requests"): the Idempotency-Key header is not
+ * Used signatures (docs/decisions.md#replayed-signed-requests): the Idempotency-Key header is not
  * signed, so a signature identifies a request, and an accepted signature acts at most once. A
  * record is kept, with the key it was first accepted with, while its timestamp is within the
  * tolerance. It lives in Postgres: a Redis record lost to a flush or a restart without

@@ -1,5 +1,5 @@
 /**
- * The restart backoff of a supervised process (docs/decisions.md "Faults and limits"), for `npm start`
+ * The restart backoff of a supervised process (docs/decisions.md#faults-and-limits), for `npm start`
  * and the web's cluster primary: 1 s after its first death, doubling up to 30 s; a process that
  * ran 10 s before dying starts again after 1 s.
  */

@@ -1,7 +1,7 @@
 import type { Db } from './db/knex';
 
 /**
- * Retention (decisions.md "Retention and transport", docs/retention.md): transactions (payments,
+ * Retention (docs/decisions.md#retention-and-transport, docs/retention.md): transactions (payments,
  * refunds, payouts, the ledger, events, settlements) are kept 10 years and never touched here;
  * log-like rows leave after 90 days at most, purged by the pool that owns them:
  *

@@ -10,7 +10,7 @@ import { MAX_AMOUNT } from './money';
 export const ajv = new Ajv({ allErrors: false, strict: true, coerceTypes: false, useDefaults: false });
 addFormats(ajv);
 
-/** Anything wrong inside metadata names `metadata` (docs/decisions.md "Metadata keys"): its keys are the merchant's text, never echoed. */
+/** Anything wrong inside metadata names `metadata` (docs/decisions.md#metadata-keys): its keys are the merchant's text, never echoed. */
 function paramOf(err: ErrorObject): string {
   const base = err.instancePath.replace(/^\//, '').replace(/\//g, '.');
   if (base === 'metadata' || base.startsWith('metadata.')) return 'metadata';

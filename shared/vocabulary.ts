@@ -1,5 +1,5 @@
 /**
- * The service's vocabulary: the closed sets of words the interface uses (docs/decisions.md "Names").
+ * The service's vocabulary: the closed sets of words the interface uses (docs/decisions.md#names).
  * Every module takes these types from here.
  */
 

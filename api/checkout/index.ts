@@ -22,7 +22,7 @@ import { checkoutPage, noChallengePage, notFoundPage, returnLink, threeDsReturnP
 import { withTraceparent } from '../../shared/tracing/spans';
 
 /**
- * The hosted card checkout (docs/decisions.md "Cards"), outside the merchant pipeline: the client's
+ * The hosted card checkout (docs/decisions.md#cards-hosted-checkout), outside the merchant pipeline: the client's
  * browser has no key. Headers: spec 5.7 (securityHeaders), the CSP below, no-store, no cookie.
  */
 

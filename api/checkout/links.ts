@@ -35,11 +35,11 @@ import {
 } from './linkPages';
 
 /**
- * The payment-link page (issue 35, decisions.md "Payment links"), on the web process, outside
+ * The payment-link page (issue 35, docs/decisions.md#payment-links), on the web process, outside
  * the merchant pipeline: the client's browser has no key. GET /pay/{id} shows the link's forms
  * (410 once it takes no payment); POST /pay/{id} creates the payment through the link (mobile
  * money: pushed, then the attempt's status page; card: handed over to the card checkout,
- * /checkout/{payment id}, as decisions.md "Cards" addresses it); GET /pay/{id}/attempts/{ref}
+ * /checkout/{payment id}, as docs/decisions.md#cards-hosted-checkout addresses it); GET /pay/{id}/attempts/{ref}
  * follows it. Same headers as the card checkout: CSP, no-store, no cookie.
  *
  * Abuse (a link is public): at most PHONE_PROMPTS push prompts per phone number per 10 minutes

@@ -6,7 +6,7 @@ const answered = <C extends ErrorCode>(status: number, codes: C[]) =>
   Object.fromEntries(codes.map((c) => [c, status])) as Record<C, number>;
 
 /**
- * The HTTP status of every error code: the one place statuses are known (docs/decisions.md "Errors",
+ * The HTTP status of every error code: the one place statuses are known (docs/decisions.md#errors,
  * spec 7). The type makes a code without a status a compile error.
  */
 export const ERROR_STATUS: Record<ErrorCode, number> = {
@@ -122,7 +122,7 @@ function postgresPort(databaseUrl: string): number {
   }
 }
 
-/** Postgres unreachable, restarting, or the connection cut (docs/decisions.md "Backends down"). */
+/** Postgres unreachable, restarting, or the connection cut (docs/decisions.md#backends-down). */
 export function isPostgresDown(err: unknown, databaseUrl: string): boolean {
   const e = err as { code?: unknown; message?: unknown; port?: unknown; errors?: unknown };
   if (typeof e?.code === 'string' && PG_FAULT_CODES.test(e.code) && 'severity' in (e as object)) return true;

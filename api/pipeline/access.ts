@@ -51,7 +51,7 @@ export const merchantStatus: Middleware = async (ctx, next) => {
 /**
  * Spec 5.5 as a pure function. read: GET (and HEAD) only; payments: read plus POST /v1/payments
  * (creation; a refund needs full) and the payment links' POSTs (creation, deactivation:
- * decisions.md "Payment links"); full: everything. Paths are compared as the router matches
+ * docs/decisions.md#payment-links); full: everything. Paths are compared as the router matches
  * them (canonicalPath).
  */
 export function scopeAllows(scope: Scope, method: string, path: string): boolean {

@@ -8,7 +8,7 @@ import { idempotencyOf, JSON_METHODS } from './request';
  * content-encoded (415), even when empty, and valid JSON (400 invalid-json); the value goes to
  * ctx.state.body. A POST that moves money (the routes taking an Idempotency-Key) refuses an
  * empty body whatever its Content-Type, so an empty refund request never refunds the whole
- * payment (docs/decisions.md "Empty bodies"); elsewhere an empty JSON body reads as `{}`.
+ * payment (docs/decisions.md#empty-bodies); elsewhere an empty JSON body reads as `{}`.
  */
 export const json: Middleware = async (ctx, next) => {
   if (!JSON_METHODS.has(ctx.method)) return next();

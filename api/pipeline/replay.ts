@@ -7,7 +7,7 @@ import { signatureTakenWithKey } from './request';
 import { TIMESTAMP_TOLERANCE_S } from './signed';
 
 /**
- * Before the idempotency step (docs/decisions.md "Replayed signed requests"): the Idempotency-Key
+ * Before the idempotency step (docs/decisions.md#replayed-signed-requests): the Idempotency-Key
  * header is not signed, so a signature identifies a request, and acts at most once. Every
  * signed POST records its signature with the key it came with (shared/requestSignatures.ts)
  * until its timestamp leaves the tolerance: before its route, or with its key and its work

@@ -19,7 +19,7 @@ export function canonicalPath(path: string): string {
   return lower.length > 1 ? lower.replace(/\/+$/, '') || '/' : lower;
 }
 
-/** Routes whose POST takes an Idempotency-Key (spec 5.4; docs/decisions.md "Refund retries"). */
+/** Routes whose POST takes an Idempotency-Key (spec 5.4; docs/decisions.md#refund-retries). */
 export type IdempotencyRule = 'required' | 'optional';
 
 /**

@@ -12,7 +12,7 @@ const STATUS = {
     '`delayed`: recent pushes time out or fail beyond a threshold (creations still accepted); `closed`: set by the operator, creations get 422 `operator-unavailable`',
 };
 
-/** One operator's availability per direction (docs/decisions.md "Integrator's kit"). */
+/** One operator's availability per direction (docs/decisions.md#integrators-kit). */
 export const OperatorAvailability = component(
   'OperatorAvailability',
   closedObject({
@@ -23,7 +23,7 @@ export const OperatorAvailability = component(
   }),
 );
 
-/** Operator availability of the key's environment (docs/decisions.md "Integrator's kit"). */
+/** Operator availability of the key's environment (docs/decisions.md#integrators-kit). */
 export const availabilityRoutes = defineRoutes([
   route({
     method: 'GET',

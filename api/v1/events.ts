@@ -30,7 +30,7 @@ export const Event = component(
 
 export const EventList = pageOf('EventList', Event);
 
-/** The delivery object (docs/decisions.md "Integrator's kit"). */
+/** The delivery object (docs/decisions.md#integrators-kit). */
 export const WebhookDelivery = component(
   'WebhookDelivery',
   closedObject({

@@ -11,7 +11,7 @@ import {
   type ListPaymentLinksQuery,
 } from '../../shared/links/schemas';
 
-/** The payment_link object (decisions.md "Payment links"). */
+/** The payment_link object (docs/decisions.md#payment-links). */
 export const PaymentLink = component(
   'PaymentLink',
   closedObject({
@@ -44,7 +44,7 @@ export const PaymentLinkList = pageOf('PaymentLinkList', PaymentLink);
 const LINK_ID = { description: 'The payment link id (`plink_…`)' };
 
 /**
- * Payment links (decisions.md "Payment links", issue 35): what a merchant without a developer
+ * Payment links (docs/decisions.md#payment-links, issue 35): what a merchant without a developer
  * sends its client instead of calling POST /v1/payments. The payments made through a link are
  * listed by GET /v1/payments?payment_link=.
  */

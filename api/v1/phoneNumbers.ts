@@ -4,7 +4,7 @@ import { ValidationFailed } from '../../shared/errors';
 import { OPERATORS } from '../../shared/vocabulary';
 import { refuseQuery } from '../query';
 
-/** The phone_number object (docs/decisions.md "Integrator's kit"). */
+/** The phone_number object (docs/decisions.md#integrators-kit). */
 export const PhoneNumber = component(
   'PhoneNumber',
   closedObject({
@@ -15,7 +15,7 @@ export const PhoneNumber = component(
   }),
 );
 
-/** Number lookup (docs/decisions.md "Integrator's kit"): what people type, as the MSISDN and its operator. */
+/** Number lookup (docs/decisions.md#integrators-kit): what people type, as the MSISDN and its operator. */
 export const phoneNumbersRoutes = defineRoutes([
   route({
     method: 'GET',

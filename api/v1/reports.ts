@@ -4,7 +4,7 @@ import { CSV_COLUMNS, MAX_REPORT_SECONDS, parseReportRange, transactionsCsv } fr
 
 const UNIX_QUERY = { type: 'string', pattern: '^[0-9]{1,11}$', description: 'Unix seconds' } as const;
 
-/** Statements as files (docs/decisions.md "Integrator's kit"); scope read is the pipeline's. */
+/** Statements as files (docs/decisions.md#integrators-kit); scope read is the pipeline's. */
 export const reportsRoutes = defineRoutes([
   route<never, { from: string; to: string }>({
     method: 'GET',

@@ -32,7 +32,7 @@ export const Settlement = component(
 
 export const SettlementList = pageOf('SettlementList', Settlement);
 
-/** One ledger line of a statement (docs/decisions.md "Integrator's kit"). */
+/** One ledger line of a statement (docs/decisions.md#integrators-kit). */
 export const SettlementTransaction = component(
   'SettlementTransaction',
   closedObject({
@@ -63,7 +63,7 @@ export const SettlementTransaction = component(
   }),
 );
 
-/** Daily settlement batches (docs/decisions.md "Balance and settlement"); scope `read` is the pipeline's. Figures are exact at any size. */
+/** Daily settlement batches (docs/decisions.md#balance-and-settlement); scope `read` is the pipeline's. Figures are exact at any size. */
 export const settlementsRoutes = defineRoutes([
   route({
     method: 'GET',

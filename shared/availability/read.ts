@@ -8,9 +8,9 @@ import type { ProviderRegistry } from '../providers/registry';
 import type { Connector, ProviderAvailability } from '../providers/connector';
 
 /**
- * Operator availability (GET /v1/availability, docs/decisions.md "Integrator's kit"): per operator
+ * Operator availability (GET /v1/availability, docs/decisions.md#integrators-kit): per operator
  * and direction, `closed` while the operator has closed it or no connector serves it (live keys
- * without a route: docs/decisions.md "Live providers"), or the connector's provider says it is closed;
+ * without a route: docs/decisions.md#live-providers), or the connector's provider says it is closed;
  * else `delayed` when the provider says so, or when the provider calls of the last window in this
  * environment went badly (AvailabilityConfig: at least minCalls calls, half or more failed or
  * slow); else `operational`. `delayed` never refuses.

@@ -1,4 +1,4 @@
-/** The checkout's words, in French (default) and English (decisions.md "Cards": the page). */
+/** The checkout's words, in French (default) and English (docs/decisions.md#cards-hosted-checkout: the page). */
 
 export type Lang = 'fr' | 'en';
 

@@ -28,7 +28,7 @@ export interface DbOptions {
 }
 
 /**
- * Bounded waits (docs/decisions.md "Faults and limits": a partition is an outage, not a hang). A
+ * Bounded waits (docs/decisions.md#faults-and-limits: a partition is an outage, not a hang). A
  * caller waits at most `acquireMs` for a connection of the pool (or for a new one to open), and
  * a statement sent on a connection that then receives nothing for `silentMs` is taken as a lost
  * connection: the socket is destroyed, the statement fails (its transaction with it), and the

@@ -12,7 +12,7 @@ import {
 } from './partitions';
 
 /**
- * The online path of docs/retention.md "Ten years of history" for an existing table: the old
+ * The online path of docs/retention.md#ten-years-of-history for an existing table: the old
  * table becomes the partition of everything before the cutover (the first instant of the month,
  * or year, after the migration runs), with no copy. Only one short transaction holds an ACCESS
  * EXCLUSIVE lock (the swap); everything that reads the whole table (the unique index, the

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * The history tables partitioned by time (docs/retention.md "Ten years of history"): declarative
+ * The history tables partitioned by time (docs/retention.md#ten-years-of-history): declarative
  * range partitions, one a month for `ledger_entries` (on `created_at`) and
  * `payment_status_changes` (on `at`), one a year for `events` (on `created`, Unix seconds).
  *

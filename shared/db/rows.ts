@@ -192,7 +192,7 @@ export const PAYOUT_COLUMNS = columns<PayoutRow>()([
   'created',
 ]);
 
-/** A row of `payment_links` (decisions.md "Payment links"). */
+/** A row of `payment_links` (docs/decisions.md#payment-links). */
 export interface PaymentLinkRow {
   id: string;
   merchant_id: string;

@@ -6,7 +6,7 @@ import { CURRENCIES } from '../vocabulary';
 
 // a prepared statement: the view sums the unfolded credits over every monthly partition of
 // ledger_entries, and planning that at each call cost 28 ms at ten years of partitions against
-// 4.4 ms prepared (docs/retention.md "Partitions")
+// 4.4 ms prepared (docs/retention.md#partitions-built)
 const MERCHANT_ACCOUNTS = sqlStatement(
   'merchant-balances',
   `select kind, currency, balance::text as balance from ledger_balances

@@ -7,7 +7,7 @@ import { LedgerAccount } from '../db/models';
  * environment and has two entries at least, no guarded account is negative, no debit is left
  * unfolded. Returns the problems found (empty when the ledger is sound).
  *
- * Incremental by default (docs/retention.md "Ten years of history"): a closed month of entries
+ * Incremental by default (docs/retention.md#ten-years-of-history): a closed month of entries
  * (ended a day ago: a transaction that began in it has long committed) is checked once, and what
  * it gave is kept (`ledger_check_months`: its verdict; `ledger_check_sums`: each account's sum of
  * its entries that month). A run reads only the entries after the last kept month (the open

@@ -5,7 +5,7 @@ import { UUID_V4_RE } from '../ids';
 
 /**
  * The payment-link page's form token (issue 35: CSRF protection and one payment per form). The
- * public pages set no cookie (decisions.md "Cards": no cookie), so the token is stateless:
+ * public pages set no cookie (docs/decisions.md#cards-hosted-checkout: no cookie), so the token is stateless:
  * `<attempt uuid>.<expiry, Unix s>.<tag>`, the tag an HMAC of the link id, the uuid and the
  * expiry under a key derived from SECRETS_KEY. It is bound to its link (a token of another
  * link is refused) and lives FORM_TOKEN_TTL_S; only the service can mint one. Its uuid is the

@@ -11,7 +11,7 @@ export function inactiveReason(l: PaymentLinkRead, nowMs: number): 'deactivated'
   return null;
 }
 
-/** The payment_link object of the API (decisions.md "Payment links"). */
+/** The payment_link object of the API (docs/decisions.md#payment-links). */
 export function paymentLinkView(l: PaymentLinkRead, baseUrl: string, nowMs: number) {
   return {
     id: l.id,

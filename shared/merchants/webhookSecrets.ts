@@ -7,7 +7,7 @@ import { newId, unixOf } from '../ids';
 import { NotFound } from '../errors';
 
 /**
- * A merchant's webhook secret per environment (docs/decisions.md "Webhooks", "Integrator's kit"):
+ * A merchant's webhook secret per environment (docs/decisions.md#webhooks, "Integrator's kit"):
  * `whsec_` + standard base64 of 32 random bytes, so that the text after the prefix is the
  * Standard Webhooks key as that standard decodes it. Stored AES-256-GCM encrypted, like every
  * merchant secret. A rotation keeps the replaced secret signing beside the new one until its

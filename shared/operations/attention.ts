@@ -7,11 +7,11 @@ import type { OperationRow } from '../db/rows';
 type KindTable = Record<string, OperationKind<any, any, any>>;
 
 /**
- * What an operator should look at (GET /admin/attention, docs/decisions.md "Faults"):
+ * What an operator should look at (GET /admin/attention, docs/decisions.md#faults-and-limits):
  * - `open-past-bound`: operations still open an hour after their provider window ended. The
  *   sweep keeps asking their provider; a person may have to call it.
  * - `late-success`: a provider reported success after it had said failed, or after the
- *   cancellation: the payment was taken (docs/decisions.md "Late success"); the provider contradicted
+ *   cancellation: the payment was taken (docs/decisions.md#late-success); the provider contradicted
  *   itself, so a person checks.
  * - `never-sent`: a correctly signed report about an operation never sent to that provider (a
  *   card payment never charged): recorded and not applied.

@@ -87,7 +87,7 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
   /**
    * True while the operation was never sent to its provider (a card payment whose checkout posted
    * no token and that was never charged): a provider's report about it is recorded, listed in
-   * GET /admin/attention and not applied (docs/decisions.md "Late success"). Absent: a report may
+   * GET /admin/attention and not applied (docs/decisions.md#late-success). Absent: a report may
    * overtake the recording of the acceptance (a mobile-money callback before the push's answer).
    */
   neverSent?(row: R): boolean;

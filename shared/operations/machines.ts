@@ -18,7 +18,7 @@ const COLLECTION_OUTCOMES = {
     cancelled: { event: 'payment.cancelled', effect: null },
   },
   // a provider that reports success after it said failed or cancelled contradicts itself, and the
-  // money is real: the one move out of a final status (docs/decisions.md "Late success"), listed for review
+  // money is real: the one move out of a final status (docs/decisions.md#late-success), listed for review
   corrections: {
     cancelled: { succeed: { to: 'succeeded', reason: 'late-success' } },
     failed: { succeed: { to: 'succeeded', reason: 'late-success' } },
@@ -89,7 +89,7 @@ export const payoutMachine: Machine<PayoutStatus> = {
 };
 
 /**
- * A card payment (docs/decisions.md "Cards"): `pending` from its creation while the client is on the
+ * A card payment (docs/decisions.md#cards-hosted-checkout): `pending` from its creation while the client is on the
  * checkout page; the acquirer's answer to the charge (`sent`) leaves it `pending` until its
  * callback when approved, makes it `processing` while the client is in 3-D Secure, or fails it
  * (declined); the callback (or asking the acquirer at its window's end) gives the outcome. It is

@@ -23,7 +23,7 @@ import { amountDiffers } from '../providers/stored';
 
 const BATCH = 100;
 const PARALLEL = 10;
-/** The longest wait between two asks about one operation (docs/decisions.md "Faults"). */
+/** The longest wait between two asks about one operation (docs/decisions.md#faults-and-limits). */
 export const MAX_ASK_INTERVAL_MS = 5 * 60 * 1000;
 
 /** An operation claimed to be asked about, with the time it was last asked about before this one. */

@@ -102,7 +102,7 @@ export interface Through {
 }
 
 /**
- * docs/decisions.md "Cards": a card payment has no operator or phone (the schema already requires
+ * docs/decisions.md#cards-hosted-checkout: a card payment has no operator or phone (the schema already requires
  * customer_email, customer_name and an absolute http(s) return_url); live keys need an https
  * return_url and a configured acquirer.
  */

@@ -11,7 +11,7 @@ const REPORTED = { succeeded: 'succeed', failed: 'fail', cancelled: 'cancel' } a
 
 /**
  * What every collection (mobile money, card) says as a kind: how a reported status maps to a
- * trigger, its outcome at the window's end (docs/decisions.md "Faults"), its event object and its credit.
+ * trigger, its outcome at the window's end (docs/decisions.md#faults-and-limits), its event object and its credit.
  */
 export const collectionPolicy: Pick<
   OperationKind<PaymentRow, any, any>,
@@ -26,7 +26,7 @@ export const collectionPolicy: Pick<
         // no provider can take the client's money: nothing can still move
         return { trigger: 'cancel', details: { reason: 'provider-window-expired' } };
       case 'unreachable':
-        // the provider may still take the money: never cancelled on a guess (docs/decisions.md "Faults")
+        // the provider may still take the money: never cancelled on a guess (docs/decisions.md#faults-and-limits)
         return 'ask-again';
       case 'status': {
         const { state, providerRef } = answer;

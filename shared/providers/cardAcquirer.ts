@@ -6,7 +6,7 @@ import type { Currency, Environment } from '../vocabulary';
 import type { CardDetails } from '../db/rows';
 
 /**
- * The card acquirer's adapter, sandbox and live alike (docs/decisions.md "Cards"). Outcomes come by
+ * The card acquirer's adapter, sandbox and live alike (docs/decisions.md#cards-hosted-checkout). Outcomes come by
  * signed callback as a mobile-money provider's do (same protocol, kind `card_payment`).
  *
  *   POST {base}/v1/charges  {external_id, token, amount, currency, description, return_url, callback_url}

@@ -9,7 +9,7 @@ import type { Logger } from '../logger';
 import { LIVE_CONNECTOR_FACTORIES } from './live';
 
 /**
- * The routing table (docs/decisions.md "Live providers"): (environment, operator, direction) →
+ * The routing table (docs/decisions.md#live-providers): (environment, operator, direction) →
  * connector. Test keys reach the sandbox connector of the operator (ids `<operator>-sandbox`),
  * live keys the connector configured for it (LIVE_<OPERATOR>, shared/config.ts), named after
  * its provider (`pawapay`, `airtel`): an aggregator serves several operators with one account
@@ -49,7 +49,7 @@ export class ProviderRegistry {
       const connector = LIVE_CONNECTOR_FACTORIES[name](config, { ...common, callbackUrl: callbackUrl(name), log });
       if (connector) add(this.track(connector));
     }
-    // the card acquirer of each environment (docs/decisions.md "Cards"): test keys the sandbox, live keys the configured one
+    // the card acquirer of each environment (docs/decisions.md#cards-hosted-checkout): test keys the sandbox, live keys the configured one
     for (const [environment, endpoints] of [
       ['test', config.cards.sandbox],
       ['live', config.cards.live],

@@ -5,7 +5,7 @@ import type { Connector } from './connector';
 import type { ProviderRegistry } from './registry';
 
 /**
- * What a creation asks of the routing table (docs/decisions.md "Live providers"), before anything is
+ * What a creation asks of the routing table (docs/decisions.md#live-providers), before anything is
  * written or sent: the connector that serves the operator's direction (422 operator-unavailable
  * when none does), and that it can carry the amount (422 amount-not-supported, naming the rule).
  */

@@ -5,7 +5,7 @@ import type { JobData, QueueName } from './names';
 import type { QueueRegistry } from './registry';
 
 /**
- * The re-drive (docs/decisions.md "Faults and limits", Redis data lost): Postgres is the truth of open
+ * The re-drive (docs/decisions.md#faults-and-limits, Redis data lost): Postgres is the truth of open
  * work, Redis only holds its jobs. Every REDRIVE_INTERVAL_MS the outbox-relay pool asks each
  * source for its open work older than REDRIVE_GRACE_MS and adds a job for each, folded into the
  * work's live job when it has one (BullMQ deduplication on `workKey`, or a batch's hold): after a

@@ -5,7 +5,7 @@ import { ValidationFailed } from '../errors';
 import { transactionLines, type StatementLine } from '../db/sql/statements';
 
 /**
- * GET /v1/reports/transactions.csv?from=&to= (docs/decisions.md "Integrator's kit"): the merchant's
+ * GET /v1/reports/transactions.csv?from=&to= (docs/decisions.md#integrators-kit): the merchant's
  * ledger lines of the key's environment created in [from, to) (Unix seconds, at most 31 days),
  * oldest first, as CSV. The rows come through a Postgres cursor (pg-query-stream, 1,000 rows a
  * fetch) and leave as they come, with backpressure: memory stays flat whatever the number of

@@ -6,7 +6,7 @@ import { TooManyRequests } from '../errors';
 import { createdOfEventId, findEvent } from '../events/read';
 import { endpointsFor, insertDeliveries } from './fanout';
 
-/** The merchant's side of deliveries (docs/decisions.md "Integrator's kit"): list an event's, send it again. */
+/** The merchant's side of deliveries (docs/decisions.md#integrators-kit): list an event's, send it again. */
 
 /** Redeliveries a merchant may ask for, per event. */
 export const MAX_REDELIVERIES = 10;

@@ -115,7 +115,7 @@ export function webhookSender(ctx: ServiceContext) {
         'X-Service-Delivery-Attempt': String(claim.attempts),
         'X-Service-Timestamp': String(timestamp),
         'X-Service-Signature': signatureHeader(signing, timestamp, body),
-        // Standard Webhooks, beside the spec's headers (docs/decisions.md "Integrator's kit")
+        // Standard Webhooks, beside the spec's headers (docs/decisions.md#integrators-kit)
         'webhook-id': claim.id,
         'webhook-timestamp': String(timestamp),
         'webhook-signature': standardSignatureHeader(signing, claim.id, timestamp, body),

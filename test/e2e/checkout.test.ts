@@ -12,7 +12,7 @@ import { launchChromium, type Browser } from './browser';
 
 /**
  * The hosted checkout in a real browser (Debian's Chromium through playwright-core): each flow
- * of docs/decisions.md "Cards" from the checkout URL to the merchant's return URL and webhook, with
+ * of docs/decisions.md#cards-hosted-checkout from the checkout URL to the merchant's return URL and webhook, with
  * the three origins on their own ports (service, sandbox vault, sandbox acquirer) and every pool
  * the flow needs as a real process. Every request the page sends is recorded: none that reaches
  * the service may carry a card number.

@@ -6,7 +6,7 @@ import { parsedBody } from './http';
 import { freePort } from '../../scripts/lib/ports';
 import { eventually, type RunningProcess } from '../../scripts/lib/processes';
 
-/** The three origins of a card test (docs/decisions.md "Cards"): the service, the sandbox vault, the sandbox acquirer, and the pools behind them. */
+/** The three origins of a card test (docs/decisions.md#cards-hosted-checkout): the service, the sandbox vault, the sandbox acquirer, and the pools behind them. */
 export interface CardTestEnv {
   env: TestEnv;
   vaultUrl: string;

@@ -7,7 +7,7 @@ import { aMerchant, aSucceededPayment, balanceOf, mobilePayment, startMoneyEnv }
 import { startPawapaySimulator, type PawapaySimulator } from '../../shared/providers/pawapay/simulator';
 
 /**
- * Operator availability (docs/decisions.md "Integrator's kit"): `delayed` from the provider calls the
+ * Operator availability (docs/decisions.md#integrators-kit): `delayed` from the provider calls the
  * kernel makes (a real provider-push worker against a sandbox provider whose airtel side fails,
  * played by a loopback server), `closed` from the operator's closures, which refuse creations.
  */

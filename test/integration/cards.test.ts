@@ -72,7 +72,7 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
     return p;
   }
 
-  describe('creation (docs/decisions.md "Cards")', () => {
+  describe('creation (docs/decisions.md#cards-hosted-checkout)', () => {
     it('answers 201 pending with checkout_url, the acquirer as provider, card null', async () => {
       const p = await createCardPayment(shop.client);
       expect(p).to.include({
@@ -581,7 +581,7 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
     });
   });
 
-  describe('a provider that contradicts what we did (docs/decisions.md "Late success")', () => {
+  describe('a provider that contradicts what we did (docs/decisions.md#late-success)', () => {
     it('a correctly signed success for a card payment never charged: recorded, listed in /admin/attention, not applied, no credit', async () => {
       const p = await createCardPayment(shop.client);
       const now = Math.floor(Date.now() / 1000);

@@ -16,7 +16,7 @@ import {
 } from '../helpers/money';
 
 /**
- * One clock for every freshness rule (docs/decisions.md "Clock"): the service's (shared/clock.ts;
+ * One clock for every freshness rule (docs/decisions.md#clock): the service's (shared/clock.ts;
  * here the file clock of test/helpers/env.ts, shared by the in-process app and the spawned
  * sandbox and pools). The clock is moved past the 300 s tolerance, and each rule follows it,
  * none follows the wall clock: a merchant's X-Timestamp, a provider callback's signature (the

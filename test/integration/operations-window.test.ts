@@ -15,7 +15,7 @@ import { callbackBody, aPayment, paymentCredits, sendCallback } from '../helpers
 import { KINDS } from '../../shared/kindRegistry';
 
 /**
- * The end of a payment's provider window (docs/decisions.md "Faults and limits"): the service never
+ * The end of a payment's provider window (docs/decisions.md#faults-and-limits): the service never
  * cancels a payment that the provider may still take from the client, and a success the provider
  * reports after a cancellation is taken. The provider is a loopback server whose answer the test
  * sets; time is a clock the test moves (no sleeping through windows).

@@ -10,7 +10,7 @@ import { ensurePartitions, partitionStates, PARTITIONED } from '../../shared/db/
 import { runLedgerCheck } from '../../shared/ledger/check';
 
 /**
- * The online path of docs/retention.md "Ten years of history" on an existing database: a database
+ * The online path of docs/retention.md#ten-years-of-history on an existing database: a database
  * migrated up to just before the partitioning migrations, filled with months of history by
  * `db:fill-history`, then migrated while writers insert (a status change, a ledger transaction of
  * 2 entries, an event and its delivery per statement): every row is still there, the tables are

@@ -153,7 +153,7 @@ describe('payments created together', () => {
       }
     });
 
-    it('writes one row of a signature sent twice in one statement under two keys, and records that key with it (docs/decisions.md "Replayed signed requests")', async () => {
+    it('writes one row of a signature sent twice in one statement under two keys, and records that key with it (docs/decisions.md#replayed-signed-requests)', async () => {
       const { client } = await env.merchant({ scope: 'full' });
       const db = env.services.db;
       const made = await client.post('/v1/payments', mobilePayment('243990000001'));

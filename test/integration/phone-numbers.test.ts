@@ -4,7 +4,7 @@ import { createLogger } from '../../shared/logger';
 import { send } from '../helpers/http';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 
-/** GET /v1/phone-numbers/{number} through the merchant pipeline (docs/decisions.md "Integrator's kit"). */
+/** GET /v1/phone-numbers/{number} through the merchant pipeline (docs/decisions.md#integrators-kit). */
 describe('number lookup (GET /v1/phone-numbers/{number})', function () {
   this.timeout(30_000);
   let env: TestEnv;

@@ -15,7 +15,7 @@ import { redrive } from '../../shared/queues/redrive';
 import { dueDeliveries } from '../../shared/webhooks/sweep';
 
 /**
- * Redis loses its data (docs/decisions.md "Faults and limits"): a restart without persistence, a
+ * Redis loses its data (docs/decisions.md#faults-and-limits): a restart without persistence, a
  * failover or a flush. Postgres holds every open piece of work; the outbox-relay's re-drive gives
  * a job again to each one whose job is gone, and only to those. Each stage below leaves work
  * queued in Redis while the pool that would take it is not running, erases every key of this

@@ -5,7 +5,7 @@ import { settle } from '../../shared/settlements/settle';
 import { checkLedger } from '../../shared/ledger/check';
 
 /**
- * Statements (docs/decisions.md "Integrator's kit"): GET /v1/settlements/{id}/transactions and the
+ * Statements (docs/decisions.md#integrators-kit): GET /v1/settlements/{id}/transactions and the
  * CSV export GET /v1/reports/transactions.csv, over money moved by the real flows (sandbox
  * provider, every pool): payments, a refund, a payout and a failed payout given back.
  */

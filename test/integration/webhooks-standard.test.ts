@@ -6,7 +6,7 @@ import { emitEvent, startReceiver, type Receiver, type Received } from '../helpe
 
 /**
  * Standard Webhooks headers on real deliveries, verified with the `standardwebhooks` library a
- * merchant would use, and webhook secret rotation (docs/decisions.md "Integrator's kit").
+ * merchant would use, and webhook secret rotation (docs/decisions.md#integrators-kit).
  */
 describe('Standard Webhooks and secret rotation (real sender, receiver on loopback)', function () {
   this.timeout(60_000);

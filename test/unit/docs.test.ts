@@ -5,7 +5,7 @@ import { expect } from 'chai';
 /**
  * The documentation in the repository stays true to it: the README is read in ten minutes, the
  * four documents of docs/ are there, every file or folder they name exists, and every section of
- * docs/decisions.md a comment cites by its title (`docs/decisions.md "Faults"`) is there.
+ * docs/decisions.md a comment cites by its title (`docs/decisions.md#faults-and-limits`) is there.
  * (docs/settings.md against shared/config.ts: test/unit/env-example.test.ts.)
  */
 

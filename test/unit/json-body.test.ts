@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { parseJson, roundedNumber } from '../../api/body';
 import { DomainError } from '../../shared/errors';
 
-/** The request body's JSON (api/body.ts): docs/decisions.md "Integers are integers in the text", "Metadata keys". */
+/** The request body's JSON (api/body.ts): docs/decisions.md#integers-are-integers-in-the-text, "Metadata keys". */
 describe('JSON request bodies', () => {
   const refusal = (text: string) => {
     try {

@@ -173,7 +173,7 @@ const CARD: Record<string, Record<Trigger, D>> = {
     fail: DUP,
     cancel: LATE,
   } as Record<Trigger, D>,
-  // a success the acquirer reports after the cancellation is money that moved (docs/decisions.md "Late success")
+  // a success the acquirer reports after the cancellation is money that moved (docs/decisions.md#late-success)
   cancelled: {
     ...NO_REFUND,
     sent: LATE,

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { lookupPhoneNumber, PhoneNumberProblem } from '../../shared/msisdn';
 
-/** The number lookup of docs/decisions.md "Integrator's kit": normalisation and the prefix table. */
+/** The number lookup of docs/decisions.md#integrators-kit: normalisation and the prefix table. */
 describe('phone number lookup', () => {
   const accepted: [string, string, string][] = [
     ['+243 81 234 5678', '243812345678', 'vodacom'],

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Card payments (docs/decisions.md "Cards"): what the acquirer reported of the card (`card`: brand,
+ * Card payments (docs/decisions.md#cards-hosted-checkout): what the acquirer reported of the card (`card`: brand,
  * last4, exp_month, exp_year; never the number), the vault token the checkout posted and the
  * charge job will use once (`checkout_token`, cleared once charged or refused), the issuer's
  * challenge page while 3-D Secure is under way (`challenge_url`), and why the last token was

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * GET /admin/attention lists what a provider contradicted (docs/decisions.md "Late success"): late
+ * GET /admin/attention lists what a provider contradicted (docs/decisions.md#late-success): late
  * successes from the status history, and reports about operations never sent from the inbox.
  * Both are rare, so partial indexes hold only them.
  */

@@ -3,7 +3,7 @@ import { partitionOnline, unpartitionOnline } from '../partitionOnline';
 import { partitionedTable } from '../partitions';
 
 /**
- * `ledger_entries` by month on `created_at` (docs/retention.md "Ten years of history"), by the
+ * `ledger_entries` by month on `created_at` (docs/retention.md#ten-years-of-history), by the
  * online path: the table as it is becomes the partition of everything before the first day of
  * next month (`ledger_entries_before_<yyyymm>`), the primary key becomes (id, created_at), the
  * `ledger_balances` view is recreated on the parent, the next 12 months and a DEFAULT partition

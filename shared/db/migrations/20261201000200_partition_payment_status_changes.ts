@@ -3,7 +3,7 @@ import { partitionOnline, unpartitionOnline } from '../partitionOnline';
 import { partitionedTable } from '../partitions';
 
 /**
- * `payment_status_changes` by month on `at` (docs/retention.md "Ten years of history"), by the
+ * `payment_status_changes` by month on `at` (docs/retention.md#ten-years-of-history), by the
  * online path of migration 20261201000100: the table as it is becomes the partition before the
  * first day of next month, the primary key becomes (id, at). No transaction around it: the
  * unique index is built CONCURRENTLY.

@@ -3,7 +3,7 @@ import { partitionOnline, unpartitionOnline, withShortLocks, type Referencing } 
 import { partitionedTable } from '../partitions';
 
 /**
- * `events` by year on `created` (Unix seconds; docs/retention.md "Ten years of history": monthly
+ * `events` by year on `created` (Unix seconds; docs/retention.md#ten-years-of-history: monthly
  * partitions made GET /v1/events's planning 20× slower), by the online path of migration
  * 20261201000100: the table as it is becomes the partition before next 1 January, the primary key
  * becomes (id, created).

@@ -2,7 +2,7 @@ import type { Executor } from '../knex';
 import { runSql, sqlStatement, streamSql } from './run';
 
 /**
- * Statement lines (docs/decisions.md "Integrator's kit"): the ledger transactions that moved a
+ * Statement lines (docs/decisions.md#integrators-kit): the ledger transactions that moved a
  * merchant's `available` balance, one line each, with the object they came from. `net` is what
  * moved on available (the ledger's word), `amount` the object's amount signed the same way (a
  * payment's amount_charged; a refund or payout negative, its reversal positive), and
