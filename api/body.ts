@@ -3,9 +3,9 @@ import type { Context } from 'koa';
 import { BadRequest, PayloadTooLarge, UnsupportedMediaType, ValidationFailed } from '../shared/errors';
 import { badText, strictUtf8, textProblem, TEXT_PROBLEM_MESSAGE } from '../shared/text';
 
-/** Global body cap of spec 5.6 step 1 / section 8. */
+/** Global body cap: step 1 of the pipeline (docs/decisions.md#merchant-pipeline). */
 export const GLOBAL_BODY_LIMIT = 500 * 1024 * 1024;
-/** Spec 8: POST /v1/payments bodies are capped at 100 KB; so are operator requests. */
+/** The specification caps POST /v1/payments bodies at 100 KB; so are operator requests. */
 export const PAYMENT_BODY_LIMIT = 100 * 1024;
 /** Every other merchant body: none needs more than a few KB; the cap bounds what a request makes us buffer. */
 export const V1_BODY_LIMIT = 1024 * 1024;

@@ -50,7 +50,7 @@ export interface RouteSpec<B = unknown, Q = unknown> {
   description?: string;
   /** The group the reference page lists it under (`Payments`, `Events`...). */
   tag: string;
-  /** The least scope a route needs (spec 5.5); `none` for the routes that take no key. */
+  /** The least scope a route needs (docs/decisions.md#merchant-pipeline); `none` for the routes that take no key. */
   scope: 'none' | 'read' | 'payments' | 'full';
   /** Path parameters by name (every `:name` of the path). */
   params?: Record<string, { description: string }>;
@@ -58,7 +58,7 @@ export interface RouteSpec<B = unknown, Q = unknown> {
   query?: JsonSchema;
   /** ajv schema of the JSON body (POST/PUT/PATCH); validated before the handler runs. */
   body?: Component | JsonSchema;
-  /** Idempotency-Key header (spec 5.4, docs/decisions.md Faults): required, optional, or not taken. */
+  /** Idempotency-Key header (docs/decisions.md#merchant-pipeline): required, optional, or not taken. */
   idempotencyKey?: 'required' | 'optional';
   /** Successful answers by status. */
   responses: Record<number, ResponseSpec>;

@@ -7,7 +7,7 @@ import { pidAlive } from './lib/processes';
 import { ARCHIVE_TIMEOUT_S, haTopologyAt, hasPgbackrest, PG_BIN, pgbackrest, type HaTopology } from './ha';
 
 /**
- * Backups and point-in-time recovery with pgBackRest (issue 34 §2), of the HA Postgres of
+ * Backups and point-in-time recovery with pgBackRest (docs/durability.md#backups-and-point-in-time-recovery), of the HA Postgres of
  * `npm run cluster:up -- --db ha` (scripts/ha.ts: both nodes archive their WAL into the
  * topology's repository, at least every archive_timeout = 60 s).
  *

@@ -5,7 +5,7 @@ import { OVERLOAD_TIMEOUT_MS, RECOVERY_RATE, RECOVERY_S } from './bench-e2e-load
 import type { AnswerKind, BareBaseline, OverloadResult, StepResult } from './bench-e2e-measure';
 
 /**
- * bench:e2e's report: the lines it prints (docs/benchmarks.md quotes them) and the JSON of
+ * bench:e2e's report: the lines it prints (docs/benchmarks.md#benche2e quotes them) and the JSON of
  * --json. Nothing here measures.
  */
 

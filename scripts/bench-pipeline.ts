@@ -1,6 +1,6 @@
 /**
  * npm run bench:pipeline: authenticated requests per second through the whole merchant pipeline
- * (spec 5.6) against a bare Koa app, in the same run, on the same machine.
+ * (docs/decisions.md#merchant-pipeline) against a bare Koa app, in the same run, on the same machine.
  *
  *   bare     Koa, one route: GET answers {ok}, POST reads the body with raw-body and parses it
  *            (what any JSON endpoint must do), then answers {ok}

@@ -1,4 +1,4 @@
-// The production build (issue 24): `tsc -p tsconfig.build.json` compiles what `npm start` and the
+// The production build (docs/operating.md#processes): `tsc -p tsconfig.build.json` compiles what `npm start` and the
 // Procfile run (api, workers, shared, the supervisor) to build/, and the files the code reads
 // beside itself (checkout and card-sandbox assets) are copied there. `--if-stale` builds only
 // when a source is newer than the last build: `npm start` runs it first, `npm ci` runs the full

@@ -11,7 +11,7 @@ import { leaderOf, postmasterPid, switchover, waitHealthy, type HaNode, type HaT
  * the way PgBouncer reaches it), and how long until the cluster had a synchronous standby again.
  */
 
-/** The goal for the time without a writable leader (issue 34). */
+/** The goal for the time without a writable leader (docs/durability.md#drills). */
 export const UNWRITABLE_GOAL_S = 30;
 
 export interface LeaderChange {

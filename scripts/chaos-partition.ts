@@ -1,8 +1,8 @@
 import type { ClientResponse } from '../shared/client/signing';
 
 /**
- * The chaos drill's requests during a Postgres partition, each timed. docs/decisions.md "Bounded
- * waits": no request waits more than 5 s for Postgres; past that it is 503 `service-unavailable`
+ * The chaos drill's requests during a Postgres partition, each timed. docs/decisions.md#bounded-waits:
+ * no request waits more than 5 s for Postgres; past that it is 503 `service-unavailable`
  * with Retry-After. Every request must have an answer within ANSWER_BOUND_MS: a success, a
  * refusal (4xx), or that 503; any other 5xx is a wrong answer.
  */

@@ -20,8 +20,8 @@ import { haDown, haTopologyAt, haUp } from './ha';
  * +2 sandbox provider, +3 card vault, +4 card acquirer), named node-a, node-b in logs and
  * metrics, sharing the cluster and Postgres through PgBouncer, behind HAProxy on p+7
  * health-checking /health/ready. BASE_URL is HAProxy's, so callbacks, checkout pages and 3-D
- * Secure returns reach whichever node answers. HAProxy is the TLS edge (decisions.md "Retention
- * and transport"): HTTPS on p+7, TLS 1.3 only, on a certificate made here for local use
+ * Secure returns reach whichever node answers. HAProxy is the TLS edge (docs/durability.md#tls-13-at-the-edge):
+ * HTTPS on p+7, TLS 1.3 only, on a certificate made here for local use
  * (edgeCertificate), HSTS on every answer; its plain-HTTP port p+8 (the internal one) serves
  * /health/* and redirects everything else to HTTPS. BASE_URL is https://, and the nodes'
  * processes trust the local certificate (NODE_EXTRA_CA_CERTS). The providers are outside the service: both nodes
@@ -94,7 +94,7 @@ export interface EdgeCertificate {
 /**
  * A self-signed certificate for 127.0.0.1 and localhost (EC P-256, 1 year), made with openssl
  * the first time and kept under .data/tls/ for every topology of this checkout. In production
- * HAProxy's `crt` is the real certificate and its chain (README "TLS at the edge").
+ * HAProxy's `crt` is the real certificate and its chain (docs/durability.md#tls-13-at-the-edge).
  */
 export function edgeCertificate(dir = path.join(PROJECT_ROOT, '.data', 'tls')): EdgeCertificate {
   const cert = { pem: path.join(dir, 'edge.pem'), crt: path.join(dir, 'edge.crt') };

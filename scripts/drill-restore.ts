@@ -14,7 +14,7 @@ import { ARCHIVE_TIMEOUT_S, haDown, haTopologyAt, haUp, pgbackrest } from './ha'
 import { backup, dropRestored, restore } from './backup';
 
 /**
- * `npm run drill:restore`: point-in-time recovery, proved (issue 34 §2). On the HA Postgres of
+ * `npm run drill:restore`: point-in-time recovery, proved (docs/durability.md#drills). On the HA Postgres of
  * scripts/ha.ts (started if it is not up, on --pg-base 5433), the whole service (`npm start`,
  * compiled, on --base-port 5330…5334, the machine's Redis under a queue prefix of its own) takes a
  * load of payments that the sandbox provider confirms (ledger lines and all); then:

@@ -15,7 +15,7 @@ import { isRoot, portOpen, PROJECT_ROOT } from './local-services';
 import { answers200, need as needIn, pidAlive, waitFor as waitForEvery } from './lib/processes';
 
 /**
- * Postgres with a synchronous standby and automatic failover (issue 34 §1), from Debian's
+ * Postgres with a synchronous standby and automatic failover (docs/durability.md#highly-available-postgres), from Debian's
  * packages: one etcd (`etcd-server`, the DCS), two Postgres 15 nodes under Patroni (`patroni`)
  * with `synchronous_mode: true` (a commit is acknowledged once the standby has it), and an
  * HAProxy in TCP mode that sends connections to whichever node answers Patroni's REST
@@ -109,7 +109,7 @@ function daemon(cmd: string, args: string[], log: string, pidFile: string, asPos
 const waitFor = (what: string, check: () => Promise<boolean> | boolean, timeoutMs = 30_000) =>
   waitForEvery(what, check, timeoutMs, 200);
 
-/** pgBackRest (issue 34 §2): its stanza, and its files under the topology's folder (the repository in repo/). */
+/** pgBackRest (docs/durability.md#backups-and-point-in-time-recovery): its stanza, and its files under the topology's folder (the repository in repo/). */
 export const STANZA = 'svc';
 export const ARCHIVE_TIMEOUT_S = 60;
 export const pgbackrestDir = (h: HaTopology) => path.join(h.dir, 'pgbackrest');

@@ -16,7 +16,7 @@ export const DEV_CARD_VAULT_API_KEY = 'card-vault-key-change-me';
 const DEV_CALLBACK_SECRETS: readonly string[] = [DEV_SANDBOX_CALLBACK_SECRET, DEV_CARD_CALLBACK_SECRET];
 /** The spec's webhook delays (6.5), in seconds; attempt n+1 follows failed attempt n by delay n. */
 export const SPEC_WEBHOOK_DELAYS_S = [1, 5, 30, 300, 1800, 7200, 21600, 86400];
-/** Spec 8: requests per minute per API key. */
+/** Requests per minute per API key (docs/decisions.md#merchant-pipeline, docs/settings.md#settings). */
 export const SPEC_RATE_LIMIT_PER_MINUTE = 100;
 
 export type SecretsKey = { id: string; key: Buffer };
@@ -99,7 +99,7 @@ function loadCardsConfig(env: Env, production: boolean) {
   };
 }
 /**
- * Graceful overload (README "Overload"): while the work behind the API falls behind, POST
+ * Graceful overload (docs/operating.md#overload): while the work behind the API falls behind, POST
  * /v1/payments and POST /v1/payouts answer 503 service-unavailable at once instead of queueing
  * work that will be late. 0 turns a threshold off.
  */
@@ -159,9 +159,9 @@ function loadSettlementConfig(env: Env) {
 export const SPEC_WEBHOOK_TIMEOUT_MS = 10_000;
 export const SPEC_WEBHOOK_BREAKER_PAUSE_MS = 3_600_000;
 
-/** Webhook delivery settings beside webhookRetryDelaysMs (spec 6.5, docs/decisions.md). */
+/** Webhook delivery settings beside webhookRetryDelaysMs (docs/decisions.md#webhooks). */
 function loadWebhooksConfig(env: Env, production: boolean) {
-  // one attempt's deadline (docs/decisions.md: 10 s)
+  // one attempt's deadline (docs/decisions.md#webhooks: 10 s)
   const timeoutMs = int(env, 'WEBHOOK_TIMEOUT_MS', SPEC_WEBHOOK_TIMEOUT_MS, 100, 120_000);
   // how long an open circuit breaker holds an endpoint's deliveries (spec: 1 hour)
   const breakerPauseMs = int(env, 'WEBHOOK_BREAKER_PAUSE_MS', SPEC_WEBHOOK_BREAKER_PAUSE_MS, 100);
@@ -185,7 +185,7 @@ function loadWebhooksConfig(env: Env, production: boolean) {
 
 export class ConfigError extends Error {}
 
-/** The four mobile-money operators of docs/decisions.md. */
+/** The four mobile-money operators of docs/decisions.md#names. */
 export const PROVIDER_OPERATORS = ['vodacom', 'airtel', 'orange', 'africell'] as const;
 type ConfiguredOperator = (typeof PROVIDER_OPERATORS)[number];
 const ROUTED_DIRECTIONS = ['collection', 'refund', 'payout'] as const;
@@ -199,7 +199,7 @@ const CONNECTOR_REACH: Record<LiveConnectorName, readonly ConfiguredOperator[]> 
   airtel: ['airtel'],
 };
 
-/** pawaPay Merchant API v2 (docs/going-live.md): one account and one callback URL for every operator it reaches. */
+/** pawaPay Merchant API v2 (docs/going-live.md#going-live): one account and one callback URL for every operator it reaches. */
 export interface PawapaySettings {
   url: string;
   apiToken: string;
@@ -320,7 +320,7 @@ function loadPaymentsConfig(env: Env, production: boolean, sandboxSecret: string
     /** BullMQ lock of a provider-push / callback-reconciler job: a killed worker's job is retried after it */
     paymentJobLockMs: int(env, 'PAYMENT_JOB_LOCK_MS', 30_000, 500),
   };
-  // a callback secret that ships with the code lets anyone sign a callback (docs/decisions.md, Faults:
+  // a callback secret that ships with the code lets anyone sign a callback (docs/decisions.md#faults-and-limits:
   // bad callbacks); the sandbox provider runs in production too (test keys), so its secret counts
   if (production && DEV_CALLBACK_SECRETS.includes(sandboxSecret)) {
     throw new ConfigError(
@@ -470,7 +470,7 @@ export function loadConfig(env: Env = process.env) {
   ]);
   // the shared secret the sandbox provider signs its callbacks with
   const sandboxCallbackSecret = env.SANDBOX_CALLBACK_SECRET || DEV_SANDBOX_CALLBACK_SECRET;
-  // requests per minute bucket per API key (spec 8: 100); only the bench raises it
+  // requests per minute bucket per API key (100 by default: docs/settings.md#settings); only the bench raises it
   const rateLimitPerMinute = int(env, 'RATE_LIMIT_PER_MINUTE', SPEC_RATE_LIMIT_PER_MINUTE, 1);
   if (production && rateLimitPerMinute !== SPEC_RATE_LIMIT_PER_MINUTE) {
     throw new ConfigError(`RATE_LIMIT_PER_MINUTE is fixed at ${SPEC_RATE_LIMIT_PER_MINUTE} by the spec in production`);
@@ -524,7 +524,7 @@ export function loadConfig(env: Env = process.env) {
       intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000),
       graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000),
     },
-    /** webhook retry delays in milliseconds (docs/decisions.md: attempt n+1 after delay n) */
+    /** webhook retry delays in milliseconds (docs/decisions.md#webhooks: attempt n+1 after delay n) */
     webhookRetryDelaysMs: delays(env, production),
     sandboxProviderUrl,
     sandboxProviderPort,

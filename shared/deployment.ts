@@ -3,7 +3,7 @@ import { checkPooler } from './db/pooler';
 import { checkClusterNodes } from './queues/connection';
 
 /**
- * Refuses a bad deployment before start, saying what to change (issue 25): prepared statements
+ * Refuses a bad deployment before start, saying what to change (docs/operating.md#scaling): prepared statements
  * behind PgBouncer, a dead Redis Cluster node. A module of its own: the supervisor asks it
  * without loading the service's whole context.
  */

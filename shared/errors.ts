@@ -1,35 +1,35 @@
 /**
- * Domain errors in the vocabulary of docs/decisions.md, without HTTP: api/middleware/errors.ts alone
+ * Domain errors in the vocabulary of docs/decisions.md#errors, without HTTP: api/middleware/errors.ts alone
  * maps each to its status, headers and body. Each class accepts only the codes of its kind.
  */
 
-/** Codes of the 401 answers (spec 7; docs/decisions.md: one fixed message each). */
+/** Codes of the 401 answers (docs/decisions.md#errors: one fixed message each). */
 export type UnauthenticatedCode = 'auth-required' | 'api-key-invalid' | 'timestamp-expired' | 'signature-invalid';
 export type BadRequestCode =
   | 'invalid-json'
   | 'operator-mismatch'
   | 'idempotency-key-required'
   | 'idempotency-key-invalid'
-  // README Decisions: a request target that is not a URL, a body that cannot be read
+  // beyond the specification (docs/decisions.md#errors): a request target that is not a URL, a body that cannot be read
   | 'bad-request'
   | 'invalid-body';
 export type ForbiddenCode =
   | 'insufficient-scope'
   | 'ip-not-allowed'
   | 'merchant-suspended'
-  // README Decisions (checkout): POST /checkout/{id}/pay from a page of another origin
+  // docs/decisions.md#cards-hosted-checkout: POST /checkout/{id}/pay from a page of another origin
   | 'origin-not-allowed';
 export type ConflictCode =
   | 'idempotency-conflict'
   | 'idempotency-in-progress'
   | 'reference-conflict'
   | 'request-replayed'
-  // README Decisions (operator API)
+  // docs/decisions.md#operator-admin-api
   | 'webhook-exists'
   | 'webhook-disabled'
   | 'delivery-not-dead'
   | 'credential-revoked'
-  // README Decisions (checkout): POST /checkout/{id}/pay once the payment left pending, or while a card is being charged
+  // docs/decisions.md#cards-hosted-checkout: POST /checkout/{id}/pay once the payment left pending, or while a card is being charged
   | 'payment-not-pending'
   | 'payment-in-progress';
 export type UnprocessableCode =
@@ -46,7 +46,7 @@ export type GoneCode = 'link-inactive';
 export type TooManyCode = 'rate-limit-exceeded' | 'redelivery-limit';
 export type UnavailableCode = 'maintenance' | 'service-unavailable';
 
-/** Every error code the service answers with: docs/decisions.md#errors, spec section 7, the README's few more. */
+/** Every error code the service answers with: those of the specification and of docs/decisions.md#errors. */
 export type ErrorCode =
   | UnauthenticatedCode
   | BadRequestCode

@@ -6,7 +6,7 @@ import { TAKE_KEY, type KeyRow } from './idempotencySql';
 import { transact, type OutboxWriter, type TransactDeps } from './db/transact';
 
 /**
- * Idempotency keys (spec 5.4), one mode for every route that takes them: the key is written in
+ * Idempotency keys (docs/decisions.md#merchant-pipeline), one mode for every route that takes them: the key is written in
  * the route's own transaction, with the route's answer. A second request with the same key
  * while the first runs finds the first one's uncommitted key in the unique index and waits
  * there for its transaction to end (Postgres does the waiting; no row is ever seen
@@ -16,7 +16,7 @@ import { transact, type OutboxWriter, type TransactDeps } from './db/transact';
  * and the request answers 409 idempotency-in-progress.
  */
 
-/** Idempotency keys live 24 hours (spec 8); expired ones are purged by the outbox-relay pool. */
+/** Idempotency keys live 24 hours (docs/decisions.md#merchant-pipeline); expired ones are purged by the outbox-relay pool. */
 export const IDEMPOTENCY_WINDOW_MS = 24 * 3600 * 1000;
 
 /** Expired keys (their window ended before `nowMs`, the service clock: shared/clock.ts), deleted in bounded batches (shared/retention.ts). */
@@ -24,7 +24,7 @@ export function purgeExpiredIdempotencyKeys(db: Db, nowMs: number): Promise<numb
   return purgeIdempotencyKeys(db, { now: nowMs });
 }
 
-/** One key: unique per merchant and environment (spec 5.4, architecture rule 5). */
+/** One key: unique per merchant and environment (docs/decisions.md#merchant-pipeline). */
 export interface IdempotencyKeyId {
   merchantId: string;
   environment: string;

@@ -1,6 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 
-/** Object id prefixes of docs/decisions.md; every id is the prefix followed by a UUID v4. */
+/** Object id prefixes of docs/decisions.md#names; every id is the prefix followed by a UUID v4. */
 export const ID_PREFIX = {
   payment: 'pay_',
   refund: 're_',
@@ -30,7 +30,7 @@ export function isId(kind: IdKind, id: string): boolean {
   return id.startsWith(prefix) && UUID_V4_RE.test(id.slice(prefix.length)) && id === id.toLowerCase();
 }
 
-/** Event id of docs/decisions.md: `evt_<object uuid>_<unix seconds>_<short random>`. */
+/** Event id of docs/decisions.md#names: `evt_<object uuid>_<unix seconds>_<short random>`. */
 export function newEventId(objectId: string, createdUnix: number): string {
   const uuid = objectId.slice(objectId.indexOf('_') + 1);
   return `evt_${uuid}_${createdUnix}_${randomBytes(4).toString('hex')}`;

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 
 /**
  * Money beyond the safe integers. Every amount, fee and limit given is at most MAX_AMOUNT (10^12
- * minor units; docs/decisions.md, Faults and limits), a safe integer. Sums of them (balances,
+ * minor units; docs/decisions.md#faults-and-limits), a safe integer. Sums of them (balances,
  * settlement figures) are unbounded: summed in Postgres, read as text and kept as an `Exact`
  * (a bigint beyond the safe integers), and written in JSON as a plain number with every digit.
  */

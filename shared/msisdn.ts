@@ -1,5 +1,5 @@
 /**
- * Client phone numbers (docs/decisions.md): `243` and 9 digits. In live the national prefix (the two
+ * Client phone numbers (docs/decisions.md#names): `243` and 9 digits. In live the national prefix (the two
  * digits after 243) must belong to the operator. Test keys skip the prefix rule, so the sandbox
  * numbers (whose prefix 99 is airtel's) go with any operator.
  */

@@ -1,7 +1,7 @@
 import type { Db } from './db/knex';
 
 /**
- * Retention (docs/decisions.md#retention-and-transport, docs/retention.md): transactions (payments,
+ * Retention (docs/decisions.md#retention-and-transport, docs/retention.md#purged): transactions (payments,
  * refunds, payouts, the ledger, events, settlements) are kept 10 years and never touched here;
  * log-like rows leave after 90 days at most, purged by the pool that owns them:
  *
@@ -81,7 +81,7 @@ const EXPIRED_KEYS = `
   delete from idempotency_keys
    where ctid = any (array(select ctid from idempotency_keys where expires_at < ? limit ? for update skip locked))`;
 
-/** Deletes expired idempotency records (24 hours, spec 8), in bounded batches (the outbox-relay's). */
+/** Deletes expired idempotency records (24 hours, docs/decisions.md#merchant-pipeline), in bounded batches (the outbox-relay's). */
 export function purgeIdempotencyKeys(db: Db, opts: PurgeOptions): Promise<number> {
   return inBatches(db, EXPIRED_KEYS, new Date(opts.now), opts);
 }

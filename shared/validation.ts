@@ -57,5 +57,5 @@ export function validator<T>(schema: Schema | JSONSchemaType<T>): Validator<T> {
   };
 }
 
-/** A positive amount in minor units, at most 10^12 (docs/decisions.md, Faults and limits: 400 validation-failed beyond). */
+/** A positive amount in minor units, at most 10^12 (docs/decisions.md#payments: 400 validation-failed beyond). */
 export const MONEY = { type: 'integer', minimum: 1, maximum: MAX_AMOUNT } as const;

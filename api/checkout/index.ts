@@ -23,10 +23,10 @@ import { withTraceparent } from '../../shared/tracing/spans';
 
 /**
  * The hosted card checkout (docs/decisions.md#cards-hosted-checkout), outside the merchant pipeline: the client's
- * browser has no key. Headers: spec 5.7 (securityHeaders), the CSP below, no-store, no cookie.
+ * browser has no key. Headers: securityHeaders (docs/decisions.md#http-frame-and-operator-api), the CSP below, no-store, no cookie.
  */
 
-/** docs/decisions.md: POST /checkout/{id}/pay is limited to 10 a minute per client IP. */
+/** docs/decisions.md#cards-hosted-checkout: POST /checkout/{id}/pay is limited to 10 a minute per client IP. */
 export const PAY_LIMIT_PER_MINUTE = 10;
 const REDIS_TIMEOUT_MS = 2000;
 

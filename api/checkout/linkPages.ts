@@ -7,7 +7,7 @@ import type { PaymentRow } from '../../shared/db/rows';
 import type { PageLink } from '../../shared/links/service';
 
 /**
- * The payment-link page (/pay/{link id}, issue 35) in the checkout's frame: mobile money and
+ * The payment-link page (/pay/{link id}, docs/decisions.md#payment-links) in the checkout's frame: mobile money and
  * card as two forms of one page, each a plain POST that works without JavaScript; the attempt's
  * status page, which refreshes itself without JavaScript and is updated in place with it.
  */

@@ -35,7 +35,7 @@ import {
 } from './linkPages';
 
 /**
- * The payment-link page (issue 35, docs/decisions.md#payment-links), on the web process, outside
+ * The payment-link page (docs/decisions.md#payment-links), on the web process, outside
  * the merchant pipeline: the client's browser has no key. GET /pay/{id} shows the link's forms
  * (410 once it takes no payment); POST /pay/{id} creates the payment through the link (mobile
  * money: pushed, then the attempt's status page; card: handed over to the card checkout,
@@ -212,7 +212,7 @@ export function linksRouter(services: ServiceContext): Router {
         beforeCreate: input.phone ? () => perPhone(phoneKey(input.phone!)) : undefined,
       });
       ctx.status = 303;
-      // a card is paid on the card checkout, which decisions.md addresses by the payment's id
+      // a card is paid on the card checkout, which docs/decisions.md#payment-links addresses by the payment's id
       ctx.redirect(
         method === 'card'
           ? `/checkout/${paymentId}?lang=${lang}`

@@ -6,8 +6,7 @@ const answered = <C extends ErrorCode>(status: number, codes: C[]) =>
   Object.fromEntries(codes.map((c) => [c, status])) as Record<C, number>;
 
 /**
- * The HTTP status of every error code: the one place statuses are known (docs/decisions.md#errors,
- * spec 7). The type makes a code without a status a compile error.
+ * The HTTP status of every error code: the one place statuses are known (docs/decisions.md#errors). The type makes a code without a status a compile error.
  */
 export const ERROR_STATUS: Record<ErrorCode, number> = {
   ...answered(400, [
@@ -173,7 +172,7 @@ export function answerOf(
   return { error: INTERNAL, log: 'unhandled' };
 }
 
-/** The one place that turns thrown errors into the error body of docs/decisions.md. */
+/** The one place that turns thrown errors into the error body of docs/decisions.md#errors. */
 export const errorHandler: Middleware = async (ctx, next) => {
   try {
     await next();

@@ -2,7 +2,7 @@ import type { Middleware } from 'koa';
 
 const THREEDS_RETURN = /^\/checkout\/[^/]+\/3ds-return\/?$/;
 
-/** HSTS (spec 5.7): the web's on every answer, and the TLS edge's (scripts/cluster.ts) */
+/** HSTS (docs/decisions.md#http-frame-and-operator-api): the web's on every answer, and the TLS edge's (scripts/cluster.ts) */
 export const HSTS = 'max-age=63072000; includeSubDomains; preload';
 
 const COMMON: Record<string, string> = {
@@ -13,7 +13,7 @@ const COMMON: Record<string, string> = {
   Server: 'Service',
 };
 
-/** Security headers of spec 5.7 on every response, errors included; never a cookie. */
+/** Security headers of docs/decisions.md#http-frame-and-operator-api on every response, errors included; never a cookie. */
 export const securityHeaders: Middleware = async (ctx, next) => {
   ctx.set(COMMON);
   if (THREEDS_RETURN.test(ctx.path)) {

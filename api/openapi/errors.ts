@@ -2,7 +2,7 @@ import type { ErrorCode } from '../../shared/errors';
 import { ERROR_STATUS } from '../middleware/errors';
 
 /**
- * Every error code a merchant may be answered, with when (spec 7, docs/decisions.md Errors); the
+ * Every error code a merchant may be answered, with when (docs/decisions.md#errors); the
  * status is ERROR_STATUS's. The operator API's own codes are not here.
  */
 const WHEN = {
@@ -52,7 +52,7 @@ export const ERROR_CODES: Record<MerchantErrorCode, { status: number; when: stri
   Object.entries(WHEN).map(([code, when]) => [code, { status: ERROR_STATUS[code as MerchantErrorCode], when }]),
 ) as Record<MerchantErrorCode, { status: number; when: string }>;
 
-/** What any authenticated merchant request may be answered, whatever its route (spec 5.6). */
+/** What any authenticated merchant request may be answered, whatever its route (docs/decisions.md#merchant-pipeline). */
 export const PIPELINE_ERRORS = [
   'auth-required',
   'api-key-invalid',
@@ -70,7 +70,7 @@ export const PIPELINE_ERRORS = [
  */
 export const PUBLIC_ERRORS = ['maintenance', 'service-unavailable'] as const satisfies readonly MerchantErrorCode[];
 
-/** What a signed request (POST, PUT, PATCH, DELETE) may be answered besides (spec 5.6 steps 7-8, body steps). */
+/** What a signed request (POST, PUT, PATCH, DELETE) may be answered besides (pipeline steps 7-8 and the body: docs/decisions.md#merchant-pipeline). */
 export const SIGNED_ERRORS = [
   'timestamp-expired',
   'signature-invalid',
@@ -82,7 +82,7 @@ export const SIGNED_ERRORS = [
   'validation-failed',
 ] as const satisfies readonly MerchantErrorCode[];
 
-/** A POST taking an Idempotency-Key (spec 5.4, docs/decisions.md Faults). */
+/** A POST taking an Idempotency-Key (docs/decisions.md#merchant-pipeline). */
 export const IDEMPOTENCY_ERRORS = [
   'idempotency-key-required',
   'idempotency-key-invalid',

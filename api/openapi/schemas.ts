@@ -19,14 +19,14 @@ export const MINOR_UNITS: JsonSchema = {
 export const CURRENCY: JsonSchema = { type: 'string', enum: CURRENCIES };
 export const ENVIRONMENT: JsonSchema = { type: 'string', enum: ENVIRONMENTS };
 
-/** An object id: `<prefix><uuid v4>` (docs/decisions.md Names). */
+/** An object id: `<prefix><uuid v4>` (docs/decisions.md#names). */
 export const idOf = (kind: IdKind, description?: string): JsonSchema => ({
   type: 'string',
   pattern: `^${ID_PREFIX[kind]}[0-9a-f-]{36}$`,
   ...(description ? { description } : {}),
 });
 
-/** `{object: "list", data, has_more, next_cursor}`: a cursor-paginated list (docs/decisions.md Cursor). */
+/** `{object: "list", data, has_more, next_cursor}`: a cursor-paginated list (docs/decisions.md#cursor). */
 export const pageOf = (name: string, item: Component): Component =>
   component(
     name,
@@ -45,7 +45,7 @@ export const pageOf = (name: string, item: Component): Component =>
 export const listOf = (name: string, item: Component): Component =>
   component(name, closedObject({ object: { const: 'list' }, data: { type: 'array', items: item } }));
 
-/** The error body of docs/decisions.md (Errors), the same for every status. */
+/** The error body of docs/decisions.md#errors, the same for every status. */
 export const ErrorBody = component(
   'Error',
   closedObject({

@@ -31,7 +31,7 @@ export function ipAllowed(allowlist: string[] | null, clientIp: string): boolean
 }
 
 /**
- * Step 4 (spec 5.6.4): the client address is ctx.ip: the socket's, or X-Forwarded-For's as
+ * Step 4 of the pipeline (docs/decisions.md#merchant-pipeline): the client address is ctx.ip: the socket's, or X-Forwarded-For's as
  * seen through TRUSTED_PROXIES proxies when the operator configured them (api/app.ts sets Koa's
  * `proxy` and `maxIpsCount`); never a forged header otherwise.
  */
@@ -41,7 +41,7 @@ export const ipAllowlist: Middleware = async (ctx, next) => {
   return next();
 };
 
-/** Step 5 (spec 5.6.5): the merchant must be active (status seen within CREDENTIAL_CACHE_MS). */
+/** Step 5 of the pipeline (docs/decisions.md#merchant-pipeline): the merchant must be active (status seen within CREDENTIAL_CACHE_MS). */
 export const merchantStatus: Middleware = async (ctx, next) => {
   if (ctx.state.auth!.merchantStatus !== 'active')
     throw new Forbidden('merchant-suspended', 'The merchant account is suspended');
@@ -49,7 +49,7 @@ export const merchantStatus: Middleware = async (ctx, next) => {
 };
 
 /**
- * Spec 5.5 as a pure function. read: GET (and HEAD) only; payments: read plus POST /v1/payments
+ * The scopes of docs/decisions.md#merchant-pipeline as a pure function. read: GET (and HEAD) only; payments: read plus POST /v1/payments
  * (creation; a refund needs full) and the payment links' POSTs (creation, deactivation:
  * docs/decisions.md#payment-links); full: everything. Paths are compared as the router matches
  * them (canonicalPath).

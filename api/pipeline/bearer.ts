@@ -18,7 +18,7 @@ function decoyWork(method: string, path: string): void {
 }
 
 /**
- * Steps 2 and 3 (spec 5.6.2-3): no bearer header → 401 auth-required; a key unknown by its
+ * Steps 2 and 3 of the pipeline (docs/decisions.md#merchant-pipeline): no bearer header → 401 auth-required; a key unknown by its
  * SHA-256, past its end (a revoked key works until its grace ends) or of the other environment
  * → 401 api-key-invalid. Fills ctx.state.auth. Credentials, unknown hashes too, are cached by
  * hash for CREDENTIAL_CACHE_MS: revocation and suspension reach every process within that time.

@@ -3,7 +3,7 @@ import { PayloadTooLarge } from '../../shared/errors';
 import { GLOBAL_BODY_LIMIT } from '../body';
 
 /**
- * Step 1 (spec 5.6.1): a declared Content-Length above 500 MB is 413 before a byte is read.
+ * Step 1 of the pipeline (docs/decisions.md#merchant-pipeline): a declared Content-Length above 500 MB is 413 before a byte is read.
  * Chunked bodies meet the per-route limit when they are read (signed step).
  */
 export const contentLength: Middleware = async (ctx, next) => {

@@ -133,7 +133,7 @@ export function presentedKey(ctx: Context): string | undefined {
 }
 
 /**
- * Step 9 (spec 5.4, 5.6.9; docs/decisions.md#refund-retries): the key is held in Postgres per
+ * Step 9 (docs/decisions.md#merchant-pipeline; a refund: docs/decisions.md#refund-retries): the key is held in Postgres per
  * merchant, environment and key for 24 hours. The route writes it with its work, in its own
  * transaction (idempotentWrite); a request with the same key meanwhile waits for that
  * transaction and gets its answer, or 409 idempotency-in-progress (Retry-After: 1) after

@@ -13,7 +13,7 @@ import { uniform401 } from './unauthorized';
 
 /**
  * The merchant request pipeline: every /v1 request passes these steps, in this order, before any
- * route runs (spec 5.6). A step that refuses throws a domain error (shared/errors.ts); errorHandler renders it.
+ * route runs (docs/decisions.md#merchant-pipeline). A step that refuses throws a domain error (shared/errors.ts); errorHandler renders it.
  *
  *   1. contentLength   413 above 500 MB, before any body byte is read
  *   2-3. bearer        401 auth-required / api-key-invalid; fills ctx.state.auth
@@ -22,7 +22,7 @@ import { uniform401 } from './unauthorized';
  *   6. rateLimit       429 rate-limit-exceeded (Redis, shared by every web process)
  *   7-8. signed        401 timestamp-expired, exact bytes (413 above the route's limit),
  *                      401 signature-invalid (signed methods)
- *      scope           403 insufficient-scope (spec 5.5)
+ *      scope           403 insufficient-scope (scopeAllows)
  *      json            415 unsupported-media-type / 400 invalid-json; fills ctx.state.body
  *      replayGuard     a signed POST whose signature was accepted before, with no key or another
  *                      key than its first use: 409 request-replayed

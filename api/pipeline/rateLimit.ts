@@ -8,7 +8,7 @@ import { unavailable } from '../middleware/errors';
 /** A Redis call slower than this answers 503: a stalled Redis must not hang every request. */
 const REDIS_TIMEOUT_MS = 2000;
 
-/** Requests that change nothing: they keep working while Redis is unreachable (docs/decisions.md, Faults). */
+/** Requests that change nothing: they keep working while Redis is unreachable (docs/decisions.md#backends-down). */
 const READS: ReadonlySet<string> = new Set(['GET', 'HEAD']);
 /** At most one "Redis unreachable" log line per process and interval, not one per request. */
 const OUTAGE_LOG_INTERVAL_MS = 10_000;
@@ -24,7 +24,7 @@ async function counted(consumed: Promise<RateLimiterRes>): Promise<{ res: RateLi
 }
 
 /**
- * Step 6 (spec 5.6.6): RATE_LIMIT_PER_MINUTE requests per API key per one-minute bucket, counted
+ * Step 6 of the pipeline (docs/decisions.md#merchant-pipeline): RATE_LIMIT_PER_MINUTE requests per API key per one-minute bucket, counted
  * in Redis so that every web process shares the count; X-RateLimit-* on every response from here
  * on; over the limit, 429 with Retry-After. Redis down or stalled: writes get 503, never a
  * silent pass; GET and HEAD are counted meanwhile by an in-process limiter with the same limit.

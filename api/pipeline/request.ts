@@ -3,7 +3,7 @@
 /** Methods that must be signed: the spec's POST, PATCH and DELETE, and PUT, so no method able to change anything is unsigned. */
 export const SIGNED_METHODS: ReadonlySet<string> = new Set(['POST', 'PATCH', 'PUT', 'DELETE']);
 
-/** Methods whose JSON body is parsed (spec 5.2: Content-Type on POST/PATCH/PUT). */
+/** Methods whose JSON body is parsed (docs/decisions.md#merchant-pipeline: Content-Type on POST/PATCH/PUT). */
 export const JSON_METHODS: ReadonlySet<string> = new Set(['POST', 'PATCH', 'PUT']);
 
 /** Paths the pipeline guards. Case-insensitive: the router matches `/V1/...` as `/v1/...`. */
@@ -19,12 +19,12 @@ export function canonicalPath(path: string): string {
   return lower.length > 1 ? lower.replace(/\/+$/, '') || '/' : lower;
 }
 
-/** Routes whose POST takes an Idempotency-Key (spec 5.4; docs/decisions.md#refund-retries). */
+/** Routes whose POST takes an Idempotency-Key (docs/decisions.md#merchant-pipeline; a refund: docs/decisions.md#refund-retries). */
 export type IdempotencyRule = 'required' | 'optional';
 
 /**
- * Per route: its key's rule, and where a signed request's signature is taken (docs/decisions.md
- * "Replayed signed requests"): `with-the-key` in the one statement that writes the key, the row
+ * Per route: its key's rule, and where a signed request's signature is taken (docs/decisions.md#replayed-signed-requests):
+ * `with-the-key` in the one statement that writes the key, the row
  * and its jobs (the writer's keyed creation, shared/operations/writer.ts), else `before` the
  * route, in a statement of its own (api/pipeline/replay.ts).
  */

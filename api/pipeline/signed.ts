@@ -5,7 +5,7 @@ import { PAYMENT_BODY_LIMIT, V1_BODY_LIMIT, readRawBody } from '../body';
 import { SIGNED_METHODS, canonicalPath } from './request';
 import { unauthorized } from './unauthorized';
 
-/** Spec 8: +/- 5 minutes. */
+/** The timestamp tolerance: +/- 5 minutes (docs/decisions.md#merchant-pipeline). */
 export const TIMESTAMP_TOLERANCE_S = 300;
 const UNIX_SECONDS = /^\d{1,12}$/;
 
@@ -14,13 +14,13 @@ export function timestampFresh(raw: string, nowS: number): boolean {
   return UNIX_SECONDS.test(raw) && Math.abs(nowS - Number(raw)) < TIMESTAMP_TOLERANCE_S;
 }
 
-/** Body cap of a merchant request: 100 KB for POST /v1/payments (spec 8), 1 MB for any other. */
+/** Body cap of a merchant request: 100 KB for POST /v1/payments (the specification's cap), 1 MB for any other. */
 export function bodyLimitFor(method: string, path: string): number {
   return method === 'POST' && canonicalPath(path) === '/v1/payments' ? PAYMENT_BODY_LIMIT : V1_BODY_LIMIT;
 }
 
 /**
- * True when `presented` is the spec 5.3 signature: lowercase hex HMAC-SHA256 of
+ * True when `presented` is the signature of docs/decisions.md#merchant-pipeline: lowercase hex HMAC-SHA256 of
  * `<timestamp>.<METHOD>.<path>.<raw body>` under the merchant secret. Constant time; any length
  * or garbage is simply false.
  */
@@ -36,7 +36,7 @@ export function signatureValid(
 }
 
 /**
- * Steps 7-8 (spec 5.6.7-8), signed methods only; other methods' bodies are never read.
+ * Steps 7-8 of the pipeline (docs/decisions.md#merchant-pipeline), signed methods only; other methods' bodies are never read.
  * X-Timestamp missing, not an integer or |now - ts| >= 300 s → 401 timestamp-expired. Then the
  * exact body bytes go to ctx.state.rawBody, capped by route → 413 payload-too-large: only once
  * the caller is known, allowed, not rate-limited and fresh, so nobody else makes us buffer a

@@ -6,7 +6,7 @@ import { exactJson } from '../../shared/money';
 
 const AMOUNTS = { type: 'array', items: closedObject({ currency: CURRENCY, amount: MINOR_UNITS }) };
 
-/** The balance object (docs/decisions.md Balance and settlement). */
+/** The balance object (docs/decisions.md#balance-and-settlement). */
 export const Balance = component(
   'Balance',
   closedObject({

@@ -7,7 +7,7 @@ import { EVENT_TYPES } from '../../shared/vocabulary';
 import { listEventDeliveries, MAX_REDELIVERIES, redeliverEvent } from '../../shared/webhooks/redeliver';
 import { refuseQuery } from '../query';
 
-/** The event envelope (spec 6.2), as webhook deliveries send it. */
+/** The event envelope (docs/decisions.md#webhooks), as webhook deliveries send it. */
 export const Event = component(
   'Event',
   closedObject({
@@ -56,7 +56,7 @@ export const WebhookDeliveryList = listOf('WebhookDeliveryList', WebhookDelivery
 
 const EVENT_ID = { description: 'The event id (`evt_…`)' };
 
-/** Events of the key's merchant and environment (docs/decisions.md), for merchants catching up. */
+/** Events of the key's merchant and environment (docs/decisions.md#integrators-kit), for merchants catching up. */
 export const eventsRoutes = defineRoutes([
   route<never, { type?: string; limit?: string; cursor?: string }>({
     method: 'GET',

@@ -44,7 +44,7 @@ export const PaymentLinkList = pageOf('PaymentLinkList', PaymentLink);
 const LINK_ID = { description: 'The payment link id (`plink_…`)' };
 
 /**
- * Payment links (docs/decisions.md#payment-links, issue 35): what a merchant without a developer
+ * Payment links (docs/decisions.md#payment-links): what a merchant without a developer
  * sends its client instead of calling POST /v1/payments. The payments made through a link are
  * listed by GET /v1/payments?payment_link=.
  */
@@ -75,7 +75,7 @@ export const paymentLinksRoutes = defineRoutes([
     }),
     idempotencyKey: 'required',
     responses: { 201: { description: 'The payment link', body: PaymentLink } },
-    // the same signed request (same body, same second) under another key: the replay guard's (decisions.md Faults)
+    // the same signed request (same body, same second) under another key: the replay guard's (docs/decisions.md#replayed-signed-requests)
     errors: ['request-replayed'],
     async handler(ctx, { body }) {
       const { db, outbox, config, clock } = ctx.services;

@@ -12,7 +12,7 @@ import {
 } from '../../shared/payments/schemas';
 import { paymentMachine } from '../../shared/operations/machines';
 
-/** The payment object (spec 2.2, docs/decisions.md Payments and Cards). */
+/** The payment object (docs/decisions.md#payments and docs/decisions.md#cards-hosted-checkout). */
 export const Payment = component(
   'Payment',
   closedObject(
@@ -60,7 +60,7 @@ export const PaymentList = pageOf('PaymentList', Payment);
 
 const PAYMENT_ID = { description: 'The payment id (`pay_…`)' };
 
-/** Payments (spec 2.2, 2.4; docs/decisions.md paths). Scopes and signatures are the pipeline's; the idempotency key is written with the payment. */
+/** Payments (docs/decisions.md#payments, docs/decisions.md#paths). Scopes and signatures are the pipeline's; the idempotency key is written with the payment. */
 export const paymentsRoutes = defineRoutes([
   route<CreatePaymentInput>({
     method: 'POST',

@@ -13,7 +13,7 @@ import {
 import { payoutMachine } from '../../shared/operations/machines';
 import { OPERATORS } from '../../shared/vocabulary';
 
-/** The payout object (docs/decisions.md Payouts). */
+/** The payout object (docs/decisions.md#payouts). */
 export const Payout = component(
   'Payout',
   closedObject({
@@ -39,7 +39,7 @@ export const Payout = component(
 
 export const PayoutList = pageOf('PayoutList', Payout);
 
-/** Payouts (B2C, docs/decisions.md). Scope `full` for the POST, signatures and the Idempotency-Key are the pipeline's. */
+/** Payouts (B2C, docs/decisions.md#payouts). Scope `full` for the POST, signatures and the Idempotency-Key are the pipeline's. */
 export const payoutsRoutes = defineRoutes([
   route<PayoutInput>({
     method: 'POST',

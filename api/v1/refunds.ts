@@ -16,7 +16,7 @@ const refundSchema = {
   },
 } as const;
 
-/** The refund object (spec 2.3, plus the failure fields). */
+/** The refund object, plus the failure fields of the payment object (docs/decisions.md#payments). */
 export const Refund = component(
   'Refund',
   closedObject({
@@ -36,7 +36,7 @@ export const Refund = component(
 
 export const RefundList = listOf('RefundList', Refund);
 
-/** Refunds of a payment (spec 2.3, docs/decisions.md paths); the pipeline has checked scope `full` for the POST. */
+/** Refunds of a payment (docs/decisions.md#paths; the checks: docs/decisions.md#provider-operations); the pipeline has checked scope `full` for the POST. */
 export const refundsRoutes = defineRoutes([
   route<RefundInput>({
     method: 'POST',

@@ -10,7 +10,7 @@ import {
 import { exactJson } from '../../shared/money';
 import { listSettlementLines } from '../../shared/statements/settlementLines';
 
-/** The settlement object (docs/decisions.md Balance and settlement; also `data.object` of settlement.completed). */
+/** The settlement object (docs/decisions.md#balance-and-settlement; also `data.object` of settlement.completed). */
 export const Settlement = component(
   'Settlement',
   closedObject({

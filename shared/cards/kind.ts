@@ -7,7 +7,7 @@ import { TOKEN_ERRORS, type CardAcquirer, type ChargeAnswer } from '../providers
 import { PAYMENT_COLUMNS, type PaymentRow } from '../db/rows';
 import type { CardPaymentStatus } from '../vocabulary';
 
-/** A card payment not paid within 30 minutes of its creation is cancelled (docs/decisions.md). */
+/** A card payment not paid within 30 minutes of its creation is cancelled (docs/decisions.md#cards-hosted-checkout). */
 export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
 
 /**

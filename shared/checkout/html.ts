@@ -24,7 +24,7 @@ export function parseAmount(text: string | undefined): number | null {
 export const maskToken = (token: string) => `${token.slice(0, 8)}…`;
 
 /**
- * A phone number as every page shows it (issue 35): country code, the first two digits of the
+ * A phone number as every page shows it (docs/decisions.md#payment-links): country code, the first two digits of the
  * national number, the last three, the rest masked (`+243 81• ••• •678`).
  */
 export function maskPhone(msisdn: string): string {

@@ -104,7 +104,7 @@ export function pickLang(query: unknown, acceptLanguage: string | undefined): La
   return best;
 }
 
-/** The payment-link page's words (issue 35), beside the card checkout's TEXT. */
+/** The payment-link page's words (docs/decisions.md#payment-links), beside the card checkout's TEXT. */
 export const LINK_TEXT = {
   fr: {
     title: 'Paiement',

@@ -1,7 +1,7 @@
 import { createHmac, randomUUID } from 'node:crypto';
 
 /**
- * The request signature of spec 5.3, for merchants and for this service's own tests:
+ * The request signature of docs/decisions.md#merchant-pipeline, for merchants and for this service's own tests:
  * lowercase hex HMAC-SHA256, keyed by the merchant secret, over
  * `<timestamp>.<METHOD>.<path>.<raw body>`.
  */

@@ -1,7 +1,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 
 /**
- * Webhook signatures of spec 6.4, for merchants (verification) and for the sender (signing).
+ * Webhook signatures (README.md#integrating), for merchants (verification) and for the sender (signing).
  * `X-Service-Signature: t=<unix seconds>,v1=<hex>` where v1 is the lowercase hex HMAC-SHA256,
  * keyed by the merchant's webhook secret (`whsec_...`), over `<t>.<raw body>`.
  *
@@ -57,7 +57,7 @@ export type VerifyResult =
   | { ok: false; reason: 'malformed-header' | 'timestamp-outside-tolerance' | 'signature-mismatch' };
 
 export interface VerifyOptions {
-  /** Largest accepted |now - t|, in seconds; default 300 (spec 6.4). */
+  /** Largest accepted |now - t|, in seconds; default 300 (README.md#integrating). */
   toleranceSeconds?: number;
   /** Current Unix time in seconds; defaults to the clock. */
   now?: number;
@@ -92,7 +92,7 @@ function verdict(timestamp: number, candidates: string[], expected: string[], op
   return matched ? { ok: true, timestamp } : { ok: false, reason: 'signature-mismatch' };
 }
 
-/** `X-Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>]` (spec 6.4). */
+/** `X-Service-Signature: t=<unix seconds>,v1=<hex>[,v1=<hex>]` (README.md#integrating). */
 function verifyServiceSignature(
   rawBody: string | Buffer,
   value: string | undefined,

@@ -4,7 +4,7 @@ import { UUID_V4_RE } from '../ids';
 import { ValidationFailed } from '../errors';
 
 /**
- * Cursor pagination of docs/decisions.md, newest first: `next_cursor` is `<created>.<id>` of the
+ * Cursor pagination of docs/decisions.md#cursor, newest first: `next_cursor` is `<created>.<id>` of the
  * last item of the page, the Unix timestamp first; ties on `created` are broken by id, so no
  * item is skipped or repeated when many share one second. A bare Unix timestamp is accepted
  * too and starts strictly before that second. Written for any table with `created` (Unix

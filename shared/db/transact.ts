@@ -30,7 +30,7 @@ const ATTEMPTS = 3;
 
 /**
  * Runs `fn` in one Postgres transaction with an outbox writer, then publishes the outbox rows it
- * wrote (architecture rule 1). The one way every flow writes state together with its jobs. A
+ * wrote (docs/decisions.md#provider-operations). The one way every flow writes state together with its jobs. A
  * transaction Postgres chose as a deadlock's victim is run again (up to 3 times, after a short
  * random pause), so two writers crossing on one merchant's accounts never answer 500.
  */

@@ -8,17 +8,17 @@ import type { EventBody, EventRow } from '../db/rows';
 
 /** GET /v1/events: the caller's events, newest first, in the webhook envelope, to catch up on anything missed. */
 
-/** `evt_<uuid>_<unix seconds>_<8 hex>` (docs/decisions.md). */
+/** `evt_<uuid>_<unix seconds>_<8 hex>` (docs/decisions.md#names). */
 function isEventId(id: string): boolean {
   const m = /^evt_([0-9a-f-]{36})_\d{1,12}_[0-9a-f]{8}$/.exec(id);
   return m !== null && UUID_V4_RE.test(m[1]);
 }
 
-/** The `created` an event id carries (its third part): events are partitioned on it (docs/retention.md). */
+/** The `created` an event id carries (its third part): events are partitioned on it (docs/retention.md#partitions-built). */
 export const createdOfEventId = (id: string) => Number(id.split('_')[2]);
 
 /**
- * The event envelope of spec 6.2 in its documented key order (Postgres jsonb does not keep key
+ * The event envelope in its documented key order (docs/decisions.md#webhooks) (Postgres jsonb does not keep key
  * order), exactly as webhook deliveries send it and GET /v1/events returns it.
  */
 export function eventEnvelope(row: {
@@ -63,7 +63,7 @@ export async function findEvent(
 ): Promise<Event> {
   if (!isEventId(id)) throw new NotFound('Event');
   const q = Event.query(db)
-    // `created` from the id: one partition read (events are partitioned by year on it, docs/retention.md)
+    // `created` from the id: one partition read (events are partitioned by year on it, docs/retention.md#partitions-built)
     .findOne({ id, created: createdOfEventId(id), merchant_id: caller.merchantId, environment: caller.environment })
     .select(columns);
   if (lock) q.forUpdate();

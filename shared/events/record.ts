@@ -16,7 +16,7 @@ export interface EventInput {
   at: number;
 }
 
-/** A new event's row (pure): its id, creation time and envelope (spec 6.2 plus `data.object_version`). */
+/** A new event's row (pure): its id, creation time and envelope (docs/decisions.md#webhooks, with `data.object_version`). */
 export function newEventRow(input: EventInput): EventRow {
   const created = Math.floor(input.at / 1000);
   const id = newEventId(input.objectId, created);

@@ -38,7 +38,7 @@ export async function availableBalances(
 }
 
 /**
- * The balance object of docs/decisions.md, from one statement (one snapshot): `available` is what the
+ * The balance object of docs/decisions.md#balance-and-settlement, from one statement (one snapshot): `available` is what the
  * merchant may refund or pay out; `pending` is the `in_transit` account, what refunds and payouts
  * (with their fees) took from available until the provider confirms (it leaves) or refuses (it
  * returns). Every currency is listed, 0 where nothing moved; answer it with exactJson (exact amounts).

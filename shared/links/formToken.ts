@@ -4,7 +4,7 @@ import { safeEqual } from '../crypto/secrets';
 import { UUID_V4_RE } from '../ids';
 
 /**
- * The payment-link page's form token (issue 35: CSRF protection and one payment per form). The
+ * The payment-link page's form token (docs/decisions.md#payment-links: CSRF protection and one payment per form). The
  * public pages set no cookie (docs/decisions.md#cards-hosted-checkout: no cookie), so the token is stateless:
  * `<attempt uuid>.<expiry, Unix s>.<tag>`, the tag an HMAC of the link id, the uuid and the
  * expiry under a key derived from SECRETS_KEY. It is bound to its link (a token of another

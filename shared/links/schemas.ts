@@ -4,7 +4,7 @@ import { createPaymentSchema } from '../payments/schemas';
 import type { Currency } from '../rules/ledger';
 import type { MetadataValue } from '../vocabulary';
 
-/** Request schemas of the payment-link routes (docs/decisions.md#payment-links, issue 35); also the API description's. */
+/** Request schemas of the payment-link routes (docs/decisions.md#payment-links); also the API description's. */
 
 export type LinkMethod = 'mobile_money' | 'card';
 export const LINK_METHODS: readonly LinkMethod[] = ['mobile_money', 'card'];

@@ -25,7 +25,7 @@ import type { CreatePaymentLinkInput, LinkMethod, ListPaymentLinksQuery } from '
 import { inactiveReason, paymentLinkView, type PaymentLinkRead, type PaymentLinkView } from './view';
 
 /**
- * Payment links (docs/decisions.md#payment-links, issue 35). A link is a merchant's standing offer a
+ * Payment links (docs/decisions.md#payment-links). A link is a merchant's standing offer a
  * client pays through on the hosted page (/pay/{id}); each payment made through it is an ordinary
  * payment, created by shared/payments/create.ts (the merchant's fees, limits, closures, provider
  * routing and events), carrying `payment_link` and the reference `<link id>-<n>`.

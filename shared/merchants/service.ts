@@ -8,12 +8,12 @@ import { Conflict, NotFound, ValidationFailed } from '../errors';
 import { webhookSecretFor } from './webhookSecrets';
 import { CURRENCIES } from '../vocabulary';
 
-/** Operator-side management of merchants and their credentials (docs/decisions.md, admin API). */
+/** Operator-side management of merchants and their credentials (docs/decisions.md#operator-admin-api). */
 
 export const REVOCATION_GRACE_MS = 7 * 24 * 3600 * 1000;
 const NO_FEE: FeeRule = { percent_bps: 0, fixed: 0 };
 /**
- * Per-transaction limits of a merchant created without them (docs/decisions.md, Faults and limits),
+ * Per-transaction limits of a merchant created without them (docs/decisions.md#http-frame-and-operator-api),
  * in minor units: USD 1,000,000 (10,000.00 USD) and CDF 2,500,000,000. An explicit null still
  * means no limit of the merchant's own (every amount stays at most 10^12).
  */

@@ -25,7 +25,7 @@ export type CallbackOutcome =
   | 'unconfirmed';
 
 /**
- * Applies a stored callback (the inbox, architecture rule 2) once: the inbox row is locked, and
+ * Applies a stored callback (the inbox: docs/decisions.md#provider-operations) once: the inbox row is locked, and
  * marked processed with its outcome in the same transaction as the change it causes, so a job
  * run twice applies it once.
  */

@@ -94,7 +94,7 @@ export const payoutMachine: Machine<PayoutStatus> = {
  * callback when approved, makes it `processing` while the client is in 3-D Secure, or fails it
  * (declined); the callback (or asking the acquirer at its window's end) gives the outcome. It is
  * cancelled at the end of the 30-minute checkout window or of the 3-D Secure window. Card
- * payments are never refunded through the API (spec section 4, rule 5): no refund triggers.
+ * payments are never refunded through the API (docs/decisions.md#cards-hosted-checkout): no refund triggers.
  */
 export const cardPaymentMachine: Machine<CardPaymentStatus> = {
   statuses: ['pending', 'processing', 'succeeded', 'failed', 'cancelled'],

@@ -25,7 +25,7 @@ import { paymentKind } from './kind';
 import { CARD_CHECKOUT_WINDOW_MS, cardPaymentKind } from '../cards/kind';
 
 /**
- * The payment row a request asks for, or the 400/422 of docs/decisions.md. Pure: the caller has
+ * The payment row a request asks for, or the 400/422 of docs/decisions.md#payments. Pure: the caller has
  * loaded the merchant's terms.
  */
 export function buildPayment(

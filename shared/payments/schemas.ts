@@ -7,7 +7,7 @@ import type { FeeBearer } from '../rules/fees';
 import type { MetadataValue, PaymentStatus } from '../vocabulary';
 
 /**
- * Request schemas of the payment routes (spec 2.2, docs/decisions.md); also the source of the API
+ * Request schemas of the payment routes (docs/decisions.md#payments); also the source of the API
  * description. Cross-field rules that need the merchant or the environment (operator prefix,
  * fees, limits) are checked by shared/payments/create.ts.
  */
@@ -29,7 +29,7 @@ export interface CreatePaymentInput {
 
 export const METADATA_MAX_KEYS = 20;
 export const METADATA_MAX_VALUE_LENGTH = 500;
-/** docs/decisions.md (Faults and limits): metadata keys are 1 to 40 characters. */
+/** docs/decisions.md#metadata-keys: metadata keys are 1 to 40 characters. */
 export const METADATA_MAX_KEY_LENGTH = 40;
 
 const OPERATOR = { type: 'string', enum: OPERATORS } as const;

@@ -23,7 +23,7 @@ function common(p: PaymentRow) {
   };
 }
 
-/** The payment object of the API (spec 2.2 plus failure_code, failure_message, amount_refunded of docs/decisions.md). */
+/** The payment object of the API (with failure_code, failure_message, amount_refunded: docs/decisions.md#payments). */
 export function paymentView(p: PaymentRow, baseUrl: string) {
   return {
     ...common(p),
@@ -37,7 +37,7 @@ export function paymentView(p: PaymentRow, baseUrl: string) {
 export type PaymentView = ReturnType<typeof paymentView>;
 
 /**
- * The payment object inside an event (spec 6.2): `customer` instead of the phone fields, and
+ * The payment object inside an event (README.md#integrating): `customer` instead of the phone fields, and
  * `completed_at` where the API says `completed`.
  */
 export function paymentEventObject(p: PaymentRow) {

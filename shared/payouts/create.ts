@@ -52,7 +52,7 @@ export async function createPayout(
       const now = deps.clock.now();
       const merchant = (await Merchant.query(trx).findById(viewer.merchantId).select('fees'))!;
       const fee = feeFor(input.amount, merchant.fees[input.currency]);
-      // docs/decisions.md: every amount and fee is at most 10^12 minor units
+      // docs/decisions.md#payments: every amount and fee is at most 10^12 minor units
       if (fee > MAX_AMOUNT) throw new ValidationFailed('amount', `amount: its fee is above ${MAX_AMOUNT} minor units`);
       const payout: PayoutRow = {
         id: newId('payout'),

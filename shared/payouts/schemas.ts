@@ -4,7 +4,7 @@ import { CURSOR_QUERY, LIMIT_QUERY } from '../db/pagination';
 import type { PayoutStatus } from '../vocabulary';
 
 /**
- * Request schemas of the payout routes (docs/decisions.md), with the payment's field rules. Cross-field
+ * Request schemas of the payout routes (docs/decisions.md#payouts), with the payment's field rules. Cross-field
  * rules that need the environment or the merchant (operator prefix, fee) are checked by create.ts.
  */
 

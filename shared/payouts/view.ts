@@ -1,6 +1,6 @@
 import type { PayoutRow } from '../db/rows';
 
-/** The payout object of docs/decisions.md (also the `data.object` of payout events). */
+/** The payout object of docs/decisions.md#payouts (also the `data.object` of payout events). */
 export function payoutView(p: PayoutRow) {
   return {
     id: p.id,

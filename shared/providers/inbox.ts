@@ -10,7 +10,7 @@ import type { NormalisedCallback, ProviderEndpoint, Verification } from './conne
 import { traceparentNow } from '../tracing/spans';
 
 /**
- * Inbox of provider callbacks (architecture rule 2): the web stores a verified callback raw with
+ * Inbox of provider callbacks (docs/decisions.md#provider-operations): the web stores a verified callback raw with
  * the job that applies it and answers at once; the callback-reconciler applies each exactly once.
  */
 

@@ -55,7 +55,7 @@ const callbackSchema = {
 const validateCallback = ajv.compile(callbackSchema);
 
 /**
- * A callback body is UTF-8 JSON without NUL or lone surrogates (docs/decisions.md, Faults): anything
+ * A callback body is UTF-8 JSON without NUL or lone surrogates (docs/decisions.md#faults-and-limits): anything
  * else is `notJson` (400, nothing stored), as the inbox keeps raw text Postgres could not store.
  */
 export function parseCallbackBody(raw: Buffer): ProviderCallback {

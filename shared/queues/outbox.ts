@@ -13,7 +13,7 @@ import { withTimeout } from '../timeout';
 import { traceparentNow } from '../tracing/spans';
 
 /**
- * Outbox (architecture rule 1): a job that follows from a database change is written as a row
+ * Outbox (docs/decisions.md#provider-operations): a job that follows from a database change is written as a row
  * in the same transaction. After commit the writer enqueues it at once (jobId = outbox id); the
  * outbox-relay pool enqueues whatever was missed. A job never exists for a row that did not
  * commit, and no committed change loses its job.

@@ -1,6 +1,6 @@
 import type { RefundRow } from '../db/rows';
 
-/** The refund object of spec 2.3 (also the `data.object` of refund events), plus the failure fields. */
+/** The refund object (also the `data.object` of refund events), plus the failure fields. */
 export function refundView(r: RefundRow) {
   return {
     id: r.id,

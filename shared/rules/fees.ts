@@ -1,7 +1,7 @@
 import { MAX_AMOUNT } from '../money';
 
 /**
- * Fees of docs/decisions.md, in integers only: fee = round_half_up(amount * percent_bps / 10000) +
+ * Fees of docs/decisions.md#payments, in integers only: fee = round_half_up(amount * percent_bps / 10000) +
  * fixed, computed on `amount` whoever bears it. The product is taken in BigInt because
  * amount * percent_bps can pass Number.MAX_SAFE_INTEGER.
  */
@@ -39,7 +39,7 @@ export function splitFees(amount: number, rule: FeeRule, bearer: FeeBearer) {
   if (split.amountNet < 1) throw new FeeError('the amount does not cover the fee');
   if (!Number.isSafeInteger(split.fee) || !Number.isSafeInteger(split.amountCharged))
     throw new FeeError('the amount with its fee is too large');
-  // docs/decisions.md: every amount and fee is at most 10^12 minor units
+  // docs/decisions.md#payments: every amount and fee is at most 10^12 minor units
   if (split.fee > MAX_AMOUNT || split.amountCharged > MAX_AMOUNT)
     throw new FeeError(`the amount with its fee is above ${MAX_AMOUNT} minor units`);
   return split;

@@ -6,7 +6,7 @@ import { Unprocessable } from '../errors';
  *   merchant's available balance when it is created (`pending`), confirmed (`succeeded`) or
  *   refused (`failed`, the money goes back to available) by the provider (its state machine is
  *   shared/operations/machines.ts).
- * - refunded amount: the sum of a payment's `pending` and `succeeded` refunds (docs/decisions.md).
+ * - refunded amount: the sum of a payment's `pending` and `succeeded` refunds (docs/decisions.md#payments).
  */
 
 /** The part of a payment that decides whether, and how much, it can be refunded. */
@@ -19,7 +19,7 @@ export interface RefundablePayment {
 
 /**
  * The amount of a new refund: the requested one, or by default the whole rest not yet refunded.
- * Throws the 422 of docs/decisions.md when the payment cannot be refunded by that amount. The balance
+ * Throws the 422 of docs/decisions.md#provider-operations when the payment cannot be refunded by that amount. The balance
  * check (`insufficient-balance`) is the ledger's, in the same transaction.
  */
 export function refundAmount(payment: RefundablePayment, requested?: number): number {

@@ -1,6 +1,6 @@
 import type { SettlementRow } from '../db/rows';
 
-/** The settlement object of docs/decisions.md (also the `data.object` of settlement.completed). */
+/** The settlement object of docs/decisions.md#balance-and-settlement (also the `data.object` of settlement.completed). */
 export function settlementView(s: SettlementRow) {
   return {
     id: s.id,

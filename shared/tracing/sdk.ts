@@ -30,7 +30,7 @@ import { tracingStarted } from './spans';
  * are on, before pg, ioredis and http are (or their instrumentations would patch nothing). The
  * standard OTEL_* variables configure it (exporter, OTLP protocol, sampler, resource, OTEL_BSP_*).
  *
- * What a span may hold (issue 26): never a secret, a full phone number, card data or a body.
+ * What a span may hold (docs/operating.md#traces): never a secret, a full phone number, card data or a body.
  * - http: no bodies and no headers are recorded (none is configured); a URL keeps no query string
  *   and no user info, and a path segment that reads as a phone number keeps its last 4 digits;
  * - pg: the statement's text with its placeholders, never its parameters;

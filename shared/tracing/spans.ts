@@ -2,7 +2,7 @@ import type * as OTel from '@opentelemetry/api';
 import type { Telemetry } from 'bullmq';
 
 /**
- * A payment's trace across its hops (issue 26): the context of the span that wrote an outbox row
+ * A payment's trace across its hops (docs/operating.md#traces): the context of the span that wrote an outbox row
  * travels in the row (its W3C `traceparent`) and in the job's data (bullmq-otel, and a batch's
  * elements each with their own); a worker continues it.
  *

@@ -1,7 +1,7 @@
 import { isIP } from 'node:net';
 
 /**
- * Which IP addresses a live endpoint may reach (docs/decisions.md: never loopback, private, link-local
+ * Which IP addresses a live endpoint may reach (docs/decisions.md#webhooks: never loopback, private, link-local
  * or cloud metadata). Pure: the caller resolves names. IPv6 forms that embed an IPv4 address
  * (embeddedV4 below) are judged by the address they carry, in any spelling.
  */

@@ -105,7 +105,7 @@ export async function finishAttempts(
   return outcomes.map((o) => status.get(o.claim.id) ?? null);
 }
 
-/** Finished deliveries (and their attempts) leave after `days` (docs/decisions.md: 30). */
+/** Finished deliveries (and their attempts) leave after `days` (docs/decisions.md#webhooks: 30). */
 export async function pruneFinished(db: Db, days = 30, batch = 1000): Promise<number> {
   return WebhookDelivery.query(db)
     .whereIn(

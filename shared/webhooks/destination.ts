@@ -4,7 +4,7 @@ import type { Environment } from '../db/models';
 import { addressProblem } from './addresses';
 
 /**
- * Where a webhook may be sent (docs/decisions.md): live endpoints must be https and must not reach
+ * Where a webhook may be sent (docs/decisions.md#webhooks): live endpoints must be https and must not reach
  * loopback, private, link-local or metadata addresses; test endpoints may use http and loopback but
  * no other internal address (a test key must not make the sender a probe of the service's own
  * network). Judged after DNS resolution, at registration and on every connection.

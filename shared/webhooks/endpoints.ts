@@ -10,7 +10,7 @@ import { patternProblem } from '../events/patterns';
 import { breakerState } from './rules';
 import type { WebhookRow } from '../db/rows';
 
-/** Operator-side management of webhook endpoints (docs/decisions.md, admin API). */
+/** Operator-side management of webhook endpoints (docs/decisions.md#operator-admin-api). */
 
 export type WebhookInput = Pick<WebhookRow, 'merchant_id' | 'url' | 'events' | 'environment'>;
 export type WebhookPatch = Partial<Pick<WebhookRow, 'url' | 'events' | 'status'>>;
@@ -149,7 +149,7 @@ export async function updateWebhook(db: Db, id: string, patch: WebhookPatch, res
   });
 }
 
-/** A `webhook.test` event to this endpoint only (docs/decisions.md), a real event listed by GET /v1/events; 409 when disabled. */
+/** A `webhook.test` event to this endpoint only (docs/decisions.md#operator-admin-api), a real event listed by GET /v1/events; 409 when disabled. */
 export async function sendTestEvent(deps: TransactDeps, webhookId: string) {
   return transact(deps, async (trx, outbox) => {
     const w = await Webhook.query(trx).findById(webhookId);

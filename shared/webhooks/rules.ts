@@ -1,5 +1,5 @@
 /**
- * Delivery rules of spec 6.5 and docs/decisions.md, as pure functions.
+ * Delivery rules of docs/decisions.md#webhooks, as pure functions.
  *
  * Glossary. An *endpoint* (`wh_`) is a merchant URL subscribed to event patterns. A *delivery*
  * (`whd_`) is one event owed to one endpoint; its id is the X-Service-Delivery-Id of every
@@ -7,7 +7,7 @@
  */
 
 export const MAX_ATTEMPTS = 8;
-/** Consecutive failed attempts on one endpoint that open its circuit breaker (spec 6.5.4). */
+/** Consecutive failed attempts on one endpoint that open its circuit breaker (docs/decisions.md#webhooks). */
 export const BREAKER_THRESHOLD = 20;
 
 export type AttemptVerdict = { status: 'succeeded' } | { status: 'pending'; retryInMs: number } | { status: 'dead' };
@@ -15,7 +15,7 @@ export type AttemptVerdict = { status: 'succeeded' } | { status: 'pending'; retr
 /** Any 2xx succeeds; everything else (3xx included: redirects are not followed) fails. */
 export const isSuccess = (statusCode: number | null) => statusCode !== null && statusCode >= 200 && statusCode < 300;
 
-/** What follows attempt n (1..8): attempt n+1 after the n-th delay; dead after 8 (the last delay goes unused, docs/decisions.md). */
+/** What follows attempt n (1..8): attempt n+1 after the n-th delay; dead after 8 (the last delay goes unused, docs/decisions.md#webhooks). */
 export function afterAttempt(attempt: number, succeeded: boolean, delaysMs: readonly number[]): AttemptVerdict {
   if (!Number.isInteger(attempt) || attempt < 1 || attempt > MAX_ATTEMPTS)
     throw new RangeError(`attempt ${attempt} is outside 1..${MAX_ATTEMPTS}`);

@@ -10,7 +10,7 @@ import { eventually } from '../../scripts/lib/processes';
 import { launchChromium, type Browser } from './browser';
 
 /**
- * The payment-link page in a real browser (Debian's Chromium through playwright-core), issue 35:
+ * The payment-link page in a real browser (Debian's Chromium through playwright-core), docs/decisions.md#payment-links:
  * mobile money through the sandbox provider (its callback delay cut to 300 ms), the card through
  * the card checkout with 3-D Secure, each flow from the link's URL to its outcome, with and
  * without JavaScript; the first page's weight and its render time on a throttled 3G profile,

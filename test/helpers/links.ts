@@ -5,7 +5,7 @@ import type { ServiceClient } from '../../shared/client/signing';
 /** The payment-link page as a browser without JavaScript uses it: GET the page, POST a form. */
 
 export async function aLink(client: ServiceClient, over: Record<string, unknown> = {}) {
-  // a metadata of its own: two identical signed bodies in one second would be a replay (decisions.md Faults)
+  // a metadata of its own: two identical signed bodies in one second would be a replay (docs/decisions.md#replayed-signed-requests)
   const res = await client.post('/v1/payment_links', {
     amount: 2_500,
     currency: 'USD',

@@ -18,7 +18,7 @@ import { signCallback } from '../../shared/providers/signature';
 export const SANDBOX_API_KEY = 'sandbox-provider-key';
 export const SANDBOX_SECRET = 'sandbox-callback-secret';
 
-/** Delay of the sandbox's callbacks in these tests (docs/decisions.md's 3 s would only slow them down). */
+/** Delay of the sandbox's callbacks in these tests (the 3 s of docs/decisions.md#sandbox-test-keys would only slow them down). */
 const CALLBACK_DELAY_MS = '150';
 
 export const POOLS = [

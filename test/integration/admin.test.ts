@@ -47,7 +47,7 @@ describe('operator API and HTTP frame', () => {
       });
       expect(res.status).to.equal(201);
       expect(res.body.id).to.match(/^mer_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
-      // the limit left out gets its default (docs/decisions.md, Faults and limits)
+      // the limit left out gets its default (docs/decisions.md#http-frame-and-operator-api)
       expect(res.body).to.include({
         name: 'Kin Shop',
         status: 'active',
@@ -244,7 +244,7 @@ describe('operator API and HTTP frame', () => {
   });
 
   describe('HTTP frame', () => {
-    it('sets the security headers of spec 5.7 on every response, errors included, and no cookie', async () => {
+    it('sets the security headers on every response, errors included, and no cookie', async () => {
       for (const path of ['/health/live', '/nowhere', '/admin/merchants']) {
         const res = await fetch(env.baseUrl + path);
         expect(res.headers.get('strict-transport-security')).to.equal('max-age=63072000; includeSubDomains; preload');

@@ -7,7 +7,7 @@ import { settle } from '../../shared/settlements/settle';
 import { checkLedger } from '../../shared/ledger/check';
 
 /**
- * docs/decisions.md, Faults and limits: balances and settlement sums are exact whatever their size,
+ * docs/decisions.md#faults-and-limits: balances and settlement sums are exact whatever their size,
  * and one merchant's data never stops another's settlement. A balance above 2^53 is written
  * straight into the ledger (no request may carry more than 10^12 minor units).
  */

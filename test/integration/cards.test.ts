@@ -155,7 +155,7 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       expect(preferFr.text).to.include('<html lang="fr">');
     });
 
-    it('carries the headers of spec 5.7 and docs/decisions.md: CSP (own scripts, frames from the vault and acquirer only), DENY, no-store, no cookie', async () => {
+    it('carries the headers of docs/decisions.md#cards-hosted-checkout: CSP (own scripts, frames from the vault and acquirer only), DENY, no-store, no cookie', async () => {
       const p = await createCardPayment(shop.client);
       const res = await page(`/checkout/${p.id}`);
       const csp = res.headers.get('content-security-policy')!;

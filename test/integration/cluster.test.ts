@@ -12,7 +12,7 @@ import { aMerchant, aPayment, balanceOf, POOLS, startSandbox, waitForStatus } fr
 import { startReceiver, type Receiver } from '../helpers/webhooks';
 
 /**
- * The money flows on the distributed topology (issue 25): a Redis Cluster of 3 masters and 3
+ * The money flows on the distributed topology (docs/operating.md#scaling): a Redis Cluster of 3 masters and 3
  * replicas and PgBouncer in transaction pooling, from Debian's packages (`npm run cluster:up`
  * starts the same on its own ports), with real worker processes. A mobile-money payment reaches
  * `succeeded` with its webhook, a refund and a payout succeed, a card payment passes 3-D Secure;

@@ -23,7 +23,7 @@ import { fetchTrusting, handshake } from '../helpers/tls';
 import { contract } from '../helpers/contract';
 
 /**
- * The TLS edge of the cluster topology (docs/decisions.md#retention-and-transport, issue 34 §4): the
+ * The TLS edge of the cluster topology (docs/durability.md#tls-13-at-the-edge): the
  * HAProxy of scripts/cluster.ts, on the certificate `cluster:up` makes with openssl, in front of
  * this file's service. TLS 1.2 is refused, TLS 1.3 serves with HSTS, the merchant API works
  * through it, plain HTTP is redirected except /health/* on the internal port, and BASE_URL

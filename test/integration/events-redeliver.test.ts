@@ -4,8 +4,8 @@ import { eventually } from '../../scripts/lib/processes';
 import { emitEvent, startReceiver, type Receiver } from '../helpers/webhooks';
 
 /**
- * POST /v1/events/{id}/redeliver and GET /v1/events/{id}/deliveries (docs/decisions.md
- * "Integrator's kit"), with the real webhook sender and receivers on loopback.
+ * POST /v1/events/{id}/redeliver and GET /v1/events/{id}/deliveries (docs/decisions.md#integrators-kit),
+ * with the real webhook sender and receivers on loopback.
  */
 describe('event redelivery and delivery list (merchant API)', function () {
   this.timeout(60_000);

@@ -12,7 +12,7 @@ import { aMerchant, mobilePayment } from '../helpers/money';
 import { ServiceClient } from '../../shared/client/signing';
 
 /**
- * The short failover of issue 34 §1, for CI: the service on a highly available Postgres (etcd,
+ * The short failover of docs/durability.md#highly-available-postgres, for CI: the service on a highly available Postgres (etcd,
  * two Postgres 15 nodes under Patroni with a synchronous standby, HAProxy following the leader,
  * PgBouncer in front: scripts/ha.ts and scripts/cluster.ts), under a steady load of payments.
  * The leader's postmaster is killed with kill -9 once. Every payment acknowledged with 201

@@ -10,7 +10,7 @@ import { PHONE_PROMPTS, SUBMITS_PER_IP } from '../../api/checkout/links';
 const LINK_ID = /^plink_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 /**
- * Payment links (docs/decisions.md#payment-links, issue 35): the API routes and their errors
+ * Payment links (docs/decisions.md#payment-links): the API routes and their errors
  * (every answer checked against the OpenAPI document by the test client), and payments made
  * through the hosted page's form as a browser without JavaScript posts it, through the sandbox
  * provider and the real pools.

@@ -126,7 +126,7 @@ describe('mobile-money payments end to end (sandbox provider, real workers)', fu
       });
     }
 
-    it('sends payment.succeeded with the event payment object of spec 6.2, at the payment’s version', async () => {
+    it('sends payment.succeeded with the event payment object, at the payment’s version', async () => {
       const p = final.success;
       const row = await env.services.db('payments').where({ id: p.id }).first();
       const evs = await events(p.id);

@@ -18,7 +18,7 @@ describe('number lookup (GET /v1/phone-numbers/{number})', function () {
 
   const lookup = (typed: string, client = shop.client) => client.get(`/v1/phone-numbers/${encodeURIComponent(typed)}`);
 
-  it('never writes the number in clear in the access log, whatever its spelling (issue 22 #4): the route template and a masked path', async () => {
+  it('never writes the number in clear in the access log, whatever its spelling: the route template and a masked path', async () => {
     const lines: string[] = [];
     const memory = new Writable({ write: (chunk, _enc, cb) => (lines.push(chunk.toString()), cb()) });
     const services = env.services as { log: typeof env.services.log };

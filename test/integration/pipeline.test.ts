@@ -15,7 +15,7 @@ import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env
 import { send, sendRaw, type RawResponse } from '../helpers/http';
 
 /**
- * The merchant pipeline of spec 5.6 through real HTTP, Postgres and Redis. Test routes stand in
+ * The merchant pipeline of docs/decisions.md#merchant-pipeline through real HTTP, Postgres and Redis. Test routes stand in
  * for the resource routes (mounted after the pipeline, before v1Router, in this file's app only):
  * they record each call, so a test can tell whether a request reached a route.
  */
@@ -124,7 +124,7 @@ testRoutes.delete('/echo', echo);
 
 const routes = testRoutes.routes() as Middleware;
 
-describe('merchant request pipeline (spec 5.6)', () => {
+describe('merchant request pipeline', () => {
   let env: TestEnv;
   before(async () => {
     env = await startTestEnv(

@@ -13,7 +13,7 @@ import { freePort } from '../../scripts/lib/ports';
 import { eventually } from '../../scripts/lib/processes';
 
 /**
- * docs/decisions.md#backends-down (issue 14 #9): Postgres unreachable answers 503
+ * docs/decisions.md#backends-down: Postgres unreachable answers 503
  * service-unavailable with Retry-After: 5 and is logged as a Postgres fault, not a Redis one. A
  * second web app, sharing this file's Redis and queues, points at a Postgres port nothing listens
  * on; its log lines are captured. A connection cut under a running query (pg_terminate_backend)

@@ -17,7 +17,7 @@ import { startTcpProxy, type TcpProxy } from '../../scripts/chaos-proxy';
 import { freePort } from '../../scripts/lib/ports';
 
 /**
- * docs/decisions.md#bounded-waits (issue 22 #2): a Postgres partition (connections open, nothing
+ * docs/decisions.md#bounded-waits: a Postgres partition (connections open, nothing
  * answered) is an outage, not a hang. A web process whose Postgres sits behind a TCP proxy that
  * the test turns into a black hole answers every request within 5 s: 503 service-unavailable
  * with Retry-After, and serves again once the partition ends.

@@ -3,7 +3,7 @@ import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env
 import { freePort } from '../../scripts/lib/ports';
 
 /**
- * docs/decisions.md, Faults and limits: with Redis unreachable, writes get 503 service-unavailable
+ * docs/decisions.md#backends-down: with Redis unreachable, writes get 503 service-unavailable
  * with Retry-After: 5 and change nothing, while GET requests keep working, rate-limited in the
  * process meanwhile. The app here points at a Redis URL on a port nothing listens on (the shared
  * Redis is never stopped).

@@ -6,10 +6,10 @@ import { send } from '../helpers/http';
 import { aMerchant, aSucceededPayment, balanceOf, startMoneyEnv } from '../helpers/money';
 
 /**
- * docs/decisions.md#refund-retries (issue 14 #6): a refund may carry an Idempotency-Key with the
+ * docs/decisions.md#refund-retries: a refund may carry an Idempotency-Key with the
  * rules of POST /v1/payments, and a signed POST without one is accepted once: the same request
- * again (same signature) within the timestamp tolerance is 409 request-replayed. Also issue 14
- * #11: a signed POST with an empty body and no Content-Type is 415, not a full refund.
+ * again (same signature) within the timestamp tolerance is 409 request-replayed
+ * (docs/decisions.md#replayed-signed-requests). Also a signed POST with an empty body and no Content-Type is 415, not a full refund.
  */
 describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () => {
   let env: TestEnv;
@@ -146,7 +146,7 @@ describe('refund retries: Idempotency-Key, replayed requests, empty bodies', () 
     expect((await balanceOf(shop.client)).available.USD).to.equal(8_500);
   });
 
-  it('answers 400 invalid-json to a refund with an empty body, whatever its Content-Type, and refunds nothing; {} is a full refund (issue 22 #5)', async () => {
+  it('answers 400 invalid-json to a refund with an empty body, whatever its Content-Type, and refunds nothing; {} is a full refund', async () => {
     const shop = await aMerchant(env);
     const p = await aSucceededPayment(shop.client, { amount: 10_000 });
     // docs/decisions.md#empty-bodies: a money-moving POST needs a JSON object

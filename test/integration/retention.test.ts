@@ -7,7 +7,7 @@ import { purgeCallbackBodies } from '../../shared/retention';
 import type { MerchantFixture } from '../helpers/env';
 
 /**
- * Retention (docs/retention.md): the pools that own log-like rows purge them past 90 days, on the
+ * Retention (docs/retention.md#purged): the pools that own log-like rows purge them past 90 days, on the
  * service clock, which this file moves; transactions are never touched. Real processes: the
  * sandbox provider, provider-push and callback-reconciler (callback bodies), webhook-sender
  * (attempt snippets) and outbox-relay (idempotency records, request signatures).

@@ -116,7 +116,7 @@ describe('npm start', function () {
     );
   });
 
-  it('kills and starts again a process that stops answering (SIGSTOP: no heartbeat), and logs it (issue 22 #5)', async () => {
+  it('kills and starts again a process that stops answering (SIGSTOP: no heartbeat), and logs it', async () => {
     const [pid] = pidsOf('settlement');
     process.kill(pid, 'SIGSTOP');
     await eventually(async () => pidsOf('settlement').length === 2, 30_000, 100);

@@ -12,7 +12,7 @@ import { outboxMessage } from '../../shared/queues/outbox';
 import { QUEUES } from '../../shared/queues/names';
 
 /**
- * One payment is one trace (issue 26 #1, #4): the service's processes run with traces on, as an
+ * One payment is one trace (docs/operating.md#traces): the service's processes run with traces on, as an
  * operator turns them on (OTEL_EXPORTER_OTLP_ENDPOINT), and export to a small OTLP/HTTP receiver
  * of this file's (JSON: OTEL_EXPORTER_OTLP_TRACES_PROTOCOL=http/json). A mobile-money payment
  * goes to `succeeded` and its webhook is delivered on the second attempt; its trace then holds

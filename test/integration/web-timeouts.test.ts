@@ -5,7 +5,7 @@ import { ADMIN_TOKEN, startTestEnv, type TestEnv } from '../helpers/env';
 import { freePort } from '../../scripts/lib/ports';
 
 /**
- * Slow clients (issue 14 #11): the web process (api/server.ts, as the Procfile runs it) drops a
+ * Slow clients (docs/settings.md#settings: WEB_HEADERS_TIMEOUT_MS, WEB_REQUEST_TIMEOUT_MS): the web process (api/server.ts, as the Procfile runs it) drops a
  * client that has not sent its headers within WEB_HEADERS_TIMEOUT_MS, or its whole request within
  * WEB_REQUEST_TIMEOUT_MS, about a second past the bound (Node's default check every 30 s let
  * them stay up to 66 s). Bounds are shortened here to 1 s and 2 s.

@@ -38,7 +38,7 @@ describe('webhook deliveries (real sender, receivers on loopback)', function () 
   const attemptRows = (deliveryId: string) =>
     env.services.db('webhook_attempts').where({ delivery_id: deliveryId }).orderBy(['round', 'attempt']);
 
-  it('signs the exact body with the merchant webhook secret and sends the headers of spec 6.3', async () => {
+  it('signs the exact body with the merchant webhook secret and sends the X-Service-* headers', async () => {
     const { merchant, credential } = await endpointOwner();
     const hook = await endpoint(merchant.id, '/signed');
     const event = await emitEvent(env.services, merchant.id, { objectVersion: 7 });

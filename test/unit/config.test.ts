@@ -40,7 +40,7 @@ describe('config', () => {
       /SECRETS_KEY/,
     );
     expect(loadConfig(PROD).nodeEnv).to.equal('production');
-    // issue 22 #5: the development token with spaces around it, or a short one, is refused too
+    // docs/decisions.md#operator-admin-api: the development token with spaces around it, or a short one, is refused too
     for (const token of [`${DEV_ADMIN_API_TOKEN} `, ` ${DEV_ADMIN_API_TOKEN}`, `${DEV_ADMIN_API_TOKEN}\t`]) {
       expect(() => loadConfig({ ...PROD, ADMIN_API_TOKEN: token })).to.throw(
         ConfigError,

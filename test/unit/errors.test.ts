@@ -26,7 +26,7 @@ function filesUnder(dir: string): string[] {
 }
 
 describe('domain errors and their one HTTP mapping', () => {
-  it('maps each kind to the status, headers and fields of docs/decisions.md', () => {
+  it('maps each kind to the status, headers and fields of docs/decisions.md#errors', () => {
     const cases = [
       [new ValidationFailed('amount', 'bad'), 400, {}],
       [new BadRequest('operator-mismatch', 'no', 'phone'), 400, {}],

@@ -3,7 +3,7 @@ import { readdirSync } from 'node:fs';
 import path from 'node:path';
 
 /**
- * One file-naming scheme (README, Layout): source modules under api/, shared/ and workers/ are
+ * One file-naming scheme (CONTRIBUTING.md#one-way-for-each-thing): source modules under api/, shared/ and workers/ are
  * camelCase; scripts (named after their npm command) and test files are kebab-case; migrations
  * keep knex's <timestamp>_<snake_case>.ts. A file named otherwise fails here with its path.
  */

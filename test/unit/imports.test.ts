@@ -3,7 +3,7 @@ import path from 'node:path';
 import madge from 'madge';
 
 /**
- * The layers of the code point one way (architecture.md), type imports included: a module may
+ * The layers of the code point one way (CONTRIBUTING.md#one-way-for-each-thing), type imports included: a module may
  * import its own layer or the layers below it, never one above, and nothing forms a circle.
  *
  *   5  api/, workers/, scripts/     the entry points and tools (scripts never import test/)

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, statSync } from 'node:fs';
 import path from 'node:path';
 
 /**
- * Issue 23 #1: one writer. Every change of an operation's row (payments, refunds, payouts: its
+ * One writer (docs/decisions.md#provider-operations). Every change of an operation's row (payments, refunds, payouts: its
  * creation, its status, any column) is written by one module, the kernel's writer
  * (shared/operations/writer.ts); the kernel decides, the writer writes. Every insert into the
  * outbox is built by the outbox's one insert (shared/db/sql/outbox.ts `outboxInsertSql`), composed

@@ -68,7 +68,7 @@ const PAYMENT: Record<string, Record<Trigger, D>> = {
     refund_in_full: ILLEGAL,
     refund_reopened: ILLEGAL,
   },
-  // the provider's late success is money that moved: taken, credited, announced (docs/decisions.md)
+  // the provider's late success is money that moved: taken, credited, announced (docs/decisions.md#late-success)
   cancelled: {
     sent: LATE,
     start_3ds: LATE,
@@ -136,7 +136,7 @@ const NO_REFUND: Partial<Record<Trigger, D>> = {
   refund_reopened: ILLEGAL,
 };
 
-/** A card payment: never refunded through the API (spec 4, rule 5), so no refund trigger is legal. */
+/** A card payment: never refunded through the API (docs/decisions.md#cards-hosted-checkout), so no refund trigger is legal. */
 const CARD: Record<string, Record<Trigger, D>> = {
   pending: {
     ...NO_REFUND,

@@ -11,7 +11,7 @@ import { loadConfig } from '../../shared/config';
 import type { Scope } from '../../shared/db/models';
 
 describe('pipeline pure rules', () => {
-  describe('scopes (spec 5.5), every scope × method × route', () => {
+  describe('scopes, every scope × method × route', () => {
     const methods = ['GET', 'HEAD', 'POST', 'PATCH', 'PUT', 'DELETE', 'OPTIONS'];
     const paths = [
       '/v1/payments',
@@ -49,7 +49,7 @@ describe('pipeline pure rules', () => {
     const body = Buffer.from('{"amount":100}');
     const good = createHmac('sha256', secret).update(`1700000000.POST./v1/payments.`).update(body).digest('hex');
 
-    it('accepts the spec 5.3 signature, built independently', () => {
+    it('accepts the request signature, built independently', () => {
       expect(signatureValid(secret, '1700000000', 'POST', '/v1/payments', body, good)).to.equal(true);
       expect(signRequest(secret, '1700000000', 'post', '/v1/payments', body)).to.equal(good);
     });

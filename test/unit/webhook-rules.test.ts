@@ -7,7 +7,7 @@ import { saturatedWaitMs } from '../../shared/webhooks/semaphore';
 const SPEC_MS = SPEC_WEBHOOK_DELAYS_S.map((s) => s * 1000);
 
 describe('webhook delivery rules', () => {
-  describe('schedule (docs/decisions.md)', () => {
+  describe('schedule (docs/decisions.md#webhooks)', () => {
     it('sends attempt n+1 after the n-th delay of the spec (1 s, 5 s, 30 s, 5 min, 30 min, 2 h, 6 h)', () => {
       const expected = [1_000, 5_000, 30_000, 300_000, 1_800_000, 7_200_000, 21_600_000];
       for (let n = 1; n <= 7; n++) {

@@ -6,7 +6,7 @@ import { pruneFinished } from '../../shared/webhooks/deliveries';
 import { webhookSenderProcessor } from './processor';
 
 /**
- * webhook-sender: delivers events to merchant endpoints (spec 6). Any number of copies may run:
+ * webhook-sender: delivers events to merchant endpoints (docs/decisions.md#webhooks). Any number of copies may run:
  * attempts are claimed in Postgres, and the per-endpoint bound is shared through Redis.
  */
 void runPool({

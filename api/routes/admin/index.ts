@@ -99,7 +99,7 @@ const validateMaintenance = validator<{ enabled: boolean; retry_after?: number }
   ]),
 );
 
-/** Operator API (docs/decisions.md); mounted behind adminAuth. Webhook routes join in their own module. */
+/** Operator API (docs/decisions.md#operator-admin-api); mounted behind adminAuth. Webhook routes join in their own module. */
 export const adminRouter = new Router({ prefix: '/admin' })
   .post('/merchants', async (ctx) => {
     const input = validateCreateMerchant(await readJson(ctx));

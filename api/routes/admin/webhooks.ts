@@ -50,7 +50,7 @@ function webhookId(id: string): string {
   return id;
 }
 
-/** Operator webhook routes (docs/decisions.md, plus list and PATCH); mounted behind adminAuth. */
+/** Operator webhook routes (docs/decisions.md#operator-admin-api); mounted behind adminAuth. */
 export const webhooksAdminRouter = new Router({ prefix: '/admin' })
   .post('/webhooks', async (ctx) => {
     const input = validateCreate(await readJson(ctx));

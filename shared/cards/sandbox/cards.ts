@@ -1,5 +1,5 @@
 /**
- * The sandbox card table of docs/decisions.md, as the sandbox vault and acquirer play it:
+ * The sandbox card table of docs/decisions.md#sandbox-test-keys, as the sandbox vault and acquirer play it:
  *   4242424242424242 succeeds · 4000000000003220 asks for the 3-D Secure challenge, then succeeds
  *   ("Complete authentication") or fails `authentication-failed` ("Fail authentication") ·
  *   4000000000000002 is declined `card-declined` · any other valid number succeeds.

@@ -45,7 +45,7 @@ export async function up(knex: Knex): Promise<void> {
   });
   await knex.raw(`alter table ledger_entries add constraint ledger_entries_nonzero check (amount <> 0)`);
 
-  // Events of spec 6: written in the same transaction as the change they report.
+  // Events (docs/decisions.md#webhooks): written in the same transaction as the change they report.
   await knex.schema.createTable('events', (t) => {
     t.text('id').primary();
     t.text('merchant_id').notNullable().references('merchants.id');

@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 export async function up(knex: Knex): Promise<void> {
-  // Merchant endpoints (spec 6), configured by the operator; one environment each.
+  // Merchant endpoints (docs/decisions.md#webhooks), configured by the operator; one environment each.
   await knex.schema.createTable('webhooks', (t) => {
     t.text('id').primary();
     t.text('merchant_id').notNullable().references('merchants.id');
@@ -12,7 +12,7 @@ export async function up(knex: Knex): Promise<void> {
     t.text('status').notNullable().defaultTo('enabled');
     // grows with each change of the endpoint; the object_version of its webhook.test events
     t.integer('version').notNullable().defaultTo(1);
-    // circuit breaker (spec 6.5.4): failed attempts in a row, and while open, until when
+    // circuit breaker (docs/decisions.md#webhooks): failed attempts in a row, and while open, until when
     t.integer('consecutive_failures').notNullable().defaultTo(0);
     t.timestamp('breaker_opened_at', { useTz: true });
     t.timestamp('breaker_open_until', { useTz: true });

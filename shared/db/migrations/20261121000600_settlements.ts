@@ -20,7 +20,7 @@ export async function up(knex: Knex): Promise<void> {
     // Unix seconds: the API's `created` and the list cursor
     t.bigInteger('created').notNullable();
     t.integer('version').notNullable().defaultTo(1);
-    // architecture.md: one batch per merchant, environment, currency and period, however many workers run
+    // docs/decisions.md#balance-and-settlement: one batch per merchant, environment, currency and period, however many workers run
     t.unique(['merchant_id', 'environment', 'currency', 'period_end']);
   });
   await knex.raw(`create index settlements_list on settlements (merchant_id, environment, created desc, id desc)`);

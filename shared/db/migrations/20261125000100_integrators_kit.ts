@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * The integrator's kit (docs/decisions.md): webhook secret rotation, merchant redeliveries, operator
+ * The integrator's kit (docs/decisions.md#integrators-kit): webhook secret rotation, merchant redeliveries, operator
  * availability (closures and recent provider outcomes).
  */
 export async function up(knex: Knex): Promise<void> {

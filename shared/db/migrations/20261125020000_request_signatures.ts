@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 
 /**
- * Signatures of the signed POST requests accepted without an Idempotency-Key (docs/decisions.md
- * "Refund retries"): the same signature again, while its timestamp is still within the
+ * Signatures of the signed POST requests accepted without an Idempotency-Key (docs/decisions.md#refund-retries):
+ * the same signature again, while its timestamp is still within the
  * tolerance, is a replay (409 request-replayed). Kept until the timestamp leaves the tolerance,
  * after which the timestamp check refuses the request anyway; purged by the outbox-relay pool.
  */

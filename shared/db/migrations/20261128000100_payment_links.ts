@@ -1,7 +1,7 @@
 import type { Knex } from 'knex';
 
 /**
- * Payment links (docs/decisions.md#payment-links, issue 35): a merchant's link a client pays
+ * Payment links (docs/decisions.md#payment-links): a merchant's link a client pays
  * through on the hosted page /pay/{id}. A payment made through one names it (`payment_link`),
  * listed by GET /v1/payments?payment_link= through its own index. `payments_made` numbers the
  * link's payments for their generated reference (`<link id>-<n>`).

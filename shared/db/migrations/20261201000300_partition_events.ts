@@ -13,7 +13,7 @@ import { partitionedTable } from '../partitions';
  * shared/ids.ts newEventId, the only maker of event ids: the uuid has no `_`), and the key
  * becomes (event_id, event_created) → events (id, created). No writer changes: a trigger sets the
  * column from the id on insert. Not a stored generated column: adding one rewrites the table under
- * an ACCESS EXCLUSIVE lock, 3.0 s for 150,000 deliveries on the 1 M fill (docs/retention.md), and
+ * an ACCESS EXCLUSIVE lock, 3.0 s for 150,000 deliveries on the 1 M fill (docs/retention.md#partitions-built), and
  * every payment that emits an event would wait that long, past the web's 3 s silence bound. Here
  * the column is added empty (no rewrite), filled in batches of 5,000 beside the writes, and made
  * NOT NULL through a validated check (no scan under the lock).

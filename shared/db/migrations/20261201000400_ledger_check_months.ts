@@ -1,8 +1,8 @@
 import type { Knex } from 'knex';
 
 /**
- * The incremental `ledger:check` (shared/ledger/check.ts, docs/retention.md "Ten years of
- * history"): a closed month of ledger entries is checked once and its result kept, per account
+ * The incremental `ledger:check` (shared/ledger/check.ts, docs/retention.md#ten-years-of-history):
+ * a closed month of ledger entries is checked once and its result kept, per account
  * (the sum of its entries that month) and for the month (its verdict: the problems found in its
  * transactions). A run then reads only the months not kept and the open one.
  *

@@ -5,7 +5,7 @@ import { createHmac, timingSafeEqual } from 'node:crypto';
  * API, "Callback with authentication"): when enabled in the application's settings, the callback
  * carries a `hash`: the callback request hashed with HmacSHA256 under the private key shown in
  * the settings, written in base64. The reference does not say which bytes are hashed (the body
- * holds the hash itself, so not the raw body); see README "Unclear points". Configurable:
+ * holds the hash itself, so not the raw body); see shared/providers/airtel/README.md#unclear-points-and-the-choices-made, point 1. Configurable:
  * - `request` (default): the request without its hash, `{"transaction":{...}}`, written compactly
  *   with the fields in the order received;
  * - `transaction`: the `transaction` object alone, written the same way.

@@ -72,7 +72,7 @@ export interface AirtelConnectorOptions {
   disbursementVersion?: 'v1' | 'v2';
   /** when set, callback authentication is on: a callback must carry a valid `hash` (else 401); unset: callbacks are `unsigned` */
   callbackHashSecret?: string;
-  /** which bytes the callback hash covers (default 'request'; README "Unclear points") */
+  /** which bytes the callback hash covers (default 'request'; ./README.md#unclear-points-and-the-choices-made, point 1) */
   callbackHashOver?: CallbackHashOver;
   /** how our ids appear as transaction.id (default 'compact') */
   idFormat?: IdFormat;
@@ -253,7 +253,8 @@ export class AirtelConnector implements Connector {
   /**
    * A full refund, named by Airtel's id of the collection (`airtel_money_id`). The payment's
    * provider reference is that id once a callback or an enquiry told it; before, the collection
-   * is asked for it. Airtel has no refund enquiry: see README "Refunds".
+   * is asked for it. Airtel has no refund enquiry: see
+   * shared/providers/airtel/README.md#unclear-points-and-the-choices-made, point 4.
    */
   async refund(req: RefundRequest): Promise<ProviderAccepted> {
     if (req.operator !== 'airtel') throw permanent('provider-refused', `Airtel does not serve ${req.operator}`);
@@ -282,7 +283,7 @@ export class AirtelConnector implements Connector {
     if (r.is === 'accepted') return { providerRef: `refund-of:${moneyId}` };
     // Airtel refunds a collection once, and its refusal of a refund does not say whether an earlier
     // request (whose answer we lost: a crash, a timeout) already refunded it: never final, the
-    // refund stays open and is listed in GET /admin/attention after an hour (README "Refunds")
+    // refund stays open and is listed in GET /admin/attention after an hour (./README.md#unclear-points-and-the-choices-made, point 4)
     if (r.is === 'refused')
       throw retryable(
         'provider-refused',
@@ -470,7 +471,8 @@ export class AirtelConnector implements Connector {
 
   /**
    * The reference's own refund example answers `transaction.status: "SUCCESS"` beside `success:
-   * false`: the transaction's status decides when present (README "Unclear points").
+   * false`: the transaction's status decides when present
+   * (./README.md#unclear-points-and-the-choices-made, point 4).
    */
   private interpretRefund(x: Exchange): Initiation {
     if (x.answered && x.status < 500 && x.json !== undefined && check('answer', x.json).length === 0) {

@@ -11,7 +11,7 @@ import { decimalsOf } from './wire';
 
 /**
  * A simulator of the Airtel Money Africa Open API (https://developers.airtel.africa/documentation),
- * true to its reference as far as the reference goes (README "Unclear points" for the rest): a
+ * true to its reference as far as the reference goes (./README.md#unclear-points-and-the-choices-made for the rest): a
  * real HTTP server with in-memory state, the OAuth2 token endpoint, USSD-push collections,
  * enquiries, full refunds, disbursements (v1 and v2, PIN decrypted and checked), and collection
  * callbacks (with `hash` when a secret is set). Every request is checked against the same JSON

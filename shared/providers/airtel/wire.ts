@@ -105,7 +105,7 @@ export function internationalMsisdn(national: string): string {
 
 /**
  * How our ids appear as Airtel's `transaction.id` (the reference gives no length or alphabet;
- * its example is "random-unique-id"; see README "Unclear points"):
+ * its example is "random-unique-id"; see ./README.md#unclear-points-and-the-choices-made, point 2):
  * - `compact` (default): one letter for the kind (P payment, R refund, O payout) and the UUID's
  *   32 hex digits without dashes: 33 characters, letters and digits only;
  * - `ours`: our id as it is (`pay_<uuid>`, 40 characters, with `_` and `-`).

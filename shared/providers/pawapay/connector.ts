@@ -77,7 +77,7 @@ export interface PawapayConnectorOptions {
   callbackMaxSkewSec?: number;
   /**
    * Amount strings we send: 'minimal' (default: "100.5", "100", what v2's pattern asks) or 'fixed'
-   * (the currency's every decimal, "100.50", which the v1 reference allows): README, amount format.
+   * (the currency's every decimal, "100.50", which the v1 reference allows): ./README.md#where-the-reference-is-unclear-the-choice-made, point 1.
    */
   amountFormat?: 'minimal' | 'fixed';
 }

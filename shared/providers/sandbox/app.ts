@@ -24,7 +24,7 @@ export interface SandboxOptions {
   /** simulated latency before answering a create request */
   pushLatencyMs: number;
   log: Logger;
-  /** the sandbox's own window: a payment it never answers reports `expired` once it is over (docs/decisions.md) */
+  /** the sandbox's own window: a payment it never answers reports `expired` once it is over (docs/decisions.md#sandbox-test-keys) */
   windowMs: number;
   /** what decides when an outcome is due and a window over (a test moves it: shared/clock.ts) */
   clock: Clock;

@@ -1,7 +1,7 @@
 import type { ProviderObjectKind } from '../types';
 
 /**
- * The sandbox number table of docs/decisions.md, as the sandbox provider plays it:
+ * The sandbox number table of docs/decisions.md#sandbox-test-keys, as the sandbox provider plays it:
  *   243990000001 succeeds · 243990000002 fails `insufficient-funds` · 243990000003 fails
  *   `client-refused` (wrong PIN) · 243990000004 never answers · 243990000005 pays, but any
  *   refund or payout to it fails `recipient-inactive` · any other number succeeds.
