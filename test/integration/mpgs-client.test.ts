@@ -193,6 +193,15 @@ describe('MpgsClient against the gateway simulator', function () {
     expect(seen.requests).to.equal(2);
   });
 
+  it('a 5xx before anything was created: not found on retrieve, sent again with the same ids, charged once', async () => {
+    const orderId = newId('payment');
+    const sessionId = await sessionWith({ number: '5111111111111118', expiry: '01/39' }, 1100, orderId);
+    sim.setFaults({ nextTransaction: '5xx-not-created' });
+    const paid = await mpgs.pay(orderId, payTransactionId(1), { sessionId, minor: 1100, currency: 'USD' });
+    expect(paid).to.include({ transactionId: 'pay-1', gatewayCode: 'APPROVED', settledBy: 'answer' });
+    expect(sim.transactions().filter((t) => t.orderId === orderId && t.type === 'PAYMENT')).to.have.length(1);
+  });
+
   it('a slow answer past the timeout is settled by a retrieve, not failed', async () => {
     const quick = new MpgsClient({
       gatewayUrl: sim.url,

@@ -532,8 +532,17 @@ export async function startMpgsSimulator(opts: MpgsSimulatorOptions): Promise<Mp
     return { url: t.redirectResponseUrl!, fields: returnFields(o.id, t.id, t.result, t.gatewayRecommendation) };
   }
 
+  /** The one-shot '5xx-not-created' fault: a 500 before anything is created. */
+  function failedBeforeCreating(res: http.ServerResponse) {
+    if (faults.nextTransaction !== '5xx-not-created') return;
+    faults.nextTransaction = null;
+    json(res, 500, { result: 'ERROR', error: { cause: 'SERVER_FAILED', explanation: 'Internal error (simulated)' } });
+    throw new Answered();
+  }
+
   async function pay(orderId: string, txnId: string, b: Record<string, any>, res: http.ServerResponse) {
     requireSchema('payRequest', b);
+    failedBeforeCreating(res);
     const s = sessionOf(b.session.id);
     const card = cardOf(s);
     const o = orderFor(orderId, currencyOf(b.order.currency), true);
@@ -580,6 +589,7 @@ export async function startMpgsSimulator(opts: MpgsSimulatorOptions): Promise<Mp
 
   async function refund(orderId: string, txnId: string, b: Record<string, any>, res: http.ServerResponse) {
     requireSchema('refundRequest', b);
+    failedBeforeCreating(res);
     const o = orderFor(orderId, currencyOf(b.transaction.currency), false);
     const minor = minorOf(b.transaction.amount, o.currency);
     if (o.txns.has(txnId)) newTxn(o, txnId, 'REFUND', 'REFUND', o.currency);
