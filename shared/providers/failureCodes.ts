@@ -13,6 +13,9 @@ export const FAILURE_CODES = {
   'amount-out-of-bounds': 'The amount is outside what the provider accepts',
   'wallet-limited': "The client's wallet is limited or blocked",
   'operator-unavailable': 'The operator is unavailable',
+  'card-declined': 'The card was declined',
+  'expired-card': 'The card has expired',
+  'authentication-failed': 'The client failed 3-D Secure authentication',
   'provider-refused': 'The provider refused the request',
   'provider-failed': 'The provider reported a failure',
 } as const;
