@@ -145,7 +145,7 @@ interface Order {
   txns: Map<string, Txn>;
 }
 
-/** Test cards by number (3-D Secure behaviour); PAY outcomes by expiry (README "Test cards"). */
+/** Test cards by number (3-D Secure behaviour); PAY outcomes by expiry (shared/providers/mpgs/README.md#simulator-npm-run-simmpgs-scriptssimulatorsmpgs). */
 const CHALLENGE_CARDS = new Set(['5123450000000008']);
 const FRICTIONLESS_FAILED_CARDS = new Set(['5555555555554444']);
 const NOT_ENROLLED_CARDS = new Set(['5111111111111118']);

@@ -3,7 +3,7 @@ import { CURRENCIES } from '../../vocabulary';
 import type { AmountFormat, WhenUnavailable } from './wire';
 
 /**
- * The Mastercard Gateway connector's settings (README.md "Settings"), read from the environment
+ * The Mastercard Gateway connector's settings (./README.md#settings-loadmpgssettings-null-when-no-mpgs_-variable-is-set), read from the environment
  * by a pure loader; shared/config.ts composes it. Null when no MPGS_ setting is set.
  */
 export interface MpgsSettings {
