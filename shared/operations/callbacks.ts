@@ -3,26 +3,21 @@ import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import type { ProviderObjectKind } from '../providers/types';
 import type { ProviderEndpoint, StoredCallback } from '../providers/connector';
-import { amountDiffers, storedCallback } from '../providers/stored';
+import { storedCallback } from '../providers/stored';
 import type { CallbackColumns, OperationRow } from '../db/rows';
 import type { Operator } from '../vocabulary';
 import type { OperationKind } from './kind';
-import { applyTrigger, lockRow, type TriggerOutcome } from './transition';
+import { applyDecision, lockRow, type TriggerOutcome } from './transition';
+import { decideTransition, type Refusal } from './decision';
 import { applyCallbackInOneStatement } from './oneStatement';
 
 /** What applying a callback did; every stored callback ends with one (kept on its inbox row). */
 export type CallbackOutcome =
   | TriggerOutcome
+  /** a report the operation's state refuses (decision.ts): recorded, listed for review, not applied */
+  | Refusal
   /** no operation of ours has this id */
-  | 'unknown-object'
-  /** the operation is not handled by the provider that called (another provider or environment) */
-  | 'provider-mismatch'
-  /** a report about an operation never sent to that provider: recorded, listed for review, not applied */
-  | 'never-sent'
-  /** the provider says another amount or currency moved: recorded, listed for review, never applied */
-  | 'amount-mismatch'
-  /** an unsigned callback whose status query found no final outcome: nothing applied (the sweep asks again) */
-  | 'unconfirmed';
+  | 'unknown-object';
 
 /**
  * Applies a stored callback (the inbox: docs/decisions.md#provider-operations) once: the inbox row is locked, and
@@ -62,20 +57,27 @@ export async function applyStoredCallback(
     const op = await lockRow(trx, kind, stored.objectId);
     let outcome: CallbackOutcome;
     if (!op) outcome = 'unknown-object';
-    // only the provider that handles the operation decides it (not a sandbox's secret for a live payment)
-    else if (op.provider !== provider.id || op.environment !== provider.environment) outcome = 'provider-mismatch';
-    else if (kind.neverSent?.(op)) outcome = 'never-sent';
-    else if (!callback) outcome = 'unconfirmed';
-    else if (amountDiffers(callback, kind.moved(op))) outcome = 'amount-mismatch';
     else {
+      const reported = callback ?? stored;
+      const trigger = kind.reported(reported.status);
+      const report = {
+        provider,
+        confirmed: callback !== undefined,
+        amount: reported.amount,
+        currency: reported.currency,
+      };
+      const verdict = decideTransition(kind, op, trigger, report);
       const details = {
         reason: 'provider-callback',
-        providerRef: callback.providerRef,
-        failureCode: callback.failureCode,
-        failureMessage: callback.failureMessage,
+        providerRef: reported.providerRef,
+        failureCode: reported.failureCode,
+        failureMessage: reported.failureMessage,
         at,
       };
-      outcome = (await applyTrigger(trx, outbox, kind, op, kind.reported(callback.status), details)).outcome;
+      outcome =
+        verdict.kind === 'refused'
+          ? verdict.outcome
+          : (await applyDecision(trx, outbox, kind, op, verdict, trigger, details)).outcome;
     }
     if (outcome === 'amount-mismatch')
       log.error(

@@ -4,9 +4,9 @@ import { markCallbacks, type CallbackMark } from '../providers/callbackOutcome';
 import { accountKey } from '../ledger/postings';
 import type { Logger } from '../logger';
 import type { StoredCallback } from '../providers/connector';
-import { amountDiffers, storedCallback } from '../providers/stored';
+import { storedCallback } from '../providers/stored';
 import type { OperationKind } from './kind';
-import { decide } from './machine';
+import { decideTransition } from './decision';
 import { changeOf, creditOnly, creditPosting, operationWrite, writeAlone } from './transition';
 import type { OperationRow } from '../db/rows';
 
@@ -15,15 +15,15 @@ type OneStatementOutcome = 'applied' | 'duplicate' | 'ignored-late' | 'already-p
 
 /**
  * A callback's transition in two round trips and no explicit transaction: one read (the
- * callback, its operation, the merchant's endpoints and ledger accounts), `decide` in the
- * process, then the writer (transition.ts `writeAlone`), which also marks the callback applied.
+ * callback, its operation, the merchant's endpoints and ledger accounts), `decideTransition`
+ * (decision.ts) in the process, then the writer (transition.ts `writeAlone`), which also marks the callback applied.
  *
  * The write is the writer's compare-and-set: it happens only while the operation still has the
  * status and version it was read with and the callback is unprocessed, so it is exactly the move
- * `decide` chose; otherwise it is tried once more from a fresh read, and then the locked path
+ * decided; otherwise it is tried once more from a fresh read, and then the locked path
  * (applyStoredCallback) decides. Taken only for a move of a kind with no afterMove and a
- * credit-only posting (no balance to lock) on accounts that exist, by the provider that handles
- * the operation; anything else returns undefined. A repeat or a late report writes only its
+ * credit-only posting (no balance to lock) on accounts that exist; anything else, a refusal
+ * included, returns undefined. A repeat or a late report writes only its
  * callback's outcome, on the same compare-and-set terms. Concurrent callbacks of one kind share
  * their statements (the context's batches), each still a compare-and-set on its own row.
  */
@@ -49,12 +49,12 @@ export async function applyCallbackInOneStatement<R extends OperationRow>(
     const { row } = read;
     const callback = storedCallback(read.callback);
     const provider = ctx.providers.byProviderId(callback.provider);
-    if (!provider || row.provider !== provider.id || row.environment !== provider.environment || kind.neverSent?.(row))
-      return undefined;
-    // unsigned (confirmed by a status query first) or naming another amount (recorded for review): the locked path
-    if (!callback.verified || amountDiffers(callback, kind.moved(row))) return undefined;
+    if (!provider) return undefined;
     const trigger = kind.reported(callback.status);
-    const d = decide(kind.machine, row.status, trigger);
+    const report = { provider, confirmed: callback.verified, amount: callback.amount, currency: callback.currency };
+    const d = decideTransition(kind, row, trigger, report);
+    // a refusal is recorded by the locked path (which first asks the provider about an unsigned callback)
+    if (d.kind === 'refused') return undefined;
     if (d.kind === 'duplicate' || d.kind === 'late') {
       // a repeat (providers send again when we answer slowly) or a report on a closed operation
       // changes nothing but its own outcome: one shared statement, no transaction of its own

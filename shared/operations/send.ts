@@ -7,7 +7,8 @@ import { ProviderError } from '../providers/errors';
 import type { ProviderAccepted } from '../providers/types';
 import type { WorkSource } from '../queues/redrive';
 import type { AcceptedStep, OperationKind, TriggerDetails } from './kind';
-import { decide, isOpen } from './machine';
+import { isOpen } from './machine';
+import { decideTransition } from './decision';
 import {
   applyTrigger,
   changeOf,
@@ -96,7 +97,14 @@ export async function sendOnce<R extends OperationRow>(
   const plain = step.trigger === 'sent' && !step.patch && !step.details;
   const outcome =
     (plain ? await recordSentAlone(ctx, kind, row, providerRef, at) : undefined) ??
-    (await apply(ctx, kind, id, step, { reason: 'provider-accepted', providerRef, ...step.details, at }, log));
+    (await recordAcceptance(
+      ctx,
+      kind,
+      id,
+      step,
+      { reason: 'provider-accepted', providerRef, ...step.details, at },
+      log,
+    ));
   log.info(
     { kind: kind.name, id, provider: provider.id, outcome },
     outcome === 'applied' ? 'sent to the provider' : 'already recorded as sent',
@@ -109,14 +117,14 @@ export async function sendOnce<R extends OperationRow>(
  * writer's compare-and-set on the row as read, still unsent, in the batch of concurrent pushes.
  * Undefined when it does not apply or the row changed meanwhile: the locked path decides.
  */
-async function recordSentAlone<R extends OperationRow>(
+export async function recordSentAlone<R extends OperationRow>(
   ctx: ServiceContext,
   kind: OperationKind<R, any, any>,
   row: R,
   providerRef: string,
   at: number,
 ): Promise<TriggerOutcome | undefined> {
-  const d = decide(kind.machine, row.status, 'sent');
+  const d = decideTransition(kind, row, 'sent');
   if (d.kind !== 'stay') return undefined;
   const details = { reason: 'provider-accepted', providerRef, at };
   const write = operationWrite(kind, row, d, 'sent', details, changeOf(kind, row, d, 'sent', details), {
@@ -126,8 +134,8 @@ async function recordSentAlone<R extends OperationRow>(
   return (await writeAlone(ctx, kind, write)) ? 'applied' : undefined;
 }
 
-/** Records the provider's acceptance under the row lock; a second run finds sent_at and changes nothing. */
-async function apply<R extends OperationRow>(
+/** Records the provider's acceptance under the row lock (applyTrigger); a second run finds sent_at and changes nothing. */
+export async function recordAcceptance<R extends OperationRow>(
   ctx: ServiceContext,
   kind: OperationKind<R, any, any>,
   id: string,

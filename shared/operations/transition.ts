@@ -11,14 +11,15 @@ import { eventRecord, newEventRow } from '../events/record';
 import { accountKey, onlyCredits, post, postingAccountIds } from '../ledger/postings';
 import { QUEUES } from '../queues/names';
 import { outboxMessage } from '../queues/outbox';
-import { decide, type Decision, type Trigger } from './machine';
+import type { Decision, Trigger } from './machine';
+import { decideTransition } from './decision';
 import type { OperationKind, TriggerDetails } from './kind';
 import type { OperationRow } from '../db/rows';
 import type { Logger } from '../logger';
 
 /**
- * Every change of an operation, its creation included: `decide` (the machine, pure) says what a
- * trigger does, `operationWrite` (pure) turns that into the writer's terms (the row's change, its
+ * Every change of an operation, its creation included: `decideTransition` (decision.ts, pure)
+ * says what a trigger does, `operationWrite` (pure) turns that into the writer's terms (the row's change, its
  * history row, its event with its webhook deliveries and their outbox rows, its ledger credit),
  * and the writer (writer.ts) carries it out as a compare-and-set on the status
  * and version the row was read with, in one statement. Two callers, one writer:
@@ -280,7 +281,24 @@ export async function applyTrigger<R extends OperationRow>(
   details: TriggerDetails,
   patch: Partial<R> = {},
 ): Promise<{ outcome: TriggerOutcome; row: R }> {
-  const d = decide(kind.machine, row.status, trigger);
+  return applyDecision(trx, outbox, kind, row, decideTransition(kind, row, trigger), trigger, details, patch);
+}
+
+/**
+ * Carries out what decideTransition (decision.ts) decided for a row locked by the caller, in its
+ * transaction: an illegal move throws, a repeat or a late trigger changes nothing, a taken one is
+ * written by the writer, then what it changes beyond its row and a posting that takes from a balance.
+ */
+export async function applyDecision<R extends OperationRow>(
+  trx: Trx,
+  outbox: OutboxWriter,
+  kind: OperationKind<R, any, any>,
+  row: R,
+  d: Decision<string>,
+  trigger: Trigger,
+  details: TriggerDetails,
+  patch: Partial<R> = {},
+): Promise<{ outcome: TriggerOutcome; row: R }> {
   if (d.kind === 'illegal')
     throw new IllegalTransition(`${trigger} is not allowed on a ${row.status} ${kind.name} (${row.id})`);
   if (d.kind === 'duplicate') return { outcome: 'duplicate', row };
