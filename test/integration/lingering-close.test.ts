@@ -105,6 +105,36 @@ describe('a 413 reaches a client still writing its body (lingering close)', func
   const callbackHead = () =>
     `POST /callbacks/vodacom-sandbox HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n`;
 
+  it('reads for a bounded time and size only: a client that keeps writing is closed, after its 413', async () => {
+    const declared = 400 * 1024 * 1024;
+    // it goes on writing after the service's FIN (a client that does not read while it writes)
+    const socket = net.connect({ port, host: '127.0.0.1', allowHalfOpen: true });
+    const received: Buffer[] = [];
+    socket.on('data', (c: Buffer) => received.push(c));
+    let written = 0;
+    const ended = new Promise<string>((resolve) => {
+      socket.on('error', (err: NodeJS.ErrnoException) => resolve(err.code ?? err.message));
+      socket.on('close', () => resolve('closed'));
+    });
+    await new Promise<void>((r) => socket.once('connect', r));
+    socket.write(`${paymentHead()}Content-Length: ${declared}\r\n\r\n`);
+    const filler = Buffer.alloc(CHUNK, 0x61);
+    while (!socket.destroyed && written < declared) {
+      if (!socket.write(filler))
+        await Promise.race([
+          new Promise((r) => socket.once('drain', r)),
+          ended,
+          new Promise((r) => setTimeout(r, 1000)),
+        ]);
+      written += CHUNK;
+      await new Promise((r) => setTimeout(r, PACE_MS));
+    }
+    await ended;
+    socket.destroy();
+    expect(Buffer.concat(received).toString('latin1')).to.match(/^HTTP\/1\.1 413 /);
+    expect(written, 'the service closed before the declared body was all sent').to.be.below(declared);
+  });
+
   for (const [route, head] of [
     ['POST /v1/payments', paymentHead],
     ['POST /callbacks/vodacom-sandbox', callbackHead],
