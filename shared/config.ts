@@ -43,8 +43,8 @@ export interface CardEndpoints {
 
 /** Card payments (docs/decisions.md "Cards (hosted checkout)"): three parties, three origins. */
 function loadCardsConfig(env: Env, production: boolean) {
-  const vaultPort = int(env, 'CARD_VAULT_PORT', 4020, 0, 65535);
-  const providerPort = int(env, 'CARD_PROVIDER_PORT', 4030, 0, 65535);
+  const vaultPort = int(env, 'CARD_VAULT_PORT', portDefault(env, 20, 4020), 0, 65535);
+  const providerPort = int(env, 'CARD_PROVIDER_PORT', portDefault(env, 30, 4030), 0, 65535);
   // test keys: the sandbox vault and acquirer
   const sandbox: CardEndpoints = {
     vaultUrl: url(env, 'CARD_VAULT_URL', `http://127.0.0.1:${vaultPort}`, ['http:', 'https:']),
@@ -341,6 +341,37 @@ function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX
   return n;
 }
 
+/**
+ * PORT_BASE (unset: each port keeps its own default): moves every port the Procfile opens, so that
+ * a second instance runs beside another with one setting. PORT is the base, SANDBOX_PROVIDER_PORT
+ * +10, CARD_VAULT_PORT +20, CARD_PROVIDER_PORT +30; ADMIN_PORT and METRICS_PORT_BASE, off unless
+ * set, may be written `+N` (the base + N). The URLs derived from them follow; a port or URL set
+ * outright wins.
+ */
+export function portBase(env: Env): number | null {
+  return env.PORT_BASE ? int(env, 'PORT_BASE', 0, 1, 65_535 - PORT_BASE_SPAN) : null;
+}
+
+/** The highest offset from PORT_BASE a setting may take (METRICS_PORT_BASE=+N with its pools' offsets up to 80). */
+export const PORT_BASE_SPAN = 1000;
+
+/** A port's default: PORT_BASE + `offset` when PORT_BASE is set, else its own. */
+function portDefault(env: Env, offset: number, fallback: number): number {
+  const base = portBase(env);
+  return base === null ? fallback : base + offset;
+}
+
+/** A port setting written `+N`: PORT_BASE + N (PORT_BASE must be set); undefined when written outright. */
+export function abovePortBase(env: Env, name: string): number | undefined {
+  const raw = env[name];
+  if (!raw?.startsWith('+')) return undefined;
+  const base = portBase(env);
+  if (base === null) throw new ConfigError(`${name}=${raw} is relative to PORT_BASE, which is not set`);
+  if (!/^\+\d{1,3}$/.test(raw) || Number(raw.slice(1)) > PORT_BASE_SPAN - 100)
+    throw new ConfigError(`${name} must be a port, or +N (0 to ${PORT_BASE_SPAN - 100}) above PORT_BASE, got "${raw}"`);
+  return base + Number(raw.slice(1));
+}
+
 function bool(env: Env, name: string, fallback: boolean): boolean {
   const raw = env[name];
   if (raw === undefined || raw === '') return fallback;
@@ -446,9 +477,10 @@ export function loadConfig(env: Env = process.env) {
   // renamed (one word for asking a provider): an old setting left in place must not fall back silently to the default
   if ('RECONCILE_INTERVAL_MS' in env) throw new ConfigError('RECONCILE_INTERVAL_MS is now ASK_INTERVAL_MS');
   // the public port: merchant API, provider callbacks, health
-  const port = int(env, 'PORT', 3000, 0, 65535);
-  // when set, the operator API (/admin/*), Bull Board and /metrics are served on this port only (and answer 404 on PORT)
-  const adminPort = env.ADMIN_PORT ? int(env, 'ADMIN_PORT', 0, 0, 65535) : null;
+  const port = int(env, 'PORT', portDefault(env, 0, 3000), 0, 65535);
+  // when set, the operator API (/admin/*), Bull Board and /metrics are served on this port only (and answer 404 on PORT);
+  // `+N`: PORT_BASE + N
+  const adminPort = env.ADMIN_PORT ? (abovePortBase(env, 'ADMIN_PORT') ?? int(env, 'ADMIN_PORT', 0, 0, 65535)) : null;
   if (adminPort !== null && adminPort !== 0 && adminPort === port) {
     throw new ConfigError(`ADMIN_PORT must differ from PORT (${port}): the operator API is served on its own port`);
   }
@@ -463,7 +495,7 @@ export function loadConfig(env: Env = process.env) {
   if (production && adminApiToken.trim().length < 32)
     throw new ConfigError('ADMIN_API_TOKEN must be at least 32 characters in production');
   if (adminApiToken.length < 16) throw new ConfigError('ADMIN_API_TOKEN must be at least 16 characters');
-  const sandboxProviderPort = int(env, 'SANDBOX_PROVIDER_PORT', 4010, 0, 65535);
+  const sandboxProviderPort = int(env, 'SANDBOX_PROVIDER_PORT', portDefault(env, 10, 4010), 0, 65535);
   const sandboxProviderUrl = url(env, 'SANDBOX_PROVIDER_URL', `http://127.0.0.1:${sandboxProviderPort}`, [
     'http:',
     'https:',
