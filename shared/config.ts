@@ -43,8 +43,8 @@ export interface CardEndpoints {
 
 /** Card payments (docs/decisions.md#cards-hosted-checkout): three parties, three origins. */
 function loadCardsConfig(env: Env, production: boolean) {
-  const vaultPort = int(env, 'CARD_VAULT_PORT', 4020, 0, 65535);
-  const providerPort = int(env, 'CARD_PROVIDER_PORT', 4030, 0, 65535);
+  const vaultPort = int(env, 'CARD_VAULT_PORT', portDefault(env, 20, 4020), 0, 65535);
+  const providerPort = int(env, 'CARD_PROVIDER_PORT', portDefault(env, 30, 4030), 0, 65535);
   // test keys: the sandbox vault and acquirer
   const sandbox: CardEndpoints = {
     vaultUrl: url(env, 'CARD_VAULT_URL', `http://127.0.0.1:${vaultPort}`, ['http:', 'https:']),
@@ -220,7 +220,47 @@ export interface AirtelSettings {
   pinPadding: 'pkcs1' | 'oaep' | null;
   /** the secret of the callback `hash`; null: Airtel sends unsigned callbacks, each confirmed by a status query */
   callbackHashSecret: string | null;
+  /** what the callback `hash` covers: the request without its hash, or its `transaction` alone (the reference does not say) */
+  callbackHashOver: 'request' | 'transaction';
+  /** the disbursement API version of the account: v1 (payee.msisdn only) or v2 (wallet_type, transaction.type) */
+  disbursementVersion: 'v1' | 'v2';
+  /** how our ids are written as Airtel's transaction.id: `compact` (P/R/O + 32 hex digits) or `ours` (pay_<uuid>) */
+  idFormat: 'compact' | 'ours';
+  /** the contract's smallest and largest amount per currency, in minor units; unset: the connector's placeholders */
+  amountLimits: Partial<Record<'USD' | 'CDF', { min?: number; max?: number }>>;
 }
+
+/** AIRTEL_<CURRENCY>_MIN / _MAX: the contract's limits, in minor units (only those set). */
+function airtelAmountLimits(env: Env): AirtelSettings['amountLimits'] {
+  const given = (n: number) => (n === 0 ? undefined : n);
+  const set = {
+    USD: { min: given(int(env, 'AIRTEL_USD_MIN', 0, 1)), max: given(int(env, 'AIRTEL_USD_MAX', 0, 1)) },
+    CDF: { min: given(int(env, 'AIRTEL_CDF_MIN', 0, 1)), max: given(int(env, 'AIRTEL_CDF_MAX', 0, 1)) },
+  };
+  const limits: AirtelSettings['amountLimits'] = {};
+  for (const currency of ['USD', 'CDF'] as const) {
+    const { min, max } = set[currency];
+    if (min !== undefined && max !== undefined && min > max)
+      throw new ConfigError(`AIRTEL_${currency}_MIN must not exceed AIRTEL_${currency}_MAX`);
+    if (min !== undefined || max !== undefined)
+      limits[currency] = { ...(min !== undefined ? { min } : {}), ...(max !== undefined ? { max } : {}) };
+  }
+  return limits;
+}
+
+/** Airtel settings that mean nothing without AIRTEL_URL, AIRTEL_CLIENT_ID and AIRTEL_CLIENT_SECRET. */
+const AIRTEL_WITH_CONNECTION = [
+  'AIRTEL_DISBURSEMENT_PIN',
+  'AIRTEL_PIN_PUBLIC_KEY',
+  'AIRTEL_CALLBACK_HASH_SECRET',
+  'AIRTEL_CALLBACK_HASH_OVER',
+  'AIRTEL_DISBURSEMENT_VERSION',
+  'AIRTEL_ID_FORMAT',
+  'AIRTEL_USD_MIN',
+  'AIRTEL_USD_MAX',
+  'AIRTEL_CDF_MIN',
+  'AIRTEL_CDF_MAX',
+];
 
 /** A set of variables that go together: all or none (a half-configured connector refuses to start). */
 function together(env: Env, names: string[]): boolean {
@@ -271,8 +311,12 @@ function loadLiveConfig(env: Env, production: boolean) {
       pinPublicKey: pin ? pem(env.AIRTEL_PIN_PUBLIC_KEY!) : null,
       pinPadding: env.AIRTEL_PIN_PADDING ? oneOf(env, 'AIRTEL_PIN_PADDING', ['pkcs1', 'oaep'] as const, 'oaep') : null,
       callbackHashSecret: env.AIRTEL_CALLBACK_HASH_SECRET || null,
+      callbackHashOver: oneOf(env, 'AIRTEL_CALLBACK_HASH_OVER', ['request', 'transaction'] as const, 'request'),
+      disbursementVersion: oneOf(env, 'AIRTEL_DISBURSEMENT_VERSION', ['v1', 'v2'] as const, 'v2'),
+      idFormat: oneOf(env, 'AIRTEL_ID_FORMAT', ['compact', 'ours'] as const, 'compact'),
+      amountLimits: airtelAmountLimits(env),
     };
-  } else if (['AIRTEL_DISBURSEMENT_PIN', 'AIRTEL_PIN_PUBLIC_KEY', 'AIRTEL_CALLBACK_HASH_SECRET'].some((n) => env[n])) {
+  } else if (AIRTEL_WITH_CONNECTION.some((n) => env[n])) {
     throw new ConfigError(
       'AIRTEL_URL, AIRTEL_CLIENT_ID and AIRTEL_CLIENT_SECRET must be set with the other AIRTEL_ settings',
     );
@@ -339,6 +383,37 @@ function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX
   const n = Number(raw);
   if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
   return n;
+}
+
+/**
+ * PORT_BASE (unset: each port keeps its own default): moves every port the Procfile opens, so that
+ * a second instance runs beside another with one setting. PORT is the base, SANDBOX_PROVIDER_PORT
+ * +10, CARD_VAULT_PORT +20, CARD_PROVIDER_PORT +30; ADMIN_PORT and METRICS_PORT_BASE, off unless
+ * set, may be written `+N` (the base + N). The URLs derived from them follow; a port or URL set
+ * outright wins.
+ */
+export function portBase(env: Env): number | null {
+  return env.PORT_BASE ? int(env, 'PORT_BASE', 0, 1, 65_535 - PORT_BASE_SPAN) : null;
+}
+
+/** The highest offset from PORT_BASE a setting may take (METRICS_PORT_BASE=+N with its pools' offsets up to 80). */
+export const PORT_BASE_SPAN = 1000;
+
+/** A port's default: PORT_BASE + `offset` when PORT_BASE is set, else its own. */
+function portDefault(env: Env, offset: number, fallback: number): number {
+  const base = portBase(env);
+  return base === null ? fallback : base + offset;
+}
+
+/** A port setting written `+N`: PORT_BASE + N (PORT_BASE must be set); undefined when written outright. */
+export function abovePortBase(env: Env, name: string): number | undefined {
+  const raw = env[name];
+  if (!raw?.startsWith('+')) return undefined;
+  const base = portBase(env);
+  if (base === null) throw new ConfigError(`${name}=${raw} is relative to PORT_BASE, which is not set`);
+  if (!/^\+\d{1,3}$/.test(raw) || Number(raw.slice(1)) > PORT_BASE_SPAN - 100)
+    throw new ConfigError(`${name} must be a port, or +N (0 to ${PORT_BASE_SPAN - 100}) above PORT_BASE, got "${raw}"`);
+  return base + Number(raw.slice(1));
 }
 
 function bool(env: Env, name: string, fallback: boolean): boolean {
@@ -446,9 +521,10 @@ export function loadConfig(env: Env = process.env) {
   // renamed (one word for asking a provider): an old setting left in place must not fall back silently to the default
   if ('RECONCILE_INTERVAL_MS' in env) throw new ConfigError('RECONCILE_INTERVAL_MS is now ASK_INTERVAL_MS');
   // the public port: merchant API, provider callbacks, health
-  const port = int(env, 'PORT', 3000, 0, 65535);
-  // when set, the operator API (/admin/*), Bull Board and /metrics are served on this port only (and answer 404 on PORT)
-  const adminPort = env.ADMIN_PORT ? int(env, 'ADMIN_PORT', 0, 0, 65535) : null;
+  const port = int(env, 'PORT', portDefault(env, 0, 3000), 0, 65535);
+  // when set, the operator API (/admin/*), Bull Board and /metrics are served on this port only (and answer 404 on PORT);
+  // `+N`: PORT_BASE + N
+  const adminPort = env.ADMIN_PORT ? (abovePortBase(env, 'ADMIN_PORT') ?? int(env, 'ADMIN_PORT', 0, 0, 65535)) : null;
   if (adminPort !== null && adminPort !== 0 && adminPort === port) {
     throw new ConfigError(`ADMIN_PORT must differ from PORT (${port}): the operator API is served on its own port`);
   }
@@ -463,7 +539,7 @@ export function loadConfig(env: Env = process.env) {
   if (production && adminApiToken.trim().length < 32)
     throw new ConfigError('ADMIN_API_TOKEN must be at least 32 characters in production');
   if (adminApiToken.length < 16) throw new ConfigError('ADMIN_API_TOKEN must be at least 16 characters');
-  const sandboxProviderPort = int(env, 'SANDBOX_PROVIDER_PORT', 4010, 0, 65535);
+  const sandboxProviderPort = int(env, 'SANDBOX_PROVIDER_PORT', portDefault(env, 10, 4010), 0, 65535);
   const sandboxProviderUrl = url(env, 'SANDBOX_PROVIDER_URL', `http://127.0.0.1:${sandboxProviderPort}`, [
     'http:',
     'https:',

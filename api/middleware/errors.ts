@@ -1,5 +1,6 @@
 import type { Context, Middleware } from 'koa';
 import { BadRequest, DomainError, NotFound, Unavailable, type ErrorCode } from '../../shared/errors';
+import { lingerAfterAnswer } from '../lingeringClose';
 
 /** `codes`, each answered with `status`. */
 const answered = <C extends ErrorCode>(status: number, codes: C[]) =>
@@ -70,7 +71,8 @@ export function httpError(err: DomainError): HttpError {
   if (err.retryAfter !== undefined) headers['Retry-After'] = String(err.retryAfter);
   if ('challenge' in err && typeof err.challenge === 'string') headers['WWW-Authenticate'] = err.challenge;
   if ('allow' in err && typeof err.allow === 'string') headers.Allow = err.allow;
-  // otherwise Node would drain (read and discard) the rest of a refused body, up to 500 MB
+  // otherwise Node would drain (read and discard) the rest of a refused body, up to 500 MB; the
+  // connection closes after a bounded lingering read instead (sendError, api/lingeringClose.ts)
   if (err.code === 'payload-too-large') headers.Connection = 'close';
   return {
     status: ERROR_STATUS[err.code],
@@ -87,6 +89,8 @@ export function errorBody(ctx: Context, code: ErrorCode, message: string, param?
 
 export function sendError(ctx: Context, err: DomainError | HttpError): void {
   const e = err instanceof DomainError ? httpError(err) : err;
+  // a body refused unread: the client may still be writing it, so the answer must reach it first
+  if (e.code === 'payload-too-large') lingerAfterAnswer(ctx.req);
   ctx.status = e.status;
   ctx.set(e.headers);
   ctx.body = errorBody(ctx, e.code, e.message, e.param);

@@ -9,7 +9,10 @@ const STATUS = {
   type: 'string',
   enum: ['operational', 'delayed', 'closed'],
   description:
-    '`delayed`: recent pushes time out or fail beyond a threshold (creations still accepted); `closed`: set by the operator, creations get 422 `operator-unavailable`',
+    '`delayed`: the provider says so, or half or more of the recent provider calls failed or were slow (by default at least 3 calls in 5 minutes, slow from 5 s); creations are still accepted. ' +
+    '`closed`, by its cause: closed by the service operator, or no provider serves this key environment: creations get 422 `operator-unavailable`; ' +
+    'the provider itself reports it closed: creations are still answered 201, then fail with `failure_code` `operator-unavailable` when the provider refuses them. ' +
+    "The provider's own word is kept up to 60 s, so it shows, and clears, up to a minute late.",
 };
 
 /** One operator's availability per direction (docs/decisions.md#integrators-kit). */
@@ -18,8 +21,8 @@ export const OperatorAvailability = component(
   closedObject({
     operator: { type: 'string', enum: OPERATORS },
     collection: { ...STATUS, description: `Payments. ${STATUS.description}` },
-    payout: { ...STATUS, description: 'Payouts' },
-    refund: { ...STATUS, description: 'Refunds' },
+    payout: { ...STATUS, description: `Payouts. ${STATUS.description}` },
+    refund: { ...STATUS, description: `Refunds. ${STATUS.description}` },
   }),
 );
 
@@ -31,7 +34,9 @@ export const availabilityRoutes = defineRoutes([
     operationId: 'getAvailability',
     summary: 'Operator availability',
     description:
-      "Per operator and direction (collection, payout, refund) in the key's environment: `operational`, `delayed` (computed from recent provider outcomes and latency) or `closed` (an operator closure, e.g. a provider's maintenance).",
+      "Per operator and direction (collection, payout, refund) in the key's environment: `operational`, `delayed` (the provider says so, or recent provider calls failed or were slow) or `closed`. " +
+      '`closed` refuses creations with 422 `operator-unavailable` when the service operator closed the direction or no provider serves it; ' +
+      'when the provider itself reports it closed (kept up to 60 s), creations are answered 201 and then fail with `failure_code` `operator-unavailable`.',
     tag: 'Operators',
     scope: 'read',
     responses: {

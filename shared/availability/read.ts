@@ -13,7 +13,9 @@ import type { Connector, ProviderAvailability } from '../providers/connector';
  * without a route: docs/decisions.md#live-providers), or the connector's provider says it is closed;
  * else `delayed` when the provider says so, or when the provider calls of the last window in this
  * environment went badly (AvailabilityConfig: at least minCalls calls, half or more failed or
- * slow); else `operational`. `delayed` never refuses.
+ * slow); else `operational`. `delayed` never refuses, and neither does the provider's `closed`
+ * (the creation is 201, then failed `operator-unavailable` when the provider refuses it); the
+ * operator's closures and a missing route refuse with 422 (shared/availability/closures.ts).
  */
 
 /** How long the provider's own word may take before the answer goes without it (its connector caches it). */

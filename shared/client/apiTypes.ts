@@ -414,7 +414,7 @@ export interface paths {
         };
         /**
          * Operator availability
-         * @description Per operator and direction (collection, payout, refund) in the key's environment: `operational`, `delayed` (computed from recent provider outcomes and latency) or `closed` (an operator closure, e.g. a provider's maintenance).
+         * @description Per operator and direction (collection, payout, refund) in the key's environment: `operational`, `delayed` (the provider says so, or recent provider calls failed or were slow) or `closed`. `closed` refuses creations with 422 `operator-unavailable` when the service operator closed the direction or no provider serves it; when the provider itself reports it closed (kept up to 60 s), creations are answered 201 and then fail with `failure_code` `operator-unavailable`.
          *
          *     Scope: `read` (any key).
          */
@@ -661,17 +661,17 @@ export interface components {
             /** @enum {string} */
             operator: "vodacom" | "airtel" | "orange" | "africell";
             /**
-             * @description Payments. `delayed`: recent pushes time out or fail beyond a threshold (creations still accepted); `closed`: set by the operator, creations get 422 `operator-unavailable`
+             * @description Payments. `delayed`: the provider says so, or half or more of the recent provider calls failed or were slow (by default at least 3 calls in 5 minutes, slow from 5 s); creations are still accepted. `closed`, by its cause: closed by the service operator, or no provider serves this key environment: creations get 422 `operator-unavailable`; the provider itself reports it closed: creations are still answered 201, then fail with `failure_code` `operator-unavailable` when the provider refuses them. The provider's own word is kept up to 60 s, so it shows, and clears, up to a minute late.
              * @enum {string}
              */
             collection: "operational" | "delayed" | "closed";
             /**
-             * @description Payouts
+             * @description Payouts. `delayed`: the provider says so, or half or more of the recent provider calls failed or were slow (by default at least 3 calls in 5 minutes, slow from 5 s); creations are still accepted. `closed`, by its cause: closed by the service operator, or no provider serves this key environment: creations get 422 `operator-unavailable`; the provider itself reports it closed: creations are still answered 201, then fail with `failure_code` `operator-unavailable` when the provider refuses them. The provider's own word is kept up to 60 s, so it shows, and clears, up to a minute late.
              * @enum {string}
              */
             payout: "operational" | "delayed" | "closed";
             /**
-             * @description Refunds
+             * @description Refunds. `delayed`: the provider says so, or half or more of the recent provider calls failed or were slow (by default at least 3 calls in 5 minutes, slow from 5 s); creations are still accepted. `closed`, by its cause: closed by the service operator, or no provider serves this key environment: creations get 422 `operator-unavailable`; the provider itself reports it closed: creations are still answered 201, then fail with `failure_code` `operator-unavailable` when the provider refuses them. The provider's own word is kept up to 60 s, so it shows, and clears, up to a minute late.
              * @enum {string}
              */
             refund: "operational" | "delayed" | "closed";

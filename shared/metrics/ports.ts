@@ -1,8 +1,11 @@
+import { abovePortBase } from '../config';
+
 /**
  * Where each worker pool serves its Prometheus metrics: pools are separate processes with
  * registries of their own (prom-client aggregates only node:cluster workers), so each has a port.
  * - `METRICS_PORT_BASE` (unset or 0: off): pool P listens on METRICS_PORT_BASE +
  *   METRICS_PORT_OFFSETS[P], fixed ports a static scrape configuration finds (ops/prometheus).
+ *   Written `+N`, METRICS_PORT_BASE is N above PORT_BASE (shared/config.ts).
  * - `<POOL>_METRICS_PORT` (PROVIDER_PUSH_METRICS_PORT, …) sets one pool's port outright (0: off).
  * - Copies of one pool on one machine take the next free ports of its block: 9420, 9421, 9422.
  */
@@ -33,7 +36,8 @@ function portSetting(env: Record<string, string | undefined>, name: string): num
 export function metricsPortFor(pool: string, env: Record<string, string | undefined> = process.env): number | null {
   const own = portSetting(env, `${pool.toUpperCase().replace(/-/g, '_')}_METRICS_PORT`);
   if (own !== undefined) return own === 0 ? null : own;
-  const base = portSetting(env, 'METRICS_PORT_BASE');
+  // `+N`: N above PORT_BASE (shared/config.ts), which moves every port of an instance
+  const base = abovePortBase(env, 'METRICS_PORT_BASE') ?? portSetting(env, 'METRICS_PORT_BASE');
   if (!base) return null;
   const offset = METRICS_PORT_OFFSETS[pool];
   if (offset === undefined)

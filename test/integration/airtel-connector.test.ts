@@ -316,6 +316,43 @@ describe('airtel connector against the simulator', function () {
       await sleep(1_200);
     });
 
+    it('243970000023: a 500, then enquiries answering TA with airtel_money_id null: kept open, never sent again', async () => {
+      const req = push('243970000023');
+      const before = sim.requests().length;
+      const accepted = await connector.push(req);
+      expect(accepted.providerRef).to.equal(compact(req.paymentId));
+      expect(await connector.ask(opRef('payment', req.paymentId))).to.deep.equal({
+        state: 'pending',
+        providerRef: null,
+      });
+      const t = simTx(compact(req.paymentId))!;
+      expect(await connector.ask(opRef('payment', req.paymentId))).to.deep.equal({
+        state: 'succeeded',
+        providerRef: t.airtelMoneyId,
+      });
+      const posts = sim
+        .requests()
+        .slice(before)
+        .filter((r) => r.method === 'POST' && r.path === '/merchant/v1/payments/');
+      expect(posts.map((r) => r.status)).to.deep.equal([500]);
+      expect(simTx(compact(req.paymentId))).to.deep.include({ initiations: 1, enquiries: 3, status: 'TS' });
+    });
+
+    it('a payout answered 500, then TA with airtel_money_id null: kept open, the PIN never sent again', async () => {
+      const req = payout('243970000023');
+      const before = sim.requests().length;
+      const accepted = await connector.payout(req);
+      expect(accepted.providerRef).to.equal(compact(req.payoutId));
+      expect(await connector.ask(opRef('payout', req.payoutId))).to.deep.equal({ state: 'pending', providerRef: null });
+      expect(await connector.ask(opRef('payout', req.payoutId))).to.deep.include({ state: 'succeeded' });
+      const posts = sim
+        .requests()
+        .slice(before)
+        .filter((r) => r.method === 'POST' && r.path === '/standard/v2/disbursements/');
+      expect(posts.map((r) => r.status)).to.deep.equal([500]);
+      expect(simTx(compact(req.payoutId))).to.deep.include({ initiations: 1, enquiries: 3, status: 'TS' });
+    });
+
     it('when Airtel cannot be reached at all, the outcome stays unknown: a retryable error, nothing failed', async () => {
       const dead = new AirtelConnector({
         environment: 'live',

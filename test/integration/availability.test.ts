@@ -39,10 +39,11 @@ describe('operator availability (GET /v1/availability, PUT /admin/operators/{ope
     });
     await new Promise<void>((r) => provider.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(provider.address() as AddressInfo).port}`;
-    // live orange is served by pawaPay (its simulator): the operator API answers live availability rows
+    // live orange and vodacom are served by pawaPay (its simulator): the operator API answers live availability rows
     pawapay = await startPawapaySimulator({ token: 'availability-token', callbackUrl: null });
     env = await startTestEnv({
       LIVE_ORANGE: 'pawapay',
+      LIVE_VODACOM: 'pawapay',
       PAWAPAY_URL: pawapay.url,
       PAWAPAY_API_TOKEN: 'availability-token',
     });
@@ -79,6 +80,30 @@ describe('operator availability (GET /v1/availability, PUT /admin/operators/{ope
     expect((await availability(reader.client)).data).to.have.length(4);
     expect((await shop.client.get('/v1/availability?operator=airtel')).status).to.equal(400);
     expect((await fetch(`${env.baseUrl}/v1/availability`)).status).to.equal(401);
+  });
+
+  // vodacom, which no other test reads in live: the web's pawaPay connector keeps pawaPay's word 60 s
+  it('an operator its provider reports closed: closed in availability, yet a creation is 201, then failed operator-unavailable', async () => {
+    pawapay.setAvailability('VODACOM_MPESA_COD', 'DEPOSIT', 'CLOSED');
+    const live = await env.merchant({ scope: 'full', environment: 'live' });
+    const rows = (await availability(live.client)).data;
+    expect(rows.find((r: any) => r.operator === 'vodacom')).to.deep.equal({
+      operator: 'vodacom',
+      collection: 'closed',
+      payout: 'operational',
+      refund: 'operational',
+    });
+    const res = await live.client.post(
+      '/v1/payments',
+      mobilePayment('243810000001', { operator: 'vodacom', reference: 'provider-closed' }),
+    );
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    const failed = await eventually(async () => {
+      const p = (await live.client.get(`/v1/payments/${res.body.id}`)).body;
+      return p.status === 'failed' && p;
+    }, 30_000);
+    expect(failed).to.include({ status: 'failed', failure_code: 'operator-unavailable' });
+    pawapay.setAvailability('VODACOM_MPESA_COD', 'DEPOSIT', 'OPERATIONAL');
   });
 
   it('turns delayed when an operator’s pushes fail, and operational again once they succeed', async () => {

@@ -149,6 +149,35 @@ describe('live keys through the Airtel connector (simulator)', function () {
     expect(simTx(res.body.id)[0]).to.include({ kind: 'disbursement', status: 'TS', amount: '30' });
   });
 
+  it('a pending enquiry with airtel_money_id null keeps a payment and a payout open: each posted once, then succeeded', async () => {
+    // 970000023: the initiation answers 500 though Airtel made the transaction; two enquiries
+    // answer TA (ambiguous) with airtel_money_id null, the third TS
+    const res = await shop.client.post('/v1/payments', payment('970000023', { amount: 6_000 }));
+    expect(res.status, JSON.stringify(res.body)).to.equal(201);
+    const done = await final(`/v1/payments/${res.body.id}`);
+    const [tx] = simTx(res.body.id);
+    expect(done).to.include({ status: 'succeeded', provider_ref: tx.airtelMoneyId });
+    expect(tx, 'collection POSTs Airtel received').to.include({ initiations: 1, status: 'TS' });
+
+    const po = await shop.client.post('/v1/payouts', {
+      amount: 2_000,
+      currency: 'USD',
+      method: 'mobile_money',
+      operator: 'airtel',
+      phone: '243970000023',
+      reference: `po-${randomUUID()}`,
+    });
+    expect(po.status, JSON.stringify(po.body)).to.equal(201);
+    const paid = await waitFor(
+      shop.client,
+      `/v1/payouts/${po.body.id}`,
+      (b) => b.status === 'succeeded' || b.status === 'failed',
+      30_000,
+    );
+    expect(paid.status).to.equal('succeeded');
+    expect(simTx(po.body.id)[0], 'disbursement POSTs Airtel received').to.include({ initiations: 1, status: 'TS' });
+  });
+
   it('an amount Airtel cannot carry is 422 amount-not-supported before any request leaves', async () => {
     const before = sim.requests().length;
     const res = await shop.client.post('/v1/payments', payment('970000001', { amount: 5 }));

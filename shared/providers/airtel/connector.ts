@@ -89,7 +89,8 @@ export interface AirtelConnectorOptions {
 /**
  * Amount rules unless configured, in minor units. Airtel's reference publishes no limits (they
  * are per contract and per wallet tier): these are conservative placeholders, to be set from the
- * merchant's contract. Decimals: the currency's exponent (USD 2, CDF 2).
+ * merchant's contract (AIRTEL_USD_MIN, AIRTEL_USD_MAX, AIRTEL_CDF_MIN, AIRTEL_CDF_MAX: docs/settings.md).
+ * Decimals: the currency's exponent (USD 2, CDF 2).
  */
 export const AIRTEL_AMOUNT_DEFAULTS: Record<Currency, AmountRule> = {
   USD: { decimals: 2, min: 10, max: 250_000 },
@@ -165,6 +166,8 @@ export class AirtelConnector implements Connector {
       if (!Number.isInteger(rule.decimals) || rule.decimals < 0 || rule.decimals > CURRENCY_EXPONENT[c]) {
         throw new RangeError(`airtel: ${c} decimals must be 0 to ${CURRENCY_EXPONENT[c]}`);
       }
+      if (rule.min !== null && rule.max !== null && rule.min > rule.max)
+        throw new RangeError(`airtel: the ${c} minimum ${rule.min} is above the maximum ${rule.max}`);
       this.rules[c] = rule;
     }
     this.timeoutMs = opts.timeoutMs ?? 10_000;

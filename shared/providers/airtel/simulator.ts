@@ -112,6 +112,7 @@ type Scenario =
   | 'out-of-order'
   | 'error-500-created'
   | 'error-500-not-created'
+  | 'ambiguous-unnamed'
   | 'slow'
   | 'token-expires';
 
@@ -168,6 +169,10 @@ export const SIMULATOR_NUMBERS: Record<string, NumberRule> = {
     scenario: 'ta-then-success',
     what: 'the first enquiry answers TA (ambiguous); TS after it, with a callback',
   },
+  '970000023': {
+    scenario: 'ambiguous-unnamed',
+    what: 'initiation answers 500, yet the transaction exists: two enquiries answer TA with airtel_money_id null, the third TS',
+  },
   '970000030': { scenario: 'callback-twice', what: 'succeeds; the callback is sent twice' },
   '970000031': { scenario: 'out-of-order', what: 'succeeds; the callback arrives before the initiation is answered' },
   '970000040': {
@@ -187,6 +192,9 @@ export const SIMULATOR_NUMBERS: Record<string, NumberRule> = {
     what: 'the first initiation answers 500 without creating anything; a resend succeeds',
   },
 };
+
+/** enquiries the ambiguous-unnamed number answers TA (airtel_money_id null) before TS */
+const AMBIGUOUS_ENQUIRIES = 2;
 
 interface Tx extends SimTransaction {
   scenario: Scenario;
@@ -468,6 +476,9 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
       case 'error-500-created':
         tx.settleTimer = later(finalAfterMs, () => settle(tx));
         return refusal(500, 'Something went wrong', 'ESB000001');
+      case 'ambiguous-unnamed':
+        tx.status = 'TA';
+        return refusal(500, 'Something went wrong', 'ESB000001');
       case 'slow':
         tx.settleTimer = later(finalAfterMs, () => settle(tx));
         return { ...accepted, delayMs: slowMs };
@@ -560,6 +571,9 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
       case 'error-500-created':
         settle(tx);
         return refusal(500, 'Something went wrong', 'ESB000001');
+      case 'ambiguous-unnamed':
+        tx.status = 'TA';
+        return refusal(500, 'Something went wrong', 'ESB000001');
       case 'slow':
         settle(tx);
         return {
@@ -603,7 +617,9 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
         true,
         {
           transaction: {
-            airtel_money_id: tx.airtelMoneyId,
+            // Airtel may name a transaction still pending or ambiguous with airtel_money_id null
+            // (README "Unclear points", 11): the ambiguous-unnamed number does
+            airtel_money_id: tx.scenario === 'ambiguous-unnamed' && tx.status === 'TA' ? null : tx.airtelMoneyId,
             id: tx.id,
             message: tx.status === 'TS' ? 'success' : tx.status === 'TF' ? 'failed' : 'in progress',
             status: tx.status,
@@ -612,6 +628,7 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
         },
       ),
     });
+    if (tx.scenario === 'ambiguous-unnamed' && tx.status === 'TA' && tx.enquiries > AMBIGUOUS_ENQUIRIES) settle(tx);
     if (tx.scenario === 'pending-until-asked' && (tx.status === 'TIP' || tx.status === 'TA')) {
       settle(tx);
       return answer();
