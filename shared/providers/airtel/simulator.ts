@@ -618,7 +618,7 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
         {
           transaction: {
             // Airtel may name a transaction still pending or ambiguous with airtel_money_id null
-            // (README "Unclear points", 11): the ambiguous-unnamed number does
+            // (shared/providers/airtel/README.md#unclear-points-and-the-choices-made, 11): the ambiguous-unnamed number does
             airtel_money_id: tx.scenario === 'ambiguous-unnamed' && tx.status === 'TA' ? null : tx.airtelMoneyId,
             id: tx.id,
             message: tx.status === 'TS' ? 'success' : tx.status === 'TF' ? 'failed' : 'in progress',
