@@ -233,6 +233,7 @@ export function linksRouter(services: ServiceContext): Router {
             linkInactivePage(link, lang, inactiveReason(link, services.clock.now()) ?? 'used_up'),
           );
         if (err.code === 'operator-unavailable') return again(422, t.errors.operatorClosed, 'operator');
+        if (err.code === 'method-unavailable') return again(422, t.errors.methodUnavailable);
         if (err.code === 'operator-mismatch') return again(400, t.errors.operatorMismatch, 'operator');
         if (err.code === 'amount-over-limit') return again(422, t.errors.amountLimit, 'amount');
         if (err.code === 'validation-failed' && err.param === 'amount')
