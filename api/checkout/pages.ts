@@ -61,7 +61,7 @@ ${submit}`,
     return layout(
       lang,
       title,
-      { ...base, ...form.data, state: 'hosted-session', session: form.sessionId },
+      { ...form.data, ...base, state: 'hosted-session', session: form.sessionId },
       `${summary(p, lang)}
 <form id="pay-form" method="post" action="/checkout/${p.id}/pay" novalidate>
 <div id="card-fields" role="group" aria-label="${t.cardFields}"></div>
