@@ -1,7 +1,9 @@
 /**
  * One typed configuration, read from the environment once at start-up. A bad value stops the
  * process with a message naming the variable; every variable has a development default (listed
- * in .env.example), and the development secrets are refused in production.
+ * in .env.example), and the development secrets are refused in production. Each connector's
+ * settings are read by its own loader (shared/providers/<name>/settings.ts), composed here from
+ * the connector table (shared/providers/table.ts, docs/adding-a-connector.md).
  */
 
 import { parseDailyTime } from './rules/settlement';
