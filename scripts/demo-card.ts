@@ -15,10 +15,10 @@ async function main() {
   const config = getConfig();
   const baseUrl = config.baseUrl;
   await requireService(baseUrl);
-  const vault = await fetch(`${config.cards.sandbox.vaultUrl}/health`).catch(() => undefined);
+  const vault = await fetch(`${config.connectors['card-sandbox'].vaultUrl}/health`).catch(() => undefined);
   if (!vault || vault.status !== 200)
     throw new Error(
-      `the card vault sandbox does not answer at ${config.cards.sandbox.vaultUrl}: is \`npm start\` running its card-vault line?`,
+      `the card vault sandbox does not answer at ${config.connectors['card-sandbox'].vaultUrl}: is \`npm start\` running its card-vault line?`,
     );
 
   const merchant = await createMerchantWithKey(

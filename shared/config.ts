@@ -1,19 +1,31 @@
 /**
  * One typed configuration, read from the environment once at start-up. A bad value stops the
  * process with a message naming the variable; every variable has a development default (listed
- * in .env.example), and the development secrets are refused in production.
+ * in .env.example), and the development secrets are refused in production. Each connector's
+ * settings are read by its own loader (shared/providers/<name>/settings.ts), composed here from
+ * the connector table (shared/providers/table.ts, docs/adding-a-connector.md).
  */
 
 import { parseDailyTime } from './rules/settlement';
+import { abovePortBase, bool, ConfigError, int, portDefault, url, type Env } from './env';
+import { DIRECTIONS, OPERATORS, type Direction, type Operator } from './vocabulary';
+import {
+  CONNECTORS,
+  LIVE_CARD,
+  LIVE_MOBILE_MONEY,
+  loadConnectorSettings,
+  type ConnectorSettings,
+  type ConnectorName,
+  type LiveMobileMoneyName,
+} from './providers/table';
+
+export { ConfigError } from './env';
+export { DEV_CARD_CALLBACK_SECRET, DEV_SANDBOX_CALLBACK_SECRET } from './env';
+export { DEV_CARD_VAULT_API_KEY } from './providers/cardSandbox/settings';
 
 // development secrets that ship with the code (public): production refuses each of them
 export const DEV_SECRETS_KEY = 'dev:ZGV2ZWxvcG1lbnQtb25seS1rZXktZG8tbm90LXVzZSE=';
 export const DEV_ADMIN_API_TOKEN = 'dev-admin-token-change-me';
-export const DEV_SANDBOX_CALLBACK_SECRET = 'sandbox-callback-secret';
-export const DEV_CARD_CALLBACK_SECRET = 'card-sandbox-callback-secret';
-/** the key the sandbox acquirer redeems tokens with at the sandbox vault */
-export const DEV_CARD_VAULT_API_KEY = 'card-vault-key-change-me';
-const DEV_CALLBACK_SECRETS: readonly string[] = [DEV_SANDBOX_CALLBACK_SECRET, DEV_CARD_CALLBACK_SECRET];
 /** The spec's webhook delays (6.5), in seconds; attempt n+1 follows failed attempt n by delay n. */
 export const SPEC_WEBHOOK_DELAYS_S = [1, 5, 30, 300, 1800, 7200, 21600, 86400];
 /** Requests per minute per API key (docs/decisions.md#merchant-pipeline, docs/settings.md#settings). */
@@ -31,73 +43,6 @@ export type Config = ReturnType<typeof loadConfig>;
  */
 export type AvailabilityConfig = Config['availability'];
 
-/** Where one environment's card vault and acquirer are, and how the acquirer's callbacks are verified. */
-export interface CardEndpoints {
-  /** the card-tokenisation provider: serves the card-field iframe and the token API (its origin) */
-  vaultUrl: string;
-  /** the acquirer: charges tokens, serves the issuer's 3-D Secure page, calls back */
-  providerUrl: string;
-  apiKey: string;
-  callbackSecret: string;
-}
-
-/** Card payments (docs/decisions.md#cards-hosted-checkout): three parties, three origins. */
-function loadCardsConfig(env: Env, production: boolean) {
-  const vaultPort = int(env, 'CARD_VAULT_PORT', portDefault(env, 20, 4020), 0, 65535);
-  const providerPort = int(env, 'CARD_PROVIDER_PORT', portDefault(env, 30, 4030), 0, 65535);
-  // test keys: the sandbox vault and acquirer
-  const sandbox: CardEndpoints = {
-    vaultUrl: url(env, 'CARD_VAULT_URL', `http://127.0.0.1:${vaultPort}`, ['http:', 'https:']),
-    providerUrl: url(env, 'CARD_PROVIDER_URL', `http://127.0.0.1:${providerPort}`, ['http:', 'https:']),
-    apiKey: env.CARD_PROVIDER_API_KEY || 'card-provider-key',
-    callbackSecret: env.CARD_CALLBACK_SECRET || DEV_CARD_CALLBACK_SECRET,
-  };
-  const liveNames = [
-    'CARD_LIVE_VAULT_URL',
-    'CARD_LIVE_PROVIDER_URL',
-    'CARD_LIVE_PROVIDER_API_KEY',
-    'CARD_LIVE_CALLBACK_SECRET',
-  ];
-  const given = liveNames.filter((n) => env[n]);
-  if (given.length > 0 && given.length < liveNames.length)
-    throw new ConfigError(`${liveNames.join(', ')} must be set together`);
-  const protocols = production ? ['https:'] : ['http:', 'https:'];
-  // unset, production never falls back to the sandbox; elsewhere live keys reach it, so they work end to end locally
-  let live: CardEndpoints | null = production ? null : { ...sandbox };
-  if (given.length > 0) {
-    live = {
-      vaultUrl: url(env, 'CARD_LIVE_VAULT_URL', '', protocols),
-      providerUrl: url(env, 'CARD_LIVE_PROVIDER_URL', '', protocols),
-      apiKey: env.CARD_LIVE_PROVIDER_API_KEY!,
-      callbackSecret: env.CARD_LIVE_CALLBACK_SECRET!,
-    };
-  }
-  const vaultApiKey = env.CARD_VAULT_API_KEY || DEV_CARD_VAULT_API_KEY;
-  if (production) {
-    if (DEV_CALLBACK_SECRETS.includes(sandbox.callbackSecret))
-      throw new ConfigError(
-        'CARD_CALLBACK_SECRET must be set in production (the development callback secret is refused)',
-      );
-    if (live && DEV_CALLBACK_SECRETS.includes(live.callbackSecret))
-      throw new ConfigError('CARD_LIVE_CALLBACK_SECRET must not be a development callback secret in production');
-    if (vaultApiKey === DEV_CARD_VAULT_API_KEY)
-      throw new ConfigError('CARD_VAULT_API_KEY must be set in production (the development key is refused)');
-  }
-  return {
-    sandbox,
-    live,
-    /** ports the sandbox vault and acquirer listen on (0: any free port) */
-    vaultPort,
-    providerPort,
-    vaultApiKey,
-    /** how long a sandbox token can be used */
-    tokenTtlMs: int(env, 'CARD_TOKEN_TTL_MS', 15 * 60_000, 100, 3_600_000),
-    /** how long the client has for 3-D Secure */
-    threeDsWindowMs: int(env, 'CARD_3DS_WINDOW_MS', 10 * 60_000, 1000, 3_600_000),
-    /** the sandbox acquirer's delay before its callback */
-    sandboxCallbackDelayMs: int(env, 'CARD_SANDBOX_CALLBACK_DELAY_MS', 200, 0, 60_000),
-  };
-}
 /**
  * Graceful overload (docs/operating.md#overload): while the work behind the API falls behind, POST
  * /v1/payments and POST /v1/payouts answer 503 service-unavailable at once instead of queueing
@@ -161,7 +106,7 @@ export const SPEC_WEBHOOK_BREAKER_PAUSE_MS = 3_600_000;
 
 /** Webhook delivery settings beside webhookRetryDelaysMs (docs/decisions.md#webhooks). */
 function loadWebhooksConfig(env: Env, production: boolean) {
-  // one attempt's deadline (docs/decisions.md#webhooks: 10 s)
+  // one attempt's deadline (docs/decisions.md: 10 s)
   const timeoutMs = int(env, 'WEBHOOK_TIMEOUT_MS', SPEC_WEBHOOK_TIMEOUT_MS, 100, 120_000);
   // how long an open circuit breaker holds an endpoint's deliveries (spec: 1 hour)
   const breakerPauseMs = int(env, 'WEBHOOK_BREAKER_PAUSE_MS', SPEC_WEBHOOK_BREAKER_PAUSE_MS, 100);
@@ -183,258 +128,61 @@ function loadWebhooksConfig(env: Env, production: boolean) {
   };
 }
 
-export class ConfigError extends Error {}
-
-/** The four mobile-money operators of docs/decisions.md#names. */
-export const PROVIDER_OPERATORS = ['vodacom', 'airtel', 'orange', 'africell'] as const;
-type ConfiguredOperator = (typeof PROVIDER_OPERATORS)[number];
-const ROUTED_DIRECTIONS = ['collection', 'refund', 'payout'] as const;
-
-/** The live connectors (shared/providers/<name>/): real providers' public APIs. */
-export const LIVE_CONNECTORS = ['pawapay', 'airtel'] as const;
-export type LiveConnectorName = (typeof LIVE_CONNECTORS)[number];
-/** Which operators each connector can reach (pawaPay: VODACOM_MPESA_COD, AIRTEL_COD, ORANGE_COD; Airtel: itself). */
-const CONNECTOR_REACH: Record<LiveConnectorName, readonly ConfiguredOperator[]> = {
-  pawapay: ['vodacom', 'airtel', 'orange'],
-  airtel: ['airtel'],
-};
-
-/** pawaPay Merchant API v2 (docs/going-live.md#going-live): one account and one callback URL for every operator it reaches. */
-export interface PawapaySettings {
-  url: string;
-  apiToken: string;
-  /** `required`: callbacks must carry pawaPay's RFC 9421 signature; `off`: the account signs none, each is confirmed by a status query */
-  callbackSignatures: 'required' | 'off';
-}
-
-/** Airtel Money Open API (direct contract). */
-export interface AirtelSettings {
-  url: string;
-  clientId: string;
-  clientSecret: string;
-  country: string;
-  /** the disbursement PIN and Airtel's RSA public key (PEM) it is encrypted with; null: no payouts */
-  disbursementPin: string | null;
-  pinPublicKey: string | null;
-  /** the PIN's RSA padding; null: the one of Airtel's key version (the connector's default) */
-  pinPadding: 'pkcs1' | 'oaep' | null;
-  /** the secret of the callback `hash`; null: Airtel sends unsigned callbacks, each confirmed by a status query */
-  callbackHashSecret: string | null;
-  /** what the callback `hash` covers: the request without its hash, or its `transaction` alone (the reference does not say) */
-  callbackHashOver: 'request' | 'transaction';
-  /** the disbursement API version of the account: v1 (payee.msisdn only) or v2 (wallet_type, transaction.type) */
-  disbursementVersion: 'v1' | 'v2';
-  /** how our ids are written as Airtel's transaction.id: `compact` (P/R/O + 32 hex digits) or `ours` (pay_<uuid>) */
-  idFormat: 'compact' | 'ours';
-  /** the contract's smallest and largest amount per currency, in minor units; unset: the connector's placeholders */
-  amountLimits: Partial<Record<'USD' | 'CDF', { min?: number; max?: number }>>;
-}
-
-/** AIRTEL_<CURRENCY>_MIN / _MAX: the contract's limits, in minor units (only those set). */
-function airtelAmountLimits(env: Env): AirtelSettings['amountLimits'] {
-  const given = (n: number) => (n === 0 ? undefined : n);
-  const set = {
-    USD: { min: given(int(env, 'AIRTEL_USD_MIN', 0, 1)), max: given(int(env, 'AIRTEL_USD_MAX', 0, 1)) },
-    CDF: { min: given(int(env, 'AIRTEL_CDF_MIN', 0, 1)), max: given(int(env, 'AIRTEL_CDF_MAX', 0, 1)) },
-  };
-  const limits: AirtelSettings['amountLimits'] = {};
-  for (const currency of ['USD', 'CDF'] as const) {
-    const { min, max } = set[currency];
-    if (min !== undefined && max !== undefined && min > max)
-      throw new ConfigError(`AIRTEL_${currency}_MIN must not exceed AIRTEL_${currency}_MAX`);
-    if (min !== undefined || max !== undefined)
-      limits[currency] = { ...(min !== undefined ? { min } : {}), ...(max !== undefined ? { max } : {}) };
-  }
-  return limits;
-}
-
-/** Airtel settings that mean nothing without AIRTEL_URL, AIRTEL_CLIENT_ID and AIRTEL_CLIENT_SECRET. */
-const AIRTEL_WITH_CONNECTION = [
-  'AIRTEL_DISBURSEMENT_PIN',
-  'AIRTEL_PIN_PUBLIC_KEY',
-  'AIRTEL_CALLBACK_HASH_SECRET',
-  'AIRTEL_CALLBACK_HASH_OVER',
-  'AIRTEL_DISBURSEMENT_VERSION',
-  'AIRTEL_ID_FORMAT',
-  'AIRTEL_USD_MIN',
-  'AIRTEL_USD_MAX',
-  'AIRTEL_CDF_MIN',
-  'AIRTEL_CDF_MAX',
-];
-
-/** A set of variables that go together: all or none (a half-configured connector refuses to start). */
-function together(env: Env, names: string[]): boolean {
-  const given = names.filter((n) => env[n]);
-  if (given.length > 0 && given.length < names.length) {
-    throw new ConfigError(
-      `${names.join(', ')} must be set together (missing: ${names.filter((n) => !env[n]).join(', ')})`,
-    );
-  }
-  return given.length === names.length;
-}
-
-function oneOf<T extends string>(env: Env, name: string, allowed: readonly T[], fallback: T): T {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!(allowed as readonly string[]).includes(raw))
-    throw new ConfigError(`${name} must be one of ${allowed.join(', ')}, got "${raw}"`);
-  return raw as T;
-}
-
-/** A PEM given in one line (\n escaped, as environment files hold it) or several. */
-const pem = (raw: string) => raw.replace(/\\n/g, '\n');
-
 /**
- * Live mobile-money routing (docs/decisions.md#live-providers): LIVE_<OPERATOR>=<connector> routes
- * every direction of an operator, LIVE_<OPERATOR>_<DIRECTION> overrides one; an operator with
- * no route is closed in live. Test keys always reach the sandbox, whatever is set here. Each
- * connector's base URL is a setting (its own sandbox, production, or a simulator).
+ * Live routing (docs/decisions.md#live-providers, docs/adding-a-connector.md): (method, operator,
+ * direction) → a live connector of the table (shared/providers/table.ts). LIVE_<OPERATOR>=<connector>
+ * routes every direction of an operator, LIVE_<OPERATOR>_<DIRECTION> overrides one; LIVE_CARD=<card
+ * connector> routes live card payments. What has no route is closed in live. Test keys always reach
+ * the sandboxes, whatever is set here. A route to a connector that is not configured, or that
+ * cannot serve it, stops the process.
  */
-function loadLiveConfig(env: Env, production: boolean) {
-  const protocols = production ? ['https:'] : ['http:', 'https:'];
-  const pawapay: PawapaySettings | null = together(env, ['PAWAPAY_URL', 'PAWAPAY_API_TOKEN'])
-    ? {
-        url: url(env, 'PAWAPAY_URL', '', protocols),
-        apiToken: env.PAWAPAY_API_TOKEN!,
-        callbackSignatures: oneOf(env, 'PAWAPAY_CALLBACK_SIGNATURES', ['required', 'off'] as const, 'required'),
-      }
-    : null;
-  let airtel: AirtelSettings | null = null;
-  if (together(env, ['AIRTEL_URL', 'AIRTEL_CLIENT_ID', 'AIRTEL_CLIENT_SECRET'])) {
-    const pin = together(env, ['AIRTEL_DISBURSEMENT_PIN', 'AIRTEL_PIN_PUBLIC_KEY']);
-    airtel = {
-      url: url(env, 'AIRTEL_URL', '', protocols),
-      clientId: env.AIRTEL_CLIENT_ID!,
-      clientSecret: env.AIRTEL_CLIENT_SECRET!,
-      country: env.AIRTEL_COUNTRY || 'CD',
-      disbursementPin: pin ? env.AIRTEL_DISBURSEMENT_PIN! : null,
-      pinPublicKey: pin ? pem(env.AIRTEL_PIN_PUBLIC_KEY!) : null,
-      pinPadding: env.AIRTEL_PIN_PADDING ? oneOf(env, 'AIRTEL_PIN_PADDING', ['pkcs1', 'oaep'] as const, 'oaep') : null,
-      callbackHashSecret: env.AIRTEL_CALLBACK_HASH_SECRET || null,
-      callbackHashOver: oneOf(env, 'AIRTEL_CALLBACK_HASH_OVER', ['request', 'transaction'] as const, 'request'),
-      disbursementVersion: oneOf(env, 'AIRTEL_DISBURSEMENT_VERSION', ['v1', 'v2'] as const, 'v2'),
-      idFormat: oneOf(env, 'AIRTEL_ID_FORMAT', ['compact', 'ours'] as const, 'compact'),
-      amountLimits: airtelAmountLimits(env),
-    };
-  } else if (AIRTEL_WITH_CONNECTION.some((n) => env[n])) {
-    throw new ConfigError(
-      'AIRTEL_URL, AIRTEL_CLIENT_ID and AIRTEL_CLIENT_SECRET must be set with the other AIRTEL_ settings',
-    );
-  }
-  const configured: Record<LiveConnectorName, boolean> = { pawapay: pawapay !== null, airtel: airtel !== null };
-  const routes: Partial<
-    Record<ConfiguredOperator, Partial<Record<(typeof ROUTED_DIRECTIONS)[number], LiveConnectorName>>>
-  > = {};
-  for (const operator of PROVIDER_OPERATORS) {
-    for (const direction of ROUTED_DIRECTIONS) {
-      const name = `LIVE_${operator.toUpperCase()}_${direction.toUpperCase()}`;
-      const given = env[name] ?? env[`LIVE_${operator.toUpperCase()}`];
+function loadRoutes(env: Env, connectors: ConnectorSettings) {
+  const mobileMoney: Partial<Record<Operator, Partial<Record<Direction, LiveMobileMoneyName>>>> = {};
+  for (const operator of OPERATORS) {
+    for (const direction of DIRECTIONS) {
+      const own = `LIVE_${operator.toUpperCase()}_${direction.toUpperCase()}`;
+      const name = env[own] !== undefined ? own : `LIVE_${operator.toUpperCase()}`;
+      const given = env[name];
       if (!given) continue;
-      const connector = oneOf(
-        env,
-        env[name] !== undefined ? name : `LIVE_${operator.toUpperCase()}`,
-        LIVE_CONNECTORS,
-        'pawapay',
-      );
-      if (!CONNECTOR_REACH[connector].includes(operator))
-        throw new ConfigError(`${name}: ${connector} does not reach ${operator}`);
-      if (!configured[connector])
+      if (!(LIVE_MOBILE_MONEY as string[]).includes(given))
+        throw new ConfigError(`${name} must be one of ${LIVE_MOBILE_MONEY.join(', ')}, got "${given}"`);
+      const connector = given as LiveMobileMoneyName;
+      const entry = CONNECTORS[connector];
+      if (!(entry.reach as readonly string[]).includes(operator))
+        throw new ConfigError(`${own}: ${connector} does not reach ${operator}`);
+      const settings = connectors[connector];
+      if (settings === null)
         throw new ConfigError(
-          `${name} routes ${operator} to ${connector}, which is not configured (its ${connector.toUpperCase()}_ settings are missing)`,
+          `${own} routes ${operator} to ${connector}, which is not configured (its ${connector.toUpperCase()}_ settings are missing)`,
         );
-      if (connector === 'airtel' && direction === 'payout' && !airtel!.disbursementPin) {
-        throw new ConfigError(`${name}: Airtel payouts need AIRTEL_DISBURSEMENT_PIN and AIRTEL_PIN_PUBLIC_KEY`);
-      }
-      (routes[operator] ??= {})[direction] = connector;
+      const refused = 'refuseRoute' in entry ? entry.refuseRoute(settings as never, direction) : null;
+      if (refused) throw new ConfigError(`${own}: ${refused}`);
+      (mobileMoney[operator] ??= {})[direction] = connector;
     }
   }
-  return { pawapay, airtel, routes };
+  // a name of LIVE_CARD (typed as any connector's name: the table may hold no live card connector yet)
+  let card: ConnectorName | null = null;
+  const given = env.LIVE_CARD;
+  if (given) {
+    if (!(LIVE_CARD as string[]).includes(given))
+      throw new ConfigError(
+        `LIVE_CARD must name a live card connector (${LIVE_CARD.join(', ') || 'none yet'}), got "${given}"`,
+      );
+    card = given as ConnectorName;
+    if (connectors[card] === null)
+      throw new ConfigError(`LIVE_CARD routes cards to ${given}, which is not configured (its settings are missing)`);
+  }
+  return { mobileMoney, card };
 }
 
-/** Payment flow settings: the sandbox, the live connectors and their routing, the callback-reconciler. */
-function loadPaymentsConfig(env: Env, production: boolean, sandboxSecret: string) {
-  const payments = {
-    /** the API key the sandbox provider expects from us */
-    sandboxProviderApiKey: env.SANDBOX_PROVIDER_API_KEY || 'sandbox-provider-key',
-    live: loadLiveConfig(env, production),
+/** Payment flow settings beside the connectors: provider calls and the jobs that make them. */
+function loadPaymentsConfig(env: Env) {
+  return {
     /** timeout of one call to a provider */
     providerTimeoutMs: int(env, 'PROVIDER_TIMEOUT_MS', 10_000, 100, 120_000),
-    /** simulated sandbox latency before it answers a push */
-    sandboxPushLatencyMs: int(env, 'SANDBOX_PUSH_LATENCY_MS', 0, 0, 120_000),
     /** BullMQ lock of a provider-push / callback-reconciler job: a killed worker's job is retried after it */
     paymentJobLockMs: int(env, 'PAYMENT_JOB_LOCK_MS', 30_000, 500),
   };
-  // a callback secret that ships with the code lets anyone sign a callback (docs/decisions.md#faults-and-limits:
-  // bad callbacks); the sandbox provider runs in production too (test keys), so its secret counts
-  if (production && DEV_CALLBACK_SECRETS.includes(sandboxSecret)) {
-    throw new ConfigError(
-      'SANDBOX_CALLBACK_SECRET must be set in production (the development callback secret is refused)',
-    );
-  }
-  return payments;
-}
-
-type Env = Record<string, string | undefined>;
-
-function int(env: Env, name: string, fallback: number, min = 0, max = Number.MAX_SAFE_INTEGER): number {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (!/^-?\d+$/.test(raw)) throw new ConfigError(`${name} must be an integer, got "${raw}"`);
-  const n = Number(raw);
-  if (n < min || n > max) throw new ConfigError(`${name} must be between ${min} and ${max}, got ${n}`);
-  return n;
-}
-
-/**
- * PORT_BASE (unset: each port keeps its own default): moves every port the Procfile opens, so that
- * a second instance runs beside another with one setting. PORT is the base, SANDBOX_PROVIDER_PORT
- * +10, CARD_VAULT_PORT +20, CARD_PROVIDER_PORT +30; ADMIN_PORT and METRICS_PORT_BASE, off unless
- * set, may be written `+N` (the base + N). The URLs derived from them follow; a port or URL set
- * outright wins.
- */
-export function portBase(env: Env): number | null {
-  return env.PORT_BASE ? int(env, 'PORT_BASE', 0, 1, 65_535 - PORT_BASE_SPAN) : null;
-}
-
-/** The highest offset from PORT_BASE a setting may take (METRICS_PORT_BASE=+N with its pools' offsets up to 80). */
-export const PORT_BASE_SPAN = 1000;
-
-/** A port's default: PORT_BASE + `offset` when PORT_BASE is set, else its own. */
-function portDefault(env: Env, offset: number, fallback: number): number {
-  const base = portBase(env);
-  return base === null ? fallback : base + offset;
-}
-
-/** A port setting written `+N`: PORT_BASE + N (PORT_BASE must be set); undefined when written outright. */
-export function abovePortBase(env: Env, name: string): number | undefined {
-  const raw = env[name];
-  if (!raw?.startsWith('+')) return undefined;
-  const base = portBase(env);
-  if (base === null) throw new ConfigError(`${name}=${raw} is relative to PORT_BASE, which is not set`);
-  if (!/^\+\d{1,3}$/.test(raw) || Number(raw.slice(1)) > PORT_BASE_SPAN - 100)
-    throw new ConfigError(`${name} must be a port, or +N (0 to ${PORT_BASE_SPAN - 100}) above PORT_BASE, got "${raw}"`);
-  return base + Number(raw.slice(1));
-}
-
-function bool(env: Env, name: string, fallback: boolean): boolean {
-  const raw = env[name];
-  if (raw === undefined || raw === '') return fallback;
-  if (raw !== 'true' && raw !== 'false') throw new ConfigError(`${name} must be true or false, got "${raw}"`);
-  return raw === 'true';
-}
-
-function url(env: Env, name: string, fallback: string, protocols: string[]): string {
-  const raw = env[name] || fallback;
-  let parsed: URL;
-  try {
-    parsed = new URL(raw);
-  } catch {
-    throw new ConfigError(`${name} is not a valid URL`);
-  }
-  if (!protocols.includes(parsed.protocol)) {
-    throw new ConfigError(`${name} must use ${protocols.join(' or ')}, got ${parsed.protocol}`);
-  }
-  return raw.replace(/\/$/, '');
 }
 
 function nodeName(env: Env): string | null {
@@ -539,13 +287,6 @@ export function loadConfig(env: Env = process.env) {
   if (production && adminApiToken.trim().length < 32)
     throw new ConfigError('ADMIN_API_TOKEN must be at least 32 characters in production');
   if (adminApiToken.length < 16) throw new ConfigError('ADMIN_API_TOKEN must be at least 16 characters');
-  const sandboxProviderPort = int(env, 'SANDBOX_PROVIDER_PORT', portDefault(env, 10, 4010), 0, 65535);
-  const sandboxProviderUrl = url(env, 'SANDBOX_PROVIDER_URL', `http://127.0.0.1:${sandboxProviderPort}`, [
-    'http:',
-    'https:',
-  ]);
-  // the shared secret the sandbox provider signs its callbacks with
-  const sandboxCallbackSecret = env.SANDBOX_CALLBACK_SECRET || DEV_SANDBOX_CALLBACK_SECRET;
   // requests per minute bucket per API key (100 by default: docs/settings.md#settings); only the bench raises it
   const rateLimitPerMinute = int(env, 'RATE_LIMIT_PER_MINUTE', SPEC_RATE_LIMIT_PER_MINUTE, 1);
   if (production && rateLimitPerMinute !== SPEC_RATE_LIMIT_PER_MINUTE) {
@@ -555,7 +296,8 @@ export function loadConfig(env: Env = process.env) {
   const testClockFile = env.TEST_CLOCK_FILE || null;
   if (testClockFile && nodeEnv !== 'test')
     throw new ConfigError(`TEST_CLOCK_FILE moves the clock in tests only: refused with NODE_ENV=${nodeEnv}`);
-  const payments = loadPaymentsConfig(env, production, sandboxCallbackSecret);
+  // every connector's settings, each read by its own loader (shared/providers/table.ts), and the routes to them
+  const connectors = loadConnectorSettings(env, production);
   return {
     nodeEnv,
     port,
@@ -600,12 +342,10 @@ export function loadConfig(env: Env = process.env) {
       intervalMs: int(env, 'REDRIVE_INTERVAL_MS', 5000, 50, 60_000),
       graceMs: int(env, 'REDRIVE_GRACE_MS', 5000, 0, 60_000),
     },
-    /** webhook retry delays in milliseconds (docs/decisions.md#webhooks: attempt n+1 after delay n) */
+    /** webhook retry delays in milliseconds (docs/decisions.md: attempt n+1 after delay n) */
     webhookRetryDelaysMs: delays(env, production),
-    sandboxProviderUrl,
-    sandboxProviderPort,
-    sandboxCallbackDelayMs: int(env, 'SANDBOX_CALLBACK_DELAY_MS', 3000, 0),
-    sandboxCallbackSecret,
+    connectors,
+    routes: loadRoutes(env, connectors),
     /** how long an operation may stay open before the sweep asks its provider */
     providerWindowMs: {
       live: int(env, 'PROVIDER_WINDOW_MS', 120_000, 1000),
@@ -613,7 +353,7 @@ export function loadConfig(env: Env = process.env) {
     },
     /** how often the sweeps look for open operations to ask their provider about, and the first wait between two asks */
     askIntervalMs: int(env, 'ASK_INTERVAL_MS', 5000, 50),
-    payments,
+    payments: loadPaymentsConfig(env),
     rateLimitPerMinute,
     /** how long a web process keeps a looked-up credential (and its merchant status) in memory */
     credentialCacheMs: int(env, 'CREDENTIAL_CACHE_MS', 5000, 0, 60_000),
@@ -621,7 +361,10 @@ export function loadConfig(env: Env = process.env) {
     idempotencyWaitMs: int(env, 'IDEMPOTENCY_WAIT_MS', 2000, 1, 30_000),
     webhooks: loadWebhooksConfig(env, production),
     settlement: loadSettlementConfig(env),
-    cards: loadCardsConfig(env, production),
+    cards: {
+      /** how long the client has for 3-D Secure (docs/decisions.md#cards-hosted-checkout) */
+      threeDsWindowMs: int(env, 'CARD_3DS_WINDOW_MS', 10 * 60_000, 1000, 3_600_000),
+    },
     overload: loadOverloadConfig(env),
     availability: {
       /** how far back provider calls count */

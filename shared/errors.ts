@@ -40,7 +40,9 @@ export type UnprocessableCode =
   | 'insufficient-balance'
   | 'operator-unavailable'
   | 'amount-not-supported'
-  | 'partial-refund-not-supported';
+  | 'partial-refund-not-supported'
+  // docs/decisions.md#errors: a live card payment with no card connector routed
+  | 'method-unavailable';
 /** docs/decisions.md#payment-links: a link deactivated, expired or used up. */
 export type GoneCode = 'link-inactive';
 export type TooManyCode = 'rate-limit-exceeded' | 'redelivery-limit';

@@ -3,16 +3,11 @@ import path from 'node:path';
 import Router from '@koa/router';
 import type { Context, Middleware } from 'koa';
 import { RateLimiterRedis, RateLimiterRes } from 'rate-limiter-flexible';
-import {
-  acceptToken,
-  cardEndpoints,
-  challengeReturned,
-  charging,
-  findCheckout,
-  TOKEN_PATTERN,
-} from '../../shared/cards/checkout';
+import { acceptSource, challengeReturned, charging, findCheckout } from '../../shared/cards/checkout';
+import type { CardForm } from '../../shared/providers/cardConnector';
+import { ProviderError } from '../../shared/providers/errors';
 import type { ServiceContext } from '../../shared/context';
-import { BadRequest, Forbidden, NotFound, TooManyRequests, ValidationFailed } from '../../shared/errors';
+import { BadRequest, Forbidden, NotFound, TooManyRequests, Unprocessable, ValidationFailed } from '../../shared/errors';
 import { withTimeout } from '../../shared/timeout';
 import { parseJson, readRawBody, requireJsonContentType } from '../body';
 import { unavailable } from '../middleware/errors';
@@ -87,9 +82,26 @@ export function checkoutRouter(services: ServiceContext): Router {
     const lang = langOf(ctx);
     const p = await findCheckout(services.db, ctx.params.id);
     if (!p) return html(ctx, 404, notFoundPage(lang), checkoutCsp([]));
-    const endpoints = cardEndpoints(services.config, p.environment);
-    const frames = endpoints ? [new URL(endpoints.vaultUrl).origin, new URL(endpoints.providerUrl).origin] : [];
-    html(ctx, 200, checkoutPage(p, lang, endpoints, ctx.query.from === 'pay'), checkoutCsp([...new Set(frames)]));
+    // the payment's card connector says which origins the page uses, and what its form needs
+    const connector = services.providers.card(p.provider);
+    let form: CardForm | null = null;
+    if (connector && p.status === 'pending' && !charging(p)) {
+      try {
+        form = await connector.cardForm({
+          paymentId: p.id,
+          amount: p.amount_charged,
+          currency: p.currency,
+          description: p.description,
+          lang,
+        });
+      } catch (err) {
+        // the connector cannot take a card now (a gateway unreachable): the page says so, the client may reload
+        if (!(err instanceof ProviderError)) throw err;
+        ctx.state.log?.warn({ payment: p.id, code: err.code }, 'card form not prepared');
+      }
+    }
+    const origins = connector?.origins ?? { frames: [], scripts: [] };
+    html(ctx, 200, checkoutPage(p, lang, form, ctx.query.from === 'pay'), checkoutCsp(origins.frames, origins.scripts));
   });
 
   router.get('/:id/status', async (ctx) => {
@@ -118,20 +130,24 @@ export function checkoutRouter(services: ServiceContext): Router {
     await limit(ctx.ip);
     const raw = await readRawBody(ctx, 1024);
     requireJsonContentType(ctx);
-    const body = parseJson(raw) as { token?: unknown } | null;
+    const body = parseJson(raw) as Record<string, unknown> | null;
     if (!body || typeof body !== 'object' || Array.isArray(body))
       throw new BadRequest('invalid-json', 'The body must be a JSON object');
-    const extra = Object.keys(body).find((k) => k !== 'token');
+    const connector = services.providers.card(p.provider);
+    if (!connector) throw new Unprocessable('method-unavailable', 'No card connector can take this payment now');
+    // the one field the connector's page posts: its payment source (a vault token, a gateway session id)
+    const { field, pattern, description } = connector.source;
+    const extra = Object.keys(body).find((k) => k !== field);
     if (extra) throw new ValidationFailed(extra, `${extra} is not allowed`);
-    if (typeof body.token !== 'string' || !TOKEN_PATTERN.test(body.token))
-      throw new ValidationFailed('token', 'token must be a card token (tok_…)');
-    const token = body.token;
+    const source = body[field];
+    if (typeof source !== 'string' || !pattern.test(source))
+      throw new ValidationFailed(field, `${field} must be ${description}`);
     // the client's payment joins the trace the merchant created it in
     await withTraceparent(p.traceparent, () =>
-      acceptToken(
+      acceptSource(
         { db: services.db, outbox: services.outbox, log: ctx.state.log, clock: services.clock },
         p.id,
-        token,
+        source,
         services.clock.now(),
         ctx.state.requestId,
       ),

@@ -233,6 +233,7 @@ function refusalOf(err: unknown, link: PageLink, lang: Lang): Refusal | undefine
   }
   if (!(err instanceof DomainError)) return undefined;
   if (err.code === 'operator-unavailable') return { status: 422, message: t.errors.operatorClosed, field: 'operator' };
+  if (err.code === 'method-unavailable') return { status: 422, message: t.errors.methodUnavailable };
   if (err.code === 'operator-mismatch') return { status: 400, message: t.errors.operatorMismatch, field: 'operator' };
   if (err.code === 'amount-over-limit') return { status: 422, message: t.errors.amountLimit, field: 'amount' };
   if (err.code === 'validation-failed' && err.param === 'amount')

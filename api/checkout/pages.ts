@@ -1,7 +1,7 @@
 import { escapeHtml as h, formatAmount } from '../../shared/checkout/html';
 import { layout, langSwitch, outcomeSection } from '../../shared/checkout/frame';
 import { charging, type CheckoutPayment } from '../../shared/cards/checkout';
-import type { CardEndpoints } from '../../shared/config';
+import type { CardForm } from '../../shared/providers/cardConnector';
 import { TEXT, type Lang } from '../../shared/checkout/i18n';
 
 /** The card checkout's HTML for every state of a card payment, in the checkout's frame (shared/checkout). */
@@ -25,37 +25,48 @@ ${p.description ? `<p class="description">${h(p.description)}</p>` : ''}
 </header>`;
 }
 
-/** The payment's page in its current state. `autoReturn`: the client just reached the outcome here. */
-export function checkoutPage(
-  p: CheckoutPayment,
-  lang: Lang,
-  endpoints: CardEndpoints | null,
-  autoReturn: boolean,
-): string {
+/**
+ * The payment's page in its current state. `form`: what the payment's card connector says the
+ * form needs (null: no card connector can take it now). `autoReturn`: the client just reached
+ * the outcome here.
+ */
+export function checkoutPage(p: CheckoutPayment, lang: Lang, form: CardForm | null, autoReturn: boolean): string {
   const t = TEXT[lang];
   const amount = formatAmount(p.amount_charged, p.currency);
   const base = { payment: p.id, lang, status: p.status, messages: JSON.stringify(t.messages) };
   const title = `${t.title} · ${p.merchant_name}`;
   if (p.status === 'pending' && !charging(p)) {
-    if (!endpoints)
+    if (!form)
       return layout(
         lang,
         title,
         { ...base, state: 'unavailable' },
         `${summary(p, lang)}<p role="alert">${t.unavailable}</p>`,
       );
-    const fields = `${endpoints.vaultUrl}/fields?payment=${encodeURIComponent(p.id)}&lang=${lang}`;
     const error = p.checkout_error ? (t.messages[p.checkout_error as keyof typeof t.messages] ?? t.messages.card) : '';
+    const submit = `<p id="pay-status" class="notice" role="status" aria-live="polite">${h(error)}</p>
+<button type="submit" id="pay-button">${h(t.pay(amount))}</button>
+</form>`;
+    if (form.kind === 'vault-frame')
+      return layout(
+        lang,
+        title,
+        { ...base, state: 'form', 'vault-origin': form.vaultOrigin },
+        `${summary(p, lang)}
+<form id="pay-form" method="post" action="/checkout/${p.id}/pay" novalidate>
+<iframe id="card-frame" src="${h(form.frameUrl)}" title="${t.cardFields}"></iframe>
+${submit}`,
+      );
+    // a gateway's hosted session: its script (on its origin, allowed by the CSP) fills #card-fields with its iframes
     return layout(
       lang,
       title,
-      { ...base, state: 'form', 'vault-origin': new URL(endpoints.vaultUrl).origin },
+      { ...form.data, ...base, state: 'hosted-session', session: form.sessionId },
       `${summary(p, lang)}
 <form id="pay-form" method="post" action="/checkout/${p.id}/pay" novalidate>
-<iframe id="card-frame" src="${h(fields)}" title="${t.cardFields}"></iframe>
-<p id="pay-status" class="notice" role="status" aria-live="polite">${h(error)}</p>
-<button type="submit" id="pay-button">${h(t.pay(amount))}</button>
-</form>`,
+<div id="card-fields" role="group" aria-label="${t.cardFields}"></div>
+${submit}`,
+      `<script src="${h(form.scriptUrl)}"></script>`,
     );
   }
   if (p.status === 'pending') {

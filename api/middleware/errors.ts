@@ -46,6 +46,7 @@ export const ERROR_STATUS: Record<ErrorCode, number> = {
     'operator-unavailable',
     'amount-not-supported',
     'partial-refund-not-supported',
+    'method-unavailable',
   ]),
   ...answered(410, ['link-inactive']),
   ...answered(429, ['rate-limit-exceeded', 'redelivery-limit']),

@@ -36,6 +36,7 @@ const WHEN = {
   'operator-unavailable': "the operator's direction is closed, or no live connector serves it",
   'amount-not-supported': 'the connector serving the operator cannot carry this amount (decimals, or its min/max)',
   'partial-refund-not-supported': 'a partial refund of a payment whose connector refunds only in full',
+  'method-unavailable': 'a live card payment with no card connector routed (`GET /v1/availability` shows cards closed)',
   'link-inactive':
     'the payment link is deactivated, expired or used up (a single-use link once a payment through it succeeded)',
   'rate-limit-exceeded': 'more than 100 requests in the minute for the key (Retry-After)',

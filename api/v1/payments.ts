@@ -102,6 +102,7 @@ export const paymentsRoutes = defineRoutes([
       'amount-over-limit',
       'operator-unavailable',
       'amount-not-supported',
+      'method-unavailable',
     ],
     async handler(ctx, { body }) {
       const { db, outbox, batches, caches, config, clock } = ctx.services;

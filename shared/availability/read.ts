@@ -54,6 +54,17 @@ async function providersWord(
 }
 
 export type AvailabilityStatus = 'operational' | 'delayed' | 'closed';
+
+/**
+ * Card payments in an environment (GET /v1/availability `card`): `closed` while no card connector
+ * serves it (live keys without LIVE_CARD: creations get 422 method-unavailable), else `operational`.
+ */
+export function cardAvailability(
+  providers: Pick<ProviderRegistry, 'cardRoute'>,
+  environment: Environment,
+): { collection: 'operational' | 'closed' } {
+  return { collection: providers.cardRoute(environment) ? 'operational' : 'closed' };
+}
 export type AvailabilityRow = { operator: Operator } & Record<Direction, AvailabilityStatus>;
 
 type Recent = { operator: string; direction: Direction; calls: number; bad: number };

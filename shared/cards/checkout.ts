@@ -1,11 +1,9 @@
-import type { CardEndpoints, Config } from '../config';
 import type { Executor } from '../db/knex';
 import { transact, type TransactDeps } from '../db/transact';
 import { isId } from '../ids';
 import { Conflict, NotFound } from '../errors';
 import { lockRow, writeColumns } from '../operations/transition';
 import { QUEUES } from '../queues/names';
-import type { Environment } from '../vocabulary';
 import { cardPaymentKind } from './kind';
 import type { PaymentRow } from '../db/rows';
 
@@ -16,9 +14,6 @@ import type { PaymentRow } from '../db/rows';
 
 export type CheckoutPayment = PaymentRow & { merchant_name: string };
 
-/** A vault token as the checkout may post it (its content is the vault's business). */
-export const TOKEN_PATTERN = /^tok_[A-Za-z0-9_-]{8,64}$/;
-
 /** The card payment with this id, whoever its merchant (the unguessable id is the client's only key). */
 export async function findCheckout(db: Executor, id: string): Promise<CheckoutPayment | undefined> {
   if (!isId('payment', id)) return undefined;
@@ -28,18 +23,17 @@ export async function findCheckout(db: Executor, id: string): Promise<CheckoutPa
     .first('p.*', 'm.name as merchant_name');
 }
 
-/** The vault and acquirer of a payment's environment (null: live cards not configured). */
-export const cardEndpoints = (config: Config, environment: Environment): CardEndpoints | null =>
-  environment === 'test' ? config.cards.sandbox : config.cards.live;
-
-/** The charge of this payment is under way: a token waits for the job, or the acquirer has answered. */
+/** The charge of this payment is under way: a payment source waits for the job, or the acquirer has answered. */
 export const charging = (p: PaymentRow) => p.status === 'pending' && (p.checkout_token !== null || p.sent_at !== null);
 
-/** POST /checkout/{id}/pay: stores the token with the charge job under the row lock; 409 once not payable, or while a token is charged. */
-export async function acceptToken(
+/**
+ * POST /checkout/{id}/pay: stores the payment source (a vault token, a gateway session id: opaque
+ * here) with the charge job under the row lock; 409 once not payable, or while a source is charged.
+ */
+export async function acceptSource(
   deps: TransactDeps,
   id: string,
-  token: string,
+  source: string,
   now: number,
   requestId?: string,
 ): Promise<void> {
@@ -55,7 +49,7 @@ export async function acceptToken(
     await writeColumns(trx, cardPaymentKind, [
       {
         row: p,
-        patch: { checkout_token: token, checkout_error: null, updated_at: new Date(now) } as Partial<PaymentRow>,
+        patch: { checkout_token: source, checkout_error: null, updated_at: new Date(now) } as Partial<PaymentRow>,
       },
     ]);
     await outbox.add(QUEUES.cardCharge, 'charge', { paymentId: id, requestId });

@@ -3,7 +3,7 @@ import { cardPaymentMachine } from '../operations/machines';
 import { collectionPolicy } from '../payments/kind';
 import { Payment, PaymentStatusChange } from '../db/models';
 import { QUEUES } from '../queues/names';
-import { TOKEN_ERRORS, type CardAcquirer, type ChargeAnswer } from '../providers/cardAcquirer';
+import { SourceRefused, type CardConnector, type ChargeAnswer } from '../providers/cardConnector';
 import { PAYMENT_COLUMNS, type PaymentRow } from '../db/rows';
 import type { CardPaymentStatus } from '../vocabulary';
 
@@ -11,15 +11,16 @@ import type { CardPaymentStatus } from '../vocabulary';
 export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
 
 /**
- * The card charge as a kind of the operations kernel: a collection whose provider is the
- * acquirer, charged once per posted token (the payment id is the idempotency key). Approved stays
- * `pending` until its callback; 3-D Secure is `processing`; declined is `failed`. A refused token
- * changes nothing but `checkout_error`: the client may try again.
+ * The card charge as a kind of the operations kernel: a collection whose provider is a card
+ * connector (shared/providers/cardConnector.ts), charged once per posted payment source (the
+ * payment id is the idempotency key). Approved stays `pending` until its callback; 3-D Secure is
+ * `processing`; declined is `failed`. A refused source changes nothing but `checkout_error`: the
+ * client may try again.
  */
-export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardAcquirer> = defineKind<
+export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardConnector> = defineKind<
   PaymentRow,
   CardPaymentStatus,
-  CardAcquirer
+  CardConnector
 >(
   {
     name: 'card_payment',
@@ -30,14 +31,14 @@ export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardA
     machine: cardPaymentMachine,
     send: { queue: QUEUES.cardCharge, job: 'charge', idField: 'paymentId' },
     providerRefVisible: true,
-    // charged only with a token the checkout posted, and never after the checkout window
+    // charged only with a payment source the checkout posted (`checkout_token`), and never after the checkout window
     sendable: (p, now) => p.status === 'pending' && p.checkout_token !== null && p.window_ends_at.getTime() > now,
-    // no token posted, none being charged, no charge answered: the acquirer cannot have charged it
+    // no source posted, none being charged, no charge answered: the acquirer cannot have charged it
     neverSent: (p) => p.status === 'pending' && p.checkout_token === null && p.sent_at === null,
-    request: (acquirer, p) =>
-      acquirer.charge({
+    request: (connector, p) =>
+      connector.charge({
         paymentId: p.id,
-        token: p.checkout_token!,
+        source: p.checkout_token!,
         amount: p.amount_charged,
         currency: p.currency,
         description: p.description,
@@ -52,7 +53,7 @@ export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardA
           details: { reason: '3ds-required' },
           patch: {
             ...charged,
-            challenge_url: a.challengeUrl,
+            challenge_url: a.challenge?.url ?? null,
             window_ends_at: new Date(now + config.cards.threeDsWindowMs),
           },
         };
@@ -66,9 +67,7 @@ export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardA
       return { trigger: 'sent', patch: charged };
     },
     correctable: (_p, err) =>
-      (TOKEN_ERRORS as readonly string[]).includes(err.code)
-        ? { checkout_token: null, checkout_error: err.code }
-        : null,
+      err instanceof SourceRefused ? { checkout_token: null, checkout_error: err.code } : null,
     ...collectionPolicy,
   },
   PAYMENT_COLUMNS,

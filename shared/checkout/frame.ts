@@ -11,11 +11,14 @@ import type { Lang } from './i18n';
 
 export const ASSETS_PATH = '/checkout/assets';
 
-/** Own scripts and styles only; frames from `frameOrigins` (the card vault and acquirer) and 'self'; never framed. */
-export function checkoutCsp(frameOrigins: string[]): string {
+/**
+ * Own scripts and styles only, and scripts from `scriptOrigins` (a card gateway's session.js); frames
+ * from `frameOrigins` (the card connector's: a vault and acquirer, or a gateway) and 'self'; never framed.
+ */
+export function checkoutCsp(frameOrigins: readonly string[], scriptOrigins: readonly string[] = []): string {
   return [
     "default-src 'none'",
-    "script-src 'self'",
+    `script-src 'self' ${scriptOrigins.join(' ')}`.trim(),
     "style-src 'self'",
     "img-src 'self'",
     "connect-src 'self'",

@@ -168,6 +168,7 @@ export const LINK_TEXT = {
       name: 'Saisissez votre nom.',
       email: 'Saisissez une adresse e-mail valide.',
       method: 'Ce moyen de paiement n’est pas proposé pour ce lien.',
+      methodUnavailable: 'Le paiement par carte est indisponible pour le moment. Choisissez le mobile money.',
       expiredForm: 'Le formulaire a expiré. Vérifiez les informations puis validez à nouveau.',
       badForm: 'Le formulaire n’a pas pu être vérifié. Rechargez la page puis réessayez.',
       phoneLimit: (minutes: number) =>
@@ -244,6 +245,7 @@ export const LINK_TEXT = {
       name: 'Type your name.',
       email: 'Type a valid email address.',
       method: 'This payment method is not offered by this link.',
+      methodUnavailable: 'Card payments are unavailable at the moment. Choose mobile money.',
       expiredForm: 'The form expired. Check your details and submit again.',
       badForm: 'The form could not be checked. Reload the page and try again.',
       phoneLimit: (minutes: number) =>

@@ -413,8 +413,8 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Operator availability
-         * @description Per operator and direction (collection, payout, refund) in the key's environment: `operational`, `delayed` (the provider says so, or recent provider calls failed or were slow) or `closed`. `closed` refuses creations with 422 `operator-unavailable` when the service operator closed the direction or no provider serves it; when the provider itself reports it closed (kept up to 60 s), creations are answered 201 and then fail with `failure_code` `operator-unavailable`.
+         * Operator and card availability
+         * @description Per operator and direction (collection, payout, refund) in the key's environment: `operational`, `delayed` (the provider says so, or recent provider calls failed or were slow) or `closed`. `closed` refuses creations with 422 `operator-unavailable` when the service operator closed the direction or no provider serves it; when the provider itself reports it closed (kept up to 60 s), creations are answered 201 and then fail with `failure_code` `operator-unavailable`. Beside the list, `card.collection` says whether card payments can be created with the key: `closed` in live while no card connector is routed (creations get 422 `method-unavailable`), `operational` otherwise.
          *
          *     Scope: `read` (any key).
          */
@@ -475,6 +475,12 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        AvailabilityList: {
+            /** @constant */
+            object: "list";
+            data: components["schemas"]["OperatorAvailability"][];
+            card: components["schemas"]["CardAvailability"];
+        };
         Balance: {
             /** @constant */
             object: "balance";
@@ -494,6 +500,13 @@ export interface components {
                 /** @description Minor units of the currency (cents, centimes) */
                 amount: number;
             }[];
+        };
+        CardAvailability: {
+            /**
+             * @description Card payments. `closed`: no card connector is routed for live keys, and live card payments get 422 `method-unavailable`; test keys always reach the card sandbox (`operational`)
+             * @enum {string}
+             */
+            collection: "operational" | "closed";
         };
         /**
          * @example {
@@ -626,7 +639,7 @@ export interface components {
                  * @description Stable, machine-readable code (each response lists those it may carry)
                  * @enum {string}
                  */
-                code: "invalid-json" | "invalid-body" | "validation-failed" | "operator-mismatch" | "idempotency-key-required" | "idempotency-key-invalid" | "auth-required" | "api-key-invalid" | "timestamp-expired" | "signature-invalid" | "ip-not-allowed" | "merchant-suspended" | "insufficient-scope" | "not-found" | "idempotency-conflict" | "idempotency-in-progress" | "reference-conflict" | "request-replayed" | "payload-too-large" | "unsupported-media-type" | "refund-exceeds-refundable" | "payment-not-refundable" | "card-refund-not-supported" | "amount-over-limit" | "insufficient-balance" | "operator-unavailable" | "amount-not-supported" | "partial-refund-not-supported" | "link-inactive" | "rate-limit-exceeded" | "redelivery-limit" | "maintenance" | "service-unavailable" | "internal-error" | "bad-request";
+                code: "invalid-json" | "invalid-body" | "validation-failed" | "operator-mismatch" | "idempotency-key-required" | "idempotency-key-invalid" | "auth-required" | "api-key-invalid" | "timestamp-expired" | "signature-invalid" | "ip-not-allowed" | "merchant-suspended" | "insufficient-scope" | "not-found" | "idempotency-conflict" | "idempotency-in-progress" | "reference-conflict" | "request-replayed" | "payload-too-large" | "unsupported-media-type" | "refund-exceeds-refundable" | "payment-not-refundable" | "card-refund-not-supported" | "amount-over-limit" | "insufficient-balance" | "operator-unavailable" | "amount-not-supported" | "partial-refund-not-supported" | "method-unavailable" | "link-inactive" | "rate-limit-exceeded" | "redelivery-limit" | "maintenance" | "service-unavailable" | "internal-error" | "bad-request";
                 /** @description Human text; may change */
                 message: string;
                 /** @description The field at fault, where one is */
@@ -675,11 +688,6 @@ export interface components {
              * @enum {string}
              */
             refund: "operational" | "delayed" | "closed";
-        };
-        OperatorAvailabilityList: {
-            /** @constant */
-            object: "list";
-            data: components["schemas"]["OperatorAvailability"][];
         };
         Payment: {
             id: string;
@@ -1414,6 +1422,7 @@ export interface operations {
              *     - `amount-over-limit`: amount_charged above the merchant's per-transaction limit
              *     - `operator-unavailable`: the operator's direction is closed, or no live connector serves it
              *     - `amount-not-supported`: the connector serving the operator cannot carry this amount (decimals, or its min/max)
+             *     - `method-unavailable`: a live card payment with no card connector routed (`GET /v1/availability` shows cards closed)
              */
             422: {
                 headers: {
@@ -4222,7 +4231,7 @@ export interface operations {
         };
         requestBody?: never;
         responses: {
-            /** @description Every operator */
+            /** @description Every operator, and cards */
             200: {
                 headers: {
                     "X-Request-Id": components["headers"]["X-Request-Id"];
@@ -4232,7 +4241,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": components["schemas"]["OperatorAvailabilityList"];
+                    "application/json": components["schemas"]["AvailabilityList"];
                 };
             };
             /**

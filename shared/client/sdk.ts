@@ -242,8 +242,8 @@ export class PaymentsApi {
   };
 
   readonly availability = {
-    /** Per operator: `operational`, `delayed` or `closed` for collection, payout and refund. */
-    list: () => this.call<{ object: 'list'; data: OperatorAvailability[] }>('GET', '/v1/availability'),
+    /** Per operator: `operational`, `delayed` or `closed` for collection, payout and refund; and card payments (`card.collection`). */
+    list: () => this.call<Schemas['AvailabilityList']>('GET', '/v1/availability'),
   };
 
   readonly phoneNumbers = {

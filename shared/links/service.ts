@@ -179,7 +179,7 @@ type PayDeps = TransactDeps & {
   config: Config;
   batches: Batches;
   caches: Caches;
-  providers: Pick<ProviderRegistry, 'route'>;
+  providers: Pick<ProviderRegistry, 'route' | 'cardRoute'>;
 };
 
 /** The key a page submission is written under: the form's token, one payment per token whatever is posted with it. */

@@ -1,4 +1,4 @@
-import { abovePortBase } from '../config';
+import { abovePortBase } from '../env';
 
 /**
  * Where each worker pool serves its Prometheus metrics: pools are separate processes with

@@ -1,12 +1,14 @@
 import { Histogram } from 'prom-client';
 import { OPERATORS } from '../vocabulary';
+import { CONNECTOR_NAMES, CONNECTORS, type ConnectorName } from '../providers/table';
 import { processRegistry } from './registry';
 
 /**
  * Every provider call of the operations kernel (a send, an ask), timed through `timeProviderCall`
  * (shared/operations/health.ts). Label values come from closed sets only:
- * - connector: the connector that was called (sandbox, pawapay, airtel, card);
- * - operator: vodacom, airtel, orange, africell, or `card` for the card acquirer;
+ * - connector: the connector that was called: its name in the connector table
+ *   (shared/providers/table.ts: sandbox, card-sandbox, pawapay, airtel, …);
+ * - operator: vodacom, airtel, orange, africell, or `card` for a card connector;
  * - kind: payment, refund, payout, card_payment;
  * - environment: test, live;
  * - outcome: `answered` (the provider took the request or told what it knows), `refused` (it
@@ -25,21 +27,21 @@ const KINDS = new Set(['payment', 'refund', 'payout', 'card_payment']);
 const ENVIRONMENTS = new Set(['test', 'live']);
 
 /** What the kernel knows of the provider it calls (shared/providers/connector.ts). */
-type CalledProvider = { readonly id: string; readonly environment: string };
+type CalledProvider = { readonly connector: ConnectorName; readonly environment: string };
 
-const LIVE_CONNECTORS = new Set(['pawapay', 'airtel']);
+/** Every value of the connector label: the table's names, derived (test/unit/provider-calls.test.ts builds each). */
+export const CONNECTOR_LABELS: readonly string[] = CONNECTOR_NAMES;
 
-/** The connector label: its name, `sandbox` for the sandbox's, `card` for an acquirer. */
+/** The connector label: the name of its entry in the connector table. */
 export function connectorLabel(provider: CalledProvider): string {
-  if (LIVE_CONNECTORS.has(provider.id)) return provider.id;
-  if (provider.id.endsWith('-sandbox')) return 'sandbox';
-  return provider.id.startsWith('card') ? 'card' : 'other';
+  // only a provider built outside the table (never in the service) can miss: the unit test builds every entry
+  return CONNECTOR_LABELS.includes(provider.connector) ? provider.connector : 'other';
 }
 
-/** The operator label of an operation: its operator, `card` for a card payment. */
+/** The operator label of an operation: its operator, `card` for a card connector's payment. */
 export function operatorLabel(provider: CalledProvider, operator: string | null): string {
   if (operator && (OPERATORS as string[]).includes(operator)) return operator;
-  return provider.id.startsWith('card') ? 'card' : 'other';
+  return CONNECTORS[provider.connector]?.method === 'card' ? 'card' : 'other';
 }
 
 /** A provider error carries `retryable` and `code` (shared/providers/errors.ts); anything else is an error. */

@@ -10,8 +10,7 @@ import { operatorAccepts } from '../msisdn';
 import { refuseIfClosed } from '../availability/closures';
 import { BadRequest, Conflict, Unauthenticated, Unprocessable, ValidationFailed } from '../errors';
 import type { ProviderRegistry } from '../providers/registry';
-import { connectorFor } from '../providers/routing';
-import { cardAcquirerIdFor } from '../providers/cardAcquirer';
+import { cardConnectorFor, connectorFor } from '../providers/routing';
 import { QUEUES } from '../queues/names';
 import { outboxMessage, type OutboxMessage } from '../queues/outbox';
 import type { CreatePaymentInput } from './schemas';
@@ -33,12 +32,12 @@ export function buildPayment(
   terms: MerchantTerms,
   caller: Caller,
   config: Config,
-  providers: Pick<ProviderRegistry, 'route'>,
+  providers: Pick<ProviderRegistry, 'route' | 'cardRoute'>,
   now: number,
   through: Through = {},
 ): PaymentRow {
   const mobile = input.method === 'mobile_money';
-  if (!mobile) checkCardRequest(input, caller, config);
+  if (!mobile) checkCardRequest(input, caller);
   if (mobile && !operatorAccepts(caller.environment, input.operator!, input.phone!)) {
     throw new BadRequest('operator-mismatch', `phone does not belong to ${input.operator}`, 'phone');
   }
@@ -61,7 +60,7 @@ export function buildPayment(
   // the connector that will carry it, and that it can (422 before anything is written or sent)
   const provider = mobile
     ? connectorFor(providers, caller.environment, input.operator!, 'collection', input.currency, split.amountCharged).id
-    : cardAcquirerIdFor(caller.environment);
+    : cardConnectorFor(providers, caller.environment, input.currency, split.amountCharged).id;
   const windowMs = mobile ? config.providerWindowMs[caller.environment] : CARD_CHECKOUT_WINDOW_MS;
   return {
     id: newId('payment'),
@@ -104,17 +103,14 @@ export interface Through {
 /**
  * docs/decisions.md#cards-hosted-checkout: a card payment has no operator or phone (the schema already requires
  * customer_email, customer_name and an absolute http(s) return_url); live keys need an https
- * return_url and a configured acquirer.
+ * return_url (and a routed card connector: 422 method-unavailable, in buildPayment).
  */
-function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Config): void {
+function checkCardRequest(input: CreatePaymentInput, caller: Caller): void {
   for (const field of ['operator', 'phone'] as const) {
     if (input[field] !== undefined) throw new ValidationFailed(field, `${field} is not allowed for card payments`);
   }
-  if (caller.environment === 'live') {
-    if (!input.return_url!.startsWith('https://'))
-      throw new ValidationFailed('return_url', 'return_url must be an https URL for live payments');
-    if (!config.cards.live) throw new ValidationFailed('method', 'card payments are not configured for live keys');
-  }
+  if (caller.environment === 'live' && !input.return_url!.startsWith('https://'))
+    throw new ValidationFailed('return_url', 'return_url must be an https URL for live payments');
 }
 
 /**
@@ -124,7 +120,12 @@ function checkCardRequest(input: CreatePaymentInput, caller: Caller, config: Con
  * request writes nothing (IdempotencyKeyHeld). The push is enqueued after commit, else by the outbox-relay.
  */
 export async function createPayment(
-  deps: TransactDeps & { config: Config; batches: Batches; caches: Caches; providers: Pick<ProviderRegistry, 'route'> },
+  deps: TransactDeps & {
+    config: Config;
+    batches: Batches;
+    caches: Caches;
+    providers: Pick<ProviderRegistry, 'route' | 'cardRoute'>;
+  },
   caller: Caller,
   input: CreatePaymentInput,
   key: IdempotentWrite<PaymentView>,

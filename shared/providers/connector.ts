@@ -1,5 +1,6 @@
 import type { Currency, Direction, Environment, Operator } from '../vocabulary';
 import type { EchoedAmount, ProviderAccepted, ProviderObjectKind, ProviderStatus } from './types';
+import type { ConnectorName } from './table';
 
 /**
  * A connector: everything about one provider's API (architecture: "Providers: connectors as
@@ -133,11 +134,14 @@ export type ProviderAvailability = Partial<
 
 /**
  * What every provider the service hears from does, whatever it moves money for (a mobile-money
- * connector, a card acquirer): it is asked about an operation, and verifies and parses its callbacks.
+ * connector, a card connector: ./cardConnector.ts): it is asked about an operation, and verifies
+ * and parses its callbacks.
  */
 export interface ProviderEndpoint {
   /** Our name of it: a payment's `provider`, and the {provider} of /callbacks/{provider}. */
   readonly id: string;
+  /** Its entry in the connector table (shared/providers/table.ts): its metrics label. */
+  readonly connector: ConnectorName;
   readonly environment: Environment;
   /** What the provider knows of one of our operations (by our id, or its reference where its API needs one). */
   ask(op: OperationRef): Promise<ProviderStatus & EchoedAmount>;

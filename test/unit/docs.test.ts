@@ -17,6 +17,7 @@ const DOCS = [
   'docs/settings.md',
   'docs/decisions.md',
   'docs/benchmarks.md',
+  'docs/adding-a-connector.md',
 ];
 const read = (file: string) => readFileSync(path.join(ROOT, file), 'utf8');
 

@@ -1,8 +1,10 @@
 import { expect } from 'chai';
 import { readFileSync } from 'node:fs';
 import path from 'node:path';
-import { loadConfig, PROVIDER_OPERATORS } from '../../shared/config';
+import { loadConfig } from '../../shared/config';
+import { CONNECTOR_NAMES, CONNECTORS } from '../../shared/providers/table';
 import { ALL_QUEUES } from '../../shared/queues/names';
+import { OPERATORS } from '../../shared/vocabulary';
 
 const ROOT = path.join(__dirname, '..', '..');
 const example = readFileSync(path.join(ROOT, '.env.example'), 'utf8');
@@ -13,12 +15,19 @@ const listed = new Map(
     .map((l) => [l.slice(0, l.indexOf('=')), l.slice(l.indexOf('=') + 1)] as const),
 );
 
-/** The modules that read the environment: the configuration, and the few settings read before it exists. */
-const CONFIG = 'shared/config.ts';
+/**
+ * The modules that read the environment: the configuration with each connector's settings loader
+ * (the connector table's folders), and the few settings read before it exists.
+ */
+const CONFIG = [
+  'shared/config.ts',
+  'shared/env.ts',
+  ...CONNECTOR_NAMES.map((n) => `${CONNECTORS[n].folder}/settings.ts`),
+];
 const EARLY = ['shared/heartbeat.ts', 'shared/metrics/ports.ts', 'shared/tracing/env.ts'];
 
 /** Every variable these modules read, the per-operator and per-pool ones spelt out. */
-function variablesRead(files = [CONFIG]): Set<string> {
+function variablesRead(files = CONFIG): Set<string> {
   const read = new Set<string>();
   for (const file of files) {
     const source = readFileSync(path.join(ROOT, file), 'utf8');
@@ -35,7 +44,7 @@ function variablesRead(files = [CONFIG]): Set<string> {
 
 /** A name of docs/settings.md with its placeholder (`<OPERATOR>`, `<POOL>`) replaced by each value. */
 function spelt(name: string): string[] {
-  if (name.includes('<OPERATOR>')) return PROVIDER_OPERATORS.map((op) => name.replace('<OPERATOR>', op.toUpperCase()));
+  if (name.includes('<OPERATOR>')) return OPERATORS.map((op) => name.replace('<OPERATOR>', op.toUpperCase()));
   if (name.includes('<POOL>')) return ALL_QUEUES.map((q) => name.replace('<POOL>', q.toUpperCase().replace(/-/g, '_')));
   return [name];
 }
@@ -65,12 +74,12 @@ describe('docs/settings.md', () => {
   );
 
   it('describes every variable the configuration reads', () => {
-    const missing = [...variablesRead([CONFIG, ...EARLY])].filter((name) => !documented.has(name));
+    const missing = [...variablesRead([...CONFIG, ...EARLY])].filter((name) => !documented.has(name));
     expect(missing, 'variables read by shared/config.ts but absent from docs/settings.md').to.deep.equal([]);
   });
 
   it('describes no variable the configuration does not read', () => {
-    const read = variablesRead([CONFIG, ...EARLY]);
+    const read = variablesRead([...CONFIG, ...EARLY]);
     const stale = [...documented].filter((name) => !read.has(name));
     expect(stale, 'variables in docs/settings.md that shared/config.ts does not read').to.deep.equal([]);
   });

@@ -14,19 +14,26 @@ import madge from 'madge';
  *                                   shared/idempotencySql.ts, shared/requestSignaturesSql.ts
  *   1  the stores                   shared/db, shared/queues
  *   0  the vocabulary               config, clock, errors, vocabulary, logger, metrics, tracing, money, text, ids, msisdn, caller,
- *                                  rules (pure: fees, ledger, refund, settlement), crypto…
+ *                                  rules (pure: fees, ledger, refund, settlement), crypto…; the environment readers
+ *                                  (shared/env.ts) with the connector table (shared/providers/table.ts) and each
+ *                                  connector's settings loader (shared/providers/<name>/settings.ts), which the
+ *                                  configuration composes
  *
  * The kind registry (shared/kindRegistry.ts) is a feature-level module the entry points hand to
  * the kernel. Tests (test/) may import any layer.
  */
 const BASE =
-  /^shared\/(config|clock|errors|vocabulary|logger|money|text|timeout|ttlCache|validation|httpClient|restart|heartbeat|ids|msisdn|caller)\.ts$|^shared\/(rules|crypto|metrics|tracing)\//;
+  /^shared\/(config|env|clock|errors|vocabulary|logger|money|text|timeout|ttlCache|validation|httpClient|restart|heartbeat|ids|msisdn|caller)\.ts$|^shared\/(rules|crypto|metrics|tracing)\//;
+
+/** The connector table and each connector's settings loader: read by the configuration, so layer 0 (they import no connector). */
+const READ_BY_CONFIG = /^shared\/providers\/(table\.ts|[A-Za-z]+\/settings\.ts)$/;
 
 /** A feature's part of the kernel's writer (shared/operations/writer.ts composes it): layer 2, so it imports no feature. */
 const WRITTEN_WITH_THE_KERNEL = /^shared\/(idempotencySql|requestSignaturesSql)\.ts$|^shared\/webhooks\/fanout\.ts$/;
 
 export function layerOf(file: string): number {
   if (/^(api|workers|scripts|test)\//.test(file)) return 5;
+  if (READ_BY_CONFIG.test(file)) return 0;
   if (file.startsWith('shared/operations/') || file === 'shared/context.ts') return 3;
   if (/^shared\/(providers|events|ledger)\//.test(file) || WRITTEN_WITH_THE_KERNEL.test(file)) return 2;
   if (/^shared\/(db|queues)\//.test(file)) return 1;

@@ -8,9 +8,9 @@ describe('PORT_BASE', () => {
     port: c.port,
     adminPort: c.adminPort,
     baseUrl: c.baseUrl,
-    sandbox: [c.sandboxProviderPort, c.sandboxProviderUrl],
-    vault: [c.cards.vaultPort, c.cards.sandbox.vaultUrl],
-    acquirer: [c.cards.providerPort, c.cards.sandbox.providerUrl],
+    sandbox: [c.connectors.sandbox.port, c.connectors.sandbox.url],
+    vault: [c.connectors['card-sandbox'].vaultPort, c.connectors['card-sandbox'].vaultUrl],
+    acquirer: [c.connectors['card-sandbox'].providerPort, c.connectors['card-sandbox'].providerUrl],
   });
 
   it('unset: each port keeps its own default', () => {

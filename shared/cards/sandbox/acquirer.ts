@@ -6,7 +6,7 @@ import type { Clock } from '../../clock';
 import type { CardDetails } from '../../db/rows';
 import { safeEqual } from '../../crypto/secrets';
 import type { Logger } from '../../logger';
-import { TOKEN_ERRORS } from '../../providers/cardAcquirer';
+import { TOKEN_ERRORS } from '../../providers/cardSandbox/connector';
 import type { CallbackWire } from '../../providers/protocol';
 import { createCallbackSender } from '../../providers/sandbox/callbackSender';
 import { escapeHtml, formatAmount, maskToken } from '../../checkout/html';

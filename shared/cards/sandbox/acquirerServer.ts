@@ -6,18 +6,18 @@ import { createAcquirerServer } from './acquirer';
 
 /** Entry point of the sandbox card acquirer (Procfile `card-acquirer`), on CARD_PROVIDER_PORT. */
 runSandbox('card-acquirer', 'card-acquirer listening', (config, log) => {
-  const { cards } = config;
+  const sandbox = config.connectors['card-sandbox'];
   const server = createAcquirerServer({
-    apiKey: cards.sandbox.apiKey,
-    callbackSecret: cards.sandbox.callbackSecret,
-    vaultUrl: cards.sandbox.vaultUrl,
-    vaultApiKey: cards.vaultApiKey,
-    publicUrl: cards.sandbox.providerUrl,
+    apiKey: sandbox.apiKey,
+    callbackSecret: sandbox.callbackSecret,
+    vaultUrl: sandbox.vaultUrl,
+    vaultApiKey: sandbox.vaultApiKey,
+    publicUrl: sandbox.providerUrl,
     serviceOrigin: new URL(config.baseUrl).origin,
-    callbackDelayMs: cards.sandboxCallbackDelayMs,
-    threeDsWindowMs: cards.threeDsWindowMs,
+    callbackDelayMs: sandbox.callbackDelayMs,
+    threeDsWindowMs: config.cards.threeDsWindowMs,
     clock: clockOf(config),
     log,
   });
-  return { server, port: cards.providerPort };
+  return { server, port: sandbox.providerPort };
 });

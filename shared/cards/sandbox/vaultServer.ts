@@ -8,10 +8,10 @@ import { createVaultServer } from './vault';
 runSandbox('card-vault', 'card-vault listening', (config, log) => ({
   server: createVaultServer({
     serviceOrigin: new URL(config.baseUrl).origin,
-    apiKey: config.cards.vaultApiKey,
-    tokenTtlMs: config.cards.tokenTtlMs,
+    apiKey: config.connectors['card-sandbox'].vaultApiKey,
+    tokenTtlMs: config.connectors['card-sandbox'].tokenTtlMs,
     clock: clockOf(config),
     log,
   }),
-  port: config.cards.vaultPort,
+  port: config.connectors['card-sandbox'].vaultPort,
 }));

@@ -140,6 +140,7 @@ const str = (v: unknown) => (typeof v === 'string' && v.length > 0 ? v : null);
 
 export class AirtelConnector implements Connector {
   readonly id: string;
+  readonly connector = 'airtel' as const;
   readonly environment: Environment;
   readonly capabilities: Capabilities;
 

@@ -1,6 +1,10 @@
 import type { Currency } from '../../vocabulary';
 import { CURRENCIES } from '../../vocabulary';
-import type { AmountFormat, WhenUnavailable } from './wire';
+
+/** How amounts are written on the wire: 'fixed' keeps the currency's decimals ("10.50"); 'minimal' drops trailing zeros ("10.5"). */
+export type AmountFormat = 'fixed' | 'minimal';
+/** 'proceed': where 3-D Secure is not available for the card and the gateway says PROCEED, pay unauthenticated; 'refuse': fail. */
+export type WhenUnavailable = 'proceed' | 'refuse';
 
 /**
  * The Mastercard Gateway connector's settings (./README.md#settings-loadmpgssettings-null-when-no-mpgs_-variable-is-set), read from the environment

@@ -1,3 +1,4 @@
+import type { AmountFormat, WhenUnavailable } from './settings';
 import type { Currency } from '../../vocabulary';
 import { CURRENCIES } from '../../vocabulary';
 import { decimalToMinor, minorToDecimal } from '../amounts';
@@ -49,7 +50,7 @@ export function voidTransactionId(targetTransactionId: string): string {
  * 'fixed': the currency's every decimal ("10.50", as the gateway's examples and sample modules
  * write it); 'minimal': no trailing zeros ("10.5"). README unclear point 1.
  */
-export type AmountFormat = 'fixed' | 'minimal';
+export type { AmountFormat } from './settings';
 
 export function amountOnWire(minor: number, currency: Currency, format: AmountFormat = 'fixed'): string {
   return minorToDecimal(minor, currency, format === 'fixed');
@@ -305,8 +306,7 @@ export type AuthenticationDecision =
   | { next: 'fail'; failureCode: 'authentication-failed'; why: string }
   | { next: 'unknown'; why: string };
 
-/** 'proceed': where 3-D Secure is not available for the card and the gateway says PROCEED, pay unauthenticated; 'refuse': fail. */
-export type WhenUnavailable = 'proceed' | 'refuse';
+export type { WhenUnavailable } from './settings';
 
 const PAYABLE = new Set(['AUTHENTICATION_SUCCESSFUL', 'AUTHENTICATION_ATTEMPTED', 'AUTHENTICATION_EXEMPT']);
 const FAILED = new Set(['AUTHENTICATION_FAILED', 'AUTHENTICATION_REJECTED']);

@@ -95,6 +95,7 @@ const JSON_HEADERS = { Accept: 'application/json' };
  */
 export class PawapayConnector implements Connector {
   readonly id: string;
+  readonly connector = 'pawapay' as const;
   readonly environment: Environment;
   readonly capabilities: Capabilities;
 

@@ -7,15 +7,15 @@ import { runSandbox } from './http';
 /** Entry point of the sandbox provider (Procfile `sandbox-provider`): plays the four operators for test keys on SANDBOX_PROVIDER_PORT. */
 runSandbox('sandbox-provider', 'sandbox provider listening', (config, log) => ({
   server: createSandboxServer({
-    apiKey: config.payments.sandboxProviderApiKey,
-    callbackSecret: config.sandboxCallbackSecret,
-    callbackDelayMs: config.sandboxCallbackDelayMs,
-    pushLatencyMs: config.payments.sandboxPushLatencyMs,
+    apiKey: config.connectors.sandbox.apiKey,
+    callbackSecret: config.connectors.sandbox.callbackSecret,
+    callbackDelayMs: config.connectors.sandbox.callbackDelayMs,
+    pushLatencyMs: config.connectors.sandbox.pushLatencyMs,
     windowMs: config.providerWindowMs.test,
     clock: clockOf(config),
     log,
   }),
-  port: config.sandboxProviderPort,
+  port: config.connectors.sandbox.port,
   // as a provider's front would: a burst of pushes waits to be accepted rather than being dropped
   backlog: 4096,
 }));

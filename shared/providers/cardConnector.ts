@@ -1,0 +1,138 @@
+import type { CardDetails } from '../db/rows';
+import type { Currency } from '../vocabulary';
+import type { AmountRule, ProviderEndpoint } from './connector';
+import { ProviderError } from './errors';
+import type { ProviderAccepted } from './types';
+
+/**
+ * A card connector: everything about one card acquirer's or gateway's API (docs/decisions.md
+ * "Cards (hosted checkout)", docs/adding-a-connector.md). The card payment kind
+ * (shared/cards/kind.ts) and the hosted checkout (api/checkout) know an acquirer only through this
+ * interface, as the kernel knows a mobile-money provider through `Connector`; neither ever sees a
+ * card number. Test keys reach the card sandbox (shared/cards/sandbox/connector.ts); live keys the
+ * connector `LIVE_CARD` names (none: 422 `method-unavailable`).
+ *
+ * The checkout's part, in order:
+ * 1. `GET /checkout/{id}`: the page's CSP allows `origins` (frames, scripts); a payment still to be
+ *    paid gets the connector's `cardForm` (a vault's iframe, or a gateway's script and session);
+ * 2. `POST /checkout/{id}/pay`: the page posts `{<source.field>: <payment source>}`, checked against
+ *    `source.pattern`; the source is stored with the charge job, never logged;
+ * 3. the card-charge job calls `charge` once per posted source (our payment id as the idempotency
+ *    key): approved, declined, or a 3-D Secure challenge for the client;
+ * 4. the outcome comes by the connector's notification (`verifyCallback`, `parseCallback`) or by
+ *    `ask`, never by the browser's word.
+ */
+
+/** What a card connector can carry. Amounts in minor units. */
+export interface CardCapabilities {
+  /** the currencies it takes */
+  readonly currencies: readonly Currency[];
+  /** decimals, min and max in a currency; undefined: it takes no such currency */
+  amountRule(currency: Currency): AmountRule | undefined;
+  /** whether a refund may be for less than the payment */
+  readonly partialRefunds: boolean;
+  /** whether an authorised payment not yet captured can be voided */
+  readonly void: boolean;
+}
+
+/** The origins the checkout page's Content-Security-Policy allows beside its own (whatever the payment's state). */
+export interface CardPageOrigins {
+  /** frame-src: the vault's card fields, the acquirer's 3-D Secure page, a gateway's field iframes */
+  readonly frames: readonly string[];
+  /** script-src: a gateway's own script loaded by the page (its session.js); none for the sandbox */
+  readonly scripts: readonly string[];
+}
+
+/** What the checkout's form needs to take a card for one payment (GET /checkout/{id}, payment still to be paid). */
+export type CardForm =
+  /**
+   * The card fields are a page of the vault's origin, framed by the checkout: it hands the page a
+   * payment source by postMessage (exact origin, as api/checkout/assets/checkout.js expects).
+   */
+  | { readonly kind: 'vault-frame'; readonly frameUrl: string; readonly vaultOrigin: string }
+  /**
+   * The gateway's own script (a hosted session: `scriptUrl` on the gateway's origin) turns the
+   * page's field containers into its iframes, stores the fields in the session `sessionId`, and the
+   * page posts that session id. `data` becomes data-* attributes of the page for its script.
+   */
+  | {
+      readonly kind: 'hosted-session';
+      readonly scriptUrl: string;
+      readonly sessionId: string;
+      readonly data: Readonly<Record<string, string>>;
+    };
+
+/** The payment for which the form is prepared (a gateway may open a session for its amount). */
+export interface CardFormRequest {
+  /** pay_<uuid> */
+  paymentId: string;
+  /** minor units */
+  amount: number;
+  currency: Currency;
+  description: string | null;
+  lang: 'fr' | 'en';
+}
+
+/** What the checkout page posts to POST /checkout/{id}/pay: one field whose value is the payment source. */
+export interface PaymentSourceRule {
+  /** the body's one field (`token` for a vault token, `session` for a gateway session id) */
+  readonly field: string;
+  /** what a well-formed source looks like (anything else is 400 validation-failed) */
+  readonly pattern: RegExp;
+  /** the validation message's description of it, e.g. `a card token (tok_…)` */
+  readonly description: string;
+}
+
+export interface ChargeRequest {
+  /** pay_<uuid>: the acquirer's idempotency key (a charge repeated after a crash reuses it) */
+  paymentId: string;
+  /** the opaque payment source the checkout posted: a vault token, a gateway session id */
+  source: string;
+  /** minor units */
+  amount: number;
+  currency: Currency;
+  description: string | null;
+}
+
+/** The issuer's 3-D Secure challenge: a page the checkout frames (on an origin of `origins.frames`). */
+export interface CardChallenge {
+  url: string;
+}
+
+export interface ChargeAnswer extends ProviderAccepted {
+  /** approved: final by notification or ask; declined: failed now; challenge: the client authenticates first */
+  outcome: 'approved' | 'declined' | 'challenge';
+  challenge: CardChallenge | null;
+  /** what the acquirer says of the card (never its number) */
+  card: CardDetails | null;
+  /** our vocabulary's failure code of a decline (card-declined, insufficient-funds, expired-card, authentication-failed) */
+  failureCode: string | null;
+  failureMessage: string | null;
+}
+
+export interface CardConnector extends ProviderEndpoint {
+  readonly method: 'card';
+  readonly capabilities: CardCapabilities;
+  readonly origins: CardPageOrigins;
+  readonly source: PaymentSourceRule;
+  /** What the page needs to take the card (a gateway opens its session here); throws a ProviderError when it cannot. */
+  cardForm(req: CardFormRequest): Promise<CardForm>;
+  /** Charges the payment source once; a refusal of the source itself (not of the card) throws `sourceRefused`. */
+  charge(req: ChargeRequest): Promise<ChargeAnswer>;
+  /** Stops timers and refreshes (the process is closing). */
+  close?(): void;
+}
+
+/**
+ * A refusal of the payment source, not of the card (a vault token expired or already used, a
+ * gateway session that holds no card): the payment stays payable, its `checkout_error` is `code`,
+ * and the client tries again on the page.
+ */
+export class SourceRefused extends ProviderError {
+  constructor(code: string, message: string) {
+    super(false, code, message);
+  }
+}
+
+export const isCardConnector = (p: ProviderEndpoint): p is CardConnector =>
+  (p as Partial<CardConnector>).method === 'card';
