@@ -101,6 +101,37 @@ function loadSettlementConfig(env: Env) {
   return { cutoffMinutesUtc, checkIntervalMs: int(env, 'SETTLEMENT_CHECK_INTERVAL_MS', 60_000, 50, 3_600_000) };
 }
 
+/**
+ * Daily reconciliation against the providers' statements (docs/reconciliation.md): the business
+ * day's time zone, how long after a day's end its statement is final, the wallet difference
+ * flagged, the fee each connector's contract sets, the largest report file accepted, and how
+ * often the settlement pool checks for a day to reconcile.
+ */
+function loadReconciliationConfig(env: Env) {
+  const timeZone = env.RECONCILIATION_TIME_ZONE || 'Africa/Kinshasa';
+  try {
+    new Intl.DateTimeFormat('en', { timeZone });
+  } catch {
+    throw new ConfigError(`RECONCILIATION_TIME_ZONE must be an IANA time zone, got "${timeZone}"`);
+  }
+  // "pawapay=150,airtel=100": the provider's fee in basis points of the amount, per connector
+  const contractFeesBps: Record<string, number> = {};
+  for (const part of (env.RECONCILIATION_CONTRACT_FEES_BPS || '').split(',').filter((x) => x.trim())) {
+    const m = /^\s*([a-z0-9-]+)\s*=\s*([0-9]{1,5})\s*$/.exec(part);
+    if (!m || Number(m[2]) > 10_000)
+      throw new ConfigError(`RECONCILIATION_CONTRACT_FEES_BPS must be connector=bps,... (0 to 10000), got "${part}"`);
+    contractFeesBps[m[1]] = Number(m[2]);
+  }
+  return {
+    timeZone,
+    lagMs: int(env, 'RECONCILIATION_LAG_MS', 3_600_000, 0, 86_400_000),
+    balanceThreshold: int(env, 'RECONCILIATION_BALANCE_THRESHOLD', 100, 0),
+    contractFeesBps,
+    maxReportBytes: int(env, 'RECONCILIATION_MAX_REPORT_BYTES', 512 * 1024 * 1024, 1024),
+    checkIntervalMs: int(env, 'RECONCILIATION_CHECK_INTERVAL_MS', 600_000, 50, 86_400_000),
+  };
+}
+
 export const SPEC_WEBHOOK_TIMEOUT_MS = 10_000;
 export const SPEC_WEBHOOK_BREAKER_PAUSE_MS = 3_600_000;
 
@@ -361,6 +392,7 @@ export function loadConfig(env: Env = process.env) {
     idempotencyWaitMs: int(env, 'IDEMPOTENCY_WAIT_MS', 2000, 1, 30_000),
     webhooks: loadWebhooksConfig(env, production),
     settlement: loadSettlementConfig(env),
+    reconciliation: loadReconciliationConfig(env),
     cards: {
       /** how long the client has for 3-D Secure (docs/decisions.md#cards-hosted-checkout) */
       threeDsWindowMs: int(env, 'CARD_3DS_WINDOW_MS', 10 * 60_000, 1000, 3_600_000),

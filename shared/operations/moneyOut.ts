@@ -38,6 +38,7 @@ export function moneyOutPolicy<R extends OperationRow & { amount: number; fee?: 
             currency: row.currency,
             amount: row.amount,
             fee: row.fee,
+            provider: row.provider,
           }),
         );
       } else if (effect === 'return') {

@@ -171,3 +171,17 @@ export async function sweepOpen(
     if (ids.length < BATCH) return counts;
   }
 }
+
+/**
+ * Asks the provider about one open operation now and applies its answer, exactly as the sweep
+ * would (the reconciliation, when a provider's statement shows it completed or failed an
+ * operation still open here: docs/reconciliation.md#categories). Returns what became of it.
+ */
+export function askNow(
+  ctx: ServiceContext,
+  kind: OperationKind<any, any, any>,
+  id: string,
+  log: Logger = ctx.log,
+): Promise<string> {
+  return sweepOne(ctx, kind, { id, lastAsked: null }, log);
+}

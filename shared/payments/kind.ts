@@ -59,6 +59,7 @@ export const collectionPolicy: Pick<
       amountCharged: p.amount_charged,
       amountNet: p.amount_net,
       fee: p.fee,
+      provider: p.provider,
     }),
 };
 

@@ -9,7 +9,7 @@ import type { ProviderAccepted } from './types';
  * "Cards (hosted checkout)", docs/adding-a-connector.md). The card payment kind
  * (shared/cards/kind.ts) and the hosted checkout (api/checkout) know an acquirer only through this
  * interface, as the kernel knows a mobile-money provider through `Connector`; neither ever sees a
- * card number. Test keys reach the card sandbox (shared/cards/sandbox/connector.ts); live keys the
+ * card number. Test keys reach the card sandbox (shared/providers/cardSandbox/connector.ts); live keys the
  * connector `LIVE_CARD` names (none: 422 `method-unavailable`).
  *
  * The checkout's part, in order:

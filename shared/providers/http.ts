@@ -49,7 +49,7 @@ const RETRYABLE_STATUS = new Set([401, 403, 408, 409, 425, 429]);
  * The service's own provider protocol (./protocol.ts), spoken by the sandbox provider and the card
  * sandbox's acquirer: authenticated calls with our id as the idempotency key, asks, signed
  * callbacks, and ProviderErrors that say whether another attempt may succeed. The sandbox's
- * mobile-money connector (below) and the card sandbox's (shared/cards/sandbox/connector.ts) add
+ * mobile-money connector (below) and the card sandbox's (shared/providers/cardSandbox/connector.ts) add
  * their requests. Test keys only: no live traffic speaks it, live keys go through their own
  * connectors (shared/providers/<connector>/).
  */

@@ -17,8 +17,10 @@
 
 import type { Currency, Environment } from '../vocabulary';
 export type { Currency, Environment };
-export type AccountKind = 'available' | 'in_transit' | 'fees' | 'provider_clearing';
+export type AccountKind = 'available' | 'in_transit' | 'fees' | 'provider_clearing' | 'provider_fees';
 export const PLATFORM = 'platform';
+/** The owner of a connector's own accounts: `provider:pawapay` (docs/reconciliation.md#ledger). */
+export const providerOwner = (connector: string) => `provider:${connector}`;
 
 export interface AccountRef {
   owner: string;
@@ -39,12 +41,26 @@ export const merchantInTransit = (merchantId: string): AccountRef => ({ owner: m
 export const platformFees: AccountRef = { owner: PLATFORM, kind: 'fees' };
 export const providerClearing: AccountRef = { owner: PLATFORM, kind: 'provider_clearing' };
 /**
+ * The money held at one connector (its wallet), per currency: moved by every completed
+ * collection, payout and refund through it and by its fees, compared daily with the wallet
+ * balance the provider reports (docs/reconciliation.md#ledger). Negative while the provider holds
+ * money for us, as `provider_clearing` is. An operation with no provider (none completes without
+ * one) keeps the platform's.
+ */
+export const connectorClearing = (connector: string | null | undefined): AccountRef =>
+  connector ? { owner: providerOwner(connector), kind: 'provider_clearing' } : providerClearing;
+/** What a connector charges us: its fees, per currency (negative: an expense beside `fees`, what we earn). */
+export const connectorFees = (connector: string): AccountRef => ({
+  owner: providerOwner(connector),
+  kind: 'provider_fees',
+});
+/**
  * The platform's accounts are not guarded: no lock, no cached balance, no floor. Every posting
  * of every merchant touches them, and nothing is decided on their balance (the sum of their
  * entries). Merchant accounts are guarded: cached, never negative, locked by the postings that
  * take from them (credits are written unfolded, without a lock: ledger/postings.ts).
  */
-export const allowsNegative = (a: AccountRef) => a.owner === PLATFORM;
+export const allowsNegative = (a: AccountRef) => a.owner === PLATFORM || a.owner.startsWith('provider:');
 
 export class UnbalancedPosting extends Error {}
 
@@ -96,9 +112,11 @@ export function paymentCredit(a: {
   amountCharged: number;
   amountNet: number;
   fee: number;
+  /** the connector that collected it: its clearing account holds the money */
+  provider?: string | null;
 }): Posting {
   return merchantPosting('payment_credit', { ...a, referenceId: a.paymentId }, [
-    { account: providerClearing, amount: -a.amountCharged },
+    { account: connectorClearing(a.provider), amount: -a.amountCharged },
     { account: merchantAvailable(a.merchantId), amount: a.amountNet },
     { account: platformFees, amount: a.fee },
   ]);
@@ -113,6 +131,8 @@ export interface Outgoing {
   currency: Currency;
   amount: number;
   fee?: number;
+  /** the connector that sent it: its clearing account pays it */
+  provider?: string | null;
 }
 
 /** Posting kinds of the three steps of an outgoing movement (one posting per step and object). */
@@ -136,7 +156,7 @@ export function outgoingDeliver(kind: OutgoingKind, a: Outgoing): Posting {
   const fee = a.fee ?? 0;
   return merchantPosting(outgoingKinds(kind).deliver, a, [
     { account: merchantInTransit(a.merchantId), amount: -(a.amount + fee) },
-    { account: providerClearing, amount: a.amount },
+    { account: connectorClearing(a.provider), amount: a.amount },
     { account: platformFees, amount: fee },
   ]);
 }
@@ -144,4 +164,29 @@ export function outgoingDeliver(kind: OutgoingKind, a: Outgoing): Posting {
 /** The exact reverse of a posting: a failed refund or payout gives back what its debit took. */
 export function reversal(p: Posting, kind: string): Posting {
   return { ...p, kind, entries: p.entries.map((e) => ({ account: e.account, amount: -e.amount })) };
+}
+
+/**
+ * A fee a provider's statement shows it took from its wallet, posted once per statement line
+ * (docs/reconciliation.md#ledger): the wallet holds less (clearing up), the connector's fees
+ * account shows the cost.
+ */
+export function providerFee(a: {
+  connector: string;
+  lineKey: string;
+  environment: Environment;
+  currency: Currency;
+  fee: number;
+}): Posting {
+  return normalise({
+    kind: 'provider_fee',
+    referenceId: `${a.connector}:${a.lineKey}`,
+    environment: a.environment,
+    currency: a.currency,
+    merchantId: null,
+    entries: [
+      { account: connectorFees(a.connector), amount: -a.fee },
+      { account: connectorClearing(a.connector), amount: a.fee },
+    ],
+  });
 }

@@ -38,8 +38,14 @@ describe('pawaPay contract: the JSON Schemas', () => {
       'payout-request.json',
       'public-keys.json',
       'refund-request.json',
+      'statement-initiation.json',
+      'statement-request.json',
+      'statement-status.json',
+      'statement.json',
+      'statements.json',
       'status-response.json',
       'transaction.json',
+      'wallet-balances.json',
     ]);
     const names: ContractName[] = [
       'activeConf',
@@ -52,6 +58,11 @@ describe('pawaPay contract: the JSON Schemas', () => {
       'refundRequest',
       'statusResponse',
       'transaction',
+      'statementRequest',
+      'statementInitiation',
+      'statement',
+      'statementStatus',
+      'walletBalances',
     ];
     for (const n of names) expect(() => checkContract(n, {}), n).to.not.throw();
   });

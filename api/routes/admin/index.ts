@@ -21,6 +21,7 @@ import { operatorAvailability } from '../../../shared/availability/read';
 import { OPERATORS, type Direction, type Operator } from '../../../shared/vocabulary';
 import { DEFAULT_ROTATION_OVERLAP_SECONDS, rotateWebhookSecret } from '../../../shared/merchants/webhookSecrets';
 import { KINDS } from '../../../shared/kindRegistry';
+import { reconciliationAttention } from '../../../shared/reconciliation/read';
 
 const FEE_RULE = closedObject({
   percent_bps: { type: 'integer', minimum: 0, maximum: 10000 },
@@ -162,7 +163,13 @@ export const adminRouter = new Router({ prefix: '/admin' })
     );
   })
   .get('/attention', async (ctx) => {
-    ctx.body = { object: 'list', data: await attentionList(ctx.services.db, KINDS, ctx.services.clock.now()) };
+    const now = ctx.services.clock.now();
+    // the kernel's (open past bound, contradictions), then the reconciliation's mismatches (docs/reconciliation.md)
+    const data = [
+      ...(await attentionList(ctx.services.db, KINDS, now)),
+      ...(await reconciliationAttention(ctx.services.db, now)),
+    ];
+    ctx.body = { object: 'list', data };
   })
   .get('/maintenance', async (ctx) => {
     ctx.body = await getMaintenance(ctx.services.db);

@@ -1,4 +1,12 @@
-import { ConfigError, DEV_CALLBACK_SECRETS, DEV_CARD_CALLBACK_SECRET, int, portDefault, url, type Env } from '../../env';
+import {
+  ConfigError,
+  DEV_CALLBACK_SECRETS,
+  DEV_CARD_CALLBACK_SECRET,
+  int,
+  portDefault,
+  url,
+  type Env,
+} from '../../env';
 
 /** the key the sandbox acquirer redeems tokens with at the sandbox vault */
 export const DEV_CARD_VAULT_API_KEY = 'card-vault-key-change-me';

@@ -10,6 +10,12 @@ import publicKeys from './schema/public-keys.json';
 import refundRequest from './schema/refund-request.json';
 import statusResponse from './schema/status-response.json';
 import transaction from './schema/transaction.json';
+import statementDefinitions from './schema/statements.json';
+import statementRequest from './schema/statement-request.json';
+import statementInitiation from './schema/statement-initiation.json';
+import statement from './schema/statement.json';
+import statementStatus from './schema/statement-status.json';
+import walletBalances from './schema/wallet-balances.json';
 
 /**
  * The pawaPay v2 contract as JSON Schemas (./schema, each rule citing the reference): what the
@@ -28,11 +34,17 @@ const SCHEMAS = {
   refundRequest,
   statusResponse,
   transaction,
+  statementRequest,
+  statementInitiation,
+  statement,
+  statementStatus,
+  walletBalances,
 };
 export type ContractName = keyof typeof SCHEMAS;
 
-// transaction first: status-response refers to it by $id
-for (const schema of [transaction, ...Object.values(SCHEMAS).filter((s) => s !== transaction)]) {
+// referred to by $id first: transaction (status-response), the statements' definitions, statement (statement-status)
+const FIRST: { $id: string }[] = [transaction, statementDefinitions, statement];
+for (const schema of [...FIRST, ...Object.values(SCHEMAS).filter((s) => !FIRST.includes(s))]) {
   if (!ajv.getSchema(schema.$id)) ajv.addSchema(schema);
 }
 

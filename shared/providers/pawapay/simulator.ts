@@ -7,6 +7,7 @@ import { decimalsNeeded, decimalToMinor, minorToDecimal } from '../amounts';
 import { checkContract, describeErrors, REQUEST_CONTRACT } from './contract';
 import { signMessage, type DigestAlgorithm } from './signatures';
 import { ourCurrency, type OperationType, type PawapayProvider, PAWAPAY_PROVIDERS } from './wire';
+import { simFinances, type SimFinances, type SimStatementsOptions } from './simStatements';
 
 /**
  * A pawaPay Merchant API v2 simulator (README.md in this folder): a real HTTP server with
@@ -40,6 +41,8 @@ export interface SimTransaction {
   statusQueries: number;
   callbacksSent: number;
   created: string;
+  /** when it became COMPLETED or FAILED */
+  completedAt?: string;
 }
 
 export interface PawapaySimulatorOptions {
@@ -65,6 +68,8 @@ export interface PawapaySimulatorOptions {
   operationTypesShape?: 'object' | 'array';
   /** one line per request/callback; default silent */
   log?: (line: string) => void;
+  /** statements and wallets (simStatements.ts): the contract's fee, how long a statement takes */
+  statements?: SimStatementsOptions;
 }
 
 export interface PawapaySimulator {
@@ -81,6 +86,10 @@ export interface PawapaySimulator {
   refusals(): Record<string, number>;
   /** where callbacks go from now on (the URL registered with pawaPay: the service's, once it listens); `deliverTo`: a tap that receives them instead, still signed for `url` */
   setCallbackUrl(url: string | null, deliverTo?: string): void;
+  /** the wallets, the statements' rows and the injections (simStatements.ts) */
+  finances: SimFinances;
+  /** scenario …209: its status queries answer 500 until this is called */
+  endStatusOutage(): void;
 }
 
 /** Limits served by active-conf, per provider, currency, type: [decimalsInAmount, min, max]. CDF: a captured sandbox answer; USD: the simulator's own. */
@@ -150,6 +159,8 @@ interface Scenario {
   pendingUntilAsked?: boolean;
   /** its callback names another amount than was asked (a provider's fault the service must never apply) */
   callbackWrongAmount?: boolean;
+  /** COMPLETED without a callback, its status queries failing until endStatusOutage() */
+  lostCallbackAndStatus?: boolean;
 }
 
 /**
@@ -218,6 +229,12 @@ export function scenarioOf(phoneNumber: string, kind: SimKind): Scenario {
         final: 'COMPLETED',
         initiation500NotCreated: true,
       };
+    case '209':
+      return {
+        name: 'COMPLETED, no callback, status queries answer 500 until the outage ends',
+        final: 'COMPLETED',
+        lostCallbackAndStatus: true,
+      };
     case '208':
       return {
         name: 'COMPLETED, its callback naming ten times the amount',
@@ -243,6 +260,7 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
   const timers = new Set<NodeJS.Timeout>();
   const availability = new Map<string, Availability>();
   let closed = false;
+  let statusOutage = true;
   let key = newKey();
 
   function newKey(): { id: string; privateKey: KeyObject; pem: string } {
@@ -330,6 +348,8 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
   function finish(tx: SimTransaction, s: Scenario): void {
     tx.status = s.final === 'FAILED' ? 'FAILED' : 'COMPLETED';
     tx.failureCode = s.final === 'FAILED' ? (s.failureCode ?? 'UNSPECIFIED_FAILURE') : null;
+    tx.completedAt = new Date().toISOString();
+    if (s.lostCallbackAndStatus) return;
     void (async () => {
       await sendCallback(tx, tx.status, s.callbackWrongAmount);
       if (s.callbackTwice) await sendCallback(tx);
@@ -535,6 +555,8 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     if (!tx || tx.kind !== kind) return reply(res, 200, { status: 'NOT_FOUND' });
     tx.statusQueries++;
     const scenario = scenarioOf(tx.phoneNumber, tx.kind);
+    if (scenario.lostCallbackAndStatus && statusOutage)
+      return refuse(res, 500, 'UNKNOWN_ERROR', 'Simulated outage of the status endpoint.');
     if (scenario.pendingUntilAsked && tx.status !== 'COMPLETED' && tx.status !== 'FAILED') {
       // open until someone asks: the first status query finds it final (and its callback leaves)
       finish(tx, scenario);
@@ -608,7 +630,9 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     // the public keys and availability are read without a token (pawaPay's example fetches the keys with none)
     if (req.method === 'GET' && path === '/v2/public-key/http') return reply(res, 200, [{ id: key.id, key: key.pem }]);
     if (req.method === 'GET' && path === '/v2/availability') return reply(res, 200, availabilityBody());
+    if (finances.download(path, res)) return;
     if (!authorised(req, res)) return;
+    if (finances.handle(req.method ?? '', path, raw, res)) return;
     if (req.method === 'POST' && PATH_KIND[path]) return initiate(PATH_KIND[path], raw, res);
     const m = /^\/v2\/(deposits|payouts|refunds)\/([^/]+)$/.exec(path);
     if (req.method === 'GET' && m) return status(PATH_KIND[`/v2/${m[1]}`], decodeURIComponent(m[2]), res);
@@ -618,6 +642,14 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
       failureReason: { failureCode: 'NOT_FOUND', failureMessage: 'No such endpoint' },
     });
   }
+
+  let selfUrl = '';
+  const finances = simFinances(() => txs.values(), opts.statements ?? {}, {
+    url: () => selfUrl,
+    client,
+    later,
+    log,
+  });
 
   const server = http.createServer((req, res) => {
     handle(req, res).catch((err) => {
@@ -635,6 +667,7 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
   });
   const port = (server.address() as AddressInfo).port;
   const host = opts.host ?? '127.0.0.1';
+  selfUrl = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
 
   return {
     url: `http://${host.includes(':') ? `[${host}]` : host}:${port}`,
@@ -649,6 +682,10 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
       key = newKey();
     },
     refusals: () => ({ ...refused }),
+    finances: finances.finances,
+    endStatusOutage: () => {
+      statusOutage = false;
+    },
     setAvailability: (provider, type, value) => {
       availability.set(`${provider}|${type}`, value);
       if (type === 'PAYOUT' && value !== 'DELAYED') {
