@@ -43,7 +43,7 @@ select c.id as cb_id,
     from ledger_accounts a
     where a.environment = o.environment
       and a.currency = o.currency
-      and a.owner in (o.merchant_id, 'platform')
+      and a.owner in (o.merchant_id, 'platform', 'provider:' || o.provider)
   ) as cb_accounts
 from provider_callbacks c
 join payments o on o.id = c.object_id
@@ -782,7 +782,7 @@ select c.id as cb_id,
     from ledger_accounts a
     where a.environment = o.environment
       and a.currency = o.currency
-      and a.owner in (o.merchant_id, 'platform')
+      and a.owner in (o.merchant_id, 'platform', 'provider:' || o.provider)
   ) as cb_accounts
 from provider_callbacks c
 join refunds o on o.id = c.object_id
@@ -1394,7 +1394,7 @@ select c.id as cb_id,
     from ledger_accounts a
     where a.environment = o.environment
       and a.currency = o.currency
-      and a.owner in (o.merchant_id, 'platform')
+      and a.owner in (o.merchant_id, 'platform', 'provider:' || o.provider)
   ) as cb_accounts
 from provider_callbacks c
 join payouts o on o.id = c.object_id
@@ -2032,7 +2032,7 @@ select c.id as cb_id,
     from ledger_accounts a
     where a.environment = o.environment
       and a.currency = o.currency
-      and a.owner in (o.merchant_id, 'platform')
+      and a.owner in (o.merchant_id, 'platform', 'provider:' || o.provider)
   ) as cb_accounts
 from provider_callbacks c
 join payments o on o.id = c.object_id

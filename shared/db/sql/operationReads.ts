@@ -35,7 +35,7 @@ export function operationReads(k: OperationTables) {
               (select coalesce(json_agg(json_build_object('id', w.id, 'events', w.events)), '[]'::json)
                  from webhooks w where w.merchant_id = o.merchant_id and w.environment = o.environment and w.status = 'enabled') as cb_endpoints,
               (select coalesce(json_agg(json_build_object('id', a.id, 'owner', a.owner, 'kind', a.kind)), '[]'::json)
-                 from ledger_accounts a where a.environment = o.environment and a.currency = o.currency and a.owner in (o.merchant_id, 'platform')) as cb_accounts
+                 from ledger_accounts a where a.environment = o.environment and a.currency = o.currency and a.owner in (o.merchant_id, 'platform', 'provider:' || o.provider)) as cb_accounts
          from provider_callbacks c
          join ${t} o on o.id = c.object_id${scopeSql(k, 'o')}
         where c.id = any(array(select unnest($1::uuid[]))) and c.object_kind = $2`,
