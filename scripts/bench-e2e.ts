@@ -9,9 +9,10 @@
  * complete when its `payment.succeeded` webhook arrived.
  *
  * Load (bench-e2e-load.ts): open loop (bench-common.ts: requests leave evenly spaced whatever the answers), one step
- * per rate given, each for --seconds, signed POST /v1/payments spread round-robin over enough
- * API keys of one merchant to stay under the spec's 100 requests a minute per key (the rate
- * limit stays as in production). A stack starts with a warm-up of 30 s at 100/s, whatever the
+ * per rate given, each for --seconds, POST /v1/payments spread round-robin over enough API keys
+ * of one merchant to stay under the spec's 100 requests a minute per key (the rate limit stays
+ * as in production). Each is signed as it is sent, so its X-Timestamp is fresh however long the
+ * step (the service refuses one older than 300 s). A stack starts with a warm-up of 30 s at 100/s, whatever the
  * steps (WARMUP), then VACUUM ANALYZE: a service runs for days, so each step measures one whose
  * JIT has optimised the payment path (V8 tiers a function up after enough calls: warmed with
  * 200 payments, the first 20/s step cost 28.9 ms per payment against 22.7 ms for a 20/s step
