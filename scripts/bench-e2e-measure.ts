@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Cluster, type Redis } from 'ioredis';
 import type { ServiceContext } from '../shared/context';
@@ -24,7 +25,7 @@ import {
   takeReceipts,
   type Receipt,
 } from './bench-e2e-load';
-import { forkRole, sleep, stopAll } from './lib/processes';
+import { forkRole, sleep, spawnLogged, stopAll } from './lib/processes';
 import type { Teardown } from './lib/stack';
 
 /**
@@ -46,6 +47,28 @@ export interface Service {
   child: ChildProcess;
   /** the end of its log, for an error message */
   tail: () => string;
+}
+
+/**
+ * A Procfile line as a child process, node started with `nodeArgs` first (a CPU profile, a
+ * preloaded probe). Its output goes to a file of `logDir`, as an operator's process manager would
+ * keep it: no pipe for the bench to read, which would take the machine's CPU from the service it
+ * measures.
+ */
+export function startService(
+  name: string,
+  command: string,
+  env: Record<string, string>,
+  logDir: string,
+  nodeArgs: string[] = [],
+): Service {
+  const [bin, ...rest] = command.split(/\s+/);
+  if (bin !== 'node') throw new Error(`Procfile line ${name}: only node commands are run by the bench`);
+  const { child, tail } = spawnLogged('node', [...nodeArgs, ...rest], {
+    env: { ...env, PROCESS_NAME: name },
+    logFile: path.join(logDir, `${name}.log`),
+  });
+  return { name, child, tail };
 }
 
 /** TcpExt ListenOverflows of the machine: SYNs dropped because a listen queue was full. */

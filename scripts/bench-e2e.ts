@@ -126,6 +126,7 @@ import {
   PostgresCpu,
   runOverload,
   runStep,
+  startService,
   type BareBaseline,
   type Measured,
   type OverloadResult,
@@ -145,7 +146,7 @@ import {
 } from './bench-e2e-report';
 import { clusterDown, clusterUp, pgbouncerPidFile, topologyAt, topologyEnv, type Topology } from './cluster';
 import { createDatabase, SERVER_URL } from './lib/databases';
-import { answers200, forkRole, spawnLogged, stopAll, waitFor } from './lib/processes';
+import { answers200, forkRole, stopAll, waitFor } from './lib/processes';
 import { deleteQueueKeys, queuePrefix, startRedisServer, Teardown } from './lib/stack';
 import { portOpen } from './local-services';
 import { parseProcfile } from './start';
@@ -305,29 +306,11 @@ function options(): Options {
   };
 }
 
-/**
- * A Procfile line as a child process. Its output goes to a file of `logDir`, as an operator's
- * process manager would keep it: no pipe for the bench to read, which would take the machine's
- * CPU from the service it measures.
- */
-function startService(
-  name: string,
-  command: string,
-  env: Record<string, string>,
-  logDir: string,
-  cpuProf?: Options['cpuProf'],
-): Service {
-  const [bin, ...rest] = command.split(/\s+/);
-  const profile = cpuProf?.services.includes(name)
+/** node's arguments for a CPU profile of `name` (--cpu-prof, one sample every 4 ms), if it is profiled */
+const cpuProfArgs = (name: string, cpuProf?: Options['cpuProf']) =>
+  cpuProf?.services.includes(name)
     ? ['--cpu-prof', '--cpu-prof-interval', '4000', '--cpu-prof-dir', path.join(cpuProf.dir, name)]
     : [];
-  if (bin !== 'node') throw new Error(`Procfile line ${name}: only node commands are run by the bench`);
-  const { child, tail } = spawnLogged('node', [...profile, ...rest], {
-    env: { ...env, PROCESS_NAME: name },
-    logFile: path.join(logDir, `${name}.log`),
-  });
-  return { name, child, tail };
-}
 
 async function bench(): Promise<void> {
   const o = options();
@@ -461,7 +444,9 @@ async function bench(): Promise<void> {
     const startStack = async (extra: Record<string, string>) => {
       if (teardown.started) throw new Error('stopping: no stack is started'); // interrupted meanwhile
       stopping = false;
-      const services = lines.map((l) => startService(l.name, l.command, { ...env, ...extra }, logDir, o.cpuProf));
+      const services = lines.map((l) =>
+        startService(l.name, l.command, { ...env, ...extra }, logDir, cpuProfArgs(l.name, o.cpuProf)),
+      );
       for (const s of services) {
         s.child.once('exit', (code, signal) => {
           if (!stopping) process.stderr.write(`${s.name} exited (${signal ?? code}): ${s.tail()}\n`);
