@@ -13,9 +13,9 @@
  * Every --sample-seconds from the soak's start (minute 0) to its end it reads:
  * - each process's RSS: VmRSS of /proc/<pid>/status, its children's added (the web's cluster
  *   workers, with WEB_CONCURRENCY > 1);
- * - each process's heap: the least V8 heap in use over the last sample's window, which a
- *   collection's timing does not move, as bench-soak-probe.mjs (preloaded into each process with
- *   `node --import`) writes it;
+ * - each process's heap: the least V8 heap in use over the last --sample-seconds (read once a
+ *   second), which a collection's timing does not move, as bench-soak-probe.mjs (preloaded into
+ *   each process with `node --import`) writes it;
  * - Redis: INFO memory's used_memory and the database's key count;
  * - Postgres: each table's size with its indexes and TOAST (pg_total_relation_size, a
  *   partitioned table's partitions summed) and its indexes' (pg_indexes_size), and the
