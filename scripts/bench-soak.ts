@@ -41,7 +41,7 @@
  *   --rate 20               payments a second
  *   --sample-seconds 60     one reading of every series this often
  *   --settle-minutes 10     the minute the stack counts as settled (JIT, pools, caches, BullMQ's
- *                           retained jobs: 10,000 per queue, reached after ~8 min at 20/s)
+ *                           retained jobs: 10,000 per queue; Redis levels off after ~7 min at 20/s)
  *   --port 3980             the web; the sandbox takes port+1, the receiver port+2, the private
  *                           Redis port+3, the card sandboxes port+4 and port+5
  *   --database svc_bench_soak  (dropped and cloned from the template at start, dropped at the
