@@ -1,5 +1,6 @@
 import type { ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
+import path from 'node:path';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { Cluster, type Redis } from 'ioredis';
 import type { ServiceContext } from '../shared/context';
@@ -24,7 +25,7 @@ import {
   takeReceipts,
   type Receipt,
 } from './bench-e2e-load';
-import { forkRole, sleep, stopAll } from './lib/processes';
+import { forkRole, sleep, spawnLogged, stopAll } from './lib/processes';
 import type { Teardown } from './lib/stack';
 
 /**
@@ -46,6 +47,28 @@ export interface Service {
   child: ChildProcess;
   /** the end of its log, for an error message */
   tail: () => string;
+}
+
+/**
+ * A Procfile line as a child process, node started with `nodeArgs` first (a CPU profile, a
+ * preloaded probe). Its output goes to a file of `logDir`, as an operator's process manager would
+ * keep it: no pipe for the bench to read, which would take the machine's CPU from the service it
+ * measures.
+ */
+export function startService(
+  name: string,
+  command: string,
+  env: Record<string, string>,
+  logDir: string,
+  nodeArgs: string[] = [],
+): Service {
+  const [bin, ...rest] = command.split(/\s+/);
+  if (bin !== 'node') throw new Error(`Procfile line ${name}: only node commands are run by the bench`);
+  const { child, tail } = spawnLogged('node', [...nodeArgs, ...rest], {
+    env: { ...env, PROCESS_NAME: name },
+    logFile: path.join(logDir, `${name}.log`),
+  });
+  return { name, child, tail };
 }
 
 /** TcpExt ListenOverflows of the machine: SYNs dropped because a listen queue was full. */
@@ -395,10 +418,9 @@ export async function runStep(
   const sign = extra.sign ?? m.sign;
   const load = readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' ');
   await take(); // anything left from before
-  // signed ahead of the step (X-Timestamp stays valid 300 s): signing does not take the service's CPU
+  // each payment is signed as it leaves (X-Timestamp is valid 300 s, and a step may last an hour):
+  // signing takes a few microseconds of the load generator's CPU, counted in its own figure
   const total = Math.round(rate * seconds);
-  const requests = Array.from({ length: total }, sign);
-  let next = 0;
   const created = new Map<string, number>(); // payment id → when its POST left
   const statuses: Record<string, number> = {};
   const cpu0 = new Map(services.map((s) => [s.name, serviceCpuMs(s.child.pid!) ?? 0]));
@@ -432,7 +454,7 @@ export async function runStep(
   const run = await openLoop(m.port, {
     rate,
     seconds,
-    next: () => requests[next++] ?? sign(),
+    next: sign,
     maxInFlight: 5000,
     timeoutMs: extra.timeoutMs ?? 30_000,
     onAnswer: (status, body, sentAt, latency, info) => {
@@ -611,14 +633,11 @@ export async function runOverload(
       }
     },
     afterLoad: async (accepted) => {
-      // signed now (a few ms), so that a long step does not outlast their X-Timestamp
-      const recoveryRequests = Array.from({ length: RECOVERY_RATE * RECOVERY_S }, sign);
       const start = nowMs();
-      let i = 0;
       await openLoop(m.port, {
         rate: RECOVERY_RATE,
         seconds: RECOVERY_S,
-        next: () => recoveryRequests[i++] ?? sign(),
+        next: sign,
         maxInFlight: 5000,
         timeoutMs: OVERLOAD_TIMEOUT_MS,
         onAnswer: (status, body, sentAt, latency, info) => {

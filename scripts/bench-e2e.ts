@@ -9,9 +9,10 @@
  * complete when its `payment.succeeded` webhook arrived.
  *
  * Load (bench-e2e-load.ts): open loop (bench-common.ts: requests leave evenly spaced whatever the answers), one step
- * per rate given, each for --seconds, signed POST /v1/payments spread round-robin over enough
- * API keys of one merchant to stay under the spec's 100 requests a minute per key (the rate
- * limit stays as in production). A stack starts with a warm-up of 30 s at 100/s, whatever the
+ * per rate given, each for --seconds, POST /v1/payments spread round-robin over enough API keys
+ * of one merchant to stay under the spec's 100 requests a minute per key (the rate limit stays
+ * as in production). Each is signed as it is sent, so its X-Timestamp is fresh however long the
+ * step (the service refuses one older than 300 s). A stack starts with a warm-up of 30 s at 100/s, whatever the
  * steps (WARMUP), then VACUUM ANALYZE: a service runs for days, so each step measures one whose
  * JIT has optimised the payment path (V8 tiers a function up after enough calls: warmed with
  * 200 payments, the first 20/s step cost 28.9 ms per payment against 22.7 ms for a 20/s step
@@ -125,6 +126,7 @@ import {
   PostgresCpu,
   runOverload,
   runStep,
+  startService,
   type BareBaseline,
   type Measured,
   type OverloadResult,
@@ -144,7 +146,7 @@ import {
 } from './bench-e2e-report';
 import { clusterDown, clusterUp, pgbouncerPidFile, topologyAt, topologyEnv, type Topology } from './cluster';
 import { createDatabase, SERVER_URL } from './lib/databases';
-import { answers200, forkRole, spawnLogged, stopAll, waitFor } from './lib/processes';
+import { answers200, forkRole, stopAll, waitFor } from './lib/processes';
 import { deleteQueueKeys, queuePrefix, startRedisServer, Teardown } from './lib/stack';
 import { portOpen } from './local-services';
 import { parseProcfile } from './start';
@@ -304,29 +306,11 @@ function options(): Options {
   };
 }
 
-/**
- * A Procfile line as a child process. Its output goes to a file of `logDir`, as an operator's
- * process manager would keep it: no pipe for the bench to read, which would take the machine's
- * CPU from the service it measures.
- */
-function startService(
-  name: string,
-  command: string,
-  env: Record<string, string>,
-  logDir: string,
-  cpuProf?: Options['cpuProf'],
-): Service {
-  const [bin, ...rest] = command.split(/\s+/);
-  const profile = cpuProf?.services.includes(name)
+/** node's arguments for a CPU profile of `name` (--cpu-prof, one sample every 4 ms), if it is profiled */
+const cpuProfArgs = (name: string, cpuProf?: Options['cpuProf']) =>
+  cpuProf?.services.includes(name)
     ? ['--cpu-prof', '--cpu-prof-interval', '4000', '--cpu-prof-dir', path.join(cpuProf.dir, name)]
     : [];
-  if (bin !== 'node') throw new Error(`Procfile line ${name}: only node commands are run by the bench`);
-  const { child, tail } = spawnLogged('node', [...profile, ...rest], {
-    env: { ...env, PROCESS_NAME: name },
-    logFile: path.join(logDir, `${name}.log`),
-  });
-  return { name, child, tail };
-}
 
 async function bench(): Promise<void> {
   const o = options();
@@ -460,7 +444,9 @@ async function bench(): Promise<void> {
     const startStack = async (extra: Record<string, string>) => {
       if (teardown.started) throw new Error('stopping: no stack is started'); // interrupted meanwhile
       stopping = false;
-      const services = lines.map((l) => startService(l.name, l.command, { ...env, ...extra }, logDir, o.cpuProf));
+      const services = lines.map((l) =>
+        startService(l.name, l.command, { ...env, ...extra }, logDir, cpuProfArgs(l.name, o.cpuProf)),
+      );
       for (const s of services) {
         s.child.once('exit', (code, signal) => {
           if (!stopping) process.stderr.write(`${s.name} exited (${signal ?? code}): ${s.tail()}\n`);
