@@ -13,6 +13,7 @@ import { adminAuth } from './middleware/adminAuth';
 import { healthRouter } from './routes/health';
 import { adminRouter } from './routes/admin';
 import { webhooksAdminRouter } from './routes/admin/webhooks';
+import { refundsAdminRouter } from './routes/admin/refunds';
 import { boardMiddleware } from './board';
 import { callbacksRouter } from './callbacks';
 import { checkoutRouter, checkoutRoutes } from './checkout';
@@ -58,6 +59,7 @@ const LABEL_ROUTERS: Router[] = [
   docsRouter,
   adminRouter,
   webhooksAdminRouter,
+  refundsAdminRouter,
   healthRouter,
   callbacksRouter,
 ];
@@ -98,6 +100,8 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
       allowedMethods(adminRouter),
       webhooksAdminRouter.routes() as Middleware,
       allowedMethods(webhooksAdminRouter),
+      refundsAdminRouter.routes() as Middleware,
+      allowedMethods(refundsAdminRouter),
       boardMiddleware(services.queues),
     ]);
     app.use((ctx, next) => (ctx.path === '/admin' || ctx.path.startsWith('/admin/') ? admin(ctx, next) : next()));

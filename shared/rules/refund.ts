@@ -29,6 +29,15 @@ export function refundAmount(payment: RefundablePayment, requested?: number): nu
       'card-refund-not-supported',
       'Card payments are refunded by the operator, not through the API',
     );
+  return refundableAmount(payment, requested);
+}
+
+/**
+ * The amount of a refund of a payment of any method (the operator's refund of a card payment
+ * uses it directly: docs/decisions.md#operator-admin-api): only a succeeded payment, by at most
+ * what is not refunded yet (422 payment-not-refundable, refund-exceeds-refundable).
+ */
+export function refundableAmount(payment: RefundablePayment, requested?: number): number {
   if (payment.status !== 'succeeded')
     throw new Unprocessable('payment-not-refundable', `A ${payment.status} payment cannot be refunded`);
   const rest = payment.amount_charged - payment.amount_refunded;
