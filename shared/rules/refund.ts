@@ -2,7 +2,8 @@ import { Unprocessable } from '../errors';
 
 /**
  * Refund rules (pure). Glossary:
- * - refund: money sent back to the client who paid a mobile-money payment, taken from the
+ * - refund: money sent back to the client who paid (to the phone of a mobile-money payment, or by
+ *   the operator to the card of a card payment: docs/decisions.md#operator-admin-api), taken from the
  *   merchant's available balance when it is created (`pending`), confirmed (`succeeded`) or
  *   refused (`failed`, the money goes back to available) by the provider (its state machine is
  *   shared/operations/machines.ts).
