@@ -125,7 +125,7 @@ export async function createOperatorRefund(
  * must be configured (422 method-unavailable), take a partial refund when one is asked (422
  * partial-refund-not-supported) and carry the amount (422 amount-not-supported).
  */
-function refuseUnrefundableCard(
+export function refuseUnrefundableCard(
   providers: Pick<ProviderRegistry, 'card'>,
   payment: PaymentRow,
   amount: number,
