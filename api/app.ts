@@ -14,6 +14,7 @@ import { healthRouter } from './routes/health';
 import { adminRouter } from './routes/admin';
 import { webhooksAdminRouter } from './routes/admin/webhooks';
 import { reconciliationAdminRouter } from './routes/admin/reconciliation';
+import { refundsAdminRouter } from './routes/admin/refunds';
 import { boardMiddleware } from './board';
 import { callbacksRouter } from './callbacks';
 import { checkoutRouter, checkoutRoutes } from './checkout';
@@ -60,6 +61,7 @@ const LABEL_ROUTERS: Router[] = [
   adminRouter,
   webhooksAdminRouter,
   reconciliationAdminRouter,
+  refundsAdminRouter,
   healthRouter,
   callbacksRouter,
 ];
@@ -102,6 +104,8 @@ export function buildApp(services: ServiceContext, opts: AppOptions = {}): Koa {
       allowedMethods(webhooksAdminRouter),
       reconciliationAdminRouter.routes() as Middleware,
       allowedMethods(reconciliationAdminRouter),
+      refundsAdminRouter.routes() as Middleware,
+      allowedMethods(refundsAdminRouter),
       boardMiddleware(services.queues),
     ]);
     app.use((ctx, next) => (ctx.path === '/admin' || ctx.path.startsWith('/admin/') ? admin(ctx, next) : next()));

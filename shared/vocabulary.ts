@@ -28,7 +28,8 @@ export type EventType = (typeof EVENT_TYPES)[number];
 
 /** The statuses each kind of operation shows (its state machine: shared/operations/machines.ts). */
 export type PaymentStatus = 'pending' | 'processing' | 'succeeded' | 'failed' | 'cancelled' | 'refunded';
-export type CardPaymentStatus = Exclude<PaymentStatus, 'refunded'>;
+/** A card payment takes every status of a payment: `refunded` by the operator's refunds (docs/decisions.md#operator-admin-api). */
+export type CardPaymentStatus = PaymentStatus;
 export type RefundStatus = 'pending' | 'succeeded' | 'failed';
 export type PayoutStatus = 'pending' | 'processing' | 'succeeded' | 'failed';
 

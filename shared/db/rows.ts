@@ -89,8 +89,9 @@ export interface RefundRow extends OperationRow {
   status: RefundStatus;
   amount: number;
   reason: string | null;
-  operator: string;
-  phone: string;
+  /** the phone that paid a mobile-money payment; null for a card payment's refund (back to the card) */
+  operator: string | null;
+  phone: string | null;
   created: number;
 }
 

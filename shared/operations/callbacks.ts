@@ -130,6 +130,7 @@ export function askProvider(
     operator: (op.operator as Operator | null) ?? null,
     currency: op.currency,
     created: op.created * 1000,
+    paymentId: (op as OperationRow & { payment_id?: string }).payment_id ?? null,
   };
   return ctx.providerHealth.observe(provider, kind, ref.operator, () => provider.ask(ref));
 }

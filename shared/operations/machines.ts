@@ -94,15 +94,18 @@ export const payoutMachine: Machine<PayoutStatus> = {
  * callback when approved, makes it `processing` while the client is in 3-D Secure, or fails it
  * (declined); the callback (or asking the acquirer at its window's end) gives the outcome. It is
  * cancelled at the end of the 30-minute checkout window or of the 3-D Secure window. Card
- * payments are never refunded through the API (docs/decisions.md#cards-hosted-checkout): no refund triggers.
+ * payments are never refunded through the merchant API (docs/decisions.md#cards-hosted-checkout);
+ * the operator's refunds move a succeeded one as a mobile-money payment's refunds do
+ * (docs/decisions.md#operator-admin-api): `refunded` when they cover amount_charged.
  */
 export const cardPaymentMachine: Machine<CardPaymentStatus> = {
-  statuses: ['pending', 'processing', 'succeeded', 'failed', 'cancelled'],
+  statuses: ['pending', 'processing', 'succeeded', 'failed', 'cancelled', 'refunded'],
   open: ['pending', 'processing'],
   moves: {
     pending: { sent: 'pending', start_3ds: 'processing', succeed: 'succeeded', fail: 'failed', cancel: 'cancelled' },
     processing: { succeed: 'succeeded', fail: 'failed', cancel: 'cancelled' },
-    succeeded: {},
+    succeeded: { refund_partial: 'succeeded', refund_in_full: 'refunded', refund_reopened: 'succeeded' },
+    refunded: { refund_reopened: 'succeeded' },
     failed: {},
     cancelled: {},
   },
@@ -110,9 +113,10 @@ export const cardPaymentMachine: Machine<CardPaymentStatus> = {
   already: {
     sent: ['processing'],
     start_3ds: ['processing'],
-    succeed: ['succeeded'],
+    succeed: ['succeeded', 'refunded'],
     fail: ['failed'],
     cancel: ['cancelled'],
+    refund_in_full: ['refunded'],
   },
   ...COLLECTION_OUTCOMES,
 };

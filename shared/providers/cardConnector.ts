@@ -21,6 +21,11 @@ import type { ProviderAccepted } from './types';
  *    key): approved, declined, or a 3-D Secure challenge for the client;
  * 4. the outcome comes by the connector's notification (`verifyCallback`, `parseCallback`) or by
  *    `ask`, never by the browser's word.
+ *
+ * The operator's refund (POST /admin/payments/{id}/refunds, docs/decisions.md#operator-admin-api):
+ * the refund pool calls `refund` once per refund (our refund id as the idempotency key, the same
+ * ids again after a timeout or a 5xx); its outcome comes in the answer (a gateway that refunds at
+ * once), or later by notification or `ask` (kind `refund`, with the refund's payment id).
  */
 
 /** What a card connector can carry. Amounts in minor units. */
@@ -110,6 +115,34 @@ export interface ChargeAnswer extends ProviderAccepted {
   failureMessage: string | null;
 }
 
+export interface CardRefundRequest {
+  /** re_<uuid>: the acquirer's idempotency key (a retry after a timeout or a 5xx reuses it) */
+  refundId: string;
+  /** pay_<uuid>: the payment refunded (a gateway's order), and the acquirer's reference of its charge */
+  paymentId: string;
+  paymentProviderRef: string | null;
+  /** minor units, at most what is left to refund of the payment */
+  amount: number;
+  currency: Currency;
+  /** less than the payment's amount_charged (only sent to a connector whose capabilities allow it) */
+  partial: boolean;
+  /** the operator's reason, if any (never a card number) */
+  reason: string | null;
+}
+
+/**
+ * The acquirer took the refund. `succeeded` / `failed`: its answer is the outcome (a gateway that
+ * refunds at once); `pending`: the outcome follows by notification or ask. An unknown outcome
+ * (timeout, 5xx, an unreadable answer) is never an answer: the connector throws a retryable
+ * ProviderError and the refund is asked again with the same ids.
+ */
+export interface CardRefundAnswer extends ProviderAccepted {
+  outcome: 'succeeded' | 'failed' | 'pending';
+  /** our vocabulary's failure code (shared/providers/failureCodes.ts) when `failed` */
+  failureCode: string | null;
+  failureMessage: string | null;
+}
+
 export interface CardConnector extends ProviderEndpoint {
   readonly method: 'card';
   readonly capabilities: CardCapabilities;
@@ -119,6 +152,8 @@ export interface CardConnector extends ProviderEndpoint {
   cardForm(req: CardFormRequest): Promise<CardForm>;
   /** Charges the payment source once; a refusal of the source itself (not of the card) throws `sourceRefused`. */
   charge(req: ChargeRequest): Promise<ChargeAnswer>;
+  /** Refunds all or part of a succeeded payment once; a refusal the acquirer will never take throws a permanent ProviderError. */
+  refund(req: CardRefundRequest): Promise<CardRefundAnswer>;
   /** Stops timers and refreshes (the process is closing). */
   close?(): void;
 }

@@ -74,6 +74,8 @@ export interface OperationRef {
   currency: Currency;
   /** when the operation was created (ms): some APIs ask by date */
   created: number;
+  /** a refund's payment (pay_): a gateway finds a refund under its payment's order; null for other kinds */
+  paymentId?: string | null;
 }
 
 /** A callback as it arrived, for verification. */

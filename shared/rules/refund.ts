@@ -2,7 +2,8 @@ import { Unprocessable } from '../errors';
 
 /**
  * Refund rules (pure). Glossary:
- * - refund: money sent back to the client who paid a mobile-money payment, taken from the
+ * - refund: money sent back to the client who paid (to the phone of a mobile-money payment, or by
+ *   the operator to the card of a card payment: docs/decisions.md#operator-admin-api), taken from the
  *   merchant's available balance when it is created (`pending`), confirmed (`succeeded`) or
  *   refused (`failed`, the money goes back to available) by the provider (its state machine is
  *   shared/operations/machines.ts).
@@ -29,6 +30,15 @@ export function refundAmount(payment: RefundablePayment, requested?: number): nu
       'card-refund-not-supported',
       'Card payments are refunded by the operator, not through the API',
     );
+  return refundableAmount(payment, requested);
+}
+
+/**
+ * The amount of a refund of a payment of any method (the operator's refund of a card payment
+ * uses it directly: docs/decisions.md#operator-admin-api): only a succeeded payment, by at most
+ * what is not refunded yet (422 payment-not-refundable, refund-exceeds-refundable).
+ */
+export function refundableAmount(payment: RefundablePayment, requested?: number): number {
   if (payment.status !== 'succeeded')
     throw new Unprocessable('payment-not-refundable', `A ${payment.status} payment cannot be refunded`);
   const rest = payment.amount_charged - payment.amount_refunded;

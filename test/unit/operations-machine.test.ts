@@ -136,7 +136,11 @@ const NO_REFUND: Partial<Record<Trigger, D>> = {
   refund_reopened: ILLEGAL,
 };
 
-/** A card payment: never refunded through the API (docs/decisions.md#cards-hosted-checkout), so no refund trigger is legal. */
+/**
+ * A card payment: never refunded through the merchant API (docs/decisions.md#cards-hosted-checkout);
+ * the operator's refunds (docs/decisions.md#operator-admin-api) move a succeeded one as a
+ * mobile-money payment's do, so only `succeeded` and `refunded` take refund triggers.
+ */
 const CARD: Record<string, Record<Trigger, D>> = {
   pending: {
     ...NO_REFUND,
@@ -161,10 +165,28 @@ const CARD: Record<string, Record<Trigger, D>> = {
     // the 3-D Secure window is over
     cancel: move('cancelled', 'payment.cancelled', null, true),
   } as Record<Trigger, D>,
-  succeeded: { ...NO_REFUND, sent: LATE, start_3ds: LATE, succeed: DUP, fail: LATE, cancel: LATE } as Record<
-    Trigger,
-    D
-  >,
+  succeeded: {
+    sent: LATE,
+    start_3ds: LATE,
+    succeed: DUP,
+    fail: LATE,
+    cancel: LATE,
+    // an operator's refund: only its refunded amount changes, or it becomes refunded (the refund moves the money)
+    refund_partial: STAY,
+    refund_in_full: move('refunded'),
+    refund_reopened: STAY,
+  },
+  refunded: {
+    sent: LATE,
+    start_3ds: LATE,
+    succeed: DUP,
+    fail: LATE,
+    cancel: LATE,
+    refund_partial: ILLEGAL,
+    refund_in_full: DUP,
+    // one of its refunds failed: back to succeeded, without a second credit or payment.succeeded
+    refund_reopened: move('succeeded'),
+  },
   failed: {
     ...NO_REFUND,
     sent: LATE,

@@ -10,7 +10,7 @@ import { TOKEN_ERRORS } from '../../providers/cardSandbox/connector';
 import type { CallbackWire } from '../../providers/protocol';
 import { createCallbackSender } from '../../providers/sandbox/callbackSender';
 import { escapeHtml, formatAmount, maskToken } from '../../checkout/html';
-import { sandboxCardBehaviour } from './cards';
+import { sandboxCardBehaviour, sandboxRefundFault, type SandboxRefundFault } from './cards';
 import { SandboxError, readBody, readJson, sandboxServer, sendJson, sendText } from '../../providers/sandbox/http';
 
 /**
@@ -19,7 +19,10 @@ import { SandboxError, readBody, readJson, sandboxServer, sendJson, sendText } f
  * (its signed callback follows), declined, or 3-D Secure required with the issuer's test page
  * (`/acs/{ref}`), which reports the outcome by callback and sends the client's frame back to
  * our `/checkout/{id}/3ds-return`; a challenge unanswered for `threeDsWindowMs` is `expired`.
- * State lives in memory: a simulator, restarted empty.
+ * It refunds a succeeded charge in full or in part (`POST /v1/refunds`, our refund id as the
+ * idempotency key, at most what is left of the charge), answers `pending`, and reports the
+ * outcome by signed callback (kind `refund`) as a charge's. State lives in memory: a simulator,
+ * restarted empty.
  */
 
 export interface AcquirerOptions {
@@ -55,16 +58,35 @@ interface Charge {
   eventId: string;
   requests: number;
   callbacksDelivered: number;
+  /** minor units refunded so far (refunds made, whatever their callback) */
+  refunded: number;
+  refundFault: SandboxRefundFault;
+}
+
+interface SandboxRefund {
+  externalId: string;
+  charge: Charge;
+  providerRef: string;
+  amount: number;
+  callbackUrl: string;
+  status: 'pending' | 'succeeded';
+  /** its outcome is on its way (not while its first answer was lost) */
+  reported: boolean;
+  eventId: string;
+  requests: number;
+  callbacksDelivered: number;
 }
 
 const KEEP_MS = 24 * 3600 * 1000;
 const CHARGE_ID = /^pay_[0-9a-f-]{36}$/;
+const REFUND_ID = /^re_[0-9a-f-]{36}$/;
 const TOKEN = /^tok_[A-Za-z0-9_-]{1,64}$/;
 const acsStyle = readFileSync(path.join(__dirname, 'assets', 'acs.css'), 'utf8');
 
 export function createAcquirerServer(opts: AcquirerOptions): Server {
   const charges = new Map<string, Charge>();
   const byRef = new Map<string, Charge>();
+  const refunds = new Map<string, SandboxRefund>();
   const callbacks = createCallbackSender(opts.callbackSecret, opts.log, opts.clock);
   const { later } = callbacks;
 
@@ -174,6 +196,8 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
       eventId: `sbxevt_${randomUUID()}`,
       requests: 1,
       callbacksDelivered: 0,
+      refunded: 0,
+      refundFault: sandboxRefundFault(card.number),
     };
     charges.set(externalId, c);
     byRef.set(c.providerRef, c);
@@ -185,6 +209,89 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
     return [201, answer(c)];
   }
 
+  /**
+   * A refund of a succeeded charge, our refund id as its idempotency key: the same id again gets
+   * the first answer and makes nothing more. Refused (final, 422): an unknown or unsucceeded
+   * charge, another currency, more than is left of the charge.
+   */
+  async function refund(req: IncomingMessage): Promise<[number, unknown]> {
+    const body = await readJson(req);
+    const externalId = body.external_id;
+    if (typeof externalId !== 'string' || !REFUND_ID.test(externalId))
+      throw new SandboxError(400, 'invalid-request', 'external_id must be our refund id');
+    if (req.headers['idempotency-key'] !== externalId)
+      throw new SandboxError(400, 'invalid-request', 'Idempotency-Key must equal external_id');
+    const existing = refunds.get(externalId);
+    if (existing) {
+      existing.requests++;
+      if (!existing.reported) report(existing);
+      return [200, { provider_ref: existing.providerRef, status: existing.status }];
+    }
+    const { payment_external_id: paymentId, amount, currency, callback_url: callbackUrl } = body;
+    if (typeof amount !== 'number' || !Number.isSafeInteger(amount) || amount < 1)
+      throw new SandboxError(400, 'invalid-amount', 'amount must be a positive integer');
+    if (typeof callbackUrl !== 'string' || !/^https?:\/\//.test(callbackUrl))
+      throw new SandboxError(400, 'invalid-request', 'callback_url must be an http(s) URL');
+    const c = typeof paymentId === 'string' ? charges.get(paymentId) : undefined;
+    if (!c) throw new SandboxError(422, 'payment-unknown', 'no such charge');
+    if (c.status !== 'succeeded') throw new SandboxError(422, 'payment-not-captured', 'the charge has not succeeded');
+    if (currency !== c.currency) throw new SandboxError(422, 'invalid-currency', `the charge is in ${c.currency}`);
+    if (amount > c.amount - c.refunded)
+      throw new SandboxError(422, 'refund-exceeds-captured', `at most ${c.amount - c.refunded} is left to refund`);
+    const r: SandboxRefund = {
+      externalId,
+      charge: c,
+      providerRef: `SBX-CARD-RF-${randomUUID()}`,
+      amount,
+      callbackUrl,
+      status: 'pending',
+      reported: false,
+      eventId: `sbxevt_${randomUUID()}`,
+      requests: 1,
+      callbacksDelivered: 0,
+    };
+    refunds.set(externalId, r);
+    c.refunded += amount;
+    later(KEEP_MS, () => refunds.delete(externalId));
+    opts.log.info({ externalId, payment: c.externalId, amount }, 'refund');
+    if (c.refundFault === '5xx-once') {
+      // the refund is made, but its answer is lost: its outcome follows the request that asks again with the same id
+      c.refundFault = 'none';
+      throw new SandboxError(503, 'acquirer-unavailable', 'the acquirer failed after taking the refund (simulated)');
+    }
+    report(r);
+    return [201, { provider_ref: r.providerRef, status: r.status }];
+  }
+
+  /** The refund succeeds after the callback delay, and its signed callback says so. */
+  function report(r: SandboxRefund): void {
+    r.reported = true;
+    later(opts.callbackDelayMs, () => {
+      r.status = 'succeeded';
+      const callback: CallbackWire = {
+        event_id: r.eventId,
+        kind: 'refund',
+        external_id: r.externalId,
+        provider_ref: r.providerRef,
+        status: 'succeeded',
+        failure_code: null,
+        failure_message: null,
+        occurred_at: Math.floor(opts.clock.now() / 1000),
+      };
+      void callbacks.send(r.callbackUrl, callback, { onDelivered: () => r.callbacksDelivered++ });
+    });
+  }
+
+  const refundView = (r: SandboxRefund) => ({
+    kind: 'refund',
+    external_id: r.externalId,
+    provider_ref: r.providerRef,
+    status: r.status,
+    failure_code: null,
+    failure_message: null,
+    sandbox: { requests: r.requests, callbacks_delivered: r.callbacksDelivered },
+  });
+
   function statusView(c: Charge) {
     return {
       kind: 'card_payment',
@@ -193,7 +300,7 @@ export function createAcquirerServer(opts: AcquirerOptions): Server {
       status: expired(c) ? 'expired' : c.status,
       failure_code: c.failureCode,
       failure_message: c.failureMessage,
-      sandbox: { requests: c.requests, callbacks_delivered: c.callbacksDelivered },
+      sandbox: { requests: c.requests, callbacks_delivered: c.callbacksDelivered, refunded: c.refunded },
     };
   }
 
@@ -263,8 +370,12 @@ ${state}${forms}</main></body></html>`;
     if (!safeEqual(req.headers.authorization ?? '', `Bearer ${opts.apiKey}`))
       throw new SandboxError(401, 'unauthorized', 'bad API key');
     if (req.method === 'POST' && url.pathname === '/v1/charges') return sendJson(res, ...(await charge(req)));
+    if (req.method === 'POST' && url.pathname === '/v1/refunds') return sendJson(res, ...(await refund(req)));
     if (req.method === 'GET' && parts.length === 3 && parts[1] === 'transactions') {
-      const c = charges.get(decodeURIComponent(parts[2]));
+      const id = decodeURIComponent(parts[2]);
+      const r = refunds.get(id);
+      if (r) return sendJson(res, 200, refundView(r));
+      const c = charges.get(id);
       if (!c) throw new SandboxError(404, 'not-found', 'no such transaction');
       return sendJson(res, 200, statusView(c));
     }

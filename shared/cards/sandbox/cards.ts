@@ -2,7 +2,9 @@
  * The sandbox card table of docs/decisions.md#sandbox-test-keys, as the sandbox vault and acquirer play it:
  *   4242424242424242 succeeds · 4000000000003220 asks for the 3-D Secure challenge, then succeeds
  *   ("Complete authentication") or fails `authentication-failed` ("Fail authentication") ·
- *   4000000000000002 is declined `card-declined` · any other valid number succeeds.
+ *   4000000000000002 is declined `card-declined` · 4000000000000077 succeeds, and the first refund
+ *   request of its payment is answered HTTP 503 after the refund is made (an unknown outcome: the
+ *   same request again finds it) · any other valid number succeeds.
  * Any expiry in the future and any 3-digit CVC are accepted.
  */
 
@@ -12,6 +14,13 @@ export function sandboxCardBehaviour(number: string): SandboxCardBehaviour {
   if (number === '4000000000003220') return 'challenge';
   if (number === '4000000000000002') return 'decline';
   return 'approve';
+}
+
+/** What the acquirer does to the refunds of a payment paid with this card. */
+export type SandboxRefundFault = 'none' | '5xx-once';
+
+export function sandboxRefundFault(number: string): SandboxRefundFault {
+  return number === '4000000000000077' ? '5xx-once' : 'none';
 }
 
 /** Luhn check of a card number (digits only). */

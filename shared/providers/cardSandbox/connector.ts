@@ -1,9 +1,11 @@
 import { HttpProviderBase, type HttpProviderBaseOptions } from '../http';
 import { CURRENCY_EXPONENT } from '../amounts';
-import { retryable } from '../errors';
+import { permanent, retryable, ProviderError } from '../errors';
 import {
   SourceRefused,
   type CardCapabilities,
+  type CardRefundAnswer,
+  type CardRefundRequest,
   type CardConnector,
   type CardForm,
   type CardFormRequest,
@@ -27,7 +29,11 @@ import type { CardDetails } from '../../db/rows';
  *        → 2xx {provider_ref, outcome: approved|declined|challenge, challenge_url, card: {brand, last4, exp_month, exp_year},
  *               failure_code, failure_message}
  *        → 4xx {error: {code, message}}: token-invalid, token-expired, token-used, token-foreign (the client may try again)
- *   GET  {acquirer}/v1/transactions/{external_id}   (as the mobile-money protocol)
+ *   POST {acquirer}/v1/refunds  {external_id: re_…, payment_external_id, payment_provider_ref, amount, currency,
+ *        partial, reason, callback_url}   headers as a charge's
+ *        → 2xx {provider_ref, status: pending}: the outcome follows by signed callback (kind `refund`)
+ *        → 4xx {error: {code, message}}: refund-exceeds-captured, payment-not-captured, payment-unknown (final)
+ *   GET  {acquirer}/v1/transactions/{external_id}   (as the mobile-money protocol; a charge or a refund)
  */
 
 /** The card sandbox's provider id: a payment's `provider`, /callbacks/card-sandbox. */
@@ -121,5 +127,24 @@ export class CardSandboxConnector extends HttpProviderBase implements CardConnec
       failureCode: outcome === 'declined' ? (str(body.failure_code, 64) ?? 'card-declined') : null,
       failureMessage: outcome === 'declined' ? (str(body.failure_message) ?? 'The card was declined') : null,
     };
+  }
+
+  /** A refund is answered `pending` (its signed callback follows); a refusal of the acquirer is final (`provider-refused`). */
+  async refund(req: CardRefundRequest): Promise<CardRefundAnswer> {
+    try {
+      const { providerRef } = await this.create('/v1/refunds', req.refundId, {
+        payment_external_id: req.paymentId,
+        payment_provider_ref: req.paymentProviderRef,
+        amount: req.amount,
+        currency: req.currency,
+        partial: req.partial,
+        reason: req.reason,
+      });
+      return { providerRef, outcome: 'pending', failureCode: null, failureMessage: null };
+    } catch (err) {
+      if (err instanceof ProviderError && !err.retryable)
+        throw permanent('provider-refused', `${this.id} refused the refund (${err.code}): ${err.message}`);
+      throw err;
+    }
   }
 }
