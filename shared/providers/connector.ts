@@ -74,6 +74,17 @@ export interface OperationRef {
   currency: Currency;
   /** when the operation was created (ms): some APIs ask by date */
   created: number;
+  /** a card payment: what its kind knows of the checkout's last attempt (a gateway continues it by its ids) */
+  card?: {
+    /** the n-th payment source posted */
+    attempt: number;
+    /** that attempt's payment source (a gateway session id), while the payment is open */
+    session: string | null;
+    /** minor units */
+    amount: number;
+    /** every window for the client's 3-D Secure challenge has passed */
+    abandoned: boolean;
+  };
 }
 
 /** A callback as it arrived, for verification. */
