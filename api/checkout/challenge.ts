@@ -13,11 +13,18 @@ import { TEXT, type Lang } from '../../shared/checkout/i18n';
  * origins its forms name (an issuer's ACS), and nothing else.
  */
 
-/** The gateway's redirect HTML (a fragment) as a document. */
+const INLINE_SCRIPT = /<script\b[^>]*>[\s\S]*?<\/script>/gi;
+
+/**
+ * The gateway's redirect HTML (a fragment) as a document. The gateway expects it inserted into a
+ * page first and its scripts run after (its form targets an iframe written after the script):
+ * the scripts are moved after the fragment, unchanged (so their hashes hold).
+ */
 export function challengeDocument(fragment: string, lang: Lang): string {
+  const scripts = fragment.match(INLINE_SCRIPT) ?? [];
   return `<!doctype html>
 <html lang="${lang}"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1"><meta name="referrer" content="no-referrer"><title>${h(TEXT[lang].challengeTitle)}</title></head>
-<body>${fragment}</body></html>`;
+<body>${fragment.replace(INLINE_SCRIPT, '')}${scripts.join('')}</body></html>`;
 }
 
 /** Each inline script's hash, and the origins the fragment's forms post to. */
@@ -37,7 +44,7 @@ function inspect(fragment: string, allowedProtocols: string[]): { hashes: string
   return { hashes: [...hashes], origins: [...origins] };
 }
 
-/** The challenge page's CSP: the fragment's own scripts, its forms' and the gateway's origins for frames and posts, framed by the checkout only. */
+/** The challenge page's CSP: the fragment's own scripts, its forms' and the gateway's origins for frames and posts (and our return in its frame), framed by the checkout only. */
 export function challengeCsp(fragment: string, gatewayOrigins: readonly string[]): string {
   // https only, unless the gateway itself is http (its simulator, in tests)
   const protocols = gatewayOrigins.some((o) => o.startsWith('http:')) ? ['https:', 'http:'] : ['https:'];
@@ -48,7 +55,8 @@ export function challengeCsp(fragment: string, gatewayOrigins: readonly string[]
     `script-src ${hashes.length ? hashes.join(' ') : "'none'"}`,
     // the gateway's fragment sizes its frame with a style attribute
     "style-src 'unsafe-inline'",
-    `frame-src ${allowed}`,
+    // 'self': the issuer's page sends the frame back to our /checkout/{id}/3ds-return
+    `frame-src 'self' ${allowed}`,
     `form-action ${allowed}`,
     "base-uri 'none'",
     "frame-ancestors 'self'",
