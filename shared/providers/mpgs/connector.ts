@@ -221,6 +221,12 @@ export class MpgsConnector implements CardConnector {
     }
   }
 
+  // ---- card refunds ------------------------------------------------------------------------
+  // The `refund` operation of CardConnector is built separately in ./refund.ts (REFUND with
+  // refundTransactionId, the same unknown-outcome rule); it is wired here at merge, as a method
+  // that calls it with `this.client` and `this.settings`. Refund notifications stay ignored by
+  // parseCallback until then.
+
   // ---- the kernel's questions -------------------------------------------------------------
 
   async ask(op: OperationRef): Promise<Asked> {
