@@ -14,6 +14,8 @@ import { unavailable } from '../middleware/errors';
 import { pickLang, type Lang } from '../../shared/checkout/i18n';
 import { checkoutCsp } from '../../shared/checkout/frame';
 import { checkoutPage, noChallengePage, notFoundPage, returnLink, threeDsReturnPage } from './pages';
+import { challengeCsp, challengeDocument, readBrowser } from './challenge';
+import { lastAttempt } from '../../shared/cards/attempts';
 import { withTraceparent } from '../../shared/tracing/spans';
 
 /**
@@ -101,7 +103,12 @@ export function checkoutRouter(services: ServiceContext): Router {
       }
     }
     const origins = connector?.origins ?? { frames: [], scripts: [] };
-    html(ctx, 200, checkoutPage(p, lang, form, ctx.query.from === 'pay'), checkoutCsp(origins.frames, origins.scripts));
+    html(
+      ctx,
+      200,
+      checkoutPage(p, lang, form, ctx.query.from === 'pay', ctx.get('Accept')),
+      checkoutCsp(origins.frames, origins.scripts),
+    );
   });
 
   router.get('/:id/status', async (ctx) => {
@@ -128,7 +135,7 @@ export function checkoutRouter(services: ServiceContext): Router {
     const p = await findCheckout(services.db, ctx.params.id);
     if (!p) throw new NotFound('Payment');
     await limit(ctx.ip);
-    const raw = await readRawBody(ctx, 1024);
+    const raw = await readRawBody(ctx, 4096);
     requireJsonContentType(ctx);
     const body = parseJson(raw) as Record<string, unknown> | null;
     if (!body || typeof body !== 'object' || Array.isArray(body))
@@ -137,11 +144,13 @@ export function checkoutRouter(services: ServiceContext): Router {
     if (!connector) throw new Unprocessable('method-unavailable', 'No card connector can take this payment now');
     // the one field the connector's page posts: its payment source (a vault token, a gateway session id)
     const { field, pattern, description } = connector.source;
-    const extra = Object.keys(body).find((k) => k !== field);
+    const extra = Object.keys(body).find((k) => k !== field && !(k === 'browser' && connector.source.browser));
     if (extra) throw new ValidationFailed(extra, `${extra} is not allowed`);
     const source = body[field];
     if (typeof source !== 'string' || !pattern.test(source))
       throw new ValidationFailed(field, `${field} must be ${description}`);
+    // the payer's browser for EMV 3-D Secure: what the page read, with what its request says (never a card detail)
+    const browser = connector.source.browser ? readBrowser(body.browser, ctx.get('User-Agent'), ctx.ip) : null;
     // the client's payment joins the trace the merchant created it in
     await withTraceparent(p.traceparent, () =>
       acceptSource(
@@ -150,13 +159,17 @@ export function checkoutRouter(services: ServiceContext): Router {
         source,
         services.clock.now(),
         ctx.state.requestId,
+        browser,
       ),
     );
     ctx.status = 202;
     ctx.body = { status: 'pending', charging: true };
   });
 
-  router.get('/:id/3ds-return', async (ctx) => {
+  // the issuer's (or gateway's) page sends the client back here, by a link (GET) or a form post
+  // (POST, the gateway's redirectResponseUrl): whatever it posts is never read; the card
+  // connector's ask re-reads the authentication from the gateway
+  const returned: Middleware = async (ctx) => {
     const lang = langOf(ctx);
     const id = ctx.params.id;
     const p = await findCheckout(services.db, id);
@@ -164,6 +177,25 @@ export function checkoutRouter(services: ServiceContext): Router {
     if (!(await challengeReturned(services.db, p, services.clock.now())))
       return html(ctx, 409, noChallengePage(id, lang));
     html(ctx, 200, threeDsReturnPage(id, lang));
+  };
+  router.get('/:id/3ds-return', returned);
+  router.post('/:id/3ds-return', returned);
+
+  // a gateway's 3-D Secure redirect HTML, kept by the charge job, as a page of the service's own
+  // origin that the checkout's challenge frame loads (or the client opens, where framing fails)
+  router.get('/:id/3ds-challenge', async (ctx) => {
+    const lang = langOf(ctx);
+    const p = await findCheckout(services.db, ctx.params.id);
+    if (!p) return html(ctx, 404, notFoundPage(lang), checkoutCsp([]));
+    const attempt = p.status === 'processing' ? await lastAttempt(services.db, p.id) : undefined;
+    const connector = services.providers.card(p.provider);
+    if (!attempt?.challenge_html || !connector) return html(ctx, 409, noChallengePage(p.id, lang), checkoutCsp([]));
+    html(
+      ctx,
+      200,
+      challengeDocument(attempt.challenge_html, lang),
+      challengeCsp(attempt.challenge_html, connector.origins.frames),
+    );
   });
   return router;
 }

@@ -30,7 +30,13 @@ ${p.description ? `<p class="description">${h(p.description)}</p>` : ''}
  * form needs (null: no card connector can take it now). `autoReturn`: the client just reached
  * the outcome here.
  */
-export function checkoutPage(p: CheckoutPayment, lang: Lang, form: CardForm | null, autoReturn: boolean): string {
+export function checkoutPage(
+  p: CheckoutPayment,
+  lang: Lang,
+  form: CardForm | null,
+  autoReturn: boolean,
+  accept = '',
+): string {
   const t = TEXT[lang];
   const amount = formatAmount(p.amount_charged, p.currency);
   const base = { payment: p.id, lang, status: p.status, messages: JSON.stringify(t.messages) };
@@ -57,14 +63,19 @@ export function checkoutPage(p: CheckoutPayment, lang: Lang, form: CardForm | nu
 <iframe id="card-frame" src="${h(form.frameUrl)}" title="${t.cardFields}"></iframe>
 ${submit}`,
       );
-    // a gateway's hosted session: its script (on its origin, allowed by the CSP) fills #card-fields with its iframes
+    // a gateway's hosted session: its script (on its origin, allowed by the CSP) turns each field of
+    // #card-fields into its own iframe; the page's inputs stay empty and read-only (never a card number here)
     return layout(
       lang,
       title,
-      { ...form.data, ...base, state: 'hosted-session', session: form.sessionId },
+      { ...form.data, ...base, state: 'hosted-session', session: form.sessionId, accept: accept.slice(0, 512) },
       `${summary(p, lang)}
 <form id="pay-form" method="post" action="/checkout/${p.id}/pay" novalidate>
-<div id="card-fields" role="group" aria-label="${t.cardFields}"></div>
+<div id="card-fields" role="group" aria-label="${t.cardFields}">
+${hostedField('card-number', t.cardNumber)}
+<div class="expiry">${hostedField('card-expiry-month', t.expiryMonth)}${hostedField('card-expiry-year', t.expiryYear)}</div>
+${hostedField('card-security-code', t.securityCode)}
+</div>
 ${submit}`,
       `<script src="${h(form.scriptUrl)}"></script>`,
     );
@@ -106,7 +117,10 @@ function outcomePage(p: CheckoutPayment, lang: Lang, autoReturn: boolean): strin
   else if (p.status === 'failed')
     [heading, text] = [
       t.failed,
-      p.failure_code === 'card-declined' || p.failure_code === 'authentication-failed'
+      p.failure_code === 'card-declined' ||
+      p.failure_code === 'authentication-failed' ||
+      p.failure_code === 'insufficient-funds' ||
+      p.failure_code === 'expired-card'
         ? t[p.failure_code]
         : t.failedText,
     ];
@@ -121,6 +135,11 @@ function outcomePage(p: CheckoutPayment, lang: Lang, autoReturn: boolean): strin
 ${outcomeSection(p.status, heading, text, autoReturn ? `<p>${t.redirecting}</p>` : '')}
 <p><a id="return-link" class="button" href="${h(link)}">${h(t.back(p.merchant_name))}</a></p>`,
   );
+}
+
+/** A gateway's hosted field: an empty, read-only input its script replaces by an iframe of its own origin. */
+function hostedField(id: string, label: string): string {
+  return `<p class="field"><label for="${id}">${h(label)}</label><input id="${id}" readonly autocomplete="off"></p>`;
 }
 
 export function notFoundPage(lang: Lang): string {

@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 
-const THREEDS_RETURN = /^\/checkout\/[^/]+\/3ds-return\/?$/;
+const THREEDS_RETURN = /^\/checkout\/[^/]+\/3ds-(return|challenge)\/?$/;
 
 /** HSTS (docs/decisions.md#http-frame-and-operator-api): the web's on every answer, and the TLS edge's (scripts/cluster.ts) */
 export const HSTS = 'max-age=63072000; includeSubDomains; preload';

@@ -6,6 +6,8 @@ import { lockRow, writeColumns } from '../operations/transition';
 import { QUEUES } from '../queues/names';
 import { cardPaymentKind } from './kind';
 import type { PaymentRow } from '../db/rows';
+import type { BrowserInfo } from '../providers/cardConnector';
+import { recordAttempt } from './attempts';
 
 /**
  * What the hosted checkout (api/checkout) does with a card payment, apart from rendering it.
@@ -36,6 +38,7 @@ export async function acceptSource(
   source: string,
   now: number,
   requestId?: string,
+  browser: BrowserInfo | null = null,
 ): Promise<void> {
   await transact(deps, async (trx, outbox) => {
     const p = await lockRow(trx, cardPaymentKind, id);
@@ -52,6 +55,7 @@ export async function acceptSource(
         patch: { checkout_token: source, checkout_error: null, updated_at: new Date(now) } as Partial<PaymentRow>,
       },
     ]);
+    await recordAttempt(trx, id, source, browser);
     await outbox.add(QUEUES.cardCharge, 'charge', { paymentId: id, requestId });
   });
 }

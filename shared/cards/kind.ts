@@ -6,9 +6,12 @@ import { QUEUES } from '../queues/names';
 import { SourceRefused, type CardConnector, type ChargeAnswer } from '../providers/cardConnector';
 import { PAYMENT_COLUMNS, type PaymentRow } from '../db/rows';
 import type { CardPaymentStatus } from '../vocabulary';
+import { lastAttempt } from './attempts';
 
 /** A card payment not paid within 30 minutes of its creation is cancelled (docs/decisions.md#cards-hosted-checkout). */
 export const CARD_CHECKOUT_WINDOW_MS = 30 * 60 * 1000;
+/** The longest 3-D Secure window CARD_3DS_WINDOW_MS allows: past both windows a challenge still pending is abandoned. */
+const MAX_3DS_WINDOW_MS = 60 * 60 * 1000;
 
 /**
  * The card charge as a kind of the operations kernel: a collection whose provider is a card
@@ -35,14 +38,37 @@ export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardC
     sendable: (p, now) => p.status === 'pending' && p.checkout_token !== null && p.window_ends_at.getTime() > now,
     // no source posted, none being charged, no charge answered: the acquirer cannot have charged it
     neverSent: (p) => p.status === 'pending' && p.checkout_token === null && p.sent_at === null,
-    request: (connector, p) =>
-      connector.charge({
+    async request(connector, p, db) {
+      const attempt = await lastAttempt(db, p.id);
+      const answer = await connector.charge({
         paymentId: p.id,
         source: p.checkout_token!,
         amount: p.amount_charged,
         currency: p.currency,
         description: p.description,
-      }),
+        attempt: attempt?.attempt ?? 1,
+        ...(attempt?.browser ? { browser: attempt.browser } : {}),
+      });
+      // a gateway's challenge HTML, served by the checkout on its own origin (api/checkout: /checkout/{id}/3ds-challenge)
+      if (answer.outcome === 'challenge' && answer.challenge?.html !== undefined)
+        await db('card_attempts')
+          .where({ payment_id: p.id })
+          .update({ challenge_html: answer.challenge.html, updated_at: db.fn.now() });
+      return answer;
+    },
+    // a gateway continues the last checkout attempt by its ids (after a 3-D Secure challenge: PAY with its session)
+    async askContext(p, db, now) {
+      const attempt = await lastAttempt(db, p.id);
+      const open = p.status === 'pending' || p.status === 'processing';
+      return {
+        card: {
+          attempt: attempt?.attempt ?? 1,
+          session: open ? (attempt?.source ?? null) : null,
+          amount: p.amount_charged,
+          abandoned: now > p.created * 1000 + CARD_CHECKOUT_WINDOW_MS + MAX_3DS_WINDOW_MS,
+        },
+      };
+    },
     accepted(_p, answer, { config, now }) {
       const a = answer as ChargeAnswer;
       const charged: Partial<PaymentRow> = { checkout_token: null, checkout_error: null, card: a.card };
@@ -62,6 +88,13 @@ export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardC
         return {
           trigger: 'fail',
           details: { reason: 'card-declined', failureCode: a.failureCode, failureMessage: a.failureMessage },
+          patch: charged,
+        };
+      // the acquirer's own record that the money moved (a gateway's PAY answer): final now
+      if (a.settled)
+        return {
+          trigger: 'succeed',
+          details: { reason: 'provider-accepted', providerRef: a.providerRef },
           patch: charged,
         };
       return { trigger: 'sent', patch: charged };

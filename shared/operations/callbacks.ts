@@ -2,8 +2,8 @@ import type { ServiceContext } from '../context';
 import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import type { ProviderObjectKind } from '../providers/types';
-import type { ProviderEndpoint, StoredCallback } from '../providers/connector';
-import { storedCallback } from '../providers/stored';
+import type { OperationRef, ProviderEndpoint, StoredCallback } from '../providers/connector';
+import { amountDiffers, storedCallback } from '../providers/stored';
 import type { CallbackColumns, OperationRow } from '../db/rows';
 import type { Operator } from '../vocabulary';
 import type { OperationKind } from './kind';
@@ -60,11 +60,13 @@ export async function applyStoredCallback(
     else {
       const reported = callback ?? stored;
       const trigger = kind.reported(reported.status);
+      // an unsigned notification is applied as its provider's status query says, and never when it names another amount itself
+      const named = !stored.verified && amountDiffers(stored, kind.moved(op)) ? stored : reported;
       const report = {
         provider,
         confirmed: callback !== undefined,
-        amount: reported.amount,
-        currency: reported.currency,
+        amount: named.amount,
+        currency: named.currency,
       };
       const verdict = decideTransition(kind, op, trigger, report);
       const details = {
@@ -104,7 +106,7 @@ async function confirmUnsigned(
   const provider = ctx.providers.byProviderId(row.provider);
   const op: OperationRow | undefined = kind && (await kind.model.query(ctx.db).findById(row.object_id));
   if (!kind || !provider || !op || op.provider !== provider.id) return undefined;
-  const answer = await askProvider(ctx, provider, kind.name, op);
+  const answer = await askProvider(ctx, provider, kind, op);
   if (answer.state !== 'succeeded' && answer.state !== 'failed' && answer.state !== 'cancelled') return undefined;
   return {
     status: answer.state,
@@ -117,20 +119,21 @@ async function confirmUnsigned(
 }
 
 /** Asks an operation's provider what it knows, counted for availability like every provider call. */
-export function askProvider(
+export async function askProvider(
   ctx: ServiceContext,
   provider: ProviderEndpoint,
-  kind: ProviderObjectKind,
+  kind: OperationKind<any, any, any>,
   op: OperationRow,
 ) {
-  const ref = {
-    kind,
+  const ref: OperationRef = {
+    kind: kind.name,
     id: op.id,
     providerRef: op.provider_ref,
     operator: (op.operator as Operator | null) ?? null,
     currency: op.currency,
     created: op.created * 1000,
     paymentId: (op as OperationRow & { payment_id?: string }).payment_id ?? null,
+    ...(kind.askContext ? await kind.askContext(op, ctx.db, ctx.clock.now()) : {}),
   };
-  return ctx.providerHealth.observe(provider, kind, ref.operator, () => provider.ask(ref));
+  return ctx.providerHealth.observe(provider, kind.name, ref.operator, () => provider.ask(ref));
 }

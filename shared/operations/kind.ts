@@ -6,7 +6,7 @@ import type { Config } from '../config';
 import type { IdKind } from '../ids';
 import type { ProviderError } from '../providers/errors';
 import type { ProviderAccepted, ProviderObjectKind } from '../providers/types';
-import type { Connector } from '../providers/connector';
+import type { Connector, OperationRef } from '../providers/connector';
 import type { QueueName } from '../queues/names';
 import type { Posting } from '../rules/ledger';
 import type { OperationRow } from '../db/rows';
@@ -73,6 +73,8 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
   providerRefVisible: boolean;
   /** the request to the provider, with our id as its idempotency key */
   request(provider: P, row: R, db: Executor): Promise<ProviderAccepted>;
+  /** what an ask about a row tells its provider beyond the row's own fields (a card payment's last checkout attempt) */
+  askContext?(row: R, db: Executor, now: number): Promise<Partial<Pick<OperationRef, 'card'>>>;
   /** what the provider is asked to move: compared with an amount its callback or status answer echoes */
   moved(row: R): { amount: number; currency: string };
   /** what the provider's acceptance does (default: the `sent` trigger); e.g. a card charge may ask for 3-D Secure */

@@ -61,7 +61,7 @@ async function ask(ctx: ServiceContext, kind: OperationKind<any, any, any>, row:
   const provider = row.provider ? ctx.providers.byProviderId(row.provider) : undefined;
   if (!provider) return { kind: 'no-provider' };
   try {
-    const status = await askProvider(ctx, provider, kind.name, row);
+    const status = await askProvider(ctx, provider, kind, row);
     // a status naming another amount than was asked is not followed: ask again (and an operator looks: the log)
     if (
       status.state === 'succeeded' &&

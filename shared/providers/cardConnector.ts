@@ -86,6 +86,8 @@ export interface PaymentSourceRule {
   readonly pattern: RegExp;
   /** the validation message's description of it, e.g. `a card token (tok_…)` */
   readonly description: string;
+  /** the page also posts `browser`, the payer's browser for EMV 3-D Secure (a gateway's AUTHENTICATE_PAYER) */
+  readonly browser?: boolean;
 }
 
 export interface ChargeRequest {
@@ -97,16 +99,45 @@ export interface ChargeRequest {
   amount: number;
   currency: Currency;
   description: string | null;
+  /** the n-th payment source posted for this payment (1, 2, …): a gateway's per-attempt transaction ids */
+  attempt?: number;
+  /** the payer's browser as the checkout page read it (EMV 3-D Secure needs it); absent when the page sent none */
+  browser?: BrowserInfo;
 }
 
-/** The issuer's 3-D Secure challenge: a page the checkout frames (on an origin of `origins.frames`). */
+/** The payer's browser, for EMV 3-D Secure (the checkout page reads it; the server adds what the request says). */
+export interface BrowserInfo {
+  userAgent: string;
+  acceptHeaders: string;
+  colorDepth: number;
+  javaEnabled: boolean;
+  language: string;
+  screenHeight: number;
+  screenWidth: number;
+  /** Date.getTimezoneOffset(): minutes from local time to UTC */
+  timeZone: number;
+  ipAddress?: string;
+}
+
+/**
+ * The issuer's 3-D Secure challenge: a page the checkout frames (on an origin of `origins.frames`,
+ * or the service's own). `html`: the gateway's redirect HTML, which the checkout keeps and serves
+ * at `url` on its own origin (a gateway that hands a fragment to insert rather than a page).
+ */
 export interface CardChallenge {
   url: string;
+  html?: string;
 }
 
 export interface ChargeAnswer extends ProviderAccepted {
   /** approved: final by notification or ask; declined: failed now; challenge: the client authenticates first */
   outcome: 'approved' | 'declined' | 'challenge';
+  /**
+   * approved only: the answer is the acquirer's own record that the money moved (a gateway's PAY
+   * answered SUCCESS for the payment's amount): the payment succeeds now. Absent or false: it
+   * stays pending until a notification or an ask confirms it.
+   */
+  settled?: boolean;
   challenge: CardChallenge | null;
   /** what the acquirer says of the card (never its number) */
   card: CardDetails | null;

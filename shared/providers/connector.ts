@@ -76,6 +76,17 @@ export interface OperationRef {
   created: number;
   /** a refund's payment (pay_): a gateway finds a refund under its payment's order; null for other kinds */
   paymentId?: string | null;
+  /** a card payment: what its kind knows of the checkout's last attempt (a gateway continues it by its ids) */
+  card?: {
+    /** the n-th payment source posted */
+    attempt: number;
+    /** that attempt's payment source (a gateway session id), while the payment is open */
+    session: string | null;
+    /** minor units */
+    amount: number;
+    /** every window for the client's 3-D Secure challenge has passed */
+    abandoned: boolean;
+  };
 }
 
 /** A callback as it arrived, for verification. */

@@ -7,6 +7,7 @@ import type { CardConnector } from './cardConnector';
 import type { Connector, ProviderEndpoint } from './connector';
 import { SandboxConnector } from './http';
 import { AirtelConnector } from './airtel/connector';
+import { MpgsConnector } from './mpgs/connector';
 import { PawapayConnector } from './pawapay/connector';
 import { CONNECTOR_NAMES, CONNECTORS, type ConnectorName, type ConnectorSettings } from './table';
 
@@ -96,6 +97,9 @@ export const CONNECTOR_FACTORIES: {
       client: common.client,
       log: common.log,
     }),
+  ],
+  mpgs: (s, common) => [
+    new MpgsConnector({ settings: s, client: common.client, serviceUrl: common.serviceUrl, log: common.log }),
   ],
 };
 

@@ -2,6 +2,7 @@ import type { Env } from '../env';
 import { OPERATORS, type Direction, type Environment, type Operator } from '../vocabulary';
 import { loadCardSandboxSettings } from './cardSandbox/settings';
 import { loadAirtelSettings, type AirtelSettings } from './airtel/settings';
+import { loadMpgsSettings } from './mpgs/settings';
 import { loadPawapaySettings } from './pawapay/settings';
 import { loadSandboxSettings } from './sandbox/settings';
 
@@ -77,6 +78,13 @@ export const CONNECTORS = {
       direction === 'payout' && !settings.disbursementPin
         ? 'Airtel payouts need AIRTEL_DISBURSEMENT_PIN and AIRTEL_PIN_PUBLIC_KEY'
         : null,
+  },
+  /** Mastercard Gateway (MPGS) REST API v100: Hosted Session, EMV 3-D Secure (id `mpgs`) */
+  mpgs: {
+    method: 'card',
+    environment: 'live',
+    folder: 'shared/providers/mpgs',
+    settings: loadMpgsSettings,
   },
 } as const satisfies Record<string, ConnectorEntry<any>>;
 

@@ -24,6 +24,10 @@ const EVERY_CONNECTOR = {
   AIRTEL_URL: NOWHERE,
   AIRTEL_CLIENT_ID: 'id',
   AIRTEL_CLIENT_SECRET: 'secret',
+  MPGS_GATEWAY_URL: NOWHERE,
+  MPGS_MERCHANT_ID: 'TESTMERCHANT',
+  MPGS_API_PASSWORD: 'password',
+  MPGS_NOTIFICATION_SECRET: 'notification-secret-0123456789',
 };
 
 describe('the connector table', () => {
@@ -58,7 +62,7 @@ describe('the connector table', () => {
     }
     expect([...CONNECTOR_LABELS].sort()).to.deep.equal([...CONNECTOR_NAMES].sort());
     // what the check guards against: a connector whose name is in no entry
-    expect(connectorLabel({ connector: 'mpgs' as ConnectorName, environment: 'live' })).to.equal('other');
+    expect(connectorLabel({ connector: 'stripe' as ConnectorName, environment: 'live' })).to.equal('other');
   });
 
   it('builds card connectors for card entries and mobile-money connectors within their reach for the others', () => {

@@ -112,8 +112,9 @@
   }
 
   if (state === '3ds-return') {
-    // the issuer sent the challenge frame here: tell the checkout page (same origin) to ask the server
-    if (window.parent !== window) window.parent.postMessage({ type: '3ds-done', payment: id }, location.origin);
+    // the issuer sent the challenge frame here: tell the checkout page (same origin; the top window,
+    // a gateway's challenge page being a frame of its own inside the checkout's) to ask the server
+    if (window.top !== window) window.top.postMessage({ type: '3ds-done', payment: id }, location.origin);
     else location.replace(body.getAttribute('data-checkout'));
     return;
   }
@@ -132,10 +133,112 @@
   if (state === 'challenge') {
     var challenge = document.getElementById('challenge-frame');
     window.addEventListener('message', function (e) {
-      if (e.origin !== location.origin || !challenge || e.source !== challenge.contentWindow) return;
-      if (e.data && e.data.type === '3ds-done') check();
+      // from our own 3ds-return page, framed (directly or inside a gateway's challenge page) by this one
+      if (e.origin !== location.origin || !challenge || !e.data || e.data.payment !== id) return;
+      if (e.data.type === '3ds-done') check();
     });
     poll();
+  }
+
+  // a gateway's hosted session (docs/decisions.md#cards-hosted-checkout): its session.js turns the
+  // page's card fields into iframes of its own origin and stores them in the session; the page
+  // posts only the session id, with what 3-D Secure needs of the browser. The card number and
+  // security code never pass through this page.
+  if (state === 'hosted-session') {
+    var sessionId = body.getAttribute('data-session');
+    var hsForm = document.getElementById('pay-form');
+    var hsButton = document.getElementById('pay-button');
+    var hsPaying = false;
+    var gateway = window.PaymentSession;
+
+    var hsStop = function (text) {
+      hsPaying = false;
+      hsButton.disabled = false;
+      hsButton.removeAttribute('aria-busy');
+      say(text);
+    };
+
+    var browser = function () {
+      return {
+        acceptHeaders: body.getAttribute('data-accept') || '',
+        colorDepth: (screen && screen.colorDepth) || 24,
+        javaEnabled: false,
+        language: navigator.language || lang,
+        screenHeight: (screen && screen.height) || 0,
+        screenWidth: (screen && screen.width) || 0,
+        timeZone: new Date().getTimezoneOffset(),
+      };
+    };
+
+    var hsPay = function () {
+      fetch('/checkout/' + id + '/pay', {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+        body: JSON.stringify({ session: sessionId, browser: browser() }),
+      })
+        .then(function (res) {
+          if (res.status === 202) return poll();
+          if (res.status === 409) return reload();
+          hsStop(res.status === 429 ? messages.busy : messages.network);
+        })
+        .catch(function () {
+          hsStop(messages.network);
+        });
+    };
+
+    // fields_in_error: which fields, in the client's words; the client corrects them and pays again
+    var fieldErrors = function (errors) {
+      var out = [];
+      if (errors.cardNumber) out.push(messages['field-cardNumber']);
+      if (errors.expiryMonth || errors.expiryYear) out.push(messages['field-expiry']);
+      if (errors.securityCode) out.push(messages['field-securityCode']);
+      return out.length ? out.join(' ') : messages.card;
+    };
+
+    if (!gateway || typeof gateway.configure !== 'function') {
+      hsButton.disabled = true;
+      say(messages['fields-unavailable']);
+      return;
+    }
+    gateway.configure({
+      session: sessionId,
+      fields: {
+        card: {
+          number: '#card-number',
+          securityCode: '#card-security-code',
+          expiryMonth: '#card-expiry-month',
+          expiryYear: '#card-expiry-year',
+        },
+      },
+      frameEmbeddingMitigation: ['javascript'],
+      callbacks: {
+        initialized: function (r) {
+          if (!r || r.status !== 'ok') {
+            hsButton.disabled = true;
+            say(messages['fields-unavailable']);
+          }
+        },
+        formSessionUpdate: function (r) {
+          if (!hsPaying) return;
+          var status = r && r.status;
+          if (status === 'ok') return hsPay();
+          if (status === 'fields_in_error') return hsStop(fieldErrors((r && r.errors) || {}));
+          if (status === 'request_timeout') return hsStop(messages['request-timeout']);
+          hsStop(messages['system-error']);
+        },
+      },
+      interaction: { displayControl: { formatCard: 'EMBOSSED', invalidFieldCharacters: 'REJECT' } },
+    });
+
+    hsForm.addEventListener('submit', function (e) {
+      e.preventDefault();
+      if (hsPaying) return;
+      hsPaying = true;
+      hsButton.disabled = true;
+      hsButton.setAttribute('aria-busy', 'true');
+      say(messages.processing);
+      gateway.updateSessionFromForm('card');
+    });
   }
 
   if (state === 'form') {

@@ -1,5 +1,6 @@
 import type { Currency } from '../../vocabulary';
 import { CURRENCIES } from '../../vocabulary';
+import { ConfigError } from '../../env';
 
 /** How amounts are written on the wire: 'fixed' keeps the currency's decimals ("10.50"); 'minimal' drops trailing zeros ("10.5"). */
 export type AmountFormat = 'fixed' | 'minimal';
@@ -41,7 +42,7 @@ export interface MpgsSettings {
   timeoutMs: number;
 }
 
-export class MpgsSettingsError extends Error {}
+export class MpgsSettingsError extends ConfigError {}
 
 type Env = Record<string, string | undefined>;
 
@@ -76,9 +77,14 @@ export function loadMpgsSettings(env: Env, production = env.NODE_ENV === 'produc
 
   const currencies = list(env.MPGS_CURRENCIES ?? 'USD');
   const limits: MpgsSettings['limits'] = {};
+  // each variable named whole, so that the settings' documentation check sees it read
+  const given: Record<Currency, Env> = {
+    USD: { MPGS_MIN_USD: env.MPGS_MIN_USD, MPGS_MAX_USD: env.MPGS_MAX_USD },
+    CDF: { MPGS_MIN_CDF: env.MPGS_MIN_CDF, MPGS_MAX_CDF: env.MPGS_MAX_CDF },
+  };
   for (const c of currencies) {
-    const min = int(env, `MPGS_MIN_${c}`, DEFAULT_LIMITS[c].min, 1);
-    const max = int(env, `MPGS_MAX_${c}`, DEFAULT_LIMITS[c].max, 1);
+    const min = int(given[c], `MPGS_MIN_${c}`, DEFAULT_LIMITS[c].min, 1);
+    const max = int(given[c], `MPGS_MAX_${c}`, DEFAULT_LIMITS[c].max, 1);
     if (min > max) throw new MpgsSettingsError(`MPGS_MIN_${c} must not exceed MPGS_MAX_${c}`);
     limits[c] = { min, max };
   }
