@@ -9,13 +9,13 @@ import {
   startAirtelSimulator,
   type AirtelSimulator,
   type SimTransaction as AirtelTransaction,
-} from '../shared/providers/airtel/simulator';
+} from './simulators/airtel/simulator';
 import { toAirtelId } from '../shared/providers/airtel/wire';
 import {
   startPawapaySimulator,
   type PawapaySimulator,
   type SimTransaction as PawapayTransaction,
-} from '../shared/providers/pawapay/simulator';
+} from './simulators/pawapay/simulator';
 import type { Currency } from '../shared/vocabulary';
 import {
   KINDS,
@@ -38,8 +38,8 @@ import type { ReplayTally } from './chaos-replays';
  * (chaos.ts: kills, Redis FLUSHDB and restart, Postgres cut and partition, signed replays) with
  * LIVE keys routed through the connectors' simulators, which the drill runs in its own process
  * (so no kill reaches them: they stand for the providers): vodacom and orange to pawaPay
- * (shared/providers/pawapay/simulator.ts, on --base-port + 20), airtel to Airtel
- * (shared/providers/airtel/simulator.ts, on --base-port + 21). The service gets the settings of
+ * (scripts/simulators/pawapay/simulator.ts, on --base-port + 20), airtel to Airtel
+ * (scripts/simulators/airtel/simulator.ts, on --base-port + 21). The service gets the settings of
  * `npm run demo:live` (LIVE_VODACOM=pawapay, LIVE_ORANGE=pawapay, LIVE_AIRTEL=airtel,
  * PROVIDER_WINDOW_MS 2000 and ASK_INTERVAL_MS 500: Airtel refunds and payouts never call back).
  *

@@ -1,6 +1,6 @@
 /**
  * The chaos drill's comparison of each operation's final status with what the sandbox provider
- * says it did, asked as the service asks it (shared/providers/http.ts, `ask`):
+ * says it did, asked as the service asks it (shared/providers/sandbox/connector.ts, `ask`):
  * GET {sandbox}/{operator}/v1/transactions/{our id}, 404 when it never took the request. The
  * sandbox also counts the create requests it received for each id.
  */

@@ -14,8 +14,8 @@ import { createMerchantWithKey, follow as followStatus, merchantSdk, operatorApi
 import { freePort } from './lib/ports';
 import { startProcess, type RunningProcess } from './lib/processes';
 import { setUpStack } from './lib/stack';
-import { startAirtelSimulator } from '../shared/providers/airtel/simulator';
-import { startPawapaySimulator } from '../shared/providers/pawapay/simulator';
+import { startAirtelSimulator } from './simulators/airtel/simulator';
+import { startPawapaySimulator } from './simulators/pawapay/simulator';
 
 const ADMIN_TOKEN = `demo-live-admin-${randomBytes(8).toString('hex')}`;
 const POOLS = [

@@ -1,8 +1,8 @@
-import { startAirtelSimulator, SIMULATOR_NUMBERS } from '../shared/providers/airtel/simulator';
+import { startAirtelSimulator, SIMULATOR_NUMBERS } from './simulators/airtel/simulator';
 
 /**
  * `npm run sim:airtel`: the Airtel Money Open API simulator on its own
- * (shared/providers/airtel/simulator.ts, README there). Settings, all optional:
+ * (scripts/simulators/airtel/simulator.ts, README there). Settings, all optional:
  *   AIRTEL_SIM_PORT            port (default 4120)
  *   AIRTEL_SIM_HOST            address (default 127.0.0.1)
  *   AIRTEL_SIM_CALLBACK_URL    where collection callbacks go (default: none)

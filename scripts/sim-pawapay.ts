@@ -10,7 +10,7 @@
  *   PAWAPAY_SIM_CALLBACK_DELAY_MS, PAWAPAY_SIM_SLOW_INITIATION_MS  (defaults 2000, 15000)
  *   PAWAPAY_SIM_SIGNED_CALLBACKS  'false' sends callbacks unsigned (default signed)
  */
-import { startPawapaySimulator } from '../shared/providers/pawapay/simulator';
+import { startPawapaySimulator } from './simulators/pawapay/simulator';
 
 function int(name: string, fallback: number, min: number, max: number): number {
   const raw = process.env[name];

@@ -1,5 +1,5 @@
 import type { ProviderObjectKind } from './providers/types';
-import { paymentKind } from './payments/kind';
+import { mobileMoneyPaymentKind } from './payments/kind';
 import { payoutKind } from './payouts/kind';
 import { refundKind } from './refunds/kind';
 import { cardPaymentKind } from './cards/kind';
@@ -13,7 +13,7 @@ import type { OperationKind } from './operations/kind';
 export type Kinds = Record<ProviderObjectKind, OperationKind<any, any, any>>;
 
 export const KINDS: Kinds = {
-  payment: paymentKind,
+  payment: mobileMoneyPaymentKind,
   refund: refundKind,
   payout: payoutKind,
   card_payment: cardPaymentKind,

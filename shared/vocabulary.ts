@@ -26,7 +26,7 @@ export const EVENT_TYPES = [
 ] as const;
 export type EventType = (typeof EVENT_TYPES)[number];
 
-/** The statuses each kind of operation shows (its state machine: shared/operations/machines.ts). */
+/** The statuses each kind of operation shows (its state machine: shared/operations/kindMachines.ts). */
 export type PaymentStatus = 'pending' | 'processing' | 'succeeded' | 'failed' | 'cancelled' | 'refunded';
 /** A card payment takes every status of a payment: `refunded` by the operator's refunds (docs/decisions.md#operator-admin-api). */
 export type CardPaymentStatus = PaymentStatus;

@@ -1,6 +1,6 @@
 import type { Middleware } from 'koa';
 import { Unavailable } from '../../shared/errors';
-import { getMaintenance, type MaintenanceFlag } from '../../shared/settings';
+import { getMaintenance, type MaintenanceFlag } from '../../shared/maintenance';
 import type { Caches } from '../../shared/ttlCache';
 
 const CACHE_MS = 1000;

@@ -10,7 +10,7 @@ import {
   type CreatePaymentInput,
   type ListPaymentsQuery,
 } from '../../shared/payments/schemas';
-import { paymentMachine } from '../../shared/operations/machines';
+import { paymentMachine } from '../../shared/operations/kindMachines';
 
 /** The payment object (docs/decisions.md#payments and docs/decisions.md#cards-hosted-checkout). */
 export const Payment = component(

@@ -10,7 +10,7 @@ import {
   type ListPayoutsQuery,
   type PayoutInput,
 } from '../../shared/payouts/schemas';
-import { payoutMachine } from '../../shared/operations/machines';
+import { payoutMachine } from '../../shared/operations/kindMachines';
 import { OPERATORS } from '../../shared/vocabulary';
 
 /** The payout object (docs/decisions.md#payouts). */

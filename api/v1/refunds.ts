@@ -4,7 +4,7 @@ import { CURRENCY, idOf, listOf, MINOR_UNITS, nullable, UNIX_SECONDS } from '../
 import { createRefund, type RefundInput } from '../../shared/refunds/create';
 import { idempotentWrite } from '../pipeline/idempotency';
 import { listRefunds } from '../../shared/refunds/read';
-import { refundMachine } from '../../shared/operations/machines';
+import { refundMachine } from '../../shared/operations/kindMachines';
 import { MONEY } from '../../shared/validation';
 
 const refundSchema = {

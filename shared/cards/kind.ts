@@ -1,5 +1,5 @@
 import { defineKind, type OperationKind } from '../operations/kind';
-import { cardPaymentMachine } from '../operations/machines';
+import { cardPaymentMachine } from '../operations/kindMachines';
 import { collectionPolicy } from '../payments/kind';
 import { Payment, PaymentStatusChange } from '../db/models';
 import { QUEUES } from '../queues/names';

@@ -2,7 +2,7 @@ import type { OperationRow } from '../db/rows';
 import type { StoredCallback } from '../providers/connector';
 import { amountDiffers } from '../providers/stored';
 import type { OperationKind } from './kind';
-import { decide, type Decision, type Trigger } from './machine';
+import { decide, type Decision, type Trigger } from './stateMachine';
 
 /**
  * The one decision of every path that changes an operation (pure): the locked path

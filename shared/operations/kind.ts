@@ -12,7 +12,7 @@ import type { Posting } from '../rules/ledger';
 import type { OperationRow } from '../db/rows';
 import { operationSql, type OperationSql } from './writer';
 import { traceparentNow } from '../tracing/spans';
-import type { LedgerEffect, Machine, Trigger } from './machine';
+import type { LedgerEffect, Machine, Trigger } from './stateMachine';
 
 /**
  * A kind of provider operation: a table entry of the kernel (README.md in this folder). The

@@ -1,7 +1,7 @@
 import type { Trx } from '../db/knex';
 import { outgoingKinds, outgoingDeliver, type OutgoingKind } from '../rules/ledger';
 import { post, reverse } from '../ledger/postings';
-import type { Trigger } from './machine';
+import type { Trigger } from './stateMachine';
 import type { OperationKind } from './kind';
 import type { OperationRow } from '../db/rows';
 

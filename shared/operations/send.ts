@@ -7,7 +7,7 @@ import { ProviderError } from '../providers/errors';
 import type { ProviderAccepted } from '../providers/types';
 import type { WorkSource } from '../queues/redrive';
 import type { AcceptedStep, OperationKind, TriggerDetails } from './kind';
-import { isOpen } from './machine';
+import { isOpen } from './stateMachine';
 import { decideTransition } from './decision';
 import {
   applyTrigger,

@@ -5,7 +5,7 @@ import { transact } from '../db/transact';
 import type { Logger } from '../logger';
 import type { OperationKind, WindowAnswer } from './kind';
 import { ATTENTION_AFTER_MS } from './attention';
-import { isOpen } from './machine';
+import { isOpen } from './stateMachine';
 import { applyTrigger, lockRow, writeColumns } from './transition';
 import type { OperationRow } from '../db/rows';
 import { askProvider } from './callbacks';

@@ -9,7 +9,7 @@ import { callbackAppliedSql, callbackUnprocessedSql, markCallbacksStatement } fr
 import { deliveryRecords, insertDeliveriesSql } from '../webhooks/fanout';
 import { KEY_COLUMNS, takeKeysSql } from '../idempotencySql';
 import { keyedSignaturesSql, signedWithKeySql, takeSignaturesSql } from '../requestSignaturesSql';
-import type { OperationWrite } from './write';
+import type { OperationWrite } from './operationWrite';
 
 /**
  * The writer of operations (payments, refunds, payouts): the one module that inserts or changes

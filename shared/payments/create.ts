@@ -20,7 +20,7 @@ import { IdempotencyKeyHeld, keyRow, type IdempotentWrite } from '../idempotency
 import type { PaymentRow } from '../db/rows';
 import { newOperationFields } from '../operations/kind';
 import { creationWrite, writeAlone } from '../operations/transition';
-import { paymentKind } from './kind';
+import { mobileMoneyPaymentKind } from './kind';
 import { CARD_CHECKOUT_WINDOW_MS, cardPaymentKind } from '../cards/kind';
 
 /**
@@ -141,7 +141,7 @@ export async function createPayment(
     row.method === 'mobile_money'
       ? [outboxMessage(QUEUES.providerPush, 'push', { paymentId: row.id, requestId: caller.requestId })]
       : [];
-  const kind = row.method === 'mobile_money' ? paymentKind : cardPaymentKind;
+  const kind = row.method === 'mobile_money' ? mobileMoneyPaymentKind : cardPaymentKind;
   let created: boolean;
   try {
     created = await writeAlone(

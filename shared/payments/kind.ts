@@ -1,6 +1,6 @@
 import { paymentCredit } from '../rules/ledger';
 import { defineKind, type OperationKind } from '../operations/kind';
-import { paymentMachine } from '../operations/machines';
+import { paymentMachine } from '../operations/kindMachines';
 import { QUEUES } from '../queues/names';
 import { Payment, PaymentStatusChange } from '../db/models';
 import { paymentEventObject } from './view';
@@ -67,7 +67,7 @@ export const collectionPolicy: Pick<
  * A mobile-money collection as a kind of the operations kernel, pushed by the provider-push pool.
  * Card payments share the table and are their own kind (shared/cards/kind.ts).
  */
-export const paymentKind: OperationKind<PaymentRow, PaymentStatus> = defineKind<PaymentRow, PaymentStatus>(
+export const mobileMoneyPaymentKind: OperationKind<PaymentRow, PaymentStatus> = defineKind<PaymentRow, PaymentStatus>(
   {
     name: 'payment',
     model: Payment,

@@ -1,7 +1,7 @@
 import { MONEY } from '../validation';
 import { CURSOR_QUERY, LIMIT_QUERY } from '../db/pagination';
 import { MSISDN_PATTERN, OPERATORS, type Operator } from '../msisdn';
-import { paymentMachine } from '../operations/machines';
+import { paymentMachine } from '../operations/kindMachines';
 import type { Currency } from '../rules/ledger';
 import type { FeeBearer } from '../rules/fees';
 import type { MetadataValue, PaymentStatus } from '../vocabulary';

@@ -1,6 +1,6 @@
 import type { Operator } from '../vocabulary';
 import { defineKind, type OperationKind } from '../operations/kind';
-import { payoutMachine } from '../operations/machines';
+import { payoutMachine } from '../operations/kindMachines';
 import { moneyOutPolicy } from '../operations/moneyOut';
 import { QUEUES } from '../queues/names';
 import { Payout, PayoutStatusChange } from '../db/models';

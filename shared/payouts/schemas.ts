@@ -1,4 +1,4 @@
-import { payoutMachine } from '../operations/machines';
+import { payoutMachine } from '../operations/kindMachines';
 import { createPaymentSchema, type CreatePaymentInput, type ListPaymentsQuery } from '../payments/schemas';
 import { CURSOR_QUERY, LIMIT_QUERY } from '../db/pagination';
 import type { PayoutStatus } from '../vocabulary';

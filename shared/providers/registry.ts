@@ -5,7 +5,7 @@ import type { Logger } from '../logger';
 import { CardSandboxConnector, CARD_SANDBOX_ID } from './cardSandbox/connector';
 import type { CardConnector } from './cardConnector';
 import type { Connector, ProviderEndpoint } from './connector';
-import { SandboxConnector } from './http';
+import { SandboxConnector } from './sandbox/connector';
 import { AirtelConnector } from './airtel/connector';
 import { MpgsConnector } from './mpgs/connector';
 import { PawapayConnector } from './pawapay/connector';

@@ -15,7 +15,7 @@ import { newOperationFields } from '../operations/kind';
 import { applyTrigger, createRow, lockRow } from '../operations/transition';
 import { outboxMessage } from '../queues/outbox';
 import { refundKind } from './kind';
-import { paymentKind } from '../payments/kind';
+import { mobileMoneyPaymentKind } from '../payments/kind';
 import { cardPaymentKind } from '../cards/kind';
 import { QUEUES } from '../queues/names';
 import { refundView, type RefundObject } from './view';
@@ -41,7 +41,8 @@ export async function createRefund(
   return idempotentTransact(deps, key, async (trx, outbox) => {
     const now = deps.clock.now();
     // a card payment is its own kind: found only to be refused (422 card-refund-not-supported)
-    const payment = (await lockRow(trx, paymentKind, paymentId)) ?? (await lockRow(trx, cardPaymentKind, paymentId));
+    const payment =
+      (await lockRow(trx, mobileMoneyPaymentKind, paymentId)) ?? (await lockRow(trx, cardPaymentKind, paymentId));
     if (!payment || payment.merchant_id !== viewer.merchantId || payment.environment !== viewer.environment)
       throw new NotFound('Payment');
     const amount = refundAmount(payment, input.amount);
@@ -69,7 +70,7 @@ export async function createRefund(
     await applyTrigger(
       trx,
       outbox,
-      paymentKind,
+      mobileMoneyPaymentKind,
       payment,
       refundTrigger(payment.amount_charged, refunded),
       { reason: `refund ${refund.id} created`, at: now },

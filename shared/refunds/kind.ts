@@ -1,11 +1,11 @@
 import type { Operator } from '../vocabulary';
 import type { Trx } from '../db/knex';
 import { defineKind, type OperationKind } from '../operations/kind';
-import { refundMachine } from '../operations/machines';
+import { refundMachine } from '../operations/kindMachines';
 import { moneyOutPolicy } from '../operations/moneyOut';
 import { applyTrigger, lockRow } from '../operations/transition';
 import { findOperation } from '../db/sql/operationReads';
-import { paymentKind } from '../payments/kind';
+import { mobileMoneyPaymentKind } from '../payments/kind';
 import { cardPaymentKind } from '../cards/kind';
 import { QUEUES } from '../queues/names';
 import { Refund, RefundStatusChange } from '../db/models';
@@ -17,7 +17,7 @@ import { isCardConnector, type CardConnector, type CardRefundAnswer } from '../p
 
 /** The kind of a refund's payment: a card payment's refund has no phone (it goes back to the card). */
 export function refundedPaymentKind(r: Pick<RefundRow, 'operator'>): OperationKind<PaymentRow, PaymentStatus, any> {
-  return r.operator === null ? cardPaymentKind : paymentKind;
+  return r.operator === null ? cardPaymentKind : mobileMoneyPaymentKind;
 }
 
 /** The refund's payment under its row lock (refund, then payment: the order every flow takes). */

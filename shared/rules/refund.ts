@@ -6,7 +6,7 @@ import { Unprocessable } from '../errors';
  *   the operator to the card of a card payment: docs/decisions.md#operator-admin-api), taken from the
  *   merchant's available balance when it is created (`pending`), confirmed (`succeeded`) or
  *   refused (`failed`, the money goes back to available) by the provider (its state machine is
- *   shared/operations/machines.ts).
+ *   shared/operations/kindMachines.ts).
  * - refunded amount: the sum of a payment's `pending` and `succeeded` refunds (docs/decisions.md#payments).
  */
 

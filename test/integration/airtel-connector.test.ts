@@ -9,7 +9,7 @@ import {
   startAirtelSimulator,
   type AirtelSimulator,
   type AirtelSimulatorOptions,
-} from '../../shared/providers/airtel/simulator';
+} from '../../scripts/simulators/airtel/simulator';
 import type { NormalisedCallback, Verification } from '../../shared/providers/connector';
 import { ProviderError } from '../../shared/providers/errors';
 

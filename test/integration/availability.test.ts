@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { eventually } from '../../scripts/lib/processes';
 import { aMerchant, aSucceededPayment, balanceOf, mobilePayment, startMoneyEnv } from '../helpers/money';
-import { startPawapaySimulator, type PawapaySimulator } from '../../shared/providers/pawapay/simulator';
+import { startPawapaySimulator, type PawapaySimulator } from '../../scripts/simulators/pawapay/simulator';
 
 /**
  * Operator availability (docs/decisions.md#integrators-kit): `delayed` from the provider calls the

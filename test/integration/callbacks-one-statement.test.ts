@@ -5,7 +5,7 @@ import { eventually } from '../../scripts/lib/processes';
 import { checkLedger } from '../../shared/ledger/check';
 import { applyStoredCallback } from '../../shared/operations/callbacks';
 import { applyCallbackInOneStatement } from '../../shared/operations/oneStatement';
-import { paymentKind } from '../../shared/payments/kind';
+import { mobileMoneyPaymentKind } from '../../shared/payments/kind';
 import { callbackBody, aPayment, sendCallback } from '../helpers/money';
 import { KINDS } from '../../shared/kindRegistry';
 
@@ -105,12 +105,14 @@ describe('callbacks applied in one statement', () => {
     const first = await aPayment(client, { phone: '243990000001' });
     const cb1 = await stored(first.id);
     // no ledger account of this merchant yet: the general path creates them
-    expect(await applyCallbackInOneStatement(env.services, paymentKind, cb1, env.services.log)).to.equal(undefined);
+    expect(await applyCallbackInOneStatement(env.services, mobileMoneyPaymentKind, cb1, env.services.log)).to.equal(
+      undefined,
+    );
     expect((await applyStoredCallback(env.services, KINDS, cb1)).outcome).to.equal('applied');
 
     const second = await aPayment(client, { phone: '243990000001' });
     const cb2 = await stored(second.id);
-    const fast = await applyCallbackInOneStatement(env.services, paymentKind, cb2, env.services.log);
+    const fast = await applyCallbackInOneStatement(env.services, mobileMoneyPaymentKind, cb2, env.services.log);
     expect(fast?.outcome).to.equal('applied');
     expect(fast?.callback?.objectId).to.equal(second.id);
 
@@ -141,7 +143,7 @@ describe('callbacks applied in one statement', () => {
     const p = await aPayment(client, { phone: '243990000001' });
     const cb = await stored(p.id);
     const runs = await Promise.all(
-      [1, 2, 3].map(() => applyCallbackInOneStatement(env.services, paymentKind, cb, env.services.log)),
+      [1, 2, 3].map(() => applyCallbackInOneStatement(env.services, mobileMoneyPaymentKind, cb, env.services.log)),
     );
     expect(runs.map((r) => r?.outcome).sort()).to.deep.equal(['already-processed', 'already-processed', 'applied']);
     expect((await applyStoredCallback(env.services, KINDS, cb)).outcome).to.equal('already-processed');
@@ -154,7 +156,7 @@ describe('callbacks applied in one statement', () => {
     // the provider says it again, twice at once: one outcome `duplicate` each, nothing else written
     const again = [await stored(p.id), await stored(p.id)];
     const repeats = await Promise.all(
-      again.map((id) => applyCallbackInOneStatement(env.services, paymentKind, id, env.services.log)),
+      again.map((id) => applyCallbackInOneStatement(env.services, mobileMoneyPaymentKind, id, env.services.log)),
     );
     expect(repeats.map((r) => r?.outcome)).to.deep.equal(['duplicate', 'duplicate']);
     for (const id of again)
@@ -164,9 +166,9 @@ describe('callbacks applied in one statement', () => {
         .that.is.instanceOf(Date);
     // a failure reported after the success: ignored as late
     const late = await stored(p.id, 'failed', { failure_code: 'insufficient-funds' });
-    expect((await applyCallbackInOneStatement(env.services, paymentKind, late, env.services.log))?.outcome).to.equal(
-      'ignored-late',
-    );
+    expect(
+      (await applyCallbackInOneStatement(env.services, mobileMoneyPaymentKind, late, env.services.log))?.outcome,
+    ).to.equal('ignored-late');
     expect((await db()('provider_callbacks').where({ id: late }).first()).outcome).to.equal('ignored-late');
     const after = await written(p.id);
     expect(after.inbox.filter((c) => c.outcome === 'applied')).to.have.length(1);
@@ -177,14 +179,14 @@ describe('callbacks applied in one statement', () => {
     const stale = await stored(p.id);
     const { markCallbacks } = await import('../../shared/providers/callbackOutcome');
     expect(
-      await markCallbacks(db(), paymentKind.sql, [
+      await markCallbacks(db(), mobileMoneyPaymentKind.sql, [
         { callbackId: stale, outcome: 'duplicate', id: p.id, from: { status: 'succeeded', version: row.version - 1 } },
       ]),
     ).to.deep.equal([false]);
     expect((await db()('provider_callbacks').where({ id: stale }).first()).processed_at).to.equal(null);
-    expect((await applyCallbackInOneStatement(env.services, paymentKind, stale, env.services.log))?.outcome).to.equal(
-      'duplicate',
-    );
+    expect(
+      (await applyCallbackInOneStatement(env.services, mobileMoneyPaymentKind, stale, env.services.log))?.outcome,
+    ).to.equal('duplicate');
   });
 
   it('writes nothing over a change it did not see (compare-and-set on status and version)', async () => {
@@ -196,7 +198,7 @@ describe('callbacks applied in one statement', () => {
       .where({ id: p.id })
       .update({ version: row.version + 1 });
     const { writeOperations } = await import('../../shared/operations/writer');
-    const wrote = await writeOperations(db(), paymentKind.sql, [
+    const wrote = await writeOperations(db(), mobileMoneyPaymentKind.sql, [
       {
         id: p.id,
         from: { status: 'processing', version: row.version },
@@ -221,7 +223,7 @@ describe('callbacks applied in one statement', () => {
     expect((await db()('payments').where({ id: p.id }).first()).status).to.equal('processing');
     expect((await db()('provider_callbacks').where({ id: cb }).first()).processed_at).to.equal(null);
     // read afresh, the failure is applied with the provider's code
-    const r = await applyCallbackInOneStatement(env.services, paymentKind, cb, env.services.log);
+    const r = await applyCallbackInOneStatement(env.services, mobileMoneyPaymentKind, cb, env.services.log);
     expect(r?.outcome).to.equal('applied');
     const after = await db()('payments').where({ id: p.id }).first();
     expect(after).to.include({

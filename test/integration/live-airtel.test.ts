@@ -4,12 +4,12 @@ import { POOLS, startMoneyEnv, waitFor } from '../helpers/money';
 import type { RunningProcess } from '../../scripts/lib/processes';
 import type { MerchantFixture, TestEnv } from '../helpers/env';
 import { eventually } from '../../scripts/lib/processes';
-import { startAirtelSimulator, type AirtelSimulator } from '../../shared/providers/airtel/simulator';
+import { startAirtelSimulator, type AirtelSimulator } from '../../scripts/simulators/airtel/simulator';
 import { callbackHash } from '../../shared/providers/airtel/callbackHash';
 
 /**
  * Live keys through the Airtel Money Open API connector, end to end against its simulator
- * (shared/providers/airtel/simulator.ts) over real HTTP: the web routes the payment to the
+ * (scripts/simulators/airtel/simulator.ts) over real HTTP: the web routes the payment to the
  * connector, the pools push, refund and pay out through it, the simulator calls back with its
  * hash, and the sweep asks its enquiry endpoint. The simulator validates every request against
  * the JSON Schemas written from Airtel's reference; a request it refused fails the file.

@@ -5,12 +5,12 @@ import type { AddressInfo } from 'node:net';
 import { startMoneyEnv, waitFor } from '../helpers/money';
 import type { MerchantFixture, TestEnv } from '../helpers/env';
 import { eventually } from '../../scripts/lib/processes';
-import { startPawapaySimulator, type PawapaySimulator } from '../../shared/providers/pawapay/simulator';
+import { startPawapaySimulator, type PawapaySimulator } from '../../scripts/simulators/pawapay/simulator';
 import { contentDigest, signMessage } from '../../shared/providers/pawapay/signatures';
 
 /**
  * Live keys through the pawaPay Merchant API v2 connector, end to end against its simulator
- * (shared/providers/pawapay/simulator.ts, test numbers in its README) over real HTTP: routing
+ * (scripts/simulators/pawapay/simulator.ts, test numbers in its README) over real HTTP: routing
  * (vodacom and orange to pawaPay), every scenario of the simulator, RFC 9421 callbacks verified
  * with the published keys, and, with an account that signs nothing, callbacks confirmed by a
  * status query. The simulator validates every request with the connector's own JSON Schemas.

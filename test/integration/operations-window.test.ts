@@ -7,7 +7,7 @@ import { createContext, type ServiceContext } from '../../shared/context';
 import { applyStoredCallback } from '../../shared/operations/callbacks';
 import { sendOnce } from '../../shared/operations/send';
 import { sweepOpen, MAX_ASK_INTERVAL_MS } from '../../shared/operations/sweep';
-import { paymentKind } from '../../shared/payments/kind';
+import { mobileMoneyPaymentKind } from '../../shared/payments/kind';
 import { payoutKind } from '../../shared/payouts/kind';
 import { openPastBound } from '../../shared/operations/attention';
 import { createLogger } from '../../shared/logger';
@@ -79,7 +79,7 @@ describe('the end of a provider window', () => {
   /** Moves the clock past the payment's window (and past any backoff), then sweeps. */
   async function sweepAfter(ms: number) {
     clock.advance(ms);
-    return sweepOpen(ctx, paymentKind);
+    return sweepOpen(ctx, mobileMoneyPaymentKind);
   }
   async function aPaymentPastItsWindow() {
     const p = await aPayment(shop.client, { phone: '243990000001' });
@@ -252,7 +252,7 @@ describe('the end of a provider window', () => {
 
   it('a payment whose window has ended is never pushed to the client', async () => {
     const p = await aPaymentPastItsWindow();
-    expect(await sendOnce(ctx, paymentKind, p.id, ctx.log)).to.equal('not-open');
+    expect(await sendOnce(ctx, mobileMoneyPaymentKind, p.id, ctx.log)).to.equal('not-open');
     expect(pushes).not.to.include(p.id);
     expect((await row(p.id)).sent_at).to.equal(null);
     // while its window is open, the same job sends it once
@@ -260,8 +260,8 @@ describe('the end of a provider window', () => {
     const now = new ManualClock(Date.now());
     const open = createContext({ role: 'worker', name: 'window-test-open', config: env.config, clock: now });
     try {
-      expect(await sendOnce(open, paymentKind, fresh.id, open.log)).to.equal('sent');
-      expect(await sendOnce(open, paymentKind, fresh.id, open.log)).to.equal('already-sent');
+      expect(await sendOnce(open, mobileMoneyPaymentKind, fresh.id, open.log)).to.equal('sent');
+      expect(await sendOnce(open, mobileMoneyPaymentKind, fresh.id, open.log)).to.equal('already-sent');
     } finally {
       await open.close();
     }
@@ -320,7 +320,7 @@ describe('money out the provider forgets', () => {
     // money to pay out: a payment the provider reports succeeded at the end of its window
     const p = await aPayment(client, { phone: '243990000001' });
     clock.advance(env.config.providerWindowMs.test + 1000);
-    expect(await sweepOpen(ctx, paymentKind)).to.deep.equal({ succeeded: 1 });
+    expect(await sweepOpen(ctx, mobileMoneyPaymentKind)).to.deep.equal({ succeeded: 1 });
     const res = await client.post('/v1/payouts', {
       amount: 1_000,
       currency: 'USD',

@@ -8,7 +8,7 @@ import type { NormalisedCallback } from '../../shared/providers/connector';
 import { ProviderError } from '../../shared/providers/errors';
 import { PawapayConnector, type PawapayConnectorOptions } from '../../shared/providers/pawapay/connector';
 import { checkContract, describeErrors, REQUEST_CONTRACT } from '../../shared/providers/pawapay/contract';
-import { startPawapaySimulator, type PawapaySimulator } from '../../shared/providers/pawapay/simulator';
+import { startPawapaySimulator, type PawapaySimulator } from '../../scripts/simulators/pawapay/simulator';
 
 /**
  * The pawaPay connector against its simulator over loopback: every scenario of the simulator's

@@ -4,7 +4,7 @@ import type { MerchantFixture, TestEnv } from '../helpers/env';
 import { eventually } from '../../scripts/lib/processes';
 import { aMerchant, startMoneyEnv, waitFor, waitForStatus } from '../helpers/money';
 import { aLink, formToken, getPage, payByPhone, submit } from '../helpers/links';
-import { startPawapaySimulator, type PawapaySimulator } from '../../shared/providers/pawapay/simulator';
+import { startPawapaySimulator, type PawapaySimulator } from '../../scripts/simulators/pawapay/simulator';
 import { PHONE_PROMPTS, SUBMITS_PER_IP } from '../../api/checkout/links';
 
 const LINK_ID = /^plink_[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;

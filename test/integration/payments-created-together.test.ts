@@ -3,9 +3,9 @@ import { randomUUID } from 'node:crypto';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { mobilePayment } from '../helpers/money';
 import { writeOperations } from '../../shared/operations/writer';
-import type { OperationWrite } from '../../shared/operations/write';
+import type { OperationWrite } from '../../shared/operations/operationWrite';
 import { creationWrite } from '../../shared/operations/transition';
-import { paymentKind } from '../../shared/payments/kind';
+import { mobileMoneyPaymentKind } from '../../shared/payments/kind';
 
 /**
  * The POSTs of concurrent requests are written by the kernel's writer in one statement, one commit:
@@ -134,7 +134,8 @@ describe('payments created together', () => {
             signature_expires: null,
           }),
         );
-      const insertPaymentsWithKeys = (_db: unknown, ws: OperationWrite[]) => writeOperations(db, paymentKind.sql, ws);
+      const insertPaymentsWithKeys = (_db: unknown, ws: OperationWrite[]) =>
+        writeOperations(db, mobileMoneyPaymentKind.sql, ws);
       for (let round = 0; round < 5; round++) {
         const refs = Array.from({ length: 300 }, (_, i) => `crosswise-${round}-${String(i).padStart(3, '0')}`);
         // the same references, one batch in each order, at the same time
@@ -178,7 +179,7 @@ describe('payments created together', () => {
           signature_expires: Math.floor(Date.now() / 1000) + 300,
         }),
       );
-      const written = await writeOperations(db, paymentKind.sql, writes);
+      const written = await writeOperations(db, mobileMoneyPaymentKind.sql, writes);
       expect(written.filter(Boolean)).to.have.length(1);
       const winner = keys[written.indexOf(true)];
       expect(await db('request_signatures').where({ signature }).select('idempotency_key')).to.deep.equal([
@@ -187,10 +188,14 @@ describe('payments created together', () => {
       expect(await db('idempotency_keys').whereIn('key', keys).pluck('key')).to.deep.equal([winner]);
       // the same signature again with the key it was taken with goes to that key (held: nothing written); with another, nothing
       expect(
-        await writeOperations(db, paymentKind.sql, [{ ...writes[written.indexOf(true)], id: `pay_${randomUUID()}` }]),
+        await writeOperations(db, mobileMoneyPaymentKind.sql, [
+          { ...writes[written.indexOf(true)], id: `pay_${randomUUID()}` },
+        ]),
       ).to.deep.equal([false]);
       expect(
-        await writeOperations(db, paymentKind.sql, [{ ...writes[written.indexOf(false)], id: `pay_${randomUUID()}` }]),
+        await writeOperations(db, mobileMoneyPaymentKind.sql, [
+          { ...writes[written.indexOf(false)], id: `pay_${randomUUID()}` },
+        ]),
       ).to.deep.equal([false]);
       expect(
         await db('payments').where('reference', 'like', `signed-twice-%-${signature}`).count({ n: '*' }),

@@ -2,9 +2,9 @@ import { expect } from 'chai';
 import { startTestEnv, type TestEnv } from '../helpers/env';
 import { findOperations } from '../../shared/db/sql/operationReads';
 import { writeOperations } from '../../shared/operations/writer';
-import type { OperationWrite } from '../../shared/operations/write';
+import type { OperationWrite } from '../../shared/operations/operationWrite';
 import { refundKind } from '../../shared/refunds/kind';
-import { paymentKind } from '../../shared/payments/kind';
+import { mobileMoneyPaymentKind } from '../../shared/payments/kind';
 import { aPayment } from '../helpers/money';
 
 /**
@@ -40,7 +40,7 @@ describe('provider acceptances recorded together', () => {
     outbox: [],
     posting: null,
   });
-  const recordSent = (ws: OperationWrite[]) => writeOperations(db(), paymentKind.sql, ws);
+  const recordSent = (ws: OperationWrite[]) => writeOperations(db(), mobileMoneyPaymentKind.sql, ws);
 
   it('writes each compare-and-set of a batch on its own, in order', async () => {
     const [a, b, c, d] = await Promise.all([1, 2, 3, 4].map((i) => aPayment(client, { phone: `24399000000${i}` })));
@@ -72,7 +72,7 @@ describe('provider acceptances recorded together', () => {
 
   it('reads the rows of concurrent pushes in one statement, in the order asked, of its own kind only', async () => {
     const [a, b] = await Promise.all([5, 6].map((i) => aPayment(client, { phone: `24399000000${i}` })));
-    const found = await findOperations<{ id: string; amount: number }>(db(), paymentKind.sql, [
+    const found = await findOperations<{ id: string; amount: number }>(db(), mobileMoneyPaymentKind.sql, [
       b.id,
       'pay_doesnotexist0000000000',
       a.id,

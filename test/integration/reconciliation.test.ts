@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { startTestEnv, type MerchantFixture, type TestEnv } from '../helpers/env';
 import { waitFor } from '../helpers/money';
 import type { RunningProcess } from '../../scripts/lib/processes';
-import { startPawapaySimulator, type PawapaySimulator } from '../../shared/providers/pawapay/simulator';
+import { startPawapaySimulator, type PawapaySimulator } from '../../scripts/simulators/pawapay/simulator';
 import { businessDay, dayBounds } from '../../shared/reconciliation/days';
 
 /**

@@ -1,12 +1,12 @@
 import { expect } from 'chai';
-import { decide, TRIGGERS, type Decision, type Machine, type Trigger } from '../../shared/operations/machine';
-import { cardPaymentMachine, paymentMachine, payoutMachine, refundMachine } from '../../shared/operations/machines';
+import { decide, TRIGGERS, type Decision, type Machine, type Trigger } from '../../shared/operations/stateMachine';
+import { cardPaymentMachine, paymentMachine, payoutMachine, refundMachine } from '../../shared/operations/kindMachines';
 import type { EventType } from '../../shared/vocabulary';
 import { KINDS as KERNEL_KINDS } from '../../shared/kindRegistry';
 
 /**
  * Every (status, trigger) pair of every kind of provider operation, allowed or not: the one table
- * that says what each trigger does (shared/operations/machines.ts).
+ * that says what each trigger does (shared/operations/kindMachines.ts).
  */
 
 type D = Decision<string>;

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { CallbackFormatError } from '../../shared/providers/errors';
-import { parseCallbackBody } from '../../shared/providers/protocol';
+import { parseCallbackBody } from '../../shared/providers/sandbox/protocol';
 import { signCallback, verifyCallbackSignature } from '../../shared/providers/signature';
 import { parseCursor, parseLimit } from '../../shared/db/pagination';
 import { ValidationFailed } from '../../shared/errors';

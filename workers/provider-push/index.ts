@@ -1,6 +1,6 @@
 // first: starts OpenTelemetry (when OTEL_* turns traces on) before pg, ioredis and http load
 import '../../shared/tracing/register';
-import { paymentKind } from '../../shared/payments/kind';
+import { mobileMoneyPaymentKind } from '../../shared/payments/kind';
 import { runPool } from '../bootstrap';
 import { sendProcessor, sweepLoop } from '../operations';
 
@@ -14,6 +14,6 @@ void runPool({
   name: 'provider-push',
   // mostly waiting on the provider's answer
   defaultConcurrency: 16,
-  processor: sendProcessor(paymentKind),
-  loops: [sweepLoop(paymentKind)],
+  processor: sendProcessor(mobileMoneyPaymentKind),
+  loops: [sweepLoop(mobileMoneyPaymentKind)],
 });

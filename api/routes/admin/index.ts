@@ -14,7 +14,7 @@ import {
   type MerchantInput,
 } from '../../../shared/merchants/service';
 import { attentionList } from '../../../shared/operations/attention';
-import { getMaintenance, setMaintenance } from '../../../shared/settings';
+import { getMaintenance, setMaintenance } from '../../../shared/maintenance';
 import { rememberMaintenance } from '../../middleware/maintenance';
 import { setClosures } from '../../../shared/availability/closures';
 import { operatorAvailability } from '../../../shared/availability/read';

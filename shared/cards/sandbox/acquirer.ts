@@ -7,7 +7,7 @@ import type { CardDetails } from '../../db/rows';
 import { safeEqual } from '../../crypto/secrets';
 import type { Logger } from '../../logger';
 import { TOKEN_ERRORS } from '../../providers/cardSandbox/connector';
-import type { CallbackWire } from '../../providers/protocol';
+import type { CallbackWire } from '../../providers/sandbox/protocol';
 import { createCallbackSender } from '../../providers/sandbox/callbackSender';
 import { escapeHtml, formatAmount, maskToken } from '../../checkout/html';
 import { sandboxCardBehaviour, sandboxRefundFault, type SandboxRefundFault } from './cards';

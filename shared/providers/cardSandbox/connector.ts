@@ -1,4 +1,4 @@
-import { HttpProviderBase, type HttpProviderBaseOptions } from '../http';
+import { HttpProviderBase, type HttpProviderBaseOptions } from '../sandbox/connector';
 import { CURRENCY_EXPONENT } from '../amounts';
 import { permanent, retryable, ProviderError } from '../errors';
 import {
@@ -19,7 +19,7 @@ import type { CardDetails } from '../../db/rows';
 
 /**
  * The card sandbox's connector (test keys; docs/decisions.md#cards-hosted-checkout): the
- * service's own provider protocol (shared/providers/protocol.ts), spoken by the sandbox acquirer
+ * service's own provider protocol (shared/providers/sandbox/protocol.ts), spoken by the sandbox acquirer
  * (shared/cards/sandbox/acquirer.ts), with the sandbox vault's card fields
  * (shared/cards/sandbox/vault.ts) on the checkout page.
  * Outcomes come by signed callback as the mobile-money sandbox's do (kind `card_payment`).

@@ -4,7 +4,7 @@ import type { Clock } from '../../clock';
 import type { Logger } from '../../logger';
 import { safeEqual } from '../../crypto/secrets';
 import { isMsisdn, OPERATORS, type Operator } from '../../msisdn';
-import type { CallbackWire } from '../protocol';
+import type { CallbackWire } from './protocol';
 import type { ProviderObjectKind } from '../types';
 import { sandboxOutcome, type SandboxOutcome } from './behaviour';
 import { createCallbackSender } from './callbackSender';

@@ -1,7 +1,7 @@
 import type { Clock } from '../../clock';
 import type { Logger } from '../../logger';
 import { HttpClient } from '../../httpClient';
-import type { CallbackWire } from '../protocol';
+import type { CallbackWire } from './protocol';
 import { signCallback } from '../signature';
 
 /** Delays before attempts 2, 3, …; after the last one the sandbox gives up. */

@@ -11,7 +11,7 @@ import {
 /**
  * The sandbox mobile-money provider (test keys, every operator; docs/decisions.md#sandbox-test-keys): the
  * server (shared/providers/sandbox/server.ts, Procfile `sandbox-provider`) and the connector the
- * service reaches it through (shared/providers/http.ts). It runs in production too, for test keys.
+ * service reaches it through (shared/providers/sandbox/connector.ts). It runs in production too, for test keys.
  */
 export interface SandboxSettings {
   /** the port the sandbox server listens on, and the URL the service reaches it at */

@@ -1,13 +1,18 @@
 import { generateKeyPairSync, randomUUID, type KeyObject } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { Currency } from '../../vocabulary';
-import { HttpClient } from '../../httpClient';
-import { decimalsNeeded, decimalToMinor, minorToDecimal } from '../amounts';
-import { checkContract, describeErrors, REQUEST_CONTRACT } from './contract';
-import { signMessage, type DigestAlgorithm } from './signatures';
-import { ourCurrency, type OperationType, type PawapayProvider, PAWAPAY_PROVIDERS } from './wire';
-import { simFinances, type SimFinances, type SimStatementsOptions } from './simStatements';
+import type { Currency } from '../../../shared/vocabulary';
+import { HttpClient } from '../../../shared/httpClient';
+import { decimalsNeeded, decimalToMinor, minorToDecimal } from '../../../shared/providers/amounts';
+import { checkContract, describeErrors, REQUEST_CONTRACT } from '../../../shared/providers/pawapay/contract';
+import { signMessage, type DigestAlgorithm } from '../../../shared/providers/pawapay/signatures';
+import {
+  ourCurrency,
+  type OperationType,
+  type PawapayProvider,
+  PAWAPAY_PROVIDERS,
+} from '../../../shared/providers/pawapay/wire';
+import { simFinances, type SimFinances, type SimStatementsOptions } from './statements';
 
 /**
  * A pawaPay Merchant API v2 simulator (README.md in this folder): a real HTTP server with

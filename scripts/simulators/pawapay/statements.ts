@@ -1,10 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import type http from 'node:http';
 import { gzipSync } from 'node:zlib';
-import type { Currency } from '../../vocabulary';
-import type { HttpClient } from '../../httpClient';
-import { decimalToMinor, minorToDecimal } from '../amounts';
-import { checkContract, describeErrors } from './contract';
+import type { Currency } from '../../../shared/vocabulary';
+import type { HttpClient } from '../../../shared/httpClient';
+import { decimalToMinor, minorToDecimal } from '../../../shared/providers/amounts';
+import { checkContract, describeErrors } from '../../../shared/providers/pawapay/contract';
 
 /** What the finances read of a simulated transaction (simulator.ts's SimTransaction). */
 interface SimTransaction {

@@ -1,5 +1,5 @@
 import type { CardPaymentStatus, PaymentStatus, PayoutStatus, RefundStatus } from '../vocabulary';
-import type { Machine } from './machine';
+import type { Machine } from './stateMachine';
 
 /**
  * The state machine of each kind of operation, as data (pure; tested exhaustively in

@@ -1,8 +1,8 @@
-import type { Currency, Direction, Environment, Operator } from '../vocabulary';
-import { permanent, retryable, ProviderError } from './errors';
-import { CALLBACK_SIGNATURE_HEADER, verifyCallbackSignature } from './signature';
-import type { HttpAnswer, HttpClient } from '../httpClient';
-import type { ProviderAccepted, ProviderStatus } from './types';
+import type { Currency, Direction, Environment, Operator } from '../../vocabulary';
+import { permanent, retryable, ProviderError } from '../errors';
+import { CALLBACK_SIGNATURE_HEADER, verifyCallbackSignature } from '../signature';
+import type { HttpAnswer, HttpClient } from '../../httpClient';
+import type { ProviderAccepted, ProviderStatus } from '../types';
 import type {
   AmountRule,
   CallbackAnswer,
@@ -16,10 +16,10 @@ import type {
   PushRequest,
   RefundRequest,
   Verification,
-} from './connector';
+} from '../connector';
 import { parseCallbackBody } from './protocol';
-import { CURRENCY_EXPONENT } from './amounts';
-import type { ConnectorName } from './table';
+import { CURRENCY_EXPONENT } from '../amounts';
+import type { ConnectorName } from '../table';
 
 export interface HttpProviderBaseOptions {
   id: string;

@@ -1,8 +1,8 @@
-import { badText, strictUtf8, TEXT_PROBLEM_MESSAGE } from '../text';
-import { ajv } from '../validation';
-import { CallbackFormatError } from './errors';
-import { PROVIDER_OBJECT_KINDS } from './types';
-import type { NormalisedCallback } from './connector';
+import { badText, strictUtf8, TEXT_PROBLEM_MESSAGE } from '../../text';
+import { ajv } from '../../validation';
+import { CallbackFormatError } from '../errors';
+import { PROVIDER_OBJECT_KINDS } from '../types';
+import type { NormalisedCallback } from '../connector';
 
 type ProviderCallback = Omit<NormalisedCallback, 'amount' | 'currency'>;
 

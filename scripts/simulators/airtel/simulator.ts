@@ -1,17 +1,17 @@
 import { generateKeyPairSync, randomBytes } from 'node:crypto';
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { HttpClient } from '../../httpClient';
-import type { Currency } from '../../vocabulary';
-import { CURRENCY_EXPONENT } from '../amounts';
-import { callbackHash, type CallbackHashOver } from './callbackHash';
-import { decryptPin, type OaepHash, type PinPadding } from './pin';
-import { check, type AirtelSchemaName, type SchemaProblem } from './schema';
-import { decimalsOf } from './wire';
+import { HttpClient } from '../../../shared/httpClient';
+import type { Currency } from '../../../shared/vocabulary';
+import { CURRENCY_EXPONENT } from '../../../shared/providers/amounts';
+import { callbackHash, type CallbackHashOver } from '../../../shared/providers/airtel/callbackHash';
+import { decryptPin, type OaepHash, type PinPadding } from '../../../shared/providers/airtel/pin';
+import { check, type AirtelSchemaName, type SchemaProblem } from '../../../shared/providers/airtel/schema';
+import { decimalsOf } from '../../../shared/providers/airtel/wire';
 
 /**
  * A simulator of the Airtel Money Africa Open API (https://developers.airtel.africa/documentation),
- * true to its reference as far as the reference goes (./README.md#unclear-points-and-the-choices-made for the rest): a
+ * true to its reference as far as the reference goes (shared/providers/airtel/README.md#unclear-points-and-the-choices-made for the rest): a
  * real HTTP server with in-memory state, the OAuth2 token endpoint, USSD-push collections,
  * enquiries, full refunds, disbursements (v1 and v2, PIN decrypted and checked), and collection
  * callbacks (with `hash` when a secret is set). Every request is checked against the same JSON
