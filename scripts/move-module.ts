@@ -68,7 +68,10 @@ for (const file of tracked) {
   }
   for (const [from, to] of moves) {
     // a path mention, with or without its extension, not inside a longer name
-    out = out.replace(new RegExp(`(?<![\\w/.-])${from.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}(?=\\.ts\\b|['"\`\\s):,]|$)`, 'gm'), to);
+    out = out.replace(
+      new RegExp(`(?<![\\w/.-])${from.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&')}(?=\\.ts\\b|['"\`\\s):,]|$)`, 'gm'),
+      to,
+    );
   }
   if (out !== source) {
     writeFileSync(full, out);
