@@ -95,8 +95,10 @@ export function atGateway(txns: MpgsSimTransaction[], orderId: string) {
     pays: pays.length,
     paid: pays.filter((t) => t.result === 'SUCCESS').length,
     refunds: mine.filter((t) => t.type === 'REFUND' && t.result === 'SUCCESS'),
-    /** PUT requests beyond the first for one transaction id (retries, refused or settled by a retrieve) */
-    repeats: mine.reduce((n, t) => n + Math.max(0, t.requests - 1), 0),
+    /** PAY or REFUND requests beyond the first for one transaction id (retries, settled by a retrieve) */
+    repeats: mine
+      .filter((t) => t.type === 'PAYMENT' || t.type === 'REFUND')
+      .reduce((n, t) => n + Math.max(0, t.requests - 1), 0),
   };
 }
 
