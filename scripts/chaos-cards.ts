@@ -118,7 +118,15 @@ export class CardDrill {
     for (let i = 0; i < 5 && !s.paid; i++) {
       const paid = await payByCard(this.serviceUrl, this.sim, id, { number, expiry }).catch(() => ({ status: 0 }));
       if (paid.status === 202) s.paid = true;
-      else await sleep(2000);
+      else {
+        // the service may have taken the session and the answer been lost (a web process killed): it says so
+        const row = await this.db('payments')
+          .where({ id })
+          .first('status')
+          .catch(() => undefined);
+        if (row && row.status !== 'pending') s.paid = true;
+        else await sleep(2000);
+      }
     }
     if (!s.paid) return this.refuse('checkout pay not accepted');
     if (scenario === 'killed during PAY') {
