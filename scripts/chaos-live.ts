@@ -29,6 +29,9 @@ import {
   type Tally,
 } from './chaos-merchant';
 import { takenPorts } from './chaos-ports';
+import { CardDrill } from './chaos-cards';
+import { CARDS } from './lib/cards';
+import { startMpgsSimulator } from './simulators/mpgs/server';
 import type { OperatorApi } from './lib/demo';
 import { counted, ledgerCheck, objectRow, replayCheck, type Check, type Outcome } from './chaos-report';
 import type { ReplayTally } from './chaos-replays';
@@ -60,11 +63,19 @@ import type { ReplayTally } from './chaos-replays';
  *                        transaction at the simulator that is not one of ours
  *   agreement: airtel    the same (TS ↔ succeeded, TF/TE or never taken ↔ failed/cancelled;
  *                        repeats are refused by id); a refund succeeded ↔ its collection refunded
+ * Cards (scripts/chaos-cards.ts): LIVE_CARD=mpgs to the Mastercard Gateway simulator
+ * (scripts/simulators/mpgs, on --base-port + 22); a second live merchant pays by card through the
+ * checkout while card-charge is killed during PAY, PAYs fail with a 5xx after they were made, and
+ * notifications are duplicated, late and lost; rows `cards: charged once`, `cards: ledger` and
+ * `cards: faults`.
  * The simulators' own log (every request and callback) is $TMPDIR/chaos-<p>-simulators.log.
  */
 
 /** The simulators' ports: --base-port + these (chaos.ts uses p … p+7). */
-export const LIVE_PORT_OFFSETS = { pawapay: 20, airtel: 21 } as const;
+export const LIVE_PORT_OFFSETS = { pawapay: 20, airtel: 21, mpgs: 22 } as const;
+const MPGS_MERCHANT = 'TESTCHAOSLIVE01';
+const MPGS_PASSWORD = 'chaos-live-mpgs-password-7c2e';
+const MPGS_NOTIFICATION_SECRET = 'chaos-live-mpgs-notification-4b9a';
 
 const PAWAPAY_TOKEN = 'chaos-live-pawapay-token-5f0c1e';
 const AIRTEL_CLIENT_ID = 'chaos-live-airtel-client';
@@ -81,6 +92,8 @@ export interface LiveConnectors {
   secrets: string[];
   /** for the headline */
   describe: string;
+  /** live cards through the Mastercard Gateway simulator (scripts/chaos-cards.ts) */
+  cards: CardDrill;
   createMerchant(admin: OperatorApi, serviceUrl: string): Promise<DrillMerchant>;
   assess(
     db: Knex,
@@ -195,9 +208,17 @@ export const LIVE_REQUESTS: LoadRequests = {
 
 // ---------------------------------------------------------------- the simulators and the service's settings
 
-export async function startLiveConnectors(base: number, webPort: number): Promise<LiveConnectors> {
-  const ports = { pawapay: base + LIVE_PORT_OFFSETS.pawapay, airtel: base + LIVE_PORT_OFFSETS.airtel };
-  const taken = await takenPorts({ 'pawaPay simulator': ports.pawapay, 'Airtel simulator': ports.airtel });
+export async function startLiveConnectors(base: number, webPort: number, db: Knex): Promise<LiveConnectors> {
+  const ports = {
+    pawapay: base + LIVE_PORT_OFFSETS.pawapay,
+    airtel: base + LIVE_PORT_OFFSETS.airtel,
+    mpgs: base + LIVE_PORT_OFFSETS.mpgs,
+  };
+  const taken = await takenPorts({
+    'pawaPay simulator': ports.pawapay,
+    'Airtel simulator': ports.airtel,
+    'Mastercard Gateway simulator': ports.mpgs,
+  });
   if (taken.length)
     throw new Error(
       `${taken.map(({ role, port }) => `port ${port} (${role})`).join(', ')} taken: choose another --base-port`,
@@ -224,6 +245,18 @@ export async function startLiveConnectors(base: number, webPort: number): Promis
     pin: AIRTEL_PIN,
     log: (line) => log(`airtel-sim: ${line}`),
   });
+  const mpgs = await startMpgsSimulator({
+    port: ports.mpgs,
+    merchantId: MPGS_MERCHANT,
+    apiPassword: MPGS_PASSWORD,
+    notificationSecret: MPGS_NOTIFICATION_SECRET,
+    notificationUrl: `${serviceUrl}/callbacks/mpgs`,
+    notificationRetryMs: 500,
+    // the slow PAY during which card-charge is killed
+    slowMs: 3000,
+    log: (line) => log(`mpgs-sim: ${line}`),
+  });
+  const cards = new CardDrill(mpgs, serviceUrl, db);
   return {
     env: {
       LIVE_VODACOM: 'pawapay',
@@ -237,17 +270,44 @@ export async function startLiveConnectors(base: number, webPort: number): Promis
       AIRTEL_CALLBACK_HASH_SECRET: AIRTEL_HASH_SECRET,
       AIRTEL_DISBURSEMENT_PIN: AIRTEL_PIN,
       AIRTEL_PIN_PUBLIC_KEY: airtel.publicKeyPem,
+      LIVE_CARD: 'mpgs',
+      MPGS_GATEWAY_URL: mpgs.url,
+      MPGS_MERCHANT_ID: MPGS_MERCHANT,
+      MPGS_API_PASSWORD: MPGS_PASSWORD,
+      MPGS_NOTIFICATION_SECRET,
+      MPGS_TIMEOUT_MS: '10000',
+      // the drill's card client posts from addresses of its own through one trusted proxy (the checkout's limit is per IP)
+      TRUSTED_PROXIES: '1',
       // Airtel calls back for collections only: refunds and payouts are asked about once their window is over
       PROVIDER_WINDOW_MS: '2000',
       ASK_INTERVAL_MS: '500',
     },
     requests: LIVE_REQUESTS,
-    secrets: [PAWAPAY_TOKEN, AIRTEL_CLIENT_SECRET, AIRTEL_HASH_SECRET],
-    describe: `live keys: vodacom and orange through the pawaPay simulator (${pawapay.url}), airtel through the Airtel simulator (${airtel.url}); simulators' log ${simLogFile}`,
+    secrets: [
+      PAWAPAY_TOKEN,
+      AIRTEL_CLIENT_SECRET,
+      AIRTEL_HASH_SECRET,
+      MPGS_PASSWORD,
+      MPGS_NOTIFICATION_SECRET,
+      CARDS.frictionless,
+      CARDS.challenge,
+    ],
+    describe: `live keys: vodacom and orange through the pawaPay simulator (${pawapay.url}), airtel through the Airtel simulator (${airtel.url}), cards through the Mastercard Gateway simulator (${mpgs.url}); simulators' log ${simLogFile}`,
+    cards,
     createMerchant: createLiveMerchant,
-    assess: (db, merchantId, load) => assessLive(db, merchantId, load, pawapay, airtel),
+    assess: async (db, merchantId, load) => {
+      const outcome = await assessLive(db, merchantId, load, pawapay, airtel);
+      const c = await cards.assess();
+      return {
+        ...outcome,
+        objectRows: [...outcome.objectRows, c.row],
+        checks: [...outcome.checks, ...c.checks],
+        lostOrDoubled: outcome.lostOrDoubled + c.lostOrDoubled,
+        providerMismatches: [...outcome.providerMismatches, ...c.mismatches],
+      };
+    },
     close: async () => {
-      await Promise.all([pawapay.close(), airtel.close()]);
+      await Promise.all([pawapay.close(), airtel.close(), mpgs.close()]);
       await new Promise((r) => simLog.end(r));
     },
   };

@@ -8,7 +8,8 @@ import knex, { type Knex } from 'knex';
 import { Redis } from 'ioredis';
 import { which } from './local-services';
 import { scanLogForLeaks } from './chaos-leaks';
-import { DRILL_SERVICE_ENV, sandboxProvider, say, startMerchantSide } from './chaos-merchant';
+import { ADMIN_TOKEN, DRILL_SERVICE_ENV, sandboxProvider, say, startMerchantSide } from './chaos-merchant';
+import { operatorApi } from './lib/demo';
 import { probeUntil, type PartitionProbes } from './chaos-partition';
 import { portInUseIn, takenPorts } from './chaos-ports';
 import { startTcpProxy } from './chaos-proxy';
@@ -70,8 +71,11 @@ import { spawnRedisServer, startRedisServer } from './lib/stack';
  *
  * `npm run chaos -- --live-connectors --duration 120 --base-port 5700` is this drill with a LIVE
  * merchant whose operators are routed through the connectors' simulators (scripts/chaos-live.ts:
- * vodacom and orange to pawaPay on p+20, airtel to Airtel on p+21), with an agreement row per
- * connector. Its default database: postgres://postgres@127.0.0.1:5432/svc_chaos_live.
+ * vodacom and orange to pawaPay on p+20, airtel to Airtel on p+21, cards to the Mastercard
+ * Gateway simulator on p+22), with an agreement row per connector; a second live merchant pays by
+ * card meanwhile (scripts/chaos-cards.ts: card-charge killed during PAY, a 5xx after the PAY was
+ * made, notifications duplicated, late and lost; the rows `cards: charged once`, `cards: ledger`,
+ * `cards: faults`). Its default database: postgres://postgres@127.0.0.1:5432/svc_chaos_live.
  */
 
 const ROOT = path.resolve(__dirname, '..');
@@ -261,9 +265,14 @@ async function main() {
   serviceDbUrl.host = `127.0.0.1:${ports.pgProxy}`;
   const proxy = await startTcpProxy(ports.pgProxy, { host: dbUrl.hostname, port: Number(dbUrl.port || 5432) });
   const redisUrl = await startRedis();
+  const db: Knex = knex({
+    client: 'pg',
+    connection: { connectionString: databaseUrl, application_name: APP_NAME },
+    pool: { min: 0, max: 4 },
+  });
   /** --live-connectors: the simulators, and the settings routing live operators to them */
   const live: LiveConnectors | undefined = opts['live-connectors']
-    ? await startLiveConnectors(base, ports.web).catch((err) => cannotRun(err.message))
+    ? await startLiveConnectors(base, ports.web, db).catch((err) => cannotRun(err.message))
     : undefined;
   say(
     `service on 127.0.0.1:${ports.web} (operator API :${ports.admin}), database ${dbName} through 127.0.0.1:${ports.pgProxy}, Redis ${redisUrl}${redisServer ? ' (private redis-server, no persistence)' : ''}; service log ${logFile}`,
@@ -288,12 +297,6 @@ async function main() {
     ...DRILL_SERVICE_ENV,
     ...live?.env,
   });
-  const db: Knex = knex({
-    client: 'pg',
-    connection: { connectionString: databaseUrl, application_name: APP_NAME },
-    pool: { min: 0, max: 4 },
-  });
-
   await webReady(120_000);
   const { receiver, received, merchant, secrets, poster, load, lookups } = await startMerchantSide({
     adminUrl: `http://127.0.0.1:${ports.admin}`,
@@ -304,7 +307,10 @@ async function main() {
     requests: live?.requests,
   });
   const { client } = merchant;
-  say(`merchant ${merchant.id}; load and faults for ${durationS} s`);
+  const cardMerchant = await live?.cards.createMerchant(operatorApi(`http://127.0.0.1:${ports.admin}`, ADMIN_TOKEN));
+  say(
+    `merchant ${merchant.id}${cardMerchant ? `, live cards merchant ${cardMerchant.id}` : ''}; load and faults for ${durationS} s`,
+  );
 
   const start = Date.now();
   const end = start + durationS * 1000;
@@ -314,7 +320,24 @@ async function main() {
   /** no kill while Postgres is partitioned: a dropped connection would be the drill's doing, not a wait */
   let partitioned = false;
 
+  /** kill -9 of the card-charge worker (the supervisor starts it again); false when none runs */
+  const killCardCharge = () => {
+    const victim = targets().find((t) => t.name === 'card-charge');
+    if (!victim) return false;
+    try {
+      process.kill(victim.pid, 'SIGKILL');
+    } catch {
+      return false;
+    }
+    faults.kills++;
+    killedBy.set('card-charge during PAY', (killedBy.get('card-charge during PAY') ?? 0) + 1);
+    toLog(`chaos | kill -9 card-charge during PAY (pid ${victim.pid})\n`);
+    return true;
+  };
+
   const loops = [
+    // live cards: a card payment every 1-2 s, card-charge killed during a PAY every ~10 s (scripts/chaos-cards.ts)
+    ...(live ? [live.cards.run(() => Date.now() < end, killCardCharge)] : []),
     // steady load: payments at --rate per second, a payout a second, a refund for a third of the succeeded payments
     load.run(rate, () => Date.now() < end),
     // kill -9 of a random service process every 3 to 7 s, except during the partition
@@ -404,6 +427,7 @@ async function main() {
 
   // ---------------------------------------------------------------- the outcome
   await waitUntilFinal(db, merchant.id, drainS);
+  await live?.cards.waitUntilFinal(drainS);
   const outcome = live
     ? await live.assess(db, merchant.id, load)
     : await assessOutcome(db, merchant.id, load, received, sandboxProvider(`http://127.0.0.1:${ports.sandbox}`));
