@@ -213,6 +213,32 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
     expect(Number(reading.difference)).to.equal(usd.difference);
   });
 
+  it('serves the unresolved items and the wallet difference on /metrics, on closed label sets', async () => {
+    const res = await fetch(`${env.baseUrl}/metrics`, {
+      headers: { Authorization: 'Bearer test-admin-token-0123456789' },
+    });
+    expect(res.status).to.equal(200);
+    const text = await res.text();
+    const sample = (series: string) =>
+      Number(
+        text
+          .split('\n')
+          .find((l) => l.startsWith(`${series} `))
+          ?.slice(series.length + 1),
+      );
+    // the status mismatch was settled by its status query: resolved, no longer counted
+    expect(sample('reconciliation_items{connector="pawapay",category="amount-mismatch"}')).to.equal(2);
+    expect(sample('reconciliation_items{connector="pawapay",category="status-mismatch"}')).to.equal(0);
+    expect(sample('reconciliation_items{connector="pawapay",category="missing-here"}')).to.equal(1);
+    expect(sample('reconciliation_items{connector="airtel",category="reversed"}')).to.equal(0);
+    expect(sample('reconciliation_oldest_unresolved_seconds{connector="pawapay"}')).to.be.at.least(0);
+    expect(sample('provider_wallet_difference{connector="pawapay",currency="USD"}')).to.equal(
+      -2_500 - 100 + 3_000 - 2_500,
+    );
+    expect(sample('reconciliation_balance_threshold')).to.equal(0);
+    expect(text).not.to.match(/reconciliation_items\{[^}]*(pay_|stm_|rec_)/);
+  });
+
   it('a second run changes nothing: the same items, no fee posted twice, no line twice', async () => {
     const lines = Number((await env.services.db('statement_lines').count('* as n'))[0].n);
     const again = await env.admin('POST', '/admin/reconciliations', { connector: 'pawapay', day });

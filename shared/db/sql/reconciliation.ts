@@ -173,3 +173,25 @@ export const OPEN_ITEMS = sqlStatement(
     where i.category <> 'matched' and i.resolved_at is null and i.created_at >= $1
     order by r.business_day desc, i.id limit $2`,
 );
+
+/**
+ * The items of the runs since $1 not resolved, per connector and category (matched items need
+ * nothing and are never resolved), with the age in seconds at $2 of the oldest (what
+ * `reconciliation_items` and `reconciliation_oldest_unresolved_seconds` serve).
+ */
+export const UNRESOLVED_ITEMS = sqlStatement(
+  'reconciliation-unresolved-items',
+  `select r.connector, i.category, count(*)::int as n,
+          extract(epoch from $2::timestamptz - min(i.created_at))::float8 as oldest
+     from reconciliation_items i join reconciliation_runs r on r.id = i.run_id
+    where i.resolved_at is null and i.created_at >= $1
+    group by r.connector, i.category`,
+);
+
+/** Each connector's and currency's latest wallet reading (what `provider_wallet_difference` serves). */
+export const LATEST_WALLET_READINGS = sqlStatement(
+  'reconciliation-latest-wallet-readings',
+  `select distinct on (connector, currency) connector, currency, difference::bigint::text as difference
+     from provider_balance_readings
+    order by connector, currency, business_day desc, read_at desc`,
+);
