@@ -262,6 +262,53 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
     expect(text).to.include(ids.omitted);
   });
 
+  it('an operator resolves a mismatch with a note: it leaves /admin/attention, and stays resolved when the day runs again', async () => {
+    const here = (await env.admin('GET', `/admin/reconciliations/${run.id}/items?category=missing-here`)).body.data[0];
+    const noNote = await env.admin('POST', `/admin/reconciliation/items/${here.id}/resolve`, { note: '  ' });
+    expect(noNote.status).to.equal(400);
+    expect(noNote.body.error.code).to.equal('validation-failed');
+    const unknown = await env.admin('POST', '/admin/reconciliation/items/999999999/resolve', { note: 'x' });
+    expect(unknown.status).to.equal(404);
+    const matched = (await env.admin('GET', `/admin/reconciliations/${run.id}/items?category=matched`)).body.data[0];
+    expect(
+      (await env.admin('POST', `/admin/reconciliation/items/${matched.id}/resolve`, { note: 'x' })).status,
+    ).to.equal(400);
+
+    const res = await env.admin('POST', `/admin/reconciliation/items/${here.id}/resolve`, {
+      note: 'a test deposit made from the pawaPay dashboard',
+    });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    expect(res.body).to.include({
+      id: here.id,
+      category: 'missing-here',
+      resolved: true,
+      resolution_note: 'a test deposit made from the pawaPay dashboard',
+      reconciliation: run.id,
+    });
+    // again: the first note stands
+    const again = await env.admin('POST', `/admin/reconciliation/items/${here.id}/resolve`, { note: 'other' });
+    expect(again.status).to.equal(200);
+    expect(again.body.resolution_note).to.equal('a test deposit made from the pawaPay dashboard');
+
+    const reasons = async () =>
+      (await env.admin('GET', '/admin/attention')).body.data
+        .map((a: any) => a.reason)
+        .filter((r: string) => r.startsWith('reconciliation-'))
+        .sort();
+    expect(await reasons()).to.deep.equal([
+      'reconciliation-amount-mismatch',
+      'reconciliation-amount-mismatch',
+      'reconciliation-missing-there',
+      'reconciliation-reversed',
+    ]);
+    // the day again: its items replaced, the resolution kept
+    const rerun = await env.admin('POST', '/admin/reconciliations', { connector: 'pawapay', day });
+    expect(rerun.status).to.equal(201);
+    const [item] = (await env.admin('GET', `/admin/reconciliations/${run.id}/items?category=missing-here`)).body.data;
+    expect(item).to.include({ resolved: true, resolution_note: 'a test deposit made from the pawaPay dashboard' });
+    expect(await reasons()).to.have.length(4);
+  });
+
   describe('an uploaded Airtel report', () => {
     const report = (rows: string[], total?: string) =>
       [

@@ -85,6 +85,36 @@ export const CLASSIFY_MISSING_THERE = sqlStatement(
                          and l.provider_ref = o.provider_ref and l.kind <> 'reversal')`,
 );
 
+/**
+ * A run again ($1) replaces its items: each new item (id above $2) that is the same pair in the
+ * same category as one resolved before keeps that resolution (an operator's note is not asked
+ * twice), then the items before are deleted.
+ */
+export const KEEP_RESOLUTIONS = sqlStatement(
+  'reconciliation-keep-resolutions',
+  `with kept as (
+     update reconciliation_items n
+        set resolved_at = o.resolved_at, resolution_note = o.resolution_note
+       from reconciliation_items o
+      where n.run_id = $1 and n.id > $2::bigint and o.run_id = $1 and o.id <= $2::bigint
+        and o.resolved_at is not null and n.category = o.category
+        and n.line_id is not distinct from o.line_id and n.object_id is not distinct from o.object_id
+      returning n.id
+   )
+   delete from reconciliation_items where run_id = $1 and id <= $2::bigint`,
+);
+
+/**
+ * An operator resolves a mismatch ($1 item, $2 note, $3 when): once; the item as it is then.
+ * Matched items need nothing and are not resolved.
+ */
+export const RESOLVE_ITEM = sqlStatement(
+  'reconciliation-resolve-item',
+  `update reconciliation_items set resolved_at = $3, resolution_note = $2
+    where id = $1 and category <> 'matched' and resolved_at is null
+    returning id`,
+);
+
 /** The run's counts per category. */
 export const COUNT_ITEMS = sqlStatement(
   'reconciliation-count-items',
@@ -147,7 +177,8 @@ export const ACCOUNT_SUM = sqlStatement(
 /** A run's items in id order, with their lines, from `$2` (exclusive), of `$3` (a category, or null for all). */
 export const ITEMS_PAGE = sqlStatement(
   'reconciliation-items-page',
-  `select i.id, i.category, i.object_kind, i.object_id, i.line_id, i.details, i.resolved_at, l.raw as line
+  `select i.id, i.category, i.object_kind, i.object_id, i.line_id, i.details, i.resolved_at, i.resolution_note,
+          l.raw as line
      from reconciliation_items i left join statement_lines l on l.id = i.line_id
     where i.run_id = $1 and i.id > $2 and ($3::text is null or i.category = $3)
     order by i.id limit $4`,
@@ -161,6 +192,15 @@ export const ITEMS_ALL = sqlStatement(
      from reconciliation_items i
     where i.run_id = $1 and ($2::text is null or i.category = $2)
     order by i.id`,
+);
+
+/** One item with its line ($1 item id). */
+export const ITEM_ONE = sqlStatement(
+  'reconciliation-item-one',
+  `select i.id, i.run_id, i.category, i.object_kind, i.object_id, i.line_id, i.details, i.resolved_at,
+          i.resolution_note, l.raw as line
+     from reconciliation_items i left join statement_lines l on l.id = i.line_id
+    where i.id = $1`,
 );
 
 /** What is still to be looked at: mismatches not resolved, newest run first ($1 since, $2 limit). */
