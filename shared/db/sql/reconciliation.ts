@@ -6,6 +6,28 @@ import { sqlStatement } from './run';
  * joins and nothing of the day is held in the process.
  */
 
+/**
+ * One batch of a statement's lines, column by column ($1 statement, $2 connector, then one array
+ * per column): one text whatever the batch, so that it is prepared once and no query is built per
+ * batch. A line already known (connector, kind, line key) is kept as it was; answers how many
+ * were new.
+ */
+export const INSERT_LINES = sqlStatement(
+  'reconciliation-insert-lines',
+  `with ins as (
+     insert into statement_lines (statement_id, connector, line_no, raw, our_id, provider_ref, kind, status, amount,
+                                  currency, fee, occurred_at, business_day, line_key)
+     select $1, $2, x.line_no, x.raw::jsonb, x.our_id, x.provider_ref, x.kind, x.status, x.amount, x.currency, x.fee,
+            x.occurred_at, x.business_day, x.line_key
+       from unnest($3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[],
+                   $11::bigint[], $12::timestamptz[], $13::date[], $14::text[])
+            as x(line_no, raw, our_id, provider_ref, kind, status, amount, currency, fee, occurred_at, business_day, line_key)
+     on conflict (connector, kind, line_key) do nothing
+     returning 1
+   )
+   select count(*)::int as n from ins`,
+);
+
 /** Our operations of a connector as one relation: kind, id, status, what moved, when it completed. */
 const OPS = (where: string) => `
   select 'payment'::text as object_kind, p.id, p.status, p.method, p.amount_charged as amount, p.currency, p.provider_ref,
