@@ -36,6 +36,7 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
   let foreign = '';
   let day = '';
   let run: any;
+  const clockOf = { now: () => Date.now() };
   const uuid = (id: string) => id.slice(id.indexOf('_') + 1);
 
   const pay = async (phone: string, amount = 2_500) => {
@@ -54,7 +55,12 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
     waitFor(shop.client, path, (b) => !['pending', 'processing'].includes(b.status), 30_000);
 
   before(async () => {
-    sim = await startPawapaySimulator({ token: TOKEN, callbackDelayMs: 100, statements: { feeBps: 150 } });
+    sim = await startPawapaySimulator({
+      token: TOKEN,
+      callbackDelayMs: 100,
+      statements: { feeBps: 150 },
+      now: () => clockOf.now(),
+    });
     env = await startTestEnv({
       LIVE_VODACOM: 'pawapay',
       PAWAPAY_URL: sim.url,
@@ -66,8 +72,12 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
       RECONCILIATION_CONTRACT_FEES_BPS: 'pawapay=150',
       RECONCILIATION_BALANCE_THRESHOLD: '0',
       RECONCILIATION_MAX_REPORT_BYTES: String(MAX_REPORT),
+      // longer than the test may take: a run ends only because the statement callback wakes it
+      RECONCILIATION_STATEMENT_POLL_MS: '600000',
     });
     sim.setCallbackUrl(`${env.baseUrl}/callbacks/pawapay`);
+    // pawaPay signs by the time it is for the service: the test moves the service's clock
+    clockOf.now = () => env.clock.now();
     for (const pool of POOLS) pools.push(await env.spawn(pool));
     shop = await env.merchant({ environment: 'live', scope: 'full', merchant: FEES });
 
@@ -136,6 +146,10 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     run = res.body;
     expect(run).to.include({ connector: 'pawapay', business_day: day, status: 'done' });
+    // the statement was ready before the first poll was due: its callback, verified, woke the run
+    const answers = sim.finances.statementCallbacks();
+    expect(answers).to.have.length.at.least(1);
+    expect(answers.map((a) => a.status)).to.deep.equal(answers.map(() => 200));
     expect(run.counts).to.deep.equal({
       matched: 4, // the payment refunded, the reversed deposit's own line, the refund, the payout
       'amount-mismatch': 2, // another fee, another amount
@@ -156,6 +170,17 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
     expect(here.object_id).to.equal(null);
     expect(here.theirs).to.include({ our_id: `pay_${foreign}`, amount: 3_000 });
     expect(here.line).to.include({ 'Transaction ID': foreign, Type: 'DEPOSIT' });
+  });
+
+  it('refuses a statement callback that pawaPay did not sign', async () => {
+    const body = JSON.stringify({ statementId: '00000000-0000-4000-8000-000000000001', status: 'COMPLETED' });
+    const res = await fetch(`${env.baseUrl}/callbacks/pawapay/statements`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    expect(res.status).to.equal(401);
+    expect(((await res.json()) as any).error.code).to.equal('signature-invalid');
   });
 
   it('settles the open payment through its status query, with its credit', async () => {
