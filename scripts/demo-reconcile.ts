@@ -86,8 +86,9 @@ async function main() {
   stack.teardown.add(() => pawapay.close());
   say(`pawaPay simulator ${pawapay.url} (provider fee ${CONTRACT_BPS} bps); database ${stack.database.name}`);
   const processes: RunningProcess[] = [];
-  const stopPools = () => Promise.all(processes.splice(0).map((p) => p.stop()));
-  stack.teardown.add(stopPools);
+  // the pools (processes[1..]); the web stays up: it receives the statement callback that wakes the run
+  const stopPools = () => Promise.all(processes.splice(1).map((p) => p.stop()));
+  stack.teardown.add(() => Promise.all(processes.splice(0).map((p) => p.stop())));
   const failures: string[] = [];
   try {
     for (const entry of ['api/server.ts', ...POOLS]) {
