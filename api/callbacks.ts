@@ -7,6 +7,9 @@ import type { Db } from '../shared/db/knex';
 import { KINDS } from '../shared/kindRegistry';
 import type { ProviderObjectKind } from '../shared/providers/types';
 import { tracingOn, withTraceparent } from '../shared/tracing/spans';
+import { checkContract, describeErrors } from '../shared/providers/pawapay/contract';
+import { announceStatement } from '../shared/reconciliation/statementWake';
+import type { CallbackRequest, Verification } from '../shared/providers/connector';
 
 /** No provider notification comes near this; the cap bounds what an anonymous caller makes us buffer. */
 export const CALLBACK_BODY_LIMIT = 64 * 1024;
@@ -20,7 +23,46 @@ export const CALLBACK_BODY_LIMIT = 64 * 1024;
  * it by a status query before anything is applied. A notification that decides nothing is
  * answered and not stored.
  */
-export const callbacksRouter = new Router({ prefix: '/callbacks' }).post('/:provider', async (ctx) => {
+export const callbacksRouter = new Router({ prefix: '/callbacks' });
+
+/**
+ * POST /callbacks/pawapay/statements: pawaPay's statement callback (the URL a statement request
+ * names). Verified as pawaPay's other callbacks are, for its own URL (401 otherwise); its body is
+ * checked against the statement schema; it only wakes the run that waits for the statement
+ * (docs/reconciliation.md#statements), which then asks pawaPay for the statement's status itself.
+ */
+callbacksRouter.post('/pawapay/statements', async (ctx) => {
+  const provider = ctx.services.providers.byProviderId('pawapay') as
+    { verifyStatementCallback?: (req: CallbackRequest) => Promise<Verification> } | undefined;
+  if (!provider?.verifyStatementCallback) throw new NotFound('Provider');
+  const raw = await readRawBody(ctx, CALLBACK_BODY_LIMIT);
+  const verification = await provider.verifyStatementCallback({
+    raw,
+    headers: ctx.headers,
+    ip: ctx.ip,
+    nowUnix: Math.floor(ctx.services.clock.now() / 1000),
+  });
+  if (verification === 'invalid')
+    throw new Unauthenticated('signature-invalid', 'The callback signature is missing, invalid or expired');
+  let body: unknown;
+  try {
+    body = JSON.parse(raw.toString('utf8'));
+  } catch {
+    throw new BadRequest('invalid-json', 'The callback body is not valid JSON');
+  }
+  const check = checkContract('statement', body);
+  if (!check.ok) throw new ValidationFailed('body', `pawaPay statement callback: ${describeErrors(check.errors)}`);
+  const { statementId, status } = body as { statementId: string; status: string };
+  await announceStatement(ctx.services, 'pawapay', statementId).catch((err: Error) =>
+    // the run's poll finds it all the same
+    ctx.state.log.warn({ statementId, err: { message: err.message } }, 'statement callback not announced'),
+  );
+  ctx.state.log.info({ provider: 'pawapay', statementId, status, verification }, 'statement callback received');
+  ctx.status = 200;
+  ctx.body = '';
+});
+
+callbacksRouter.post('/:provider', async (ctx) => {
   const provider = ctx.services.providers.byProviderId(ctx.params.provider);
   if (!provider) throw new NotFound('Provider');
   const raw = await readRawBody(ctx, CALLBACK_BODY_LIMIT);

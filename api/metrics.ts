@@ -11,6 +11,7 @@ import { collectProcessMetrics } from '../shared/metrics/registry';
 import { BOARD_PATH } from './board';
 import { KINDS } from '../shared/kindRegistry';
 import { partitionStates } from '../shared/db/partitions';
+import { readReconciliationMetrics } from '../shared/reconciliation/metrics';
 
 /** Methods kept as label values; anything else (Node accepts a few dozen) is counted as OTHER. */
 const METHODS = new Set(['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS']);
@@ -182,6 +183,26 @@ function storeMetrics(registry: Registry, services: ServiceContext): void {
     'Rows in a history table’s DEFAULT partition (counted up to 1,000): rows no monthly or yearly partition took, 0 normally',
     ['table'],
   );
+  const reconciliationItems = gauge(
+    'reconciliation_items',
+    'Reconciliation items of the last 30 days not resolved, per connector and category (matched: agreed, nothing to do)',
+    ['connector', 'category'],
+  );
+  const reconciliationOldest = gauge(
+    'reconciliation_oldest_unresolved_seconds',
+    'How long the oldest reconciliation mismatch not resolved has waited since its run found it, per connector; 0 when none',
+    ['connector'],
+  );
+  const walletDifference = gauge(
+    'provider_wallet_difference',
+    "The provider wallet's reported balance minus the ledger's expected one at the latest reading, minor units",
+    ['connector', 'currency'],
+  );
+  new Gauge({
+    name: 'reconciliation_balance_threshold',
+    help: 'RECONCILIATION_BALANCE_THRESHOLD: a wallet difference past it (minor units) is flagged',
+    registers: [registry],
+  }).set(services.config.reconciliation.balanceThreshold);
   const ledgerLastRun = new Gauge({
     name: 'ledger_check_last_run_timestamp_seconds',
     help: 'When the last ledger check finished (Unix seconds; 0: not yet)',
@@ -285,6 +306,12 @@ function storeMetrics(registry: Registry, services: ServiceContext): void {
       partitionsAhead.set({ table: p.table }, p.monthsAhead);
       partitionDefaultRows.set({ table: p.table }, p.defaultRows);
     }
+    const recon = await readReconciliationMetrics(db, now.getTime());
+    for (const i of recon.items) reconciliationItems.set({ connector: i.connector, category: i.category }, i.n);
+    for (const o of recon.oldestUnresolved) reconciliationOldest.set({ connector: o.connector }, o.seconds);
+    walletDifference.reset();
+    for (const w of recon.walletDifference)
+      walletDifference.set({ connector: w.connector, currency: w.currency }, w.difference);
     await readDeliveries();
   };
 

@@ -104,8 +104,9 @@ function loadSettlementConfig(env: Env) {
 /**
  * Daily reconciliation against the providers' statements (docs/reconciliation.md): the business
  * day's time zone, how long after a day's end its statement is final, the wallet difference
- * flagged, the fee each connector's contract sets, the largest report file accepted, and how
- * often the settlement pool checks for a day to reconcile.
+ * flagged, the fee each connector's contract sets, the largest report file accepted, how
+ * often the settlement pool checks for a day to reconcile, and how often a run asks whether a
+ * statement is ready when no statement callback wakes it first.
  */
 function loadReconciliationConfig(env: Env) {
   const timeZone = env.RECONCILIATION_TIME_ZONE || 'Africa/Kinshasa';
@@ -129,6 +130,7 @@ function loadReconciliationConfig(env: Env) {
     contractFeesBps,
     maxReportBytes: int(env, 'RECONCILIATION_MAX_REPORT_BYTES', 512 * 1024 * 1024, 1024),
     checkIntervalMs: int(env, 'RECONCILIATION_CHECK_INTERVAL_MS', 600_000, 50, 86_400_000),
+    statementPollMs: int(env, 'RECONCILIATION_STATEMENT_POLL_MS', 30_000, 50, 600_000),
   };
 }
 

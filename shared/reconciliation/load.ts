@@ -2,6 +2,8 @@ import { createHash, randomUUID } from 'node:crypto';
 import { Transform, type Readable } from 'node:stream';
 import type { Db } from '../db/knex';
 import { businessDay } from './days';
+import { runSql } from '../db/sql/run';
+import { INSERT_LINES } from '../db/sql/reconciliation';
 import { ReportError, type ReportParser, type StatementLineIn } from '../providers/report';
 
 /**
@@ -37,7 +39,60 @@ export interface LoadResult {
   inserted: number;
 }
 
-const BATCH = 500;
+/** Lines per INSERT: large enough that a round trip is not the cost, small enough to hold. */
+const BATCH = 1000;
+
+/** A batch of lines as the columns of INSERT_LINES, filled line by line. */
+class LineColumns {
+  private readonly lineNo: number[] = [];
+  private readonly raw: string[] = [];
+  private readonly ourId: (string | null)[] = [];
+  private readonly providerRef: (string | null)[] = [];
+  private readonly kind: string[] = [];
+  private readonly status: string[] = [];
+  private readonly amount: number[] = [];
+  private readonly currency: string[] = [];
+  private readonly fee: number[] = [];
+  private readonly occurredAt: string[] = [];
+  private readonly day: string[] = [];
+  private readonly key: string[] = [];
+
+  get size(): number {
+    return this.lineNo.length;
+  }
+
+  push(l: StatementLineIn, day: string, key: string): void {
+    this.lineNo.push(l.lineNo);
+    this.raw.push(JSON.stringify(l.raw));
+    this.ourId.push(l.ourId);
+    this.providerRef.push(l.providerRef);
+    this.kind.push(l.kind);
+    this.status.push(l.status);
+    this.amount.push(l.amount);
+    this.currency.push(l.currency);
+    this.fee.push(l.fee);
+    this.occurredAt.push(l.occurredAt.toISOString());
+    this.day.push(day);
+    this.key.push(key);
+  }
+
+  values(): unknown[] {
+    return [
+      this.lineNo,
+      this.raw,
+      this.ourId,
+      this.providerRef,
+      this.kind,
+      this.status,
+      this.amount,
+      this.currency,
+      this.fee,
+      this.occurredAt,
+      this.day,
+      this.key,
+    ];
+  }
+}
 
 /** Counts and hashes the bytes on their way; past `maxBytes` it fails the stream. */
 function meter(maxBytes: number) {
@@ -89,40 +144,39 @@ export async function loadStatement(
       let inserted = 0;
       let first: Date | null = null;
       let last: Date | null = null;
-      let batch: Record<string, unknown>[] = [];
-      const flush = async () => {
-        if (!batch.length) return;
-        const rows = await trx('statement_lines')
-          .insert(batch)
-          .onConflict(['connector', 'kind', 'line_key'])
-          .ignore()
-          .returning('id');
-        inserted += rows.length;
-        batch = [];
+      // at most two batches at once: the one being written and the one being read; the parser
+      // waits while a batch is written, and the stream behind it holds at most its buffer
+      let batch = new LineColumns();
+      const writing: { batch: Promise<void> | null } = { batch: null };
+      const write = async (columns: LineColumns) => {
+        const [r] = await runSql<{ n: number }>(trx, INSERT_LINES, [id, req.connector, ...columns.values()]);
+        inserted += r.n;
       };
-      for await (const l of report.lines) {
-        lines++;
-        if (!first || l.occurredAt < first) first = l.occurredAt;
-        if (!last || l.occurredAt > last) last = l.occurredAt;
-        batch.push({
-          statement_id: id,
-          connector: req.connector,
-          line_no: l.lineNo,
-          raw: JSON.stringify(l.raw),
-          our_id: l.ourId,
-          provider_ref: l.providerRef,
-          kind: l.kind,
-          status: l.status,
-          amount: l.amount,
-          currency: l.currency,
-          fee: l.fee,
-          occurred_at: l.occurredAt,
-          business_day: businessDay(l.occurredAt.getTime(), req.timeZone),
-          line_key: lineKey(l),
-        });
-        if (batch.length >= BATCH) await flush();
+      const flush = async () => {
+        if (writing.batch) await writing.batch;
+        writing.batch = null;
+        if (!batch.size) return;
+        const full = batch;
+        batch = new LineColumns();
+        writing.batch = write(full);
+        // a failure is awaited at the next flush; meanwhile it must not be unhandled
+        writing.batch.catch(() => undefined);
+      };
+      try {
+        for await (const l of report.lines) {
+          lines++;
+          if (!first || l.occurredAt < first) first = l.occurredAt;
+          if (!last || l.occurredAt > last) last = l.occurredAt;
+          batch.push(l, businessDay(l.occurredAt.getTime(), req.timeZone), lineKey(l));
+          if (batch.size >= BATCH) await flush();
+        }
+        await flush();
+        if (writing.batch) await writing.batch;
+      } catch (err) {
+        // the report failed half-way: the batch being written ends before the transaction rolls back
+        await writing.batch?.catch(() => undefined);
+        throw err;
       }
-      await flush();
       const summary = report.summary();
       const providerStatementId = req.providerStatementId ?? m.digest();
       const duplicate = await trx('provider_statements')

@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import type { Db, Executor } from '../db/knex';
 import { runSql, streamSql } from '../db/sql/run';
-import { ITEMS_ALL, ITEMS_PAGE, OPEN_ITEMS } from '../db/sql/reconciliation';
+import { ITEM_ONE, ITEMS_ALL, ITEMS_PAGE, OPEN_ITEMS, RESOLVE_ITEM } from '../db/sql/reconciliation';
 import { csvField } from '../statements/csv';
 import { NotFound, ValidationFailed } from '../errors';
 import { parseLimit } from '../db/pagination';
@@ -79,19 +79,44 @@ export async function listItems(
   if (!Number.isSafeInteger(after) || after < 0)
     throw new ValidationFailed('starting_after', 'starting_after must be an item id');
   const rows = await runSql<Record<string, any>>(db, ITEMS_PAGE, [runId, after, category, limit + 1]);
-  const data = rows.slice(0, limit).map((r) => ({
+  const data = rows.slice(0, limit).map(itemView);
+  return { object: 'list', data, has_more: rows.length > limit };
+}
+
+function itemView(r: Record<string, any>) {
+  return {
     object: 'reconciliation_item',
     id: Number(r.id),
     category: r.category,
     object_kind: r.object_kind,
     object_id: r.object_id,
     resolved: r.resolved_at !== null,
+    resolved_at: r.resolved_at ? Math.floor(new Date(r.resolved_at).getTime() / 1000) : null,
+    resolution_note: r.resolution_note ?? null,
     ours: r.details.ours ?? null,
     theirs: r.details.theirs ?? null,
     line: r.line ?? null,
     details: r.details,
-  }));
-  return { object: 'list', data, has_more: rows.length > limit };
+  };
+}
+
+/** The largest note an operator may write on an item. */
+export const MAX_NOTE_CHARS = 2000;
+
+/**
+ * An operator resolves a mismatch with a note (docs/reconciliation.md#resolving-an-item): it
+ * leaves GET /admin/attention and `reconciliation_items`' count. Once: resolving it again answers
+ * the item as it is, the first note kept. A matched item needs nothing: 400.
+ */
+export async function resolveItem(db: Executor, rawId: string, note: string, now: number) {
+  const id = /^\d{1,18}$/.test(rawId) ? rawId : null;
+  if (!id) throw new NotFound('Reconciliation item');
+  const [before] = await runSql<Record<string, any>>(db, ITEM_ONE, [id]);
+  if (!before) throw new NotFound('Reconciliation item');
+  if (before.category === 'matched') throw new ValidationFailed('id', 'a matched item needs no resolution');
+  await runSql(db, RESOLVE_ITEM, [id, note, new Date(now)]);
+  const [after] = await runSql<Record<string, any>>(db, ITEM_ONE, [id]);
+  return { ...itemView(after), reconciliation: after.run_id as string };
 }
 
 export const ITEM_CSV_COLUMNS = ['id', 'category', 'object_kind', 'object_id', 'line_id', 'resolved', 'details'];

@@ -7,6 +7,7 @@ import {
   CLASSIFY_MISSING_THERE,
   COUNT_ITEMS,
   DAY_FEES,
+  KEEP_RESOLUTIONS,
   POST_FEES,
   SETTLEABLE,
 } from '../db/sql/reconciliation';
@@ -107,7 +108,10 @@ export async function reconcileDay(
       .onConflict(['connector', 'business_day'])
       .merge({ status: 'running', started_at: trx.fn.now(), finished_at: null, failure: null })
       .returning('id');
-    await trx('reconciliation_items').where({ run_id: row.id }).delete();
+    // the items of a run before: replaced by this one's, their resolutions kept (KEEP_RESOLUTIONS)
+    const [{ mark }] = await trx('reconciliation_items')
+      .where({ run_id: row.id })
+      .select(trx.raw('coalesce(max(id), 0)::bigint::text as mark'));
     await runSql(trx, CLASSIFY_LINES, [connector, day, row.id, contractBps]);
     await runSql(trx, CLASSIFY_MISSING_THERE, [
       connector,
@@ -116,6 +120,7 @@ export async function reconcileDay(
       Math.floor(start / 1000),
       Math.floor(end / 1000),
     ]);
+    await runSql(trx, KEEP_RESOLUTIONS, [row.id, mark]);
 
     // the provider fees of the day's lines, one posting each, on the connector's accounts
     const fees = await runSql<{ currency: string; fees: string }>(trx, DAY_FEES, [connector, day]);

@@ -3,6 +3,7 @@ import { HttpClient } from '../httpClient';
 import { PawapayStatements, pawapayCsvParser } from '../providers/pawapay/statements';
 import { airtelReportParser } from '../providers/airtel/report';
 import { loadStatement } from './load';
+import { listenForStatements } from './statementWake';
 import type { ReportParser } from '../providers/report';
 
 /**
@@ -37,6 +38,8 @@ const pawapaySource: StatementSource = {
     const settings = ctx.config.connectors.pawapay;
     if (!settings) throw new Error('pawaPay is not configured (PAWAPAY_URL, PAWAPAY_API_TOKEN)');
     const client = new HttpClient(2);
+    // listening before the request: a callback that comes before the first look is not missed
+    const wakeups = await listenForStatements(ctx, 'pawapay');
     try {
       const api = new PawapayStatements({
         baseUrl: settings.url,
@@ -55,7 +58,10 @@ const pawapaySource: StatementSource = {
           compressed: true,
           callbackUrl: `${ctx.config.baseUrl}/callbacks/pawapay/statements`,
         });
-        const ready = await api.whenReady(statementId, READY_TIMEOUT_MS);
+        const id = statementId;
+        const ready = await api.whenReady(id, READY_TIMEOUT_MS, ctx.config.reconciliation.statementPollMs, (ms) =>
+          wakeups.wait(id, ms),
+        );
         await loadStatement(
           ctx.db,
           {
@@ -75,6 +81,7 @@ const pawapaySource: StatementSource = {
       return { statementId, wallets: wallets.map((w) => ({ currency: w.wallet.currency, reported: w.balance })) };
     } finally {
       client.close();
+      await wakeups.close();
     }
   },
 };

@@ -36,6 +36,7 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
   let foreign = '';
   let day = '';
   let run: any;
+  const clockOf = { now: () => Date.now() };
   const uuid = (id: string) => id.slice(id.indexOf('_') + 1);
 
   const pay = async (phone: string, amount = 2_500) => {
@@ -54,7 +55,12 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
     waitFor(shop.client, path, (b) => !['pending', 'processing'].includes(b.status), 30_000);
 
   before(async () => {
-    sim = await startPawapaySimulator({ token: TOKEN, callbackDelayMs: 100, statements: { feeBps: 150 } });
+    sim = await startPawapaySimulator({
+      token: TOKEN,
+      callbackDelayMs: 100,
+      statements: { feeBps: 150 },
+      now: () => clockOf.now(),
+    });
     env = await startTestEnv({
       LIVE_VODACOM: 'pawapay',
       PAWAPAY_URL: sim.url,
@@ -66,8 +72,12 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
       RECONCILIATION_CONTRACT_FEES_BPS: 'pawapay=150',
       RECONCILIATION_BALANCE_THRESHOLD: '0',
       RECONCILIATION_MAX_REPORT_BYTES: String(MAX_REPORT),
+      // longer than the test may take: a run ends only because the statement callback wakes it
+      RECONCILIATION_STATEMENT_POLL_MS: '600000',
     });
     sim.setCallbackUrl(`${env.baseUrl}/callbacks/pawapay`);
+    // pawaPay signs by the time it is for the service: the test moves the service's clock
+    clockOf.now = () => env.clock.now();
     for (const pool of POOLS) pools.push(await env.spawn(pool));
     shop = await env.merchant({ environment: 'live', scope: 'full', merchant: FEES });
 
@@ -136,6 +146,10 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
     expect(res.status, JSON.stringify(res.body)).to.equal(201);
     run = res.body;
     expect(run).to.include({ connector: 'pawapay', business_day: day, status: 'done' });
+    // the statement was ready before the first poll was due: its callback, verified, woke the run
+    const answers = sim.finances.statementCallbacks();
+    expect(answers).to.have.length.at.least(1);
+    expect(answers.map((a) => a.status)).to.deep.equal(answers.map(() => 200));
     expect(run.counts).to.deep.equal({
       matched: 4, // the payment refunded, the reversed deposit's own line, the refund, the payout
       'amount-mismatch': 2, // another fee, another amount
@@ -156,6 +170,17 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
     expect(here.object_id).to.equal(null);
     expect(here.theirs).to.include({ our_id: `pay_${foreign}`, amount: 3_000 });
     expect(here.line).to.include({ 'Transaction ID': foreign, Type: 'DEPOSIT' });
+  });
+
+  it('refuses a statement callback that pawaPay did not sign', async () => {
+    const body = JSON.stringify({ statementId: '00000000-0000-4000-8000-000000000001', status: 'COMPLETED' });
+    const res = await fetch(`${env.baseUrl}/callbacks/pawapay/statements`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json' },
+      body,
+    });
+    expect(res.status).to.equal(401);
+    expect(((await res.json()) as any).error.code).to.equal('signature-invalid');
   });
 
   it('settles the open payment through its status query, with its credit', async () => {
@@ -213,6 +238,32 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
     expect(Number(reading.difference)).to.equal(usd.difference);
   });
 
+  it('serves the unresolved items and the wallet difference on /metrics, on closed label sets', async () => {
+    const res = await fetch(`${env.baseUrl}/metrics`, {
+      headers: { Authorization: 'Bearer test-admin-token-0123456789' },
+    });
+    expect(res.status).to.equal(200);
+    const text = await res.text();
+    const sample = (series: string) =>
+      Number(
+        text
+          .split('\n')
+          .find((l) => l.startsWith(`${series} `))
+          ?.slice(series.length + 1),
+      );
+    // the status mismatch was settled by its status query: resolved, no longer counted
+    expect(sample('reconciliation_items{connector="pawapay",category="amount-mismatch"}')).to.equal(2);
+    expect(sample('reconciliation_items{connector="pawapay",category="status-mismatch"}')).to.equal(0);
+    expect(sample('reconciliation_items{connector="pawapay",category="missing-here"}')).to.equal(1);
+    expect(sample('reconciliation_items{connector="airtel",category="reversed"}')).to.equal(0);
+    expect(sample('reconciliation_oldest_unresolved_seconds{connector="pawapay"}')).to.be.at.least(0);
+    expect(sample('provider_wallet_difference{connector="pawapay",currency="USD"}')).to.equal(
+      -2_500 - 100 + 3_000 - 2_500,
+    );
+    expect(sample('reconciliation_balance_threshold')).to.equal(0);
+    expect(text).not.to.match(/reconciliation_items\{[^}]*(pay_|stm_|rec_)/);
+  });
+
   it('a second run changes nothing: the same items, no fee posted twice, no line twice', async () => {
     const lines = Number((await env.services.db('statement_lines').count('* as n'))[0].n);
     const again = await env.admin('POST', '/admin/reconciliations', { connector: 'pawapay', day });
@@ -234,6 +285,53 @@ describe('daily reconciliation against pawaPay statements and uploaded reports',
     const text = await res.text();
     expect(text.split('\n')[0]).to.equal('id,category,object_kind,object_id,line_id,resolved,details');
     expect(text).to.include(ids.omitted);
+  });
+
+  it('an operator resolves a mismatch with a note: it leaves /admin/attention, and stays resolved when the day runs again', async () => {
+    const here = (await env.admin('GET', `/admin/reconciliations/${run.id}/items?category=missing-here`)).body.data[0];
+    const noNote = await env.admin('POST', `/admin/reconciliation/items/${here.id}/resolve`, { note: '  ' });
+    expect(noNote.status).to.equal(400);
+    expect(noNote.body.error.code).to.equal('validation-failed');
+    const unknown = await env.admin('POST', '/admin/reconciliation/items/999999999/resolve', { note: 'x' });
+    expect(unknown.status).to.equal(404);
+    const matched = (await env.admin('GET', `/admin/reconciliations/${run.id}/items?category=matched`)).body.data[0];
+    expect(
+      (await env.admin('POST', `/admin/reconciliation/items/${matched.id}/resolve`, { note: 'x' })).status,
+    ).to.equal(400);
+
+    const res = await env.admin('POST', `/admin/reconciliation/items/${here.id}/resolve`, {
+      note: 'a test deposit made from the pawaPay dashboard',
+    });
+    expect(res.status, JSON.stringify(res.body)).to.equal(200);
+    expect(res.body).to.include({
+      id: here.id,
+      category: 'missing-here',
+      resolved: true,
+      resolution_note: 'a test deposit made from the pawaPay dashboard',
+      reconciliation: run.id,
+    });
+    // again: the first note stands
+    const again = await env.admin('POST', `/admin/reconciliation/items/${here.id}/resolve`, { note: 'other' });
+    expect(again.status).to.equal(200);
+    expect(again.body.resolution_note).to.equal('a test deposit made from the pawaPay dashboard');
+
+    const reasons = async () =>
+      (await env.admin('GET', '/admin/attention')).body.data
+        .map((a: any) => a.reason)
+        .filter((r: string) => r.startsWith('reconciliation-'))
+        .sort();
+    expect(await reasons()).to.deep.equal([
+      'reconciliation-amount-mismatch',
+      'reconciliation-amount-mismatch',
+      'reconciliation-missing-there',
+      'reconciliation-reversed',
+    ]);
+    // the day again: its items replaced, the resolution kept
+    const rerun = await env.admin('POST', '/admin/reconciliations', { connector: 'pawapay', day });
+    expect(rerun.status).to.equal(201);
+    const [item] = (await env.admin('GET', `/admin/reconciliations/${run.id}/items?category=missing-here`)).body.data;
+    expect(item).to.include({ resolved: true, resolution_note: 'a test deposit made from the pawaPay dashboard' });
+    expect(await reasons()).to.have.length(4);
   });
 
   describe('an uploaded Airtel report', () => {

@@ -41,6 +41,12 @@ describe('Grafana dashboard (ops/grafana)', () => {
     expect(exprs).to.include('webhook_endpoints_breaker_open');
     expect(exprs).to.include('http_requests_shed_total');
   });
+
+  it('shows the reconciliation: unresolved items per connector and category, the wallet difference', () => {
+    const exprs = panels.flatMap((p) => p.targets.map((t: any) => t.expr)).join('\n');
+    expect(exprs).to.include('max by (connector, category) (reconciliation_items{category!="matched"})');
+    expect(exprs).to.include('max by (connector, currency) (provider_wallet_difference)');
+  });
 });
 
 describe('pool metrics ports (shared/metrics/ports.ts)', () => {

@@ -27,8 +27,8 @@ const alerts = rules
   .map((block) => ({ name: /- alert: (\S+)/.exec(block)![1], block }));
 
 describe('alert rules (ops/prometheus)', () => {
-  it('has 8 to 13 alerts, each with a severity, a summary and a runbook line', () => {
-    expect(alerts.length).to.be.within(8, 13);
+  it('has 8 to 14 alerts, each with a severity, a summary and a runbook line', () => {
+    expect(alerts.length).to.be.within(8, 14);
     for (const a of alerts) {
       expect(a.block, a.name).to.match(/\n\s+severity: (page|ticket)\n/);
       expect(a.block, a.name).to.match(/\n\s+summary: "[^"\n]+"\n/);
@@ -36,7 +36,7 @@ describe('alert rules (ops/prometheus)', () => {
     }
   });
 
-  it('covers what on-call needs: provider errors, queue wait, open past window, attention, dead webhooks, ledger, a process down, shedding', () => {
+  it('covers what on-call needs: provider errors, queue wait, open past window, attention, dead webhooks, ledger, a process down, shedding, reconciliation', () => {
     const names = alerts.map((a) => a.name);
     for (const name of [
       'ProviderErrorRateHigh',
@@ -47,6 +47,7 @@ describe('alert rules (ops/prometheus)', () => {
       'LedgerImbalance',
       'ProcessDown',
       'OverloadShedding',
+      'ReconciliationNeedsOperator',
     ]) {
       expect(names).to.include(name);
     }
@@ -73,7 +74,7 @@ describe('alert rules (ops/prometheus)', () => {
     it('check rules: the rules file is valid', () => {
       const r = promtool(['check', 'rules', 'alerts.yml']);
       expect(r.status, r.output).to.equal(0);
-      expect(r.output).to.match(/SUCCESS: (8|9|10|11|12|13) rules found/);
+      expect(r.output).to.match(/SUCCESS: (8|9|10|11|12|13|14) rules found/);
     });
 
     it('test rules: every unit test of alerts.test.yml passes', () => {

@@ -7,7 +7,15 @@ import { PayloadTooLarge, ValidationFailed } from '../../../shared/errors';
 import { loadStatement, ReportTooLarge } from '../../../shared/reconciliation/load';
 import { ReportError } from '../../../shared/providers/report';
 import { parserOf, RECONCILED_CONNECTORS } from '../../../shared/reconciliation/sources';
-import { getRun, itemsCsv, listItems, listRuns, parseCategory } from '../../../shared/reconciliation/read';
+import {
+  getRun,
+  itemsCsv,
+  listItems,
+  listRuns,
+  MAX_NOTE_CHARS,
+  parseCategory,
+  resolveItem,
+} from '../../../shared/reconciliation/read';
 import { NotReconcilable, reconcileDay } from '../../../shared/reconciliation/run';
 import { isDay } from '../../../shared/reconciliation/days';
 
@@ -16,6 +24,10 @@ const validateRun = validator<{ connector: string; day: string }>(
     connector: { type: 'string', enum: RECONCILED_CONNECTORS },
     day: { type: 'string', pattern: '^\\d{4}-\\d{2}-\\d{2}$' },
   }),
+);
+
+const validateResolve = validator<{ note: string }>(
+  closedObject({ note: { type: 'string', minLength: 1, maxLength: MAX_NOTE_CHARS, pattern: '\\S' } }),
 );
 
 /**
@@ -76,6 +88,11 @@ export const reconciliationAdminRouter = new Router({ prefix: '/admin' })
   })
   .get('/reconciliations/:id', async (ctx) => {
     ctx.body = await getRun(ctx.services.db, ctx.params.id);
+  })
+  // an operator handled a mismatch: it leaves /admin/attention (docs/reconciliation.md#resolving-an-item)
+  .post('/reconciliation/items/:id/resolve', async (ctx) => {
+    const input = validateResolve(await readJson(ctx));
+    ctx.body = await resolveItem(ctx.services.db, ctx.params.id, input.note.trim(), ctx.services.clock.now());
   })
   // ?format=csv (or Accept: text/csv): every item of the run, streamed
   .get('/reconciliations/:id/items', async (ctx) => {

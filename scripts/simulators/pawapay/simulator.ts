@@ -75,6 +75,8 @@ export interface PawapaySimulatorOptions {
   log?: (line: string) => void;
   /** statements and wallets (simStatements.ts): the contract's fee, how long a statement takes */
   statements?: SimStatementsOptions;
+  /** the clock its callbacks are signed by (`created`); default the system's (a test that moves the service's passes it) */
+  now?: () => number;
 }
 
 export interface PawapaySimulator {
@@ -326,6 +328,7 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
       headers = await signMessage({
         privateKey: key.privateKey,
         keyId: key.id,
+        created: opts.now ? Math.floor(opts.now() / 1000) : undefined,
         url: opts.callbackUrl,
         body,
         digest: opts.digest ?? 'sha-512',
@@ -654,6 +657,19 @@ export async function startPawapaySimulator(opts: PawapaySimulatorOptions): Prom
     client,
     later,
     log,
+    // the statement callback is signed as the transaction callbacks are, for its own URL
+    sign: async (url, body) =>
+      opts.signCallbacks === false
+        ? { 'content-type': 'application/json' }
+        : signMessage({
+            privateKey: key.privateKey,
+            keyId: key.id,
+            created: opts.now ? Math.floor(opts.now() / 1000) : undefined,
+            url,
+            body,
+            digest: opts.digest ?? 'sha-512',
+            encoding: opts.signatureEncoding ?? 'der',
+          }),
   });
 
   const server = http.createServer((req, res) => {

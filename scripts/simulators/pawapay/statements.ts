@@ -59,6 +59,8 @@ export interface SimFinances {
   foreignDeposit(amount: number, currency: Currency): string;
   /** every wallet row, oldest first */
   rows(): StatementRow[];
+  /** what each statement callback was answered (HTTP status; 0: no answer) */
+  statementCallbacks(): { statementId: string; status: number }[];
   balance(currency: Currency): number;
 }
 
@@ -104,6 +106,8 @@ export function simFinances(
     client: HttpClient;
     later: (ms: number, fn: () => void | Promise<void>) => void;
     log: (l: string) => void;
+    /** the headers of a callback of `body` to `url` (signed as pawaPay signs its callbacks) */
+    sign: (url: string, body: string) => Promise<Record<string, string>>;
   },
 ) {
   const fees = new Map<string, number>();
@@ -184,17 +188,23 @@ export function simFinances(
     return out;
   };
 
+  /** The answers the statement callbacks got (HTTP status, or 0: no answer), oldest first. */
+  const callbackAnswers: { statementId: string; status: number }[] = [];
+
   async function callback(s: SimStatement) {
     if (!s.callbackUrl) return;
     try {
+      const body = JSON.stringify(view(s));
       const res = await deps.client.request(s.callbackUrl, {
         method: 'POST',
-        headers: { 'content-type': 'application/json' },
-        body: JSON.stringify(view(s)),
+        headers: await deps.sign(s.callbackUrl, body),
+        body,
         timeoutMs: 5000,
       });
+      callbackAnswers.push({ statementId: s.statementId, status: res.status });
       deps.log(`pawapay-sim: statement callback ${s.statementId} → HTTP ${res.status}`);
     } catch (err) {
+      callbackAnswers.push({ statementId: s.statementId, status: 0 });
       deps.log(`pawapay-sim: statement callback failed: ${(err as Error).message}`);
     }
   }
@@ -336,6 +346,7 @@ export function simFinances(
     },
     rows,
     balance,
+    statementCallbacks: () => [...callbackAnswers],
   };
   return { handle, download, finances };
 }

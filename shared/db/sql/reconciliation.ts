@@ -6,6 +6,28 @@ import { sqlStatement } from './run';
  * joins and nothing of the day is held in the process.
  */
 
+/**
+ * One batch of a statement's lines, column by column ($1 statement, $2 connector, then one array
+ * per column): one text whatever the batch, so that it is prepared once and no query is built per
+ * batch. A line already known (connector, kind, line key) is kept as it was; answers how many
+ * were new.
+ */
+export const INSERT_LINES = sqlStatement(
+  'reconciliation-insert-lines',
+  `with ins as (
+     insert into statement_lines (statement_id, connector, line_no, raw, our_id, provider_ref, kind, status, amount,
+                                  currency, fee, occurred_at, business_day, line_key)
+     select $1, $2, x.line_no, x.raw::jsonb, x.our_id, x.provider_ref, x.kind, x.status, x.amount, x.currency, x.fee,
+            x.occurred_at, x.business_day, x.line_key
+       from unnest($3::int[], $4::text[], $5::text[], $6::text[], $7::text[], $8::text[], $9::bigint[], $10::text[],
+                   $11::bigint[], $12::timestamptz[], $13::date[], $14::text[])
+            as x(line_no, raw, our_id, provider_ref, kind, status, amount, currency, fee, occurred_at, business_day, line_key)
+     on conflict (connector, kind, line_key) do nothing
+     returning 1
+   )
+   select count(*)::int as n from ins`,
+);
+
 /** Our operations of a connector as one relation: kind, id, status, what moved, when it completed. */
 const OPS = (where: string) => `
   select 'payment'::text as object_kind, p.id, p.status, p.method, p.amount_charged as amount, p.currency, p.provider_ref,
@@ -85,6 +107,36 @@ export const CLASSIFY_MISSING_THERE = sqlStatement(
                          and l.provider_ref = o.provider_ref and l.kind <> 'reversal')`,
 );
 
+/**
+ * A run again ($1) replaces its items: each new item (id above $2) that is the same pair in the
+ * same category as one resolved before keeps that resolution (an operator's note is not asked
+ * twice), then the items before are deleted.
+ */
+export const KEEP_RESOLUTIONS = sqlStatement(
+  'reconciliation-keep-resolutions',
+  `with kept as (
+     update reconciliation_items n
+        set resolved_at = o.resolved_at, resolution_note = o.resolution_note
+       from reconciliation_items o
+      where n.run_id = $1 and n.id > $2::bigint and o.run_id = $1 and o.id <= $2::bigint
+        and o.resolved_at is not null and n.category = o.category
+        and n.line_id is not distinct from o.line_id and n.object_id is not distinct from o.object_id
+      returning n.id
+   )
+   delete from reconciliation_items where run_id = $1 and id <= $2::bigint`,
+);
+
+/**
+ * An operator resolves a mismatch ($1 item, $2 note, $3 when): once; the item as it is then.
+ * Matched items need nothing and are not resolved.
+ */
+export const RESOLVE_ITEM = sqlStatement(
+  'reconciliation-resolve-item',
+  `update reconciliation_items set resolved_at = $3, resolution_note = $2
+    where id = $1 and category <> 'matched' and resolved_at is null
+    returning id`,
+);
+
 /** The run's counts per category. */
 export const COUNT_ITEMS = sqlStatement(
   'reconciliation-count-items',
@@ -147,7 +199,8 @@ export const ACCOUNT_SUM = sqlStatement(
 /** A run's items in id order, with their lines, from `$2` (exclusive), of `$3` (a category, or null for all). */
 export const ITEMS_PAGE = sqlStatement(
   'reconciliation-items-page',
-  `select i.id, i.category, i.object_kind, i.object_id, i.line_id, i.details, i.resolved_at, l.raw as line
+  `select i.id, i.category, i.object_kind, i.object_id, i.line_id, i.details, i.resolved_at, i.resolution_note,
+          l.raw as line
      from reconciliation_items i left join statement_lines l on l.id = i.line_id
     where i.run_id = $1 and i.id > $2 and ($3::text is null or i.category = $3)
     order by i.id limit $4`,
@@ -163,6 +216,15 @@ export const ITEMS_ALL = sqlStatement(
     order by i.id`,
 );
 
+/** One item with its line ($1 item id). */
+export const ITEM_ONE = sqlStatement(
+  'reconciliation-item-one',
+  `select i.id, i.run_id, i.category, i.object_kind, i.object_id, i.line_id, i.details, i.resolved_at,
+          i.resolution_note, l.raw as line
+     from reconciliation_items i left join statement_lines l on l.id = i.line_id
+    where i.id = $1`,
+);
+
 /** What is still to be looked at: mismatches not resolved, newest run first ($1 since, $2 limit). */
 export const OPEN_ITEMS = sqlStatement(
   'reconciliation-open-items',
@@ -172,4 +234,26 @@ export const OPEN_ITEMS = sqlStatement(
      left join statement_lines l on l.id = i.line_id
     where i.category <> 'matched' and i.resolved_at is null and i.created_at >= $1
     order by r.business_day desc, i.id limit $2`,
+);
+
+/**
+ * The items of the runs since $1 not resolved, per connector and category (matched items need
+ * nothing and are never resolved), with the age in seconds at $2 of the oldest (what
+ * `reconciliation_items` and `reconciliation_oldest_unresolved_seconds` serve).
+ */
+export const UNRESOLVED_ITEMS = sqlStatement(
+  'reconciliation-unresolved-items',
+  `select r.connector, i.category, count(*)::int as n,
+          extract(epoch from $2::timestamptz - min(i.created_at))::float8 as oldest
+     from reconciliation_items i join reconciliation_runs r on r.id = i.run_id
+    where i.resolved_at is null and i.created_at >= $1
+    group by r.connector, i.category`,
+);
+
+/** Each connector's and currency's latest wallet reading (what `provider_wallet_difference` serves). */
+export const LATEST_WALLET_READINGS = sqlStatement(
+  'reconciliation-latest-wallet-readings',
+  `select distinct on (connector, currency) connector, currency, difference::bigint::text as difference
+     from provider_balance_readings
+    order by connector, currency, business_day desc, read_at desc`,
 );

@@ -345,10 +345,22 @@ export class PawapayConnector implements Connector {
   // ---- callbacks ------------------------------------------------------------------------------
 
   async verifyCallback(req: CallbackRequest): Promise<Verification> {
+    return this.verifyAt(req, '');
+  }
+
+  /**
+   * A statement callback (POST /callbacks/pawapay/statements, the URL the statement request
+   * named) is signed as the transaction callbacks are, for its own URL (docs/reconciliation.md#statements).
+   */
+  async verifyStatementCallback(req: CallbackRequest): Promise<Verification> {
+    return this.verifyAt(req, '/statements');
+  }
+
+  private async verifyAt(req: CallbackRequest, suffix: string): Promise<Verification> {
     if (this.opts.callbackSignatures === 'off') return 'unsigned';
     try {
       const host = typeof req.headers.host === 'string' ? req.headers.host : 'localhost';
-      const url = this.opts.callbackUrl ?? `http://${host}/callbacks/${this.id}`;
+      const url = `${this.opts.callbackUrl ?? `http://${host}/callbacks/${this.id}`}${suffix}`;
       const outcome = await verifySignedMessage(
         {
           raw: req.raw,

@@ -138,7 +138,13 @@ export class PawapayStatements {
   }
 
   /** Polls until the statement is COMPLETED (or FAILED: an error); the callback only saves a wait. */
-  async whenReady(statementId: string, timeoutMs: number, pollMs = 1000): Promise<PawapayStatement> {
+  async whenReady(
+    statementId: string,
+    timeoutMs: number,
+    pollMs = 1000,
+    /** waits until the next look: `pollMs`, or less when a statement callback wakes it (statementWake.ts) */
+    wait: (ms: number) => Promise<void> = (ms) => new Promise((r) => setTimeout(r, ms)),
+  ): Promise<PawapayStatement> {
     const end = Date.now() + timeoutMs;
     for (;;) {
       const s = await this.status(statementId);
@@ -146,7 +152,7 @@ export class PawapayStatements {
       if (s?.status === 'FAILED')
         throw new PawapayStatementError(`pawaPay failed the statement: ${s.failureReason?.failureCode ?? 'no reason'}`);
       if (Date.now() > end) throw new PawapayStatementError(`statement ${statementId} not ready in ${timeoutMs} ms`);
-      await new Promise((r) => setTimeout(r, pollMs));
+      await wait(Math.max(0, Math.min(pollMs, end - Date.now())));
     }
   }
 
