@@ -2,6 +2,7 @@ import type { ServiceContext } from '../context';
 import { HttpClient } from '../httpClient';
 import { PawapayStatements, pawapayCsvParser } from '../providers/pawapay/statements';
 import { airtelReportParser } from '../providers/airtel/report';
+import { mpgsReportParser } from '../providers/mpgs/report';
 import { loadStatement } from './load';
 import { listenForStatements } from './statementWake';
 import type { ReportParser } from '../providers/report';
@@ -88,7 +89,9 @@ const pawapaySource: StatementSource = {
 
 const airtelSource: StatementSource = { connector: 'airtel', parsers: [airtelReportParser] };
 
-const SOURCES: Record<string, StatementSource> = { pawapay: pawapaySource, airtel: airtelSource };
+const mpgsSource: StatementSource = { connector: 'mpgs', parsers: [mpgsReportParser] };
+
+const SOURCES: Record<string, StatementSource> = { pawapay: pawapaySource, airtel: airtelSource, mpgs: mpgsSource };
 
 export function sourceOf(connector: string): StatementSource | undefined {
   return SOURCES[connector];
