@@ -3,11 +3,12 @@ import http from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { HttpClient } from '../../../shared/httpClient';
 import type { Currency } from '../../../shared/vocabulary';
-import { CURRENCY_EXPONENT } from '../../../shared/providers/amounts';
+import { CURRENCY_EXPONENT, decimalToMinor } from '../../../shared/providers/amounts';
 import { callbackHash, type CallbackHashOver } from '../../../shared/providers/airtel/callbackHash';
 import { decryptPin, type OaepHash, type PinPadding } from '../../../shared/providers/airtel/pin';
 import { check, type AirtelSchemaName, type SchemaProblem } from '../../../shared/providers/airtel/schema';
 import { decimalsOf } from '../../../shared/providers/airtel/wire';
+import { airtelReport, type AirtelFinances, type ReportRow } from './report';
 
 /**
  * A simulator of the Airtel Money Africa Open API (https://developers.airtel.africa/documentation),
@@ -53,6 +54,10 @@ export interface AirtelSimulatorOptions {
   refundAnswersAsExample?: boolean;
   /** enquiries echo the transaction's amount and currency (the reference's enquiry example has neither; some answers carry them) */
   enquiryEchoesAmount?: boolean;
+  /** the provider fee in basis points of each completed transaction, on the report (default 0) */
+  feeBps?: number;
+  /** the simulator's clock for the times of its records (default Date.now) */
+  now?: () => number;
   log?: (line: string) => void;
 }
 
@@ -76,6 +81,8 @@ export interface SimTransaction {
   callbacksSent: number;
   refunded: boolean;
   refundRequests: number;
+  /** when it reached TS, TF or TE (ms) */
+  completedAt?: number;
 }
 
 export interface SimRequest {
@@ -99,6 +106,10 @@ export interface AirtelSimulator {
   expireTokens(): void;
   /** where callbacks go from now on (the URL registered with Airtel: the service's, once it listens) */
   setCallbackUrl(url: string | null): void;
+  /** the transaction report and its injections (./report.ts) */
+  finances: AirtelFinances;
+  /** enquiries of the lost-callback number answer 500 until this is called */
+  endEnquiryOutage(): void;
 }
 
 type Scenario =
@@ -114,7 +125,8 @@ type Scenario =
   | 'error-500-not-created'
   | 'ambiguous-unnamed'
   | 'slow'
-  | 'token-expires';
+  | 'token-expires'
+  | 'lost';
 
 interface NumberRule {
   scenario: Scenario;
@@ -186,6 +198,10 @@ export const SIMULATOR_NUMBERS: Record<string, NumberRule> = {
   '970000042': {
     scenario: 'token-expires',
     what: 'succeeds; every token expires right after the initiation is answered',
+  },
+  '970000050': {
+    scenario: 'lost',
+    what: 'succeeds (TS) without a callback; its enquiries answer 500 until endEnquiryOutage()',
   },
   '970000043': {
     scenario: 'error-500-not-created',
@@ -263,6 +279,10 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
   let tokenCount = 0;
   let moneyCounter = 0;
   let closed = false;
+  let enquiryOutage = true;
+  const now = opts.now ?? (() => Date.now());
+  /** the refunds Airtel made, each its own record: the collection refunded and when */
+  const refunds: { tx: Tx; at: number }[] = [];
 
   const later = (ms: number, fn: () => void) => {
     const t = setTimeout(() => {
@@ -329,7 +349,8 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
       tx.status = 'TS';
       tx.responseCode = tx.kind === 'collection' ? COLLECTION_STATUS_CODE.TS : DISBURSEMENT_STATUS_CODE.TS;
     }
-    if (tx.kind !== 'collection' || tx.status === 'TE') return;
+    tx.completedAt = now();
+    if (tx.kind !== 'collection' || tx.status === 'TE' || tx.scenario === 'lost') return;
     if (tx.scenario === 'out-of-order') return; // its callback went before the answer
     later(callbackDelayMs, () => void sendCallback(tx));
     if (tx.scenario === 'callback-twice') later(callbackDelayMs * 2, () => void sendCallback(tx));
@@ -605,6 +626,7 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
       );
     }
     tx.enquiries += 1;
+    if (tx.scenario === 'lost' && enquiryOutage) return refusal(500, 'Something went wrong', 'ESB000001');
     const answer = (): Answer => ({
       status: 200,
       body: envelope(
@@ -654,6 +676,7 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
     if (tx.refunded)
       return refusal(400, 'Refund not allowed: the transaction is already refunded', 'ESB000011', 'DP00800001008');
     tx.refunded = true;
+    refunds.push({ tx, at: now() });
     const data = { transaction: { airtel_money_id: moneyId, status: 'SUCCESS' } };
     return {
       status: 200,
@@ -754,9 +777,44 @@ export async function startAirtelSimulator(opts: AirtelSimulatorOptions = {}): P
   const url = `http://${opts.host ?? '127.0.0.1'}:${address.port}`;
   log(`airtel simulator on ${url}`);
 
+  /** Each money movement as its own record, as the report lists them. */
+  function records(): ReportRow[] {
+    const out: ReportRow[] = [];
+    for (const tx of txs.values()) {
+      if (tx.completedAt === undefined || (tx.status !== 'TS' && tx.status !== 'TF')) continue;
+      out.push({
+        at: tx.completedAt,
+        transactionId: tx.id,
+        airtelMoneyId: tx.airtelMoneyId,
+        type: tx.kind === 'collection' ? 'COLLECTION' : 'DISBURSEMENT',
+        status: tx.status,
+        amount: decimalToMinor(tx.amount, tx.currency as Currency) ?? 0,
+        currency: tx.currency as Currency,
+        msisdn: tx.msisdn,
+      });
+    }
+    for (const r of refunds)
+      out.push({
+        at: r.at,
+        transactionId: '',
+        airtelMoneyId: r.tx.airtelMoneyId,
+        type: 'REFUND',
+        status: 'TS',
+        amount: decimalToMinor(r.tx.amount, r.tx.currency as Currency) ?? 0,
+        currency: r.tx.currency as Currency,
+        msisdn: r.tx.msisdn,
+      });
+    return out;
+  }
+  const finances = airtelReport(records, { feeBps: opts.feeBps ?? 0, now });
+
   return {
     url,
     publicKeyPem,
+    finances,
+    endEnquiryOutage: () => {
+      enquiryOutage = false;
+    },
     transactions: publicTransactions,
     requests: () => requestLog.map((r) => ({ ...r, problems: [...r.problems] })),
     tokenRequests: () => tokenCount,

@@ -33,6 +33,8 @@ const TYPES: Record<string, LineKind> = {
   REVERSAL: 'reversal',
   FEE: 'fee',
 };
+/** The provider reference of our Airtel refunds: `refund-of:` and the collection's Airtel Money id (connector.ts). */
+const REFUND_OF = 'refund-of:';
 const STATUSES: Record<string, LineStatus> = { TS: 'completed', TF: 'failed', TIP: 'pending' };
 
 function amount(text: string, currency: Currency, lineNo: number, what: string): number {
@@ -99,11 +101,13 @@ export const airtelReportParser: ReportParser = {
         const status = STATUSES[get('status').toUpperCase()];
         if (!status) throw new ReportError(lineNo, `status "${get('status')}" is not one of TS, TF, TIP`);
         const ours = fromAirtelId(get('transactionid'));
+        const ref = get('airtelmoneyid');
         yield {
           lineNo,
           raw: Object.fromEntries(header.map((h, i) => [h, fields[i]])),
           ourId: ours?.id ?? null,
-          providerRef: get('airtelmoneyid') || null,
+          // Airtel names a refund by the collection refunded (the connector's refund reference)
+          providerRef: ref && kind === 'refund' && !ref.startsWith(REFUND_OF) ? `${REFUND_OF}${ref}` : ref || null,
           kind,
           status,
           amount: Math.abs(amount(get('amount'), currency as Currency, lineNo, 'amount')),
