@@ -41,7 +41,7 @@ export interface AirtelFinances {
   rows(): (ReportRow & { fee: number })[];
   /** the wallet: completed collections in, everything else and every fee out */
   balance(currency: Currency): number;
-  /** the report of one currency's rows in [from, to) (all when not given), with its TOTAL row */
+  /** the report of one currency's rows in [from, to) (all when not given), with its TOTAL row (naming the period when given) */
   report(currency: Currency, range?: { from: number; to: number }): string;
 }
 
@@ -105,6 +105,7 @@ export function airtelReport(records: () => ReportRow[], opts: { feeBps: number;
         .filter((r) => r.currency === currency)
         .reduce((s, r) => s + signed(r), 0),
     report(currency, range) {
+      // the closing balance is the wallet's at the period's end: every row before it counts
       let running = 0;
       let count = 0;
       const lines = [HEADER];
@@ -130,7 +131,8 @@ export function airtelReport(records: () => ReportRow[], opts: { feeBps: number;
         );
       }
       lines.push(
-        `TOTAL,${count},${running < 0 ? '-' : ''}${minorToDecimal(Math.abs(running), currency, true)},${currency}`,
+        `TOTAL,${count},${running < 0 ? '-' : ''}${minorToDecimal(Math.abs(running), currency, true)},${currency}` +
+          (range ? `,${kinshasa(range.from)},${kinshasa(range.to)}` : ''),
       );
       return `${lines.join('\n')}\n`;
     },

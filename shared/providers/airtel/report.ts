@@ -20,7 +20,7 @@ import { fromAirtelId } from './wire';
  *
  *   Date,Transaction ID,Airtel Money ID,Type,Status,Amount,Currency,Fee,MSISDN
  *   ...one row per transaction...
- *   TOTAL,<rows>,<closing balance>,<currency>
+ *   TOTAL,<rows>,<closing balance>,<currency>[,<period start>,<period end>]
  *
  * The TOTAL row is the last: a file without it, or whose row count differs, is truncated.
  */
@@ -84,6 +84,13 @@ export const airtelReportParser: ReportParser = {
               throw new ReportError(lineNo, `the TOTAL row's currency "${currency}" is not one of ours`);
             summary.closingBalance = amount(fields[2], currency as Currency, lineNo, 'closing balance');
             summary.currency = currency;
+          }
+          // optional: the period the report covers, start and end (docs/reconciliation.md#statements)
+          if (fields[4]?.trim() || fields[5]?.trim()) {
+            summary.periodStart = date(fields[4] ?? '', lineNo);
+            summary.periodEnd = date(fields[5] ?? '', lineNo);
+            if (summary.periodEnd <= summary.periodStart)
+              throw new ReportError(lineNo, "the TOTAL row's period ends before it starts");
           }
           total = { lineNo };
           continue;
