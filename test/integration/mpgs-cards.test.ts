@@ -128,6 +128,11 @@ describe('live card payments through the Mastercard Gateway (simulator)', functi
     expect(payments(p.id)[0]).to.include({ amount: '25.00', currency: 'USD', requests: 1 });
     const got = await shop.client.get(`/v1/payments/${p.id}`);
     expect(got.body).to.include({ status: 'succeeded' });
+    // the card as the PAY answer's sourceOfFunds names it: brand, last 4 digits and expiry, never more of its number
+    const card = { brand: 'mastercard', last4: '0007', exp_month: 1, exp_year: 2039 };
+    expect(got.body.card).to.deep.equal(card);
+    expect(row.card).to.deep.equal(card);
+    expect(JSON.stringify(row)).not.to.contain('222300');
   });
 
   it('challenge approved: the challenge HTML is served on our origin, the return re-reads the gateway, then PAY', async () => {
@@ -135,6 +140,8 @@ describe('live card payments through the Mastercard Gateway (simulator)', functi
     await payWith(p.id, '5123450000000008', '01/39');
     const row = await waitForRow(env, p.id, (r) => r.status === 'processing');
     expect(row.challenge_url).to.equal(`${env.baseUrl}/checkout/${p.id}/3ds-challenge`);
+    const card = { brand: 'mastercard', last4: '0008', exp_month: 1, exp_year: 2039 };
+    expect(row.card, 'named by the authentication answer').to.deep.equal(card);
     const page = await fetch(row.challenge_url);
     const html = await page.text();
     expect(page.status).to.equal(200);
@@ -153,6 +160,7 @@ describe('live card payments through the Mastercard Gateway (simulator)', functi
     expect(back.status).to.equal(200);
     const done = await final(p.id);
     expect(done.status).to.equal('succeeded');
+    expect(done.card).to.deep.equal(card);
     expect(payments(p.id)).to.have.length(1);
     expect(payments(p.id)[0]).to.include({ id: 'pay-1', result: 'SUCCESS' });
   });
@@ -186,6 +194,7 @@ describe('live card payments through the Mastercard Gateway (simulator)', functi
       await payWith(p.id, '2223000000000007', expiry);
       const row = await final(p.id);
       expect(row).to.include({ status: 'failed', failure_code: code });
+      expect(row.card).to.include({ brand: 'mastercard', last4: '0007' });
       expect(payments(p.id)).to.have.length(1);
       const page = await (await fetch(`${env.baseUrl}/checkout/${p.id}?lang=en`)).text();
       expect(page).to.include('Nothing was charged');

@@ -29,6 +29,7 @@ function view(over: Partial<TransactionView>): TransactionView {
     authenticationStatus: null,
     payerInteraction: null,
     redirectHtml: null,
+    card: null,
     ...over,
   };
 }

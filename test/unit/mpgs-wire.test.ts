@@ -12,6 +12,7 @@ import {
   payBody,
   payTransactionId,
   readTransaction,
+  cardOf,
   refundBody,
   refundTransactionId,
   updateSessionBody,
@@ -84,8 +85,16 @@ const view = (over: Partial<TransactionView>): TransactionView => ({
   authenticationStatus: 'AUTHENTICATION_SUCCESSFUL',
   payerInteraction: null,
   redirectHtml: null,
+  card: null,
   ...over,
 });
+
+const PAID = {
+  result: 'SUCCESS',
+  response: { gatewayCode: 'APPROVED' },
+  order: { id: PAYMENT, currency: 'USD' },
+  transaction: { id: 'pay-1', type: 'PAYMENT' },
+};
 
 describe('mpgs wire: answers and 3-D Secure', () => {
   it('reads a transaction answer, JSON-number amounts included', () => {
@@ -102,6 +111,36 @@ describe('mpgs wire: answers and 3-D Secure', () => {
       currency: 'USD',
       totalCaptured: 0,
     });
+    expect(t.card).to.equal(null);
+  });
+
+  it("reads the card's brand, last 4 digits and expiry from sourceOfFunds, and nothing else of its number", () => {
+    const t = readTransaction({
+      result: 'SUCCESS',
+      response: { gatewayCode: 'APPROVED' },
+      order: { id: PAYMENT, currency: 'USD', amount: '10.00' },
+      transaction: { id: 'pay-1', type: 'PAYMENT' },
+      sourceOfFunds: {
+        type: 'CARD',
+        provided: { card: { brand: 'MASTERCARD', number: '512345xxxxxx0008', expiry: { month: '1', year: '39' } } },
+      },
+    });
+    expect(t.card).to.deep.equal({ brand: 'mastercard', last4: '0008', exp_month: 1, exp_year: 2039 });
+    expect(JSON.stringify(t)).not.to.contain('512345');
+    expect(cardOf({ brand: 'VISA', number: '450875xxxxxx1019', expiry: { month: '05', year: '2031' } })).to.deep.equal({
+      brand: 'visa',
+      last4: '1019',
+      exp_month: 5,
+      exp_year: 2031,
+    });
+    expect(cardOf({ brand: 'DISCOVER', number: '601100xxxxxx0004', expiry: { month: 12, year: 30 } })?.brand).to.equal(
+      'unknown',
+    );
+    expect(cardOf({ brand: 'VISA', number: 'xxxx', expiry: { month: '1', year: '39' } })).to.equal(null);
+    expect(cardOf({ brand: 'VISA', number: '450875xxxxxx1019', expiry: { month: '13', year: '39' } })).to.equal(null);
+    expect(cardOf(undefined)).to.equal(null);
+    // an unreadable card never puts the answer out of the schema
+    expect(check('transactionAnswer', { ...PAID, sourceOfFunds: { provided: { card: {} } } })).to.deep.equal([]);
   });
 
   it('pays after a successful or exempted authentication only when the gateway says PROCEED', () => {

@@ -227,7 +227,7 @@ export async function startMpgsSimulator(opts: MpgsSimulatorOptions): Promise<Mp
     return {
       provided: {
         card: {
-          brand: card.number.startsWith('4') ? 'VISA' : 'MASTERCARD',
+          brand: /^3[47]/.test(card.number) ? 'AMEX' : card.number.startsWith('4') ? 'VISA' : 'MASTERCARD',
           number: `${card.number.slice(0, 6)}xxxxxx${card.number.slice(-4)}`,
           expiry: { month: card.expiryMonth, year: card.expiryYear },
         },

@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import type { CardDetails } from '../../db/rows';
 import type { HttpClient } from '../../httpClient';
 import type { Currency } from '../../vocabulary';
 import { CURRENCY_EXPONENT } from '../amounts';
@@ -146,14 +147,15 @@ export class MpgsConnector implements CardConnector {
             providerRef: orderId,
             outcome: 'challenge',
             challenge: { url: `${this.opts.serviceUrl}/checkout/${req.paymentId}/3ds-challenge`, html: d.html },
-            card: null,
+            // the authentication's answer names the session's card as well: the payment shows it from now on
+            card: t.card,
             failureCode: null,
             failureMessage: null,
           };
         case 'pay':
           return this.pay(req, attempt, d.authenticated ? authId : undefined);
         case 'fail':
-          return declined(orderId, 'authentication-failed', d.why);
+          return declined(orderId, 'authentication-failed', d.why, t.card);
         case 'unknown':
           throw retryable('provider-unknown-outcome', `mpgs authentication of ${orderId}/${authId}: ${d.why}`);
       }
@@ -172,14 +174,15 @@ export class MpgsConnector implements CardConnector {
       ),
     );
     const outcome = classify(t.result, t.gatewayCode, t.settledBy === 'retrieve');
-    if (outcome.state === 'failed') return declined(orderId, outcome.failureCode, `gatewayCode ${t.gatewayCode}`);
+    if (outcome.state === 'failed')
+      return declined(orderId, outcome.failureCode, `gatewayCode ${t.gatewayCode}`, t.card);
     if (outcome.state === 'succeeded' && !this.otherAmount(t, req.amount, req.currency))
       return {
         providerRef: orderId,
         outcome: 'approved',
         settled: true,
         challenge: null,
-        card: null,
+        card: t.card,
         failureCode: null,
         failureMessage: null,
       };
@@ -189,7 +192,7 @@ export class MpgsConnector implements CardConnector {
       outcome: 'approved',
       settled: false,
       challenge: null,
-      card: null,
+      card: t.card,
       failureCode: null,
       failureMessage: null,
     };
@@ -337,12 +340,12 @@ export class MpgsConnector implements CardConnector {
   }
 }
 
-function declined(orderId: string, code: FailureCode, why: string): ChargeAnswer {
+function declined(orderId: string, code: FailureCode, why: string, card: CardDetails | null): ChargeAnswer {
   return {
     providerRef: orderId,
     outcome: 'declined',
     challenge: null,
-    card: null,
+    card,
     failureCode: code,
     failureMessage: `${FAILURE_CODES[code]} (${why})`.slice(0, 300),
   };

@@ -1,4 +1,5 @@
 import type { AmountFormat, WhenUnavailable } from './settings';
+import type { CardDetails } from '../../db/rows';
 import type { Currency } from '../../vocabulary';
 import { CURRENCIES } from '../../vocabulary';
 import { decimalToMinor, minorToDecimal } from '../amounts';
@@ -209,6 +210,8 @@ export interface TransactionView {
   payerInteraction: string | null;
   /** authentication.redirect.html: to insert in the payer's page */
   redirectHtml: string | null;
+  /** sourceOfFunds.provided.card: brand, last 4 digits and expiry only (never the masked number); null when absent or unreadable */
+  card: CardDetails | null;
 }
 
 interface RawTransaction {
@@ -225,6 +228,36 @@ interface RawTransaction {
   };
   transaction: { id: string; type?: string; amount?: unknown; currency?: string; authenticationStatus?: string };
   authentication?: { payerInteraction?: string; redirect?: { html?: string } };
+  sourceOfFunds?: { provided?: { card?: RawCard } };
+}
+
+interface RawCard {
+  brand?: string;
+  number?: string;
+  expiry?: { month?: string | number; year?: string | number };
+}
+
+/** The gateway's card brands (sourceOfFunds.provided.card.brand) in ours (shared/cards/sandbox/cards.ts, brandOf). */
+const BRANDS: Readonly<Record<string, string>> = { VISA: 'visa', MASTERCARD: 'mastercard', AMEX: 'amex' };
+
+/**
+ * The card of a transaction answer, as the payment shows it (docs/decisions.md#cards-hosted-checkout):
+ * its brand, the last 4 digits of the masked number (512345xxxxxx0008) and its expiry; nothing else
+ * of the number is kept. Anything missing or unreadable: null (the payment shows no card).
+ */
+export function cardOf(raw: RawCard | undefined): CardDetails | null {
+  if (!raw) return null;
+  const last4 = /([0-9]{4})$/.exec(raw.number ?? '')?.[1];
+  const month = Number(raw.expiry?.month);
+  const year = Number(raw.expiry?.year);
+  if (!last4 || !Number.isInteger(month) || month < 1 || month > 12 || !Number.isInteger(year) || year < 0) return null;
+  if (year > 99 && (year < 2000 || year > 2099)) return null;
+  return {
+    brand: BRANDS[(raw.brand ?? '').toUpperCase()] ?? 'unknown',
+    last4,
+    exp_month: month,
+    exp_year: year > 99 ? year : 2000 + year,
+  };
 }
 
 /** Reads an answer that passed the transactionAnswer schema. */
@@ -247,6 +280,7 @@ export function readTransaction(body: unknown): TransactionView {
     authenticationStatus: t.transaction.authenticationStatus ?? t.order.authenticationStatus ?? null,
     payerInteraction: t.authentication?.payerInteraction ?? null,
     redirectHtml: t.authentication?.redirect?.html ?? null,
+    card: cardOf(t.sourceOfFunds?.provided?.card),
   };
 }
 
