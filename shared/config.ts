@@ -398,6 +398,8 @@ export function loadConfig(env: Env = process.env) {
     cards: {
       /** how long the client has for 3-D Secure (docs/decisions.md#cards-hosted-checkout) */
       threeDsWindowMs: int(env, 'CARD_3DS_WINDOW_MS', 10 * 60_000, 1000, 3_600_000),
+      /** how long after a 3-D Secure challenge starts its acquirer is first asked, then at the sweep's growing intervals */
+      threeDsFirstAskMs: int(env, 'CARD_3DS_FIRST_ASK_MS', 60_000, 1000, 3_600_000),
     },
     overload: loadOverloadConfig(env),
     availability: {

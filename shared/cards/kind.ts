@@ -99,6 +99,12 @@ export const cardPaymentKind: OperationKind<PaymentRow, CardPaymentStatus, CardC
         };
       return { trigger: 'sent', patch: charged };
     },
+    // a challenge whose browser return never reaches us is asked about from CARD_3DS_FIRST_ASK_MS on, not only at
+    // the window's end (the acquirer may have its outcome); the window's end alone cancels it
+    askEarly: (config) => ({
+      statuses: ['processing'],
+      beforeEndMs: config.cards.threeDsWindowMs - config.cards.threeDsFirstAskMs,
+    }),
     correctable: (_p, err) =>
       err instanceof SourceRefused ? { checkout_token: null, checkout_error: err.code } : null,
     ...collectionPolicy,

@@ -97,6 +97,13 @@ export interface OperationKind<R extends OperationRow = OperationRow, S extends 
   reported(status: 'succeeded' | 'failed' | 'cancelled'): Trigger;
   /** an unsent operation at its window's end: sent again (money out), or asked about */
   unsentAtWindowEnd: 'resend' | 'ask';
+  /**
+   * Rows in these statuses are asked about from `beforeEndMs` before their window ends, not only
+   * once it is over (a card payment in its 3-D Secure challenge: docs/decisions.md#cards-hosted-checkout).
+   * Before the window's end only the provider's own outcome (succeeded, failed, cancelled) is
+   * applied; anything else waits for the next ask, and the window's end decides as ever.
+   */
+  askEarly?(config: Config): { statuses: readonly S[]; beforeEndMs: number } | null;
   /** what ends it when its window is over (a payment may be cancelled; money out is asked again, never guessed) */
   atWindowEnd(row: R, answer: WindowAnswer): WindowVerdict;
   /** the object its events carry */

@@ -55,8 +55,14 @@ where c.id = any(array(select unnest($1::uuid[])))
 select 1
 from payments o
 where o.status = any($1::text[])
-  and o.window_ends_at < $2
   and o.method = 'mobile_money'
+  and (
+    o.window_ends_at < $2
+      or (
+        o.status = any($5::text[])
+          and o.window_ends_at < $2::timestamptz + $6 * interval '1 millisecond'
+      )
+  )
   and (
     o.asked_at is null
       or o.asked_at < $2::timestamptz - least($3, $4 * power(2, least(o.asks - 1, 20))) * interval '1 millisecond'
@@ -67,14 +73,20 @@ limit 1;
 select o.id, o.merchant_id, o.environment, o.status, o.version, o.asked_at, o.asks
 from payments o
 where o.status = any($1::text[])
-  and o.window_ends_at < $2
   and o.method = 'mobile_money'
+  and (
+    o.window_ends_at < $2
+      or (
+        o.status = any($5::text[])
+          and o.window_ends_at < $2::timestamptz + $6 * interval '1 millisecond'
+      )
+  )
   and (
     o.asked_at is null
       or o.asked_at < $2::timestamptz - least($3, $4 * power(2, least(o.asks - 1, 20))) * interval '1 millisecond'
   )
 order by o.window_ends_at
-limit $5
+limit $7
 for update skip locked;
 
 -- payment.sql.unsent: unsent-payment
@@ -793,7 +805,13 @@ where c.id = any(array(select unnest($1::uuid[])))
 select 1
 from refunds o
 where o.status = any($1::text[])
-  and o.window_ends_at < $2
+  and (
+    o.window_ends_at < $2
+      or (
+        o.status = any($5::text[])
+          and o.window_ends_at < $2::timestamptz + $6 * interval '1 millisecond'
+      )
+  )
   and (
     o.asked_at is null
       or o.asked_at < $2::timestamptz - least($3, $4 * power(2, least(o.asks - 1, 20))) * interval '1 millisecond'
@@ -804,13 +822,19 @@ limit 1;
 select o.id, o.merchant_id, o.environment, o.status, o.version, o.asked_at, o.asks
 from refunds o
 where o.status = any($1::text[])
-  and o.window_ends_at < $2
+  and (
+    o.window_ends_at < $2
+      or (
+        o.status = any($5::text[])
+          and o.window_ends_at < $2::timestamptz + $6 * interval '1 millisecond'
+      )
+  )
   and (
     o.asked_at is null
       or o.asked_at < $2::timestamptz - least($3, $4 * power(2, least(o.asks - 1, 20))) * interval '1 millisecond'
   )
 order by o.window_ends_at
-limit $5
+limit $7
 for update skip locked;
 
 -- refund.sql.unsent: unsent-refund
@@ -1405,7 +1429,13 @@ where c.id = any(array(select unnest($1::uuid[])))
 select 1
 from payouts o
 where o.status = any($1::text[])
-  and o.window_ends_at < $2
+  and (
+    o.window_ends_at < $2
+      or (
+        o.status = any($5::text[])
+          and o.window_ends_at < $2::timestamptz + $6 * interval '1 millisecond'
+      )
+  )
   and (
     o.asked_at is null
       or o.asked_at < $2::timestamptz - least($3, $4 * power(2, least(o.asks - 1, 20))) * interval '1 millisecond'
@@ -1416,13 +1446,19 @@ limit 1;
 select o.id, o.merchant_id, o.environment, o.status, o.version, o.asked_at, o.asks
 from payouts o
 where o.status = any($1::text[])
-  and o.window_ends_at < $2
+  and (
+    o.window_ends_at < $2
+      or (
+        o.status = any($5::text[])
+          and o.window_ends_at < $2::timestamptz + $6 * interval '1 millisecond'
+      )
+  )
   and (
     o.asked_at is null
       or o.asked_at < $2::timestamptz - least($3, $4 * power(2, least(o.asks - 1, 20))) * interval '1 millisecond'
   )
 order by o.window_ends_at
-limit $5
+limit $7
 for update skip locked;
 
 -- payout.sql.unsent: unsent-payout
@@ -2044,8 +2080,14 @@ where c.id = any(array(select unnest($1::uuid[])))
 select 1
 from payments o
 where o.status = any($1::text[])
-  and o.window_ends_at < $2
   and o.method = 'card'
+  and (
+    o.window_ends_at < $2
+      or (
+        o.status = any($5::text[])
+          and o.window_ends_at < $2::timestamptz + $6 * interval '1 millisecond'
+      )
+  )
   and (
     o.asked_at is null
       or o.asked_at < $2::timestamptz - least($3, $4 * power(2, least(o.asks - 1, 20))) * interval '1 millisecond'
@@ -2056,14 +2098,20 @@ limit 1;
 select o.id, o.merchant_id, o.environment, o.status, o.version, o.asked_at, o.asks
 from payments o
 where o.status = any($1::text[])
-  and o.window_ends_at < $2
   and o.method = 'card'
+  and (
+    o.window_ends_at < $2
+      or (
+        o.status = any($5::text[])
+          and o.window_ends_at < $2::timestamptz + $6 * interval '1 millisecond'
+      )
+  )
   and (
     o.asked_at is null
       or o.asked_at < $2::timestamptz - least($3, $4 * power(2, least(o.asks - 1, 20))) * interval '1 millisecond'
   )
 order by o.window_ends_at
-limit $5
+limit $7
 for update skip locked;
 
 -- card_payment.sql.unsent: unsent-card_payment

@@ -39,12 +39,21 @@ function hoursPastBound(row: OperationRow, t: number): number {
 }
 
 /**
- * Claims open operations past their window that are due an ask: never asked, or asked
+ * Claims open operations past their window (or in a status the kind asks about early, within its
+ * lead of the window's end: `askEarly`) that are due an ask: never asked, or asked
  * ASK_INTERVAL_MS × 2^(asks so far) ago, at most MAX_ASK_INTERVAL_MS.
  */
 async function claimDue(ctx: ServiceContext, kind: OperationKind<any, any, any>): Promise<Claimed[]> {
   const now = new Date(ctx.clock.now());
-  const due = [kind.machine.open, now, MAX_ASK_INTERVAL_MS, ctx.config.askIntervalMs];
+  const early = kind.askEarly?.(ctx.config) ?? null;
+  const due = [
+    kind.machine.open,
+    now,
+    MAX_ASK_INTERVAL_MS,
+    ctx.config.askIntervalMs,
+    early && early.beforeEndMs > 0 ? early.statuses : [],
+    early ? Math.max(0, early.beforeEndMs) : 0,
+  ];
   if ((await runSql(ctx.db, kind.sql.due, due)).length === 0) return [];
   return ctx.db.transaction(async (trx) => {
     const rows = await runSql<OperationRow>(trx, kind.sql.claimDue, [...due, BATCH]);
@@ -93,8 +102,13 @@ async function sweepOne<R extends OperationRow>(
     return 'resent';
   }
   const answer = await ask(ctx, kind, row);
-  const verdict = kind.atWindowEnd(row, answer);
   const now = ctx.clock.now();
+  // asked before its window's end (askEarly): only the provider's own outcome decides it now
+  const early =
+    row.window_ends_at.getTime() > now &&
+    (kind.askEarly?.(ctx.config)?.statuses.includes(row.status) ?? false) &&
+    !(answer.kind === 'status' && ['succeeded', 'failed', 'cancelled'].includes(answer.state));
+  const verdict = early ? 'ask-again' : kind.atWindowEnd(row, answer);
   if (verdict === 'ask-again') {
     const hours = hoursPastBound(row, now);
     if (hours > 0) {

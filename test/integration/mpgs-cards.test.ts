@@ -165,6 +165,27 @@ describe('live card payments through the Mastercard Gateway (simulator)', functi
     expect(payments(p.id)[0]).to.include({ id: 'pay-1', result: 'SUCCESS' });
   });
 
+  it('challenge approved but the browser never returns: asked from a minute on and paid well before the 3-D Secure window ends', async () => {
+    const p = await create();
+    await payWith(p.id, '5123450000000008', '01/39');
+    const started = await waitForRow(env, p.id, (r) => r.status === 'processing');
+    const windowEnds = started.window_ends_at.getTime();
+    // the first minute: nobody asks the gateway yet
+    env.clock.advance(61_000);
+    // asked, the challenge still unfinished: pending at the gateway, and never cancelled before its window ends
+    const asked = await waitForRow(env, p.id, (r) => r.asks >= 1);
+    expect(asked.status).to.equal('processing');
+    expect(payments(p.id)).to.deep.equal([]);
+    sim.completeChallenge(p.id, 'auth-1', true);
+    // no 3ds-return: the sweep's next asks (doubling waits) find the authentication and PAY
+    env.clock.advance(30_000);
+    const done = await final(p.id);
+    expect(done.status).to.equal('succeeded');
+    expect(env.clock.now()).to.be.below(windowEnds);
+    expect(payments(p.id)).to.have.length(1);
+    expect(payments(p.id)[0]).to.include({ id: 'pay-1', result: 'SUCCESS' });
+  });
+
   it('challenge failed: authentication-failed, no PAY sent, whatever the browser posts back', async () => {
     const p = await create();
     await payWith(p.id, '5123450000000008', '01/39');

@@ -146,7 +146,7 @@ describe('config', () => {
       providerPort: 4030,
       callbackSecret: DEV_CARD_CALLBACK_SECRET,
     });
-    expect(dev.cards).to.deep.equal({ threeDsWindowMs: 600_000 });
+    expect(dev.cards).to.deep.equal({ threeDsWindowMs: 600_000, threeDsFirstAskMs: 60_000 });
     // live keys never reach the sandbox: no card route unless LIVE_CARD names a live card connector
     expect(dev.routes.card).to.equal(null);
     expect(loadConfig(PROD).routes.card).to.equal(null);

@@ -9,12 +9,15 @@ import { plain, scopeSql, type OperationTables } from './operationTables';
  */
 
 /**
- * An open row of `o` past its window and due an ask: never asked, or asked longer ago than the
- * wait its asks have earned ($1 open statuses, $2 now, $3 the longest wait between asks, $4 the
- * first wait, in ms; the wait doubles with each ask).
+ * An open row of `o` past its window, or in one of the statuses asked early ($5) and within $6 ms
+ * of its window's end, and due an ask: never asked, or asked longer ago than the wait its asks
+ * have earned ($1 open statuses, $2 now, $3 the longest wait between asks, $4 the first wait, in
+ * ms; the wait doubles with each ask).
  */
 function dueSql(k: OperationTables): string {
-  return `o.status = any($1::text[]) and o.window_ends_at < $2${scopeSql(k, 'o')}
+  return `o.status = any($1::text[])${scopeSql(k, 'o')}
+          and (o.window_ends_at < $2
+               or (o.status = any($5::text[]) and o.window_ends_at < $2::timestamptz + $6 * interval '1 millisecond'))
           and (o.asked_at is null or o.asked_at < $2::timestamptz - least($3, $4 * power(2, least(o.asks - 1, 20))) * interval '1 millisecond')`;
 }
 
@@ -40,14 +43,14 @@ export function operationReads(k: OperationTables) {
          join ${t} o on o.id = c.object_id${scopeSql(k, 'o')}
         where c.id = any(array(select unnest($1::uuid[]))) and c.object_kind = $2`,
     ),
-    // the sweep's (shared/operations/sweep.ts): open rows past their window that are due an ask. Its probe first (nearly
-    // always none: one read without a transaction says so), then its claim in the caller's transaction: the first $5 by
+    // the sweep's (shared/operations/sweep.ts): open rows past their window (or asked early) that are due an ask. Its probe
+    // first (nearly always none: one read without a transaction says so), then its claim in the caller's transaction: the first $7 by
     // window, locked, passing over rows another sweep holds
     due: sqlStatement(`due-${k.name}`, `select 1 from ${t} o where ${dueSql(k)} limit 1`),
     claimDue: sqlStatement(
       `claim-due-${k.name}`,
       `select o.id, o.merchant_id, o.environment, o.status, o.version, o.asked_at, o.asks from ${t} o
-        where ${dueSql(k)} order by o.window_ends_at limit $5 for update skip locked`,
+        where ${dueSql(k)} order by o.window_ends_at limit $7 for update skip locked`,
     ),
     // the re-drive's (shared/operations/send.ts unsentOperations): open rows never sent, created before $2 ($1 open statuses),
     // whose window ends after $3 (-infinity: any), oldest first, at most $4
