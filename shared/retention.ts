@@ -1,4 +1,5 @@
 import type { Db } from './db/knex';
+import { cardPaymentMachine } from './operations/kindMachines';
 
 /**
  * Retention (docs/decisions.md#retention-and-transport, docs/retention.md#purged): transactions (payments,
@@ -8,6 +9,9 @@ import type { Db } from './db/knex';
  * - raw provider callback bodies (callback-reconciler): `raw_body` emptied once the callback
  *   was applied and received more than 90 days ago; the normalised columns stay;
  * - webhook attempt snippets (webhook-sender): `response_excerpt` nulled 90 days after the attempt;
+ * - card checkout attempts (card-charge): the `card_attempts` row (payer's IP address and user
+ *   agent, a gateway's challenge HTML, the last session id) deleted once its payment is final and
+ *   the row was last written more than 90 days ago;
  * - idempotency records and request signatures (outbox-relay): deleted once expired (24 hours
  *   and the signature tolerance: well within 90 days).
  *
@@ -35,13 +39,13 @@ const DEFAULT_BATCH = 1000;
 const DEFAULT_MAX_BATCHES = 50;
 
 /** Runs one bounded statement (it returns the rows it touched) until it touches none, or maxBatches times. */
-async function inBatches(db: Db, sql: string, cutoff: Date, opts: PurgeOptions): Promise<number> {
+async function inBatches(db: Db, sql: string, cutoff: Date, opts: PurgeOptions, more: string[] = []): Promise<number> {
   const batch = opts.batch ?? DEFAULT_BATCH;
   const maxBatches = opts.maxBatches ?? DEFAULT_MAX_BATCHES;
   let total = 0;
   for (let i = 0; i < maxBatches; i++) {
     // each statement is its own transaction: its locks last one statement of at most `batch` rows
-    const res = await db.raw(sql, [cutoff, batch]);
+    const res = await db.raw(sql, [cutoff, ...more, batch]);
     const n: number = res.rowCount ?? 0;
     total += n;
     if (n < batch) break;
@@ -75,6 +79,22 @@ const ATTEMPT_EXCERPTS = `
 /** Nulls the answer snippets of webhook attempts older than 90 days (the webhook-sender's); the attempt's status, latency and error stay. */
 export function purgeAttemptExcerpts(db: Db, opts: PurgeOptions): Promise<number> {
   return inBatches(db, ATTEMPT_EXCERPTS, cutoffOf(opts), opts);
+}
+
+const CARD_ATTEMPTS = `
+  delete from card_attempts
+   where payment_id = any (array(
+     select a.payment_id from card_attempts a join payments p on p.id = a.payment_id
+      where a.updated_at < ? and p.method = 'card' and not (p.status = any(?::text[]))
+      order by a.updated_at limit ? for update of a skip locked))`;
+
+/**
+ * Deletes the checkout attempts of card payments that are final (no charge, ask or 3-D Secure
+ * page reads them again) and were last written more than 90 days ago (the card-charge pool's).
+ * An open payment keeps its row whatever its age: its ask names the attempt's ids.
+ */
+export function purgeCardAttempts(db: Db, opts: PurgeOptions): Promise<number> {
+  return inBatches(db, CARD_ATTEMPTS, cutoffOf(opts), opts, [`{${cardPaymentMachine.open.join(',')}}`]);
 }
 
 const EXPIRED_KEYS = `

@@ -4,6 +4,7 @@ import { ManualClock } from '../../shared/clock';
 import { cardPaymentKind } from '../../shared/cards/kind';
 import { createContext, type ServiceContext } from '../../shared/context';
 import { MAX_ASK_INTERVAL_MS, sweepOpen } from '../../shared/operations/sweep';
+import { purgeCardAttempts } from '../../shared/retention';
 import { signCallback } from '../../shared/providers/signature';
 import {
   CARD_SECRET,
@@ -40,6 +41,7 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
       TRUSTED_PROXIES: '1',
       CARD_TOKEN_TTL_MS: String(TOKEN_TTL_MS),
       CARD_3DS_WINDOW_MS: String(THREE_DS_WINDOW_MS),
+      RETENTION_INTERVAL_MS: '200',
     });
     shop = await c.env.merchant({
       scope: 'full',
@@ -655,6 +657,38 @@ describe('card payments (hosted checkout, sandbox vault and acquirer, real worke
         .join('\n');
       for (const n of numbers) expect(logs).not.to.include(n);
       expect(logs).not.to.match(/tok_[A-Za-z0-9_-]{10,}/);
+    });
+  });
+
+  describe('retention (docs/retention.md#purged)', () => {
+    it('the checkout attempts (IP, user agent, challenge) of final payments go after 90 days; an open payment keeps its own', async () => {
+      const DAY = 24 * 3600 * 1000;
+      const attemptOf = (id: string) => c.env.services.db('card_attempts').where({ payment_id: id }).first();
+      const done = await paid('4242424242424242');
+      await waitForRow(c.env, done.id, (r) => r.status === 'succeeded');
+      // a refused token leaves the payment open (pending), with its attempt recorded
+      const open = await createCardPayment(shop.client);
+      expect((await pay(base(), open.id, { token: 'tok_forgedforgedforged' }, newIp())).status).to.equal(202);
+      await waitForRow(c.env, open.id, (r) => r.checkout_error === 'token-invalid');
+      expect(await attemptOf(done.id)).to.include({ attempt: 1 });
+      expect(await attemptOf(open.id)).to.include({ attempt: 1 });
+      const now = c.env.clock.now();
+      // younger than 90 days: kept
+      expect(await purgeCardAttempts(c.env.services.db, { now: now + 89 * DAY })).to.equal(0);
+      // past 90 days: the final payment's attempt goes, the open one's stays whatever its age (its ask names it)
+      expect(await purgeCardAttempts(c.env.services.db, { now: now + 91 * DAY })).to.be.greaterThan(0);
+      expect(await attemptOf(done.id)).to.equal(undefined);
+      expect(await attemptOf(open.id)).to.include({ attempt: 1, payment_id: open.id });
+      // the payment itself is a transaction: kept, its card with it
+      expect((await paymentRow(c.env, done.id)).card).to.include({ last4: '4242' });
+
+      // and the card-charge pool purges on its own once the service clock is 90 days on
+      const later = await paid('4242424242424242');
+      await waitForRow(c.env, later.id, (r) => r.status === 'succeeded');
+      expect(await attemptOf(later.id)).to.include({ attempt: 1 });
+      c.env.clock.advance(91 * DAY);
+      await eventually(async () => (await attemptOf(later.id)) === undefined, 15_000);
+      expect((await paymentRow(c.env, later.id)).status).to.equal('succeeded');
     });
   });
 });
