@@ -17,7 +17,7 @@ import {
   resolveItem,
 } from '../../../shared/reconciliation/read';
 import { NotReconcilable, reconcileDay } from '../../../shared/reconciliation/run';
-import { isDay } from '../../../shared/reconciliation/days';
+import { dayBounds, isDay } from '../../../shared/reconciliation/days';
 
 const validateRun = validator<{ connector: string; day: string }>(
   closedObject({
@@ -35,7 +35,8 @@ const validateResolve = validator<{ note: string }>(
  * (streamed, one transaction), run a day, list the runs and a run's items (paged, or CSV).
  */
 export const reconciliationAdminRouter = new Router({ prefix: '/admin' })
-  // the body is the report itself, read as it arrives; ?connector= (&format=) or X-Connector / X-Report-Format
+  // the body is the report itself, read as it arrives; ?connector= (&format=) or X-Connector / X-Report-Format;
+  // &from=&to= (business days) name the period of a report that does not carry its own
   .post('/reconciliation/statements', async (ctx) => {
     const connector = lastValue(ctx.query.connector) ?? ctx.get('X-Connector');
     const format = lastValue(ctx.query.format) ?? (ctx.get('X-Report-Format') || undefined);
@@ -44,6 +45,12 @@ export const reconciliationAdminRouter = new Router({ prefix: '/admin' })
     const parser = parserOf(connector, format);
     if (!parser) throw new ValidationFailed('format', `format is not a report format of ${connector}`);
     const { maxReportBytes, timeZone } = ctx.services.config.reconciliation;
+    const from = lastValue(ctx.query.from);
+    const to = lastValue(ctx.query.to) ?? from;
+    if (to !== undefined && (from === undefined || !isDay(from)))
+      throw new ValidationFailed('from', 'from must be a day (YYYY-MM-DD)');
+    if (to !== undefined && (!isDay(to) || to < from!))
+      throw new ValidationFailed('to', 'to must be a day (YYYY-MM-DD), not before from');
     const declared = ctx.request.length;
     if (declared !== undefined && declared > maxReportBytes) throw new PayloadTooLarge();
     try {
@@ -54,6 +61,12 @@ export const reconciliationAdminRouter = new Router({ prefix: '/admin' })
           source: 'upload',
           format: parser.format,
           providerStatementId: null,
+          ...(from && to
+            ? {
+                periodStart: new Date(dayBounds(from, timeZone).start),
+                periodEnd: new Date(dayBounds(to, timeZone).end),
+              }
+            : {}),
           timeZone,
           maxBytes: maxReportBytes,
         },

@@ -6,6 +6,7 @@ import { decimalToMinor, minorToDecimal } from '../../../shared/providers/amount
 import { check, type MpgsSchemaName, type SchemaProblem } from '../../../shared/providers/mpgs/schema';
 import { ourCurrency } from '../../../shared/providers/mpgs/wire';
 import type { Currency } from '../../../shared/vocabulary';
+import { mpgsReport, type MpgsFinances, type MpgsReportRow } from './report';
 import {
   CARD_FIELDS,
   challengePage,
@@ -91,6 +92,8 @@ export interface MpgsSimulatorOptions {
   /** notification attempts on a non-2xx answer; default 3, 300 ms apart */
   notificationAttempts?: number;
   notificationRetryMs?: number;
+  /** the clock of transactions' times (and so of the report); default Date.now */
+  now?: () => number;
   log?: (line: string) => void;
 }
 
@@ -110,6 +113,8 @@ export interface MpgsSimulator {
     transactionId: string,
     approve: boolean,
   ): { url: string; fields: Record<string, string> };
+  /** the transaction report and its injections (./report.ts) */
+  finances: MpgsFinances;
   reset(): void;
 }
 
@@ -204,6 +209,7 @@ export async function startMpgsSimulator(opts: MpgsSimulatorOptions): Promise<Mp
   const client = new HttpClient(8);
   const log = opts.log ?? (() => undefined);
   const slowMs = opts.slowMs ?? 5000;
+  const now = opts.now ?? (() => Date.now());
   const expectedAuth = Buffer.from(
     `Basic ${Buffer.from(`merchant.${opts.merchantId}:${opts.apiPassword}`).toString('base64')}`,
   );
@@ -406,7 +412,7 @@ export async function startMpgsSimulator(opts: MpgsSimulatorOptions): Promise<Mp
       amount: null,
       currency,
       requests: 1,
-      created: new Date().toISOString(),
+      created: new Date(now()).toISOString(),
       payerInteraction: null,
       redirectHtml: null,
       redirectResponseUrl: null,
@@ -892,6 +898,11 @@ export async function startMpgsSimulator(opts: MpgsSimulatorOptions): Promise<Mp
     if (path === '/_sim/transactions' && method === 'GET') return json(res, 200, transactions());
     if (path === '/_sim/notifications' && method === 'GET') return json(res, 200, sent);
     if (path === '/_sim/refusals' && method === 'GET') return json(res, 200, refused);
+    if (path === '/_sim/report' && method === 'GET') {
+      res.writeHead(200, { 'Content-Type': 'text/csv; charset=utf-8' });
+      res.end(finances.report());
+      return;
+    }
     if (path === '/_sim/faults' && method === 'POST') {
       sim.setFaults(parseJsonBody(await readBody(req)) as MpgsSimFaults);
       return json(res, 200, faults);
@@ -966,6 +977,27 @@ export async function startMpgsSimulator(opts: MpgsSimulatorOptions): Promise<Mp
     );
   }
 
+  /** The report's rows: every PAYMENT, REFUND and VOID that ended, at its creation time. */
+  function records(): MpgsReportRow[] {
+    const out: MpgsReportRow[] = [];
+    for (const o of orders.values())
+      for (const t of o.txns.values()) {
+        if (!['PAYMENT', 'REFUND', 'VOID_PAYMENT', 'VOID_REFUND'].includes(t.type)) continue;
+        if (!['SUCCESS', 'FAILURE'].includes(t.result) || t.amount === null) continue;
+        out.push({
+          at: Date.parse(t.created),
+          orderId: o.id,
+          transactionId: t.id,
+          type: t.type as MpgsReportRow['type'],
+          result: t.result as MpgsReportRow['result'],
+          amount: decimalToMinor(t.amount, t.currency) ?? 0,
+          currency: t.currency,
+        });
+      }
+    return out;
+  }
+  const finances = mpgsReport(records, { now });
+
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(opts.port ?? 0, opts.host ?? '127.0.0.1', () => resolve());
@@ -999,6 +1031,7 @@ export async function startMpgsSimulator(opts: MpgsSimulatorOptions): Promise<Mp
       if (!token) throw new Refusal(404, 'INVALID_REQUEST', 'No pending challenge for this transaction');
       return finishChallenge(token, approve);
     },
+    finances,
     reset() {
       sessions.clear();
       orders.clear();
