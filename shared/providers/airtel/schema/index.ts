@@ -1,5 +1,4 @@
-import type { ErrorObject, ValidateFunction } from 'ajv';
-import { ajv } from '../../../validation';
+import { schemaChecker } from '../../schemaCheck';
 import answer from './answer.schema.json';
 import callback from './callback.schema.json';
 import collectionRequest from './collection-request.schema.json';
@@ -29,39 +28,7 @@ export const AIRTEL_SCHEMAS = {
 } as const;
 
 export type AirtelSchemaName = keyof typeof AIRTEL_SCHEMAS;
+export type { SchemaProblem } from '../../schemaCheck';
 
-const compiled = new Map<AirtelSchemaName, ValidateFunction>();
-
-function compile(name: AirtelSchemaName): ValidateFunction {
-  let v = compiled.get(name);
-  if (!v) {
-    const schema = AIRTEL_SCHEMAS[name] as { $id: string };
-    v = (ajv.getSchema(schema.$id) as ValidateFunction | undefined) ?? ajv.compile(schema);
-    compiled.set(name, v);
-  }
-  return v;
-}
-
-export interface SchemaProblem {
-  /** where: "/transaction/amount", or "" for the whole */
-  path: string;
-  keyword: string;
-  message: string;
-}
-
-const problemOf = (e: ErrorObject): SchemaProblem => {
-  const child =
-    (e.params as { additionalProperty?: string; missingProperty?: string }).additionalProperty ??
-    (e.params as { missingProperty?: string }).missingProperty;
-  return {
-    path: child ? `${e.instancePath}/${child}` : e.instancePath,
-    keyword: e.keyword,
-    message: e.message ?? 'is invalid',
-  };
-};
-
-/** The problems of `data` against a schema; empty when it conforms. */
-export function check(name: AirtelSchemaName, data: unknown): SchemaProblem[] {
-  const v = compile(name);
-  return v(data) ? [] : (v.errors ?? []).map(problemOf);
-}
+/** The problems of `data` against one of the schemas; empty when it conforms. */
+export const check = schemaChecker(AIRTEL_SCHEMAS);

@@ -1,5 +1,5 @@
-import type { ErrorObject, ValidateFunction } from 'ajv';
 import { ajv } from '../../../validation';
+import { schemaChecker, type SchemaProblem } from '../../schemaCheck';
 import authenticatePayerRequest from './authenticate-payer-request.schema.json';
 import createSessionRequest from './create-session-request.schema.json';
 import error from './error.schema.json';
@@ -34,46 +34,15 @@ export const MPGS_SCHEMAS = {
 } as const;
 
 export type MpgsSchemaName = keyof typeof MPGS_SCHEMAS;
+export type { SchemaProblem } from '../../schemaCheck';
 
 // transaction-answer first: order-answer refers to it by $id
 for (const schema of [transactionAnswer, ...Object.values(MPGS_SCHEMAS).filter((s) => s !== transactionAnswer)]) {
   if (!ajv.getSchema(schema.$id)) ajv.addSchema(schema);
 }
 
-const compiled = new Map<MpgsSchemaName, ValidateFunction>();
-
-function compile(name: MpgsSchemaName): ValidateFunction {
-  let v = compiled.get(name);
-  if (!v) {
-    v = ajv.getSchema(MPGS_SCHEMAS[name].$id) as ValidateFunction;
-    compiled.set(name, v);
-  }
-  return v;
-}
-
-export interface SchemaProblem {
-  /** where: "/order/amount", or "" for the whole */
-  path: string;
-  keyword: string;
-  message: string;
-}
-
-const problemOf = (e: ErrorObject): SchemaProblem => {
-  const child =
-    (e.params as { additionalProperty?: string; missingProperty?: string }).additionalProperty ??
-    (e.params as { missingProperty?: string }).missingProperty;
-  return {
-    path: child ? `${e.instancePath}/${child}` : e.instancePath,
-    keyword: e.keyword,
-    message: e.message ?? 'is invalid',
-  };
-};
-
-/** The problems of `data` against a schema; empty when it conforms. */
-export function check(name: MpgsSchemaName, data: unknown): SchemaProblem[] {
-  const v = compile(name);
-  return v(data) ? [] : (v.errors ?? []).map(problemOf);
-}
+/** The problems of `data` against one of the schemas; empty when it conforms. */
+export const check = schemaChecker(MPGS_SCHEMAS);
 
 /** One line for a log or an error message: where and what (never the value). */
 export function describeProblems(problems: SchemaProblem[]): string {
