@@ -236,12 +236,16 @@ describe('live card payments through the Mastercard Gateway (simulator)', functi
       const p = await create();
       await payWith(p.id, '2223000000000007', '01/39');
       await final(p.id);
+      // the payment is final on PAY's answer; the gateway's second delivery may come after it
+      const sent = await eventually(async () => {
+        const s = sim.notifications().filter((n) => n.orderId === p.id && n.transactionId === 'pay-1');
+        return s.length >= 2 ? s : undefined;
+      }, 15_000);
+      expect(sent.length).to.be.greaterThanOrEqual(2);
       await eventually(async () => {
         const rows = await env.services.db('provider_callbacks').where({ object_id: p.id });
         return rows.length >= 1 && rows.every((r) => r.processed_at !== null) ? rows : undefined;
       }, 15_000);
-      const sent = sim.notifications().filter((n) => n.orderId === p.id && n.transactionId === 'pay-1');
-      expect(sent.length).to.be.greaterThanOrEqual(2);
       const events = await env.services.db('events').where({ object_id: p.id, type: 'payment.succeeded' });
       expect(events).to.have.length(1);
       const credits = await env.services.db('ledger_transactions').where({ reference_id: p.id });
